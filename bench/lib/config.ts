@@ -1,0 +1,65 @@
+// Settings (from BENCH_* env), fixed credentials and request bodies, and console helpers.
+import { fileURLToPath } from 'node:url';
+
+export interface TargetSpec {
+  name: string;
+  kind: 'passthrough' | 'gateway';
+  /** Extra environment for the server process (e.g. feature switches of the gateway). */
+  env?: Record<string, string>;
+}
+
+function intEnv(name: string, dflt: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+/** Repository root (bench/lib/../..). */
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const SERVER_CORE = 0;
+export const LOAD_CORE = 1;
+export const ADMIN_TOKEN = 'bench-admin-token';
+export const UPSTREAM_API_KEY = 'sk-bench-upstream';
+
+export const S = {
+  seconds: intEnv('BENCH_SECONDS', 10, 1, 600),
+  warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', 3, 0, 60),
+  rounds: intEnv('BENCH_ROUNDS', 1, 1, 20),
+  connections: intEnv('BENCH_CONNECTIONS', 64, 1, 4096),
+  pipelining: intEnv('BENCH_PIPELINING', 1, 1, 64),
+  workers: intEnv('BENCH_LOAD_WORKERS', 0, 0, 16),
+  latencyRequests: intEnv('BENCH_LATENCY_REQUESTS', 3000, 10, 1_000_000),
+  latencyWarmup: intEnv('BENCH_LATENCY_WARMUP', 300, 0, 100_000),
+  streamRequests: intEnv('BENCH_STREAM_REQUESTS', 500, 10, 100_000),
+  streamWarmup: intEnv('BENCH_STREAM_WARMUP', 50, 0, 10_000),
+  gatewayCmd: process.env.BENCH_GATEWAY_CMD?.trim() ?? '',
+  keepTmp: process.env.BENCH_KEEP_TMP === '1',
+};
+
+/** Wall-clock limit of one latency or streaming loop. */
+export const PROBE_DEADLINE_MS = 120_000;
+
+const CHAT = {
+  model: 'bench-model',
+  messages: [{ role: 'user', content: 'Say hello to the benchmark.' }],
+  max_tokens: 32,
+};
+export const CHAT_BODY = JSON.stringify(CHAT);
+export const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
+export const CLIENT_HEADERS: Record<string, string> = {
+  authorization: `Bearer ${ADMIN_TOKEN}`,
+  'content-type': 'application/json',
+};
+
+export function log(msg: string): void {
+  process.stdout.write(`${msg}\n`);
+}
+
+/** A message nobody can miss (stderr, every line marked). */
+export function loud(msg: string): void {
+  process.stderr.write(`\n!!!!!!!! ${msg.replaceAll('\n', '\n!!!!!!!! ')}\n\n`);
+}

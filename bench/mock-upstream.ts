@@ -1,0 +1,115 @@
+// Mock OpenAI-compatible upstream that answers instantly.
+//   node --import tsx bench/mock-upstream.ts      (PORT from env, default 0 = any free port)
+// Prints `LISTENING <port>` on stdout once listening on 127.0.0.1.
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { exitWithParent } from './lib/proc.js';
+
+const CREATED = 1700000000;
+const MODEL = 'bench-model';
+
+const COMPLETION = Buffer.from(
+  JSON.stringify({
+    id: 'chatcmpl-bench-0001',
+    object: 'chat.completion',
+    created: CREATED,
+    model: MODEL,
+    system_fingerprint: 'fp_bench',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'Hello from the bench!' },
+        finish_reason: 'stop',
+      },
+    ],
+    usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 },
+  }),
+);
+
+const PIECES = ['Hello', ' from', ' the', ' bench', '!'];
+const STREAM_EVENTS: Buffer[] = [
+  ...PIECES.map((content, i) =>
+    Buffer.from(
+      `data: ${JSON.stringify({
+        id: 'chatcmpl-bench-0001',
+        object: 'chat.completion.chunk',
+        created: CREATED,
+        model: MODEL,
+        choices: [
+          {
+            index: 0,
+            delta: i === 0 ? { role: 'assistant', content } : { content },
+            finish_reason: i === PIECES.length - 1 ? 'stop' : null,
+          },
+        ],
+      })}\n\n`,
+    ),
+  ),
+  Buffer.from('data: [DONE]\n\n'),
+];
+
+const MODELS = Buffer.from(
+  JSON.stringify({
+    object: 'list',
+    data: [{ id: MODEL, object: 'model', created: CREATED, owned_by: 'bench' }],
+  }),
+);
+
+function sendJson(res: ServerResponse, status: number, body: Buffer): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length });
+  res.end(body);
+}
+
+function wantsStream(raw: Buffer): boolean | undefined {
+  try {
+    const parsed: unknown = JSON.parse(raw.toString('utf8'));
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    return (parsed as { stream?: unknown }).stream === true;
+  } catch {
+    return undefined;
+  }
+}
+
+function onChat(req: IncomingMessage, res: ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const stream = wantsStream(Buffer.concat(chunks));
+    if (stream === undefined) {
+      sendJson(res, 400, Buffer.from('{"error":{"message":"invalid JSON body","type":"invalid_request_error"}}'));
+      return;
+    }
+    if (!stream) {
+      sendJson(res, 200, COMPLETION);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    for (const ev of STREAM_EVENTS) res.write(ev);
+    res.end();
+  });
+}
+
+const server = createServer((req, res) => {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method === 'POST' && path === '/v1/chat/completions') {
+    onChat(req, res);
+    return;
+  }
+  req.resume();
+  if (req.method === 'GET' && path === '/v1/models') {
+    sendJson(res, 200, MODELS);
+    return;
+  }
+  sendJson(res, 404, Buffer.from('{"error":{"message":"not found","type":"not_found"}}'));
+});
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
+
+exitWithParent();
+process.on('SIGTERM', () => process.exit(0));
+
+const port = Number(process.env.PORT ?? 0);
+server.listen(Number.isInteger(port) && port >= 0 ? port : 0, '127.0.0.1', () => {
+  const addr = server.address();
+  if (typeof addr === 'object' && addr !== null) process.stdout.write(`LISTENING ${addr.port}\n`);
+});

@@ -1,0 +1,182 @@
+// Bench orchestrator: gateway vs a bare Node passthrough (the floor), side by side, one run.
+//   npm run bench            (builds, then runs this file)
+//   BENCH_SECONDS=3 BENCH_LATENCY_REQUESTS=500 node --import tsx bench/run.ts
+// Server under test on core 0; mock upstream, load generator and this process on core 1.
+// See bench/README.md for the method and the BENCH_* environment variables.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LOAD_CORE, PROBE_DEADLINE_MS, ROOT, S, SERVER_CORE, log, loud } from './lib/config.js';
+import type { TargetSpec } from './lib/config.js';
+import { coreBusyPercent, sampleCores } from './lib/cpu.js';
+import { measurePass, measureUpstream } from './lib/measure.js';
+import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
+import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu } from './lib/report.js';
+import type { TargetResult } from './lib/report.js';
+import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
+import { pct } from './lib/stats.js';
+
+// What to measure, in this order. The passthrough is the baseline (100%).
+const TARGETS: readonly TargetSpec[] = [
+  { name: 'passthrough (floor)', kind: 'passthrough' },
+  { name: 'gateway', kind: 'gateway' },
+  // { name: 'gateway (rate limit + idempotency on)', kind: 'gateway', env: { /* ... */ } },
+];
+
+function pinning(): string {
+  if (!hasTaskset()) {
+    loud('WARNING: taskset not found; running UNPINNED. Numbers are not comparable with pinned runs.');
+    return 'NONE (taskset missing): servers, upstream and load generator share all cores';
+  }
+  if (!pinSelf(LOAD_CORE)) {
+    loud(`WARNING: could not pin the orchestrator (latency probes) to core ${LOAD_CORE}.`);
+    return `server core ${SERVER_CORE}; upstream + autocannon core ${LOAD_CORE}; latency probes UNPINNED`;
+  }
+  return `server under test on core ${SERVER_CORE}; mock upstream, autocannon and the latency probes on core ${LOAD_CORE}`;
+}
+
+/** Busy % per core over one second before anything starts: other load skews every number. */
+async function idleCheck(): Promise<string> {
+  const a = sampleCores();
+  await sleep(1_000);
+  const busy = coreBusyPercent(a, sampleCores());
+  if (busy === undefined) return 'unknown (no /proc/stat)';
+  const text = busy.map((b, i) => `core ${i} ${pct(b)}`).join(', ');
+  if (busy.some((b) => b > 15)) {
+    loud(`WARNING: the machine is not idle before the bench (${text} busy). Other processes will skew the numbers.`);
+    return `${text} busy — NOT IDLE, numbers are skewed`;
+  }
+  return `${text} busy`;
+}
+
+function machineInfo(pin: string, idle: string): string[] {
+  return [
+    `- date: ${new Date().toISOString()}`,
+    `- node: ${process.version}`,
+    `- cpu: ${os.cpus()[0]?.model ?? 'unknown'} × ${os.cpus().length}`,
+    `- os: ${os.type()} ${os.release()} (${os.arch()})`,
+    `- pinning: ${pin}`,
+    `- idle check (1 s before start): ${idle}`,
+    `- throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s × ${S.rounds} round(s), ${S.connections} connections, ` +
+      `pipelining ${S.pipelining}, autocannon workers ${S.workers === 0 ? 'none (main thread)' : S.workers}`,
+    `- latency: ${S.latencyRequests} sequential requests on 1 keep-alive connection after ${S.latencyWarmup} warm-up; ` +
+      `streaming: ${S.streamRequests} after ${S.streamWarmup} warm-up`,
+  ];
+}
+
+/** Temp dir of this run (server data + logs); removed on success and on Ctrl-C. */
+let tmpDir: string | undefined;
+
+async function main(): Promise<number> {
+  const pin = pinning();
+  if (os.cpus().length < 2) loud('WARNING: fewer than 2 CPUs; the server and the load generator share a core.');
+
+  let targets = [...TARGETS];
+  const skipped: string[] = [];
+  if (S.gatewayCmd === '' && !existsSync(GATEWAY_ENTRY)) {
+    const msg = 'dist/main.js does not exist (not built yet?): measuring only the passthrough.';
+    loud(msg);
+    skipped.push(msg);
+    targets = targets.filter((t) => t.kind !== 'gateway');
+  }
+
+  const idle = await idleCheck();
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'llm-gateway-bench-'));
+  tmpDir = tmp;
+  const upstream = await startMockUpstream();
+  log(`mock upstream on ${upstream.origin} (pid ${String(upstream.child.pid)}); temp dir ${tmp}`);
+
+  const reference = await measureUpstream(upstream.origin);
+  const results: TargetResult[] = targets.map((t) => ({
+    name: t.name,
+    isBaseline: t.kind === 'passthrough',
+    runs: [],
+    problems: [],
+  }));
+  // Rounds interleave the targets (A B A B ...) so slow drift of the machine hits all alike.
+  for (let round = 1; round <= S.rounds; round++) {
+    for (const [i, spec] of targets.entries()) {
+      const result = results[i];
+      if (result === undefined || (round > 1 && result.problems.length > 0)) continue;
+      log(`\n== ${spec.name}${S.rounds > 1 ? ` (round ${round}/${S.rounds})` : ''}`);
+      const workDir = path.join(tmp, `target-${i}-round-${round}`);
+      mkdirSync(workDir, { recursive: true });
+      await measurePass(spec, upstream, workDir, round === 1, result);
+    }
+  }
+  await stopChild(upstream.child);
+
+  const refProblems =
+    (reference.latency ? reference.latency.bad + reference.latency.errors : 0) +
+    (reference.stream ? reference.stream.bad + reference.stream.errors : 0);
+  const problems = results.flatMap((r) => r.problems);
+  if (refProblems > 0) problems.push(`mock upstream answered ${refProblems} times with non-2xx or errors`);
+
+  const notes = results
+    .flatMap((r) => [bottleneckNote(r, SERVER_CORE, LOAD_CORE), foreignLoadNote(r, SERVER_CORE, LOAD_CORE)])
+    .filter((n): n is string => n !== undefined);
+  for (const n of notes) if (n.startsWith('WARNING')) loud(n);
+  const md = [
+    '# Gateway benchmark',
+    '',
+    ...machineInfo(pin, idle),
+    '',
+    renderComparison(results, reference, S.connections),
+    '',
+    '"added" = target percentile − the same percentile measured directly against the mock upstream.',
+    'Stream TTFB = time from sending the request to the first body chunk; stream end = to the last byte.',
+    '',
+    '## CPU during the throughput run (% of one core)',
+    '',
+    'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',
+    'process % is user + system time of that process only (loopback networking partly lands in softirq instead).',
+    '',
+    renderCpu(results, SERVER_CORE, LOAD_CORE),
+    '',
+    ...notes.map((n) => `- ${n}`),
+    ...(skipped.length > 0 ? ['', ...skipped.map((s) => `- SKIPPED: ${s}`)] : []),
+    ...(problems.length > 0 ? ['', '## PROBLEMS (run failed)', '', ...problems.map((p) => `- ${p}`)] : []),
+    '',
+  ].join('\n');
+
+  log(`\n${md}`);
+  const outDir = path.join(ROOT, 'bench/results');
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(path.join(outDir, 'latest.md'), md);
+  log(`written to ${path.join(outDir, 'latest.md')}`);
+
+  const failed = problems.length > 0 || results.some((r) => failureCount(r) > 0);
+  if (failed || S.keepTmp) log(`temp dir kept (server logs): ${tmp}`);
+  else rmSync(tmp, { recursive: true, force: true });
+  if (failed) loud(`BENCH FAILED: ${problems.length} problem(s), see above. Exit code 1.`);
+  return failed ? 1 : 0;
+}
+
+process.on('exit', killAllSync);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(sig, () => {
+    process.stderr.write(`\nbench: ${sig} received, stopping child processes\n`);
+    killAllSync();
+    if (tmpDir !== undefined && !S.keepTmp) rmSync(tmpDir, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
+
+// Hard upper bound on the whole run, whatever hangs.
+const perPassSec = S.warmupSeconds + S.seconds + 90;
+const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + 60;
+setTimeout(() => {
+  loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);
+  killAllSync();
+  process.exit(1);
+}, budgetSec * 1_000).unref();
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    loud(`bench crashed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    killAllSync();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,252 @@
+import { readFileSync } from 'node:fs';
+import { resolve, dirname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { configFileSchema, ENVIRONMENTS, type ConfigFile, type GatewayEnvironment } from './schema.js';
+import type { GatewayConfig, ModelConfig, Timeouts, UpstreamConfig } from './types.js';
+
+/** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+const ENV_UPSTREAM_NAME = 'default';
+
+/** A configuration problem; `problems` name each bad field so `gateway config check` and start-up can list them. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads the environment and the optional config file into one validated GatewayConfig. This function and the
+ * CLI are the only readers of `process.env` (passed in, so tests give their own). Throws ConfigError listing
+ * every problem at once, each naming its field.
+ */
+export function loadConfig(env: Env, options: { cwd?: string; version?: string } = {}): GatewayConfig {
+  const cwd = options.cwd ?? process.cwd();
+  const problems: string[] = [];
+  const environment = parseEnvironment(env.GATEWAY_ENV, problems);
+  const file = env.GATEWAY_CONFIG ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems) : {};
+  const fileDir = env.GATEWAY_CONFIG ? dirname(resolve(cwd, env.GATEWAY_CONFIG)) : cwd;
+
+  const envSection = file.environments?.[environment];
+  const defaultTimeouts = mergeTimeouts(DEFAULT_TIMEOUTS, file.timeouts, envTimeouts(env, problems));
+  const upstreams = (envSection?.upstreams ?? file.upstreams ?? []).map((u, i) =>
+    toUpstream(u, i, defaultTimeouts, env, fileDir, problems),
+  );
+  const envUpstreamAdded = env.UPSTREAM_BASE_URL ? addEnvUpstream(env, upstreams, defaultTimeouts, problems) : false;
+
+  const models = (envSection?.models ?? file.models ?? []).map(toModel);
+  let defaultUpstream = envSection?.default_upstream ?? file.default_upstream;
+  if (defaultUpstream === undefined && envUpstreamAdded) defaultUpstream = ENV_UPSTREAM_NAME;
+  checkReferences(upstreams, models, defaultUpstream, problems);
+
+  const port = parseIntEnv(env, 'PORT', problems) ?? file.server?.port ?? 8080;
+  const bodyLimitBytes =
+    parseIntEnv(env, 'BODY_LIMIT_BYTES', problems) ?? file.server?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const shutdownGraceMs = parseIntEnv(env, 'SHUTDOWN_GRACE_MS', problems) ?? file.server?.shutdown_grace_ms ?? 10_000;
+  const adminTokens = parseAdminTokens(env.ADMIN_TOKEN);
+  checkAdminTokens(environment, adminTokens, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return {
+    environment,
+    version: options.version ?? '0.0.0',
+    host: env.HOST ?? file.server?.host ?? '127.0.0.1',
+    port,
+    dataDir: resolve(cwd, env.DATA_DIR ?? './data'),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    bodyLimitBytes,
+    shutdownGraceMs,
+    adminTokens,
+    adminTokenSource: 'env',
+    adminTokenFile: undefined,
+    upstreams,
+    models,
+    defaultUpstream,
+    // The echo model is a development aid only: it is never served in staging or prod, whatever the file says.
+    devEchoModel: environment === 'dev' && file.dev_echo_model !== false,
+  };
+}
+
+/** ADMIN_TOKEN may hold several comma-separated tokens, so a new one can be rolled out before the old one is removed. */
+export function parseAdminTokens(raw: string | undefined): string[] {
+  if (!raw) return [];
+  return raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
+}
+
+/** Outside dev a gateway never starts unprotected, nor with a token short enough to guess. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+function checkAdminTokens(environment: GatewayEnvironment, tokens: string[], problems: string[]): void {
+  if (environment === 'dev') return;
+  if (tokens.length === 0) {
+    problems.push(`ADMIN_TOKEN: required when GATEWAY_ENV=${environment} (comma-separate several tokens to rotate)`);
+  } else if (tokens.some((t) => t.length < MIN_ADMIN_TOKEN_LENGTH)) {
+    problems.push(`ADMIN_TOKEN: every token must have at least ${MIN_ADMIN_TOKEN_LENGTH} characters when GATEWAY_ENV=${environment}`);
+  }
+}
+
+function parseEnvironment(raw: string | undefined, problems: string[]): GatewayEnvironment {
+  const value = raw ?? 'dev';
+  if ((ENVIRONMENTS as readonly string[]).includes(value)) return value as GatewayEnvironment;
+  problems.push(`GATEWAY_ENV: must be one of ${ENVIRONMENTS.join(', ')} (got "${value}")`);
+  return 'dev';
+}
+
+function readConfigFile(path: string, problems: string[]): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    return {};
+  }
+  let raw: unknown;
+  try {
+    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    problems.push(`${path}: not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`);
+    return {};
+  }
+  const parsed = configFileSchema.safeParse(raw ?? {});
+  if (parsed.success) return parsed.data;
+  problems.push(...formatZodIssues(path, parsed.error.issues));
+  return {};
+}
+
+/** Turns zod issues into lines like `config.yaml: upstreams[0].base_url: must be an http:// or https:// URL`. */
+export function formatZodIssues(source: string, issues: readonly z.core.$ZodIssue[]): string[] {
+  return issues.map((issue) => {
+    const path = issue.path
+      .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`))
+      .join('');
+    const unknownKeys = issue.code === 'unrecognized_keys' ? ` (${issue.keys.join(', ')})` : '';
+    return `${source}: ${path || '(root)'}: ${issue.message}${unknownKeys}`;
+  });
+}
+
+function envTimeouts(env: Env, problems: string[]): Partial<Timeouts> {
+  return {
+    connectMs: parseIntEnv(env, 'UPSTREAM_CONNECT_TIMEOUT_MS', problems),
+    firstByteMs: parseIntEnv(env, 'UPSTREAM_FIRST_BYTE_TIMEOUT_MS', problems),
+    idleMs: parseIntEnv(env, 'UPSTREAM_IDLE_TIMEOUT_MS', problems),
+    totalMs: parseIntEnv(env, 'UPSTREAM_TOTAL_TIMEOUT_MS', problems),
+  };
+}
+
+function mergeTimeouts(
+  base: Timeouts,
+  file: ConfigFile['timeouts'] | undefined,
+  override: Partial<Timeouts> = {},
+): Timeouts {
+  return {
+    connectMs: override.connectMs ?? file?.connect_ms ?? base.connectMs,
+    firstByteMs: override.firstByteMs ?? file?.first_byte_ms ?? base.firstByteMs,
+    idleMs: override.idleMs ?? file?.idle_ms ?? base.idleMs,
+    totalMs: override.totalMs ?? file?.total_ms ?? base.totalMs,
+  };
+}
+
+function toUpstream(
+  entry: NonNullable<ConfigFile['upstreams']>[number],
+  index: number,
+  defaults: Timeouts,
+  env: Env,
+  fileDir: string,
+  problems: string[],
+): UpstreamConfig {
+  let apiKey: string | undefined;
+  if (entry.api_key_env) {
+    apiKey = env[entry.api_key_env];
+    if (!apiKey) problems.push(`upstreams[${index}].api_key_env: environment variable ${entry.api_key_env} is not set`);
+  } else if (entry.api_key_file) {
+    try {
+      apiKey = readFileSync(resolve(fileDir, entry.api_key_file), 'utf8').trim();
+    } catch {
+      problems.push(`upstreams[${index}].api_key_file: cannot read ${entry.api_key_file}`);
+    }
+  }
+  return {
+    name: entry.name,
+    kind: entry.kind,
+    baseUrl: entry.base_url.replace(/\/+$/, ''),
+    apiKey,
+    maxConnections: entry.max_connections,
+    timeouts: mergeTimeouts(defaults, entry.timeouts),
+    healthCheck: entry.health_check,
+  };
+}
+
+function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeouts, problems: string[]): boolean {
+  const baseUrl = env.UPSTREAM_BASE_URL ?? '';
+  if (!/^https?:\/\/[^/]/i.test(baseUrl) || !URL.canParse(baseUrl)) {
+    problems.push('UPSTREAM_BASE_URL: must be an http:// or https:// URL'); // not echoed: it may embed a key
+    return false;
+  }
+  if (upstreams.some((u) => u.name === ENV_UPSTREAM_NAME)) {
+    problems.push(`UPSTREAM_BASE_URL: the config file already defines an upstream named "${ENV_UPSTREAM_NAME}"`);
+    return false;
+  }
+  upstreams.push({
+    name: ENV_UPSTREAM_NAME,
+    kind: 'openai-compatible',
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    apiKey: env.UPSTREAM_API_KEY || undefined,
+    maxConnections: 128,
+    timeouts,
+    healthCheck: 'models',
+  });
+  return true;
+}
+
+function toModel(entry: NonNullable<ConfigFile['models']>[number]): ModelConfig {
+  return {
+    id: entry.id,
+    upstream: entry.upstream,
+    upstreamModel: entry.upstream_model ?? entry.id,
+    contextWindow: entry.context_window,
+    createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
+    description: entry.description,
+  };
+}
+
+function checkReferences(
+  upstreams: UpstreamConfig[],
+  models: ModelConfig[],
+  defaultUpstream: string | undefined,
+  problems: string[],
+): void {
+  const names = new Set<string>();
+  upstreams.forEach((u, i) => {
+    if (names.has(u.name)) problems.push(`upstreams[${i}].name: "${u.name}" is defined twice`);
+    names.add(u.name);
+  });
+  const ids = new Set<string>();
+  models.forEach((m, i) => {
+    if (!names.has(m.upstream)) problems.push(`models[${i}].upstream: no upstream named "${m.upstream}"`);
+    if (ids.has(m.id)) problems.push(`models[${i}].id: "${m.id}" is defined twice`);
+    ids.add(m.id);
+  });
+  if (defaultUpstream !== undefined && !names.has(defaultUpstream)) {
+    problems.push(`default_upstream: no upstream named "${defaultUpstream}"`);
+  }
+}
+
+function parseIntEnv(env: Env, name: string, problems: string[]): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw)) {
+    problems.push(`${name}: must be a whole number (got "${raw}")`);
+    return undefined;
+  }
+  return Number(raw);
+}

@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+/**
+ * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
+ * rest of the wire format. Secrets are never values in this file: only the names of environment variables or
+ * files that hold them (`api_key_env`, `api_key_file`), so the file can be committed and reviewed.
+ */
+export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
+export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
+
+const positiveMs = z.number().int().positive();
+
+export const timeoutsSchema = z
+  .object({
+    connect_ms: positiveMs.optional(),
+    first_byte_ms: positiveMs.optional(),
+    idle_ms: positiveMs.optional(),
+    total_ms: positiveMs.optional(),
+  })
+  .strict();
+
+const upstreamName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'use 1-64 characters: lower-case letters, digits, "-" and "_"');
+
+export const upstreamSchema = z
+  .object({
+    name: upstreamName,
+    kind: z.literal('openai-compatible').default('openai-compatible'),
+    base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+    api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),
+    api_key_file: z.string().min(1).optional(),
+    api_key: z
+      .never({ error: 'secrets do not belong in the config file: use api_key_env or api_key_file' })
+      .optional(),
+    max_connections: z.number().int().min(1).max(4096).default(128),
+    timeouts: timeoutsSchema.default({}),
+    health_check: z.enum(['models', 'none']).default('models'),
+  })
+  .strict();
+
+export const modelSchema = z
+  .object({
+    id: z.string().min(1).max(256),
+    upstream: upstreamName,
+    upstream_model: z.string().min(1).max(256).optional(),
+    context_window: z.number().int().positive().optional(),
+    created_at: z.iso.datetime({ offset: true }).optional(),
+    description: z.string().max(1000).optional(),
+  })
+  .strict();
+
+const sections = {
+  upstreams: z.array(upstreamSchema).optional(),
+  models: z.array(modelSchema).optional(),
+  default_upstream: upstreamName.optional(),
+};
+
+export const configFileSchema = z
+  .object({
+    server: z
+      .object({
+        host: z.string().min(1).optional(),
+        port: z.number().int().min(0).max(65535).optional(),
+        body_limit_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+        shutdown_grace_ms: positiveMs.optional(),
+      })
+      .strict()
+      .optional(),
+    timeouts: timeoutsSchema.optional(),
+    dev_echo_model: z.boolean().optional(),
+    ...sections,
+    /** Per-environment sections replace the top-level section of the same name for that environment. */
+    environments: z
+      .object({
+        dev: z.object(sections).strict().optional(),
+        staging: z.object(sections).strict().optional(),
+        prod: z.object(sections).strict().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+export type UpstreamFileEntry = z.infer<typeof upstreamSchema>;
+export type ModelFileEntry = z.infer<typeof modelSchema>;

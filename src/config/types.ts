@@ -1,0 +1,53 @@
+import type { GatewayEnvironment } from './schema.js';
+
+export interface Timeouts {
+  /** TCP + TLS connection establishment. */
+  connectMs: number;
+  /** From sending the request until the upstream's response headers arrive. */
+  firstByteMs: number;
+  /** Longest silence allowed between two pieces of the response body (a stalled stream ends here). */
+  idleMs: number;
+  /** The whole upstream call, streams included. */
+  totalMs: number;
+}
+
+export interface UpstreamConfig {
+  name: string;
+  kind: 'openai-compatible';
+  baseUrl: string;
+  /** Resolved secret; never logged (the logger also scrubs its value). */
+  apiKey: string | undefined;
+  maxConnections: number;
+  timeouts: Timeouts;
+  healthCheck: 'models' | 'none';
+}
+
+export interface ModelConfig {
+  id: string;
+  upstream: string;
+  upstreamModel: string;
+  contextWindow: number | undefined;
+  createdAt: string | undefined;
+  description: string | undefined;
+}
+
+/** The one validated configuration object; nothing else in the program reads process.env. */
+export interface GatewayConfig {
+  environment: GatewayEnvironment;
+  version: string;
+  host: string;
+  port: number;
+  dataDir: string;
+  logLevel: string;
+  bodyLimitBytes: number;
+  shutdownGraceMs: number;
+  /** Accepted administrator tokens (several during a rotation). */
+  adminTokens: string[];
+  /** Where the admin token came from, for the start-up message (never the token itself). */
+  adminTokenSource: 'env' | 'generated' | 'data-dir';
+  adminTokenFile: string | undefined;
+  upstreams: UpstreamConfig[];
+  models: ModelConfig[];
+  defaultUpstream: string | undefined;
+  devEchoModel: boolean;
+}

@@ -1,0 +1,127 @@
+import type { GatewayConfig } from '../config/types.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { ECHO_DESCRIPTION, ECHO_MODEL_ID, ECHO_PROVIDER_NAME } from '../providers/echo/echo-provider.js';
+import type { UpstreamProbe } from './upstream-probe.js';
+
+export interface CatalogModel {
+  id: string;
+  object: 'model';
+  provider: string;
+  upstream_model: string;
+  context_window: number | null;
+  created_at: string | null;
+  owned_by: string | null;
+  source: 'config' | 'upstream' | 'builtin';
+  description?: string;
+}
+
+export interface ModelPage {
+  object: 'list';
+  data: CatalogModel[];
+  next_token?: string;
+  /** Upstreams whose model list could not be read just now (their declared models are still listed). */
+  unavailable?: Array<{ upstream: string; code: string }>;
+}
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+
+/**
+ * The models the gateway serves: those declared in config, then (for the default upstream, which accepts any
+ * model name) the upstream's own list, then the dev echo model. Sorted by id so a cursor is stable.
+ */
+export class ModelCatalog {
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly defaultProbe: UpstreamProbe | undefined,
+  ) {}
+
+  async page(limit: number, nextToken: string | undefined): Promise<ModelPage> {
+    const after = nextToken === undefined ? undefined : decodeCursor(nextToken);
+    const { models, unavailable } = await this.all();
+    const start = after === undefined ? 0 : models.findIndex((m) => m.id > after);
+    const slice = start === -1 ? [] : models.slice(start, start + limit);
+    const page: ModelPage = { object: 'list', data: slice };
+    const last = slice[slice.length - 1];
+    if (last && start + limit < models.length) page.next_token = encodeCursor(last.id);
+    if (unavailable.length > 0) page.unavailable = unavailable;
+    return page;
+  }
+
+  private async all(): Promise<{ models: CatalogModel[]; unavailable: Array<{ upstream: string; code: string }> }> {
+    const byId = new Map<string, CatalogModel>();
+    for (const m of this.config.models) {
+      byId.set(m.id, {
+        id: m.id,
+        object: 'model',
+        provider: m.upstream,
+        upstream_model: m.upstreamModel,
+        context_window: m.contextWindow ?? null,
+        created_at: m.createdAt ?? null,
+        owned_by: null,
+        source: 'config',
+        ...(m.description ? { description: m.description } : {}),
+      });
+    }
+    const unavailable: Array<{ upstream: string; code: string }> = [];
+    if (this.defaultProbe) {
+      const probe = await this.defaultProbe.check();
+      if (!probe.ok) unavailable.push({ upstream: this.defaultProbe.provider.name, code: probe.code ?? 'upstream_error' });
+      for (const m of probe.models) {
+        if (byId.has(m.id)) continue;
+        byId.set(m.id, {
+          id: m.id,
+          object: 'model',
+          provider: this.defaultProbe.provider.name,
+          upstream_model: m.id,
+          context_window: null,
+          created_at: m.createdAt ?? null,
+          owned_by: m.ownedBy ?? null,
+          source: 'upstream',
+        });
+      }
+    }
+    if (this.config.devEchoModel && !byId.has(ECHO_MODEL_ID)) {
+      byId.set(ECHO_MODEL_ID, {
+        id: ECHO_MODEL_ID,
+        object: 'model',
+        provider: ECHO_PROVIDER_NAME,
+        upstream_model: ECHO_MODEL_ID,
+        context_window: null,
+        created_at: null,
+        owned_by: ECHO_PROVIDER_NAME,
+        source: 'builtin',
+        description: ECHO_DESCRIPTION,
+      });
+    }
+    const models = [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return { models, unavailable };
+  }
+}
+
+/** Opaque to callers; versioned so its format can change without breaking tokens in flight. */
+function encodeCursor(afterId: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, after: afterId })).toString('base64url');
+}
+
+function decodeCursor(token: string): string {
+  try {
+    const parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { v?: unknown; after?: unknown };
+    if (parsed.v === 1 && typeof parsed.after === 'string') return parsed.after;
+  } catch {
+    // fall through
+  }
+  throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });
+}
+
+/** Reads `limit` from the query: absent means the default; anything but a whole number in range is a 400. */
+export function parseLimit(raw: unknown): number {
+  if (raw === undefined) return DEFAULT_PAGE_SIZE;
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_PAGE_SIZE) {
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'limit',
+      problem: `must be a whole number from 1 to ${MAX_PAGE_SIZE}`,
+    });
+  }
+  return Number(raw);
+}

@@ -1,0 +1,82 @@
+/**
+ * The registry of every error code the gateway can answer with. This is the only place a code is born:
+ * `docs/errors.md` is checked against this table by `test/errors-registry.test.ts`, and codes are never reused
+ * for a different meaning (copying Fastify's lib/errors.js discipline).
+ *
+ * `status` is the HTTP status the code is sent with. Codes marked `statusFrom: 'upstream'` keep the upstream's
+ * own 4xx status (so a 404 from the provider stays a 404), falling back to `status`.
+ */
+export interface ErrorCodeSpec {
+  readonly status: number;
+  readonly message: string;
+  readonly statusFrom?: 'upstream';
+}
+
+export const ERROR_CODES = {
+  // --- the caller's request (4xx) ---
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  validation_failed: { status: 400, message: 'The request has invalid fields; see details.errors.' },
+  credentials_in_query: {
+    status: 400,
+    message: 'Credentials must not be sent in the URL query string; send them in a header instead.',
+  },
+  invalid_query_parameter: { status: 400, message: 'A query parameter is invalid; see details.' },
+  invalid_pagination_token: { status: 400, message: 'The next_token is not one this gateway issued.' },
+  invalid_header: { status: 400, message: 'A request header is invalid; see details.' },
+  authentication_required: {
+    status: 401,
+    message: 'This route needs an administrator token: send Authorization: Bearer <ADMIN_TOKEN>.',
+  },
+  invalid_token: { status: 401, message: 'The bearer token is not valid for this gateway.' },
+  not_found: { status: 404, message: 'No such path; the API lives under /v1/.' },
+  route_not_found: { status: 404, message: 'Unknown route; see details.routes for the routes this gateway serves.' },
+  model_not_found: { status: 404, message: 'The model is not served by this gateway; list models with ?route=models.' },
+  method_not_allowed: { status: 405, message: 'This route does not accept that method; see the Allow header.' },
+  unsupported_version: { status: 406, message: 'The requested API version is not served; see details.supported.' },
+  payload_too_large: { status: 413, message: 'The request body is larger than the configured limit.' },
+  unsupported_media_type: { status: 415, message: 'The request body must be JSON (Content-Type: application/json).' },
+
+  // --- the upstream said no to the request (kept 4xx: the request itself is at fault) ---
+  upstream_rejected_request: {
+    status: 400,
+    statusFrom: 'upstream',
+    message: 'The upstream provider rejected the request; see details for its own error.',
+  },
+  upstream_key_rejected: {
+    status: 401,
+    message: 'The upstream provider refused the key given in X-Upstream-Key.',
+  },
+  upstream_rate_limited: {
+    status: 429,
+    message: 'The upstream provider is rate limiting; retry after the time in Retry-After.',
+  },
+
+  // --- ours or the upstream's fault (5xx) ---
+  internal_error: { status: 500, message: 'The gateway failed unexpectedly; the request id identifies it in the logs.' },
+  upstream_error: { status: 502, message: 'The upstream provider answered with a server error.' },
+  upstream_auth_failed: {
+    status: 502,
+    message: "The upstream provider refused the gateway's configured credential; the operator must fix it.",
+  },
+  upstream_invalid_response: { status: 502, message: 'The upstream provider sent a response the gateway cannot read.' },
+  upstream_connection_reset: { status: 502, message: 'The upstream connection closed before the answer was complete.' },
+  upstream_stream_truncated: { status: 502, message: 'The upstream stream ended before its end-of-stream marker; the answer is incomplete.' },
+  upstream_stream_malformed: { status: 502, message: 'The upstream stream carried a frame that is not valid JSON.' },
+  upstream_stream_error: { status: 502, message: 'The upstream provider reported an error in the middle of the stream.' },
+  upstream_unreachable: { status: 503, message: 'The upstream provider could not be reached.' },
+  no_upstream_configured: {
+    status: 503,
+    message:
+      'No upstream provider is configured. Set UPSTREAM_BASE_URL (and UPSTREAM_API_KEY) or list upstreams in the GATEWAY_CONFIG file.',
+  },
+  upstream_connect_timeout: { status: 504, message: 'Connecting to the upstream provider timed out.' },
+  upstream_first_byte_timeout: { status: 504, message: 'The upstream provider did not start answering in time.' },
+  upstream_idle_timeout: { status: 504, message: 'The upstream provider stopped sending data mid-answer.' },
+  upstream_total_timeout: { status: 504, message: 'The upstream call exceeded its total time budget.' },
+} as const satisfies Record<string, ErrorCodeSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, value);
+}

@@ -1,0 +1,27 @@
+import type { FastifyRequest } from 'fastify';
+import { redactUrl } from '../observability/redact.js';
+
+/**
+ * The one access line per request: written from onResponse normally, and directly by the paths where the caller
+ * hung up (no response ever finishes there, so Fastify's onResponse never runs). Status 499 marks those, as in
+ * nginx. The URL is redacted, so a credential sent in a query string never reaches the log.
+ */
+export function logAccess(request: FastifyRequest, status: number): void {
+  if (request.accessLogged) return;
+  request.accessLogged = true;
+  request.log.info(
+    {
+      method: request.method,
+      url: redactUrl(request.url),
+      route: request.routeName,
+      status,
+      ms: Math.round((performance.now() - request.receivedAt) * 100) / 100,
+      model: request.chatModel,
+      upstream: request.upstreamName,
+      code: request.errorCode,
+    },
+    'request',
+  );
+}
+
+export const CLIENT_CLOSED_STATUS = 499;

@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+
+/** Per-request facts the handlers record for the access log line and the error handler. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The `route` query parameter once dispatched ("health", "models", "chat", "index"). */
+    routeName: string | undefined;
+    /** Content-Type of JSON answers: application/json, or the vendor type when the caller asked for it. */
+    responseType: string;
+    /** The error code the request ended with, if any (also set for errors sent as a final stream event). */
+    errorCode: string | undefined;
+    /** The model asked for, on chat. */
+    chatModel: string | undefined;
+    /** performance.now() when the request arrived (for the duration of aborted requests). */
+    receivedAt: number;
+    /** Set once the access line is written, so no request is logged twice. */
+    accessLogged: boolean;
+    /** Which upstream served a chat call. */
+    upstreamName: string | undefined;
+  }
+}
+
+export function decorateRequestState(app: FastifyInstance): void {
+  app.decorateRequest('routeName', undefined);
+  app.decorateRequest('responseType', 'application/json; charset=utf-8');
+  app.decorateRequest('errorCode', undefined);
+  app.decorateRequest('chatModel', undefined);
+  app.decorateRequest('upstreamName', undefined);
+  app.decorateRequest('receivedAt', 0);
+  app.decorateRequest('accessLogged', false);
+}

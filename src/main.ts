@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs';
+import { buildApp } from './app.js';
+import { provisionAdminToken } from './config/admin-token.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import { createLogger } from './observability/logger.js';
+import { openSqliteStore } from './store/sqlite/sqlite-store.js';
+
+/**
+ * Start-up: read config -> build dependencies -> listen -> drain on SIGTERM/SIGINT.
+ * The only module with side effects at start, and the only place (with the CLI) that reads process.env.
+ */
+export async function main(): Promise<void> {
+  const version = readPackageVersion();
+  const config = provisionAdminToken(loadConfig(process.env, { version }));
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey)],
+  });
+  const store = await openSqliteStore(config.dataDir);
+  const { app, beginShutdown } = await buildApp({ config, logger, store });
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+
+  logger.info(
+    { environment: config.environment, version, host: config.host, port, upstreams: config.upstreams.map((u) => u.name), store: store.kind },
+    'gateway started',
+  );
+  if (config.adminTokenFile) {
+    // Where the token is, never the token: this line may be shipped to a log aggregator.
+    const verb = config.adminTokenSource === 'generated' ? 'generated a development admin token' : 'using the development admin token';
+    process.stderr.write(
+      `\nNo ADMIN_TOKEN set: ${verb} stored in ${config.adminTokenFile} (mode 0600).\n` +
+        `Try: curl -H "Authorization: Bearer $(cat ${config.adminTokenFile})" http://${config.host}:${port}/v1/?route=models\n\n`,
+    );
+  }
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    beginShutdown();
+    logger.info({ signal, grace_ms: config.shutdownGraceMs }, 'draining: no new connections, finishing in-flight requests');
+    const force = setTimeout(() => {
+      logger.warn('grace period over: closing the remaining connections');
+      app.server.closeAllConnections();
+    }, config.shutdownGraceMs);
+    force.unref();
+    app
+      .close()
+      .then(() => store.close())
+      .then(() => {
+        clearTimeout(force);
+        logger.info('stopped');
+        logger.flush();
+        process.exitCode = 0;
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        logger.flush();
+        process.exit(1);
+      });
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+function readPackageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`gateway: ${error.message}\n`);
+  } else {
+    process.stderr.write(`gateway: failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,104 @@
+/**
+ * The one typed contract every provider implements. The core speaks only these types (the OpenAI chat shapes,
+ * which are what callers send and receive); a provider translates to and from its own wire format.
+ */
+
+export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: ChatRole;
+  content?: string | null | ReadonlyArray<Record<string, unknown>>;
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+/** A validated chat request. Fields the gateway does not know are kept and passed through to the provider. */
+export interface ChatRequestBody {
+  model: string;
+  messages: ChatMessage[];
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  stream?: boolean;
+  tools?: unknown[];
+  tool_choice?: unknown;
+  [passthrough: string]: unknown;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** A complete, non-streamed answer in the OpenAI `chat.completion` shape. */
+export interface ChatCompletionResult {
+  /** The JSON text sent to the caller as is (kept as text so a pass-through costs no re-serialisation). */
+  json: string;
+  usage: Usage | undefined;
+}
+
+/** One `chat.completion.chunk` of a stream. */
+export interface ChatCompletionChunk {
+  id?: string;
+  object: 'chat.completion.chunk';
+  created?: number;
+  model?: string;
+  choices: Array<{
+    index: number;
+    delta: { role?: string; content?: string | null; tool_calls?: unknown[]; [k: string]: unknown };
+    finish_reason: string | null;
+    [k: string]: unknown;
+  }>;
+  usage?: Usage | null;
+  [k: string]: unknown;
+}
+
+export interface StreamChunk {
+  chunk: ChatCompletionChunk;
+  /** The chunk's JSON on one line, when the provider already has it (saves a JSON.stringify per chunk). */
+  json?: string;
+}
+
+export interface CallContext {
+  /**
+   * The caller's X-Upstream-Key, which replaces the provider's configured key for this call only. Whether the key
+   * came from the caller also decides whose fault an upstream 401 is (the caller's, or the operator's).
+   */
+  apiKeyOverride: string | undefined;
+  /** Aborted when the caller goes away or the total deadline passes; its reason says which. */
+  signal: AbortSignal;
+  requestId: string;
+}
+
+export interface UpstreamModel {
+  id: string;
+  createdAt: string | undefined;
+  ownedBy: string | undefined;
+}
+
+export interface Provider {
+  /** The upstream's configured name (e.g. "openai"), used in health, logs and error details. */
+  readonly name: string;
+  readonly kind: string;
+  /** Sends a non-streamed chat call; rejects with a GatewayError. */
+  chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult>;
+  /**
+   * Streams a chat call. Errors before the first chunk reject the first `next()` (the caller can still answer
+   * with a plain JSON error); errors after it are thrown mid-iteration as GatewayErrors. The iteration
+   * completes only on the provider's own end-of-stream marker: a stream cut short is an error, never a quiet end.
+   */
+  streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamChunk>;
+  /** Lists the upstream's models; used by the models route and as the token-free health check. */
+  listModels(signal: AbortSignal): Promise<UpstreamModel[]>;
+  /** Whether the health route should probe this provider (a local echo needs no probe). */
+  readonly probeable: boolean;
+  close(): Promise<void>;
+}

@@ -1,0 +1,30 @@
+import type { Dispatcher } from 'undici';
+
+type Body = Dispatcher.ResponseData['body'];
+
+/**
+ * Reads a response body as UTF-8 text, refusing (and destroying) bodies larger than `maxBytes`. With
+ * `truncate`, an over-long body is cut instead (for error bodies, where the start is all we need).
+ */
+export async function readBodyText(body: Body, maxBytes: number, truncate = false): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > maxBytes) {
+      body.destroy();
+      if (truncate) break;
+      throw Object.assign(new Error('upstream body larger than allowed'), {
+        code: 'UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE',
+      });
+    }
+    chunks.push(buffer);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
+}
+
+/** Consumes what is left of a body we do not need, so its keep-alive connection can be reused. */
+export function drainQuietly(body: Body): void {
+  body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+}

@@ -1,0 +1,222 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { UpstreamConfig } from '../../config/types.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
+import type {
+  CallContext,
+  ChatCompletionChunk,
+  ChatCompletionResult,
+  ChatRequestBody,
+  Provider,
+  StreamChunk,
+  UpstreamModel,
+  Usage,
+} from '../contract.js';
+import { toUpstreamError } from '../transport-errors.js';
+import { mapUpstreamHttpError } from '../upstream-http-error.js';
+import { readBodyText, drainQuietly } from './body.js';
+
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
+ * One keep-alive undici Pool per upstream with a bounded number of connections; undici's own headers and body
+ * timeouts give the first-byte and idle timeouts, the connector's timeout the connect timeout.
+ */
+export class OpenAiCompatibleProvider implements Provider {
+  readonly kind = 'openai-compatible';
+  readonly probeable = true;
+  readonly name: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly config: UpstreamConfig;
+  private readonly userAgent: string;
+
+  constructor(config: UpstreamConfig, options: { userAgent: string }) {
+    const url = new URL(config.baseUrl);
+    this.name = config.name;
+    this.config = config;
+    this.userAgent = options.userAgent;
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: config.maxConnections,
+      connect: { timeout: config.timeouts.connectMs },
+      headersTimeout: config.timeouts.firstByteMs,
+      bodyTimeout: config.timeouts.idleMs,
+      keepAliveTimeout: 30_000,
+    });
+  }
+
+  async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
+    const response = await this.send(body, context);
+    let text: string;
+    try {
+      text = await readBodyText(response.body, MAX_ANSWER_BYTES);
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
+    }
+    const record = parsed as { choices?: unknown; usage?: Usage } | null;
+    if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no choices array' });
+    }
+    return { json: text, usage: record.usage ?? undefined };
+  }
+
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+    const response = await this.send(body, context);
+    const contentType = String(response.headers['content-type'] ?? '');
+    if (!contentType.startsWith('text/event-stream')) {
+      drainQuietly(response.body);
+      throw new GatewayError('upstream_invalid_response', {
+        upstream: this.name,
+        reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
+      });
+    }
+    const pending: SseEvent[] = [];
+    const parser = new SseParser((event) => pending.push(event));
+    let finished = false;
+    try {
+      // destroyOnReturn: false keeps the socket when we stop at [DONE], so the keep-alive connection is reused.
+      for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
+        parser.feed(bytes as Buffer);
+        for (const event of pending) {
+          if (event.data === '[DONE]') {
+            finished = true;
+            break;
+          }
+          yield this.toChunk(event);
+        }
+        pending.length = 0;
+        if (finished) break;
+      }
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    } finally {
+      if (finished) drainQuietly(response.body);
+      else response.body.destroy();
+    }
+    if (!finished) {
+      throw new GatewayError('upstream_stream_truncated', {
+        upstream: this.name,
+        reason: parser.end() ? 'the connection closed in the middle of an event' : 'the stream ended without its end marker',
+      });
+    }
+  }
+
+  async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({
+        method: 'GET',
+        path: `${this.basePath}/models`,
+        headers: this.headers(this.config.apiKey, undefined),
+        signal,
+      });
+    } catch (error) {
+      throw toUpstreamError(error, this.name, signal);
+    }
+    const text = await readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
+      throw toUpstreamError(error, this.name, signal);
+    });
+    if (response.statusCode >= 300) {
+      throw mapUpstreamHttpError({
+        upstream: this.name,
+        status: response.statusCode,
+        bodyText: text,
+        retryAfter: undefined,
+        keyFromCaller: false,
+        secrets: [this.config.apiKey],
+      });
+    }
+    const data = (JSON.parse(text) as { data?: unknown }).data;
+    if (!Array.isArray(data)) throw new GatewayError('upstream_invalid_response', { upstream: this.name });
+    return data
+      .filter((m): m is { id: string; created?: unknown; owned_by?: unknown } => typeof m?.id === 'string')
+      .map((m) => ({
+        id: m.id,
+        createdAt: typeof m.created === 'number' ? new Date(m.created * 1000).toISOString() : undefined,
+        ownedBy: typeof m.owned_by === 'string' ? m.owned_by : undefined,
+      }));
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private async send(body: ChatRequestBody, context: CallContext): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({
+        method: 'POST',
+        path: `${this.basePath}/chat/completions`,
+        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
+        body: JSON.stringify(body),
+        signal: context.signal,
+      });
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const bodyText = await readBodyText(response.body, MAX_ERROR_BODY_BYTES, true).catch(() => '');
+    const retryAfter = response.headers['retry-after'];
+    throw mapUpstreamHttpError({
+      upstream: this.name,
+      status: response.statusCode,
+      bodyText,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      keyFromCaller: context.apiKeyOverride !== undefined,
+      secrets: [context.apiKeyOverride, this.config.apiKey],
+    });
+  }
+
+  /**
+   * The upstream gets only headers the gateway chose. No caller header is copied, so neither the admin token,
+   * X-Upstream-Key itself nor hop-by-hop headers (Connection, Keep-Alive, TE, Upgrade...) can leak upstream.
+   */
+  private headers(apiKey: string | undefined, requestId: string | undefined): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'user-agent': this.userAgent,
+    };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    if (requestId) headers['x-request-id'] = requestId;
+    return headers;
+  }
+
+  private toChunk(event: SseEvent): StreamChunk {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(event.data);
+    } catch {
+      throw new GatewayError('upstream_stream_malformed', { upstream: this.name, frame: event.data.slice(0, 200) });
+    }
+    const record = parsed as Partial<ChatCompletionChunk> & { error?: unknown };
+    if (typeof record !== 'object' || record === null || record.error !== undefined || event.event === 'error') {
+      const error = (record?.error ?? record) as { message?: unknown; code?: unknown; type?: unknown } | null;
+      throw new GatewayError('upstream_stream_error', {
+        upstream: this.name,
+        upstream_message: typeof error?.message === 'string' ? error.message.slice(0, 2000) : undefined,
+        upstream_code: error?.code ?? undefined,
+        upstream_type: error?.type ?? undefined,
+      });
+    }
+    if (!Array.isArray(record.choices)) {
+      throw new GatewayError('upstream_stream_malformed', { upstream: this.name, frame: event.data.slice(0, 200) });
+    }
+    // Pass the upstream's own JSON through untouched when it is already a well-formed single-line chunk.
+    if (record.object !== 'chat.completion.chunk' || event.data.includes('\n')) {
+      record.object = 'chat.completion.chunk';
+      return { chunk: record as ChatCompletionChunk };
+    }
+    return { chunk: record as ChatCompletionChunk, json: event.data };
+  }
+}

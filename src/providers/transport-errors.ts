@@ -1,0 +1,59 @@
+import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
+import type { ErrorCode } from '../errors/codes.js';
+
+/** Thrown (as an abort reason) when the caller disconnects; nothing is sent back, there is nobody to send to. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('the client closed the connection');
+    this.name = 'ClientGoneError';
+  }
+}
+
+/**
+ * Transport failure codes (undici's and the OS's) to our codes. Each timeout has its own code, as undici does
+ * (UND_ERR_HEADERS_TIMEOUT vs UND_ERR_BODY_TIMEOUT), so an operator can tell a slow model from a dead socket.
+ */
+const TRANSPORT_CODES: Record<string, ErrorCode> = {
+  UND_ERR_CONNECT_TIMEOUT: 'upstream_connect_timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'upstream_first_byte_timeout',
+  UND_ERR_BODY_TIMEOUT: 'upstream_idle_timeout',
+  ECONNREFUSED: 'upstream_unreachable',
+  ENOTFOUND: 'upstream_unreachable',
+  EAI_AGAIN: 'upstream_unreachable',
+  EHOSTUNREACH: 'upstream_unreachable',
+  ENETUNREACH: 'upstream_unreachable',
+  ETIMEDOUT: 'upstream_connect_timeout',
+  UND_ERR_SOCKET: 'upstream_connection_reset',
+  ECONNRESET: 'upstream_connection_reset',
+  EPIPE: 'upstream_connection_reset',
+  UND_ERR_CLOSED: 'upstream_connection_reset',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'upstream_connection_reset',
+  UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE: 'upstream_invalid_response',
+};
+
+/**
+ * Turns anything thrown by an upstream call into the error the gateway reports. An aborted call reports why it
+ * was aborted (the total deadline's GatewayError, or ClientGoneError), not the transport's view of the abort.
+ */
+export function toUpstreamError(error: unknown, upstream: string, signal: AbortSignal): Error {
+  if (signal.aborted) {
+    const reason: unknown = signal.reason;
+    if (isGatewayError(reason) || reason instanceof ClientGoneError) return reason;
+  }
+  if (isGatewayError(error) || error instanceof ClientGoneError) return error;
+  const code = transportCode(error);
+  const mapped = code === undefined ? undefined : TRANSPORT_CODES[code];
+  if (mapped) return new GatewayError(mapped, { upstream, reason: code }, { cause: error });
+  if (code !== undefined && /CERT|TLS|SSL/.test(code)) {
+    return new GatewayError('upstream_unreachable', { upstream, reason: code }, { cause: error });
+  }
+  return new GatewayError('upstream_connection_reset', { upstream, reason: code ?? 'unknown' }, { cause: error });
+}
+
+function transportCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  const cause = (error as { cause?: unknown }).cause;
+  return cause === undefined || cause === error ? undefined : transportCode(cause);
+}

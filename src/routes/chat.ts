@@ -1,0 +1,92 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ChatService } from '../core/chat-service.js';
+import type { CallScope } from '../core/call-scope.js';
+import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
+import { toGatewayError } from '../http/error-handler.js';
+import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
+import type { ChatRequestBody, StreamChunk } from '../providers/contract.js';
+import { ClientGoneError } from '../providers/transport-errors.js';
+import { checkConversation, readUpstreamKey } from './chat-rules.js';
+
+/** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
+export function makeChatHandler(chat: ChatService, bodyLimitBytes: number) {
+  return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const body = request.body as ChatRequestBody;
+    request.chatModel = body.model;
+    checkConversation(body);
+    const call = { upstreamKey: readUpstreamKey(request.headers['x-upstream-key']), requestId: request.id };
+    if (body.stream === true) return streamAnswer(request, reply, chat.stream(body, call), bodyLimitBytes);
+
+    const result = await chat.complete(body, call, (scope, upstream) => {
+      request.upstreamName = upstream;
+      cancelWhenClientLeaves(reply, scope);
+    });
+    return reply.type(request.responseType).send(result.json);
+  };
+}
+
+/**
+ * Streams an answer. Nothing is sent until the first chunk arrives, so an upstream that fails before it answers
+ * still gets a proper JSON error with its own status. After that the status is committed: a failure becomes one
+ * final `event: error` and the stream ends WITHOUT `[DONE]`, so a client never mistakes a cut answer for a
+ * complete one. `Readable.from` pulls one chunk at a time, so a slow client stalls the upstream read (TCP
+ * backpressure) instead of growing memory.
+ */
+async function streamAnswer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  started: ReturnType<ChatService['stream']>,
+  bodyLimitBytes: number,
+): Promise<FastifyReply> {
+  const { scope, chunks, upstream } = started;
+  request.upstreamName = upstream;
+  cancelWhenClientLeaves(reply, scope);
+  let first: IteratorResult<StreamChunk>;
+  try {
+    first = await chunks.next();
+  } catch (error) {
+    scope.dispose();
+    throw error;
+  }
+  void reply.headers(SSE_HEADERS);
+  return reply.send(Readable.from(sseFrames(first, chunks, scope, request, bodyLimitBytes), { objectMode: false }));
+}
+
+async function* sseFrames(
+  first: IteratorResult<StreamChunk>,
+  chunks: AsyncIterator<StreamChunk>,
+  scope: CallScope,
+  request: FastifyRequest,
+  bodyLimitBytes: number,
+): AsyncGenerator<string> {
+  let finished = false;
+  try {
+    let next = first;
+    while (next.done !== true) {
+      yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
+      next = await chunks.next();
+    }
+    finished = true;
+    yield DONE_FRAME;
+  } catch (error) {
+    if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return;
+    const failure = toGatewayError(error, bodyLimitBytes);
+    request.errorCode = failure.code;
+    request.log.warn({ code: failure.code, details: failure.details }, 'stream failed after it started');
+    yield formatErrorEvent(failure.toBody());
+  } finally {
+    scope.dispose();
+    if (!finished) await chunks.return?.();
+    if (scope.signal.reason instanceof ClientGoneError) {
+      request.errorCode = 'client_closed_request';
+      logAccess(request, CLIENT_CLOSED_STATUS);
+    }
+  }
+}
+
+function cancelWhenClientLeaves(reply: FastifyReply, scope: CallScope): void {
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) scope.clientGone();
+  });
+}

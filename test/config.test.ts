@@ -1,0 +1,133 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, DEFAULT_TIMEOUTS, loadConfig, parseAdminTokens } from '../src/config/load.js';
+
+function withFile(name: string, text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-config-'));
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  test('defaults: dev, 127.0.0.1:8080, ./data, 1 MiB body limit, no upstream', () => {
+    const config = loadConfig({}, { cwd: '/srv/gw' });
+    assert.equal(config.environment, 'dev');
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.port, 8080);
+    assert.equal(config.dataDir, '/srv/gw/data');
+    assert.equal(config.bodyLimitBytes, 1024 * 1024);
+    assert.deepEqual(config.upstreams, []);
+    assert.equal(config.devEchoModel, true);
+  });
+
+  test('UPSTREAM_BASE_URL alone configures one default upstream with env timeouts', () => {
+    const config = loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:11434/v1/', UPSTREAM_API_KEY: 'sk-x', UPSTREAM_IDLE_TIMEOUT_MS: '1234' });
+    assert.equal(config.defaultUpstream, 'default');
+    assert.equal(config.upstreams[0]?.baseUrl, 'http://127.0.0.1:11434/v1');
+    assert.equal(config.upstreams[0]?.apiKey, 'sk-x');
+    assert.deepEqual(config.upstreams[0]?.timeouts, { ...DEFAULT_TIMEOUTS, idleMs: 1234 });
+  });
+
+  test('a YAML file with per-environment sections; the prod section replaces the top-level one in prod', () => {
+    const path = withFile(
+      'gw.yaml',
+      [
+        'timeouts: { connect_ms: 1000 }',
+        'upstreams:',
+        '  - { name: local, base_url: "http://127.0.0.1:8000/v1" }',
+        'environments:',
+        '  prod:',
+        '    upstreams:',
+        '      - name: openai',
+        '        base_url: https://api.openai.com/v1',
+        '        api_key_env: OPENAI_KEY_PROD',
+        '        timeouts: { total_ms: 90000 }',
+        '    models:',
+        '      - { id: fast, upstream: openai, upstream_model: gpt-4o-mini, context_window: 128000 }',
+        '    default_upstream: openai',
+      ].join('\n'),
+    );
+    const dev = loadConfig({ GATEWAY_CONFIG: path });
+    assert.deepEqual(dev.upstreams.map((u) => u.name), ['local']);
+    assert.equal(dev.upstreams[0]?.timeouts.connectMs, 1000);
+    const prod = loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ENV: 'prod', OPENAI_KEY_PROD: 'sk-prod', ADMIN_TOKEN: 'prod-admin-token-1234567' });
+    assert.deepEqual(prod.upstreams.map((u) => u.name), ['openai']);
+    assert.equal(prod.upstreams[0]?.apiKey, 'sk-prod');
+    assert.deepEqual(prod.upstreams[0]?.timeouts, { ...DEFAULT_TIMEOUTS, connectMs: 1000, totalMs: 90000 });
+    assert.equal(prod.models[0]?.upstreamModel, 'gpt-4o-mini');
+    assert.equal(prod.defaultUpstream, 'openai');
+    assert.equal(prod.devEchoModel, false, 'never in prod');
+  });
+
+  test('a key file next to the config file is read and trimmed', () => {
+    const path = withFile('gw.json', JSON.stringify({ upstreams: [{ name: 'a', base_url: 'http://127.0.0.1:1/v1', api_key_file: 'key.txt' }] }));
+    writeFileSync(join(path, '..', 'key.txt'), 'sk-from-file\n');
+    assert.equal(loadConfig({ GATEWAY_CONFIG: path }).upstreams[0]?.apiKey, 'sk-from-file');
+  });
+
+  test('every problem is reported at once, each naming its field', () => {
+    const path = withFile(
+      'bad.yaml',
+      [
+        'upstreams:',
+        '  - { name: "Bad Name", base_url: "ftp://x" }',
+        '  - { name: ok, base_url: "http://127.0.0.1:1/v1", api_key: "sk-literal-secret" }',
+        'models:',
+        '  - { id: m, upstream: missing }',
+        'surprise: 1',
+      ].join('\n'),
+    );
+    const problems = problemsOf(() => loadConfig({ GATEWAY_CONFIG: path }));
+    const text = problems.join('\n');
+    assert.match(text, /upstreams\[0\]\.name/);
+    assert.match(text, /upstreams\[0\]\.base_url/);
+    assert.match(text, /upstreams\[1\]\.api_key: secrets do not belong in the config file/);
+    assert.match(text, /\(root\): .*surprise/);
+    assert.ok(!text.includes('sk-literal-secret'));
+  });
+
+  test('references and env values are checked', () => {
+    const path = withFile('refs.yaml', 'upstreams:\n  - { name: a, base_url: "http://127.0.0.1:1/v1", api_key_env: NOT_SET_ANYWHERE }\nmodels:\n  - { id: m, upstream: b }\ndefault_upstream: c\n');
+    const problems = problemsOf(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ENV: 'qa', PORT: 'eighty' }));
+    const text = problems.join('\n');
+    assert.match(text, /GATEWAY_ENV: must be one of dev, staging, prod/);
+    assert.match(text, /PORT: must be a whole number/);
+    assert.match(text, /upstreams\[0\]\.api_key_env: environment variable NOT_SET_ANYWHERE is not set/);
+    assert.match(text, /models\[0\]\.upstream: no upstream named "b"/);
+    assert.match(text, /default_upstream: no upstream named "c"/);
+  });
+
+  test('unreadable or unparsable files are named', () => {
+    assert.match(problemsOf(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gw.yaml' })).join(), /cannot read/);
+    const path = withFile('broken.json', '{"upstreams": [');
+    assert.match(problemsOf(() => loadConfig({ GATEWAY_CONFIG: path })).join(), /not valid JSON/);
+  });
+
+  test('outside dev an admin token is required, and a short one is refused', () => {
+    assert.match(problemsOf(() => loadConfig({ GATEWAY_ENV: 'prod' })).join(), /ADMIN_TOKEN: required when GATEWAY_ENV=prod/);
+    assert.match(problemsOf(() => loadConfig({ GATEWAY_ENV: 'staging', ADMIN_TOKEN: 'long-enough-token-1,short' })).join(), /at least 16 characters/);
+    const both = problemsOf(() => loadConfig({ GATEWAY_ENV: 'prod', UPSTREAM_BASE_URL: 'ftp://user:sk-in-url@host' }));
+    assert.equal(both.length, 2, 'all problems at once');
+    assert.ok(!both.join().includes('sk-in-url'), 'a bad URL is not echoed');
+    assert.equal(loadConfig({ GATEWAY_ENV: 'dev', ADMIN_TOKEN: 'short' }).adminTokens[0], 'short');
+  });
+
+  test('ADMIN_TOKEN holds comma-separated tokens', () => {
+    assert.deepEqual(parseAdminTokens(' a-token , b-token,,'), ['a-token', 'b-token']);
+    assert.deepEqual(parseAdminTokens(undefined), []);
+  });
+});

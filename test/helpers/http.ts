@@ -1,0 +1,36 @@
+import { request } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  /** Parsed JSON body (undefined when the body is not JSON). */
+  json: Record<string, unknown> & { code?: string; message?: string; details?: Record<string, unknown> };
+}
+
+/** One HTTP call with the body read fully; a real socket every time. */
+export async function call(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<Answer> {
+  const response = await request(url, {
+    method: (options.method ?? 'GET') as 'GET',
+    headers: options.headers,
+    body: options.body,
+  });
+  const text = await response.body.text();
+  let json: Answer['json'];
+  try {
+    json = JSON.parse(text) as Answer['json'];
+  } catch {
+    json = undefined as unknown as Answer['json'];
+  }
+  return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, text, json };
+}
+
+/** The `details.errors[].field` names of a validation error. */
+export function fieldsOf(answer: Answer): string[] {
+  const errors = (answer.json.details?.errors ?? []) as Array<{ field: string }>;
+  return errors.map((e) => e.field);
+}

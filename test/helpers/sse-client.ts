@@ -1,0 +1,55 @@
+import { request } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface StreamAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** Every byte of the body, as text. */
+  text: string;
+  /** When the first body byte arrived, in ms since the request was sent. */
+  firstByteMs: number | undefined;
+}
+
+/** Reads a whole streamed answer (or stops after `stopAfterBytes`, closing the connection). */
+export async function readStream(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  options: { stopAfterBytes?: number; signal?: AbortSignal } = {},
+): Promise<StreamAnswer> {
+  const started = performance.now();
+  const response = await request(url, { method: 'POST', headers, body, signal: options.signal });
+  let text = '';
+  let firstByteMs: number | undefined;
+  for await (const chunk of response.body) {
+    firstByteMs ??= performance.now() - started;
+    text += (chunk as Buffer).toString('utf8');
+    if (options.stopAfterBytes !== undefined && text.length >= options.stopAfterBytes) {
+      response.body.destroy();
+      break;
+    }
+  }
+  return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, text, firstByteMs };
+}
+
+/** The `data:` payloads of a complete SSE text (frames separated by a blank line). */
+export function dataFrames(text: string): string[] {
+  return text
+    .split('\n\n')
+    .filter((frame) => frame.length > 0)
+    .map((frame) =>
+      frame
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join('\n'),
+    );
+}
+
+/** Concatenated `choices[0].delta.content` of every chunk, as a client would assemble the answer. */
+export function assembleContent(text: string): string {
+  return dataFrames(text)
+    .filter((d) => d !== '[DONE]' && d.startsWith('{') && !d.includes('"code"'))
+    .map((d) => (JSON.parse(d) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
+    .join('');
+}

@@ -16,6 +16,7 @@ import { refuseCredentialsInQuery } from './http/query-guard.js';
 import { decorateRequestState } from './http/request-state.js';
 import { ROUTE_TABLE, makeV1Guard } from './http/v1-dispatch.js';
 import type { Logger } from './observability/logger.js';
+import { lazyChildLogger } from './observability/request-logger.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
 import { chatBodySchema } from './routes/chat-schema.js';
@@ -57,6 +58,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },
@@ -78,6 +80,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       refuseCredentialsInQuery(request.url);
       done();
     } catch (error) {
+      request.urlHasSecret = true;
       done(error as Error);
     }
   });

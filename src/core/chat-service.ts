@@ -6,6 +6,8 @@ export interface ChatCall {
   /** The caller's X-Upstream-Key, replacing the configured key for this call only. */
   upstreamKey: string | undefined;
   requestId: string;
+  /** The request body as received, forwarded byte for byte when routing changes nothing in it. */
+  rawBody: string | undefined;
 }
 
 export interface StartedStream {
@@ -28,8 +30,9 @@ export class ChatService {
     const scope = new CallScope(target.totalTimeoutMs, target.provider.name);
     onScope(scope, target.provider.name);
     try {
-      const upstreamBody = { ...body, model: target.upstreamModel, stream: false };
-      return await target.provider.chat(upstreamBody, this.context(call, scope));
+      const unchanged = target.upstreamModel === body.model && body.stream !== true;
+      const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
+      return await target.provider.chat(upstreamBody, this.context(call, scope, unchanged));
     } finally {
       scope.dispose();
     }
@@ -39,12 +42,18 @@ export class ChatService {
   stream(body: ChatRequestBody, call: ChatCall): StartedStream {
     const target = this.router.resolve(body.model);
     const scope = new CallScope(target.totalTimeoutMs, target.provider.name);
-    const upstreamBody = { ...body, model: target.upstreamModel, stream: true };
-    const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope));
+    const unchanged = target.upstreamModel === body.model && body.stream === true;
+    const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
+    const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged));
     return { upstream: target.provider.name, scope, chunks: chunks[Symbol.asyncIterator]() };
   }
 
-  private context(call: ChatCall, scope: CallScope): CallContext {
-    return { apiKeyOverride: call.upstreamKey, signal: scope.signal, requestId: call.requestId };
+  private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean): CallContext {
+    return {
+      apiKeyOverride: call.upstreamKey,
+      signal: scope.signal,
+      requestId: call.requestId,
+      bodyJson: bodyUnchanged ? call.rawBody : undefined,
+    };
   }
 }

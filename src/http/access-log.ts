@@ -9,10 +9,12 @@ import { redactUrl } from '../observability/redact.js';
 export function logAccess(request: FastifyRequest, status: number): void {
   if (request.accessLogged) return;
   request.accessLogged = true;
-  request.log.info(
+  // The root logger, with the id as a field: no per-request child logger is created for this line.
+  request.server.log.info(
     {
+      request_id: request.id,
       method: request.method,
-      url: redactUrl(request.url),
+      url: request.urlHasSecret ? redactUrl(request.url) : request.url,
       route: request.routeName,
       status,
       ms: Math.round((performance.now() - request.receivedAt) * 100) / 100,

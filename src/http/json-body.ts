@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 import { locateJsonError } from './json-error-position.js';
 
@@ -8,7 +8,7 @@ import { locateJsonError } from './json-error-position.js';
  */
 export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number): void {
   app.removeAllContentTypeParsers();
-  const parse = (_request: unknown, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
+  const parse = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     let parsed: unknown;
     try {
@@ -18,6 +18,7 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
       done(new GatewayError('invalid_json', details));
       return;
     }
+    request.rawBody = text;
     done(null, parsed);
   };
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: bodyLimitBytes }, parse);

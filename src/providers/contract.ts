@@ -40,8 +40,8 @@ export interface Usage {
 
 /** A complete, non-streamed answer in the OpenAI `chat.completion` shape. */
 export interface ChatCompletionResult {
-  /** The JSON text sent to the caller as is (kept as text so a pass-through costs no re-serialisation). */
-  json: string;
+  /** The JSON bytes sent to the caller as they are (a pass-through costs no re-serialisation). */
+  body: Buffer;
   usage: Usage | undefined;
 }
 
@@ -76,6 +76,11 @@ export interface CallContext {
   /** Aborted when the caller goes away or the total deadline passes; its reason says which. */
   signal: AbortSignal;
   requestId: string;
+  /**
+   * The caller's body exactly as received, when the gateway changed nothing in it: a provider that speaks the
+   * caller's format forwards these bytes instead of serialising the parsed body again.
+   */
+  bodyJson: string | undefined;
 }
 
 export interface UpstreamModel {

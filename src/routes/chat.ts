@@ -15,14 +15,18 @@ export function makeChatHandler(chat: ChatService, bodyLimitBytes: number) {
     const body = request.body as ChatRequestBody;
     request.chatModel = body.model;
     checkConversation(body);
-    const call = { upstreamKey: readUpstreamKey(request.headers['x-upstream-key']), requestId: request.id };
+    const call = {
+      upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
+      requestId: request.id,
+      rawBody: request.rawBody,
+    };
     if (body.stream === true) return streamAnswer(request, reply, chat.stream(body, call), bodyLimitBytes);
 
     const result = await chat.complete(body, call, (scope, upstream) => {
       request.upstreamName = upstream;
       cancelWhenClientLeaves(reply, scope);
     });
-    return reply.type(request.responseType).send(result.json);
+    return reply.type(request.responseType).send(result.body);
   };
 }
 

@@ -40,7 +40,7 @@ export class EchoProvider implements Provider {
       choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: 'stop' }],
       usage,
     };
-    return Promise.resolve({ json: JSON.stringify(completion), usage });
+    return Promise.resolve({ body: Buffer.from(JSON.stringify(completion)), usage });
   }
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {

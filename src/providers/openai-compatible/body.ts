@@ -7,6 +7,11 @@ type Body = Dispatcher.ResponseData['body'];
  * `truncate`, an over-long body is cut instead (for error bodies, where the start is all we need).
  */
 export async function readBodyText(body: Body, maxBytes: number, truncate = false): Promise<string> {
+  return (await readBodyBytes(body, maxBytes, truncate)).toString('utf8');
+}
+
+/** Reads a response body as bytes, with the same size rule as readBodyText. */
+export async function readBodyBytes(body: Body, maxBytes: number, truncate = false): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -21,7 +26,7 @@ export async function readBodyText(body: Body, maxBytes: number, truncate = fals
     }
     chunks.push(buffer);
   }
-  return chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
 }
 
 /** Consumes what is left of a body we do not need, so its keep-alive connection can be reused. */

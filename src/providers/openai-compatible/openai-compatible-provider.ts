@@ -15,7 +15,7 @@ import type {
 } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { mapUpstreamHttpError } from '../upstream-http-error.js';
-import { readBodyText, drainQuietly } from './body.js';
+import { readBodyBytes, readBodyText, drainQuietly } from './body.js';
 
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
@@ -51,15 +51,15 @@ export class OpenAiCompatibleProvider implements Provider {
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const response = await this.send(body, context);
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readBodyText(response.body, MAX_ANSWER_BYTES);
+      bytes = await readBodyBytes(response.body, MAX_ANSWER_BYTES);
     } catch (error) {
       throw toUpstreamError(error, this.name, context.signal);
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(bytes.toString('utf8'));
     } catch {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
     }
@@ -67,7 +67,7 @@ export class OpenAiCompatibleProvider implements Provider {
     if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no choices array' });
     }
-    return { json: text, usage: record.usage ?? undefined };
+    return { body: bytes, usage: record.usage ?? undefined };
   }
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
@@ -158,7 +158,7 @@ export class OpenAiCompatibleProvider implements Provider {
         method: 'POST',
         path: `${this.basePath}/chat/completions`,
         headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
-        body: JSON.stringify(body),
+        body: context.bodyJson ?? JSON.stringify(body),
         signal: context.signal,
       });
     } catch (error) {

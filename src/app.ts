@@ -8,13 +8,14 @@ import { ModelRouter } from './core/model-router.js';
 import { UpstreamProbe } from './core/upstream-probe.js';
 import { GatewayError } from './errors/gateway-error.js';
 import { logAccess } from './http/access-log.js';
+import { onClientError, onFrameworkError } from './http/malformed-requests.js';
 import { AdminAuthenticator } from './http/admin-auth.js';
 import { makeErrorHandler } from './http/error-handler.js';
 import { registerJsonParser } from './http/json-body.js';
 import { indexPage, prefersHtml } from './http/pages.js';
 import { refuseCredentialsInQuery } from './http/query-guard.js';
 import { decorateRequestState } from './http/request-state.js';
-import { ROUTE_TABLE, makeV1Guard } from './http/v1-dispatch.js';
+import { ROUTE_TABLE, allowedMethods, makeV1Guard } from './http/v1-dispatch.js';
 import type { Logger } from './observability/logger.js';
 import { lazyChildLogger } from './observability/request-logger.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
@@ -59,6 +60,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     childLoggerFactory: lazyChildLogger,
+    frameworkErrors: onFrameworkError,
+    clientErrorHandler: onClientError,
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },
@@ -69,7 +72,17 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   app.setErrorHandler(makeErrorHandler(config.bodyLimitBytes));
   app.setNotFoundHandler(function notFound(request: FastifyRequest) {
     const q = request.url.indexOf('?');
-    throw new GatewayError('not_found', { path: (q === -1 ? request.url : request.url.slice(0, q)).slice(0, 200), api: '/v1/' });
+    const path = q === -1 ? request.url : request.url.slice(0, q);
+    if (path === '/' || path === '/v1' || path === '/v1/') {
+      // A method Fastify has no route for at all (TRACE, PROPFIND...) on a real path: 405, not 404.
+      const methods = allowedMethods((request.query as Record<string, unknown>).route);
+      throw new GatewayError(
+        'method_not_allowed',
+        { method: request.method, allowed: methods },
+        { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
+      );
+    }
+    throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
   });
 
   app.addHook('onRequest', function everyRequest(request, reply, done) {

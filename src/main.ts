@@ -16,6 +16,9 @@ export async function main(): Promise<void> {
     level: config.logLevel,
     secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey)],
   });
+  // Log lines are batched for speed; flush at least every second so a quiet gateway's log is never stale.
+  const flushLogs = setInterval(() => logger.flush(), 1000);
+  flushLogs.unref();
   const store = await openSqliteStore(config.dataDir);
   const { app, beginShutdown } = await buildApp({ config, logger, store });
   await app.listen({ host: config.host, port: config.port });

@@ -108,9 +108,27 @@ describe('routes, pages and versioning', () => {
   });
 
   test('HEAD on health answers the headers of GET without a body', async () => {
-    const answer = await call(`${gw.url}/v1/?route=health`, { method: 'HEAD' });
-    assert.equal(answer.status, 200);
-    assert.equal(answer.text, '');
+    const get = await call(`${gw.url}/v1/?route=health`);
+    const head = await call(`${gw.url}/v1/?route=health`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['content-type'], get.headers['content-type']);
+    assert.ok(Number(head.headers['content-length']) > 50, 'HEAD announces the length of the GET body');
+  });
+
+  test('a method Fastify has no route for at all is still a 405 with Allow on a real path', async () => {
+    const { request: httpRequest } = await import('node:http');
+    const status = await new Promise<{ status: number; allow: string | undefined; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${gw.url}/v1/?route=health`, { method: 'PROPFIND' }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(status.status, 405);
+    assert.equal(status.allow, 'GET, HEAD, OPTIONS');
+    assert.equal((JSON.parse(status.body) as { code: string }).code, 'method_not_allowed');
   });
 
   describe('versioning by media type', () => {
@@ -134,7 +152,7 @@ describe('routes, pages and versioning', () => {
     });
 
     test('a version we do not serve is a 406 naming the supported ones', async () => {
-      for (const accept of ['application/vnd.llmgw.v2+json', 'application/vnd.llmgw+json']) {
+      for (const accept of ['application/vnd.llmgw.v2+json', 'application/vnd.llmgw+json', 'application/vnd.llmgw.v1+xml']) {
         const answer = await call(`${gw.url}/v1/?route=health`, { headers: { accept } });
         assert.equal(answer.status, 406, accept);
         assert.equal(answer.json.code, 'unsupported_version');
@@ -147,6 +165,14 @@ describe('routes, pages and versioning', () => {
       });
       assert.equal(errorsToo.status, 406);
       assert.equal(mock.chatRequests().length, 0);
+    });
+
+    test('Accept headers that do not name our vendor are not version requests', async () => {
+      for (const accept of ['*/*', 'application/json', 'text/plain']) {
+        const answer = await call(`${gw.url}/v1/?route=health`, { headers: { accept } });
+        assert.equal(answer.status, 200, accept);
+        assert.match(String(answer.headers['content-type']), /^application\/json/);
+      }
     });
 
     test('when several versions are listed, v1 is chosen', async () => {

@@ -1,4 +1,5 @@
 import { after, before, describe, test } from 'node:test';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import assert from 'node:assert/strict';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
@@ -37,12 +38,12 @@ describe('security', () => {
       assert.match(String(answer.headers['www-authenticate']), /^Bearer realm="llm-gateway"/);
     });
 
-    test('wrong, or another scheme: 401 invalid_token, and the body is not parsed', async () => {
+    test('wrong, or another scheme: 401 invalid_token before the (broken) body is parsed', async () => {
       for (const authorization of ['Bearer not-the-token', `Basic ${Buffer.from('admin:pw').toString('base64')}`, 'Bearer ', ADMIN_TOKEN]) {
         const answer = await record(call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{broken' }));
-        assert.equal(answer.status, authorization === 'Bearer ' ? 401 : 401, authorization);
-        assert.ok(['invalid_token', 'authentication_required'].includes(String(answer.json.code)));
-        assert.match(String(answer.headers['www-authenticate']), /^Bearer/);
+        assert.equal(answer.status, 401, authorization);
+        assert.equal(answer.json.code, 'invalid_token', 'not invalid_json: the body was never parsed');
+        assert.match(String(answer.headers['www-authenticate']), /^Bearer realm="llm-gateway", error="invalid_(token|request)"/);
       }
       assert.equal(mock.chatRequests().length, 0);
     });
@@ -63,7 +64,7 @@ describe('security', () => {
   });
 
   describe('credentials in the URL', () => {
-    const names = ['key', 'api_key', 'API_KEY', 'token', 'access_token', 'Auth', 'password', 'secret', 'signature', 'x-upstream-key', 'client_secret'];
+    const names = ['key', 'api_key', 'API_KEY', 'token', 'access_token', 'Auth', 'password', 'secret', 'signature', 'x-upstream-key', 'client_secret', 'accessToken', 'clientSecret', 'apiKey'];
     for (const name of names) {
       test(`?${name}=... is refused with 400 credentials_in_query, even with a valid header`, async () => {
         const secret = `leaked-${name}-value-123456789`;
@@ -139,6 +140,30 @@ describe('security', () => {
         if (status === 429) assert.equal(answer.headers['retry-after'], '12');
       }
     });
+  });
+
+  test('a provider that echoes the caller\'s key mid-stream: the key reaches neither the caller nor the log', async () => {
+    const echoKey = (kind: 'error' | 'malformed') => ({
+      kind: 'raw' as const,
+      handler: (req: IncomingMessage, res: ServerResponse) => {
+        const key = String(req.headers.authorization ?? '').slice(7);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n');
+        res.end(kind === 'error' ? `data: {"error":{"message":"bad key ${key}","code":{"nested":"${key}"}}}\n\n` : `data: not json ${key}\n\n`);
+      },
+    });
+    for (const kind of ['error', 'malformed'] as const) {
+      mock.requiredKey = undefined;
+      mock.enqueue(echoKey(kind));
+      const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders({ 'x-upstream-key': CALLER_KEY }));
+      mock.requiredKey = UPSTREAM_KEY;
+      assert.match(answer.text, kind === 'error' ? /"code":"upstream_stream_error"/ : /"code":"upstream_stream_malformed"/);
+      assert.ok(!answer.text.includes(CALLER_KEY), `${kind}: the event echoes the key`);
+      assert.ok(!answer.text.includes('nested'), 'a non-string provider code is dropped');
+      answers.push({ status: 200, headers: {}, text: answer.text, json: {} as Answer['json'] });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    assert.ok(!gw.logLines.join('').includes(CALLER_KEY));
   });
 
   test('no secret appears in any log line or any answer, after all of the above plus streams', async () => {

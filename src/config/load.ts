@@ -46,9 +46,10 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   if (defaultUpstream === undefined && envUpstreamAdded) defaultUpstream = ENV_UPSTREAM_NAME;
   checkReferences(upstreams, models, defaultUpstream, problems);
 
-  const port = parseIntEnv(env, 'PORT', problems) ?? file.server?.port ?? 8080;
+  const port = parseIntEnv(env, 'PORT', problems, 0, 65535) ?? file.server?.port ?? 8080;
   const bodyLimitBytes =
-    parseIntEnv(env, 'BODY_LIMIT_BYTES', problems) ?? file.server?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES;
+    parseIntEnv(env, 'BODY_LIMIT_BYTES', problems, 1024, 64 * 1024 * 1024) ?? file.server?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const logLevel = parseLogLevel(env.LOG_LEVEL, problems);
   const shutdownGraceMs = parseIntEnv(env, 'SHUTDOWN_GRACE_MS', problems) ?? file.server?.shutdown_grace_ms ?? 10_000;
   const adminTokens = parseAdminTokens(env.ADMIN_TOKEN);
   checkAdminTokens(environment, adminTokens, problems);
@@ -60,7 +61,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     host: env.HOST ?? file.server?.host ?? '127.0.0.1',
     port,
     dataDir: resolve(cwd, env.DATA_DIR ?? './data'),
-    logLevel: env.LOG_LEVEL ?? 'info',
+    logLevel,
     bodyLimitBytes,
     shutdownGraceMs,
     adminTokens,
@@ -241,12 +242,22 @@ function checkReferences(
   }
 }
 
-function parseIntEnv(env: Env, name: string, problems: string[]): number | undefined {
+function parseIntEnv(env: Env, name: string, problems: string[], min = 1, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
-  if (!/^\d+$/.test(raw)) {
-    problems.push(`${name}: must be a whole number (got "${raw}")`);
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    problems.push(`${name}: must be a whole number from ${min} to ${max} (got "${raw.slice(0, 40)}")`);
     return undefined;
   }
-  return Number(raw);
+  return value;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parseLogLevel(raw: string | undefined, problems: string[]): string {
+  if (raw === undefined || raw === '') return 'info';
+  if (LOG_LEVELS.includes(raw)) return raw;
+  problems.push(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')} (got "${raw.slice(0, 40)}")`);
+  return 'info';
 }

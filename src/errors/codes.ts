@@ -14,6 +14,7 @@ export interface ErrorCodeSpec {
 
 export const ERROR_CODES = {
   // --- the caller's request (4xx) ---
+  bad_request: { status: 400, message: 'The HTTP request is malformed; see details.reason.' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
   validation_failed: { status: 400, message: 'The request has invalid fields; see details.errors.' },
   credentials_in_query: {
@@ -35,6 +36,7 @@ export const ERROR_CODES = {
   unsupported_version: { status: 406, message: 'The requested API version is not served; see details.supported.' },
   payload_too_large: { status: 413, message: 'The request body is larger than the configured limit.' },
   unsupported_media_type: { status: 415, message: 'The request body must be JSON (Content-Type: application/json).' },
+  headers_too_large: { status: 431, message: 'The request headers are larger than the server accepts.' },
 
   // --- the upstream said no to the request (kept 4xx: the request itself is at fault) ---
   upstream_rejected_request: {
@@ -44,6 +46,7 @@ export const ERROR_CODES = {
   },
   upstream_key_rejected: {
     status: 401,
+    statusFrom: 'upstream',
     message: 'The upstream provider refused the key given in X-Upstream-Key.',
   },
   upstream_rate_limited: {

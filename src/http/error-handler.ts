@@ -26,7 +26,7 @@ export function toGatewayError(error: unknown, bodyLimitBytes: number): GatewayE
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new GatewayError('invalid_header', { header: 'content-length', reason: 'does not match the body' });
     case 'FST_ERR_BAD_URL':
-      return new GatewayError('not_found', { reason: 'the URL is malformed' });
+      return new GatewayError('bad_request', { reason: 'the URL is not valid (bad percent-encoding)' });
     default:
       return new GatewayError('internal_error', {}, { cause: error });
   }

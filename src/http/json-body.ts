@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
+import secureJson from 'secure-json-parse';
 import { locateJsonError } from './json-error-position.js';
 
 /**
@@ -9,13 +10,19 @@ import { locateJsonError } from './json-error-position.js';
 export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number): void {
   app.removeAllContentTypeParsers();
   const parse = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+      done(new GatewayError('unsupported_media_type', { accepted: ['application/json'], content_encoding: 'only identity (no compression) is accepted' }));
+      return;
+    }
     const text = typeof body === 'string' ? body : body.toString('utf8');
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
-    } catch {
-      const details = text.trim() === '' ? { reason: 'the body is empty' } : { ...locateJsonError(text) };
-      done(new GatewayError('invalid_json', details));
+      // secure-json-parse: JSON.parse plus a refusal of "__proto__" and "constructor.prototype" keys, the
+      // prototype-poisoning check Fastify's default parser has (a fast regex pre-check keeps the cost low).
+      parsed = secureJson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }) as unknown;
+    } catch (error) {
+      done(new GatewayError('invalid_json', describeFailure(text, error)));
       return;
     }
     request.rawBody = text;
@@ -25,3 +32,11 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
   app.addContentTypeParser(/^application\/[\w.+-]+\+json$/, { parseAs: 'string', bodyLimit: bodyLimitBytes }, parse);
 }
 
+
+function describeFailure(text: string, error: unknown): Record<string, unknown> {
+  if (text.trim() === '') return { reason: 'the body is empty' };
+  if (!(error instanceof SyntaxError) || /prototype property|forbidden/i.test((error as Error).message)) {
+    return { reason: 'keys named "__proto__" or "constructor.prototype" are not accepted' };
+  }
+  return { ...locateJsonError(text) };
+}

@@ -64,6 +64,12 @@ export function makeV1Guard(auth: AdminAuthenticator, mount: 'v1' | 'root') {
   };
 }
 
+/** The methods a `/v1/` URL accepts, for a 405 raised outside the guard (methods Fastify has no route for). */
+export function allowedMethods(route: unknown): readonly string[] {
+  if (typeof route === 'string' && Object.hasOwn(ROUTE_TABLE, route)) return ROUTE_TABLE[route as RouteName].methods;
+  return INDEX_METHODS;
+}
+
 function checkMethod(request: FastifyRequest, reply: FastifyReply, methods: readonly string[]): FastifyReply | undefined {
   if (methods.includes(request.method)) return undefined;
   const allow = [...methods, 'OPTIONS'].join(', ');

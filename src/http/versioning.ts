@@ -10,7 +10,7 @@ export const SUPPORTED_VERSIONS = ['v1'] as const;
 export const VENDOR_MEDIA_TYPE_V1 = `application/vnd.${VENDOR}.v1+json`;
 
 const VENDOR_PREFIX = `application/vnd.${VENDOR}`;
-const VENDOR_TYPE = /application\/vnd\.llmgw(?:\.([^+;,\s]*))?(?:\+json)?/gi;
+const VENDOR_TYPE = /application\/vnd\.llmgw(?:\.([^+;,\s]*))?(\+[a-z]+)?/gi;
 
 /** `undefined`: no version asked for; `'v1'`: asked for v1 (answer in the vendor media type). Throws 406 otherwise. */
 export function negotiateVersion(accept: string | undefined): 'v1' | undefined {
@@ -18,8 +18,9 @@ export function negotiateVersion(accept: string | undefined): 'v1' | undefined {
   const requested: string[] = [];
   for (const match of accept.matchAll(VENDOR_TYPE)) {
     const version = (match[1] ?? '').toLowerCase();
-    if (version === 'v1') return 'v1';
-    requested.push(version || '(none)');
+    const suffix = (match[2] ?? '').toLowerCase();
+    if (version === 'v1' && suffix === '+json') return 'v1';
+    requested.push(`${version || '(none)'}${suffix}`);
   }
   throw new GatewayError('unsupported_version', {
     requested,

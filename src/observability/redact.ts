@@ -17,33 +17,50 @@ const SECRET_SUFFIX = /(?:^|_)(?:key|token|secret|password|signature|credential)
 
 /** True when a query parameter's name looks like it carries a credential (any case, `-` same as `_`). */
 export function isSecretParameterName(name: string): boolean {
-  const normalized = name.toLowerCase().replace(/-/g, '_');
+  // accessToken, Access-Token and access_token are the same name.
+  const normalized = name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .replace(/-/g, '_');
   if (OWN_PARAMETERS.has(normalized)) return false;
   return SECRET_NAMES.has(normalized) || SECRET_SUFFIX.test(normalized);
 }
 
+interface QueryParameter {
+  /** The `name=value` text as it appears in the URL. */
+  raw: string;
+  /** The name as it appears in the URL (still percent-encoded). */
+  rawName: string;
+  /** The decoded name (the raw one when it cannot be decoded). */
+  name: string;
+}
+
+/** The parameters of a URL's query string, in order, with their names decoded. */
+export function queryParameters(url: string): QueryParameter[] {
+  const q = url.indexOf('?');
+  if (q === -1) return [];
+  return url
+    .slice(q + 1)
+    .split('&')
+    .map((raw) => {
+      const eq = raw.indexOf('=');
+      const rawName = eq === -1 ? raw : raw.slice(0, eq);
+      let name = rawName;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        // an undecodable name is kept as is and still checked
+      }
+      return { raw, rawName, name };
+    });
+}
+
 /** Returns the URL with the value of every credential-looking query parameter replaced, safe to log. */
 export function redactUrl(url: string): string {
-  const q = url.indexOf('?');
-  if (q === -1) return url;
-  const parts = url.slice(q + 1).split('&');
-  let changed = false;
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i] as string;
-    const eq = part.indexOf('=');
-    const rawName = eq === -1 ? part : part.slice(0, eq);
-    let name = rawName;
-    try {
-      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-    } catch {
-      // an undecodable name is kept as is and still checked below
-    }
-    if (isSecretParameterName(name)) {
-      parts[i] = `${rawName}=${REDACTED}`;
-      changed = true;
-    }
-  }
-  return changed ? `${url.slice(0, q)}?${parts.join('&')}` : url;
+  const parameters = queryParameters(url);
+  if (!parameters.some((p) => isSecretParameterName(p.name))) return url;
+  const query = parameters.map((p) => (isSecretParameterName(p.name) ? `${p.rawName}=${REDACTED}` : p.raw)).join('&');
+  return `${url.slice(0, url.indexOf('?'))}?${query}`;
 }
 
 /**

@@ -39,6 +39,9 @@ export function toUpstreamError(error: unknown, upstream: string, signal: AbortS
   if (signal.aborted) {
     const reason: unknown = signal.reason;
     if (isGatewayError(reason) || reason instanceof ClientGoneError) return reason;
+    if (reason instanceof Error && reason.name === 'TimeoutError') {
+      return new GatewayError('upstream_total_timeout', { upstream }, { cause: error });
+    }
   }
   if (isGatewayError(error) || error instanceof ClientGoneError) return error;
   const code = transportCode(error);

@@ -21,14 +21,16 @@ export async function readStream(
   const response = await request(url, { method: 'POST', headers, body, signal: options.signal });
   let text = '';
   let firstByteMs: number | undefined;
+  const decoder = new TextDecoder(); // streaming decode: a character split across chunks stays whole
   for await (const chunk of response.body) {
     firstByteMs ??= performance.now() - started;
-    text += (chunk as Buffer).toString('utf8');
+    text += decoder.decode(chunk as Buffer, { stream: true });
     if (options.stopAfterBytes !== undefined && text.length >= options.stopAfterBytes) {
       response.body.destroy();
       break;
     }
   }
+  text += decoder.decode();
   return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, text, firstByteMs };
 }
 

@@ -5,7 +5,6 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type {
   CallContext,
-  ChatCompletionChunk,
   ChatCompletionResult,
   ChatRequestBody,
   Provider,
@@ -15,6 +14,7 @@ import type {
 } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { mapUpstreamHttpError } from '../upstream-http-error.js';
+import { decodeChunkEvent } from './decode-chunk.js';
 import { readBodyBytes, readBodyText, drainQuietly } from './body.js';
 
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -80,6 +80,7 @@ export class OpenAiCompatibleProvider implements Provider {
         reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
       });
     }
+    const secrets = [context.apiKeyOverride, this.config.apiKey];
     const pending: SseEvent[] = [];
     const parser = new SseParser((event) => pending.push(event));
     let finished = false;
@@ -92,7 +93,8 @@ export class OpenAiCompatibleProvider implements Provider {
             finished = true;
             break;
           }
-          yield this.toChunk(event);
+          const chunk = decodeChunkEvent(event, this.name, secrets);
+          if (chunk) yield chunk;
         }
         pending.length = 0;
         if (finished) break;
@@ -136,8 +138,15 @@ export class OpenAiCompatibleProvider implements Provider {
         secrets: [this.config.apiKey],
       });
     }
-    const data = (JSON.parse(text) as { data?: unknown }).data;
-    if (!Array.isArray(data)) throw new GatewayError('upstream_invalid_response', { upstream: this.name });
+    let data: unknown;
+    try {
+      data = (JSON.parse(text) as { data?: unknown } | null)?.data;
+    } catch {
+      data = undefined;
+    }
+    if (!Array.isArray(data)) {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'the model list has no data array' });
+    }
     return data
       .filter((m): m is { id: string; created?: unknown; owned_by?: unknown } => typeof m?.id === 'string')
       .map((m) => ({
@@ -190,33 +199,5 @@ export class OpenAiCompatibleProvider implements Provider {
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     if (requestId) headers['x-request-id'] = requestId;
     return headers;
-  }
-
-  private toChunk(event: SseEvent): StreamChunk {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(event.data);
-    } catch {
-      throw new GatewayError('upstream_stream_malformed', { upstream: this.name, frame: event.data.slice(0, 200) });
-    }
-    const record = parsed as Partial<ChatCompletionChunk> & { error?: unknown };
-    if (typeof record !== 'object' || record === null || record.error !== undefined || event.event === 'error') {
-      const error = (record?.error ?? record) as { message?: unknown; code?: unknown; type?: unknown } | null;
-      throw new GatewayError('upstream_stream_error', {
-        upstream: this.name,
-        upstream_message: typeof error?.message === 'string' ? error.message.slice(0, 2000) : undefined,
-        upstream_code: error?.code ?? undefined,
-        upstream_type: error?.type ?? undefined,
-      });
-    }
-    if (!Array.isArray(record.choices)) {
-      throw new GatewayError('upstream_stream_malformed', { upstream: this.name, frame: event.data.slice(0, 200) });
-    }
-    // Pass the upstream's own JSON through untouched when it is already a well-formed single-line chunk.
-    if (record.object !== 'chat.completion.chunk' || event.data.includes('\n')) {
-      record.object = 'chat.completion.chunk';
-      return { chunk: record as ChatCompletionChunk };
-    }
-    return { chunk: record as ChatCompletionChunk, json: event.data };
   }
 }

@@ -24,9 +24,9 @@ export class SqliteStore implements GatewayStore {
     this.pingStatement = db.prepare('SELECT 1 AS ok');
   }
 
-  ping(): Promise<void> {
+  // async so that a failure is a rejection, as the contract says, not a synchronous throw.
+  async ping(): Promise<void> {
     this.pingStatement.get();
-    return Promise.resolve();
   }
 
   close(): Promise<void> {

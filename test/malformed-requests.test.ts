@@ -1,0 +1,124 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+import { readStream } from './helpers/sse-client.js';
+
+/** Sends raw bytes on a fresh socket and returns everything the server answered before closing. */
+function rawExchange(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.setTimeout(3000, () => socket.destroy(new Error('no answer')));
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    socket.on('end', () => resolve(answer));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+    socket.write(bytes);
+  });
+}
+
+function bodyOf(raw: string): { code: string; details: Record<string, unknown> } {
+  return JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { code: string; details: Record<string, unknown> };
+}
+
+describe('malformed requests still get {code, message, details}', () => {
+  let mock: MockUpstream;
+  let gw: TestGateway;
+  before(async () => {
+    mock = await startMockUpstream();
+    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+
+  test('a URL with bad percent-encoding: 400 bad_request, with a request id, the URL not echoed', async () => {
+    const answer = await call(`${gw.url}/v1/%zz?route=health`);
+    assert.equal(answer.status, 400);
+    assert.equal(answer.json.code, 'bad_request');
+    assert.ok(answer.headers['x-request-id']);
+    assert.ok(!answer.text.includes('%zz'));
+  });
+
+  test('a bad URL that also carries a credential: credentials_in_query, and the log has it redacted', async () => {
+    const answer = await call(`${gw.url}/v1/%zz?token=SEKRIT-1234567890&route=health`);
+    assert.equal(answer.status, 400);
+    assert.equal(answer.json.code, 'credentials_in_query');
+    assert.ok(!answer.text.includes('SEKRIT'));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.ok(!gw.logLines.join('').includes('SEKRIT'));
+  });
+
+  const parserCases: Array<{ name: string; head: string; status: number; code: string }> = [
+    { name: 'a non-numeric Content-Length', head: 'Content-Length: abc\r\n', status: 400, code: 'bad_request' },
+    { name: 'two different Content-Lengths', head: 'Content-Length: 2\r\nContent-Length: 3\r\n', status: 400, code: 'bad_request' },
+    { name: 'Content-Length with Transfer-Encoding', head: 'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n', status: 400, code: 'bad_request' },
+    { name: 'headers over the limit', head: `X-Big: ${'a'.repeat(20_000)}\r\n`, status: 431, code: 'headers_too_large' },
+  ];
+  for (const c of parserCases) {
+    test(`${c.name}: ${c.status} ${c.code} on a closed connection`, async () => {
+      const raw = await rawExchange(gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\n${c.head}\r\n{}`);
+      assert.match(raw, new RegExp(`^HTTP/1.1 ${c.status} `));
+      assert.match(raw, /connection: close/i);
+      assert.equal(bodyOf(raw).code, c.code);
+    });
+  }
+
+  test('a chunked body over the limit is a 413 too', async () => {
+    const big = chatBody({ messages: [{ role: 'user', content: 'x'.repeat(1_100_000) }] });
+    const chunked = `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`;
+    const raw = await rawExchange(
+      gw.port,
+      `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authHeaders().authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunked}`,
+    );
+    assert.match(raw, /^HTTP\/1.1 413 /);
+    assert.equal(bodyOf(raw).code, 'payload_too_large');
+  });
+
+  test('a body with __proto__ or constructor.prototype keys is refused, and nothing reaches the upstream', async () => {
+    mock.reset();
+    for (const body of ['{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}', '{"model":"m","messages":[{"role":"user","content":"x"}],"constructor":{"prototype":{"polluted":true}}}']) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.code, 'invalid_json');
+      assert.match(String(answer.json.details?.reason), /__proto__/);
+    }
+    assert.equal(mock.chatRequests().length, 0);
+  });
+
+  test('bodies that are JSON but not an object: null, a string, a number', async () => {
+    for (const body of ['null', '"hello"', '42']) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      assert.equal(answer.status, 400, body);
+      assert.equal(answer.json.code, 'validation_failed');
+      assert.deepEqual(answer.json.details?.errors, [{ field: 'body', problem: 'must be object' }]);
+    }
+  });
+
+  test('a compressed body is a 415 (only identity encoding is accepted)', async () => {
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-encoding': 'gzip' }), body: chatBody() });
+    assert.equal(answer.status, 415);
+    assert.equal(answer.json.code, 'unsupported_media_type');
+  });
+
+  test('named non-data events in an upstream stream (ping) are skipped, not fatal', async () => {
+    mock.enqueue({
+      kind: 'stream',
+      chunks: [
+        'event: ping\ndata: {}\n\n',
+        'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n',
+        'event: ping\ndata: {}\n\n',
+        'data: [DONE]\n\n',
+      ],
+    });
+    const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    assert.equal(
+      answer.text,
+      'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\ndata: [DONE]\n\n',
+    );
+  });
+});

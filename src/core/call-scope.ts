@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import { ClientGoneError } from '../providers/transport-errors.js';
+import { ClientGoneError } from '../errors/client-gone.js';
 
 /**
  * One upstream call's lifetime: a single AbortController aborted either by the caller leaving or by the total

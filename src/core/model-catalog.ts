@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { ECHO_DESCRIPTION, ECHO_MODEL_ID, ECHO_PROVIDER_NAME } from '../providers/echo/echo-provider.js';
+import type { BuiltinModel } from '../providers/registry.js';
 import type { UpstreamProbe } from './upstream-probe.js';
 
 export interface CatalogModel {
@@ -28,12 +28,13 @@ export const MAX_PAGE_SIZE = 200;
 
 /**
  * The models the gateway serves: those declared in config, then (for the default upstream, which accepts any
- * model name) the upstream's own list, then the dev echo model. Sorted by id so a cursor is stable.
+ * model name) the upstream's own list, then the built-in models (the dev echo). Sorted by id so a cursor is stable.
  */
 export class ModelCatalog {
   constructor(
     private readonly config: GatewayConfig,
     private readonly defaultProbe: UpstreamProbe | undefined,
+    private readonly builtins: ReadonlyMap<string, BuiltinModel>,
   ) {}
 
   async page(limit: number, nextToken: string | undefined): Promise<ModelPage> {
@@ -81,17 +82,18 @@ export class ModelCatalog {
         });
       }
     }
-    if (this.config.devEchoModel && !byId.has(ECHO_MODEL_ID)) {
-      byId.set(ECHO_MODEL_ID, {
-        id: ECHO_MODEL_ID,
+    for (const builtin of this.builtins.values()) {
+      if (byId.has(builtin.id)) continue;
+      byId.set(builtin.id, {
+        id: builtin.id,
         object: 'model',
-        provider: ECHO_PROVIDER_NAME,
-        upstream_model: ECHO_MODEL_ID,
+        provider: builtin.provider.name,
+        upstream_model: builtin.id,
         context_window: null,
         created_at: null,
-        owned_by: ECHO_PROVIDER_NAME,
+        owned_by: builtin.provider.name,
         source: 'builtin',
-        description: ECHO_DESCRIPTION,
+        description: builtin.description,
       });
     }
     const models = [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

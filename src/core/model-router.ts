@@ -2,9 +2,8 @@ import type { GatewayConfig, ModelConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Provider } from '../providers/contract.js';
 import type { ProviderSet } from '../providers/registry.js';
-import { ECHO_MODEL_ID } from '../providers/echo/echo-provider.js';
 
-const ECHO_TOTAL_TIMEOUT_MS = 60_000;
+const BUILTIN_TOTAL_TIMEOUT_MS = 60_000;
 
 export interface ChatTarget {
   provider: Provider;
@@ -15,8 +14,8 @@ export interface ChatTarget {
 }
 
 /**
- * Which upstream serves a model id: a model declared in config goes to its upstream; the dev echo model to the
- * echo provider; anything else to the default upstream (pass-through, the model name unchanged) when one is set.
+ * Which upstream serves a model id: a model declared in config goes to its upstream; a built-in model (the dev
+ * echo) to its provider; anything else to the default upstream (pass-through, the model name unchanged) when one is set.
  */
 export class ModelRouter {
   private readonly models: Map<string, ModelConfig>;
@@ -32,15 +31,14 @@ export class ModelRouter {
   resolve(modelId: string): ChatTarget {
     const declared = this.models.get(modelId);
     if (declared) return this.target(declared.upstream, declared.upstreamModel);
-    if (modelId === ECHO_MODEL_ID && this.providers.echo) {
-      return { provider: this.providers.echo, upstreamModel: ECHO_MODEL_ID, totalTimeoutMs: ECHO_TOTAL_TIMEOUT_MS };
-    }
+    const builtin = this.providers.builtins.get(modelId);
+    if (builtin) return { provider: builtin.provider, upstreamModel: builtin.id, totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS };
     if (this.config.defaultUpstream !== undefined) return this.target(this.config.defaultUpstream, modelId);
     if (this.providers.upstreams.size === 0) {
       throw new GatewayError('no_upstream_configured', {
         configure: 'set UPSTREAM_BASE_URL and UPSTREAM_API_KEY, or list upstreams in the GATEWAY_CONFIG file',
         docs: 'docs/config.md',
-        ...(this.providers.echo ? { try_offline: `model "${ECHO_MODEL_ID}" (dev only)` } : {}),
+        ...(this.providers.builtins.size > 0 ? { try_offline: [...this.providers.builtins.keys()] } : {}),
       });
     }
     throw new GatewayError('model_not_found', { model: modelId });

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from './access-log.js';
-import { ClientGoneError } from '../providers/transport-errors.js';
+import { ClientGoneError } from '../errors/client-gone.js';
 import { describeViolations, type SchemaViolation } from './validation-details.js';
 
 /**

@@ -1,13 +1,20 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { Provider } from './contract.js';
-import { EchoProvider } from './echo/echo-provider.js';
+import { ECHO_DESCRIPTION, ECHO_MODEL_ID, EchoProvider } from './echo/echo-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
+
+/** A model served by the gateway itself rather than an upstream (the dev-only echo). */
+export interface BuiltinModel {
+  id: string;
+  description: string;
+  provider: Provider;
+}
 
 export interface ProviderSet {
   /** Configured upstreams by name, in config order. */
   upstreams: Map<string, Provider>;
-  /** The dev-only echo provider, when enabled. */
-  echo: Provider | undefined;
+  /** Built-in models by id (only the dev echo model today, and only in dev). */
+  builtins: Map<string, BuiltinModel>;
   close(): Promise<void>;
 }
 
@@ -18,10 +25,13 @@ export function createProviders(config: GatewayConfig): ProviderSet {
   for (const upstream of config.upstreams) {
     upstreams.set(upstream.name, new OpenAiCompatibleProvider(upstream, { userAgent }));
   }
-  const echo = config.devEchoModel ? new EchoProvider() : undefined;
+  const builtins = new Map<string, BuiltinModel>();
+  if (config.devEchoModel) {
+    builtins.set(ECHO_MODEL_ID, { id: ECHO_MODEL_ID, description: ECHO_DESCRIPTION, provider: new EchoProvider() });
+  }
   return {
     upstreams,
-    echo,
+    builtins,
     async close() {
       await Promise.all([...upstreams.values()].map((p) => p.close()));
     },

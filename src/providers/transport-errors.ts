@@ -1,13 +1,6 @@
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { ErrorCode } from '../errors/codes.js';
-
-/** Thrown (as an abort reason) when the caller disconnects; nothing is sent back, there is nobody to send to. */
-export class ClientGoneError extends Error {
-  constructor() {
-    super('the client closed the connection');
-    this.name = 'ClientGoneError';
-  }
-}
+import { ClientGoneError } from '../errors/client-gone.js';
 
 /**
  * Transport failure codes (undici's and the OS's) to our codes. Each timeout has its own code, as undici does

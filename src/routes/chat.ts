@@ -6,7 +6,7 @@ import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/
 import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
 import type { ChatRequestBody, StreamChunk } from '../providers/contract.js';
-import { ClientGoneError } from '../providers/transport-errors.js';
+import { ClientGoneError } from '../errors/client-gone.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */

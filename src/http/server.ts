@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { Logger } from '../observability/logger.js';
+import { lazyChildLogger } from '../observability/request-logger.js';
+import { logAccess } from './access-log.js';
+import { makeErrorHandler } from './error-handler.js';
+import { registerJsonParser } from './json-body.js';
+import { onClientError, onFrameworkError } from './malformed-requests.js';
+import { refuseCredentialsInQuery } from './query-guard.js';
+import { decorateRequestState } from './request-state.js';
+import { allowedMethods } from './v1-dispatch.js';
+
+/** A caller's X-Request-Id is kept when it is a plain token (so it cannot forge log fields); otherwise we make one. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface HttpServerOptions {
+  logger: Logger;
+  bodyLimitBytes: number;
+  isShuttingDown: () => boolean;
+}
+
+/**
+ * The Fastify instance with everything every request goes through, whatever its route: request ids, the
+ * credentials-in-query guard, the one JSON parser, the one error handler, the access line, and our error shape
+ * for requests Fastify or Node's parser reject before routing.
+ */
+export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    // One access line per request, written in onResponse below, instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    childLoggerFactory: lazyChildLogger,
+    frameworkErrors: onFrameworkError,
+    clientErrorHandler: onClientError,
+    bodyLimit: options.bodyLimitBytes,
+    return503OnClosing: false,
+    routerOptions: { ignoreTrailingSlash: true },
+    ajv: { customOptions: { coerceTypes: false, allErrors: true, allowUnionTypes: true, removeAdditional: false, useDefaults: false } },
+  });
+  decorateRequestState(app);
+  registerJsonParser(app, options.bodyLimitBytes);
+  app.setErrorHandler(makeErrorHandler(options.bodyLimitBytes));
+  app.setNotFoundHandler(notFound);
+
+  app.addHook('onRequest', function everyRequest(request, reply, done) {
+    request.receivedAt = performance.now();
+    void reply.header('x-request-id', request.id);
+    if (options.isShuttingDown()) void reply.header('connection', 'close');
+    try {
+      refuseCredentialsInQuery(request.url);
+      done();
+    } catch (error) {
+      request.urlHasSecret = true;
+      done(error as Error);
+    }
+  });
+  app.addHook('onResponse', function logResponse(request, reply, done) {
+    logAccess(request, reply.statusCode);
+    done();
+  });
+  return app;
+}
+
+function notFound(request: FastifyRequest): never {
+  const q = request.url.indexOf('?');
+  const path = q === -1 ? request.url : request.url.slice(0, q);
+  if (path === '/' || path === '/v1' || path === '/v1/') {
+    // A method Fastify has no route for at all (TRACE, PROPFIND...) on a real path: 405, not 404.
+    const methods = allowedMethods((request.query as Record<string, unknown>).route);
+    throw new GatewayError(
+      'method_not_allowed',
+      { method: request.method, allowed: methods },
+      { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
+    );
+  }
+  throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
+}

@@ -1,0 +1,55 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { AdminAuthenticator } from '../http/admin-auth.js';
+import { indexPage, prefersHtml } from '../http/pages.js';
+import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
+import { chatBodySchema } from './chat-schema.js';
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+export interface V1Handlers {
+  health: Handler;
+  models: Handler;
+  chat: Handler;
+}
+
+/**
+ * Mounts the v1 API on `/v1/` and on `/` (the latter serves v1 only to callers that ask for it by media type and
+ * redirects everyone else). GET serves health, models and the index; POST serves chat, with the body schema.
+ */
+export function mountV1(app: FastifyInstance, auth: AdminAuthenticator, handlers: V1Handlers, version: string): void {
+  const indexRoutes = Object.values(ROUTE_TABLE);
+  const handleIndex = async function handleIndex(request: FastifyRequest, reply: FastifyReply) {
+    if (prefersHtml(request.headers.accept)) {
+      return reply.type('text/html; charset=utf-8').send(indexPage(version, indexRoutes));
+    }
+    return reply.type(request.responseType).send({
+      service: 'llm-gateway',
+      version,
+      api_version: 'v1',
+      routes: indexRoutes.map((r) => ({
+        route: r.route,
+        path: `/v1/?route=${r.route}`,
+        methods: r.methods,
+        auth: r.auth,
+        description: r.description,
+      })),
+    });
+  };
+  const handleRead = async function handleRead(request: FastifyRequest, reply: FastifyReply) {
+    if (request.routeName === 'health') return handlers.health(request, reply);
+    if (request.routeName === 'models') return handlers.models(request, reply);
+    return handleIndex(request, reply);
+  };
+  const handleOtherMethods = async function handleOtherMethods(): Promise<never> {
+    // The guard answers every other method (405, or 204 for OPTIONS) before this could run.
+    throw new GatewayError('method_not_allowed', {});
+  };
+
+  for (const [url, mount] of [['/v1/', 'v1'], ['/', 'root']] as const) {
+    const onRequest = makeV1Guard(auth, mount);
+    app.get(url, { onRequest }, handleRead);
+    app.post(url, { onRequest, schema: { body: chatBodySchema } }, handlers.chat);
+    app.route({ method: ['PUT', 'PATCH', 'DELETE', 'OPTIONS'], url, onRequest, handler: handleOtherMethods });
+  }
+}

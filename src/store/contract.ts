@@ -17,3 +17,75 @@ export interface GatewayStore extends StoreLifecycle {
   /** The schema version the store is at after its migrations ran. */
   readonly schemaVersion: number;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Rate limiting (issue 3). Keys are opaque strings built by the core, e.g. "req:caller:admin:model:gpt-4o".
+
+/** The state of one limit after a decision, enough to fill the IETF RateLimit-* headers. */
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** The limit (units per window) this decision was made against. */
+  limit: number;
+  /** Units still available right after this decision (0 when refused). */
+  remaining: number;
+  /** Milliseconds until the bucket is full again (the quota fully restored). */
+  resetMs: number;
+  /** Milliseconds until `cost` units would be allowed; 0 when allowed. */
+  retryAfterMs: number;
+}
+
+/**
+ * A limit of `limit` units per `windowMs`, enforced with GCRA (the generic cell rate algorithm): one timestamp per
+ * key (the theoretical arrival time), no burst at window edges, exact across processes when the backend is shared.
+ * `consume` is atomic: it either takes all `cost` units or takes nothing.
+ */
+export interface RateLimiter {
+  consume(key: string, limit: number, windowMs: number, cost: number, nowMs?: number): Promise<RateLimitDecision>;
+  /**
+   * Corrects an earlier admission once the real cost is known (admission by estimate, then correction): a
+   * positive delta takes more units (never refuses, may leave the key in debt), a negative one gives units back.
+   */
+  adjust(key: string, limit: number, windowMs: number, delta: number, nowMs?: number): Promise<void>;
+}
+
+/** Requests in flight per key; a lease expires by itself so a crashed process cannot hold a slot forever. */
+export interface ConcurrencyLimiter {
+  /** Takes a slot if fewer than `max` are held; `token` identifies this holder. */
+  acquire(key: string, token: string, max: number, leaseMs: number, nowMs?: number): Promise<{ acquired: boolean; inFlight: number }>;
+  release(key: string, token: string): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Idempotency (issue 3).
+
+/** What is kept of a completed answer so it can be replayed exactly. */
+export interface StoredResponse {
+  status: number;
+  /** The headers that matter for a replay (content-type, retry-after...), lower-case names. */
+  headers: Record<string, string>;
+  /** 'json': `body` is the body text; 'sse': `body` is the whole event stream text, replayed as a stream. */
+  kind: 'json' | 'sse';
+  body: string;
+  /** ISO 8601 UTC time the answer was stored. */
+  storedAt: string;
+}
+
+export type IdempotencyBegin =
+  /** The key was free (or its earlier claim expired): the caller now owns it and must complete or abandon it. */
+  | { state: 'claimed' }
+  /** Another request holds the key and has not finished; `retryAfterMs` estimates when its lease ends. */
+  | { state: 'in_progress'; retryAfterMs: number }
+  /** Completed earlier with the same fingerprint: replay this. */
+  | { state: 'completed'; response: StoredResponse }
+  /** The key was used with a different request body. */
+  | { state: 'mismatch' };
+
+/**
+ * Idempotency-Key bookkeeping, scoped per caller. `begin` is atomic across processes: of N concurrent callers with
+ * the same scope and key exactly one gets `claimed`. Failed calls are `abandon`ed, so a retry can run again.
+ */
+export interface IdempotencyStore {
+  begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs?: number): Promise<IdempotencyBegin>;
+  complete(scope: string, key: string, fingerprint: string, response: StoredResponse, ttlMs: number, nowMs?: number): Promise<void>;
+  abandon(scope: string, key: string, fingerprint: string): Promise<void>;
+}

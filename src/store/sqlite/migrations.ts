@@ -18,4 +18,36 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
             updated_at TEXT NOT NULL
           ) STRICT;`,
   },
+  {
+    version: 2,
+    name: 'rate_limits',
+    // GCRA keeps one "theoretical arrival time" per key; leases are one row per request in flight.
+    sql: `CREATE TABLE rate_limits (
+            key TEXT PRIMARY KEY,
+            tat_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX rate_limits_expiry ON rate_limits (expires_ms);
+          CREATE TABLE concurrency_leases (
+            key TEXT NOT NULL,
+            token TEXT NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (key, token)
+          ) STRICT;`,
+  },
+  {
+    version: 3,
+    name: 'idempotency_keys',
+    sql: `CREATE TABLE idempotency_keys (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
+            lease_expires_ms INTEGER NOT NULL,
+            response TEXT,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (scope, key)
+          ) STRICT;
+          CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_ms);`,
+  },
 ];

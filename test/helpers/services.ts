@@ -1,0 +1,34 @@
+/**
+ * The real Redis and PostgreSQL of this machine, for the distributed-mode tests. In CI (`REQUIRE_SERVICES=1`,
+ * set by .ci/run) a missing service fails the run; elsewhere (a laptop) those tests are skipped with a message
+ * saying so.
+ */
+import { connect } from 'node:net';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+function reachable(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * Returns a skip reason (a string) when Redis is not reachable and not required, undefined when tests can run.
+ * Throws when Redis is required (CI) but missing.
+ */
+export async function redisSkipReason(): Promise<string | undefined> {
+  if (await reachable(REDIS_URL)) return undefined;
+  const message = `Redis not reachable at ${new URL(REDIS_URL).host}: skipping the Redis-backed tests (set REDIS_URL, or run Redis, to include them)`;
+  if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${message} — but REQUIRE_SERVICES=1 (CI) requires it`);
+  console.log(`# SKIP ${message}`);
+  return message;
+}

@@ -24,6 +24,10 @@ export const ERROR_CODES = {
   invalid_query_parameter: { status: 400, message: 'A query parameter is invalid; see details.' },
   invalid_pagination_token: { status: 400, message: 'The next_token is not one this gateway issued.' },
   invalid_header: { status: 400, message: 'A request header is invalid; see details.' },
+  invalid_idempotency_key: {
+    status: 400,
+    message: 'The Idempotency-Key header must be 1 to 255 characters without control characters, sent once.',
+  },
   authentication_required: {
     status: 401,
     message: 'This route needs an administrator token: send Authorization: Bearer <ADMIN_TOKEN>.',

@@ -1,0 +1,50 @@
+import type { RateLimitDecision } from '../store/contract.js';
+
+/** One limit that applied to a request, with the decision the store made for it. */
+export interface AppliedLimit {
+  /** What the limit counts, for RateLimit-Policy's comment and the 429's details (e.g. "requests per caller"). */
+  name: string;
+  windowMs: number;
+  decision: RateLimitDecision;
+}
+
+/**
+ * The IETF rate-limit headers (draft-ietf-httpapi-ratelimit-headers-06): `RateLimit-Limit`, `-Remaining` and
+ * `-Reset` (delta-seconds) describe the limit closest to refusing the caller, `RateLimit-Policy` lists every limit
+ * that applied (`<limit>;w=<window seconds>;comment="<name>"`), and a refusal adds `Retry-After` (RFC 9110 10.2.3).
+ * When several limits refuse, the one with the longest wait is reported: retrying earlier cannot succeed.
+ */
+export function rateLimitHeaders(limits: readonly AppliedLimit[]): Record<string, string> {
+  const binding = bindingLimit(limits);
+  if (!binding) return {};
+  const { decision } = binding;
+  const headers: Record<string, string> = {
+    'ratelimit-limit': String(decision.limit),
+    'ratelimit-remaining': String(Math.max(0, decision.remaining)),
+    'ratelimit-reset': String(Math.ceil(Math.max(0, decision.resetMs) / 1000)),
+    'ratelimit-policy': limits.map(policyItem).join(', '),
+  };
+  if (!decision.allowed) headers['retry-after'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
+  return headers;
+}
+
+/** The limit to report: a refusing one with the longest wait, else the one with the fewest units left. */
+export function bindingLimit(limits: readonly AppliedLimit[]): AppliedLimit | undefined {
+  let chosen: AppliedLimit | undefined;
+  for (const limit of limits) {
+    if (!chosen) {
+      chosen = limit;
+      continue;
+    }
+    const a = limit.decision;
+    const b = chosen.decision;
+    if (!a.allowed && (b.allowed || a.retryAfterMs > b.retryAfterMs)) chosen = limit;
+    else if (a.allowed && b.allowed && a.remaining / a.limit < b.remaining / b.limit) chosen = limit;
+  }
+  return chosen;
+}
+
+function policyItem(limit: AppliedLimit): string {
+  const comment = limit.name.replace(/["\\]/g, '');
+  return `${limit.decision.limit};w=${Math.ceil(limit.windowMs / 1000)};comment="${comment}"`;
+}

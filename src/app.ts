@@ -5,6 +5,7 @@ import { HealthService } from './core/health-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
 import { ModelRouter } from './core/model-router.js';
 import { UpstreamProbe } from './core/upstream-probe.js';
+import { RateLimitService } from './core/rate-limit-service.js';
 import { AdminAuthenticator } from './http/admin-auth.js';
 import { createHttpServer } from './http/server.js';
 import type { Logger } from './observability/logger.js';
@@ -13,7 +14,7 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { StoreLifecycle } from './store/contract.js';
+import type { ConcurrencyLimiter, RateLimiter, StoreLifecycle } from './store/contract.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -21,6 +22,16 @@ export interface AppDependencies {
   store: StoreLifecycle;
   /** Built from config when not given (tests may pass their own). */
   providers?: ProviderSet;
+  /** The store behind the rate limits (SQLite or Redis); needed when `config.limits` defines any limit. */
+  limiter?: LimiterStore;
+}
+
+export type LimiterStore = RateLimiter & ConcurrencyLimiter & { readonly kind: string };
+
+/** Stands in when no limit is configured: never called, because the service is disabled then. */
+function missingLimiter(): LimiterStore {
+  const fail = () => Promise.reject(new Error('no limiter store configured'));
+  return { kind: 'none', consume: fail, adjust: fail, acquire: fail, release: fail };
 }
 
 export interface GatewayApp {
@@ -44,6 +55,18 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     await providers.close();
   });
 
+  const limitStore = { healthy: true };
+  const limits = new RateLimitService({
+    limiter: deps.limiter ?? missingLimiter(),
+    config: config.limits,
+    onStoreHealth: (healthy, error) => {
+      if (!healthy && limitStore.healthy) app.log.warn({ err: error }, 'rate-limit store failing');
+      if (healthy && !limitStore.healthy) app.log.info('rate-limit store recovered');
+      limitStore.healthy = healthy;
+    },
+  });
+  if (limits.enabled && !deps.limiter) throw new Error('limits are configured but buildApp was given no limiter store');
+
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   const defaultProbe = probes.find((p) => p.provider.name === config.defaultUpstream);
   const health = new HealthService({
@@ -52,11 +75,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     store: deps.store,
     probes,
     isShuttingDown,
+    limits: limits.enabled ? { kind: deps.limiter?.kind ?? 'unknown', isHealthy: () => limitStore.healthy } : undefined,
   });
   mountV1(app, new AdminAuthenticator(config.adminTokens), {
     health: makeHealthHandler(health),
     models: makeModelsHandler(new ModelCatalog(config, defaultProbe, providers.builtins)),
-    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers)), config.bodyLimitBytes),
+    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers), limits), config.bodyLimitBytes),
   }, config.version);
 
   await app.ready();

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { configFileSchema, ENVIRONMENTS, type ConfigFile, type GatewayEnvironment } from './schema.js';
-import type { GatewayConfig, ModelConfig, Timeouts, UpstreamConfig } from './types.js';
+import { configFileSchema, ENVIRONMENTS, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry } from './schema.js';
+import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, Timeouts, UpstreamConfig, WindowLimit } from './types.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
@@ -72,6 +72,26 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     defaultUpstream,
     // The echo model is a development aid only: it is never served in staging or prod, whatever the file says.
     devEchoModel: environment === 'dev' && file.dev_echo_model !== false,
+    limits: toLimits(file.limits),
+    redisUrl: env.REDIS_URL || undefined,
+  };
+}
+
+function toLimitSet(entry: LimitSetFileEntry | undefined): LimitSet | undefined {
+  if (!entry) return undefined;
+  const window = (w: { limit: number; window_seconds: number } | undefined): WindowLimit | undefined =>
+    w === undefined ? undefined : { limit: w.limit, windowMs: w.window_seconds * 1000 };
+  return { requests: window(entry.requests), tokens: window(entry.tokens), concurrent: entry.concurrent };
+}
+
+function toLimits(file: ConfigFile['limits']): LimitsConfig {
+  const map = (record: Record<string, LimitSetFileEntry> | undefined) =>
+    new Map(Object.entries(record ?? {}).map(([k, v]) => [k, toLimitSet(v) as LimitSet]));
+  return {
+    caller: toLimitSet(file?.caller),
+    models: map(file?.models),
+    upstreams: map(file?.upstreams),
+    onStoreFailure: file?.on_store_failure ?? 'open',
   };
 }
 

@@ -50,6 +50,35 @@ export const modelSchema = z
   })
   .strict();
 
+const windowLimit = z
+  .object({
+    limit: z.number().int().positive(),
+    window_seconds: z.number().int().positive().max(86_400).default(60),
+  })
+  .strict();
+
+/** Limits for one scope: requests and tokens per window (GCRA), and requests in flight. */
+export const limitSetSchema = z
+  .object({
+    requests: windowLimit.optional(),
+    tokens: windowLimit.optional(),
+    concurrent: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const limitsSchema = z
+  .object({
+    /** Per caller (today the admin token is one caller; scoped keys come with issue 6). */
+    caller: limitSetSchema.optional(),
+    /** Per public model id, across all callers. */
+    models: z.record(z.string(), limitSetSchema).optional(),
+    /** Per upstream, across all callers and models (protects the provider account's quota). */
+    upstreams: z.record(z.string(), limitSetSchema).optional(),
+    /** When the limit store cannot be reached: refuse (503) or let traffic through (logged, health degraded). */
+    on_store_failure: z.enum(['open', 'closed']).default('open'),
+  })
+  .strict();
+
 const sections = {
   upstreams: z.array(upstreamSchema).optional(),
   models: z.array(modelSchema).optional(),
@@ -69,6 +98,7 @@ export const configFileSchema = z
       .optional(),
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
+    limits: limitsSchema.optional(),
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z
@@ -85,3 +115,4 @@ export const configFileSchema = z
 export type ConfigFile = z.infer<typeof configFileSchema>;
 export type UpstreamFileEntry = z.infer<typeof upstreamSchema>;
 export type ModelFileEntry = z.infer<typeof modelSchema>;
+export type LimitSetFileEntry = z.infer<typeof limitSetSchema>;

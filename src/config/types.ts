@@ -31,6 +31,24 @@ export interface ModelConfig {
   description: string | undefined;
 }
 
+export interface WindowLimit {
+  limit: number;
+  windowMs: number;
+}
+
+export interface LimitSet {
+  requests: WindowLimit | undefined;
+  tokens: WindowLimit | undefined;
+  concurrent: number | undefined;
+}
+
+export interface LimitsConfig {
+  caller: LimitSet | undefined;
+  models: Map<string, LimitSet>;
+  upstreams: Map<string, LimitSet>;
+  onStoreFailure: 'open' | 'closed';
+}
+
 /** The one validated configuration object; nothing else in the program reads process.env. */
 export interface GatewayConfig {
   environment: GatewayEnvironment;
@@ -50,4 +68,7 @@ export interface GatewayConfig {
   models: ModelConfig[];
   defaultUpstream: string | undefined;
   devEchoModel: boolean;
+  limits: LimitsConfig;
+  /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
+  redisUrl: string | undefined;
 }

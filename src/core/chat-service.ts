@@ -1,8 +1,11 @@
 import type { CallContext, ChatRequestBody, ChatCompletionResult, StreamChunk } from '../providers/contract.js';
 import { CallScope } from './call-scope.js';
-import type { ModelRouter } from './model-router.js';
+import type { ChatTarget, ModelRouter } from './model-router.js';
+import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
 
 export interface ChatCall {
+  /** Who is calling, for per-caller limits (the admin token is one caller until scoped keys exist). */
+  caller: string;
   /** The caller's X-Upstream-Key, replacing the configured key for this call only. */
   upstreamKey: string | undefined;
   requestId: string;
@@ -10,42 +13,83 @@ export interface ChatCall {
   rawBody: string | undefined;
 }
 
+export interface CompletedChat {
+  result: ChatCompletionResult;
+  /** RateLimit-* headers for the answer. */
+  headers: Record<string, string>;
+}
+
 export interface StartedStream {
   upstream: string;
   scope: CallScope;
   chunks: AsyncIterator<StreamChunk>;
+  headers: Record<string, string>;
+  /** Must be called once when the stream ends, however it ends, with the tokens used if known. */
+  finish(totalTokens: number | undefined): Promise<void>;
 }
 
-/** The chat use case, free of HTTP: resolve the model, call its provider within a deadline. */
-export class ChatService {
-  constructor(private readonly router: ModelRouter) {}
+/** Lease margin beyond the call's total budget before a concurrency slot frees itself. */
+const LEASE_MARGIN_MS = 5_000;
 
-  /** Resolves the target first so that routing errors are thrown before any upstream work starts. */
-  async complete(
-    body: ChatRequestBody,
-    call: ChatCall,
-    onScope: (scope: CallScope, upstream: string) => void,
-  ): Promise<ChatCompletionResult> {
+/** The chat use case, free of HTTP: resolve the model, admit the call against the limits, call the provider. */
+export class ChatService {
+  constructor(
+    private readonly router: ModelRouter,
+    private readonly limits: RateLimitService,
+  ) {}
+
+  /** Routing and admission errors are thrown before any upstream work starts. */
+  async complete(body: ChatRequestBody, call: ChatCall, onScope: (scope: CallScope, upstream: string) => void): Promise<CompletedChat> {
     const target = this.router.resolve(body.model);
+    const admission = await this.admit(body, call, target);
     const scope = new CallScope(target.totalTimeoutMs, target.provider.name);
     onScope(scope, target.provider.name);
+    let result: ChatCompletionResult | undefined;
     try {
       const unchanged = target.upstreamModel === body.model && body.stream !== true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
-      return await target.provider.chat(upstreamBody, this.context(call, scope, unchanged));
+      result = await target.provider.chat(upstreamBody, this.context(call, scope, unchanged));
+      return { result, headers: admission?.headers ?? {} };
     } finally {
       scope.dispose();
+      if (admission) void admission.finish(result?.usage?.total_tokens);
     }
   }
 
-  /** Starts a stream; the caller owns the scope and must dispose it when the stream ends, however it ends. */
-  stream(body: ChatRequestBody, call: ChatCall): StartedStream {
+  /** Starts a stream; the caller owns the scope and must call `finish` when the stream ends, however it ends. */
+  async stream(body: ChatRequestBody, call: ChatCall): Promise<StartedStream> {
     const target = this.router.resolve(body.model);
+    const admission = await this.admit(body, call, target);
     const scope = new CallScope(target.totalTimeoutMs, target.provider.name);
     const unchanged = target.upstreamModel === body.model && body.stream === true;
     const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
     const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged));
-    return { upstream: target.provider.name, scope, chunks: chunks[Symbol.asyncIterator]() };
+    let finished = false;
+    return {
+      upstream: target.provider.name,
+      scope,
+      chunks: chunks[Symbol.asyncIterator](),
+      headers: admission?.headers ?? {},
+      finish: async (totalTokens) => {
+        if (finished) return;
+        finished = true;
+        scope.dispose();
+        await admission?.finish(totalTokens);
+      },
+    };
+  }
+
+  /** No limits configured: no admission at all, so the default path pays nothing for the feature. */
+  private async admit(body: ChatRequestBody, call: ChatCall, target: ChatTarget): Promise<Admission | undefined> {
+    if (!this.limits.enabled) return undefined;
+    return this.limits.admit({
+      caller: call.caller,
+      model: body.model,
+      upstream: target.provider.name,
+      estimatedTokens: estimateTokens(body.messages, body.max_tokens),
+      requestId: call.requestId,
+      leaseMs: target.totalTimeoutMs + LEASE_MARGIN_MS,
+    });
   }
 
   private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean): CallContext {

@@ -18,6 +18,8 @@ export interface HealthReport {
   checks: {
     store: { status: 'ok' | 'fail'; kind: string; latency_ms: number };
     upstreams: Record<string, UpstreamCheck>;
+    /** Present when limits are configured: whether their store answered the last admission. */
+    rate_limits?: { status: 'ok' | 'fail'; store: string };
   };
   notes?: string[];
 }
@@ -28,6 +30,7 @@ export interface HealthServiceOptions {
   store: StoreLifecycle;
   probes: UpstreamProbe[];
   isShuttingDown: () => boolean;
+  limits?: { kind: string; isHealthy: () => boolean } | undefined;
 }
 
 /**
@@ -45,7 +48,10 @@ export class HealthService {
     const upstreams = Object.fromEntries(upstreamEntries);
     const notes: string[] = [];
     if (upstreamEntries.length === 0) notes.push('no upstream configured: chat answers 503 no_upstream_configured');
-    const healthy = store.status === 'ok' && upstreamEntries.length > 0 && upstreamEntries.every(([, c]) => c.status !== 'fail');
+    const limits = this.options.limits;
+    const limitsOk = limits === undefined || limits.isHealthy();
+    const healthy =
+      store.status === 'ok' && limitsOk && upstreamEntries.length > 0 && upstreamEntries.every(([, c]) => c.status !== 'fail');
     const now = new Date();
     const report: HealthReport = {
       status: this.options.isShuttingDown() ? 'shutting_down' : healthy ? 'ok' : 'degraded',
@@ -56,6 +62,7 @@ export class HealthService {
       uptime_seconds: Math.floor((now.getTime() - this.startedAt.getTime()) / 1000),
       checks: { store, upstreams },
     };
+    if (limits) report.checks.rate_limits = { status: limitsOk ? 'ok' : 'fail', store: limits.kind };
     if (notes.length > 0) report.notes = notes;
     return report;
   }

@@ -53,6 +53,10 @@ export const ERROR_CODES = {
     statusFrom: 'upstream',
     message: 'The upstream provider refused the key given in X-Upstream-Key.',
   },
+  rate_limited: {
+    status: 429,
+    message: 'A rate limit of this gateway is exhausted; retry after the time in Retry-After. details names the limit.',
+  },
   upstream_rate_limited: {
     status: 429,
     message: 'The upstream provider is rate limiting; retry after the time in Retry-After.',
@@ -75,6 +79,10 @@ export const ERROR_CODES = {
     status: 503,
     message:
       'No upstream provider is configured. Set UPSTREAM_BASE_URL (and UPSTREAM_API_KEY) or list upstreams in the GATEWAY_CONFIG file.',
+  },
+  rate_limit_store_unavailable: {
+    status: 503,
+    message: 'The rate-limit store cannot be reached and the gateway is configured to refuse traffic then.',
   },
   upstream_connect_timeout: { status: 504, message: 'Connecting to the upstream provider timed out.' },
   upstream_first_byte_timeout: { status: 504, message: 'The upstream provider did not start answering in time.' },

@@ -9,6 +9,8 @@ declare module 'fastify' {
     responseType: string;
     /** The error code the request ended with, if any (also set for errors sent as a final stream event). */
     errorCode: string | undefined;
+    /** Who is calling, once authenticated ("admin" for the admin token). */
+    caller: string;
     /** The model asked for, on chat. */
     chatModel: string | undefined;
     /** performance.now() when the request arrived (for the duration of aborted requests). */
@@ -29,6 +31,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('responseType', 'application/json; charset=utf-8');
   app.decorateRequest('errorCode', undefined);
   app.decorateRequest('chatModel', undefined);
+  app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('upstreamName', undefined);
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('accessLogged', false);

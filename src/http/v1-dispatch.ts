@@ -59,7 +59,10 @@ export function makeV1Guard(auth: AdminAuthenticator, mount: 'v1' | 'root') {
     request.routeName = spec.route;
     const answered = checkMethod(request, reply, spec.methods);
     if (answered) return answered;
-    if (spec.admin) auth.authenticate(request.headers.authorization);
+    if (spec.admin) {
+      auth.authenticate(request.headers.authorization);
+      request.caller = 'admin';
+    }
     return undefined;
   };
 }

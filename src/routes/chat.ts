@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatService } from '../core/chat-service.js';
+import type { ChatService, StartedStream } from '../core/chat-service.js';
 import type { CallScope } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
 import { toGatewayError } from '../http/error-handler.js';
@@ -16,17 +16,18 @@ export function makeChatHandler(chat: ChatService, bodyLimitBytes: number) {
     request.chatModel = body.model;
     checkConversation(body);
     const call = {
+      caller: request.caller,
       upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
       requestId: request.id,
       rawBody: request.rawBody,
     };
-    if (body.stream === true) return streamAnswer(request, reply, chat.stream(body, call), bodyLimitBytes);
+    if (body.stream === true) return streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes);
 
-    const result = await chat.complete(body, call, (scope, upstream) => {
+    const { result, headers } = await chat.complete(body, call, (scope, upstream) => {
       request.upstreamName = upstream;
       cancelWhenClientLeaves(reply, scope);
     });
-    return reply.type(request.responseType).send(result.body);
+    return reply.headers(headers).type(request.responseType).send(result.body);
   };
 }
 
@@ -40,7 +41,7 @@ export function makeChatHandler(chat: ChatService, bodyLimitBytes: number) {
 async function streamAnswer(
   request: FastifyRequest,
   reply: FastifyReply,
-  started: ReturnType<ChatService['stream']>,
+  started: StartedStream,
   bodyLimitBytes: number,
 ): Promise<FastifyReply> {
   const { scope, chunks, upstream } = started;
@@ -50,24 +51,26 @@ async function streamAnswer(
   try {
     first = await chunks.next();
   } catch (error) {
-    scope.dispose();
+    await started.finish(undefined);
     throw error;
   }
-  void reply.headers(SSE_HEADERS);
-  return reply.send(Readable.from(sseFrames(first, chunks, scope, request, bodyLimitBytes), { objectMode: false }));
+  void reply.headers(started.headers).headers(SSE_HEADERS);
+  return reply.send(Readable.from(sseFrames(first, started, request, bodyLimitBytes), { objectMode: false }));
 }
 
 async function* sseFrames(
   first: IteratorResult<StreamChunk>,
-  chunks: AsyncIterator<StreamChunk>,
-  scope: CallScope,
+  started: StartedStream,
   request: FastifyRequest,
   bodyLimitBytes: number,
 ): AsyncGenerator<string> {
+  const { chunks, scope } = started;
   let finished = false;
+  let totalTokens: number | undefined;
   try {
     let next = first;
     while (next.done !== true) {
+      totalTokens = next.value.chunk.usage?.total_tokens ?? totalTokens;
       yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
       next = await chunks.next();
     }
@@ -80,7 +83,7 @@ async function* sseFrames(
     request.log.warn({ code: failure.code, details: failure.details }, 'stream failed after it started');
     yield formatErrorEvent(failure.toBody());
   } finally {
-    scope.dispose();
+    await started.finish(totalTokens);
     if (!finished) await chunks.return?.();
     if (scope.signal.reason instanceof ClientGoneError) {
       request.errorCode = 'client_closed_request';

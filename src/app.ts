@@ -14,7 +14,8 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { ConcurrencyLimiter, RateLimiter, StoreLifecycle } from './store/contract.js';
+import type { ConcurrencyLimiter, IdempotencyStore, RateLimiter, StoreLifecycle } from './store/contract.js';
+import { ChatIdempotency } from './routes/chat-idempotency.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -23,15 +24,17 @@ export interface AppDependencies {
   /** Built from config when not given (tests may pass their own). */
   providers?: ProviderSet;
   /** The store behind the rate limits (SQLite or Redis); needed when `config.limits` defines any limit. */
-  limiter?: LimiterStore;
+  limiter?: { store: RateLimiter & ConcurrencyLimiter; kind: string };
+  /** The store behind Idempotency-Key (SQLite or Redis). */
+  idempotency: { store: IdempotencyStore; kind: string };
 }
 
-export type LimiterStore = RateLimiter & ConcurrencyLimiter & { readonly kind: string };
+const LEASE_MARGIN_MS = 30_000;
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
-function missingLimiter(): LimiterStore {
+function missingLimiter(): RateLimiter & ConcurrencyLimiter {
   const fail = () => Promise.reject(new Error('no limiter store configured'));
-  return { kind: 'none', consume: fail, adjust: fail, acquire: fail, release: fail };
+  return { consume: fail, adjust: fail, acquire: fail, release: fail };
 }
 
 export interface GatewayApp {
@@ -57,7 +60,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
 
   const limitStore = { healthy: true };
   const limits = new RateLimitService({
-    limiter: deps.limiter ?? missingLimiter(),
+    limiter: deps.limiter?.store ?? missingLimiter(),
     config: config.limits,
     onStoreHealth: (healthy, error) => {
       if (!healthy && limitStore.healthy) app.log.warn({ err: error }, 'rate-limit store failing');
@@ -66,6 +69,17 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
   });
   if (limits.enabled && !deps.limiter) throw new Error('limits are configured but buildApp was given no limiter store');
+
+  const idempotency = new ChatIdempotency({
+    store: deps.idempotency.store,
+    ttlMs: config.idempotency.ttlMs,
+    // A claim outlives the longest call it protects; a crashed holder's claim frees itself after this.
+    leaseMs: Math.max(60_000, ...config.upstreams.map((u) => u.timeouts.totalMs)) + LEASE_MARGIN_MS,
+    onStoreFailure: config.idempotency.onStoreFailure,
+    onStoreHealth: (healthy, error) => {
+      if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');
+    },
+  });
 
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   const defaultProbe = probes.find((p) => p.provider.name === config.defaultUpstream);
@@ -80,7 +94,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   mountV1(app, new AdminAuthenticator(config.adminTokens), {
     health: makeHealthHandler(health),
     models: makeModelsHandler(new ModelCatalog(config, defaultProbe, providers.builtins)),
-    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers), limits), config.bodyLimitBytes),
+    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers), limits), idempotency, config.bodyLimitBytes),
   }, config.version);
 
   await app.ready();

@@ -3,6 +3,7 @@ import { buildApp } from './app.js';
 import { provisionAdminToken } from './config/admin-token.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { createLogger } from './observability/logger.js';
+import { openStateStores } from './store/open-state-stores.js';
 import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 
 /**
@@ -20,13 +21,23 @@ export async function main(): Promise<void> {
   const flushLogs = setInterval(() => logger.flush(), 1000);
   flushLogs.unref();
   const store = await openSqliteStore(config.dataDir);
-  const { app, beginShutdown } = await buildApp({ config, logger, store });
+  const state = await openStateStores(config, store);
+  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
 
   logger.info(
-    { environment: config.environment, version, host: config.host, port, upstreams: config.upstreams.map((u) => u.name), store: store.kind },
+    {
+      environment: config.environment,
+      version,
+      host: config.host,
+      port,
+      upstreams: config.upstreams.map((u) => u.name),
+      store: store.kind,
+      rate_limits: state.limiter?.kind ?? 'off',
+      idempotency: state.idempotency.kind,
+    },
     'gateway started',
   );
   if (config.adminTokenFile) {
@@ -51,6 +62,7 @@ export async function main(): Promise<void> {
     force.unref();
     app
       .close()
+      .then(() => state.close())
       .then(() => store.close())
       .then(() => {
         clearTimeout(force);

@@ -73,6 +73,10 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     // The echo model is a development aid only: it is never served in staging or prod, whatever the file says.
     devEchoModel: environment === 'dev' && file.dev_echo_model !== false,
     limits: toLimits(file.limits),
+    idempotency: {
+      ttlMs: (file.idempotency?.ttl_seconds ?? 86_400) * 1000,
+      onStoreFailure: file.idempotency?.on_store_failure ?? 'closed',
+    },
     redisUrl: env.REDIS_URL || undefined,
   };
 }

@@ -99,6 +99,15 @@ export const configFileSchema = z
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
     limits: limitsSchema.optional(),
+    idempotency: z
+      .object({
+        /** How long a completed answer is kept for replay. */
+        ttl_seconds: z.number().int().min(60).max(7 * 86_400).default(86_400),
+        /** When the idempotency store cannot be reached: refuse keyed calls (503) or run them unprotected. */
+        on_store_failure: z.enum(['open', 'closed']).default('closed'),
+      })
+      .strict()
+      .optional(),
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

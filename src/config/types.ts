@@ -69,6 +69,7 @@ export interface GatewayConfig {
   defaultUpstream: string | undefined;
   devEchoModel: boolean;
   limits: LimitsConfig;
+  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed' };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
 }

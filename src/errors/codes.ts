@@ -28,6 +28,14 @@ export const ERROR_CODES = {
     status: 400,
     message: 'The Idempotency-Key header must be 1 to 255 characters without control characters, sent once.',
   },
+  idempotency_key_mismatch: {
+    status: 422,
+    message: 'This Idempotency-Key was already used with a different request; use a new key for a new request.',
+  },
+  idempotency_in_progress: {
+    status: 409,
+    message: 'A request with this Idempotency-Key is still running; retry after the time in Retry-After.',
+  },
   authentication_required: {
     status: 401,
     message: 'This route needs an administrator token: send Authorization: Bearer <ADMIN_TOKEN>.',
@@ -79,6 +87,10 @@ export const ERROR_CODES = {
     status: 503,
     message:
       'No upstream provider is configured. Set UPSTREAM_BASE_URL (and UPSTREAM_API_KEY) or list upstreams in the GATEWAY_CONFIG file.',
+  },
+  idempotency_store_unavailable: {
+    status: 503,
+    message: 'The idempotency store cannot be reached; a call with an Idempotency-Key cannot be protected now.',
   },
   rate_limit_store_unavailable: {
     status: 503,

@@ -7,10 +7,12 @@ import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
 import type { ChatRequestBody, StreamChunk } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
+import { readIdempotencyKey } from '../core/idempotency-key.js';
+import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
-export function makeChatHandler(chat: ChatService, bodyLimitBytes: number) {
+export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number) {
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body as ChatRequestBody;
     request.chatModel = body.model;
@@ -21,13 +23,27 @@ export function makeChatHandler(chat: ChatService, bodyLimitBytes: number) {
       requestId: request.id,
       rawBody: request.rawBody,
     };
-    if (body.stream === true) return streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes);
-
-    const { result, headers } = await chat.complete(body, call, (scope, upstream) => {
-      request.upstreamName = upstream;
-      cancelWhenClientLeaves(reply, scope);
-    });
-    return reply.headers(headers).type(request.responseType).send(result.body);
+    const key = readIdempotencyKey(request.headers['idempotency-key']);
+    let recorder: AnswerRecorder | undefined;
+    if (key !== undefined) {
+      const begun = await idempotency.begin(request, reply, key, body);
+      if (begun === 'answered') return reply;
+      recorder = begun;
+    }
+    try {
+      if (body.stream === true) {
+        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder);
+      }
+      const { result, headers } = await chat.complete(body, call, (scope, upstream) => {
+        request.upstreamName = upstream;
+        cancelWhenClientLeaves(reply, scope);
+      });
+      await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
+      return reply.headers(headers).type(request.responseType).send(result.body);
+    } catch (error) {
+      if (recorder) await idempotency.settleError(recorder, error, request.responseType);
+      throw error;
+    }
   };
 }
 
@@ -43,6 +59,7 @@ async function streamAnswer(
   reply: FastifyReply,
   started: StartedStream,
   bodyLimitBytes: number,
+  recorder: AnswerRecorder | undefined,
 ): Promise<FastifyReply> {
   const { scope, chunks, upstream } = started;
   request.upstreamName = upstream;
@@ -55,7 +72,8 @@ async function streamAnswer(
     throw error;
   }
   void reply.headers(started.headers).headers(SSE_HEADERS);
-  return reply.send(Readable.from(sseFrames(first, started, request, bodyLimitBytes), { objectMode: false }));
+  const frames = sseFrames(first, started, request, bodyLimitBytes);
+  return reply.send(Readable.from(recorder ? recorded(frames, recorder) : frames, { objectMode: false }));
 }
 
 async function* sseFrames(
@@ -89,6 +107,25 @@ async function* sseFrames(
       request.errorCode = 'client_closed_request';
       logAccess(request, CLIENT_CLOSED_STATUS);
     }
+  }
+}
+
+/**
+ * Passes the frames through while keeping a copy; a stream that ended with [DONE] is stored for replay, any
+ * other ending (error event, client gone) frees the idempotency key so a retry runs again.
+ */
+async function* recorded(frames: AsyncGenerator<string>, recorder: AnswerRecorder): AsyncGenerator<string> {
+  const copy: string[] = [];
+  let complete = false;
+  try {
+    for await (const frame of frames) {
+      copy.push(frame);
+      if (frame === DONE_FRAME) complete = true;
+      yield frame;
+    }
+  } finally {
+    if (complete) await recorder.stream({ 'content-type': SSE_HEADERS['content-type'] }, copy.join(''));
+    else await recorder.failed();
   }
 }
 

@@ -9,6 +9,7 @@ import { buildApp, type GatewayApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { openStateStores } from '../../src/store/open-state-stores.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -53,7 +54,8 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
     destination: { write: (line: string) => void logLines.push(line) },
   });
   const store = await openSqliteStore(dataDir);
-  const gateway = await buildApp({ config, logger, store });
+  const state = await openStateStores(config, store);
+  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency });
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -67,6 +69,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
     dataDir,
     async close() {
       await gateway.app.close();
+      await state.close();
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -1,0 +1,102 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requestFingerprint } from '../core/idempotency-key.js';
+import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
+import { SSE_HEADERS } from '../http/sse.js';
+import type { IdempotencyStore, StoredResponse } from '../store/contract.js';
+
+/** What a running keyed call reports when it ends, so its answer can be replayed. */
+export interface AnswerRecorder {
+  json(status: number, headers: Record<string, string>, body: string): Promise<void>;
+  /** A stream that ended with [DONE]: its full event text. */
+  stream(headers: Record<string, string>, text: string): Promise<void>;
+  /** The call failed in a way a retry may fix (5xx, timeout, cut stream, client gone): free the key. */
+  failed(): Promise<void>;
+}
+
+export interface IdempotencyOptions {
+  store: IdempotencyStore;
+  ttlMs: number;
+  /** How long a claim is held while its call runs; a crashed holder's claim expires after it. */
+  leaseMs: number;
+  onStoreFailure: 'open' | 'closed';
+  onStoreHealth: (healthy: boolean, error?: unknown) => void;
+}
+
+/** A replay is marked so a client can tell it from a fresh answer (as Stripe and the IETF draft's examples do). */
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+/** Results that describe the request itself and are safe to replay; everything else frees the key. */
+function replayable(status: number): boolean {
+  return status < 500 && status !== 408 && status !== 409 && status !== 425 && status !== 429;
+}
+
+/**
+ * Idempotency-Key on chat (draft-ietf-httpapi-idempotency-key-header): the key is scoped to the caller; the
+ * request is fingerprinted (canonical JSON of the body); the first call runs and its answer is stored for
+ * `ttlMs`; a retry with the same key and body gets that answer again without calling the upstream; a retry while
+ * the first still runs gets 409 with Retry-After; the same key with another body gets 422.
+ */
+export class ChatIdempotency {
+  constructor(private readonly options: IdempotencyOptions) {}
+
+  /**
+   * Returns the recorder of a freshly claimed call, `'answered'` when a replay or refusal was sent, or undefined
+   * when the call runs unprotected (the store is down and the policy is `open`).
+   */
+  async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown): Promise<AnswerRecorder | 'answered' | undefined> {
+    const { store } = this.options;
+    const scope = request.caller;
+    const fingerprint = requestFingerprint('chat', body);
+    let begun: Awaited<ReturnType<IdempotencyStore['begin']>>;
+    try {
+      begun = await store.begin(scope, key, fingerprint, this.options.leaseMs);
+      this.options.onStoreHealth(true);
+    } catch (error) {
+      this.options.onStoreHealth(false, error);
+      if (this.options.onStoreFailure === 'open') return undefined;
+      throw new GatewayError('idempotency_store_unavailable', { policy: 'closed' }, { cause: error });
+    }
+    switch (begun.state) {
+      case 'mismatch':
+        throw new GatewayError('idempotency_key_mismatch', { header: 'idempotency-key' });
+      case 'in_progress':
+        throw new GatewayError(
+          'idempotency_in_progress',
+          { retry_after_seconds: Math.ceil(begun.retryAfterMs / 1000) },
+          { headers: { 'retry-after': String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))) } },
+        );
+      case 'completed':
+        await replay(reply, begun.response);
+        return 'answered';
+      case 'claimed':
+        return this.recorder(scope, key, fingerprint);
+    }
+  }
+
+  /** Records the outcome of a thrown error: a replayable 4xx is stored, anything else frees the key. */
+  async settleError(recorder: AnswerRecorder, error: unknown, responseType: string): Promise<void> {
+    if (isGatewayError(error) && replayable(error.status)) {
+      await recorder.json(error.status, { 'content-type': responseType, ...(error.headers ?? {}) }, JSON.stringify(error.toBody()));
+    } else {
+      await recorder.failed();
+    }
+  }
+
+  private recorder(scope: string, key: string, fingerprint: string): AnswerRecorder {
+    const { store, ttlMs } = this.options;
+    const save = async (response: StoredResponse) => {
+      await store.complete(scope, key, fingerprint, response, ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
+    };
+    return {
+      json: (status, headers, body) => save({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }),
+      stream: (headers, text) => save({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
+      failed: () => store.abandon(scope, key, fingerprint).catch((error: unknown) => this.options.onStoreHealth(false, error)),
+    };
+  }
+}
+
+async function replay(reply: FastifyReply, response: StoredResponse): Promise<void> {
+  void reply.code(response.status).headers(response.headers).header(REPLAYED_HEADER, 'true');
+  if (response.kind === 'sse') void reply.headers(SSE_HEADERS);
+  await reply.send(response.body);
+}

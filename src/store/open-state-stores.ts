@@ -1,0 +1,45 @@
+import type { GatewayConfig } from '../config/types.js';
+import type { ConcurrencyLimiter, IdempotencyStore, RateLimiter } from './contract.js';
+import type { SqliteStore } from './sqlite/sqlite-store.js';
+
+export interface StateStores {
+  /** Present when any limit is configured. */
+  limiter: { store: RateLimiter & ConcurrencyLimiter; kind: 'sqlite' | 'redis' } | undefined;
+  idempotency: { store: IdempotencyStore; kind: 'sqlite' | 'redis' };
+  close(): Promise<void>;
+}
+
+/**
+ * Where the shared hot state lives (rate limits, idempotency keys). With REDIS_URL: Redis, shared by every
+ * gateway instance, so N replicas let N requests through in total and one Idempotency-Key runs once across all
+ * of them. Otherwise the embedded SQLite file, exact for every process on this machine that shares the data
+ * directory. The Redis driver is imported only on the Redis path.
+ */
+export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore): Promise<StateStores> {
+  const { limits } = config;
+  const limitsOn = limits.caller !== undefined || limits.models.size > 0 || limits.upstreams.size > 0;
+  if (config.redisUrl) {
+    const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }] = await Promise.all([
+      import('./redis/connect.js'),
+      import('./redis/redis-rate-limiter.js'),
+      import('./redis/redis-idempotency-store.js'),
+    ]);
+    const client = await connectRedis(config.redisUrl);
+    return {
+      limiter: limitsOn ? { store: new RedisRateLimiter(client), kind: 'redis' } : undefined,
+      idempotency: { store: new RedisIdempotencyStore(client), kind: 'redis' },
+      close: async () => {
+        await client.quit().catch(() => client.disconnect());
+      },
+    };
+  }
+  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }] = await Promise.all([
+    import('./sqlite/sqlite-rate-limiter.js'),
+    import('./sqlite/sqlite-idempotency-store.js'),
+  ]);
+  return {
+    limiter: limitsOn ? { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' } : undefined,
+    idempotency: { store: new SqliteIdempotencyStore(sqlite.db), kind: 'sqlite' },
+    close: () => Promise.resolve(),
+  };
+}

@@ -1,0 +1,140 @@
+import { after, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+import { readStream } from './helpers/sse-client.js';
+
+const LIMITS_YAML = [
+  'limits:',
+  '  caller:',
+  '    requests: { limit: 3, window_seconds: 60 }',
+  '  models:',
+  '    tiny-model:',
+  '      tokens: { limit: 500, window_seconds: 60 }',
+  '    one-at-a-time:',
+  '      concurrent: 1',
+].join('\n');
+
+describe('rate limits (embedded SQLite store)', () => {
+  let mock: MockUpstream;
+  let gw: TestGateway;
+  const fresh = async (yaml = LIMITS_YAML) => {
+    await gw?.close();
+    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl }, configFile: { name: 'limits.yaml', text: yaml } });
+  };
+  before(async () => {
+    mock = await startMockUpstream();
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+  beforeEach(async () => {
+    mock.reset();
+    await fresh();
+  });
+
+  test('N requests per window pass with RateLimit-* headers counting down; the next is a 429 naming the limit', async () => {
+    for (const remaining of ['2', '1', '0']) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers['ratelimit-limit'], '3');
+      assert.equal(answer.headers['ratelimit-remaining'], remaining);
+      assert.equal(answer.headers['ratelimit-policy'], '3;w=60;comment="requests per caller"');
+      assert.ok(Number(answer.headers['ratelimit-reset']) > 0);
+    }
+    const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.json.code, 'rate_limited');
+    assert.deepEqual(
+      { limit: refused.json.details?.limit, scope: refused.json.details?.scope, max: refused.json.details?.max, window: refused.json.details?.window_seconds },
+      { limit: 'requests', scope: 'caller', max: 3, window: 60 },
+    );
+    const retryAfter = Number(refused.headers['retry-after']);
+    assert.ok(retryAfter >= 19 && retryAfter <= 20, `Retry-After ${retryAfter}: one request every 20 s refills`);
+    assert.equal(refused.headers['ratelimit-remaining'], '0');
+    assert.equal(mock.chatRequests().length, 3, 'the refused call never reached the upstream');
+  });
+
+  test('streams carry the headers too, and a refusal before a stream is a JSON 429', async () => {
+    mock.defaultBehavior = { kind: 'stream' };
+    const first = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    assert.equal(first.headers['ratelimit-remaining'], '2');
+    assert.ok(first.text.endsWith('data: [DONE]\n\n'));
+    await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    const refused = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    assert.equal(refused.status, 429);
+    assert.match(String(refused.headers['content-type']), /^application\/json/);
+  });
+
+  test('a token limit admits by estimate (prompt + max_tokens) and refuses a call that can never fit', async () => {
+    const tooBig = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model', max_tokens: 600 }) });
+    assert.equal(tooBig.status, 429);
+    assert.equal(tooBig.json.details?.limit, 'tokens');
+    assert.equal(tooBig.json.details?.scope, 'model');
+    assert.equal(tooBig.json.details?.scope_id, 'tiny-model');
+    const fits = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model', max_tokens: 200 }) });
+    assert.equal(fits.status, 200);
+    assert.match(String(fits.headers['ratelimit-policy']), /500;w=60;comment="tokens per model"/);
+  });
+
+  test('the estimate is corrected with the real usage, so a cheap answer frees the rest of its reservation', async () => {
+    await fresh('limits:\n  models:\n    tiny-model:\n      tokens: { limit: 500, window_seconds: 3600 }\n');
+    // Each call reserves ~2 + 4 + 300 tokens; the mock reports a handful of tokens used.
+    for (let i = 0; i < 4; i++) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model', max_tokens: 300 }) });
+      assert.equal(answer.status, 200, `call ${i + 1}: without the correction the second call would already be refused`);
+      await new Promise((r) => setTimeout(r, 20)); // the correction is written after the answer
+    }
+  });
+
+  test('a limit on a model applies to that model only', async () => {
+    await fresh('limits:\n  models:\n    limited:\n      requests: { limit: 1, window_seconds: 60 }\n');
+    assert.equal((await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'limited' }) })).status, 200);
+    assert.equal((await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'limited' }) })).status, 429);
+    const other = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'gpt-4o-mini' }) });
+    assert.equal(other.status, 200);
+    assert.equal(other.headers['ratelimit-limit'], undefined, 'no limit applies to this model');
+  });
+
+  test('concurrent requests in flight: the second is refused while the first runs, and allowed after', async () => {
+    mock.enqueue({ kind: 'json', delayMs: 300 });
+    const first = call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }) });
+    while (mock.chatRequests().length === 0) await new Promise((r) => setTimeout(r, 5));
+    const second = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }) });
+    assert.equal(second.status, 429);
+    assert.equal(second.json.details?.limit, 'concurrent requests');
+    assert.equal(second.json.details?.in_flight, 1);
+    assert.equal((await first).status, 200);
+    const third = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }) });
+    assert.equal(third.status, 200, 'the slot was released when the first call ended');
+  });
+
+  test('a client that hangs up releases its concurrency slot', async () => {
+    mock.enqueue({ kind: 'hang' });
+    const aborter = new AbortController();
+    const pending = request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }), signal: aborter.signal });
+    while (mock.chatRequests().length === 0) await new Promise((r) => setTimeout(r, 5));
+    aborter.abort();
+    await assert.rejects(pending);
+    await new Promise((r) => setTimeout(r, 50));
+    const next = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }) });
+    assert.equal(next.status, 200);
+  });
+
+  test('health reports the limit store', async () => {
+    const health = await call(`${gw.url}/v1/?route=health`);
+    assert.deepEqual((health.json.checks as Record<string, unknown>).rate_limits, { status: 'ok', store: 'sqlite' });
+  });
+
+  test('without limits configured there are no RateLimit headers', async () => {
+    await fresh('models: []\n');
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['ratelimit-limit'], undefined);
+    assert.equal((answer.json as Record<string, unknown>).object, 'chat.completion');
+  });
+});

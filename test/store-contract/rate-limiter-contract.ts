@@ -1,0 +1,185 @@
+/**
+ * The one contract every rate-limit backend passes (as undici runs `cacheStoreTests` against each cache store):
+ * GCRA admission, refill, costs, adjustments and in-flight leases, with explicit clocks so every number is exact.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ConcurrencyLimiter, RateLimiter } from '../../src/store/contract.js';
+
+export interface RateLimiterHarness {
+  limiter: RateLimiter & ConcurrencyLimiter;
+  close(): Promise<void>;
+}
+
+/** A fixed instant far from 0, so "never below now" and expiry arithmetic are exercised with realistic values. */
+const T0 = 1_700_000_000_000;
+const MINUTE = 60_000;
+
+export function rateLimiterContract(name: string, make: () => Promise<RateLimiterHarness>): void {
+  describe(`rate limiter contract: ${name}`, () => {
+    let harness: RateLimiterHarness | undefined;
+    const limiter = (): RateLimiter & ConcurrencyLimiter => {
+      assert.ok(harness, 'the harness is made before the tests run');
+      return harness.limiter;
+    };
+    before(async () => {
+      harness = await make();
+    });
+    after(async () => {
+      await harness?.close();
+    });
+
+    test('a fresh key allows exactly `limit` units at one instant, with exact RateLimit-* numbers', async () => {
+      const l = limiter();
+      // 10 per minute: the emission interval T is 6000 ms, the tolerance a whole minute.
+      for (let i = 1; i <= 10; i++) {
+        const d = await l.consume('burst', 10, MINUTE, 1, T0);
+        assert.deepEqual(d, { allowed: true, limit: 10, remaining: 10 - i, resetMs: 6000 * i, retryAfterMs: 0 }, `unit ${i}`);
+      }
+      const refused = await l.consume('burst', 10, MINUTE, 1, T0);
+      assert.deepEqual(refused, { allowed: false, limit: 10, remaining: 0, resetMs: MINUTE, retryAfterMs: 6000 });
+      // One emission interval later exactly one unit has come back, and no more.
+      const next = await l.consume('burst', 10, MINUTE, 1, T0 + 6000);
+      assert.deepEqual(next, { allowed: true, limit: 10, remaining: 0, resetMs: MINUTE, retryAfterMs: 0 });
+      const again = await l.consume('burst', 10, MINUTE, 1, T0 + 6000);
+      assert.equal(again.allowed, false);
+      assert.equal(again.retryAfterMs, 6000);
+      assert.equal((await l.consume('burst', 10, MINUTE, 1, T0 + 5999 + 6000)).allowed, false, 'one ms early');
+    });
+
+    test('units refill continuously: half a window after exhaustion, half the limit is back', async () => {
+      const l = limiter();
+      assert.equal((await l.consume('refill', 10, MINUTE, 10, T0)).allowed, true);
+      const half = T0 + MINUTE / 2;
+      for (let i = 1; i <= 5; i++) assert.equal((await l.consume('refill', 10, MINUTE, 1, half)).allowed, true, `unit ${i}`);
+      assert.equal((await l.consume('refill', 10, MINUTE, 1, half)).allowed, false);
+      // After a full idle window the bucket is full again, not fuller.
+      const later = await l.consume('refill', 10, MINUTE, 1, T0 + 10 * MINUTE);
+      assert.deepEqual(later, { allowed: true, limit: 10, remaining: 9, resetMs: 6000, retryAfterMs: 0 });
+    });
+
+    test('a refused call takes nothing: a smaller cost that fits still passes right after', async () => {
+      const l = limiter();
+      assert.equal((await l.consume('atomic', 10, MINUTE, 7, T0)).remaining, 3);
+      const refused = await l.consume('atomic', 10, MINUTE, 5, T0);
+      assert.deepEqual(refused, { allowed: false, limit: 10, remaining: 0, resetMs: 42_000, retryAfterMs: 12_000 });
+      const fits = await l.consume('atomic', 10, MINUTE, 3, T0);
+      assert.deepEqual(fits, { allowed: true, limit: 10, remaining: 0, resetMs: MINUTE, retryAfterMs: 0 });
+    });
+
+    test('costs above 1 (token limits); a cost above the limit is never allowed and takes nothing', async () => {
+      const l = limiter();
+      // 1000 tokens per minute: 60 ms per token.
+      assert.deepEqual(await l.consume('tokens', 1000, MINUTE, 400, T0), { allowed: true, limit: 1000, remaining: 600, resetMs: 24_000, retryAfterMs: 0 });
+      assert.equal((await l.consume('tokens', 1000, MINUTE, 600, T0)).remaining, 0);
+      assert.deepEqual(await l.consume('tokens', 1000, MINUTE, 1, T0), { allowed: false, limit: 1000, remaining: 0, resetMs: MINUTE, retryAfterMs: 60 });
+
+      // Documented choice: the wait is the time to a full bucket, and at least one window.
+      const tooBig = await l.consume('tokens-big', 1000, MINUTE, 1001, T0);
+      assert.deepEqual(tooBig, { allowed: false, limit: 1000, remaining: 0, resetMs: 0, retryAfterMs: MINUTE });
+      assert.equal((await l.consume('tokens-big', 1000, MINUTE, 1001, T0 + 100 * MINUTE)).allowed, false, 'not even later');
+      assert.equal((await l.consume('tokens-big', 1000, MINUTE, 1000, T0)).allowed, true, 'the refusal took nothing');
+      const whileEmpty = await l.consume('tokens-big', 1000, MINUTE, 5000, T0);
+      assert.deepEqual(whileEmpty, { allowed: false, limit: 1000, remaining: 0, resetMs: MINUTE, retryAfterMs: MINUTE });
+    });
+
+    test('an interval that is not a whole number of ms still allows exactly `limit` at once', async () => {
+      const l = limiter();
+      for (const [limit, windowMs] of [[7, MINUTE], [6, 1000], [3, 1000], [30, 1000]] as const) {
+        const key = `fraction-${limit}-${windowMs}`;
+        let allowed = 0;
+        for (let i = 0; i < limit + 3; i++) if ((await l.consume(key, limit, windowMs, 1, T0)).allowed) allowed++;
+        assert.equal(allowed, limit, `${limit} per ${windowMs} ms`);
+      }
+    });
+
+    test('adjust: a positive delta leaves the key in debt until it is repaid', async () => {
+      const l = limiter();
+      await l.consume('debt', 10, MINUTE, 1, T0);
+      await l.adjust('debt', 10, MINUTE, 14, T0); // 15 units taken: 90 s of emission, 30 s beyond the tolerance
+      const refused = await l.consume('debt', 10, MINUTE, 1, T0);
+      assert.deepEqual(refused, { allowed: false, limit: 10, remaining: 0, resetMs: 90_000, retryAfterMs: 36_000 });
+      assert.equal((await l.consume('debt', 10, MINUTE, 1, T0 + 35_999)).allowed, false);
+      assert.equal((await l.consume('debt', 10, MINUTE, 1, T0 + 36_000)).allowed, true);
+    });
+
+    test('adjust: a negative delta gives units back, never beyond a full bucket', async () => {
+      const l = limiter();
+      await l.consume('refund', 10, MINUTE, 10, T0);
+      await l.adjust('refund', 10, MINUTE, -3, T0);
+      assert.equal((await l.consume('refund', 10, MINUTE, 3, T0)).allowed, true);
+      assert.equal((await l.consume('refund', 10, MINUTE, 1, T0)).allowed, false);
+
+      await l.adjust('refund', 10, MINUTE, -1000, T0);
+      assert.equal((await l.consume('refund', 10, MINUTE, 10, T0)).allowed, true, 'full again');
+      assert.equal((await l.consume('refund', 10, MINUTE, 1, T0)).allowed, false, 'but not fuller');
+      await l.adjust('refund-fresh', 10, MINUTE, -5, T0);
+      assert.equal((await l.consume('refund-fresh', 10, MINUTE, 10, T0)).allowed, true);
+      assert.equal((await l.consume('refund-fresh', 10, MINUTE, 1, T0)).allowed, false, 'a fresh key cannot bank units');
+    });
+
+    test('consume then an equal negative adjust cancel exactly (the all-or-nothing undo of admission)', async () => {
+      const l = limiter();
+      await l.consume('undo', 7, MINUTE, 4, T0);
+      await l.consume('undo', 7, MINUTE, 2, T0);
+      await l.adjust('undo', 7, MINUTE, -2, T0);
+      assert.equal((await l.consume('undo', 7, MINUTE, 3, T0)).allowed, true);
+      assert.equal((await l.consume('undo', 7, MINUTE, 1, T0)).allowed, false);
+    });
+
+    test('keys are independent', async () => {
+      const l = limiter();
+      await l.consume('key-a', 10, MINUTE, 10, T0);
+      assert.equal((await l.consume('key-a', 10, MINUTE, 1, T0)).allowed, false);
+      assert.equal((await l.consume('key-b', 10, MINUTE, 1, T0)).remaining, 9);
+    });
+
+    test('arguments that describe no limit are rejected', async () => {
+      const l = limiter();
+      await assert.rejects(l.consume('bad', 0, MINUTE, 1, T0), RangeError);
+      await assert.rejects(l.consume('bad', 10, 0, 1, T0), RangeError);
+      await assert.rejects(l.consume('bad', 10, MINUTE, -1, T0), RangeError);
+      await assert.rejects(l.consume('bad', 10, MINUTE, Number.NaN, T0), RangeError);
+      await assert.rejects(l.acquire('bad', 'x', 1, 0, T0), RangeError);
+    });
+
+    test('50 concurrent calls on one key with limit 20 allow exactly 20', async () => {
+      const l = limiter();
+      const decisions = await Promise.all(Array.from({ length: 50 }, () => l.consume('race', 20, MINUTE, 1, T0)));
+      assert.equal(decisions.filter((d) => d.allowed).length, 20);
+      const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b);
+      assert.deepEqual(remaining, Array.from({ length: 20 }, (_, i) => i), 'each allowed call saw its own state');
+    });
+
+    test('concurrency: max 2 refuses a third, release frees a slot, an expired lease frees itself', async () => {
+      const l = limiter();
+      assert.deepEqual(await l.acquire('slots', 'a', 2, 1000, T0), { acquired: true, inFlight: 1 });
+      assert.deepEqual(await l.acquire('slots', 'b', 2, 1000, T0), { acquired: true, inFlight: 2 });
+      assert.deepEqual(await l.acquire('slots', 'c', 2, 1000, T0), { acquired: false, inFlight: 2 });
+      await l.release('slots', 'a');
+      assert.deepEqual(await l.acquire('slots', 'c', 2, 5000, T0), { acquired: true, inFlight: 2 });
+      assert.deepEqual(await l.acquire('slots', 'd', 2, 1000, T0 + 999), { acquired: false, inFlight: 2 });
+      // b's lease ends at T0 + 1000: from then on its slot is free without a release.
+      assert.deepEqual(await l.acquire('slots', 'd', 2, 1000, T0 + 1000), { acquired: true, inFlight: 2 });
+      assert.deepEqual(await l.acquire('slots', 'e', 2, 1000, T0 + 6000), { acquired: true, inFlight: 1 }, 'c and d expired');
+      assert.deepEqual(await l.acquire('other-slots', 'a', 2, 1000, T0), { acquired: true, inFlight: 1 }, 'keys are independent');
+    });
+
+    test('concurrency: the same token renews its lease instead of taking a second slot; releases are idempotent', async () => {
+      const l = limiter();
+      assert.deepEqual(await l.acquire('renew', 'a', 1, 1000, T0), { acquired: true, inFlight: 1 });
+      assert.deepEqual(await l.acquire('renew', 'a', 1, 1000, T0 + 900), { acquired: true, inFlight: 1 });
+      assert.deepEqual(await l.acquire('renew', 'b', 1, 1000, T0 + 1500), { acquired: false, inFlight: 1 }, 'renewed to T0 + 1900');
+      await l.release('renew', 'a');
+      await l.release('renew', 'a');
+      await l.release('renew', 'never-held');
+      assert.deepEqual(await l.acquire('renew', 'b', 1, 1000, T0 + 1500), { acquired: true, inFlight: 1 });
+    });
+
+    test('concurrency: 30 concurrent acquires with max 5 grant exactly 5', async () => {
+      const l = limiter();
+      const results = await Promise.all(Array.from({ length: 30 }, (_, i) => l.acquire('crowd', `t${i}`, 5, 1000, T0)));
+      assert.equal(results.filter((r) => r.acquired).length, 5);
+    });
+  });
+}

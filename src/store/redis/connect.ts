@@ -20,6 +20,12 @@ export async function connectRedis(url: string, options: { connectTimeoutMs?: nu
   client.on('error', () => {
     // Connection errors surface on the commands that fail; without a listener ioredis would log them itself.
   });
-  await client.connect();
+  // Not awaited to the end: a gateway whose Redis is down at start still starts (each feature then applies its
+  // failure policy) and picks Redis up when it comes back. A short wait lets a healthy Redis be ready first.
+  const connected = client.connect().then(
+    () => true,
+    () => false,
+  );
+  await Promise.race([connected, new Promise((resolve) => setTimeout(resolve, options.connectTimeoutMs ?? 2_000).unref())]);
   return client;
 }

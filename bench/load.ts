@@ -7,12 +7,19 @@ import type { Result } from 'autocannon';
 import { exitWithParent } from './lib/proc.js';
 import type { LoadConfig, LoadResult } from './lib/throughput.js';
 
+let keySeq = 0;
+
 function run(cfg: LoadConfig, seconds: number): Promise<Result> {
+  const prefix = cfg.idempotencyKeyPrefix;
   return autocannon({
     url: cfg.url,
     method: cfg.method,
     headers: cfg.headers,
     body: cfg.body,
+    // A fresh Idempotency-Key per request, so the gateway stores every answer and replays none of them.
+    ...(prefix === undefined
+      ? {}
+      : { requests: [{ setupRequest: (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'idempotency-key': `${prefix}-${(keySeq += 1)}` } }) }] }),
     connections: cfg.connections,
     pipelining: cfg.pipelining,
     duration: seconds,

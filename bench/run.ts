@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LOAD_CORE, PROBE_DEADLINE_MS, ROOT, S, SERVER_CORE, log, loud } from './lib/config.js';
 import type { TargetSpec } from './lib/config.js';
@@ -18,11 +19,28 @@ import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
 import { pct } from './lib/stats.js';
 
 // What to measure, in this order. The passthrough is the baseline (100%).
-const TARGETS: readonly TargetSpec[] = [
-  { name: 'passthrough (floor)', kind: 'passthrough' },
-  { name: 'gateway', kind: 'gateway' },
-  // { name: 'gateway (rate limit + idempotency on)', kind: 'gateway', env: { /* ... */ } },
+const LIMITS_CONFIG = fileURLToPath(new URL('./configs/limits-and-idempotency.yaml', import.meta.url));
+const ALL_TARGETS: readonly TargetSpec[] = [
+  { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
+  { id: 'gateway', name: 'gateway', kind: 'gateway' },
+  {
+    id: 'sqlite-state',
+    name: 'gateway + limits + idempotency (SQLite)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG },
+    idempotencyKeys: true,
+  },
+  {
+    id: 'redis-state',
+    name: 'gateway + limits + idempotency (Redis)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    idempotencyKeys: true,
+  },
 ];
+/** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
+const WANTED = (process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean);
+const TARGETS = WANTED.length === 0 ? ALL_TARGETS : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
 
 function pinning(): string {
   if (!hasTaskset()) {

@@ -2,10 +2,14 @@
 import { fileURLToPath } from 'node:url';
 
 export interface TargetSpec {
+  /** Short id for BENCH_TARGETS (passthrough, gateway, sqlite-state, redis-state). */
+  id: string;
   name: string;
   kind: 'passthrough' | 'gateway';
   /** Extra environment for the server process (e.g. feature switches of the gateway). */
   env?: Record<string, string>;
+  /** Send a fresh Idempotency-Key with every request (gateway targets). */
+  idempotencyKeys?: boolean;
 }
 
 function intEnv(name: string, dflt: number, min: number, max: number): number {

@@ -61,6 +61,7 @@ async function throughput(spec: TargetSpec, server: RunningServer, upstream: Ups
       workers: S.workers,
       warmupSeconds: S.warmupSeconds,
       seconds: S.seconds,
+      ...(spec.idempotencyKeys ? { idempotencyKeyPrefix: `bench-${process.pid}-${Date.now()}` } : {}),
     },
     { core: LOAD_CORE, serverPid: server.child.pid, upstreamPid: upstream.child.pid },
   );
@@ -84,6 +85,7 @@ async function probes(spec: TargetSpec, server: RunningServer, result: TargetRes
     path: server.chatPath,
     headers: CLIENT_HEADERS,
     body,
+    ...(spec.idempotencyKeys ? { idempotencyKeyPrefix: `probe-${process.pid}-${Date.now()}` } : {}),
   });
 
   log(`   latency @1 connection: ${S.latencyWarmup} warm-up + ${S.latencyRequests} requests`);

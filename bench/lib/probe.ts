@@ -8,6 +8,8 @@ export interface ProbeTarget {
   origin: string;
   path: string;
   headers: Record<string, string>;
+  /** When set, every request gets a fresh `Idempotency-Key` with this prefix (so nothing is a replay). */
+  idempotencyKeyPrefix?: string;
   body: string;
 }
 
@@ -67,7 +69,7 @@ export async function probeLatency(t: ProbeTarget, o: ProbeOptions): Promise<Lat
       }
       try {
         const t0 = process.hrtime.bigint();
-        const res = await client.request({ method: 'POST', path: t.path, headers: t.headers, body: t.body });
+        const res = await client.request({ method: 'POST', path: t.path, headers: withKey(t), body: t.body });
         const text = await res.body.text();
         const t1 = process.hrtime.bigint();
         if (res.statusCode < 200 || res.statusCode > 299) {
@@ -104,7 +106,7 @@ export async function probeStream(t: ProbeTarget, o: ProbeOptions): Promise<Stre
       }
       try {
         const t0 = process.hrtime.bigint();
-        const res = await client.request({ method: 'POST', path: t.path, headers: t.headers, body: t.body });
+        const res = await client.request({ method: 'POST', path: t.path, headers: withKey(t), body: t.body });
         let first: bigint | undefined;
         const chunks: Buffer[] = [];
         for await (const chunk of res.body) {
@@ -132,4 +134,11 @@ export async function probeStream(t: ProbeTarget, o: ProbeOptions): Promise<Stre
     await client.close().catch(() => undefined);
   }
   return { ...f, ttfb: summarize(ttfb), total: summarize(total) };
+}
+
+let keySeq = 0;
+function withKey(t: ProbeTarget): Record<string, string> {
+  if (t.idempotencyKeyPrefix === undefined) return t.headers;
+  keySeq += 1;
+  return { ...t.headers, 'idempotency-key': `${t.idempotencyKeyPrefix}-${keySeq}` };
 }

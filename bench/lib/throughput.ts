@@ -16,6 +16,8 @@ export interface LoadConfig {
   workers: number;
   warmupSeconds: number;
   seconds: number;
+  /** When set, every request gets a fresh `Idempotency-Key` with this prefix. */
+  idempotencyKeyPrefix?: string;
 }
 
 export interface LoadResult {

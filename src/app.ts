@@ -14,7 +14,7 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { ConcurrencyLimiter, IdempotencyStore, RateLimiter, StoreLifecycle } from './store/contract.js';
+import type { IdempotencyStore, LimitStore, StoreLifecycle } from './store/contract.js';
 import { ChatIdempotency } from './routes/chat-idempotency.js';
 
 export interface AppDependencies {
@@ -24,7 +24,7 @@ export interface AppDependencies {
   /** Built from config when not given (tests may pass their own). */
   providers?: ProviderSet;
   /** The store behind the rate limits (SQLite or Redis); needed when `config.limits` defines any limit. */
-  limiter?: { store: RateLimiter & ConcurrencyLimiter; kind: string };
+  limiter?: { store: LimitStore; kind: string };
   /** The store behind Idempotency-Key (SQLite or Redis). */
   idempotency: { store: IdempotencyStore; kind: string };
 }
@@ -32,9 +32,9 @@ export interface AppDependencies {
 const LEASE_MARGIN_MS = 30_000;
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
-function missingLimiter(): RateLimiter & ConcurrencyLimiter {
+function missingLimiter(): LimitStore {
   const fail = () => Promise.reject(new Error('no limiter store configured'));
-  return { consume: fail, adjust: fail, acquire: fail, release: fail };
+  return { admit: fail, settle: fail, consume: fail, adjust: fail, acquire: fail, release: fail };
 }
 
 export interface GatewayApp {

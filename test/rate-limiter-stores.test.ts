@@ -163,7 +163,7 @@ describe('cross-process: separate OS processes on one key admit exactly the limi
     try {
       const store = await openSqliteStore(temp.dir); // migrate once here; the workers open the same file
       await store.close();
-      await hammer(t, { ...base, backend: 'sqlite', target: temp.dir, prefix: '', limit: 2000, attempts: 3000 });
+      await hammer(t, { ...base, backend: 'sqlite', target: temp.dir, prefix: '', limit: 20000, attempts: 30000 });
     } finally {
       temp.remove();
     }

@@ -2,7 +2,7 @@ import type { LimitSet, LimitsConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from '../http/rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders } from '../http/rate-limit-headers.js';
-import type { ConcurrencyLimiter, RateLimiter } from '../store/contract.js';
+import type { AdmissionLimit, AdmissionSettlement, LimitOutcome, LimitStore } from '../store/contract.js';
 
 export interface AdmissionRequest {
   caller: string;
@@ -29,7 +29,7 @@ interface Scope {
 }
 
 export interface RateLimitServiceOptions {
-  limiter: RateLimiter & ConcurrencyLimiter;
+  limiter: LimitStore;
   config: LimitsConfig;
   /** Called when the store fails or recovers, so health can show `degraded`. */
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
@@ -78,78 +78,89 @@ export class RateLimitService {
     return scopes;
   }
 
+  /** Every limit of every scope in one atomic store step; the settlement at the end is one more. */
   private async take(scopes: Scope[], request: AdmissionRequest): Promise<Admission> {
     const { limiter } = this.options;
-    const applied: AppliedLimit[] = [];
-    const taken: Array<{ key: string; limit: number; windowMs: number; cost: number }> = [];
-    const leases: string[] = [];
-    const undo = async () => {
-      await Promise.all([
-        ...taken.map((t) => limiter.adjust(t.key, t.limit, t.windowMs, -t.cost)),
-        ...leases.map((key) => limiter.release(key, request.requestId)),
-      ]);
-    };
+    const limits: AdmissionLimit[] = [];
+    const described: Array<{ scope: Scope; what: 'requests' | 'tokens' | 'concurrent' }> = [];
     for (const scope of scopes) {
-      const windows = [
-        { what: 'requests', window: scope.limits.requests, cost: 1 },
-        { what: 'tokens', window: scope.limits.tokens, cost: Math.max(1, request.estimatedTokens) },
-      ] as const;
-      for (const { what, window, cost } of windows) {
-        if (!window) continue;
-        const key = `${what}:${scope.kind}:${scope.id}`;
-        const decision = await limiter.consume(key, window.limit, window.windowMs, cost);
-        const limit: AppliedLimit = { name: `${what} per ${scope.kind}`, windowMs: window.windowMs, decision };
-        applied.push(limit);
-        if (!decision.allowed) {
-          await undo();
-          throw refusal(limit, scope, what, applied);
-        }
-        taken.push({ key, limit: window.limit, windowMs: window.windowMs, cost });
+      const { requests, tokens, concurrent } = scope.limits;
+      if (requests) {
+        limits.push({ kind: 'rate', key: `requests:${scope.kind}:${scope.id}`, limit: requests.limit, windowMs: requests.windowMs, cost: 1 });
+        described.push({ scope, what: 'requests' });
       }
-      if (scope.limits.concurrent !== undefined) {
-        const key = `concurrent:${scope.kind}:${scope.id}`;
-        const slot = await limiter.acquire(key, request.requestId, scope.limits.concurrent, request.leaseMs);
-        if (!slot.acquired) {
-          await undo();
-          throw new GatewayError(
-            'rate_limited',
-            { limit: 'concurrent requests', scope: scope.kind, scope_id: scope.id, max: scope.limits.concurrent, in_flight: slot.inFlight },
-            { headers: { ...rateLimitHeaders(applied), 'retry-after': '1' } },
-          );
-        }
-        leases.push(key);
+      if (tokens) {
+        const cost = Math.max(1, request.estimatedTokens);
+        limits.push({ kind: 'rate', key: `tokens:${scope.kind}:${scope.id}`, limit: tokens.limit, windowMs: tokens.windowMs, cost });
+        described.push({ scope, what: 'tokens' });
+      }
+      if (concurrent !== undefined) {
+        limits.push({ kind: 'concurrency', key: `concurrent:${scope.kind}:${scope.id}`, max: concurrent, leaseMs: request.leaseMs });
+        described.push({ scope, what: 'concurrent' });
       }
     }
-    const tokenLimits = taken.filter((t) => t.key.startsWith('tokens:'));
+    const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
+    const applied: AppliedLimit[] = [];
+    outcomes.forEach((outcome, i) => {
+      const limit = limits[i];
+      const about = described[i];
+      if (outcome.kind === 'rate' && limit?.kind === 'rate' && about) {
+        applied.push({ name: `${about.what} per ${about.scope.kind}`, windowMs: limit.windowMs, decision: outcome.decision });
+      }
+    });
+    if (!admitted) throw this.refusal(limits, outcomes, described, applied);
+
     return {
       headers: rateLimitHeaders(applied),
       finish: async (actualTokens) => {
-        const corrections =
-          actualTokens === undefined
-            ? []
-            : tokenLimits.map((t) => limiter.adjust(t.key, t.limit, t.windowMs, Math.max(0, actualTokens) - t.cost));
-        await Promise.all([...corrections, ...leases.map((key) => limiter.release(key, request.requestId))]).catch(
-          (error: unknown) => this.options.onStoreHealth(false, error),
-        );
+        const items: AdmissionSettlement[] = [];
+        for (const limit of limits) {
+          if (limit.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
+          else if (actualTokens !== undefined && limit.key.startsWith('tokens:')) {
+            items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: Math.max(0, actualTokens) - limit.cost });
+          }
+        }
+        if (items.length === 0) return;
+        await limiter.settle(items, request.requestId).catch((error: unknown) => this.options.onStoreHealth(false, error));
       },
     };
   }
-}
 
-function refusal(limit: AppliedLimit, scope: Scope, what: string, applied: AppliedLimit[]): GatewayError {
-  const binding = bindingLimit(applied) ?? limit;
-  return new GatewayError(
-    'rate_limited',
-    {
-      limit: what,
-      scope: scope.kind,
-      scope_id: scope.id,
-      max: limit.decision.limit,
-      window_seconds: Math.ceil(limit.windowMs / 1000),
-      retry_after_seconds: Math.max(1, Math.ceil(binding.decision.retryAfterMs / 1000)),
-    },
-    { headers: rateLimitHeaders(applied) },
-  );
+  /** The 429 for a refused admission: the first refusing limit is named; headers report the binding one. */
+  private refusal(
+    limits: AdmissionLimit[],
+    outcomes: LimitOutcome[],
+    described: Array<{ scope: Scope; what: 'requests' | 'tokens' | 'concurrent' }>,
+    applied: AppliedLimit[],
+  ): GatewayError {
+    const index = outcomes.findIndex((o) => (o.kind === 'rate' ? !o.decision.allowed : !o.acquired));
+    const outcome = outcomes[index];
+    const limit = limits[index];
+    const about = described[index];
+    if (!outcome || !limit || !about) return new GatewayError('rate_limited', {}, { headers: rateLimitHeaders(applied) });
+    const { scope, what } = about;
+    if (outcome.kind === 'concurrency' && limit.kind === 'concurrency') {
+      return new GatewayError(
+        'rate_limited',
+        { limit: 'concurrent requests', scope: scope.kind, scope_id: scope.id, max: limit.max, in_flight: outcome.inFlight },
+        { headers: { ...rateLimitHeaders(applied), 'retry-after': '1' } },
+      );
+    }
+    // Headers and the wait name the refusing limit with the longest wait: retrying earlier cannot succeed.
+    const binding = bindingLimit(applied);
+    return new GatewayError(
+      'rate_limited',
+      {
+        limit: what,
+        scope: scope.kind,
+        scope_id: scope.id,
+        max: outcome.kind === 'rate' ? outcome.decision.limit : undefined,
+        window_seconds: limit.kind === 'rate' ? Math.ceil(limit.windowMs / 1000) : undefined,
+        retry_after_seconds: Math.max(1, Math.ceil((binding?.decision.retryAfterMs ?? 1000) / 1000)),
+      },
+      { headers: rateLimitHeaders(applied) },
+    );
+  }
 }
 
 /**

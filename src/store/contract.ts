@@ -55,6 +55,44 @@ export interface ConcurrencyLimiter {
   release(key: string, token: string): Promise<void>;
 }
 
+/** One limit of an admission: `cost` units of a GCRA window, or one in-flight slot of at most `max`. */
+export type AdmissionLimit =
+  | { kind: 'rate'; key: string; limit: number; windowMs: number; cost: number }
+  | { kind: 'concurrency'; key: string; max: number; leaseMs: number };
+
+/** Index-aligned with the limits asked for. */
+export type LimitOutcome =
+  | { kind: 'rate'; decision: RateLimitDecision }
+  | { kind: 'concurrency'; acquired: boolean; inFlight: number };
+
+export interface AdmissionResult {
+  /** True: every limit allowed and all were taken. False: at least one refused and nothing was taken. */
+  admitted: boolean;
+  /**
+   * What each limit says. When admitted, the state after taking (as `consume` / `acquire` report it). When
+   * refused, what each limit alone would have answered; the refusing ones have `allowed` / `acquired` false.
+   */
+  outcomes: LimitOutcome[];
+}
+
+/** How an admission ends: a rate limit corrected by `delta` units (see `adjust`), or a slot given back. */
+export type AdmissionSettlement =
+  | { kind: 'rate'; key: string; limit: number; windowMs: number; delta: number }
+  | { kind: 'concurrency'; key: string };
+
+/**
+ * Every limit of one request in one atomic step (one transaction, one script): all taken or none, so a refusal
+ * by the last limit never leaves the first ones charged, and a request costs two store round trips (admit,
+ * settle) however many limits apply. `token` identifies the holder of concurrency slots.
+ */
+export interface AdmissionStore {
+  admit(limits: readonly AdmissionLimit[], token: string, nowMs?: number): Promise<AdmissionResult>;
+  settle(items: readonly AdmissionSettlement[], token: string, nowMs?: number): Promise<void>;
+}
+
+/** What a rate-limit backend implements: the batch operations and the single-limit ones built on them. */
+export type LimitStore = AdmissionStore & RateLimiter & ConcurrencyLimiter;
+
 // ---------------------------------------------------------------------------------------------------------------
 // Idempotency (issue 3).
 

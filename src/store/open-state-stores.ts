@@ -1,10 +1,10 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { ConcurrencyLimiter, IdempotencyStore, RateLimiter } from './contract.js';
+import type { IdempotencyStore, LimitStore } from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
   /** Present when any limit is configured. */
-  limiter: { store: RateLimiter & ConcurrencyLimiter; kind: 'sqlite' | 'redis' } | undefined;
+  limiter: { store: LimitStore; kind: 'sqlite' | 'redis' } | undefined;
   idempotency: { store: IdempotencyStore; kind: 'sqlite' | 'redis' };
   close(): Promise<void>;
 }

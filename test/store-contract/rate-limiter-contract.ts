@@ -4,10 +4,10 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ConcurrencyLimiter, RateLimiter } from '../../src/store/contract.js';
+import type { LimitStore } from '../../src/store/contract.js';
 
 export interface RateLimiterHarness {
-  limiter: RateLimiter & ConcurrencyLimiter;
+  limiter: LimitStore;
   close(): Promise<void>;
 }
 
@@ -18,7 +18,7 @@ const MINUTE = 60_000;
 export function rateLimiterContract(name: string, make: () => Promise<RateLimiterHarness>): void {
   describe(`rate limiter contract: ${name}`, () => {
     let harness: RateLimiterHarness | undefined;
-    const limiter = (): RateLimiter & ConcurrencyLimiter => {
+    const limiter = (): LimitStore => {
       assert.ok(harness, 'the harness is made before the tests run');
       return harness.limiter;
     };
@@ -180,6 +180,119 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       const l = limiter();
       const results = await Promise.all(Array.from({ length: 30 }, (_, i) => l.acquire('crowd', `t${i}`, 5, 1000, T0)));
       assert.equal(results.filter((r) => r.acquired).length, 5);
+    });
+
+    test('admit: several limits pass together, each reported as if taken alone, all written', async () => {
+      const l = limiter();
+      const result = await l.admit(
+        [
+          { kind: 'rate', key: 'b-req', limit: 10, windowMs: MINUTE, cost: 1 },
+          { kind: 'rate', key: 'b-tok', limit: 100, windowMs: MINUTE, cost: 40 },
+          { kind: 'concurrency', key: 'b-cc', max: 2, leaseMs: 1000 },
+        ],
+        'holder-1',
+        T0,
+      );
+      assert.deepEqual(result, {
+        admitted: true,
+        outcomes: [
+          { kind: 'rate', decision: { allowed: true, limit: 10, remaining: 9, resetMs: 6000, retryAfterMs: 0 } },
+          { kind: 'rate', decision: { allowed: true, limit: 100, remaining: 60, resetMs: 24000, retryAfterMs: 0 } },
+          { kind: 'concurrency', acquired: true, inFlight: 1 },
+        ],
+      });
+      // Written: the next single calls see the state the batch left.
+      assert.equal((await l.consume('b-tok', 100, MINUTE, 60, T0)).remaining, 0);
+      assert.deepEqual(await l.acquire('b-cc', 'holder-2', 2, 1000, T0), { acquired: true, inFlight: 2 });
+    });
+
+    test('admit: one refusing limit means nothing is taken, and the refusal says which', async () => {
+      const l = limiter();
+      assert.equal((await l.consume('n-tok', 100, MINUTE, 90, T0)).allowed, true);
+      assert.deepEqual(await l.acquire('n-cc', 'other', 1, 5000, T0), { acquired: true, inFlight: 1 });
+      const refused = await l.admit(
+        [
+          { kind: 'rate', key: 'n-req', limit: 10, windowMs: MINUTE, cost: 1 },
+          { kind: 'rate', key: 'n-tok', limit: 100, windowMs: MINUTE, cost: 20 },
+          { kind: 'concurrency', key: 'n-cc2', max: 1, leaseMs: 1000 },
+        ],
+        'me',
+        T0,
+      );
+      assert.equal(refused.admitted, false);
+      const [req, tok, cc] = refused.outcomes;
+      assert.equal(req?.kind === 'rate' && req.decision.allowed, true, 'the request limit alone would allow');
+      assert.deepEqual(tok, { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 54000, retryAfterMs: 6000 } });
+      assert.deepEqual(cc, { kind: 'concurrency', acquired: true, inFlight: 1 });
+      // Nothing was taken: the request limit is full, the slot is free.
+      assert.equal((await l.consume('n-req', 10, MINUTE, 10, T0)).allowed, true);
+      assert.deepEqual(await l.acquire('n-cc2', 'someone', 1, 1000, T0), { acquired: true, inFlight: 1 });
+      // A full concurrency limit refuses the batch too, and its rate limits stay untouched.
+      const busy = await l.admit(
+        [
+          { kind: 'rate', key: 'n-req2', limit: 1, windowMs: MINUTE, cost: 1 },
+          { kind: 'concurrency', key: 'n-cc', max: 1, leaseMs: 1000 },
+        ],
+        'me',
+        T0,
+      );
+      assert.equal(busy.admitted, false);
+      assert.deepEqual(busy.outcomes[1], { kind: 'concurrency', acquired: false, inFlight: 1 });
+      assert.equal((await l.consume('n-req2', 1, MINUTE, 1, T0)).allowed, true);
+    });
+
+    test('admit: an oversized cost refuses the batch without touching any key; an empty batch admits', async () => {
+      const l = limiter();
+      const result = await l.admit(
+        [
+          { kind: 'rate', key: 'o-req', limit: 5, windowMs: MINUTE, cost: 1 },
+          { kind: 'rate', key: 'o-tok', limit: 100, windowMs: MINUTE, cost: 101 },
+        ],
+        'me',
+        T0,
+      );
+      assert.equal(result.admitted, false);
+      assert.deepEqual(result.outcomes[1], { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 0, retryAfterMs: MINUTE } });
+      assert.equal((await l.consume('o-req', 5, MINUTE, 5, T0)).allowed, true);
+      assert.deepEqual(await l.admit([], 'me', T0), { admitted: true, outcomes: [] });
+    });
+
+    test('settle: corrects rate limits and releases this token\'s slots in one step', async () => {
+      const l = limiter();
+      const limits = [
+        { kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, cost: 50 },
+        { kind: 'concurrency', key: 's-cc', max: 1, leaseMs: 60_000 },
+      ] as const;
+      assert.equal((await l.admit(limits, 'call-1', T0)).admitted, true);
+      assert.equal((await l.admit(limits, 'call-2', T0)).admitted, false, 'the one slot is held');
+      // The call used 10 tokens, not the 50 estimated: 40 come back; the slot is freed.
+      await l.settle([{ kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, delta: -40 }, { kind: 'concurrency', key: 's-cc' }], 'call-1', T0);
+      assert.equal((await l.consume('s-tok', 100, MINUTE, 90, T0)).allowed, true, '90 left after the correction');
+      assert.deepEqual(await l.acquire('s-cc', 'call-2', 1, 1000, T0), { acquired: true, inFlight: 1 });
+      // Another token's settlement does not free call-2's slot; a zero delta changes nothing.
+      await l.settle([{ kind: 'concurrency', key: 's-cc' }, { kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, delta: 0 }], 'call-1', T0);
+      assert.deepEqual(await l.acquire('s-cc', 'call-3', 1, 1000, T0), { acquired: false, inFlight: 1 });
+      assert.equal((await l.consume('s-tok', 100, MINUTE, 1, T0)).allowed, false, 'still exhausted');
+    });
+
+    test('admit: 40 concurrent batches over a shared request limit of 15 admit exactly 15, charging nothing else for the rest', async () => {
+      const l = limiter();
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          l.admit(
+            [
+              { kind: 'rate', key: 'c-tok', limit: 1000, windowMs: MINUTE, cost: 10 },
+              { kind: 'rate', key: 'c-req', limit: 15, windowMs: MINUTE, cost: 1 },
+            ],
+            `t${i}`,
+            T0,
+          ),
+        ),
+      );
+      assert.equal(results.filter((r) => r.admitted).length, 15);
+      // 15 admissions of 10 tokens: 850 remain, not 600.
+      assert.equal((await l.consume('c-tok', 1000, MINUTE, 850, T0)).allowed, true);
+      assert.equal((await l.consume('c-tok', 1000, MINUTE, 1, T0)).allowed, false);
     });
   });
 }

@@ -13,6 +13,8 @@ export async function connectRedis(url: string, options: { connectTimeoutMs?: nu
   const client = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
+    // Commands issued in the same event-loop turn (many requests' scripts under load) go out in one write.
+    enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     connectTimeout: options.connectTimeoutMs ?? 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),

@@ -1,19 +1,13 @@
-import type { ConcurrencyLimiter, RateLimitDecision, RateLimiter } from '../contract.js';
-// Pure GCRA arithmetic only (that module imports the SQLite driver as a type, so nothing of it loads here).
-import {
-  checkLease,
-  checkRateLimit,
-  gcraCharge,
-  gcraDecision,
-  gcraNow,
-  gcraOversized,
-  gcraTolerance,
-  type GcraStep,
-} from '../sqlite/sqlite-rate-limiter.js';
+import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../contract.js';
+import { checkAdmissionLimit, checkRateLimit, gcraCharge, gcraNow, rateOutcome, rateStepInputs } from '../gcra.js';
+import { LimitStoreBase } from '../limit-store-base.js';
 import type { RedisClient } from './connect.js';
 
-// Each operation is one Lua script: Redis runs a script atomically, so a read-modify-write of a key cannot
-// interleave with another gateway's (https://redis.io/docs/latest/develop/interactive/programmability/eval-intro/).
+// An admission (every limit of a request) is one Lua script and so is a settlement: Redis runs a script
+// atomically, so a read-modify-write cannot interleave with another gateway's, and a request costs two round
+// trips however many limits apply (https://redis.io/docs/latest/develop/interactive/programmability/eval-intro/).
+// The scripts touch several keys, so on Redis Cluster they would need one hash slot: the gateway supports a
+// single Redis (with replicas / Sentinel), not Cluster, for its hot state.
 //
 // Clocks: the scripts use the `now` of the calling gateway, not Redis TIME, so decisions are testable with fixed
 // times; several gateway hosts therefore need synchronised clocks (NTP). The scripts take max(stored TAT, now): a
@@ -21,47 +15,88 @@ import type { RedisClient } from './connect.js';
 // host whose clock leads by d can admit at most d ms of emission early. Key lifetimes (PX / PEXPIRE) are the
 // remaining distance to the TAT or lease end, so idle keys leave Redis by themselves.
 
-/** KEYS[1] the TAT; ARGV charge (ms), tau (ms), now. Returns {allowed 0|1, TAT after, requested TAT}. */
-const CONSUME = `
-local now = tonumber(ARGV[3])
-local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or ARGV[3]), now)
-local requested = tat + tonumber(ARGV[1])
-if requested - now > tonumber(ARGV[2]) then return {0, tat, requested} end
-if requested > now then redis.call('SET', KEYS[1], requested, 'PX', requested - now) end
-return {1, requested, requested}`;
-
-/** KEYS[1] the TAT; ARGV charge (ms, may be negative), now. Never moves the TAT below now (a full bucket). */
-const ADJUST = `
-local now = tonumber(ARGV[2])
-local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or ARGV[2]), now)
-tat = math.max(tat + tonumber(ARGV[1]), now)
-if tat > now then redis.call('SET', KEYS[1], tat, 'PX', tat - now) else redis.call('DEL', KEYS[1]) end
-return tat`;
+/**
+ * KEYS: one per limit. ARGV[1] now, ARGV[2] the token, then three per limit i at 3i, 3i+1, 3i+2:
+ *   rate:        'r' (or 'o' when oversized: read, never allowed), charge ms, tau ms
+ *   concurrency: 'c', max, lease end ms
+ * Returns {admitted 0|1, then per limit: allowed 0|1, a, b} with a, b = TAT, requested TAT (rate) or
+ * in-flight count, 0 (concurrency). Writes happen only when every limit allowed.
+ */
+const ADMIT = `
+local now = tonumber(ARGV[1])
+local token = ARGV[2]
+local out = {1}
+for i = 1, #KEYS do
+  local kind = ARGV[3 * i]
+  local a = tonumber(ARGV[3 * i + 1])
+  local b = tonumber(ARGV[3 * i + 2])
+  if kind == 'c' then
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+    local mine = redis.call('ZSCORE', KEYS[i], token)
+    local held = redis.call('ZCARD', KEYS[i])
+    if mine then
+      out[#out + 1] = 1; out[#out + 1] = held
+    elseif held < a then
+      out[#out + 1] = 1; out[#out + 1] = held + 1
+    else
+      out[#out + 1] = 0; out[#out + 1] = held; out[1] = 0
+    end
+    out[#out + 1] = 0
+  else
+    local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
+    local requested = tat + a
+    if kind == 'r' and requested - now <= b then
+      out[#out + 1] = 1; out[#out + 1] = requested
+    else
+      out[#out + 1] = 0; out[#out + 1] = tat; out[1] = 0
+    end
+    out[#out + 1] = requested
+  end
+end
+if out[1] == 1 then
+  for i = 1, #KEYS do
+    if ARGV[3 * i] == 'c' then
+      redis.call('ZADD', KEYS[i], ARGV[3 * i + 2], token)
+      local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+      redis.call('PEXPIRE', KEYS[i], tonumber(last[2]) - now)
+    else
+      local requested = out[3 * i + 1]
+      if requested > now then redis.call('SET', KEYS[i], requested, 'PX', requested - now) end
+    end
+  end
+end
+return out`;
 
 /**
- * KEYS[1] a sorted set of leases (member token, score lease end); ARGV token, max, now, lease end.
- * Returns {acquired 0|1, in flight}. The same token asking again renews its lease rather than taking a second slot.
+ * KEYS: one per item. ARGV[1] now, ARGV[2] the token, ARGV[i + 2]: 'c' to release the token's slot, or a TAT
+ * shift in ms (negative gives back). The TAT never moves below now: giving back cannot fill beyond full.
  */
-const ACQUIRE = `
-local now = tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
-local held = redis.call('ZCARD', KEYS[1])
-if not mine and held >= tonumber(ARGV[2]) then return {0, held} end
-redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
-if not mine then held = held + 1 end
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', KEYS[1], tonumber(last[2]) - now)
-return {1, held}`;
+const SETTLE = `
+local now = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local v = ARGV[i + 2]
+  if v == 'c' then
+    redis.call('ZREM', KEYS[i], ARGV[2])
+  else
+    local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
+    tat = math.max(tat + tonumber(v), now)
+    if tat > now then redis.call('SET', KEYS[i], tat, 'PX', tat - now) else redis.call('DEL', KEYS[i]) end
+  end
+end
+return #KEYS`;
 
-type Script = (key: string, ...args: Array<string | number>) => Promise<unknown>;
+type Script = (keys: readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>;
+type RawCommand = (numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>;
 
-/** Registers a script with ioredis (EVALSHA, falling back to EVAL when the server does not have it cached). */
+/**
+ * Registers a script with ioredis (EVALSHA, falling back to EVAL when the server does not have it cached). The
+ * number of keys varies per call (one per limit), so it is passed with each call.
+ */
 function defineScript(client: RedisClient, name: string, lua: string): Script {
-  client.defineCommand(name, { numberOfKeys: 1, lua });
-  const command = (client as unknown as Record<string, Script | undefined>)[name];
+  client.defineCommand(name, { lua });
+  const command = (client as unknown as Record<string, RawCommand | undefined>)[name];
   if (typeof command !== 'function') throw new Error(`ioredis did not define the command ${name}`);
-  return command.bind(client);
+  return (keys, args) => command.call(client, keys.length, ...keys, ...args);
 }
 
 /** A script's reply as numbers: anything else means a broken script, not a decision. */
@@ -78,54 +113,62 @@ export interface RedisRateLimiterOptions {
 }
 
 /** Rate limits and in-flight leases in Redis, shared by every gateway instance: N replicas admit `limit` in total. */
-export class RedisRateLimiter implements RateLimiter, ConcurrencyLimiter {
+export class RedisRateLimiter extends LimitStoreBase {
   private readonly rateKey: (key: string) => string;
   private readonly leaseKey: (key: string) => string;
-  private readonly consumeScript: Script;
-  private readonly adjustScript: Script;
-  private readonly acquireScript: Script;
+  private readonly admitScript: Script;
+  private readonly settleScript: Script;
 
-  constructor(
-    private readonly client: RedisClient,
-    options: RedisRateLimiterOptions = {},
-  ) {
+  constructor(client: RedisClient, options: RedisRateLimiterOptions = {}) {
+    super();
     const prefix = options.prefix ?? 'gw:';
     this.rateKey = (key) => `${prefix}rl:${key}`;
     this.leaseKey = (key) => `${prefix}cc:${key}`;
-    this.consumeScript = defineScript(client, 'gwRateLimitConsume', CONSUME);
-    this.adjustScript = defineScript(client, 'gwRateLimitAdjust', ADJUST);
-    this.acquireScript = defineScript(client, 'gwConcurrencyAcquire', ACQUIRE);
+    this.admitScript = defineScript(client, 'gwLimitsAdmit', ADMIT);
+    this.settleScript = defineScript(client, 'gwLimitsSettle', SETTLE);
   }
 
-  async consume(key: string, limit: number, windowMs: number, cost: number, nowMs?: number): Promise<RateLimitDecision> {
-    checkRateLimit(limit, windowMs, cost, 'cost');
+  async admit(limits: readonly AdmissionLimit[], token: string, nowMs?: number): Promise<AdmissionResult> {
+    limits.forEach(checkAdmissionLimit);
     const now = gcraNow(nowMs);
-    if (cost > limit) {
-      const stored = await this.client.get(this.rateKey(key));
-      return gcraOversized(stored === null ? now : Number(stored), limit, windowMs, now);
+    if (limits.length === 0) return { admitted: true, outcomes: [] };
+    const keys: string[] = [];
+    const args: Array<string | number> = [now, token];
+    for (const limit of limits) {
+      if (limit.kind === 'rate') {
+        const { charge, tau, oversized } = rateStepInputs(limit);
+        keys.push(this.rateKey(limit.key));
+        args.push(oversized ? 'o' : 'r', charge, tau);
+      } else {
+        keys.push(this.leaseKey(limit.key));
+        args.push('c', limit.max, now + Math.ceil(limit.leaseMs));
+      }
     }
-    const reply = await this.consumeScript(this.rateKey(key), gcraCharge(cost, limit, windowMs), gcraTolerance(windowMs), now);
-    const [allowed, tat, requestedTat] = numbers(reply, 3) as [number, number, number];
-    const step: GcraStep = { allowed: allowed === 1, tat, requestedTat };
-    return gcraDecision(step, limit, windowMs, now);
+    const reply = numbers(await this.admitScript(keys, args), 1 + 3 * limits.length);
+    const outcomes = limits.map((limit, i): LimitOutcome => {
+      const [allowed, a, b] = reply.slice(1 + 3 * i, 4 + 3 * i) as [number, number, number];
+      if (limit.kind === 'concurrency') return { kind: 'concurrency', acquired: allowed === 1, inFlight: a };
+      return rateOutcome(limit, { allowed: allowed === 1, tat: a, requestedTat: b }, now);
+    });
+    return { admitted: reply[0] === 1, outcomes };
   }
 
-  async adjust(key: string, limit: number, windowMs: number, delta: number, nowMs?: number): Promise<void> {
-    checkRateLimit(limit, windowMs, delta, 'delta');
+  async settle(items: readonly AdmissionSettlement[], token: string, nowMs?: number): Promise<void> {
+    for (const item of items) if (item.kind === 'rate') checkRateLimit(item.limit, item.windowMs, item.delta, 'delta');
     const now = gcraNow(nowMs);
-    const charge = gcraCharge(delta, limit, windowMs);
-    if (charge !== 0) await this.adjustScript(this.rateKey(key), charge, now);
-  }
-
-  async acquire(key: string, token: string, max: number, leaseMs: number, nowMs?: number): Promise<{ acquired: boolean; inFlight: number }> {
-    checkLease(max, leaseMs);
-    const now = gcraNow(nowMs);
-    const reply = await this.acquireScript(this.leaseKey(key), token, max, now, now + Math.ceil(leaseMs));
-    const [acquired, inFlight] = numbers(reply, 2) as [number, number];
-    return { acquired: acquired === 1, inFlight };
-  }
-
-  async release(key: string, token: string): Promise<void> {
-    await this.client.zrem(this.leaseKey(key), token);
+    const keys: string[] = [];
+    const args: Array<string | number> = [now, token];
+    for (const item of items) {
+      if (item.kind === 'concurrency') {
+        keys.push(this.leaseKey(item.key));
+        args.push('c');
+        continue;
+      }
+      const charge = gcraCharge(item.delta, item.limit, item.windowMs);
+      if (charge === 0) continue;
+      keys.push(this.rateKey(item.key));
+      args.push(charge);
+    }
+    if (keys.length > 0) await this.settleScript(keys, args);
   }
 }

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { IdempotencyBegin, IdempotencyStore, StoredResponse } from '../contract.js';
+import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 /**
  * The longest `retryAfterMs` hint `begin` gives for a call in progress. The lease is a crash-recovery bound (the
@@ -39,7 +40,8 @@ interface ClaimParams {
 
 /**
  * Idempotency keys in the embedded SQLite store (table `idempotency_keys`, migration 3). Every operation is one
- * immediate transaction, which takes the database's write lock before it reads: of N callers in any number of
+ * write of the database's group-commit batcher, inside a BEGIN IMMEDIATE transaction that takes the write lock
+ * before it reads: of N callers in any number of
  * processes sharing the file, exactly one sees the key free and claims it (the others wait up to busy_timeout).
  * Times are integer milliseconds on the caller's clock (`nowMs`), so tests can drive them.
  */
@@ -49,9 +51,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   private readonly finish: BetterSqlite3.Statement<[CompleteParams]>;
   private readonly release: BetterSqlite3.Statement<[string, string, string]>;
   private readonly purge: BetterSqlite3.Statement<[number, number]>;
-  private readonly beginTx: BetterSqlite3.Transaction<(p: ClaimParams) => IdempotencyBegin>;
-  private readonly completeTx: BetterSqlite3.Transaction<(p: CompleteParams) => void>;
-  private readonly abandonTx: BetterSqlite3.Transaction<(...args: [string, string, string]) => void>;
+  private readonly batcher: SqliteWriteBatcher;
   private calls = 0;
 
   constructor(db: BetterSqlite3.Database) {
@@ -77,24 +77,21 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
       'DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE expires_ms <= ? LIMIT ?)',
     );
 
-    this.beginTx = db.transaction((p: ClaimParams): IdempotencyBegin => {
-      const row = this.select.get(p.scope, p.key);
-      if (row === undefined || row.expires_ms <= p.now || (row.state === 'in_progress' && row.lease_expires_ms <= p.now)) {
-        this.claim.run(p);
-        return { state: 'claimed' };
-      }
-      if (row.fingerprint !== p.fingerprint) return { state: 'mismatch' };
-      if (row.state === 'in_progress') {
-        return { state: 'in_progress', retryAfterMs: Math.min(IDEMPOTENCY_RETRY_HINT_CAP_MS, Math.max(1, row.lease_expires_ms - p.now)) };
-      }
-      return { state: 'completed', response: parseResponse(row.response) };
-    });
-    this.completeTx = db.transaction((p: CompleteParams) => {
-      this.finish.run(p);
-    });
-    this.abandonTx = db.transaction((scope: string, key: string, fingerprint: string) => {
-      this.release.run(scope, key, fingerprint);
-    });
+    this.batcher = writeBatcherFor(db);
+  }
+
+  /** Inside a write transaction (the batcher's), so the read and the claim cannot interleave with another's. */
+  private beginNow(p: ClaimParams): IdempotencyBegin {
+    const row = this.select.get(p.scope, p.key);
+    if (row === undefined || row.expires_ms <= p.now || (row.state === 'in_progress' && row.lease_expires_ms <= p.now)) {
+      this.claim.run(p);
+      return { state: 'claimed' };
+    }
+    if (row.fingerprint !== p.fingerprint) return { state: 'mismatch' };
+    if (row.state === 'in_progress') {
+      return { state: 'in_progress', retryAfterMs: Math.min(IDEMPOTENCY_RETRY_HINT_CAP_MS, Math.max(1, row.lease_expires_ms - p.now)) };
+    }
+    return { state: 'completed', response: parseResponse(row.response) };
   }
 
   // The methods are async so that every failure (a closed database, SQLITE_BUSY past busy_timeout, a bad
@@ -103,7 +100,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   async begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs = Date.now()): Promise<IdempotencyBegin> {
     const now = wholeMs('nowMs', nowMs);
     const leaseEnd = now + durationMs('leaseMs', leaseMs);
-    const result = this.beginTx.immediate({ scope, key, fingerprint, now, leaseEnd });
+    const result = await this.batcher.run(() => this.beginNow({ scope, key, fingerprint, now, leaseEnd }));
     if (++this.calls % PURGE_EVERY === 0) this.purgeExpired(now);
     return result;
   }
@@ -116,12 +113,13 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
    */
   async complete(scope: string, key: string, fingerprint: string, response: StoredResponse, ttlMs: number, nowMs = Date.now()): Promise<void> {
     const expires = wholeMs('nowMs', nowMs) + durationMs('ttlMs', ttlMs);
-    this.completeTx.immediate({ scope, key, fingerprint, response: JSON.stringify(response), expires });
+    const params = { scope, key, fingerprint, response: JSON.stringify(response), expires };
+    await this.batcher.run(() => this.finish.run(params));
   }
 
   /** Frees a key whose call failed, so a retry runs again; never deletes a completed answer or another's claim. */
   async abandon(scope: string, key: string, fingerprint: string): Promise<void> {
-    this.abandonTx.immediate(scope, key, fingerprint);
+    await this.batcher.run(() => this.release.run(scope, key, fingerprint));
   }
 
   /** Deletes up to `limit` rows past their expiry; returns how many. Called by `begin` every few hundred calls. */

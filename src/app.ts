@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
+import { UpstreamPauses } from './core/upstream-pauses.js';
 import { ChatService } from './core/chat-service.js';
 import { HealthService } from './core/health-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
@@ -14,7 +15,7 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { IdempotencyStore, LimitStore, StoreLifecycle } from './store/contract.js';
+import type { IdempotencyStore, LimitStore, StoreLifecycle, UpstreamPauseStore } from './store/contract.js';
 import { ChatIdempotency } from './routes/chat-idempotency.js';
 
 export interface AppDependencies {
@@ -27,6 +28,8 @@ export interface AppDependencies {
   limiter?: { store: LimitStore; kind: string };
   /** The store behind Idempotency-Key (SQLite or Redis). */
   idempotency: { store: IdempotencyStore; kind: string };
+  /** Where upstream pauses (after an upstream 429 with Retry-After) are shared between instances. */
+  pauses: UpstreamPauseStore;
 }
 
 const LEASE_MARGIN_MS = 30_000;
@@ -81,6 +84,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
   });
 
+  const pauses = new UpstreamPauses({
+    store: deps.pauses,
+    maxPauseMs: config.limits.upstreamPauseMaxMs,
+    onStoreError: (error) => app.log.warn({ err: error }, 'upstream pause store failing; pauses stay local to this instance'),
+  });
+
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   const defaultProbe = probes.find((p) => p.provider.name === config.defaultUpstream);
   const health = new HealthService({
@@ -94,7 +103,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   mountV1(app, new AdminAuthenticator(config.adminTokens), {
     health: makeHealthHandler(health),
     models: makeModelsHandler(new ModelCatalog(config, defaultProbe, providers.builtins)),
-    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers), limits), idempotency, config.bodyLimitBytes),
+    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers), limits, pauses), idempotency, config.bodyLimitBytes),
   }, config.version);
 
   await app.ready();

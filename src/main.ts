@@ -22,7 +22,7 @@ export async function main(): Promise<void> {
   flushLogs.unref();
   const store = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, store);
-  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency });
+  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

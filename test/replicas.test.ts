@@ -71,4 +71,19 @@ describe('two gateway processes sharing one Redis', { skip }, () => {
     assert.equal(replay0.text, replay.text);
     assert.equal(mock.chatRequests().length, 1);
   });
+
+  test("one replica's upstream 429 + Retry-After holds the other replica's calls too", { timeout: 30_000 }, async () => {
+    await redis.stop(); // fresh limits and keys
+    await redis.start();
+    await new Promise((r) => setTimeout(r, 1500)); // both replicas reconnect; their pause views are now stale
+    mock.reset();
+    mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '20' } });
+    const first = await chat(replicas[0] as GatewayProcess);
+    assert.equal(first.status, 429);
+    const other = await chat(replicas[1] as GatewayProcess);
+    assert.equal(other.status, 429, `the other replica: ${other.text}`);
+    assert.equal((JSON.parse(other.text) as { details: { paused?: boolean } }).details.paused, true);
+    assert.ok(Number(other.headers['retry-after']) >= 19, `Retry-After ${other.headers['retry-after']}`);
+    assert.equal(mock.chatRequests().length, 1, 'only the first call reached the upstream');
+  });
 });

@@ -96,6 +96,7 @@ function toLimits(file: ConfigFile['limits']): LimitsConfig {
     models: map(file?.models),
     upstreams: map(file?.upstreams),
     onStoreFailure: file?.on_store_failure ?? 'open',
+    upstreamPauseMaxMs: (file?.upstream_pause_max_seconds ?? 60) * 1000,
   };
 }
 

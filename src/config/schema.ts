@@ -76,6 +76,11 @@ export const limitsSchema = z
     upstreams: z.record(z.string(), limitSetSchema).optional(),
     /** When the limit store cannot be reached: refuse (503) or let traffic through (logged, health degraded). */
     on_store_failure: z.enum(['open', 'closed']).default('open'),
+    /**
+     * An upstream's 429 with Retry-After pauses that upstream (for the key used) for every caller and instance,
+     * for at most this long; 0 turns the pause off.
+     */
+    upstream_pause_max_seconds: z.number().int().min(0).max(3_600).default(60),
   })
   .strict();
 

@@ -47,6 +47,8 @@ export interface LimitsConfig {
   models: Map<string, LimitSet>;
   upstreams: Map<string, LimitSet>;
   onStoreFailure: 'open' | 'closed';
+  /** The longest pause an upstream's 429 + Retry-After imposes on that upstream; 0: no pauses. */
+  upstreamPauseMaxMs: number;
 }
 
 /** The one validated configuration object; nothing else in the program reads process.env. */

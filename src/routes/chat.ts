@@ -68,7 +68,7 @@ async function streamAnswer(
   try {
     first = await chunks.next();
   } catch (error) {
-    await started.finish(undefined);
+    await started.finish(undefined, error);
     throw error;
   }
   void reply.headers(started.headers).headers(SSE_HEADERS);

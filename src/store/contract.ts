@@ -93,6 +93,17 @@ export interface AdmissionStore {
 /** What a rate-limit backend implements: the batch operations and the single-limit ones built on them. */
 export type LimitStore = AdmissionStore & RateLimiter & ConcurrencyLimiter;
 
+/**
+ * Pauses of upstream targets after the upstream said "too many requests" (429 + Retry-After), shared by every
+ * instance so that nobody keeps hammering a provider that asked for quiet. A pause only ever grows: recording
+ * an earlier end than the stored one changes nothing.
+ */
+export interface UpstreamPauseStore {
+  pause(scope: string, untilMs: number, nowMs?: number): Promise<void>;
+  /** The end of the pause of `scope`, or undefined when it is not paused at `nowMs`. */
+  pausedUntil(scope: string, nowMs?: number): Promise<number | undefined>;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Idempotency (issue 3).
 

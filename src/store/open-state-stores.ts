@@ -1,11 +1,13 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { IdempotencyStore, LimitStore } from './contract.js';
+import type { IdempotencyStore, LimitStore, UpstreamPauseStore } from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
   /** Present when any limit is configured. */
   limiter: { store: LimitStore; kind: 'sqlite' | 'redis' } | undefined;
   idempotency: { store: IdempotencyStore; kind: 'sqlite' | 'redis' };
+  /** Pauses of upstreams that answered 429, seen by every instance sharing the store. */
+  pauses: UpstreamPauseStore;
   close(): Promise<void>;
 }
 
@@ -19,27 +21,31 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
   const { limits } = config;
   const limitsOn = limits.caller !== undefined || limits.models.size > 0 || limits.upstreams.size > 0;
   if (config.redisUrl) {
-    const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }] = await Promise.all([
+    const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }, { RedisUpstreamPauses }] = await Promise.all([
       import('./redis/connect.js'),
       import('./redis/redis-rate-limiter.js'),
       import('./redis/redis-idempotency-store.js'),
+      import('./redis/redis-upstream-pauses.js'),
     ]);
     const client = await connectRedis(config.redisUrl);
     return {
       limiter: limitsOn ? { store: new RedisRateLimiter(client), kind: 'redis' } : undefined,
       idempotency: { store: new RedisIdempotencyStore(client), kind: 'redis' },
+      pauses: new RedisUpstreamPauses(client),
       close: async () => {
         await client.quit().catch(() => client.disconnect());
       },
     };
   }
-  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }] = await Promise.all([
+  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }, { SqliteUpstreamPauses }] = await Promise.all([
     import('./sqlite/sqlite-rate-limiter.js'),
     import('./sqlite/sqlite-idempotency-store.js'),
+    import('./sqlite/sqlite-upstream-pauses.js'),
   ]);
   return {
     limiter: limitsOn ? { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' } : undefined,
     idempotency: { store: new SqliteIdempotencyStore(sqlite.db), kind: 'sqlite' },
+    pauses: new SqliteUpstreamPauses(sqlite.db),
     close: () => Promise.resolve(),
   };
 }

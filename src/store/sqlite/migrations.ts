@@ -50,4 +50,12 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_ms);`,
   },
+  {
+    version: 4,
+    name: 'upstream_pauses',
+    sql: `CREATE TABLE upstream_pauses (
+            scope TEXT PRIMARY KEY,
+            until_ms INTEGER NOT NULL
+          ) STRICT;`,
+  },
 ];

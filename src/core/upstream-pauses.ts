@@ -1,0 +1,126 @@
+import { GatewayError } from '../errors/gateway-error.js';
+import type { UpstreamPauseStore } from '../store/contract.js';
+
+export interface UpstreamPausesOptions {
+  store: UpstreamPauseStore;
+  /** The longest pause one 429 may impose (a Retry-After of a day is not obeyed for a day); 0 disables pauses. */
+  maxPauseMs: number;
+  /** How stale this instance's view of pauses recorded by other instances may be. */
+  refreshMs?: number;
+  onStoreError: (error: unknown) => void;
+  now?: () => number;
+}
+
+/** Scopes remembered locally before the maps are cleared (caller-supplied keys make scopes per key). */
+const MAX_SCOPES = 10_000;
+
+/**
+ * "This upstream asked for quiet": after an upstream answers 429 with Retry-After, every caller of that upstream
+ * (with the same key) gets a 429 from the gateway until the pause ends, without the request reaching the upstream.
+ *
+ * The check is on the hot path, so it mostly answers from this instance's memory, which it refreshes from the
+ * shared store at most once per `refreshMs` (a second) per scope. The instance that saw the 429 pauses at once;
+ * the others within `refreshMs`. A store failure only costs the sharing: each instance still pauses on the 429s
+ * it sees itself.
+ */
+export class UpstreamPauses {
+  private readonly until = new Map<string, number>();
+  private readonly lastRead = new Map<string, number>();
+  private readonly reads = new Map<string, Promise<void>>();
+  private readonly refreshMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: UpstreamPausesOptions) {
+    this.refreshMs = options.refreshMs ?? 1_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  get enabled(): boolean {
+    return this.options.maxPauseMs > 0;
+  }
+
+  /**
+   * Throws (or rejects with) 429 `upstream_rate_limited` while `scope` is paused. Answers from memory, with no
+   * promise, while this instance read the shared store for `scope` less than `refreshMs` ago; otherwise reads it
+   * first (one read per scope per `refreshMs`, shared by the requests that arrive meanwhile), so an instance that
+   * had no traffic for a while still learns of a pause before its first call goes out.
+   */
+  check(scope: string, upstream: string): Promise<void> | undefined {
+    if (!this.enabled) return undefined;
+    const now = this.now();
+    const last = this.lastRead.get(scope);
+    if (last !== undefined && now - last < this.refreshMs) {
+      this.throwIfPaused(scope, upstream, now);
+      return undefined;
+    }
+    let reading = this.reads.get(scope);
+    if (!reading) {
+      reading = this.read(scope, now);
+      this.reads.set(scope, reading);
+    }
+    return reading.then(() => this.throwIfPaused(scope, upstream, this.now()));
+  }
+
+  /**
+   * After the upstream's 429: pauses `scope` for its Retry-After (capped) and resolves once the shared store has
+   * it too (so the 429 reaches its caller only after every instance can see the pause). Resolves with the end.
+   */
+  async record(scope: string, retryAfter: string | undefined): Promise<number | undefined> {
+    if (!this.enabled) return undefined;
+    const now = this.now();
+    const waitMs = parseRetryAfter(retryAfter, now);
+    if (waitMs === undefined || waitMs <= 0) return undefined;
+    const until = now + Math.min(waitMs, this.options.maxPauseMs);
+    this.extend(scope, until);
+    await this.options.store.pause(scope, until, now).catch(this.options.onStoreError);
+    return until;
+  }
+
+  private async read(scope: string, now: number): Promise<void> {
+    try {
+      const until = await this.options.store.pausedUntil(scope, now);
+      if (until !== undefined) this.extend(scope, until);
+    } catch (error) {
+      this.options.onStoreError(error); // fail open: this instance's own view still applies
+    } finally {
+      if (this.lastRead.size >= MAX_SCOPES) this.lastRead.clear();
+      this.lastRead.set(scope, now);
+      this.reads.delete(scope);
+    }
+  }
+
+  private throwIfPaused(scope: string, upstream: string, now: number): void {
+    const until = this.until.get(scope);
+    if (until === undefined) return;
+    if (until <= now) {
+      this.until.delete(scope);
+      return;
+    }
+    const seconds = Math.max(1, Math.ceil((until - now) / 1000));
+    throw new GatewayError(
+      'upstream_rate_limited',
+      { upstream, paused: true, paused_until: new Date(until).toISOString(), retry_after_seconds: seconds },
+      {
+        headers: { 'retry-after': String(seconds) },
+        message: 'The upstream answered 429 with Retry-After; the gateway holds its calls to it until then.',
+      },
+    );
+  }
+
+  private extend(scope: string, until: number): void {
+    if (this.until.size >= MAX_SCOPES) this.until.clear();
+    if (until > (this.until.get(scope) ?? 0)) this.until.set(scope, until);
+  }
+}
+
+/** Retry-After (RFC 9110 10.2.3): delay-seconds or an HTTP-date; milliseconds from `now`, undefined if unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Some providers send fractional seconds ("1.5"); accept them rather than ignore the request for quiet.
+  if (/^\d+\.\d+$/.test(text)) return Math.ceil(Number(text) * 1000);
+  if (!/[a-z]/i.test(text)) return undefined; // "-3", "1e3"...: neither form (Date.parse would take "-3" as a year)
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : date - now;
+}

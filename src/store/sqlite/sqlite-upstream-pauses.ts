@@ -1,0 +1,37 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import type { UpstreamPauseStore } from '../contract.js';
+import { gcraNow } from '../gcra.js';
+import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
+
+/** Upstream pauses in the embedded store (table `upstream_pauses`, migration 4): one row per paused scope. */
+export class SqliteUpstreamPauses implements UpstreamPauseStore {
+  private readonly batcher: SqliteWriteBatcher;
+  private readonly extend: BetterSqlite3.Statement<[string, number]>;
+  private readonly read: BetterSqlite3.Statement<[string, number], number>;
+  private readonly purge: BetterSqlite3.Statement<[number]>;
+
+  constructor(db: BetterSqlite3.Database) {
+    this.batcher = writeBatcherFor(db);
+    // A pause only grows; an ended one is overwritten by the next.
+    this.extend = db.prepare(
+      `INSERT INTO upstream_pauses (scope, until_ms) VALUES (?, ?)
+       ON CONFLICT (scope) DO UPDATE SET until_ms = MAX(until_ms, excluded.until_ms)`,
+    );
+    this.read = db.prepare<[string, number], number>('SELECT until_ms FROM upstream_pauses WHERE scope = ? AND until_ms > ?').pluck();
+    this.purge = db.prepare('DELETE FROM upstream_pauses WHERE until_ms <= ?');
+  }
+
+  async pause(scope: string, untilMs: number, nowMs?: number): Promise<void> {
+    const now = gcraNow(nowMs);
+    const until = gcraNow(untilMs);
+    if (until <= now) return;
+    await this.batcher.run(() => {
+      this.purge.run(now); // a handful of rows at most: one per upstream (and caller key) that said 429
+      this.extend.run(scope, until);
+    });
+  }
+
+  async pausedUntil(scope: string, nowMs?: number): Promise<number | undefined> {
+    return this.read.get(scope, gcraNow(nowMs));
+  }
+}

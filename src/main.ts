@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { buildApp } from './app.js';
 import { provisionAdminToken } from './config/admin-token.js';
@@ -5,21 +6,39 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { createLogger } from './observability/logger.js';
 import { openStateStores } from './store/open-state-stores.js';
 import { openSqliteStore } from './store/sqlite/sqlite-store.js';
+import { runPrimary } from './process/primary.js';
+import type { GatewayConfig } from './config/types.js';
+import type { Logger } from './observability/logger.js';
 
 /**
- * Start-up: read config -> build dependencies -> listen -> drain on SIGTERM/SIGINT.
+ * Start-up: read config -> build dependencies -> listen -> drain on SIGTERM/SIGINT. With WORKERS > 1 this
+ * process becomes the cluster primary and each worker runs the same start-up as a single process.
  * The only module with side effects at start, and the only place (with the CLI) that reads process.env.
  */
 export async function main(): Promise<void> {
   const version = readPackageVersion();
+  // The primary (or the single process) provisions the dev token; workers find it in the data directory.
   const config = provisionAdminToken(loadConfig(process.env, { version }));
   const logger = createLogger({
     level: config.logLevel,
     secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey)],
+    ...(cluster.isWorker ? { base: { worker: cluster.worker?.id } } : {}),
   });
   // Log lines are batched for speed; flush at least every second so a quiet gateway's log is never stale.
   const flushLogs = setInterval(() => logger.flush(), 1000);
   flushLogs.unref();
+  if (config.workers > 1 && cluster.isPrimary) {
+    // Migrations run once here, before the workers open the file.
+    await (await openSqliteStore(config.dataDir)).close();
+    printDevTokenHint(config, config.port);
+    const code = await runPrimary(config, logger);
+    logger.flush();
+    process.exit(code);
+  }
+  await runServer(config, logger, version);
+}
+
+async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
   const store = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, store);
   const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses });
@@ -37,17 +56,11 @@ export async function main(): Promise<void> {
       store: store.kind,
       rate_limits: state.limiter?.kind ?? 'off',
       idempotency: state.idempotency.kind,
+      pid: process.pid,
     },
     'gateway started',
   );
-  if (config.adminTokenFile) {
-    // Where the token is, never the token: this line may be shipped to a log aggregator.
-    const verb = config.adminTokenSource === 'generated' ? 'generated a development admin token' : 'using the development admin token';
-    process.stderr.write(
-      `\nNo ADMIN_TOKEN set: ${verb} stored in ${config.adminTokenFile} (mode 0600).\n` +
-        `Try: curl -H "Authorization: Bearer $(cat ${config.adminTokenFile})" http://${config.host}:${port}/v1/?route=models\n\n`,
-    );
-  }
+  if (!cluster.isWorker) printDevTokenHint(config, port);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -69,6 +82,8 @@ export async function main(): Promise<void> {
         logger.info('stopped');
         logger.flush();
         process.exitCode = 0;
+        // A cluster worker's IPC channel would keep it alive: let go of it so the process ends like a single one.
+        cluster.worker?.disconnect();
       })
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
@@ -78,6 +93,16 @@ export async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+}
+
+function printDevTokenHint(config: GatewayConfig, port: number): void {
+  if (!config.adminTokenFile) return;
+  // Where the token is, never the token: this line may be shipped to a log aggregator.
+  const verb = config.adminTokenSource === 'generated' ? 'generated a development admin token' : 'using the development admin token';
+  process.stderr.write(
+    `\nNo ADMIN_TOKEN set: ${verb} stored in ${config.adminTokenFile} (mode 0600).\n` +
+      `Try: curl -H "Authorization: Bearer $(cat ${config.adminTokenFile})" http://${config.host}:${port}/v1/?route=models\n\n`,
+  );
 }
 
 function readPackageVersion(): string {

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, DEFAULT_TIMEOUTS, loadConfig, parseAdminTokens } from '../src/config/load.js';
 
@@ -32,6 +33,19 @@ describe('configuration', () => {
     assert.equal(config.bodyLimitBytes, 1024 * 1024);
     assert.deepEqual(config.upstreams, []);
     assert.equal(config.devEchoModel, true);
+    assert.equal(config.workers, 1);
+    assert.equal(config.limits.upstreamPauseMaxMs, 60_000);
+  });
+
+  test('WORKERS: a number from 1 to 64 or "auto" (one per usable core); the file\'s server.workers otherwise', () => {
+    assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
+    assert.equal(loadConfig({ WORKERS: 'auto' }).workers, Math.min(64, availableParallelism()));
+    assert.equal(loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 2\n') }).workers, 2);
+    assert.equal(loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 2\n'), WORKERS: '4' }).workers, 4, 'env wins');
+    for (const bad of ['0', '65', 'many', '-1', '2.5']) {
+      assert.deepEqual(problemsOf(() => loadConfig({ WORKERS: bad })), [`WORKERS: must be "auto" or a whole number from 1 to 64 (got "${bad}")`]);
+    }
+    assert.equal(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 0\n') })).length, 1);
   });
 
   test('UPSTREAM_BASE_URL alone configures one default upstream with env timeouts', () => {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -51,6 +52,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     parseIntEnv(env, 'BODY_LIMIT_BYTES', problems, 1024, 64 * 1024 * 1024) ?? file.server?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const logLevel = parseLogLevel(env.LOG_LEVEL, problems);
   const shutdownGraceMs = parseIntEnv(env, 'SHUTDOWN_GRACE_MS', problems) ?? file.server?.shutdown_grace_ms ?? 10_000;
+  const workers = parseWorkers(env.WORKERS ?? (file.server?.workers === undefined ? undefined : String(file.server.workers)), problems);
   const adminTokens = parseAdminTokens(env.ADMIN_TOKEN);
   checkAdminTokens(environment, adminTokens, problems);
   if (problems.length > 0) throw new ConfigError(problems);
@@ -64,6 +66,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     logLevel,
     bodyLimitBytes,
     shutdownGraceMs,
+    workers,
     adminTokens,
     adminTokenSource: 'env',
     adminTokenFile: undefined,
@@ -277,6 +280,17 @@ function parseIntEnv(env: Env, name: string, problems: string[], min = 1, max = 
   }
   return value;
 }
+
+/** WORKERS: how many server processes share the port; "auto" is one per CPU core the process may use. */
+function parseWorkers(raw: string | undefined, problems: string[]): number {
+  if (raw === undefined || raw === '') return 1;
+  if (raw === 'auto') return Math.min(MAX_WORKERS, availableParallelism());
+  if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= MAX_WORKERS) return Number(raw);
+  problems.push(`WORKERS: must be "auto" or a whole number from 1 to ${MAX_WORKERS} (got "${raw.slice(0, 40)}")`);
+  return 1;
+}
+
+const MAX_WORKERS = 64;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 

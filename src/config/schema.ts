@@ -98,6 +98,7 @@ export const configFileSchema = z
         port: z.number().int().min(0).max(65535).optional(),
         body_limit_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
         shutdown_grace_ms: positiveMs.optional(),
+        workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).optional(),
       })
       .strict()
       .optional(),

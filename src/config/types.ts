@@ -61,6 +61,8 @@ export interface GatewayConfig {
   logLevel: string;
   bodyLimitBytes: number;
   shutdownGraceMs: number;
+  /** Server processes sharing the port (node:cluster); 1 runs the server in this process. */
+  workers: number;
   /** Accepted administrator tokens (several during a rotation). */
   adminTokens: string[];
   /** Where the admin token came from, for the start-up message (never the token itself). */

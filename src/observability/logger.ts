@@ -56,6 +56,8 @@ export interface LoggerOptions {
   secrets: ReadonlyArray<string | undefined>;
   /** Where lines go; default stdout, written asynchronously so logging never blocks a request. */
   destination?: DestinationStream;
+  /** Fields on every line, e.g. `{ worker: 2 }` in a cluster worker so a line tells which process wrote it. */
+  base?: Record<string, unknown>;
 }
 
 export function createLogger(options: LoggerOptions): Logger {
@@ -65,7 +67,7 @@ export function createLogger(options: LoggerOptions): Logger {
   return pino(
     {
       level: options.level,
-      base: undefined,
+      base: options.base,
       timestamp: isoTimestamp, // SPEC rule 2: ISO 8601 UTC
       serializers: {
         req: (req: { method?: string; url?: string; headers?: unknown }) => ({

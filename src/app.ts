@@ -32,8 +32,6 @@ export interface AppDependencies {
   pauses: UpstreamPauseStore;
 }
 
-const LEASE_MARGIN_MS = 30_000;
-
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
 function missingLimiter(): LimitStore {
   const fail = () => Promise.reject(new Error('no limiter store configured'));
@@ -76,12 +74,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const idempotency = new ChatIdempotency({
     store: deps.idempotency.store,
     ttlMs: config.idempotency.ttlMs,
-    // A claim outlives the longest call it protects; a crashed holder's claim frees itself after this.
-    leaseMs: Math.max(60_000, ...config.upstreams.map((u) => u.timeouts.totalMs)) + LEASE_MARGIN_MS,
+    // Renewed every 10 s while the call runs; a crashed holder's claims free themselves within 30 s.
+    leaseMs: config.idempotency.leaseMs,
     onStoreFailure: config.idempotency.onStoreFailure,
     onStoreHealth: (healthy, error) => {
       if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');
     },
+  });
+  app.addHook('onClose', async () => {
+    idempotency.close();
   });
 
   const pauses = new UpstreamPauses({

@@ -79,6 +79,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     idempotency: {
       ttlMs: (file.idempotency?.ttl_seconds ?? 86_400) * 1000,
       onStoreFailure: file.idempotency?.on_store_failure ?? 'closed',
+      leaseMs: (file.idempotency?.lease_seconds ?? 30) * 1000,
     },
     redisUrl: env.REDIS_URL || undefined,
   };

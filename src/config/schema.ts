@@ -111,6 +111,8 @@ export const configFileSchema = z
         ttl_seconds: z.number().int().min(60).max(7 * 86_400).default(86_400),
         /** When the idempotency store cannot be reached: refuse keyed calls (503) or run them unprotected. */
         on_store_failure: z.enum(['open', 'closed']).default('closed'),
+        /** A running call's claim, renewed every third of it; a crashed holder's keys are free again after it. */
+        lease_seconds: z.number().int().min(3).max(3_600).default(30),
       })
       .strict()
       .optional(),

@@ -73,7 +73,7 @@ export interface GatewayConfig {
   defaultUpstream: string | undefined;
   devEchoModel: boolean;
   limits: LimitsConfig;
-  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed' };
+  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
 }

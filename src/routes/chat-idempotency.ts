@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestFingerprint } from '../core/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { SSE_HEADERS } from '../http/sse.js';
-import type { IdempotencyStore, StoredResponse } from '../store/contract.js';
+import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
 
 /** What a running keyed call reports when it ends, so its answer can be replayed. */
 export interface AnswerRecorder {
@@ -16,7 +16,10 @@ export interface AnswerRecorder {
 export interface IdempotencyOptions {
   store: IdempotencyStore;
   ttlMs: number;
-  /** How long a claim is held while its call runs; a crashed holder's claim expires after it. */
+  /**
+   * A claim's lease. The running call renews it every third of it (a heartbeat), so a call may run for as long as
+   * it needs, while a claim of a crashed holder lapses at most one lease after its last heartbeat.
+   */
   leaseMs: number;
   onStoreFailure: 'open' | 'closed';
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
@@ -37,7 +40,16 @@ function replayable(status: number): boolean {
  * the first still runs gets 409 with Retry-After; the same key with another body gets 422.
  */
 export class ChatIdempotency {
+  private readonly running = new Set<IdempotencyClaim>();
+  private heartbeat: NodeJS.Timeout | undefined;
+
   constructor(private readonly options: IdempotencyOptions) {}
+
+  /** Stops the heartbeat (at shutdown); claims still running then lapse one lease later. */
+  close(): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
 
   /**
    * Returns the recorder of a freshly claimed call, `'answered'` when a replay or refusal was sent, or undefined
@@ -84,14 +96,38 @@ export class ChatIdempotency {
 
   private recorder(scope: string, key: string, fingerprint: string): AnswerRecorder {
     const { store, ttlMs } = this.options;
+    const claim: IdempotencyClaim = { scope, key, fingerprint };
+    this.track(claim);
     const save = async (response: StoredResponse) => {
+      this.running.delete(claim);
       await store.complete(scope, key, fingerprint, response, ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
     };
     return {
       json: (status, headers, body) => save({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }),
       stream: (headers, text) => save({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
-      failed: () => store.abandon(scope, key, fingerprint).catch((error: unknown) => this.options.onStoreHealth(false, error)),
+      failed: () => {
+        this.running.delete(claim);
+        return store.abandon(scope, key, fingerprint).catch((error: unknown) => this.options.onStoreHealth(false, error));
+      },
     };
+  }
+
+  /** Keeps the leases of running claims alive; the timer runs only while some claim is running. */
+  private track(claim: IdempotencyClaim): void {
+    this.running.add(claim);
+    if (this.heartbeat) return;
+    const every = Math.max(50, Math.floor(this.options.leaseMs / 3));
+    this.heartbeat = setInterval(() => {
+      if (this.running.size === 0) {
+        this.close();
+        return;
+      }
+      this.options.store.renew([...this.running], this.options.leaseMs).then(
+        () => this.options.onStoreHealth(true),
+        (error: unknown) => this.options.onStoreHealth(false, error),
+      );
+    }, every);
+    this.heartbeat.unref();
   }
 }
 

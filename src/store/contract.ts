@@ -137,4 +137,16 @@ export interface IdempotencyStore {
   begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs?: number): Promise<IdempotencyBegin>;
   complete(scope: string, key: string, fingerprint: string, response: StoredResponse, ttlMs: number, nowMs?: number): Promise<void>;
   abandon(scope: string, key: string, fingerprint: string): Promise<void>;
+  /**
+   * Extends the leases of claims still running (the holder's heartbeat), to `nowMs + leaseMs`. Only a claim still
+   * in progress with the same fingerprint is touched. A holder that dies stops renewing, so its claims lapse one
+   * lease after its last heartbeat, whatever the length of the call it was running.
+   */
+  renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs?: number): Promise<void>;
+}
+
+export interface IdempotencyClaim {
+  scope: string;
+  key: string;
+  fingerprint: string;
 }

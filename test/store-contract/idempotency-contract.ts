@@ -128,6 +128,32 @@ export function idempotencyContract(name: string, make: () => Promise<ContractSt
         assert.deepEqual(await s.begin('caller', 'k', FP_B, 5_000, T0 + 3_100), { state: 'completed', response: JSON_ANSWER });
       }));
 
+    test('renew (the holder\'s heartbeat) extends a running claim; it never touches others or completed answers', () =>
+      withStore(async (s) => {
+        await s.begin('caller', 'r1', FP_A, 1_000, T0);
+        await s.begin('caller', 'r2', FP_A, 1_000, T0);
+        await s.begin('caller', 'done', FP_A, 1_000, T0);
+        await s.complete('caller', 'done', FP_A, JSON_ANSWER, 2_000, T0 + 10);
+        await s.renew(
+          [
+            { scope: 'caller', key: 'r1', fingerprint: FP_A },
+            { scope: 'caller', key: 'r2', fingerprint: FP_B }, // not this holder's claim
+            { scope: 'caller', key: 'done', fingerprint: FP_A }, // completed: nothing to renew
+            { scope: 'caller', key: 'never', fingerprint: FP_A }, // no row: nothing is created
+          ],
+          5_000,
+          T0 + 900,
+        );
+        assert.deepEqual(await s.begin('caller', 'r1', FP_A, 1_000, T0 + 1_500), { state: 'in_progress', retryAfterMs: 4_400 }, 'renewed to T0 + 5900');
+        assert.deepEqual(await s.begin('caller', 'r2', FP_A, 1_000, T0 + 1_000), { state: 'claimed' }, 'not renewed: lapsed at T0 + 1000');
+        assert.deepEqual(await s.begin('caller', 'done', FP_A, 1_000, T0 + 1_500), { state: 'completed', response: JSON_ANSWER });
+        assert.deepEqual(await s.begin('caller', 'done', FP_A, 1_000, T0 + 2_010), { state: 'claimed' }, 'TTL unchanged by renew');
+        assert.deepEqual(await s.begin('caller', 'never', FP_B, 1_000, T0 + 1_000), { state: 'claimed' });
+        // Once the holder stops renewing (it crashed), the claim lapses one lease after the last heartbeat.
+        assert.deepEqual(await s.begin('caller', 'r1', FP_A, 1_000, T0 + 5_900), { state: 'claimed' });
+        await s.renew([], 5_000, T0);
+      }));
+
     test('the same request retried after its lease ended is claimed again', () =>
       withStore(async (s) => {
         await s.begin('caller', 'k', FP_A, 1_000, T0);

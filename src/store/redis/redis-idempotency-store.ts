@@ -1,4 +1,4 @@
-import type { IdempotencyBegin, IdempotencyStore, StoredResponse } from '../contract.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
 import type { RedisClient } from './connect.js';
 
 /** The longest `retryAfterMs` hint for a call in progress; the same cap, and the same reasons, as the SQLite store. */
@@ -43,11 +43,23 @@ if row[1] == ARGV[1] and row[2] == 'in_progress' then return redis.call('DEL', K
 return 0
 `;
 
+/** Extends the lease of the claimant's own in-progress row (its heartbeat); ARGV fingerprint, lease end, now. */
+const RENEW_LUA = `
+local row = redis.call('HMGET', KEYS[1], 'fingerprint', 'state', 'expires')
+if row[1] ~= ARGV[1] or row[2] ~= 'in_progress' then return 0 end
+local leaseEnd = tonumber(ARGV[2])
+local expires = math.max(tonumber(row[3]) or 0, leaseEnd)
+redis.call('HSET', KEYS[1], 'lease', leaseEnd, 'expires', expires)
+redis.call('PEXPIRE', KEYS[1], expires - tonumber(ARGV[3]))
+return 1
+`;
+
 /** The scripts as ioredis client methods (`defineCommand`: EVALSHA, falling back to EVAL once per connection). */
 interface IdempotencyCommands {
   gwIdempotencyBegin(key: string, fingerprint: string, now: string, leaseEnd: string, leaseMs: string, capMs: string): Promise<unknown>;
   gwIdempotencyComplete(key: string, fingerprint: string, response: string, expires: string, ttlMs: string): Promise<unknown>;
   gwIdempotencyAbandon(key: string, fingerprint: string): Promise<unknown>;
+  gwIdempotencyRenew(key: string, fingerprint: string, leaseEnd: string, now: string): Promise<unknown>;
 }
 
 export interface RedisIdempotencyStoreOptions {
@@ -70,6 +82,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     client.defineCommand('gwIdempotencyBegin', { numberOfKeys: 1, lua: BEGIN_LUA });
     client.defineCommand('gwIdempotencyComplete', { numberOfKeys: 1, lua: COMPLETE_LUA });
     client.defineCommand('gwIdempotencyAbandon', { numberOfKeys: 1, lua: ABANDON_LUA });
+    client.defineCommand('gwIdempotencyRenew', { numberOfKeys: 1, lua: RENEW_LUA });
     this.commands = client as unknown as IdempotencyCommands;
   }
 
@@ -109,6 +122,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   /** Frees a key whose call failed, so a retry runs again; never deletes a completed answer or another's claim. */
   async abandon(scope: string, key: string, fingerprint: string): Promise<void> {
     await this.commands.gwIdempotencyAbandon(this.redisKey(scope, key), fingerprint);
+  }
+
+  /** One script per claim; issued together they leave in one write (auto-pipelining). */
+  async renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs = Date.now()): Promise<void> {
+    const now = wholeMs('nowMs', nowMs);
+    const leaseEnd = String(now + durationMs('leaseMs', leaseMs));
+    await Promise.all(claims.map((c) => this.commands.gwIdempotencyRenew(this.redisKey(c.scope, c.key), c.fingerprint, leaseEnd, String(now))));
   }
 }
 

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import type { IdempotencyBegin, IdempotencyStore, StoredResponse } from '../contract.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 /**
@@ -51,6 +51,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   private readonly finish: BetterSqlite3.Statement<[CompleteParams]>;
   private readonly release: BetterSqlite3.Statement<[string, string, string]>;
   private readonly purge: BetterSqlite3.Statement<[number, number]>;
+  private readonly extendLease: BetterSqlite3.Statement<[number, number, string, string, string]>;
   private readonly batcher: SqliteWriteBatcher;
   private calls = 0;
 
@@ -77,6 +78,10 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
       'DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE expires_ms <= ? LIMIT ?)',
     );
 
+    this.extendLease = db.prepare(
+      `UPDATE idempotency_keys SET lease_expires_ms = ?, expires_ms = MAX(expires_ms, ?)
+       WHERE scope = ? AND key = ? AND fingerprint = ? AND state = 'in_progress'`,
+    );
     this.batcher = writeBatcherFor(db);
   }
 
@@ -120,6 +125,14 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   /** Frees a key whose call failed, so a retry runs again; never deletes a completed answer or another's claim. */
   async abandon(scope: string, key: string, fingerprint: string): Promise<void> {
     await this.batcher.run(() => this.release.run(scope, key, fingerprint));
+  }
+
+  async renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs = Date.now()): Promise<void> {
+    const leaseEnd = wholeMs('nowMs', nowMs) + durationMs('leaseMs', leaseMs);
+    if (claims.length === 0) return;
+    await this.batcher.run(() => {
+      for (const c of claims) this.extendLease.run(leaseEnd, leaseEnd, c.scope, c.key, c.fingerprint);
+    });
   }
 
   /** Deletes up to `limit` rows past their expiry; returns how many. Called by `begin` every few hundred calls. */

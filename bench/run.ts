@@ -20,6 +20,7 @@ import { pct } from './lib/stats.js';
 
 // What to measure, in this order. The passthrough is the baseline (100%).
 const LIMITS_CONFIG = fileURLToPath(new URL('./configs/limits-and-idempotency.yaml', import.meta.url));
+const NO_LIMITS_CONFIG = fileURLToPath(new URL('./configs/idempotency-only.yaml', import.meta.url));
 const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
@@ -31,6 +32,21 @@ const ALL_TARGETS: readonly TargetSpec[] = [
     idempotencyKeys: true,
   },
   {
+    id: 'sqlite-limits',
+    name: 'gateway + limits only (SQLite)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG },
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'sqlite-idempotency',
+    name: 'gateway + Idempotency-Key only (SQLite)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: NO_LIMITS_CONFIG },
+    idempotencyKeys: true,
+    onlyWhenNamed: true,
+  },
+  {
     id: 'redis-state',
     name: 'gateway + limits + idempotency (Redis)',
     kind: 'gateway',
@@ -40,7 +56,8 @@ const ALL_TARGETS: readonly TargetSpec[] = [
 ];
 /** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
 const WANTED = (process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean);
-const TARGETS = WANTED.length === 0 ? ALL_TARGETS : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
+const TARGETS =
+  WANTED.length === 0 ? ALL_TARGETS.filter((t) => t.onlyWhenNamed !== true) : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
 
 function pinning(): string {
   if (!hasTaskset()) {

@@ -10,6 +10,8 @@ export interface TargetSpec {
   env?: Record<string, string>;
   /** Send a fresh Idempotency-Key with every request (gateway targets). */
   idempotencyKeys?: boolean;
+  /** Measured only when named in BENCH_TARGETS (breakdowns that a default run does not need). */
+  onlyWhenNamed?: boolean;
 }
 
 function intEnv(name: string, dflt: number, min: number, max: number): number {

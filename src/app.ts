@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { UpstreamPauses } from './core/upstream-pauses.js';
+import { LeasedLimits } from './core/leased-limits.js';
 import { ChatService } from './core/chat-service.js';
 import { HealthService } from './core/health-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
@@ -60,8 +61,16 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
 
   const limitStore = { healthy: true };
+  // Large limits are leased in chunks, so they cost a store step per chunk rather than per request.
+  const leased = new LeasedLimits({
+    store: deps.limiter?.store ?? missingLimiter(),
+    onStoreError: (error) => app.log.warn({ err: error }, 'rate-limit store failing while returning leased units'),
+  });
+  app.addHook('onClose', async () => {
+    await leased.close();
+  });
   const limits = new RateLimitService({
-    limiter: deps.limiter?.store ?? missingLimiter(),
+    limiter: leased,
     config: config.limits,
     onStoreHealth: (healthy, error) => {
       if (!healthy && limitStore.healthy) app.log.warn({ err: error }, 'rate-limit store failing');

@@ -2,7 +2,7 @@ import type { LimitSet, LimitsConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from '../http/rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders } from '../http/rate-limit-headers.js';
-import type { AdmissionLimit, AdmissionSettlement, LimitOutcome, LimitStore } from '../store/contract.js';
+import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
 
 export interface AdmissionRequest {
   caller: string;
@@ -29,7 +29,8 @@ interface Scope {
 }
 
 export interface RateLimitServiceOptions {
-  limiter: LimitStore;
+  /** The shared limit store, usually behind quota leasing (LeasedLimits). */
+  limiter: AdmissionStore;
   config: LimitsConfig;
   /** Called when the store fails or recovers, so health can show `degraded`. */
   onStoreHealth: (healthy: boolean, error?: unknown) => void;

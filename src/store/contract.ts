@@ -58,7 +58,7 @@ export interface ConcurrencyLimiter {
 /** One limit of an admission: `cost` units of a GCRA window, or one in-flight slot of at most `max`. */
 export type AdmissionLimit =
   | { kind: 'rate'; key: string; limit: number; windowMs: number; cost: number }
-  | { kind: 'concurrency'; key: string; max: number; leaseMs: number };
+  | { kind: 'concurrency'; key: string; max: number; leaseMs: number; token?: string };
 
 /** Index-aligned with the limits asked for. */
 export type LimitOutcome =
@@ -78,12 +78,13 @@ export interface AdmissionResult {
 /** How an admission ends: a rate limit corrected by `delta` units (see `adjust`), or a slot given back. */
 export type AdmissionSettlement =
   | { kind: 'rate'; key: string; limit: number; windowMs: number; delta: number }
-  | { kind: 'concurrency'; key: string };
+  | { kind: 'concurrency'; key: string; token?: string };
 
 /**
  * Every limit of one request in one atomic step (one transaction, one script): all taken or none, so a refusal
  * by the last limit never leaves the first ones charged, and a request costs two store round trips (admit,
- * settle) however many limits apply. `token` identifies the holder of concurrency slots.
+ * settle) however many limits apply. `token` identifies the holder of concurrency slots; an item's own `token`
+ * overrides it (an instance holding a block of slots, one token per slot).
  */
 export interface AdmissionStore {
   admit(limits: readonly AdmissionLimit[], token: string, nowMs?: number): Promise<AdmissionResult>;

@@ -294,5 +294,24 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       assert.equal((await l.consume('c-tok', 1000, MINUTE, 850, T0)).allowed, true);
       assert.equal((await l.consume('c-tok', 1000, MINUTE, 1, T0)).allowed, false);
     });
+
+    test('slot blocks: items with their own tokens take several slots of one key at once, never beyond max', async () => {
+      const l = limiter();
+      const block = (tokens: string[]) => tokens.map((token) => ({ kind: 'concurrency' as const, key: 'blk', max: 5, leaseMs: 10_000, token }));
+      const first = await l.admit(block(['i1:0', 'i1:1', 'i1:2']), 'unused', T0);
+      assert.equal(first.admitted, true);
+      assert.deepEqual(first.outcomes.map((o) => (o.kind === 'concurrency' ? o.inFlight : -1)), [1, 2, 3]);
+      const tooMany = await l.admit(block(['i2:0', 'i2:1', 'i2:2']), 'unused', T0);
+      assert.equal(tooMany.admitted, false, '3 + 3 > 5: nothing taken');
+      assert.deepEqual(tooMany.outcomes.map((o) => (o.kind === 'concurrency' ? o.acquired : undefined)), [true, true, false]);
+      assert.equal((await l.admit(block(['i2:0', 'i2:1']), 'unused', T0)).admitted, true, 'exactly up to max');
+      assert.deepEqual(await l.acquire('blk', 'other', 5, 1000, T0), { acquired: false, inFlight: 5 });
+      // Renewing held tokens takes nothing more; releasing one token frees exactly one slot.
+      assert.equal((await l.admit(block(['i1:0', 'i1:1', 'i1:2']), 'unused', T0 + 5_000)).admitted, true);
+      await l.settle([{ kind: 'concurrency', key: 'blk', token: 'i1:2' }], 'unused', T0);
+      assert.deepEqual(await l.acquire('blk', 'other', 5, 1000, T0), { acquired: true, inFlight: 5 });
+      // i2's slots lapse at T0 + 10 s; i1's were renewed to T0 + 15 s.
+      assert.deepEqual(await l.acquire('blk', 'late', 5, 1000, T0 + 12_000), { acquired: true, inFlight: 3 });
+    });
   });
 }

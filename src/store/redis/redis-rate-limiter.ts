@@ -16,27 +16,31 @@ import type { RedisClient } from './connect.js';
 // remaining distance to the TAT or lease end, so idle keys leave Redis by themselves.
 
 /**
- * KEYS: one per limit. ARGV[1] now, ARGV[2] the token, then three per limit i at 3i, 3i+1, 3i+2:
- *   rate:        'r' (or 'o' when oversized: read, never allowed), charge ms, tau ms
- *   concurrency: 'c', max, lease end ms
+ * KEYS: one per limit. ARGV[1] now, then four per limit i at 4i-2 .. 4i+1:
+ *   rate:        'r' (or 'o' when oversized: read, never allowed), charge ms, tau ms, ''
+ *   concurrency: 'c', max, lease end ms, the holder's token
  * Returns {admitted 0|1, then per limit: allowed 0|1, a, b} with a, b = TAT, requested TAT (rate) or
- * in-flight count, 0 (concurrency). Writes happen only when every limit allowed.
+ * in-flight count, 0 (concurrency). Writes happen only when every limit allowed. Several slots of one key (one
+ * token each) may be taken in one admission.
  */
 const ADMIT = `
 local now = tonumber(ARGV[1])
-local token = ARGV[2]
 local out = {1}
+local taking = {}
 for i = 1, #KEYS do
-  local kind = ARGV[3 * i]
-  local a = tonumber(ARGV[3 * i + 1])
-  local b = tonumber(ARGV[3 * i + 2])
+  local kind = ARGV[4 * i - 2]
+  local a = tonumber(ARGV[4 * i - 1])
+  local b = tonumber(ARGV[4 * i])
   if kind == 'c' then
+    local token = ARGV[4 * i + 1]
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
     local mine = redis.call('ZSCORE', KEYS[i], token)
-    local held = redis.call('ZCARD', KEYS[i])
+    -- slots of this key taken by earlier items of the same admission count too
+    local held = redis.call('ZCARD', KEYS[i]) + (taking[KEYS[i]] or 0)
     if mine then
       out[#out + 1] = 1; out[#out + 1] = held
     elseif held < a then
+      taking[KEYS[i]] = (taking[KEYS[i]] or 0) + 1
       out[#out + 1] = 1; out[#out + 1] = held + 1
     else
       out[#out + 1] = 0; out[#out + 1] = held; out[1] = 0
@@ -55,8 +59,8 @@ for i = 1, #KEYS do
 end
 if out[1] == 1 then
   for i = 1, #KEYS do
-    if ARGV[3 * i] == 'c' then
-      redis.call('ZADD', KEYS[i], ARGV[3 * i + 2], token)
+    if ARGV[4 * i - 2] == 'c' then
+      redis.call('ZADD', KEYS[i], ARGV[4 * i], ARGV[4 * i + 1])
       local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
       redis.call('PEXPIRE', KEYS[i], tonumber(last[2]) - now)
     else
@@ -68,15 +72,15 @@ end
 return out`;
 
 /**
- * KEYS: one per item. ARGV[1] now, ARGV[2] the token, ARGV[i + 2]: 'c' to release the token's slot, or a TAT
+ * KEYS: one per item. ARGV[1] now, ARGV[i + 1]: 'c' followed by a token to release that token's slot, or a TAT
  * shift in ms (negative gives back). The TAT never moves below now: giving back cannot fill beyond full.
  */
 const SETTLE = `
 local now = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local v = ARGV[i + 2]
-  if v == 'c' then
-    redis.call('ZREM', KEYS[i], ARGV[2])
+  local v = ARGV[i + 1]
+  if string.sub(v, 1, 1) == 'c' then
+    redis.call('ZREM', KEYS[i], string.sub(v, 2))
   else
     local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
     tat = math.max(tat + tonumber(v), now)
@@ -133,15 +137,15 @@ export class RedisRateLimiter extends LimitStoreBase {
     const now = gcraNow(nowMs);
     if (limits.length === 0) return { admitted: true, outcomes: [] };
     const keys: string[] = [];
-    const args: Array<string | number> = [now, token];
+    const args: Array<string | number> = [now];
     for (const limit of limits) {
       if (limit.kind === 'rate') {
         const { charge, tau, oversized } = rateStepInputs(limit);
         keys.push(this.rateKey(limit.key));
-        args.push(oversized ? 'o' : 'r', charge, tau);
+        args.push(oversized ? 'o' : 'r', charge, tau, '');
       } else {
         keys.push(this.leaseKey(limit.key));
-        args.push('c', limit.max, now + Math.ceil(limit.leaseMs));
+        args.push('c', limit.max, now + Math.ceil(limit.leaseMs), limit.token ?? token);
       }
     }
     const reply = numbers(await this.admitScript(keys, args), 1 + 3 * limits.length);
@@ -157,11 +161,11 @@ export class RedisRateLimiter extends LimitStoreBase {
     for (const item of items) if (item.kind === 'rate') checkRateLimit(item.limit, item.windowMs, item.delta, 'delta');
     const now = gcraNow(nowMs);
     const keys: string[] = [];
-    const args: Array<string | number> = [now, token];
+    const args: Array<string | number> = [now];
     for (const item of items) {
       if (item.kind === 'concurrency') {
         keys.push(this.leaseKey(item.key));
-        args.push('c');
+        args.push(`c${item.token ?? token}`);
         continue;
       }
       const charge = gcraCharge(item.delta, item.limit, item.windowMs);

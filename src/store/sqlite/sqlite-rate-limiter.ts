@@ -72,6 +72,7 @@ export class SqliteRateLimiter extends LimitStoreBase {
   private admitNow(limits: readonly AdmissionLimit[], token: string, now: number): AdmissionResult {
     const outcomes: LimitOutcome[] = [];
     const writes: Array<() => void> = [];
+    const taking = new Map<string, number>(); // slots of a key taken by earlier items of this admission
     let admitted = true;
     for (const limit of limits) {
       if (limit.kind === 'rate') {
@@ -84,12 +85,16 @@ export class SqliteRateLimiter extends LimitStoreBase {
         if (allowed && requestedTat > now) writes.push(() => this.writeTat.run(limit.key, requestedTat, requestedTat));
         admitted &&= allowed;
       } else {
+        const holder = limit.token ?? token;
         this.dropExpired.run(limit.key, now);
-        const { held, mine } = this.countLeases.get(token, limit.key) ?? { held: 0, mine: 0 };
+        const counted = this.countLeases.get(holder, limit.key) ?? { held: 0, mine: 0 };
+        const held = counted.held + (taking.get(limit.key) ?? 0);
+        const mine = counted.mine;
         // The same token asking again renews its lease rather than taking a second slot.
         const acquired = mine > 0 || held < limit.max;
+        if (acquired && mine === 0) taking.set(limit.key, (taking.get(limit.key) ?? 0) + 1);
         outcomes.push({ kind: 'concurrency', acquired, inFlight: acquired && mine === 0 ? held + 1 : held });
-        if (acquired) writes.push(() => this.writeLease.run(limit.key, token, now + Math.ceil(limit.leaseMs)));
+        if (acquired) writes.push(() => this.writeLease.run(limit.key, holder, now + Math.ceil(limit.leaseMs)));
         admitted &&= acquired;
       }
     }
@@ -100,7 +105,7 @@ export class SqliteRateLimiter extends LimitStoreBase {
   private settleNow(items: readonly AdmissionSettlement[], token: string, now: number): void {
     for (const item of items) {
       if (item.kind === 'concurrency') {
-        this.deleteLease.run(item.key, token);
+        this.deleteLease.run(item.key, item.token ?? token);
         continue;
       }
       const charge = gcraCharge(item.delta, item.limit, item.windowMs);

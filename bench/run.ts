@@ -47,6 +47,13 @@ const ALL_TARGETS: readonly TargetSpec[] = [
     onlyWhenNamed: true,
   },
   {
+    id: 'redis-limits',
+    name: 'gateway + limits only (Redis)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    onlyWhenNamed: true,
+  },
+  {
     id: 'redis-state',
     name: 'gateway + limits + idempotency (Redis)',
     kind: 'gateway',

@@ -86,8 +86,6 @@ export class LeasedLimits implements AdmissionStore {
   private readonly instance = randomUUID();
   private readonly rates = new Map<string, RateLease>();
   private readonly blocks = new Map<string, SlotBlock>();
-  /** Block keys each running request took a slot from, released locally at its settlement. */
-  private readonly slotsByRequest = new Map<string, string[]>();
   /** Purchases in flight, by purchase key (`rate:<key>` / `slots:<key>`). */
   private readonly purchases = new Map<string, Promise<void>>();
   private tokenSeq = 0;
@@ -105,11 +103,13 @@ export class LeasedLimits implements AdmissionStore {
   async admit(limits: readonly AdmissionLimit[], token: string): Promise<AdmissionResult> {
     // One purchase per key at a time: a request that would buy what another is already buying waits for it and
     // then looks again (usually served locally from that purchase), so a burst does not buy a chunk per request.
-    for (let wait = this.purchaseToWaitFor(limits); wait; wait = this.purchaseToWaitFor(limits)) await wait;
     const now = this.now();
+    const local = this.tryLocal(limits, now);
+    if (local) return local;
+    for (let wait = this.purchaseToWaitFor(limits); wait; wait = this.purchaseToWaitFor(limits)) await wait;
     const plan = limits.map((limit) => this.planStep(limit));
     if (plan.every((step) => step.how === 'local-rate' || step.how === 'local-slot')) {
-      return { admitted: true, outcomes: plan.map((step) => this.takeLocal(step, token, now)) };
+      return { admitted: true, outcomes: plan.map((step) => this.takeLocal(step, this.now())) };
     }
     const buying = plan.flatMap((step) => (step.how === 'buy-rate' || step.how === 'buy-slots' ? [purchaseKey(step.limit)] : []));
     let done = () => {};
@@ -121,6 +121,22 @@ export class LeasedLimits implements AdmissionStore {
       for (const key of buying) if (this.purchases.get(key) === purchase) this.purchases.delete(key);
       done();
     }
+  }
+
+  /** The common case under load: everything is held here. Takes it all, or returns undefined and takes nothing. */
+  private tryLocal(limits: readonly AdmissionLimit[], now: number): AdmissionResult | undefined {
+    for (const limit of limits) {
+      if (limit.kind === 'rate') {
+        const lease = this.rates.get(limit.key);
+        if (!lease || lease.available < limit.cost) return undefined;
+      } else {
+        const block = this.blocks.get(limit.key);
+        if (!block || block.inUse >= block.tokens.length || limit.max < MIN_BLOCK_MAX) return undefined;
+      }
+    }
+    const outcomes: LimitOutcome[] = [];
+    for (const limit of limits) outcomes.push(this.takeLocal(limit.kind === 'rate' ? { how: 'local-rate', limit } : { how: 'local-slot', limit }, now));
+    return { admitted: true, outcomes };
   }
 
   /** A purchase in flight for a key this request cannot serve locally, if any. */
@@ -151,7 +167,7 @@ export class LeasedLimits implements AdmissionStore {
         this.unreserve(plan);
         return { admitted: false, outcomes: plan.map((step, i) => this.outcomeOfRefusal(step, asked.at[i] ?? [], result.outcomes, now)) };
       }
-      const outcomes = plan.map((step, i) => this.apply(step, asked, i, result.outcomes, token, now));
+      const outcomes = plan.map((step, i) => this.apply(step, asked, i, result.outcomes, now));
       this.startTimers();
       return { admitted: true, outcomes };
     } catch (error) {
@@ -162,12 +178,12 @@ export class LeasedLimits implements AdmissionStore {
 
   async settle(items: readonly AdmissionSettlement[], token: string): Promise<void> {
     const now = this.now();
-    const slotKeys = this.slotsByRequest.get(token);
-    this.slotsByRequest.delete(token);
     const forStore: AdmissionSettlement[] = [];
     for (const item of items) {
       if (item.kind === 'concurrency') {
-        const block = slotKeys?.includes(item.key) ? this.blocks.get(item.key) : undefined;
+        // A key has a block only when its limit is leased (max >= 20), and then every slot came from the block;
+        // a block is never dropped while a slot of it is in use.
+        const block = this.blocks.get(item.key);
         if (block) {
           block.inUse = Math.max(0, block.inUse - 1);
           block.lastUsed = now;
@@ -257,7 +273,7 @@ export class LeasedLimits implements AdmissionStore {
     return { items, at, bought };
   }
 
-  private takeLocal(step: Step, token: string, now: number): LimitOutcome {
+  private takeLocal(step: Step, now: number): LimitOutcome {
     if (step.how === 'local-rate') {
       const lease = this.rates.get(step.limit.key);
       if (!lease) throw new Error('a local rate step without a lease');
@@ -270,14 +286,13 @@ export class LeasedLimits implements AdmissionStore {
       if (!block) throw new Error('a local slot step without a block');
       block.inUse++;
       block.lastUsed = now;
-      this.noteSlot(token, step.limit.key);
       return { kind: 'concurrency', acquired: true, inFlight: block.inUse };
     }
     throw new Error(`not a local step: ${step.how}`);
   }
 
-  private apply(step: Step, asked: StoreRequest, i: number, outcomes: LimitOutcome[], token: string, now: number): LimitOutcome {
-    if (step.how === 'local-rate' || step.how === 'local-slot') return this.takeLocal(step, token, now);
+  private apply(step: Step, asked: StoreRequest, i: number, outcomes: LimitOutcome[], now: number): LimitOutcome {
+    if (step.how === 'local-rate' || step.how === 'local-slot') return this.takeLocal(step, now);
     const at = asked.at[i] ?? [];
     const first = outcomes[at[0] ?? -1];
     if (!first) throw new Error('the store answered fewer outcomes than items asked');
@@ -310,7 +325,6 @@ export class LeasedLimits implements AdmissionStore {
     block.max = step.limit.max;
     block.inUse++;
     block.lastUsed = now;
-    this.noteSlot(token, step.limit.key);
     return { kind: 'concurrency', acquired: true, inFlight: block.inUse };
   }
 
@@ -326,12 +340,6 @@ export class LeasedLimits implements AdmissionStore {
     const outcome = refusing ?? answered[0];
     if (!outcome) throw new Error('the store answered fewer outcomes than items asked');
     return outcome;
-  }
-
-  private noteSlot(token: string, key: string): void {
-    const keys = this.slotsByRequest.get(token);
-    if (keys) keys.push(key);
-    else this.slotsByRequest.set(token, [key]);
   }
 
   private slotToken(): string {

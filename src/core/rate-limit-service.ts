@@ -1,7 +1,7 @@
 import type { LimitSet, LimitsConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from '../http/rate-limit-headers.js';
-import { bindingLimit, rateLimitHeaders } from '../http/rate-limit-headers.js';
+import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from '../http/rate-limit-headers.js';
 import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
 
 export interface AdmissionRequest {
@@ -36,6 +36,24 @@ export interface RateLimitServiceOptions {
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
 }
 
+interface Described {
+  scope: Scope;
+  what: 'requests' | 'tokens' | 'concurrent';
+  /** For RateLimit-Policy and AppliedLimit, e.g. "requests per caller". */
+  name: string;
+}
+
+interface LimitPlan {
+  /** The store items, `cost` of token items to be replaced per request. */
+  items: AdmissionLimit[];
+  described: Described[];
+  /** The RateLimit-Policy header value: the same for every request of this combination. */
+  policy: string;
+  hasTokens: boolean;
+}
+
+const MAX_PLANS = 1_000;
+
 const NO_OP_ADMISSION: Admission = { headers: {}, finish: () => Promise.resolve() };
 
 /**
@@ -45,6 +63,7 @@ const NO_OP_ADMISSION: Admission = { headers: {}, finish: () => Promise.resolve(
  */
 export class RateLimitService {
   readonly enabled: boolean;
+  private readonly plans = new Map<string, LimitPlan>();
 
   constructor(private readonly options: RateLimitServiceOptions) {
     const { config } = options;
@@ -79,45 +98,68 @@ export class RateLimitService {
     return scopes;
   }
 
-  /** Every limit of every scope in one atomic store step; the settlement at the end is one more. */
-  private async take(scopes: Scope[], request: AdmissionRequest): Promise<Admission> {
-    const { limiter } = this.options;
-    const limits: AdmissionLimit[] = [];
-    const described: Array<{ scope: Scope; what: 'requests' | 'tokens' | 'concurrent' }> = [];
+  /** The limits of a (caller, model, upstream) combination, built once: config does not change while running. */
+  private planFor(scopes: Scope[], request: AdmissionRequest): LimitPlan {
+    const signature = `${request.caller}\u0000${request.model}\u0000${request.upstream}`;
+    let plan = this.plans.get(signature);
+    if (plan) return plan;
+    const items: AdmissionLimit[] = [];
+    const described: Described[] = [];
     for (const scope of scopes) {
       const { requests, tokens, concurrent } = scope.limits;
       if (requests) {
-        limits.push({ kind: 'rate', key: `requests:${scope.kind}:${scope.id}`, limit: requests.limit, windowMs: requests.windowMs, cost: 1 });
-        described.push({ scope, what: 'requests' });
+        items.push({ kind: 'rate', key: `requests:${scope.kind}:${scope.id}`, limit: requests.limit, windowMs: requests.windowMs, cost: 1 });
+        described.push({ scope, what: 'requests', name: `requests per ${scope.kind}` });
       }
       if (tokens) {
-        const cost = Math.max(1, request.estimatedTokens);
-        limits.push({ kind: 'rate', key: `tokens:${scope.kind}:${scope.id}`, limit: tokens.limit, windowMs: tokens.windowMs, cost });
-        described.push({ scope, what: 'tokens' });
+        items.push({ kind: 'rate', key: `tokens:${scope.kind}:${scope.id}`, limit: tokens.limit, windowMs: tokens.windowMs, cost: 1 });
+        described.push({ scope, what: 'tokens', name: `tokens per ${scope.kind}` });
       }
       if (concurrent !== undefined) {
-        limits.push({ kind: 'concurrency', key: `concurrent:${scope.kind}:${scope.id}`, max: concurrent, leaseMs: request.leaseMs });
-        described.push({ scope, what: 'concurrent' });
+        items.push({ kind: 'concurrency', key: `concurrent:${scope.kind}:${scope.id}`, max: concurrent, leaseMs: request.leaseMs });
+        described.push({ scope, what: 'concurrent', name: 'concurrent requests' });
       }
+    }
+    const rateItems = items.flatMap((item, i) => (item.kind === 'rate' ? [{ item, name: described[i]?.name ?? '' }] : []));
+    plan = {
+      items,
+      described,
+      policy: rateLimitPolicy(rateItems.map(({ item, name }) => ({ limit: item.limit, windowMs: item.windowMs, name }))),
+      hasTokens: described.some((d) => d.what === 'tokens'),
+    };
+    if (this.plans.size >= MAX_PLANS) this.plans.clear(); // model ids come from callers: keep the cache bounded
+    this.plans.set(signature, plan);
+    return plan;
+  }
+
+  /** Every limit of every scope in one atomic store step; the settlement at the end is one more. */
+  private async take(scopes: Scope[], request: AdmissionRequest): Promise<Admission> {
+    const { limiter } = this.options;
+    const plan = this.planFor(scopes, request);
+    let limits = plan.items;
+    if (plan.hasTokens) {
+      const cost = Math.max(1, request.estimatedTokens);
+      limits = limits.map((item, i) => (plan.described[i]?.what === 'tokens' ? { ...item, cost } : item));
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
     const applied: AppliedLimit[] = [];
-    outcomes.forEach((outcome, i) => {
+    for (let i = 0; i < outcomes.length; i++) {
+      const outcome = outcomes[i];
       const limit = limits[i];
-      const about = described[i];
-      if (outcome.kind === 'rate' && limit?.kind === 'rate' && about) {
-        applied.push({ name: `${about.what} per ${about.scope.kind}`, windowMs: limit.windowMs, decision: outcome.decision });
+      if (outcome?.kind === 'rate' && limit?.kind === 'rate') {
+        applied.push({ name: plan.described[i]?.name ?? '', windowMs: limit.windowMs, decision: outcome.decision });
       }
-    });
-    if (!admitted) throw this.refusal(limits, outcomes, described, applied);
+    }
+    if (!admitted) throw this.refusal(limits, outcomes, plan.described, applied);
 
     return {
-      headers: rateLimitHeaders(applied),
+      headers: rateLimitHeaders(applied, plan.policy),
       finish: async (actualTokens) => {
         const items: AdmissionSettlement[] = [];
-        for (const limit of limits) {
-          if (limit.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
-          else if (actualTokens !== undefined && limit.key.startsWith('tokens:')) {
+        for (let i = 0; i < limits.length; i++) {
+          const limit = limits[i];
+          if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
+          else if (limit && actualTokens !== undefined && plan.described[i]?.what === 'tokens') {
             items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: Math.max(0, actualTokens) - limit.cost });
           }
         }
@@ -131,7 +173,7 @@ export class RateLimitService {
   private refusal(
     limits: AdmissionLimit[],
     outcomes: LimitOutcome[],
-    described: Array<{ scope: Scope; what: 'requests' | 'tokens' | 'concurrent' }>,
+    described: Described[],
     applied: AppliedLimit[],
   ): GatewayError {
     const index = outcomes.findIndex((o) => (o.kind === 'rate' ? !o.decision.allowed : !o.acquired));

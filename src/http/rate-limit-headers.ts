@@ -14,7 +14,7 @@ export interface AppliedLimit {
  * that applied (`<limit>;w=<window seconds>;comment="<name>"`), and a refusal adds `Retry-After` (RFC 9110 10.2.3).
  * When several limits refuse, the one with the longest wait is reported: retrying earlier cannot succeed.
  */
-export function rateLimitHeaders(limits: readonly AppliedLimit[]): Record<string, string> {
+export function rateLimitHeaders(limits: readonly AppliedLimit[], policy?: string): Record<string, string> {
   const binding = bindingLimit(limits);
   if (!binding) return {};
   const { decision } = binding;
@@ -22,7 +22,8 @@ export function rateLimitHeaders(limits: readonly AppliedLimit[]): Record<string
     'ratelimit-limit': String(decision.limit),
     'ratelimit-remaining': String(Math.max(0, decision.remaining)),
     'ratelimit-reset': String(Math.ceil(Math.max(0, decision.resetMs) / 1000)),
-    'ratelimit-policy': limits.map(policyItem).join(', '),
+    // Callers that apply the same limits to many requests pass the policy they computed once.
+    'ratelimit-policy': policy ?? rateLimitPolicy(limits.map((l) => ({ limit: l.decision.limit, windowMs: l.windowMs, name: l.name }))),
   };
   if (!decision.allowed) headers['retry-after'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
   return headers;
@@ -44,7 +45,7 @@ export function bindingLimit(limits: readonly AppliedLimit[]): AppliedLimit | un
   return chosen;
 }
 
-function policyItem(limit: AppliedLimit): string {
-  const comment = limit.name.replace(/["\\]/g, '');
-  return `${limit.decision.limit};w=${Math.ceil(limit.windowMs / 1000)};comment="${comment}"`;
+/** `RateLimit-Policy`: every limit that applies, as `<limit>;w=<window seconds>;comment="<name>"`. */
+export function rateLimitPolicy(limits: ReadonlyArray<{ limit: number; windowMs: number; name: string }>): string {
+  return limits.map((l) => `${l.limit};w=${Math.ceil(l.windowMs / 1000)};comment="${l.name.replace(/["\\]/g, '')}"`).join(', ');
 }

@@ -213,6 +213,7 @@ function toUpstream(
     maxConnections: entry.max_connections,
     timeouts: mergeTimeouts(defaults, entry.timeouts),
     healthCheck: entry.health_check,
+    defaultMaxTokens: entry.default_max_tokens,
   };
 }
 
@@ -234,6 +235,7 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
     maxConnections: 128,
     timeouts,
     healthCheck: 'models',
+    defaultMaxTokens: 4096,
   });
   return true;
 }

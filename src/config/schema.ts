@@ -26,7 +26,7 @@ const upstreamName = z
 export const upstreamSchema = z
   .object({
     name: upstreamName,
-    kind: z.literal('openai-compatible').default('openai-compatible'),
+    kind: z.enum(['openai-compatible', 'anthropic']).default('openai-compatible'),
     base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
     api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),
     api_key_file: z.string().min(1).optional(),
@@ -36,6 +36,8 @@ export const upstreamSchema = z
     max_connections: z.number().int().min(1).max(4096).default(128),
     timeouts: timeoutsSchema.default({}),
     health_check: z.enum(['models', 'none']).default('models'),
+    /** Anthropic: `max_tokens` sent when the caller gives none (the Messages API requires one). */
+    default_max_tokens: z.number().int().min(1).max(1_000_000).default(4096),
   })
   .strict();
 

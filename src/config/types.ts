@@ -13,13 +13,16 @@ export interface Timeouts {
 
 export interface UpstreamConfig {
   name: string;
-  kind: 'openai-compatible';
+  /** Which wire format the upstream speaks (one provider class each). */
+  kind: 'openai-compatible' | 'anthropic';
   baseUrl: string;
   /** Resolved secret; never logged (the logger also scrubs its value). */
   apiKey: string | undefined;
   maxConnections: number;
   timeouts: Timeouts;
   healthCheck: 'models' | 'none';
+  /** Anthropic only: `max_tokens` when the caller gives none. */
+  defaultMaxTokens: number;
 }
 
 export interface ModelConfig {

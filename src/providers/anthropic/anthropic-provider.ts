@@ -1,0 +1,176 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { UpstreamConfig } from '../../config/types.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
+import { drainQuietly, readBodyBytes, readBodyText } from '../openai-compatible/body.js';
+import { toUpstreamError } from '../transport-errors.js';
+import { mapUpstreamHttpError } from '../upstream-http-error.js';
+import { AnthropicStreamTranslator } from './stream-translator.js';
+import { toAnthropicRequest } from './translate-request.js';
+import { fromAnthropicMessage } from './translate-response.js';
+
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+/** The Messages API version this adapter speaks (sent as `anthropic-version`). */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+/**
+ * Anthropic's Messages API (`POST {base}/messages`, key in `x-api-key`). The chat body is translated to a
+ * Messages request and the answer (or each stream event) back to the chat-completions shape by pure functions;
+ * the shared SSE parser is the only parser. Same pool, timeouts and error model as the OpenAI-compatible provider.
+ */
+export class AnthropicProvider implements Provider {
+  readonly kind = 'anthropic';
+  readonly probeable = true;
+  readonly name: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+
+  constructor(
+    private readonly config: UpstreamConfig,
+    private readonly options: { userAgent: string },
+  ) {
+    const url = new URL(config.baseUrl);
+    this.name = config.name;
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: config.maxConnections,
+      connect: { timeout: config.timeouts.connectMs },
+      headersTimeout: config.timeouts.firstByteMs,
+      bodyTimeout: config.timeouts.idleMs,
+      keepAliveTimeout: 30_000,
+    });
+  }
+
+  async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
+    const response = await this.send(body, context, false);
+    let text: string;
+    try {
+      text = (await readBodyBytes(response.body, MAX_ANSWER_BYTES)).toString('utf8');
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
+    }
+    const translated = fromAnthropicMessage(parsed, body.model, Math.floor(Date.now() / 1000));
+    if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
+    return { body: Buffer.from(JSON.stringify(translated.completion)), usage: translated.usage };
+  }
+
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+    const response = await this.send(body, context, true);
+    const contentType = String(response.headers['content-type'] ?? '');
+    if (!contentType.startsWith('text/event-stream')) {
+      drainQuietly(response.body);
+      throw new GatewayError('upstream_invalid_response', {
+        upstream: this.name,
+        reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
+      });
+    }
+    const options = body.stream_options as { include_usage?: unknown } | undefined;
+    const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true, [
+      context.apiKeyOverride,
+      this.config.apiKey,
+    ]);
+    const pending: SseEvent[] = [];
+    const parser = new SseParser((event) => pending.push(event));
+    try {
+      for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
+        parser.feed(bytes as Buffer);
+        for (const event of pending) {
+          for (const chunk of translator.translate(event)) yield { chunk };
+          if (translator.done) break;
+        }
+        pending.length = 0;
+        if (translator.done) break;
+      }
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    } finally {
+      if (translator.done) drainQuietly(response.body);
+      else response.body.destroy();
+    }
+    if (!translator.done) {
+      throw new GatewayError('upstream_stream_truncated', {
+        upstream: this.name,
+        reason: parser.end() ? 'the connection closed in the middle of an event' : 'the stream ended without message_stop',
+      });
+    }
+  }
+
+  /** `GET {base}/models`: `{data: [{id, display_name, created_at}]}`. */
+  async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({ method: 'GET', path: `${this.basePath}/models`, headers: this.headers(this.config.apiKey, undefined), signal });
+    } catch (error) {
+      throw toUpstreamError(error, this.name, signal);
+    }
+    const text = await readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
+      throw toUpstreamError(error, this.name, signal);
+    });
+    if (response.statusCode >= 300) {
+      throw mapUpstreamHttpError({ upstream: this.name, status: response.statusCode, bodyText: text, retryAfter: undefined, keyFromCaller: false, secrets: [this.config.apiKey] });
+    }
+    let data: unknown;
+    try {
+      data = (JSON.parse(text) as { data?: unknown } | null)?.data;
+    } catch {
+      data = undefined;
+    }
+    if (!Array.isArray(data)) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'the model list has no data array' });
+    return data
+      .filter((m): m is { id: string; created_at?: unknown } => typeof m?.id === 'string')
+      .map((m) => ({ id: m.id, createdAt: typeof m.created_at === 'string' ? new Date(m.created_at).toISOString() : undefined, ownedBy: 'anthropic' }));
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private async send(body: ChatRequestBody, context: CallContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+    const request = toAnthropicRequest({ ...body, stream }, body.model, this.config.defaultMaxTokens);
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({
+        method: 'POST',
+        path: `${this.basePath}/messages`,
+        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
+        body: JSON.stringify(request),
+        signal: context.signal,
+      });
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const bodyText = await readBodyText(response.body, MAX_ERROR_BODY_BYTES, true).catch(() => '');
+    const retryAfter = response.headers['retry-after'];
+    throw mapUpstreamHttpError({
+      upstream: this.name,
+      status: response.statusCode,
+      bodyText,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      keyFromCaller: context.apiKeyOverride !== undefined,
+      secrets: [context.apiKeyOverride, this.config.apiKey],
+    });
+  }
+
+  /** Only headers the gateway chose go upstream (nothing of the caller's request is copied). */
+  private headers(apiKey: string | undefined, requestId: string | undefined): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'anthropic-version': ANTHROPIC_VERSION,
+      'user-agent': this.options.userAgent,
+    };
+    if (apiKey) headers['x-api-key'] = apiKey;
+    if (requestId) headers['x-request-id'] = requestId;
+    return headers;
+  }
+}

@@ -1,0 +1,115 @@
+import { GatewayError } from '../../errors/gateway-error.js';
+import { scrubText } from '../../observability/redact.js';
+import type { SseEvent } from '../../streaming/sse-parser.js';
+import type { ChatCompletionChunk, Usage } from '../contract.js';
+import { finishReasonOf, usageOf } from './translate-response.js';
+
+/**
+ * Anthropic's stream events in OpenAI `chat.completion.chunk` form, one event at a time (pure apart from its own
+ * state; the shared SSE parser feeds it). `message_start` gives the role chunk; text deltas become `content`
+ * deltas; a `tool_use` block becomes a tool call (id and name first, then its `input_json_delta`s as argument
+ * deltas, indexed in order of appearance); `message_delta` carries the finish reason and the output usage;
+ * `message_stop` ends the stream (`done`), after a final usage chunk when the caller asked for one. `ping` is
+ * ignored; an `error` event throws `upstream_stream_error` with the provider's type and message.
+ */
+export class AnthropicStreamTranslator {
+  /** True once `message_stop` arrived: the only proper end of the stream. */
+  done = false;
+  private id = 'msg';
+  private model: string;
+  private inputUsage: Usage | undefined;
+  private outputTokens = 0;
+  private finishReason: string | null = null;
+  /** Anthropic content-block index -> OpenAI tool_calls index. */
+  private readonly toolIndex = new Map<number, number>();
+
+  constructor(
+    upstreamModel: string,
+    private readonly created: number,
+    private readonly upstream: string,
+    private readonly includeUsage: boolean,
+    private readonly secrets: ReadonlyArray<string | undefined>,
+  ) {
+    this.model = upstreamModel;
+  }
+
+  /** The chunks for one event (often none). */
+  translate(event: SseEvent): ChatCompletionChunk[] {
+    let data: Record<string, unknown>;
+    try {
+      data = JSON.parse(event.data) as Record<string, unknown>;
+    } catch {
+      throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
+    }
+    switch (data.type ?? event.event) {
+      case 'message_start': {
+        const message = (data.message ?? {}) as { id?: unknown; model?: unknown; usage?: unknown };
+        if (typeof message.id === 'string') this.id = message.id;
+        if (typeof message.model === 'string') this.model = message.model;
+        this.inputUsage = usageOf(message.usage);
+        this.outputTokens = this.inputUsage?.completion_tokens ?? 0;
+        return [this.chunk({ role: 'assistant', content: '' })];
+      }
+      case 'content_block_start': {
+        const block = (data.content_block ?? {}) as Record<string, unknown>;
+        if (block.type === 'tool_use') {
+          const index = this.toolIndex.size;
+          this.toolIndex.set(Number(data.index), index);
+          return [this.chunk({ tool_calls: [{ index, id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: '' } }] })];
+        }
+        if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') return [this.chunk({ content: block.text })];
+        return [];
+      }
+      case 'content_block_delta': {
+        const delta = (data.delta ?? {}) as Record<string, unknown>;
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') return [this.chunk({ content: delta.text })];
+        if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+          const index = this.toolIndex.get(Number(data.index));
+          if (index === undefined || delta.partial_json === '') return [];
+          return [this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
+        }
+        return []; // thinking and signature deltas have no chat-completions form
+      }
+      case 'message_delta': {
+        const delta = (data.delta ?? {}) as { stop_reason?: unknown };
+        this.finishReason = finishReasonOf(delta.stop_reason);
+        const usage = data.usage as { output_tokens?: unknown } | undefined;
+        if (typeof usage?.output_tokens === 'number') this.outputTokens = usage.output_tokens;
+        return [this.chunk({}, this.finishReason ?? 'stop')];
+      }
+      case 'message_stop': {
+        this.done = true;
+        if (!this.includeUsage) return [];
+        const usage = this.usage();
+        return usage ? [{ ...this.chunk({}), choices: [], usage }] : [];
+      }
+      case 'error': {
+        const error = (data.error ?? {}) as { type?: unknown; message?: unknown };
+        throw new GatewayError('upstream_stream_error', {
+          upstream: this.upstream,
+          upstream_type: typeof error.type === 'string' ? error.type : undefined,
+          upstream_message: typeof error.message === 'string' ? scrubText(error.message, this.secrets) : undefined,
+        });
+      }
+      default:
+        return []; // ping, and event types added later
+    }
+  }
+
+  /** Input tokens from `message_start`, output tokens from the last `message_delta`. */
+  usage(): Usage | undefined {
+    if (!this.inputUsage) return undefined;
+    const prompt = this.inputUsage.prompt_tokens;
+    return { prompt_tokens: prompt, completion_tokens: this.outputTokens, total_tokens: prompt + this.outputTokens };
+  }
+
+  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: finishReason }],
+    };
+  }
+}

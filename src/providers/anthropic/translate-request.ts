@@ -1,0 +1,122 @@
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { ChatMessage, ChatRequestBody } from '../contract.js';
+
+/** Anthropic requires `max_tokens`; used when the caller sets none (configurable per upstream). */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
+
+type Block = Record<string, unknown>;
+
+export interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+/** Fields of the chat body this translation consumes; anything else is not Anthropic's and is not sent. */
+const TRANSLATED = new Set(['model', 'messages', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stream', 'stream_options', 'tools', 'tool_choice', 'stop', 'user', 'n', 'parallel_tool_calls']);
+/** Chat fields Anthropic has under the same name and meaning, passed through as they are. */
+const SAME_NAME = new Set(['top_k', 'metadata', 'thinking', 'service_tier']);
+
+/**
+ * The chat body in Anthropic Messages form (pure; no I/O). System and developer messages become `system`; tool
+ * calls become `tool_use` blocks and tool results `tool_result` blocks in a user turn; consecutive turns of one
+ * role are merged (Anthropic wants user and assistant to alternate). Fields with no Anthropic meaning are dropped,
+ * not forwarded: a provider that rejects unknown fields would fail on them.
+ */
+export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string, defaultMaxTokens = DEFAULT_ANTHROPIC_MAX_TOKENS): Record<string, unknown> {
+  if (typeof body.n === 'number' && body.n !== 1) {
+    throw new GatewayError('validation_failed', { errors: [{ field: 'n', problem: 'Anthropic answers one choice per call: n must be 1' }] });
+  }
+  const system: string[] = [];
+  const messages: AnthropicMessage[] = [];
+  for (const message of body.messages) {
+    if (message.role === 'system' || message.role === 'developer') {
+      system.push(textOf(message.content));
+      continue;
+    }
+    const role = message.role === 'assistant' ? 'assistant' : 'user';
+    const blocks = blocksOf(message);
+    const last = messages[messages.length - 1];
+    if (last && last.role === role) last.content.push(...blocks);
+    else messages.push({ role, content: blocks });
+  }
+  const out: Record<string, unknown> = {
+    model: upstreamModel,
+    messages,
+    max_tokens: body.max_tokens ?? (typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : defaultMaxTokens),
+  };
+  if (system.length > 0) out.system = system.join('\n\n');
+  if (body.temperature !== undefined) out.temperature = body.temperature;
+  if (body.top_p !== undefined) out.top_p = body.top_p;
+  if (body.stop !== undefined && body.stop !== null) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  if (body.stream === true) out.stream = true;
+  if (Array.isArray(body.tools) && body.tools.length > 0) out.tools = body.tools.map(toAnthropicTool);
+  const choice = toAnthropicToolChoice(body.tool_choice, body.parallel_tool_calls);
+  if (choice) out.tool_choice = choice;
+  if (typeof body.user === 'string') out.metadata = { user_id: body.user };
+  for (const [key, value] of Object.entries(body)) if (SAME_NAME.has(key) && !TRANSLATED.has(key)) out[key] = value;
+  return out;
+}
+
+function blocksOf(message: ChatMessage): Block[] {
+  if (message.role === 'tool') {
+    return [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) }];
+  }
+  const blocks: Block[] = [];
+  if (typeof message.content === 'string') {
+    if (message.content.length > 0) blocks.push({ type: 'text', text: message.content });
+  } else if (Array.isArray(message.content)) {
+    for (const part of message.content) blocks.push(toAnthropicPart(part));
+  }
+  for (const call of message.tool_calls ?? []) {
+    blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments, call.id) });
+  }
+  // An assistant turn with neither text nor tool calls would be refused upstream; an empty text is not allowed.
+  if (blocks.length === 0) blocks.push({ type: 'text', text: ' ' });
+  return blocks;
+}
+
+/** OpenAI content parts: text as text; an image URL (data: or https:) as an Anthropic image source. */
+function toAnthropicPart(part: Record<string, unknown>): Block {
+  if (part.type === 'text') return { type: 'text', text: String(part.text ?? '') };
+  if (part.type === 'image_url') {
+    const url = String((part.image_url as { url?: unknown } | undefined)?.url ?? '');
+    const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+    if (data) return { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
+    return { type: 'image', source: { type: 'url', url } };
+  }
+  return part;
+}
+
+function textOf(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join('');
+  return '';
+}
+
+function parseArguments(text: string, id: string): unknown {
+  try {
+    return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
+  } catch {
+    throw new GatewayError('validation_failed', {
+      errors: [{ field: 'messages[].tool_calls[].function.arguments', problem: `tool call ${id}: arguments must be a JSON object for Anthropic` }],
+    });
+  }
+}
+
+function toAnthropicTool(tool: unknown): Block {
+  const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;
+  const out: Block = { name: String(fn?.name ?? ''), input_schema: fn?.parameters ?? { type: 'object', properties: {} } };
+  if (typeof fn?.description === 'string') out.description = fn.description;
+  return out;
+}
+
+function toAnthropicToolChoice(choice: unknown, parallel: unknown): Block | undefined {
+  const noParallel = parallel === false ? { disable_parallel_tool_use: true } : {};
+  if (choice === undefined || choice === null) return parallel === false ? { type: 'auto', ...noParallel } : undefined;
+  if (choice === 'auto') return { type: 'auto', ...noParallel };
+  if (choice === 'required') return { type: 'any', ...noParallel };
+  if (choice === 'none') return { type: 'none' };
+  const name = (choice as { function?: { name?: unknown } }).function?.name;
+  if (typeof name === 'string') return { type: 'tool', name, ...noParallel };
+  return undefined;
+}

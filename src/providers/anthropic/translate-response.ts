@@ -1,0 +1,71 @@
+import type { ToolCall, Usage } from '../contract.js';
+
+/** Anthropic `stop_reason` in OpenAI `finish_reason` terms. */
+export function finishReasonOf(stopReason: unknown): string | null {
+  switch (stopReason) {
+    case 'end_turn':
+    case 'stop_sequence':
+    case 'pause_turn':
+      return 'stop';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    case null:
+    case undefined:
+      return null;
+    default:
+      return 'stop';
+  }
+}
+
+/** Anthropic usage (input and output tokens, cache reads and writes counted as input) as OpenAI usage. */
+export function usageOf(usage: unknown): Usage | undefined {
+  if (typeof usage !== 'object' || usage === null) return undefined;
+  const u = usage as Record<string, unknown>;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const prompt = num(u.input_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens);
+  const completion = num(u.output_tokens);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+export interface TranslatedCompletion {
+  completion: Record<string, unknown>;
+  usage: Usage | undefined;
+}
+
+/**
+ * An Anthropic `message` as an OpenAI `chat.completion` (pure). Text blocks are joined into `content`, `tool_use`
+ * blocks become `tool_calls` (input serialised as the arguments string). Returns undefined for a body that is not
+ * a message.
+ */
+export function fromAnthropicMessage(message: unknown, upstreamModel: string, created: number): TranslatedCompletion | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  const m = message as { id?: unknown; type?: unknown; model?: unknown; content?: unknown; stop_reason?: unknown; usage?: unknown };
+  if (m.type !== 'message' || !Array.isArray(m.content)) return undefined;
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const block of m.content as Array<Record<string, unknown>>) {
+    if (block.type === 'text' && typeof block.text === 'string') text += block.text;
+    else if (block.type === 'tool_use') {
+      toolCalls.push({ id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) } });
+    }
+  }
+  const usage = usageOf(m.usage);
+  const messageOut: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 && text === '' ? null : text };
+  if (toolCalls.length > 0) messageOut.tool_calls = toolCalls;
+  return {
+    completion: {
+      id: typeof m.id === 'string' ? m.id : 'msg',
+      object: 'chat.completion',
+      created,
+      model: typeof m.model === 'string' ? m.model : upstreamModel,
+      choices: [{ index: 0, message: messageOut, logprobs: null, finish_reason: finishReasonOf(m.stop_reason) }],
+      ...(usage ? { usage } : {}),
+    },
+    usage,
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * A real node:http server speaking Anthropic's Messages API on the wire: `POST /v1/messages` (JSON, or SSE with
+ * `event:` lines when `stream: true`), `GET /v1/models`, Anthropic's error body, its required headers. Event
+ * payloads follow the documented examples (https://docs.anthropic.com/en/api/messages-streaming), spacing
+ * included, so the gateway's translation is tested against what the provider sends, not against our own idea.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface AnthropicRecorded {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown> | undefined;
+}
+
+export type AnthropicBehavior =
+  /** A complete answer: text, or a tool_use block when the request has tools (unless `text` is given). */
+  | { kind: 'message'; text?: string; stopReason?: string }
+  /** A stream of `text` pieces (or a tool_use streamed as input_json_delta pieces when the request has tools). */
+  | { kind: 'stream'; text?: string[]; cutBeforeStop?: boolean; errorAfter?: number }
+  /** An HTTP error in Anthropic's `{type:"error", error:{type, message}}` shape. */
+  | { kind: 'error'; status: number; type: string; message: string; headers?: Record<string, string> };
+
+export interface MockAnthropic {
+  baseUrl: string;
+  requests: AnthropicRecorded[];
+  messageRequests(): AnthropicRecorded[];
+  enqueue(...behaviors: AnthropicBehavior[]): void;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export const ANTHROPIC_MOCK_ID = 'msg_013Zva2CMHLNnXjNJJKqJ2EF';
+export const ANTHROPIC_TOOL_ID = 'toolu_01T1x1fJ34qAmk2tNTrN7Up6';
+
+function sse(res: ServerResponse, event: string, data: string): void {
+  res.write(`event: ${event}\ndata: ${data}\n\n`);
+}
+
+function errorBody(type: string, message: string): string {
+  return JSON.stringify({ type: 'error', error: { type, message } });
+}
+
+export async function startMockAnthropic(options: { requiredKey?: string } = {}): Promise<MockAnthropic> {
+  const requests: AnthropicRecorded[] = [];
+  let queue: AnthropicBehavior[] = [];
+  const sockets = new Set<Socket>();
+
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (part: string) => (raw += part));
+    req.on('end', () => {
+      let body: Record<string, unknown> | undefined;
+      try {
+        body = raw ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
+      } catch {
+        body = undefined;
+      }
+      const path = req.url ?? '/';
+      requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
+      if (options.requiredKey !== undefined && req.headers['x-api-key'] !== options.requiredKey) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(errorBody('authentication_error', 'invalid x-api-key'));
+        return;
+      }
+      if (!req.headers['anthropic-version']) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(errorBody('invalid_request_error', 'anthropic-version: header is required'));
+        return;
+      }
+      if (req.method === 'GET' && path === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' }));
+        return;
+      }
+      if (req.method !== 'POST' || path !== '/v1/messages' || !body) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(errorBody('not_found_error', 'Not found'));
+        return;
+      }
+      const behavior = queue.shift() ?? (body.stream === true ? { kind: 'stream' } : { kind: 'message' });
+      answer(res, body, behavior);
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    messageRequests: () => requests.filter((r) => r.path === '/v1/messages'),
+    enqueue: (...behaviors) => queue.push(...behaviors),
+    reset() {
+      requests.length = 0;
+      queue = [];
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function answer(res: ServerResponse, body: Record<string, unknown>, behavior: AnthropicBehavior): void {
+  const model = String(body.model ?? 'claude');
+  const withTools = Array.isArray(body.tools) && body.tools.length > 0;
+  if (behavior.kind === 'error') {
+    res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers });
+    res.end(errorBody(behavior.type, behavior.message));
+    return;
+  }
+  if (behavior.kind === 'message') {
+    const useTool = withTools && behavior.text === undefined;
+    const content = useTool
+      ? [
+          { type: 'text', text: "I'll check the weather." },
+          { type: 'tool_use', id: ANTHROPIC_TOOL_ID, name: 'get_weather', input: { location: 'Paris' } },
+        ]
+      : [{ type: 'text', text: behavior.text ?? 'Hello from Claude' }];
+    res.writeHead(200, { 'content-type': 'application/json', 'request-id': 'req_mock' });
+    res.end(
+      JSON.stringify({
+        id: ANTHROPIC_MOCK_ID,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content,
+        stop_reason: behavior.stopReason ?? (useTool ? 'tool_use' : 'end_turn'),
+        stop_sequence: null,
+        usage: { input_tokens: 2095, output_tokens: 503 },
+      }),
+    );
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  sse(res, 'message_start', `{"type": "message_start", "message": {"id": "${ANTHROPIC_MOCK_ID}", "type": "message", "role": "assistant", "content": [], "model": "${model}", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}`);
+  const useTool = withTools && behavior.text === undefined;
+  let sent = 0;
+  const maybeFail = (): boolean => {
+    sent += 1;
+    if (behavior.errorAfter !== undefined && sent > behavior.errorAfter) {
+      sse(res, 'error', '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}');
+      res.end();
+      return true;
+    }
+    return false;
+  };
+  if (useTool) {
+    sse(res, 'content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}');
+    sse(res, 'content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}');
+    sse(res, 'content_block_stop', '{"type":"content_block_stop","index":0}');
+    sse(res, 'content_block_start', `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"${ANTHROPIC_TOOL_ID}","name":"get_weather","input":{}}}`);
+    for (const piece of ['', '{"location":', ' "Paris"}']) {
+      if (maybeFail()) return;
+      sse(res, 'content_block_delta', JSON.stringify({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: piece } }));
+    }
+    sse(res, 'content_block_stop', '{"type":"content_block_stop","index":1}');
+  } else {
+    sse(res, 'content_block_start', '{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}');
+    sse(res, 'ping', '{"type": "ping"}');
+    for (const piece of behavior.text ?? ['Hello', ' from', ' Claude']) {
+      if (maybeFail()) return;
+      sse(res, 'content_block_delta', JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }));
+    }
+    sse(res, 'content_block_stop', '{"type": "content_block_stop", "index": 0}');
+  }
+  sse(res, 'message_delta', `{"type": "message_delta", "delta": {"stop_reason": "${useTool ? 'tool_use' : 'end_turn'}", "stop_sequence":null}, "usage": {"output_tokens": 15}}`);
+  if (behavior.cutBeforeStop) {
+    res.end();
+    return;
+  }
+  sse(res, 'message_stop', '{"type": "message_stop"}');
+  res.end();
+}

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { UpstreamPauses } from './core/upstream-pauses.js';
+import { mountOpenAiCompat } from './routes/openai-compat.js';
 import { LeasedLimits } from './core/leased-limits.js';
 import { ChatService } from './core/chat-service.js';
 import { HealthService } from './core/health-service.js';
@@ -110,11 +111,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     limits: limits.enabled ? { kind: deps.limiter?.kind ?? 'unknown', isHealthy: () => limitStore.healthy } : undefined,
   });
-  mountV1(app, new AdminAuthenticator(config.adminTokens), {
+  const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
+  const chatHandler = makeChatHandler(new ChatService(new ModelRouter(config, providers), limits, pauses), idempotency, config.bodyLimitBytes);
+  const auth = new AdminAuthenticator(config.adminTokens);
+  mountV1(app, auth, {
     health: makeHealthHandler(health),
-    models: makeModelsHandler(new ModelCatalog(config, defaultProbe, providers.builtins)),
-    chat: makeChatHandler(new ChatService(new ModelRouter(config, providers), limits, pauses), idempotency, config.bodyLimitBytes),
+    models: makeModelsHandler(catalog),
+    chat: chatHandler,
   }, config.version);
+  mountOpenAiCompat(app, auth, chatHandler, catalog);
 
   await app.ready();
   return {

@@ -1,3 +1,4 @@
+import { withOpenAiError } from '../routes/openai-compat.js';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from './access-log.js';
@@ -50,6 +51,7 @@ export function makeErrorHandler(bodyLimitBytes: number) {
       request.log.warn({ code: gatewayError.code, details: gatewayError.details }, gatewayError.message);
     }
     if (gatewayError.headers) void reply.headers(gatewayError.headers);
-    void reply.code(gatewayError.status).type(request.responseType).send(gatewayError.toBody());
+    const body = gatewayError.toBody();
+    void reply.code(gatewayError.status).type(request.responseType).send(request.openAiCompat ? withOpenAiError(body, gatewayError.status) : body);
   };
 }

@@ -23,6 +23,8 @@ declare module 'fastify' {
     accessLogged: boolean;
     /** Which upstream served a chat call. */
     upstreamName: string | undefined;
+    /** Called on an OpenAI drop-in path (/v1/chat/completions...): errors also carry OpenAI's `error` object. */
+    openAiCompat: boolean;
   }
 }
 
@@ -37,4 +39,5 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('accessLogged', false);
   app.decorateRequest('urlHasSecret', false);
   app.decorateRequest('rawBody', undefined);
+  app.decorateRequest('openAiCompat', false);
 }

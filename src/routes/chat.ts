@@ -10,6 +10,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
 import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
+import { withOpenAiError } from './openai-compat.js';
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
 export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number) {
@@ -99,7 +100,7 @@ async function* sseFrames(
     const failure = toGatewayError(error, bodyLimitBytes);
     request.errorCode = failure.code;
     request.log.warn({ code: failure.code, details: failure.details }, 'stream failed after it started');
-    yield formatErrorEvent(failure.toBody());
+    yield formatErrorEvent(request.openAiCompat ? withOpenAiError(failure.toBody(), failure.status) : failure.toBody());
   } finally {
     await started.finish(totalTokens);
     if (!finished) await chunks.return?.();

@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { MAX_PAGE_SIZE, type CatalogModel, type ModelCatalog } from '../core/model-catalog.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { ErrorBody } from '../errors/gateway-error.js';
+import type { AdminAuthenticator } from '../http/admin-auth.js';
+import { chatBodySchema } from './chat-schema.js';
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/** Paths of OpenAI's own API, so the official SDKs work with only `baseURL` and `apiKey` changed. */
+export const OPENAI_CHAT_PATH = '/v1/chat/completions';
+export const OPENAI_MODELS_PATH = '/v1/models';
+
+/**
+ * The drop-in paths: `POST /v1/chat/completions` and `GET /v1/models` (+ `/v1/models/{id}`) run the same logic as
+ * `?route=chat` and `?route=models`, with the admin token as the SDK's API key. Their errors carry our
+ * `{code, message, details}` AND OpenAI's `error` object, which is what the SDKs read.
+ */
+export function mountOpenAiCompat(app: FastifyInstance, auth: AdminAuthenticator, chat: Handler, catalog: ModelCatalog): void {
+  const guard = (routeName: 'chat' | 'models') =>
+    async function openAiGuard(request: FastifyRequest): Promise<void> {
+      request.openAiCompat = true;
+      request.routeName = routeName;
+      auth.authenticate(request.headers.authorization);
+      request.caller = 'admin';
+    };
+  app.post(OPENAI_CHAT_PATH, { onRequest: guard('chat'), schema: { body: chatBodySchema } }, chat);
+  app.route({
+    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    url: OPENAI_CHAT_PATH,
+    onRequest: async (request) => {
+      request.openAiCompat = true;
+    },
+    handler: async (request) => {
+      throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });
+    },
+  });
+  app.get(OPENAI_MODELS_PATH, { onRequest: guard('models') }, async (_request, reply) => {
+    const data = (await allModels(catalog)).map(openAiModel);
+    return reply.send({ object: 'list', data });
+  });
+  app.get(`${OPENAI_MODELS_PATH}/:id`, { onRequest: guard('models') }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const model = (await allModels(catalog)).find((m) => m.id === id);
+    if (!model) throw new GatewayError('model_not_found', { model: id.slice(0, 200) });
+    return reply.send(openAiModel(model));
+  });
+}
+
+async function allModels(catalog: ModelCatalog): Promise<CatalogModel[]> {
+  const models: CatalogModel[] = [];
+  let token: string | undefined;
+  do {
+    const page = await catalog.page(MAX_PAGE_SIZE, token);
+    models.push(...page.data);
+    token = page.next_token;
+  } while (token !== undefined);
+  return models;
+}
+
+/** OpenAI's model object (`created` in Unix seconds), keeping our extra fields. */
+function openAiModel(model: CatalogModel): Record<string, unknown> {
+  const created = model.created_at ? Math.floor(Date.parse(model.created_at) / 1000) : 0;
+  return { ...model, object: 'model', created, owned_by: model.owned_by ?? model.provider };
+}
+
+/** OpenAI's error `type` for a status: what the SDKs use to pick their error class. */
+function openAiErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/** Our error body plus OpenAI's `error` object, for the drop-in paths. */
+export function withOpenAiError(body: ErrorBody, status: number): ErrorBody & { error: Record<string, unknown> } {
+  const param = (body.details as { errors?: Array<{ field?: unknown }> }).errors?.[0]?.field;
+  return { ...body, error: { message: body.message, type: openAiErrorType(status), code: body.code, param: typeof param === 'string' ? param : null } };
+}

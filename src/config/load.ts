@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
 import { configFileSchema, ENVIRONMENTS, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry } from './schema.js';
 import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, Timeouts, UpstreamConfig, WindowLimit } from './types.js';
@@ -205,10 +206,16 @@ function toUpstream(
       problems.push(`upstreams[${index}].api_key_file: cannot read ${entry.api_key_file}`);
     }
   }
+  const preset = entry.kind === 'anthropic' ? undefined : OPENAI_PRESETS[entry.kind as OpenAiPresetName];
+  const baseUrl = entry.base_url ?? preset?.baseUrl;
+  if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
   return {
     name: entry.name,
     kind: entry.kind,
-    baseUrl: entry.base_url.replace(/\/+$/, ''),
+    auth: preset?.auth ?? 'bearer',
+    deploymentInPath: preset?.deploymentInPath ?? false,
+    apiVersion: preset?.deploymentInPath ? (entry.api_version ?? DEFAULT_AZURE_API_VERSION) : entry.api_version,
+    baseUrl: (baseUrl ?? 'http://invalid').replace(/\/+$/, ''),
     apiKey,
     maxConnections: entry.max_connections,
     timeouts: mergeTimeouts(defaults, entry.timeouts),
@@ -230,6 +237,9 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
   upstreams.push({
     name: ENV_UPSTREAM_NAME,
     kind: 'openai-compatible',
+    auth: 'bearer',
+    deploymentInPath: false,
+    apiVersion: undefined,
     baseUrl: baseUrl.replace(/\/+$/, ''),
     apiKey: env.UPSTREAM_API_KEY || undefined,
     maxConnections: 128,

@@ -1,3 +1,4 @@
+import { OPENAI_PRESET_NAMES } from '../providers/openai-compatible/presets.js';
 import { z } from 'zod';
 
 /**
@@ -26,8 +27,12 @@ const upstreamName = z
 export const upstreamSchema = z
   .object({
     name: upstreamName,
-    kind: z.enum(['openai-compatible', 'anthropic']).default('openai-compatible'),
-    base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+    /** The wire format: `anthropic`, or an OpenAI-compatible preset (`openai-compatible` is the plain one). */
+    kind: z.enum(['anthropic', ...OPENAI_PRESET_NAMES] as [string, ...string[]]).default('openai-compatible'),
+    /** Required unless the preset has a default (every preset but `openai-compatible` and `azure`). */
+    base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+    /** Azure OpenAI: the `api-version` query parameter. */
+    api_version: z.string().regex(/^[0-9a-z.-]{1,40}$/).optional(),
     api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),
     api_key_file: z.string().min(1).optional(),
     api_key: z

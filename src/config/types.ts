@@ -13,8 +13,13 @@ export interface Timeouts {
 
 export interface UpstreamConfig {
   name: string;
-  /** Which wire format the upstream speaks (one provider class each). */
-  kind: 'openai-compatible' | 'anthropic';
+  /** Which wire format the upstream speaks: `anthropic`, or an OpenAI-compatible preset name. */
+  kind: string;
+  /** OpenAI-compatible: how the key is sent and whether the model is a deployment in the path (Azure). */
+  auth: 'bearer' | 'api-key';
+  deploymentInPath: boolean;
+  /** Azure OpenAI's `api-version`. */
+  apiVersion: string | undefined;
   baseUrl: string;
   /** Resolved secret; never logged (the logger also scrubs its value). */
   apiKey: string | undefined;

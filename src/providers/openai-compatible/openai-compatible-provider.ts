@@ -26,7 +26,7 @@ const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
  * timeouts give the first-byte and idle timeouts, the connector's timeout the connect timeout.
  */
 export class OpenAiCompatibleProvider implements Provider {
-  readonly kind = 'openai-compatible';
+  readonly kind: string;
   readonly probeable = true;
   readonly name: string;
   private readonly pool: Pool;
@@ -37,6 +37,7 @@ export class OpenAiCompatibleProvider implements Provider {
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
     const url = new URL(config.baseUrl);
     this.name = config.name;
+    this.kind = config.kind;
     this.config = config;
     this.userAgent = options.userAgent;
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -118,7 +119,7 @@ export class OpenAiCompatibleProvider implements Provider {
     try {
       response = await this.pool.request({
         method: 'GET',
-        path: `${this.basePath}/models`,
+        path: this.config.deploymentInPath ? `${this.basePath}/models?api-version=${this.apiVersion()}` : `${this.basePath}/models`,
         headers: this.headers(this.config.apiKey, undefined),
         signal,
       });
@@ -165,7 +166,7 @@ export class OpenAiCompatibleProvider implements Provider {
     try {
       response = await this.pool.request({
         method: 'POST',
-        path: `${this.basePath}/chat/completions`,
+        path: this.chatPath(body.model),
         headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
         body: context.bodyJson ?? JSON.stringify(body),
         signal: context.signal,
@@ -186,6 +187,16 @@ export class OpenAiCompatibleProvider implements Provider {
     });
   }
 
+  /** `{base}/chat/completions`, or Azure's `{base}/deployments/{deployment}/chat/completions?api-version=...`. */
+  private chatPath(model: string): string {
+    if (!this.config.deploymentInPath) return `${this.basePath}/chat/completions`;
+    return `${this.basePath}/deployments/${encodeURIComponent(model)}/chat/completions?api-version=${this.apiVersion()}`;
+  }
+
+  private apiVersion(): string {
+    return encodeURIComponent(this.config.apiVersion ?? '');
+  }
+
   /**
    * The upstream gets only headers the gateway chose. No caller header is copied, so neither the admin token,
    * X-Upstream-Key itself nor hop-by-hop headers (Connection, Keep-Alive, TE, Upgrade...) can leak upstream.
@@ -196,7 +207,8 @@ export class OpenAiCompatibleProvider implements Provider {
       accept: 'application/json, text/event-stream',
       'user-agent': this.userAgent,
     };
-    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    if (apiKey && this.config.auth === 'api-key') headers['api-key'] = apiKey;
+    else if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     if (requestId) headers['x-request-id'] = requestId;
     return headers;
   }

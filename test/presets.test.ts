@@ -1,0 +1,81 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../src/config/load.js';
+import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+
+function configFile(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'gw-presets-')), 'g.yaml');
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('OpenAI-compatible presets', () => {
+  test('a preset fills base_url; base_url overrides it; Azure and the plain kind need one', () => {
+    const groq = loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: g, kind: groq }\n') }).upstreams[0];
+    assert.deepEqual([groq?.baseUrl, groq?.auth, groq?.deploymentInPath], ['https://api.groq.com/openai/v1', 'bearer', false]);
+    const local = loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: o, kind: ollama, base_url: "http://10.0.0.5:11434/v1/" }\n') }).upstreams[0];
+    assert.equal(local?.baseUrl, 'http://10.0.0.5:11434/v1');
+    for (const kind of ['azure', 'openai-compatible']) {
+      assert.throws(
+        () => loadConfig({ GATEWAY_CONFIG: configFile(`upstreams:\n  - { name: x, kind: ${kind} }\n`) }),
+        (e: unknown) => e instanceof ConfigError && e.problems.some((p) => p === `upstreams[0].base_url: required for kind ${kind}`),
+      );
+    }
+    const azure = loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: az, kind: azure, base_url: "https://r.openai.azure.com/openai" }\n') }).upstreams[0];
+    assert.deepEqual([azure?.auth, azure?.deploymentInPath, azure?.apiVersion], ['api-key', true, '2024-10-21']);
+  });
+});
+
+describe('Azure OpenAI addressing on the wire', () => {
+  let server: Server;
+  let gw: TestGateway;
+  const seen: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }> = [];
+  before(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (req.url?.startsWith('/openai/models')) return res.end(JSON.stringify({ data: [{ id: 'gpt-4o', created: 1_721_260_800 }] }));
+        res.end(JSON.stringify({ id: 'chatcmpl-az', object: 'chat.completion', created: 1, model: 'gpt-4o', choices: [{ index: 0, message: { role: 'assistant', content: 'from azure' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    gw = await startGateway({
+      env: { AZURE_TEST_KEY: 'azure-key-0123456789' },
+      configFile: {
+        name: 'azure.yaml',
+        text: [
+          'upstreams:',
+          `  - { name: az, kind: azure, base_url: "http://127.0.0.1:${port}/openai", api_key_env: AZURE_TEST_KEY, api_version: "2025-01-01-preview" }`,
+          'models:',
+          '  - { id: gpt4o, upstream: az, upstream_model: my-gpt4o-deployment }',
+        ].join('\n'),
+      },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  test('deployment in the path, api-version in the query, the key in api-key (never Authorization)', async () => {
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'gpt4o' }) });
+    assert.equal(answer.status, 200, answer.text);
+    const chat = seen.find((s) => s.method === 'POST');
+    assert.equal(chat?.url, '/openai/deployments/my-gpt4o-deployment/chat/completions?api-version=2025-01-01-preview');
+    assert.equal(chat?.headers['api-key'], 'azure-key-0123456789');
+    assert.equal(chat?.headers.authorization, undefined);
+    const health = await call(`${gw.url}/v1/?route=health`);
+    assert.equal((health.json.checks as { upstreams: Record<string, { status: string }> }).upstreams.az?.status, 'ok');
+    assert.ok(seen.some((s) => s.url === '/openai/models?api-version=2025-01-01-preview'));
+  });
+});

@@ -1,4 +1,5 @@
-// Mock OpenAI-compatible upstream that answers instantly.
+// Mock upstream that answers instantly: OpenAI Chat Completions (POST /v1/chat/completions) and Anthropic
+// Messages (POST /v1/messages), the same answer in each provider's wire format.
 //   node --import tsx bench/mock-upstream.ts      (PORT from env, default 0 = any free port)
 // Prints `LISTENING <port>` on stdout once listening on 127.0.0.1.
 import { createServer } from 'node:http';
@@ -48,6 +49,32 @@ const STREAM_EVENTS: Buffer[] = [
   Buffer.from('data: [DONE]\n\n'),
 ];
 
+const ANTHROPIC_MESSAGE = Buffer.from(
+  JSON.stringify({
+    id: 'msg_bench_0001',
+    type: 'message',
+    role: 'assistant',
+    model: MODEL,
+    content: [{ type: 'text', text: 'Hello from the bench!' }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 12, output_tokens: 5 },
+  }),
+);
+
+const anthropicEvent = (type: string, data: unknown): Buffer => Buffer.from(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+const ANTHROPIC_STREAM: Buffer[] = [
+  anthropicEvent('message_start', {
+    type: 'message_start',
+    message: { id: 'msg_bench_0001', type: 'message', role: 'assistant', content: [], model: MODEL, stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } },
+  }),
+  anthropicEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+  ...PIECES.map((text) => anthropicEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
+  anthropicEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
+  anthropicEvent('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
+  anthropicEvent('message_stop', { type: 'message_stop' }),
+];
+
 const MODELS = Buffer.from(
   JSON.stringify({
     object: 'list',
@@ -70,7 +97,7 @@ function wantsStream(raw: Buffer): boolean | undefined {
   }
 }
 
-function onChat(req: IncomingMessage, res: ServerResponse): void {
+function onChat(req: IncomingMessage, res: ServerResponse, format: 'openai' | 'anthropic'): void {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -80,11 +107,11 @@ function onChat(req: IncomingMessage, res: ServerResponse): void {
       return;
     }
     if (!stream) {
-      sendJson(res, 200, COMPLETION);
+      sendJson(res, 200, format === 'openai' ? COMPLETION : ANTHROPIC_MESSAGE);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    for (const ev of STREAM_EVENTS) res.write(ev);
+    for (const ev of format === 'openai' ? STREAM_EVENTS : ANTHROPIC_STREAM) res.write(ev);
     res.end();
   });
 }
@@ -92,7 +119,11 @@ function onChat(req: IncomingMessage, res: ServerResponse): void {
 const server = createServer((req, res) => {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method === 'POST' && path === '/v1/chat/completions') {
-    onChat(req, res);
+    onChat(req, res, 'openai');
+    return;
+  }
+  if (req.method === 'POST' && path === '/v1/messages') {
+    onChat(req, res, 'anthropic');
     return;
   }
   req.resume();

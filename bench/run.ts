@@ -25,6 +25,12 @@ const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
   {
+    id: 'anthropic',
+    name: 'gateway, Anthropic upstream (translated)',
+    kind: 'gateway',
+    env: { UPSTREAM_KIND: 'anthropic' },
+  },
+  {
     id: 'sqlite-state',
     name: 'gateway + limits + idempotency (SQLite)',
     kind: 'gateway',

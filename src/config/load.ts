@@ -234,12 +234,18 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
     problems.push(`UPSTREAM_BASE_URL: the config file already defines an upstream named "${ENV_UPSTREAM_NAME}"`);
     return false;
   }
+  const kind = env.UPSTREAM_KIND || 'openai-compatible';
+  if (kind !== 'anthropic' && !Object.hasOwn(OPENAI_PRESETS, kind)) {
+    problems.push(`UPSTREAM_KIND: must be anthropic or one of ${Object.keys(OPENAI_PRESETS).join(', ')} (got "${kind.slice(0, 40)}")`);
+    return false;
+  }
+  const preset = kind === 'anthropic' ? undefined : OPENAI_PRESETS[kind as OpenAiPresetName];
   upstreams.push({
     name: ENV_UPSTREAM_NAME,
-    kind: 'openai-compatible',
-    auth: 'bearer',
-    deploymentInPath: false,
-    apiVersion: undefined,
+    kind,
+    auth: preset?.auth ?? 'bearer',
+    deploymentInPath: preset?.deploymentInPath ?? false,
+    apiVersion: preset?.deploymentInPath ? (env.UPSTREAM_API_VERSION ?? DEFAULT_AZURE_API_VERSION) : undefined,
     baseUrl: baseUrl.replace(/\/+$/, ''),
     apiKey: env.UPSTREAM_API_KEY || undefined,
     maxConnections: 128,

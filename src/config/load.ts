@@ -206,8 +206,8 @@ function toUpstream(
       problems.push(`upstreams[${index}].api_key_file: cannot read ${entry.api_key_file}`);
     }
   }
-  const preset = entry.kind === 'anthropic' ? undefined : OPENAI_PRESETS[entry.kind as OpenAiPresetName];
-  const baseUrl = entry.base_url ?? preset?.baseUrl;
+  const preset = Object.hasOwn(OPENAI_PRESETS, entry.kind) ? OPENAI_PRESETS[entry.kind as OpenAiPresetName] : undefined;
+  const baseUrl = entry.base_url ?? preset?.baseUrl ?? NATIVE_DEFAULT_URLS[entry.kind];
   if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
   return {
     name: entry.name,
@@ -224,6 +224,12 @@ function toUpstream(
   };
 }
 
+/** Default base URLs of the providers with their own wire format. */
+const NATIVE_DEFAULT_URLS: Record<string, string> = {
+  anthropic: 'https://api.anthropic.com/v1',
+  gemini: 'https://generativelanguage.googleapis.com/v1beta',
+};
+
 function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeouts, problems: string[]): boolean {
   const baseUrl = env.UPSTREAM_BASE_URL ?? '';
   if (!/^https?:\/\/[^/]/i.test(baseUrl) || !URL.canParse(baseUrl)) {
@@ -235,11 +241,11 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
     return false;
   }
   const kind = env.UPSTREAM_KIND || 'openai-compatible';
-  if (kind !== 'anthropic' && !Object.hasOwn(OPENAI_PRESETS, kind)) {
-    problems.push(`UPSTREAM_KIND: must be anthropic or one of ${Object.keys(OPENAI_PRESETS).join(', ')} (got "${kind.slice(0, 40)}")`);
+  if (!Object.hasOwn(NATIVE_DEFAULT_URLS, kind) && !Object.hasOwn(OPENAI_PRESETS, kind)) {
+    problems.push(`UPSTREAM_KIND: must be anthropic, gemini or one of ${Object.keys(OPENAI_PRESETS).join(', ')} (got "${kind.slice(0, 40)}")`);
     return false;
   }
-  const preset = kind === 'anthropic' ? undefined : OPENAI_PRESETS[kind as OpenAiPresetName];
+  const preset = Object.hasOwn(OPENAI_PRESETS, kind) ? OPENAI_PRESETS[kind as OpenAiPresetName] : undefined;
   upstreams.push({
     name: ENV_UPSTREAM_NAME,
     kind,

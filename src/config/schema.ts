@@ -28,7 +28,7 @@ export const upstreamSchema = z
   .object({
     name: upstreamName,
     /** The wire format: `anthropic`, or an OpenAI-compatible preset (`openai-compatible` is the plain one). */
-    kind: z.enum(['anthropic', ...OPENAI_PRESET_NAMES] as [string, ...string[]]).default('openai-compatible'),
+    kind: z.enum(['anthropic', 'gemini', ...OPENAI_PRESET_NAMES] as [string, ...string[]]).default('openai-compatible'),
     /** Required unless the preset has a default (every preset but `openai-compatible` and `azure`). */
     base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
     /** Azure OpenAI: the `api-version` query parameter. */

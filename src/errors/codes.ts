@@ -56,6 +56,10 @@ export const ERROR_CODES = {
     statusFrom: 'upstream',
     message: 'The upstream provider rejected the request; see details for its own error.',
   },
+  upstream_content_blocked: {
+    status: 400,
+    message: "The provider's safety filter refused the prompt; details.reason says why.",
+  },
   upstream_key_rejected: {
     status: 401,
     statusFrom: 'upstream',

@@ -3,6 +3,7 @@ import type { Provider } from './contract.js';
 import { ECHO_DESCRIPTION, ECHO_MODEL_ID, EchoProvider } from './echo/echo-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
 import { AnthropicProvider } from './anthropic/anthropic-provider.js';
+import { GeminiProvider } from './gemini/gemini-provider.js';
 
 /** A model served by the gateway itself rather than an upstream (the dev-only echo). */
 export interface BuiltinModel {
@@ -24,7 +25,12 @@ export function createProviders(config: GatewayConfig): ProviderSet {
   const userAgent = `llm-gateway/${config.version}`;
   const upstreams = new Map<string, Provider>();
   for (const upstream of config.upstreams) {
-    const provider = upstream.kind === 'anthropic' ? new AnthropicProvider(upstream, { userAgent }) : new OpenAiCompatibleProvider(upstream, { userAgent });
+    const provider =
+      upstream.kind === 'anthropic'
+        ? new AnthropicProvider(upstream, { userAgent })
+        : upstream.kind === 'gemini'
+          ? new GeminiProvider(upstream, { userAgent })
+          : new OpenAiCompatibleProvider(upstream, { userAgent });
     upstreams.set(upstream.name, provider);
   }
   const builtins = new Map<string, BuiltinModel>();

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { UpstreamConfig } from '../../config/types.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
+import { drainQuietly, readBodyBytes, readBodyText } from '../openai-compatible/body.js';
+import { toUpstreamError } from '../transport-errors.js';
+import { mapUpstreamHttpError } from '../upstream-http-error.js';
+import { toGeminiRequest } from './translate-request.js';
+import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
+
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Google's Gemini API: `POST {base}/models/{model}:generateContent`, and `:streamGenerateContent?alt=sse` for
+ * streams. The key goes in the `x-goog-api-key` header, never in the URL. Translation is pure functions; the
+ * shared SSE parser reads the stream.
+ */
+export class GeminiProvider implements Provider {
+  readonly kind = 'gemini';
+  readonly probeable = true;
+  readonly name: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+
+  constructor(
+    private readonly config: UpstreamConfig,
+    private readonly options: { userAgent: string },
+  ) {
+    const url = new URL(config.baseUrl);
+    this.name = config.name;
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: config.maxConnections,
+      connect: { timeout: config.timeouts.connectMs },
+      headersTimeout: config.timeouts.firstByteMs,
+      bodyTimeout: config.timeouts.idleMs,
+      keepAliveTimeout: 30_000,
+    });
+  }
+
+  async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
+    const response = await this.send(body, context, false);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse((await readBodyBytes(response.body, MAX_ANSWER_BYTES)).toString('utf8'));
+    } catch (error) {
+      if (error instanceof SyntaxError) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
+      throw toUpstreamError(error, this.name, context.signal);
+    }
+    const translated = fromGeminiResponse(parsed, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000));
+    if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
+    return { body: Buffer.from(JSON.stringify(translated.completion)), usage: translated.usage };
+  }
+
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+    const response = await this.send(body, context, true);
+    const contentType = String(response.headers['content-type'] ?? '');
+    if (!contentType.startsWith('text/event-stream')) {
+      drainQuietly(response.body);
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}` });
+    }
+    const options = body.stream_options as { include_usage?: unknown } | undefined;
+    const translator = new GeminiStreamTranslator(body.model, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true);
+    const pending: SseEvent[] = [];
+    const parser = new SseParser((event) => pending.push(event));
+    let clean = false;
+    try {
+      for await (const bytes of response.body) {
+        parser.feed(bytes as Buffer);
+        for (const event of pending) for (const chunk of translator.translate(event.data)) yield { chunk };
+        pending.length = 0;
+      }
+      clean = !parser.end();
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    } finally {
+      if (!clean) response.body.destroy();
+    }
+    // No end marker in Gemini's stream: a clean end of the body after a finished candidate is the end.
+    if (!clean || !translator.finished) {
+      throw new GatewayError('upstream_stream_truncated', {
+        upstream: this.name,
+        reason: clean ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
+      });
+    }
+    for (const chunk of translator.final()) yield { chunk };
+  }
+
+  /** `GET {base}/models`: `{models: [{name: "models/<id>", inputTokenLimit, ...}]}`. */
+  async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({ method: 'GET', path: `${this.basePath}/models`, headers: this.headers(this.config.apiKey), signal });
+    } catch (error) {
+      throw toUpstreamError(error, this.name, signal);
+    }
+    const text = await readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
+      throw toUpstreamError(error, this.name, signal);
+    });
+    if (response.statusCode >= 300) {
+      throw mapUpstreamHttpError({ upstream: this.name, status: response.statusCode, bodyText: text, retryAfter: undefined, keyFromCaller: false, secrets: [this.config.apiKey] });
+    }
+    let models: unknown;
+    try {
+      models = (JSON.parse(text) as { models?: unknown } | null)?.models;
+    } catch {
+      models = undefined;
+    }
+    if (!Array.isArray(models)) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'the model list has no models array' });
+    return models
+      .filter((m): m is { name: string } => typeof m?.name === 'string')
+      .map((m) => ({ id: m.name.replace(/^models\//, ''), createdAt: undefined, ownedBy: 'google' }));
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private async send(body: ChatRequestBody, context: CallContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+    const model = encodeURIComponent(body.model.replace(/^models\//, ''));
+    const path = stream ? `${this.basePath}/models/${model}:streamGenerateContent?alt=sse` : `${this.basePath}/models/${model}:generateContent`;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({
+        method: 'POST',
+        path,
+        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
+        body: JSON.stringify(toGeminiRequest(body)),
+        signal: context.signal,
+      });
+    } catch (error) {
+      throw toUpstreamError(error, this.name, context.signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const bodyText = await readBodyText(response.body, MAX_ERROR_BODY_BYTES, true).catch(() => '');
+    const retryAfter = response.headers['retry-after'];
+    throw mapUpstreamHttpError({
+      upstream: this.name,
+      status: response.statusCode,
+      bodyText,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      keyFromCaller: context.apiKeyOverride !== undefined,
+      secrets: [context.apiKeyOverride, this.config.apiKey],
+    });
+  }
+
+  private headers(apiKey: string | undefined, requestId?: string): Record<string, string> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'user-agent': this.options.userAgent };
+    if (apiKey) headers['x-goog-api-key'] = apiKey;
+    if (requestId) headers['x-request-id'] = requestId;
+    return headers;
+  }
+}

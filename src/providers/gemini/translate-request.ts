@@ -1,0 +1,133 @@
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { ChatMessage, ChatRequestBody } from '../contract.js';
+
+type Part = Record<string, unknown>;
+
+export interface GeminiContent {
+  role: 'user' | 'model';
+  parts: Part[];
+}
+
+/**
+ * The chat body as a Gemini `generateContent` request (pure). System and developer messages become
+ * `systemInstruction`; assistant turns are `model` turns; tool calls become `functionCall` parts and tool results
+ * `functionResponse` parts (named after the call they answer, which Gemini needs and OpenAI's tool message lacks);
+ * sampling fields go to `generationConfig`; tools to `functionDeclarations`, tool_choice to `toolConfig`.
+ */
+export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> {
+  const system: string[] = [];
+  const contents: GeminiContent[] = [];
+  const callNames = new Map<string, string>();
+  for (const message of body.messages) {
+    if (message.role === 'system' || message.role === 'developer') {
+      system.push(textOf(message.content));
+      continue;
+    }
+    const role = message.role === 'assistant' ? 'model' : 'user';
+    const parts = partsOf(message, callNames);
+    const last = contents[contents.length - 1];
+    if (last && last.role === role) last.parts.push(...parts);
+    else contents.push({ role, parts });
+  }
+  const out: Record<string, unknown> = { contents };
+  if (system.length > 0) out.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
+  const generation: Record<string, unknown> = {};
+  if (body.temperature !== undefined) generation.temperature = body.temperature;
+  if (body.top_p !== undefined) generation.topP = body.top_p;
+  const maxTokens = body.max_tokens ?? body.max_completion_tokens;
+  if (typeof maxTokens === 'number') generation.maxOutputTokens = maxTokens;
+  if (body.stop !== undefined && body.stop !== null) generation.stopSequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  if (typeof body.n === 'number') generation.candidateCount = body.n;
+  if (typeof body.seed === 'number') generation.seed = body.seed;
+  if (typeof body.presence_penalty === 'number') generation.presencePenalty = body.presence_penalty;
+  if (typeof body.frequency_penalty === 'number') generation.frequencyPenalty = body.frequency_penalty;
+  const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
+  if (format?.type === 'json_object') generation.responseMimeType = 'application/json';
+  if (format?.type === 'json_schema') Object.assign(generation, { responseMimeType: 'application/json', responseSchema: format.json_schema?.schema });
+  if (Object.keys(generation).length > 0) out.generationConfig = generation;
+  if (Array.isArray(body.tools) && body.tools.length > 0) out.tools = [{ functionDeclarations: body.tools.map(toDeclaration) }];
+  const toolConfig = toToolConfig(body.tool_choice);
+  if (toolConfig) out.toolConfig = toolConfig;
+  return out;
+}
+
+function partsOf(message: ChatMessage, callNames: Map<string, string>): Part[] {
+  if (message.role === 'tool') {
+    const id = message.tool_call_id ?? '';
+    const name = callNames.get(id);
+    if (!name) {
+      throw new GatewayError('validation_failed', {
+        errors: [{ field: 'messages[].tool_call_id', problem: `no earlier assistant tool call has the id "${id.slice(0, 100)}" (Gemini needs the function name)` }],
+      });
+    }
+    return [{ functionResponse: { name, response: responseObject(textOf(message.content)) } }];
+  }
+  const parts: Part[] = [];
+  if (typeof message.content === 'string') {
+    if (message.content.length > 0) parts.push({ text: message.content });
+  } else if (Array.isArray(message.content)) {
+    for (const part of message.content) parts.push(toGeminiPart(part));
+  }
+  for (const call of message.tool_calls ?? []) {
+    callNames.set(call.id, call.function.name);
+    parts.push({ functionCall: { name: call.function.name, args: parseArguments(call.function.arguments, call.id) } });
+  }
+  if (parts.length === 0) parts.push({ text: '' });
+  return parts;
+}
+
+/** A tool result as Gemini's `response` object: a JSON object as is, anything else under `content`. */
+function responseObject(text: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // not JSON: wrapped below
+  }
+  return { content: text };
+}
+
+function toGeminiPart(part: Record<string, unknown>): Part {
+  if (part.type === 'text') return { text: String(part.text ?? '') };
+  if (part.type === 'image_url') {
+    const url = String((part.image_url as { url?: unknown } | undefined)?.url ?? '');
+    const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+    if (data) return { inlineData: { mimeType: data[1], data: data[2] } };
+    return { fileData: { fileUri: url } };
+  }
+  return part;
+}
+
+function textOf(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join('');
+  return '';
+}
+
+function parseArguments(text: string, id: string): unknown {
+  try {
+    return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
+  } catch {
+    throw new GatewayError('validation_failed', {
+      errors: [{ field: 'messages[].tool_calls[].function.arguments', problem: `tool call ${id}: arguments must be a JSON object for Gemini` }],
+    });
+  }
+}
+
+function toDeclaration(tool: unknown): Part {
+  const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;
+  const out: Part = { name: String(fn?.name ?? '') };
+  if (typeof fn?.description === 'string') out.description = fn.description;
+  if (fn?.parameters !== undefined) out.parameters = fn.parameters;
+  return out;
+}
+
+function toToolConfig(choice: unknown): Part | undefined {
+  if (choice === undefined || choice === null) return undefined;
+  if (choice === 'auto') return { functionCallingConfig: { mode: 'AUTO' } };
+  if (choice === 'required') return { functionCallingConfig: { mode: 'ANY' } };
+  if (choice === 'none') return { functionCallingConfig: { mode: 'NONE' } };
+  const name = (choice as { function?: { name?: unknown } }).function?.name;
+  if (typeof name === 'string') return { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [name] } };
+  return undefined;
+}

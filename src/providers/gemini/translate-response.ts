@@ -1,0 +1,159 @@
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { ChatCompletionChunk, ToolCall, Usage } from '../contract.js';
+
+/** Gemini `finishReason` in OpenAI terms; a function call turns any finish into `tool_calls`. */
+export function finishReasonOf(reason: unknown, calledTools: boolean): string | null {
+  if (reason === undefined || reason === null || reason === 'FINISH_REASON_UNSPECIFIED') return null;
+  if (calledTools) return 'tool_calls';
+  switch (reason) {
+    case 'STOP':
+      return 'stop';
+    case 'MAX_TOKENS':
+      return 'length';
+    case 'SAFETY':
+    case 'RECITATION':
+    case 'BLOCKLIST':
+    case 'PROHIBITED_CONTENT':
+    case 'SPII':
+    case 'IMAGE_SAFETY':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+export function usageOf(metadata: unknown): Usage | undefined {
+  if (typeof metadata !== 'object' || metadata === null) return undefined;
+  const m = metadata as Record<string, unknown>;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const prompt = num(m.promptTokenCount);
+  const completion = num(m.candidatesTokenCount) + num(m.thoughtsTokenCount);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: num(m.totalTokenCount) || prompt + completion };
+}
+
+interface Candidate {
+  index?: number;
+  content?: { parts?: Array<Record<string, unknown>> };
+  finishReason?: unknown;
+}
+
+/** A prompt refused by the safety filter has no candidates and says why in `promptFeedback`. */
+export function throwIfBlocked(response: Record<string, unknown>, upstream: string): void {
+  const feedback = response.promptFeedback as { blockReason?: unknown; blockReasonMessage?: unknown } | undefined;
+  if (feedback?.blockReason !== undefined && (!Array.isArray(response.candidates) || response.candidates.length === 0)) {
+    throw new GatewayError('upstream_content_blocked', {
+      upstream,
+      reason: String(feedback.blockReason),
+      ...(typeof feedback.blockReasonMessage === 'string' ? { upstream_message: feedback.blockReasonMessage } : {}),
+    });
+  }
+}
+
+/** Text and function calls of one candidate; calls get ids (Gemini's own when it sends one). */
+function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: number): { text: string; calls: ToolCall[] } {
+  let text = '';
+  const calls: ToolCall[] = [];
+  for (const part of candidate.content?.parts ?? []) {
+    if (typeof part.text === 'string' && part.thought !== true) text += part.text;
+    const call = part.functionCall as { id?: unknown; name?: unknown; args?: unknown } | undefined;
+    if (call) {
+      const id = typeof call.id === 'string' ? call.id : `${idPrefix}_${firstCallIndex + calls.length}`;
+      calls.push({ id, type: 'function', function: { name: String(call.name ?? ''), arguments: JSON.stringify(call.args ?? {}) } });
+    }
+  }
+  return { text, calls };
+}
+
+/** A `generateContent` answer as an OpenAI `chat.completion` (pure), one choice per candidate. */
+export function fromGeminiResponse(response: unknown, upstreamModel: string, upstream: string, id: string, created: number) {
+  if (typeof response !== 'object' || response === null) return undefined;
+  const r = response as Record<string, unknown>;
+  throwIfBlocked(r, upstream);
+  if (!Array.isArray(r.candidates)) return undefined;
+  const choices = (r.candidates as Candidate[]).map((candidate, i) => {
+    const { text, calls } = readParts(candidate, `call_${id}_${i}`, 0);
+    const message: Record<string, unknown> = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
+    if (calls.length > 0) message.tool_calls = calls;
+    return { index: candidate.index ?? i, message, logprobs: null, finish_reason: finishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
+  });
+  const usage = usageOf(r.usageMetadata);
+  return {
+    completion: { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices, ...(usage ? { usage } : {}) },
+    usage,
+  };
+}
+
+/**
+ * Gemini's stream (`streamGenerateContent?alt=sse`: each event a whole GenerateContentResponse holding the new
+ * text) as chat chunks. Gemini sends no end marker: the stream is complete when a candidate has finished
+ * (`finishReason`) and the connection then ends; `finished` says so.
+ */
+export class GeminiStreamTranslator {
+  finished = false;
+  private started = false;
+  private usage: Usage | undefined;
+  private calls = 0;
+  private calledTools = false;
+  private model: string;
+
+  constructor(
+    upstreamModel: string,
+    private readonly id: string,
+    private readonly created: number,
+    private readonly upstream: string,
+    private readonly includeUsage: boolean,
+  ) {
+    this.model = upstreamModel;
+  }
+
+  translate(data: string): ChatCompletionChunk[] {
+    let response: Record<string, unknown>;
+    try {
+      response = JSON.parse(data) as Record<string, unknown>;
+    } catch {
+      throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
+    }
+    if (response.error !== undefined) {
+      const error = response.error as { status?: unknown; message?: unknown };
+      throw new GatewayError('upstream_stream_error', {
+        upstream: this.upstream,
+        upstream_type: typeof error.status === 'string' ? error.status : undefined,
+        upstream_message: typeof error.message === 'string' ? error.message : undefined,
+      });
+    }
+    throwIfBlocked(response, this.upstream);
+    if (typeof response.modelVersion === 'string') this.model = response.modelVersion;
+    this.usage = usageOf(response.usageMetadata) ?? this.usage;
+    const chunks: ChatCompletionChunk[] = [];
+    if (!this.started) {
+      this.started = true;
+      chunks.push(this.chunk({ role: 'assistant', content: '' }));
+    }
+    const candidate = (Array.isArray(response.candidates) ? response.candidates[0] : undefined) as Candidate | undefined;
+    if (candidate) {
+      const { text, calls } = readParts(candidate, `call_${this.id}_0`, this.calls);
+      if (text !== '') chunks.push(this.chunk({ content: text }));
+      for (const call of calls) {
+        chunks.push(this.chunk({ tool_calls: [{ index: this.calls, ...call }] }));
+        this.calls += 1;
+        this.calledTools = true;
+      }
+      const finish = finishReasonOf(candidate.finishReason, this.calledTools);
+      if (finish) {
+        this.finished = true;
+        chunks.push(this.chunk({}, finish));
+      }
+    }
+    return chunks;
+  }
+
+  /** The usage chunk that ends a stream whose caller asked for usage. */
+  final(): ChatCompletionChunk[] {
+    if (!this.includeUsage || !this.usage) return [];
+    return [{ ...this.chunk({}), choices: [], usage: this.usage }];
+  }
+
+  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk {
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, finish_reason: finishReason }] };
+  }
+}

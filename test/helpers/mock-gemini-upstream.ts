@@ -1,0 +1,123 @@
+/**
+ * A real node:http server speaking the Gemini API on the wire: `POST /v1beta/models/{model}:generateContent`,
+ * `:streamGenerateContent?alt=sse` (each event a whole GenerateContentResponse, CRLF-separated, no end marker:
+ * the connection closes), `GET /v1beta/models`, Google's error body. Shapes follow the documented examples.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface GeminiRecorded {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown> | undefined;
+}
+
+export type GeminiBehavior =
+  | { kind: 'answer'; text?: string; finishReason?: string }
+  | { kind: 'stream'; text?: string[]; cutBeforeFinish?: boolean }
+  | { kind: 'blocked'; reason: string }
+  | { kind: 'error'; status: number; grpcStatus: string; message: string };
+
+export interface MockGemini {
+  baseUrl: string;
+  requests: GeminiRecorded[];
+  generateRequests(): GeminiRecorded[];
+  enqueue(...behaviors: GeminiBehavior[]): void;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const USAGE = { promptTokenCount: 8, candidatesTokenCount: 6, totalTokenCount: 14 };
+
+function candidate(parts: unknown[], finishReason?: string): Record<string, unknown> {
+  return { content: { parts, role: 'model' }, ...(finishReason ? { finishReason } : {}), index: 0 };
+}
+
+export async function startMockGemini(options: { requiredKey?: string } = {}): Promise<MockGemini> {
+  const requests: GeminiRecorded[] = [];
+  let queue: GeminiBehavior[] = [];
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (part: string) => (raw += part));
+    req.on('end', () => {
+      let body: Record<string, unknown> | undefined;
+      try {
+        body = raw ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
+      } catch {
+        body = undefined;
+      }
+      const url = req.url ?? '/';
+      requests.push({ method: req.method ?? 'GET', url, headers: req.headers, body });
+      if (options.requiredKey !== undefined && req.headers['x-goog-api-key'] !== options.requiredKey) {
+        return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.');
+      }
+      if (req.method === 'GET' && url === '/v1beta/models') {
+        res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+        return res.end(JSON.stringify({ models: [{ name: 'models/gemini-2.0-flash', displayName: 'Gemini 2.0 Flash', inputTokenLimit: 1048576 }] }));
+      }
+      const match = /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(url);
+      if (req.method !== 'POST' || !match || !body) return googleError(res, 404, 'NOT_FOUND', 'Not found');
+      const stream = match[2] !== 'generateContent';
+      const behavior = queue.shift() ?? (stream ? { kind: 'stream' } : { kind: 'answer' });
+      answer(res, body, behavior, match[1] ?? 'gemini');
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1beta`,
+    requests,
+    generateRequests: () => requests.filter((r) => r.method === 'POST'),
+    enqueue: (...behaviors) => queue.push(...behaviors),
+    reset() {
+      requests.length = 0;
+      queue = [];
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function googleError(res: ServerResponse, status: number, grpcStatus: string, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
+  res.end(JSON.stringify({ error: { code: status, message, status: grpcStatus } }));
+}
+
+function answer(res: ServerResponse, body: Record<string, unknown>, behavior: GeminiBehavior, model: string): void {
+  const withTools = Array.isArray(body.tools) && body.tools.length > 0;
+  if (behavior.kind === 'error') return googleError(res, behavior.status, behavior.grpcStatus, behavior.message);
+  if (behavior.kind === 'blocked') {
+    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+    res.end(JSON.stringify({ promptFeedback: { blockReason: behavior.reason, safetyRatings: [] }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 }, modelVersion: model }));
+    return;
+  }
+  const call = { functionCall: { name: 'get_weather', args: { location: 'Paris' } } };
+  if (behavior.kind === 'answer') {
+    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+    const parts = withTools && behavior.text === undefined ? [call] : [{ text: behavior.text ?? 'Hello from Gemini' }];
+    res.end(JSON.stringify({ candidates: [candidate(parts, behavior.finishReason ?? 'STOP')], usageMetadata: USAGE, modelVersion: model }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const events: Array<Record<string, unknown>> = [];
+  if (withTools && behavior.text === undefined) {
+    events.push({ candidates: [candidate([call], 'STOP')], usageMetadata: USAGE, modelVersion: model });
+  } else {
+    const pieces = behavior.text ?? ['Hello', ' from', ' Gemini'];
+    pieces.forEach((text, i) => {
+      const last = i === pieces.length - 1;
+      events.push({ candidates: [candidate([{ text }], last && !behavior.cutBeforeFinish ? 'STOP' : undefined)], usageMetadata: last ? USAGE : { promptTokenCount: 8, totalTokenCount: 8 }, modelVersion: model });
+    });
+  }
+  for (const event of events) res.write(`data: ${JSON.stringify(event)}\r\n\r\n`);
+  res.end();
+}

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { UpstreamPauses } from './core/upstream-pauses.js';
+import { CircuitBreakers } from './core/circuit-breaker.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
 import { LeasedLimits } from './core/leased-limits.js';
 import { ChatService } from './core/chat-service.js';
@@ -101,6 +102,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     onStoreError: (error) => app.log.warn({ err: error }, 'upstream pause store failing; pauses stay local to this instance'),
   });
 
+  const breakers = new CircuitBreakers(config.circuitBreaker);
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   const defaultProbe = probes.find((p) => p.provider.name === config.defaultUpstream);
   const health = new HealthService({
@@ -110,9 +112,11 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     probes,
     isShuttingDown,
     limits: limits.enabled ? { kind: deps.limiter?.kind ?? 'unknown', isHealthy: () => limitStore.healthy } : undefined,
+    circuits: () => breakers.snapshot(),
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
-  const chatHandler = makeChatHandler(new ChatService(new ModelRouter(config, providers), limits, pauses), idempotency, config.bodyLimitBytes);
+  const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
+  const chatHandler = makeChatHandler(chatService, idempotency, config.bodyLimitBytes);
   const auth = new AdminAuthenticator(config.adminTokens);
   mountV1(app, auth, {
     health: makeHealthHandler(health),

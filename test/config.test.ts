@@ -46,6 +46,31 @@ describe('configuration', () => {
     assert.equal(problemsOf(() => loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_KIND: 'gemini-x' }))[0]?.startsWith('UPSTREAM_KIND: must be anthropic, gemini or one of'), true);
   });
 
+  test('model targets, fallbacks and retry: references checked, upstream or targets required, defaults applied', () => {
+    const ok = loadConfig({
+      GATEWAY_CONFIG: withFile(
+        'r.yaml',
+        [
+          'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }, { name: b, base_url: "http://127.0.0.1:2/v1" }]',
+          'models:',
+          '  - { id: m, targets: [{ upstream: a, weight: 2 }, { upstream: b, upstream_model: mb }], fallbacks: [{ upstream: b }], retry: { attempts: 3 } }',
+          'retry: { attempts: 2, deadline_ms: 5000 }',
+        ].join('\n'),
+      ),
+    });
+    const model = ok.models[0];
+    assert.deepEqual(model?.targets, [{ upstream: 'a', upstreamModel: 'm', weight: 2 }, { upstream: 'b', upstreamModel: 'mb', weight: 1 }]);
+    assert.deepEqual(model?.fallbacks, [{ upstream: 'b', upstreamModel: 'm', weight: 1 }]);
+    assert.deepEqual(model?.retry, { attempts: 3, baseDelayMs: 200, maxDelayMs: 5000, deadlineMs: 60000 });
+    assert.deepEqual(ok.retry, { attempts: 2, baseDelayMs: 200, maxDelayMs: 5000, deadlineMs: 5000 });
+    assert.deepEqual(loadConfig({}).retry.attempts, 1, 'no retries unless configured');
+    const problems = problemsOf(() =>
+      loadConfig({ GATEWAY_CONFIG: withFile('bad.yaml', 'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }]\nmodels:\n  - { id: m, upstream: a, fallbacks: [{ upstream: nope }] }\n') }),
+    );
+    assert.deepEqual(problems, ['models[0].fallbacks[0].upstream: no upstream named "nope"']);
+    assert.equal(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('x.yaml', 'models:\n  - { id: m }\n') })).some((p) => p.includes('give either upstream or targets')), true);
+  });
+
   test('WORKERS: a number from 1 to 64 or "auto" (one per usable core); the file\'s server.workers otherwise', () => {
     assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
     assert.equal(loadConfig({ WORKERS: 'auto' }).workers, Math.min(64, availableParallelism()));

@@ -24,7 +24,7 @@ describe('security', () => {
     gw = await startGateway({
       env: { ADMIN_TOKEN: `${ADMIN_TOKEN}, ${SECOND_ADMIN}`, UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: UPSTREAM_KEY },
       // These tests map single upstream answers; a 429 must not pause the upstream for the tests after it.
-      configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },
+      configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
     });
   });
   after(async () => {

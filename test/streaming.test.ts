@@ -18,7 +18,7 @@ describe('chat route, streamed', () => {
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-stream-test-upstream-key', UPSTREAM_IDLE_TIMEOUT_MS: '300' },
       // A 429 test below must not pause the upstream for the tests after it (pauses: upstream-pauses.test.ts).
-      configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },
+      configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
     });
   });
   after(async () => {

@@ -4,8 +4,8 @@ import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
-import { configFileSchema, ENVIRONMENTS, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry } from './schema.js';
-import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, Timeouts, UpstreamConfig, WindowLimit } from './types.js';
+import { configFileSchema, ENVIRONMENTS, retrySchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry } from './schema.js';
+import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, Timeouts, UpstreamConfig, WindowLimit } from './types.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
@@ -77,6 +77,11 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     // The echo model is a development aid only: it is never served in staging or prod, whatever the file says.
     devEchoModel: environment === 'dev' && file.dev_echo_model !== false,
     limits: toLimits(file.limits),
+    retry: toRetry(retrySchema.parse(file.retry ?? {})),
+    circuitBreaker: {
+      failureThreshold: file.circuit_breaker?.failure_threshold ?? 5,
+      cooldownMs: (file.circuit_breaker?.cooldown_seconds ?? 30) * 1000,
+    },
     idempotency: {
       ttlMs: (file.idempotency?.ttl_seconds ?? 86_400) * 1000,
       onStoreFailure: file.idempotency?.on_store_failure ?? 'closed',
@@ -263,14 +268,27 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
 }
 
 function toModel(entry: NonNullable<ConfigFile['models']>[number]): ModelConfig {
+  const targets = (entry.targets ?? [{ upstream: entry.upstream ?? '', upstream_model: entry.upstream_model, weight: 1 }]).map((t) => ({
+    upstream: t.upstream,
+    upstreamModel: t.upstream_model ?? entry.id,
+    weight: t.weight,
+  }));
+  const first = targets[0] ?? { upstream: '', upstreamModel: entry.id, weight: 1 };
   return {
     id: entry.id,
-    upstream: entry.upstream,
-    upstreamModel: entry.upstream_model ?? entry.id,
+    upstream: first.upstream,
+    upstreamModel: first.upstreamModel,
+    targets,
+    fallbacks: (entry.fallbacks ?? []).map((f) => ({ upstream: f.upstream, upstreamModel: f.upstream_model ?? entry.id, weight: 1 })),
+    retry: entry.retry ? toRetry(entry.retry) : undefined,
     contextWindow: entry.context_window,
     createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
     description: entry.description,
   };
+}
+
+function toRetry(entry: NonNullable<ConfigFile['retry']>): RetryPolicy {
+  return { attempts: entry.attempts, baseDelayMs: entry.base_delay_ms, maxDelayMs: entry.max_delay_ms, deadlineMs: entry.deadline_ms };
 }
 
 function checkReferences(
@@ -286,7 +304,11 @@ function checkReferences(
   });
   const ids = new Set<string>();
   models.forEach((m, i) => {
-    if (!names.has(m.upstream)) problems.push(`models[${i}].upstream: no upstream named "${m.upstream}"`);
+    for (const [list, targets] of [['targets', m.targets], ['fallbacks', m.fallbacks]] as const) {
+      targets.forEach((t, j) => {
+        if (!names.has(t.upstream)) problems.push(`models[${i}].${m.targets.length === 1 && list === 'targets' ? 'upstream' : `${list}[${j}].upstream`}: no upstream named "${t.upstream}"`);
+      });
+    }
     if (ids.has(m.id)) problems.push(`models[${i}].id: "${m.id}" is defined twice`);
     ids.add(m.id);
   });

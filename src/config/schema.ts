@@ -46,16 +46,43 @@ export const upstreamSchema = z
   })
   .strict();
 
+const targetSchema = z
+  .object({
+    upstream: upstreamName,
+    upstream_model: z.string().min(1).max(256).optional(),
+    /** Share of the traffic among a model's targets (relative to the others' weights). */
+    weight: z.number().int().min(1).max(1000).default(1),
+  })
+  .strict();
+
+/** Retries of one target on 429, 5xx and connection failures; exponential backoff with full jitter. */
+export const retrySchema = z
+  .object({
+    /** Tries per target, the first included (1 = no retry). */
+    attempts: z.number().int().min(1).max(10).default(1),
+    base_delay_ms: z.number().int().min(1).max(60_000).default(200),
+    max_delay_ms: z.number().int().min(1).max(300_000).default(5_000),
+    /** The whole call, every target and wait included: no new try starts after it. */
+    deadline_ms: z.number().int().min(1).max(3_600_000).default(60_000),
+  })
+  .strict();
+
 export const modelSchema = z
   .object({
     id: z.string().min(1).max(256),
-    upstream: upstreamName,
+    /** The upstream serving the model; or `targets` for several, load-balanced by weight. */
+    upstream: upstreamName.optional(),
     upstream_model: z.string().min(1).max(256).optional(),
+    targets: z.array(targetSchema).min(1).max(32).optional(),
+    /** Tried in this order when every target failed (before any byte went to the caller). */
+    fallbacks: z.array(targetSchema.omit({ weight: true })).max(32).optional(),
+    retry: retrySchema.optional(),
     context_window: z.number().int().positive().optional(),
     created_at: z.iso.datetime({ offset: true }).optional(),
     description: z.string().max(1000).optional(),
   })
-  .strict();
+  .strict()
+  .refine((m) => (m.upstream === undefined) !== (m.targets === undefined), { message: 'give either upstream or targets' });
 
 const windowLimit = z
   .object({
@@ -112,6 +139,17 @@ export const configFileSchema = z
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
     limits: limitsSchema.optional(),
+    /** The retry policy of models that set none (and of the default upstream). */
+    retry: retrySchema.optional(),
+    circuit_breaker: z
+      .object({
+        /** Consecutive failures of one upstream after which it is skipped. */
+        failure_threshold: z.number().int().min(1).max(1000).default(5),
+        /** How long it is skipped before one probe call is let through. */
+        cooldown_seconds: z.number().int().min(1).max(3600).default(30),
+      })
+      .strict()
+      .optional(),
     idempotency: z
       .object({
         /** How long a completed answer is kept for replay. */

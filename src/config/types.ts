@@ -30,10 +30,29 @@ export interface UpstreamConfig {
   defaultMaxTokens: number;
 }
 
-export interface ModelConfig {
-  id: string;
+export interface RouteTarget {
   upstream: string;
   upstreamModel: string;
+  weight: number;
+}
+
+export interface RetryPolicy {
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  deadlineMs: number;
+}
+
+export interface ModelConfig {
+  id: string;
+  /** The first target's upstream and model (what the models route shows). */
+  upstream: string;
+  upstreamModel: string;
+  /** Load-balanced by weight; then `fallbacks` in order. */
+  targets: RouteTarget[];
+  fallbacks: RouteTarget[];
+  /** Undefined: the config's default policy. */
+  retry: RetryPolicy | undefined;
   contextWindow: number | undefined;
   createdAt: string | undefined;
   description: string | undefined;
@@ -81,6 +100,9 @@ export interface GatewayConfig {
   defaultUpstream: string | undefined;
   devEchoModel: boolean;
   limits: LimitsConfig;
+  /** The retry policy of models without their own (default: one try, no retry). */
+  retry: RetryPolicy;
+  circuitBreaker: { failureThreshold: number; cooldownMs: number };
   idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;

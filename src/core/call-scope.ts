@@ -10,11 +10,18 @@ export class CallScope {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(totalTimeoutMs: number, upstream: string) {
+  private readonly client: AbortSignal | undefined;
+  private readonly onClientGone = () => this.clientGone();
+
+  /** `client` aborts when the caller hangs up (one signal per request, shared by every try of the call). */
+  constructor(totalTimeoutMs: number, upstream: string, client?: AbortSignal) {
     this.timer = setTimeout(() => {
       this.controller.abort(new GatewayError('upstream_total_timeout', { upstream, timeout_ms: totalTimeoutMs }));
     }, totalTimeoutMs);
     this.timer.unref();
+    this.client = client;
+    if (client?.aborted) this.clientGone();
+    else client?.addEventListener('abort', this.onClientGone, { once: true });
   }
 
   get signal(): AbortSignal {
@@ -27,5 +34,6 @@ export class CallScope {
 
   dispose(): void {
     clearTimeout(this.timer);
+    this.client?.removeEventListener('abort', this.onClientGone);
   }
 }

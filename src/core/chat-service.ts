@@ -1,9 +1,13 @@
-import type { CallContext, ChatRequestBody, ChatCompletionResult, StreamChunk } from '../providers/contract.js';
-import { CallScope } from './call-scope.js';
-import type { ChatTarget, ModelRouter } from './model-router.js';
 import { createHash } from 'node:crypto';
-import { isGatewayError } from '../errors/gateway-error.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ClientGoneError } from '../errors/client-gone.js';
+import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk } from '../providers/contract.js';
+import { CallScope } from './call-scope.js';
+import type { CircuitBreakers } from './circuit-breaker.js';
+import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
 import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
+import { isRetryable, retryDelayMs } from './retry-policy.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
 
 export interface ChatCall {
@@ -14,98 +18,187 @@ export interface ChatCall {
   requestId: string;
   /** The request body as received, forwarded byte for byte when routing changes nothing in it. */
   rawBody: string | undefined;
+  /** Aborts when the caller hangs up: every try of the call is cancelled with it. */
+  clientSignal?: AbortSignal;
 }
 
 export interface CompletedChat {
   result: ChatCompletionResult;
   /** RateLimit-* headers for the answer. */
   headers: Record<string, string>;
+  /** The upstream that answered. */
+  upstream: string;
 }
 
 export interface StartedStream {
   upstream: string;
   scope: CallScope;
+  /** The first chunk, already received: a stream only starts (and counts as started) once one arrived. */
+  first: IteratorResult<StreamChunk>;
   chunks: AsyncIterator<StreamChunk>;
   headers: Record<string, string>;
-  /**
-   * Must be called once when the stream ends, however it ends, with the tokens used if known, and with the
-   * error when the stream failed before its first chunk (an upstream 429 there pauses the upstream).
-   */
-  finish(totalTokens: number | undefined, error?: unknown): Promise<void>;
+  /** Must be called once when the stream ends, however it ends, with the tokens used if known. */
+  finish(totalTokens: number | undefined): Promise<void>;
 }
 
 /** Lease margin beyond the call's total budget before a concurrency slot frees itself. */
 const LEASE_MARGIN_MS = 5_000;
 
-/** The chat use case, free of HTTP: resolve the model, admit the call against the limits, call the provider. */
-export class ChatService {
-  constructor(
-    private readonly router: ModelRouter,
-    private readonly limits: RateLimitService,
-    private readonly pauses: UpstreamPauses,
-  ) {}
+export interface ChatServiceOptions {
+  router: ModelRouter;
+  limits: RateLimitService;
+  pauses: UpstreamPauses;
+  breakers: CircuitBreakers;
+  random?: () => number;
+}
 
-  /** Routing and admission errors are thrown before any upstream work starts. */
-  async complete(body: ChatRequestBody, call: ChatCall, onScope: (scope: CallScope, upstream: string) => void): Promise<CompletedChat> {
-    const target = this.router.resolve(body.model);
-    const pauseScope = this.pauseScope(target, call);
-    const pauseCheck = this.pauses.check(pauseScope, target.provider.name);
-    if (pauseCheck) await pauseCheck;
-    const admission = await this.admit(body, call, target);
-    const scope = new CallScope(target.totalTimeoutMs, target.provider.name);
-    onScope(scope, target.provider.name);
+/**
+ * The chat use case, free of HTTP: plan the targets of the model, admit the call against the limits, then try the
+ * targets in order — each up to the policy's attempts on a retryable failure (429, 5xx, transport), with backoff
+ * and full jitter, honouring Retry-After, skipping upstreams whose circuit is open or that asked for quiet — all
+ * within the policy's deadline. The caller's own mistakes (4xx) are never retried. A stream counts as answered
+ * once its first chunk arrived: after that nothing is retried (the caller already has bytes).
+ */
+export class ChatService {
+  private readonly random: () => number;
+
+  constructor(private readonly options: ChatServiceOptions) {
+    this.random = options.random ?? Math.random;
+  }
+
+  async complete(body: ChatRequestBody, call: ChatCall): Promise<CompletedChat> {
+    const plan = this.options.router.plan(body.model, this.random);
+    const admission = await this.admit(body, call, plan);
     let result: ChatCompletionResult | undefined;
     try {
-      const unchanged = target.upstreamModel === body.model && body.stream !== true;
-      const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
-      result = await target.provider.chat(upstreamBody, this.context(call, scope, unchanged));
-      return { result, headers: admission?.headers ?? {} };
-    } catch (error) {
-      await this.notePause(pauseScope, error);
-      throw error;
+      const answered = await this.tryTargets(plan, call, async (target, scope) => {
+        try {
+          const unchanged = target.upstreamModel === body.model && body.stream !== true;
+          const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
+          return await target.provider.chat(upstreamBody, this.context(call, scope, unchanged));
+        } finally {
+          scope.dispose();
+        }
+      });
+      result = answered.value;
+      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream };
     } finally {
-      scope.dispose();
       if (admission) void admission.finish(result?.usage?.total_tokens);
     }
   }
 
-  /** Starts a stream; the caller owns the scope and must call `finish` when the stream ends, however it ends. */
+  /** Starts a stream: returns once a target delivered its first chunk; the caller must call `finish`. */
   async stream(body: ChatRequestBody, call: ChatCall): Promise<StartedStream> {
-    const target = this.router.resolve(body.model);
-    const pauseScope = this.pauseScope(target, call);
-    const pauseCheck = this.pauses.check(pauseScope, target.provider.name);
-    if (pauseCheck) await pauseCheck;
-    const admission = await this.admit(body, call, target);
-    const scope = new CallScope(target.totalTimeoutMs, target.provider.name);
-    const unchanged = target.upstreamModel === body.model && body.stream === true;
-    const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
-    const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged));
-    let finished = false;
-    return {
-      upstream: target.provider.name,
-      scope,
-      chunks: chunks[Symbol.asyncIterator](),
-      headers: admission?.headers ?? {},
-      finish: async (totalTokens, error) => {
-        if (finished) return;
-        finished = true;
-        scope.dispose();
-        if (error !== undefined) await this.notePause(pauseScope, error);
-        await admission?.finish(totalTokens);
-      },
-    };
+    const plan = this.options.router.plan(body.model, this.random);
+    const admission = await this.admit(body, call, plan);
+    try {
+      const { value, target } = await this.tryTargets(plan, call, async (target, scope) => {
+        const unchanged = target.upstreamModel === body.model && body.stream === true;
+        const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
+        const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged))[Symbol.asyncIterator]();
+        try {
+          const first = await chunks.next();
+          if (first.done === true) throw new GatewayError('upstream_stream_truncated', { upstream: target.upstream, reason: 'the stream ended before any chunk' });
+          return { chunks, first, scope };
+        } catch (error) {
+          scope.dispose();
+          await chunks.return?.().catch(() => undefined);
+          throw error;
+        }
+      });
+      let finished = false;
+      return {
+        upstream: target.upstream,
+        scope: value.scope,
+        first: value.first,
+        chunks: value.chunks,
+        headers: admission?.headers ?? {},
+        finish: async (totalTokens) => {
+          if (finished) return;
+          finished = true;
+          value.scope.dispose();
+          await admission?.finish(totalTokens);
+        },
+      };
+    } catch (error) {
+      await admission?.finish(undefined);
+      throw error;
+    }
   }
 
-  /** No limits configured: no admission at all, so the default path pays nothing for the feature. */
-  private async admit(body: ChatRequestBody, call: ChatCall, target: ChatTarget): Promise<Admission | undefined> {
-    if (!this.limits.enabled) return undefined;
-    return this.limits.admit({
+  /**
+   * Runs `attempt` against the plan's targets until one succeeds. Throws the caller's error at once, the last
+   * upstream failure when every try failed, or 503 `upstream_circuit_open` when every target was skipped.
+   */
+  private async tryTargets<T>(plan: RoutePlan, call: ChatCall, attempt: (target: ChatTarget, scope: CallScope) => Promise<T>): Promise<{ value: T; target: ChatTarget }> {
+    const { breakers } = this.options;
+    const policy = plan.retry;
+    const deadline = Date.now() + policy.deadlineMs;
+    let lastError: unknown;
+    const skipped: string[] = [];
+    for (const target of plan.candidates) {
+      const pauseScope = this.pauseScope(target, call);
+      try {
+        const check = this.options.pauses.check(pauseScope, target.upstream);
+        if (check) await check;
+      } catch (paused) {
+        lastError = paused; // this upstream asked for quiet: the next target may answer
+        continue;
+      }
+      if (!breakers.tryAcquire(target.upstream)) {
+        skipped.push(target.upstream);
+        continue;
+      }
+      for (let tries = 1; ; tries++) {
+        const budget = Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now()));
+        const scope = new CallScope(budget, target.upstream, call.clientSignal);
+        try {
+          const value = await attempt(target, scope);
+          breakers.success(target.upstream);
+          return { value, target };
+        } catch (error) {
+          if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) throw error;
+          if (!isRetryable(error)) {
+            if (isGatewayError(error) && error.code === 'upstream_total_timeout') breakers.failure(target.upstream);
+            else breakers.release(target.upstream);
+            throw error; // the caller's own mistake, or the call's deadline: no other target can fix it
+          }
+          // A 429 says "later", not "broken": it pauses the upstream (Retry-After) instead of counting as a failure.
+          if (isGatewayError(error) && error.code === 'upstream_rate_limited') breakers.release(target.upstream);
+          else breakers.failure(target.upstream);
+          await this.notePause(pauseScope, error);
+          lastError = error;
+          if (tries >= policy.attempts || !breakers.tryAcquire(target.upstream)) break;
+          const wait = retryDelayMs(tries, policy, error, Date.now(), this.random);
+          if (Date.now() + wait >= deadline) break;
+          await sleep(wait, undefined, { signal: call.clientSignal }).catch(() => {
+            throw new ClientGoneError();
+          });
+        }
+      }
+      if (Date.now() >= deadline) break;
+    }
+    if (lastError !== undefined) throw lastError;
+    throw new GatewayError(
+      'upstream_circuit_open',
+      { upstreams: skipped },
+      { headers: { 'retry-after': String(Math.max(1, Math.ceil(this.options.breakers.cooldownMs / 1000))) } },
+    );
+  }
+
+  /** No limits configured: no admission at all. Limits apply to the first target's upstream. */
+  private async admit(body: ChatRequestBody, call: ChatCall, plan: RoutePlan): Promise<Admission | undefined> {
+    const { limits } = this.options;
+    const first = plan.candidates[0];
+    if (!limits.enabled || !first) return undefined;
+    const budget = Math.min(plan.retry.deadlineMs, Math.max(...plan.candidates.map((c) => c.totalTimeoutMs)));
+    return limits.admit({
       caller: call.caller,
       model: body.model,
-      upstream: target.provider.name,
+      upstream: first.upstream,
       estimatedTokens: estimateTokens(body.messages, body.max_tokens),
       requestId: call.requestId,
-      leaseMs: target.totalTimeoutMs + LEASE_MARGIN_MS,
+      leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
     });
   }
 
@@ -114,15 +207,14 @@ export class ChatService {
    * (X-Upstream-Key) has its own quota at the provider, so its 429 pauses only calls made with that key.
    */
   private pauseScope(target: ChatTarget, call: ChatCall): string {
-    if (!this.pauses.enabled) return '';
-    const name = target.provider.name;
-    if (call.upstreamKey === undefined) return name;
-    return `${name}#${createHash('sha256').update(call.upstreamKey).digest('base64url').slice(0, 22)}`;
+    if (!this.options.pauses.enabled) return '';
+    if (call.upstreamKey === undefined) return target.upstream;
+    return `${target.upstream}#${createHash('sha256').update(call.upstreamKey).digest('base64url').slice(0, 22)}`;
   }
 
   private async notePause(pauseScope: string, error: unknown): Promise<void> {
     if (isGatewayError(error) && error.code === 'upstream_rate_limited' && error.details.paused !== true) {
-      await this.pauses.record(pauseScope, error.headers?.['retry-after']);
+      await this.options.pauses.record(pauseScope, error.headers?.['retry-after']);
     }
   }
 

@@ -6,6 +6,8 @@ export interface UpstreamCheck {
   checked_at?: string;
   latency_ms?: number;
   code?: string;
+  /** The upstream's circuit breaker, when it is not closed: skipped (`open`) or letting one probe through. */
+  circuit?: 'open' | 'half_open';
 }
 
 export interface HealthReport {
@@ -31,6 +33,8 @@ export interface HealthServiceOptions {
   probes: UpstreamProbe[];
   isShuttingDown: () => boolean;
   limits?: { kind: string; isHealthy: () => boolean } | undefined;
+  /** Upstreams whose circuit breaker is not closed. */
+  circuits?: () => Record<string, 'open' | 'half_open' | 'closed'>;
 }
 
 /**
@@ -45,13 +49,18 @@ export class HealthService {
 
   async report(): Promise<HealthReport> {
     const [store, upstreamEntries] = await Promise.all([this.checkStore(), this.checkUpstreams()]);
+    const circuits = this.options.circuits?.() ?? {};
+    for (const [name, check] of upstreamEntries) {
+      const circuit = circuits[name];
+      if (circuit === 'open' || circuit === 'half_open') check.circuit = circuit;
+    }
     const upstreams = Object.fromEntries(upstreamEntries);
     const notes: string[] = [];
     if (upstreamEntries.length === 0) notes.push('no upstream configured: chat answers 503 no_upstream_configured');
     const limits = this.options.limits;
     const limitsOk = limits === undefined || limits.isHealthy();
     const healthy =
-      store.status === 'ok' && limitsOk && upstreamEntries.length > 0 && upstreamEntries.every(([, c]) => c.status !== 'fail');
+      store.status === 'ok' && limitsOk && upstreamEntries.length > 0 && upstreamEntries.every(([, c]) => c.status !== 'fail' && c.circuit === undefined);
     const now = new Date();
     const report: HealthReport = {
       status: this.options.isShuttingDown() ? 'shutting_down' : healthy ? 'ok' : 'degraded',

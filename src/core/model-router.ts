@@ -1,4 +1,4 @@
-import type { GatewayConfig, ModelConfig } from '../config/types.js';
+import type { GatewayConfig, ModelConfig, RetryPolicy, RouteTarget } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Provider } from '../providers/contract.js';
 import type { ProviderSet } from '../providers/registry.js';
@@ -6,6 +6,8 @@ import type { ProviderSet } from '../providers/registry.js';
 const BUILTIN_TOTAL_TIMEOUT_MS = 60_000;
 
 export interface ChatTarget {
+  /** The upstream's configured name (circuit breakers and pauses are per upstream). */
+  upstream: string;
   provider: Provider;
   /** The model name the upstream knows. */
   upstreamModel: string;
@@ -28,11 +30,25 @@ export class ModelRouter {
     this.models = new Map(config.models.map((m) => [m.id, m]));
   }
 
+  /**
+   * The targets to try for a model, in order: its targets in a weighted random order (the first pick is
+   * proportional to weight: load balancing), then its fallbacks as listed; and the retry policy that applies.
+   */
+  plan(modelId: string, random: () => number = Math.random): RoutePlan {
+    const declared = this.models.get(modelId);
+    if (!declared) return { candidates: [this.resolve(modelId)], retry: this.config.retry };
+    const ordered = declared.targets.length === 1 ? declared.targets : weightedOrder(declared.targets, random);
+    return {
+      candidates: [...ordered, ...declared.fallbacks].map((t) => this.target(t.upstream, t.upstreamModel)),
+      retry: declared.retry ?? this.config.retry,
+    };
+  }
+
   resolve(modelId: string): ChatTarget {
     const declared = this.models.get(modelId);
     if (declared) return this.target(declared.upstream, declared.upstreamModel);
     const builtin = this.providers.builtins.get(modelId);
-    if (builtin) return { provider: builtin.provider, upstreamModel: builtin.id, totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS };
+    if (builtin) return { upstream: builtin.provider.name, provider: builtin.provider, upstreamModel: builtin.id, totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS };
     if (this.config.defaultUpstream !== undefined) return this.target(this.config.defaultUpstream, modelId);
     if (this.providers.upstreams.size === 0) {
       throw new GatewayError('no_upstream_configured', {
@@ -48,6 +64,19 @@ export class ModelRouter {
     const provider = this.providers.upstreams.get(upstream);
     const upstreamConfig = this.config.upstreams.find((u) => u.name === upstream);
     if (!provider || !upstreamConfig) throw new GatewayError('no_upstream_configured', { upstream });
-    return { provider, upstreamModel, totalTimeoutMs: upstreamConfig.timeouts.totalMs };
+    return { upstream, provider, upstreamModel, totalTimeoutMs: upstreamConfig.timeouts.totalMs };
   }
+}
+
+export interface RoutePlan {
+  candidates: ChatTarget[];
+  retry: RetryPolicy;
+}
+
+/** A weighted random permutation (Efraimidis-Spirakis: sort by u^(1/w)): P(first) is proportional to weight. */
+function weightedOrder(targets: readonly RouteTarget[], random: () => number): RouteTarget[] {
+  return targets
+    .map((t) => ({ t, key: Math.pow(random(), 1 / t.weight) }))
+    .sort((a, b) => b.key - a.key)
+    .map((x) => x.t);
 }

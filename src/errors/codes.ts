@@ -77,6 +77,10 @@ export const ERROR_CODES = {
   // --- ours or the upstream's fault (5xx) ---
   internal_error: { status: 500, message: 'The gateway failed unexpectedly; the request id identifies it in the logs.' },
   upstream_error: { status: 502, message: 'The upstream provider answered with a server error.' },
+  upstream_circuit_open: {
+    status: 503,
+    message: 'Every upstream of this model failed repeatedly and is skipped for now (circuit open); retry after Retry-After.',
+  },
   upstream_auth_failed: {
     status: 502,
     message: "The upstream provider refused the gateway's configured credential; the operator must fix it.",

@@ -1,7 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatService, StartedStream } from '../core/chat-service.js';
-import type { CallScope } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
@@ -23,6 +22,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
       requestId: request.id,
       rawBody: request.rawBody,
+      clientSignal: clientSignal(reply),
     };
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     let recorder: AnswerRecorder | undefined;
@@ -35,10 +35,8 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       if (body.stream === true) {
         return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder);
       }
-      const { result, headers } = await chat.complete(body, call, (scope, upstream) => {
-        request.upstreamName = upstream;
-        cancelWhenClientLeaves(reply, scope);
-      });
+      const { result, headers, upstream } = await chat.complete(body, call);
+      request.upstreamName = upstream;
       await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(result.body);
     } catch (error) {
@@ -62,16 +60,8 @@ async function streamAnswer(
   bodyLimitBytes: number,
   recorder: AnswerRecorder | undefined,
 ): Promise<FastifyReply> {
-  const { scope, chunks, upstream } = started;
-  request.upstreamName = upstream;
-  cancelWhenClientLeaves(reply, scope);
-  let first: IteratorResult<StreamChunk>;
-  try {
-    first = await chunks.next();
-  } catch (error) {
-    await started.finish(undefined, error);
-    throw error;
-  }
+  request.upstreamName = started.upstream;
+  const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
   const frames = sseFrames(first, started, request, bodyLimitBytes);
   return reply.send(Readable.from(recorder ? recorded(frames, recorder) : frames, { objectMode: false }));
@@ -130,8 +120,11 @@ async function* recorded(frames: AsyncGenerator<string>, recorder: AnswerRecorde
   }
 }
 
-function cancelWhenClientLeaves(reply: FastifyReply, scope: CallScope): void {
+/** Aborts when the caller hangs up before the answer was fully written: every try of the call stops with it. */
+function clientSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) scope.clientGone();
+    if (!reply.raw.writableFinished) controller.abort();
   });
+  return controller.signal;
 }

@@ -10,18 +10,11 @@ export class CallScope {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
 
-  private readonly client: AbortSignal | undefined;
-  private readonly onClientGone = () => this.clientGone();
-
-  /** `client` aborts when the caller hangs up (one signal per request, shared by every try of the call). */
-  constructor(totalTimeoutMs: number, upstream: string, client?: AbortSignal) {
+  constructor(totalTimeoutMs: number, upstream: string) {
     this.timer = setTimeout(() => {
       this.controller.abort(new GatewayError('upstream_total_timeout', { upstream, timeout_ms: totalTimeoutMs }));
     }, totalTimeoutMs);
     this.timer.unref();
-    this.client = client;
-    if (client?.aborted) this.clientGone();
-    else client?.addEventListener('abort', this.onClientGone, { once: true });
   }
 
   get signal(): AbortSignal {
@@ -34,6 +27,16 @@ export class CallScope {
 
   dispose(): void {
     clearTimeout(this.timer);
-    this.client?.removeEventListener('abort', this.onClientGone);
   }
+}
+
+/**
+ * The caller's side of a call: whether it hung up, and the scope of the try in progress, which is cancelled when
+ * it does. One per request, shared by every try (a plain object rather than an AbortSignal: no EventTarget work on
+ * the hot path).
+ */
+export interface ClientWatch {
+  readonly gone: boolean;
+  /** Makes `scope` the try in progress: cancelled at once if the caller already left, or when it leaves. */
+  follow(scope: CallScope): void;
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk } from '../providers/contract.js';
-import { CallScope } from './call-scope.js';
+import { CallScope, type ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
 import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
@@ -18,8 +18,8 @@ export interface ChatCall {
   requestId: string;
   /** The request body as received, forwarded byte for byte when routing changes nothing in it. */
   rawBody: string | undefined;
-  /** Aborts when the caller hangs up: every try of the call is cancelled with it. */
-  clientSignal?: AbortSignal;
+  /** The caller's side: every try of the call is cancelled when it hangs up. */
+  client?: ClientWatch;
 }
 
 export interface CompletedChat {
@@ -151,7 +151,8 @@ export class ChatService {
       }
       for (let tries = 1; ; tries++) {
         const budget = Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now()));
-        const scope = new CallScope(budget, target.upstream, call.clientSignal);
+        const scope = new CallScope(budget, target.upstream);
+        call.client?.follow(scope);
         try {
           const value = await attempt(target, scope);
           breakers.success(target.upstream);
@@ -171,9 +172,8 @@ export class ChatService {
           if (tries >= policy.attempts || !breakers.tryAcquire(target.upstream)) break;
           const wait = retryDelayMs(tries, policy, error, Date.now(), this.random);
           if (Date.now() + wait >= deadline) break;
-          await sleep(wait, undefined, { signal: call.clientSignal }).catch(() => {
-            throw new ClientGoneError();
-          });
+          await sleep(wait);
+          if (call.client?.gone === true) throw new ClientGoneError();
         }
       }
       if (Date.now() >= deadline) break;

@@ -4,6 +4,7 @@ import type { Provider } from '../providers/contract.js';
 import type { ProviderSet } from '../providers/registry.js';
 
 const BUILTIN_TOTAL_TIMEOUT_MS = 60_000;
+const MAX_CACHED_PLANS = 1_000;
 
 export interface ChatTarget {
   /** The upstream's configured name (circuit breakers and pauses are per upstream). */
@@ -23,6 +24,7 @@ export class ModelRouter {
   private readonly models: Map<string, ModelConfig>;
   private readonly config: GatewayConfig;
   private readonly providers: ProviderSet;
+  private readonly fixedPlans = new Map<string, RoutePlan>();
 
   constructor(config: GatewayConfig, providers: ProviderSet) {
     this.config = config;
@@ -36,7 +38,16 @@ export class ModelRouter {
    */
   plan(modelId: string, random: () => number = Math.random): RoutePlan {
     const declared = this.models.get(modelId);
-    if (!declared) return { candidates: [this.resolve(modelId)], retry: this.config.retry };
+    if (!declared || (declared.targets.length === 1 && declared.fallbacks.length === 0)) {
+      // One target and nothing random about it: the same plan every time, built once.
+      let plan = this.fixedPlans.get(modelId);
+      if (!plan) {
+        plan = { candidates: [this.resolve(modelId)], retry: declared?.retry ?? this.config.retry };
+        if (this.fixedPlans.size >= MAX_CACHED_PLANS) this.fixedPlans.clear(); // model ids come from callers
+        this.fixedPlans.set(modelId, plan);
+      }
+      return plan;
+    }
     const ordered = declared.targets.length === 1 ? declared.targets : weightedOrder(declared.targets, random);
     return {
       candidates: [...ordered, ...declared.fallbacks].map((t) => this.target(t.upstream, t.upstreamModel)),

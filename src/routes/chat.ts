@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatService, StartedStream } from '../core/chat-service.js';
+import type { CallScope, ClientWatch } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
@@ -22,7 +23,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
       requestId: request.id,
       rawBody: request.rawBody,
-      clientSignal: clientSignal(reply),
+      client: watchClient(reply),
     };
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     let recorder: AnswerRecorder | undefined;
@@ -120,11 +121,20 @@ async function* recorded(frames: AsyncGenerator<string>, recorder: AnswerRecorde
   }
 }
 
-/** Aborts when the caller hangs up before the answer was fully written: every try of the call stops with it. */
-function clientSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
+/** Cancels the try in progress when the caller hangs up before the answer was fully written. */
+function watchClient(reply: FastifyReply): ClientWatch {
+  let current: CallScope | undefined;
+  const watch = {
+    gone: false,
+    follow(scope: CallScope) {
+      current = scope;
+      if (watch.gone) scope.clientGone();
+    },
+  };
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
+    if (reply.raw.writableFinished) return;
+    watch.gone = true;
+    current?.clientGone();
   });
-  return controller.signal;
+  return watch;
 }

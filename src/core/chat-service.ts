@@ -8,6 +8,7 @@ import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
 import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
 import { isRetryable, retryDelayMs } from './retry-policy.js';
+import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
 
 export interface ChatCall {
@@ -20,6 +21,8 @@ export interface ChatCall {
   rawBody: string | undefined;
   /** The caller's side: every try of the call is cancelled when it hangs up. */
   client?: ClientWatch;
+  /** X-Context-Overflow: `truncate` drops the oldest turns of a prompt too long for the model's window. */
+  contextOverflow?: string;
 }
 
 export interface CompletedChat {
@@ -66,7 +69,8 @@ export class ChatService {
     this.random = options.random ?? Math.random;
   }
 
-  async complete(body: ChatRequestBody, call: ChatCall): Promise<CompletedChat> {
+  async complete(original: ChatRequestBody, originalCall: ChatCall): Promise<CompletedChat> {
+    const { body, call } = await this.fitContext(original, originalCall);
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body, call, plan);
     let result: ChatCompletionResult | undefined;
@@ -88,7 +92,8 @@ export class ChatService {
   }
 
   /** Starts a stream: returns once a target delivered its first chunk; the caller must call `finish`. */
-  async stream(body: ChatRequestBody, call: ChatCall): Promise<StartedStream> {
+  async stream(original: ChatRequestBody, originalCall: ChatCall): Promise<StartedStream> {
+    const { body, call } = await this.fitContext(original, originalCall);
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body, call, plan);
     try {
@@ -184,6 +189,14 @@ export class ChatService {
       { upstreams: skipped },
       { headers: { 'retry-after': String(Math.max(1, Math.ceil(this.options.breakers.cooldownMs / 1000))) } },
     );
+  }
+
+  /** The context-window check (models with a declared window only); a truncated body is no longer the raw one. */
+  private async fitContext(body: ChatRequestBody, call: ChatCall): Promise<{ body: ChatRequestBody; call: ChatCall }> {
+    const declared = this.options.router.declared(body.model);
+    if (declared?.contextWindow === undefined) return { body, call };
+    const fitted = await fitContextWindow(body, declared, call.contextOverflow);
+    return fitted === body ? { body, call } : { body: fitted, call: { ...call, rawBody: undefined } };
   }
 
   /** No limits configured: no admission at all. Limits apply to the first target's upstream. */

@@ -55,6 +55,11 @@ export class ModelRouter {
     };
   }
 
+  /** The model's entry in the config file, if it has one. */
+  declared(modelId: string): ModelConfig | undefined {
+    return this.models.get(modelId);
+  }
+
   resolve(modelId: string): ChatTarget {
     const declared = this.models.get(modelId);
     if (declared) return this.target(declared.upstream, declared.upstreamModel);

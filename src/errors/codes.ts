@@ -56,6 +56,10 @@ export const ERROR_CODES = {
     statusFrom: 'upstream',
     message: 'The upstream provider rejected the request; see details for its own error.',
   },
+  context_length_exceeded: {
+    status: 400,
+    message: "The prompt and max_tokens exceed the model's context window; see details, or send X-Context-Overflow: truncate.",
+  },
   upstream_content_blocked: {
     status: 400,
     message: "The provider's safety filter refused the prompt; details.reason says why.",

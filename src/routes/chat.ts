@@ -7,6 +7,7 @@ import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
 import type { ChatRequestBody, StreamChunk } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
 import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
@@ -24,6 +25,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       requestId: request.id,
       rawBody: request.rawBody,
       client: watchClient(reply),
+      contextOverflow: readContextOverflow(request.headers['x-context-overflow']),
     };
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     let recorder: AnswerRecorder | undefined;
@@ -119,6 +121,14 @@ async function* recorded(frames: AsyncGenerator<string>, recorder: AnswerRecorde
     if (complete) await recorder.stream({ 'content-type': SSE_HEADERS['content-type'] }, copy.join(''));
     else await recorder.failed();
   }
+}
+
+/** X-Context-Overflow: `error` (the default) or `truncate`; anything else is a 400 rather than a silent default. */
+function readContextOverflow(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const mode = (Array.isArray(value) ? value.join(',') : value).trim().toLowerCase();
+  if (mode === 'truncate' || mode === 'error') return mode;
+  throw new GatewayError('invalid_header', { header: 'x-context-overflow', allowed: ['error', 'truncate'] });
 }
 
 /** Cancels the try in progress when the caller hangs up before the answer was fully written. */

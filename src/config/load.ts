@@ -281,6 +281,8 @@ function toModel(entry: NonNullable<ConfigFile['models']>[number]): ModelConfig 
     targets,
     fallbacks: (entry.fallbacks ?? []).map((f) => ({ upstream: f.upstream, upstreamModel: f.upstream_model ?? entry.id, weight: 1 })),
     retry: entry.retry ? toRetry(entry.retry) : undefined,
+    aliases: entry.aliases ?? [],
+    pricing: entry.pricing ? { inputPerMillion: entry.pricing.input_per_million, outputPerMillion: entry.pricing.output_per_million } : undefined,
     contextWindow: entry.context_window,
     createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
     description: entry.description,
@@ -304,6 +306,10 @@ function checkReferences(
   });
   const ids = new Set<string>();
   models.forEach((m, i) => {
+    m.aliases.forEach((alias, j) => {
+      if (ids.has(alias) || models.some((other) => other.id === alias)) problems.push(`models[${i}].aliases[${j}]: "${alias}" is already a model id or alias`);
+      ids.add(alias);
+    });
     for (const [list, targets] of [['targets', m.targets], ['fallbacks', m.fallbacks]] as const) {
       targets.forEach((t, j) => {
         if (!names.has(t.upstream)) problems.push(`models[${i}].${m.targets.length === 1 && list === 'targets' ? 'upstream' : `${list}[${j}].upstream`}: no upstream named "${t.upstream}"`);

@@ -77,6 +77,13 @@ export const modelSchema = z
     /** Tried in this order when every target failed (before any byte went to the caller). */
     fallbacks: z.array(targetSchema.omit({ weight: true })).max(32).optional(),
     retry: retrySchema.optional(),
+    /** Other ids callers may use for this model (listed with it, routed like it). */
+    aliases: z.array(z.string().min(1).max(256)).max(32).optional(),
+    /** USD per million tokens, for cost in usage records and the models route. */
+    pricing: z
+      .object({ input_per_million: z.number().min(0).max(1_000_000), output_per_million: z.number().min(0).max(1_000_000) })
+      .strict()
+      .optional(),
     context_window: z.number().int().positive().optional(),
     created_at: z.iso.datetime({ offset: true }).optional(),
     description: z.string().max(1000).optional(),

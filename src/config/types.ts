@@ -53,6 +53,9 @@ export interface ModelConfig {
   fallbacks: RouteTarget[];
   /** Undefined: the config's default policy. */
   retry: RetryPolicy | undefined;
+  aliases: string[];
+  /** USD per million input / output tokens. */
+  pricing: { inputPerMillion: number; outputPerMillion: number } | undefined;
   contextWindow: number | undefined;
   createdAt: string | undefined;
   description: string | undefined;

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk } from '../providers/contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
+import { costUsd } from './pricing.js';
 import { CallScope, type ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
@@ -189,6 +190,13 @@ export class ChatService {
       { upstreams: skipped },
       { headers: { 'retry-after': String(Math.max(1, Math.ceil(this.options.breakers.cooldownMs / 1000))) } },
     );
+  }
+
+  /** The call's usage with its cost when the model has prices (for the access line; usage records: issue 7). */
+  usageRecord(model: string, usage: Usage | undefined): (Usage & { cost_usd?: number }) | undefined {
+    if (!usage) return undefined;
+    const pricing = this.options.router.declared(model)?.pricing;
+    return pricing ? { ...usage, cost_usd: costUsd(usage, pricing) } : usage;
   }
 
   /** The context-window check (models with a declared window only); a truncated body is no longer the raw one. */

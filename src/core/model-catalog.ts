@@ -13,6 +13,9 @@ export interface CatalogModel {
   owned_by: string | null;
   source: 'config' | 'upstream' | 'builtin';
   description?: string;
+  aliases?: string[];
+  /** USD per million tokens. */
+  pricing?: { input_per_million_tokens: number; output_per_million_tokens: number; currency: 'USD' };
 }
 
 export interface ModelPage {
@@ -62,6 +65,10 @@ export class ModelCatalog {
         owned_by: null,
         source: 'config',
         ...(m.description ? { description: m.description } : {}),
+        ...(m.aliases.length > 0 ? { aliases: m.aliases } : {}),
+        ...(m.pricing
+          ? { pricing: { input_per_million_tokens: m.pricing.inputPerMillion, output_per_million_tokens: m.pricing.outputPerMillion, currency: 'USD' as const } }
+          : {}),
       });
     }
     const unavailable: Array<{ upstream: string; code: string }> = [];

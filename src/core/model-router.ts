@@ -29,7 +29,7 @@ export class ModelRouter {
   constructor(config: GatewayConfig, providers: ProviderSet) {
     this.config = config;
     this.providers = providers;
-    this.models = new Map(config.models.map((m) => [m.id, m]));
+    this.models = new Map(config.models.flatMap((m) => [[m.id, m] as const, ...m.aliases.map((a) => [a, m] as const)]));
   }
 
   /**

@@ -20,6 +20,7 @@ export function logAccess(request: FastifyRequest, status: number): void {
       ms: Math.round((performance.now() - request.receivedAt) * 100) / 100,
       model: request.chatModel,
       upstream: request.upstreamName,
+      usage: request.usage,
       code: request.errorCode,
     },
     'request',

@@ -23,6 +23,8 @@ declare module 'fastify' {
     accessLogged: boolean;
     /** Which upstream served a chat call. */
     upstreamName: string | undefined;
+    /** A chat call's normalised usage and its cost (USD, when the model has prices), for the access line. */
+    usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number } | undefined;
     /** Called on an OpenAI drop-in path (/v1/chat/completions...): errors also carry OpenAI's `error` object. */
     openAiCompat: boolean;
   }
@@ -35,6 +37,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('upstreamName', undefined);
+  app.decorateRequest('usage', undefined);
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('accessLogged', false);
   app.decorateRequest('urlHasSecret', false);

@@ -5,7 +5,7 @@ import type { CallScope, ClientWatch } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
-import type { ChatRequestBody, StreamChunk } from '../providers/contract.js';
+import type { ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
@@ -36,10 +36,13 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     }
     try {
       if (body.stream === true) {
-        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder);
+        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder, (usage) => {
+          request.usage = chat.usageRecord(body.model, usage);
+        });
       }
       const { result, headers, upstream } = await chat.complete(body, call);
       request.upstreamName = upstream;
+      request.usage = chat.usageRecord(body.model, result.usage);
       await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(result.body);
     } catch (error) {
@@ -62,11 +65,12 @@ async function streamAnswer(
   started: StartedStream,
   bodyLimitBytes: number,
   recorder: AnswerRecorder | undefined,
+  onUsage: (usage: Usage | undefined) => void,
 ): Promise<FastifyReply> {
   request.upstreamName = started.upstream;
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
-  const frames = sseFrames(first, started, request, bodyLimitBytes);
+  const frames = sseFrames(first, started, request, bodyLimitBytes, onUsage);
   return reply.send(Readable.from(recorder ? recorded(frames, recorder) : frames, { objectMode: false }));
 }
 
@@ -75,14 +79,15 @@ async function* sseFrames(
   started: StartedStream,
   request: FastifyRequest,
   bodyLimitBytes: number,
+  onUsage: (usage: Usage | undefined) => void,
 ): AsyncGenerator<string> {
   const { chunks, scope } = started;
   let finished = false;
-  let totalTokens: number | undefined;
+  let usage: Usage | undefined;
   try {
     let next = first;
     while (next.done !== true) {
-      totalTokens = next.value.chunk.usage?.total_tokens ?? totalTokens;
+      usage = next.value.chunk.usage ?? usage;
       yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
       next = await chunks.next();
     }
@@ -95,7 +100,8 @@ async function* sseFrames(
     request.log.warn({ code: failure.code, details: failure.details }, 'stream failed after it started');
     yield formatErrorEvent(request.openAiCompat ? withOpenAiError(failure.toBody(), failure.status) : failure.toBody());
   } finally {
-    await started.finish(totalTokens);
+    onUsage(usage);
+    await started.finish(usage?.total_tokens);
     if (!finished) await chunks.return?.();
     if (scope.signal.reason instanceof ClientGoneError) {
       request.errorCode = 'client_closed_request';

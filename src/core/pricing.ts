@@ -1,0 +1,12 @@
+import type { Usage } from '../providers/contract.js';
+
+export interface Pricing {
+  inputPerMillion: number;
+  outputPerMillion: number;
+}
+
+/** The cost of a call in USD from its normalised usage and the model's prices (rounded to a millionth of a cent). */
+export function costUsd(usage: Usage, pricing: Pricing): number {
+  const cost = (usage.prompt_tokens * pricing.inputPerMillion + usage.completion_tokens * pricing.outputPerMillion) / 1_000_000;
+  return Math.round(cost * 1e8) / 1e8;
+}

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/load.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
+import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import { readStream } from './helpers/sse-client.js';
 
 function configFile(text: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'gw-presets-')), 'g.yaml');
@@ -77,5 +79,35 @@ describe('Azure OpenAI addressing on the wire', () => {
     const health = await call(`${gw.url}/v1/?route=health`);
     assert.equal((health.json.checks as { upstreams: Record<string, { status: string }> }).upstreams.az?.status, 'ok');
     assert.ok(seen.some((s) => s.url === '/openai/models?api-version=2025-01-01-preview'));
+  });
+});
+
+describe('usage on every stream (presets that support stream_options)', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  before(async () => {
+    mock = await startMockUpstream();
+    gw = await startGateway({
+      configFile: { name: 'usage.yaml', text: `upstreams:\n  - { name: oa, kind: openai, base_url: "${mock.baseUrl}" }\ndefault_upstream: oa\n` },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+
+  test('the gateway asks for usage, keeps the usage chunk from a caller who did not ask, and records it', async () => {
+    mock.enqueue({ kind: 'stream' });
+    const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    assert.ok(answer.text.endsWith('data: [DONE]\n\n'));
+    assert.ok(!/"usage":\{/.test(answer.text), 'the caller did not ask for usage: no usage chunk');
+    assert.deepEqual((mock.chatRequests()[0]?.json as { stream_options?: unknown }).stream_options, { include_usage: true });
+    await new Promise((r) => setTimeout(r, 20));
+    const line = gw.logLines.map((l) => JSON.parse(l) as { msg?: string; route?: string; usage?: { total_tokens: number } }).filter((l) => l.msg === 'request' && l.route === 'chat').at(-1);
+    assert.ok((line?.usage?.total_tokens ?? 0) > 0, JSON.stringify(line));
+
+    mock.enqueue({ kind: 'stream' });
+    const asked = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true, stream_options: { include_usage: true } }), authHeaders());
+    assert.ok(/"usage":\{"prompt_tokens"/.test(asked.text), 'a caller who asked gets the usage chunk');
   });
 });

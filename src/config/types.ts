@@ -20,6 +20,8 @@ export interface UpstreamConfig {
   deploymentInPath: boolean;
   /** Azure OpenAI's `api-version`. */
   apiVersion: string | undefined;
+  /** OpenAI-compatible: ask for usage on every stream (`stream_options.include_usage`). */
+  streamUsage: boolean;
   baseUrl: string;
   /** Resolved secret; never logged (the logger also scrubs its value). */
   apiKey: string | undefined;

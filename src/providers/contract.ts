@@ -63,6 +63,11 @@ export interface ChatCompletionChunk {
 
 export interface StreamChunk {
   chunk: ChatCompletionChunk;
+  /**
+   * Carries the usage only and is not sent to the caller: the gateway asked the upstream for usage the caller
+   * did not ask for (to correct limits and price the call).
+   */
+  internal?: boolean;
   /** The chunk's JSON on one line, when the provider already has it (saves a JSON.stringify per chunk). */
   json?: string;
 }

@@ -88,7 +88,7 @@ async function* sseFrames(
     let next = first;
     while (next.done !== true) {
       usage = next.value.chunk.usage ?? usage;
-      yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
+      if (next.value.internal !== true) yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
       next = await chunks.next();
     }
     finished = true;

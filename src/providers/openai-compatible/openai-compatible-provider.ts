@@ -72,7 +72,13 @@ export class OpenAiCompatibleProvider implements Provider {
   }
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
-    const response = await this.send(body, context);
+    // Usage on every stream (limits, cost): asked for on the caller's behalf, and its chunk kept from a caller
+    // that did not ask for it. The body then differs from the caller's, so it is serialised again.
+    const options = body.stream_options as { include_usage?: unknown } | undefined;
+    const addUsage = this.config.streamUsage && options?.include_usage !== true;
+    const response = addUsage
+      ? await this.send({ ...body, stream_options: { ...options, include_usage: true } }, { ...context, bodyJson: undefined })
+      : await this.send(body, context);
     const contentType = String(response.headers['content-type'] ?? '');
     if (!contentType.startsWith('text/event-stream')) {
       drainQuietly(response.body);
@@ -95,7 +101,9 @@ export class OpenAiCompatibleProvider implements Provider {
             break;
           }
           const chunk = decodeChunkEvent(event, this.name, secrets);
-          if (chunk) yield chunk;
+          if (!chunk) continue;
+          if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
+          yield chunk;
         }
         pending.length = 0;
         if (finished) break;

@@ -10,23 +10,28 @@ export interface OpenAiPreset {
   auth: 'bearer' | 'api-key';
   /** Azure: `{base}/deployments/{upstream model}/chat/completions?api-version=...`. */
   deploymentInPath: boolean;
+  /**
+   * Whether the server accepts `stream_options: {include_usage: true}`: then the gateway asks for usage on every
+   * stream (for limits and cost) and keeps the usage chunk from callers that did not ask for it.
+   */
+  streamUsage: boolean;
 }
 
-const bearer = (baseUrl: string | undefined): OpenAiPreset => ({ baseUrl, auth: 'bearer', deploymentInPath: false });
+const bearer = (baseUrl: string | undefined, streamUsage = true): OpenAiPreset => ({ baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
 
 export const OPENAI_PRESETS = {
-  'openai-compatible': bearer(undefined),
+  'openai-compatible': bearer(undefined, false), // unknown server: nothing is added to the caller's body
   openai: bearer('https://api.openai.com/v1'),
-  azure: { baseUrl: undefined, auth: 'api-key', deploymentInPath: true },
+  azure: { baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: true },
   groq: bearer('https://api.groq.com/openai/v1'),
-  mistral: bearer('https://api.mistral.ai/v1'),
+  mistral: bearer('https://api.mistral.ai/v1', false), // sends usage in its last chunk unasked
   deepseek: bearer('https://api.deepseek.com/v1'),
   together: bearer('https://api.together.xyz/v1'),
   openrouter: bearer('https://openrouter.ai/api/v1'),
   ollama: bearer('http://127.0.0.1:11434/v1'),
   vllm: bearer('http://127.0.0.1:8000/v1'),
-  'llama-cpp': bearer('http://127.0.0.1:8080/v1'),
-  lmstudio: bearer('http://127.0.0.1:1234/v1'),
+  'llama-cpp': bearer('http://127.0.0.1:8080/v1', false),
+  lmstudio: bearer('http://127.0.0.1:1234/v1', false),
 } as const satisfies Record<string, OpenAiPreset>;
 
 export type OpenAiPresetName = keyof typeof OPENAI_PRESETS;

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
+import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
 
 /** Anthropic requires `max_tokens`; used when the caller sets none (configurable per upstream). */
@@ -68,7 +69,7 @@ function blocksOf(message: ChatMessage): Block[] {
     for (const part of message.content) blocks.push(toAnthropicPart(part));
   }
   for (const call of message.tool_calls ?? []) {
-    blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments, call.id) });
+    blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseToolArguments(call.function.arguments, call.id, 'Anthropic') });
   }
   // An assistant turn with neither text nor tool calls would be refused upstream; an empty text is not allowed.
   if (blocks.length === 0) blocks.push({ type: 'text', text: ' ' });
@@ -79,29 +80,14 @@ function blocksOf(message: ChatMessage): Block[] {
 function toAnthropicPart(part: Record<string, unknown>): Block {
   if (part.type === 'text') return { type: 'text', text: String(part.text ?? '') };
   if (part.type === 'image_url') {
-    const url = String((part.image_url as { url?: unknown } | undefined)?.url ?? '');
-    const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-    if (data) return { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
-    return { type: 'image', source: { type: 'url', url } };
+    const source = imageSource(part);
+    if ('url' in source) return { type: 'image', source: { type: 'url', url: source.url } };
+    return { type: 'image', source: { type: 'base64', media_type: source.mediaType, data: source.data } };
   }
   return part;
 }
 
-function textOf(content: ChatMessage['content']): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join('');
-  return '';
-}
 
-function parseArguments(text: string, id: string): unknown {
-  try {
-    return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
-  } catch {
-    throw new GatewayError('validation_failed', {
-      errors: [{ field: 'messages[].tool_calls[].function.arguments', problem: `tool call ${id}: arguments must be a JSON object for Anthropic` }],
-    });
-  }
-}
 
 function toAnthropicTool(tool: unknown): Block {
   const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;

@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
-import { drainQuietly, readBodyBytes, readBodyText } from '../openai-compatible/body.js';
+import { drainQuietly, readBodyBytes } from '../openai-compatible/body.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { mapUpstreamHttpError } from '../upstream-http-error.js';
+import { MAX_ANSWER_BYTES, UpstreamClient } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
 
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
-const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /**
  * Google's Gemini API: `POST {base}/models/{model}:generateContent`, and `:streamGenerateContent?alt=sse` for
@@ -23,23 +20,14 @@ export class GeminiProvider implements Provider {
   readonly kind = 'gemini';
   readonly probeable = true;
   readonly name: string;
-  private readonly pool: Pool;
-  private readonly basePath: string;
+  private readonly http: UpstreamClient;
 
   constructor(
     private readonly config: UpstreamConfig,
     private readonly options: { userAgent: string },
   ) {
-    const url = new URL(config.baseUrl);
     this.name = config.name;
-    this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
-      connections: config.maxConnections,
-      connect: { timeout: config.timeouts.connectMs },
-      headersTimeout: config.timeouts.firstByteMs,
-      bodyTimeout: config.timeouts.idleMs,
-      keepAliveTimeout: 30_000,
-    });
+    this.http = new UpstreamClient(config);
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
@@ -92,18 +80,7 @@ export class GeminiProvider implements Provider {
 
   /** `GET {base}/models`: `{models: [{name: "models/<id>", inputTokenLimit, ...}]}`. */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.pool.request({ method: 'GET', path: `${this.basePath}/models`, headers: this.headers(this.config.apiKey), signal });
-    } catch (error) {
-      throw toUpstreamError(error, this.name, signal);
-    }
-    const text = await readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
-      throw toUpstreamError(error, this.name, signal);
-    });
-    if (response.statusCode >= 300) {
-      throw mapUpstreamHttpError({ upstream: this.name, status: response.statusCode, bodyText: text, retryAfter: undefined, keyFromCaller: false, secrets: [this.config.apiKey] });
-    }
+    const text = await this.http.getText(`${this.http.basePath}/models`, this.headers(this.config.apiKey), signal);
     let models: unknown;
     try {
       models = (JSON.parse(text) as { models?: unknown } | null)?.models;
@@ -117,35 +94,18 @@ export class GeminiProvider implements Provider {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    await this.http.close();
   }
 
   private async send(body: ChatRequestBody, context: CallContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const model = encodeURIComponent(body.model.replace(/^models\//, ''));
-    const path = stream ? `${this.basePath}/models/${model}:streamGenerateContent?alt=sse` : `${this.basePath}/models/${model}:generateContent`;
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.pool.request({
-        method: 'POST',
-        path,
-        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
-        body: JSON.stringify(toGeminiRequest(body)),
-        signal: context.signal,
-      });
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
-    const bodyText = await readBodyText(response.body, MAX_ERROR_BODY_BYTES, true).catch(() => '');
-    const retryAfter = response.headers['retry-after'];
-    throw mapUpstreamHttpError({
-      upstream: this.name,
-      status: response.statusCode,
-      bodyText,
-      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
-      keyFromCaller: context.apiKeyOverride !== undefined,
-      secrets: [context.apiKeyOverride, this.config.apiKey],
-    });
+    const base = this.http.basePath;
+    const path = stream ? `${base}/models/${model}:streamGenerateContent?alt=sse` : `${base}/models/${model}:generateContent`;
+    return this.http.send(
+      { method: 'POST', path, headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId), body: JSON.stringify(toGeminiRequest(body)) },
+      context.signal,
+      context.apiKeyOverride,
+    );
   }
 
   private headers(apiKey: string | undefined, requestId?: string): Record<string, string> {

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
+import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
 
 type Part = Record<string, unknown>;
@@ -70,7 +71,7 @@ function partsOf(message: ChatMessage, callNames: Map<string, string>): Part[] {
   }
   for (const call of message.tool_calls ?? []) {
     callNames.set(call.id, call.function.name);
-    parts.push({ functionCall: { name: call.function.name, args: parseArguments(call.function.arguments, call.id) } });
+    parts.push({ functionCall: { name: call.function.name, args: parseToolArguments(call.function.arguments, call.id, 'Gemini') } });
   }
   if (parts.length === 0) parts.push({ text: '' });
   return parts;
@@ -90,29 +91,13 @@ function responseObject(text: string): Record<string, unknown> {
 function toGeminiPart(part: Record<string, unknown>): Part {
   if (part.type === 'text') return { text: String(part.text ?? '') };
   if (part.type === 'image_url') {
-    const url = String((part.image_url as { url?: unknown } | undefined)?.url ?? '');
-    const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-    if (data) return { inlineData: { mimeType: data[1], data: data[2] } };
-    return { fileData: { fileUri: url } };
+    const source = imageSource(part);
+    return 'url' in source ? { fileData: { fileUri: source.url } } : { inlineData: { mimeType: source.mediaType, data: source.data } };
   }
   return part;
 }
 
-function textOf(content: ChatMessage['content']): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join('');
-  return '';
-}
 
-function parseArguments(text: string, id: string): unknown {
-  try {
-    return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
-  } catch {
-    throw new GatewayError('validation_failed', {
-      errors: [{ field: 'messages[].tool_calls[].function.arguments', problem: `tool call ${id}: arguments must be a JSON object for Gemini` }],
-    });
-  }
-}
 
 function toDeclaration(tool: unknown): Part {
   const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;

@@ -1,4 +1,3 @@
-import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
@@ -13,12 +12,9 @@ import type {
   Usage,
 } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { mapUpstreamHttpError } from '../upstream-http-error.js';
+import { MAX_ANSWER_BYTES, UpstreamClient } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
-import { readBodyBytes, readBodyText, drainQuietly } from './body.js';
-
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
-const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+import { readBodyBytes, drainQuietly } from './body.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -29,25 +25,18 @@ export class OpenAiCompatibleProvider implements Provider {
   readonly kind: string;
   readonly probeable = true;
   readonly name: string;
-  private readonly pool: Pool;
+  private readonly http: UpstreamClient;
   private readonly basePath: string;
   private readonly config: UpstreamConfig;
   private readonly userAgent: string;
 
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
-    const url = new URL(config.baseUrl);
     this.name = config.name;
     this.kind = config.kind;
     this.config = config;
     this.userAgent = options.userAgent;
-    this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
-      connections: config.maxConnections,
-      connect: { timeout: config.timeouts.connectMs },
-      headersTimeout: config.timeouts.firstByteMs,
-      bodyTimeout: config.timeouts.idleMs,
-      keepAliveTimeout: 30_000,
-    });
+    this.http = new UpstreamClient(config);
+    this.basePath = this.http.basePath;
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
@@ -123,30 +112,8 @@ export class OpenAiCompatibleProvider implements Provider {
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.pool.request({
-        method: 'GET',
-        path: this.config.deploymentInPath ? `${this.basePath}/models?api-version=${this.apiVersion()}` : `${this.basePath}/models`,
-        headers: this.headers(this.config.apiKey, undefined),
-        signal,
-      });
-    } catch (error) {
-      throw toUpstreamError(error, this.name, signal);
-    }
-    const text = await readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
-      throw toUpstreamError(error, this.name, signal);
-    });
-    if (response.statusCode >= 300) {
-      throw mapUpstreamHttpError({
-        upstream: this.name,
-        status: response.statusCode,
-        bodyText: text,
-        retryAfter: undefined,
-        keyFromCaller: false,
-        secrets: [this.config.apiKey],
-      });
-    }
+    const path = this.config.deploymentInPath ? `${this.basePath}/models?api-version=${this.apiVersion()}` : `${this.basePath}/models`;
+    const text = await this.http.getText(path, this.headers(this.config.apiKey, undefined), signal);
     let data: unknown;
     try {
       data = (JSON.parse(text) as { data?: unknown } | null)?.data;
@@ -166,33 +133,20 @@ export class OpenAiCompatibleProvider implements Provider {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    await this.http.close();
   }
 
-  private async send(body: ChatRequestBody, context: CallContext): Promise<Dispatcher.ResponseData> {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.pool.request({
+  private send(body: ChatRequestBody, context: CallContext): Promise<Dispatcher.ResponseData> {
+    return this.http.send(
+      {
         method: 'POST',
         path: this.chatPath(body.model),
         headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
         body: context.bodyJson ?? JSON.stringify(body),
-        signal: context.signal,
-      });
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
-    const bodyText = await readBodyText(response.body, MAX_ERROR_BODY_BYTES, true).catch(() => '');
-    const retryAfter = response.headers['retry-after'];
-    throw mapUpstreamHttpError({
-      upstream: this.name,
-      status: response.statusCode,
-      bodyText,
-      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
-      keyFromCaller: context.apiKeyOverride !== undefined,
-      secrets: [context.apiKeyOverride, this.config.apiKey],
-    });
+      },
+      context.signal,
+      context.apiKeyOverride,
+    );
   }
 
   /** `{base}/chat/completions`, or Azure's `{base}/deployments/{deployment}/chat/completions?api-version=...`. */

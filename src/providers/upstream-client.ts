@@ -1,0 +1,68 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { UpstreamConfig } from '../config/types.js';
+import { readBodyText } from './openai-compatible/body.js';
+import { toUpstreamError } from './transport-errors.js';
+import { mapUpstreamHttpError } from './upstream-http-error.js';
+
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The HTTP side every provider shares: one keep-alive undici Pool per upstream with the configured connection
+ * bound and timeouts (connect, first byte = headers, idle = body), and the mapping of transport failures and
+ * non-2xx answers to our error model (the key used for the call scrubbed from whatever the provider says).
+ */
+export class UpstreamClient {
+  readonly basePath: string;
+  private readonly pool: Pool;
+
+  constructor(private readonly config: UpstreamConfig) {
+    const url = new URL(config.baseUrl);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: config.maxConnections,
+      connect: { timeout: config.timeouts.connectMs },
+      headersTimeout: config.timeouts.firstByteMs,
+      bodyTimeout: config.timeouts.idleMs,
+      keepAliveTimeout: 30_000,
+    });
+  }
+
+  /** Sends a request; resolves with a 2xx response (body unread), rejects with a GatewayError otherwise. */
+  async send(
+    request: { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string },
+    signal: AbortSignal,
+    apiKeyOverride: string | undefined,
+  ): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({ ...request, signal });
+    } catch (error) {
+      throw toUpstreamError(error, this.config.name, signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const bodyText = await readBodyText(response.body, MAX_ERROR_BODY_BYTES, true).catch(() => '');
+    const retryAfter = response.headers['retry-after'];
+    throw mapUpstreamHttpError({
+      upstream: this.config.name,
+      status: response.statusCode,
+      bodyText,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      keyFromCaller: apiKeyOverride !== undefined,
+      secrets: [apiKeyOverride, this.config.apiKey],
+    });
+  }
+
+  /** GET with the configured key; the whole body as text (the model lists of the health checks). */
+  async getText(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<string> {
+    const response = await this.send({ method: 'GET', path, headers }, signal, undefined);
+    return readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
+      throw toUpstreamError(error, this.config.name, signal);
+    });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

@@ -1,4 +1,5 @@
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
+import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 
 /** The longest `retryAfterMs` hint for a call in progress; the same cap, and the same reasons, as the SQLite store. */
@@ -141,16 +142,4 @@ function parseBegin(reply: unknown): IdempotencyBegin {
     if (state === 'completed' && typeof value === 'string') return { state, response: JSON.parse(value) as StoredResponse };
   }
   throw new Error(`idempotency store: unexpected reply from Redis: ${JSON.stringify(reply)}`);
-}
-
-/** Integer milliseconds: Lua compares them as doubles, exact for integers of this size. */
-function wholeMs(name: string, value: number): number {
-  if (!Number.isFinite(value)) throw new RangeError(`${name} must be a finite number of milliseconds (got ${value})`);
-  return Math.floor(value);
-}
-
-/** A lease or TTL of zero would expire at once and let every caller claim the key: refused (PEXPIRE needs > 0). */
-function durationMs(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds (got ${value})`);
-  return Math.ceil(value);
 }

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
+import { durationMs, wholeMs } from '../time-arguments.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 /**
@@ -145,16 +146,4 @@ function parseResponse(text: string | null): StoredResponse {
   // Only `complete` writes this column, from a StoredResponse; a completed row without it means a damaged database.
   if (text === null) throw new Error('idempotency_keys: a completed row has no response');
   return JSON.parse(text) as StoredResponse;
-}
-
-/** Timestamps are stored as INTEGER in a STRICT table, which refuses a fractional number. */
-function wholeMs(name: string, value: number): number {
-  if (!Number.isFinite(value)) throw new RangeError(`${name} must be a finite number of milliseconds (got ${value})`);
-  return Math.floor(value);
-}
-
-/** A lease or TTL of zero would expire at once and let every caller claim the key: refused. */
-function durationMs(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds (got ${value})`);
-  return Math.ceil(value);
 }

@@ -1,7 +1,8 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
-import { readBodyText } from './openai-compatible/body.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { drainQuietly, readBodyText } from './openai-compatible/body.js';
 import { toUpstreamError } from './transport-errors.js';
 import { mapUpstreamHttpError } from './upstream-http-error.js';
 
@@ -65,4 +66,15 @@ export class UpstreamClient {
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+/** A stream answer must be an event stream: anything else is drained and refused as unreadable. */
+export function expectEventStream(response: Dispatcher.ResponseData, upstream: string): void {
+  const contentType = String(response.headers['content-type'] ?? '');
+  if (contentType.startsWith('text/event-stream')) return;
+  drainQuietly(response.body);
+  throw new GatewayError('upstream_invalid_response', {
+    upstream,
+    reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
+  });
 }

@@ -5,7 +5,7 @@ import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
 import { drainQuietly, readBodyBytes } from '../openai-compatible/body.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { MAX_ANSWER_BYTES, UpstreamClient } from '../upstream-client.js';
+import { MAX_ANSWER_BYTES, UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
@@ -53,14 +53,7 @@ export class AnthropicProvider implements Provider {
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
     const response = await this.send(body, context, true);
-    const contentType = String(response.headers['content-type'] ?? '');
-    if (!contentType.startsWith('text/event-stream')) {
-      drainQuietly(response.body);
-      throw new GatewayError('upstream_invalid_response', {
-        upstream: this.name,
-        reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
-      });
-    }
+    expectEventStream(response, this.name);
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true, [
       context.apiKeyOverride,

@@ -4,9 +4,9 @@ import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
-import { drainQuietly, readBodyBytes } from '../openai-compatible/body.js';
+import { readBodyBytes } from '../openai-compatible/body.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { MAX_ANSWER_BYTES, UpstreamClient } from '../upstream-client.js';
+import { MAX_ANSWER_BYTES, UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
 
@@ -46,11 +46,7 @@ export class GeminiProvider implements Provider {
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
     const response = await this.send(body, context, true);
-    const contentType = String(response.headers['content-type'] ?? '');
-    if (!contentType.startsWith('text/event-stream')) {
-      drainQuietly(response.body);
-      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}` });
-    }
+    expectEventStream(response, this.name);
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new GeminiStreamTranslator(body.model, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true);
     const pending: SseEvent[] = [];

@@ -12,7 +12,7 @@ import type {
   Usage,
 } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { MAX_ANSWER_BYTES, UpstreamClient } from '../upstream-client.js';
+import { MAX_ANSWER_BYTES, UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
 import { readBodyBytes, drainQuietly } from './body.js';
 
@@ -68,14 +68,7 @@ export class OpenAiCompatibleProvider implements Provider {
     const response = addUsage
       ? await this.send({ ...body, stream_options: { ...options, include_usage: true } }, { ...context, bodyJson: undefined })
       : await this.send(body, context);
-    const contentType = String(response.headers['content-type'] ?? '');
-    if (!contentType.startsWith('text/event-stream')) {
-      drainQuietly(response.body);
-      throw new GatewayError('upstream_invalid_response', {
-        upstream: this.name,
-        reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
-      });
-    }
+    expectEventStream(response, this.name);
     const secrets = [context.apiKeyOverride, this.config.apiKey];
     const pending: SseEvent[] = [];
     const parser = new SseParser((event) => pending.push(event));

@@ -20,7 +20,10 @@ export function logAccess(request: FastifyRequest, status: number): void {
       ms: Math.round((performance.now() - request.receivedAt) * 100) / 100,
       model: request.chatModel,
       upstream: request.upstreamName,
-      usage: request.usage,
+      // Flat fields (pino's fast path; a nested object goes through JSON.stringify).
+      prompt_tokens: request.usage?.prompt_tokens,
+      completion_tokens: request.usage?.completion_tokens,
+      cost_usd: request.usage?.cost_usd,
       code: request.errorCode,
     },
     'request',

@@ -2,12 +2,12 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { drainQuietly, readBodyText } from './openai-compatible/body.js';
+import { drainQuietly, readBodyBytes, readBodyText } from './openai-compatible/body.js';
 import { toUpstreamError } from './transport-errors.js';
 import { mapUpstreamHttpError } from './upstream-http-error.js';
 
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
-export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /**
  * The HTTP side every provider shares: one keep-alive undici Pool per upstream with the configured connection
@@ -55,12 +55,29 @@ export class UpstreamClient {
     });
   }
 
-  /** GET with the configured key; the whole body as text (the model lists of the health checks). */
-  async getText(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<string> {
-    const response = await this.send({ method: 'GET', path, headers }, signal, undefined);
-    return readBodyText(response.body, MAX_ANSWER_BYTES).catch((error: unknown) => {
+  /** A 2xx answer's body as bytes and parsed JSON; unreadable or non-JSON bodies are `upstream_invalid_response`. */
+  async readJson(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<{ bytes: Buffer; value: unknown }> {
+    let bytes: Buffer;
+    try {
+      bytes = await readBodyBytes(response.body, MAX_ANSWER_BYTES);
+    } catch (error) {
       throw toUpstreamError(error, this.config.name, signal);
-    });
+    }
+    try {
+      return { bytes, value: JSON.parse(bytes.toString('utf8')) as unknown };
+    } catch {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.config.name, reason: 'body is not JSON' });
+    }
+  }
+
+  /** GET a model list and return the objects of its `field` array (`data`, `models`...), or fail as unreadable. */
+  async getList(path: string, headers: Record<string, string>, field: string, signal: AbortSignal): Promise<Array<Record<string, unknown>>> {
+    const { value } = await this.readJson(await this.send({ method: 'GET', path, headers }, signal, undefined), signal);
+    const list = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
+    if (!Array.isArray(list)) {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.config.name, reason: `the model list has no ${field} array` });
+    }
+    return list.filter((item): item is Record<string, unknown> => typeof item === 'object' && item !== null);
   }
 
   close(): Promise<void> {

@@ -3,9 +3,9 @@ import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
-import { drainQuietly, readBodyBytes } from '../openai-compatible/body.js';
+import { drainQuietly } from '../openai-compatible/body.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { MAX_ANSWER_BYTES, UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
@@ -33,20 +33,8 @@ export class AnthropicProvider implements Provider {
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
-    const response = await this.send(body, context, false);
-    let text: string;
-    try {
-      text = (await readBodyBytes(response.body, MAX_ANSWER_BYTES)).toString('utf8');
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
-    }
-    const translated = fromAnthropicMessage(parsed, body.model, Math.floor(Date.now() / 1000));
+    const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
+    const translated = fromAnthropicMessage(value, body.model, Math.floor(Date.now() / 1000));
     if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
     return { body: Buffer.from(JSON.stringify(translated.completion)), usage: translated.usage };
   }
@@ -87,16 +75,9 @@ export class AnthropicProvider implements Provider {
 
   /** `GET {base}/models`: `{data: [{id, display_name, created_at}]}`. */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const text = await this.http.getText(`${this.http.basePath}/models`, this.headers(this.config.apiKey, undefined), signal);
-    let data: unknown;
-    try {
-      data = (JSON.parse(text) as { data?: unknown } | null)?.data;
-    } catch {
-      data = undefined;
-    }
-    if (!Array.isArray(data)) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'the model list has no data array' });
+    const data = await this.http.getList(`${this.http.basePath}/models`, this.headers(this.config.apiKey, undefined), 'data', signal);
     return data
-      .filter((m): m is { id: string; created_at?: unknown } => typeof m?.id === 'string')
+      .filter((m): m is { id: string; created_at?: unknown } => typeof m.id === 'string')
       .map((m) => ({ id: m.id, createdAt: typeof m.created_at === 'string' ? new Date(m.created_at).toISOString() : undefined, ownedBy: 'anthropic' }));
   }
 

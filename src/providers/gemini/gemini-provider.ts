@@ -4,9 +4,8 @@ import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
-import { readBodyBytes } from '../openai-compatible/body.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { MAX_ANSWER_BYTES, UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
 
@@ -31,15 +30,8 @@ export class GeminiProvider implements Provider {
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
-    const response = await this.send(body, context, false);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse((await readBodyBytes(response.body, MAX_ANSWER_BYTES)).toString('utf8'));
-    } catch (error) {
-      if (error instanceof SyntaxError) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
-      throw toUpstreamError(error, this.name, context.signal);
-    }
-    const translated = fromGeminiResponse(parsed, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000));
+    const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
+    const translated = fromGeminiResponse(value, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000));
     if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
     return { body: Buffer.from(JSON.stringify(translated.completion)), usage: translated.usage };
   }
@@ -76,16 +68,9 @@ export class GeminiProvider implements Provider {
 
   /** `GET {base}/models`: `{models: [{name: "models/<id>", inputTokenLimit, ...}]}`. */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const text = await this.http.getText(`${this.http.basePath}/models`, this.headers(this.config.apiKey), signal);
-    let models: unknown;
-    try {
-      models = (JSON.parse(text) as { models?: unknown } | null)?.models;
-    } catch {
-      models = undefined;
-    }
-    if (!Array.isArray(models)) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'the model list has no models array' });
+    const models = await this.http.getList(`${this.http.basePath}/models`, this.headers(this.config.apiKey), 'models', signal);
     return models
-      .filter((m): m is { name: string } => typeof m?.name === 'string')
+      .filter((m): m is { name: string } => typeof m.name === 'string')
       .map((m) => ({ id: m.name.replace(/^models\//, ''), createdAt: undefined, ownedBy: 'google' }));
   }
 

@@ -12,9 +12,9 @@ import type {
   Usage,
 } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
-import { MAX_ANSWER_BYTES, UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
-import { readBodyBytes, drainQuietly } from './body.js';
+import { drainQuietly } from './body.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -40,20 +40,8 @@ export class OpenAiCompatibleProvider implements Provider {
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
-    const response = await this.send(body, context);
-    let bytes: Buffer;
-    try {
-      bytes = await readBodyBytes(response.body, MAX_ANSWER_BYTES);
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(bytes.toString('utf8'));
-    } catch {
-      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'body is not JSON' });
-    }
-    const record = parsed as { choices?: unknown; usage?: Usage } | null;
+    const { bytes, value } = await this.http.readJson(await this.send(body, context), context.signal);
+    const record = value as { choices?: unknown; usage?: Usage } | null;
     if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no choices array' });
     }
@@ -106,18 +94,9 @@ export class OpenAiCompatibleProvider implements Provider {
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
     const path = this.config.deploymentInPath ? `${this.basePath}/models?api-version=${this.apiVersion()}` : `${this.basePath}/models`;
-    const text = await this.http.getText(path, this.headers(this.config.apiKey, undefined), signal);
-    let data: unknown;
-    try {
-      data = (JSON.parse(text) as { data?: unknown } | null)?.data;
-    } catch {
-      data = undefined;
-    }
-    if (!Array.isArray(data)) {
-      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'the model list has no data array' });
-    }
+    const data = await this.http.getList(path, this.headers(this.config.apiKey, undefined), 'data', signal);
     return data
-      .filter((m): m is { id: string; created?: unknown; owned_by?: unknown } => typeof m?.id === 'string')
+      .filter((m): m is { id: string; created?: unknown; owned_by?: unknown } => typeof m.id === 'string')
       .map((m) => ({
         id: m.id,
         createdAt: typeof m.created === 'number' ? new Date(m.created * 1000).toISOString() : undefined,

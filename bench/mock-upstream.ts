@@ -1,5 +1,6 @@
-// Mock upstream that answers instantly: OpenAI Chat Completions (POST /v1/chat/completions) and Anthropic
-// Messages (POST /v1/messages), the same answer in each provider's wire format.
+// Mock upstream that answers instantly: OpenAI Chat Completions (POST /v1/chat/completions), Anthropic
+// Messages (POST /v1/messages) and Gemini (POST /v1/models/{model}:generateContent and
+// :streamGenerateContent?alt=sse), the same answer in each provider's wire format.
 //   node --import tsx bench/mock-upstream.ts      (PORT from env, default 0 = any free port)
 // Prints `LISTENING <port>` on stdout once listening on 127.0.0.1.
 import { createServer } from 'node:http';
@@ -75,10 +76,29 @@ const ANTHROPIC_STREAM: Buffer[] = [
   anthropicEvent('message_stop', { type: 'message_stop' }),
 ];
 
+// Gemini generateContent (JSON) and streamGenerateContent?alt=sse (data-only events, the last with finishReason).
+const geminiCandidate = (text: string, finishReason?: string) => ({ content: { role: 'model', parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) });
+const GEMINI_USAGE = { promptTokenCount: 12, candidatesTokenCount: 5, totalTokenCount: 17 };
+const GEMINI_RESPONSE = Buffer.from(
+  JSON.stringify({ candidates: [geminiCandidate('Hello from the bench!', 'STOP')], usageMetadata: GEMINI_USAGE, modelVersion: MODEL, responseId: 'bench-0001' }),
+);
+const GEMINI_STREAM: Buffer[] = PIECES.map((text, i) =>
+  Buffer.from(
+    `data: ${JSON.stringify({
+      candidates: [geminiCandidate(text, i === PIECES.length - 1 ? 'STOP' : undefined)],
+      usageMetadata: i === PIECES.length - 1 ? GEMINI_USAGE : { promptTokenCount: 12, totalTokenCount: 12 },
+      modelVersion: MODEL,
+      responseId: 'bench-0001',
+    })}\r\n\r\n`,
+  ),
+);
+
+// One list that satisfies every provider's model-list probe: OpenAI/Anthropic read `data`, Gemini reads `models`.
 const MODELS = Buffer.from(
   JSON.stringify({
     object: 'list',
     data: [{ id: MODEL, object: 'model', created: CREATED, owned_by: 'bench' }],
+    models: [{ name: `models/${MODEL}`, displayName: MODEL, inputTokenLimit: 128000 }],
   }),
 );
 
@@ -97,33 +117,46 @@ function wantsStream(raw: Buffer): boolean | undefined {
   }
 }
 
-function onChat(req: IncomingMessage, res: ServerResponse, format: 'openai' | 'anthropic'): void {
+type WireFormat = 'openai' | 'anthropic' | 'gemini';
+const ANSWERS: Record<WireFormat, { json: Buffer; stream: Buffer[] }> = {
+  openai: { json: COMPLETION, stream: STREAM_EVENTS },
+  anthropic: { json: ANTHROPIC_MESSAGE, stream: ANTHROPIC_STREAM },
+  gemini: { json: GEMINI_RESPONSE, stream: GEMINI_STREAM },
+};
+
+/** Gemini says "stream" in the path (`:streamGenerateContent`), the others in the body. */
+function onChat(req: IncomingMessage, res: ServerResponse, format: WireFormat, streamByPath?: boolean): void {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    const stream = wantsStream(Buffer.concat(chunks));
-    if (stream === undefined) {
+    const inBody = wantsStream(Buffer.concat(chunks));
+    const stream = streamByPath ?? inBody;
+    if (inBody === undefined || stream === undefined) {
       sendJson(res, 400, Buffer.from('{"error":{"message":"invalid JSON body","type":"invalid_request_error"}}'));
       return;
     }
     if (!stream) {
-      sendJson(res, 200, format === 'openai' ? COMPLETION : ANTHROPIC_MESSAGE);
+      sendJson(res, 200, ANSWERS[format].json);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    for (const ev of format === 'openai' ? STREAM_EVENTS : ANTHROPIC_STREAM) res.write(ev);
+    for (const ev of ANSWERS[format].stream) res.write(ev);
     res.end();
   });
 }
 
 const server = createServer((req, res) => {
-  const path = (req.url ?? '/').split('?')[0];
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
   if (req.method === 'POST' && path === '/v1/chat/completions') {
     onChat(req, res, 'openai');
     return;
   }
   if (req.method === 'POST' && path === '/v1/messages') {
     onChat(req, res, 'anthropic');
+    return;
+  }
+  if (req.method === 'POST' && path.startsWith('/v1/models/') && path.endsWith('enerateContent')) {
+    onChat(req, res, 'gemini', path.endsWith(':streamGenerateContent'));
     return;
   }
   req.resume();

@@ -6,67 +6,17 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LOAD_CORE, PROBE_DEADLINE_MS, ROOT, S, SERVER_CORE, log, loud } from './lib/config.js';
-import type { TargetSpec } from './lib/config.js';
 import { coreBusyPercent, sampleCores } from './lib/cpu.js';
 import { measurePass, measureUpstream } from './lib/measure.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
-import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu } from './lib/report.js';
+import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu, renderPairedRatios } from './lib/report.js';
 import type { TargetResult } from './lib/report.js';
 import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
 import { pct } from './lib/stats.js';
 
-// What to measure, in this order. The passthrough is the baseline (100%).
-const LIMITS_CONFIG = fileURLToPath(new URL('./configs/limits-and-idempotency.yaml', import.meta.url));
-const NO_LIMITS_CONFIG = fileURLToPath(new URL('./configs/idempotency-only.yaml', import.meta.url));
-const ALL_TARGETS: readonly TargetSpec[] = [
-  { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
-  { id: 'gateway', name: 'gateway', kind: 'gateway' },
-  {
-    id: 'anthropic',
-    name: 'gateway, Anthropic upstream (translated)',
-    kind: 'gateway',
-    env: { UPSTREAM_KIND: 'anthropic' },
-  },
-  {
-    id: 'sqlite-state',
-    name: 'gateway + limits + idempotency (SQLite)',
-    kind: 'gateway',
-    env: { GATEWAY_CONFIG: LIMITS_CONFIG },
-    idempotencyKeys: true,
-  },
-  {
-    id: 'sqlite-limits',
-    name: 'gateway + limits only (SQLite)',
-    kind: 'gateway',
-    env: { GATEWAY_CONFIG: LIMITS_CONFIG },
-    onlyWhenNamed: true,
-  },
-  {
-    id: 'sqlite-idempotency',
-    name: 'gateway + Idempotency-Key only (SQLite)',
-    kind: 'gateway',
-    env: { GATEWAY_CONFIG: NO_LIMITS_CONFIG },
-    idempotencyKeys: true,
-    onlyWhenNamed: true,
-  },
-  {
-    id: 'redis-limits',
-    name: 'gateway + limits only (Redis)',
-    kind: 'gateway',
-    env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
-    onlyWhenNamed: true,
-  },
-  {
-    id: 'redis-state',
-    name: 'gateway + limits + idempotency (Redis)',
-    kind: 'gateway',
-    env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
-    idempotencyKeys: true,
-  },
-];
+import { ALL_TARGETS } from './lib/targets.js';
 /** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
 const WANTED = (process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean);
 const TARGETS =
@@ -165,6 +115,7 @@ async function main(): Promise<number> {
     .flatMap((r) => [bottleneckNote(r, SERVER_CORE, LOAD_CORE), foreignLoadNote(r, SERVER_CORE, LOAD_CORE)])
     .filter((n): n is string => n !== undefined);
   for (const n of notes) if (n.startsWith('WARNING')) loud(n);
+  const paired = renderPairedRatios(results, [ALL_TARGETS[0]?.name ?? '', 'gateway']);
   const md = [
     '# Gateway benchmark',
     '',
@@ -175,6 +126,7 @@ async function main(): Promise<number> {
     '"added" = target percentile − the same percentile measured directly against the mock upstream.',
     'Stream TTFB = time from sending the request to the first body chunk; stream end = to the last byte.',
     '',
+    ...(paired ? ['## Throughput ratios within each round', '', paired, ''] : []),
     '## CPU during the throughput run (% of one core)',
     '',
     'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',

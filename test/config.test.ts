@@ -71,6 +71,13 @@ describe('configuration', () => {
     assert.equal(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('x.yaml', 'models:\n  - { id: m }\n') })).some((p) => p.includes('give either upstream or targets')), true);
   });
 
+  test('limits are set per model id: a limit under an alias is refused, naming the model it belongs to', () => {
+    const yaml = 'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }]\nmodels:\n  - { id: m, upstream: a, aliases: [m-latest] }\nlimits:\n  models:\n    m-latest: { concurrent: 1 }\n';
+    assert.deepEqual(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('alias-limits.yaml', yaml) })), [
+      'limits.models.m-latest: "m-latest" is an alias of "m"; set the limits under the model id (aliases share them)',
+    ]);
+  });
+
   test('WORKERS: a number from 1 to 64 or "auto" (one per usable core); the file\'s server.workers otherwise', () => {
     assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
     assert.equal(loadConfig({ WORKERS: 'auto' }).workers, Math.min(64, availableParallelism()));

@@ -100,6 +100,18 @@ describe('rate limits (embedded SQLite store)', () => {
     assert.equal(other.headers['ratelimit-limit'], undefined, 'no limit applies to this model');
   });
 
+  test('an alias shares its model\'s limits: the model id and its alias count against one budget', async () => {
+    await fresh('models:\n  - { id: limited, upstream: default, upstream_model: gpt-4o-mini, aliases: [limited-latest] }\nlimits:\n  models:\n    limited:\n      requests: { limit: 2, window_seconds: 60 }\n');
+    const viaId = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'limited' }) });
+    assert.equal(viaId.headers['ratelimit-remaining'], '1');
+    const viaAlias = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'limited-latest' }) });
+    assert.equal(viaAlias.status, 200);
+    assert.equal(viaAlias.headers['ratelimit-remaining'], '0');
+    const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'limited-latest' }) });
+    assert.equal(refused.status, 429);
+    assert.deepEqual([refused.json.details?.scope, refused.json.details?.scope_id], ['model', 'limited']);
+  });
+
   test('concurrent requests in flight: the second is refused while the first runs, and allowed after', async () => {
     mock.enqueue({ kind: 'json', delayMs: 300 });
     const first = call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }) });

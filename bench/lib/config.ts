@@ -12,6 +12,8 @@ export interface TargetSpec {
   idempotencyKeys?: boolean;
   /** Measured only when named in BENCH_TARGETS (breakdowns that a default run does not need). */
   onlyWhenNamed?: boolean;
+  /** Command line that starts this gateway instead of BENCH_GATEWAY_CMD / dist/main.js (A/B of two builds). */
+  command?: string;
 }
 
 function intEnv(name: string, dflt: number, min: number, max: number): number {

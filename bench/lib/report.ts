@@ -170,3 +170,25 @@ export function renderCpu(targets: readonly TargetResult[], serverCore: number, 
   }
   return lines.join('\n');
 }
+
+/**
+ * Round-by-round ratios: each round measures every target one after the other, so a ratio taken within a round
+ * shares that round's machine conditions (this VM's speed drifts by ±15 % between rounds). The median of the
+ * per-round ratios is the number to quote for "how much slower is B than A"; the medians of the table above
+ * can come from different rounds.
+ */
+export function renderPairedRatios(targets: readonly TargetResult[], referenceNames: readonly string[]): string | undefined {
+  const rounds = Math.min(...targets.map((t) => t.runs.length));
+  if (!Number.isFinite(rounds) || rounds < 2) return undefined;
+  const lines = [row(['target', 'compared with', 'per round', 'median']), row(['---', '---', '---', '---:'])];
+  for (const reference of targets.filter((t) => referenceNames.includes(t.name) && t.problems.length === 0)) {
+    for (const t of targets) {
+      if (t === reference || t.isBaseline || t.problems.length > 0 || (referenceNames.includes(t.name) && !reference.isBaseline)) continue;
+      const ratios = t.runs.slice(0, rounds).map((run, i) => (run.load.requestsPerSecMean / (reference.runs[i]?.load.requestsPerSecMean ?? NaN)) * 100);
+      const sorted = [...ratios].sort((a, b) => a - b);
+      const median = sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : ((sorted[sorted.length / 2 - 1] ?? 0) + (sorted[sorted.length / 2] ?? 0)) / 2;
+      lines.push(row([t.name, reference.name, ratios.map((r) => pct(r)).join(', '), `**${pct(median)}**`]));
+    }
+  }
+  return lines.length > 2 ? lines.join('\n') : undefined;
+}

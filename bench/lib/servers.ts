@@ -58,9 +58,10 @@ async function startPassthrough(spec: TargetSpec, upstreamOrigin: string): Promi
 
 export const GATEWAY_ENTRY = path.join(ROOT, 'dist/main.js');
 
-function gatewayCommand(): [string, string[]] {
-  if (S.gatewayCmd !== '') {
-    const [cmd, ...args] = S.gatewayCmd.split(/\s+/);
+function gatewayCommand(spec: TargetSpec): [string, string[]] {
+  const line = spec.command ?? S.gatewayCmd;
+  if (line !== '') {
+    const [cmd, ...args] = line.split(/\s+/);
     return [cmd ?? 'node', args];
   }
   return [process.execPath, [GATEWAY_ENTRY]];
@@ -81,7 +82,7 @@ async function startGateway(spec: TargetSpec, upstreamOrigin: string, workDir: s
   mkdirSync(dataDir, { recursive: true });
   const logPath = path.join(workDir, 'server.log');
   const fd = openSync(logPath, 'a');
-  const [cmd, args] = gatewayCommand();
+  const [cmd, args] = gatewayCommand(spec);
   let child: ChildProcess;
   try {
     child = spawnPinned({

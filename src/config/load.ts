@@ -47,6 +47,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   let defaultUpstream = envSection?.default_upstream ?? file.default_upstream;
   if (defaultUpstream === undefined && envUpstreamAdded) defaultUpstream = ENV_UPSTREAM_NAME;
   checkReferences(upstreams, models, defaultUpstream, problems);
+  checkLimitModels(file.limits?.models, models, problems);
 
   const port = parseIntEnv(env, 'PORT', problems, 0, 65535) ?? file.server?.port ?? 8080;
   const bodyLimitBytes =
@@ -322,6 +323,14 @@ function checkReferences(
   });
   if (defaultUpstream !== undefined && !names.has(defaultUpstream)) {
     problems.push(`default_upstream: no upstream named "${defaultUpstream}"`);
+  }
+}
+
+/** Limits are kept per model id, so every alias shares its model's limits; a limit set under an alias would never apply. */
+function checkLimitModels(limitModels: Record<string, unknown> | undefined, models: ModelConfig[], problems: string[]): void {
+  for (const key of Object.keys(limitModels ?? {})) {
+    const owner = models.find((m) => m.aliases.includes(key));
+    if (owner) problems.push(`limits.models.${key}: "${key}" is an alias of "${owner.id}"; set the limits under the model id (aliases share them)`);
   }
 }
 

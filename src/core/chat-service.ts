@@ -215,7 +215,8 @@ export class ChatService {
     const budget = Math.min(plan.retry.deadlineMs, Math.max(...plan.candidates.map((c) => c.totalTimeoutMs)));
     return limits.admit({
       caller: call.caller,
-      model: body.model,
+      // Per model id: a call through an alias counts against the model's limits.
+      model: this.options.router.declared(body.model)?.id ?? body.model,
       upstream: first.upstream,
       estimatedTokens: estimateTokens(body.messages, body.max_tokens),
       requestId: call.requestId,

@@ -5,6 +5,7 @@ import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
 import { drainQuietly } from '../openai-compatible/body.js';
 import { toUpstreamError } from '../transport-errors.js';
+import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
@@ -33,14 +34,14 @@ export class AnthropicProvider implements Provider {
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
-    const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
+    const { value } = await this.http.readJson(await this.send(body, context), context.signal);
     const translated = fromAnthropicMessage(value, body.model, Math.floor(Date.now() / 1000));
     if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
-    return { body: Buffer.from(JSON.stringify(translated.completion)), usage: translated.usage };
+    return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
-    const response = await this.send(body, context, true);
+    const response = await this.send(body, context);
     expectEventStream(response, this.name);
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true, [
@@ -85,8 +86,9 @@ export class AnthropicProvider implements Provider {
     await this.http.close();
   }
 
-  private async send(body: ChatRequestBody, context: CallContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const request = toAnthropicRequest({ ...body, stream }, body.model, this.config.defaultMaxTokens);
+  /** The chat service hands over a body whose `stream` already says which answer is wanted. */
+  private async send(body: ChatRequestBody, context: CallContext): Promise<Dispatcher.ResponseData> {
+    const request = toAnthropicRequest(body, body.model, this.config.defaultMaxTokens);
     return this.http.send(
       {
         method: 'POST',
@@ -101,6 +103,7 @@ export class AnthropicProvider implements Provider {
 
   /** Only headers the gateway chose go upstream (nothing of the caller's request is copied). */
   private headers(apiKey: string | undefined, requestId: string | undefined): Record<string, string> {
+    // An object literal each time: V8 builds it with a fixed shape (a spread of a template measured slower).
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',

@@ -12,10 +12,8 @@ export interface AnthropicMessage {
   content: Block[];
 }
 
-/** Fields of the chat body this translation consumes; anything else is not Anthropic's and is not sent. */
-const TRANSLATED = new Set(['model', 'messages', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stream', 'stream_options', 'tools', 'tool_choice', 'stop', 'user', 'n', 'parallel_tool_calls']);
-/** Chat fields Anthropic has under the same name and meaning, passed through as they are. */
-const SAME_NAME = new Set(['top_k', 'metadata', 'thinking', 'service_tier']);
+/** Chat fields Anthropic has under the same name and meaning, passed through as they are; other fields are not sent. */
+const SAME_NAME = ['top_k', 'metadata', 'thinking', 'service_tier'] as const;
 
 /**
  * The chat body in Anthropic Messages form (pure; no I/O). System and developer messages become `system`; tool
@@ -54,7 +52,7 @@ export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string,
   const choice = toAnthropicToolChoice(body.tool_choice, body.parallel_tool_calls);
   if (choice) out.tool_choice = choice;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
-  for (const [key, value] of Object.entries(body)) if (SAME_NAME.has(key) && !TRANSLATED.has(key)) out[key] = value;
+  for (const key of SAME_NAME) if (body[key] !== undefined) out[key] = body[key];
   return out;
 }
 

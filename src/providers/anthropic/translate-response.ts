@@ -1,4 +1,5 @@
 import type { ToolCall, Usage } from '../contract.js';
+import type { ChatCompletion } from '../completion-json.js';
 
 /** Anthropic `stop_reason` in OpenAI `finish_reason` terms. */
 export function finishReasonOf(stopReason: unknown): string | null {
@@ -33,7 +34,7 @@ export function usageOf(usage: unknown): Usage | undefined {
 }
 
 export interface TranslatedCompletion {
-  completion: Record<string, unknown>;
+  completion: ChatCompletion;
   usage: Usage | undefined;
 }
 
@@ -55,17 +56,15 @@ export function fromAnthropicMessage(message: unknown, upstreamModel: string, cr
     }
   }
   const usage = usageOf(m.usage);
-  const messageOut: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 && text === '' ? null : text };
+  const messageOut: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content: toolCalls.length > 0 && text === '' ? null : text };
   if (toolCalls.length > 0) messageOut.tool_calls = toolCalls;
-  return {
-    completion: {
-      id: typeof m.id === 'string' ? m.id : 'msg',
-      object: 'chat.completion',
-      created,
-      model: typeof m.model === 'string' ? m.model : upstreamModel,
-      choices: [{ index: 0, message: messageOut, logprobs: null, finish_reason: finishReasonOf(m.stop_reason) }],
-      ...(usage ? { usage } : {}),
-    },
-    usage,
+  const completion: ChatCompletion = {
+    id: typeof m.id === 'string' ? m.id : 'msg',
+    object: 'chat.completion',
+    created,
+    model: typeof m.model === 'string' ? m.model : upstreamModel,
+    choices: [{ index: 0, message: messageOut, logprobs: null, finish_reason: finishReasonOf(m.stop_reason) }],
   };
+  if (usage) completion.usage = usage;
+  return { completion, usage };
 }

@@ -5,6 +5,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
+import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
@@ -33,7 +34,7 @@ export class GeminiProvider implements Provider {
     const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
     const translated = fromGeminiResponse(value, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000));
     if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
-    return { body: Buffer.from(JSON.stringify(translated.completion)), usage: translated.usage };
+    return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {

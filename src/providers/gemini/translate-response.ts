@@ -1,5 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ChatCompletionChunk, ToolCall, Usage } from '../contract.js';
+import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
 
 /** Gemini `finishReason` in OpenAI terms; a function call turns any finish into `tool_calls`. */
 export function finishReasonOf(reason: unknown, calledTools: boolean): string | null {
@@ -65,22 +66,21 @@ function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: numbe
 }
 
 /** A `generateContent` answer as an OpenAI `chat.completion` (pure), one choice per candidate. */
-export function fromGeminiResponse(response: unknown, upstreamModel: string, upstream: string, id: string, created: number) {
+export function fromGeminiResponse(response: unknown, upstreamModel: string, upstream: string, id: string, created: number): { completion: ChatCompletion; usage: Usage | undefined } | undefined {
   if (typeof response !== 'object' || response === null) return undefined;
   const r = response as Record<string, unknown>;
   throwIfBlocked(r, upstream);
   if (!Array.isArray(r.candidates)) return undefined;
-  const choices = (r.candidates as Candidate[]).map((candidate, i) => {
+  const choices = (r.candidates as Candidate[]).map((candidate, i): CompletionChoice => {
     const { text, calls } = readParts(candidate, `call_${id}_${i}`, 0);
-    const message: Record<string, unknown> = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
+    const message: CompletionChoice['message'] = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
     if (calls.length > 0) message.tool_calls = calls;
     return { index: candidate.index ?? i, message, logprobs: null, finish_reason: finishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
   });
   const usage = usageOf(r.usageMetadata);
-  return {
-    completion: { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices, ...(usage ? { usage } : {}) },
-    usage,
-  };
+  const completion: ChatCompletion = { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices };
+  if (usage) completion.usage = usage;
+  return { completion, usage };
 }
 
 /**

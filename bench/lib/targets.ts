@@ -1,0 +1,60 @@
+// The targets the bench knows, by id (BENCH_TARGETS, BENCH_PAIR). The passthrough is the baseline (100%).
+import { fileURLToPath } from 'node:url';
+import type { TargetSpec } from './config.js';
+
+// What to measure, in this order. The passthrough is the baseline (100%).
+const LIMITS_CONFIG = fileURLToPath(new URL('../configs/limits-and-idempotency.yaml', import.meta.url));
+const NO_LIMITS_CONFIG = fileURLToPath(new URL('../configs/idempotency-only.yaml', import.meta.url));
+export const ALL_TARGETS: readonly TargetSpec[] = [
+  { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
+  { id: 'gateway', name: 'gateway', kind: 'gateway' },
+  {
+    id: 'anthropic',
+    name: 'gateway, Anthropic upstream (translated)',
+    kind: 'gateway',
+    env: { UPSTREAM_KIND: 'anthropic' },
+  },
+  {
+    id: 'gemini',
+    name: 'gateway, Gemini upstream (translated)',
+    kind: 'gateway',
+    env: { UPSTREAM_KIND: 'gemini' },
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'sqlite-state',
+    name: 'gateway + limits + idempotency (SQLite)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG },
+    idempotencyKeys: true,
+  },
+  {
+    id: 'sqlite-limits',
+    name: 'gateway + limits only (SQLite)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG },
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'sqlite-idempotency',
+    name: 'gateway + Idempotency-Key only (SQLite)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: NO_LIMITS_CONFIG },
+    idempotencyKeys: true,
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'redis-limits',
+    name: 'gateway + limits only (Redis)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'redis-state',
+    name: 'gateway + limits + idempotency (Redis)',
+    kind: 'gateway',
+    env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    idempotencyKeys: true,
+  },
+];

@@ -160,6 +160,15 @@ const server = createServer((req, res) => {
     return;
   }
   req.resume();
+  // Webhook receivers for the webhook targets: one that answers at once, one that never answers.
+  if (req.method === 'POST' && path === '/hooks/ok') {
+    res.writeHead(204).end();
+    return;
+  }
+  if (req.method === 'POST' && path === '/hooks/hang') {
+    setTimeout(() => res.destroy(), 60_000).unref();
+    return;
+  }
   if (req.method === 'GET' && path === '/v1/models') {
     sendJson(res, 200, MODELS);
     return;

@@ -18,7 +18,11 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { IdempotencyStore, LimitStore, StoreLifecycle, UpstreamPauseStore } from './store/contract.js';
+import type { IdempotencyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore } from './store/contract.js';
+import { WebhookSender } from './webhooks/deliver.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { EVENT, INSTANCE, registerChatEvents } from './webhooks/gateway-events.js';
+import { Webhooks } from './webhooks/webhooks.js';
 import { ChatIdempotency } from './routes/chat-idempotency.js';
 
 export interface AppDependencies {
@@ -33,6 +37,8 @@ export interface AppDependencies {
   idempotency: { store: IdempotencyStore; kind: string };
   /** Where upstream pauses (after an upstream 429 with Retry-After) are shared between instances. */
   pauses: UpstreamPauseStore;
+  /** The webhook outbox (SQLite or Redis); needed when webhook subscriptions are configured. */
+  outbox?: OutboxStore;
 }
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
@@ -102,7 +108,41 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     onStoreError: (error) => app.log.warn({ err: error }, 'upstream pause store failing; pauses stay local to this instance'),
   });
 
-  const breakers = new CircuitBreakers(config.circuitBreaker);
+  if (config.webhooks.subscriptions.length > 0 && !deps.outbox) throw new Error('webhook subscriptions are configured but buildApp was given no outbox store');
+  const dispatcher = deps.outbox
+    ? new WebhookDispatcher({
+        store: deps.outbox,
+        config: config.webhooks,
+        sender: new WebhookSender({
+          timeoutMs: config.webhooks.timeoutMs,
+          allowPrivateAddresses: config.webhooks.allowPrivateAddresses,
+          userAgent: `llm-gateway-webhooks/${config.version}`,
+        }),
+        log: app.log,
+      })
+    : undefined;
+  const webhooks = new Webhooks({
+    config: config.webhooks,
+    environment: config.environment,
+    store: deps.outbox,
+    log: app.log,
+    onWritten: () => dispatcher?.soon(),
+  });
+  app.addHook('onClose', async () => {
+    await dispatcher?.close();
+  });
+  registerChatEvents(app, webhooks);
+
+  const breakers = new CircuitBreakers({
+    ...config.circuitBreaker,
+    onTransition: (t) => {
+      if (t.kind === 'opened') {
+        void webhooks.emit(EVENT.upstreamUnhealthy, { upstream: t.upstream, consecutive_failures: t.failures, cooldown_seconds: Math.round(t.cooldownMs / 1000), instance: INSTANCE });
+      } else {
+        void webhooks.emit(EVENT.upstreamRecovered, { upstream: t.upstream, unhealthy_for_seconds: Math.round(t.openForMs / 1000), instance: INSTANCE });
+      }
+    },
+  });
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   const defaultProbe = probes.find((p) => p.provider.name === config.defaultUpstream);
   const health = new HealthService({
@@ -116,7 +156,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
   const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
-  const chatHandler = makeChatHandler(chatService, idempotency, config.bodyLimitBytes);
+  const chatHandler = makeChatHandler(chatService, idempotency, config.bodyLimitBytes, webhooks.wantsContent(EVENT.chatCompleted));
   const auth = new AdminAuthenticator(config.adminTokens);
   mountV1(app, auth, {
     health: makeHealthHandler(health),
@@ -126,6 +166,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   mountOpenAiCompat(app, auth, chatHandler, catalog);
 
   await app.ready();
+  dispatcher?.start();
   return {
     app,
     beginShutdown() {

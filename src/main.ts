@@ -21,7 +21,7 @@ export async function main(): Promise<void> {
   const config = provisionAdminToken(loadConfig(process.env, { version }));
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey)],
+    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)],
     ...(cluster.isWorker ? { base: { worker: cluster.worker?.id } } : {}),
   });
   // Log lines are batched for speed; flush at least every second so a quiet gateway's log is never stale.
@@ -41,7 +41,7 @@ export async function main(): Promise<void> {
 async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
   const store = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, store);
-  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses });
+  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

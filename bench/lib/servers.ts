@@ -1,5 +1,5 @@
 // Starting the processes: mock upstream (load core) and the server under test (server core).
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { ADMIN_TOKEN, LOAD_CORE, ROOT, S, SERVER_CORE, UPSTREAM_API_KEY } from './config.js';
@@ -83,6 +83,12 @@ async function startGateway(spec: TargetSpec, upstreamOrigin: string, workDir: s
   const logPath = path.join(workDir, 'server.log');
   const fd = openSync(logPath, 'a');
   const [cmd, args] = gatewayCommand(spec);
+  const configEnv: Record<string, string> = {};
+  if (spec.configText) {
+    const configPath = path.join(workDir, 'gateway.json');
+    writeFileSync(configPath, spec.configText(upstreamOrigin));
+    configEnv.GATEWAY_CONFIG = configPath;
+  }
   let child: ChildProcess;
   try {
     child = spawnPinned({
@@ -102,6 +108,7 @@ async function startGateway(spec: TargetSpec, upstreamOrigin: string, workDir: s
         DATA_DIR: dataDir,
         LOG_LEVEL: 'info',
         ...spec.env,
+        ...configEnv,
       },
     });
   } finally {

@@ -5,6 +5,17 @@ import type { TargetSpec } from './config.js';
 // What to measure, in this order. The passthrough is the baseline (100%).
 const LIMITS_CONFIG = fileURLToPath(new URL('../configs/limits-and-idempotency.yaml', import.meta.url));
 const NO_LIMITS_CONFIG = fileURLToPath(new URL('../configs/idempotency-only.yaml', import.meta.url));
+/** Every chat call reported as `chat.completed` to a receiver on the mock: `/hooks/ok` answers 204, `/hooks/hang` never. */
+const webhookConfig = (path: string) => (origin: string) =>
+  JSON.stringify({
+    webhooks: {
+      allow_private_addresses: true,
+      timeout_ms: 10_000,
+      subscriptions: [{ id: 'bench', url: `${origin}${path}`, secrets: [{ env: 'BENCH_WEBHOOK_SECRET' }], events: ['chat.completed'] }],
+    },
+  });
+const WEBHOOK_ENV = { BENCH_WEBHOOK_SECRET: 'bench-webhook-secret-0123456789' };
+
 export const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
@@ -19,6 +30,22 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     name: 'gateway, Gemini upstream (translated)',
     kind: 'gateway',
     env: { UPSTREAM_KIND: 'gemini' },
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'webhooks-ok',
+    name: 'gateway + chat.completed webhook per call (receiver answers 204)',
+    kind: 'gateway',
+    env: WEBHOOK_ENV,
+    configText: webhookConfig('/hooks/ok'),
+    onlyWhenNamed: true,
+  },
+  {
+    id: 'webhooks-dead',
+    name: 'gateway + chat.completed webhook per call (receiver never answers)',
+    kind: 'gateway',
+    env: WEBHOOK_ENV,
+    configText: webhookConfig('/hooks/hang'),
     onlyWhenNamed: true,
   },
   {

@@ -4,8 +4,9 @@ import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
-import { configFileSchema, ENVIRONMENTS, retrySchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry } from './schema.js';
-import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, Timeouts, UpstreamConfig, WindowLimit } from './types.js';
+import { configFileSchema, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import { refusedHost } from '../webhooks/address-guard.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
@@ -48,6 +49,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   if (defaultUpstream === undefined && envUpstreamAdded) defaultUpstream = ENV_UPSTREAM_NAME;
   checkReferences(upstreams, models, defaultUpstream, problems);
   checkLimitModels(file.limits?.models, models, problems);
+  const webhooks = toWebhooks(envSection?.webhooks ?? file.webhooks, env, fileDir, problems);
 
   const port = parseIntEnv(env, 'PORT', problems, 0, 65535) ?? file.server?.port ?? 8080;
   const bodyLimitBytes =
@@ -89,6 +91,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       leaseMs: (file.idempotency?.lease_seconds ?? 30) * 1000,
     },
     redisUrl: env.REDIS_URL || undefined,
+    webhooks,
   };
 }
 
@@ -324,6 +327,53 @@ function checkReferences(
   if (defaultUpstream !== undefined && !names.has(defaultUpstream)) {
     problems.push(`default_upstream: no upstream named "${defaultUpstream}"`);
   }
+}
+
+/**
+ * The webhook section of this environment: secrets resolved from the environment or files, the rollout stages
+ * (the documented kinds default to `all`), and receiver URLs checked against SSRF when they name an address.
+ */
+function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileDir: string, problems: string[]): WebhooksConfig {
+  const file = webhooksSchema.parse(entry ?? {});
+  const ids = new Set<string>();
+  const subscriptions = file.subscriptions.map((sub, i): WebhookSubscription => {
+    if (ids.has(sub.id)) problems.push(`webhooks.subscriptions[${i}].id: "${sub.id}" is defined twice`);
+    ids.add(sub.id);
+    const refused = file.allow_private_addresses ? undefined : refusedHost(new URL(sub.url).hostname);
+    if (refused) problems.push(`webhooks.subscriptions[${i}].url: ${refused} (set webhooks.allow_private_addresses: true to allow it)`);
+    const secrets = sub.secrets.map((ref, j) => {
+      const where = `webhooks.subscriptions[${i}].secrets[${j}]`;
+      if (ref.env !== undefined) {
+        const value = env[ref.env];
+        if (!value) problems.push(`${where}.env: environment variable ${ref.env} is not set`);
+        return value ?? '';
+      }
+      try {
+        return readFileSync(resolve(fileDir, ref.file ?? ''), 'utf8').trim();
+      } catch {
+        problems.push(`${where}.file: cannot read ${ref.file}`);
+        return '';
+      }
+    });
+    secrets.forEach((secret, j) => {
+      if (secret !== '' && secret.length < 16) problems.push(`webhooks.subscriptions[${i}].secrets[${j}]: a signing secret needs 16 characters or more`);
+    });
+    return { id: sub.id, url: sub.url, secrets, events: sub.events, canary: sub.canary, includeContent: sub.include_content, maxConcurrency: sub.max_concurrency };
+  });
+  const rollout: Record<string, RolloutStage> = Object.fromEntries(WEBHOOK_EVENT_KINDS.map((kind) => [kind, 'all' as RolloutStage]));
+  Object.assign(rollout, file.rollout);
+  if (file.max_delay_ms < file.base_delay_ms) problems.push('webhooks.max_delay_ms: must be at least base_delay_ms');
+  return {
+    subscriptions,
+    rollout,
+    allowPrivateAddresses: file.allow_private_addresses,
+    maxAttempts: file.max_attempts,
+    maxAgeMs: file.max_age_seconds * 1000,
+    baseDelayMs: file.base_delay_ms,
+    maxDelayMs: file.max_delay_ms,
+    timeoutMs: file.timeout_ms,
+    pollIntervalMs: file.poll_interval_ms,
+  };
 }
 
 /** Limits are kept per model id, so every alias shares its model's limits; a limit set under an alias would never apply. */

@@ -127,7 +127,56 @@ export const limitsSchema = z
   })
   .strict();
 
+export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
+export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
+
+const secretRef = z
+  .object({
+    env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),
+    file: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine((s) => (s.env === undefined) !== (s.file === undefined), 'give exactly one of env or file');
+
+export const webhookSubscriptionSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'use 1-64 characters: lower-case letters, digits, "-" and "_"'),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+    /** Signing secrets, by reference; several during a rotation (one signature each). */
+    secrets: z.array(secretRef).min(1).max(4),
+    secret: z.never({ error: 'secrets do not belong in the config file: use secrets: [{ env: NAME }] or [{ file: path }]' }).optional(),
+    /** Event kinds wanted; `*` for every kind. */
+    events: z.array(z.string().min(1).max(64)).min(1),
+    /** Receives kinds in the canary rollout stage. */
+    canary: z.boolean().default(false),
+    /** Opt-in: chat events carry the prompt messages and the answer text. */
+    include_content: z.boolean().default(false),
+    /** Deliveries in flight to this receiver at once (per instance). */
+    max_concurrency: z.number().int().min(1).max(64).default(4),
+  })
+  .strict();
+
+export const webhooksSchema = z
+  .object({
+    subscriptions: z.array(webhookSubscriptionSchema).max(64).default([]),
+    /** Rollout stage per event kind (default `all` for the documented kinds); unlisted new kinds are `off`. */
+    rollout: z.record(z.string(), z.enum(ROLLOUT_STAGES)).default({}),
+    /** Allow receivers on loopback, private and link-local addresses (off: refused, against SSRF). */
+    allow_private_addresses: z.boolean().default(false),
+    max_attempts: z.number().int().min(1).max(100).default(12),
+    /** An event older than this is dead-lettered instead of tried again. */
+    max_age_seconds: z.number().int().min(1).max(30 * 86_400).default(3 * 86_400),
+    base_delay_ms: z.number().int().min(1).max(3_600_000).default(5_000),
+    max_delay_ms: z.number().int().min(1).max(86_400_000).default(3_600_000),
+    /** One attempt's budget: connect, send, and the receiver's answer. */
+    timeout_ms: z.number().int().min(100).max(120_000).default(10_000),
+    /** How often each instance looks for due deliveries (new local events are sent at once). */
+    poll_interval_ms: z.number().int().min(10).max(60_000).default(1_000),
+  })
+  .strict();
+
 const sections = {
+  webhooks: webhooksSchema.optional(),
   upstreams: z.array(upstreamSchema).optional(),
   models: z.array(modelSchema).optional(),
   default_upstream: upstreamName.optional(),
@@ -187,3 +236,4 @@ export type ConfigFile = z.infer<typeof configFileSchema>;
 export type UpstreamFileEntry = z.infer<typeof upstreamSchema>;
 export type ModelFileEntry = z.infer<typeof modelSchema>;
 export type LimitSetFileEntry = z.infer<typeof limitSetSchema>;
+export type WebhooksFileEntry = z.infer<typeof webhooksSchema>;

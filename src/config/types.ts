@@ -111,4 +111,32 @@ export interface GatewayConfig {
   idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
+  webhooks: WebhooksConfig;
+}
+
+export type RolloutStage = 'off' | 'canary' | 'all';
+
+export interface WebhookSubscription {
+  id: string;
+  url: string;
+  /** Resolved signing secrets (never logged). */
+  secrets: string[];
+  /** Event kinds wanted (`*` = all). */
+  events: string[];
+  canary: boolean;
+  includeContent: boolean;
+  maxConcurrency: number;
+}
+
+export interface WebhooksConfig {
+  subscriptions: WebhookSubscription[];
+  /** Stage per event kind; a kind not listed is `off`. */
+  rollout: Record<string, RolloutStage>;
+  allowPrivateAddresses: boolean;
+  maxAttempts: number;
+  maxAgeMs: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  timeoutMs: number;
+  pollIntervalMs: number;
 }

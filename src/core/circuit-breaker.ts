@@ -5,6 +5,8 @@ interface Circuit {
   openedAt: number;
   /** A half-open probe is running: other calls still skip the target until it reports. */
   probing: boolean;
+  /** When it first opened (a failed probe re-opens without a new transition). */
+  firstOpenedAt?: number;
 }
 
 /**
@@ -12,11 +14,16 @@ interface Circuit {
  * after `cooldownMs` one call is let through (half-open); its success closes the circuit, its failure opens it
  * again for another cooldown. Per instance, in memory: each gateway learns an upstream's health from its own calls.
  */
+/** A circuit that opened (the upstream became unhealthy) or closed again after being open (it recovered). */
+export type CircuitTransition =
+  | { kind: 'opened'; upstream: string; failures: number; cooldownMs: number }
+  | { kind: 'closed'; upstream: string; openForMs: number };
+
 export class CircuitBreakers {
   private readonly circuits = new Map<string, Circuit>();
 
   constructor(
-    private readonly options: { failureThreshold: number; cooldownMs: number },
+    private readonly options: { failureThreshold: number; cooldownMs: number; onTransition?: (transition: CircuitTransition) => void },
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -48,7 +55,11 @@ export class CircuitBreakers {
   }
 
   success(upstream: string): void {
+    const circuit = this.circuits.get(upstream);
     this.circuits.delete(upstream);
+    if (circuit && circuit.failures >= this.options.failureThreshold) {
+      this.options.onTransition?.({ kind: 'closed', upstream, openForMs: this.now() - (circuit.firstOpenedAt ?? circuit.openedAt) });
+    }
   }
 
   failure(upstream: string): void {
@@ -59,6 +70,10 @@ export class CircuitBreakers {
       circuit.probing = false;
     }
     this.circuits.set(upstream, circuit);
+    if (circuit.failures === this.options.failureThreshold) {
+      circuit.firstOpenedAt = circuit.openedAt;
+      this.options.onTransition?.({ kind: 'opened', upstream, failures: circuit.failures, cooldownMs: this.options.cooldownMs });
+    }
   }
 
   /** Every upstream whose circuit is not closed, for health. */

@@ -9,6 +9,10 @@ declare module 'fastify' {
     responseType: string;
     /** The error code the request ended with, if any (also set for errors sent as a final stream event). */
     errorCode: string | undefined;
+    /** That error's details (the webhook events report them). */
+    errorDetails: Record<string, unknown> | undefined;
+    /** The answer's text, kept only when a webhook subscription opted in to content. */
+    answerText: string | undefined;
     /** Who is calling, once authenticated ("admin" for the admin token). */
     caller: string;
     /** The model asked for, on chat. */
@@ -34,6 +38,8 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('routeName', undefined);
   app.decorateRequest('responseType', 'application/json; charset=utf-8');
   app.decorateRequest('errorCode', undefined);
+  app.decorateRequest('errorDetails', undefined);
+  app.decorateRequest('answerText', undefined);
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('upstreamName', undefined);

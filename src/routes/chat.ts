@@ -14,7 +14,7 @@ import { checkConversation, readUpstreamKey } from './chat-rules.js';
 import { withOpenAiError } from './openai-compat.js';
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
-export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number) {
+export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false) {
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body as ChatRequestBody;
     request.chatModel = body.model;
@@ -36,13 +36,14 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     }
     try {
       if (body.stream === true) {
-        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder, (usage) => {
+        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder, captureAnswer, (usage) => {
           request.usage = chat.usageRecord(body.model, usage);
         });
       }
       const { result, headers, upstream } = await chat.complete(body, call);
       request.upstreamName = upstream;
       request.usage = chat.usageRecord(body.model, result.usage);
+      if (captureAnswer) request.answerText = answerTextOf(result.body);
       await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(result.body);
     } catch (error) {
@@ -65,12 +66,13 @@ async function streamAnswer(
   started: StartedStream,
   bodyLimitBytes: number,
   recorder: AnswerRecorder | undefined,
+  captureAnswer: boolean,
   onUsage: (usage: Usage | undefined) => void,
 ): Promise<FastifyReply> {
   request.upstreamName = started.upstream;
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
-  const frames = sseFrames(first, started, request, bodyLimitBytes, onUsage);
+  const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer, onUsage);
   return reply.send(Readable.from(recorder ? recorded(frames, recorder) : frames, { objectMode: false }));
 }
 
@@ -79,15 +81,18 @@ async function* sseFrames(
   started: StartedStream,
   request: FastifyRequest,
   bodyLimitBytes: number,
+  captureAnswer: boolean,
   onUsage: (usage: Usage | undefined) => void,
 ): AsyncGenerator<string> {
   const { chunks, scope } = started;
   let finished = false;
   let usage: Usage | undefined;
+  let answer = '';
   try {
     let next = first;
     while (next.done !== true) {
       usage = next.value.chunk.usage ?? usage;
+      if (captureAnswer) answer += deltaText(next.value.chunk);
       if (next.value.internal !== true) yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
       next = await chunks.next();
     }
@@ -97,9 +102,11 @@ async function* sseFrames(
     if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return;
     const failure = toGatewayError(error, bodyLimitBytes);
     request.errorCode = failure.code;
+    request.errorDetails = failure.details;
     request.log.warn({ code: failure.code, details: failure.details }, 'stream failed after it started');
     yield formatErrorEvent(request.openAiCompat ? withOpenAiError(failure.toBody(), failure.status) : failure.toBody());
   } finally {
+    if (captureAnswer) request.answerText = answer;
     onUsage(usage);
     await started.finish(usage?.total_tokens);
     if (!finished) await chunks.return?.();
@@ -153,4 +160,19 @@ function watchClient(reply: FastifyReply): ClientWatch {
     current?.clientGone();
   });
   return watch;
+}
+
+/** The first choice's text of a `chat.completion` body (for webhook subscriptions that opted in to content). */
+function answerTextOf(body: Buffer): string | undefined {
+  try {
+    const content = (JSON.parse(body.toString('utf8')) as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
+    return typeof content === 'string' ? content : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function deltaText(chunk: StreamChunk['chunk']): string {
+  const content = chunk.choices[0]?.delta.content;
+  return typeof content === 'string' ? content : '';
 }

@@ -151,3 +151,46 @@ export interface IdempotencyClaim {
   key: string;
   fingerprint: string;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Webhook outbox (issue 5).
+
+/** One event to deliver to one subscription; the event id is the same on every attempt (receivers de-duplicate). */
+export interface OutboxDelivery {
+  /** Unique per (event, subscription): `<event id>:<subscription id>`. */
+  id: string;
+  eventId: string;
+  subscription: string;
+  /** The envelope as sent, JSON text: the bytes are fixed once, so every attempt signs the same body. */
+  body: string;
+  /** Attempts made so far (0 before the first). */
+  attempts: number;
+  createdMs: number;
+  /** When the next attempt is due. */
+  nextAttemptMs: number;
+  lastError?: string;
+  state: 'pending' | 'delivered' | 'dead';
+}
+
+/**
+ * The durable outbox. `enqueue` writes the deliveries of one event atomically. `claim` hands due deliveries of one
+ * subscription to one dispatcher at a time by leasing them: a claimed delivery is not due again until its lease
+ * ends, so a dispatcher that dies (kill -9) leaves its claims to be taken again by anyone after the lease, and no
+ * event is lost. Every state change is keyed by delivery id.
+ */
+export interface OutboxStore {
+  enqueue(deliveries: ReadonlyArray<Pick<OutboxDelivery, 'id' | 'eventId' | 'subscription' | 'body'>>, nowMs?: number): Promise<void>;
+  claim(subscription: string, limit: number, leaseMs: number, nowMs?: number): Promise<OutboxDelivery[]>;
+  /** A 2xx from the receiver. */
+  delivered(id: string, nowMs?: number): Promise<void>;
+  /** A failed attempt with another one due at `nextAttemptMs`. */
+  retryLater(id: string, attempts: number, nextAttemptMs: number, error: string): Promise<void>;
+  /** Out of attempts or too old: kept for inspection until redelivered. */
+  deadLetter(id: string, attempts: number, error: string, nowMs?: number): Promise<void>;
+  /** Dead letters, oldest first. */
+  listDead(limit: number): Promise<OutboxDelivery[]>;
+  /** Back to pending, due now, attempts from zero; returns how many were dead and now are pending again. */
+  redeliver(ids: readonly string[], nowMs?: number): Promise<number>;
+  /** One delivery by id (any state), for tools and tests. */
+  get(id: string): Promise<OutboxDelivery | undefined>;
+}

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { IdempotencyStore, LimitStore, UpstreamPauseStore } from './contract.js';
+import type { IdempotencyStore, LimitStore, OutboxStore, UpstreamPauseStore } from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
@@ -8,6 +8,8 @@ export interface StateStores {
   idempotency: { store: IdempotencyStore; kind: 'sqlite' | 'redis' };
   /** Pauses of upstreams that answered 429, seen by every instance sharing the store. */
   pauses: UpstreamPauseStore;
+  /** The webhook outbox: in the same store as the state the events report, shared when the store is. */
+  outbox: OutboxStore;
   close(): Promise<void>;
 }
 
@@ -21,31 +23,36 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
   const { limits } = config;
   const limitsOn = limits.caller !== undefined || limits.models.size > 0 || limits.upstreams.size > 0;
   if (config.redisUrl) {
-    const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }, { RedisUpstreamPauses }] = await Promise.all([
+    const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }, { RedisUpstreamPauses }, { RedisOutbox }] = await Promise.all([
       import('./redis/connect.js'),
       import('./redis/redis-rate-limiter.js'),
       import('./redis/redis-idempotency-store.js'),
       import('./redis/redis-upstream-pauses.js'),
+      import('./redis/redis-outbox.js'),
     ]);
     const client = await connectRedis(config.redisUrl);
     return {
       limiter: limitsOn ? { store: new RedisRateLimiter(client), kind: 'redis' } : undefined,
       idempotency: { store: new RedisIdempotencyStore(client), kind: 'redis' },
       pauses: new RedisUpstreamPauses(client),
+      // Per environment: a staging and a prod gateway sharing one Redis by mistake still never swap deliveries.
+      outbox: new RedisOutbox(client, `gw:wh:${config.environment}:`),
       close: async () => {
         await client.quit().catch(() => client.disconnect());
       },
     };
   }
-  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }, { SqliteUpstreamPauses }] = await Promise.all([
+  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }, { SqliteUpstreamPauses }, { SqliteOutbox }] = await Promise.all([
     import('./sqlite/sqlite-rate-limiter.js'),
     import('./sqlite/sqlite-idempotency-store.js'),
     import('./sqlite/sqlite-upstream-pauses.js'),
+    import('./sqlite/sqlite-outbox.js'),
   ]);
   return {
     limiter: limitsOn ? { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' } : undefined,
     idempotency: { store: new SqliteIdempotencyStore(sqlite.db), kind: 'sqlite' },
     pauses: new SqliteUpstreamPauses(sqlite.db),
+    outbox: new SqliteOutbox(sqlite.db),
     close: () => Promise.resolve(),
   };
 }

@@ -50,12 +50,12 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   const logLines: string[] = [];
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey)],
+    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)],
     destination: { write: (line: string) => void logLines.push(line) },
   });
   const store = await openSqliteStore(dataDir);
   const state = await openStateStores(config, store);
-  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses });
+  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox });
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

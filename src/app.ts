@@ -11,6 +11,8 @@ import { ModelRouter } from './core/model-router.js';
 import { UpstreamProbe } from './core/upstream-probe.js';
 import { RateLimitService } from './core/rate-limit-service.js';
 import { AdminAuthenticator } from './http/admin-auth.js';
+import { Authenticator } from './auth/authenticator.js';
+import { OAuthVerifier } from './auth/oauth.js';
 import { createHttpServer } from './http/server.js';
 import type { Logger } from './observability/logger.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
@@ -18,7 +20,7 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { IdempotencyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore } from './store/contract.js';
+import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore } from './store/contract.js';
 import { WebhookSender } from './webhooks/deliver.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENT, INSTANCE, registerChatEvents } from './webhooks/gateway-events.js';
@@ -39,6 +41,8 @@ export interface AppDependencies {
   pauses: UpstreamPauseStore;
   /** The webhook outbox (SQLite or Redis); needed when webhook subscriptions are configured. */
   outbox?: OutboxStore;
+  /** Scoped API keys; without it only the admin token is accepted. */
+  keys?: KeyStore;
 }
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
@@ -157,7 +161,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
   const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
   const chatHandler = makeChatHandler(chatService, idempotency, config.bodyLimitBytes, webhooks.wantsContent(EVENT.chatCompleted));
-  const auth = new AdminAuthenticator(config.adminTokens);
+  const auth = new Authenticator(new AdminAuthenticator(config.adminTokens), {
+    environment: config.environment,
+    keys: deps.keys,
+    cacheMs: config.keyCacheMs,
+    ...(config.oauth ? { oauth: new OAuthVerifier(config.oauth) } : {}),
+  });
   mountV1(app, auth, {
     health: makeHealthHandler(health),
     models: makeModelsHandler(catalog),

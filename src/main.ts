@@ -41,7 +41,7 @@ export async function main(): Promise<void> {
 async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
   const store = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, store);
-  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox });
+  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

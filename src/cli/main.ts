@@ -3,8 +3,16 @@ import { ConfigError, loadConfig } from '../config/load.js';
 import { openStateStores } from '../store/open-state-stores.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import { listDeadLetters, redeliver, sendTestEvent, type CliOutput } from './webhooks-command.js';
+import { keysCommand } from './keys-command.js';
 
 const USAGE = `usage: gateway <command>
+
+  keys create --name N --models m1,m2|* [--routes chat,models] [--rpm N] [--tpm N] [--concurrent N]
+              [--budget-tokens N --budget-period 30d] [--expires 90d]
+                                        create a scoped key for this environment (shown once)
+  keys list [--json]                    every key, without secrets
+  keys rotate <key id> [--grace 24h]    a successor with the same rights; the old key works for the grace period
+  keys revoke <key id>                  refused everywhere within 5 s
 
   webhooks test <subscription>          send a signed test event to a subscription and show the answer
   webhooks dead [--limit N] [--json]    list dead letters (oldest first)
@@ -15,7 +23,7 @@ Configuration comes from the same environment as the server (GATEWAY_ENV, GATEWA
 /** The operators' command line. Reads the environment here and nowhere else (like main.ts for the server). */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutput): Promise<number> {
   const [area, command, ...rest] = argv;
-  if (area !== 'webhooks' || command === undefined) {
+  if ((area !== 'webhooks' && area !== 'keys') || command === undefined) {
     io.err(USAGE);
     return area === undefined || area === 'help' || area === '--help' ? 0 : 2;
   }
@@ -28,6 +36,16 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutp
       return 2;
     }
     throw error;
+  }
+  if (area === 'keys') {
+    const sqlite = await openSqliteStore(config.dataDir);
+    const state = await openStateStores(config, sqlite);
+    try {
+      return await keysCommand(state.keys, config.environment, [command, ...rest], io);
+    } finally {
+      await state.close();
+      await sqlite.close();
+    }
   }
   if (command === 'test') {
     const [subscription] = rest;

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { configFileSchema, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
 import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { refusedHost } from '../webhooks/address-guard.js';
+import type { OAuthConfig } from '../auth/oauth.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
@@ -92,6 +93,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     },
     redisUrl: env.REDIS_URL || undefined,
     webhooks,
+    keyCacheMs: (file.auth?.key_cache_seconds ?? 5) * 1000,
+    oauth: toOAuth(file.auth?.oauth, problems),
   };
 }
 
@@ -373,6 +376,22 @@ function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileDir: str
     maxDelayMs: file.max_delay_ms,
     timeoutMs: file.timeout_ms,
     pollIntervalMs: file.poll_interval_ms,
+  };
+}
+
+function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problems: string[]): OAuthConfig | undefined {
+  if (!entry) return undefined;
+  const url = new URL(entry.jwks_url);
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !loopback) problems.push('auth.oauth.jwks_url: must be https:// (signing keys fetched in clear text could be replaced)');
+  return {
+    issuer: entry.issuer,
+    audience: entry.audience,
+    jwksUrl: entry.jwks_url,
+    algorithms: entry.algorithms,
+    clockToleranceSeconds: entry.clock_tolerance_seconds,
+    scopes: entry.scopes,
+    jwksCooldownMs: entry.jwks_refresh_cooldown_seconds * 1000,
   };
 }
 

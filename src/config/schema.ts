@@ -196,6 +196,27 @@ export const configFileSchema = z
       .optional(),
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
+    auth: z
+      .object({
+        /** How long a scoped key's record is trusted before it is read again (a revocation takes effect within it). */
+        key_cache_seconds: z.number().int().min(0).max(300).default(5),
+        /** OAuth 2.0 access tokens (JWT) from one issuer. */
+        oauth: z
+          .object({
+            issuer: z.string().min(1),
+            audience: z.string().min(1),
+            jwks_url: z.url({ protocol: /^https?$/, error: 'must be an https:// URL (http:// only for loopback)' }),
+            algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
+            clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
+            /** Scope -> routes. Default: chat:write -> chat, models:read -> models. */
+            scopes: z.record(z.string(), z.array(z.enum(['chat', 'models']))).default({ 'chat:write': ['chat'], 'models:read': ['models'] }),
+            jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
     limits: limitsSchema.optional(),
     /** The retry policy of models that set none (and of the default upstream). */
     retry: retrySchema.optional(),

@@ -112,7 +112,12 @@ export interface GatewayConfig {
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;
+  /** Scoped keys: how long a key record is cached per instance. */
+  keyCacheMs: number;
+  oauth: OAuthConfig | undefined;
 }
+
+import type { OAuthConfig } from '../auth/oauth.js';
 
 export type RolloutStage = 'off' | 'canary' | 'all';
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
+import type { LimitSet, WindowLimit } from '../config/types.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
 import { costUsd } from './pricing.js';
 import { CallScope, type ClientWatch } from './call-scope.js';
@@ -13,8 +14,11 @@ import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
 
 export interface ChatCall {
-  /** Who is calling, for per-caller limits (the admin token is one caller until scoped keys exist). */
+  /** Who is calling, for per-caller limits: `admin` or `key:<id>`. */
   caller: string;
+  /** A scoped key's own limits and token budget. */
+  callerLimits?: LimitSet;
+  budget?: WindowLimit;
   /** The caller's X-Upstream-Key, replacing the configured key for this call only. */
   upstreamKey: string | undefined;
   requestId: string;
@@ -192,6 +196,11 @@ export class ChatService {
     );
   }
 
+  /** The model id an alias stands for (or the id itself). */
+  canonicalModel(model: string): string {
+    return this.options.router.declared(model)?.id ?? model;
+  }
+
   /** The call's usage with its cost when the model has prices (for the access line; usage records: issue 7). */
   usageRecord(model: string, usage: Usage | undefined): (Usage & { cost_usd?: number }) | undefined {
     if (!usage) return undefined;
@@ -211,7 +220,7 @@ export class ChatService {
   private async admit(body: ChatRequestBody, call: ChatCall, plan: RoutePlan): Promise<Admission | undefined> {
     const { limits } = this.options;
     const first = plan.candidates[0];
-    if (!limits.enabled || !first) return undefined;
+    if ((!limits.enabled && !call.callerLimits && !call.budget) || !first) return undefined;
     const budget = Math.min(plan.retry.deadlineMs, Math.max(...plan.candidates.map((c) => c.totalTimeoutMs)));
     return limits.admit({
       caller: call.caller,
@@ -221,6 +230,8 @@ export class ChatService {
       estimatedTokens: estimateTokens(body.messages, body.max_tokens),
       requestId: call.requestId,
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
+      ...(call.callerLimits ? { callerLimits: call.callerLimits } : {}),
+      ...(call.budget ? { budget: call.budget } : {}),
     });
   }
 

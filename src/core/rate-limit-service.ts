@@ -1,4 +1,4 @@
-import type { LimitSet, LimitsConfig } from '../config/types.js';
+import type { LimitSet, LimitsConfig, WindowLimit } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from '../http/rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from '../http/rate-limit-headers.js';
@@ -13,6 +13,10 @@ export interface AdmissionRequest {
   requestId: string;
   /** How long a concurrency slot may be held before it expires by itself (the call's total budget + margin). */
   leaseMs: number;
+  /** A scoped key's own per-caller limits, replacing the configured ones. */
+  callerLimits?: LimitSet;
+  /** A scoped key's token budget (a rolling window). */
+  budget?: WindowLimit;
 }
 
 export interface Admission {
@@ -23,7 +27,7 @@ export interface Admission {
 }
 
 interface Scope {
-  kind: 'caller' | 'model' | 'upstream';
+  kind: 'caller' | 'model' | 'upstream' | 'budget';
   id: string;
   limits: LimitSet;
 }
@@ -90,7 +94,9 @@ export class RateLimitService {
   private scopesFor(request: AdmissionRequest): Scope[] {
     const { config } = this.options;
     const scopes: Scope[] = [];
-    if (config.caller) scopes.push({ kind: 'caller', id: request.caller, limits: config.caller });
+    const callerLimits = request.callerLimits ?? config.caller;
+    if (callerLimits) scopes.push({ kind: 'caller', id: request.caller, limits: callerLimits });
+    if (request.budget) scopes.push({ kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: request.budget, concurrent: undefined } });
     const model = config.models.get(request.model);
     if (model) scopes.push({ kind: 'model', id: request.model, limits: model });
     const upstream = config.upstreams.get(request.upstream);
@@ -182,6 +188,18 @@ export class RateLimitService {
     const about = described[index];
     if (!outcome || !limit || !about) return new GatewayError('rate_limited', {}, { headers: rateLimitHeaders(applied) });
     const { scope, what } = about;
+    if (scope.kind === 'budget' && outcome.kind === 'rate' && limit.kind === 'rate') {
+      return new GatewayError(
+        'budget_exceeded',
+        {
+          key: scope.id,
+          budget_tokens: limit.limit,
+          period_seconds: Math.ceil(limit.windowMs / 1000),
+          retry_after_seconds: Math.max(1, Math.ceil(outcome.decision.retryAfterMs / 1000)),
+        },
+        { headers: { ...rateLimitHeaders(applied), 'retry-after': String(Math.max(1, Math.ceil(outcome.decision.retryAfterMs / 1000))) } },
+      );
+    }
     if (outcome.kind === 'concurrency' && limit.kind === 'concurrency') {
       return new GatewayError(
         'rate_limited',

@@ -18,6 +18,7 @@ export function logAccess(request: FastifyRequest, status: number): void {
       route: request.routeName,
       status,
       ms: Math.round((performance.now() - request.receivedAt) * 100) / 100,
+      caller: request.caller,
       model: request.chatModel,
       upstream: request.upstreamName,
       // Flat fields (pino's fast path; a nested object goes through JSON.stringify).

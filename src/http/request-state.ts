@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Principal } from '../auth/authenticator.js';
 
 /** Per-request facts the handlers record for the access log line and the error handler. */
 declare module 'fastify' {
@@ -13,8 +14,10 @@ declare module 'fastify' {
     errorDetails: Record<string, unknown> | undefined;
     /** The answer's text, kept only when a webhook subscription opted in to content. */
     answerText: string | undefined;
-    /** Who is calling, once authenticated ("admin" for the admin token). */
+    /** Who is calling, once authenticated ("admin" for the admin token, "key:<id>" for a scoped key). */
     caller: string;
+    /** The caller's rights (routes, models, limits, budget), set by the guard of every authenticated route. */
+    principal: Principal | null;
     /** The model asked for, on chat. */
     chatModel: string | undefined;
     /** performance.now() when the request arrived (for the duration of aborted requests). */
@@ -42,6 +45,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('answerText', undefined);
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');
+  app.decorateRequest('principal', null); // Fastify allows no shared object as a default: set per request
   app.decorateRequest('upstreamName', undefined);
   app.decorateRequest('usage', undefined);
   app.decorateRequest('receivedAt', 0);

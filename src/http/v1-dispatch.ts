@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { AdminAuthenticator } from './admin-auth.js';
+import type { Authenticator } from '../auth/authenticator.js';
 import { redirectPage, type RouteDescription } from './pages.js';
 import { VENDOR_MEDIA_TYPE_V1, negotiateVersion } from './versioning.js';
 
@@ -38,7 +38,7 @@ const ROUTE_NAMES = Object.keys(ROUTE_TABLE);
  * caller. `mount: 'root'` is `/`: served as v1 only when the Accept header asks for our v1 media type, and
  * otherwise redirected to `/v1/` (302 for GET/HEAD, 308 so other methods keep their method and body).
  */
-export function makeV1Guard(auth: AdminAuthenticator, mount: 'v1' | 'root') {
+export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
   return async function v1Guard(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const version = negotiateVersion(request.headers.accept);
     if (mount === 'root' && version === undefined) return redirectToV1(request, reply);
@@ -60,8 +60,9 @@ export function makeV1Guard(auth: AdminAuthenticator, mount: 'v1' | 'root') {
     const answered = checkMethod(request, reply, spec.methods);
     if (answered) return answered;
     if (spec.admin) {
-      auth.authenticate(request.headers.authorization);
-      request.caller = 'admin';
+      const principal = await auth.authenticate(request.headers.authorization, spec.route);
+      request.caller = principal.caller;
+      request.principal = principal;
     }
     return undefined;
   };

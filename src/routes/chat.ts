@@ -12,6 +12,7 @@ import { readIdempotencyKey } from '../core/idempotency-key.js';
 import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 import { withOpenAiError } from './openai-compat.js';
+import { ADMIN, modelAllowed } from '../auth/authenticator.js';
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
 export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false) {
@@ -19,8 +20,14 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     const body = request.body as ChatRequestBody;
     request.chatModel = body.model;
     checkConversation(body);
+    const principal = request.principal ?? ADMIN;
+    if (!modelAllowed(principal, body.model, chat.canonicalModel(body.model))) {
+      throw new GatewayError('model_not_allowed', { model: body.model, allowed_models: [...(principal.models ?? [])] });
+    }
     const call = {
       caller: request.caller,
+      ...(principal.limits ? { callerLimits: principal.limits } : {}),
+      ...(principal.budget ? { budget: principal.budget } : {}),
       upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
       requestId: request.id,
       rawBody: request.rawBody,

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { AdminAuthenticator } from '../http/admin-auth.js';
+import type { Authenticator } from '../auth/authenticator.js';
 import { indexPage, prefersHtml } from '../http/pages.js';
 import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
 import { chatBodySchema } from './chat-schema.js';
@@ -17,7 +17,7 @@ export interface V1Handlers {
  * Mounts the v1 API on `/v1/` and on `/` (the latter serves v1 only to callers that ask for it by media type and
  * redirects everyone else). GET serves health, models and the index; POST serves chat, with the body schema.
  */
-export function mountV1(app: FastifyInstance, auth: AdminAuthenticator, handlers: V1Handlers, version: string): void {
+export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1Handlers, version: string): void {
   const indexRoutes = Object.values(ROUTE_TABLE);
   const handleIndex = async function handleIndex(request: FastifyRequest, reply: FastifyReply) {
     if (prefersHtml(request.headers.accept)) {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PAGE_SIZE, type CatalogModel, type ModelCatalog } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ErrorBody } from '../errors/gateway-error.js';
-import type { AdminAuthenticator } from '../http/admin-auth.js';
+import type { Authenticator } from '../auth/authenticator.js';
 import { chatBodySchema } from './chat-schema.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
@@ -16,13 +16,14 @@ export const OPENAI_MODELS_PATH = '/v1/models';
  * `?route=chat` and `?route=models`, with the admin token as the SDK's API key. Their errors carry our
  * `{code, message, details}` AND OpenAI's `error` object, which is what the SDKs read.
  */
-export function mountOpenAiCompat(app: FastifyInstance, auth: AdminAuthenticator, chat: Handler, catalog: ModelCatalog): void {
+export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, chat: Handler, catalog: ModelCatalog): void {
   const guard = (routeName: 'chat' | 'models') =>
     async function openAiGuard(request: FastifyRequest): Promise<void> {
       request.openAiCompat = true;
       request.routeName = routeName;
-      auth.authenticate(request.headers.authorization);
-      request.caller = 'admin';
+      const principal = await auth.authenticate(request.headers.authorization, routeName);
+      request.caller = principal.caller;
+      request.principal = principal;
     };
   app.post(OPENAI_CHAT_PATH, { onRequest: guard('chat'), schema: { body: chatBodySchema } }, chat);
   app.route({

@@ -194,3 +194,35 @@ export interface OutboxStore {
   /** One delivery by id (any state), for tools and tests. */
   get(id: string): Promise<OutboxDelivery | undefined>;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scoped API keys (issue 6).
+
+/** What a key may do; `*` in `models` allows every model. */
+export interface ApiKeyRecord {
+  keyId: string;
+  environment: string;
+  name: string;
+  /** SHA-256 (hex) of the whole key; the key itself is never stored. */
+  hash: string;
+  routes: string[];
+  models: string[];
+  /** Own limits, replacing the configured per-caller limits for this key (JSON of LimitSet in file units). */
+  limits?: { requests_per_minute?: number; tokens_per_minute?: number; concurrent?: number };
+  /** Tokens allowed per period (a rolling window of `period_seconds`). */
+  budget?: { tokens: number; period_seconds: number };
+  createdMs: number;
+  expiresMs?: number;
+  revokedMs?: number;
+  /** The key this one replaced (rotation). */
+  rotatedFrom?: string;
+}
+
+/** Key records, keyed by key id. Shared by every instance when the store is. */
+export interface KeyStore {
+  create(record: ApiKeyRecord): Promise<void>;
+  get(keyId: string): Promise<ApiKeyRecord | undefined>;
+  list(): Promise<ApiKeyRecord[]>;
+  /** Sets `expiresMs` / `revokedMs`; returns false for an unknown key. */
+  update(keyId: string, patch: Partial<Pick<ApiKeyRecord, 'expiresMs' | 'revokedMs'>>): Promise<boolean>;
+}

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { IdempotencyStore, LimitStore, OutboxStore, UpstreamPauseStore } from './contract.js';
+import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, UpstreamPauseStore } from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
@@ -10,6 +10,8 @@ export interface StateStores {
   pauses: UpstreamPauseStore;
   /** The webhook outbox: in the same store as the state the events report, shared when the store is. */
   outbox: OutboxStore;
+  /** Scoped API keys: in the shared store when there is one, so a key works (and is revoked) everywhere. */
+  keys: KeyStore;
   close(): Promise<void>;
 }
 
@@ -20,8 +22,6 @@ export interface StateStores {
  * directory. The Redis driver is imported only on the Redis path.
  */
 export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore): Promise<StateStores> {
-  const { limits } = config;
-  const limitsOn = limits.caller !== undefined || limits.models.size > 0 || limits.upstreams.size > 0;
   if (config.redisUrl) {
     const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }, { RedisUpstreamPauses }, { RedisOutbox }] = await Promise.all([
       import('./redis/connect.js'),
@@ -30,13 +30,16 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
       import('./redis/redis-upstream-pauses.js'),
       import('./redis/redis-outbox.js'),
     ]);
+    const { RedisKeyStore } = await import('./redis/redis-keys.js');
     const client = await connectRedis(config.redisUrl);
     return {
-      limiter: limitsOn ? { store: new RedisRateLimiter(client), kind: 'redis' } : undefined,
+      // Always there: scoped keys may carry their own limits even when the config sets none.
+      limiter: { store: new RedisRateLimiter(client), kind: 'redis' },
       idempotency: { store: new RedisIdempotencyStore(client), kind: 'redis' },
       pauses: new RedisUpstreamPauses(client),
       // Per environment: a staging and a prod gateway sharing one Redis by mistake still never swap deliveries.
       outbox: new RedisOutbox(client, `gw:wh:${config.environment}:`),
+      keys: new RedisKeyStore(client, `gw:keys:${config.environment}`),
       close: async () => {
         await client.quit().catch(() => client.disconnect());
       },
@@ -48,11 +51,13 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
     import('./sqlite/sqlite-upstream-pauses.js'),
     import('./sqlite/sqlite-outbox.js'),
   ]);
+  const { SqliteKeyStore } = await import('./sqlite/sqlite-keys.js');
   return {
-    limiter: limitsOn ? { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' } : undefined,
+    limiter: { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' },
     idempotency: { store: new SqliteIdempotencyStore(sqlite.db), kind: 'sqlite' },
     pauses: new SqliteUpstreamPauses(sqlite.db),
     outbox: new SqliteOutbox(sqlite.db),
+    keys: new SqliteKeyStore(sqlite.db),
     close: () => Promise.resolve(),
   };
 }

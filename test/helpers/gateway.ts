@@ -55,7 +55,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   });
   const store = await openSqliteStore(dataDir);
   const state = await openStateStores(config, store);
-  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox });
+  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys });
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -80,4 +80,13 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           CREATE INDEX webhook_outbox_dead ON webhook_outbox (finished_ms) WHERE state = 'dead';
           CREATE INDEX webhook_outbox_delivered ON webhook_outbox (finished_ms) WHERE state = 'delivered';`,
   },
+  {
+    version: 6,
+    name: 'api_keys',
+    // One JSON document per key (rights, limits, budget change rarely and are read whole).
+    sql: `CREATE TABLE api_keys (
+            key_id TEXT PRIMARY KEY,
+            record TEXT NOT NULL
+          ) STRICT;`,
+  },
 ];

@@ -1,0 +1,156 @@
+import { newApiKey } from '../auth/api-key.js';
+import type { GatewayEnvironment } from '../config/schema.js';
+import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
+import type { CliOutput } from './webhooks-command.js';
+
+const ROUTES = ['chat', 'models'];
+
+/** `--name x --routes chat` → { name: 'x', routes: 'chat' }; bare flags → 'true'; the rest are positionals. */
+export function parseFlags(args: string[]): { flags: Record<string, string>; positionals: string[] } {
+  const flags: Record<string, string> = {};
+  const positionals: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (!arg.startsWith('--')) {
+      positionals.push(arg);
+      continue;
+    }
+    const next = args[i + 1];
+    if (next === undefined || next.startsWith('--')) flags[arg.slice(2)] = 'true';
+    else {
+      flags[arg.slice(2)] = next;
+      i++;
+    }
+  }
+  return { flags, positionals };
+}
+
+/** "90s", "15m", "24h", "30d" → milliseconds; undefined when malformed. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+)(s|m|h|d)$/.exec(text.trim());
+  if (!match) return undefined;
+  const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
+  return Number(match[1]) * unit;
+}
+
+class UsageError extends Error {}
+
+function positiveInt(flags: Record<string, string>, name: string): number | undefined {
+  const raw = flags[name];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} takes a whole number of 1 or more (got "${raw}")`);
+  return n;
+}
+
+function rightsFrom(flags: Record<string, string>, nowMs: number): Omit<ApiKeyRecord, 'keyId' | 'environment' | 'hash' | 'createdMs'> {
+  const name = flags.name;
+  if (!name || name === 'true') throw new UsageError('--name is required (who or what the key is for)');
+  const routes = (flags.routes ?? 'chat').split(',').map((r) => r.trim()).filter(Boolean);
+  const unknown = routes.filter((r) => !ROUTES.includes(r));
+  if (unknown.length > 0 || routes.length === 0) throw new UsageError(`--routes: a comma-separated list of ${ROUTES.join(', ')} (got "${flags.routes}")`);
+  const models = (flags.models ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+  if (models.length === 0) throw new UsageError('--models is required: a comma-separated list of model ids, or "*" for every model');
+  const rpm = positiveInt(flags, 'rpm');
+  const tpm = positiveInt(flags, 'tpm');
+  const concurrent = positiveInt(flags, 'concurrent');
+  const budgetTokens = positiveInt(flags, 'budget-tokens');
+  let budget: ApiKeyRecord['budget'];
+  if (budgetTokens !== undefined) {
+    const period = parseDuration(flags['budget-period'] ?? '30d');
+    if (period === undefined) throw new UsageError('--budget-period: a duration like 1d or 30d');
+    budget = { tokens: budgetTokens, period_seconds: period / 1000 };
+  }
+  let expiresMs: number | undefined;
+  if (flags.expires !== undefined) {
+    const after = parseDuration(flags.expires);
+    const at = after !== undefined ? nowMs + after : Date.parse(flags.expires);
+    if (Number.isNaN(at) || at <= nowMs) throw new UsageError('--expires: a duration (90d) or a future ISO 8601 time');
+    expiresMs = at;
+  }
+  return {
+    name,
+    routes,
+    models,
+    ...(rpm !== undefined || tpm !== undefined || concurrent !== undefined
+      ? { limits: { ...(rpm !== undefined ? { requests_per_minute: rpm } : {}), ...(tpm !== undefined ? { tokens_per_minute: tpm } : {}), ...(concurrent !== undefined ? { concurrent } : {}) } }
+      : {}),
+    ...(budget ? { budget } : {}),
+    ...(expiresMs !== undefined ? { expiresMs } : {}),
+  };
+}
+
+/**
+ * `gateway keys create|list|rotate|revoke`. The secret is printed once, at creation (and rotation), and stored
+ * only as its SHA-256.
+ */
+export async function keysCommand(keys: KeyStore, environment: GatewayEnvironment, args: string[], io: CliOutput, nowMs = Date.now()): Promise<number> {
+  const [command, ...rest] = args;
+  const { flags, positionals } = parseFlags(rest);
+  try {
+    switch (command) {
+      case 'create': {
+        const rights = rightsFrom(flags, nowMs);
+        const { key, keyId, hash } = newApiKey(environment);
+        await keys.create({ keyId, environment, hash, createdMs: nowMs, ...rights });
+        io.out(`created key ${keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`);
+        io.out(`key: ${key}`);
+        io.out('Store it now: it is shown only once.');
+        return 0;
+      }
+      case 'list': {
+        const all = await keys.list();
+        if (flags.json === 'true') {
+          io.out(JSON.stringify(all.map(({ hash: _hash, ...r }) => ({ ...r, status: statusOf(r, nowMs) }))));
+          return 0;
+        }
+        if (all.length === 0) io.out('no keys');
+        for (const r of all) {
+          io.out(
+            `${r.keyId}  ${statusOf(r, nowMs).padEnd(8)} ${r.name}  routes=${r.routes.join(',')}  models=${r.models.join(',')}` +
+              `${r.limits ? `  limits=${JSON.stringify(r.limits)}` : ''}${r.budget ? `  budget=${r.budget.tokens}/${r.budget.period_seconds}s` : ''}` +
+              `${r.expiresMs !== undefined ? `  expires=${new Date(r.expiresMs).toISOString()}` : ''}${r.rotatedFrom ? `  rotated_from=${r.rotatedFrom}` : ''}`,
+          );
+        }
+        return 0;
+      }
+      case 'rotate': {
+        const [keyId] = positionals;
+        const old = keyId === undefined ? undefined : await keys.get(keyId);
+        if (!old) throw new UsageError(`usage: gateway keys rotate <key id> [--grace 24h]; no key "${keyId ?? ''}"`);
+        if (statusOf(old, nowMs) !== 'active') throw new UsageError(`key ${old.keyId} is ${statusOf(old, nowMs)}: only an active key can be rotated`);
+        const grace = parseDuration(flags.grace ?? '24h');
+        if (grace === undefined) throw new UsageError('--grace: a duration like 1h or 7d');
+        const { key, keyId: newId, hash } = newApiKey(environment);
+        const { keyId: _id, hash: _hash, createdMs: _created, rotatedFrom: _from, ...rights } = old;
+        await keys.create({ ...rights, keyId: newId, hash, createdMs: nowMs, rotatedFrom: old.keyId, environment });
+        const ends = Math.min(old.expiresMs ?? Number.POSITIVE_INFINITY, nowMs + grace);
+        await keys.update(old.keyId, { expiresMs: ends });
+        io.out(`created key ${newId} replacing ${old.keyId}, same rights; ${old.keyId} keeps working until ${new Date(ends).toISOString()}`);
+        io.out(`key: ${key}`);
+        io.out('Store it now: it is shown only once.');
+        return 0;
+      }
+      case 'revoke': {
+        const [keyId] = positionals;
+        if (keyId === undefined || !(await keys.update(keyId, { revokedMs: nowMs }))) throw new UsageError(`usage: gateway keys revoke <key id>; no key "${keyId ?? ''}"`);
+        io.out(`revoked ${keyId} (every instance refuses it within 5 s)`);
+        return 0;
+      }
+      default:
+        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N --budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(error.message);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+function statusOf(r: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): 'revoked' | 'expired' | 'active' {
+  if (r.revokedMs !== undefined && r.revokedMs <= nowMs) return 'revoked';
+  if (r.expiresMs !== undefined && r.expiresMs <= nowMs) return 'expired';
+  return 'active';
+}

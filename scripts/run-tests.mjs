@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts file with Node's own test runner (TypeScript through tsx) and prints its summary.
 // Node 20's --test does not expand globs itself, hence this small script. Extra arguments select files by substring.
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { spawn } from 'node:child_process';
 
@@ -25,6 +26,26 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
-const args = ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files];
-const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' });
-child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
+
+// A full run also captures every log line, response body and secret of the suite, and then checks that no
+// secret appears anywhere (test/secrets-hygiene.check.ts): a second, one-test run with its own summary.
+const full = filters.length === 0;
+const captureDir = full ? mkdtempSync(join(tmpdir(), 'gw-capture-')) : undefined;
+const env = captureDir ? { ...process.env, GW_TEST_CAPTURE_DIR: captureDir } : process.env;
+
+function run(testFiles) {
+  const args = ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...testFiles];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env });
+    child.on('exit', (code, signal) => resolve(signal ? 1 : (code ?? 1)));
+  });
+}
+
+let code = await run(files);
+if (full) {
+  console.log('\n# secrets hygiene: searching the whole suite\'s logs and response bodies for every secret it used');
+  const checked = await run(['test/secrets-hygiene.check.ts']);
+  code = code || checked;
+  rmSync(captureDir, { recursive: true, force: true });
+}
+process.exit(code);

@@ -13,6 +13,8 @@ import { RateLimitService } from './core/rate-limit-service.js';
 import { AdminAuthenticator } from './http/admin-auth.js';
 import { Authenticator } from './auth/authenticator.js';
 import { OAuthVerifier } from './auth/oauth.js';
+import type { Server as TlsServer } from 'node:tls';
+import { CertificateReloader, readCertificate } from './http/tls-certificate.js';
 import { createHttpServer } from './http/server.js';
 import type { Logger } from './observability/logger.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
@@ -55,6 +57,8 @@ export interface GatewayApp {
   app: FastifyInstance;
   /** Marks the gateway as draining: health turns 503 and responses ask clients to close their connections. */
   beginShutdown(): void;
+  /** Loads the TLS certificate files again (SIGHUP); false when there is no HTTPS listener or the pair is bad. */
+  reloadCertificate(): boolean;
 }
 
 /**
@@ -67,7 +71,18 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   let shuttingDown = false;
   const isShuttingDown = () => shuttingDown;
 
-  const app = createHttpServer({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, isShuttingDown });
+  const app = createHttpServer({
+    logger: deps.logger,
+    bodyLimitBytes: config.bodyLimitBytes,
+    isShuttingDown,
+    ...(config.tls ? { https: readCertificate(config.tls) } : {}),
+    trustedProxies: config.trustedProxies,
+  });
+  const certificates = config.tls ? new CertificateReloader(app.server as unknown as TlsServer, config.tls, app.log) : undefined;
+  certificates?.start();
+  app.addHook('onClose', async () => {
+    certificates?.stop();
+  });
   app.addHook('onClose', async () => {
     await providers.close();
   });
@@ -165,6 +180,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     environment: config.environment,
     keys: deps.keys,
     cacheMs: config.keyCacheMs,
+    basicUsers: config.basicUsers,
     ...(config.oauth ? { oauth: new OAuthVerifier(config.oauth) } : {}),
   });
   mountV1(app, auth, {
@@ -181,5 +197,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     beginShutdown() {
       shuttingDown = true;
     },
+    reloadCertificate: () => certificates?.reload() ?? false,
   };
 }

@@ -41,7 +41,7 @@ export async function main(): Promise<void> {
 async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
   const store = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, store);
-  const { app, beginShutdown } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys });
+  const { app, beginShutdown, reloadCertificate } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -91,6 +91,9 @@ async function runServer(config: GatewayConfig, logger: Logger, version: string)
         process.exit(1);
       });
   };
+  process.on('SIGHUP', () => {
+    if (!reloadCertificate()) logger.info('SIGHUP: no TLS certificate to reload');
+  });
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
 }

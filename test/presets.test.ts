@@ -21,8 +21,14 @@ describe('OpenAI-compatible presets', () => {
   test('a preset fills base_url; base_url overrides it; Azure and the plain kind need one', () => {
     const groq = loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: g, kind: groq }\n') }).upstreams[0];
     assert.deepEqual([groq?.baseUrl, groq?.auth, groq?.deploymentInPath], ['https://api.groq.com/openai/v1', 'bearer', false]);
-    const local = loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: o, kind: ollama, base_url: "http://10.0.0.5:11434/v1/" }\n') }).upstreams[0];
+    const local = loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: o, kind: ollama, base_url: "http://10.0.0.5:11434/v1/", allow_insecure_http: true }\n') }).upstreams[0];
     assert.equal(local?.baseUrl, 'http://10.0.0.5:11434/v1');
+    // Plain HTTP beyond loopback needs the explicit opt-in (TLS 1.2+ otherwise).
+    assert.throws(
+      () => loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: o, kind: ollama, base_url: "http://10.0.0.5:11434/v1/" }\n') }),
+      (e: unknown) => e instanceof ConfigError && e.problems.some((p) => p.startsWith('upstreams[0].base_url: plain http:// to a host that is not loopback')),
+    );
+    assert.equal(loadConfig({ GATEWAY_CONFIG: configFile('upstreams:\n  - { name: o, kind: ollama }\n') }).upstreams[0]?.baseUrl, 'http://127.0.0.1:11434/v1', 'the local presets stay on loopback');
     for (const kind of ['azure', 'openai-compatible']) {
       assert.throws(
         () => loadConfig({ GATEWAY_CONFIG: configFile(`upstreams:\n  - { name: x, kind: ${kind} }\n`) }),

@@ -4,6 +4,13 @@ import { openStateStores } from '../store/open-state-stores.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import { listDeadLetters, redeliver, sendTestEvent, type CliOutput } from './webhooks-command.js';
 import { keysCommand } from './keys-command.js';
+import { hashPassword } from '../auth/password.js';
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 const USAGE = `usage: gateway <command>
 
@@ -13,6 +20,7 @@ const USAGE = `usage: gateway <command>
   keys list [--json]                    every key, without secrets
   keys rotate <key id> [--grace 24h]    a successor with the same rights; the old key works for the grace period
   keys revoke <key id>                  refused everywhere within 5 s
+  users hash-password                   read a password on stdin, print its scrypt hash (for auth.basic_users)
 
   webhooks test <subscription>          send a signed test event to a subscription and show the answer
   webhooks dead [--limit N] [--json]    list dead letters (oldest first)
@@ -23,6 +31,15 @@ Configuration comes from the same environment as the server (GATEWAY_ENV, GATEWA
 /** The operators' command line. Reads the environment here and nowhere else (like main.ts for the server). */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutput): Promise<number> {
   const [area, command, ...rest] = argv;
+  if (area === 'users' && command === 'hash-password') {
+    const password = (await readStdin()).replace(/\r?\n$/, '');
+    if (password.length < 12) {
+      io.err('a password of 12 characters or more, on standard input');
+      return 2;
+    }
+    io.out(await hashPassword(password));
+    return 0;
+  }
   if ((area !== 'webhooks' && area !== 'keys') || command === undefined) {
     io.err(USAGE);
     return area === undefined || area === 'help' || area === '--help' ? 0 : 2;

@@ -5,9 +5,10 @@ import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
 import { configFileSchema, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
-import type { GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
-import { refusedHost } from '../webhooks/address-guard.js';
+import type { BasicUser, GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import { isLoopbackHost, refusedHost } from '../webhooks/address-guard.js';
 import type { OAuthConfig } from '../auth/oauth.js';
+import { isPasswordHash } from '../auth/password.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
@@ -95,6 +96,9 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     webhooks,
     keyCacheMs: (file.auth?.key_cache_seconds ?? 5) * 1000,
     oauth: toOAuth(file.auth?.oauth, problems),
+    tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
+    trustedProxies: file.server?.trusted_proxies ?? [],
+    basicUsers: toBasicUsers(file.auth?.basic_users ?? [], env, fileDir, problems),
   };
 }
 
@@ -221,6 +225,9 @@ function toUpstream(
   const preset = Object.hasOwn(OPENAI_PRESETS, entry.kind) ? OPENAI_PRESETS[entry.kind as OpenAiPresetName] : undefined;
   const baseUrl = entry.base_url ?? preset?.baseUrl ?? NATIVE_DEFAULT_URLS[entry.kind];
   if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
+  else if (insecure(baseUrl) && !entry.allow_insecure_http) {
+    problems.push(`upstreams[${index}].base_url: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set allow_insecure_http: true for a trusted private network`);
+  }
   return {
     name: entry.name,
     kind: entry.kind,
@@ -237,6 +244,12 @@ function toUpstream(
   };
 }
 
+/** Plain HTTP to anything but this machine: keys and prompts would cross a network in clear text. */
+function insecure(baseUrl: string): boolean {
+  const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
+  return url?.protocol === 'http:' && !isLoopbackHost(url.hostname);
+}
+
 /** Default base URLs of the providers with their own wire format. */
 const NATIVE_DEFAULT_URLS: Record<string, string> = {
   anthropic: 'https://api.anthropic.com/v1',
@@ -251,6 +264,10 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
   }
   if (upstreams.some((u) => u.name === ENV_UPSTREAM_NAME)) {
     problems.push(`UPSTREAM_BASE_URL: the config file already defines an upstream named "${ENV_UPSTREAM_NAME}"`);
+    return false;
+  }
+  if (insecure(baseUrl) && env.UPSTREAM_ALLOW_INSECURE_HTTP !== 'true') {
+    problems.push('UPSTREAM_BASE_URL: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set UPSTREAM_ALLOW_INSECURE_HTTP=true for a trusted private network');
     return false;
   }
   const kind = env.UPSTREAM_KIND || 'openai-compatible';
@@ -377,6 +394,22 @@ function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileDir: str
     timeoutMs: file.timeout_ms,
     pollIntervalMs: file.poll_interval_ms,
   };
+}
+
+function toBasicUsers(entries: NonNullable<NonNullable<ConfigFile['auth']>['basic_users']>, env: Env, fileDir: string, problems: string[]): BasicUser[] {
+  return entries.map((u, i) => {
+    let hash: string | undefined;
+    if (u.password_hash_env) hash = env[u.password_hash_env];
+    else if (u.password_hash_file) {
+      try {
+        hash = readFileSync(resolve(fileDir, u.password_hash_file), 'utf8').trim();
+      } catch {
+        problems.push(`auth.basic_users[${i}].password_hash_file: cannot read ${u.password_hash_file}`);
+      }
+    } else problems.push(`auth.basic_users[${i}]: give password_hash_env or password_hash_file (a scrypt hash from \`gateway users hash-password\`)`);
+    if (hash !== undefined && !isPasswordHash(hash)) problems.push(`auth.basic_users[${i}]: the password hash is not a scrypt$... hash (never put a password itself)`);
+    return { username: u.username, passwordHash: hash ?? '', routes: u.routes, models: u.models };
+  });
 }
 
 function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problems: string[]): OAuthConfig | undefined {

@@ -41,6 +41,8 @@ export const upstreamSchema = z
       .never({ error: 'secrets do not belong in the config file: use api_key_env or api_key_file' })
       .optional(),
     max_connections: z.number().int().min(1).max(4096).default(128),
+    /** Allow a plain http:// base_url to a host that is not loopback (a trusted private network). */
+    allow_insecure_http: z.boolean().default(false),
     timeouts: timeoutsSchema.default({}),
     health_check: z.enum(['models', 'none']).default('models'),
     /** Anthropic: `max_tokens` sent when the caller gives none (the Messages API requires one). */
@@ -191,6 +193,10 @@ export const configFileSchema = z
         body_limit_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
         shutdown_grace_ms: positiveMs.optional(),
         workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).optional(),
+        /** Serve HTTPS (TLS 1.2 or newer) with this certificate; reloaded when the files change or on SIGHUP. */
+        tls: z.object({ cert_file: z.string().min(1), key_file: z.string().min(1) }).strict().optional(),
+        /** Proxies (addresses or CIDRs) whose X-Forwarded-Proto / -For are believed. */
+        trusted_proxies: z.array(z.string().min(1)).max(64).optional(),
       })
       .strict()
       .optional(),
@@ -213,6 +219,21 @@ export const configFileSchema = z
             jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
           })
           .strict()
+          .optional(),
+        /** Users for `Authorization: Basic`, accepted over HTTPS only. Password hashes by reference. */
+        basic_users: z
+          .array(
+            z
+              .object({
+                username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'letters, digits, . _ @ - (1-64)'),
+                password_hash_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+                password_hash_file: z.string().min(1).optional(),
+                routes: z.array(z.enum(['chat', 'models'])).min(1).default(['chat', 'models']),
+                models: z.array(z.string().min(1)).min(1).default(['*']),
+              })
+              .strict(),
+          )
+          .max(256)
           .optional(),
       })
       .strict()

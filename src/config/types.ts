@@ -115,6 +115,18 @@ export interface GatewayConfig {
   /** Scoped keys: how long a key record is cached per instance. */
   keyCacheMs: number;
   oauth: OAuthConfig | undefined;
+  /** HTTPS listener: PEM file paths (read at start and on change). */
+  tls: { certFile: string; keyFile: string } | undefined;
+  trustedProxies: string[];
+  basicUsers: BasicUser[];
+}
+
+export interface BasicUser {
+  username: string;
+  /** scrypt$... (see src/auth/password.ts). */
+  passwordHash: string;
+  routes: string[];
+  models: string[];
 }
 
 import type { OAuthConfig } from '../auth/oauth.js';

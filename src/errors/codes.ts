@@ -47,6 +47,8 @@ export const ERROR_CODES = {
   token_key_unknown: { status: 401, message: "The access token is signed with a key the issuer's JWKS does not list." },
   token_algorithm_not_allowed: { status: 401, message: 'The access token uses a signing algorithm this gateway does not accept.' },
   oauth_jwks_unavailable: { status: 503, message: "The issuer's signing keys (JWKS) could not be fetched; try again shortly." },
+  basic_auth_requires_https: { status: 401, message: 'Basic authentication is accepted over HTTPS only: the password must not cross a network in clear text.' },
+  invalid_credentials: { status: 401, message: 'Unknown user or wrong password.' },
   key_expired: { status: 401, message: 'This API key has expired; ask for a new one (its successor, if it was rotated).' },
   key_revoked: { status: 401, message: 'This API key has been revoked.' },
   wrong_environment: { status: 403, message: "This API key belongs to another environment than this gateway's." },

@@ -18,6 +18,10 @@ export interface HttpServerOptions {
   logger: Logger;
   bodyLimitBytes: number;
   isShuttingDown: () => boolean;
+  /** Serve HTTPS with this certificate (TLS 1.2 or newer only). */
+  https?: { key: Buffer; cert: Buffer };
+  /** Proxies whose X-Forwarded-Proto / X-Forwarded-For are believed (addresses or CIDRs). */
+  trustedProxies?: string[];
 }
 
 /**
@@ -27,6 +31,8 @@ export interface HttpServerOptions {
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
+    ...(options.https ? { https: { key: options.https.key, cert: options.https.cert, minVersion: 'TLSv1.2' as const } } : {}),
+    ...(options.trustedProxies && options.trustedProxies.length > 0 ? { trustProxy: options.trustedProxies } : {}),
     loggerInstance: options.logger as FastifyBaseLogger,
     // One access line per request, written in onResponse below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),

@@ -60,7 +60,7 @@ export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
     const answered = checkMethod(request, reply, spec.methods);
     if (answered) return answered;
     if (spec.admin) {
-      const principal = await auth.authenticate(request.headers.authorization, spec.route);
+      const principal = await auth.authenticate(request.headers.authorization, spec.route, request.protocol === 'https');
       request.caller = principal.caller;
       request.principal = principal;
     }

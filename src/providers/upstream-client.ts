@@ -23,7 +23,8 @@ export class UpstreamClient {
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
       connections: config.maxConnections,
-      connect: { timeout: config.timeouts.connectMs },
+      // TLS 1.2 or newer to every https:// upstream (plain http:// only to loopback or hosts the config allows).
+      connect: { timeout: config.timeouts.connectMs, minVersion: 'TLSv1.2' },
       headersTimeout: config.timeouts.firstByteMs,
       bodyTimeout: config.timeouts.idleMs,
       keepAliveTimeout: 30_000,

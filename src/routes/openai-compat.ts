@@ -21,7 +21,7 @@ export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, cha
     async function openAiGuard(request: FastifyRequest): Promise<void> {
       request.openAiCompat = true;
       request.routeName = routeName;
-      const principal = await auth.authenticate(request.headers.authorization, routeName);
+      const principal = await auth.authenticate(request.headers.authorization, routeName, request.protocol === 'https');
       request.caller = principal.caller;
       request.principal = principal;
     };

@@ -76,3 +76,11 @@ export function guardedLookup(hostname: string, options: object, callback: Looku
     else callback(null, list[0]?.address ?? '', list[0]?.family);
   });
 }
+
+/** Loopback by name or address (127.0.0.0/8, ::1, localhost): plain HTTP to it never leaves the machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1' || /^::ffff:127\./.test(host);
+}

@@ -11,6 +11,7 @@ import type { GatewayConfig } from '../../src/config/types.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { openStateStores } from '../../src/store/open-state-stores.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { captureSecrets, captureText } from './capture.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -60,7 +61,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${config.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
     config,
     gateway,
@@ -69,6 +70,8 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
     dataDir,
     async close() {
       await gateway.app.close();
+      captureText('logs', logLines.join('\n'));
+      captureSecrets([...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)]);
       await state.close();
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
+import { captureSecrets, captureText, credentialOf } from './capture.js';
 
 export interface Answer {
   status: number;
@@ -12,14 +13,18 @@ export interface Answer {
 /** One HTTP call with the body read fully; a real socket every time. */
 export async function call(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer; dispatcher?: Dispatcher } = {},
 ): Promise<Answer> {
   const response = await request(url, {
     method: (options.method ?? 'GET') as 'GET',
     headers: options.headers,
     body: options.body,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   const text = await response.body.text();
+  const headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+  captureSecrets([credentialOf(headers.authorization), headers['x-upstream-key']]);
+  captureText('bodies', text);
   let json: Answer['json'];
   try {
     json = JSON.parse(text) as Answer['json'];

@@ -14,6 +14,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { captureSecrets, captureText, credentialOf } from './capture.js';
 
 /** The project root (where package.json and src/ live): the gateway's working directory. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -125,6 +126,8 @@ export async function spawnGateway(options: SpawnOptions = {}): Promise<GatewayP
   const exited = new Promise<ExitInfo>((resolve) => {
     child.once('close', (code, signal) => {
       running.delete(child);
+      captureText('logs', `${out}\n${err}`);
+      captureSecrets([env.ADMIN_TOKEN, env.UPSTREAM_API_KEY, env.WH_SECRET]);
       info = { code, signal };
       resolve(info);
     });
@@ -247,6 +250,8 @@ export function httpCall(url: string, options: HttpCallOptions = {}): Promise<Ht
       res.on('data', (part: string) => (text += part));
       res.once('end', () => {
         clearTimeout(timer);
+        captureText('bodies', text);
+        captureSecrets([credentialOf(options.headers?.authorization ?? options.headers?.Authorization), options.headers?.['x-upstream-key']]);
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
       });
       res.once('error', (error) => {

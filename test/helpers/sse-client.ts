@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
+import { captureSecrets, captureText, credentialOf } from './capture.js';
 
 export interface StreamAnswer {
   status: number;
@@ -31,6 +32,8 @@ export async function readStream(
     }
   }
   text += decoder.decode();
+  captureText('bodies', text);
+  captureSecrets([credentialOf(headers.authorization ?? headers.Authorization), headers['x-upstream-key']]);
   return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, text, firstByteMs };
 }
 

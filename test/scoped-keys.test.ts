@@ -20,7 +20,11 @@ const CONFIG = {
   text: JSON.stringify({
     auth: { key_cache_seconds: 0 },
     limits: { upstream_pause_max_seconds: 0 },
-    models: [{ id: 'fast', upstream: 'default', upstream_model: 'gpt-4o-mini', aliases: ['fast-latest'] }],
+    models: [
+      { id: 'fast', upstream: 'default', upstream_model: 'gpt-4o-mini', aliases: ['fast-latest'] },
+      // $0.001 per token either way: a $1 budget is about 1,000 tokens.
+      { id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1000, output_per_million: 1000 } },
+    ],
   }),
 };
 
@@ -147,6 +151,20 @@ describe('scoped API keys', () => {
     assert.equal(big.json.code, 'budget_exceeded');
     assert.deepEqual([big.json.details?.budget_tokens, big.json.details?.period_seconds], [500, 86_400]);
     assert.ok(Number(big.headers['retry-after']) >= 1);
+  });
+
+  test('a cost budget: charged at the model\'s prices (estimate first, real cost after); over it, budget_exceeded', async () => {
+    const { key = '', lines } = await cli('create', '--name', 'dollars', '--models', '*', '--budget-usd', '1', '--budget-period', '1d');
+    assert.ok(key, lines.join('\n'));
+    // Five estimates of ~$0.21 add up to more than $1: only the correction to the real (small) usage lets all pass.
+    for (let i = 0; i < 5; i++) {
+      const small = await chatWith(key, chatBody({ model: 'priced', max_tokens: 200 }));
+      assert.equal(small.status, 200, `call ${i + 1}: ~${200 + 10} tokens estimated ($0.21), corrected to the real usage afterwards`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const big = await chatWith(key, chatBody({ model: 'priced', max_tokens: 1_500 }));
+    assert.deepEqual([big.status, big.json.code, big.json.details?.budget_usd], [429, 'budget_exceeded', 1]);
+    assert.equal((await chatWith(key, chatBody({ model: 'fast', max_tokens: 1_500 }))).status, 200, 'a model without prices costs nothing against it');
   });
 
   test('the CLI refuses bad input with a clear message and exit code 2', async () => {

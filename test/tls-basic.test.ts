@@ -5,7 +5,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type PeerCertificate } from 'node:tls';
@@ -14,6 +16,7 @@ import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upst
 import { CHAT_PATH, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { hashPassword } from '../src/auth/password.js';
+import { CHAT_PATH as PROCESS_CHAT_PATH, bearer, httpCall, killAllGateways, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -126,5 +129,60 @@ describe('HTTPS listener and Basic authentication', () => {
     assert.equal(viaProxy.status, 200, viaProxy.text);
     const withoutHeader = await call(`${proxiedGateway.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: basic('alice', PASSWORD), 'content-type': 'application/json' }, body: chatBody() });
     assert.equal(withoutHeader.json.code, 'basic_auth_requires_https');
+  });
+});
+
+describe('upstream TLS: 1.2 or newer', () => {
+  let dir: string;
+  const servers: HttpsServer[] = [];
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-up-tls-'));
+  });
+  after(async () => {
+    for (const s of servers) await new Promise((r) => s.close(r));
+    await killAllGateways();
+    removeTempDirs();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** An OpenAI-compatible upstream over HTTPS, limited to the given protocol versions. */
+  async function upstream(versions: { minVersion: 'TLSv1' | 'TLSv1.2'; maxVersion: 'TLSv1.1' | 'TLSv1.3' }, name: string): Promise<string> {
+    const { certFile, keyFile } = makeCertificate(dir, name);
+    const server = createHttpsServer({ key: readFileSync(keyFile), cert: readFileSync(certFile), ciphers: 'DEFAULT@SECLEVEL=0', ...versions }, (req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: `over ${(req.socket as import('node:tls').TLSSocket).getProtocol()}` }, finish_reason: 'stop' }] }));
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return certFile;
+  }
+
+  test('the gateway refuses an upstream that only speaks TLS 1.1 (and uses one that speaks 1.2+)', { timeout: 30_000 }, async () => {
+    const modernCa = await upstream({ minVersion: 'TLSv1.2', maxVersion: 'TLSv1.3' }, 'modern');
+    const legacyCa = await upstream({ minVersion: 'TLSv1', maxVersion: 'TLSv1.1' }, 'legacy');
+    const port = (s: HttpsServer) => (s.address() as AddressInfo).port;
+    const config = join(dir, 'gateway.json');
+    writeFileSync(config, JSON.stringify({
+      upstreams: [
+        { name: 'modern', base_url: `https://127.0.0.1:${port(servers[0] as HttpsServer)}/v1`, health_check: 'none' },
+        { name: 'legacy', base_url: `https://127.0.0.1:${port(servers[1] as HttpsServer)}/v1`, health_check: 'none' },
+      ],
+      models: [{ id: 'm-modern', upstream: 'modern' }, { id: 'm-legacy', upstream: 'legacy' }],
+    }));
+    const bundle = join(dir, 'ca.pem');
+    writeFileSync(bundle, `${readFileSync(modernCa, 'utf8')}${readFileSync(legacyCa, 'utf8')}`);
+    const token = 'upstream-tls-admin-token-0123';
+    // Both certificates trusted (NODE_EXTRA_CA_CERTS): only the protocol version can make the difference.
+    const gw = await startGatewayProcess({ env: { GATEWAY_ENV: 'prod', ADMIN_TOKEN: token, GATEWAY_CONFIG: config, NODE_EXTRA_CA_CERTS: bundle, LOG_LEVEL: 'warn' } });
+    const ask = (model: string) => httpCall(`${gw.url}${PROCESS_CHAT_PATH}`, { method: 'POST', headers: bearer(token, { 'content-type': 'application/json' }), body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+    const modern = await ask('m-modern');
+    assert.equal(modern.status, 200, modern.text);
+    assert.match(modern.text, /over TLSv1\.[23]/);
+    const legacy = await ask('m-legacy');
+    assert.equal(legacy.status, 503, legacy.text);
+    assert.match(legacy.text, /"code":"upstream_unreachable".*"reason":"ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION"/);
   });
 });

@@ -55,11 +55,13 @@ function rightsFrom(flags: Record<string, string>, nowMs: number): Omit<ApiKeyRe
   const tpm = positiveInt(flags, 'tpm');
   const concurrent = positiveInt(flags, 'concurrent');
   const budgetTokens = positiveInt(flags, 'budget-tokens');
+  const budgetUsd = flags['budget-usd'] === undefined ? undefined : Number(flags['budget-usd']);
+  if (budgetUsd !== undefined && !(Number.isFinite(budgetUsd) && budgetUsd > 0)) throw new UsageError(`--budget-usd takes an amount above 0 (got "${flags['budget-usd']}")`);
   let budget: ApiKeyRecord['budget'];
-  if (budgetTokens !== undefined) {
+  if (budgetTokens !== undefined || budgetUsd !== undefined) {
     const period = parseDuration(flags['budget-period'] ?? '30d');
     if (period === undefined) throw new UsageError('--budget-period: a duration like 1d or 30d');
-    budget = { tokens: budgetTokens, period_seconds: period / 1000 };
+    budget = { ...(budgetTokens !== undefined ? { tokens: budgetTokens } : {}), ...(budgetUsd !== undefined ? { cost_usd: budgetUsd } : {}), period_seconds: period / 1000 };
   }
   let expiresMs: number | undefined;
   if (flags.expires !== undefined) {
@@ -108,7 +110,7 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         for (const r of all) {
           io.out(
             `${r.keyId}  ${statusOf(r, nowMs).padEnd(8)} ${r.name}  routes=${r.routes.join(',')}  models=${r.models.join(',')}` +
-              `${r.limits ? `  limits=${JSON.stringify(r.limits)}` : ''}${r.budget ? `  budget=${r.budget.tokens}/${r.budget.period_seconds}s` : ''}` +
+              `${r.limits ? `  limits=${JSON.stringify(r.limits)}` : ''}${r.budget ? `  budget=${[r.budget.tokens !== undefined ? `${r.budget.tokens} tokens` : '', r.budget.cost_usd !== undefined ? `$${r.budget.cost_usd}` : ''].filter(Boolean).join(' + ')}/${r.budget.period_seconds}s` : ''}` +
               `${r.expiresMs !== undefined ? `  expires=${new Date(r.expiresMs).toISOString()}` : ''}${r.rotatedFrom ? `  rotated_from=${r.rotatedFrom}` : ''}`,
           );
         }
@@ -138,7 +140,7 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         return 0;
       }
       default:
-        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N --budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
+        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
     }
   } catch (error) {
     if (error instanceof UsageError) {

@@ -15,7 +15,7 @@ async function readStdin(): Promise<string> {
 const USAGE = `usage: gateway <command>
 
   keys create --name N --models m1,m2|* [--routes chat,models] [--rpm N] [--tpm N] [--concurrent N]
-              [--budget-tokens N --budget-period 30d] [--expires 90d]
+              [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]
                                         create a scoped key for this environment (shown once)
   keys list [--json]                    every key, without secrets
   keys rotate <key id> [--grace 24h]    a successor with the same rights; the old key works for the grace period

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import type { LimitSet, WindowLimit } from '../config/types.js';
+import type { LimitSet } from '../config/types.js';
+import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
 import { costUsd } from './pricing.js';
 import { CallScope, type ClientWatch } from './call-scope.js';
@@ -18,7 +19,7 @@ export interface ChatCall {
   caller: string;
   /** A scoped key's own limits and token budget. */
   callerLimits?: LimitSet;
-  budget?: WindowLimit;
+  budget?: Budget;
   /** The caller's X-Upstream-Key, replacing the configured key for this call only. */
   upstreamKey: string | undefined;
   requestId: string;
@@ -46,7 +47,7 @@ export interface StartedStream {
   chunks: AsyncIterator<StreamChunk>;
   headers: Record<string, string>;
   /** Must be called once when the stream ends, however it ends, with the tokens used if known. */
-  finish(totalTokens: number | undefined): Promise<void>;
+  finish(usage: Usage | undefined): Promise<void>;
 }
 
 /** Lease margin beyond the call's total budget before a concurrency slot frees itself. */
@@ -92,7 +93,7 @@ export class ChatService {
       result = answered.value;
       return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream };
     } finally {
-      if (admission) void admission.finish(result?.usage?.total_tokens);
+      if (admission) void admission.finish(result?.usage);
     }
   }
 
@@ -123,11 +124,11 @@ export class ChatService {
         first: value.first,
         chunks: value.chunks,
         headers: admission?.headers ?? {},
-        finish: async (totalTokens) => {
+        finish: async (usage) => {
           if (finished) return;
           finished = true;
           value.scope.dispose();
-          await admission?.finish(totalTokens);
+          await admission?.finish(usage);
         },
       };
     } catch (error) {
@@ -232,6 +233,7 @@ export class ChatService {
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
       ...(call.callerLimits ? { callerLimits: call.callerLimits } : {}),
       ...(call.budget ? { budget: call.budget } : {}),
+      ...(call.budget?.costMicros ? { pricing: this.options.router.declared(body.model)?.pricing } : {}),
     });
   }
 

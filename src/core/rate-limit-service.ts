@@ -1,4 +1,12 @@
 import type { LimitSet, LimitsConfig, WindowLimit } from '../config/types.js';
+import type { Usage } from '../providers/contract.js';
+import type { Pricing } from './pricing.js';
+
+/** A scoped key's budget per rolling period: tokens, and/or cost in millionths of a USD (priced models only). */
+export interface Budget {
+  tokens?: WindowLimit;
+  costMicros?: WindowLimit;
+}
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from '../http/rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from '../http/rate-limit-headers.js';
@@ -15,15 +23,17 @@ export interface AdmissionRequest {
   leaseMs: number;
   /** A scoped key's own per-caller limits, replacing the configured ones. */
   callerLimits?: LimitSet;
-  /** A scoped key's token budget (a rolling window). */
-  budget?: WindowLimit;
+  /** A scoped key's budget (rolling windows). */
+  budget?: Budget;
+  /** The model's prices, for a cost budget (a model without prices costs nothing against it). */
+  pricing?: Pricing;
 }
 
 export interface Admission {
   /** The RateLimit-* headers for the answer (empty when no windowed limit applies). */
   headers: Record<string, string>;
-  /** Ends the admission: frees concurrency slots and corrects token limits with the real count, if known. */
-  finish(actualTokens: number | undefined): Promise<void>;
+  /** Ends the admission: frees concurrency slots and corrects token and cost limits with the real usage, if known. */
+  finish(usage: Usage | undefined): Promise<void>;
 }
 
 interface Scope {
@@ -42,7 +52,7 @@ export interface RateLimitServiceOptions {
 
 interface Described {
   scope: Scope;
-  what: 'requests' | 'tokens' | 'concurrent';
+  what: 'requests' | 'tokens' | 'concurrent' | 'cost';
   /** For RateLimit-Policy and AppliedLimit, e.g. "requests per caller". */
   name: string;
 }
@@ -76,7 +86,7 @@ export class RateLimitService {
 
   async admit(request: AdmissionRequest): Promise<Admission> {
     const scopes = this.scopesFor(request);
-    if (scopes.length === 0) return NO_OP_ADMISSION;
+    if (scopes.length === 0 && !request.budget?.costMicros) return NO_OP_ADMISSION;
     try {
       const admission = await this.take(scopes, request);
       this.options.onStoreHealth(true);
@@ -96,7 +106,7 @@ export class RateLimitService {
     const scopes: Scope[] = [];
     const callerLimits = request.callerLimits ?? config.caller;
     if (callerLimits) scopes.push({ kind: 'caller', id: request.caller, limits: callerLimits });
-    if (request.budget) scopes.push({ kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: request.budget, concurrent: undefined } });
+    if (request.budget?.tokens) scopes.push({ kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: request.budget.tokens, concurrent: undefined } });
     const model = config.models.get(request.model);
     if (model) scopes.push({ kind: 'model', id: request.model, limits: model });
     const upstream = config.upstreams.get(request.upstream);
@@ -143,9 +153,18 @@ export class RateLimitService {
     const { limiter } = this.options;
     const plan = this.planFor(scopes, request);
     let limits = plan.items;
+    let described = plan.described;
     if (plan.hasTokens) {
       const cost = Math.max(1, request.estimatedTokens);
       limits = limits.map((item, i) => (plan.described[i]?.what === 'tokens' ? { ...item, cost } : item));
+    }
+    const costBudget = request.budget?.costMicros;
+    if (costBudget) {
+      // Charged up front at the dearer of the two prices for every estimated token, corrected with the real cost.
+      const perToken = request.pricing ? Math.max(request.pricing.inputPerMillion, request.pricing.outputPerMillion) : 0;
+      const scope: Scope = { kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: undefined, concurrent: undefined } };
+      limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost: Math.ceil(request.estimatedTokens * perToken) }];
+      described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
     const applied: AppliedLimit[] = [];
@@ -153,20 +172,25 @@ export class RateLimitService {
       const outcome = outcomes[i];
       const limit = limits[i];
       if (outcome?.kind === 'rate' && limit?.kind === 'rate') {
-        applied.push({ name: plan.described[i]?.name ?? '', windowMs: limit.windowMs, decision: outcome.decision });
+        applied.push({ name: described[i]?.name ?? '', windowMs: limit.windowMs, decision: outcome.decision });
       }
     }
-    if (!admitted) throw this.refusal(limits, outcomes, plan.described, applied);
+    if (!admitted) throw this.refusal(limits, outcomes, described, applied);
 
     return {
       headers: rateLimitHeaders(applied, plan.policy),
-      finish: async (actualTokens) => {
+      finish: async (usage) => {
         const items: AdmissionSettlement[] = [];
+        const actualTokens = usage?.total_tokens;
         for (let i = 0; i < limits.length; i++) {
           const limit = limits[i];
+          const what = described[i]?.what;
           if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
-          else if (limit && actualTokens !== undefined && plan.described[i]?.what === 'tokens') {
+          else if (limit && actualTokens !== undefined && what === 'tokens') {
             items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: Math.max(0, actualTokens) - limit.cost });
+          } else if (limit && usage && what === 'cost') {
+            const micros = request.pricing ? Math.round(usage.prompt_tokens * request.pricing.inputPerMillion + usage.completion_tokens * request.pricing.outputPerMillion) : 0;
+            items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: micros - limit.cost });
           }
         }
         if (items.length === 0) return;
@@ -193,7 +217,7 @@ export class RateLimitService {
         'budget_exceeded',
         {
           key: scope.id,
-          budget_tokens: limit.limit,
+          ...(what === 'cost' ? { budget_usd: limit.limit / 1e6 } : { budget_tokens: limit.limit }),
           period_seconds: Math.ceil(limit.windowMs / 1000),
           retry_after_seconds: Math.max(1, Math.ceil(outcome.decision.retryAfterMs / 1000)),
         },

@@ -115,7 +115,7 @@ async function* sseFrames(
   } finally {
     if (captureAnswer) request.answerText = answer;
     onUsage(usage);
-    await started.finish(usage?.total_tokens);
+    await started.finish(usage);
     if (!finished) await chunks.return?.();
     if (scope.signal.reason instanceof ClientGoneError) {
       request.errorCode = 'client_closed_request';

@@ -209,8 +209,8 @@ export interface ApiKeyRecord {
   models: string[];
   /** Own limits, replacing the configured per-caller limits for this key (JSON of LimitSet in file units). */
   limits?: { requests_per_minute?: number; tokens_per_minute?: number; concurrent?: number };
-  /** Tokens allowed per period (a rolling window of `period_seconds`). */
-  budget?: { tokens: number; period_seconds: number };
+  /** Tokens and/or USD allowed per period (a rolling window of `period_seconds`). */
+  budget?: { tokens?: number; cost_usd?: number; period_seconds: number };
   createdMs: number;
   expiresMs?: number;
   revokedMs?: number;

@@ -10,7 +10,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type PeerCertificate } from 'node:tls';
+import { connect, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { Agent } from 'undici';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
@@ -152,7 +152,7 @@ describe('upstream TLS: 1.2 or newer', () => {
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: `over ${(req.socket as import('node:tls').TLSSocket).getProtocol()}` }, finish_reason: 'stop' }] }));
+        res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: `over ${(req.socket as TLSSocket).getProtocol()}` }, finish_reason: 'stop' }] }));
       });
     });
     servers.push(server);

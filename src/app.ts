@@ -22,7 +22,9 @@ import { makeChatHandler } from './routes/chat.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
-import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore } from './store/contract.js';
+import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore, UsageStore } from './store/contract.js';
+import { UsageRecorder } from './usage/usage-recorder.js';
+import { registerUsageRecording } from './usage/record-request.js';
 import { WebhookSender } from './webhooks/deliver.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENT, INSTANCE, registerChatEvents } from './webhooks/gateway-events.js';
@@ -45,6 +47,8 @@ export interface AppDependencies {
   outbox?: OutboxStore;
   /** Scoped API keys; without it only the admin token is accepted. */
   keys?: KeyStore;
+  /** Where usage records go; none are kept without it. */
+  usage?: UsageStore;
 }
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
@@ -151,6 +155,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     await dispatcher?.close();
   });
   registerChatEvents(app, webhooks);
+
+  if (deps.usage && config.usage.enabled) {
+    const recorder = new UsageRecorder({ store: deps.usage, retentionMs: config.usage.retentionMs, log: app.log });
+    registerUsageRecording(app, recorder, config.environment);
+    recorder.startRetention();
+    app.addHook('onClose', async () => {
+      await recorder.close();
+    });
+  }
 
   const breakers = new CircuitBreakers({
     ...config.circuitBreaker,

@@ -9,6 +9,7 @@ import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 import { runPrimary } from './process/primary.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './observability/logger.js';
+import { openUsageStore } from './store/open-usage-store.js';
 
 /**
  * Start-up: read config -> build dependencies -> listen -> drain on SIGTERM/SIGINT. With WORKERS > 1 this
@@ -41,7 +42,8 @@ export async function main(): Promise<void> {
 async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
   const store = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, store);
-  const { app, beginShutdown, reloadCertificate } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys });
+  const usage = await openUsageStore(config, store);
+  const { app, beginShutdown, reloadCertificate } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys, ...(usage ? { usage: usage.store } : {}) });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -54,7 +56,8 @@ async function runServer(config: GatewayConfig, logger: Logger, version: string)
       port,
       upstreams: config.upstreams.map((u) => u.name),
       store: store.kind,
-      rate_limits: state.limiter?.kind ?? 'off',
+      rate_limits: config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? state.limiter?.kind : 'off (scoped keys may carry their own)',
+      usage: usage?.kind ?? 'off',
       idempotency: state.idempotency.kind,
       pid: process.pid,
     },
@@ -76,6 +79,7 @@ async function runServer(config: GatewayConfig, logger: Logger, version: string)
     app
       .close()
       .then(() => state.close())
+      .then(() => usage?.close())
       .then(() => store.close())
       .then(() => {
         clearTimeout(force);

@@ -33,6 +33,13 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     onlyWhenNamed: true,
   },
   {
+    id: 'usage-off',
+    name: 'gateway, usage records off',
+    kind: 'gateway',
+    configText: () => JSON.stringify({ usage: { enabled: false } }),
+    onlyWhenNamed: true,
+  },
+  {
     id: 'webhooks-ok',
     name: 'gateway + chat.completed webhook per call (receiver answers 204)',
     kind: 'gateway',

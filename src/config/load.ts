@@ -96,6 +96,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     webhooks,
     keyCacheMs: (file.auth?.key_cache_seconds ?? 5) * 1000,
     oauth: toOAuth(file.auth?.oauth, problems),
+    usage: { enabled: file.usage?.enabled ?? true, retentionMs: (file.usage?.retention_days ?? 90) * 86_400_000 },
+    databaseUrl: env.DATABASE_URL || undefined,
     tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
     basicUsers: toBasicUsers(file.auth?.basic_users ?? [], env, fileDir, problems),

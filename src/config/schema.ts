@@ -202,6 +202,14 @@ export const configFileSchema = z
       .optional(),
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
+    /** One usage record per API request (chat, models), in the embedded store or PostgreSQL (DATABASE_URL). */
+    usage: z
+      .object({
+        enabled: z.boolean().default(true),
+        retention_days: z.number().int().min(1).max(3650).default(90),
+      })
+      .strict()
+      .optional(),
     auth: z
       .object({
         /** How long a scoped key's record is trusted before it is read again (a revocation takes effect within it). */

@@ -115,6 +115,9 @@ export interface GatewayConfig {
   /** Scoped keys: how long a key record is cached per instance. */
   keyCacheMs: number;
   oauth: OAuthConfig | undefined;
+  usage: { enabled: boolean; retentionMs: number };
+  /** DATABASE_URL: usage records go to PostgreSQL, shared by every instance. */
+  databaseUrl: string | undefined;
   /** HTTPS listener: PEM file paths (read at start and on change). */
   tls: { certFile: string; keyFile: string } | undefined;
   trustedProxies: string[];

@@ -20,6 +20,8 @@ export interface ChatCall {
   /** A scoped key's own limits and token budget. */
   callerLimits?: LimitSet;
   budget?: Budget;
+  /** Called before each upstream attempt (the usage record counts them). */
+  onAttempt?: () => void;
   /** The caller's X-Upstream-Key, replacing the configured key for this call only. */
   upstreamKey: string | undefined;
   requestId: string;
@@ -165,6 +167,7 @@ export class ChatService {
         const scope = new CallScope(budget, target.upstream);
         call.client?.follow(scope);
         try {
+          call.onAttempt?.();
           const value = await attempt(target, scope);
           breakers.success(target.upstream);
           return { value, target };

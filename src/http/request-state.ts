@@ -14,6 +14,12 @@ declare module 'fastify' {
     errorDetails: Record<string, unknown> | undefined;
     /** The answer's text, kept only when a webhook subscription opted in to content. */
     answerText: string | undefined;
+    /** Streams: ms from arrival to the first byte sent. */
+    firstByteMs: number | undefined;
+    /** Upstream attempts made for this request (retries and fallbacks included). */
+    attempts: number;
+    /** Answered from the idempotency store. */
+    replayed: boolean;
     /** Who is calling, once authenticated ("admin" for the admin token, "key:<id>" for a scoped key). */
     caller: string;
     /** The caller's rights (routes, models, limits, budget), set by the guard of every authenticated route. */
@@ -43,6 +49,9 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('errorCode', undefined);
   app.decorateRequest('errorDetails', undefined);
   app.decorateRequest('answerText', undefined);
+  app.decorateRequest('firstByteMs', undefined);
+  app.decorateRequest('attempts', 0);
+  app.decorateRequest('replayed', false);
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('principal', null); // Fastify allows no shared object as a default: set per request

@@ -33,12 +33,18 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       rawBody: request.rawBody,
       client: watchClient(reply),
       contextOverflow: readContextOverflow(request.headers['x-context-overflow']),
+      onAttempt: () => {
+        request.attempts += 1;
+      },
     };
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     let recorder: AnswerRecorder | undefined;
     if (key !== undefined) {
       const begun = await idempotency.begin(request, reply, key, body);
-      if (begun === 'answered') return reply;
+      if (begun === 'answered') {
+        request.replayed = true;
+        return reply;
+      }
       recorder = begun;
     }
     try {
@@ -77,6 +83,7 @@ async function streamAnswer(
   onUsage: (usage: Usage | undefined) => void,
 ): Promise<FastifyReply> {
   request.upstreamName = started.upstream;
+  request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
   const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer, onUsage);

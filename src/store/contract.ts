@@ -226,3 +226,55 @@ export interface KeyStore {
   /** Sets `expiresMs` / `revokedMs`; returns false for an unknown key. */
   update(keyId: string, patch: Partial<Pick<ApiKeyRecord, 'expiresMs' | 'revokedMs'>>): Promise<boolean>;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Usage records (issue 7).
+
+/** One API request, as operators look at it. Never prompt or answer text. */
+export interface UsageRecord {
+  /** ISO 8601 UTC, when the request arrived. */
+  time: string;
+  requestId: string;
+  caller: string;
+  environment: string;
+  route: string;
+  model: string | null;
+  upstream: string | null;
+  status: number;
+  code: string | null;
+  latencyMs: number;
+  /** Streams: when the first byte went out. */
+  ttfbMs: number | null;
+  stream: boolean;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  costUsd: number | null;
+  /** Upstream attempts (retries and fallbacks included); 0 when none was made. */
+  attempts: number;
+  /** Answered from the idempotency store (no upstream call). */
+  replay: boolean;
+}
+
+export type UsageGrouping = 'model' | 'caller' | 'day';
+
+export interface UsageSummaryRow {
+  /** The model, the caller, or the day (YYYY-MM-DD, UTC). */
+  group: string;
+  requests: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  avgLatencyMs: number;
+}
+
+/** Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age. */
+export interface UsageStore {
+  append(records: readonly UsageRecord[]): Promise<void>;
+  /** Records with `time` in [fromIso, toIso), grouped; rows sorted by group. */
+  summarize(grouping: UsageGrouping, fromIso: string, toIso: string): Promise<UsageSummaryRow[]>;
+  /** The most recent records, newest first (optionally failures only). */
+  recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]>;
+  /** Deletes records older than `beforeIso`; returns how many. */
+  purge(beforeIso: string): Promise<number>;
+}

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { openStateStores } from '../../src/store/open-state-stores.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { captureSecrets, captureText } from './capture.js';
+import { openUsageStore } from '../../src/store/open-usage-store.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -56,7 +57,8 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   });
   const store = await openSqliteStore(dataDir);
   const state = await openStateStores(config, store);
-  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys });
+  const usage = await openUsageStore(config, store);
+  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys, ...(usage ? { usage: usage.store } : {}) });
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -73,6 +75,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
       captureText('logs', logLines.join('\n'));
       captureSecrets([...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)]);
       await state.close();
+      await usage?.close();
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -21,14 +21,19 @@ function reachable(url: string): Promise<boolean> {
   });
 }
 
+export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
 /**
- * Returns a skip reason (a string) when Redis is not reachable and not required, undefined when tests can run.
- * Throws when Redis is required (CI) but missing.
+ * Returns a skip reason (a string) when the service is not reachable and not required, undefined when tests can
+ * run. Throws when it is required (CI) but missing.
  */
-export async function redisSkipReason(): Promise<string | undefined> {
-  if (await reachable(REDIS_URL)) return undefined;
-  const message = `Redis not reachable at ${new URL(REDIS_URL).host}: skipping the Redis-backed tests (set REDIS_URL, or run Redis, to include them)`;
+async function skipReason(name: string, url: string, variable: string): Promise<string | undefined> {
+  if (await reachable(url)) return undefined;
+  const message = `${name} not reachable at ${new URL(url).host}: skipping the ${name}-backed tests (set ${variable}, or run ${name}, to include them)`;
   if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${message} — but REQUIRE_SERVICES=1 (CI) requires it`);
   console.log(`# SKIP ${message}`);
   return message;
 }
+
+export const redisSkipReason = (): Promise<string | undefined> => skipReason('Redis', REDIS_URL, 'REDIS_URL');
+export const postgresSkipReason = (): Promise<string | undefined> => skipReason('PostgreSQL', DATABASE_URL, 'DATABASE_URL');

@@ -89,4 +89,28 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
             record TEXT NOT NULL
           ) STRICT;`,
   },
+  {
+    version: 7,
+    name: 'usage_records',
+    sql: `CREATE TABLE usage_records (
+            time TEXT NOT NULL,
+            request_id TEXT NOT NULL,
+            caller TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            route TEXT NOT NULL,
+            model TEXT,
+            upstream TEXT,
+            status INTEGER NOT NULL,
+            code TEXT,
+            latency_ms REAL NOT NULL,
+            ttfb_ms REAL,
+            stream INTEGER NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            cost_usd REAL,
+            attempts INTEGER NOT NULL,
+            replay INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX usage_records_time ON usage_records (time);`,
+  },
 ];

@@ -1,0 +1,88 @@
+import type { Pool } from 'pg';
+import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../contract.js';
+import { summaryRow } from '../sqlite/sqlite-usage.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues } from '../usage-sql.js';
+
+const schema = (table: string) => `
+CREATE TABLE IF NOT EXISTS ${table} (
+  time TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  caller TEXT NOT NULL,
+  environment TEXT NOT NULL,
+  route TEXT NOT NULL,
+  model TEXT,
+  upstream TEXT,
+  status INTEGER NOT NULL,
+  code TEXT,
+  latency_ms DOUBLE PRECISION NOT NULL,
+  ttfb_ms DOUBLE PRECISION,
+  stream INTEGER NOT NULL,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  cost_usd DOUBLE PRECISION,
+  attempts INTEGER NOT NULL,
+  replay INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time);`;
+
+/**
+ * Usage records in PostgreSQL (`DATABASE_URL`): one table every instance writes to, so the CLI of any instance
+ * sees all traffic. A batch is one multi-row INSERT. `pg` is imported only when this store is opened. Times are
+ * ISO 8601 text, as in the embedded store, so both group by day the same way.
+ */
+export class PostgresUsageStore implements UsageStore {
+  private constructor(
+    private readonly pool: Pool,
+    private readonly table: string,
+  ) {}
+
+  static async open(url: string, table = 'usage_records'): Promise<PostgresUsageStore> {
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new RangeError(`invalid table name ${table}`);
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    pool.on('error', () => {
+      // An idle client lost its connection: the next query reconnects (and reports its own error).
+    });
+    await pool.query(schema(table));
+    return new PostgresUsageStore(pool, table);
+  }
+
+  async append(records: readonly UsageRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const width = USAGE_COLUMNS.length;
+    const placeholders = records.map((_, i) => `(${USAGE_COLUMNS.map((__, j) => `$${i * width + j + 1}`).join(', ')})`).join(', ');
+    await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) VALUES ${placeholders}`, records.flatMap(recordValues));
+  }
+
+  async summarize(grouping: UsageGrouping, fromIso: string, toIso: string): Promise<UsageSummaryRow[]> {
+    const group = groupExpression(grouping);
+    const result = await this.pool.query(
+      `SELECT ${group} AS grp, COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
+              COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+              COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms
+       FROM ${this.table} WHERE time >= $1 AND time < $2 GROUP BY grp ORDER BY grp`,
+      [fromIso, toIso],
+    );
+    return (result.rows as Array<Record<string, unknown>>).map(summaryRow);
+  }
+
+  async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {
+    const where = failuresOnly ? 'WHERE status >= 400 OR code IS NOT NULL' : '';
+    const result = await this.pool.query(`SELECT ${USAGE_COLUMNS.join(', ')} FROM ${this.table} ${where} ORDER BY time DESC LIMIT $1`, [Math.max(0, Math.floor(limit))]);
+    return (result.rows as Array<Record<string, unknown>>).map(recordFromRow);
+  }
+
+  async purge(beforeIso: string): Promise<number> {
+    const result = await this.pool.query(`DELETE FROM ${this.table} WHERE time < $1`, [beforeIso]);
+    return result.rowCount ?? 0;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  /** For tests: drops the table. */
+  async dropTable(): Promise<void> {
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+  }
+}

@@ -1,0 +1,81 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../contract.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues } from '../usage-sql.js';
+import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
+
+const ROWS_PER_INSERT = 50;
+
+/** Usage records in the embedded store (table `usage_records`, migration 7). */
+export class SqliteUsageStore implements UsageStore {
+  private readonly batcher: SqliteWriteBatcher;
+  private readonly insert: BetterSqlite3.Statement<unknown[]>;
+  private readonly insertMany: BetterSqlite3.Statement<unknown[]>;
+  private readonly summaries = new Map<UsageGrouping, BetterSqlite3.Statement<[string, string], Record<string, unknown>>>();
+  private readonly latest: BetterSqlite3.Statement<[number], Record<string, unknown>>;
+  private readonly latestFailures: BetterSqlite3.Statement<[number], Record<string, unknown>>;
+  private readonly deleteOld: BetterSqlite3.Statement<[string]>;
+
+  constructor(db: BetterSqlite3.Database) {
+    this.batcher = writeBatcherFor(db);
+    const row = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
+    this.insert = db.prepare(`INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${row}`);
+    // Rows in groups of ROWS_PER_INSERT: one statement step for many records (measured ~2x cheaper per record).
+    this.insertMany = db.prepare(`INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => row).join(', ')}`);
+    for (const grouping of ['model', 'caller', 'day'] as const) {
+      const group = groupExpression(grouping);
+      this.summaries.set(
+        grouping,
+        db.prepare<[string, string], Record<string, unknown>>(
+          `SELECT ${group} AS grp, COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
+                  COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+                  COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms
+           FROM usage_records WHERE time >= ? AND time < ? GROUP BY grp ORDER BY grp`,
+        ),
+      );
+    }
+    this.latest = db.prepare<[number], Record<string, unknown>>(`SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY time DESC, rowid DESC LIMIT ?`);
+    this.latestFailures = db.prepare<[number], Record<string, unknown>>(
+      `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE status >= 400 OR code IS NOT NULL ORDER BY time DESC, rowid DESC LIMIT ?`,
+    );
+    this.deleteOld = db.prepare('DELETE FROM usage_records WHERE time < ?');
+  }
+
+  async append(records: readonly UsageRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await this.batcher.run(() => {
+      let i = 0;
+      for (; i + ROWS_PER_INSERT <= records.length; i += ROWS_PER_INSERT) {
+        const values: unknown[] = [];
+        for (let j = i; j < i + ROWS_PER_INSERT; j++) values.push(...recordValues(records[j] as UsageRecord));
+        this.insertMany.run(...values);
+      }
+      for (; i < records.length; i++) this.insert.run(...recordValues(records[i] as UsageRecord));
+    });
+  }
+
+  async summarize(grouping: UsageGrouping, fromIso: string, toIso: string): Promise<UsageSummaryRow[]> {
+    const statement = this.summaries.get(grouping);
+    if (!statement) throw new RangeError(`unknown grouping ${grouping}`);
+    return statement.all(fromIso, toIso).map(summaryRow);
+  }
+
+  async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {
+    return (failuresOnly ? this.latestFailures : this.latest).all(Math.max(0, Math.floor(limit))).map(recordFromRow);
+  }
+
+  async purge(beforeIso: string): Promise<number> {
+    return this.batcher.run(() => this.deleteOld.run(beforeIso).changes);
+  }
+}
+
+export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
+  return {
+    group: String(row.grp),
+    requests: Number(row.requests),
+    errors: Number(row.errors),
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    costUsd: Math.round(Number(row.cost_usd) * 1e8) / 1e8,
+    avgLatencyMs: Math.round(Number(row.avg_latency_ms) * 100) / 100,
+  };
+}

@@ -1,0 +1,40 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { UsageRecord } from '../store/contract.js';
+import type { UsageRecorder } from './usage-recorder.js';
+
+/** The API routes whose requests are recorded (health, the index and redirects are not usage). */
+const RECORDED = new Set(['chat', 'models']);
+
+/** One usage record per API request, built when the answer has been sent (onResponse) and handed to the recorder. */
+export function registerUsageRecording(app: FastifyInstance, recorder: UsageRecorder, environment: string): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.routeName !== undefined && RECORDED.has(request.routeName)) recorder.add(usageRecordOf(request, reply.statusCode, environment));
+    done();
+  });
+}
+
+export function usageRecordOf(request: FastifyRequest, status: number, environment: string): UsageRecord {
+  const now = performance.now();
+  const latency = now - request.receivedAt;
+  const usage = request.usage;
+  const body = request.body as { stream?: unknown } | undefined;
+  return {
+    time: new Date(Date.now() - latency).toISOString(),
+    requestId: request.id,
+    caller: request.caller,
+    environment,
+    route: request.routeName ?? 'unknown',
+    model: request.chatModel ?? null,
+    upstream: request.upstreamName ?? null,
+    status,
+    code: request.errorCode ?? null,
+    latencyMs: Math.round(latency * 100) / 100,
+    ttfbMs: request.firstByteMs ?? null,
+    stream: body?.stream === true,
+    promptTokens: usage?.prompt_tokens ?? null,
+    completionTokens: usage?.completion_tokens ?? null,
+    costUsd: usage?.cost_usd ?? null,
+    attempts: request.attempts,
+    replay: request.replayed,
+  };
+}

@@ -1,0 +1,69 @@
+/** The `gateway` command line: help for each command, config check, and the process entry point itself. */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { runCli } from '../src/cli/run-cli.js';
+
+const run = async (argv: string[], env: NodeJS.ProcessEnv = {}, stdin = '') => {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(argv, { DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-cli-')), ...env }, { out: (l) => out.push(l), err: (l) => err.push(l) }, async () => stdin);
+  return { code, out: out.join('\n'), err: err.join('\n') };
+};
+
+describe('gateway CLI', () => {
+  test('--help lists the commands; each command has its own --help; an unknown one is exit 2', async () => {
+    const top = await run(['--help']);
+    assert.equal(top.code, 0);
+    for (const command of ['start', 'config check', 'keys', 'users', 'usage', 'webhooks']) assert.ok(top.out.includes(command), command);
+    for (const command of ['start', 'config', 'keys', 'users', 'usage', 'webhooks']) {
+      const help = await run([command, '--help']);
+      assert.equal(help.code, 0);
+      assert.match(help.out, new RegExp(`^gateway ${command}`));
+    }
+    const unknown = await run(['frobnicate']);
+    assert.deepEqual([unknown.code, unknown.err.startsWith('unknown command "frobnicate"')], [2, true]);
+  });
+
+  test('config check: a valid file is summarised; an invalid one lists every problem with its field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-cli-cfg-'));
+    const good = join(dir, 'good.yaml');
+    writeFileSync(good, 'upstreams:\n  - { name: local, kind: ollama }\nmodels:\n  - { id: fast, upstream: local, upstream_model: llama3 }\n');
+    const ok = await run(['config', 'check', good]);
+    assert.equal(ok.code, 0, ok.err);
+    assert.match(ok.out, /^ok: .*good\.yaml is valid for environment dev/);
+    assert.match(ok.out, /upstreams: local \(ollama, 127\.0\.0\.1:11434\)/);
+    // The file's shape first (every field that does not fit), then what refers to what (every broken reference).
+    const shape = join(dir, 'shape.yaml');
+    writeFileSync(shape, 'upstreams:\n  - { name: x, base_url: "not a url", api_key: sk-literal, max_connections: 0 }\n');
+    const badShape = await run(['config', 'check', shape]);
+    assert.equal(badShape.code, 2);
+    for (const field of ['upstreams[0].api_key', 'upstreams[0].base_url', 'upstreams[0].max_connections']) assert.ok(badShape.err.includes(field), `${field} in:\n${badShape.err}`);
+    assert.ok(!badShape.err.includes('sk-literal'), 'a secret is never echoed');
+    const refs = join(dir, 'refs.yaml');
+    writeFileSync(refs, 'upstreams:\n  - { name: x, base_url: "http://10.1.1.1/v1" }\nmodels:\n  - { id: m, upstream: nope }\nwebhooks:\n  subscriptions: [{ id: h, url: "http://127.0.0.1/h", secrets: [{ env: NOT_SET }], events: ["*"] }]\n');
+    const refused = await run(['config', 'check', refs]);
+    assert.equal(refused.code, 2);
+    for (const field of ['upstreams[0].base_url: plain http://', 'models[0].upstream', 'webhooks.subscriptions[0].url', 'webhooks.subscriptions[0].secrets[0].env']) {
+      assert.ok(refused.err.includes(field), `${field} in:\n${refused.err}`);
+    }
+  });
+
+  test('users hash-password reads stdin and prints a scrypt hash; a short password is refused', async () => {
+    const hashed = await run(['users', 'hash-password'], {}, 'a long enough password\n');
+    assert.equal(hashed.code, 0);
+    assert.match(hashed.out, /^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+    assert.equal((await run(['users', 'hash-password'], {}, 'short')).code, 2);
+  });
+
+  test('the process entry point (bin) runs and exits with the command\'s code', async () => {
+    const exec = promisify(execFile);
+    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help'], { cwd: new URL('..', import.meta.url).pathname });
+    assert.match(stdout, /^usage: gateway <command>/);
+    await assert.rejects(exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'nope'], { cwd: new URL('..', import.meta.url).pathname }), (e: { code?: number }) => e.code === 2);
+  });
+});

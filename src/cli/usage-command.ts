@@ -26,7 +26,7 @@ export async function usageCommand(store: UsageStore, args: string[], io: CliOut
     io.err('--format: table, csv or json');
     return 2;
   }
-  const rows = await store.summarize(by, new Date(nowMs - since).toISOString(), new Date(nowMs + 1).toISOString());
+  const rows = await store.summarize(by, nowMs - since, nowMs + 1);
   const values = (r: UsageSummaryRow) => [r.requests, r.errors, r.promptTokens, r.completionTokens, r.costUsd, r.avgLatencyMs];
   if (format === 'json') {
     io.out(JSON.stringify(rows.map((r) => Object.fromEntries([['group', r.group], ...HEADER.map((h, i) => [h, values(r)[i]])]))));

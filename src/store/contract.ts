@@ -232,8 +232,8 @@ export interface KeyStore {
 
 /** One API request, as operators look at it. Never prompt or answer text. */
 export interface UsageRecord {
-  /** ISO 8601 UTC, when the request arrived. */
-  time: string;
+  /** When the request arrived, in ms since 1970 (stored as a number: no formatting on the request path). */
+  timeMs: number;
   requestId: string;
   caller: string;
   environment: string;
@@ -271,10 +271,10 @@ export interface UsageSummaryRow {
 /** Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age. */
 export interface UsageStore {
   append(records: readonly UsageRecord[]): Promise<void>;
-  /** Records with `time` in [fromIso, toIso), grouped; rows sorted by group. */
-  summarize(grouping: UsageGrouping, fromIso: string, toIso: string): Promise<UsageSummaryRow[]>;
+  /** Records that arrived in [fromMs, toMs), grouped; rows sorted by group. */
+  summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]>;
   /** The most recent records, newest first (optionally failures only). */
   recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]>;
-  /** Deletes records older than `beforeIso`; returns how many. */
-  purge(beforeIso: string): Promise<number>;
+  /** Deletes records that arrived before `beforeMs`; returns how many. */
+  purge(beforeMs: number): Promise<number>;
 }

@@ -2,18 +2,18 @@ import type { UsageGrouping, UsageRecord } from './contract.js';
 
 /** The columns of `usage_records`, in the order of `recordValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [
-  'time', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
+  'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
 ] as const;
 
 export function recordValues(r: UsageRecord): Array<string | number | null> {
-  return [r.time, r.requestId, r.caller, r.environment, r.route, r.model, r.upstream, r.status, r.code, r.latencyMs, r.ttfbMs, r.stream ? 1 : 0, r.promptTokens, r.completionTokens, r.costUsd, r.attempts, r.replay ? 1 : 0];
+  return [r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model, r.upstream, r.status, r.code, r.latencyMs, r.ttfbMs, r.stream ? 1 : 0, r.promptTokens, r.completionTokens, r.costUsd, r.attempts, r.replay ? 1 : 0];
 }
 
 export function recordFromRow(row: Record<string, unknown>): UsageRecord {
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
   return {
-    time: String(row.time),
+    timeMs: Number(row.time_ms),
     requestId: String(row.request_id),
     caller: String(row.caller),
     environment: String(row.environment),
@@ -33,9 +33,11 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
   };
 }
 
-/** The SQL expression a grouping groups by (`time` is ISO 8601: its first 10 characters are the UTC day). */
-export function groupExpression(grouping: UsageGrouping): string {
-  if (grouping === 'day') return 'substr(time, 1, 10)';
+/** The SQL expression a grouping groups by; the UTC day is computed from `time_ms` in each dialect. */
+export function groupExpression(grouping: UsageGrouping, dialect: 'sqlite' | 'postgres'): string {
+  if (grouping === 'day') {
+    return dialect === 'sqlite' ? "strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch')" : "to_char(to_timestamp(time_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
+  }
   if (grouping === 'caller') return 'caller';
   return "coalesce(model, '(none)')";
 }

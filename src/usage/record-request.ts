@@ -19,7 +19,7 @@ export function usageRecordOf(request: FastifyRequest, status: number, environme
   const usage = request.usage;
   const body = request.body as { stream?: unknown } | undefined;
   return {
-    time: new Date(Date.now() - latency).toISOString(),
+    timeMs: Math.round(Date.now() - latency),
     requestId: request.id,
     caller: request.caller,
     environment,

@@ -69,7 +69,7 @@ export class UsageRecorder {
 
   startRetention(): void {
     const purge = () => {
-      const before = new Date(Date.now() - this.options.retentionMs).toISOString();
+      const before = Date.now() - this.options.retentionMs;
       this.options.store.purge(before).catch((error: unknown) => this.options.log.warn({ err: error }, 'old usage records could not be purged'));
     };
     purge();

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import type { UsageRecord, UsageStore } from '../../src/store/contract.js';
 
 const base: UsageRecord = {
-  time: '2026-11-20T10:00:00.000Z',
+  timeMs: Date.parse('2026-11-20T10:00:00.000Z'),
   requestId: 'r0',
   caller: 'admin',
   environment: 'dev',
@@ -34,9 +34,9 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       harness = await make();
       await store().append([
         base,
-        { ...base, requestId: 'r1', time: '2026-11-20T11:00:00.000Z', model: 'smart', caller: 'key:abc', latencyMs: 20, promptTokens: 100, completionTokens: 50, costUsd: 0.002 },
-        { ...base, requestId: 'r2', time: '2026-11-21T09:00:00.000Z', status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null, costUsd: null, latencyMs: 30, attempts: 3 },
-        { ...base, requestId: 'r3', time: '2026-11-21T09:30:00.000Z', stream: true, ttfbMs: 4.25, replay: true, attempts: 0, model: null, route: 'models' },
+        { ...base, requestId: 'r1', timeMs: Date.parse('2026-11-20T11:00:00.000Z'), model: 'smart', caller: 'key:abc', latencyMs: 20, promptTokens: 100, completionTokens: 50, costUsd: 0.002 },
+        { ...base, requestId: 'r2', timeMs: Date.parse('2026-11-21T09:00:00.000Z'), status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null, costUsd: null, latencyMs: 30, attempts: 3 },
+        { ...base, requestId: 'r3', timeMs: Date.parse('2026-11-21T09:30:00.000Z'), stream: true, ttfbMs: 4.25, replay: true, attempts: 0, model: null, route: 'models' },
       ]);
     });
     after(async () => {
@@ -46,15 +46,15 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
     test('records read back field for field (nulls and booleans included), newest first', async () => {
       const recent = await store().recent(10, false);
       assert.deepEqual(recent.map((r) => r.requestId), ['r3', 'r2', 'r1', 'r0']);
-      assert.deepEqual(recent[0], { ...base, requestId: 'r3', time: '2026-11-21T09:30:00.000Z', stream: true, ttfbMs: 4.25, replay: true, attempts: 0, model: null, route: 'models' });
+      assert.deepEqual(recent[0], { ...base, requestId: 'r3', timeMs: Date.parse('2026-11-21T09:30:00.000Z'), stream: true, ttfbMs: 4.25, replay: true, attempts: 0, model: null, route: 'models' });
       assert.deepEqual(recent[1]?.code, 'upstream_error');
       assert.deepEqual((await store().recent(10, true)).map((r) => r.requestId), ['r2']);
       assert.equal((await store().recent(1, false)).length, 1);
     });
 
     test('summaries by model, caller and day: requests, errors, tokens, cost, mean latency', async () => {
-      const from = '2026-11-20T00:00:00.000Z';
-      const to = '2026-11-22T00:00:00.000Z';
+      const from = Date.parse('2026-11-20T00:00:00.000Z');
+      const to = Date.parse('2026-11-22T00:00:00.000Z');
       assert.deepEqual(await store().summarize('day', from, to), [
         { group: '2026-11-20', requests: 2, errors: 0, promptTokens: 110, completionTokens: 55, costUsd: 0.0021, avgLatencyMs: 16.25 },
         { group: '2026-11-21', requests: 2, errors: 1, promptTokens: 10, completionTokens: 5, costUsd: 0.0001, avgLatencyMs: 21.25 },
@@ -63,11 +63,11 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       assert.deepEqual(byModel.map((r) => [r.group, r.requests]), [['(none)', 1], ['fast', 2], ['smart', 1]]);
       const byCaller = await store().summarize('caller', from, to);
       assert.deepEqual(byCaller.map((r) => [r.group, r.requests, r.costUsd]), [['admin', 3, 0.0002], ['key:abc', 1, 0.002]]);
-      assert.deepEqual(await store().summarize('day', '2026-11-21T00:00:00.000Z', to).then((rows) => rows.map((r) => r.group)), ['2026-11-21'], 'the window is [from, to)');
+      assert.deepEqual(await store().summarize('day', Date.parse('2026-11-21T00:00:00.000Z'), to).then((rows) => rows.map((r) => r.group)), ['2026-11-21'], 'the window is [from, to)');
     });
 
     test('purge removes records older than the cut-off', async () => {
-      assert.equal(await store().purge('2026-11-21T00:00:00.000Z'), 2);
+      assert.equal(await store().purge(Date.parse('2026-11-21T00:00:00.000Z')), 2);
       assert.deepEqual((await store().recent(10, false)).map((r) => r.requestId), ['r3', 'r2']);
     });
   });

@@ -5,7 +5,7 @@ import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues } from '../
 
 const schema = (table: string) => `
 CREATE TABLE IF NOT EXISTS ${table} (
-  time TEXT NOT NULL,
+  time_ms BIGINT NOT NULL,
   request_id TEXT NOT NULL,
   caller TEXT NOT NULL,
   environment TEXT NOT NULL,
@@ -23,12 +23,12 @@ CREATE TABLE IF NOT EXISTS ${table} (
   attempts INTEGER NOT NULL,
   replay INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time);`;
+CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);`;
 
 /**
  * Usage records in PostgreSQL (`DATABASE_URL`): one table every instance writes to, so the CLI of any instance
  * sees all traffic. A batch is one multi-row INSERT. `pg` is imported only when this store is opened. Times are
- * ISO 8601 text, as in the embedded store, so both group by day the same way.
+ * milliseconds since 1970, as in the embedded store; the day is computed in UTC by each.
  */
 export class PostgresUsageStore implements UsageStore {
   private constructor(
@@ -54,26 +54,26 @@ export class PostgresUsageStore implements UsageStore {
     await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) VALUES ${placeholders}`, records.flatMap(recordValues));
   }
 
-  async summarize(grouping: UsageGrouping, fromIso: string, toIso: string): Promise<UsageSummaryRow[]> {
-    const group = groupExpression(grouping);
+  async summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
+    const group = groupExpression(grouping, 'postgres');
     const result = await this.pool.query(
       `SELECT ${group} AS grp, COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
               COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
               COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms
-       FROM ${this.table} WHERE time >= $1 AND time < $2 GROUP BY grp ORDER BY grp`,
-      [fromIso, toIso],
+       FROM ${this.table} WHERE time_ms >= $1 AND time_ms < $2 GROUP BY grp ORDER BY grp`,
+      [fromMs, toMs],
     );
     return (result.rows as Array<Record<string, unknown>>).map(summaryRow);
   }
 
   async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {
     const where = failuresOnly ? 'WHERE status >= 400 OR code IS NOT NULL' : '';
-    const result = await this.pool.query(`SELECT ${USAGE_COLUMNS.join(', ')} FROM ${this.table} ${where} ORDER BY time DESC LIMIT $1`, [Math.max(0, Math.floor(limit))]);
+    const result = await this.pool.query(`SELECT ${USAGE_COLUMNS.join(', ')} FROM ${this.table} ${where} ORDER BY time_ms DESC LIMIT $1`, [Math.max(0, Math.floor(limit))]);
     return (result.rows as Array<Record<string, unknown>>).map(recordFromRow);
   }
 
-  async purge(beforeIso: string): Promise<number> {
-    const result = await this.pool.query(`DELETE FROM ${this.table} WHERE time < $1`, [beforeIso]);
+  async purge(beforeMs: number): Promise<number> {
+    const result = await this.pool.query(`DELETE FROM ${this.table} WHERE time_ms < $1`, [beforeMs]);
     return result.rowCount ?? 0;
   }
 

@@ -93,7 +93,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     version: 7,
     name: 'usage_records',
     sql: `CREATE TABLE usage_records (
-            time TEXT NOT NULL,
+            time_ms INTEGER NOT NULL,
             request_id TEXT NOT NULL,
             caller TEXT NOT NULL,
             environment TEXT NOT NULL,
@@ -111,6 +111,6 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
             attempts INTEGER NOT NULL,
             replay INTEGER NOT NULL
           ) STRICT;
-          CREATE INDEX usage_records_time ON usage_records (time);`,
+          CREATE INDEX usage_records_time ON usage_records (time_ms);`,
   },
 ];

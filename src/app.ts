@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { UpstreamPauses } from './core/upstream-pauses.js';
 import { CircuitBreakers } from './core/circuit-breaker.js';
@@ -24,7 +24,8 @@ import { makeModelsHandler } from './routes/models.js';
 import { mountV1 } from './routes/mount-v1.js';
 import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore, UsageStore } from './store/contract.js';
 import { UsageRecorder } from './usage/usage-recorder.js';
-import { registerUsageRecording } from './usage/record-request.js';
+import { GatewayMetrics } from './observability/metrics.js';
+import { usageObserver } from './usage/record-request.js';
 import { WebhookSender } from './webhooks/deliver.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENT, INSTANCE, registerChatEvents } from './webhooks/gateway-events.js';
@@ -156,9 +157,17 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   registerChatEvents(app, webhooks);
 
+  // What looks at every API request (chat, models) once its answer was sent: usage records, metrics. One hook.
+  const apiObservers: Array<(request: FastifyRequest, status: number) => void> = [];
+  app.addHook('onResponse', (request, reply, done) => {
+    if (apiObservers.length > 0 && (request.routeName === 'chat' || request.routeName === 'models')) {
+      for (const observe of apiObservers) observe(request, reply.statusCode);
+    }
+    done();
+  });
   if (deps.usage && config.usage.enabled) {
     const recorder = new UsageRecorder({ store: deps.usage, retentionMs: config.usage.retentionMs, log: app.log });
-    registerUsageRecording(app, recorder, config.environment);
+    apiObservers.push(usageObserver(recorder, config.environment));
     recorder.startRetention();
     app.addHook('onClose', async () => {
       await recorder.close();
@@ -196,6 +205,22 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     basicUsers: config.basicUsers,
     ...(config.oauth ? { oauth: new OAuthVerifier(config.oauth) } : {}),
   });
+  if (config.metricsEnabled) {
+    const outbox = deps.outbox;
+    const metrics = new GatewayMetrics({
+      circuits: () => breakers.snapshot(),
+      ...(outbox && config.webhooks.subscriptions.length > 0
+        ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
+        : {}),
+    });
+    apiObservers.push((request, status) => metrics.observe(request, status));
+    // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
+    app.get('/metrics', async (request, reply) => {
+      request.routeName = 'metrics';
+      await auth.authenticate(request.headers.authorization, 'metrics');
+      return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
   mountV1(app, auth, {
     health: makeHealthHandler(health),
     models: makeModelsHandler(catalog),

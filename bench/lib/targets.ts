@@ -40,6 +40,13 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     onlyWhenNamed: true,
   },
   {
+    id: 'observability-off',
+    name: 'gateway, usage records and metrics off',
+    kind: 'gateway',
+    configText: () => JSON.stringify({ usage: { enabled: false }, metrics: { enabled: false } }),
+    onlyWhenNamed: true,
+  },
+  {
     id: 'webhooks-ok',
     name: 'gateway + chat.completed webhook per call (receiver answers 204)',
     kind: 'gateway',

@@ -98,6 +98,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     oauth: toOAuth(file.auth?.oauth, problems),
     usage: { enabled: file.usage?.enabled ?? true, retentionMs: (file.usage?.retention_days ?? 90) * 86_400_000 },
     databaseUrl: env.DATABASE_URL || undefined,
+    metricsEnabled: file.metrics?.enabled ?? true,
     tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
     basicUsers: toBasicUsers(file.auth?.basic_users ?? [], env, fileDir, problems),

@@ -202,6 +202,8 @@ export const configFileSchema = z
       .optional(),
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
+    /** Prometheus metrics at GET /metrics (admin token). */
+    metrics: z.object({ enabled: z.boolean().default(true) }).strict().optional(),
     /** One usage record per API request (chat, models), in the embedded store or PostgreSQL (DATABASE_URL). */
     usage: z
       .object({

@@ -116,6 +116,7 @@ export interface GatewayConfig {
   keyCacheMs: number;
   oauth: OAuthConfig | undefined;
   usage: { enabled: boolean; retentionMs: number };
+  metricsEnabled: boolean;
   /** DATABASE_URL: usage records go to PostgreSQL, shared by every instance. */
   databaseUrl: string | undefined;
   /** HTTPS listener: PEM file paths (read at start and on change). */

@@ -193,6 +193,8 @@ export interface OutboxStore {
   redeliver(ids: readonly string[], nowMs?: number): Promise<number>;
   /** One delivery by id (any state), for tools and tests. */
   get(id: string): Promise<OutboxDelivery | undefined>;
+  /** Deliveries of a subscription still pending (due or waiting for a retry): the metrics' backlog. */
+  backlog(subscription: string): Promise<number>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

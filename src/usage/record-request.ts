@@ -1,16 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { UsageRecord } from '../store/contract.js';
 import type { UsageRecorder } from './usage-recorder.js';
 
-/** The API routes whose requests are recorded (health, the index and redirects are not usage). */
-const RECORDED = new Set(['chat', 'models']);
-
-/** One usage record per API request, built when the answer has been sent (onResponse) and handed to the recorder. */
-export function registerUsageRecording(app: FastifyInstance, recorder: UsageRecorder, environment: string): void {
-  app.addHook('onResponse', (request, reply, done) => {
-    if (request.routeName !== undefined && RECORDED.has(request.routeName)) recorder.add(usageRecordOf(request, reply.statusCode, environment));
-    done();
-  });
+/** One usage record per API request, built when the answer has been sent and handed to the recorder. */
+export function usageObserver(recorder: UsageRecorder, environment: string): (request: FastifyRequest, status: number) => void {
+  return (request, status) => recorder.add(usageRecordOf(request, status, environment));
 }
 
 export function usageRecordOf(request: FastifyRequest, status: number, environment: string): UsageRecord {
@@ -25,7 +19,7 @@ export function usageRecordOf(request: FastifyRequest, status: number, environme
     environment,
     route: request.routeName ?? 'unknown',
     model: request.chatModel ?? null,
-    upstream: request.upstreamName ?? null,
+    upstream: request.upstreamName ?? (typeof request.errorDetails?.upstream === 'string' ? request.errorDetails.upstream : null),
     status,
     code: request.errorCode ?? null,
     latencyMs: Math.round(latency * 100) / 100,

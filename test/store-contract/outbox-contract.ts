@@ -72,12 +72,14 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       assert.deepEqual(due.map((c) => [c.attempts, c.lastError]), [[1, 'HTTP 500']]);
     });
 
-    test('delivered: never claimed again', async () => {
+    test('delivered: never claimed again; the backlog counts pending deliveries only', async () => {
       const now = Date.now();
       const d = fresh();
       await store().enqueue([d], now);
+      assert.equal(await store().backlog(d.subscription), 1);
       await store().claim(d.subscription, 1, 1_000, now);
       await store().delivered(d.id, now + 10);
+      assert.equal(await store().backlog(d.subscription), 0);
       assert.deepEqual(await store().claim(d.subscription, 1, 1_000, now + 60_000), []);
       assert.equal((await store().get(d.id))?.state, 'delivered');
     });

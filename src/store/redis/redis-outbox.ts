@@ -131,6 +131,10 @@ export class RedisOutbox implements OutboxStore {
     return Number(await this.commands.gwOutboxRedeliver(this.prefix, wholeMs('nowMs', nowMs ?? Date.now()), ...ids));
   }
 
+  async backlog(subscription: string): Promise<number> {
+    return this.client.zcard(`${this.prefix}due:${subscription}`);
+  }
+
   async get(id: string): Promise<OutboxDelivery | undefined> {
     const hash = await this.client.hgetall(`${this.prefix}d:${id}`);
     if (hash.state === undefined) return undefined;

@@ -46,6 +46,7 @@ export class SqliteOutbox implements OutboxStore {
   private readonly revive: BetterSqlite3.Statement<[number, string]>;
   private readonly selectOne: BetterSqlite3.Statement<[string], Row>;
   private readonly anyDue: BetterSqlite3.Statement<[string, number], number>;
+  private readonly pendingCount: BetterSqlite3.Statement<[string], number>;
   private deliveredSincePurge = 0;
   private waiting: Waiting[] = [];
   private waitingCount = 0;
@@ -73,6 +74,7 @@ export class SqliteOutbox implements OutboxStore {
     this.selectDead = db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM webhook_outbox WHERE state = 'dead' ORDER BY finished_ms, id LIMIT ?`);
     this.revive = db.prepare(`UPDATE webhook_outbox SET state = 'pending', attempts = 0, next_attempt_ms = ?, finished_ms = NULL WHERE id = ? AND state = 'dead'`);
     this.selectOne = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM webhook_outbox WHERE id = ?`);
+    this.pendingCount = db.prepare<[string], number>(`SELECT COUNT(*) FROM webhook_outbox WHERE subscription = ? AND state = 'pending'`).pluck();
     this.anyDue = db
       .prepare<[string, number], number>(`SELECT EXISTS (SELECT 1 FROM webhook_outbox WHERE subscription = ? AND state = 'pending' AND next_attempt_ms <= ?)`)
       .pluck();
@@ -148,6 +150,10 @@ export class SqliteOutbox implements OutboxStore {
   async redeliver(ids: readonly string[], nowMs?: number): Promise<number> {
     const now = wholeMs('nowMs', nowMs ?? Date.now());
     return this.batcher.run(() => ids.reduce((n, id) => n + this.revive.run(now, id).changes, 0));
+  }
+
+  async backlog(subscription: string): Promise<number> {
+    return this.pendingCount.get(subscription) ?? 0;
   }
 
   async get(id: string): Promise<OutboxDelivery | undefined> {

@@ -1,0 +1,140 @@
+import { Gauge, Registry } from 'prom-client';
+import { FastCounter, FastHistogram } from './fast-metrics.js';
+import type { FastifyRequest } from 'fastify';
+import type { CircuitState } from '../core/circuit-breaker.js';
+
+interface Series {
+  request(status: number, code: string): { inc(by?: number): void };
+  duration: { observe(value: number): void };
+  ttfb(): { observe(value: number): void };
+  prompt: { inc(by?: number): void };
+  completion: { inc(by?: number): void };
+  cost: { inc(by?: number): void };
+}
+
+/** Distinct model label values kept before the rest are counted as `other` (model ids come from callers). */
+const MAX_MODEL_LABELS = 200;
+const CIRCUIT_VALUE: Record<CircuitState, number> = { closed: 0, half_open: 1, open: 2 };
+
+export interface MetricsSources {
+  circuits: () => Record<string, CircuitState>;
+  /** Deliveries waiting per webhook subscription (undefined: no webhooks). */
+  webhookBacklog?: () => Promise<Record<string, number>>;
+}
+
+/**
+ * Prometheus metrics (prom-client, one registry per app). Updated once per API request when its answer has been
+ * sent; the label children are cached so a request costs a few map lookups and increments. Served at
+ * `GET /metrics` behind the admin token (docs/metrics.md).
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests: FastCounter;
+  private readonly duration: FastHistogram;
+  private readonly ttfb: FastHistogram;
+  private readonly tokens: FastCounter;
+  private readonly cost: FastCounter;
+  private readonly upstreamErrors: FastCounter;
+  private readonly refusals: FastCounter;
+  private readonly series = new Map<string, Map<string, Series>>();
+  private readonly models = new Set<string>();
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    const r = this.registry;
+    this.requests = new FastCounter('llmgw_requests_total', 'API requests by route, model, status and error code', ['route', 'model', 'status', 'code'], r);
+    this.duration = new FastHistogram('llmgw_request_duration_seconds', 'Arrival to last byte, by route and model', ['route', 'model'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], r);
+    this.ttfb = new FastHistogram('llmgw_stream_ttfb_seconds', 'Streams: arrival to first byte, by model', ['model'], [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], r);
+    this.tokens = new FastCounter('llmgw_tokens_total', 'Tokens by model and kind (prompt, completion)', ['model', 'kind'], r);
+    this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
+    this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
+    this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
+    new Gauge({
+      name: 'llmgw_circuit_state',
+      help: 'Circuit per upstream: 0 closed, 1 half-open, 2 open (upstreams not listed are closed)',
+      labelNames: ['upstream'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [upstream, state] of Object.entries(sources.circuits())) this.set({ upstream }, CIRCUIT_VALUE[state]);
+      },
+    });
+    if (sources.webhookBacklog) {
+      const backlog = sources.webhookBacklog;
+      new Gauge({
+        name: 'llmgw_webhook_backlog',
+        help: 'Webhook deliveries waiting (pending) per subscription',
+        labelNames: ['subscription'],
+        registers,
+        async collect() {
+          this.reset();
+          for (const [subscription, n] of Object.entries(await backlog())) this.set({ subscription }, n);
+        },
+      });
+    }
+  }
+
+  observe(request: FastifyRequest, status: number): void {
+    const series = this.seriesFor(request.routeName ?? 'unknown', this.modelLabel(request.chatModel));
+    const code = request.errorCode ?? '';
+    series.request(status, code).inc();
+    series.duration.observe((performance.now() - request.receivedAt) / 1000);
+    if (request.firstByteMs !== undefined) series.ttfb().observe(request.firstByteMs / 1000);
+    const usage = request.usage;
+    if (usage) {
+      series.prompt.inc(usage.prompt_tokens);
+      series.completion.inc(usage.completion_tokens);
+      if (usage.cost_usd !== undefined) series.cost.inc(usage.cost_usd);
+    }
+    if (code.startsWith('upstream_')) {
+      const failed = request.errorDetails?.upstream;
+      this.upstreamErrors.labels(request.upstreamName ?? (typeof failed === 'string' ? failed : 'unknown'), code).inc();
+    } else if (code === 'rate_limited' || code === 'budget_exceeded') {
+      this.refusals.labels(code).inc();
+    }
+  }
+
+  /** The children of one (route, model), found with two map lookups and no string building per request. */
+  private seriesFor(route: string, model: string): Series {
+    let byModel = this.series.get(route);
+    if (!byModel) {
+      byModel = new Map();
+      this.series.set(route, byModel);
+    }
+    let series = byModel.get(model);
+    if (!series) {
+      const byStatus = new Map<number, Map<string, { inc(by?: number): void }>>();
+      let ttfb: { observe(v: number): void } | undefined;
+      series = {
+        request: (status, code) => {
+          let byCode = byStatus.get(status);
+          if (!byCode) {
+            byCode = new Map();
+            byStatus.set(status, byCode);
+          }
+          let child = byCode.get(code);
+          if (!child) {
+            child = this.requests.labels(route, model, String(status), code);
+            byCode.set(code, child);
+          }
+          return child;
+        },
+        duration: this.duration.labels(route, model),
+        ttfb: () => (ttfb ??= this.ttfb.labels(model)),
+        prompt: this.tokens.labels(model, 'prompt'),
+        completion: this.tokens.labels(model, 'completion'),
+        cost: this.cost.labels(model),
+      };
+      byModel.set(model, series);
+    }
+    return series;
+  }
+
+  private modelLabel(model: string | undefined): string {
+    if (model === undefined) return '';
+    if (this.models.has(model)) return model;
+    if (this.models.size >= MAX_MODEL_LABELS) return 'other';
+    this.models.add(model);
+    return model;
+  }
+}

@@ -158,10 +158,11 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   registerChatEvents(app, webhooks);
 
   // What looks at every API request (chat, models) once its answer was sent: usage records, metrics. One hook.
-  const apiObservers: Array<(request: FastifyRequest, status: number) => void> = [];
+  const apiObservers: Array<(request: FastifyRequest, status: number, latencyMs: number) => void> = [];
   app.addHook('onResponse', (request, reply, done) => {
     if (apiObservers.length > 0 && (request.routeName === 'chat' || request.routeName === 'models')) {
-      for (const observe of apiObservers) observe(request, reply.statusCode);
+      const latencyMs = performance.now() - request.receivedAt;
+      for (const observe of apiObservers) observe(request, reply.statusCode, latencyMs);
     }
     done();
   });
@@ -213,7 +214,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
         ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
         : {}),
     });
-    apiObservers.push((request, status) => metrics.observe(request, status));
+    apiObservers.push((request, status, latencyMs) => metrics.observe(request, status, latencyMs));
     // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
     app.get('/metrics', async (request, reply) => {
       request.routeName = 'metrics';

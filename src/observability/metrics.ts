@@ -74,11 +74,12 @@ export class GatewayMetrics {
     }
   }
 
-  observe(request: FastifyRequest, status: number): void {
+  /** `latencyMs`: arrival to now. */
+  observe(request: FastifyRequest, status: number, latencyMs: number): void {
     const series = this.seriesFor(request.routeName ?? 'unknown', this.modelLabel(request.chatModel));
     const code = request.errorCode ?? '';
     series.request(status, code).inc();
-    series.duration.observe((performance.now() - request.receivedAt) / 1000);
+    series.duration.observe(latencyMs / 1000);
     if (request.firstByteMs !== undefined) series.ttfb().observe(request.firstByteMs / 1000);
     const usage = request.usage;
     if (usage) {

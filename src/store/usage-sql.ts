@@ -6,8 +6,31 @@ export const USAGE_COLUMNS = [
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
 ] as const;
 
+/** Writes a record's values into `target` from `offset` (batch inserts fill one array, no array per record). */
+export function writeRecordValues(r: UsageRecord, target: unknown[], offset: number): void {
+  target[offset] = r.timeMs;
+  target[offset + 1] = r.requestId;
+  target[offset + 2] = r.caller;
+  target[offset + 3] = r.environment;
+  target[offset + 4] = r.route;
+  target[offset + 5] = r.model;
+  target[offset + 6] = r.upstream;
+  target[offset + 7] = r.status;
+  target[offset + 8] = r.code;
+  target[offset + 9] = r.latencyMs;
+  target[offset + 10] = r.ttfbMs;
+  target[offset + 11] = r.stream ? 1 : 0;
+  target[offset + 12] = r.promptTokens;
+  target[offset + 13] = r.completionTokens;
+  target[offset + 14] = r.costUsd;
+  target[offset + 15] = r.attempts;
+  target[offset + 16] = r.replay ? 1 : 0;
+}
+
 export function recordValues(r: UsageRecord): Array<string | number | null> {
-  return [r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model, r.upstream, r.status, r.code, r.latencyMs, r.ttfbMs, r.stream ? 1 : 0, r.promptTokens, r.completionTokens, r.costUsd, r.attempts, r.replay ? 1 : 0];
+  const values: Array<string | number | null> = new Array<string | number | null>(USAGE_COLUMNS.length);
+  writeRecordValues(r, values, 0);
+  return values;
 }
 
 export function recordFromRow(row: Record<string, unknown>): UsageRecord {

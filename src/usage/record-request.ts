@@ -3,13 +3,12 @@ import type { UsageRecord } from '../store/contract.js';
 import type { UsageRecorder } from './usage-recorder.js';
 
 /** One usage record per API request, built when the answer has been sent and handed to the recorder. */
-export function usageObserver(recorder: UsageRecorder, environment: string): (request: FastifyRequest, status: number) => void {
-  return (request, status) => recorder.add(usageRecordOf(request, status, environment));
+export function usageObserver(recorder: UsageRecorder, environment: string): (request: FastifyRequest, status: number, latencyMs: number) => void {
+  return (request, status, latencyMs) => recorder.add(usageRecordOf(request, status, latencyMs, environment));
 }
 
-export function usageRecordOf(request: FastifyRequest, status: number, environment: string): UsageRecord {
-  const now = performance.now();
-  const latency = now - request.receivedAt;
+/** `latency`: arrival to now, in ms (measured once for every observer of the request). */
+export function usageRecordOf(request: FastifyRequest, status: number, latency: number, environment: string): UsageRecord {
   const usage = request.usage;
   const body = request.body as { stream?: unknown } | undefined;
   return {

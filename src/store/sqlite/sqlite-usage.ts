@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../contract.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues } from '../usage-sql.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, writeRecordValues } from '../usage-sql.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -44,10 +44,10 @@ export class SqliteUsageStore implements UsageStore {
     if (records.length === 0) return;
     await this.batcher.run(() => {
       let i = 0;
+      const values: unknown[] = new Array(ROWS_PER_INSERT * USAGE_COLUMNS.length);
       for (; i + ROWS_PER_INSERT <= records.length; i += ROWS_PER_INSERT) {
-        const values: unknown[] = [];
-        for (let j = i; j < i + ROWS_PER_INSERT; j++) values.push(...recordValues(records[j] as UsageRecord));
-        this.insertMany.run(...values);
+        for (let j = 0; j < ROWS_PER_INSERT; j++) writeRecordValues(records[i + j] as UsageRecord, values, j * USAGE_COLUMNS.length);
+        this.insertMany.run(values);
       }
       for (; i < records.length; i++) this.insert.run(...recordValues(records[i] as UsageRecord));
     });

@@ -227,6 +227,6 @@ describe('chat through an Anthropic upstream (mock speaking the Messages wire fo
     const upstreams = health.json.checks as { upstreams: Record<string, { status: string }> };
     assert.equal(upstreams.upstreams.claude?.status, 'ok');
     assert.equal(mock.messageRequests().length, 0);
-    assert.ok(mock.requests.some((r) => r.path === '/v1/models' && r.headers['x-api-key'] === KEY));
+    assert.ok(mock.requests.some((r) => r.url === '/v1/models' && r.headers['x-api-key'] === KEY));
   });
 });

@@ -4,15 +4,11 @@
  * payloads follow the documented examples (https://docs.anthropic.com/en/api/messages-streaming), spacing
  * included, so the gateway's translation is tested against what the provider sends, not against our own idea.
  */
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
 
-export interface AnthropicRecorded {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, unknown> | undefined;
-}
+/** A request as the mock received it (`url`: path and query). */
+export type AnthropicRecorded = RecordedHttpRequest;
 
 export type AnthropicBehavior =
   /** A complete answer: text, or a tool_use block when the request has tools (unless `text` is given). */
@@ -43,67 +39,43 @@ function errorBody(type: string, message: string): string {
 }
 
 export async function startMockAnthropic(options: { requiredKey?: string } = {}): Promise<MockAnthropic> {
-  const requests: AnthropicRecorded[] = [];
   let queue: AnthropicBehavior[] = [];
-  const sockets = new Set<Socket>();
-
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (part: string) => (raw += part));
-    req.on('end', () => {
-      let body: Record<string, unknown> | undefined;
-      try {
-        body = raw ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
-      } catch {
-        body = undefined;
-      }
-      const path = req.url ?? '/';
-      requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
-      if (options.requiredKey !== undefined && req.headers['x-api-key'] !== options.requiredKey) {
-        res.writeHead(401, { 'content-type': 'application/json' });
-        res.end(errorBody('authentication_error', 'invalid x-api-key'));
-        return;
-      }
-      if (!req.headers['anthropic-version']) {
-        res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(errorBody('invalid_request_error', 'anthropic-version: header is required'));
-        return;
-      }
-      if (req.method === 'GET' && path === '/v1/models') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' }));
-        return;
-      }
-      if (req.method !== 'POST' || path !== '/v1/messages' || !body) {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(errorBody('not_found_error', 'Not found'));
-        return;
-      }
-      const behavior = queue.shift() ?? (body.stream === true ? { kind: 'stream' } : { kind: 'message' });
-      answer(res, body, behavior);
-    });
+  const server = await startRecordingServer((req, res) => {
+    const path = req.url;
+    const body = req.body;
+    if (options.requiredKey !== undefined && req.headers['x-api-key'] !== options.requiredKey) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(errorBody('authentication_error', 'invalid x-api-key'));
+      return;
+    }
+    if (!req.headers['anthropic-version']) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(errorBody('invalid_request_error', 'anthropic-version: header is required'));
+      return;
+    }
+    if (req.method === 'GET' && path === '/v1/models') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' }));
+      return;
+    }
+    if (req.method !== 'POST' || path !== '/v1/messages' || !body) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(errorBody('not_found_error', 'Not found'));
+      return;
+    }
+    const behavior = queue.shift() ?? (body.stream === true ? { kind: 'stream' } : { kind: 'message' });
+    answer(res, body, behavior);
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    messageRequests: () => requests.filter((r) => r.path === '/v1/messages'),
+    baseUrl: `${server.origin}/v1`,
+    requests: server.requests,
+    messageRequests: () => server.requests.filter((r) => r.url === '/v1/messages'),
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
-      requests.length = 0;
+      server.requests.length = 0;
       queue = [];
     },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

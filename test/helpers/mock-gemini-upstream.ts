@@ -3,15 +3,11 @@
  * `:streamGenerateContent?alt=sse` (each event a whole GenerateContentResponse, CRLF-separated, no end marker:
  * the connection closes), `GET /v1beta/models`, Google's error body. Shapes follow the documented examples.
  */
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
 
-export interface GeminiRecorded {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, unknown> | undefined;
-}
+/** A request as the mock received it (`url`: path and query). */
+export type GeminiRecorded = RecordedHttpRequest;
 
 export type GeminiBehavior =
   | { kind: 'answer'; text?: string; finishReason?: string }
@@ -35,55 +31,32 @@ function candidate(parts: unknown[], finishReason?: string): Record<string, unkn
 }
 
 export async function startMockGemini(options: { requiredKey?: string } = {}): Promise<MockGemini> {
-  const requests: GeminiRecorded[] = [];
   let queue: GeminiBehavior[] = [];
-  const sockets = new Set<Socket>();
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (part: string) => (raw += part));
-    req.on('end', () => {
-      let body: Record<string, unknown> | undefined;
-      try {
-        body = raw ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
-      } catch {
-        body = undefined;
-      }
-      const url = req.url ?? '/';
-      requests.push({ method: req.method ?? 'GET', url, headers: req.headers, body });
-      if (options.requiredKey !== undefined && req.headers['x-goog-api-key'] !== options.requiredKey) {
-        return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.');
-      }
-      if (req.method === 'GET' && url === '/v1beta/models') {
-        res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
-        return res.end(JSON.stringify({ models: [{ name: 'models/gemini-2.0-flash', displayName: 'Gemini 2.0 Flash', inputTokenLimit: 1048576 }] }));
-      }
-      const match = /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(url);
-      if (req.method !== 'POST' || !match || !body) return googleError(res, 404, 'NOT_FOUND', 'Not found');
-      const stream = match[2] !== 'generateContent';
-      const behavior = queue.shift() ?? (stream ? { kind: 'stream' } : { kind: 'answer' });
-      answer(res, body, behavior, match[1] ?? 'gemini');
-    });
+  const server = await startRecordingServer((req, res) => {
+    const { url, body } = req;
+    if (options.requiredKey !== undefined && req.headers['x-goog-api-key'] !== options.requiredKey) {
+      return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.');
+    }
+    if (req.method === 'GET' && url === '/v1beta/models') {
+      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+      return res.end(JSON.stringify({ models: [{ name: 'models/gemini-2.0-flash', displayName: 'Gemini 2.0 Flash', inputTokenLimit: 1048576 }] }));
+    }
+    const match = /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(url);
+    if (req.method !== 'POST' || !match || !body) return googleError(res, 404, 'NOT_FOUND', 'Not found');
+    const stream = match[2] !== 'generateContent';
+    const behavior = queue.shift() ?? (stream ? { kind: 'stream' } : { kind: 'answer' });
+    answer(res, body, behavior, match[1] ?? 'gemini');
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1beta`,
-    requests,
-    generateRequests: () => requests.filter((r) => r.method === 'POST'),
+    baseUrl: `${server.origin}/v1beta`,
+    requests: server.requests,
+    generateRequests: () => server.requests.filter((r) => r.method === 'POST'),
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
-      requests.length = 0;
+      server.requests.length = 0;
       queue = [];
     },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

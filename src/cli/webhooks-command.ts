@@ -1,6 +1,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { OutboxStore } from '../store/contract.js';
 import { WebhookSender } from '../webhooks/deliver.js';
+import { eventKindOf } from '../webhooks/dispatcher.js';
 import { newEventId } from '../webhooks/event-id.js';
 
 export interface CliOutput {
@@ -54,7 +55,7 @@ export async function listDeadLetters(outbox: OutboxStore, limit: number, json: 
     return 0;
   }
   for (const d of dead) {
-    const event = /"event":"([^"]+)"/.exec(d.body)?.[1] ?? '?';
+    const event = eventKindOf(d.body);
     io.out(`${d.id}  ${event}  subscription=${d.subscription}  attempts=${d.attempts}  created=${new Date(d.createdMs).toISOString()}  last_error=${d.lastError ?? ''}`);
   }
   return 0;

@@ -42,7 +42,8 @@ function digest(value: string): Buffer {
   return hash('sha256', value, 'buffer');
 }
 
-function bearerToken(header: string): string | undefined {
+/** The token of an `Authorization: Bearer <token>` header, or undefined for another scheme or an empty token. */
+export function bearerToken(header: string): string | undefined {
   // RFC 7235: the scheme is case-insensitive.
   if (header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') return undefined;
   const token = header.slice(7).trim();

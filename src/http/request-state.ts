@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/authenticator.js';
 
 /** Per-request facts the handlers record for the access log line and the error handler. */
@@ -62,4 +62,10 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('urlHasSecret', false);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('openAiCompat', false);
+}
+
+/** The upstream a request went to: the one that answered, or the one named by the upstream error it ended with. */
+export function upstreamOf(request: FastifyRequest): string | undefined {
+  const failed = request.errorDetails?.upstream;
+  return request.upstreamName ?? (typeof failed === 'string' ? failed : undefined);
 }

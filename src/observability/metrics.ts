@@ -1,5 +1,6 @@
 import { Gauge, Registry } from 'prom-client';
 import { FastCounter, FastHistogram } from './fast-metrics.js';
+import { upstreamOf } from '../http/request-state.js';
 import type { FastifyRequest } from 'fastify';
 import type { CircuitState } from '../core/circuit-breaker.js';
 
@@ -88,8 +89,7 @@ export class GatewayMetrics {
       if (usage.cost_usd !== undefined) series.cost.inc(usage.cost_usd);
     }
     if (code.startsWith('upstream_')) {
-      const failed = request.errorDetails?.upstream;
-      this.upstreamErrors.labels(request.upstreamName ?? (typeof failed === 'string' ? failed : 'unknown'), code).inc();
+      this.upstreamErrors.labels(upstreamOf(request) ?? 'unknown', code).inc();
     } else if (code === 'rate_limited' || code === 'budget_exceeded') {
       this.refusals.labels(code).inc();
     }

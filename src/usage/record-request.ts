@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { UsageRecord } from '../store/contract.js';
 import type { UsageRecorder } from './usage-recorder.js';
+import { upstreamOf } from '../http/request-state.js';
 
 /** One usage record per API request, built when the answer has been sent and handed to the recorder. */
 export function usageObserver(recorder: UsageRecorder, environment: string): (request: FastifyRequest, status: number, latencyMs: number) => void {
@@ -18,7 +19,7 @@ export function usageRecordOf(request: FastifyRequest, status: number, latency: 
     environment,
     route: request.routeName ?? 'unknown',
     model: request.chatModel ?? null,
-    upstream: request.upstreamName ?? (typeof request.errorDetails?.upstream === 'string' ? request.errorDetails.upstream : null),
+    upstream: upstreamOf(request) ?? null,
     status,
     code: request.errorCode ?? null,
     latencyMs: Math.round(latency * 100) / 100,

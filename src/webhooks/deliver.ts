@@ -1,5 +1,6 @@
 import { Agent, request } from 'undici';
 import type { WebhookSubscription } from '../config/types.js';
+import { parseRetryAfter } from '../core/upstream-pauses.js';
 import { guardedLookup } from './address-guard.js';
 import { WEBHOOK_HEADERS, signatureHeader } from './signature.js';
 
@@ -57,7 +58,8 @@ export class WebhookSender {
       });
       const answer = await readStart(response.body);
       const ok = response.statusCode >= 200 && response.statusCode < 300;
-      const retryAfter = parseRetryAfterMs(response.headers['retry-after'], nowMs);
+      const header = response.headers['retry-after'];
+      const retryAfter = parseRetryAfter(Array.isArray(header) ? header[0] : header, nowMs);
       return {
         ok,
         status: response.statusCode,
@@ -100,12 +102,4 @@ function describe(error: unknown, signal: AbortSignal, timeoutMs: number): strin
   const code = e.cause?.code ?? e.code;
   if (code === 'EPRIVATEADDRESS') return e.cause?.message ?? e.message ?? 'private address refused';
   return code ?? e.message ?? 'delivery failed';
-}
-
-function parseRetryAfterMs(value: string | string[] | undefined, nowMs: number): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined) return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }

@@ -161,7 +161,8 @@ export function nextDelayMs(attempts: number, config: Pick<WebhooksConfig, 'base
   return Math.min(config.maxDelayMs, Math.max(jittered, result.retryAfterMs ?? 0));
 }
 
-function eventKindOf(body: string): string {
+/** The `event` of an envelope's JSON text, without parsing it. */
+export function eventKindOf(body: string): string {
   const match = /"event":"([a-z0-9._-]{1,64})"/.exec(body);
   return match?.[1] ?? 'unknown';
 }

@@ -52,6 +52,17 @@ export interface AppDependencies {
   usage?: UsageStore;
 }
 
+/** Loads OpenTelemetry only when tracing is on (it is off by default: no module loaded, nothing on the hot path). */
+async function startTracing(config: GatewayConfig, app: FastifyInstance) {
+  if (!config.tracing) return undefined;
+  const { GatewayTracing } = await import('./observability/tracing.js');
+  const tracing = new GatewayTracing(config.tracing, config.version, config.environment, app.log);
+  app.addHook('onClose', async () => {
+    await tracing.shutdown();
+  });
+  return tracing;
+}
+
 /** Stands in when no limit is configured: never called, because the service is disabled then. */
 function missingLimiter(): LimitStore {
   const fail = () => Promise.reject(new Error('no limiter store configured'));
@@ -198,7 +209,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
   const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
-  const chatHandler = makeChatHandler(chatService, idempotency, config.bodyLimitBytes, webhooks.wantsContent(EVENT.chatCompleted));
+  const tracing = config.tracing ? await startTracing(config, app) : undefined;
+  if (tracing) apiObservers.push((request, status, latencyMs) => tracing.end(request, status, latencyMs));
+  const chatHandler = makeChatHandler(
+    chatService,
+    idempotency,
+    config.bodyLimitBytes,
+    webhooks.wantsContent(EVENT.chatCompleted),
+    tracing ? (request) => tracing.begin(request, Date.now() - (performance.now() - request.receivedAt)) : undefined,
+  );
   const auth = new Authenticator(new AdminAuthenticator(config.adminTokens), {
     environment: config.environment,
     keys: deps.keys,

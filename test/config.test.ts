@@ -166,6 +166,24 @@ describe('configuration', () => {
     assert.match(text, /default_upstream: no upstream named "c"/);
   });
 
+  test('Basic users and OAuth are checked too: a plain password, a missing hash, a clear-text JWKS URL', () => {
+    const path = withFile(
+      'auth.yaml',
+      [
+        'auth:',
+        '  basic_users:',
+        '    - { username: alice, password_hash_env: ALICE_HASH, routes: [chat] }',
+        '    - { username: bob, routes: [chat] }',
+        '  oauth: { issuer: "https://idp.example", audience: gw, jwks_url: "http://idp.example/jwks" }',
+      ].join('\n'),
+    );
+    const text = problemsOf(() => loadConfig({ GATEWAY_CONFIG: path, ALICE_HASH: 'hunter2' })).join('\n');
+    assert.match(text, /auth\.basic_users\[0\]: the password hash is not a scrypt\$\.\.\. hash/);
+    assert.match(text, /auth\.basic_users\[1\]: give password_hash_env or password_hash_file/);
+    assert.match(text, /auth\.oauth\.jwks_url: must be https:\/\//);
+    assert.ok(!text.includes('hunter2'), 'the bad value itself is not repeated');
+  });
+
   test('unreadable or unparsable files are named', () => {
     assert.match(problemsOf(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gw.yaml' })).join(), /cannot read/);
     const path = withFile('broken.json', '{"upstreams": [');

@@ -5,7 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
 import { configFileSchema, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
-import type { BasicUser, GatewayConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import type { BasicUser, GatewayConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../webhooks/address-guard.js';
 import type { OAuthConfig } from '../auth/oauth.js';
 import { isPasswordHash } from '../auth/password.js';
@@ -61,6 +61,9 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const workers = parseWorkers(env.WORKERS ?? (file.server?.workers === undefined ? undefined : String(file.server.workers)), problems);
   const adminTokens = parseAdminTokens(env.ADMIN_TOKEN);
   checkAdminTokens(environment, adminTokens, problems);
+  const oauth = toOAuth(file.auth?.oauth, problems);
+  const basicUsers = toBasicUsers(file.auth?.basic_users ?? [], env, fileDir, problems);
+  const tracing = toTracing(file.tracing, env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -95,13 +98,14 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     redisUrl: env.REDIS_URL || undefined,
     webhooks,
     keyCacheMs: (file.auth?.key_cache_seconds ?? 5) * 1000,
-    oauth: toOAuth(file.auth?.oauth, problems),
+    oauth,
     usage: { enabled: file.usage?.enabled ?? true, retentionMs: (file.usage?.retention_days ?? 90) * 86_400_000 },
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics?.enabled ?? true,
+    tracing,
     tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
-    basicUsers: toBasicUsers(file.auth?.basic_users ?? [], env, fileDir, problems),
+    basicUsers,
   };
 }
 
@@ -428,6 +432,46 @@ function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problems: stri
     clockToleranceSeconds: entry.clock_tolerance_seconds,
     scopes: entry.scopes,
     jwksCooldownMs: entry.jwks_refresh_cooldown_seconds * 1000,
+  };
+}
+
+/**
+ * Tracing is on when the file says `tracing.enabled: true` or OTEL_TRACES_EXPORTER=otlp. The standard variables
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), OTEL_SERVICE_NAME and
+ * OTEL_EXPORTER_OTLP_HEADERS (`k=v,k=v`, for collector credentials, kept out of the file) override the file.
+ */
+function toTracing(entry: ConfigFile['tracing'], env: Env, problems: string[]): TracingConfig | undefined {
+  const exporter = env.OTEL_TRACES_EXPORTER;
+  if (exporter !== undefined && exporter !== '' && exporter !== 'otlp' && exporter !== 'none') {
+    problems.push(`OTEL_TRACES_EXPORTER: must be "otlp" or "none" (got "${exporter.slice(0, 40)}")`);
+  }
+  const enabled = exporter === 'none' ? false : exporter === 'otlp' || entry?.enabled === true;
+  if (!enabled) return undefined;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined;
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || base || entry?.endpoint || 'http://127.0.0.1:4318/v1/traces';
+  if (!/^https?:\/\/[^/]/.test(endpoint)) problems.push(`tracing.endpoint: must be an http(s):// URL (got "${endpoint.slice(0, 80)}")`);
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+    if (pair.trim() === '') continue;
+    const at = pair.indexOf('=');
+    if (at <= 0) {
+      problems.push('OTEL_EXPORTER_OTLP_HEADERS: must be name=value pairs separated by commas');
+      break;
+    }
+    const value = pair.slice(at + 1).trim();
+    try {
+      headers[pair.slice(0, at).trim().toLowerCase()] = decodeURIComponent(value);
+    } catch {
+      headers[pair.slice(0, at).trim().toLowerCase()] = value;
+    }
+  }
+  return {
+    endpoint,
+    serviceName: env.OTEL_SERVICE_NAME || entry?.service_name || 'llm-gateway',
+    sampleRatio: entry?.sample_ratio ?? 1,
+    headers,
+    exportDelayMs: entry?.export_delay_ms ?? 2000,
+    exportTimeoutMs: entry?.export_timeout_ms ?? 10_000,
   };
 }
 

@@ -204,6 +204,20 @@ export const configFileSchema = z
     dev_echo_model: z.boolean().optional(),
     /** Prometheus metrics at GET /metrics (admin token). */
     metrics: z.object({ enabled: z.boolean().default(true) }).strict().optional(),
+    /** OpenTelemetry traces over OTLP/HTTP (JSON): a span per request and per upstream attempt. Off by default. */
+    tracing: z
+      .object({
+        enabled: z.boolean().default(false),
+        /** The collector's OTLP/HTTP traces endpoint. */
+        endpoint: z.url({ protocol: /^https?$/, error: 'must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces' }).optional(),
+        service_name: z.string().min(1).max(200).optional(),
+        /** Share of new traces kept (0..1); a caller's sampled `traceparent` is always followed. */
+        sample_ratio: z.number().min(0).max(1).default(1),
+        export_delay_ms: z.number().int().min(10).max(60_000).default(2000),
+        export_timeout_ms: z.number().int().min(100).max(60_000).default(10_000),
+      })
+      .strict()
+      .optional(),
     /** One usage record per API request (chat, models), in the embedded store or PostgreSQL (DATABASE_URL). */
     usage: z
       .object({

@@ -117,12 +117,25 @@ export interface GatewayConfig {
   oauth: OAuthConfig | undefined;
   usage: { enabled: boolean; retentionMs: number };
   metricsEnabled: boolean;
+  /** OpenTelemetry tracing; undefined when off (the default). */
+  tracing: TracingConfig | undefined;
   /** DATABASE_URL: usage records go to PostgreSQL, shared by every instance. */
   databaseUrl: string | undefined;
   /** HTTPS listener: PEM file paths (read at start and on change). */
   tls: { certFile: string; keyFile: string } | undefined;
   trustedProxies: string[];
   basicUsers: BasicUser[];
+}
+
+export interface TracingConfig {
+  /** OTLP/HTTP traces endpoint (JSON encoding). */
+  endpoint: string;
+  serviceName: string;
+  sampleRatio: number;
+  /** OTEL_EXPORTER_OTLP_HEADERS (collector credentials: never logged). */
+  headers: Record<string, string>;
+  exportDelayMs: number;
+  exportTimeoutMs: number;
 }
 
 export interface BasicUser {

@@ -13,6 +13,7 @@ import { estimateTokens, type Admission, type RateLimitService } from './rate-li
 import { isRetryable, retryDelayMs } from './retry-policy.js';
 import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
+import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 
 export interface ChatCall {
   /** Who is calling, for per-caller limits: `admin` or `key:<id>`. */
@@ -31,6 +32,8 @@ export interface ChatCall {
   client?: ClientWatch;
   /** X-Context-Overflow: `truncate` drops the oldest turns of a prompt too long for the model's window. */
   contextOverflow?: string;
+  /** The request's trace, when tracing is on: a span per upstream attempt. */
+  trace?: RequestTrace;
 }
 
 export interface CompletedChat {
@@ -48,8 +51,8 @@ export interface StartedStream {
   first: IteratorResult<StreamChunk>;
   chunks: AsyncIterator<StreamChunk>;
   headers: Record<string, string>;
-  /** Must be called once when the stream ends, however it ends, with the tokens used if known. */
-  finish(usage: Usage | undefined): Promise<void>;
+  /** Must be called once when the stream ends, however it ends, with the tokens used if known and its failure if any. */
+  finish(usage: Usage | undefined, failure?: unknown): Promise<void>;
 }
 
 /** Lease margin beyond the call's total budget before a concurrency slot frees itself. */
@@ -83,16 +86,17 @@ export class ChatService {
     const admission = await this.admit(body, call, plan);
     let result: ChatCompletionResult | undefined;
     try {
-      const answered = await this.tryTargets(plan, call, async (target, scope) => {
+      const answered = await this.tryTargets(plan, call, async (target, scope, trace) => {
         try {
           const unchanged = target.upstreamModel === body.model && body.stream !== true;
           const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
-          return await target.provider.chat(upstreamBody, this.context(call, scope, unchanged));
+          return await target.provider.chat(upstreamBody, this.context(call, scope, unchanged, trace));
         } finally {
           scope.dispose();
         }
       });
       result = answered.value;
+      answered.trace?.succeeded(result.usage);
       return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream };
     } finally {
       if (admission) void admission.finish(result?.usage);
@@ -105,10 +109,10 @@ export class ChatService {
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body, call, plan);
     try {
-      const { value, target } = await this.tryTargets(plan, call, async (target, scope) => {
+      const { value, target, trace } = await this.tryTargets(plan, call, async (target, scope, attemptTrace) => {
         const unchanged = target.upstreamModel === body.model && body.stream === true;
         const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
-        const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged))[Symbol.asyncIterator]();
+        const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged, attemptTrace))[Symbol.asyncIterator]();
         try {
           const first = await chunks.next();
           if (first.done === true) throw new GatewayError('upstream_stream_truncated', { upstream: target.upstream, reason: 'the stream ended before any chunk' });
@@ -126,10 +130,12 @@ export class ChatService {
         first: value.first,
         chunks: value.chunks,
         headers: admission?.headers ?? {},
-        finish: async (usage) => {
+        finish: async (usage, failure) => {
           if (finished) return;
           finished = true;
           value.scope.dispose();
+          if (failure === undefined) trace?.succeeded(usage);
+          else trace?.failed(failure);
           await admission?.finish(usage);
         },
       };
@@ -143,7 +149,11 @@ export class ChatService {
    * Runs `attempt` against the plan's targets until one succeeds. Throws the caller's error at once, the last
    * upstream failure when every try failed, or 503 `upstream_circuit_open` when every target was skipped.
    */
-  private async tryTargets<T>(plan: RoutePlan, call: ChatCall, attempt: (target: ChatTarget, scope: CallScope) => Promise<T>): Promise<{ value: T; target: ChatTarget }> {
+  private async tryTargets<T>(
+    plan: RoutePlan,
+    call: ChatCall,
+    attempt: (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => Promise<T>,
+  ): Promise<{ value: T; target: ChatTarget; trace: AttemptTrace | undefined }> {
     const { breakers } = this.options;
     const policy = plan.retry;
     const deadline = Date.now() + policy.deadlineMs;
@@ -156,22 +166,26 @@ export class ChatService {
         if (check) await check;
       } catch (paused) {
         lastError = paused; // this upstream asked for quiet: the next target may answer
+        call.trace?.skipped(target.upstream, 'paused');
         continue;
       }
       if (!breakers.tryAcquire(target.upstream)) {
         skipped.push(target.upstream);
+        call.trace?.skipped(target.upstream, 'circuit_open');
         continue;
       }
       for (let tries = 1; ; tries++) {
         const budget = Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now()));
         const scope = new CallScope(budget, target.upstream);
         call.client?.follow(scope);
+        const trace = call.trace?.attempt(target.upstream, target.provider.kind, target.upstreamModel, tries);
         try {
           call.onAttempt?.();
-          const value = await attempt(target, scope);
+          const value = await attempt(target, scope, trace);
           breakers.success(target.upstream);
-          return { value, target };
+          return { value, target, trace };
         } catch (error) {
+          trace?.failed(error);
           if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) throw error;
           if (!isRetryable(error)) {
             if (isGatewayError(error) && error.code === 'upstream_total_timeout') breakers.failure(target.upstream);
@@ -256,12 +270,13 @@ export class ChatService {
     }
   }
 
-  private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean): CallContext {
+  private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean, trace: AttemptTrace | undefined): CallContext {
     return {
       apiKeyOverride: call.upstreamKey,
       signal: scope.signal,
       requestId: call.requestId,
       bodyJson: bodyUnchanged ? call.rawBody : undefined,
+      traceparent: trace?.traceparent,
     };
   }
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/authenticator.js';
+import type { RequestTrace } from '../core/trace-contract.js';
 
 /** Per-request facts the handlers record for the access log line and the error handler. */
 declare module 'fastify' {
@@ -40,6 +41,8 @@ declare module 'fastify' {
     usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number } | undefined;
     /** Called on an OpenAI drop-in path (/v1/chat/completions...): errors also carry OpenAI's `error` object. */
     openAiCompat: boolean;
+    /** The request's trace span (tracing on only; opened by the chat handler). */
+    trace: RequestTrace | undefined;
   }
 }
 
@@ -62,6 +65,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('urlHasSecret', false);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('openAiCompat', false);
+  app.decorateRequest('trace', undefined);
 }
 
 /** The upstream a request went to: the one that answered, or the one named by the upstream error it ended with. */

@@ -86,6 +86,8 @@ export interface CallContext {
    * caller's format forwards these bytes instead of serialising the parsed body again.
    */
   bodyJson: string | undefined;
+  /** W3C trace context of this attempt (tracing on only), sent upstream as `traceparent`. */
+  traceparent?: string | undefined;
 }
 
 export interface UpstreamModel {

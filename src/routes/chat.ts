@@ -13,9 +13,10 @@ import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 import { withOpenAiError } from './openai-compat.js';
 import { ADMIN, modelAllowed } from '../auth/authenticator.js';
+import type { RequestTrace } from '../core/trace-contract.js';
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
-export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false) {
+export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body as ChatRequestBody;
     request.chatModel = body.model;
@@ -24,8 +25,10 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     if (!modelAllowed(principal, body.model, chat.canonicalModel(body.model))) {
       throw new GatewayError('model_not_allowed', { model: body.model, allowed_models: [...(principal.models ?? [])] });
     }
+    if (beginTrace) request.trace = beginTrace(request);
     const call = {
       caller: request.caller,
+      ...(request.trace ? { trace: request.trace } : {}),
       ...(principal.limits ? { callerLimits: principal.limits } : {}),
       ...(principal.budget ? { budget: principal.budget } : {}),
       upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
@@ -101,6 +104,7 @@ async function* sseFrames(
   const { chunks, scope } = started;
   let finished = false;
   let usage: Usage | undefined;
+  let failure: GatewayError | ClientGoneError | undefined;
   let answer = '';
   try {
     let next = first;
@@ -113,16 +117,20 @@ async function* sseFrames(
     finished = true;
     yield DONE_FRAME;
   } catch (error) {
-    if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return;
-    const failure = toGatewayError(error, bodyLimitBytes);
-    request.errorCode = failure.code;
-    request.errorDetails = failure.details;
-    request.log.warn({ code: failure.code, details: failure.details }, 'stream failed after it started');
-    yield formatErrorEvent(request.openAiCompat ? withOpenAiError(failure.toBody(), failure.status) : failure.toBody());
+    if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) {
+      failure = new ClientGoneError();
+      return;
+    }
+    const gatewayError = toGatewayError(error, bodyLimitBytes);
+    failure = gatewayError;
+    request.errorCode = gatewayError.code;
+    request.errorDetails = gatewayError.details;
+    request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
+    yield formatErrorEvent(request.openAiCompat ? withOpenAiError(gatewayError.toBody(), gatewayError.status) : gatewayError.toBody());
   } finally {
     if (captureAnswer) request.answerText = answer;
     onUsage(usage);
-    await started.finish(usage);
+    await started.finish(usage, failure);
     if (!finished) await chunks.return?.();
     if (scope.signal.reason instanceof ClientGoneError) {
       request.errorCode = 'client_closed_request';

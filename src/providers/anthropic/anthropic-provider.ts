@@ -76,7 +76,7 @@ export class AnthropicProvider implements Provider {
 
   /** `GET {base}/models`: `{data: [{id, display_name, created_at}]}`. */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const data = await this.http.getList(`${this.http.basePath}/models`, this.headers(this.config.apiKey, undefined), 'data', signal);
+    const data = await this.http.getList(`${this.http.basePath}/models`, this.headers(this.config.apiKey), 'data', signal);
     return data
       .filter((m): m is { id: string; created_at?: unknown } => typeof m.id === 'string')
       .map((m) => ({ id: m.id, createdAt: typeof m.created_at === 'string' ? new Date(m.created_at).toISOString() : undefined, ownedBy: 'anthropic' }));
@@ -93,7 +93,7 @@ export class AnthropicProvider implements Provider {
       {
         method: 'POST',
         path: `${this.http.basePath}/messages`,
-        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
+        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
         body: JSON.stringify(request),
       },
       context.signal,
@@ -102,7 +102,7 @@ export class AnthropicProvider implements Provider {
   }
 
   /** Only headers the gateway chose go upstream (nothing of the caller's request is copied). */
-  private headers(apiKey: string | undefined, requestId: string | undefined): Record<string, string> {
+  private headers(apiKey: string | undefined, call?: CallContext): Record<string, string> {
     // An object literal each time: V8 builds it with a fixed shape (a spread of a template measured slower).
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -111,7 +111,10 @@ export class AnthropicProvider implements Provider {
       'user-agent': this.options.userAgent,
     };
     if (apiKey) headers['x-api-key'] = apiKey;
-    if (requestId) headers['x-request-id'] = requestId;
+    if (call) {
+      headers['x-request-id'] = call.requestId;
+      if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
+    }
     return headers;
   }
 }

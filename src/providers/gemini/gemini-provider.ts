@@ -84,16 +84,19 @@ export class GeminiProvider implements Provider {
     const base = this.http.basePath;
     const path = stream ? `${base}/models/${model}:streamGenerateContent?alt=sse` : `${base}/models/${model}:generateContent`;
     return this.http.send(
-      { method: 'POST', path, headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId), body: JSON.stringify(toGeminiRequest(body)) },
+      { method: 'POST', path, headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context), body: JSON.stringify(toGeminiRequest(body)) },
       context.signal,
       context.apiKeyOverride,
     );
   }
 
-  private headers(apiKey: string | undefined, requestId?: string): Record<string, string> {
+  private headers(apiKey: string | undefined, call?: CallContext): Record<string, string> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'user-agent': this.options.userAgent };
     if (apiKey) headers['x-goog-api-key'] = apiKey;
-    if (requestId) headers['x-request-id'] = requestId;
+    if (call) {
+      headers['x-request-id'] = call.requestId;
+      if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
+    }
     return headers;
   }
 }

@@ -94,7 +94,7 @@ export class OpenAiCompatibleProvider implements Provider {
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
     const path = this.config.deploymentInPath ? `${this.basePath}/models?api-version=${this.apiVersion()}` : `${this.basePath}/models`;
-    const data = await this.http.getList(path, this.headers(this.config.apiKey, undefined), 'data', signal);
+    const data = await this.http.getList(path, this.headers(this.config.apiKey), 'data', signal);
     return data
       .filter((m): m is { id: string; created?: unknown; owned_by?: unknown } => typeof m.id === 'string')
       .map((m) => ({
@@ -113,7 +113,7 @@ export class OpenAiCompatibleProvider implements Provider {
       {
         method: 'POST',
         path: this.chatPath(body.model),
-        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context.requestId),
+        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
         body: context.bodyJson ?? JSON.stringify(body),
       },
       context.signal,
@@ -135,7 +135,7 @@ export class OpenAiCompatibleProvider implements Provider {
    * The upstream gets only headers the gateway chose. No caller header is copied, so neither the admin token,
    * X-Upstream-Key itself nor hop-by-hop headers (Connection, Keep-Alive, TE, Upgrade...) can leak upstream.
    */
-  private headers(apiKey: string | undefined, requestId: string | undefined): Record<string, string> {
+  private headers(apiKey: string | undefined, call?: CallContext): Record<string, string> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
@@ -143,7 +143,10 @@ export class OpenAiCompatibleProvider implements Provider {
     };
     if (apiKey && this.config.auth === 'api-key') headers['api-key'] = apiKey;
     else if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-    if (requestId) headers['x-request-id'] = requestId;
+    if (call) {
+      headers['x-request-id'] = call.requestId;
+      if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
+    }
     return headers;
   }
 }

@@ -31,6 +31,7 @@ import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENT, INSTANCE, registerChatEvents } from './webhooks/gateway-events.js';
 import { Webhooks } from './webhooks/webhooks.js';
 import { ChatIdempotency } from './routes/chat-idempotency.js';
+import { mountDashboard } from './dashboard/routes.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -177,8 +178,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     }
     done();
   });
-  if (deps.usage && config.usage.enabled) {
-    const recorder = new UsageRecorder({ store: deps.usage, retentionMs: config.usage.retentionMs, log: app.log });
+  const recorder = deps.usage && config.usage.enabled ? new UsageRecorder({ store: deps.usage, retentionMs: config.usage.retentionMs, log: app.log }) : undefined;
+  if (recorder) {
     apiObservers.push(usageObserver(recorder, config.environment));
     recorder.startRetention();
     app.addHook('onClose', async () => {
@@ -239,6 +240,20 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       request.routeName = 'metrics';
       await auth.authenticate(request.headers.authorization, 'metrics');
       return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
+  if (config.dashboard.enabled) {
+    mountDashboard(app, {
+      admin: new AdminAuthenticator(config.adminTokens),
+      adminTokens: config.adminTokens,
+      sessionTtlMs: config.dashboard.sessionTtlMs,
+      sources: {
+        usage: recorder ? deps.usage : undefined,
+        flushUsage: async () => recorder?.flush(),
+        health: () => health.report(),
+        outbox: deps.outbox,
+        subscriptions: config.webhooks.subscriptions.map((s) => s.id),
+      },
     });
   }
   mountV1(app, auth, {

@@ -6,7 +6,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
 import { runCli } from '../src/cli/run-cli.js';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
+import type { UsageRecord } from '../src/store/contract.js';
 
 const run = async (argv: string[], env: NodeJS.ProcessEnv = {}, stdin = '') => {
   const out: string[] = [];
@@ -65,5 +69,54 @@ describe('gateway CLI', () => {
     const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help'], { cwd: new URL('..', import.meta.url).pathname });
     assert.match(stdout, /^usage: gateway <command>/);
     await assert.rejects(exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'nope'], { cwd: new URL('..', import.meta.url).pathname }), (e: { code?: number }) => e.code === 2);
+  });
+
+  test('usage tail: the last records, then each new one live as it is written, until SIGINT (exit 0)', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gw-cli-tail-'));
+    const store = await openSqliteStore(dataDir);
+    const usage = new SqliteUsageStore(store.db);
+    const record = (requestId: string, timeMs: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
+      timeMs, requestId, caller: 'key:k1', environment: 'dev', route: 'chat', model: 'fast', upstream: 'default', status: 200, code: null,
+      latencyMs: 12.5, ttfbMs: null, stream: false, promptTokens: 10, completionTokens: 5, costUsd: null, attempts: 1, replay: false, ...extra,
+    });
+    const t0 = Date.now() - 60_000;
+    await usage.append([record('old-1', t0), record('old-2', t0 + 1)]);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'usage', 'tail', '--interval', '0.1'], {
+      cwd: new URL('..', import.meta.url).pathname,
+      env: { ...process.env, DATA_DIR: dataDir, GATEWAY_ENV: 'dev' },
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    const waitFor = async (pattern: RegExp) => {
+      const deadline = Date.now() + 15_000;
+      while (!pattern.test(stdout)) {
+        if (Date.now() > deadline) throw new Error(`not printed in time: ${pattern}; got:\n${stdout}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      await waitFor(/old-2/);
+      await usage.append([record('live-1', Date.now(), { status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null }), record('live-2', Date.now() + 1)]);
+      await waitFor(/live-2/);
+      child.kill('SIGINT');
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      assert.equal(code, 0);
+      const lines = stdout.trim().split('\n');
+      assert.match(lines[0] ?? '', /^time \(UTC\)\s+status\s+code/);
+      assert.deepEqual(lines.slice(1).map((l) => l.split(/\s+/).at(-1)), ['old-1', 'old-2', 'live-1', 'live-2'], 'oldest first, each once');
+      assert.match(lines[3] ?? '', /502\s+upstream_error\s+chat\s+fast\s+default\s+key:k1\s+12\.5\s+-\s+live-1$/);
+    } finally {
+      child.kill('SIGKILL');
+      await store.close();
+    }
+  });
+
+  test('usage tail refuses a bad interval or format, naming the flag', async () => {
+    const bad = await run(['usage', 'tail', '--interval', '0']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--interval: seconds between polls/);
+    const format = await run(['usage', 'tail', '--format', 'csv']);
+    assert.equal(format.code, 2);
+    assert.match(format.err, /--format: table or json/);
   });
 });

@@ -10,7 +10,10 @@ async function readStdin(): Promise<string> {
 }
 
 const io: CliOutput = { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) };
-runCli(process.argv.slice(2), process.env, io, readStdin).then(
+// Long-running commands (`usage tail`) end cleanly on Ctrl-C or SIGTERM.
+const stop = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
+runCli(process.argv.slice(2), process.env, io, readStdin, stop.signal).then(
   (code) => process.exit(code),
   (error: unknown) => {
     io.err(`gateway: ${error instanceof Error ? error.message : String(error)}`);

@@ -5,7 +5,7 @@ import { openStateStores, type StateStores } from '../store/open-state-stores.js
 import { openUsageStore } from '../store/open-usage-store.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import { keysCommand } from './keys-command.js';
-import { usageCommand } from './usage-command.js';
+import { tailUsage, usageCommand } from './usage-command.js';
 import { listDeadLetters, redeliver, sendTestEvent, type CliOutput } from './webhooks-command.js';
 
 const HELP: Record<string, string> = {
@@ -24,7 +24,9 @@ const HELP: Record<string, string> = {
   users: `gateway users hash-password
   Reads a password (12 characters or more) on standard input and prints its scrypt hash, for auth.basic_users.`,
   usage: `gateway usage [--by model|caller|day] [--since 7d] [--format table|csv|json]
-  Requests, errors, tokens, cost and mean latency per group over the period ending now. docs/usage.md`,
+  Requests, errors, tokens, cost and mean latency per group over the period ending now.
+gateway usage tail [--failures] [--interval 2] [--format table|json]
+  Live: the last 10 requests, then each new one as it is recorded, until Ctrl-C. docs/usage.md`,
   webhooks: `gateway webhooks test <subscription>
   gateway webhooks dead [--limit N] [--json]
   gateway webhooks redeliver <delivery id>... | --all
@@ -44,7 +46,7 @@ Every command reads the same environment as the server (GATEWAY_ENV, GATEWAY_CON
 DATABASE_URL). \`gateway <command> --help\` for details.`;
 
 /** The operators' command line, free of process globals: the entry point passes argv, env and the output. */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutput, readStdin: () => Promise<string>): Promise<number> {
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutput, readStdin: () => Promise<string>, stop?: AbortSignal): Promise<number> {
   const [area, command, ...rest] = argv;
   if (area === undefined || area === 'help' || area === '--help' || area === '-h') {
     io.out(USAGE);
@@ -100,7 +102,9 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutp
     if (area === 'usage') {
       const opened = await openUsageStore({ ...config, usage: { ...config.usage, enabled: true } }, sqlite);
       try {
-        return opened ? await usageCommand(opened.store, [command ?? '', ...rest].filter(Boolean), io) : 2;
+        if (!opened) return 2;
+        if (command === 'tail') return await tailUsage(opened.store, rest, io, { signal: stop ?? new AbortController().signal });
+        return await usageCommand(opened.store, [command ?? '', ...rest].filter(Boolean), io);
       } finally {
         await opened?.close();
       }
@@ -148,6 +152,7 @@ function configCheck(env: NodeJS.ProcessEnv, io: CliOutput): number {
   io.out(`  upstreams: ${config.upstreams.map((u) => `${u.name} (${u.kind}, ${new URL(u.baseUrl).host})`).join(', ') || 'none'}`);
   io.out(`  models: ${config.models.map((m) => m.id).join(', ') || 'none declared'}${config.defaultUpstream ? `; others go to ${config.defaultUpstream}` : ''}`);
   io.out(`  limits: ${config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? 'configured' : 'none'}; store: ${config.redisUrl ? 'Redis' : 'SQLite'}; usage records: ${config.usage.enabled ? (config.databaseUrl ? 'PostgreSQL' : 'SQLite') : 'off'}`);
+  io.out(`  metrics: ${config.metricsEnabled ? 'GET /metrics' : 'off'}; tracing: ${config.tracing ? `OTLP to ${new URL(config.tracing.endpoint).host}` : 'off'}; dashboard: ${config.dashboard.enabled ? '/dashboard' : 'off'}`);
   io.out(`  webhooks: ${config.webhooks.subscriptions.map((s) => s.id).join(', ') || 'none'}; OAuth: ${config.oauth ? config.oauth.issuer : 'off'}; Basic users: ${config.basicUsers.length}; HTTPS: ${config.tls ? 'on' : 'off'}`);
   return 0;
 }

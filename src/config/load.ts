@@ -102,6 +102,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     usage: { enabled: file.usage?.enabled ?? true, retentionMs: (file.usage?.retention_days ?? 90) * 86_400_000 },
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics?.enabled ?? true,
+    dashboard: { enabled: file.dashboard?.enabled ?? true, sessionTtlMs: Math.round((file.dashboard?.session_hours ?? 12) * 3_600_000) },
     tracing,
     tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],

@@ -204,6 +204,15 @@ export const configFileSchema = z
     dev_echo_model: z.boolean().optional(),
     /** Prometheus metrics at GET /metrics (admin token). */
     metrics: z.object({ enabled: z.boolean().default(true) }).strict().optional(),
+    /** The operators' web page at /dashboard (admin token login). */
+    dashboard: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** How long a login lasts. */
+        session_hours: z.number().min(0.1).max(168).default(12),
+      })
+      .strict()
+      .optional(),
     /** OpenTelemetry traces over OTLP/HTTP (JSON): a span per request and per upstream attempt. Off by default. */
     tracing: z
       .object({

@@ -117,6 +117,8 @@ export interface GatewayConfig {
   oauth: OAuthConfig | undefined;
   usage: { enabled: boolean; retentionMs: number };
   metricsEnabled: boolean;
+  /** The /dashboard page; sessionTtlMs: how long a login lasts. */
+  dashboard: { enabled: boolean; sessionTtlMs: number };
   /** OpenTelemetry tracing; undefined when off (the default). */
   tracing: TracingConfig | undefined;
   /** DATABASE_URL: usage records go to PostgreSQL, shared by every instance. */

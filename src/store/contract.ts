@@ -270,11 +270,29 @@ export interface UsageSummaryRow {
   avgLatencyMs: number;
 }
 
+/** Requests of one time bucket whose latency fell in one bin of LATENCY_BIN_EDGES_MS (the dashboard's charts). */
+export interface UsageTimelineRow {
+  /** Start of the bucket (epoch ms, a multiple of the bucket size). */
+  bucketMs: number;
+  /** Index into LATENCY_BIN_EDGES_MS: latency < edges[bin] (the last bin: at least the last edge). */
+  bin: number;
+  requests: number;
+  /** 5xx answers, and streams that failed after their 200. */
+  serverErrors: number;
+  /** 4xx answers (the caller's mistakes, refusals by limits). */
+  clientErrors: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+}
+
 /** Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age. */
 export interface UsageStore {
   append(records: readonly UsageRecord[]): Promise<void>;
   /** Records that arrived in [fromMs, toMs), grouped; rows sorted by group. */
   summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]>;
+  /** Records in [fromMs, toMs) counted per time bucket and latency bin, sorted by bucket then bin. */
+  timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]>;
   /** The most recent records, newest first (optionally failures only). */
   recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]>;
   /** Deletes records that arrived before `beforeMs`; returns how many. */

@@ -1,4 +1,4 @@
-import type { UsageGrouping, UsageRecord } from './contract.js';
+import type { UsageGrouping, UsageRecord, UsageTimelineRow } from './contract.js';
 
 /** The columns of `usage_records`, in the order of `recordValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [
@@ -63,4 +63,42 @@ export function groupExpression(grouping: UsageGrouping, dialect: 'sqlite' | 'po
   }
   if (grouping === 'caller') return 'caller';
   return "coalesce(model, '(none)')";
+}
+
+/**
+ * Upper bounds (ms) of the latency bins the dashboard's percentiles come from: 1 ms to 10 min, each 25 % above
+ * the last (so a percentile read from the bins is within about 12 % once interpolated), plus one open bin above.
+ */
+export const LATENCY_BIN_EDGES_MS: readonly number[] = (() => {
+  const edges: number[] = [];
+  for (let edge = 1; edge < 600_000; edge *= 1.25) edges.push(Math.round(edge * 100) / 100);
+  edges.push(600_000);
+  return edges;
+})();
+
+/** The bin of `latency_ms`, in SQL both dialects run (a CASE: SQLite has no log() in every build). */
+const LATENCY_BIN_SQL = `CASE ${LATENCY_BIN_EDGES_MS.map((edge, i) => `WHEN latency_ms < ${edge} THEN ${i}`).join(' ')} ELSE ${LATENCY_BIN_EDGES_MS.length} END`;
+
+/** Counts per (bucket, latency bin) of records in [from, to). Parameters: SQLite size, size, from, to; PostgreSQL size, from, to. */
+export function timelineSql(table: string, dialect: 'sqlite' | 'postgres'): string {
+  const [size, again, from, to] = dialect === 'sqlite' ? ['CAST(? AS INTEGER)', 'CAST(? AS INTEGER)', '?', '?'] : ['$1::bigint', '$1::bigint', '$2', '$3'];
+  return `SELECT (time_ms / ${size}) * ${again} AS bucket, ${LATENCY_BIN_SQL} AS bin, COUNT(*) AS requests,
+            SUM(CASE WHEN status >= 500 OR (status < 400 AND code IS NOT NULL) THEN 1 ELSE 0 END) AS server_errors,
+            SUM(CASE WHEN status >= 400 AND status < 500 THEN 1 ELSE 0 END) AS client_errors,
+            COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+            COALESCE(SUM(cost_usd), 0) AS cost_usd
+          FROM ${table} WHERE time_ms >= ${from} AND time_ms < ${to} GROUP BY bucket, bin ORDER BY bucket, bin`;
+}
+
+export function timelineRow(row: Record<string, unknown>): UsageTimelineRow {
+  return {
+    bucketMs: Number(row.bucket),
+    bin: Number(row.bin),
+    requests: Number(row.requests),
+    serverErrors: Number(row.server_errors),
+    clientErrors: Number(row.client_errors),
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    costUsd: Number(row.cost_usd),
+  };
 }

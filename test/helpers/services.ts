@@ -37,3 +37,16 @@ async function skipReason(name: string, url: string, variable: string): Promise<
 
 export const redisSkipReason = (): Promise<string | undefined> => skipReason('Redis', REDIS_URL, 'REDIS_URL');
 export const postgresSkipReason = (): Promise<string | undefined> => skipReason('PostgreSQL', DATABASE_URL, 'DATABASE_URL');
+
+/** Debian's Chromium (package `chromium`), or the browser CHROMIUM_PATH names. */
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** The browser tests' skip reason, like the services': CI (REQUIRE_SERVICES=1, which installs it) fails without it. */
+export async function chromiumSkipReason(): Promise<string | undefined> {
+  const { existsSync } = await import('node:fs');
+  if (existsSync(CHROMIUM_PATH)) return undefined;
+  const message = `headless Chromium not found at ${CHROMIUM_PATH}: skipping the browser tests (apt-get install chromium, or set CHROMIUM_PATH)`;
+  if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${message} — but REQUIRE_SERVICES=1 (CI) requires it`);
+  console.log(`# SKIP ${message}`);
+  return message;
+}

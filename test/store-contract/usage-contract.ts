@@ -2,6 +2,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { UsageRecord, UsageStore } from '../../src/store/contract.js';
+import { LATENCY_BIN_EDGES_MS } from '../../src/store/usage-sql.js';
+
+const binOf = (latencyMs: number) => LATENCY_BIN_EDGES_MS.findIndex((edge) => latencyMs < edge);
 
 const base: UsageRecord = {
   timeMs: Date.parse('2026-11-20T10:00:00.000Z'),
@@ -64,6 +67,29 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       const byCaller = await store().summarize('caller', from, to);
       assert.deepEqual(byCaller.map((r) => [r.group, r.requests, r.costUsd]), [['admin', 3, 0.0002], ['key:abc', 1, 0.002]]);
       assert.deepEqual(await store().summarize('day', Date.parse('2026-11-21T00:00:00.000Z'), to).then((rows) => rows.map((r) => r.group)), ['2026-11-21'], 'the window is [from, to)');
+    });
+
+    test('timeline: counts per time bucket and latency bin, errors split 5xx / 4xx, tokens and cost', async () => {
+      const day = 86_400_000;
+      const d20 = Date.parse('2026-11-20T00:00:00.000Z');
+      const d21 = Date.parse('2026-11-21T00:00:00.000Z');
+      const rows = await store().timeline(d20, d21 + day, day);
+      const row = (bucketMs: number, latencyMs: number, extra: Record<string, number>) => ({
+        bucketMs, bin: binOf(latencyMs), requests: 1, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, ...extra,
+      });
+      assert.deepEqual(
+        rows.map((r) => ({ ...r, costUsd: Math.round(r.costUsd * 1e8) / 1e8 })),
+        [
+          row(d20, 12.5, { promptTokens: 10, completionTokens: 5, costUsd: 0.0001 }),
+          row(d20, 20, { promptTokens: 100, completionTokens: 50, costUsd: 0.002 }),
+          row(d21, 12.5, { promptTokens: 10, completionTokens: 5, costUsd: 0.0001 }),
+          row(d21, 30, { serverErrors: 1 }),
+        ].sort((a, b) => a.bucketMs - b.bucketMs || a.bin - b.bin),
+      );
+      assert.ok(binOf(12.5) < binOf(20) && binOf(20) < binOf(30), 'the bins tell these latencies apart');
+      const hourly = await store().timeline(d21, d21 + day, 3_600_000);
+      assert.deepEqual(hourly.map((r) => r.bucketMs), [Date.parse('2026-11-21T09:00:00.000Z'), Date.parse('2026-11-21T09:00:00.000Z')]);
+      assert.deepEqual(await store().timeline(d21 + day, d21 + 2 * day, day), []);
     });
 
     test('purge removes records older than the cut-off', async () => {

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
-import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../contract.js';
+import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
 import { summaryRow } from '../sqlite/sqlite-usage.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues } from '../usage-sql.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, timelineRow, timelineSql } from '../usage-sql.js';
 
 const schema = (table: string) => `
 CREATE TABLE IF NOT EXISTS ${table} (
@@ -64,6 +64,11 @@ export class PostgresUsageStore implements UsageStore {
       [fromMs, toMs],
     );
     return (result.rows as Array<Record<string, unknown>>).map(summaryRow);
+  }
+
+  async timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]> {
+    const result = await this.pool.query(timelineSql(this.table, 'postgres'), [Math.max(1, Math.floor(bucketMs)), fromMs, toMs]);
+    return (result.rows as Array<Record<string, unknown>>).map(timelineRow);
   }
 
   async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../contract.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, writeRecordValues } from '../usage-sql.js';
+import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, timelineRow, timelineSql, writeRecordValues } from '../usage-sql.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -14,6 +14,7 @@ export class SqliteUsageStore implements UsageStore {
   private readonly latest: BetterSqlite3.Statement<[number], Record<string, unknown>>;
   private readonly latestFailures: BetterSqlite3.Statement<[number], Record<string, unknown>>;
   private readonly deleteOld: BetterSqlite3.Statement<[number]>;
+  private readonly buckets: BetterSqlite3.Statement<[number, number, number, number], Record<string, unknown>>;
 
   constructor(db: BetterSqlite3.Database) {
     this.batcher = writeBatcherFor(db);
@@ -38,6 +39,7 @@ export class SqliteUsageStore implements UsageStore {
       `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE status >= 400 OR code IS NOT NULL ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
     );
     this.deleteOld = db.prepare('DELETE FROM usage_records WHERE time_ms < ?');
+    this.buckets = db.prepare<[number, number, number, number], Record<string, unknown>>(timelineSql('usage_records', 'sqlite'));
   }
 
   async append(records: readonly UsageRecord[]): Promise<void> {
@@ -57,6 +59,11 @@ export class SqliteUsageStore implements UsageStore {
     const statement = this.summaries.get(grouping);
     if (!statement) throw new RangeError(`unknown grouping ${grouping}`);
     return statement.all(fromMs, toMs).map(summaryRow);
+  }
+
+  async timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]> {
+    const size = Math.max(1, Math.floor(bucketMs));
+    return this.buckets.all(size, size, fromMs, toMs).map(timelineRow);
   }
 
   async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {

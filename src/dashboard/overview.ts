@@ -1,0 +1,185 @@
+import type { OutboxStore, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../store/contract.js';
+import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
+import type { HealthReport } from '../core/health-service.js';
+import { eventKindOf } from '../webhooks/dispatcher.js';
+
+/** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
+export const WINDOWS = {
+  '1h': { spanMs: 3_600_000, bucketMs: 60_000 },
+  '24h': { spanMs: 86_400_000, bucketMs: 900_000 },
+  '7d': { spanMs: 7 * 86_400_000, bucketMs: 7_200_000 },
+} as const;
+export type WindowName = keyof typeof WINDOWS;
+
+export interface Percentiles {
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+export interface OverviewPoint extends Percentiles {
+  time: string;
+  requests: number;
+  serverErrors: number;
+  clientErrors: number;
+  tokens: number;
+  costUsd: number;
+}
+
+export interface DashboardOverview {
+  generatedAt: string;
+  window: WindowName;
+  from: string;
+  bucketSeconds: number;
+  totals: Percentiles & { requests: number; serverErrors: number; clientErrors: number; promptTokens: number; completionTokens: number; costUsd: number };
+  series: OverviewPoint[];
+  byModel: UsageSummaryRow[];
+  byCaller: UsageSummaryRow[];
+  recentFailures: Array<Pick<UsageRecord, 'requestId' | 'route' | 'model' | 'upstream' | 'status' | 'code' | 'caller' | 'latencyMs'> & { time: string }>;
+  upstreams: Array<{ name: string; status: string; circuit: string; latencyMs: number | null; code: string | null; checkedAt: string | null }>;
+  webhooks: {
+    subscriptions: Array<{ id: string; backlog: number }>;
+    deadLetters: Array<{ id: string; subscription: string; event: string; attempts: number; lastError: string | null; createdAt: string }>;
+  } | null;
+}
+
+export interface OverviewSources {
+  usage: UsageStore | undefined;
+  /** Writes buffered usage records first, so the page shows requests made a moment ago. */
+  flushUsage: () => Promise<void>;
+  health: () => Promise<HealthReport>;
+  outbox: OutboxStore | undefined;
+  subscriptions: readonly string[];
+}
+
+const RECENT_FAILURES = 20;
+const DEAD_LETTERS = 20;
+
+/** Everything the dashboard page shows, in one JSON document (GET /dashboard/api/overview). */
+export async function buildOverview(sources: OverviewSources, window: WindowName, nowMs: number): Promise<DashboardOverview> {
+  const { spanMs, bucketMs } = WINDOWS[window];
+  const count = Math.round(spanMs / bucketMs);
+  const fromMs = Math.floor(nowMs / bucketMs) * bucketMs - (count - 1) * bucketMs;
+  const toMs = nowMs + 1;
+  await sources.flushUsage();
+  const usage = sources.usage;
+  const [timeline, byModel, byCaller, failures, health, webhooks] = await Promise.all([
+    usage ? usage.timeline(fromMs, toMs, bucketMs) : Promise.resolve([]),
+    usage ? usage.summarize('model', fromMs, toMs) : Promise.resolve([]),
+    usage ? usage.summarize('caller', fromMs, toMs) : Promise.resolve([]),
+    usage ? usage.recent(RECENT_FAILURES, true) : Promise.resolve([]),
+    sources.health(),
+    webhookState(sources),
+  ]);
+  const { series, totals } = summarizeTimeline(timeline, fromMs, bucketMs, count);
+  return {
+    generatedAt: new Date(nowMs).toISOString(),
+    window,
+    from: new Date(fromMs).toISOString(),
+    bucketSeconds: bucketMs / 1000,
+    totals,
+    series,
+    byModel: byModel.sort((a, b) => b.requests - a.requests),
+    byCaller: byCaller.sort((a, b) => b.requests - a.requests),
+    recentFailures: failures.map((r) => ({
+      time: new Date(r.timeMs).toISOString(),
+      requestId: r.requestId,
+      route: r.route,
+      model: r.model,
+      upstream: r.upstream,
+      status: r.status,
+      code: r.code,
+      caller: r.caller,
+      latencyMs: r.latencyMs,
+    })),
+    upstreams: Object.entries(health.checks.upstreams).map(([name, check]) => ({
+      name,
+      status: check.status,
+      circuit: check.circuit ?? 'closed',
+      latencyMs: check.latency_ms ?? null,
+      code: check.code ?? null,
+      checkedAt: check.checked_at ?? null,
+    })),
+    webhooks,
+  };
+}
+
+async function webhookState(sources: OverviewSources): Promise<DashboardOverview['webhooks']> {
+  const outbox = sources.outbox;
+  if (!outbox || sources.subscriptions.length === 0) return null;
+  const [subscriptions, dead] = await Promise.all([
+    Promise.all(sources.subscriptions.map(async (id) => ({ id, backlog: await outbox.backlog(id) }))),
+    outbox.listDead(DEAD_LETTERS),
+  ]);
+  return {
+    subscriptions,
+    deadLetters: dead.map((d) => ({
+      id: d.id,
+      subscription: d.subscription,
+      event: eventKindOf(d.body),
+      attempts: d.attempts,
+      lastError: d.lastError ?? null,
+      createdAt: new Date(d.createdMs).toISOString(),
+    })),
+  };
+}
+
+/** Fills empty buckets with zeros and reads percentiles from the latency bins of each bucket and of the whole window. */
+export function summarizeTimeline(rows: readonly UsageTimelineRow[], fromMs: number, bucketMs: number, count: number): Pick<DashboardOverview, 'series' | 'totals'> {
+  const bins = LATENCY_BIN_EDGES_MS.length + 1;
+  const perBucket = Array.from({ length: count }, () => ({ requests: 0, serverErrors: 0, clientErrors: 0, tokens: 0, costUsd: 0, bins: new Array<number>(bins).fill(0) }));
+  const all = new Array<number>(bins).fill(0);
+  const totals = { requests: 0, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0 };
+  for (const row of rows) {
+    const bucket = perBucket[Math.floor((row.bucketMs - fromMs) / bucketMs)];
+    if (!bucket) continue;
+    bucket.requests += row.requests;
+    bucket.serverErrors += row.serverErrors;
+    bucket.clientErrors += row.clientErrors;
+    bucket.tokens += row.promptTokens + row.completionTokens;
+    bucket.costUsd += row.costUsd;
+    bucket.bins[row.bin] = (bucket.bins[row.bin] ?? 0) + row.requests;
+    all[row.bin] = (all[row.bin] ?? 0) + row.requests;
+    totals.requests += row.requests;
+    totals.serverErrors += row.serverErrors;
+    totals.clientErrors += row.clientErrors;
+    totals.promptTokens += row.promptTokens;
+    totals.completionTokens += row.completionTokens;
+    totals.costUsd += row.costUsd;
+  }
+  const series = perBucket.map((b, i) => ({
+    time: new Date(fromMs + i * bucketMs).toISOString(),
+    requests: b.requests,
+    serverErrors: b.serverErrors,
+    clientErrors: b.clientErrors,
+    tokens: b.tokens,
+    costUsd: roundUsd(b.costUsd),
+    ...percentiles(b.bins),
+  }));
+  return { series, totals: { ...totals, costUsd: roundUsd(totals.costUsd), ...percentiles(all) } };
+}
+
+/** p50/p95/p99 (ms) from bin counts, interpolated linearly inside the bin the rank falls in. */
+export function percentiles(counts: readonly number[]): Percentiles {
+  const total = counts.reduce((sum, n) => sum + n, 0);
+  if (total === 0) return { p50: null, p95: null, p99: null };
+  const at = (q: number): number => {
+    const rank = q * total;
+    let before = 0;
+    for (let bin = 0; bin < counts.length; bin++) {
+      const n = counts[bin] ?? 0;
+      if (n > 0 && before + n >= rank) {
+        const lower = bin === 0 ? 0 : (LATENCY_BIN_EDGES_MS[bin - 1] as number);
+        const upper = LATENCY_BIN_EDGES_MS[bin] ?? lower * 1.25;
+        return Math.round((lower + ((upper - lower) * (rank - before)) / n) * 10) / 10;
+      }
+      before += n;
+    }
+    return LATENCY_BIN_EDGES_MS.at(-1) as number;
+  };
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
+}
+
+function roundUsd(value: number): number {
+  return Math.round(value * 1e8) / 1e8;
+}

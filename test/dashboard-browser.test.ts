@@ -1,0 +1,96 @@
+/**
+ * The dashboard in a real browser: Debian's headless Chromium driven by playwright-core. Logs in with the admin
+ * token, reads the numbers and charts the page drew from requests made during the test, checks the session is an
+ * HttpOnly cookie the page's script cannot read, keeps a screenshot (test-artifacts/dashboard.png), logs out.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { ADMIN_TOKEN } from './helpers/gateway.js';
+import { startDashboardFixture, type DashboardFixture } from './helpers/dashboard-fixture.js';
+import { CHROMIUM_PATH, chromiumSkipReason } from './helpers/services.js';
+
+const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
+const skip = await chromiumSkipReason();
+
+describe('dashboard in headless Chromium', { skip }, () => {
+  let f: DashboardFixture;
+  let browser: Browser;
+  before(async () => {
+    f = await startDashboardFixture();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM_PATH,
+      headless: true,
+      // This machine's network is closed: keep Chromium from calling home (each refused call costs time).
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await f?.close();
+  });
+
+  test('log in, see the real numbers and charts, the session out of the script\'s reach, a screenshot kept, log out', async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1100 } });
+    const page = await context.newPage();
+    const consoleErrors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !message.text().includes('401')) consoleErrors.push(message.text());
+    });
+    const requestedUrls: string[] = [];
+    page.on('request', (request) => requestedUrls.push(request.url()));
+
+    await page.goto(`${f.gw.url}/dashboard`);
+    await page.locator('#login').waitFor({ state: 'visible' });
+    await page.fill('#token', 'wrong-token-0123456789');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#login-error').filter({ hasText: 'not valid' }).waitFor();
+
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForSelector('body[data-loaded="true"]');
+    assert.equal(await page.inputValue('#token'), '', 'the token is not kept in the form');
+
+    assert.equal(await page.textContent('[data-testid=total-requests]'), String(f.sent.requests));
+    assert.match((await page.textContent('[data-testid=total-errors]')) ?? '', new RegExp(`^${f.sent.serverErrors} \\(`));
+    assert.equal(await page.textContent('[data-testid=total-refused]'), String(f.sent.clientErrors));
+    assert.equal(await page.textContent('[data-testid=total-tokens]'), new Intl.NumberFormat('en-US').format(f.sent.tokens));
+    assert.match((await page.textContent('[data-testid=total-latency]')) ?? '', /^\d+\.\d ms \/ \d+\.\d ms \/ \d+\.\d ms$/);
+    assert.match((await page.textContent('[data-testid=total-cost]')) ?? '', /^\$0\.0000\d\d$/);
+
+    // Charts drawn from the data: bars whose values add up to the requests made, latency lines, per-model bars.
+    const barValues = await page.$$eval('[data-testid=chart-requests] rect', (rects) => rects.map((r) => Number(r.getAttribute('data-value'))));
+    assert.equal(barValues.reduce((a, b) => a + b, 0), f.sent.requests);
+    assert.equal(await page.locator('[data-testid=chart-requests] rect[data-kind=failed]').count(), 1);
+    assert.equal(await page.locator('[data-testid=chart-latency] polyline').count(), 3);
+    assert.deepEqual(await page.$$eval('[data-testid=chart-models] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))), ['priced', '(none)']);
+    assert.deepEqual(await page.$$eval('[data-testid=chart-callers] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))), ['admin']);
+
+    assert.match((await page.textContent('[data-testid=failures]')) ?? '', new RegExp(f.sent.failedRequestId));
+    assert.match((await page.textContent('[data-testid=failures]')) ?? '', /upstream_error/);
+    assert.match((await page.textContent('[data-testid=upstreams]')) ?? '', /default\s*ok\s*closed/);
+    assert.match((await page.textContent('[data-testid=dead-letters]')) ?? '', /chat\.failed\s*billing\s*1/);
+
+    // The session is an HttpOnly, SameSite=Strict cookie: the browser holds it, the page's script cannot read it.
+    const cookies = await context.cookies();
+    assert.deepEqual(cookies.map((c) => [c.name, c.httpOnly, c.sameSite, c.path]), [['llmgw_dashboard', true, 'Strict', '/dashboard']]);
+    assert.equal(await page.evaluate('document.cookie'), '');
+    assert.ok(requestedUrls.every((u) => u.startsWith(f.gw.url)), `only the gateway was contacted: ${requestedUrls.filter((u) => !u.startsWith(f.gw.url)).join(', ')}`);
+    assert.ok(requestedUrls.every((u) => !u.includes(ADMIN_TOKEN)), 'the token never appears in a URL');
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const screenshot = await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+    assert.ok(screenshot.length > 10_000, 'a real picture was taken');
+    console.log(`# dashboard screenshot kept at ${join(ARTIFACTS, 'dashboard.png')}`);
+
+    await page.click('#logout');
+    await page.locator('#login').waitFor({ state: 'visible' });
+    assert.deepEqual(await context.cookies(), []);
+    await page.reload();
+    await page.locator('#login').waitFor({ state: 'visible' });
+    assert.deepEqual(consoleErrors, []);
+    await context.close();
+  });
+});

@@ -40,6 +40,13 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     onlyWhenNamed: true,
   },
   {
+    id: 'observability-on',
+    name: 'gateway, usage records and metrics on (explicit config file)',
+    kind: 'gateway',
+    configText: () => JSON.stringify({ usage: { enabled: true }, metrics: { enabled: true } }),
+    onlyWhenNamed: true,
+  },
+  {
     id: 'observability-off',
     name: 'gateway, usage records and metrics off',
     kind: 'gateway',

@@ -13,7 +13,8 @@ import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upst
 import { CHAT_PATH, bearer, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess, type GatewayProcess, type HttpAnswer } from './helpers/spawn-gateway.js';
 
 const TOKEN = 'crash-admin-token-0123456789';
-const LEASE_SECONDS = 3;
+// Long enough that a kill, an integrity check and a restart (a few seconds on a loaded CI machine) fit inside one lease.
+const LEASE_SECONDS = 6;
 
 describe('kill -9 during a burst of idempotent calls, restart on the same data directory', () => {
   let mock: MockUpstream;

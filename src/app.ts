@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { UpstreamPauses } from './core/upstream-pauses.js';
 import { CircuitBreakers } from './core/circuit-breaker.js';
@@ -169,15 +169,9 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   registerChatEvents(app, webhooks);
 
-  // What looks at every API request (chat, models) once its answer was sent: usage records, metrics. One hook.
-  const apiObservers: Array<(request: FastifyRequest, status: number, latencyMs: number) => void> = [];
-  app.addHook('onResponse', (request, reply, done) => {
-    if (apiObservers.length > 0 && (request.routeName === 'chat' || request.routeName === 'models')) {
-      const latencyMs = performance.now() - request.receivedAt;
-      for (const observe of apiObservers) observe(request, reply.statusCode, latencyMs);
-    }
-    done();
-  });
+  // What looks at every API request (chat, models) once it ended, a caller who hung up included: usage records,
+  // metrics, the trace's request span (run by endRequest, with the access line).
+  const apiObservers = app.requestObservers;
   const recorder = deps.usage && config.usage.enabled ? new UsageRecorder({ store: deps.usage, retentionMs: config.usage.retentionMs, log: app.log }) : undefined;
   if (recorder) {
     apiObservers.push(usageObserver(recorder, config.environment));
@@ -219,7 +213,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     webhooks.wantsContent(EVENT.chatCompleted),
     tracing ? (request) => tracing.begin(request, Date.now() - (performance.now() - request.receivedAt)) : undefined,
   );
-  const auth = new Authenticator(new AdminAuthenticator(config.adminTokens), {
+  const admin = new AdminAuthenticator(config.adminTokens);
+  const auth = new Authenticator(admin, {
     environment: config.environment,
     keys: deps.keys,
     cacheMs: config.keyCacheMs,
@@ -244,7 +239,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   }
   if (config.dashboard.enabled) {
     mountDashboard(app, {
-      admin: new AdminAuthenticator(config.adminTokens),
+      admin,
       adminTokens: config.adminTokens,
       sessionTtlMs: config.dashboard.sessionTtlMs,
       sources: {

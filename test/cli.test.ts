@@ -96,15 +96,21 @@ describe('gateway CLI', () => {
     };
     try {
       await waitFor(/old-2/);
-      await usage.append([record('live-1', Date.now(), { status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null }), record('live-2', Date.now() + 1)]);
+      const liveMs = Date.now();
+      await usage.append([record('live-1', liveMs, { status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null }), record('live-2', liveMs + 1)]);
       await waitFor(/live-2/);
+      // Stored later but arrived earlier (a long stream), and one sharing live-2's millisecond: both still shown.
+      await usage.append([record('late-stream', t0 - 5_000, { model: 'evil\u001b[2J' }), record('same-ms', liveMs + 1)]);
+      await waitFor(/same-ms/);
       child.kill('SIGINT');
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       assert.equal(code, 0);
       const lines = stdout.trim().split('\n');
       assert.match(lines[0] ?? '', /^time \(UTC\)\s+status\s+code/);
-      assert.deepEqual(lines.slice(1).map((l) => l.split(/\s+/).at(-1)), ['old-1', 'old-2', 'live-1', 'live-2'], 'oldest first, each once');
+      assert.deepEqual(lines.slice(1).map((l) => l.split(/\s+/).at(-1)), ['old-1', 'old-2', 'live-1', 'live-2', 'late-stream', 'same-ms'], 'in storage order, each once');
       assert.match(lines[3] ?? '', /502\s+upstream_error\s+chat\s+fast\s+default\s+key:k1\s+12\.5\s+-\s+live-1$/);
+      assert.match(lines[5] ?? '', /evil\?\[2J/, 'a control character from a caller-chosen model id is not sent to the terminal');
+      assert.ok(!stdout.includes('\u001b'));
     } finally {
       child.kill('SIGKILL');
       await store.close();

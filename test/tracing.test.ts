@@ -30,10 +30,11 @@ async function spansOf(collector: OtlpCollector, requestId: string, count: numbe
 describe('OpenTelemetry tracing (on)', () => {
   let a: MockUpstream;
   let b: MockUpstream;
+  let c: MockUpstream;
   let collector: OtlpCollector;
   let gw: TestGateway;
   before(async () => {
-    [a, b, collector] = await Promise.all([startMockUpstream(), startMockUpstream(), startOtlpCollector()]);
+    [a, b, c, collector] = await Promise.all([startMockUpstream(), startMockUpstream(), startMockUpstream(), startOtlpCollector()]);
     gw = await startGateway({
       env: { OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20collector-secret-4242' },
       configFile: {
@@ -44,12 +45,14 @@ describe('OpenTelemetry tracing (on)', () => {
           `  endpoint: "${collector.url}"`,
           '  service_name: gw-under-test',
           '  export_delay_ms: 20',
-          'limits: { upstream_pause_max_seconds: 0 }',
+          'limits: { upstream_pause_max_seconds: 30 }',
           'circuit_breaker: { failure_threshold: 1000 }',
           'upstreams:',
           `  - { name: a, base_url: "${a.baseUrl}" }`,
           `  - { name: b, base_url: "${b.baseUrl}" }`,
+          `  - { name: c, base_url: "${c.baseUrl}" }`,
           'models:',
+          '  - { id: via-c, upstream: c, upstream_model: model-c, fallbacks: [{ upstream: b, upstream_model: model-b }] }',
           '  - id: traced',
           '    upstream: a',
           '    upstream_model: model-a',
@@ -62,7 +65,7 @@ describe('OpenTelemetry tracing (on)', () => {
   });
   after(async () => {
     await gw.close();
-    await Promise.all([a.close(), b.close(), collector.close()]);
+    await Promise.all([a.close(), b.close(), c.close(), collector.close()]);
   });
 
   test('two failed tries on one upstream and the fallback that answered: one span each, under the request span', async () => {
@@ -139,6 +142,42 @@ describe('OpenTelemetry tracing (on)', () => {
     assert.equal(failed.server.statusCode, ERROR);
   });
 
+  test('a caller who leaves mid-stream: the request span ends with 499 and the attempt as client_closed_request', async () => {
+    a.enqueue({ kind: 'stall', afterChunks: 1 });
+    const left = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'traced', stream: true }), authHeaders(), { stopAfterBytes: 10 });
+    const { server, attempts } = await spansOf(collector, String(left.headers['x-request-id']), 1);
+    assert.equal(server.attributes['http.response.status_code'], 499);
+    assert.equal(server.attributes['error.type'], 'client_closed_request');
+    assert.equal(server.statusCode, ERROR);
+    assert.equal(attempts[0]?.attributes['error.type'], 'client_closed_request');
+    assert.equal(attempts[0]?.statusCode, ERROR);
+  });
+
+  test('an upstream paused by its 429 is passed over: an event on the request span, no attempt span', async () => {
+    c.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '20' } });
+    const first = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'via-c' }) });
+    assert.equal(first.status, 200, 'the fallback answered');
+    const tried = await spansOf(collector, String(first.headers['x-request-id']), 2);
+    assert.deepEqual(tried.attempts.map((s) => [s.attributes['llmgw.upstream'], s.attributes['error.type'] ?? null]), [['c', 'upstream_rate_limited'], ['b', null]]);
+
+    const second = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'via-c' }) });
+    assert.equal(second.status, 200);
+    const skipped = await spansOf(collector, String(second.headers['x-request-id']), 1);
+    assert.deepEqual(skipped.attempts.map((s) => s.attributes['llmgw.upstream']), ['b']);
+    assert.deepEqual(skipped.server.events, [{ name: 'upstream skipped', attributes: { 'llmgw.upstream': 'c', 'llmgw.reason': 'paused' } }]);
+  });
+
+  test("a caller's unsampled traceparent (flags 00) is followed: nothing exported, the decision passed upstream", async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ traceparent: `00-${traceId}-b7ad6b7169203331-00` }), body: chatBody({ model: 'traced' }) });
+    assert.equal(answer.status, 200);
+    assert.match(String(a.chatRequests().at(-1)?.headers.traceparent), new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    // A later, sampled request is exported: once its spans are in, this one's would have been too.
+    const later = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'traced' }) });
+    await spansOf(collector, String(later.headers['x-request-id']), 1);
+    assert.equal(collector.spans.filter((s) => s.traceId === traceId).length, 0);
+  });
+
   test('a request refused before its handler (no token) still gets its request span', async () => {
     const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody({ model: 'traced' }) });
     assert.equal(refused.status, 401);
@@ -205,6 +244,6 @@ describe('tracing configuration', () => {
   test('bad values are reported with the variable that holds them', () => {
     assert.throws(() => loadConfig({ ...base, OTEL_TRACES_EXPORTER: 'zipkin' }), (e: unknown) => e instanceof ConfigError && /OTEL_TRACES_EXPORTER: must be "otlp" or "none"/.test(e.message));
     assert.throws(() => loadConfig({ ...base, OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'novalue' }), (e: unknown) => e instanceof ConfigError && /OTEL_EXPORTER_OTLP_HEADERS/.test(e.message));
-    assert.throws(() => loadConfig({ ...base, OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318' }), (e: unknown) => e instanceof ConfigError && /tracing\.endpoint: must be an http\(s\):\/\/ URL/.test(e.message));
+    assert.throws(() => loadConfig({ ...base, OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318' }), (e: unknown) => e instanceof ConfigError && /tracing\.endpoint \(or OTEL_EXPORTER_OTLP_\[TRACES_\]ENDPOINT\): must be an http\(s\):\/\/ URL/.test(e.message));
   });
 });

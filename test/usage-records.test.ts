@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { request } from 'undici';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
@@ -44,7 +45,9 @@ describe('usage records (embedded store)', () => {
     usage = new SqliteUsageStore(gw.store.db);
   });
   after(async () => {
+    const t = Date.now();
     await gw.close();
+    console.log('# gw.close took', Date.now() - t);
     await mock.close();
   });
 
@@ -113,6 +116,23 @@ describe('usage records (embedded store)', () => {
     assert.match(lines.join('\n'), /admin\s+\d+/);
     assert.equal(await usageCommand(usage, ['--by', 'planet'], io), 2);
     assert.equal(await usageCommand(usage, ['--since', 'yesterday'], io), 2);
+  });
+
+  test('a caller who hangs up is recorded too: status 499, client_closed_request (stream and plain call)', async () => {
+    mock.enqueue({ kind: 'stall', afterChunks: 1 });
+    const left = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders(), { stopAfterBytes: 10 });
+    mock.enqueue({ kind: 'hang' });
+    const controller = new AbortController();
+    const plain = request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'x-request-id': 'usage-hangup-plain' }), body: chatBody(), signal: controller.signal }).catch(() => undefined);
+    await waitFor(async () => mock.chatRequests().length, (n) => n > 0 && mock.chatRequests().at(-1)?.headers['x-request-id'] === 'usage-hangup-plain');
+    controller.abort();
+    await plain;
+    const ids = [String(left.headers['x-request-id']), 'usage-hangup-plain'];
+    const records = await waitFor(() => usage.recent(100, true), (r) => ids.every((id) => r.some((x) => x.requestId === id)));
+    for (const id of ids) {
+      const record = records.find((r) => r.requestId === id);
+      assert.deepEqual([record?.status, record?.code, record?.route], [499, 'client_closed_request', 'chat'], id);
+    }
   });
 });
 

@@ -74,18 +74,22 @@ async function logout() {
   showLogin();
 }
 
+let latestRefresh = 0;
+
 async function refresh() {
   clearTimeout(timer);
+  const ticket = ++latestRefresh; // an answer that arrives after a newer refresh started is dropped
   const window = $('window').value;
   let data;
   try {
     data = await api(`/dashboard/api/overview?window=${encodeURIComponent(window)}`);
   } catch (error) {
+    if (ticket !== latestRefresh) return;
     $('updated').textContent = `refresh failed (${error.message})`;
     timer = setTimeout(refresh, REFRESH_MS);
     return;
   }
-  if (!data) return;
+  if (ticket !== latestRefresh || !data) return;
   $('login').hidden = true;
   $('overview').hidden = false;
   $('controls').hidden = false;
@@ -95,6 +99,7 @@ async function refresh() {
 }
 
 function render(data) {
+  $('usage-off').hidden = data.usageRecords;
   const t = data.totals;
   $('t-requests').textContent = fmtInt(t.requests);
   $('t-errors').textContent = `${fmtInt(t.serverErrors)}${t.requests ? ` (${((100 * t.serverErrors) / t.requests).toFixed(1)} %)` : ''}`;

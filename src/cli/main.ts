@@ -10,10 +10,12 @@ async function readStdin(): Promise<string> {
 }
 
 const io: CliOutput = { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) };
-// Long-running commands (`usage tail`) end cleanly on Ctrl-C or SIGTERM.
+// `usage tail` runs until Ctrl-C or SIGTERM and then ends cleanly (exit 0); every other command keeps Node's
+// default (a signal ends it at once).
+const argv = process.argv.slice(2);
 const stop = new AbortController();
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
-runCli(process.argv.slice(2), process.env, io, readStdin, stop.signal).then(
+if (argv[0] === 'usage' && argv[1] === 'tail') for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
+runCli(argv, process.env, io, readStdin, stop.signal).then(
   (code) => process.exit(code),
   (error: unknown) => {
     io.err(`gateway: ${error instanceof Error ? error.message : String(error)}`);

@@ -103,7 +103,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutp
       const opened = await openUsageStore({ ...config, usage: { ...config.usage, enabled: true } }, sqlite);
       try {
         if (!opened) return 2;
-        if (command === 'tail') return await tailUsage(opened.store, rest, io, { signal: stop ?? new AbortController().signal });
+        if (command === 'tail') return await tailUsage(opened.store, rest, io, { signal: stop ?? new AbortController().signal, usageEnabled: config.usage.enabled });
         return await usageCommand(opened.store, [command ?? '', ...rest].filter(Boolean), io);
       } finally {
         await opened?.close();

@@ -33,9 +33,9 @@ export async function usageCommand(store: UsageStore, args: string[], io: CliOut
     io.out(JSON.stringify(rows.map((r) => Object.fromEntries([['group', r.group], ...HEADER.map((h, i) => [h, values(r)[i]])]))));
   } else if (format === 'csv') {
     io.out([by, ...HEADER].join(','));
-    for (const r of rows) io.out([csv(r.group), ...values(r)].join(','));
+    for (const r of rows) io.out([csv(printable(r.group)), ...values(r)].join(','));
   } else {
-    const table = [[by, ...HEADER], ...rows.map((r) => [r.group, ...values(r).map(String)])];
+    const table = [[by, ...HEADER], ...rows.map((r) => [printable(r.group), ...values(r).map(String)])];
     const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => String(row[i]).length))) ?? [];
     for (const row of table) io.out(row.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i] ?? 0) : String(cell).padStart(widths[i] ?? 0))).join('  '));
     if (rows.length === 0) io.out('(no requests in this period)');
@@ -50,10 +50,12 @@ function csv(value: string): string {
 export interface TailOptions {
   /** Stops the tail (the entry point aborts it on SIGINT / SIGTERM). */
   signal: AbortSignal;
-  nowMs?: number;
+  /** False when the configuration records no usage (the tail says so, and still shows what is stored). */
+  usageEnabled?: boolean;
 }
 
 const TAIL_BATCH = 500;
+const TAIL_LOOKBACK = 1000;
 
 /**
  * `gateway usage tail [--failures] [--interval 2] [--format table|json]`: live output — the last 10 records,
@@ -77,29 +79,52 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
     else io.out(tailLine(r));
   };
   if (format === 'table') io.out(TAIL_HEADER);
-  let seen = new Set<string>();
-  let lastMs = -1;
-  const take = (records: UsageRecord[]) => {
-    const fresh = records.filter((r) => r.timeMs > lastMs || (r.timeMs === lastMs && !seen.has(r.requestId))).reverse();
-    for (const r of fresh) {
-      if (r.timeMs > lastMs) {
-        lastMs = r.timeMs;
-        seen = new Set();
-      }
-      seen.add(r.requestId);
-      print(r);
-    }
-  };
-  take(await store.recent(10, failuresOnly));
+  if (options.usageEnabled === false) io.err('note: usage records are off in this configuration (usage.enabled: false): nothing new will be recorded');
+  const wanted = (r: UsageRecord) => !failuresOnly || r.status >= 400 || r.code !== null;
+  // Follows the table by storage position, not by request time: a long stream stored after shorter calls is
+  // still printed. Each poll re-reads the last LOOKBACK positions too, because with PostgreSQL another instance's
+  // rows can commit after later positions were read; `printed` keeps each record to one line.
+  const printed = new Set<number>();
+  let cursor = 0;
+  const initial = (await store.stored(undefined, failuresOnly ? TAIL_BATCH : 10)).filter((row) => wanted(row.record)).slice(-10);
+  for (const row of initial) {
+    printed.add(row.seq);
+    print(row.record);
+  }
+  const last = await store.stored(undefined, 1);
+  cursor = last[0]?.seq ?? 0;
   while (!options.signal.aborted) {
     await sleep(interval * 1000, undefined, { signal: options.signal }).catch(() => undefined);
     if (options.signal.aborted) break;
-    take(await store.recent(TAIL_BATCH, failuresOnly));
+    let from = Math.max(0, cursor - TAIL_LOOKBACK);
+    for (;;) {
+      const page = await store.stored(from, TAIL_BATCH);
+      if (page.length > 0 && (page[0]?.seq ?? 0) <= from) {
+        // The store restarted its positions (SQLite, after the retention emptied the table): start over.
+        printed.clear();
+        cursor = 0;
+      }
+      for (const row of page) {
+        if (printed.has(row.seq)) continue;
+        printed.add(row.seq);
+        if (wanted(row.record)) print(row.record);
+      }
+      const end = page.at(-1)?.seq;
+      if (end !== undefined) cursor = Math.max(cursor, end);
+      if (page.length < TAIL_BATCH || end === undefined) break;
+      from = end;
+    }
+    for (const seq of printed) if (seq < cursor - TAIL_LOOKBACK) printed.delete(seq);
   }
   return 0;
 }
 
 const TAIL_HEADER = ['time (UTC)'.padEnd(24), 'status', 'code'.padEnd(24), 'route '.padEnd(7), 'model'.padEnd(20), 'upstream'.padEnd(12), 'caller'.padEnd(16), 'latency_ms'.padStart(10), 'tokens'.padStart(7), 'request_id'].join(' ');
+
+/** Caller-chosen text (model ids) printed to a terminal: control characters (escape sequences) become `?`. */
+function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+}
 
 function tailLine(r: UsageRecord): string {
   const tokens = r.promptTokens === null ? '-' : String(r.promptTokens + (r.completionTokens ?? 0));
@@ -108,9 +133,9 @@ function tailLine(r: UsageRecord): string {
     String(r.status).padEnd(6),
     (r.code ?? '-').padEnd(24),
     r.route.padEnd(7),
-    (r.model ?? '-').slice(0, 20).padEnd(20),
-    (r.upstream ?? '-').slice(0, 12).padEnd(12),
-    r.caller.slice(0, 16).padEnd(16),
+    printable(r.model ?? '-').slice(0, 20).padEnd(20),
+    printable(r.upstream ?? '-').slice(0, 12).padEnd(12),
+    printable(r.caller).slice(0, 16).padEnd(16),
     r.latencyMs.toFixed(1).padStart(10),
     tokens.padStart(7),
     r.requestId,

@@ -450,7 +450,7 @@ function toTracing(entry: ConfigFile['tracing'], env: Env, problems: string[]): 
   if (!enabled) return undefined;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined;
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || base || entry?.endpoint || 'http://127.0.0.1:4318/v1/traces';
-  if (!/^https?:\/\/[^/]/.test(endpoint)) problems.push(`tracing.endpoint: must be an http(s):// URL (got "${endpoint.slice(0, 80)}")`);
+  if (!isHttpUrl(endpoint)) problems.push('tracing.endpoint (or OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT): must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces');
   const headers: Record<string, string> = {};
   for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
     if (pair.trim() === '') continue;
@@ -474,6 +474,15 @@ function toTracing(entry: ConfigFile['tracing'], env: Env, problems: string[]): 
     exportDelayMs: entry?.export_delay_ms ?? 2000,
     exportTimeoutMs: entry?.export_timeout_ms ?? 10_000,
   };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** Limits are kept per model id, so every alias shares its model's limits; a limit set under an alias would never apply. */

@@ -28,6 +28,8 @@ export interface OverviewPoint extends Percentiles {
 
 export interface DashboardOverview {
   generatedAt: string;
+  /** False when usage records are off (usage.enabled: false): the charts then show nothing, by configuration. */
+  usageRecords: boolean;
   window: WindowName;
   from: string;
   bucketSeconds: number;
@@ -74,6 +76,7 @@ export async function buildOverview(sources: OverviewSources, window: WindowName
   const { series, totals } = summarizeTimeline(timeline, fromMs, bucketMs, count);
   return {
     generatedAt: new Date(nowMs).toISOString(),
+    usageRecords: usage !== undefined,
     window,
     from: new Date(fromMs).toISOString(),
     bucketSeconds: bucketMs / 1000,

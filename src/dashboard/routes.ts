@@ -96,16 +96,27 @@ function cookie(request: FastifyRequest, value: string, maxAgeSeconds: number): 
   return `${SESSION_COOKIE}=${value}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
-/** A browser's cross-site POST carries its Origin: refuse one that is not this gateway (SameSite=Strict does the rest). */
+/**
+ * A browser's cross-site POST carries its Origin: refuse one that is not this gateway (SameSite=Strict does the
+ * rest). This gateway's host is `request.host`, which follows X-Forwarded-Host from a trusted proxy; default
+ * ports are ignored on both sides (`https://gw.example` and `gw.example:443` are the same site).
+ */
 function checkOrigin(request: FastifyRequest): void {
   const origin = request.headers.origin;
   if (origin === undefined) return;
-  const host = request.headers.host;
-  let originHost: string;
+  let originHost: string | undefined;
   try {
-    originHost = new URL(origin).host;
+    originHost = new URL(origin).host; // URL drops a default port
   } catch {
-    originHost = '';
+    originHost = undefined;
   }
-  if (originHost !== host) throw new GatewayError('bad_request', { reason: 'cross-origin dashboard request refused', origin: origin.slice(0, 200) });
+  const own = withoutDefaultPort(request.host, request.protocol);
+  if (originHost === undefined || originHost.toLowerCase() !== own.toLowerCase()) {
+    throw new GatewayError('bad_request', { reason: 'cross-origin dashboard request refused', origin: origin.slice(0, 200) });
+  }
+}
+
+function withoutDefaultPort(host: string, protocol: string): string {
+  const port = protocol === 'https' ? ':443' : ':80';
+  return host.endsWith(port) ? host.slice(0, -port.length) : host;
 }

@@ -1,7 +1,7 @@
 import { withOpenAiError } from '../routes/openai-compat.js';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { CLIENT_CLOSED_STATUS, logAccess } from './access-log.js';
+import { CLIENT_CLOSED_STATUS, endRequest } from './request-end.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { describeViolations, type SchemaViolation } from './validation-details.js';
 
@@ -38,7 +38,7 @@ export function makeErrorHandler(bodyLimitBytes: number) {
     if (error instanceof ClientGoneError) {
       // Nobody is listening any more: record it for the access log and send nothing meaningful.
       request.errorCode = 'client_closed_request';
-      logAccess(request, CLIENT_CLOSED_STATUS);
+      endRequest(request, CLIENT_CLOSED_STATUS);
       void reply.code(CLIENT_CLOSED_STATUS).send();
       return;
     }

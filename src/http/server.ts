@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Logger } from '../observability/logger.js';
 import { lazyChildLogger } from '../observability/request-logger.js';
-import { logAccess } from './access-log.js';
+import { decorateRequestEnd, endRequest } from './request-end.js';
 import { makeErrorHandler } from './error-handler.js';
 import { registerJsonParser } from './json-body.js';
 import { onClientError, onFrameworkError } from './malformed-requests.js';
@@ -49,6 +51,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     ajv: { customOptions: { coerceTypes: false, allErrors: true, allowUnionTypes: true, removeAdditional: false, useDefaults: false } },
   });
   decorateRequestState(app);
+  decorateRequestEnd(app);
   registerJsonParser(app, options.bodyLimitBytes);
   app.setErrorHandler(makeErrorHandler(options.bodyLimitBytes));
   app.setNotFoundHandler(notFound);
@@ -65,10 +68,11 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       done(error as Error);
     }
   });
-  app.addHook('onResponse', function logResponse(request, reply, done) {
-    logAccess(request, reply.statusCode);
+  app.addHook('onResponse', function requestEnded(request, reply, done) {
+    endRequest(request, reply.statusCode);
     done();
   });
+  closeQuietConnectionsOnClose(app, options.https !== undefined);
   return app;
 }
 
@@ -85,4 +89,33 @@ function notFound(request: FastifyRequest): never {
     );
   }
   throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
+}
+
+/**
+ * On close, connections with no request in progress are ended at once, and those with one are ended once it is
+ * answered. Node's own closeIdleConnections skips a
+ * connection that has never sent a request (a browser's speculative pre-connect, an HTTP client's spare socket):
+ * the server would wait for such a socket until its keep-alive timeout (72 s) before it could exit. One listener
+ * per connection; nothing per request.
+ */
+function closeQuietConnectionsOnClose(app: FastifyInstance, https: boolean): void {
+  const sockets = new Set<Socket>();
+  app.server.on(https ? 'secureConnection' : 'connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  app.addHook('preClose', (done) => {
+    for (const socket of sockets) {
+      // `_httpMessage` is the response being written on this socket (Node's http server sets and clears it).
+      const response = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (response == null) {
+        socket.destroy();
+      } else {
+        // A request in progress finishes, then its connection closes (instead of idling in keep-alive).
+        response.shouldKeepAlive = false;
+        response.once('finish', () => socket.end());
+      }
+    }
+    done();
+  });
 }

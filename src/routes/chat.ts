@@ -4,7 +4,7 @@ import type { ChatService, StartedStream } from '../core/chat-service.js';
 import type { CallScope, ClientWatch } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
 import { toGatewayError } from '../http/error-handler.js';
-import { CLIENT_CLOSED_STATUS, logAccess } from '../http/access-log.js';
+import { CLIENT_CLOSED_STATUS, endRequest } from '../http/request-end.js';
 import type { ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -128,13 +128,16 @@ async function* sseFrames(
     request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
     yield formatErrorEvent(request.openAiCompat ? withOpenAiError(gatewayError.toBody(), gatewayError.status) : gatewayError.toBody());
   } finally {
+    // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
+    // generator waited at a yield ends here too, without any abort reaching the upstream call first).
+    if (!finished && failure === undefined) failure = new ClientGoneError();
     if (captureAnswer) request.answerText = answer;
     onUsage(usage);
     await started.finish(usage, failure);
     if (!finished) await chunks.return?.();
-    if (scope.signal.reason instanceof ClientGoneError) {
+    if (failure instanceof ClientGoneError) {
       request.errorCode = 'client_closed_request';
-      logAccess(request, CLIENT_CLOSED_STATUS);
+      endRequest(request, CLIENT_CLOSED_STATUS);
     }
   }
 }

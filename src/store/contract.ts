@@ -295,6 +295,12 @@ export interface UsageStore {
   timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]>;
   /** The most recent records, newest first (optionally failures only). */
   recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]>;
+  /**
+   * Records in the order they were stored (not the order requests arrived: a long stream is stored after shorter
+   * calls that began later), with their position `seq`, increasing. With `afterSeq` undefined: the last `limit`
+   * stored; otherwise the first `limit` stored after that position. For following the table (`gateway usage tail`).
+   */
+  stored(afterSeq: number | undefined, limit: number): Promise<Array<{ seq: number; record: UsageRecord }>>;
   /** Deletes records that arrived before `beforeMs`; returns how many. */
   purge(beforeMs: number): Promise<number>;
 }

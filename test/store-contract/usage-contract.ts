@@ -92,9 +92,44 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       assert.deepEqual(await store().timeline(d21 + day, d21 + 2 * day, day), []);
     });
 
+    test('timeline: a 4xx counts as a client error, a stream that failed after its 200 as a server error', async () => {
+      const t = Date.parse('2026-11-22T05:00:00.000Z');
+      await store().append([
+        { ...base, requestId: 'e4', timeMs: t, status: 429, code: 'rate_limited' },
+        { ...base, requestId: 'e5', timeMs: t + 1, status: 200, code: 'upstream_connection_reset', stream: true },
+      ]);
+      const rows = await store().timeline(t, t + 60_000, 60_000);
+      assert.equal(rows.reduce((n, r) => n + r.requests, 0), 2);
+      assert.equal(rows.reduce((n, r) => n + r.clientErrors, 0), 1);
+      assert.equal(rows.reduce((n, r) => n + r.serverErrors, 0), 1);
+    });
+
+    test('stored: records in storage order with increasing positions; a late record (earlier time) comes after', async () => {
+      const last = await store().stored(undefined, 3);
+      assert.equal(last.length, 3);
+      assert.ok(last[0] && last[1] && last[2] && last[0].seq < last[1].seq && last[1].seq < last[2].seq);
+      assert.deepEqual(last.map((r) => r.record.requestId), ['r3', 'e4', 'e5'], 'the last three stored, oldest first');
+      const cursor = last[2]?.seq ?? 0;
+      assert.deepEqual(await store().stored(cursor, 10), []);
+      await store().append([{ ...base, requestId: 'late', timeMs: Date.parse('2026-11-19T00:00:00.000Z') }, { ...base, requestId: 'after-late' }]);
+      const next = await store().stored(cursor, 10);
+      assert.deepEqual(next.map((r) => r.record.requestId), ['late', 'after-late']);
+      assert.deepEqual(next[0]?.record, { ...base, requestId: 'late', timeMs: Date.parse('2026-11-19T00:00:00.000Z') });
+      assert.deepEqual((await store().stored(cursor, 1)).map((r) => r.record.requestId), ['late'], 'limit');
+      assert.deepEqual((await store().stored(last[0]?.seq, 2)).map((r) => r.record.requestId), ['e4', 'e5']);
+      assert.equal(await store().purge(Date.parse('2026-11-20T00:00:00.000Z')), 1, 'the late record is old: purged');
+    });
+
     test('purge removes records older than the cut-off', async () => {
-      assert.equal(await store().purge(Date.parse('2026-11-21T00:00:00.000Z')), 2);
-      assert.deepEqual((await store().recent(10, false)).map((r) => r.requestId), ['r3', 'r2']);
+      assert.equal(await store().purge(Date.parse('2026-11-21T00:00:00.000Z')), 3, 'r0, r1 and after-late (base time, 2026-11-20)');
+      assert.deepEqual((await store().recent(10, false)).map((r) => r.requestId).sort(), ['e4', 'e5', 'r2', 'r3']);
+      const rest = await store().stored(undefined, 100);
+      assert.ok(rest.every((r) => r.record.timeMs >= Date.parse('2026-11-21T00:00:00.000Z')));
+      await store().purge(Date.parse('2100-01-01T00:00:00.000Z'));
+      assert.deepEqual(await store().stored(undefined, 10), []);
+      await store().append([{ ...base, requestId: 'after-empty' }]);
+      const gone = rest.at(-1)?.seq ?? 0;
+      assert.deepEqual((await store().stored(gone, 10)).map((r) => r.record.requestId), ['after-empty'], 'a position from before the table was emptied still finds what came after');
     });
   });
 }

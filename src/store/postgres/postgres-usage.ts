@@ -5,6 +5,7 @@ import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, timelineRo
 
 const schema = (table: string) => `
 CREATE TABLE IF NOT EXISTS ${table} (
+  seq BIGSERIAL,
   time_ms BIGINT NOT NULL,
   request_id TEXT NOT NULL,
   caller TEXT NOT NULL,
@@ -23,7 +24,9 @@ CREATE TABLE IF NOT EXISTS ${table} (
   attempts INTEGER NOT NULL,
   replay INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);`;
+ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq BIGSERIAL;
+CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
+CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);`;
 
 /**
  * Usage records in PostgreSQL (`DATABASE_URL`): one table every instance writes to, so the CLI of any instance
@@ -75,6 +78,18 @@ export class PostgresUsageStore implements UsageStore {
     const where = failuresOnly ? 'WHERE status >= 400 OR code IS NOT NULL' : '';
     const result = await this.pool.query(`SELECT ${USAGE_COLUMNS.join(', ')} FROM ${this.table} ${where} ORDER BY time_ms DESC LIMIT $1`, [Math.max(0, Math.floor(limit))]);
     return (result.rows as Array<Record<string, unknown>>).map(recordFromRow);
+  }
+
+  async stored(afterSeq: number | undefined, limit: number): Promise<Array<{ seq: number; record: UsageRecord }>> {
+    const count = Math.max(0, Math.floor(limit));
+    const columns = `seq, ${USAGE_COLUMNS.join(', ')}`;
+    const result =
+      afterSeq === undefined
+        ? await this.pool.query(`SELECT ${columns} FROM ${this.table} ORDER BY seq DESC LIMIT $1`, [count])
+        : await this.pool.query(`SELECT ${columns} FROM ${this.table} WHERE seq > $1 ORDER BY seq LIMIT $2`, [afterSeq, count]);
+    const rows = result.rows as Array<Record<string, unknown>>;
+    if (afterSeq === undefined) rows.reverse();
+    return rows.map((row) => ({ seq: Number(row.seq), record: recordFromRow(row) }));
   }
 
   async purge(beforeMs: number): Promise<number> {

@@ -14,6 +14,9 @@ export class SqliteUsageStore implements UsageStore {
   private readonly latest: BetterSqlite3.Statement<[number], Record<string, unknown>>;
   private readonly latestFailures: BetterSqlite3.Statement<[number], Record<string, unknown>>;
   private readonly deleteOld: BetterSqlite3.Statement<[number]>;
+  private readonly lastStored: BetterSqlite3.Statement<[number], Record<string, unknown>>;
+  private readonly storedAfter: BetterSqlite3.Statement<[number, number], Record<string, unknown>>;
+  private readonly maxSeq: BetterSqlite3.Statement<[], { seq: number | null }>;
   private readonly buckets: BetterSqlite3.Statement<[number, number, number, number], Record<string, unknown>>;
 
   constructor(db: BetterSqlite3.Database) {
@@ -39,6 +42,9 @@ export class SqliteUsageStore implements UsageStore {
       `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE status >= 400 OR code IS NOT NULL ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
     );
     this.deleteOld = db.prepare('DELETE FROM usage_records WHERE time_ms < ?');
+    this.lastStored = db.prepare<[number], Record<string, unknown>>(`SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY rowid DESC LIMIT ?`);
+    this.storedAfter = db.prepare<[number, number], Record<string, unknown>>(`SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+    this.maxSeq = db.prepare<[], { seq: number | null }>('SELECT max(rowid) AS seq FROM usage_records');
     this.buckets = db.prepare<[number, number, number, number], Record<string, unknown>>(timelineSql('usage_records', 'sqlite'));
   }
 
@@ -68,6 +74,14 @@ export class SqliteUsageStore implements UsageStore {
 
   async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {
     return (failuresOnly ? this.latestFailures : this.latest).all(Math.max(0, Math.floor(limit))).map(recordFromRow);
+  }
+
+  async stored(afterSeq: number | undefined, limit: number): Promise<Array<{ seq: number; record: UsageRecord }>> {
+    const count = Math.max(0, Math.floor(limit));
+    // A rowid is reused only when the table was emptied (by the retention): a position beyond the end means that.
+    const after = afterSeq !== undefined && afterSeq > (this.maxSeq.get()?.seq ?? 0) ? 0 : afterSeq;
+    const rows = after === undefined ? this.lastStored.all(count).reverse() : this.storedAfter.all(after, count);
+    return rows.map((row) => ({ seq: Number(row.seq), record: recordFromRow(row) }));
   }
 
   async purge(beforeMs: number): Promise<number> {

@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { redactUrl } from '../observability/redact.js';
+
+/** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span. */
+export type RequestObserver = (request: FastifyRequest, status: number, latencyMs: number) => void;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Called once per API request when it ends, however it ends (the app adds usage, metrics, tracing). */
+    requestObservers: RequestObserver[];
+  }
+}
+
+export function decorateRequestEnd(app: FastifyInstance): void {
+  app.decorate('requestObservers', [] as RequestObserver[]);
+}
+
+/**
+ * The end of every request, exactly once: the access line, then the observers of API requests. Called from
+ * onResponse normally, and directly by the paths where the caller hung up (no response ever finishes there, so
+ * Fastify's onResponse never runs): status 499 marks those, as in nginx. The URL is redacted, so a credential
+ * sent in a query string never reaches the log. Latency is read once for the line and every observer.
+ */
+export function endRequest(request: FastifyRequest, status: number): void {
+  if (request.accessLogged) return;
+  request.accessLogged = true;
+  const latencyMs = performance.now() - request.receivedAt;
+  // The root logger, with the id as a field: no per-request child logger is created for this line.
+  request.server.log.info(
+    {
+      request_id: request.id,
+      method: request.method,
+      url: request.urlHasSecret ? redactUrl(request.url) : request.url,
+      route: request.routeName,
+      status,
+      ms: Math.round(latencyMs * 100) / 100,
+      caller: request.caller,
+      model: request.chatModel,
+      upstream: request.upstreamName,
+      // Flat fields (pino's fast path; a nested object goes through JSON.stringify).
+      prompt_tokens: request.usage?.prompt_tokens,
+      completion_tokens: request.usage?.completion_tokens,
+      cost_usd: request.usage?.cost_usd,
+      code: request.errorCode,
+    },
+    'request',
+  );
+  const observers = request.server.requestObservers;
+  if (observers.length > 0 && (request.routeName === 'chat' || request.routeName === 'models')) {
+    for (const observe of observers) observe(request, status, latencyMs);
+  }
+}
+
+export const CLIENT_CLOSED_STATUS = 499;

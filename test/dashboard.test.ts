@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, startGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { startDashboardFixture, type DashboardFixture } from './helpers/dashboard-fixture.js';
 import { DashboardSessions } from '../src/dashboard/session.js';
@@ -82,7 +82,8 @@ describe('dashboard (HTTP)', () => {
     const answer = await call(`${f.gw.url}/dashboard/api/overview?window=1h`, { headers: { cookie } });
     assert.equal(answer.status, 200);
     assert.equal(answer.headers['cache-control'], 'no-store');
-    const o = answer.json as unknown as Overview;
+    const o = answer.json as unknown as Overview & { usageRecords: boolean };
+    assert.equal(o.usageRecords, true);
     assert.equal(o.totals.requests, f.sent.requests);
     assert.equal(o.totals.serverErrors, f.sent.serverErrors);
     assert.equal(o.totals.clientErrors, f.sent.clientErrors);
@@ -118,6 +119,10 @@ describe('dashboard (HTTP)', () => {
     const cross = await login(f.gw.url, ADMIN_TOKEN, { origin: 'https://evil.example' });
     assert.equal(cross.status, 400);
     assert.equal(cross.headers['set-cookie'], undefined);
+    const sameSite = await login(f.gw.url, ADMIN_TOKEN, { origin: f.gw.url });
+    assert.equal(sameSite.status, 204, 'the page itself posts with its own origin');
+    const otherPort = await login(f.gw.url, ADMIN_TOKEN, { origin: 'http://127.0.0.1:1' });
+    assert.equal(otherPort.status, 400, 'another port is another origin');
     const inUrl = await call(`${f.gw.url}/dashboard/api/overview?token=${ADMIN_TOKEN}`);
     assert.equal(inUrl.status, 400);
     assert.equal(inUrl.json.code, 'credentials_in_query');
@@ -161,5 +166,20 @@ describe('dashboard sessions and percentiles', () => {
       assert.ok(got !== null && Math.abs(got - truth(q)) / truth(q) < 0.13, `p${q * 100}: ${got} vs ${truth(q)}`);
     }
     assert.deepEqual(percentiles(new Array<number>(5).fill(0)), { p50: null, p95: null, p99: null });
+  });
+});
+
+describe('dashboard with usage records off', () => {
+  test('the overview says records are off (the page shows a banner) instead of looking like no traffic', async () => {
+    const gw = await startGateway({ configFile: { name: 'off.json', text: JSON.stringify({ usage: { enabled: false } }) } });
+    try {
+      const answer = await call(`${gw.url}/dashboard/api/overview`, { headers: authHeaders() });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.json.usageRecords, false);
+      assert.equal((answer.json.totals as { requests: number }).requests, 0);
+      assert.match((await call(`${gw.url}/dashboard`)).text, /id="usage-off"[^>]*hidden/);
+    } finally {
+      await gw.close();
+    }
   });
 });

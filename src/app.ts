@@ -204,7 +204,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
   const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
-  const tracing = config.tracing ? await startTracing(config, app) : undefined;
+  const tracing = await startTracing(config, app);
   if (tracing) apiObservers.push((request, status, latencyMs) => tracing.end(request, status, latencyMs));
   const chatHandler = makeChatHandler(
     chatService,

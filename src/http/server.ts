@@ -93,10 +93,10 @@ function notFound(request: FastifyRequest): never {
 
 /**
  * On close, connections with no request in progress are ended at once, and those with one are ended once it is
- * answered. Node's own closeIdleConnections skips a
- * connection that has never sent a request (a browser's speculative pre-connect, an HTTP client's spare socket):
- * the server would wait for such a socket until its keep-alive timeout (72 s) before it could exit. One listener
- * per connection; nothing per request.
+ * answered. Node's own closeIdleConnections skips a connection that has never sent a request (a browser's
+ * speculative pre-connect, an HTTP client's spare socket), and one whose request was in progress when the close
+ * began stays in keep-alive afterwards: the server would wait for either until its keep-alive timeout (72 s)
+ * before it could exit. One listener per connection; nothing per request.
  */
 function closeQuietConnectionsOnClose(app: FastifyInstance, https: boolean): void {
   const sockets = new Set<Socket>();

@@ -85,14 +85,12 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
   // still printed. Each poll re-reads the last LOOKBACK positions too, because with PostgreSQL another instance's
   // rows can commit after later positions were read; `printed` keeps each record to one line.
   const printed = new Set<number>();
-  let cursor = 0;
-  const initial = (await store.stored(undefined, failuresOnly ? TAIL_BATCH : 10)).filter((row) => wanted(row.record)).slice(-10);
-  for (const row of initial) {
+  const latest = await store.stored(undefined, failuresOnly ? TAIL_BATCH : 10);
+  let cursor = latest.at(-1)?.seq ?? 0;
+  for (const row of latest.filter((r) => wanted(r.record)).slice(-10)) {
     printed.add(row.seq);
     print(row.record);
   }
-  const last = await store.stored(undefined, 1);
-  cursor = last[0]?.seq ?? 0;
   while (!options.signal.aborted) {
     await sleep(interval * 1000, undefined, { signal: options.signal }).catch(() => undefined);
     if (options.signal.aborted) break;

@@ -8,5 +8,10 @@ export interface Pricing {
 /** The cost of a call in USD from its normalised usage and the model's prices (rounded to a millionth of a cent). */
 export function costUsd(usage: Usage, pricing: Pricing): number {
   const cost = (usage.prompt_tokens * pricing.inputPerMillion + usage.completion_tokens * pricing.outputPerMillion) / 1_000_000;
-  return Math.round(cost * 1e8) / 1e8;
+  return roundUsd(cost);
+}
+
+/** USD rounded to a millionth of a cent: how every cost is stored and shown. */
+export function roundUsd(value: number): number {
+  return Math.round(value * 1e8) / 1e8;
 }

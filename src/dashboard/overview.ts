@@ -2,6 +2,7 @@ import type { OutboxStore, UsageRecord, UsageStore, UsageSummaryRow, UsageTimeli
 import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
 import type { HealthReport } from '../core/health-service.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
+import { roundUsd } from '../core/pricing.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
 export const WINDOWS = {
@@ -181,8 +182,4 @@ export function percentiles(counts: readonly number[]): Percentiles {
     return LATENCY_BIN_EDGES_MS.at(-1) as number;
   };
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
-}
-
-function roundUsd(value: number): number {
-  return Math.round(value * 1e8) / 1e8;
 }

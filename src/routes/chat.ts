@@ -117,10 +117,7 @@ async function* sseFrames(
     finished = true;
     yield DONE_FRAME;
   } catch (error) {
-    if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) {
-      failure = new ClientGoneError();
-      return;
-    }
+    if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return; // `finally` records it
     const gatewayError = toGatewayError(error, bodyLimitBytes);
     failure = gatewayError;
     request.errorCode = gatewayError.code;

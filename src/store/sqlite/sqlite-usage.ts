@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, timelineRow, timelineSql, writeRecordValues } from '../usage-sql.js';
+import { roundUsd } from '../../core/pricing.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -96,7 +97,7 @@ export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
     errors: Number(row.errors),
     promptTokens: Number(row.prompt_tokens),
     completionTokens: Number(row.completion_tokens),
-    costUsd: Math.round(Number(row.cost_usd) * 1e8) / 1e8,
+    costUsd: roundUsd(Number(row.cost_usd)),
     avgLatencyMs: Math.round(Number(row.avg_latency_ms) * 100) / 100,
   };
 }

@@ -13,14 +13,45 @@ import { measurePass, measureUpstream } from './lib/measure.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
 import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu, renderPairedRatios } from './lib/report.js';
 import type { TargetResult } from './lib/report.js';
+import { runPaired } from './lib/paired.js';
+import type { PairResult } from './lib/paired.js';
 import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
 import { pct } from './lib/stats.js';
 
 import { ALL_TARGETS } from './lib/targets.js';
+import type { TargetSpec } from './lib/config.js';
+
 /** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
 const WANTED = (process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean);
 const TARGETS =
   WANTED.length === 0 ? ALL_TARGETS.filter((t) => t.onlyWhenNamed !== true) : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
+
+/**
+ * Paired rounds (bench/lib/paired.ts) of the gateway with usage records and metrics on against the same gateway
+ * with both off: what they cost, which sequential runs on a drifting VM cannot resolve. 0 skips it.
+ */
+const COST_ROUNDS = Math.max(0, Math.min(20, Number(process.env.BENCH_COST_ROUNDS ?? 6) || 0));
+const COST_PAIR = ['observability-off', 'observability-on'] as const;
+
+function costSpecs(): [TargetSpec, TargetSpec] | undefined {
+  const [off, on] = COST_PAIR.map((id) => ALL_TARGETS.find((t) => t.id === id));
+  return off && on ? [off, on] : undefined;
+}
+
+/** The cost section of the report: B = both on, A = both off. */
+function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string {
+  const perRound = result.rounds.map((r) => pct((r.rps[1] / r.rps[0]) * 100)).join(', ');
+  const cost = 100 - result.throughputRatio;
+  return [
+    `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s (both servers on core ${SERVER_CORE} at the same time, started anew each round).`,
+    '',
+    '| A | B | B\'s throughput as % of A\'s (median) | A\'s CPU per request as % of B\'s (median) | cost of records + metrics |',
+    '| --- | --- | ---: | ---: | ---: |',
+    `| ${specs[0].name} | ${specs[1].name} | ${pct(result.throughputRatio)} | ${pct(result.cpuRatio)} | **${cost.toFixed(1)} % of throughput** (goal ≤ 5 %) |`,
+    '',
+    `Per round, B/A throughput: ${perRound}`,
+  ].join('\n');
+}
 
 function pinning(): string {
   if (!hasTaskset()) {
@@ -103,6 +134,29 @@ async function main(): Promise<number> {
       await measurePass(spec, upstream, workDir, round === 1, result);
     }
   }
+  // The cost of usage records + metrics: only with the gateway built and the plain gateway among the targets.
+  let cost: string | undefined;
+  const specs = costSpecs();
+  if (COST_ROUNDS > 0 && specs && targets.some((t) => t.id === 'gateway')) {
+    log(`\n== cost of usage records + metrics: paired, ${COST_ROUNDS} rounds (BENCH_COST_ROUNDS=0 skips it)`);
+    try {
+      const result = await runPaired(specs, {
+        rounds: COST_ROUNDS,
+        seconds: S.seconds,
+        warmupSeconds: S.warmupSeconds,
+        fresh: true,
+        upstreamOrigin: upstream.origin,
+        upstreamPid: upstream.child.pid,
+        label: 'pair',
+      });
+      cost = renderCost(result, specs);
+    } catch (error) {
+      const message = `cost of usage records + metrics: ${error instanceof Error ? error.message : String(error)}`;
+      const first = results[0];
+      if (first) first.problems.push(message);
+      else loud(message);
+    }
+  }
   await stopChild(upstream.child);
 
   const refProblems =
@@ -127,6 +181,7 @@ async function main(): Promise<number> {
     'Stream TTFB = time from sending the request to the first body chunk; stream end = to the last byte.',
     '',
     ...(paired ? ['## Throughput ratios within each round', '', paired, ''] : []),
+    ...(cost ? ['## What usage records and metrics cost', '', cost, ''] : []),
     '## CPU during the throughput run (% of one core)',
     '',
     'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',
@@ -165,7 +220,8 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 // Hard upper bound on the whole run, whatever hangs.
 const perPassSec = S.warmupSeconds + S.seconds + 90;
-const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + 60;
+const costSec = COST_ROUNDS * (S.warmupSeconds + S.seconds + 60);
+const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + costSec + 60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);
   killAllSync();

@@ -1,0 +1,137 @@
+import type { UsageRecord } from '../store/contract.js';
+
+// Where each field lives in a row of the numeric columns and of the text columns.
+const TIME = 0;
+const STATUS = 1;
+const LATENCY = 2;
+const TTFB = 3;
+const STREAM = 4;
+const PROMPT = 5;
+const COMPLETION = 6;
+const COST = 7;
+const ATTEMPTS = 8;
+const REPLAY = 9;
+const NUMBERS = 10;
+
+const REQUEST_ID = 0;
+const CALLER = 1;
+const ENVIRONMENT = 2;
+const ROUTE = 3;
+const MODEL = 4;
+const UPSTREAM = 5;
+const CODE = 6;
+const TEXTS = 7;
+
+/** A missing number (no TTFB, no token counts, no cost): NaN in a Float64Array, null in a record. */
+const orNull = (n: number): number | null => (Number.isNaN(n) ? null : n);
+
+/**
+ * Usage records waiting to be written, kept column by column in arrays allocated once: adding a record allocates
+ * nothing (its numbers go into a Float64Array, its strings into a preallocated array). A record kept as an object
+ * until its batch is written (up to a second) outlives the young generation and is copied by every scavenge on
+ * the way; under load that was a measurable part of what usage records cost. Records become objects only when
+ * the batch is handed to the store (`toRecords`), and die young there.
+ */
+export class UsageColumns {
+  private readonly numbers: Float64Array;
+  private readonly texts: Array<string | null>;
+  private count = 0;
+
+  constructor(readonly capacity: number) {
+    this.numbers = new Float64Array(capacity * NUMBERS);
+    this.texts = new Array<string | null>(capacity * TEXTS).fill(null);
+  }
+
+  get length(): number {
+    return this.count;
+  }
+
+  get full(): boolean {
+    return this.count >= this.capacity;
+  }
+
+  /**
+   * Appends one record (the caller checks `full` first; a full buffer ignores the call). Absent numbers are
+   * `undefined`; strings should be long-lived (interned) where they repeat, so that keeping them costs nothing.
+   */
+  push(
+    timeMs: number,
+    requestId: string,
+    caller: string,
+    environment: string,
+    route: string,
+    model: string | undefined,
+    upstream: string | undefined,
+    status: number,
+    code: string | undefined,
+    latencyMs: number,
+    ttfbMs: number | undefined,
+    stream: boolean,
+    promptTokens: number | undefined,
+    completionTokens: number | undefined,
+    costUsd: number | undefined,
+    attempts: number,
+    replay: boolean,
+  ): void {
+    if (this.count >= this.capacity) return;
+    const n = this.count * NUMBERS;
+    const numbers = this.numbers;
+    numbers[n + TIME] = timeMs;
+    numbers[n + STATUS] = status;
+    numbers[n + LATENCY] = latencyMs;
+    numbers[n + TTFB] = ttfbMs ?? NaN;
+    numbers[n + STREAM] = stream ? 1 : 0;
+    numbers[n + PROMPT] = promptTokens ?? NaN;
+    numbers[n + COMPLETION] = completionTokens ?? NaN;
+    numbers[n + COST] = costUsd ?? NaN;
+    numbers[n + ATTEMPTS] = attempts;
+    numbers[n + REPLAY] = replay ? 1 : 0;
+    const t = this.count * TEXTS;
+    const texts = this.texts;
+    texts[t + REQUEST_ID] = requestId;
+    texts[t + CALLER] = caller;
+    texts[t + ENVIRONMENT] = environment;
+    texts[t + ROUTE] = route;
+    texts[t + MODEL] = model ?? null;
+    texts[t + UPSTREAM] = upstream ?? null;
+    texts[t + CODE] = code ?? null;
+    this.count += 1;
+  }
+
+  /** The buffered records as objects, oldest first. */
+  toRecords(): UsageRecord[] {
+    const records = new Array<UsageRecord>(this.count);
+    const numbers = this.numbers;
+    const texts = this.texts;
+    for (let i = 0; i < this.count; i++) {
+      const n = i * NUMBERS;
+      const t = i * TEXTS;
+      records[i] = {
+        timeMs: numbers[n + TIME] as number,
+        requestId: texts[t + REQUEST_ID] as string,
+        caller: texts[t + CALLER] as string,
+        environment: texts[t + ENVIRONMENT] as string,
+        route: texts[t + ROUTE] as string,
+        model: texts[t + MODEL] ?? null,
+        upstream: texts[t + UPSTREAM] ?? null,
+        status: numbers[n + STATUS] as number,
+        code: texts[t + CODE] ?? null,
+        latencyMs: numbers[n + LATENCY] as number,
+        ttfbMs: orNull(numbers[n + TTFB] as number),
+        stream: numbers[n + STREAM] === 1,
+        promptTokens: orNull(numbers[n + PROMPT] as number),
+        completionTokens: orNull(numbers[n + COMPLETION] as number),
+        costUsd: orNull(numbers[n + COST] as number),
+        attempts: numbers[n + ATTEMPTS] as number,
+        replay: numbers[n + REPLAY] === 1,
+      };
+    }
+    return records;
+  }
+
+  /** Empties the buffer; the strings it held are let go. */
+  clear(): void {
+    this.texts.fill(null, 0, this.count * TEXTS);
+    this.count = 0;
+  }
+}

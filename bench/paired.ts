@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       `== paired: "${specs[0].name}" and "${specs[1].name}" on one core, ${S.rounds} round(s) of ${S.seconds}s, ${Math.floor(S.connections / 2)} connections each, ` +
         (fresh ? 'both servers started anew every round' : 'one pair of processes for every round'),
     );
-    result = await runPaired(specs, { rounds: S.rounds, seconds: S.seconds, warmupSeconds: S.warmupSeconds, fresh, upstreamOrigin: upstream.origin, upstreamPid: upstream.child.pid });
+    result = await runPaired(specs, { rounds: S.rounds, seconds: S.seconds, warmupSeconds: S.pairWarmupSeconds, fresh, upstreamOrigin: upstream.origin, upstreamPid: upstream.child.pid });
   } finally {
     await stopChild(upstream.child);
   }

@@ -43,7 +43,7 @@ function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string
   const perRound = result.rounds.map((r) => pct((r.rps[1] / r.rps[0]) * 100)).join(', ');
   const cost = 100 - result.throughputRatio;
   return [
-    `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s (both servers on core ${SERVER_CORE} at the same time, started anew each round).`,
+    `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (both servers on core ${SERVER_CORE} at the same time, started anew each round).`,
     '',
     '| A | B | B\'s throughput as % of A\'s (median) | A\'s CPU per request as % of B\'s (median) | cost of records + metrics |',
     '| --- | --- | ---: | ---: | ---: |',
@@ -143,7 +143,7 @@ async function main(): Promise<number> {
       const result = await runPaired(specs, {
         rounds: COST_ROUNDS,
         seconds: S.seconds,
-        warmupSeconds: S.warmupSeconds,
+        warmupSeconds: S.pairWarmupSeconds,
         fresh: true,
         upstreamOrigin: upstream.origin,
         upstreamPid: upstream.child.pid,
@@ -220,7 +220,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 // Hard upper bound on the whole run, whatever hangs.
 const perPassSec = S.warmupSeconds + S.seconds + 90;
-const costSec = COST_ROUNDS * (S.warmupSeconds + S.seconds + 60);
+const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 60);
 const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + costSec + 60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);

@@ -38,6 +38,12 @@ export const UPSTREAM_API_KEY = 'sk-bench-upstream';
 export const S = {
   seconds: intEnv('BENCH_SECONDS', 10, 1, 600),
   warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', 3, 0, 60),
+  /**
+   * Warm-up of each paired round (fresh processes every round). Long, because V8 is still compiling for many
+   * seconds: with 4 s, JIT compilation was ~21 % of the gateway's CPU in the measured window on a slow host (and
+   * more for the side with more code on its path); after 25 s, ~11 % and equal on both sides.
+   */
+  pairWarmupSeconds: intEnv('BENCH_PAIR_WARMUP_SECONDS', 20, 0, 300),
   rounds: intEnv('BENCH_ROUNDS', 1, 1, 20),
   connections: intEnv('BENCH_CONNECTIONS', 64, 1, 4096),
   pipelining: intEnv('BENCH_PIPELINING', 1, 1, 64),

@@ -9,7 +9,7 @@
 // every round (BENCH_PAIR_FRESH=0 keeps one pair for all rounds), alternating which one starts and is loaded first.
 import { LOAD_CORE, S, log, loud } from './lib/config.js';
 import type { TargetSpec } from './lib/config.js';
-import { runPaired } from './lib/paired.js';
+import { perRoundRatios, runPaired } from './lib/paired.js';
 import type { PairResult } from './lib/paired.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
 import { startMockUpstream } from './lib/servers.js';
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
       '| --- | --- | ---: | ---: | ---: |',
       `| ${specs[0].name} | ${specs[1].name} | ${result.rounds.length} | **${pct(result.throughputRatio)}** | **${pct(result.cpuRatio)}** |`,
       '',
-      `Per round, B/A throughput: ${result.rounds.map((r) => pct((r.rps[1] / r.rps[0]) * 100)).join(', ')}`,
+      `Per round, B/A throughput: ${perRoundRatios(result)}`,
     ].join('\n'),
   );
 }

@@ -13,7 +13,7 @@ import { measurePass, measureUpstream } from './lib/measure.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
 import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu, renderPairedRatios } from './lib/report.js';
 import type { TargetResult } from './lib/report.js';
-import { runPaired } from './lib/paired.js';
+import { perRoundRatios, runPaired } from './lib/paired.js';
 import type { PairResult } from './lib/paired.js';
 import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
 import { pct } from './lib/stats.js';
@@ -40,7 +40,6 @@ function costSpecs(): [TargetSpec, TargetSpec] | undefined {
 
 /** The cost section of the report: B = both on, A = both off. */
 function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string {
-  const perRound = result.rounds.map((r) => pct((r.rps[1] / r.rps[0]) * 100)).join(', ');
   const cost = 100 - result.throughputRatio;
   return [
     `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (both servers on core ${SERVER_CORE} at the same time, started anew each round).`,
@@ -49,7 +48,7 @@ function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string
     '| --- | --- | ---: | ---: | ---: |',
     `| ${specs[0].name} | ${specs[1].name} | ${pct(result.throughputRatio)} | ${pct(result.cpuRatio)} | **${cost.toFixed(1)} % of throughput** (goal ≤ 5 %) |`,
     '',
-    `Per round, B/A throughput: ${perRound}`,
+    `Per round, B/A throughput: ${perRoundRatios(result)}`,
   ].join('\n');
 }
 

@@ -37,32 +37,24 @@ const record = (i: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
   ...extra,
 });
 
-function push(columns: UsageColumns, r: UsageRecord): void {
-  columns.push(
-    r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
-    r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
-    r.attempts, r.replay,
-  );
-}
-
 describe('usage columns', () => {
   test('give back exactly the records pushed, absent values as null, in order', () => {
     const columns = new UsageColumns(3);
     const full = record(1, { stream: true, ttfbMs: 3.5, replay: true, attempts: 3, status: 502, code: 'upstream_unavailable' });
     const sparse = record(2, { model: null, upstream: null, promptTokens: null, completionTokens: null, costUsd: null, status: 401, code: 'unauthorized', attempts: 0 });
     const zeroes = record(3, { promptTokens: 0, completionTokens: 0, costUsd: 0, latencyMs: 0 });
-    push(columns, full);
-    push(columns, sparse);
+    columns.pushRecord(full);
+    columns.pushRecord(sparse);
     assert.equal(columns.full, false);
-    push(columns, zeroes);
+    columns.pushRecord(zeroes);
     assert.equal(columns.full, true);
-    push(columns, record(4)); // ignored: full
+    columns.pushRecord(record(4)); // ignored: full
     assert.equal(columns.length, 3);
     assert.deepEqual(columns.toRecords(), [full, sparse, zeroes]);
     columns.clear();
     assert.equal(columns.length, 0);
     assert.deepEqual(columns.toRecords(), []);
-    push(columns, record(5));
+    columns.pushRecord(record(5));
     assert.deepEqual(columns.toRecords(), [record(5)]);
   });
 });

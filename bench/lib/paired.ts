@@ -104,6 +104,11 @@ async function measureRound(servers: [RunningServer, RunningServer], specs: read
   };
 }
 
+/** B's throughput as % of A's in each round, for the report. */
+export function perRoundRatios(result: PairResult): string {
+  return result.rounds.map((r) => pct((r.rps[1] / r.rps[0]) * 100)).join(', ');
+}
+
 /** Runs the rounds and logs one line per round; the caller prints the summary. */
 export async function runPaired(specs: readonly [TargetSpec, TargetSpec], options: PairOptions): Promise<PairResult> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'llm-gateway-pair-'));

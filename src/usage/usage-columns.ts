@@ -98,6 +98,15 @@ export class UsageColumns {
     this.count += 1;
   }
 
+  /** Appends one record given as an object (tests, tools; the request path pushes its fields). */
+  pushRecord(r: UsageRecord): void {
+    this.push(
+      r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
+      r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
+      r.attempts, r.replay,
+    );
+  }
+
   /** The buffered records as objects, oldest first. */
   toRecords(): UsageRecord[] {
     const records = new Array<UsageRecord>(this.count);

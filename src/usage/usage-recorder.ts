@@ -47,12 +47,8 @@ export class UsageRecorder {
   }
 
   /** One record given as an object (tests, tools); the request path uses `buffer()`. */
-  add(r: UsageRecord): void {
-    this.columns.push(
-      r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
-      r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
-      r.attempts, r.replay,
-    );
+  add(record: UsageRecord): void {
+    this.columns.pushRecord(record);
     this.added();
   }
 

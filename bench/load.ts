@@ -1,15 +1,15 @@
-// Load generator child: a warm-up run, then the measured autocannon run. Prints `WARMED`
-// when the measured run starts and `RESULT <LoadResult JSON>` at the end, on stdout.
+// Load generator child: one autocannon run, warm-up then the measured window over the same connections.
+// Prints `WARMED` when the measured window starts and `RESULT <LoadResult JSON>` at the end, on stdout.
 // Started by run.ts pinned to the load core.
 //   node --import tsx bench/load.ts '<LoadConfig JSON>'
 import autocannon from 'autocannon';
-import type { Result } from 'autocannon';
+import { MeasuredWindow } from './lib/measured-window.js';
 import { exitWithParent } from './lib/proc.js';
 import type { LoadConfig, LoadResult } from './lib/throughput.js';
 
 let keySeq = 0;
 
-function run(cfg: LoadConfig, seconds: number): Promise<Result> {
+function start(cfg: LoadConfig, seconds: number): ReturnType<typeof autocannon> {
   const prefix = cfg.idempotencyKeyPrefix;
   return autocannon({
     url: cfg.url,
@@ -24,40 +24,63 @@ function run(cfg: LoadConfig, seconds: number): Promise<Result> {
     pipelining: cfg.pipelining,
     duration: seconds,
     timeout: 10,
-    ...(cfg.workers > 0 ? { workers: cfg.workers } : {}),
   });
 }
 
+/**
+ * One autocannon run of `warmupSeconds + seconds` over the same connections: the measured window is its tail.
+ * Two runs (warm-up, then measured) would close every warm-up connection with requests in flight; each server
+ * then runs its abort paths just before the measurement, and V8 deoptimised and recompiled hundreds of hot
+ * functions inside the measured window (seen with --trace-deopt/--trace-opt), differently in every process.
+ */
 async function main(): Promise<void> {
   const raw = process.argv[2];
   if (raw === undefined) throw new Error('usage: load.ts <LoadConfig JSON>');
   const cfg = JSON.parse(raw) as LoadConfig;
 
-  const warm = cfg.warmupSeconds > 0 ? await run(cfg, cfg.warmupSeconds) : undefined;
-
-  process.stdout.write('WARMED\n');
-  const cpu0 = process.cpuUsage();
-  const t0 = process.hrtime.bigint();
-  const r = await run(cfg, cfg.seconds);
-  const wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
-  const cpu = process.cpuUsage(cpu0);
+  const window = new MeasuredWindow();
+  const instance = start(cfg, cfg.warmupSeconds + cfg.seconds);
+  void instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTimeMs: number) => window.response(statusCode, responseTimeMs));
+  void instance.on('reqError', () => window.error());
+  let cpu0 = process.cpuUsage();
+  let t0 = process.hrtime.bigint();
+  const warmed = setTimeout(() => {
+    window.begin();
+    cpu0 = process.cpuUsage();
+    t0 = process.hrtime.bigint();
+    process.stdout.write('WARMED\n');
+  }, cfg.warmupSeconds * 1_000);
+  let measured: ReturnType<MeasuredWindow['end']> | undefined;
+  let wallUs = 0;
+  let cpu = { user: 0, system: 0 };
+  const ended = setTimeout(() => {
+    measured = window.end();
+    wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
+    cpu = process.cpuUsage(cpu0);
+  }, (cfg.warmupSeconds + cfg.seconds) * 1_000);
+  const r = await instance;
+  clearTimeout(warmed);
+  clearTimeout(ended);
+  measured ??= window.end();
+  if (wallUs === 0) wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
 
   const statusCodes: Record<string, number> = {};
   for (const [code, s] of Object.entries(r.statusCodeStats)) statusCodes[code] = s.count;
 
   const out: LoadResult = {
-    requestsPerSecMean: r.requests.mean,
-    requestsPerSecStddev: r.requests.stddev,
-    totalRequests: r.requests.total,
-    durationSec: r.duration,
-    latencyP50Ms: r.latency.p50,
-    latencyP99Ms: r.latency.p99,
-    non2xx: r.non2xx,
-    errors: r.errors,
+    requestsPerSecMean: measured.requests / (wallUs / 1e6),
+    requestsPerSecStddev: measured.perSecondStddev,
+    totalRequests: measured.requests,
+    warmupRequests: window.warmupRequests,
+    durationSec: wallUs / 1e6,
+    latencyP50Ms: measured.p50,
+    latencyP99Ms: measured.p99,
+    non2xx: measured.non2xx,
+    errors: measured.errors,
     timeouts: r.timeouts,
     statusCodes,
-    warmupNon2xx: warm?.non2xx ?? 0,
-    warmupErrors: warm?.errors ?? 0,
+    warmupNon2xx: window.warmupNon2xx,
+    warmupErrors: window.warmupErrors,
     cpuPercent: ((cpu.user + cpu.system) / wallUs) * 100,
   };
   process.stdout.write(`RESULT ${JSON.stringify(out)}\n`);

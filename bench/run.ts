@@ -87,7 +87,7 @@ function machineInfo(pin: string, idle: string): string[] {
     `- pinning: ${pin}`,
     `- idle check (1 s before start): ${idle}`,
     `- throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s × ${S.rounds} round(s), ${S.connections} connections, ` +
-      `pipelining ${S.pipelining}, autocannon workers ${S.workers === 0 ? 'none (main thread)' : S.workers}`,
+      `pipelining ${S.pipelining}, warm-up and measured window on the same connections`,
     `- latency: ${S.latencyRequests} sequential requests on 1 keep-alive connection after ${S.latencyWarmup} warm-up; ` +
       `streaming: ${S.streamRequests} after ${S.streamWarmup} warm-up`,
   ];

@@ -47,7 +47,6 @@ export const S = {
   rounds: intEnv('BENCH_ROUNDS', 1, 1, 20),
   connections: intEnv('BENCH_CONNECTIONS', 64, 1, 4096),
   pipelining: intEnv('BENCH_PIPELINING', 1, 1, 64),
-  workers: intEnv('BENCH_LOAD_WORKERS', 0, 0, 16),
   latencyRequests: intEnv('BENCH_LATENCY_REQUESTS', 3000, 10, 1_000_000),
   latencyWarmup: intEnv('BENCH_LATENCY_WARMUP', 300, 0, 100_000),
   streamRequests: intEnv('BENCH_STREAM_REQUESTS', 500, 10, 100_000),

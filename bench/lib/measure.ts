@@ -48,7 +48,7 @@ export async function measureUpstream(origin: string): Promise<Reference> {
 async function throughput(spec: TargetSpec, server: RunningServer, upstream: Upstream, result: TargetResult): Promise<void> {
   log(
     `   throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s, ${S.connections} connections` +
-      `${S.pipelining > 1 ? `, pipelining ${S.pipelining}` : ''}${S.workers > 0 ? `, ${S.workers} workers` : ''}`,
+      `${S.pipelining > 1 ? `, pipelining ${S.pipelining}` : ''}`,
   );
   const run = await runThroughput(
     {
@@ -58,7 +58,6 @@ async function throughput(spec: TargetSpec, server: RunningServer, upstream: Ups
       body: CHAT_BODY,
       connections: S.connections,
       pipelining: S.pipelining,
-      workers: S.workers,
       warmupSeconds: S.warmupSeconds,
       seconds: S.seconds,
       ...(spec.idempotencyKeys ? { idempotencyKeyPrefix: `bench-${process.pid}-${Date.now()}` } : {}),

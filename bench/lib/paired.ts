@@ -82,7 +82,6 @@ async function measureRound(servers: [RunningServer, RunningServer], specs: read
           body: CHAT_BODY,
           connections: Math.max(1, Math.floor(S.connections / 2)),
           pipelining: S.pipelining,
-          workers: 0,
           warmupSeconds,
           seconds: options.seconds,
           ...(specs[i]?.idempotencyKeys ? { idempotencyKeyPrefix: `pair-${i}-${process.pid}-${Date.now()}` } : {}),
@@ -97,7 +96,7 @@ async function measureRound(servers: [RunningServer, RunningServer], specs: read
   if (problems.length > 0) throw new Error(problems.join('; '));
   // CPU over the whole load (warm-up included) divided by every request sent in it.
   const cpuSec = [0, 1].map((i) => (after[i]?.cpuSec ?? NaN) - (before[i]?.cpuSec ?? NaN));
-  const requests = [ra, rb].map((r) => r.load.totalRequests + r.load.requestsPerSecMean * warmupSeconds);
+  const requests = [ra, rb].map((r) => r.load.totalRequests + r.load.warmupRequests);
   return {
     rps: [ra.load.requestsPerSecMean, rb.load.requestsPerSecMean],
     usPerRequest: [((cpuSec[0] ?? NaN) / (requests[0] ?? NaN)) * 1e6, ((cpuSec[1] ?? NaN) / (requests[1] ?? NaN)) * 1e6],

@@ -12,8 +12,6 @@ export interface LoadConfig {
   body: string;
   connections: number;
   pipelining: number;
-  /** autocannon worker threads; 0 = run in the main thread. */
-  workers: number;
   warmupSeconds: number;
   seconds: number;
   /** When set, every request gets a fresh `Idempotency-Key` with this prefix. */
@@ -23,7 +21,10 @@ export interface LoadConfig {
 export interface LoadResult {
   requestsPerSecMean: number;
   requestsPerSecStddev: number;
+  /** Answered in the measured window. */
   totalRequests: number;
+  /** Answered during the warm-up, on the same connections. */
+  warmupRequests: number;
   durationSec: number;
   latencyP50Ms: number;
   latencyP99Ms: number;

@@ -35,7 +35,6 @@ declare module 'autocannon' {
     body?: string;
     connections?: number;
     pipelining?: number;
-    workers?: number;
     duration?: number;
     timeout?: number;
     title?: string;

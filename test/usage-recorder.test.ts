@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import type { UsageRecord } from '../src/store/contract.js';
 import { openSqliteStore, SQLITE_FILE, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
+import { USAGE_COLUMNS, writeRecordValues } from '../src/store/usage-sql.js';
 import { UsageColumns } from '../src/usage/usage-columns.js';
 import { UsageRecorder } from '../src/usage/usage-recorder.js';
 
@@ -56,6 +57,23 @@ describe('usage columns', () => {
     assert.deepEqual(columns.toRecords(), []);
     columns.pushRecord(record(5));
     assert.deepEqual(columns.toRecords(), [record(5)]);
+  });
+
+  test("write each row's values in the store's column order, as the record's own values would be", () => {
+    const records = [
+      record(1, { stream: true, ttfbMs: 3.5, replay: true, attempts: 3, status: 502, code: 'upstream_unavailable' }),
+      record(2, { model: null, upstream: null, promptTokens: null, completionTokens: null, costUsd: null, status: 401, code: 'unauthorized', attempts: 0 }),
+    ];
+    const columns = new UsageColumns(2);
+    for (const r of records) columns.pushRecord(r);
+    const fromColumns: unknown[] = new Array(2 * USAGE_COLUMNS.length);
+    const fromRecords: unknown[] = new Array(2 * USAGE_COLUMNS.length);
+    for (let i = 0; i < 2; i++) {
+      columns.writeValues(i, fromColumns, i * USAGE_COLUMNS.length);
+      writeRecordValues(records[i] as UsageRecord, fromRecords, i * USAGE_COLUMNS.length);
+    }
+    assert.deepEqual(fromColumns, fromRecords);
+    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [1_790_000_000_001, 'req-1', 'key:k1', 'prod', 'chat', 'gpt-4o-mini', 'default', 502, 'upstream_unavailable', 12.34, 3.5, 1, 10, 20, 0.000123, 3, 1]);
   });
 });
 

@@ -286,9 +286,25 @@ export interface UsageTimelineRow {
   costUsd: number;
 }
 
+/**
+ * Usage records to be written, row by row, without an object per record: the recorder's columnar buffer, or an
+ * array of records (`recordRows`).
+ */
+export interface UsageRows {
+  readonly length: number;
+  /** The values of row `row`, in USAGE_COLUMNS order (booleans as 0/1, absent values null), into `target` from `offset`. */
+  writeValues(row: number, target: unknown[], offset: number): void;
+  toRecords(): UsageRecord[];
+}
+
 /** Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age. */
 export interface UsageStore {
   append(records: readonly UsageRecord[]): Promise<void>;
+  /**
+   * Writes the rows of every batch, in order, all or none (the usage recorder's path: no object per record). The
+   * batches must stay unchanged until the promise settles.
+   */
+  appendRows(batches: readonly UsageRows[]): Promise<void>;
   /** Records that arrived in [fromMs, toMs), grouped; rows sorted by group. */
   summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]>;
   /** Records in [fromMs, toMs) counted per time bucket and latency bin, sorted by bucket then bin. */

@@ -1,6 +1,6 @@
-import type { UsageGrouping, UsageRecord, UsageTimelineRow } from './contract.js';
+import type { UsageGrouping, UsageRecord, UsageRows, UsageTimelineRow } from './contract.js';
 
-/** The columns of `usage_records`, in the order of `recordValues` (shared by the SQLite and PostgreSQL stores). */
+/** The columns of `usage_records`, in the order of `UsageRows.writeValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [
   'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
@@ -27,10 +27,13 @@ export function writeRecordValues(r: UsageRecord, target: unknown[], offset: num
   target[offset + 16] = r.replay ? 1 : 0;
 }
 
-export function recordValues(r: UsageRecord): Array<string | number | null> {
-  const values: Array<string | number | null> = new Array<string | number | null>(USAGE_COLUMNS.length);
-  writeRecordValues(r, values, 0);
-  return values;
+/** Records as `UsageRows`. */
+export function recordRows(records: readonly UsageRecord[]): UsageRows {
+  return {
+    length: records.length,
+    writeValues: (row, target, offset) => writeRecordValues(records[row] as UsageRecord, target, offset),
+    toRecords: () => records.slice(),
+  };
 }
 
 export function recordFromRow(row: Record<string, unknown>): UsageRecord {

@@ -1,4 +1,4 @@
-import type { UsageRecord } from '../store/contract.js';
+import type { UsageRecord, UsageRows } from '../store/contract.js';
 
 // Where each field lives in a row of the numeric columns and of the text columns.
 const TIME = 0;
@@ -32,7 +32,7 @@ const orNull = (n: number): number | null => (Number.isNaN(n) ? null : n);
  * the way; under load that was a measurable part of what usage records cost. Records become objects only when
  * the batch is handed to the store (`toRecords`), and die young there.
  */
-export class UsageColumns {
+export class UsageColumns implements UsageRows {
   private readonly numbers: Float64Array;
   private readonly texts: Array<string | null>;
   private count = 0;
@@ -105,6 +105,31 @@ export class UsageColumns {
       r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
       r.attempts, r.replay,
     );
+  }
+
+  /** Row `row`'s values in the store's column order (USAGE_COLUMNS), straight from the columns: no record object. */
+  writeValues(row: number, target: unknown[], offset: number): void {
+    const n = row * NUMBERS;
+    const t = row * TEXTS;
+    const numbers = this.numbers;
+    const texts = this.texts;
+    target[offset] = numbers[n + TIME];
+    target[offset + 1] = texts[t + REQUEST_ID];
+    target[offset + 2] = texts[t + CALLER];
+    target[offset + 3] = texts[t + ENVIRONMENT];
+    target[offset + 4] = texts[t + ROUTE];
+    target[offset + 5] = texts[t + MODEL];
+    target[offset + 6] = texts[t + UPSTREAM];
+    target[offset + 7] = numbers[n + STATUS];
+    target[offset + 8] = texts[t + CODE];
+    target[offset + 9] = numbers[n + LATENCY];
+    target[offset + 10] = orNull(numbers[n + TTFB] as number);
+    target[offset + 11] = numbers[n + STREAM];
+    target[offset + 12] = orNull(numbers[n + PROMPT] as number);
+    target[offset + 13] = orNull(numbers[n + COMPLETION] as number);
+    target[offset + 14] = orNull(numbers[n + COST] as number);
+    target[offset + 15] = numbers[n + ATTEMPTS];
+    target[offset + 16] = numbers[n + REPLAY];
   }
 
   /** The buffered records as objects, oldest first. */

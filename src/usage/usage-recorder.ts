@@ -1,4 +1,5 @@
-import type { UsageRecord, UsageStore } from '../store/contract.js';
+import type { UsageRecord, UsageRows, UsageStore } from '../store/contract.js';
+import { recordRows } from '../store/usage-sql.js';
 import { UsageColumns } from './usage-columns.js';
 
 const MAX_BUFFERED = 20_000;
@@ -10,14 +11,20 @@ export interface UsageLog {
 
 /**
  * Usage records leave the request path at once: a record goes into a columnar buffer (`buffer().push(...)`, no
- * allocation), written to the store in batches (every second, or at 500 records) — one transaction or one
- * multi-row INSERT per batch. If the store is down, records wait in memory (up to 20,000, then the oldest are
- * dropped and counted in the log) and are retried with the next batch. Records older than the retention are
- * purged hourly.
+ * allocation), written to the store in batches (every second, or at 500 records) straight from the columns — one
+ * transaction or one INSERT per write, no object per record on the way. If the store is down, records wait in
+ * memory as objects (up to 20,000, then the oldest are dropped and counted in the log) and are retried with the
+ * next batch. Records older than the retention are purged hourly.
  */
 export class UsageRecorder {
-  private readonly columns: UsageColumns;
-  /** Records taken out of the columns: being written, or waiting after a failed write. */
+  private readonly batchSize: number;
+  /** Where records go now. */
+  private columns: UsageColumns;
+  /** Full (or flushed) buffers not yet handed to the store, oldest first. */
+  private ready: UsageColumns[] = [];
+  /** Emptied buffers kept for reuse. */
+  private spare: UsageColumns[] = [];
+  /** Records of writes that failed, waiting for the next one. */
   private pending: UsageRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
@@ -27,7 +34,8 @@ export class UsageRecorder {
   constructor(
     private readonly options: { store: UsageStore; retentionMs: number; log: UsageLog; flushMs?: number; maxBatch?: number },
   ) {
-    this.columns = new UsageColumns(Math.max(1, options.maxBatch ?? 500));
+    this.batchSize = Math.max(1, options.maxBatch ?? 500);
+    this.columns = new UsageColumns(this.batchSize);
   }
 
   /** Where the next record goes; it is never full. Call `added()` after each push. */
@@ -59,11 +67,14 @@ export class UsageRecorder {
     // Several callers may wait for the same write: each goes on only once no write is in flight.
     while (this.flushing) await this.flushing;
     this.takeColumns();
-    if (this.pending.length === 0) return;
-    const batch = this.pending;
+    if (this.pending.length === 0 && this.ready.length === 0) return;
+    const retried = this.pending;
+    const batches = this.ready;
     this.pending = [];
+    this.ready = [];
+    const rows: UsageRows[] = retried.length > 0 ? [recordRows(retried), ...batches] : batches;
     this.flushing = this.options.store
-      .append(batch)
+      .appendRows(rows)
       .then(() => {
         if (this.dropped > 0) {
           this.options.log.warn({ dropped: this.dropped }, 'usage records were dropped while the usage store was unavailable');
@@ -71,8 +82,9 @@ export class UsageRecorder {
         }
       })
       .catch((error: unknown) => {
-        this.options.log.warn({ err: error, records: batch.length }, 'usage records could not be written; kept for the next batch');
-        this.pending = batch.concat(this.pending);
+        const failed = retried.concat(...batches.map((b) => b.toRecords()));
+        this.options.log.warn({ err: error, records: failed.length }, 'usage records could not be written; kept for the next batch');
+        this.pending = failed.concat(this.pending);
         this.cap();
         if (!this.timer) {
           this.timer = setTimeout(() => void this.flush(), 5_000);
@@ -80,6 +92,7 @@ export class UsageRecorder {
         }
       })
       .finally(() => {
+        for (const batch of batches) this.recycle(batch);
         this.flushing = undefined;
       });
     await this.flushing;
@@ -100,21 +113,37 @@ export class UsageRecorder {
     await this.flush();
   }
 
-  /** Moves the columns' records to `pending` as objects (the columns are reused at once). */
+  /** Hands the current buffer to the next write (if it holds anything) and starts a new one. */
   private takeColumns(): void {
     if (this.columns.length === 0) return;
-    const records = this.columns.toRecords();
-    this.columns.clear();
-    this.pending = this.pending.length === 0 ? records : this.pending.concat(records);
+    this.ready.push(this.columns);
+    this.columns = this.spare.pop() ?? new UsageColumns(this.batchSize);
     this.cap();
   }
 
-  /** Keeps the newest MAX_BUFFERED records; the others are dropped and counted. */
+  /** A written (or failed and copied) buffer, emptied for reuse; two are kept, the rest left to the GC. */
+  private recycle(batch: UsageColumns): void {
+    batch.clear();
+    if (this.spare.length < 2) this.spare.push(batch);
+  }
+
+  /**
+   * Keeps the newest MAX_BUFFERED records waiting (failed ones, then full buffers: buffers wait only while a write
+   * is in flight); the oldest are dropped and counted.
+   */
   private cap(): void {
-    const excess = this.pending.length - MAX_BUFFERED;
-    if (excess > 0) {
-      this.pending = this.pending.slice(excess);
-      this.dropped += excess;
+    let excess = this.pending.length + this.ready.reduce((n, b) => n + b.length, 0) - MAX_BUFFERED;
+    while (excess > 0) {
+      if (this.pending.length === 0) {
+        // The oldest buffer becomes records, so that exactly the oldest `excess` go.
+        const oldest = this.ready.shift() as UsageColumns;
+        this.pending = oldest.toRecords();
+        this.recycle(oldest);
+      }
+      const n = Math.min(excess, this.pending.length);
+      this.pending = this.pending.slice(n);
+      this.dropped += n;
+      excess -= n;
     }
   }
 }

@@ -2,7 +2,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { UsageRecord, UsageStore } from '../../src/store/contract.js';
-import { LATENCY_BIN_EDGES_MS } from '../../src/store/usage-sql.js';
+import { LATENCY_BIN_EDGES_MS, recordRows } from '../../src/store/usage-sql.js';
+import { UsageColumns } from '../../src/usage/usage-columns.js';
 
 const binOf = (latencyMs: number) => LATENCY_BIN_EDGES_MS.findIndex((edge) => latencyMs < edge);
 
@@ -130,6 +131,25 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       await store().append([{ ...base, requestId: 'after-empty' }]);
       const gone = rest.at(-1)?.seq ?? 0;
       assert.deepEqual((await store().stored(gone, 10)).map((r) => r.record.requestId), ['after-empty'], 'a position from before the table was emptied still finds what came after');
+    });
+
+    test('appendRows: a columnar buffer and an array of records in one write, in order; 5,000 rows at once', async () => {
+      await store().purge(Date.parse('2100-01-01T00:00:00.000Z'));
+      const columns = new UsageColumns(3);
+      const sparse = { ...base, requestId: 'c1', model: null, upstream: null, ttfbMs: null, promptTokens: null, completionTokens: null, costUsd: null, status: 401, code: 'unauthorized', attempts: 0 };
+      const full = { ...base, requestId: 'c2', stream: true, ttfbMs: 3.5, replay: true, attempts: 3, status: 502, code: 'upstream_unavailable', caller: 'key:\u00e9\u2603', model: "o'quote" };
+      columns.pushRecord(sparse);
+      columns.pushRecord(full);
+      await store().appendRows([recordRows([{ ...base, requestId: 'a0' }]), columns, recordRows([])]);
+      const stored = (await store().stored(0, 10)).map((r) => r.record);
+      assert.deepEqual(stored, [{ ...base, requestId: 'a0' }, sparse, full], 'field for field, nulls, booleans and non-ASCII text included');
+
+      await store().appendRows([]);
+      const many = Array.from({ length: 5_000 }, (_, i) => ({ ...base, requestId: `m${i}`, timeMs: base.timeMs + i }));
+      await store().appendRows([recordRows(many)]);
+      const all = await store().stored(0, 10_000);
+      assert.equal(all.length, 5_003);
+      assert.deepEqual(all.at(-1)?.record, many.at(-1));
     });
   });
 }

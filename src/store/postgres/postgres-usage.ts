@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
-import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
+import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
 import { summaryRow } from '../sqlite/sqlite-usage.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordValues, timelineRow, timelineSql } from '../usage-sql.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
 
 const schema = (table: string) => `
 CREATE TABLE IF NOT EXISTS ${table} (
@@ -28,9 +28,15 @@ ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq BIGSERIAL;
 CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
 CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);`;
 
+/** The PostgreSQL type of each of USAGE_COLUMNS, in order (the `unnest` arrays of a batch INSERT). */
+const PG_TYPES = [
+  'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'text', 'double precision',
+  'double precision', 'integer', 'integer', 'integer', 'double precision', 'integer', 'integer',
+] as const;
+
 /**
  * Usage records in PostgreSQL (`DATABASE_URL`): one table every instance writes to, so the CLI of any instance
- * sees all traffic. A batch is one multi-row INSERT. `pg` is imported only when this store is opened. Times are
+ * sees all traffic. A batch is one INSERT of arrays. `pg` is imported only when this store is opened. Times are
  * milliseconds since 1970, as in the embedded store; the day is computed in UTC by each.
  */
 export class PostgresUsageStore implements UsageStore {
@@ -51,10 +57,26 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   async append(records: readonly UsageRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    const width = USAGE_COLUMNS.length;
-    const placeholders = records.map((_, i) => `(${USAGE_COLUMNS.map((__, j) => `$${i * width + j + 1}`).join(', ')})`).join(', ');
-    await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) VALUES ${placeholders}`, records.flatMap(recordValues));
+    await this.appendRows([recordRows(records)]);
+  }
+
+  /**
+   * One statement for every row of every batch (all or none): one array parameter per column, expanded by
+   * `unnest`, so the statement has 17 parameters however many rows it carries (a VALUES list of one placeholder
+   * per value stops at PostgreSQL's 65,535 parameters: 3,855 records, fewer than the recorder may retry at once).
+   */
+  async appendRows(batches: readonly UsageRows[]): Promise<void> {
+    const columns: unknown[][] = USAGE_COLUMNS.map(() => []);
+    const row: unknown[] = new Array(USAGE_COLUMNS.length);
+    for (const batch of batches) {
+      for (let i = 0; i < batch.length; i++) {
+        batch.writeValues(i, row, 0);
+        for (let c = 0; c < row.length; c++) (columns[c] as unknown[]).push(row[c] ?? null);
+      }
+    }
+    if ((columns[0] as unknown[]).length === 0) return;
+    const arrays = USAGE_COLUMNS.map((_, c) => `$${c + 1}::${PG_TYPES[c]}[]`).join(', ');
+    await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`, columns);
   }
 
   async summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {

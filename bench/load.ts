@@ -32,6 +32,8 @@ function start(cfg: LoadConfig, seconds: number): ReturnType<typeof autocannon> 
  * Two runs (warm-up, then measured) would close every warm-up connection with requests in flight; each server
  * then runs its abort paths just before the measurement, and V8 deoptimised and recompiled hundreds of hot
  * functions inside the measured window (seen with --trace-deopt/--trace-opt), differently in every process.
+ * With `windowStartEpochMs`/`windowEndEpochMs` the window is those wall-clock times (paired rounds: both load
+ * generators measure the same interval, so neither server has the core to itself at either end).
  */
 async function main(): Promise<void> {
   const raw = process.argv[2];
@@ -39,7 +41,12 @@ async function main(): Promise<void> {
   const cfg = JSON.parse(raw) as LoadConfig;
 
   const window = new MeasuredWindow();
-  const instance = start(cfg, cfg.warmupSeconds + cfg.seconds);
+  const now = Date.now();
+  const beginInMs = cfg.windowStartEpochMs !== undefined ? cfg.windowStartEpochMs - now : cfg.warmupSeconds * 1_000;
+  const endInMs = cfg.windowEndEpochMs !== undefined ? cfg.windowEndEpochMs - now : beginInMs + cfg.seconds * 1_000;
+  if (beginInMs < 0 || endInMs <= beginInMs) throw new Error(`the measured window is not ahead: starts in ${beginInMs} ms, ends in ${endInMs} ms`);
+  // autocannon stops on its own a little after the window; the window's end is taken by the timer below.
+  const instance = start(cfg, Math.ceil(endInMs / 1_000) + 1);
   void instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTimeMs: number) => window.response(statusCode, responseTimeMs));
   void instance.on('reqError', () => window.error());
   let cpu0 = process.cpuUsage();
@@ -49,7 +56,7 @@ async function main(): Promise<void> {
     cpu0 = process.cpuUsage();
     t0 = process.hrtime.bigint();
     process.stdout.write('WARMED\n');
-  }, cfg.warmupSeconds * 1_000);
+  }, beginInMs);
   let measured: ReturnType<MeasuredWindow['end']> | undefined;
   let wallUs = 0;
   let cpu = { user: 0, system: 0 };
@@ -57,7 +64,8 @@ async function main(): Promise<void> {
     measured = window.end();
     wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
     cpu = process.cpuUsage(cpu0);
-  }, (cfg.warmupSeconds + cfg.seconds) * 1_000);
+    instance.stop();
+  }, endInMs);
   const r = await instance;
   clearTimeout(warmed);
   clearTimeout(ended);

@@ -67,8 +67,8 @@ async function throughput(spec: TargetSpec, server: RunningServer, upstream: Ups
   result.runs.push(run);
   const l = run.load;
   log(
-    `   ${Math.round(l.requestsPerSecMean)} req/s (±${Math.round(l.requestsPerSecStddev)}), ${l.totalRequests} requests, ` +
-      `status ${JSON.stringify(l.statusCodes)}, non-2xx ${l.non2xx}, errors ${l.errors} (timeouts ${l.timeouts})`,
+    `   ${Math.round(l.requestsPerSecMean)} req/s (±${Math.round(l.requestsPerSecStddev)}), ${l.totalRequests} requests measured ` +
+      `(${l.warmupRequests} in the warm-up), status codes of the whole run ${JSON.stringify(l.statusCodes)}, non-2xx ${l.non2xx}, errors ${l.errors} (timeouts ${l.timeouts})`,
   );
   if (l.non2xx + l.errors + l.warmupNon2xx + l.warmupErrors > 0) {
     result.problems.push(

@@ -14,6 +14,12 @@ export interface LoadConfig {
   pipelining: number;
   warmupSeconds: number;
   seconds: number;
+  /**
+   * Wall-clock start and end of the measured window (epoch ms), instead of `warmupSeconds` then `seconds` from
+   * the load generator's own start: two load generators started one after the other then measure the same time.
+   */
+  windowStartEpochMs?: number;
+  windowEndEpochMs?: number;
   /** When set, every request gets a fresh `Idempotency-Key` with this prefix. */
   idempotencyKeyPrefix?: string;
 }
@@ -31,6 +37,7 @@ export interface LoadResult {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** Status codes of the whole run, warm-up included. */
   statusCodes: Record<string, number>;
   warmupNon2xx: number;
   warmupErrors: number;

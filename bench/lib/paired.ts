@@ -74,8 +74,7 @@ async function measureRound(servers: [RunningServer, RunningServer], specs: read
   const before = servers.map((s) => sampleCpu(s.child.pid));
   const order = reversed ? [1, 0] : [0, 1];
   // One measured window for both, in wall-clock time: measured from each load generator's own start, the one
-  // started second went on alone for its last few hundred ms, with the core to itself, and read 3–5 % better
-  // (the side loaded second won in 9 of 10 rounds of one run).
+  // started second went on alone for its last few hundred ms, with the core to itself, and read 3–5 % better.
   const windowStartEpochMs = Date.now() + LOAD_START_MARGIN_MS + warmupSeconds * 1_000;
   const windowEndEpochMs = windowStartEpochMs + options.seconds * 1_000;
   const runs: Array<Awaited<ReturnType<typeof runThroughput>> | undefined> = [undefined, undefined];

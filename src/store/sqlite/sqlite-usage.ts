@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
@@ -6,9 +7,6 @@ import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
 const WIDTH = USAGE_COLUMNS.length;
-
-/** Resolves on the next turn of the event loop, after the I/O callbacks of this one. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Usage records in the embedded store (table `usage_records`, migration 7). */
 export class SqliteUsageStore implements UsageStore {

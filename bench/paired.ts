@@ -4,9 +4,10 @@
 //   BENCH_PAIR=gateway,gateway BENCH_PAIR_A_CMD="node /tmp/old/dist/main.js" ...   (two builds, same target)
 // Why: on a shared VM the speed of a core drifts by tens of percent between runs a few seconds apart, far more
 // than the few percent a feature costs; sequential runs cannot resolve it. Here the scheduler splits core 0
-// between two always-busy servers, each loaded with half the connections from core 1, and the report gives each
-// one's CPU time per request (from /proc) and the ratio of the two, round by round. Both servers are started anew
-// every round (BENCH_PAIR_FRESH=0 keeps one pair for all rounds), alternating which one starts and is loaded first.
+// between always-busy servers (BENCH_PAIR_COPIES per side, default 2), each loaded with half the connections from
+// core 1, and the report gives each side's CPU time per request (from /proc) and the ratio of the two, round by
+// round. All servers are started anew every round (BENCH_PAIR_FRESH=0 keeps one set for all rounds), and the two
+// sides swap slots (start order, load order, position) every other round.
 import { LOAD_CORE, S, log, loud } from './lib/config.js';
 import type { TargetSpec } from './lib/config.js';
 import { perRoundRatios, runPaired } from './lib/paired.js';
@@ -39,10 +40,10 @@ async function main(): Promise<void> {
   let result: PairResult;
   try {
     log(
-      `== paired: "${specs[0].name}" and "${specs[1].name}" on one core, ${S.rounds} round(s) of ${S.seconds}s, ${Math.floor(S.connections / 2)} connections each, ` +
+      `== paired: "${specs[0].name}" and "${specs[1].name}" on one core, ${S.rounds} round(s) of ${S.seconds}s, ${S.pairCopies} process(es) per side with ${Math.floor(S.connections / 2)} connections each, ` +
         (fresh ? 'both servers started anew every round' : 'one pair of processes for every round'),
     );
-    result = await runPaired(specs, { rounds: S.rounds, seconds: S.seconds, warmupSeconds: S.pairWarmupSeconds, fresh, upstreamOrigin: upstream.origin, upstreamPid: upstream.child.pid });
+    result = await runPaired(specs, { rounds: S.rounds, seconds: S.seconds, warmupSeconds: S.pairWarmupSeconds, fresh, copies: S.pairCopies, upstreamOrigin: upstream.origin, upstreamPid: upstream.child.pid });
   } finally {
     await stopChild(upstream.child);
   }

@@ -44,7 +44,7 @@ function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string
   const g = geometricMeanInterval(result.rounds.map((r) => (r.rps[1] / r.rps[0]) * 100));
   const interval = Number.isNaN(g.low) ? '' : `; geometric mean of the rounds ${(100 - g.mean).toFixed(1)} %, 95 % interval ${(100 - g.high).toFixed(1)}–${(100 - g.low).toFixed(1)} %`;
   return [
-    `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (both servers on core ${SERVER_CORE} at the same time, started anew each round).`,
+    `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (${S.pairCopies} server process(es) per side, all on core ${SERVER_CORE} at the same time, started anew each round, the two sides swapping slots every other round).`,
     '',
     '| A | B | B\'s throughput as % of A\'s (median) | A\'s CPU per request as % of B\'s (median) | cost of records + metrics |',
     '| --- | --- | ---: | ---: | ---: |',
@@ -52,7 +52,7 @@ function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string
     '',
     `Per round, B/A throughput: ${perRoundRatios(result)}`,
     '',
-    `Cost: ${cost.toFixed(1)} % by the median${interval}. Single rounds spread about ±5 % (the same build on both sides reads 93–107 %): an interval that straddles 5 % does not settle the goal either way.`,
+    `Cost: ${cost.toFixed(1)} % by the median${interval}. Single rounds spread a few % (the same build on both sides: 94.7–106.4 %, two processes per side): an interval that straddles 5 % does not settle the goal either way.`,
   ].join('\n');
 }
 
@@ -141,13 +141,14 @@ async function main(): Promise<number> {
   let cost: string | undefined;
   const specs = costSpecs();
   if (COST_ROUNDS > 0 && specs && targets.some((t) => t.id === 'gateway')) {
-    log(`\n== cost of usage records + metrics: paired, ${COST_ROUNDS} rounds (BENCH_COST_ROUNDS=0 skips it)`);
+    log(`\n== cost of usage records + metrics: paired, ${COST_ROUNDS} rounds, ${S.pairCopies} process(es) per side (BENCH_COST_ROUNDS=0 skips it)`);
     try {
       const result = await runPaired(specs, {
         rounds: COST_ROUNDS,
         seconds: S.seconds,
         warmupSeconds: S.pairWarmupSeconds,
         fresh: true,
+        copies: S.pairCopies,
         upstreamOrigin: upstream.origin,
         upstreamPid: upstream.child.pid,
         label: 'pair',
@@ -223,7 +224,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 // Hard upper bound on the whole run, whatever hangs.
 const perPassSec = S.warmupSeconds + S.seconds + 90;
-const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 60);
+const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 30 * S.pairCopies + 30);
 const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + costSec + 60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);

@@ -44,6 +44,13 @@ export const S = {
    * more for the side with more code on its path); after 25 s, ~11 % and equal on both sides.
    */
   pairWarmupSeconds: intEnv('BENCH_PAIR_WARMUP_SECONDS', 20, 0, 300),
+  /**
+   * Processes per side in paired rounds, all on the server core at once, each with half of BENCH_CONNECTIONS:
+   * one process's lasting luck (what V8 inlined, how its young generation grew) averages out within the round.
+   * Same build on both sides, a scratch harness counting requests in the access logs: 96–103 % per round with
+   * two per side (bench/README.md, "Paired runs").
+   */
+  pairCopies: intEnv('BENCH_PAIR_COPIES', 2, 1, 8),
   rounds: intEnv('BENCH_ROUNDS', 1, 1, 20),
   connections: intEnv('BENCH_CONNECTIONS', 64, 1, 4096),
   pipelining: intEnv('BENCH_PIPELINING', 1, 1, 64),

@@ -31,13 +31,21 @@ export interface PairOptions {
   seconds: number;
   warmupSeconds: number;
   /**
-   * Start both servers anew every round, in alternating order (default). One process can be a few % faster or
-   * slower than another of the same build for its whole life (code and heap layout, JIT decisions); with one
-   * pair of processes for every round that luck is counted as a difference between the targets.
+   * Start both sides' servers anew every round, the two sides swapping slots every other round (default). One
+   * process can be a few % faster or slower than another of the same build for its whole life (code and heap
+   * layout, JIT decisions); with one pair of processes for every round that luck is counted as a difference
+   * between the targets.
    */
   fresh: boolean;
   upstreamOrigin: string;
   upstreamPid: number | undefined;
+  /**
+   * Processes per side (default 1), all on the one core at once, each loaded with half of BENCH_CONNECTIONS:
+   * a side's throughput is the sum of its processes'. One process of a build can run a few % faster or slower
+   * than another for its whole life (what V8 inlined, how its young generation grew); with two per side that
+   * luck averages out within the round instead of only across rounds.
+   */
+  copies?: number;
   /** Printed once per round. */
   label?: string;
 }
@@ -51,37 +59,47 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? (sorted[mid] ?? NaN) : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
 }
 
-async function startPair(specs: readonly [TargetSpec, TargetSpec], upstreamOrigin: string, tmp: string, round: number, reversed: boolean): Promise<[RunningServer, RunningServer]> {
+/** Both sides' processes: `copies` of A then `copies` of B (index `side * copies + k`). */
+type Sides = RunningServer[];
+
+async function startSides(specs: readonly [TargetSpec, TargetSpec], copies: number, upstreamOrigin: string, tmp: string, round: number): Promise<Sides> {
   const started: RunningServer[] = [];
   try {
-    const order = reversed ? [1, 0] : [0, 1];
-    const byIndex: Array<RunningServer | undefined> = [undefined, undefined];
-    for (const i of order) {
-      const dir = path.join(tmp, `round-${round}-target-${i}`);
-      mkdirSync(dir, { recursive: true });
-      const server = await startTarget(specs[i] as TargetSpec, upstreamOrigin, dir);
-      started.push(server);
-      byIndex[i] = server;
+    const bySlot: Array<RunningServer | undefined> = new Array(2 * copies).fill(undefined);
+    // Started alternately (first slot, second slot, first, second…), so that neither side's all start first.
+    for (let k = 0; k < copies; k++) {
+      for (const side of [0, 1]) {
+        const dir = path.join(tmp, `round-${round}-target-${side}-copy-${k}`);
+        mkdirSync(dir, { recursive: true });
+        const server = await startTarget(specs[side] as TargetSpec, upstreamOrigin, dir);
+        started.push(server);
+        bySlot[side * copies + k] = server;
+      }
     }
-    return byIndex as [RunningServer, RunningServer];
+    return bySlot as Sides;
   } catch (error) {
     for (const s of started) await stopChild(s.child);
     throw error;
   }
 }
 
-async function measureRound(servers: [RunningServer, RunningServer], specs: readonly [TargetSpec, TargetSpec], options: PairOptions, warmupSeconds: number, reversed: boolean): Promise<PairRound> {
+async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetSpec], options: PairOptions, warmupSeconds: number): Promise<PairRound> {
+  const copies = servers.length / 2;
+  const sideOf = (slot: number) => (slot < copies ? 0 : 1);
   const before = servers.map((s) => sampleCpu(s.child.pid));
-  const order = reversed ? [1, 0] : [0, 1];
-  // One measured window for both, in wall-clock time: measured from each load generator's own start, the one
-  // started second went on alone for its last few hundred ms, with the core to itself, and read 3–5 % better.
+  const slots = servers.map((_, slot) => slot);
+  // Load generators start alternately too, the first slot's first.
+  const order = slots.slice().sort((x, y) => (x % copies) - (y % copies) || sideOf(x) - sideOf(y));
+  // One measured window for all, in wall-clock time: measured from each load generator's own start, the one
+  // started last went on alone for its last few hundred ms, with the core to itself, and read 3–5 % better.
   const windowStartEpochMs = Date.now() + LOAD_START_MARGIN_MS + warmupSeconds * 1_000;
   const windowEndEpochMs = windowStartEpochMs + options.seconds * 1_000;
-  const runs: Array<Awaited<ReturnType<typeof runThroughput>> | undefined> = [undefined, undefined];
+  const runs: Array<Awaited<ReturnType<typeof runThroughput>> | undefined> = new Array(servers.length).fill(undefined);
   await Promise.all(
-    order.map(async (i) => {
-      const server = servers[i] as RunningServer;
-      runs[i] = await runThroughput(
+    order.map(async (slot) => {
+      const server = servers[slot] as RunningServer;
+      const side = sideOf(slot);
+      runs[slot] = await runThroughput(
         {
           url: `${server.origin}${server.chatPath}`,
           method: 'POST',
@@ -93,23 +111,28 @@ async function measureRound(servers: [RunningServer, RunningServer], specs: read
           seconds: options.seconds,
           windowStartEpochMs,
           windowEndEpochMs,
-          ...(specs[i]?.idempotencyKeys ? { idempotencyKeyPrefix: `pair-${i}-${process.pid}-${Date.now()}` } : {}),
+          ...(specs[side]?.idempotencyKeys ? { idempotencyKeyPrefix: `pair-${slot}-${process.pid}-${Date.now()}` } : {}),
         },
         { core: LOAD_CORE, serverPid: server.child.pid, upstreamPid: options.upstreamPid },
       );
     }),
   );
   const after = servers.map((s) => sampleCpu(s.child.pid));
-  const [ra, rb] = runs as [NonNullable<(typeof runs)[0]>, NonNullable<(typeof runs)[0]>];
-  const problems = [ra, rb].flatMap((r, i) => (r.load.non2xx + r.load.errors > 0 ? [`${specs[i]?.name}: non-2xx ${r.load.non2xx}, errors ${r.load.errors}`] : []));
+  const done = runs as Array<NonNullable<(typeof runs)[0]>>;
+  const problems = done.flatMap((r, slot) => (r.load.non2xx + r.load.errors > 0 ? [`${specs[sideOf(slot)]?.name}: non-2xx ${r.load.non2xx}, errors ${r.load.errors}`] : []));
   if (problems.length > 0) throw new Error(problems.join('; '));
-  // CPU over the whole load (warm-up included) divided by every request sent in it.
-  const cpuSec = [0, 1].map((i) => (after[i]?.cpuSec ?? NaN) - (before[i]?.cpuSec ?? NaN));
-  const requests = [ra, rb].map((r) => r.load.totalRequests + r.load.warmupRequests);
-  return {
-    rps: [ra.load.requestsPerSecMean, rb.load.requestsPerSecMean],
-    usPerRequest: [((cpuSec[0] ?? NaN) / (requests[0] ?? NaN)) * 1e6, ((cpuSec[1] ?? NaN) / (requests[1] ?? NaN)) * 1e6],
-  };
+  // Per side: the sum of its processes' throughput; CPU over the whole load (warm-up included) of all its
+  // processes divided by every request they answered in it.
+  const rps: [number, number] = [0, 0];
+  const cpuSec: [number, number] = [0, 0];
+  const requests: [number, number] = [0, 0];
+  done.forEach((r, slot) => {
+    const side = sideOf(slot);
+    rps[side] += r.load.requestsPerSecMean;
+    cpuSec[side] += (after[slot]?.cpuSec ?? NaN) - (before[slot]?.cpuSec ?? NaN);
+    requests[side] += r.load.totalRequests + r.load.warmupRequests;
+  });
+  return { rps, usPerRequest: [(cpuSec[0] / requests[0]) * 1e6, (cpuSec[1] / requests[1]) * 1e6] };
 }
 
 /** B's throughput as % of A's in each round, for the report. */
@@ -121,21 +144,28 @@ export function perRoundRatios(result: PairResult): string {
 export async function runPaired(specs: readonly [TargetSpec, TargetSpec], options: PairOptions): Promise<PairResult> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'llm-gateway-pair-'));
   const rounds: PairRound[] = [];
-  let servers: [RunningServer, RunningServer] | undefined;
+  const copies = Math.max(1, Math.floor(options.copies ?? 1));
+  let servers: Sides | undefined;
   try {
     for (let round = 1; round <= options.rounds; round++) {
-      // Fresh pairs alternate which side starts first and is loaded first; a kept pair keeps its order.
-      const reversed = options.fresh && round % 2 === 0;
+      // Fresh processes swap slots every other round: B's take the first slot (started and loaded first). The
+      // same build on both sides read 103.7 % (median of 6 rounds, 5 of them 102–105 %) for whichever side was in
+      // the second slot, with the start order alternating; swapping the slots cancels that, whatever its cause.
+      const swapped = options.fresh && round % 2 === 0;
+      const placed: readonly [TargetSpec, TargetSpec] = swapped ? [specs[1], specs[0]] : specs;
       if (!servers || options.fresh) {
         if (servers) for (const s of servers) await stopChild(s.child);
         servers = undefined;
-        servers = await startPair(specs, options.upstreamOrigin, tmp, round, reversed);
+        servers = await startSides(placed, copies, options.upstreamOrigin, tmp, round);
       }
       const warmup = options.fresh || round === 1 ? options.warmupSeconds : 1;
-      const r = await measureRound(servers, specs, options, warmup, reversed);
+      const measured = await measureRound(servers, placed, options, warmup);
+      const r: PairRound = swapped
+        ? { rps: [measured.rps[1], measured.rps[0]], usPerRequest: [measured.usPerRequest[1], measured.usPerRequest[0]] }
+        : measured;
       rounds.push(r);
       log(
-        `   ${options.label ?? 'round'} ${round}${options.fresh ? (reversed ? ' (B started first)' : ' (A started first)') : ''}: ${int(r.rps[0])} vs ${int(r.rps[1])} req/s; ` +
+        `   ${options.label ?? 'round'} ${round}${options.fresh ? (swapped ? ' (B in the first slot)' : ' (A in the first slot)') : ''}: ${int(r.rps[0])} vs ${int(r.rps[1])} req/s; ` +
           `CPU ${r.usPerRequest[0].toFixed(1)} vs ${r.usPerRequest[1].toFixed(1)} µs/request; B/A throughput ${pct((r.rps[1] / r.rps[0]) * 100)}, A/B CPU per request ${pct((r.usPerRequest[0] / r.usPerRequest[1]) * 100)}`,
       );
     }

@@ -30,7 +30,8 @@ const TARGETS =
  * Paired rounds (bench/lib/paired.ts) of the gateway with usage records and metrics on against the same gateway
  * with both off: what they cost, which sequential runs on a drifting VM cannot resolve. 0 skips it.
  */
-const COST_ROUNDS = Math.max(0, Math.min(20, Number(process.env.BENCH_COST_ROUNDS ?? 10) || 0));
+// Even: the two sides swap slots every other round, and a slot's bias cancels only over pairs of rounds.
+const COST_ROUNDS = 2 * Math.ceil(Math.max(0, Math.min(20, Number(process.env.BENCH_COST_ROUNDS ?? 10) || 0)) / 2);
 const COST_PAIR = ['observability-off', 'observability-on'] as const;
 
 function costSpecs(): [TargetSpec, TargetSpec] | undefined {

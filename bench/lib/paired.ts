@@ -87,9 +87,8 @@ async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetS
   const copies = servers.length / 2;
   const sideOf = (slot: number) => (slot < copies ? 0 : 1);
   const before = servers.map((s) => sampleCpu(s.child.pid));
-  const slots = servers.map((_, slot) => slot);
-  // Load generators start alternately too, the first slot's first.
-  const order = slots.slice().sort((x, y) => (x % copies) - (y % copies) || sideOf(x) - sideOf(y));
+  // Load generators start alternately too (A0, B0, A1, B1…: the first slot's first), as the servers did.
+  const order = Array.from({ length: copies }, (_, k) => [k, copies + k]).flat();
   // One measured window for all, in wall-clock time: measured from each load generator's own start, the one
   // started last went on alone for its last few hundred ms, with the core to itself, and read 3–5 % better.
   const windowStartEpochMs = Date.now() + LOAD_START_MARGIN_MS + warmupSeconds * 1_000;

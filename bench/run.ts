@@ -13,7 +13,7 @@ import { measurePass, measureUpstream } from './lib/measure.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
 import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu, renderPairedRatios } from './lib/report.js';
 import type { TargetResult } from './lib/report.js';
-import { perRoundRatios, runPaired } from './lib/paired.js';
+import { perRoundRatios, roundThroughputPct, runPaired } from './lib/paired.js';
 import type { PairResult } from './lib/paired.js';
 import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
 import { geometricMeanInterval, pct } from './lib/stats.js';
@@ -42,7 +42,7 @@ function costSpecs(): [TargetSpec, TargetSpec] | undefined {
 /** The cost section of the report: B = both on, A = both off. */
 function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string {
   const cost = 100 - result.throughputRatio;
-  const g = geometricMeanInterval(result.rounds.map((r) => (r.rps[1] / r.rps[0]) * 100));
+  const g = geometricMeanInterval(result.rounds.map(roundThroughputPct));
   const interval = Number.isNaN(g.low) ? '' : `; geometric mean of the rounds ${(100 - g.mean).toFixed(1)} %, 95 % interval ${(100 - g.high).toFixed(1)}–${(100 - g.low).toFixed(1)} %`;
   return [
     `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (${S.pairCopies} server process(es) per side, all on core ${SERVER_CORE} at the same time, started anew each round, the two sides swapping slots every other round).`,

@@ -134,9 +134,19 @@ async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetS
   return { rps, usPerRequest: [(cpuSec[0] / requests[0]) * 1e6, (cpuSec[1] / requests[1]) * 1e6] };
 }
 
+/** B's throughput as % of A's in one round. */
+export function roundThroughputPct(r: PairRound): number {
+  return (r.rps[1] / r.rps[0]) * 100;
+}
+
+/** A's CPU per request as % of B's in one round. */
+function roundCpuPct(r: PairRound): number {
+  return (r.usPerRequest[0] / r.usPerRequest[1]) * 100;
+}
+
 /** B's throughput as % of A's in each round, for the report. */
 export function perRoundRatios(result: PairResult): string {
-  return result.rounds.map((r) => pct((r.rps[1] / r.rps[0]) * 100)).join(', ');
+  return result.rounds.map((r) => pct(roundThroughputPct(r))).join(', ');
 }
 
 /** Runs the rounds and logs one line per round; the caller prints the summary. */
@@ -165,7 +175,7 @@ export async function runPaired(specs: readonly [TargetSpec, TargetSpec], option
       rounds.push(r);
       log(
         `   ${options.label ?? 'round'} ${round}${options.fresh ? (swapped ? ' (B in the first slot)' : ' (A in the first slot)') : ''}: ${int(r.rps[0])} vs ${int(r.rps[1])} req/s; ` +
-          `CPU ${r.usPerRequest[0].toFixed(1)} vs ${r.usPerRequest[1].toFixed(1)} µs/request; B/A throughput ${pct((r.rps[1] / r.rps[0]) * 100)}, A/B CPU per request ${pct((r.usPerRequest[0] / r.usPerRequest[1]) * 100)}`,
+          `CPU ${r.usPerRequest[0].toFixed(1)} vs ${r.usPerRequest[1].toFixed(1)} µs/request; B/A throughput ${pct(roundThroughputPct(r))}, A/B CPU per request ${pct(roundCpuPct(r))}`,
       );
     }
   } finally {
@@ -174,7 +184,7 @@ export async function runPaired(specs: readonly [TargetSpec, TargetSpec], option
   }
   return {
     rounds,
-    throughputRatio: median(rounds.map((r) => (r.rps[1] / r.rps[0]) * 100)),
-    cpuRatio: median(rounds.map((r) => (r.usPerRequest[0] / r.usPerRequest[1]) * 100)),
+    throughputRatio: median(rounds.map(roundThroughputPct)),
+    cpuRatio: median(rounds.map(roundCpuPct)),
   };
 }

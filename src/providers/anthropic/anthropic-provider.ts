@@ -3,7 +3,7 @@ import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
-import { drainQuietly } from '../openai-compatible/body.js';
+import { discardBody, drainQuietly } from '../response-body.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -64,7 +64,7 @@ export class AnthropicProvider implements Provider {
       throw toUpstreamError(error, this.name, context.signal);
     } finally {
       if (translator.done) drainQuietly(response.body);
-      else response.body.destroy();
+      else discardBody(response.body);
     }
     if (!translator.done) {
       throw new GatewayError('upstream_stream_truncated', {

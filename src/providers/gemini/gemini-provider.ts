@@ -7,6 +7,7 @@ import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, Stre
 import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { discardBody } from '../response-body.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
 
@@ -55,7 +56,7 @@ export class GeminiProvider implements Provider {
     } catch (error) {
       throw toUpstreamError(error, this.name, context.signal);
     } finally {
-      if (!clean) response.body.destroy();
+      if (!clean) discardBody(response.body);
     }
     // No end marker in Gemini's stream: a clean end of the body after a finished candidate is the end.
     if (!clean || !translator.finished) {

@@ -14,7 +14,7 @@ import type {
 import { toUpstreamError } from '../transport-errors.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
-import { drainQuietly } from './body.js';
+import { discardBody, drainQuietly } from '../response-body.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -82,7 +82,7 @@ export class OpenAiCompatibleProvider implements Provider {
       throw toUpstreamError(error, this.name, context.signal);
     } finally {
       if (finished) drainQuietly(response.body);
-      else response.body.destroy();
+      else discardBody(response.body);
     }
     if (!finished) {
       throw new GatewayError('upstream_stream_truncated', {

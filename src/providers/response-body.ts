@@ -18,7 +18,7 @@ export async function readBodyBytes(body: Body, maxBytes: number, truncate = fal
     const buffer = chunk as Buffer;
     size += buffer.length;
     if (size > maxBytes) {
-      body.destroy();
+      discardBody(body);
       if (truncate) break;
       throw Object.assign(new Error('upstream body larger than allowed'), {
         code: 'UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE',
@@ -32,4 +32,20 @@ export async function readBodyBytes(body: Body, maxBytes: number, truncate = fal
 /** Consumes what is left of a body we do not need, so its keep-alive connection can be reused. */
 export function drainQuietly(body: Body): void {
   body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+}
+
+/**
+ * Cuts a body we stop reading before its end. undici's body emits an 'error' (RequestAbortedError) when it is
+ * destroyed unfinished, and once a for-await loop has left it nothing listens any more: that 'error' would be
+ * an uncaught exception that kills the process (a bad first frame followed by the upstream closing did exactly
+ * that). The listener is added before the destroy, so the error always has somewhere to go.
+ */
+export function discardBody(body: Body): void {
+  if (body.destroyed) return;
+  body.on('error', ignoreError);
+  body.destroy();
+}
+
+function ignoreError(): void {
+  // the body is being thrown away: its abort is expected and carries nothing to report
 }

@@ -54,3 +54,13 @@ test('redactUrl and scrubText', () => {
   assert.equal(scrubText('Incorrect API key provided: sk-ab***yz', []), 'Incorrect API key provided: [REDACTED]');
   assert.equal(scrubText('bad key my-own-key-123', ['my-own-key-123']), 'bad key [REDACTED]');
 });
+
+test('scrubText removes pieces of a secret: cut at a truncation point, partly shown, or split in two', () => {
+  const key = 'gw-upstream-3c9f1e77a0b24d5e';
+  assert.equal(scrubText(`cut: ...${key.slice(0, 11)}`, [key]), 'cut: ...[REDACTED]');
+  assert.equal(scrubText(`tail ${key.slice(-8)} end`, [key]), 'tail [REDACTED] end');
+  assert.equal(scrubText(`${key.slice(0, 10)}|${key.slice(12)}`, [key]), '[REDACTED]|[REDACTED]');
+  // Fewer than eight characters of a key, and ordinary text, are left alone.
+  assert.equal(scrubText(`short ${key.slice(0, 7)} text`, [key]), `short ${key.slice(0, 7)} text`);
+  assert.equal(scrubText('nothing secret in here at all', [key]), 'nothing secret in here at all');
+});

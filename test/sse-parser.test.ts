@@ -1,6 +1,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { SseParser, parseSseStream } from '../src/streaming/sse-parser.js';
+import { MAX_SSE_EVENT_BYTES, MAX_SSE_LINE_BYTES, SseLimitError, SseParser, parseSseStream } from '../src/streaming/sse-parser.js';
 import type { SseEvent } from '../src/streaming/sse-parser.js';
 
 const enc = new TextEncoder();
@@ -333,7 +333,7 @@ void describe('large events', () => {
 
   void test('parses in linear time: a 4 MB line in 256-byte chunks', () => {
     // Linear: ~50 ms. Re-concatenating (or re-scanning) the pending bytes per chunk copies ~32 GB: ~10 s.
-    const size = 4 * 1024 * 1024;
+    const size = MAX_SSE_LINE_BYTES - 8; // the longest line the parser accepts
     const bytes = new Uint8Array(size + 8).fill(0x7a);
     bytes.set(enc.encode('data:'), 0);
     bytes.set(enc.encode('\n\n'), size + 6);
@@ -402,5 +402,63 @@ void describe('parseSseStream', () => {
       break;
     }
     assert.equal(closed, true);
+  });
+});
+
+describe('bounds on what one stream can make the parser hold', () => {
+  const limits = { maxLineBytes: 1024, maxEventBytes: 2048 };
+
+  test('a line that never ends is refused once it passes maxLineBytes, across many chunks', () => {
+    const parser = new SseParser(() => assert.fail('nothing to dispatch'), limits);
+    parser.feed(enc.encode('data: '));
+    let fed = 6;
+    assert.throws(
+      () => {
+        for (;;) {
+          parser.feed(enc.encode('x'.repeat(100)));
+          fed += 100;
+          assert.ok(fed < 10_000, 'the limit was never enforced');
+        }
+      },
+      (error: unknown) => error instanceof SseLimitError && error.what === 'line' && error.limitBytes === 1024,
+    );
+    // `fed` counts the chunks accepted: the one refused is the one that would have passed the bound.
+    assert.ok(fed <= 1024 && fed + 100 > 1024, `refused after ${fed} bytes`);
+    assert.throws(() => parser.feed(enc.encode('data: more\n\n')), /after end/);
+  });
+
+  test('a single chunk holding a whole over-long line is refused too', () => {
+    const parser = new SseParser(() => assert.fail('nothing to dispatch'), limits);
+    assert.throws(() => parser.feed(enc.encode(`data: ${'y'.repeat(2000)}\n\n`)), SseLimitError);
+  });
+
+  test('data lines without a blank line between them are refused once the event passes maxEventBytes', () => {
+    const parser = new SseParser(() => assert.fail('nothing to dispatch'), limits);
+    const line = `data: ${'z'.repeat(500)}\n`;
+    let lines = 0;
+    assert.throws(
+      () => {
+        for (; lines < 100; lines++) parser.feed(enc.encode(line));
+      },
+      (error: unknown) => error instanceof SseLimitError && error.what === 'event' && error.limitBytes === 2048,
+    );
+    assert.equal(lines, 4, 'the fifth 500-byte data line passes 2048');
+  });
+
+  test('lines and events just under the bounds are dispatched whole', () => {
+    const events: SseEvent[] = [];
+    const parser = new SseParser((e) => events.push(e), limits);
+    const value = 'a'.repeat(1024 - 'data: '.length);
+    parser.feed(enc.encode(`data: ${value}\ndata: ${value.slice(0, 1000)}\n\n`));
+    assert.equal(events.length, 1);
+    assert.equal(events[0]?.data, `${value}\n${value.slice(0, 1000)}`);
+    assert.equal(parser.end(), false);
+  });
+
+  test('the default bounds are 4 MiB for a line and for an event', () => {
+    assert.equal(MAX_SSE_LINE_BYTES, 4 * 1024 * 1024);
+    assert.equal(MAX_SSE_EVENT_BYTES, 4 * 1024 * 1024);
+    const parser = new SseParser(() => undefined);
+    assert.throws(() => parser.feed(new Uint8Array(MAX_SSE_LINE_BYTES + 1).fill(0x61)), SseLimitError);
   });
 });

@@ -85,12 +85,52 @@ export class SecretScrubber {
   }
 }
 
-/** Removes the given secrets from a text that came from outside (an upstream error message). */
+/**
+ * The shortest piece of a secret that is scrubbed on its own. A provider that echoes a key may cut it (at its own
+ * truncation point or ours) or show only part of it; eight characters of a random key are still far too many to
+ * leave in an answer, and no ordinary word matches eight characters of one by chance.
+ */
+const SECRET_PIECE_CHARS = 8;
+
+/**
+ * Removes the given secrets from a text that came from outside (an upstream's error message, code, type or a
+ * frame): every whole occurrence, and every run of at least eight characters that also occurs in a secret (a
+ * key cut at a truncation point, or partly masked). Run it BEFORE cutting a text to length, so the cut cannot
+ * turn a whole secret into a piece. Error paths only: it costs O(text length) per secret.
+ */
 export function scrubText(text: string, secrets: ReadonlyArray<string | undefined>): string {
   let out = text;
   for (const secret of secrets) {
-    if (secret && secret.length >= 4 && out.includes(secret)) out = out.split(secret).join(REDACTED);
+    if (!secret || secret.length < 4) continue;
+    if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    if (secret.length >= SECRET_PIECE_CHARS) out = scrubPieces(out, secret);
   }
   // Providers echo keys partially masked ("sk-ab***yz"); strip anything shaped like a provider key too.
   return out.replace(/\b(?:sk|pk|rk|gsk|xai|key)-[A-Za-z0-9_*.-]{6,}/g, REDACTED);
+}
+
+/** Replaces every maximal run of `text` covered by 8-character windows that also occur in `secret`. */
+function scrubPieces(text: string, secret: string): string {
+  if (text.length < SECRET_PIECE_CHARS) return text;
+  const windows = new Set<string>();
+  for (let i = 0; i + SECRET_PIECE_CHARS <= secret.length; i++) windows.add(secret.slice(i, i + SECRET_PIECE_CHARS));
+  let out = '';
+  let copied = 0; // text[0, copied) is decided and in `out`
+  let runStart = -1;
+  let runEnd = -1;
+  for (let i = 0; i + SECRET_PIECE_CHARS <= text.length; i++) {
+    if (!windows.has(text.slice(i, i + SECRET_PIECE_CHARS))) continue;
+    if (runStart !== -1 && i <= runEnd) {
+      runEnd = i + SECRET_PIECE_CHARS; // overlaps or touches the run: extend it
+      continue;
+    }
+    if (runStart !== -1) {
+      out += text.slice(copied, runStart) + REDACTED;
+      copied = runEnd;
+    }
+    runStart = i;
+    runEnd = i + SECRET_PIECE_CHARS;
+  }
+  if (runStart === -1) return text;
+  return out + text.slice(copied, runStart) + REDACTED + text.slice(runEnd);
 }

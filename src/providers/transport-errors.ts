@@ -1,6 +1,7 @@
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { ClientGoneError } from '../errors/client-gone.js';
+import { SseLimitError } from '../streaming/sse-parser.js';
 
 /**
  * Transport failure codes (undici's and the OS's) to our codes. Each timeout has its own code, as undici does
@@ -22,6 +23,13 @@ const TRANSPORT_CODES: Record<string, ErrorCode> = {
   UND_ERR_CLOSED: 'upstream_connection_reset',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'upstream_connection_reset',
   UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE: 'upstream_invalid_response',
+  UND_ERR_HEADERS_OVERFLOW: 'upstream_invalid_response',
+};
+
+/** Codes whose name alone would mislead an operator: what the upstream actually did. */
+const TRANSPORT_REASONS: Record<string, string> = {
+  UND_ERR_HEADERS_OVERFLOW: 'the response header block is larger than the 16 KiB the gateway reads (UND_ERR_HEADERS_OVERFLOW)',
+  UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE: 'the response body is larger than the gateway accepts (UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE)',
 };
 
 /**
@@ -37,9 +45,12 @@ export function toUpstreamError(error: unknown, upstream: string, signal: AbortS
     }
   }
   if (isGatewayError(error) || error instanceof ClientGoneError) return error;
+  if (error instanceof SseLimitError) {
+    return new GatewayError('upstream_stream_malformed', { upstream, reason: error.message, limit_bytes: error.limitBytes });
+  }
   const code = transportCode(error);
   const mapped = code === undefined ? undefined : TRANSPORT_CODES[code];
-  if (mapped) return new GatewayError(mapped, { upstream, reason: code }, { cause: error });
+  if (mapped && code !== undefined) return new GatewayError(mapped, { upstream, reason: TRANSPORT_REASONS[code] ?? code }, { cause: error });
   if (code !== undefined && /CERT|TLS|SSL/.test(code)) {
     return new GatewayError('upstream_unreachable', { upstream, reason: code }, { cause: error });
   }

@@ -2,6 +2,8 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { scrubText } from '../observability/redact.js';
 
 const MAX_MESSAGE_CHARS = 2_000;
+/** An upstream's code, type or param is an identifier: anything longer is not one we need to pass on whole. */
+const MAX_FIELD_CHARS = 200;
 
 export interface UpstreamHttpFailure {
   upstream: string;
@@ -20,15 +22,7 @@ export interface UpstreamHttpFailure {
  */
 export function mapUpstreamHttpError(failure: UpstreamHttpFailure): GatewayError {
   const { status, upstream } = failure;
-  const parsed = parseProviderError(failure.bodyText);
-  const details: Record<string, unknown> = {
-    upstream,
-    upstream_status: status,
-    upstream_code: parsed.code,
-    upstream_type: parsed.type,
-    upstream_message: parsed.message === undefined ? undefined : scrubText(parsed.message, failure.secrets),
-  };
-  for (const key of Object.keys(details)) if (details[key] === undefined) delete details[key];
+  const details: Record<string, unknown> = { upstream, upstream_status: status, ...providerErrorDetails(failure.bodyText, failure.secrets) };
 
   if (status === 429) {
     const headers = failure.retryAfter ? { 'retry-after': failure.retryAfter } : undefined;
@@ -46,17 +40,42 @@ export function mapUpstreamHttpError(failure: UpstreamHttpFailure): GatewayError
 interface ProviderError {
   code: string | undefined;
   type: string | undefined;
+  param: string | undefined;
   message: string | undefined;
 }
 
-/** Reads the common provider error shapes: `{error:{message,type,code}}`, `{error:"..."}`, `{message}`, text. */
-export function parseProviderError(bodyText: string): ProviderError {
+/**
+ * The provider's own error fields as `details` entries (`upstream_code`, `upstream_type`, `upstream_param`,
+ * `upstream_message`), each scrubbed of the call's secrets first and cut to length after: providers echo the key
+ * they were sent in any of them (`"code": "Bearer sk-..."`), and cutting first could leave a piece of it.
+ */
+export function providerErrorDetails(text: string, secrets: ReadonlyArray<string | undefined>): Record<string, string> {
+  const parsed = parseProviderError(text);
+  return upstreamFieldDetails({ upstream_code: parsed.code, upstream_type: parsed.type, upstream_param: parsed.param, upstream_message: parsed.message }, secrets);
+}
+
+/**
+ * Fields an upstream sent (`upstream_code`, `upstream_message`...) made fit for `details`: strings kept (numbers
+ * as text), scrubbed of the call's secrets and then cut (a message to 2,000 characters, anything else to 200);
+ * other values dropped.
+ */
+export function upstreamFieldDetails(fields: Record<string, unknown>, secrets: ReadonlyArray<string | undefined>): Record<string, string> {
+  const details: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(fields)) {
+    const value = stringOrUndefined(raw);
+    if (value !== undefined) details[name] = scrubText(value, secrets).slice(0, name === 'upstream_message' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS);
+  }
+  return details;
+}
+
+/** Reads the common provider error shapes: `{error:{message,type,code,param}}`, `{error:"..."}`, `{message}`, text. Nothing is cut here. */
+function parseProviderError(bodyText: string): ProviderError {
   let body: unknown;
   try {
     body = JSON.parse(bodyText);
   } catch {
     const text = bodyText.trim();
-    return { code: undefined, type: undefined, message: text ? text.slice(0, MAX_MESSAGE_CHARS) : undefined };
+    return { code: undefined, type: undefined, param: undefined, message: text || undefined };
   }
   const record = asRecord(body);
   const inner = asRecord(record?.error) ?? record;
@@ -64,7 +83,8 @@ export function parseProviderError(bodyText: string): ProviderError {
   return {
     code: stringOrUndefined(inner?.code),
     type: stringOrUndefined(inner?.type),
-    message: typeof message === 'string' ? message.slice(0, MAX_MESSAGE_CHARS) : undefined,
+    param: stringOrUndefined(inner?.param),
+    message: typeof message === 'string' ? message : undefined,
   };
 }
 

@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../observability/redact.js';
+import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, Usage } from '../contract.js';
 import { finishReasonOf, usageOf } from './translate-response.js';
@@ -87,8 +87,7 @@ export class AnthropicStreamTranslator {
         const error = (data.error ?? {}) as { type?: unknown; message?: unknown };
         throw new GatewayError('upstream_stream_error', {
           upstream: this.upstream,
-          upstream_type: typeof error.type === 'string' ? error.type : undefined,
-          upstream_message: typeof error.message === 'string' ? scrubText(error.message, this.secrets) : undefined,
+          ...upstreamFieldDetails({ upstream_type: error.type, upstream_message: error.message }, this.secrets),
         });
       }
       default:

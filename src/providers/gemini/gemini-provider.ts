@@ -33,7 +33,7 @@ export class GeminiProvider implements Provider {
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
-    const translated = fromGeminiResponse(value, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000));
+    const translated = fromGeminiResponse(value, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.secrets(context));
     if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
@@ -42,7 +42,14 @@ export class GeminiProvider implements Provider {
     const response = await this.send(body, context, true);
     expectEventStream(response, this.name);
     const options = body.stream_options as { include_usage?: unknown } | undefined;
-    const translator = new GeminiStreamTranslator(body.model, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true);
+    const translator = new GeminiStreamTranslator(
+      body.model,
+      `chatcmpl-${randomUUID()}`,
+      Math.floor(Date.now() / 1000),
+      this.name,
+      options?.include_usage === true,
+      this.secrets(context),
+    );
     const pending: SseEvent[] = [];
     const parser = new SseParser((event) => pending.push(event));
     let clean = false;
@@ -66,6 +73,11 @@ export class GeminiProvider implements Provider {
       });
     }
     for (const chunk of translator.final()) yield { chunk };
+  }
+
+  /** The keys a call may have sent: whatever the upstream says back is scrubbed of them. */
+  private secrets(context: CallContext): Array<string | undefined> {
+    return [context.apiKeyOverride, this.config.apiKey];
   }
 
   /** `GET {base}/models`: `{models: [{name: "models/<id>", inputTokenLimit, ...}]}`. */

@@ -1,4 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
+import { scrubText } from '../../observability/redact.js';
+import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { ChatCompletionChunk, ToolCall, Usage } from '../contract.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
 
@@ -39,13 +41,13 @@ interface Candidate {
 }
 
 /** A prompt refused by the safety filter has no candidates and says why in `promptFeedback`. */
-export function throwIfBlocked(response: Record<string, unknown>, upstream: string): void {
+export function throwIfBlocked(response: Record<string, unknown>, upstream: string, secrets: ReadonlyArray<string | undefined> = []): void {
   const feedback = response.promptFeedback as { blockReason?: unknown; blockReasonMessage?: unknown } | undefined;
   if (feedback?.blockReason !== undefined && (!Array.isArray(response.candidates) || response.candidates.length === 0)) {
     throw new GatewayError('upstream_content_blocked', {
       upstream,
-      reason: String(feedback.blockReason),
-      ...(typeof feedback.blockReasonMessage === 'string' ? { upstream_message: feedback.blockReasonMessage } : {}),
+      reason: scrubText(String(feedback.blockReason), secrets).slice(0, 200),
+      ...upstreamFieldDetails({ upstream_message: feedback.blockReasonMessage }, secrets),
     });
   }
 }
@@ -66,10 +68,17 @@ function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: numbe
 }
 
 /** A `generateContent` answer as an OpenAI `chat.completion` (pure), one choice per candidate. */
-export function fromGeminiResponse(response: unknown, upstreamModel: string, upstream: string, id: string, created: number): { completion: ChatCompletion; usage: Usage | undefined } | undefined {
+export function fromGeminiResponse(
+  response: unknown,
+  upstreamModel: string,
+  upstream: string,
+  id: string,
+  created: number,
+  secrets: ReadonlyArray<string | undefined> = [],
+): { completion: ChatCompletion; usage: Usage | undefined } | undefined {
   if (typeof response !== 'object' || response === null) return undefined;
   const r = response as Record<string, unknown>;
-  throwIfBlocked(r, upstream);
+  throwIfBlocked(r, upstream, secrets);
   if (!Array.isArray(r.candidates)) return undefined;
   const choices = (r.candidates as Candidate[]).map((candidate, i): CompletionChoice => {
     const { text, calls } = readParts(candidate, `call_${id}_${i}`, 0);
@@ -102,6 +111,8 @@ export class GeminiStreamTranslator {
     private readonly created: number,
     private readonly upstream: string,
     private readonly includeUsage: boolean,
+    /** The keys of the call: scrubbed from whatever the upstream's error events say. */
+    private readonly secrets: ReadonlyArray<string | undefined> = [],
   ) {
     this.model = upstreamModel;
   }
@@ -114,14 +125,13 @@ export class GeminiStreamTranslator {
       throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
     }
     if (response.error !== undefined) {
-      const error = response.error as { status?: unknown; message?: unknown };
+      const error = (response.error ?? {}) as { status?: unknown; message?: unknown };
       throw new GatewayError('upstream_stream_error', {
         upstream: this.upstream,
-        upstream_type: typeof error.status === 'string' ? error.status : undefined,
-        upstream_message: typeof error.message === 'string' ? error.message : undefined,
+        ...upstreamFieldDetails({ upstream_type: error.status, upstream_message: error.message }, this.secrets),
       });
     }
-    throwIfBlocked(response, this.upstream);
+    throwIfBlocked(response, this.upstream, this.secrets);
     if (typeof response.modelVersion === 'string') this.model = response.modelVersion;
     this.usage = usageOf(response.usageMetadata) ?? this.usage;
     const chunks: ChatCompletionChunk[] = [];

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../observability/redact.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
-import { parseProviderError } from '../upstream-http-error.js';
+import { providerErrorDetails } from '../upstream-http-error.js';
 
 const FRAME_PREVIEW_CHARS = 120;
 
@@ -37,18 +37,22 @@ export function decodeChunkEvent(event: SseEvent, upstream: string, secrets: Rea
 }
 
 function streamError(upstream: string, data: string, secrets: ReadonlyArray<string | undefined>): GatewayError {
-  const error = parseProviderError(data);
-  const details: Record<string, unknown> = { upstream };
-  if (error.code !== undefined) details.upstream_code = scrubText(error.code, secrets);
-  if (error.type !== undefined) details.upstream_type = scrubText(error.type, secrets);
-  if (error.message !== undefined) details.upstream_message = scrubText(error.message, secrets);
-  return new GatewayError('upstream_stream_error', details);
+  return new GatewayError('upstream_stream_error', { upstream, ...providerErrorDetails(data, secrets) });
 }
 
 function malformed(upstream: string, reason: string, frame: string, secrets: ReadonlyArray<string | undefined>): GatewayError {
   return new GatewayError('upstream_stream_malformed', {
     upstream,
     reason,
-    frame_preview: scrubText(frame.slice(0, FRAME_PREVIEW_CHARS), secrets),
+    frame_preview: framePreview(frame, secrets),
   });
+}
+
+/**
+ * The start of a bad frame, for the operator. Scrubbed before it is cut (a key straddling the cut would leave a
+ * piece), over a window a little longer than the preview so a frame of megabytes is not scanned whole.
+ */
+function framePreview(frame: string, secrets: ReadonlyArray<string | undefined>): string {
+  const longest = secrets.reduce((max, secret) => Math.max(max, secret?.length ?? 0), 0);
+  return scrubText(frame.slice(0, FRAME_PREVIEW_CHARS + longest), secrets).slice(0, FRAME_PREVIEW_CHARS);
 }

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -115,5 +115,84 @@ describe('usage on every stream (presets that support stream_options)', () => {
     mock.enqueue({ kind: 'stream' });
     const asked = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true, stream_options: { include_usage: true } }), authHeaders());
     assert.ok(/"usage":\{"prompt_tokens"/.test(asked.text), 'a caller who asked gets the usage chunk');
+  });
+});
+
+describe('usage on every stream of a plain UPSTREAM_BASE_URL server (stream_usage: auto)', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  before(async () => {
+    mock = await startMockUpstream();
+    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+
+  const lastChatLine = () =>
+    gw.logLines
+      .map((l) => JSON.parse(l) as { msg?: string; route?: string; prompt_tokens?: number; completion_tokens?: number })
+      .filter((l) => l.msg === 'request' && l.route === 'chat')
+      .at(-1);
+
+  test('asks for usage (appended to the caller\'s own bytes), keeps the chunk from the caller, records the tokens', async () => {
+    mock.reset();
+    mock.enqueue({ kind: 'stream' });
+    const sent = chatBody({ stream: true });
+    const answer = await readStream(`${gw.url}${CHAT_PATH}`, sent, authHeaders());
+    assert.ok(answer.text.endsWith('data: [DONE]\n\n'));
+    assert.ok(!/"usage":\{/.test(answer.text), 'the caller did not ask for usage: no usage chunk');
+    assert.equal(mock.chatRequests()[0]?.body, `${sent.slice(0, -1)},"stream_options":{"include_usage":true}}`);
+    const line = lastChatLine();
+    assert.ok((line?.prompt_tokens ?? 0) > 0 && (line?.completion_tokens ?? 0) > 0, JSON.stringify(line));
+  });
+
+  test('a server that refuses stream_options: the call succeeds without it, and the upstream is not asked again', async () => {
+    mock.reset();
+    const refusing = {
+      kind: 'raw' as const,
+      handler: (_req: unknown, res: ServerResponse, body: string) => {
+        const json = JSON.parse(body) as { stream_options?: unknown };
+        if (json.stream_options !== undefined) {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end('{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}');
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(
+          'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
+        );
+      },
+    };
+    mock.defaultBehavior = refusing;
+    const sent = chatBody({ stream: true });
+    const first = await readStream(`${gw.url}${CHAT_PATH}`, sent, authHeaders());
+    assert.equal(first.status, 200, first.text);
+    assert.ok(first.text.includes('"ok"') && first.text.endsWith('data: [DONE]\n\n'));
+    assert.deepEqual(mock.chatRequests().map((r) => (r.json as { stream_options?: unknown }).stream_options), [{ include_usage: true }, undefined]);
+    assert.equal(mock.chatRequests()[1]?.body, sent, 'the retry forwards the caller\'s bytes untouched');
+
+    const second = await readStream(`${gw.url}${CHAT_PATH}`, sent, authHeaders());
+    assert.equal(second.status, 200);
+    assert.equal(mock.chatRequests().length, 3, 'one request: the refusal is remembered');
+    assert.equal(mock.chatRequests()[2]?.body, sent);
+  });
+
+  test('a 400 that is the caller\'s own fault is not mistaken for a refusal of stream_options', async () => {
+    // A fresh gateway: the one above has learned already.
+    const own = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
+    try {
+      mock.reset();
+      mock.defaultBehavior = { kind: 'error', status: 400, body: { error: { message: 'temperature is too high', type: 'invalid_request_error' } } };
+      const answer = await readStream(`${own.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+      assert.equal(answer.status, 400);
+      assert.equal((JSON.parse(answer.text) as { details: { upstream_message: string } }).details.upstream_message, 'temperature is too high');
+      mock.defaultBehavior = { kind: 'stream' };
+      await readStream(`${own.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+      assert.deepEqual((mock.chatRequests().at(-1)?.json as { stream_options?: unknown }).stream_options, { include_usage: true }, 'still asked');
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -31,8 +31,11 @@ export const upstreamSchema = z
     kind: z.enum(['anthropic', 'gemini', ...OPENAI_PRESET_NAMES] as [string, ...string[]]).default('openai-compatible'),
     /** Required unless the preset has a default (every preset but `openai-compatible` and `azure`). */
     base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
-    /** OpenAI-compatible: ask for usage on every stream (default: the preset's; off for `openai-compatible`). */
-    stream_usage: z.boolean().optional(),
+    /**
+     * OpenAI-compatible: ask for usage on every stream. `true` always, `false` never, `auto` ask and, if the
+     * server refuses the field, ask no more (default: the preset's; `auto` for servers not known either way).
+     */
+    stream_usage: z.union([z.boolean(), z.literal('auto')]).optional(),
     /** Azure OpenAI: the `api-version` query parameter. */
     api_version: z.string().regex(/^[0-9a-z.-]{1,40}$/).optional(),
     api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),

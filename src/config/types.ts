@@ -11,6 +11,8 @@ export interface Timeouts {
   totalMs: number;
 }
 
+export type StreamUsageMode = 'on' | 'off' | 'auto';
+
 export interface UpstreamConfig {
   name: string;
   /** Which wire format the upstream speaks: `anthropic`, or an OpenAI-compatible preset name. */
@@ -20,8 +22,11 @@ export interface UpstreamConfig {
   deploymentInPath: boolean;
   /** Azure OpenAI's `api-version`. */
   apiVersion: string | undefined;
-  /** OpenAI-compatible: ask for usage on every stream (`stream_options.include_usage`). */
-  streamUsage: boolean;
+  /**
+   * OpenAI-compatible: ask for usage on every stream (`stream_options.include_usage`): `on`, `off`, or `auto`
+   * (ask, and stop asking this upstream once it refuses the field).
+   */
+  streamUsage: StreamUsageMode;
   baseUrl: string;
   /** Resolved secret; never logged (the logger also scrubs its value). */
   apiKey: string | undefined;

@@ -2,6 +2,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { scrubText } from '../observability/redact.js';
 import { drainQuietly, readBodyBytes, readBodyText } from './response-body.js';
 import { toUpstreamError } from './transport-errors.js';
 import { mapUpstreamHttpError } from './upstream-http-error.js';
@@ -89,12 +90,11 @@ export class UpstreamClient {
 }
 
 /** A stream answer must be an event stream: anything else is drained and refused as unreadable. */
-export function expectEventStream(response: Dispatcher.ResponseData, upstream: string): void {
+export function expectEventStream(response: Dispatcher.ResponseData, upstream: string, secrets: ReadonlyArray<string | undefined>): void {
   const contentType = String(response.headers['content-type'] ?? '');
   if (contentType.startsWith('text/event-stream')) return;
   drainQuietly(response.body);
-  throw new GatewayError('upstream_invalid_response', {
-    upstream,
-    reason: `expected text/event-stream, got ${contentType.split(';')[0] || 'no content type'}`,
-  });
+  // The header is the upstream's text like any other: scrubbed, then cut.
+  const got = scrubText(contentType.split(';')[0] ?? '', secrets).slice(0, 100);
+  throw new GatewayError('upstream_invalid_response', { upstream, reason: `expected text/event-stream, got ${got || 'no content type'}` });
 }

@@ -42,7 +42,7 @@ export class AnthropicProvider implements Provider {
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
     const response = await this.send(body, context);
-    expectEventStream(response, this.name);
+    expectEventStream(response, this.name, [context.apiKeyOverride, this.config.apiKey]);
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true, [
       context.apiKeyOverride,

@@ -40,7 +40,7 @@ export class GeminiProvider implements Provider {
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
     const response = await this.send(body, context, true);
-    expectEventStream(response, this.name);
+    expectEventStream(response, this.name, this.secrets(context));
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new GeminiStreamTranslator(
       body.model,

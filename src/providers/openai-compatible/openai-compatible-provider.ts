@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
-import { GatewayError } from '../../errors/gateway-error.js';
+import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type {
   CallContext,
@@ -29,6 +29,8 @@ export class OpenAiCompatibleProvider implements Provider {
   private readonly basePath: string;
   private readonly config: UpstreamConfig;
   private readonly userAgent: string;
+  /** `stream_usage: auto` and this upstream refused `stream_options` once: it is not asked again. */
+  private refusesStreamUsage = false;
 
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
     this.name = config.name;
@@ -50,13 +52,23 @@ export class OpenAiCompatibleProvider implements Provider {
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
     // Usage on every stream (limits, cost): asked for on the caller's behalf, and its chunk kept from a caller
-    // that did not ask for it. The body then differs from the caller's, so it is serialised again.
+    // that did not ask for it.
     const options = body.stream_options as { include_usage?: unknown } | undefined;
-    const addUsage = this.config.streamUsage && options?.include_usage !== true;
-    const response = addUsage
-      ? await this.send({ ...body, stream_options: { ...options, include_usage: true } }, { ...context, bodyJson: undefined })
-      : await this.send(body, context);
-    expectEventStream(response, this.name);
+    const addUsage = this.asksForUsage() && options?.include_usage !== true;
+    let response: Dispatcher.ResponseData;
+    if (!addUsage) response = await this.send(body, context);
+    else {
+      try {
+        response = await this.send(body, { ...context, bodyJson: withUsageRequested(body, context.bodyJson) });
+      } catch (error) {
+        if (this.config.streamUsage !== 'auto' || !refusedTheRequest(error)) throw error;
+        // `auto`: the server may not know stream_options. Once more as the caller sent it; if that is accepted,
+        // the field was the problem, and this upstream is not asked again (if not, the caller's body was).
+        response = await this.send(body, context);
+        this.refusesStreamUsage = true;
+      }
+    }
+    expectEventStream(response, this.name, [context.apiKeyOverride, this.config.apiKey]);
     const secrets = [context.apiKeyOverride, this.config.apiKey];
     const pending: SseEvent[] = [];
     const parser = new SseParser((event) => pending.push(event));
@@ -90,6 +102,10 @@ export class OpenAiCompatibleProvider implements Provider {
         reason: parser.end() ? 'the connection closed in the middle of an event' : 'the stream ended without its end marker',
       });
     }
+  }
+
+  private asksForUsage(): boolean {
+    return this.config.streamUsage === 'on' || (this.config.streamUsage === 'auto' && !this.refusesStreamUsage);
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
@@ -149,4 +165,24 @@ export class OpenAiCompatibleProvider implements Provider {
     }
     return headers;
   }
+}
+
+/**
+ * The body with `stream_options.include_usage: true`. When the caller's bytes are forwarded and they carry no
+ * `stream_options`, the field is appended to them instead of serialising the whole body again (a long
+ * conversation costs a full JSON.stringify per stream otherwise).
+ */
+function withUsageRequested(body: ChatRequestBody, raw: string | undefined): string {
+  if (raw !== undefined && body.stream_options === undefined) {
+    const end = raw.lastIndexOf('}');
+    if (end > 0) return `${raw.slice(0, end)},"stream_options":{"include_usage":true}}`;
+  }
+  const options = body.stream_options as Record<string, unknown> | undefined;
+  return JSON.stringify({ ...body, stream_options: { ...options, include_usage: true } });
+}
+
+/** The upstream said the request itself was wrong (400 or 422): what an unknown field gets. */
+function refusedTheRequest(error: unknown): boolean {
+  if (!isGatewayError(error) || error.code !== 'upstream_rejected_request') return false;
+  return error.status === 400 || error.status === 422;
 }

@@ -1,3 +1,5 @@
+import type { StreamUsageMode } from '../../config/types.js';
+
 /**
  * Providers that speak OpenAI's Chat Completions API, as presets of the one OpenAI-compatible provider: a
  * default base URL, and for Azure OpenAI its own addressing (the deployment in the path, `api-version` in the
@@ -12,26 +14,27 @@ export interface OpenAiPreset {
   deploymentInPath: boolean;
   /**
    * Whether the server accepts `stream_options: {include_usage: true}`: then the gateway asks for usage on every
-   * stream (for limits and cost) and keeps the usage chunk from callers that did not ask for it.
+   * stream (for limits and cost) and keeps the usage chunk from callers that did not ask for it. `auto` for
+   * servers that may or may not: ask, and if one refuses the field, ask it no more (remembered per upstream).
    */
-  streamUsage: boolean;
+  streamUsage: StreamUsageMode;
 }
 
-const bearer = (baseUrl: string | undefined, streamUsage = true): OpenAiPreset => ({ baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
+const bearer = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on'): OpenAiPreset => ({ baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
 
 export const OPENAI_PRESETS = {
-  'openai-compatible': bearer(undefined, false), // unknown server: nothing is added to the caller's body
+  'openai-compatible': bearer(undefined, 'auto'), // unknown server: asked, until it refuses the field
   openai: bearer('https://api.openai.com/v1'),
-  azure: { baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: true },
+  azure: { baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on' },
   groq: bearer('https://api.groq.com/openai/v1'),
-  mistral: bearer('https://api.mistral.ai/v1', false), // sends usage in its last chunk unasked
+  mistral: bearer('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked
   deepseek: bearer('https://api.deepseek.com/v1'),
   together: bearer('https://api.together.xyz/v1'),
   openrouter: bearer('https://openrouter.ai/api/v1'),
   ollama: bearer('http://127.0.0.1:11434/v1'),
   vllm: bearer('http://127.0.0.1:8000/v1'),
-  'llama-cpp': bearer('http://127.0.0.1:8080/v1', false),
-  lmstudio: bearer('http://127.0.0.1:1234/v1', false),
+  'llama-cpp': bearer('http://127.0.0.1:8080/v1', 'auto'),
+  lmstudio: bearer('http://127.0.0.1:1234/v1', 'auto'),
 } as const satisfies Record<string, OpenAiPreset>;
 
 export type OpenAiPresetName = keyof typeof OPENAI_PRESETS;

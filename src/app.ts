@@ -201,6 +201,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     limits: limits.enabled ? { kind: deps.limiter?.kind ?? 'unknown', isHealthy: () => limitStore.healthy } : undefined,
     circuits: () => breakers.snapshot(),
+    pauses: () => pauses.active(),
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
   const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
@@ -225,6 +226,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     const outbox = deps.outbox;
     const metrics = new GatewayMetrics({
       circuits: () => breakers.snapshot(),
+      pauses: () => pauses.active(),
       ...(outbox && config.webhooks.subscriptions.length > 0
         ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
         : {}),

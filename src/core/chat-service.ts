@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
@@ -13,6 +12,7 @@ import { estimateTokens, type Admission, type RateLimitService } from './rate-li
 import { isRetryable, retryDelayMs } from './retry-policy.js';
 import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
+import { pauseScopeName } from './pause-scope.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 
 export interface ChatCall {
@@ -189,7 +189,7 @@ export class ChatService {
   ): Promise<Answered<T> | undefined> {
     const pauseScope = this.pauseScope(target, call);
     try {
-      const check = this.options.pauses.check(pauseScope, target.upstream);
+      const check = this.options.pauses.check(pauseScope);
       if (check) await check;
     } catch (paused) {
       failures.lastError = paused; // this upstream asked for quiet: the next target may answer
@@ -280,13 +280,13 @@ export class ChatService {
   }
 
   /**
-   * What an upstream's 429 pauses: the upstream with its configured key, for everyone; a caller's own key
-   * (X-Upstream-Key) has its own quota at the provider, so its 429 pauses only calls made with that key.
+   * What an upstream's 429 pauses: that upstream model with the configured key, for everyone (providers limit
+   * per model); a caller's own key (X-Upstream-Key) has its own quota at the provider, so its 429 pauses only
+   * calls made with that key.
    */
   private pauseScope(target: ChatTarget, call: ChatCall): string {
     if (!this.options.pauses.enabled) return '';
-    if (call.upstreamKey === undefined) return target.upstream;
-    return `${target.upstream}#${createHash('sha256').update(call.upstreamKey).digest('base64url').slice(0, 22)}`;
+    return pauseScopeName(target.upstream, target.upstreamModel, call.upstreamKey);
   }
 
   private async notePause(pauseScope: string, error: unknown): Promise<void> {

@@ -3,6 +3,7 @@ import { FastCounter, FastHistogram } from './fast-metrics.js';
 import { upstreamOf } from '../http/request-state.js';
 import type { FastifyRequest } from 'fastify';
 import type { CircuitState } from '../core/circuit-breaker.js';
+import type { ActivePause } from '../core/upstream-pauses.js';
 
 interface Series {
   request(status: number, code: string): { inc(by?: number): void };
@@ -19,6 +20,8 @@ const CIRCUIT_VALUE: Record<CircuitState, number> = { closed: 0, half_open: 1, o
 
 export interface MetricsSources {
   circuits: () => Record<string, CircuitState>;
+  /** Upstream pauses in force (read from the shared pause store). */
+  pauses?: () => Promise<ActivePause[]>;
   /** Deliveries waiting per webhook subscription (undefined: no webhooks). */
   webhookBacklog?: () => Promise<Record<string, number>>;
 }
@@ -60,6 +63,20 @@ export class GatewayMetrics {
         for (const [upstream, state] of Object.entries(sources.circuits())) this.set({ upstream }, CIRCUIT_VALUE[state]);
       },
     });
+    if (sources.pauses) {
+      const pauses = sources.pauses;
+      new Gauge({
+        name: 'llmgw_upstream_paused',
+        help: "Keys held per upstream model after the upstream's 429 + Retry-After (key: configured, or callers' own keys)",
+        labelNames: ['upstream', 'upstream_model', 'key'],
+        registers,
+        async collect() {
+          this.reset();
+          const now = Date.now();
+          for (const p of await pauses()) if (p.untilMs > now) this.set({ upstream: p.upstream, upstream_model: p.upstreamModel, key: p.key }, p.keys);
+        },
+      });
+    }
     if (sources.webhookBacklog) {
       const backlog = sources.webhookBacklog;
       new Gauge({

@@ -1,18 +1,16 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { ClientGoneError } from '../errors/client-gone.js';
-import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import type { LimitSet, RetryPolicy } from '../config/types.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
 import { costUsd } from './pricing.js';
-import { CallScope, type ClientWatch } from './call-scope.js';
-import type { CircuitBreakers, CircuitPermit } from './circuit-breaker.js';
-import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
+import type { CallScope, ClientWatch } from './call-scope.js';
+import type { CircuitBreakers } from './circuit-breaker.js';
+import type { ModelRouter, RoutePlan } from './model-router.js';
 import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
-import { isRetryable, retryDelayMs } from './retry-policy.js';
 import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
-import { pauseScopeName } from './pause-scope.js';
+import type { AttemptObserver } from './attempt-observer.js';
+import { TargetRunner } from './try-targets.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 
 export interface ChatCall {
@@ -63,21 +61,24 @@ export interface ChatServiceOptions {
   limits: RateLimitService;
   pauses: UpstreamPauses;
   breakers: CircuitBreakers;
+  /** Told of every upstream attempt and every move to the next target (metrics, the log, the dashboard). */
+  observer?: AttemptObserver;
   random?: () => number;
 }
 
 /**
  * The chat use case, free of HTTP: plan the targets of the model, admit the call against the limits, then try the
- * targets in order — each up to the policy's attempts on a retryable failure (429, 5xx, transport), with backoff
- * and full jitter, honouring Retry-After, skipping upstreams whose circuit is open or that asked for quiet — all
- * within the policy's deadline. The caller's own mistakes (4xx) are never retried. A stream counts as answered
- * once its first chunk arrived: after that nothing is retried (the caller already has bytes).
+ * targets in order (TargetRunner: retries, fallbacks, circuits, pauses; src/core/try-targets.ts). The caller's own
+ * mistakes (4xx) are never retried. A stream counts as answered once its first chunk arrived: after that nothing
+ * is retried (the caller already has bytes).
  */
 export class ChatService {
   private readonly random: () => number;
+  private readonly targets: TargetRunner;
 
   constructor(private readonly options: ChatServiceOptions) {
     this.random = options.random ?? Math.random;
+    this.targets = new TargetRunner({ pauses: options.pauses, breakers: options.breakers, random: this.random, ...(options.observer ? { observer: options.observer } : {}) });
   }
 
   async complete(original: ChatRequestBody, originalCall: ChatCall): Promise<CompletedChat> {
@@ -86,7 +87,7 @@ export class ChatService {
     const admission = await this.admit(body, call, plan);
     let result: ChatCompletionResult | undefined;
     try {
-      const answered = await this.tryTargets(plan, call, async (target, scope, trace) => {
+      const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
         try {
           const unchanged = target.upstreamModel === body.model && body.stream !== true;
           const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
@@ -109,7 +110,7 @@ export class ChatService {
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body, call, plan);
     try {
-      const { value, target, trace, permit } = await this.tryTargets(plan, call, async (target, scope, attemptTrace) => {
+      const { value, target, trace, end } = await this.targets.run(plan, call, body.model, async (target, scope, attemptTrace) => {
         const unchanged = target.upstreamModel === body.model && body.stream === true;
         const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
         const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged, attemptTrace))[Symbol.asyncIterator]();
@@ -134,11 +135,7 @@ export class ChatService {
           if (finished) return;
           finished = true;
           value.scope.dispose();
-          // The stream's own outcome: a cut mid-way counts against the upstream like a failed call, a caller who
-          // left tells nothing about it.
-          if (failure === undefined) permit.success();
-          else if (failure instanceof ClientGoneError || value.scope.signal.reason instanceof ClientGoneError) permit.release();
-          else settleFailed(permit, failure);
+          end(failure);
           if (failure === undefined) trace?.succeeded(usage);
           else trace?.failed(failure);
           await admission?.finish(usage);
@@ -147,95 +144,6 @@ export class ChatService {
     } catch (error) {
       await admission?.finish(undefined);
       throw error;
-    }
-  }
-
-  /**
-   * Runs `attempt` against the plan's targets until one succeeds. Throws the caller's error at once, the last
-   * upstream failure when every try failed, or 503 `upstream_circuit_open` when every target was skipped.
-   * `settle`: how a success settles the circuit permit — a JSON answer at once; a stream only proves the
-   * upstream answers (`answered`), and its permit is handed back, to be settled when the stream ends.
-   */
-  private async tryTargets<T>(plan: RoutePlan, call: ChatCall, attempt: Attempt<T>, settle: 'success' | 'answered'): Promise<Answered<T>> {
-    const deadline = Date.now() + plan.retry.deadlineMs;
-    const failures: TargetFailures = { lastError: undefined, skipped: [] };
-    for (const target of plan.candidates) {
-      const answered = await this.tryTarget(target, plan.retry, call, deadline, attempt, settle, failures);
-      if (answered) return answered;
-      if (Date.now() >= deadline) break;
-    }
-    if (failures.lastError !== undefined) throw failures.lastError;
-    throw new GatewayError(
-      'upstream_circuit_open',
-      { upstreams: failures.skipped },
-      { headers: { 'retry-after': String(Math.max(1, Math.ceil(this.options.breakers.cooldownMs / 1000))) } },
-    );
-  }
-
-  /**
-   * One target: skipped while paused or while its circuit is open, else tried up to the policy's attempts, with
-   * backoff. Undefined when the call should move on to the next target; throws what no other target can fix.
-   * The circuit permit is settled however the tries end (the `finally`): a probe whose caller left, or whose
-   * retry could not fit the deadline, frees its slot instead of keeping the upstream shut.
-   */
-  private async tryTarget<T>(
-    target: ChatTarget,
-    policy: RetryPolicy,
-    call: ChatCall,
-    deadline: number,
-    attempt: Attempt<T>,
-    settle: 'success' | 'answered',
-    failures: TargetFailures,
-  ): Promise<Answered<T> | undefined> {
-    const pauseScope = this.pauseScope(target, call);
-    try {
-      const check = this.options.pauses.check(pauseScope);
-      if (check) await check;
-    } catch (paused) {
-      failures.lastError = paused; // this upstream asked for quiet: the next target may answer
-      call.trace?.skipped(target.upstream, 'paused');
-      return undefined;
-    }
-    const { breakers } = this.options;
-    let permit = breakers.acquire(target.upstream, leaseMs(target, deadline));
-    if (!permit) {
-      failures.skipped.push(target.upstream);
-      call.trace?.skipped(target.upstream, 'circuit_open');
-      return undefined;
-    }
-    let handedOff = false;
-    try {
-      for (let tries = 1; ; tries++) {
-        const budget = Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now()));
-        const scope = new CallScope(budget, target.upstream);
-        call.client?.follow(scope);
-        const trace = call.trace?.attempt(target.upstream, target.provider.kind, target.upstreamModel, tries);
-        try {
-          call.onAttempt?.();
-          const value = await attempt(target, scope, trace);
-          if (settle === 'success') permit.success();
-          else permit.answered();
-          handedOff = true;
-          return { value, target, trace, permit };
-        } catch (error) {
-          trace?.failed(error);
-          if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) throw error;
-          settleFailed(permit, error);
-          if (!isRetryable(error)) throw error; // the caller's own mistake, or the call's deadline: no other target can fix it
-          await this.notePause(pauseScope, error);
-          failures.lastError = error;
-          if (tries >= policy.attempts) return undefined;
-          const wait = retryDelayMs(tries, policy, error, Date.now(), this.random);
-          if (Date.now() + wait >= deadline) return undefined;
-          await sleep(wait);
-          if (call.client?.gone === true) throw new ClientGoneError();
-          // Acquired after the wait, so nothing is held while sleeping; the circuit may have opened meanwhile.
-          permit = breakers.acquire(target.upstream, leaseMs(target, deadline));
-          if (!permit) return undefined;
-        }
-      }
-    } finally {
-      if (!handedOff) permit?.release(); // a no-op once settled; frees a probe whose call ended any other way
     }
   }
 
@@ -279,22 +187,6 @@ export class ChatService {
     });
   }
 
-  /**
-   * What an upstream's 429 pauses: that upstream model with the configured key, for everyone (providers limit
-   * per model); a caller's own key (X-Upstream-Key) has its own quota at the provider, so its 429 pauses only
-   * calls made with that key.
-   */
-  private pauseScope(target: ChatTarget, call: ChatCall): string {
-    if (!this.options.pauses.enabled) return '';
-    return pauseScopeName(target.upstream, target.upstreamModel, call.upstreamKey);
-  }
-
-  private async notePause(pauseScope: string, error: unknown): Promise<void> {
-    if (isGatewayError(error) && error.code === 'upstream_rate_limited' && error.details.paused !== true) {
-      await this.options.pauses.record(pauseScope, error.headers?.['retry-after']);
-    }
-  }
-
   private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean, trace: AttemptTrace | undefined): CallContext {
     return {
       apiKeyOverride: call.upstreamKey,
@@ -304,36 +196,4 @@ export class ChatService {
       traceparent: trace?.traceparent,
     };
   }
-}
-
-type Attempt<T> = (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => Promise<T>;
-
-interface Answered<T> {
-  value: T;
-  target: ChatTarget;
-  trace: AttemptTrace | undefined;
-  /** Settled already for a JSON answer; a stream settles it when it ends. */
-  permit: CircuitPermit;
-}
-
-/** What the tries of the targets left behind, for the error thrown when none answered. */
-interface TargetFailures {
-  lastError: unknown;
-  /** Targets skipped because their circuit was open. */
-  skipped: string[];
-}
-
-/** How long a half-open probe may hold its slot: the attempt's own budget and a margin. */
-function leaseMs(target: ChatTarget, deadline: number): number {
-  return Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now())) + LEASE_MARGIN_MS;
-}
-
-/**
- * A failed call's verdict on the upstream: failures, timeouts and bad answers count towards opening its circuit;
- * a 429 says "later", not "broken" (it pauses the upstream instead); the caller's own mistakes tell nothing.
- */
-function settleFailed(permit: CircuitPermit, error: unknown): void {
-  if (isGatewayError(error) && error.code === 'upstream_rate_limited') permit.release();
-  else if (isRetryable(error) || (isGatewayError(error) && error.code === 'upstream_total_timeout')) permit.failure();
-  else permit.release();
 }

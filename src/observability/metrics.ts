@@ -1,5 +1,6 @@
 import { Gauge, Registry } from 'prom-client';
-import { FastCounter, FastHistogram } from './fast-metrics.js';
+import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
+import type { UpstreamAttemptStats } from './upstream-attempts.js';
 import { upstreamOf } from '../http/request-state.js';
 import type { FastifyRequest } from 'fastify';
 import type { CircuitState } from '../core/circuit-breaker.js';
@@ -20,6 +21,8 @@ const CIRCUIT_VALUE: Record<CircuitState, number> = { closed: 0, half_open: 1, o
 
 export interface MetricsSources {
   circuits: () => Record<string, CircuitState>;
+  /** Every upstream attempt and failover (the same tallies the dashboard shows). */
+  attempts?: UpstreamAttemptStats;
   /** Upstream pauses in force (read from the shared pause store). */
   pauses?: () => Promise<ActivePause[]>;
   /** Deliveries waiting per webhook subscription (undefined: no webhooks). */
@@ -53,6 +56,11 @@ export class GatewayMetrics {
     this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
     this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
     this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
+    const attempts = sources.attempts;
+    if (attempts) {
+      new CollectedCounter('llmgw_upstream_attempts_total', 'Upstream attempts (retries and fallbacks included) by upstream and outcome (ok, or the error code)', () => attempts.attemptSamples(), r);
+      new CollectedCounter('llmgw_upstream_failovers_total', 'Calls that moved on from an upstream to the next target, by upstream and reason (failed, circuit_open, paused)', () => attempts.failoverSamples(), r);
+    }
     new Gauge({
       name: 'llmgw_circuit_state',
       help: 'Circuit per upstream: 0 closed, 1 half-open, 2 open (upstreams not listed are closed)',

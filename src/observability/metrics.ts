@@ -78,6 +78,8 @@ export class GatewayMetrics {
         help: "Keys held per upstream model after the upstream's 429 + Retry-After (key: configured, or callers' own keys)",
         labelNames: ['upstream', 'upstream_model', 'key'],
         registers,
+        // Every process reads the same shared store: aggregated across workers, the value is one process's, not a sum.
+        aggregator: 'max',
         async collect() {
           this.reset();
           const now = Date.now();

@@ -25,6 +25,7 @@ import { mountV1 } from './routes/mount-v1.js';
 import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore, UsageStore } from './store/contract.js';
 import { UsageRecorder } from './usage/usage-recorder.js';
 import { GatewayMetrics } from './observability/metrics.js';
+import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-attempts.js';
 import { usageObserver } from './usage/record-request.js';
 import { WebhookSender } from './webhooks/deliver.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -201,9 +202,13 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     limits: limits.enabled ? { kind: deps.limiter?.kind ?? 'unknown', isHealthy: () => limitStore.healthy } : undefined,
     circuits: () => breakers.snapshot(),
+    pauses: () => pauses.active(),
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
-  const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers });
+  // Every upstream attempt is counted and every failed one logged, so a fallback that answers cannot hide a
+  // primary that fails (metrics and the dashboard read the same tallies).
+  const attempts = new UpstreamAttemptStats();
+  const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers, observer: attemptObserver(attempts, app.log) });
   const tracing = await startTracing(config, app);
   if (tracing) apiObservers.push((request, status, latencyMs) => tracing.end(request, status, latencyMs));
   const chatHandler = makeChatHandler(
@@ -225,6 +230,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     const outbox = deps.outbox;
     const metrics = new GatewayMetrics({
       circuits: () => breakers.snapshot(),
+      pauses: () => pauses.active(),
+      attempts,
       ...(outbox && config.webhooks.subscriptions.length > 0
         ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
         : {}),
@@ -246,6 +253,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
         usage: recorder ? deps.usage : undefined,
         flushUsage: async () => recorder?.flush(),
         health: () => health.report(),
+        attempts: () => attempts.summary(),
         outbox: deps.outbox,
         subscriptions: config.webhooks.subscriptions.map((s) => s.id),
       },

@@ -223,7 +223,24 @@ function wrap(node) {
 const badge = (text) => el('span', { class: `badge ${text}` }, text);
 
 function upstreams(list) {
-  fillTable($('upstreams'), list.map((u) => [u.name, badge(u.status), badge(u.circuit), u.latencyMs === null ? '–' : fmtMs(u.latencyMs), u.code]), 'No upstream configured.');
+  // The probe only says the upstream answers; the attempts say whether calls to it work (a failing primary hidden
+  // by its fallback shows as failed attempts and failovers).
+  fillTable(
+    $('upstreams'),
+    list.map((u) => [
+      u.name,
+      badge(u.status),
+      badge(u.circuit),
+      u.latencyMs === null ? '–' : fmtMs(u.latencyMs),
+      u.code,
+      fmtInt(u.attempts.attempts),
+      u.attempts.failed > 0 ? el('span', { class: 'badge fail', 'data-testid': 'failed-attempts' }, fmtInt(u.attempts.failed)) : '0',
+      fmtInt(u.attempts.failovers),
+      u.attempts.lastFailure ? `${u.attempts.lastFailure.code} ${u.attempts.lastFailure.at.replace('T', ' ').slice(0, 19)}` : null,
+      u.pausedModels.length > 0 ? u.pausedModels.join(', ') : null,
+    ]),
+    'No upstream configured.',
+  );
 }
 
 function failures(list) {

@@ -1,18 +1,16 @@
-import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { ClientGoneError } from '../errors/client-gone.js';
-import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
 import { costUsd } from './pricing.js';
-import { CallScope, type ClientWatch } from './call-scope.js';
+import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
-import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
+import type { ModelRouter, RoutePlan } from './model-router.js';
 import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
-import { isRetryable, retryDelayMs } from './retry-policy.js';
 import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
+import type { AttemptObserver } from './attempt-observer.js';
+import { TargetRunner } from './try-targets.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 
 export interface ChatCall {
@@ -63,21 +61,24 @@ export interface ChatServiceOptions {
   limits: RateLimitService;
   pauses: UpstreamPauses;
   breakers: CircuitBreakers;
+  /** Told of every upstream attempt and every move to the next target (metrics, the log, the dashboard). */
+  observer?: AttemptObserver;
   random?: () => number;
 }
 
 /**
  * The chat use case, free of HTTP: plan the targets of the model, admit the call against the limits, then try the
- * targets in order — each up to the policy's attempts on a retryable failure (429, 5xx, transport), with backoff
- * and full jitter, honouring Retry-After, skipping upstreams whose circuit is open or that asked for quiet — all
- * within the policy's deadline. The caller's own mistakes (4xx) are never retried. A stream counts as answered
- * once its first chunk arrived: after that nothing is retried (the caller already has bytes).
+ * targets in order (TargetRunner: retries, fallbacks, circuits, pauses; src/core/try-targets.ts). The caller's own
+ * mistakes (4xx) are never retried. A stream counts as answered once its first chunk arrived: after that nothing
+ * is retried (the caller already has bytes).
  */
 export class ChatService {
   private readonly random: () => number;
+  private readonly targets: TargetRunner;
 
   constructor(private readonly options: ChatServiceOptions) {
     this.random = options.random ?? Math.random;
+    this.targets = new TargetRunner({ pauses: options.pauses, breakers: options.breakers, random: this.random, ...(options.observer ? { observer: options.observer } : {}) });
   }
 
   async complete(original: ChatRequestBody, originalCall: ChatCall): Promise<CompletedChat> {
@@ -86,7 +87,7 @@ export class ChatService {
     const admission = await this.admit(body, call, plan);
     let result: ChatCompletionResult | undefined;
     try {
-      const answered = await this.tryTargets(plan, call, async (target, scope, trace) => {
+      const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
         try {
           const unchanged = target.upstreamModel === body.model && body.stream !== true;
           const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
@@ -94,7 +95,7 @@ export class ChatService {
         } finally {
           scope.dispose();
         }
-      });
+      }, 'success');
       result = answered.value;
       answered.trace?.succeeded(result.usage);
       return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream };
@@ -109,7 +110,7 @@ export class ChatService {
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body, call, plan);
     try {
-      const { value, target, trace } = await this.tryTargets(plan, call, async (target, scope, attemptTrace) => {
+      const { value, target, trace, end } = await this.targets.run(plan, call, body.model, async (target, scope, attemptTrace) => {
         const unchanged = target.upstreamModel === body.model && body.stream === true;
         const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
         const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged, attemptTrace))[Symbol.asyncIterator]();
@@ -122,7 +123,7 @@ export class ChatService {
           await chunks.return?.().catch(() => undefined);
           throw error;
         }
-      });
+      }, 'answered');
       let finished = false;
       return {
         upstream: target.upstream,
@@ -134,6 +135,7 @@ export class ChatService {
           if (finished) return;
           finished = true;
           value.scope.dispose();
+          end(failure);
           if (failure === undefined) trace?.succeeded(usage);
           else trace?.failed(failure);
           await admission?.finish(usage);
@@ -143,75 +145,6 @@ export class ChatService {
       await admission?.finish(undefined);
       throw error;
     }
-  }
-
-  /**
-   * Runs `attempt` against the plan's targets until one succeeds. Throws the caller's error at once, the last
-   * upstream failure when every try failed, or 503 `upstream_circuit_open` when every target was skipped.
-   */
-  private async tryTargets<T>(
-    plan: RoutePlan,
-    call: ChatCall,
-    attempt: (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => Promise<T>,
-  ): Promise<{ value: T; target: ChatTarget; trace: AttemptTrace | undefined }> {
-    const { breakers } = this.options;
-    const policy = plan.retry;
-    const deadline = Date.now() + policy.deadlineMs;
-    let lastError: unknown;
-    const skipped: string[] = [];
-    for (const target of plan.candidates) {
-      const pauseScope = this.pauseScope(target, call);
-      try {
-        const check = this.options.pauses.check(pauseScope, target.upstream);
-        if (check) await check;
-      } catch (paused) {
-        lastError = paused; // this upstream asked for quiet: the next target may answer
-        call.trace?.skipped(target.upstream, 'paused');
-        continue;
-      }
-      if (!breakers.tryAcquire(target.upstream)) {
-        skipped.push(target.upstream);
-        call.trace?.skipped(target.upstream, 'circuit_open');
-        continue;
-      }
-      for (let tries = 1; ; tries++) {
-        const budget = Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now()));
-        const scope = new CallScope(budget, target.upstream);
-        call.client?.follow(scope);
-        const trace = call.trace?.attempt(target.upstream, target.provider.kind, target.upstreamModel, tries);
-        try {
-          call.onAttempt?.();
-          const value = await attempt(target, scope, trace);
-          breakers.success(target.upstream);
-          return { value, target, trace };
-        } catch (error) {
-          trace?.failed(error);
-          if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) throw error;
-          if (!isRetryable(error)) {
-            if (isGatewayError(error) && error.code === 'upstream_total_timeout') breakers.failure(target.upstream);
-            else breakers.release(target.upstream);
-            throw error; // the caller's own mistake, or the call's deadline: no other target can fix it
-          }
-          // A 429 says "later", not "broken": it pauses the upstream (Retry-After) instead of counting as a failure.
-          if (isGatewayError(error) && error.code === 'upstream_rate_limited') breakers.release(target.upstream);
-          else breakers.failure(target.upstream);
-          await this.notePause(pauseScope, error);
-          lastError = error;
-          if (tries >= policy.attempts || !breakers.tryAcquire(target.upstream)) break;
-          const wait = retryDelayMs(tries, policy, error, Date.now(), this.random);
-          if (Date.now() + wait >= deadline) break;
-          await sleep(wait);
-          if (call.client?.gone === true) throw new ClientGoneError();
-        }
-      }
-      if (Date.now() >= deadline) break;
-    }
-    if (lastError !== undefined) throw lastError;
-    throw new GatewayError(
-      'upstream_circuit_open',
-      { upstreams: skipped },
-      { headers: { 'retry-after': String(Math.max(1, Math.ceil(this.options.breakers.cooldownMs / 1000))) } },
-    );
   }
 
   /** The model id an alias stands for (or the id itself). */
@@ -252,22 +185,6 @@ export class ChatService {
       ...(call.budget ? { budget: call.budget } : {}),
       ...(call.budget?.costMicros ? { pricing: this.options.router.declared(body.model)?.pricing } : {}),
     });
-  }
-
-  /**
-   * What an upstream's 429 pauses: the upstream with its configured key, for everyone; a caller's own key
-   * (X-Upstream-Key) has its own quota at the provider, so its 429 pauses only calls made with that key.
-   */
-  private pauseScope(target: ChatTarget, call: ChatCall): string {
-    if (!this.options.pauses.enabled) return '';
-    if (call.upstreamKey === undefined) return target.upstream;
-    return `${target.upstream}#${createHash('sha256').update(call.upstreamKey).digest('base64url').slice(0, 22)}`;
-  }
-
-  private async notePause(pauseScope: string, error: unknown): Promise<void> {
-    if (isGatewayError(error) && error.code === 'upstream_rate_limited' && error.details.paused !== true) {
-      await this.options.pauses.record(pauseScope, error.headers?.['retry-after']);
-    }
   }
 
   private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean, trace: AttemptTrace | undefined): CallContext {

@@ -1,5 +1,6 @@
 import type { StoreLifecycle } from '../store/contract.js';
 import type { UpstreamProbe } from './upstream-probe.js';
+import type { ActivePause } from './upstream-pauses.js';
 
 export interface UpstreamCheck {
   status: 'ok' | 'fail' | 'skipped';
@@ -8,6 +9,11 @@ export interface UpstreamCheck {
   code?: string;
   /** The upstream's circuit breaker, when it is not closed: skipped (`open`) or letting one probe through. */
   circuit?: 'open' | 'half_open';
+  /**
+   * The upstream's models held after its 429 + Retry-After, per kind of key (`configured`, or `caller`: callers'
+   * own X-Upstream-Key, `keys` of them). A pause holds one model, so it does not make the upstream unhealthy.
+   */
+  paused?: Array<{ upstream_model: string; key: 'configured' | 'caller'; keys: number; paused_until: string; retry_after_seconds: number }>;
 }
 
 export interface HealthReport {
@@ -35,6 +41,8 @@ export interface HealthServiceOptions {
   limits?: { kind: string; isHealthy: () => boolean } | undefined;
   /** Upstreams whose circuit breaker is not closed. */
   circuits?: () => Record<string, 'open' | 'half_open' | 'closed'>;
+  /** Pauses in force (shared by every instance through the pause store). */
+  pauses?: () => Promise<ActivePause[]>;
 }
 
 /**
@@ -48,11 +56,22 @@ export class HealthService {
   constructor(private readonly options: HealthServiceOptions) {}
 
   async report(): Promise<HealthReport> {
-    const [store, upstreamEntries] = await Promise.all([this.checkStore(), this.checkUpstreams()]);
+    const [store, upstreamEntries, pauses] = await Promise.all([this.checkStore(), this.checkUpstreams(), this.options.pauses?.() ?? []]);
     const circuits = this.options.circuits?.() ?? {};
+    const nowMs = Date.now();
     for (const [name, check] of upstreamEntries) {
       const circuit = circuits[name];
       if (circuit === 'open' || circuit === 'half_open') check.circuit = circuit;
+      const paused = pauses.filter((p) => p.upstream === name && p.untilMs > nowMs);
+      if (paused.length > 0) {
+        check.paused = paused.map((p) => ({
+          upstream_model: p.upstreamModel,
+          key: p.key,
+          keys: p.keys,
+          paused_until: new Date(p.untilMs).toISOString(),
+          retry_after_seconds: Math.max(1, Math.ceil((p.untilMs - nowMs) / 1000)),
+        }));
+      }
     }
     const upstreams = Object.fromEntries(upstreamEntries);
     const notes: string[] = [];

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { UpstreamPauseStore } from '../store/contract.js';
+import { parsePauseScope, type PauseKeyKind } from './pause-scope.js';
 
 export interface UpstreamPausesOptions {
   store: UpstreamPauseStore;
@@ -13,10 +14,24 @@ export interface UpstreamPausesOptions {
 
 /** Scopes remembered locally before the maps are cleared (caller-supplied keys make scopes per key). */
 const MAX_SCOPES = 10_000;
+/** Pauses listed for health and metrics at most (each one is a 429 an upstream really sent). */
+const MAX_LISTED = 100;
+
+/** The pauses of one (upstream, upstream model, kind of key), as health and metrics show them. */
+export interface ActivePause {
+  upstream: string;
+  upstreamModel: string;
+  key: PauseKeyKind;
+  /** How many keys of that kind are paused (always 1 for the configured key; callers' own keys may be several). */
+  keys: number;
+  /** The latest end among them, epoch ms. */
+  untilMs: number;
+}
 
 /**
- * "This upstream asked for quiet": after an upstream answers 429 with Retry-After, every caller of that upstream
- * (with the same key) gets a 429 from the gateway until the pause ends, without the request reaching the upstream.
+ * "This upstream asked for quiet": after an upstream answers 429 with Retry-After for a model, every call of that
+ * upstream model (with the same key) gets a 429 from the gateway until the pause ends, without the request
+ * reaching the upstream; its other models are not held. Scopes are named by `pauseScopeName`.
  *
  * The check is on the hot path, so it mostly answers from this instance's memory, which it refreshes from the
  * shared store at most once per `refreshMs` (a second) per scope. The instance that saw the 429 pauses at once;
@@ -27,6 +42,7 @@ export class UpstreamPauses {
   private readonly until = new Map<string, number>();
   private readonly lastRead = new Map<string, number>();
   private readonly reads = new Map<string, Promise<void>>();
+  private listing: { at: number; pauses: Promise<ActivePause[]> } | undefined;
   private readonly refreshMs: number;
   private readonly now: () => number;
 
@@ -45,12 +61,12 @@ export class UpstreamPauses {
    * first (one read per scope per `refreshMs`, shared by the requests that arrive meanwhile), so an instance that
    * had no traffic for a while still learns of a pause before its first call goes out.
    */
-  check(scope: string, upstream: string): Promise<void> | undefined {
+  check(scope: string): Promise<void> | undefined {
     if (!this.enabled) return undefined;
     const now = this.now();
     const last = this.lastRead.get(scope);
     if (last !== undefined && now - last < this.refreshMs) {
-      this.throwIfPaused(scope, upstream, now);
+      this.throwIfPaused(scope, now);
       return undefined;
     }
     let reading = this.reads.get(scope);
@@ -58,7 +74,7 @@ export class UpstreamPauses {
       reading = this.read(scope, now);
       this.reads.set(scope, reading);
     }
-    return reading.then(() => this.throwIfPaused(scope, upstream, this.now()));
+    return reading.then(() => this.throwIfPaused(scope, this.now()));
   }
 
   /**
@@ -72,8 +88,47 @@ export class UpstreamPauses {
     if (waitMs === undefined || waitMs <= 0) return undefined;
     const until = now + Math.min(waitMs, this.options.maxPauseMs);
     this.extend(scope, until);
+    this.listing = undefined; // health shows this instance's own pause at once, other instances' within refreshMs
     await this.options.store.pause(scope, until, now).catch(this.options.onStoreError);
     return until;
+  }
+
+  /**
+   * The pauses in force, for health and metrics: read from the shared store (so every instance shows the pauses
+   * any instance recorded), plus this instance's own (which hold even while the store fails), grouped by
+   * (upstream, upstream model, kind of key). One store read per `refreshMs`, shared by concurrent askers.
+   */
+  active(): Promise<ActivePause[]> {
+    if (!this.enabled) return Promise.resolve([]);
+    const now = this.now();
+    if (this.listing && now - this.listing.at < this.refreshMs) return this.listing.pauses;
+    const pauses = this.list(now);
+    this.listing = { at: now, pauses };
+    return pauses;
+  }
+
+  private async list(now: number): Promise<ActivePause[]> {
+    const until = new Map<string, number>();
+    for (const [scope, end] of this.until) if (end > now) until.set(scope, end);
+    try {
+      for (const { scope, untilMs } of await this.options.store.list(now, MAX_LISTED)) until.set(scope, Math.max(untilMs, until.get(scope) ?? 0));
+    } catch (error) {
+      this.options.onStoreError(error); // this instance's own view still shows
+    }
+    const groups = new Map<string, ActivePause>();
+    for (const [scope, end] of until) {
+      const parsed = parsePauseScope(scope);
+      if (!parsed) continue;
+      const group = `${parsed.upstream} ${parsed.key} ${parsed.upstreamModel}`;
+      const known = groups.get(group);
+      if (known) {
+        known.keys += 1;
+        known.untilMs = Math.max(known.untilMs, end);
+      } else if (groups.size < MAX_LISTED) {
+        groups.set(group, { ...parsed, keys: 1, untilMs: end });
+      }
+    }
+    return [...groups.values()];
   }
 
   private async read(scope: string, now: number): Promise<void> {
@@ -89,7 +144,7 @@ export class UpstreamPauses {
     }
   }
 
-  private throwIfPaused(scope: string, upstream: string, now: number): void {
+  private throwIfPaused(scope: string, now: number): void {
     const until = this.until.get(scope);
     if (until === undefined) return;
     if (until <= now) {
@@ -97,12 +152,14 @@ export class UpstreamPauses {
       return;
     }
     const seconds = Math.max(1, Math.ceil((until - now) / 1000));
+    const parsed = parsePauseScope(scope);
+    const what = parsed ? { upstream: parsed.upstream, upstream_model: parsed.upstreamModel, key: parsed.key } : { scope };
     throw new GatewayError(
       'upstream_rate_limited',
-      { upstream, paused: true, paused_until: new Date(until).toISOString(), retry_after_seconds: seconds },
+      { ...what, paused: true, paused_until: new Date(until).toISOString(), retry_after_seconds: seconds },
       {
         headers: { 'retry-after': String(seconds) },
-        message: 'The upstream answered 429 with Retry-After; the gateway holds its calls to it until then.',
+        message: 'The upstream answered 429 with Retry-After for this model; the gateway holds its calls to that model until then.',
       },
     );
   }

@@ -1,6 +1,7 @@
 import type { OutboxStore, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../store/contract.js';
 import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
 import type { HealthReport } from '../core/health-service.js';
+import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
 import { roundUsd } from '../core/pricing.js';
 
@@ -39,7 +40,18 @@ export interface DashboardOverview {
   byModel: UsageSummaryRow[];
   byCaller: UsageSummaryRow[];
   recentFailures: Array<Pick<UsageRecord, 'requestId' | 'route' | 'model' | 'upstream' | 'status' | 'code' | 'caller' | 'latencyMs'> & { time: string }>;
-  upstreams: Array<{ name: string; status: string; circuit: string; latencyMs: number | null; code: string | null; checkedAt: string | null }>;
+  upstreams: Array<{
+    name: string;
+    status: string;
+    circuit: string;
+    latencyMs: number | null;
+    code: string | null;
+    checkedAt: string | null;
+    /** This instance's attempts to the upstream since it started: a failing primary hidden by a fallback shows here. */
+    attempts: UpstreamAttemptSummary;
+    /** Upstream models held after the upstream's 429 + Retry-After. */
+    pausedModels: string[];
+  }>;
   webhooks: {
     subscriptions: Array<{ id: string; backlog: number }>;
     deadLetters: Array<{ id: string; subscription: string; event: string; attempts: number; lastError: string | null; createdAt: string }>;
@@ -51,6 +63,8 @@ export interface OverviewSources {
   /** Writes buffered usage records first, so the page shows requests made a moment ago. */
   flushUsage: () => Promise<void>;
   health: () => Promise<HealthReport>;
+  /** Attempts and failovers per upstream (this instance, since it started). */
+  attempts?: () => Record<string, UpstreamAttemptSummary>;
   outbox: OutboxStore | undefined;
   subscriptions: readonly string[];
 }
@@ -75,6 +89,7 @@ export async function buildOverview(sources: OverviewSources, window: WindowName
     webhookState(sources),
   ]);
   const { series, totals } = summarizeTimeline(timeline, fromMs, bucketMs, count);
+  const attempts = sources.attempts?.() ?? {};
   return {
     generatedAt: new Date(nowMs).toISOString(),
     usageRecords: usage !== undefined,
@@ -103,6 +118,8 @@ export async function buildOverview(sources: OverviewSources, window: WindowName
       latencyMs: check.latency_ms ?? null,
       code: check.code ?? null,
       checkedAt: check.checked_at ?? null,
+      attempts: attempts[name] ?? { attempts: 0, ok: 0, failed: 0, failovers: 0, lastFailure: null },
+      pausedModels: (check.paused ?? []).map((p) => p.upstream_model),
     })),
     webhooks,
   };

@@ -110,3 +110,22 @@ export class FastHistogram extends FastMetric<{ counts: Float64Array; sum: numbe
     return out;
   }
 }
+
+/** A counter whose values are kept elsewhere (e.g. tallies the dashboard reads too), read only when scraped. */
+export class CollectedCounter {
+  readonly type = 'counter';
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly read: () => Array<{ labels: Labels; value: number }>,
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as never);
+  }
+
+  /** prom-client calls this when the registry is scraped. */
+  async get(): Promise<{ name: string; help: string; type: string; values: MetricValue[]; aggregator: 'sum' }> {
+    return { name: this.name, help: this.help, type: this.type, values: this.read(), aggregator: 'sum' };
+  }
+}

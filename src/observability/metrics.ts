@@ -1,8 +1,10 @@
 import { Gauge, Registry } from 'prom-client';
-import { FastCounter, FastHistogram } from './fast-metrics.js';
+import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
+import type { UpstreamAttemptStats } from './upstream-attempts.js';
 import { upstreamOf } from '../http/request-state.js';
 import type { FastifyRequest } from 'fastify';
 import type { CircuitState } from '../core/circuit-breaker.js';
+import type { ActivePause } from '../core/upstream-pauses.js';
 
 interface Series {
   request(status: number, code: string): { inc(by?: number): void };
@@ -19,6 +21,10 @@ const CIRCUIT_VALUE: Record<CircuitState, number> = { closed: 0, half_open: 1, o
 
 export interface MetricsSources {
   circuits: () => Record<string, CircuitState>;
+  /** Every upstream attempt and failover (the same tallies the dashboard shows). */
+  attempts?: UpstreamAttemptStats;
+  /** Upstream pauses in force (read from the shared pause store). */
+  pauses?: () => Promise<ActivePause[]>;
   /** Deliveries waiting per webhook subscription (undefined: no webhooks). */
   webhookBacklog?: () => Promise<Record<string, number>>;
 }
@@ -50,6 +56,11 @@ export class GatewayMetrics {
     this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
     this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
     this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
+    const attempts = sources.attempts;
+    if (attempts) {
+      new CollectedCounter('llmgw_upstream_attempts_total', 'Upstream attempts (retries and fallbacks included) by upstream and outcome (ok, or the error code)', () => attempts.attemptSamples(), r);
+      new CollectedCounter('llmgw_upstream_failovers_total', 'Calls that moved on from an upstream to the next target, by upstream and reason (failed, circuit_open, paused)', () => attempts.failoverSamples(), r);
+    }
     new Gauge({
       name: 'llmgw_circuit_state',
       help: 'Circuit per upstream: 0 closed, 1 half-open, 2 open (upstreams not listed are closed)',
@@ -60,6 +71,22 @@ export class GatewayMetrics {
         for (const [upstream, state] of Object.entries(sources.circuits())) this.set({ upstream }, CIRCUIT_VALUE[state]);
       },
     });
+    if (sources.pauses) {
+      const pauses = sources.pauses;
+      new Gauge({
+        name: 'llmgw_upstream_paused',
+        help: "Keys held per upstream model after the upstream's 429 + Retry-After (key: configured, or callers' own keys)",
+        labelNames: ['upstream', 'upstream_model', 'key'],
+        registers,
+        // Every process reads the same shared store: aggregated across workers, the value is one process's, not a sum.
+        aggregator: 'max',
+        async collect() {
+          this.reset();
+          const now = Date.now();
+          for (const p of await pauses()) if (p.untilMs > now) this.set({ upstream: p.upstream, upstream_model: p.upstreamModel, key: p.key }, p.keys);
+        },
+      });
+    }
     if (sources.webhookBacklog) {
       const backlog = sources.webhookBacklog;
       new Gauge({

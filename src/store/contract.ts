@@ -103,6 +103,8 @@ export interface UpstreamPauseStore {
   pause(scope: string, untilMs: number, nowMs?: number): Promise<void>;
   /** The end of the pause of `scope`, or undefined when it is not paused at `nowMs`. */
   pausedUntil(scope: string, nowMs?: number): Promise<number | undefined>;
+  /** Up to `limit` scopes paused at `nowMs`, latest end first (health and metrics list them). */
+  list(nowMs?: number, limit?: number): Promise<Array<{ scope: string; untilMs: number }>>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -49,5 +49,22 @@ export function upstreamPauseContract(name: string, make: () => Promise<Upstream
       await store().pause('a', now + 4_000, now);
       assert.equal(await store().pausedUntil('b', now), undefined);
     });
+
+    test('list: the scopes paused now, latest end first, at most `limit`; ended ones are left out', async () => {
+      const now = Date.now();
+      const scope = (n: number) => `listed ${n} model`;
+      await store().pause(scope(1), now + 6_000, now);
+      await store().pause(scope(2), now + 9_000, now);
+      await store().pause(scope(3), now + 3_000, now);
+      const mine = (rows: Array<{ scope: string; untilMs: number }>) => rows.filter((r) => r.scope.startsWith('listed '));
+      assert.deepEqual(mine(await store().list(now, 1_000)), [
+        { scope: scope(2), untilMs: now + 9_000 },
+        { scope: scope(1), untilMs: now + 6_000 },
+        { scope: scope(3), untilMs: now + 3_000 },
+      ]);
+      assert.deepEqual(mine(await store().list(now + 6_000, 1_000)), [{ scope: scope(2), untilMs: now + 9_000 }], 'over at its end');
+      await store().pause(scope(3), now + 12_000, now);
+      assert.deepEqual((await store().list(now, 1)).map((r) => r.scope), [scope(3)], 'extended, and the limit holds');
+    });
   });
 }

@@ -9,6 +9,7 @@ export class SqliteUpstreamPauses implements UpstreamPauseStore {
   private readonly extend: BetterSqlite3.Statement<[string, number]>;
   private readonly read: BetterSqlite3.Statement<[string, number], number>;
   private readonly purge: BetterSqlite3.Statement<[number]>;
+  private readonly active: BetterSqlite3.Statement<[number, number], { scope: string; untilMs: number }>;
 
   constructor(db: BetterSqlite3.Database) {
     this.batcher = writeBatcherFor(db);
@@ -19,6 +20,9 @@ export class SqliteUpstreamPauses implements UpstreamPauseStore {
     );
     this.read = db.prepare<[string, number], number>('SELECT until_ms FROM upstream_pauses WHERE scope = ? AND until_ms > ?').pluck();
     this.purge = db.prepare('DELETE FROM upstream_pauses WHERE until_ms <= ?');
+    this.active = db.prepare<[number, number], { scope: string; untilMs: number }>(
+      'SELECT scope, until_ms AS untilMs FROM upstream_pauses WHERE until_ms > ? ORDER BY until_ms DESC LIMIT ?',
+    );
   }
 
   async pause(scope: string, untilMs: number, nowMs?: number): Promise<void> {
@@ -33,5 +37,9 @@ export class SqliteUpstreamPauses implements UpstreamPauseStore {
 
   async pausedUntil(scope: string, nowMs?: number): Promise<number | undefined> {
     return this.read.get(scope, gcraNow(nowMs));
+  }
+
+  async list(nowMs?: number, limit = 100): Promise<Array<{ scope: string; untilMs: number }>> {
+    return this.active.all(gcraNow(nowMs), limit);
   }
 }

@@ -175,4 +175,27 @@ describe('a hostile upstream', () => {
     assert.equal(body.code, 'upstream_invalid_response', answer.text);
     assert.match(body.details.reason, /headers/i);
   });
+
+  test('an upstream 429\'s Retry-After reaches the caller as whole seconds, capped, however the upstream spelled it', async () => {
+    // Pauses are off here (upstream_pause_max_seconds: 0), so the cap is the pause cap's default, 60 s.
+    const cases: Array<[string | undefined, string]> = [
+      ['-1', '1'],
+      ['abc', '1'],
+      ['1.5', '2'],
+      ['7', '7'],
+      ['99999999999', '60'],
+      ['Thu, 01 Jan 2099 00:00:00 GMT', '60'],
+      [undefined, '1'],
+    ];
+    for (const [sent, expected] of cases) {
+      mock.enqueue({ kind: 'raw', handler: (_req, res: ServerResponse) => {
+        res.writeHead(429, { 'content-type': 'application/json', ...(sent === undefined ? {} : { 'retry-after': sent }) });
+        res.end('{"error":{"message":"slow down","type":"rate_limit_error"}}');
+      } });
+      const answer = await readStream(url(), chatBody(), authHeaders());
+      assert.equal(answer.status, 429, answer.text);
+      assert.equal(answer.headers['retry-after'], expected, `upstream Retry-After ${String(sent)}`);
+      assert.equal((JSON.parse(answer.text) as { code: string }).code, 'upstream_rate_limited');
+    }
+  });
 });

@@ -140,8 +140,7 @@ export class TargetRunner {
             report('none');
             throw error; // the caller's own mistake, or the call's deadline: no other target can fix it
           }
-          await this.notePause(pauseScope, error);
-          run.lastError = error;
+          run.lastError = await this.noteRateLimit(pauseScope, error);
           const wait = tries < run.policy.attempts ? retryDelayMs(tries, run.policy, error, Date.now(), this.options.random) : undefined;
           if (wait === undefined || Date.now() + wait >= run.deadline) {
             report(hasNext && Date.now() < run.deadline ? 'fallback' : 'none');
@@ -200,10 +199,16 @@ export class TargetRunner {
     });
   }
 
-  private async notePause(pauseScope: string, error: unknown): Promise<void> {
-    if (isGatewayError(error) && error.code === 'upstream_rate_limited' && error.details.paused !== true) {
-      await this.options.pauses.record(pauseScope, error.headers?.['retry-after']);
-    }
+  /**
+   * An upstream's own 429 pauses its scope for Retry-After, and is passed on with that Retry-After in whole
+   * seconds, capped like the pause. Any other failure is returned as it is.
+   */
+  private async noteRateLimit(pauseScope: string, error: unknown): Promise<unknown> {
+    if (!isGatewayError(error) || error.code !== 'upstream_rate_limited' || error.details.paused === true) return error;
+    const raw = error.headers?.['retry-after'];
+    await this.options.pauses.record(pauseScope, raw);
+    const seconds = String(this.options.pauses.retryAfterSeconds(raw));
+    return new GatewayError('upstream_rate_limited', error.details, { headers: { ...error.headers, 'retry-after': seconds }, cause: error.cause });
   }
 }
 

@@ -12,6 +12,8 @@ export interface UpstreamPausesOptions {
   now?: () => number;
 }
 
+/** The cap on a passed-on Retry-After when pauses are off: the pause cap's own default. */
+const DEFAULT_RETRY_AFTER_CAP_MS = 60_000;
 /** Scopes remembered locally before the maps are cleared (caller-supplied keys make scopes per key). */
 const MAX_SCOPES = 10_000;
 /** Pauses listed for health and metrics at most (each one is a 429 an upstream really sent). */
@@ -75,6 +77,18 @@ export class UpstreamPauses {
       this.reads.set(scope, reading);
     }
     return reading.then(() => this.throwIfPaused(scope, this.now()));
+  }
+
+  /**
+   * An upstream's Retry-After as the gateway passes it on: whole seconds, at least 1, at most the pause cap (the
+   * default cap, 60 s, when pauses are off), and 1 when the upstream sent none or nothing readable (`-1`, `abc`).
+   * A caller never sees the provider's own spelling (`1.5`, a date in 2099, `99999999999`).
+   */
+  retryAfterSeconds(retryAfter: string | undefined): number {
+    const capMs = this.enabled ? this.options.maxPauseMs : DEFAULT_RETRY_AFTER_CAP_MS;
+    const waitMs = parseRetryAfter(retryAfter, this.now());
+    if (waitMs === undefined || waitMs <= 0) return 1;
+    return Math.max(1, Math.ceil(Math.min(waitMs, capMs) / 1000));
   }
 
   /**

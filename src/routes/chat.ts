@@ -176,6 +176,12 @@ function watchClient(reply: FastifyReply): ClientWatch {
       if (watch.gone) scope.clientGone();
     },
   };
+  // A caller that left while its body was read or checked is gone before this listener exists: its 'close'
+  // has fired already, so the call would run to the end (and its stream never start) for nobody.
+  if (reply.raw.destroyed || reply.raw.socket?.destroyed === true) {
+    watch.gone = true;
+    return watch;
+  }
   reply.raw.once('close', () => {
     if (reply.raw.writableFinished) return;
     watch.gone = true;

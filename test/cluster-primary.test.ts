@@ -118,6 +118,15 @@ describe('WORKERS=2: the primary', () => {
     assert.equal(scrapedBy.size, 2, 'the scrapes were answered by both workers');
   });
 
+  test('SIGHUP to the primary reaches the workers (certificate reload) and ends nothing', { timeout: 30_000 }, async () => {
+    const workers = liveWorkers(gw);
+    gw.signal('SIGHUP');
+    await until('both workers to log the SIGHUP', () => logLines(gw.stdout()).filter((l) => l.msg === 'SIGHUP: no TLS certificate to reload').length === 2);
+    assert.equal(gw.exitInfo(), undefined, `the primary exited: ${gw.stderr()}`);
+    assert.deepEqual(liveWorkers(gw), workers);
+    assert.equal(await healthy(gw), true);
+  });
+
   test('kill -9 of both workers at once: the primary starts new ones and the same port answers again', { timeout: 60_000 }, async () => {
     for (let round = 1; round <= 2; round++) {
       const victims = liveWorkers(gw);

@@ -99,6 +99,11 @@ export function runPrimary(config: GatewayConfig, logger: Logger): Promise<numbe
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // SIGHUP reloads the TLS certificate in each server process. Sent to the primary (the pid a supervisor
+    // knows), its default action would end the primary, and with it every worker: pass it on instead.
+    process.on('SIGHUP', () => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+    });
 
     for (let i = 0; i < config.workers; i++) fork();
     logger.info({ workers: config.workers, pid: process.pid }, 'cluster primary started');

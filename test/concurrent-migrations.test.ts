@@ -58,7 +58,7 @@ describe('SQLite: processes opening one fresh data directory at once', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('6 processes released together on a new gateway.db, 10 times over: all migrate it, each migration recorded once', { timeout: 60_000 }, async () => {
+  test('6 processes released together on a new gateway.db, 60 times over: all migrate it, each migration recorded once', { timeout: 60_000 }, async () => {
     const children = Array.from({ length: 6 }, () => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/migrate-when-told.ts'], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
       let out = '';
@@ -78,7 +78,7 @@ describe('SQLite: processes opening one fresh data directory at once', () => {
     const latest = SQLITE_MIGRATIONS.at(-1)?.version;
     try {
       await until('the children to load', () => children.every((c) => c.out().includes('ready')));
-      for (let round = 0; round < 10; round++) {
+      for (let round = 0; round < 60; round++) {
         const dataDir = mkdtempSync(join(tmpdir(), 'gw-mig-'));
         dirs.push(dataDir);
         for (const c of children) c.child.stdin.write(`${dataDir}\n`);

@@ -241,7 +241,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     app.get('/metrics', async (request, reply) => {
       request.routeName = 'metrics';
       await auth.authenticate(request.headers.authorization, 'metrics');
-      return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+      const scraped = await metrics.scrape();
+      return reply.type(scraped.contentType).send(scraped.text);
     });
   }
   if (config.dashboard.enabled) {

@@ -7,6 +7,8 @@ import { createLogger } from './observability/logger.js';
 import { openStateStores } from './store/open-state-stores.js';
 import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 import { runPrimary } from './process/primary.js';
+import { EXIT_CANNOT_START } from './process/exit-codes.js';
+import { listenFailure } from './process/listen-failure.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './observability/logger.js';
 import { openUsageStore } from './store/open-usage-store.js';
@@ -44,7 +46,18 @@ async function runServer(config: GatewayConfig, logger: Logger, version: string)
   const state = await openStateStores(config, store);
   const usage = await openUsageStore(config, store);
   const { app, beginShutdown, reloadCertificate } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys, ...(usage ? { usage: usage.store } : {}) });
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    const reason = listenFailure(error, config.host, config.port);
+    if (reason === undefined) throw error;
+    // The address cannot be had: say so plainly and exit with the code that tells a cluster primary (and a
+    // supervisor such as systemd's RestartPreventExitStatus) that starting again would fail the same way.
+    logger.fatal({ host: config.host, port: config.port, code: (error as { code?: string }).code }, reason);
+    logger.flush();
+    process.stderr.write(`gateway: ${reason}\n`);
+    process.exit(EXIT_CANNOT_START);
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
 

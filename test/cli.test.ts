@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { spawn } from 'node:child_process';
 import { runCli } from '../src/cli/run-cli.js';
+import { tailUsage } from '../src/cli/usage-command.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../src/store/contract.js';
@@ -116,6 +117,53 @@ describe('gateway CLI', () => {
       await store.close();
     }
   });
+
+  for (const failures of [false, true]) {
+    test(`usage tail${failures ? ' --failures' : ''}: the last 10 stored records once, then only new ones (older records are not reprinted at the first poll)`, async () => {
+      const store = await openSqliteStore(mkdtempSync(join(tmpdir(), 'gw-cli-tail-old-')));
+      const usage = new SqliteUsageStore(store.db);
+      const t0 = Date.now() - 60_000;
+      // 40 stored records; with --failures every other one is a failure.
+      await usage.append(
+        Array.from({ length: 40 }, (_, i): UsageRecord => ({
+          timeMs: t0 + i, requestId: `old-${i + 1}`, caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u',
+          status: i % 2 === 1 ? 502 : 200, code: i % 2 === 1 ? 'upstream_error' : null,
+          latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false,
+        })),
+      );
+      const lines: string[] = [];
+      let polls = 0;
+      // The real store, counting the tail's reads so the test can wait for polls instead of sleeping.
+      const counted = new Proxy(usage, {
+        get: (target, name, receiver) =>
+          name === 'stored' ? (...args: Parameters<SqliteUsageStore['stored']>) => ((polls += 1), target.stored(...args)) : Reflect.get(target, name, receiver),
+      });
+      const stop = new AbortController();
+      const until = async (what: string, check: () => boolean) => {
+        const deadline = Date.now() + 10_000;
+        while (!check()) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; printed:\n${lines.join('\n')}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      };
+      const args = ['--interval', '0.05', '--format', 'json', ...(failures ? ['--failures'] : [])];
+      const done = tailUsage(counted, args, { out: (l) => lines.push(l), err: () => undefined }, { signal: stop.signal });
+      try {
+        await until('two polls after the first read', () => polls >= 3);
+        await usage.append([{ timeMs: Date.now(), requestId: 'live-1', caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u', status: 503, code: 'upstream_error', latencyMs: 1, ttfbMs: null, stream: false, promptTokens: null, completionTokens: null, costUsd: null, attempts: 1, replay: false }]);
+        await until('live-1', () => lines.some((l) => l.includes('"live-1"')));
+        const before = polls;
+        await until('two more polls', () => polls >= before + 2);
+      } finally {
+        stop.abort();
+        assert.equal(await done, 0);
+        await store.close();
+      }
+      const printed = lines.map((l) => (JSON.parse(l) as { requestId: string }).requestId);
+      const last10 = failures ? Array.from({ length: 10 }, (_, i) => `old-${22 + 2 * i}`) : Array.from({ length: 10 }, (_, i) => `old-${31 + i}`);
+      assert.deepEqual(printed, [...last10, 'live-1']);
+    });
+  }
 
   test('usage tail refuses a bad interval or format, naming the flag', async () => {
     const bad = await run(['usage', 'tail', '--interval', '0']);

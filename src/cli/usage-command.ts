@@ -83,14 +83,13 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
   const wanted = (r: UsageRecord) => !failuresOnly || r.status >= 400 || r.code !== null;
   // Follows the table by storage position, not by request time: a long stream stored after shorter calls is
   // still printed. Each poll re-reads the last LOOKBACK positions too, because with PostgreSQL another instance's
-  // rows can commit after later positions were read; `printed` keeps each record to one line.
-  const printed = new Set<number>();
-  const latest = await store.stored(undefined, failuresOnly ? TAIL_BATCH : 10);
+  // rows can commit after later positions were read; `seen` keeps each record to one line. The first read takes
+  // that whole window and marks all of it seen, though it prints only the last 10: the rest is history, not news.
+  const seen = new Set<number>();
+  const latest = await store.stored(undefined, TAIL_LOOKBACK);
   let cursor = latest.at(-1)?.seq ?? 0;
-  for (const row of latest.filter((r) => wanted(r.record)).slice(-10)) {
-    printed.add(row.seq);
-    print(row.record);
-  }
+  for (const row of latest) seen.add(row.seq);
+  for (const row of latest.filter((r) => wanted(r.record)).slice(-10)) print(row.record);
   while (!options.signal.aborted) {
     await sleep(interval * 1000, undefined, { signal: options.signal }).catch(() => undefined);
     if (options.signal.aborted) break;
@@ -99,12 +98,12 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
       const page = await store.stored(from, TAIL_BATCH);
       if (page.length > 0 && (page[0]?.seq ?? 0) <= from) {
         // The store restarted its positions (SQLite, after the retention emptied the table): start over.
-        printed.clear();
+        seen.clear();
         cursor = 0;
       }
       for (const row of page) {
-        if (printed.has(row.seq)) continue;
-        printed.add(row.seq);
+        if (seen.has(row.seq)) continue;
+        seen.add(row.seq);
         if (wanted(row.record)) print(row.record);
       }
       const end = page.at(-1)?.seq;
@@ -112,7 +111,7 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
       if (page.length < TAIL_BATCH || end === undefined) break;
       from = end;
     }
-    for (const seq of printed) if (seq < cursor - TAIL_LOOKBACK) printed.delete(seq);
+    for (const seq of seen) if (seq < cursor - TAIL_LOOKBACK) seen.delete(seq);
   }
   return 0;
 }

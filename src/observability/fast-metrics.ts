@@ -40,7 +40,10 @@ abstract class FastMetric<Child> {
     return child.state;
   }
 
-  /** prom-client calls this when the registry is scraped. */
+  /**
+   * prom-client calls this when the registry is scraped. `aggregator: 'sum'`: with WORKERS > 1 the primary adds
+   * every worker's samples of one series (src/observability/cluster-metrics.ts), buckets included.
+   */
   async get(): Promise<{ name: string; help: string; type: string; values: MetricValue[]; aggregator: 'sum' }> {
     return { name: this.name, help: this.help, type: this.type, values: this.values(), aggregator: 'sum' };
   }

@@ -1,4 +1,6 @@
+import cluster from 'node:cluster';
 import { Gauge, Registry } from 'prom-client';
+import { answerClusterCollects, scrapeCluster } from './cluster-metrics.js';
 import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
 import type { UpstreamAttemptStats } from './upstream-attempts.js';
 import { upstreamOf } from '../http/request-state.js';
@@ -66,6 +68,8 @@ export class GatewayMetrics {
       help: 'Circuit per upstream: 0 closed, 1 half-open, 2 open (upstreams not listed are closed)',
       labelNames: ['upstream'],
       registers,
+      // Across workers: the worst state any of them sees (a sum of 2 + 2 would read as a state that does not exist).
+      aggregator: 'max',
       collect() {
         this.reset();
         for (const [upstream, state] of Object.entries(sources.circuits())) this.set({ upstream }, CIRCUIT_VALUE[state]);
@@ -94,12 +98,24 @@ export class GatewayMetrics {
         help: 'Webhook deliveries waiting (pending) per subscription',
         labelNames: ['subscription'],
         registers,
+        // Every worker reads the same shared outbox: the same number, not one to add up.
+        aggregator: 'max',
         async collect() {
           this.reset();
           for (const [subscription, n] of Object.entries(await backlog())) this.set({ subscription }, n);
         },
       });
     }
+    if (cluster.isWorker) answerClusterCollects(this.registry);
+  }
+
+  /**
+   * The text of a scrape: this process's registry, or with WORKERS > 1 the sum over every worker (through the
+   * primary, src/observability/cluster-metrics.ts), so one scrape shows the instance.
+   */
+  async scrape(): Promise<{ contentType: string; text: string }> {
+    const text = cluster.isWorker ? await scrapeCluster() : await this.registry.metrics();
+    return { contentType: this.registry.contentType, text };
   }
 
   /** `latencyMs`: arrival to now. */

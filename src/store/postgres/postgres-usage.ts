@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
 import { summaryRow } from '../sqlite/sqlite-usage.js';
+import { migrateUnderLock } from './migrate.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
 
 const schema = (table: string) => `
@@ -52,7 +53,7 @@ export class PostgresUsageStore implements UsageStore {
     pool.on('error', () => {
       // An idle client lost its connection: the next query reconnects (and reports its own error).
     });
-    await pool.query(schema(table));
+    await migrateUnderLock(pool, schema(table));
     return new PostgresUsageStore(pool, table);
   }
 

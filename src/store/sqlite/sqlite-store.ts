@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { GatewayStore } from '../contract.js';
 import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
@@ -44,20 +45,46 @@ export async function openSqliteStore(dataDir: string | ':memory:'): Promise<Sql
     path = join(dataDir, SQLITE_FILE);
   }
   const db = new Sqlite(path);
-  db.pragma('journal_mode = WAL');
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`); // several workers may share the file
+  await enableWal(db);
   db.pragma('synchronous = NORMAL'); // WAL + NORMAL: durable against process crashes, fast commits
-  db.pragma('busy_timeout = 5000'); // several workers may share the file
   db.pragma('foreign_keys = ON');
   return new SqliteStore(db);
 }
 
+/** How long a statement waits for another process's lock on the file (SQLite's busy handler). */
+const BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * Switches a new file to WAL. Several processes opening one new file at once (WORKERS > 1, or the CLI beside a
+ * starting gateway) can make this fail at once with SQLITE_BUSY: the switch upgrades a shared lock to an
+ * exclusive one, and SQLite does not call the busy handler for such an upgrade (it could deadlock). So retry it
+ * for as long as the busy timeout; once one process has switched, the mode is stored in the file.
+ */
+async function enableWal(db: Database): Promise<void> {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+      await sleep(5 + Math.random() * 20);
+    }
+  }
+}
+
 /** Applies pending migrations; returns the resulting schema version. Safe when several processes start at once. */
 export function migrate(db: Database, migrations: readonly Migration[]): number {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-             version INTEGER PRIMARY KEY,
-             name TEXT NOT NULL,
-             applied_at TEXT NOT NULL
-           ) STRICT`);
+  // Immediate, like each migration: a deferred write would upgrade a read lock, which fails at once (no busy
+  // wait) when another process opening the same new file got there first.
+  db.transaction(() =>
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+               version INTEGER PRIMARY KEY,
+               name TEXT NOT NULL,
+               applied_at TEXT NOT NULL
+             ) STRICT`),
+  ).immediate();
   const applied = db.prepare('SELECT version FROM schema_migrations WHERE version = ?');
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const migration of migrations) {

@@ -75,8 +75,13 @@ async function main(): Promise<void> {
   try {
     const gateway = await startTarget({ id: 'soak', name: 'gateway (soak)', kind: 'gateway', env: { GATEWAY_CONFIG: configPath } }, upstream.origin, work);
     const pid = gateway.child.pid ?? 0;
-    const startLine = readFileSync(gateway.logPath ?? '', 'utf8').split('\n').find((l) => l.includes('"gateway started"')) ?? '{}';
-    const node = (JSON.parse(startLine) as { node?: string }).node ?? '?';
+    // The start line says which Node runs it (pino writes it within a second).
+    let startLine: string | undefined;
+    for (let i = 0; i < 30 && startLine === undefined; i++) {
+      startLine = readFileSync(gateway.logPath ?? '', 'utf8').split('\n').find((l) => l.includes('"gateway started"'));
+      if (startLine === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const node = (JSON.parse(startLine ?? '{}') as { node?: string }).node ?? '(not logged)';
     log(`== soak: ${SECONDS} s of mixed load, ${CONNECTIONS} connections, gateway pid ${pid} on Node ${node} (pinned to core 0), load avg ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
     log(`   mix per 20 requests: ${[...new Set(MIX)].map((k) => `${MIX.filter((m) => m === k).length} ${k}`).join(', ')}`);
     const pool = new Pool(gateway.origin, { connections: CONNECTIONS, pipelining: 1 });
@@ -126,7 +131,7 @@ async function main(): Promise<void> {
       void pool.request({ method: 'GET', path: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.body.text(), () => undefined);
     }, 2_000);
 
-    const rows: string[] = ['| minute | req/s | 2xx | 409 | 429 | other | errors | gateway RSS MB | gateway CPU % |', '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'];
+    const rows: string[] = ['| at (s) | req/s | 2xx | 409 | 429 | other | errors | gateway RSS MB | gateway CPU % |', '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'];
     const started = Date.now();
     let cpuBefore = sampleCpu(pid);
     let lastReport = started;
@@ -137,7 +142,7 @@ async function main(): Promise<void> {
       window = newWindow();
       const count = (from: number, to: number) => [...w.byStatus].filter(([s]) => s >= from && s < to).reduce((a, [, c]) => a + c, 0);
       const other = w.requests - w.errors - count(200, 300) - (w.byStatus.get(409) ?? 0) - (w.byStatus.get(429) ?? 0);
-      const row = `| ${Math.round((now - started) / 60_000)} | ${Math.round(w.requests / ((now - lastReport) / 1000))} | ${count(200, 300)} | ${w.byStatus.get(409) ?? 0} | ${w.byStatus.get(429) ?? 0} | ${other} | ${w.errors} | ${rssMb(pid)} | ${Math.round(cpuPercent(cpuBefore, cpu) ?? 0)} |`;
+      const row = `| ${Math.round((now - started) / 1000)} | ${Math.round(w.requests / ((now - lastReport) / 1000))} | ${count(200, 300)} | ${w.byStatus.get(409) ?? 0} | ${w.byStatus.get(429) ?? 0} | ${other} | ${w.errors} | ${rssMb(pid)} | ${Math.round(cpuPercent(cpuBefore, cpu) ?? 0)} |`;
       rows.push(row);
       log(row);
       cpuBefore = cpu;

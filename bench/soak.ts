@@ -5,7 +5,7 @@
 //   npm run bench:soak                                          (build, then 300 s on the project's Node 26)
 //   BENCH_SOAK_SECONDS=60 node --import tsx bench/soak.ts       (no build; the Node running it runs the gateway)
 //   PATH=<node 24>/bin:$PATH node --import tsx bench/soak.ts    (the soak on Node 24)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
@@ -60,6 +60,19 @@ interface Window {
 }
 const newWindow = (): Window => ({ requests: 0, byStatus: new Map(), errors: 0 });
 
+/** The last `bytes` of a file: the server log grows by ~250 bytes per request (hundreds of MB in a soak). */
+function tailOf(file: string, bytes = 256 * 1024): string {
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(Math.min(bytes, size));
+    readSync(fd, buffer, 0, buffer.length, size - buffer.length);
+    return buffer.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function rssMb(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
   return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
@@ -75,7 +88,7 @@ async function main(): Promise<void> {
   try {
     const gateway = await startTarget({ id: 'soak', name: 'gateway (soak)', kind: 'gateway', env: { GATEWAY_CONFIG: configPath } }, upstream.origin, work);
     const pid = gateway.child.pid ?? 0;
-    // The start line says which Node runs it (pino writes it within a second).
+    // The start line says which Node runs it (pino writes it within a second, before any load).
     let startLine: string | undefined;
     for (let i = 0; i < 30 && startLine === undefined; i++) {
       startLine = readFileSync(gateway.logPath ?? '', 'utf8').split('\n').find((l) => l.includes('"gateway started"'));
@@ -160,7 +173,8 @@ async function main(): Promise<void> {
     const exited = once(gateway.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     gateway.child.kill('SIGTERM');
     const [code, signal] = gateway.child.exitCode !== null || gateway.child.signalCode !== null ? [gateway.child.exitCode, gateway.child.signalCode] : await exited;
-    const serverLog = readFileSync(gateway.logPath ?? '', 'utf8');
+    // A fatal error or an abort is the last thing the process writes (stdout and stderr share the file).
+    const serverLog = tailOf(gateway.logPath ?? '');
     const db = new DatabaseSync(path.join(work, 'data', 'gateway.db'), { readOnly: true });
     const count = (sql: string) => Number((db.prepare(sql).get() as { n: number }).n);
     const usageRows = count('SELECT COUNT(*) AS n FROM usage_records WHERE route = \'chat\'');

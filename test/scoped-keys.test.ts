@@ -6,7 +6,7 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { keysCommand } from '../src/cli/keys-command.js';
 import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
@@ -72,7 +72,7 @@ describe('scoped API keys', () => {
     const keyId = key.split('_')[2] ?? '';
     const stored = await keys.get(keyId);
     assert.equal(stored?.hash, hashApiKey(key));
-    assert.ok(!JSON.stringify(stored).includes(key.split('_')[3] ?? 'x'), 'the secret part is not stored');
+    assert.ok(!JSON.stringify(stored).includes(key.split('_').slice(3).join('_') || 'x'), 'the secret part is not stored'); // the secret may itself contain '_'
     const listed = await cli('list');
     assert.ok(listed.lines.some((l) => l.startsWith(`${keyId}  active`)), listed.lines.join('\n'));
     assert.ok(!listed.lines.join('\n').includes(key));
@@ -104,6 +104,37 @@ describe('scoped API keys', () => {
     // OpenAI drop-in path: same rights
     const dropIn = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: chatBody({ model: 'gpt-4o' }) });
     assert.deepEqual([dropIn.status, dropIn.json.code, (dropIn.json.error as { code?: string })?.code], [403, 'model_not_allowed', 'model_not_allowed']);
+  });
+
+  test('the models a key lists are only those it may call; any other is a 404, like an unknown model', async () => {
+    const get = (key: string, path: string) => call(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    const ids = (answer: { json: Record<string, unknown> }) => (answer.json.data as Array<{ id: string }>).map((m) => m.id);
+    const everything = ids(await get(ADMIN_TOKEN, '/v1/?route=models'));
+    assert.ok(everything.includes('priced') && everything.includes('echo') && everything.length > 3, `the admin sees all: ${everything.join(', ')}`);
+
+    const { key: one = '' } = await cli('create', '--name', 'lister', '--models', 'fast', '--routes', 'chat,models');
+    const listed = await get(one, '/v1/?route=models');
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(ids(listed), ['fast']);
+    assert.deepEqual((listed.json.data as Array<{ aliases?: string[] }>)[0]?.aliases, ['fast-latest'], 'its aliases are callable too');
+    assert.equal(listed.json.next_token, undefined);
+    assert.deepEqual(ids(await get(one, '/v1/?route=models&limit=1')), ['fast']);
+    assert.deepEqual(ids(await get(one, '/v1/models')), ['fast']);
+    assert.equal((await get(one, '/v1/models/fast')).status, 200);
+    for (const hidden of ['priced', 'echo', 'gpt-4o-mini', 'no-such-model']) {
+      const answer = await get(one, `/v1/models/${hidden}`);
+      assert.deepEqual([answer.status, answer.json.code, answer.json.details], [404, 'model_not_found', { model: hidden }], `${hidden}: the same answer as an unknown model`);
+    }
+
+    // Allowed only an alias of a model (and another model): it sees the alias, never the id it could not call.
+    const { key: alias = '' } = await cli('create', '--name', 'alias-lister', '--models', 'fast-latest,priced', '--routes', 'chat,models');
+    const seen = await get(alias, '/v1/models');
+    assert.deepEqual(ids(seen), ['fast-latest', 'priced']);
+    assert.equal((seen.json.data as Array<{ aliases?: string[] }>)[0]?.aliases, undefined);
+    assert.equal((await get(alias, '/v1/models/fast-latest')).status, 200);
+    assert.equal((await get(alias, '/v1/models/fast')).status, 404);
+    assert.equal((await chatWith(alias, chatBody({ model: 'fast-latest' }))).status, 200, 'what is listed can be called');
+    assert.equal((await chatWith(alias, chatBody({ model: 'fast' }))).status, 403);
   });
 
   test('a key of another environment is refused as wrong_environment, even when it is otherwise valid', async () => {

@@ -130,6 +130,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     ttlMs: config.idempotency.ttlMs,
     // Renewed every 10 s while the call runs; a crashed holder's claims free themselves within 30 s.
     leaseMs: config.idempotency.leaseMs,
+    maxReplayBytes: config.idempotency.maxReplayBytes,
     onStoreFailure: config.idempotency.onStoreFailure,
     onStoreHealth: (healthy, error) => {
       if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');

@@ -4,7 +4,7 @@ import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
-import { configFileSchema, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import { configFileSchema, DEFAULT_MAX_REPLAY_BYTES, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
 import type { BasicUser, GatewayConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../webhooks/address-guard.js';
 import type { OAuthConfig } from '../auth/oauth.js';
@@ -94,6 +94,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       ttlMs: (file.idempotency?.ttl_seconds ?? 86_400) * 1000,
       onStoreFailure: file.idempotency?.on_store_failure ?? 'closed',
       leaseMs: (file.idempotency?.lease_seconds ?? 30) * 1000,
+      maxReplayBytes: file.idempotency?.max_replay_bytes ?? DEFAULT_MAX_REPLAY_BYTES,
     },
     redisUrl: env.REDIS_URL || undefined,
     webhooks,

@@ -9,6 +9,9 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 
+/** idempotency.max_replay_bytes: 8 MiB, a quarter of the 32 MiB cap on an upstream's JSON answer. */
+export const DEFAULT_MAX_REPLAY_BYTES = 8 * 1024 * 1024;
+
 const positiveMs = z.number().int().positive();
 
 export const timeoutsSchema = z
@@ -294,6 +297,11 @@ export const configFileSchema = z
         on_store_failure: z.enum(['open', 'closed']).default('closed'),
         /** A running call's claim, renewed every third of it; a crashed holder's keys are free again after it. */
         lease_seconds: z.number().int().min(3).max(3_600).default(30),
+        /**
+         * The largest answer (JSON body or whole event stream, UTF-8 bytes) kept for replay. A larger one still
+         * reaches its caller, but is not stored: the key is freed when the call ends and a retry runs again.
+         */
+        max_replay_bytes: z.number().int().min(1024).max(32 * 1024 * 1024).default(DEFAULT_MAX_REPLAY_BYTES),
       })
       .strict()
       .optional(),

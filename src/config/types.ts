@@ -113,7 +113,7 @@ export interface GatewayConfig {
   /** The retry policy of models without their own (default: one try, no retry). */
   retry: RetryPolicy;
   circuitBreaker: { failureThreshold: number; cooldownMs: number };
-  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number };
+  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number; maxReplayBytes: number };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

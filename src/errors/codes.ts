@@ -54,7 +54,11 @@ export const ERROR_CODES = {
   wrong_environment: { status: 403, message: "This API key belongs to another environment than this gateway's." },
   route_not_allowed: { status: 403, message: 'This API key may not use this route; see details.allowed_routes.' },
   model_not_allowed: { status: 403, message: 'This API key may not use this model; see details.allowed_models.' },
-  budget_exceeded: { status: 429, message: "This API key's token budget for the period is spent; Retry-After says when enough returns." },
+  budget_exceeded: { status: 429, message: "This API key's token budget for the period is spent; Retry-After says when some returns." },
+  request_exceeds_limit: {
+    status: 400,
+    message: 'This request alone needs more tokens than a whole limit allows, so waiting cannot help: lower max_tokens or shorten the prompt; see details.',
+  },
   not_found: { status: 404, message: 'No such path; the API lives under /v1/.' },
   route_not_found: { status: 404, message: 'Unknown route; see details.routes for the routes this gateway serves.' },
   model_not_found: { status: 404, message: 'The model is not served by this gateway; list models with ?route=models.' },

@@ -42,6 +42,7 @@ export function endRequest(request: FastifyRequest, status: number): void {
       completion_tokens: request.usage?.completion_tokens,
       cost_usd: request.usage?.cost_usd,
       code: request.errorCode,
+      replay_not_stored: request.replayNotStored,
     },
     'request',
   );

@@ -21,6 +21,8 @@ declare module 'fastify' {
     attempts: number;
     /** Answered from the idempotency store. */
     replayed: boolean;
+    /** Why a keyed call's answer was not stored for replay ('too_large': over idempotency.max_replay_bytes). */
+    replayNotStored: string | undefined;
     /** Who is calling, once authenticated ("admin" for the admin token, "key:<id>" for a scoped key). */
     caller: string;
     /** The caller's rights (routes, models, limits, budget), set by the guard of every authenticated route. */
@@ -55,6 +57,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('firstByteMs', undefined);
   app.decorateRequest('attempts', 0);
   app.decorateRequest('replayed', false);
+  app.decorateRequest('replayNotStored', undefined);
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('principal', null); // Fastify allows no shared object as a default: set per request

@@ -9,7 +9,7 @@ import type { ChatRequestBody, StreamChunk, Usage } from '../providers/contract.
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
-import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 import { withOpenAiError } from './openai-compat.js';
 import { ADMIN, modelAllowed } from '../auth/authenticator.js';
@@ -90,7 +90,7 @@ async function streamAnswer(
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
   const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer, onUsage);
-  return reply.send(Readable.from(recorder ? recorded(frames, recorder) : frames, { objectMode: false }));
+  return reply.send(Readable.from(recorder ? recordStream(frames, recorder) : frames, { objectMode: false }));
 }
 
 async function* sseFrames(
@@ -136,25 +136,6 @@ async function* sseFrames(
       request.errorCode = 'client_closed_request';
       endRequest(request, CLIENT_CLOSED_STATUS);
     }
-  }
-}
-
-/**
- * Passes the frames through while keeping a copy; a stream that ended with [DONE] is stored for replay, any
- * other ending (error event, client gone) frees the idempotency key so a retry runs again.
- */
-async function* recorded(frames: AsyncGenerator<string>, recorder: AnswerRecorder): AsyncGenerator<string> {
-  const copy: string[] = [];
-  let complete = false;
-  try {
-    for await (const frame of frames) {
-      copy.push(frame);
-      if (frame === DONE_FRAME) complete = true;
-      yield frame;
-    }
-  } finally {
-    if (complete) await recorder.stream({ 'content-type': SSE_HEADERS['content-type'] }, copy.join(''));
-    else await recorder.failed();
   }
 }
 

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MAX_PAGE_SIZE, type CatalogModel, type ModelCatalog } from '../core/model-catalog.js';
+import { MAX_PAGE_SIZE, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ErrorBody } from '../errors/gateway-error.js';
-import type { Authenticator } from '../auth/authenticator.js';
+import { ADMIN, type Authenticator } from '../auth/authenticator.js';
+import { modelViewOf } from './models.js';
 import { chatBodySchema } from './chat-schema.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
@@ -36,23 +37,24 @@ export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, cha
       throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });
     },
   });
-  app.get(OPENAI_MODELS_PATH, { onRequest: guard('models') }, async (_request, reply) => {
-    const data = (await allModels(catalog)).map(openAiModel);
+  // Only the models the caller may call; one outside its rights is a 404 like an unknown one (nothing leaks).
+  app.get(OPENAI_MODELS_PATH, { onRequest: guard('models') }, async (request, reply) => {
+    const data = (await allModels(catalog, modelViewOf(request.principal ?? ADMIN))).map(openAiModel);
     return reply.send({ object: 'list', data });
   });
   app.get(`${OPENAI_MODELS_PATH}/:id`, { onRequest: guard('models') }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const model = (await allModels(catalog)).find((m) => m.id === id);
+    const model = (await allModels(catalog, modelViewOf(request.principal ?? ADMIN))).find((m) => m.id === id);
     if (!model) throw new GatewayError('model_not_found', { model: id.slice(0, 200) });
     return reply.send(openAiModel(model));
   });
 }
 
-async function allModels(catalog: ModelCatalog): Promise<CatalogModel[]> {
+async function allModels(catalog: ModelCatalog, view: ModelView | undefined): Promise<CatalogModel[]> {
   const models: CatalogModel[] = [];
   let token: string | undefined;
   do {
-    const page = await catalog.page(MAX_PAGE_SIZE, token);
+    const page = await catalog.page(MAX_PAGE_SIZE, token, view);
     models.push(...page.data);
     token = page.next_token;
   } while (token !== undefined);

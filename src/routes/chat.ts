@@ -15,6 +15,12 @@ import { withOpenAiError } from './openai-compat.js';
 import { ADMIN, modelAllowed } from '../auth/authenticator.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 
+/**
+ * The answer text kept for webhook subscriptions that opted in to content (`include_content`): the first 256 Ki
+ * characters. A stream may be any length; what one request keeps for its event must not be.
+ */
+const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
+
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
 export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -59,7 +65,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       const { result, headers, upstream } = await chat.complete(body, call);
       request.upstreamName = upstream;
       request.usage = chat.usageRecord(body.model, result.usage);
-      if (captureAnswer) request.answerText = answerTextOf(result.body);
+      if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);
       await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(result.body);
     } catch (error) {
@@ -110,7 +116,7 @@ async function* sseFrames(
     let next = first;
     while (next.done !== true) {
       usage = next.value.chunk.usage ?? usage;
-      if (captureAnswer) answer += deltaText(next.value.chunk);
+      if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(next.value.chunk);
       if (next.value.internal !== true) yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
       next = await chunks.next();
     }
@@ -128,7 +134,7 @@ async function* sseFrames(
     // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).
     if (!finished && failure === undefined) failure = new ClientGoneError();
-    if (captureAnswer) request.answerText = answer;
+    if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
     onUsage(usage);
     await started.finish(usage, failure);
     if (!finished) await chunks.return?.();

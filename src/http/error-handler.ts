@@ -15,7 +15,7 @@ export function toGatewayError(error: unknown, bodyLimitBytes: number): GatewayE
   const fastifyError = error as Partial<FastifyError> & { validation?: SchemaViolation[] };
   if (Array.isArray(fastifyError.validation)) {
     const where = fastifyError.validationContext ?? 'body';
-    return new GatewayError('validation_failed', { errors: describeViolations(fastifyError.validation, where) });
+    return new GatewayError('validation_failed', describeViolations(fastifyError.validation, where));
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -29,7 +29,11 @@ describe('malformed requests still get {code, message, details}', () => {
   let gw: TestGateway;
   before(async () => {
     mock = await startMockUpstream();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl },
+      // A model whose body the gateway re-serialises (another upstream model name): deep JSON broke that too.
+      configFile: { name: 'renamed.yaml', text: 'models:\n  - id: renamed\n    upstream: default\n    upstream_model: gpt-4o-mini\n' },
+    });
   });
   after(async () => {
     await gw.close();
@@ -97,6 +101,67 @@ describe('malformed requests still get {code, message, details}', () => {
       assert.equal(answer.json.code, 'validation_failed');
       assert.deepEqual(answer.json.details?.errors, [{ field: 'body', problem: 'must be object' }]);
     }
+  });
+
+  test('JSON nested deeper than 128 levels: 400 invalid_json saying so, with an Idempotency-Key or on a re-serialised body (both were 500)', async () => {
+    mock.reset();
+    const deep = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    const renamed = deep.replace('"gpt-4o-mini"', '"renamed"');
+    for (const [headers, body] of [[authHeaders({ 'idempotency-key': 'deep-1' }), deep], [authHeaders(), renamed]] as const) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers, body });
+      assert.equal(answer.status, 400, answer.text);
+      assert.equal(answer.json.code, 'invalid_json');
+      assert.equal(answer.json.details?.max_depth, 128);
+      assert.match(String(answer.json.details?.reason), /nested deeper than 128 levels/);
+      assert.equal(answer.json.details?.position, body.indexOf('[[') + 127, 'where level 129 opens');
+    }
+    // A broken body that deep is located without recursing a million times: a 400 too, never a 500.
+    const broken = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: `{"model":"m","x":${'['.repeat(200_000)}` });
+    assert.equal(broken.status, 400);
+    assert.equal(broken.json.code, 'invalid_json');
+    assert.equal(mock.chatRequests().length, 0);
+    // At the bound it runs, and the key's fingerprint (a recursive walk) copes.
+    const atBound = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(127)}${']'.repeat(127)}}`;
+    for (let i = 0; i < 2; i++) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': 'deep-at-bound' }), body: atBound });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.headers['idempotent-replayed'], i === 0 ? undefined : 'true');
+    }
+    assert.equal(mock.chatRequests().length, 1);
+  });
+
+  test('a key repeated at the top level is refused, naming it, and nothing reaches the upstream', async () => {
+    mock.reset();
+    const messages = '"messages":[{"role":"user","content":"x"}]';
+    for (const [body, key] of [
+      [`{"model":"forbidden","model":"gpt-4o-mini",${messages}}`, 'model'],
+      [`{"model":"gpt-4o-mini","stream":false,${messages},"str\u0065am":true}`, 'stream'],
+    ] as const) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      assert.equal(answer.status, 400, body);
+      assert.equal(answer.json.code, 'invalid_json');
+      assert.equal(answer.json.details?.key, key);
+      assert.match(String(answer.json.details?.reason), new RegExp(`"${key}" appears more than once`));
+    }
+    assert.equal(mock.chatRequests().length, 0);
+    // The same key deeper down is not the gateway's business; a key's name inside a string is not a key.
+    const fine = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"say \",\"model\":\"x","name":"a","name":"b"}]}',
+    });
+    assert.equal(fine.status, 200, fine.text);
+  });
+
+  test('a UTF-8 byte order mark before the JSON is dropped, also from the body forwarded upstream', async () => {
+    mock.reset();
+    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(chatBody())]);
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+    assert.equal(answer.status, 200, answer.text);
+    const [sent] = mock.chatRequests();
+    assert.ok(sent);
+    assert.notEqual(sent.body.charCodeAt(0), 0xfeff, 'the upstream got no byte order mark');
+    assert.equal(sent.body.charAt(0), '{');
   });
 
   test('a compressed body is a 415 (only identity encoding is accepted)', async () => {

@@ -92,6 +92,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const app = createHttpServer({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
     isShuttingDown,
     ...(config.tls ? { https: readCertificate(config.tls) } : {}),
     trustedProxies: config.trustedProxies,

@@ -198,6 +198,8 @@ export const configFileSchema = z
         port: z.number().int().min(0).max(65535).optional(),
         body_limit_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
         shutdown_grace_ms: positiveMs.optional(),
+        /** The longest a caller may take to send one whole request (headers and body); then 408 and close. */
+        request_timeout_seconds: z.number().int().min(1).max(3600).optional(),
         workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).optional(),
         /** Serve HTTPS (TLS 1.2 or newer) with this certificate; reloaded when the files change or on SIGHUP. */
         tls: z.object({ cert_file: z.string().min(1), key_file: z.string().min(1) }).strict().optional(),

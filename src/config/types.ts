@@ -97,6 +97,8 @@ export interface GatewayConfig {
   dataDir: string;
   logLevel: string;
   bodyLimitBytes: number;
+  /** The longest a caller may take to send one whole request, headers and body (slow senders hold sockets). */
+  requestTimeoutMs: number;
   shutdownGraceMs: number;
   /** Server processes sharing the port (node:cluster); 1 runs the server in this process. */
   workers: number;

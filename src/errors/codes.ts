@@ -64,6 +64,10 @@ export const ERROR_CODES = {
   model_not_found: { status: 404, message: 'The model is not served by this gateway; list models with ?route=models.' },
   method_not_allowed: { status: 405, message: 'This route does not accept that method; see the Allow header.' },
   unsupported_version: { status: 406, message: 'The requested API version is not served; see details.supported.' },
+  request_timeout: {
+    status: 408,
+    message: 'The request (headers and body) did not arrive within the time allowed; the connection is closed.',
+  },
   payload_too_large: { status: 413, message: 'The request body is larger than the configured limit.' },
   unsupported_media_type: { status: 415, message: 'The request body must be JSON (Content-Type: application/json).' },
   headers_too_large: { status: 431, message: 'The request headers are larger than the server accepts.' },

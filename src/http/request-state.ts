@@ -31,8 +31,6 @@ declare module 'fastify' {
     chatModel: string | undefined;
     /** performance.now() when the request arrived (for the duration of aborted requests). */
     receivedAt: number;
-    /** True when the query string carried a credential-looking parameter (the URL must be logged redacted). */
-    urlHasSecret: boolean;
     /** The body exactly as received, for forwarding without re-serialising when nothing in it changes. */
     rawBody: string | undefined;
     /** Set once the access line is written, so no request is logged twice. */
@@ -65,7 +63,6 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('usage', undefined);
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('accessLogged', false);
-  app.decorateRequest('urlHasSecret', false);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('openAiCompat', false);
   app.decorateRequest('trace', undefined);

@@ -11,6 +11,26 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
 /** Paths of OpenAI's own API, so the official SDKs work with only `baseURL` and `apiKey` changed. */
 export const OPENAI_CHAT_PATH = '/v1/chat/completions';
 export const OPENAI_MODELS_PATH = '/v1/models';
+/** What the drop-in paths serve, for the 404 of any other /v1/<path> (an SDK calling /v1/embeddings...). */
+export const OPENAI_PATHS = ['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/{id}'];
+export const OPENAI_NOT_FOUND_MESSAGE =
+  'This OpenAI API path is not served by this gateway; it serves POST /v1/chat/completions, GET /v1/models and GET /v1/models/{id}.';
+
+/**
+ * True for a path under /v1/ other than our own `/v1/?route=...`: the paths an OpenAI SDK calls with
+ * `baseURL: .../v1`. Every answer there carries OpenAI's `error` object, a 404 or a 401 included.
+ */
+export function isOpenAiPath(url: string): boolean {
+  return url.length > 4 && url.startsWith('/v1/') && url.charCodeAt(4) !== 0x3f; // "?"
+}
+
+/** The methods a drop-in path takes (for a 405 with Allow), or undefined when the path is not one of them. */
+export function openAiPathMethods(path: string): string[] | undefined {
+  const p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (p === OPENAI_CHAT_PATH) return ['POST'];
+  if (p === OPENAI_MODELS_PATH || /^\/v1\/models\/[^/]+$/.test(p)) return ['GET', 'HEAD'];
+  return undefined;
+}
 
 /**
  * The drop-in paths: `POST /v1/chat/completions` and `GET /v1/models` (+ `/v1/models/{id}`) run the same logic as

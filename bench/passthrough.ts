@@ -66,7 +66,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   });
   const headers: OutgoingHttpHeaders = {};
   const ct = up.headers['content-type'];
-  if (ct !== undefined) headers['content-type'] = ct;
+  if (ct !== undefined) headers['content-type'] = Array.isArray(ct) ? ct.join(', ') : ct; // @types/node 24 types it as one string
   res.writeHead(up.statusCode, headers);
   await pipeline(up.body, res);
 }

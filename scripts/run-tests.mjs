@@ -1,13 +1,24 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts file with Node's own test runner (TypeScript through tsx) and prints its summary.
-// Node 20's --test does not expand globs itself, hence this small script. Extra arguments select files by substring.
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+// Extra arguments select files by substring; a full run adds the secrets-hygiene pass. Every test process runs on
+// the Node that runs this script (process.execPath): under `npm test`, the project's own runtime (ADR 0005).
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 
 const root = new URL('..', import.meta.url).pathname;
 const filters = process.argv.slice(2);
+
+// Started by an unsupported Node (`node scripts/run-tests.mjs` on a machine whose PATH has Node 20): hand over to
+// the project's own runtime, which `npm ci` installs in node_modules/.bin (ADR 0005).
+const bundled = join(root, 'node_modules', '.bin', 'node');
+if (Number(process.versions.node.split('.')[0]) < 24 && existsSync(bundled)) {
+  console.log(`# Node ${process.version} is not supported: running the tests on ${bundled}`);
+  const [code, signal] = await once(spawn(bundled, [new URL(import.meta.url).pathname, ...filters], { stdio: 'inherit' }), 'exit');
+  process.exit(signal ? 1 : (code ?? 1));
+}
 
 function findTests(dir) {
   const out = [];
@@ -41,6 +52,7 @@ function run(testFiles) {
   });
 }
 
+console.log(`# Node ${process.version} (${process.execPath}), ${files.length} test files`);
 let code = await run(files);
 if (full) {
   console.log('\n# secrets hygiene: searching the whole suite\'s logs and response bodies for every secret it used');

@@ -9,6 +9,7 @@ import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 import { runPrimary } from './process/primary.js';
 import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { listenFailure } from './process/listen-failure.js';
+import { unsupportedNode } from './process/node-version.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './observability/logger.js';
 import { openUsageStore } from './store/open-usage-store.js';
@@ -19,6 +20,11 @@ import { openUsageStore } from './store/open-usage-store.js';
  * The only module with side effects at start, and the only place (with the CLI) that reads process.env.
  */
 export async function main(): Promise<void> {
+  const unsupported = unsupportedNode();
+  if (unsupported) {
+    process.stderr.write(`gateway: ${unsupported}\n`);
+    process.exit(EXIT_CANNOT_START);
+  }
   const version = readPackageVersion();
   // The primary (or the single process) provisions the dev token; workers find it in the data directory.
   const config = provisionAdminToken(loadConfig(process.env, { version }));
@@ -65,6 +71,8 @@ async function runServer(config: GatewayConfig, logger: Logger, version: string)
     {
       environment: config.environment,
       version,
+      // Which runtime: `npm start` runs the project's own Node (node_modules/.bin), not necessarily the PATH's.
+      node: process.version,
       host: config.host,
       port,
       upstreams: config.upstreams.map((u) => u.name),

@@ -89,8 +89,8 @@ describe('SQLite: processes opening one fresh data directory at once', () => {
         }
         const store = await openSqliteStore(dataDir);
         try {
-          const rows = store.db.prepare('SELECT version, COUNT(*) AS n FROM schema_migrations GROUP BY version ORDER BY version').all() as Array<{ version: number; n: number }>;
-          assert.deepEqual(rows, SQLITE_MIGRATIONS.map((m) => ({ version: m.version, n: 1 })));
+          const rows = store.db.prepare<[], { version: number; n: number }>('SELECT version, COUNT(*) AS n FROM schema_migrations GROUP BY version ORDER BY version').all();
+          assert.deepEqual(rows.map((row) => ({ ...row })), SQLITE_MIGRATIONS.map((m) => ({ version: m.version, n: 1 })));
         } finally {
           await store.close();
         }

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Sqlite from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, bearer, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess, type GatewayProcess, type HttpAnswer } from './helpers/spawn-gateway.js';
 
@@ -83,9 +83,9 @@ describe('kill -9 during a burst of idempotent calls, restart on the same data d
     await Promise.all(burst);
     assert.equal(first.size, 10, 'the slow half was cut by the crash');
 
-    const db = new Sqlite(join(gw.dataDir, 'gateway.db'));
-    assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
-    const rows = db.prepare('SELECT state, COUNT(*) AS n FROM idempotency_keys GROUP BY state ORDER BY state').all();
+    const db = new DatabaseSync(join(gw.dataDir, 'gateway.db'));
+    assert.deepEqual({ ...db.prepare('PRAGMA integrity_check').get() }, { integrity_check: 'ok' });
+    const rows = db.prepare('SELECT state, COUNT(*) AS n FROM idempotency_keys GROUP BY state ORDER BY state').all().map((row) => ({ ...row }));
     assert.deepEqual(rows, [{ state: 'completed', n: 10 }, { state: 'in_progress', n: 10 }]);
     db.close();
 

@@ -156,7 +156,7 @@ describe('SQLite idempotency store', () => {
       assert.equal(store.purgeExpired(t0 + 999), 0);
       assert.equal(store.purgeExpired(t0 + 1_000), 1, 'the crashed claim');
       assert.equal(store.purgeExpired(t0 + 2_010), 1, 'the completed answer');
-      const left = sqlite.db.prepare('SELECT key, state FROM idempotency_keys').all();
+      const left = sqlite.db.prepare<[], object>('SELECT key, state FROM idempotency_keys').all().map((row) => ({ ...row })); // rows have a null prototype
       assert.deepEqual(left, [{ key: 'running', state: 'in_progress' }]);
     } finally {
       await sqlite.close();

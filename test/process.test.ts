@@ -377,6 +377,8 @@ void describe('log on stdout', () => {
         assert.match(time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/, `not ISO 8601 UTC: ${time}`);
         assert.equal(new Date(time).toISOString().slice(0, 19), time.slice(0, 19));
       }
+      // The start line says which Node runs the gateway (`npm start` may run the bundled runtime, not the PATH's).
+      assert.equal(lines.find((l) => l.msg === 'gateway started')?.node, process.version);
       const allRequestLines = lines.filter((l) => l.msg === 'request');
       // Every access line (the readiness probes' too) carries a request id.
       for (const line of allRequestLines) {

@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Sqlite from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
+import { Database } from '../src/store/sqlite/database.js';
 import { SqliteWriteBatcher, writeBatcherFor } from '../src/store/sqlite/write-batcher.js';
 
-function openDb(path = ':memory:'): Sqlite.Database {
-  const db = new Sqlite(path);
+function openDb(path = ':memory:'): Database {
+  const db = new Database(new DatabaseSync(path));
   db.pragma('journal_mode = WAL');
   db.exec('CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL) STRICT');
   return db;
@@ -18,7 +19,7 @@ test('writes of one event-loop turn commit in one transaction, in order, each se
   try {
     const path = join(dir, 'db.sqlite');
     const db = openDb(path);
-    const reader = new Sqlite(path, { readonly: true });
+    const reader = new Database(new DatabaseSync(path, { readOnly: true }));
     const batcher = new SqliteWriteBatcher(db);
     const insert = db.prepare<[string, number]>('INSERT INTO t (k, v) VALUES (?, ?)');
     const read = db.prepare<[string], { v: number }>('SELECT v FROM t WHERE k = ?');

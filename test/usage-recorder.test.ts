@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import type { UsageRecord } from '../src/store/contract.js';
 import { openSqliteStore, SQLITE_FILE, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
@@ -120,7 +120,7 @@ describe('usage recorder (SQLite)', () => {
     await store.purge(Number.MAX_SAFE_INTEGER);
     warnings.length = 0;
     const recorder = new UsageRecorder({ store, retentionMs: 86_400_000, log, maxBatch: 500, flushMs: 60_000 });
-    const locker = new Database(path.join(dir, SQLITE_FILE));
+    const locker = new DatabaseSync(path.join(dir, SQLITE_FILE));
     locker.exec('BEGIN IMMEDIATE'); // holds the write lock: every write of the recorder fails with SQLITE_BUSY
     try {
       for (let i = 0; i < 20_050; i++) recorder.add(record(i));

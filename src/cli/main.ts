@@ -2,6 +2,7 @@
 // The `gateway` command (package bin). All the work is in run-cli.ts; this file only binds it to the process.
 import { runCli } from './run-cli.js';
 import type { CliOutput } from './webhooks-command.js';
+import { unsupportedNode } from '../process/node-version.js';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -12,6 +13,11 @@ async function readStdin(): Promise<string> {
 const io: CliOutput = { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) };
 // `usage tail` runs until Ctrl-C or SIGTERM and then ends cleanly (exit 0); every other command keeps Node's
 // default (a signal ends it at once).
+const unsupported = unsupportedNode();
+if (unsupported) {
+  io.err(`gateway: ${unsupported}`);
+  process.exit(1);
+}
 const argv = process.argv.slice(2);
 const stop = new AbortController();
 if (argv[0] === 'usage' && argv[1] === 'tail') for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());

@@ -6,7 +6,7 @@
  *
  *   node --import tsx test/helpers/migrate-when-told.ts
  */
-import 'better-sqlite3';
+import 'node:sqlite';
 import { createInterface } from 'node:readline';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 

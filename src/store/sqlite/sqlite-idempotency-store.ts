@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as BetterSqlite3 from './database.js'; // our node:sqlite adapter, under the name this file used
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';

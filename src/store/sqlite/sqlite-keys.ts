@@ -1,14 +1,14 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as Sqlite from './database.js';
 import type { ApiKeyRecord, KeyStore } from '../contract.js';
 
 /** Scoped API keys in the embedded store (table `api_keys`, migration 6): one JSON record per key id. */
 export class SqliteKeyStore implements KeyStore {
-  private readonly insert: BetterSqlite3.Statement<[string, string]>;
-  private readonly select: BetterSqlite3.Statement<[string], string>;
-  private readonly all: BetterSqlite3.Statement<[], string>;
-  private readonly replace: BetterSqlite3.Statement<[string, string]>;
+  private readonly insert: Sqlite.Statement<[string, string]>;
+  private readonly select: Sqlite.Statement<[string], string>;
+  private readonly all: Sqlite.Statement<[], string>;
+  private readonly replace: Sqlite.Statement<[string, string]>;
 
-  constructor(db: BetterSqlite3.Database) {
+  constructor(db: Sqlite.Database) {
     this.insert = db.prepare('INSERT INTO api_keys (key_id, record) VALUES (?, ?)');
     this.select = db.prepare<[string], string>('SELECT record FROM api_keys WHERE key_id = ?').pluck();
     this.all = db.prepare<[], string>('SELECT record FROM api_keys ORDER BY key_id').pluck();

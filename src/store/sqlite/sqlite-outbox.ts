@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as Sqlite from './database.js';
 import type { OutboxDelivery, OutboxStore } from '../contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
@@ -36,23 +36,23 @@ const COLUMNS = 'id, event_id, subscription, body, state, attempts, created_ms, 
  */
 export class SqliteOutbox implements OutboxStore {
   private readonly batcher: SqliteWriteBatcher;
-  private readonly insert: BetterSqlite3.Statement<[string, string, string, string, number, number]>;
-  private readonly claimDue: BetterSqlite3.Statement<[number, string, number, number], Row>;
-  private readonly markDelivered: BetterSqlite3.Statement<[number, number, string]>;
-  private readonly markRetry: BetterSqlite3.Statement<[number, number, string, string]>;
-  private readonly markDead: BetterSqlite3.Statement<[number, string, number, string]>;
-  private readonly purgeDelivered: BetterSqlite3.Statement<[number]>;
-  private readonly selectDead: BetterSqlite3.Statement<[number], Row>;
-  private readonly revive: BetterSqlite3.Statement<[number, string]>;
-  private readonly selectOne: BetterSqlite3.Statement<[string], Row>;
-  private readonly anyDue: BetterSqlite3.Statement<[string, number], number>;
-  private readonly pendingCount: BetterSqlite3.Statement<[string], number>;
+  private readonly insert: Sqlite.Statement<[string, string, string, string, number, number]>;
+  private readonly claimDue: Sqlite.Statement<[number, string, number, number], Row>;
+  private readonly markDelivered: Sqlite.Statement<[number, number, string]>;
+  private readonly markRetry: Sqlite.Statement<[number, number, string, string]>;
+  private readonly markDead: Sqlite.Statement<[number, string, number, string]>;
+  private readonly purgeDelivered: Sqlite.Statement<[number]>;
+  private readonly selectDead: Sqlite.Statement<[number], Row>;
+  private readonly revive: Sqlite.Statement<[number, string]>;
+  private readonly selectOne: Sqlite.Statement<[string], Row>;
+  private readonly anyDue: Sqlite.Statement<[string, number], number>;
+  private readonly pendingCount: Sqlite.Statement<[string], number>;
   private deliveredSincePurge = 0;
   private waiting: Waiting[] = [];
   private waitingCount = 0;
   private flushTimer: NodeJS.Timeout | undefined;
 
-  constructor(db: BetterSqlite3.Database) {
+  constructor(db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
     this.insert = db.prepare(
       `INSERT INTO webhook_outbox (id, event_id, subscription, body, state, attempts, created_ms, next_attempt_ms)

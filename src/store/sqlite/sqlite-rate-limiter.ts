@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as BetterSqlite3 from './database.js'; // our node:sqlite adapter, under the name this file used
 import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../contract.js';
 import { checkAdmissionLimit, checkRateLimit, gcraCharge, gcraNow, rateOutcome, rateStepInputs } from '../gcra.js';
 import { LimitStoreBase } from '../limit-store-base.js';

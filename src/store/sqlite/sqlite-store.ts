@@ -1,23 +1,22 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type BetterSqlite3 from 'better-sqlite3';
+import { isBusyError, openDatabase, type Database, type Statement } from './database.js';
 import type { GatewayStore } from '../contract.js';
 import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
 
 export const SQLITE_FILE = 'gateway.db';
 
-type Database = BetterSqlite3.Database;
-
 /**
  * The embedded default store: one SQLite file in DATA_DIR, in WAL mode so readers never block the writer and a
- * crash (even kill -9) leaves a consistent database. The driver is imported lazily by `openSqliteStore`.
+ * crash (even kill -9) leaves a consistent database. The driver (node:sqlite, behind `./database.ts`) is imported
+ * lazily by `openSqliteStore`.
  */
 export class SqliteStore implements GatewayStore {
   readonly kind = 'sqlite';
   readonly db: Database;
   readonly schemaVersion: number;
-  private readonly pingStatement: BetterSqlite3.Statement;
+  private readonly pingStatement: Statement;
 
   constructor(db: Database) {
     this.db = db;
@@ -38,14 +37,12 @@ export class SqliteStore implements GatewayStore {
 
 /** Opens (creating if needed) `<dataDir>/gateway.db`, or an in-memory database for `:memory:`. */
 export async function openSqliteStore(dataDir: string | ':memory:'): Promise<SqliteStore> {
-  const { default: Sqlite } = await import('better-sqlite3');
   let path = ':memory:';
   if (dataDir !== ':memory:') {
     mkdirSync(dataDir, { recursive: true });
     path = join(dataDir, SQLITE_FILE);
   }
-  const db = new Sqlite(path);
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`); // several workers may share the file
+  const db = await openDatabase(path, BUSY_TIMEOUT_MS); // several workers may share the file
   await enableWal(db);
   db.pragma('synchronous = NORMAL'); // WAL + NORMAL: durable against process crashes, fast commits
   db.pragma('foreign_keys = ON');
@@ -68,7 +65,7 @@ async function enableWal(db: Database): Promise<void> {
       db.pragma('journal_mode = WAL');
       return;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+      if (!isBusyError(error) || Date.now() > deadline) throw error;
       await sleep(5 + Math.random() * 20);
     }
   }

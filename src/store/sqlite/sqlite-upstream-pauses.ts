@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as Sqlite from './database.js';
 import type { UpstreamPauseStore } from '../contract.js';
 import { gcraNow } from '../gcra.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
@@ -6,12 +6,12 @@ import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 /** Upstream pauses in the embedded store (table `upstream_pauses`, migration 4): one row per paused scope. */
 export class SqliteUpstreamPauses implements UpstreamPauseStore {
   private readonly batcher: SqliteWriteBatcher;
-  private readonly extend: BetterSqlite3.Statement<[string, number]>;
-  private readonly read: BetterSqlite3.Statement<[string, number], number>;
-  private readonly purge: BetterSqlite3.Statement<[number]>;
-  private readonly active: BetterSqlite3.Statement<[number, number], { scope: string; untilMs: number }>;
+  private readonly extend: Sqlite.Statement<[string, number]>;
+  private readonly read: Sqlite.Statement<[string, number], number>;
+  private readonly purge: Sqlite.Statement<[number]>;
+  private readonly active: Sqlite.Statement<[number, number], { scope: string; untilMs: number }>;
 
-  constructor(db: BetterSqlite3.Database) {
+  constructor(db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
     // A pause only grows; an ended one is overwritten by the next.
     this.extend = db.prepare(
@@ -40,6 +40,7 @@ export class SqliteUpstreamPauses implements UpstreamPauseStore {
   }
 
   async list(nowMs?: number, limit = 100): Promise<Array<{ scope: string; untilMs: number }>> {
-    return this.active.all(gcraNow(nowMs), limit);
+    // Plain objects: the driver's rows have a null prototype.
+    return this.active.all(gcraNow(nowMs), limit).map(({ scope, untilMs }) => ({ scope, untilMs }));
   }
 }

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as Sqlite from './database.js';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
 import { roundUsd } from '../../core/pricing.js';
@@ -11,19 +11,19 @@ const WIDTH = USAGE_COLUMNS.length;
 /** Usage records in the embedded store (table `usage_records`, migration 7). */
 export class SqliteUsageStore implements UsageStore {
   private readonly batcher: SqliteWriteBatcher;
-  private readonly insert: BetterSqlite3.Statement<unknown[]>;
-  private readonly insertMany: BetterSqlite3.Statement<unknown[]>;
-  private readonly writeBatches: BetterSqlite3.Transaction<(batches: readonly UsageRows[]) => void>;
-  private readonly summaries = new Map<UsageGrouping, BetterSqlite3.Statement<[number, number], Record<string, unknown>>>();
-  private readonly latest: BetterSqlite3.Statement<[number], Record<string, unknown>>;
-  private readonly latestFailures: BetterSqlite3.Statement<[number], Record<string, unknown>>;
-  private readonly deleteOld: BetterSqlite3.Statement<[number]>;
-  private readonly lastStored: BetterSqlite3.Statement<[number], Record<string, unknown>>;
-  private readonly storedAfter: BetterSqlite3.Statement<[number, number], Record<string, unknown>>;
-  private readonly maxSeq: BetterSqlite3.Statement<[], { seq: number | null }>;
-  private readonly buckets: BetterSqlite3.Statement<[number, number, number, number], Record<string, unknown>>;
+  private readonly insert: Sqlite.Statement<unknown[]>;
+  private readonly insertMany: Sqlite.Statement<unknown[]>;
+  private readonly writeBatches: Sqlite.Transaction<(batches: readonly UsageRows[]) => void>;
+  private readonly summaries = new Map<UsageGrouping, Sqlite.Statement<[number, number], Record<string, unknown>>>();
+  private readonly latest: Sqlite.Statement<[number], Record<string, unknown>>;
+  private readonly latestFailures: Sqlite.Statement<[number], Record<string, unknown>>;
+  private readonly deleteOld: Sqlite.Statement<[number]>;
+  private readonly lastStored: Sqlite.Statement<[number], Record<string, unknown>>;
+  private readonly storedAfter: Sqlite.Statement<[number, number], Record<string, unknown>>;
+  private readonly maxSeq: Sqlite.Statement<[], { seq: number | null }>;
+  private readonly buckets: Sqlite.Statement<[number, number, number, number], Record<string, unknown>>;
 
-  constructor(db: BetterSqlite3.Database) {
+  constructor(db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
     const row = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
     this.insert = db.prepare(`INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${row}`);
@@ -37,8 +37,7 @@ export class SqliteUsageStore implements UsageStore {
           batch.writeValues(i, values, filled * WIDTH);
           filled += 1;
           if (filled === ROWS_PER_INSERT) {
-            // Spread, not the array: better-sqlite3 then binds from the call's arguments instead of one property
-            // lookup per value (measured ~20 % cheaper per row).
+            // Spread: node:sqlite binds positional values from the call's arguments (an array is not a parameter list).
             this.insertMany.run(...values);
             filled = 0;
           }

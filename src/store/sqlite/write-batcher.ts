@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as Sqlite from './database.js';
 
 interface Pending {
   work: () => unknown;
@@ -21,10 +21,10 @@ interface Pending {
 export class SqliteWriteBatcher {
   private queue: Pending[] = [];
   private scheduled = false;
-  private readonly runAll: BetterSqlite3.Transaction<(batch: Pending[]) => Array<{ ok: boolean; value: unknown }>>;
+  private readonly runAll: Sqlite.Transaction<(batch: Pending[]) => Array<{ ok: boolean; value: unknown }>>;
 
-  constructor(db: BetterSqlite3.Database) {
-    // Called inside the outer transaction, a better-sqlite3 transaction function runs as a SAVEPOINT.
+  constructor(db: Sqlite.Database) {
+    // Called inside the outer transaction, a transaction function runs as a SAVEPOINT (./database.ts).
     const savepoint = db.transaction((work: () => unknown) => work());
     this.runAll = db.transaction((batch: Pending[]) =>
       batch.map((item) => {
@@ -66,10 +66,10 @@ export class SqliteWriteBatcher {
   }
 }
 
-const batchers = new WeakMap<BetterSqlite3.Database, SqliteWriteBatcher>();
+const batchers = new WeakMap<Sqlite.Database, SqliteWriteBatcher>();
 
 /** The one batcher of a database, shared by every store on it, so their writes of one turn commit together. */
-export function writeBatcherFor(db: BetterSqlite3.Database): SqliteWriteBatcher {
+export function writeBatcherFor(db: Sqlite.Database): SqliteWriteBatcher {
   let batcher = batchers.get(db);
   if (!batcher) {
     batcher = new SqliteWriteBatcher(db);

@@ -92,6 +92,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const app = createHttpServer({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
     isShuttingDown,
     ...(config.tls ? { https: readCertificate(config.tls) } : {}),
     trustedProxies: config.trustedProxies,
@@ -130,6 +131,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     ttlMs: config.idempotency.ttlMs,
     // Renewed every 10 s while the call runs; a crashed holder's claims free themselves within 30 s.
     leaseMs: config.idempotency.leaseMs,
+    maxReplayBytes: config.idempotency.maxReplayBytes,
     onStoreFailure: config.idempotency.onStoreFailure,
     onStoreHealth: (healthy, error) => {
       if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');

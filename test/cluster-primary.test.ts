@@ -10,6 +10,7 @@ import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upst
 import {
   CHAT_PATH,
   HEALTH_PATH,
+  alive,
   bearer,
   chatRequestBody,
   freePort,
@@ -30,15 +31,6 @@ after(async () => {
   await killAllGateways();
   removeTempDirs();
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
-import { readStream } from './helpers/sse-client.js';
+import { request } from 'undici';
+import { assembleContent, readStream } from './helpers/sse-client.js';
 
 describe('Idempotency-Key on chat (embedded SQLite store)', () => {
   let mock: MockUpstream;
@@ -130,5 +131,108 @@ describe('Idempotency-Key on chat (embedded SQLite store)', () => {
       assert.equal(answer.json.code, 'invalid_idempotency_key');
     }
     assert.equal(mock.chatRequests().length, 0);
+  });
+});
+
+describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the caller but are not stored', () => {
+  const CAP = 2048;
+  let mock: MockUpstream;
+  let gw: TestGateway;
+  let n = 0;
+  const freshKey = () => `big-${Date.now()}-${++n}`;
+  const keyed = (key: string) => authHeaders({ 'idempotency-key': key });
+  const storedRows = (key: string) =>
+    (gw.store.db.prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = ?').get(key) as { n: number }).n;
+  const accessLines = () =>
+    gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' && l.route === 'chat');
+  // 100 pieces of ~50 characters: about 20 KB of events, ten times the cap.
+  const pieces = Array.from({ length: 100 }, (_, i) => `piece ${String(i).padStart(3, '0')} ${'x'.repeat(40)} `);
+  before(async () => {
+    mock = await startMockUpstream();
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl },
+      configFile: { name: 'gateway.yaml', text: `idempotency:\n  max_replay_bytes: ${CAP}\n` },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+  beforeEach(() => mock.reset());
+
+  test('a stream over the cap: the caller gets all of it, nothing is stored, the retry runs again', async () => {
+    const key = freshKey();
+    mock.enqueue({ kind: 'stream', content: pieces }, { kind: 'stream', content: pieces });
+    const first = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), keyed(key));
+    assert.equal(first.status, 200);
+    assert.ok(first.text.length > CAP * 5);
+    assert.equal(assembleContent(first.text), pieces.join(''), 'every piece reached the caller');
+    assert.ok(first.text.endsWith('data: [DONE]\n\n'));
+    assert.equal(storedRows(key), 0, 'neither an answer nor a claim is left for the key');
+    assert.equal(accessLines().at(-1)?.replay_not_stored, 'too_large', 'the access line says why it was not stored');
+
+    const retry = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), keyed(key));
+    assert.equal(retry.status, 200);
+    assert.equal(retry.headers['idempotent-replayed'], undefined);
+    assert.equal(assembleContent(retry.text), pieces.join(''));
+    assert.equal(mock.chatRequests().length, 2, 'the upstream was called again');
+    assert.equal(storedRows(key), 0);
+  });
+
+  test('the key stays claimed while the oversized stream runs (a duplicate gets 409), and is freed when it ends', async () => {
+    const key = freshKey();
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const frames = pieces.map((p, i) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: p } : { content: p }, finish_reason: null }] })}\n\n`);
+    mock.enqueue({
+      kind: 'raw',
+      handler: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(frames.join(''));
+        void released.then(() => res.end('data: [DONE]\n\n'));
+      },
+    }, { kind: 'stream', content: pieces });
+    const response = await request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody({ stream: true }) });
+    if (response.statusCode !== 200) assert.fail(await response.body.text());
+    let text = '';
+    const reader = response.body[Symbol.asyncIterator]();
+    while (text.length < CAP * 5) {
+      const next = await reader.next();
+      assert.ok(next.done !== true, 'the stream went on past the cap');
+      text += Buffer.from(next.value as Buffer).toString('utf8');
+    }
+    const during = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody({ stream: true }) });
+    assert.equal(during.status, 409, 'not recording is not a reason to let a duplicate run beside it');
+    assert.equal(during.json.code, 'idempotency_in_progress');
+    release();
+    for (let next = await reader.next(); next.done !== true; next = await reader.next()) text += Buffer.from(next.value as Buffer).toString('utf8');
+    assert.ok(text.endsWith('data: [DONE]\n\n'));
+    assert.equal(assembleContent(text), pieces.join(''));
+    assert.equal(storedRows(key), 0);
+    const retry = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), keyed(key));
+    assert.equal(retry.status, 200);
+    assert.equal(retry.headers['idempotent-replayed'], undefined);
+    assert.equal(mock.chatRequests().length, 2);
+  });
+
+  test('a JSON answer over the cap is not stored either; a small stream still is', async () => {
+    const key = freshKey();
+    const big = { id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }] };
+    mock.enqueue({ kind: 'json', body: big }, { kind: 'json', body: big });
+    const first = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody() });
+    assert.equal(first.status, 200);
+    assert.equal(storedRows(key), 0);
+    const again = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody() });
+    assert.equal(again.headers['idempotent-replayed'], undefined);
+    assert.equal(again.text, first.text);
+    assert.equal(mock.chatRequests().length, 2);
+
+    const small = freshKey();
+    mock.enqueue({ kind: 'stream', content: ['Hel', 'lo'] });
+    const stream = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), keyed(small));
+    const replay = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), keyed(small));
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.text, stream.text);
+    assert.equal(storedRows(small), 1);
   });
 });

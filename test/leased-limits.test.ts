@@ -129,4 +129,25 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
     assert.deepEqual(await s.inner.acquire('cc', 'probe', 1, 1000, now), { acquired: true, inFlight: 1 });
     await s.close();
   });
+
+  test('a limit that may be overdrawn (need < cost) is served locally only when held units cover the cost, else by the store alone', async () => {
+    const s = await countingStore();
+    const now = 1_700_000_000_000;
+    const leased = new LeasedLimits({ store: s.store, onStoreError: failOnStoreError, now: () => now });
+    // 60,000 per minute (1 ms per unit). Another instance took all but 10 units.
+    assert.equal((await s.inner.consume('owed', 60_000, MINUTE, 59_990, now)).allowed, true);
+    const asked = { kind: 'rate' as const, key: 'owed', limit: 60_000, windowMs: MINUTE, cost: 500, need: 5 };
+    assert.equal((await leased.admit([asked], 'a')).admitted, true, '5 units left in the store are enough');
+    assert.equal(s.calls.admit, 1);
+    // Exactly the call's cost was charged (no chunk bought on top of a debt): 490 units owed, so one unit is 491 ms away.
+    assert.equal((await s.inner.consume('owed', 60_000, MINUTE, 1, now)).retryAfterMs, 491);
+    assert.equal((await leased.admit([asked], 'b')).admitted, false, 'in debt: refused');
+    // With units held locally that cover the cost, the call is served here without a store step.
+    assert.equal((await leased.admit([rate('held', 60_000)], 'c')).admitted, true);
+    const steps = s.calls.admit;
+    assert.equal((await leased.admit([{ kind: 'rate', key: 'held', limit: 60_000, windowMs: MINUTE, cost: 20, need: 2 }], 'd')).admitted, true);
+    assert.equal(s.calls.admit, steps);
+    await leased.close();
+    await s.close();
+  });
 });

@@ -50,7 +50,9 @@ test('the lazy request logger binds the request id and creates nothing for disab
 
 test('redactUrl and scrubText', () => {
   assert.equal(redactUrl('/v1/?route=chat'), '/v1/?route=chat');
-  assert.equal(redactUrl('/x?API_KEY=1&next_token=abc&Signature=s'), '/x?API_KEY=[REDACTED]&next_token=abc&Signature=[REDACTED]');
+  // Every value is replaced, credential-looking or not; only route and limit in their plain shape stay.
+  assert.equal(redactUrl('/x?API_KEY=1&next_token=abc&Signature=s&q=x&limit=5&route=chat&empty='), '/x?API_KEY=[REDACTED]&next_token=[REDACTED]&Signature=[REDACTED]&q=[REDACTED]&limit=5&route=chat&empty=');
+  assert.equal(redactUrl('/x?route=sk-live-123&limit=1e9&constructor=1&bare-secret'), '/x?route=[REDACTED]&limit=[REDACTED]&constructor=[REDACTED]&[REDACTED]');
   assert.equal(scrubText('Incorrect API key provided: sk-ab***yz', []), 'Incorrect API key provided: [REDACTED]');
   assert.equal(scrubText('bad key my-own-key-123', ['my-own-key-123']), 'bad key [REDACTED]');
 });

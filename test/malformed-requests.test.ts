@@ -29,7 +29,11 @@ describe('malformed requests still get {code, message, details}', () => {
   let gw: TestGateway;
   before(async () => {
     mock = await startMockUpstream();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl },
+      // A model whose body the gateway re-serialises (another upstream model name): deep JSON broke that too.
+      configFile: { name: 'renamed.yaml', text: 'models:\n  - id: renamed\n    upstream: default\n    upstream_model: gpt-4o-mini\n' },
+    });
   });
   after(async () => {
     await gw.close();
@@ -53,20 +57,78 @@ describe('malformed requests still get {code, message, details}', () => {
     assert.ok(!gw.logLines.join('').includes('SEKRIT'));
   });
 
-  const parserCases: Array<{ name: string; head: string; status: number; code: string }> = [
-    { name: 'a non-numeric Content-Length', head: 'Content-Length: abc\r\n', status: 400, code: 'bad_request' },
-    { name: 'two different Content-Lengths', head: 'Content-Length: 2\r\nContent-Length: 3\r\n', status: 400, code: 'bad_request' },
-    { name: 'Content-Length with Transfer-Encoding', head: 'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n', status: 400, code: 'bad_request' },
-    { name: 'headers over the limit', head: `X-Big: ${'a'.repeat(20_000)}\r\n`, status: 431, code: 'headers_too_large' },
+  const parserCases: Array<{ name: string; head: string; status: number; code: string; reason: RegExp }> = [
+    { name: 'a non-numeric Content-Length', head: 'Content-Length: abc\r\n', status: 400, code: 'bad_request', reason: /Content-Length header is invalid/ },
+    { name: 'two different Content-Lengths', head: 'Content-Length: 2\r\nContent-Length: 3\r\n', status: 400, code: 'bad_request', reason: /^the Content-Length header is sent more than once$/ },
+    { name: 'two equal Content-Lengths', head: 'Content-Length: 2\r\nContent-Length: 2\r\n', status: 400, code: 'bad_request', reason: /^the Content-Length header is sent more than once$/ },
+    { name: 'Content-Length with Transfer-Encoding', head: 'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n', status: 400, code: 'bad_request', reason: /^Content-Length and Transfer-Encoding must not both be sent/ },
+    { name: 'headers over the limit', head: `X-Big: ${'a'.repeat(20_000)}\r\n`, status: 431, code: 'headers_too_large', reason: /too large/ },
   ];
   for (const c of parserCases) {
-    test(`${c.name}: ${c.status} ${c.code} on a closed connection`, async () => {
+    test(`${c.name}: ${c.status} ${c.code} on a closed connection, with the right reason`, async () => {
       const raw = await rawExchange(gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\n${c.head}\r\n{}`);
       assert.match(raw, new RegExp(`^HTTP/1.1 ${c.status} `));
       assert.match(raw, /connection: close/i);
       assert.equal(bodyOf(raw).code, c.code);
+      assert.match(String(bodyOf(raw).details.reason), c.reason);
     });
   }
+
+  test('HTTP/1.1 without a Host header, or with two: 400 bad_request in JSON naming the header, connection closed', async () => {
+    for (const head of ['GET /v1/?route=health HTTP/1.1\r\n\r\n', 'GET /v1/?route=health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n']) {
+      const raw = await rawExchange(gw.port, head);
+      assert.match(raw, /^HTTP\/1.1 400 /, raw);
+      assert.match(raw, /connection: close/i);
+      assert.match(raw, /content-type: application\/json/i);
+      const body = bodyOf(raw);
+      assert.equal(body.code, 'bad_request');
+      assert.equal(body.details.header, 'host');
+      assert.match(String(body.details.reason), /Host header/);
+    }
+    // HTTP/1.0 has no Host requirement.
+    const old = await rawExchange(gw.port, 'GET /v1/?route=health HTTP/1.0\r\n\r\n');
+    assert.match(old, /^HTTP\/1.1 200 /);
+  });
+
+  test('a single-valued header sent twice is a 400 naming it, even when both copies agree (nothing reaches the upstream)', async () => {
+    mock.reset();
+    const body = chatBody();
+    const send = (headers: string) =>
+      rawExchange(gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n${headers}\r\n${body}`);
+    const auth = `Authorization: ${authHeaders().authorization}\r\n`;
+    const cases = [
+      { headers: auth + auth, code: 'invalid_header', header: 'authorization' },
+      { headers: `${auth}authorization: Bearer someone-else-0123456789\r\n`, code: 'invalid_header', header: 'authorization' },
+      { headers: `${auth}Idempotency-Key: a1\r\nIdempotency-Key: a1\r\n`, code: 'invalid_idempotency_key', header: 'idempotency-key' },
+      { headers: `${auth}X-Upstream-Key: sk-one-1234567890\r\nx-upstream-key: sk-one-1234567890\r\n`, code: 'invalid_header', header: 'x-upstream-key' },
+    ];
+    for (const c of cases) {
+      const raw = await send(c.headers);
+      assert.match(raw, /^HTTP\/1.1 400 /, raw);
+      const answer = bodyOf(raw);
+      assert.equal(answer.code, c.code);
+      assert.equal(answer.details.header, c.header);
+      assert.match(String(answer.details.problem), /sent once/);
+      assert.ok(!raw.includes('sk-one'), 'the value is not echoed');
+    }
+    assert.equal(mock.chatRequests().length, 0);
+    // Sent once each, the same request runs.
+    assert.match(await send(`${auth}Idempotency-Key: a1\r\n`), /^HTTP\/1.1 200 /);
+  });
+
+  test('a long model id in /v1/models/{id} is a 404 model_not_found, a path segment past 1024 characters says so', async () => {
+    const long = await call(`${gw.url}/v1/models/${'m'.repeat(300)}`, { headers: authHeaders() });
+    assert.equal(long.status, 404, long.text);
+    assert.equal(long.json.code, 'model_not_found');
+    const tooLong = await call(`${gw.url}/v1/models/${'m'.repeat(1100)}`, { headers: authHeaders() });
+    assert.equal(tooLong.status, 400);
+    assert.equal(tooLong.json.code, 'bad_request');
+    assert.equal(tooLong.json.details?.reason, 'a path segment is longer than 1024 characters');
+    assert.equal((tooLong.json as { error?: { code?: string } }).error?.code, 'bad_request', 'an OpenAI-shaped path: OpenAI\'s error object too');
+    assert.ok(!tooLong.text.includes('mmmmmmmmmm'), 'the URL is not echoed');
+    const badEncoding = await call(`${gw.url}/v1/%zz`);
+    assert.match(String(badEncoding.json.details?.reason), /percent-encoding/);
+  });
 
   test('a chunked body over the limit is a 413 too', async () => {
     const big = chatBody({ messages: [{ role: 'user', content: 'x'.repeat(1_100_000) }] });
@@ -97,6 +159,67 @@ describe('malformed requests still get {code, message, details}', () => {
       assert.equal(answer.json.code, 'validation_failed');
       assert.deepEqual(answer.json.details?.errors, [{ field: 'body', problem: 'must be object' }]);
     }
+  });
+
+  test('JSON nested deeper than 128 levels: 400 invalid_json saying so, with an Idempotency-Key or on a re-serialised body (both were 500)', async () => {
+    mock.reset();
+    const deep = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    const renamed = deep.replace('"gpt-4o-mini"', '"renamed"');
+    for (const [headers, body] of [[authHeaders({ 'idempotency-key': 'deep-1' }), deep], [authHeaders(), renamed]] as const) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers, body });
+      assert.equal(answer.status, 400, answer.text);
+      assert.equal(answer.json.code, 'invalid_json');
+      assert.equal(answer.json.details?.max_depth, 128);
+      assert.match(String(answer.json.details?.reason), /nested deeper than 128 levels/);
+      assert.equal(answer.json.details?.position, body.indexOf('[[') + 127, 'where level 129 opens');
+    }
+    // A broken body that deep is located without recursing a million times: a 400 too, never a 500.
+    const broken = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: `{"model":"m","x":${'['.repeat(200_000)}` });
+    assert.equal(broken.status, 400);
+    assert.equal(broken.json.code, 'invalid_json');
+    assert.equal(mock.chatRequests().length, 0);
+    // At the bound it runs, and the key's fingerprint (a recursive walk) copes.
+    const atBound = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(127)}${']'.repeat(127)}}`;
+    for (let i = 0; i < 2; i++) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': 'deep-at-bound' }), body: atBound });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.headers['idempotent-replayed'], i === 0 ? undefined : 'true');
+    }
+    assert.equal(mock.chatRequests().length, 1);
+  });
+
+  test('a key repeated at the top level is refused, naming it, and nothing reaches the upstream', async () => {
+    mock.reset();
+    const messages = '"messages":[{"role":"user","content":"x"}]';
+    for (const [body, key] of [
+      [`{"model":"forbidden","model":"gpt-4o-mini",${messages}}`, 'model'],
+      [`{"model":"gpt-4o-mini","stream":false,${messages},"str\u0065am":true}`, 'stream'],
+    ] as const) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      assert.equal(answer.status, 400, body);
+      assert.equal(answer.json.code, 'invalid_json');
+      assert.equal(answer.json.details?.key, key);
+      assert.match(String(answer.json.details?.reason), new RegExp(`"${key}" appears more than once`));
+    }
+    assert.equal(mock.chatRequests().length, 0);
+    // The same key deeper down is not the gateway's business; a key's name inside a string is not a key.
+    const fine = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"say \",\"model\":\"x","name":"a","name":"b"}]}',
+    });
+    assert.equal(fine.status, 200, fine.text);
+  });
+
+  test('a UTF-8 byte order mark before the JSON is dropped, also from the body forwarded upstream', async () => {
+    mock.reset();
+    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(chatBody())]);
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+    assert.equal(answer.status, 200, answer.text);
+    const [sent] = mock.chatRequests();
+    assert.ok(sent);
+    assert.notEqual(sent.body.charCodeAt(0), 0xfeff, 'the upstream got no byte order mark');
+    assert.equal(sent.body.charAt(0), '{');
   });
 
   test('a compressed body is a 415 (only identity encoding is accepted)', async () => {

@@ -80,6 +80,40 @@ describe('the official openai SDK against the gateway', () => {
     assert.equal(get.headers.allow, 'POST');
   });
 
+  test('an OpenAI path the gateway does not serve: the SDK raises NotFoundError with our message, not "(no body)"', async () => {
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ['embeddings', () => client.embeddings.create({ model: 'text-embedding-3-small', input: 'x' })],
+      ['responses', () => client.responses.create({ model: 'gpt-4o-mini', input: 'x' })],
+      ['anything', () => client.post('/anything/at/all', { body: {} })],
+    ];
+    for (const [name, run] of calls) {
+      await assert.rejects(run(), (e: unknown) => {
+        assert.ok(e instanceof OpenAI.NotFoundError, `${name}: ${String(e)}`);
+        assert.match(e.message, /^404 This OpenAI API path is not served by this gateway; it serves POST \/v1\/chat\/completions/, name);
+        assert.doesNotMatch(e.message, /no body|lives under \/v1\//);
+        assert.equal(e.code, 'not_found');
+        return true;
+      });
+    }
+    assert.equal(mock.chatRequests().length, 0);
+  });
+
+  test('every other early answer on a drop-in path carries the error object too: 405, and a credential in the query', async () => {
+    await assert.rejects(client.post('/models', { body: {} }), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.APIError && e.status === 405, String(e));
+      assert.match(e.message, /does not accept that method/);
+      assert.equal(e.code, 'method_not_allowed');
+      return true;
+    });
+    const leaky = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0, defaultQuery: { api_key: 'sk-in-the-url-0123456789' } });
+    await assert.rejects(leaky.models.list(), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.match(e.message, /must not be sent in the URL/);
+      assert.equal(e.code, 'credentials_in_query');
+      return true;
+    });
+  });
+
   test('a stream that fails midway surfaces as an SDK error, not as a complete answer', async () => {
     mock.enqueue({ kind: 'reset', afterChunks: 2 });
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Hi' }] });

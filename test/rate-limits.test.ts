@@ -6,6 +6,14 @@ import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
 
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const LIMITS_YAML = [
   'limits:',
   '  caller:',
@@ -20,6 +28,11 @@ const LIMITS_YAML = [
 describe('rate limits (embedded SQLite store)', () => {
   let mock: MockUpstream;
   let gw: TestGateway;
+  /** How far ahead of now a limit's GCRA time is in the store (0: a full bucket). */
+  const tatAheadMs = (key: string): number => {
+    const row = gw.store.db.prepare('SELECT tat_ms FROM rate_limits WHERE key = ?').get(key) as { tat_ms: number } | undefined;
+    return Math.max(0, (row?.tat_ms ?? 0) - Date.now());
+  };
   const fresh = async (yaml = LIMITS_YAML) => {
     await gw?.close();
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl }, configFile: { name: 'limits.yaml', text: yaml } });
@@ -70,15 +83,37 @@ describe('rate limits (embedded SQLite store)', () => {
     assert.match(String(refused.headers['content-type']), /^application\/json/);
   });
 
-  test('a token limit admits by estimate (prompt + max_tokens) and refuses a call that can never fit', async () => {
+  test('a token limit admits by estimate (prompt + max_tokens); a call that can never fit is a 400 saying why, not a 429', async () => {
     const tooBig = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model', max_tokens: 600 }) });
-    assert.equal(tooBig.status, 429);
-    assert.equal(tooBig.json.details?.limit, 'tokens');
-    assert.equal(tooBig.json.details?.scope, 'model');
-    assert.equal(tooBig.json.details?.scope_id, 'tiny-model');
+    assert.equal(tooBig.status, 400);
+    assert.equal(tooBig.json.code, 'request_exceeds_limit');
+    // "Hello?" is 2 tokens + 4 for its message: 6 + 600.
+    assert.deepEqual(tooBig.json.details, {
+      limit: 'tokens', scope: 'model', scope_id: 'tiny-model', max: 500, window_seconds: 60,
+      estimated_tokens: 606, estimated_prompt_tokens: 6, max_tokens: 600,
+    });
+    assert.equal(tooBig.headers['retry-after'], undefined, 'waiting cannot help: no Retry-After');
+    assert.equal(mock.chatRequests().length, 0);
     const fits = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model', max_tokens: 200 }) });
     assert.equal(fits.status, 200);
     assert.match(String(fits.headers['ratelimit-policy']), /500;w=60;comment="tokens per model"/);
+    // A prompt that alone is larger than the limit cannot fit either, max_tokens or not.
+    const longPrompt = chatBody({ model: 'tiny-model', messages: [{ role: 'user', content: 'x'.repeat(2400) }] });
+    const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: longPrompt });
+    assert.deepEqual([refused.status, refused.json.code, refused.json.details?.estimated_prompt_tokens, refused.json.details?.max_tokens], [400, 'request_exceeds_limit', 604, null]);
+  });
+
+  test('without max_tokens, a token limit below the default estimate (prompt + 1024) admits the call and corrects it', async () => {
+    await fresh('limits:\n  models:\n    tiny-model:\n      tokens: { limit: 500, window_seconds: 3600 }\n');
+    // Room for the prompt is enough: the 1024 of the estimate are our guess, not the caller's demand. The window is
+    // overdrawn while the call runs and corrected to the real usage (a handful of tokens) when it ends.
+    for (let i = 0; i < 3; i++) {
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model' }) });
+      assert.equal(answer.status, 200, `call ${i + 1}: ${answer.text}`);
+      await waitFor(() => tatAheadMs('tokens:model:tiny-model') < 3_600_000 / 2, 'the correction to the real usage is written');
+    }
+    assert.equal(mock.chatRequests().length, 3);
+    assert.ok(tatAheadMs('tokens:model:tiny-model') > 0, 'the real usage stays charged');
   });
 
   test('the estimate is corrected with the real usage, so a cheap answer frees the rest of its reservation', async () => {

@@ -6,7 +6,7 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { keysCommand } from '../src/cli/keys-command.js';
 import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
@@ -27,6 +27,15 @@ const CONFIG = {
     ],
   }),
 };
+
+/** A chat completion reporting this usage (the gateway charges budgets with the provider's usage). */
+function completionWithUsage(prompt: number, completion: number): Record<string, unknown> {
+  return {
+    id: 'chatcmpl-usage', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'A long answer.' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  };
+}
 
 describe('scoped API keys', () => {
   let mock: MockUpstream;
@@ -63,7 +72,7 @@ describe('scoped API keys', () => {
     const keyId = key.split('_')[2] ?? '';
     const stored = await keys.get(keyId);
     assert.equal(stored?.hash, hashApiKey(key));
-    assert.ok(!JSON.stringify(stored).includes(key.split('_')[3] ?? 'x'), 'the secret part is not stored');
+    assert.ok(!JSON.stringify(stored).includes(key.split('_').slice(3).join('_') || 'x'), 'the secret part is not stored'); // the secret may itself contain '_'
     const listed = await cli('list');
     assert.ok(listed.lines.some((l) => l.startsWith(`${keyId}  active`)), listed.lines.join('\n'));
     assert.ok(!listed.lines.join('\n').includes(key));
@@ -95,6 +104,37 @@ describe('scoped API keys', () => {
     // OpenAI drop-in path: same rights
     const dropIn = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: chatBody({ model: 'gpt-4o' }) });
     assert.deepEqual([dropIn.status, dropIn.json.code, (dropIn.json.error as { code?: string })?.code], [403, 'model_not_allowed', 'model_not_allowed']);
+  });
+
+  test('the models a key lists are only those it may call; any other is a 404, like an unknown model', async () => {
+    const get = (key: string, path: string) => call(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    const ids = (answer: { json: Record<string, unknown> }) => (answer.json.data as Array<{ id: string }>).map((m) => m.id);
+    const everything = ids(await get(ADMIN_TOKEN, '/v1/?route=models'));
+    assert.ok(everything.includes('priced') && everything.includes('echo') && everything.length > 3, `the admin sees all: ${everything.join(', ')}`);
+
+    const { key: one = '' } = await cli('create', '--name', 'lister', '--models', 'fast', '--routes', 'chat,models');
+    const listed = await get(one, '/v1/?route=models');
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(ids(listed), ['fast']);
+    assert.deepEqual((listed.json.data as Array<{ aliases?: string[] }>)[0]?.aliases, ['fast-latest'], 'its aliases are callable too');
+    assert.equal(listed.json.next_token, undefined);
+    assert.deepEqual(ids(await get(one, '/v1/?route=models&limit=1')), ['fast']);
+    assert.deepEqual(ids(await get(one, '/v1/models')), ['fast']);
+    assert.equal((await get(one, '/v1/models/fast')).status, 200);
+    for (const hidden of ['priced', 'echo', 'gpt-4o-mini', 'no-such-model']) {
+      const answer = await get(one, `/v1/models/${hidden}`);
+      assert.deepEqual([answer.status, answer.json.code, answer.json.details], [404, 'model_not_found', { model: hidden }], `${hidden}: the same answer as an unknown model`);
+    }
+
+    // Allowed only an alias of a model (and another model): it sees the alias, never the id it could not call.
+    const { key: alias = '' } = await cli('create', '--name', 'alias-lister', '--models', 'fast-latest,priced', '--routes', 'chat,models');
+    const seen = await get(alias, '/v1/models');
+    assert.deepEqual(ids(seen), ['fast-latest', 'priced']);
+    assert.equal((seen.json.data as Array<{ aliases?: string[] }>)[0]?.aliases, undefined);
+    assert.equal((await get(alias, '/v1/models/fast-latest')).status, 200);
+    assert.equal((await get(alias, '/v1/models/fast')).status, 404);
+    assert.equal((await chatWith(alias, chatBody({ model: 'fast-latest' }))).status, 200, 'what is listed can be called');
+    assert.equal((await chatWith(alias, chatBody({ model: 'fast' }))).status, 403);
   });
 
   test('a key of another environment is refused as wrong_environment, even when it is otherwise valid', async () => {
@@ -142,28 +182,48 @@ describe('scoped API keys', () => {
     assert.deepEqual([admin.status, admin.headers['ratelimit-limit']], [200, undefined], 'the admin has no limit configured');
   });
 
-  test('a key over its token budget gets 429 budget_exceeded with Retry-After', async () => {
-    const { key = '' } = await cli('create', '--name', 'budgeted', '--models', '*', '--budget-tokens', '500', '--budget-period', '1d');
-    const small = await chatWith(key, chatBody({ model: 'fast', max_tokens: 50 }));
-    assert.equal(small.status, 200, small.text);
-    const big = await chatWith(key, chatBody({ model: 'fast', max_tokens: 600 }));
-    assert.equal(big.status, 429);
-    assert.equal(big.json.code, 'budget_exceeded');
-    assert.deepEqual([big.json.details?.budget_tokens, big.json.details?.period_seconds], [500, 86_400]);
-    assert.ok(Number(big.headers['retry-after']) >= 1);
+  test('a token budget admits every call while some of it is left (the first without max_tokens too), may be overdrawn by one call, then 429', async () => {
+    const { key = '' } = await cli('create', '--name', 'budgeted', '--models', '*', '--budget-tokens', '1000', '--budget-period', '1d');
+    // Estimated at prompt + 1024 > 1000: a fresh budget must not refuse it.
+    const first = await chatWith(key);
+    assert.equal(first.status, 200, first.text);
+    // More than the whole budget asked for, while some is left: admitted, then charged its real usage (2,010 tokens).
+    mock.enqueue({ kind: 'json', body: completionWithUsage(10, 2_000) });
+    const big = await chatWith(key, chatBody({ model: 'fast', max_tokens: 5_000 }));
+    assert.equal(big.status, 200, big.text);
+    // Charged 5,006 at admission (6 days of the budget's rate), corrected to 2,010 when the call ended.
+    const budgetKey = `tokens:budget:key:${key.split('_')[2] ?? ''}`;
+    const aheadMs = () => ((gw.store.db.prepare('SELECT tat_ms FROM rate_limits WHERE key = ?').get(budgetKey) as { tat_ms: number } | undefined)?.tat_ms ?? 0) - Date.now();
+    for (const deadline = Date.now() + 2_000; aheadMs() > 3 * 86_400_000; ) {
+      assert.ok(Date.now() < deadline, 'the correction to the real usage is written');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const spent = await chatWith(key, chatBody({ model: 'fast', max_tokens: 10 }));
+    assert.equal(spent.status, 429);
+    assert.equal(spent.json.code, 'budget_exceeded');
+    assert.deepEqual([spent.json.details?.budget_tokens, spent.json.details?.period_seconds], [1000, 86_400]);
+    // Overdrawn by the one call: used ~2,020 of 1,000. The wait is until the debt is repaid and one token is back
+    // (86.4 s a token): a bit over a day here, and it does help, unlike a refusal that no wait can lift.
+    const retryAfter = Number(spent.headers['retry-after']);
+    assert.ok(retryAfter >= 1_011 * 86.4 && retryAfter <= 1_031 * 86.4, `Retry-After ${retryAfter}`);
+    assert.equal(Number(spent.json.details?.retry_after_seconds), retryAfter);
+    assert.equal(mock.chatRequests().length, 2);
   });
 
-  test('a cost budget: charged at the model\'s prices (estimate first, real cost after); over it, budget_exceeded', async () => {
+  test('a cost budget: charged at the model\'s prices (estimate first, real cost after); admitted while some is left, then budget_exceeded', async () => {
     const { key = '', lines } = await cli('create', '--name', 'dollars', '--models', '*', '--budget-usd', '1', '--budget-period', '1d');
     assert.ok(key, lines.join('\n'));
-    // Five estimates of ~$0.21 add up to more than $1: only the correction to the real (small) usage lets all pass.
+    // Five estimates of ~$0.21 add up to more than $1: each is admitted while some of the budget is left, and
+    // corrected to the real (small) usage afterwards.
     for (let i = 0; i < 5; i++) {
       const small = await chatWith(key, chatBody({ model: 'priced', max_tokens: 200 }));
-      assert.equal(small.status, 200, `call ${i + 1}: ~${200 + 10} tokens estimated ($0.21), corrected to the real usage afterwards`);
-      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(small.status, 200, `call ${i + 1}: ~${200 + 10} tokens estimated ($0.21)`);
     }
-    const big = await chatWith(key, chatBody({ model: 'priced', max_tokens: 1_500 }));
-    assert.deepEqual([big.status, big.json.code, big.json.details?.budget_usd], [429, 'budget_exceeded', 1]);
+    // Estimated at $1.5, more than the whole budget: admitted (some is left), then charged its real $1.51.
+    mock.enqueue({ kind: 'json', body: completionWithUsage(10, 1_500) });
+    assert.equal((await chatWith(key, chatBody({ model: 'priced', max_tokens: 1_500 }))).status, 200);
+    const spent = await chatWith(key, chatBody({ model: 'priced', max_tokens: 10 }));
+    assert.deepEqual([spent.status, spent.json.code, spent.json.details?.budget_usd], [429, 'budget_exceeded', 1]);
     assert.equal((await chatWith(key, chatBody({ model: 'fast', max_tokens: 1_500 }))).status, 200, 'a model without prices costs nothing against it');
   });
 
@@ -191,6 +251,11 @@ describe('scoped keys across instances sharing Redis', { skip: redisSkip }, () =
     await mock.close();
     const client = await connectRedis(REDIS_URL);
     if (created.length > 0) await client.hdel('gw:keys:dev', ...created);
+    // Budgets and limits of these keys (they would otherwise expire by themselves, days later).
+    for (const id of created) {
+      const leftovers = await client.keys(`gw:rl:*:key:${id}`);
+      if (leftovers.length > 0) await client.del(...leftovers);
+    }
     await client.quit();
   });
 
@@ -209,6 +274,26 @@ describe('scoped keys across instances sharing Redis', { skip: redisSkip }, () =
       assert.deepEqual([fourth.status, fourth.json.code], [429, 'rate_limited'], 'the 3 per minute are counted across both instances');
       await keys.update(keyId, { revokedMs: Date.now() });
       assert.deepEqual([(await on(0)).json.code, (await on(1)).json.code], ['key_revoked', 'key_revoked']);
+    } finally {
+      await client.quit();
+    }
+  });
+
+  test('a token budget in Redis: a fresh one admits a call without max_tokens; overdrawn by one call, every instance refuses', async () => {
+    const client = await connectRedis(REDIS_URL);
+    const keys = new RedisKeyStore(client, 'gw:keys:dev');
+    try {
+      const lines: string[] = [];
+      await keysCommand(keys, 'dev', ['create', '--name', 'budget', '--models', '*', '--budget-tokens', '1000', '--budget-period', '1d'], { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+      const key = lines.find((l) => l.startsWith('key: '))?.slice(5) ?? '';
+      created.push(key.split('_')[2] ?? '');
+      const on = (i: number, body = chatBody()) => call(`${gateways[i]?.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+      const first = await on(0);
+      assert.equal(first.status, 200, `estimated at prompt + 1024 > 1000, yet the budget is untouched: ${first.text}`);
+      mock.enqueue({ kind: 'json', body: completionWithUsage(10, 2_000) });
+      assert.equal((await on(1, chatBody({ max_tokens: 5_000 }))).status, 200, 'more than the whole budget, admitted while some is left');
+      const [a, b] = [await on(0), await on(1)];
+      assert.deepEqual([a.status, a.json.code, b.status, b.json.code], [429, 'budget_exceeded', 429, 'budget_exceeded']);
     } finally {
       await client.quit();
     }

@@ -89,6 +89,34 @@ describe('security', () => {
       }
     });
 
+    // Spellings frameworks read as a credential name: brackets (PHP, Rails, qs), encodings, separators, padding.
+    const variants = ['key[]', 'key%5B%5D', 'token[a]', 'token%00', 'token%20', '%20token', 'token.', 'api+key', 'api.key', 'api_key%5B0%5D', 'a[token]', 'API-Key', '%2574oken'];
+    for (const name of variants) {
+      test(`the variant ?${name}=... is refused too, and its value never reaches the answer or the log`, async () => {
+        const secret = `leaked-variant-value-${variants.indexOf(name)}-987654321`;
+        const answer = await record(call(`${gw.url}/v1/?route=models&${name}=${secret}`, { headers: authHeaders() }));
+        assert.equal(answer.status, 400, answer.text);
+        assert.equal(answer.json.code, 'credentials_in_query');
+        assert.equal((answer.json.details?.parameters as unknown[]).length, 1);
+        assert.ok(!answer.text.includes(secret));
+        assert.ok(!gw.logLines.join('').includes(secret));
+      });
+    }
+
+    test('the access log redacts every query value, not only credential-looking ones (route and limit stay readable)', async () => {
+      const value = 'sk-live-looks-like-nothing-we-know-1234';
+      const answer = await record(call(`${gw.url}/v1/?route=models&limit=2&q=${value}&flag`, { headers: authHeaders() }));
+      assert.equal(answer.status, 200);
+      const id = String(answer.headers['x-request-id']);
+      let line: { url?: string } | undefined;
+      for (let waited = 0; line === undefined && waited < 2000; waited += 20) {
+        line = gw.logLines.map((l) => JSON.parse(l) as { request_id?: string; msg?: string; url?: string }).find((l) => l.request_id === id && l.msg === 'request');
+        if (line === undefined) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(line?.url, '/v1/?route=models&limit=2&q=[REDACTED]&[REDACTED]');
+      assert.ok(!gw.logLines.join('').includes(value));
+    });
+
     test('our own parameters (route, limit, next_token) are not mistaken for credentials', async () => {
       const answer = await record(call(`${gw.url}/v1/?route=models&limit=2`, { headers: authHeaders() }));
       assert.equal(answer.status, 200);

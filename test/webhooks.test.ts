@@ -128,6 +128,19 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     assert.equal(event.data.stream, true);
   });
 
+  test('opt-in content of a very long stream: the answer is cut at its first 262,144 characters', async () => {
+    receiver = await startWebhookReceiver();
+    const g = await start(webhookConfig([{ url: receiver.url, events: ['chat.completed'], include_content: true }]));
+    const piece = 'abcdefgh'.repeat(1024); // 8 KiB a chunk, 40 chunks: 320 KiB of answer
+    mock.enqueue({ kind: 'stream', content: Array.from({ length: 40 }, () => piece) });
+    const streamed = await readStream(`${g.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    assert.ok(streamed.text.endsWith('data: [DONE]\n\n'));
+    const [delivery] = await receiver.waitFor(1);
+    const answer = (verify(delivery as Delivery).data.content as { answer: string }).answer;
+    assert.equal(answer.length, 262_144);
+    assert.equal(answer, piece.repeat(32));
+  });
+
   test('several secrets (rotation): one signature per secret, either one verifies; a wrong secret does not', async () => {
     receiver = await startWebhookReceiver();
     const g = await start(webhookConfig([{ url: receiver.url, secrets: [{ env: 'WH_SECRET' }, { env: 'WH_OLD_SECRET' }] }]));

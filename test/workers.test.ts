@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, bearer, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess, type GatewayProcess } from './helpers/spawn-gateway.js';
+import { CHAT_PATH, alive, bearer, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess, type GatewayProcess } from './helpers/spawn-gateway.js';
 
 const TOKEN = 'workers-admin-token-0123456789';
 
@@ -32,15 +32,6 @@ function workerPids(gw: GatewayProcess): Map<number, number> {
   const pids = new Map<number, number>();
   for (const line of logLines(gw)) if (line.msg === 'gateway started' && line.worker !== undefined && line.pid !== undefined) pids.set(line.worker, line.pid);
   return pids;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {

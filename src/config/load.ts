@@ -4,7 +4,7 @@ import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
-import { configFileSchema, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import { configFileSchema, DEFAULT_MAX_REPLAY_BYTES, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
 import type { BasicUser, GatewayConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../webhooks/address-guard.js';
 import type { OAuthConfig } from '../auth/oauth.js';
@@ -13,6 +13,8 @@ import { isPasswordHash } from '../auth/password.js';
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+/** A 1 MiB body needs 30 s only below ~35 KB/s; a caller slower than that is holding a socket, not sending. */
+export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
 const ENV_UPSTREAM_NAME = 'default';
 
 /** A configuration problem; `problems` name each bad field so `gateway config check` and start-up can list them. */
@@ -56,6 +58,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const port = parseIntEnv(env, 'PORT', problems, 0, 65535) ?? file.server?.port ?? 8080;
   const bodyLimitBytes =
     parseIntEnv(env, 'BODY_LIMIT_BYTES', problems, 1024, 64 * 1024 * 1024) ?? file.server?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const requestTimeoutSeconds =
+    parseIntEnv(env, 'REQUEST_TIMEOUT_SECONDS', problems, 1, 3600) ?? file.server?.request_timeout_seconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS;
   const logLevel = parseLogLevel(env.LOG_LEVEL, problems);
   const shutdownGraceMs = parseIntEnv(env, 'SHUTDOWN_GRACE_MS', problems) ?? file.server?.shutdown_grace_ms ?? 10_000;
   const workers = parseWorkers(env.WORKERS ?? (file.server?.workers === undefined ? undefined : String(file.server.workers)), problems);
@@ -74,6 +78,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     dataDir: resolve(cwd, env.DATA_DIR ?? './data'),
     logLevel,
     bodyLimitBytes,
+    requestTimeoutMs: requestTimeoutSeconds * 1000,
     shutdownGraceMs,
     workers,
     adminTokens,
@@ -94,6 +99,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       ttlMs: (file.idempotency?.ttl_seconds ?? 86_400) * 1000,
       onStoreFailure: file.idempotency?.on_store_failure ?? 'closed',
       leaseMs: (file.idempotency?.lease_seconds ?? 30) * 1000,
+      maxReplayBytes: file.idempotency?.max_replay_bytes ?? DEFAULT_MAX_REPLAY_BYTES,
     },
     redisUrl: env.REDIS_URL || undefined,
     webhooks,

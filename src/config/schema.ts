@@ -9,6 +9,9 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 
+/** idempotency.max_replay_bytes: 8 MiB, a quarter of the 32 MiB cap on an upstream's JSON answer. */
+export const DEFAULT_MAX_REPLAY_BYTES = 8 * 1024 * 1024;
+
 const positiveMs = z.number().int().positive();
 
 export const timeoutsSchema = z
@@ -195,6 +198,8 @@ export const configFileSchema = z
         port: z.number().int().min(0).max(65535).optional(),
         body_limit_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
         shutdown_grace_ms: positiveMs.optional(),
+        /** The longest a caller may take to send one whole request (headers and body); then 408 and close. */
+        request_timeout_seconds: z.number().int().min(1).max(3600).optional(),
         workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).optional(),
         /** Serve HTTPS (TLS 1.2 or newer) with this certificate; reloaded when the files change or on SIGHUP. */
         tls: z.object({ cert_file: z.string().min(1), key_file: z.string().min(1) }).strict().optional(),
@@ -294,6 +299,11 @@ export const configFileSchema = z
         on_store_failure: z.enum(['open', 'closed']).default('closed'),
         /** A running call's claim, renewed every third of it; a crashed holder's keys are free again after it. */
         lease_seconds: z.number().int().min(3).max(3_600).default(30),
+        /**
+         * The largest answer (JSON body or whole event stream, UTF-8 bytes) kept for replay. A larger one still
+         * reaches its caller, but is not stored: the key is freed when the call ends and a retry runs again.
+         */
+        max_replay_bytes: z.number().int().min(1024).max(32 * 1024 * 1024).default(DEFAULT_MAX_REPLAY_BYTES),
       })
       .strict()
       .optional(),

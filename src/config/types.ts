@@ -97,6 +97,8 @@ export interface GatewayConfig {
   dataDir: string;
   logLevel: string;
   bodyLimitBytes: number;
+  /** The longest a caller may take to send one whole request, headers and body (slow senders hold sockets). */
+  requestTimeoutMs: number;
   shutdownGraceMs: number;
   /** Server processes sharing the port (node:cluster); 1 runs the server in this process. */
   workers: number;
@@ -113,7 +115,7 @@ export interface GatewayConfig {
   /** The retry policy of models without their own (default: one try, no retry). */
   retry: RetryPolicy;
   circuitBreaker: { failureThreshold: number; cooldownMs: number };
-  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number };
+  idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number; maxReplayBytes: number };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

@@ -34,6 +34,10 @@ export function requestFingerprint(route: string, body: unknown): string {
   return hash('sha256', `${route}\n${canonicalJson(body)}`, 'hex');
 }
 
+/**
+ * Recursive on purpose: every body reaching it came through the gateway's JSON parser, which refuses nesting
+ * deeper than 128 levels (http/json-shape.ts) — a few thousand levels would overflow the stack here.
+ */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;

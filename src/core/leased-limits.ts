@@ -72,7 +72,9 @@ interface StoreRequest {
  * taken from the shared budget before it is used, so N instances never admit more than the limit in total; what
  * an instance holds but does not use goes back after `idleReturnMs`, so the cost of leasing is that another
  * instance may be refused for at most about a chunk (50 ms of the rate, 5 % of the slots) per instance, briefly.
- * Small limits (fewer than 2 units per chunk, fewer than 20 slots) bypass leasing and stay exact per request.
+ * Small limits (fewer than 2 units per chunk, fewer than 20 slots) bypass leasing and stay exact per request; a
+ * limit that may be overdrawn (`need` below `cost`) is served from a lease when it covers the whole cost, else
+ * decided by the store.
  *
  * RateLimit-Remaining from a leased limit is this instance's estimate: the shared remainder when it last bought
  * units, plus what it still holds.
@@ -222,6 +224,9 @@ export class LeasedLimits implements AdmissionStore {
       if (chunkUnits(limit, this.chunkMs) < MIN_CHUNK_UNITS) return { how: 'store' };
       const lease = this.rates.get(limit.key);
       if (lease && lease.available >= limit.cost) return { how: 'local-rate', limit };
+      // A limit that may be overdrawn (`need` below `cost`) and is not covered here is decided by the shared store
+      // on what is left there, which a purchase of whole units cannot express.
+      if (limit.need !== undefined) return { how: 'store' };
       const reserved = Math.max(0, lease?.available ?? 0);
       if (lease) lease.available -= reserved;
       return { how: 'buy-rate', limit, reserved };

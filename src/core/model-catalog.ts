@@ -26,6 +26,9 @@ export interface ModelPage {
   unavailable?: Array<{ upstream: string; code: string }>;
 }
 
+/** What one caller may see of a model: nothing, the model, or narrower entries (see `page`). */
+export type ModelView = (model: CatalogModel) => CatalogModel[];
+
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
 
@@ -40,9 +43,16 @@ export class ModelCatalog {
     private readonly builtins: ReadonlyMap<string, BuiltinModel>,
   ) {}
 
-  async page(limit: number, nextToken: string | undefined): Promise<ModelPage> {
+  /**
+   * One page of the models, sorted by id. `view` (a caller's rights) maps each model to what that caller may see
+   * of it: nothing, the model itself, or narrower entries. It runs before paging, so pages stay full and cursors
+   * stay valid for that caller.
+   */
+  async page(limit: number, nextToken: string | undefined, view?: ModelView): Promise<ModelPage> {
     const after = nextToken === undefined ? undefined : decodeCursor(nextToken);
-    const { models, unavailable } = await this.all();
+    const all = await this.all();
+    const { unavailable } = all;
+    const models = view ? all.models.flatMap(view).sort(compareIds) : all.models;
     const start = after === undefined ? 0 : models.findIndex((m) => m.id > after);
     const slice = start === -1 ? [] : models.slice(start, start + limit);
     const page: ModelPage = { object: 'list', data: slice };
@@ -103,9 +113,13 @@ export class ModelCatalog {
         description: builtin.description,
       });
     }
-    const models = [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const models = [...byId.values()].sort(compareIds);
     return { models, unavailable };
   }
+}
+
+function compareIds(a: CatalogModel, b: CatalogModel): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 /** Opaque to callers; versioned so its format can change without breaking tokens in flight. */

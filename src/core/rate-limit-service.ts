@@ -16,8 +16,8 @@ export interface AdmissionRequest {
   caller: string;
   model: string;
   upstream: string;
-  /** Prompt estimate + max_tokens: what the call may cost, charged up front and corrected afterwards. */
-  estimatedTokens: number;
+  /** What the call may cost (prompt estimate + max_tokens), charged up front and corrected afterwards. */
+  estimatedTokens: TokenEstimate;
   requestId: string;
   /** How long a concurrency slot may be held before it expires by itself (the call's total budget + margin). */
   leaseMs: number;
@@ -154,16 +154,27 @@ export class RateLimitService {
     const plan = this.planFor(scopes, request);
     let limits = plan.items;
     let described = plan.described;
+    const estimate = request.estimatedTokens;
     if (plan.hasTokens) {
-      const cost = Math.max(1, request.estimatedTokens);
-      limits = limits.map((item, i) => (plan.described[i]?.what === 'tokens' ? { ...item, cost } : item));
+      limits = limits.map((item, i) => {
+        const about = plan.described[i];
+        if (about?.what !== 'tokens' || item.kind !== 'rate') return item;
+        const cost = Math.max(1, tokensOf(estimate));
+        // A budget admits while any of it is left and may be overdrawn by this one call (docs/auth.md).
+        if (about.scope.kind === 'budget') return { ...item, cost, need: 1 };
+        const need = windowNeed(estimate, cost);
+        if (need > item.limit) throw exceedsLimit(about, item, need, estimate);
+        return need < cost ? { ...item, cost, need } : { ...item, cost };
+      });
     }
     const costBudget = request.budget?.costMicros;
-    if (costBudget) {
+    // A model without prices costs nothing against a cost budget: no item at all (not even the "some left" check).
+    if (costBudget && request.pricing) {
       // Charged up front at the dearer of the two prices for every estimated token, corrected with the real cost.
-      const perToken = request.pricing ? Math.max(request.pricing.inputPerMillion, request.pricing.outputPerMillion) : 0;
+      const perToken = Math.max(request.pricing.inputPerMillion, request.pricing.outputPerMillion);
       const scope: Scope = { kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: undefined, concurrent: undefined } };
-      limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost: Math.ceil(request.estimatedTokens * perToken) }];
+      const cost = Math.ceil(tokensOf(estimate) * perToken);
+      limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost, need: Math.min(1, cost) }];
       described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
@@ -248,16 +259,55 @@ export class RateLimitService {
   }
 }
 
+/** A call's admission estimate: its prompt's tokens and the completion it may ask for. */
+export interface TokenEstimate {
+  prompt: number;
+  /** The caller's `max_tokens`, or undefined when it sent none (then DEFAULT_COMPLETION_TOKENS is assumed). */
+  maxTokens: number | undefined;
+}
+
+/** The completion assumed for a call without `max_tokens`: a guess of ours, not the caller's demand. */
+export const DEFAULT_COMPLETION_TOKENS = 1024;
+
 /**
- * The admission estimate of a call's tokens, before a real tokenizer arrives with issue 4: about four characters
- * a token for the prompt, plus `max_tokens` (or 1024 when the caller sets none). Corrected with the provider's
+ * The admission estimate of a call's tokens: about four characters a token for the prompt (+ 4 per message),
+ * plus `max_tokens` (or DEFAULT_COMPLETION_TOKENS when the caller sets none). Corrected with the provider's
  * reported usage when the call ends.
  */
-export function estimateTokens(messages: ReadonlyArray<{ content?: unknown }>, maxTokens: number | undefined): number {
+export function estimateTokens(messages: ReadonlyArray<{ content?: unknown }>, maxTokens: number | undefined): TokenEstimate {
   let chars = 0;
   for (const message of messages) {
     if (typeof message.content === 'string') chars += message.content.length;
     else if (message.content !== undefined && message.content !== null) chars += JSON.stringify(message.content).length;
   }
-  return Math.ceil(chars / 4) + 4 * messages.length + (maxTokens ?? 1024);
+  return { prompt: Math.ceil(chars / 4) + 4 * messages.length, maxTokens };
+}
+
+export function tokensOf(estimate: TokenEstimate): number {
+  return estimate.prompt + (estimate.maxTokens ?? DEFAULT_COMPLETION_TOKENS);
+}
+
+/**
+ * What must be left of a token limit per window to admit a call (the whole estimate is charged either way). A
+ * `max_tokens` the caller chose is the most the call may use: room for all of it is needed. Without one, the
+ * completion part of the estimate is our own guess: room for the prompt is enough, the charge may overdraw the
+ * window by that guess, and the real usage corrects it when the call ends. So a call is never refused forever,
+ * or held back, because of our default.
+ */
+function windowNeed(estimate: TokenEstimate, cost: number): number {
+  return estimate.maxTokens === undefined ? Math.max(1, Math.min(estimate.prompt, cost)) : cost;
+}
+
+/** A call that needs more than a whole window can ever hold: a 400 that says so, not a 429 whose wait cannot help. */
+function exceedsLimit(about: Described, limit: { limit: number; windowMs: number }, need: number, estimate: TokenEstimate): GatewayError {
+  return new GatewayError('request_exceeds_limit', {
+    limit: about.what,
+    scope: about.scope.kind,
+    scope_id: about.scope.id,
+    max: limit.limit,
+    window_seconds: Math.ceil(limit.windowMs / 1000),
+    estimated_tokens: need,
+    estimated_prompt_tokens: estimate.prompt,
+    max_tokens: estimate.maxTokens ?? null,
+  });
 }

@@ -4,6 +4,8 @@ import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { CLIENT_CLOSED_STATUS, endRequest } from './request-end.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { describeViolations, type SchemaViolation } from './validation-details.js';
+import { closeIfBodyUnread } from './request-head.js';
+import { timedOutRequests } from './malformed-requests.js';
 
 /**
  * Every error leaves in one shape, whoever raised it: our GatewayErrors as they are, Fastify's own errors mapped
@@ -15,7 +17,7 @@ export function toGatewayError(error: unknown, bodyLimitBytes: number): GatewayE
   const fastifyError = error as Partial<FastifyError> & { validation?: SchemaViolation[] };
   if (Array.isArray(fastifyError.validation)) {
     const where = fastifyError.validationContext ?? 'body';
-    return new GatewayError('validation_failed', { errors: describeViolations(fastifyError.validation, where) });
+    return new GatewayError('validation_failed', describeViolations(fastifyError.validation, where));
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -33,13 +35,23 @@ export function toGatewayError(error: unknown, bodyLimitBytes: number): GatewayE
   }
 }
 
+const REQUEST_TIMEOUT_STATUS = 408;
+
+/** The request's body stopped arriving because its connection closed (the caller left, or the timeout cut it). */
+function bodyCutShort(error: unknown, request: FastifyRequest): boolean {
+  return (error as { code?: unknown }).code === 'ECONNRESET' && !request.raw.complete;
+}
+
 export function makeErrorHandler(bodyLimitBytes: number) {
   return function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-    if (error instanceof ClientGoneError) {
-      // Nobody is listening any more: record it for the access log and send nothing meaningful.
-      request.errorCode = 'client_closed_request';
-      endRequest(request, CLIENT_CLOSED_STATUS);
-      void reply.code(CLIENT_CLOSED_STATUS).send();
+    if (error instanceof ClientGoneError || bodyCutShort(error, request)) {
+      // Nobody is listening any more: record it for the access log and send nothing meaningful. A body cut by
+      // the request timeout was answered 408 on the socket already (malformed-requests.ts).
+      const timedOut = timedOutRequests.has(request.raw);
+      const status = timedOut ? REQUEST_TIMEOUT_STATUS : CLIENT_CLOSED_STATUS;
+      request.errorCode = timedOut ? 'request_timeout' : 'client_closed_request';
+      endRequest(request, status);
+      void reply.code(status).send();
       return;
     }
     const gatewayError = toGatewayError(error, bodyLimitBytes);
@@ -52,6 +64,7 @@ export function makeErrorHandler(bodyLimitBytes: number) {
       request.log.warn({ code: gatewayError.code, details: gatewayError.details }, gatewayError.message);
     }
     if (gatewayError.headers) void reply.headers(gatewayError.headers);
+    closeIfBodyUnread(request, reply);
     const body = gatewayError.toBody();
     void reply.code(gatewayError.status).type(request.responseType).send(request.openAiCompat ? withOpenAiError(body, gatewayError.status) : body);
   };

@@ -1,7 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 import secureJson from 'secure-json-parse';
-import { locateJsonError } from './json-error-position.js';
+import { locateJsonError, lineAndColumn } from './json-error-position.js';
+import { MAX_JSON_DEPTH, checkJsonShape, type JsonShapeProblem } from './json-shape.js';
+
+const BYTE_ORDER_MARK = 0xfeff;
 
 /**
  * The only body parser: JSON (application/json and any application/*+json, such as our vendor type). Every other
@@ -15,7 +18,10 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
       done(new GatewayError('unsupported_media_type', { accepted: ['application/json'], content_encoding: 'only identity (no compression) is accepted' }));
       return;
     }
-    const text = typeof body === 'string' ? body : body.toString('utf8');
+    let text = typeof body === 'string' ? body : body.toString('utf8');
+    // RFC 8259 section 8.1 lets a parser ignore a leading byte order mark (some Windows tools write one). It is
+    // dropped from the text that is forwarded too: an upstream may refuse it.
+    if (text.charCodeAt(0) === BYTE_ORDER_MARK) text = text.slice(1);
     let parsed: unknown;
     try {
       // secure-json-parse: JSON.parse plus a refusal of "__proto__" and "constructor.prototype" keys, the
@@ -25,6 +31,11 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
       done(new GatewayError('invalid_json', describeFailure(text, error)));
       return;
     }
+    const shape = typeof parsed === 'object' && parsed !== null ? checkJsonShape(text) : undefined;
+    if (shape) {
+      done(new GatewayError('invalid_json', describeShape(text, shape)));
+      return;
+    }
     request.rawBody = text;
     done(null, parsed);
   };
@@ -32,6 +43,15 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
   app.addContentTypeParser(/^application\/[\w.+-]+\+json$/, { parseAs: 'string', bodyLimit: bodyLimitBytes }, parse);
 }
 
+
+function describeShape(text: string, problem: JsonShapeProblem): Record<string, unknown> {
+  const where = { position: problem.position, ...lineAndColumn(text, problem.position) };
+  if (problem.kind === 'too_deep') {
+    return { reason: `the body is nested deeper than ${MAX_JSON_DEPTH} levels`, max_depth: MAX_JSON_DEPTH, ...where };
+  }
+  const key = problem.key.slice(0, 100);
+  return { reason: `the key "${key}" appears more than once at the top level (each field must be sent once)`, key, ...where };
+}
 
 function describeFailure(text: string, error: unknown): Record<string, unknown> {
   if (text.trim() === '') return { reason: 'the body is empty' };

@@ -1,3 +1,5 @@
+import { MAX_JSON_DEPTH } from './json-shape.js';
+
 /**
  * Finds where a JSON text first breaks RFC 8259, for the 400 the caller gets. Runs only after JSON.parse has
  * already failed (never on the hot path). V8's own message has no position on Node 20 and quotes the input,
@@ -19,8 +21,11 @@ class Stop extends Error {
   }
 }
 
-export function locateJsonError(text: string): JsonSyntaxProblem {
+export function locateJsonError(text: string, maxDepth = MAX_JSON_DEPTH): JsonSyntaxProblem {
   let i = 0;
+  // The scanner recurses once per level: it stops at the depth the gateway refuses anyway (json-shape.ts), so
+  // a broken body a million brackets deep is a 400, not a stack overflow.
+  let depth = 0;
   const fail = (reason: string): never => {
     throw new Stop(i, reason);
   };
@@ -56,6 +61,15 @@ export function locateJsonError(text: string): JsonSyntaxProblem {
     skipSpace();
     const c = text[i];
     if (c === undefined) return fail('unexpected end of input, expected a value');
+    if ((c === '{' || c === '[') && depth >= maxDepth) fail(`nested deeper than ${maxDepth} levels`);
+    depth++;
+    try {
+      nested(c);
+    } finally {
+      depth--;
+    }
+  };
+  const nested = (c: string): void => {
     if (c === '{') {
       i++;
       skipSpace();
@@ -105,7 +119,12 @@ export function locateJsonError(text: string): JsonSyntaxProblem {
 }
 
 function at(text: string, position: number, reason: string): JsonSyntaxProblem {
+  return { position, ...lineAndColumn(text, position), reason };
+}
+
+/** 1-based line and column of a position in a text. */
+export function lineAndColumn(text: string, position: number): { line: number; column: number } {
   const before = text.slice(0, position);
   const line = before.split('\n').length;
-  return { position, line, column: position - before.lastIndexOf('\n'), reason };
+  return { line, column: position - before.lastIndexOf('\n') };
 }

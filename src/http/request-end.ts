@@ -18,8 +18,9 @@ export function decorateRequestEnd(app: FastifyInstance): void {
 /**
  * The end of every request, exactly once: the access line, then the observers of API requests. Called from
  * onResponse normally, and directly by the paths where the caller hung up (no response ever finishes there, so
- * Fastify's onResponse never runs): status 499 marks those, as in nginx. The URL is redacted, so a credential
- * sent in a query string never reaches the log. Latency is read once for the line and every observer.
+ * Fastify's onResponse never runs): status 499 marks those, as in nginx. The URL's query values are redacted,
+ * so a credential sent in a query string never reaches the log, whatever its parameter is named. Latency is
+ * read once for the line and every observer.
  */
 export function endRequest(request: FastifyRequest, status: number): void {
   if (request.accessLogged) return;
@@ -30,7 +31,7 @@ export function endRequest(request: FastifyRequest, status: number): void {
     {
       request_id: request.id,
       method: request.method,
-      url: request.urlHasSecret ? redactUrl(request.url) : request.url,
+      url: redactUrl(request.url),
       route: request.routeName,
       status,
       ms: Math.round(latencyMs * 100) / 100,
@@ -42,6 +43,7 @@ export function endRequest(request: FastifyRequest, status: number): void {
       completion_tokens: request.usage?.completion_tokens,
       cost_usd: request.usage?.cost_usd,
       code: request.errorCode,
+      replay_not_stored: request.replayNotStored,
     },
     'request',
   );

@@ -21,6 +21,8 @@ declare module 'fastify' {
     attempts: number;
     /** Answered from the idempotency store. */
     replayed: boolean;
+    /** Why a keyed call's answer was not stored for replay ('too_large': over idempotency.max_replay_bytes). */
+    replayNotStored: string | undefined;
     /** Who is calling, once authenticated ("admin" for the admin token, "key:<id>" for a scoped key). */
     caller: string;
     /** The caller's rights (routes, models, limits, budget), set by the guard of every authenticated route. */
@@ -29,8 +31,6 @@ declare module 'fastify' {
     chatModel: string | undefined;
     /** performance.now() when the request arrived (for the duration of aborted requests). */
     receivedAt: number;
-    /** True when the query string carried a credential-looking parameter (the URL must be logged redacted). */
-    urlHasSecret: boolean;
     /** The body exactly as received, for forwarding without re-serialising when nothing in it changes. */
     rawBody: string | undefined;
     /** Set once the access line is written, so no request is logged twice. */
@@ -55,6 +55,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('firstByteMs', undefined);
   app.decorateRequest('attempts', 0);
   app.decorateRequest('replayed', false);
+  app.decorateRequest('replayNotStored', undefined);
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('principal', null); // Fastify allows no shared object as a default: set per request
@@ -62,7 +63,6 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('usage', undefined);
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('accessLogged', false);
-  app.decorateRequest('urlHasSecret', false);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('openAiCompat', false);
   app.decorateRequest('trace', undefined);

@@ -8,10 +8,12 @@ import { lazyChildLogger } from '../observability/request-logger.js';
 import { decorateRequestEnd, endRequest } from './request-end.js';
 import { makeErrorHandler } from './error-handler.js';
 import { registerJsonParser } from './json-body.js';
-import { onClientError, onFrameworkError } from './malformed-requests.js';
+import { MAX_PATH_SEGMENT, onClientError, onFrameworkError } from './malformed-requests.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
+import { checkRequestHead } from './request-head.js';
 import { decorateRequestState } from './request-state.js';
 import { allowedMethods } from './v1-dispatch.js';
+import { OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, isOpenAiPath, openAiPathMethods } from '../routes/openai-compat.js';
 
 /** A caller's X-Request-Id is kept when it is a plain token (so it cannot forge log fields); otherwise we make one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -19,6 +21,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface HttpServerOptions {
   logger: Logger;
   bodyLimitBytes: number;
+  /** The longest a caller may take to send one whole request (headers and body): then 408 and the socket closes. */
+  requestTimeoutMs: number;
   isShuttingDown: () => boolean;
   /** Serve HTTPS with this certificate (TLS 1.2 or newer only). */
   https?: { key: Buffer; cert: Buffer };
@@ -47,9 +51,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     clientErrorHandler: onClientError,
     bodyLimit: options.bodyLimitBytes,
     return503OnClosing: false,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Model ids may be 256 characters, and a default upstream's even longer: find-my-way's default (100) made
+    // `/v1/models/<a long id>` a 400 instead of a 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT },
     ajv: { customOptions: { coerceTypes: false, allErrors: true, allowUnionTypes: true, removeAdditional: false, useDefaults: false } },
   });
+  configureNodeServer(app, options.requestTimeoutMs);
   decorateRequestState(app);
   decorateRequestEnd(app);
   registerJsonParser(app, options.bodyLimitBytes);
@@ -60,11 +67,16 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     request.receivedAt = performance.now();
     void reply.header('x-request-id', request.id);
     if (options.isShuttingDown()) void reply.header('connection', 'close');
+    // Every answer on an OpenAI-shaped path (/v1/<anything>) carries OpenAI's `error` object too, a 404 included,
+    // so the SDKs show our message instead of "404 status code (no body)".
+    if (isOpenAiPath(request.url)) request.openAiCompat = true;
     try {
       refuseCredentialsInQuery(request.url);
+      checkRequestHead(request.raw);
+      // Answered here, before Fastify would read (and wait for) the body of a request to nowhere.
+      if (request.is404) notFound(request);
       done();
     } catch (error) {
-      request.urlHasSecret = true;
       done(error as Error);
     }
   });
@@ -88,7 +100,31 @@ function notFound(request: FastifyRequest): never {
       { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
     );
   }
+  if (request.openAiCompat) {
+    const methods = openAiPathMethods(path);
+    if (methods) {
+      throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });
+    }
+    throw new GatewayError('not_found', { path: path.slice(0, 200), openai_paths: OPENAI_PATHS, api: '/v1/' }, { message: OPENAI_NOT_FOUND_MESSAGE });
+  }
   throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
+}
+
+/**
+ * A caller that sends its headers or body slowly (one byte every few seconds) would hold a socket forever:
+ * Node's `requestTimeout` bounds the whole request, headers and body, and a connection that has not sent a
+ * complete request in time gets a 408 (malformed-requests.ts) and is closed. Node checks its connections on a
+ * sweep every `connectionsCheckingInterval` (30 s by default, so up to twice the timeout): checked more often
+ * here, so a request is cut at most a second after its time (a new connection that sends nothing counts as a
+ * request that never arrives). A connection idle between requests is bounded by the keep-alive timeout instead.
+ * Node's own bare 400 for a missing Host header is turned off: ours (request-head.ts) has a body.
+ */
+function configureNodeServer(app: FastifyInstance, requestTimeoutMs: number): void {
+  const server = app.server as typeof app.server & { requireHostHeader: boolean; connectionsCheckingInterval: number };
+  server.requestTimeout = requestTimeoutMs;
+  server.headersTimeout = Math.min(server.headersTimeout, requestTimeoutMs);
+  server.connectionsCheckingInterval = Math.min(1000, Math.max(100, Math.floor(requestTimeoutMs / 4)));
+  server.requireHostHeader = false;
 }
 
 /**

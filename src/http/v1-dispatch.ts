@@ -3,6 +3,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { redirectPage, type RouteDescription } from './pages.js';
 import { VENDOR_MEDIA_TYPE_V1, negotiateVersion } from './versioning.js';
+import { closeIfBodyUnread } from './request-head.js';
 
 export type RouteName = 'health' | 'models' | 'chat';
 
@@ -77,7 +78,10 @@ export function allowedMethods(route: unknown): readonly string[] {
 function checkMethod(request: FastifyRequest, reply: FastifyReply, methods: readonly string[]): FastifyReply | undefined {
   if (methods.includes(request.method)) return undefined;
   const allow = [...methods, 'OPTIONS'].join(', ');
-  if (request.method === 'OPTIONS') return reply.code(204).header('allow', allow).send();
+  if (request.method === 'OPTIONS') {
+    closeIfBodyUnread(request, reply);
+    return reply.code(204).header('allow', allow).send();
+  }
   throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow } });
 }
 
@@ -86,6 +90,7 @@ function redirectToV1(request: FastifyRequest, reply: FastifyReply): FastifyRepl
   const location = `/v1/${q === -1 ? '' : request.url.slice(q)}`;
   const safeMethod = request.method === 'GET' || request.method === 'HEAD';
   request.routeName = 'redirect';
+  closeIfBodyUnread(request, reply);
   return reply
     .code(safeMethod ? 302 : 308)
     .header('location', location)

@@ -13,14 +13,44 @@ export interface FieldProblem {
   allowed?: unknown[];
 }
 
-const MAX_PROBLEMS = 50;
+/** A 400 names at most this many problems (docs/errors.md); the rest are counted in `details.errors_omitted`. */
+export const MAX_PROBLEMS = 50;
+
+/** `details` of a `validation_failed`: the first MAX_PROBLEMS problems, and how many more there were. */
+export interface ProblemDetails {
+  [key: string]: unknown;
+  errors: FieldProblem[];
+  errors_omitted?: number;
+}
+
+/**
+ * Collects the problems of one request, keeping the first MAX_PROBLEMS and counting the rest: a body of 40,000
+ * bad messages gets a short answer that says how much was left out, not a 3 MB one.
+ */
+export class ProblemList {
+  private readonly kept: FieldProblem[] = [];
+  private omitted = 0;
+
+  add(problem: FieldProblem): void {
+    if (this.kept.length < MAX_PROBLEMS) this.kept.push(problem);
+    else this.omitted++;
+  }
+
+  get empty(): boolean {
+    return this.kept.length === 0;
+  }
+
+  details(): ProblemDetails {
+    return this.omitted > 0 ? { errors: this.kept, errors_omitted: this.omitted } : { errors: this.kept };
+  }
+}
 
 /**
  * Ajv's errors in words a caller can act on: `/messages/0/role` becomes `messages[0].role`, a missing property
  * is named as the field itself, and the bookkeeping errors of `if`/`then` are dropped.
  */
-export function describeViolations(violations: readonly SchemaViolation[], root = 'body'): FieldProblem[] {
-  const problems: FieldProblem[] = [];
+export function describeViolations(violations: readonly SchemaViolation[], root = 'body'): ProblemDetails {
+  const problems = new ProblemList();
   const seen = new Set<string>();
   for (const violation of violations) {
     if (violation.keyword === 'if') continue;
@@ -43,10 +73,9 @@ export function describeViolations(violations: readonly SchemaViolation[], root 
     if (violation.keyword === 'enum' && Array.isArray(violation.params.allowedValues)) {
       entry.allowed = violation.params.allowedValues;
     }
-    problems.push(entry);
-    if (problems.length >= MAX_PROBLEMS) break;
+    problems.add(entry);
   }
-  return problems;
+  return problems.details();
 }
 
 function pointerToField(pointer: string): string {

@@ -8,6 +8,12 @@ export const REDACTED = '[REDACTED]';
 
 /** Our own query parameters: never mistaken for credentials even when their names look like one (next_token). */
 const OWN_PARAMETERS = new Set(['route', 'limit', 'next_token']);
+/** Our own parameters whose values are logged as they are when they have their expected shape (never a secret). */
+const LOGGED_AS_IS: ReadonlyMap<string, RegExp> = new Map([
+  ['route', /^[a-z_]{1,32}$/],
+  ['limit', /^\d{1,4}$/],
+]);
+const PLAIN_ROUTE_QUERY = /\?route=[a-z_]{1,32}$/y;
 const SECRET_NAMES = new Set([
   'key', 'apikey', 'api_key', 'token', 'access_token', 'refresh_token', 'id_token', 'auth', 'authorization',
   'password', 'passwd', 'pwd', 'secret', 'client_secret', 'signature', 'sig', 'x_upstream_key', 'upstream_key',
@@ -15,15 +21,46 @@ const SECRET_NAMES = new Set([
 ]);
 const SECRET_SUFFIX = /(?:^|_)(?:key|token|secret|password|signature|credential)s?$/;
 
-/** True when a query parameter's name looks like it carries a credential (any case, `-` same as `_`). */
+/**
+ * True when a query parameter's name looks like it carries a credential. The name is normalised first, the
+ * way frameworks read it, so no spelling slips past: percent-decoded (twice over too), brackets taken apart
+ * (`key[]`, `token[a]`, `api_key[0]`, `a[token]`: PHP, Rails and qs read the part before or inside them), NUL
+ * and other control characters dropped, camelCase split, and every other separator (space, `+`, `.`, `-`...)
+ * the same as `_`, leading and trailing ones ignored, any case.
+ */
 export function isSecretParameterName(name: string): boolean {
-  // accessToken, Access-Token and access_token are the same name.
-  const normalized = name
+  if (OWN_PARAMETERS.has(name)) return false; // the common case (`route=chat`) without any work
+  const parts = decodeFully(name)
+    .split(/[[\]]+/)
+    .map(normalizeName)
+    .filter((part) => part !== '');
+  if (parts.length === 1 && OWN_PARAMETERS.has(parts[0] as string)) return false;
+  return parts.some((part) => SECRET_NAMES.has(part) || SECRET_SUFFIX.test(part));
+}
+
+function normalizeName(part: string): string {
+  return part
+    .replace(/[\u0000-\u001f\u007f]/g, '')
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .toLowerCase()
-    .replace(/-/g, '_');
-  if (OWN_PARAMETERS.has(normalized)) return false;
-  return SECRET_NAMES.has(normalized) || SECRET_SUFFIX.test(normalized);
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_|_$/g, '');
+}
+
+/** Percent-decodes until nothing changes (at most three rounds): `%2574oken` is not a way around the check. */
+function decodeFully(name: string): string {
+  let current = name;
+  for (let round = 0; round < 3; round++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(current.replace(/\+/g, ' '));
+    } catch {
+      return current; // an undecodable name is kept as is and still checked
+    }
+    if (next === current) return current;
+    current = next;
+  }
+  return current;
 }
 
 interface QueryParameter {
@@ -55,12 +92,30 @@ export function queryParameters(url: string): QueryParameter[] {
     });
 }
 
-/** Returns the URL with the value of every credential-looking query parameter replaced, safe to log. */
+/**
+ * The URL safe to log: every query value is replaced, whatever its parameter is named (a name the guard does
+ * not know may still carry a secret), except `route` and `limit` when they have their plain shape. A segment
+ * with no `=` is redacted whole (`?sk-...` is a value), unless it is one of our parameter names.
+ */
 export function redactUrl(url: string): string {
-  const parameters = queryParameters(url);
-  if (!parameters.some((p) => isSecretParameterName(p.name))) return url;
-  const query = parameters.map((p) => (isSecretParameterName(p.name) ? `${p.rawName}=${REDACTED}` : p.raw)).join('&');
-  return `${url.slice(0, url.indexOf('?'))}?${query}`;
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  // The common case, `?route=chat`, is logged as it is without splitting anything (this runs on every request).
+  PLAIN_ROUTE_QUERY.lastIndex = q;
+  if (PLAIN_ROUTE_QUERY.test(url)) return url;
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((raw) => {
+      const eq = raw.indexOf('=');
+      if (eq === -1) return raw === '' || OWN_PARAMETERS.has(raw) ? raw : REDACTED;
+      const name = raw.slice(0, eq);
+      const value = raw.slice(eq + 1);
+      if (value === '' || LOGGED_AS_IS.get(name)?.test(value) === true) return raw;
+      return `${name}=${REDACTED}`;
+    })
+    .join('&');
+  return `${url.slice(0, q)}?${query}`;
 }
 
 /**

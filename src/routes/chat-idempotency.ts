@@ -1,14 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestFingerprint } from '../core/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { SSE_HEADERS } from '../http/sse.js';
+import { DONE_FRAME, SSE_HEADERS } from '../http/sse.js';
 import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
 
 /** What a running keyed call reports when it ends, so its answer can be replayed. */
 export interface AnswerRecorder {
+  /** The largest answer kept for replay (UTF-8 bytes); a larger one is not stored and frees the key. */
+  readonly maxBytes: number;
   json(status: number, headers: Record<string, string>, body: string): Promise<void>;
   /** A stream that ended with [DONE]: its full event text. */
   stream(headers: Record<string, string>, text: string): Promise<void>;
+  /** The answer outgrew `maxBytes`: it will not be stored (said in the access line); `failed` frees the key. */
+  tooLarge(): void;
   /** The call failed in a way a retry may fix (5xx, timeout, cut stream, client gone): free the key. */
   failed(): Promise<void>;
 }
@@ -21,6 +25,8 @@ export interface IdempotencyOptions {
    * it needs, while a claim of a crashed holder lapses at most one lease after its last heartbeat.
    */
   leaseMs: number;
+  /** idempotency.max_replay_bytes: an answer larger than this reaches its caller but is not stored. */
+  maxReplayBytes: number;
   onStoreFailure: 'open' | 'closed';
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
 }
@@ -81,7 +87,7 @@ export class ChatIdempotency {
         await replay(reply, begun.response);
         return 'answered';
       case 'claimed':
-        return this.recorder(scope, key, fingerprint);
+        return this.recorder(request, key, fingerprint);
     }
   }
 
@@ -94,21 +100,32 @@ export class ChatIdempotency {
     }
   }
 
-  private recorder(scope: string, key: string, fingerprint: string): AnswerRecorder {
-    const { store, ttlMs } = this.options;
+  private recorder(request: FastifyRequest, key: string, fingerprint: string): AnswerRecorder {
+    const { store, ttlMs, maxReplayBytes } = this.options;
+    const scope = request.caller;
     const claim: IdempotencyClaim = { scope, key, fingerprint };
     this.track(claim);
+    const failed = () => {
+      this.running.delete(claim);
+      return store.abandon(scope, key, fingerprint).catch((error: unknown) => this.options.onStoreHealth(false, error));
+    };
+    const tooLarge = () => {
+      request.replayNotStored = 'too_large';
+    };
     const save = async (response: StoredResponse) => {
+      if (Buffer.byteLength(response.body) > maxReplayBytes) {
+        tooLarge();
+        return failed();
+      }
       this.running.delete(claim);
       await store.complete(scope, key, fingerprint, response, ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
     };
     return {
+      maxBytes: maxReplayBytes,
       json: (status, headers, body) => save({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }),
       stream: (headers, text) => save({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
-      failed: () => {
-        this.running.delete(claim);
-        return store.abandon(scope, key, fingerprint).catch((error: unknown) => this.options.onStoreHealth(false, error));
-      },
+      tooLarge,
+      failed,
     };
   }
 
@@ -128,6 +145,37 @@ export class ChatIdempotency {
       );
     }, every);
     this.heartbeat.unref();
+  }
+}
+
+/**
+ * Passes a keyed stream's frames through while keeping a copy for replay. The copy is bounded by the recorder's
+ * `maxBytes`: past it, the copy is dropped at once (an answer of any size must not be held twice in memory) and
+ * the stream goes on to its caller unrecorded. Only a stream that ended with [DONE] and fit is stored; any other
+ * ending (too large, error event, client gone) frees the key when the call ends, so a retry runs again. The key
+ * stays claimed until then, so a duplicate sent meanwhile still gets 409 rather than a second run.
+ */
+export async function* recordStream(frames: AsyncGenerator<string>, recorder: AnswerRecorder): AsyncGenerator<string> {
+  let copy: string[] | undefined = [];
+  let bytes = 0;
+  let complete = false;
+  try {
+    for await (const frame of frames) {
+      if (copy !== undefined) {
+        bytes += Buffer.byteLength(frame);
+        if (bytes > recorder.maxBytes) {
+          copy = undefined;
+          recorder.tooLarge();
+        } else {
+          copy.push(frame);
+        }
+      }
+      if (frame === DONE_FRAME) complete = true;
+      yield frame;
+    }
+  } finally {
+    if (complete && copy !== undefined) await recorder.stream({ 'content-type': SSE_HEADERS['content-type'] }, copy.join(''));
+    else await recorder.failed();
   }
 }
 

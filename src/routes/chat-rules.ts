@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import type { FieldProblem } from '../http/validation-details.js';
+import { ProblemList } from '../http/validation-details.js';
 import type { ChatRequestBody } from '../providers/contract.js';
 
 /**
@@ -8,7 +8,7 @@ import type { ChatRequestBody } from '../providers/contract.js';
  * have been made earlier in the conversation, so function calling round-trips stay consistent.
  */
 export function checkConversation(body: ChatRequestBody): void {
-  const problems: FieldProblem[] = [];
+  const problems = new ProblemList();
   const calledIds = new Set<string>();
   body.messages.forEach((message, i) => {
     const at = `messages[${i}]`;
@@ -16,26 +16,26 @@ export function checkConversation(body: ChatRequestBody): void {
     if (message.role === 'assistant') {
       for (const call of message.tool_calls ?? []) calledIds.add(call.id);
       if (!hasContent && (message.tool_calls?.length ?? 0) === 0) {
-        problems.push({ field: `${at}.content`, problem: 'is required unless the assistant message has tool_calls' });
+        problems.add({ field: `${at}.content`, problem: 'is required unless the assistant message has tool_calls' });
       }
       return;
     }
     if (message.tool_calls !== undefined) {
-      problems.push({ field: `${at}.tool_calls`, problem: 'is only allowed on assistant messages' });
+      problems.add({ field: `${at}.tool_calls`, problem: 'is only allowed on assistant messages' });
     }
-    if (!hasContent) problems.push({ field: `${at}.content`, problem: `is required for role "${message.role}"` });
+    if (!hasContent) problems.add({ field: `${at}.content`, problem: `is required for role "${message.role}"` });
     if (message.role === 'tool') {
       if (message.tool_call_id === undefined) {
-        problems.push({ field: `${at}.tool_call_id`, problem: 'is required for role "tool"' });
+        problems.add({ field: `${at}.tool_call_id`, problem: 'is required for role "tool"' });
       } else if (!calledIds.has(message.tool_call_id)) {
-        problems.push({
+        problems.add({
           field: `${at}.tool_call_id`,
           problem: 'does not match the id of a tool call made by an earlier assistant message',
         });
       }
     }
   });
-  if (problems.length > 0) throw new GatewayError('validation_failed', { errors: problems });
+  if (!problems.empty) throw new GatewayError('validation_failed', problems.details());
 }
 
 const MAX_UPSTREAM_KEY_LENGTH = 1024;

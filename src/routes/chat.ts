@@ -9,11 +9,17 @@ import type { ChatRequestBody, StreamChunk, Usage } from '../providers/contract.
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
-import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 import { withOpenAiError } from './openai-compat.js';
 import { ADMIN, modelAllowed } from '../auth/authenticator.js';
 import type { RequestTrace } from '../core/trace-contract.js';
+
+/**
+ * The answer text kept for webhook subscriptions that opted in to content (`include_content`): the first 256 Ki
+ * characters. A stream may be any length; what one request keeps for its event must not be.
+ */
+const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
 
 /** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
 export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
@@ -59,7 +65,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       const { result, headers, upstream } = await chat.complete(body, call);
       request.upstreamName = upstream;
       request.usage = chat.usageRecord(body.model, result.usage);
-      if (captureAnswer) request.answerText = answerTextOf(result.body);
+      if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);
       await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(result.body);
     } catch (error) {
@@ -90,7 +96,7 @@ async function streamAnswer(
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
   const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer, onUsage);
-  return reply.send(Readable.from(recorder ? recorded(frames, recorder) : frames, { objectMode: false }));
+  return reply.send(Readable.from(recorder ? recordStream(frames, recorder) : frames, { objectMode: false }));
 }
 
 async function* sseFrames(
@@ -110,7 +116,7 @@ async function* sseFrames(
     let next = first;
     while (next.done !== true) {
       usage = next.value.chunk.usage ?? usage;
-      if (captureAnswer) answer += deltaText(next.value.chunk);
+      if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(next.value.chunk);
       if (next.value.internal !== true) yield formatEvent(next.value.json ?? JSON.stringify(next.value.chunk));
       next = await chunks.next();
     }
@@ -128,7 +134,7 @@ async function* sseFrames(
     // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).
     if (!finished && failure === undefined) failure = new ClientGoneError();
-    if (captureAnswer) request.answerText = answer;
+    if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
     onUsage(usage);
     await started.finish(usage, failure);
     if (!finished) await chunks.return?.();
@@ -136,25 +142,6 @@ async function* sseFrames(
       request.errorCode = 'client_closed_request';
       endRequest(request, CLIENT_CLOSED_STATUS);
     }
-  }
-}
-
-/**
- * Passes the frames through while keeping a copy; a stream that ended with [DONE] is stored for replay, any
- * other ending (error event, client gone) frees the idempotency key so a retry runs again.
- */
-async function* recorded(frames: AsyncGenerator<string>, recorder: AnswerRecorder): AsyncGenerator<string> {
-  const copy: string[] = [];
-  let complete = false;
-  try {
-    for await (const frame of frames) {
-      copy.push(frame);
-      if (frame === DONE_FRAME) complete = true;
-      yield frame;
-    }
-  } finally {
-    if (complete) await recorder.stream({ 'content-type': SSE_HEADERS['content-type'] }, copy.join(''));
-    else await recorder.failed();
   }
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { parseLimit, type ModelCatalog } from '../core/model-catalog.js';
+import { parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { ADMIN, type Principal } from '../auth/authenticator.js';
 
 /** GET /v1/?route=models: the served models, `limit` per page, `next_token` to continue (absent on the last page). */
 export function makeModelsHandler(catalog: ModelCatalog) {
@@ -11,7 +12,25 @@ export function makeModelsHandler(catalog: ModelCatalog) {
     if (token !== undefined && (typeof token !== 'string' || token === '')) {
       throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });
     }
-    const page = await catalog.page(limit, token);
+    const page = await catalog.page(limit, token, modelViewOf(request.principal ?? ADMIN));
     return reply.type(request.responseType).send(page);
+  };
+}
+
+/**
+ * What a caller may see of the models: only those it may call. A key limited to some models sees those (with the
+ * aliases it may call them by: all of them when it may call the model, since an alias of an allowed model is
+ * allowed); a key allowed only an alias of a model sees that alias as a model of its own, never the model's id it
+ * could not call. Undefined (every model) for a principal without a model list.
+ */
+export function modelViewOf(principal: Principal): ModelView | undefined {
+  const allowed = principal.models;
+  if (allowed === undefined) return undefined;
+  return function visibleTo(model: CatalogModel): CatalogModel[] {
+    if (allowed.has(model.id)) return [model];
+    return (model.aliases ?? []).filter((alias) => allowed.has(alias)).map((alias) => {
+      const { aliases: _all, ...rest } = model;
+      return { ...rest, id: alias };
+    });
   };
 }

@@ -55,9 +55,16 @@ export interface ConcurrencyLimiter {
   release(key: string, token: string): Promise<void>;
 }
 
-/** One limit of an admission: `cost` units of a GCRA window, or one in-flight slot of at most `max`. */
+/**
+ * One limit of an admission: `cost` units of a GCRA window, or one in-flight slot of at most `max`.
+ *
+ * `need` (at most `cost`; default `cost`): the units that must be left for the limit to allow. The whole `cost` is
+ * then charged, which may take the key past its limit: a debt repaid at the limit's rate before the key allows
+ * anything else. Used where the cost is a guess rather than the caller's demand (a budget admits while any of it
+ * is left; a call without max_tokens needs room for its prompt), then corrected with the real usage.
+ */
 export type AdmissionLimit =
-  | { kind: 'rate'; key: string; limit: number; windowMs: number; cost: number }
+  | { kind: 'rate'; key: string; limit: number; windowMs: number; cost: number; need?: number }
   | { kind: 'concurrency'; key: string; max: number; leaseMs: number; token?: string };
 
 /** Index-aligned with the limits asked for. */

@@ -79,21 +79,39 @@ export function gcraOversized(tat: number, limit: number, windowMs: number, now:
 
 /** Checks one limit of a batch before any backend sees it: a bad number is a bug, not a refusal. */
 export function checkAdmissionLimit(limit: AdmissionLimit): void {
-  if (limit.kind === 'rate') checkRateLimit(limit.limit, limit.windowMs, limit.cost, 'cost');
-  else checkLease(limit.max, limit.leaseMs);
+  if (limit.kind === 'rate') {
+    checkRateLimit(limit.limit, limit.windowMs, limit.cost, 'cost');
+    if (limit.need !== undefined && !(Number.isFinite(limit.need) && limit.need >= 0 && limit.need <= limit.cost)) {
+      throw new RangeError(`need must be between 0 and the cost (${limit.cost}), got ${limit.need}`);
+    }
+  } else {
+    checkLease(limit.max, limit.leaseMs);
+  }
 }
 
-/** What a backend needs to take a rate limit: the TAT shift, the tolerance, and whether it can never pass. */
-export function rateStepInputs(limit: Extract<AdmissionLimit, { kind: 'rate' }>): { charge: number; tau: number; oversized: boolean } {
+/**
+ * What a backend needs to take a rate limit: the TAT shift to write (`charge`, for `cost`), the shift that must
+ * fit within the tolerance for the limit to allow (`need`, for the limit's `need` units, `cost` by default), the
+ * tolerance, and whether it can never pass (`need` above the limit). A backend allows iff
+ * !oversized && max(TAT, now) + need - now <= tau, then writes max(TAT, now) + charge; a refusal reports
+ * max(TAT, now) + need as the requested TAT (so Retry-After is the wait until `need` units are back).
+ */
+export function rateStepInputs(limit: Extract<AdmissionLimit, { kind: 'rate' }>): { charge: number; need: number; tau: number; oversized: boolean } {
+  const needUnits = unitsNeeded(limit);
   return {
     charge: gcraCharge(limit.cost, limit.limit, limit.windowMs),
+    need: gcraCharge(needUnits, limit.limit, limit.windowMs),
     tau: gcraTolerance(limit.windowMs),
-    oversized: limit.cost > limit.limit,
+    oversized: needUnits > limit.limit,
   };
+}
+
+function unitsNeeded(limit: Extract<AdmissionLimit, { kind: 'rate' }>): number {
+  return limit.need ?? limit.cost;
 }
 
 /** The outcome of a rate limit from its step (an oversized request is reported as `gcraOversized`). */
 export function rateOutcome(limit: Extract<AdmissionLimit, { kind: 'rate' }>, step: GcraStep, now: number): LimitOutcome {
-  const decision = limit.cost > limit.limit ? gcraOversized(step.tat, limit.limit, limit.windowMs, now) : gcraDecision(step, limit.limit, limit.windowMs, now);
+  const decision = unitsNeeded(limit) > limit.limit ? gcraOversized(step.tat, limit.limit, limit.windowMs, now) : gcraDecision(step, limit.limit, limit.windowMs, now);
   return { kind: 'rate', decision };
 }

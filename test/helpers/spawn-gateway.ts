@@ -66,6 +66,16 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+/** Whether a process with this pid still exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A fresh temporary directory, removed by `removeTempDirs()`. */
 export function makeTempDir(prefix = 'gw-proc-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

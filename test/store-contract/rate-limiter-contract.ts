@@ -257,6 +257,33 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       assert.deepEqual(await l.admit([], 'me', T0), { admitted: true, outcomes: [] });
     });
 
+    test('need below cost: allowed while `need` units are left, the whole cost is charged (past the limit), then the debt is repaid', async () => {
+      const l = limiter();
+      // 100 per minute: 600 ms per unit. A cost of 150 with a need of 1 passes on a fresh key and leaves a debt.
+      const first = await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 150, need: 1 }], 'me', T0);
+      assert.deepEqual(first, { admitted: true, outcomes: [{ kind: 'rate', decision: { allowed: true, limit: 100, remaining: 0, resetMs: 90_000, retryAfterMs: 0 } }] });
+      // In debt: refused, and the wait is until one unit is back (the debt of 50 units plus one: 30.6 s).
+      const refused = await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }], 'me', T0);
+      assert.deepEqual(refused.outcomes[0], { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 90_000, retryAfterMs: 30_600 } });
+      assert.equal((await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }], 'me', T0 + 30_599)).admitted, false);
+      assert.equal((await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }], 'me', T0 + 30_600)).admitted, true);
+      // Exactly one unit left is enough; none left is not.
+      assert.equal((await l.consume('od2', 100, MINUTE, 99, T0)).allowed, true);
+      assert.equal((await l.admit([{ kind: 'rate', key: 'od2', limit: 100, windowMs: MINUTE, cost: 500, need: 1 }], 'me', T0)).admitted, true);
+      assert.equal((await l.consume('od3', 100, MINUTE, 100, T0)).allowed, true);
+      assert.equal((await l.admit([{ kind: 'rate', key: 'od3', limit: 100, windowMs: MINUTE, cost: 5, need: 1 }], 'me', T0)).admitted, false);
+      // A larger need: 30 units must be left (70 used: allowed; 71 used: refused, wait for one unit).
+      assert.equal((await l.consume('od4', 100, MINUTE, 70, T0)).allowed, true);
+      assert.equal((await l.admit([{ kind: 'rate', key: 'od4', limit: 100, windowMs: MINUTE, cost: 1000, need: 30 }], 'me', T0)).admitted, true);
+      assert.equal((await l.consume('od5', 100, MINUTE, 71, T0)).allowed, true);
+      const short = await l.admit([{ kind: 'rate', key: 'od5', limit: 100, windowMs: MINUTE, cost: 1000, need: 30 }], 'me', T0);
+      assert.deepEqual(short.outcomes[0], { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 42_600, retryAfterMs: 600 } });
+      // A need above the limit can never pass (oversized), and a need above the cost is a bug.
+      const never = await l.admit([{ kind: 'rate', key: 'od6', limit: 100, windowMs: MINUTE, cost: 200, need: 101 }], 'me', T0);
+      assert.equal(never.admitted, false);
+      await assert.rejects(l.admit([{ kind: 'rate', key: 'od7', limit: 100, windowMs: MINUTE, cost: 5, need: 6 }], 'me', T0), RangeError);
+    });
+
     test('settle: corrects rate limits and releases this token\'s slots in one step', async () => {
       const l = limiter();
       const limits = [

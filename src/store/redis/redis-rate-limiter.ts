@@ -17,7 +17,8 @@ import type { RedisClient } from './connect.js';
 
 /**
  * KEYS: one per limit. ARGV[1] now, then four per limit i at 4i-2 .. 4i+1:
- *   rate:        'r' (or 'o' when oversized: read, never allowed), charge ms, tau ms, ''
+ *   rate:        'r' (or 'o' when oversized: read, never allowed), charge ms, tau ms, need ms (the shift that
+ *                must fit; see rateStepInputs)
  *   concurrency: 'c', max, lease end ms, the holder's token
  * Returns {admitted 0|1, then per limit: allowed 0|1, a, b} with a, b = TAT, requested TAT (rate) or
  * in-flight count, 0 (concurrency). Writes happen only when every limit allowed. Several slots of one key (one
@@ -48,13 +49,12 @@ for i = 1, #KEYS do
     out[#out + 1] = 0
   else
     local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
-    local requested = tat + a
-    if kind == 'r' and requested - now <= b then
-      out[#out + 1] = 1; out[#out + 1] = requested
+    local need = tonumber(ARGV[4 * i + 1])
+    if kind == 'r' and tat + need - now <= b then
+      out[#out + 1] = 1; out[#out + 1] = tat + a; out[#out + 1] = tat + a
     else
-      out[#out + 1] = 0; out[#out + 1] = tat; out[1] = 0
+      out[#out + 1] = 0; out[#out + 1] = tat; out[#out + 1] = tat + need; out[1] = 0
     end
-    out[#out + 1] = requested
   end
 end
 if out[1] == 1 then
@@ -140,9 +140,9 @@ export class RedisRateLimiter extends LimitStoreBase {
     const args: Array<string | number> = [now];
     for (const limit of limits) {
       if (limit.kind === 'rate') {
-        const { charge, tau, oversized } = rateStepInputs(limit);
+        const { charge, need, tau, oversized } = rateStepInputs(limit);
         keys.push(this.rateKey(limit.key));
-        args.push(oversized ? 'o' : 'r', charge, tau, '');
+        args.push(oversized ? 'o' : 'r', charge, tau, need);
       } else {
         keys.push(this.leaseKey(limit.key));
         args.push('c', limit.max, now + Math.ceil(limit.leaseMs), limit.token ?? token);

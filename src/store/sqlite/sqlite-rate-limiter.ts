@@ -76,10 +76,10 @@ export class SqliteRateLimiter extends LimitStoreBase {
     let admitted = true;
     for (const limit of limits) {
       if (limit.kind === 'rate') {
-        const { charge, tau, oversized } = rateStepInputs(limit);
+        const { charge, need, tau, oversized } = rateStepInputs(limit);
         const tat = Math.max(this.readTat.get(limit.key)?.tat_ms ?? now, now);
-        const requestedTat = tat + charge;
-        const allowed = !oversized && requestedTat - now <= tau;
+        const allowed = !oversized && tat + need - now <= tau;
+        const requestedTat = tat + (allowed ? charge : need);
         outcomes.push(rateOutcome(limit, { allowed, tat: allowed ? requestedTat : tat, requestedTat }, now));
         // The row is pointless once its TAT has passed: it expires then.
         if (allowed && requestedTat > now) writes.push(() => this.writeTat.run(limit.key, requestedTat, requestedTat));

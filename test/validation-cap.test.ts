@@ -1,0 +1,48 @@
+/** A 400 names at most 50 problems (docs/errors.md) and says how many it left out, whichever check found them. */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+
+describe('validation_failed is capped at 50 problems', () => {
+  let mock: MockUpstream;
+  let gw: TestGateway;
+  before(async () => {
+    mock = await startMockUpstream();
+    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, BODY_LIMIT_BYTES: String(8 * 1024 * 1024) } });
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+
+  const many = 40_000;
+  const cases = [
+    // Valid for the schema, wrong for the conversation rules (chat-rules.ts): tool results for calls never made.
+    { name: 'conversation rules', message: { role: 'tool', tool_call_id: 'call_never_made', content: 'r' }, field: 'tool_call_id' },
+    // Wrong for the schema (Ajv, with allErrors).
+    { name: 'the schema', message: { role: 'wizard', content: 'x' }, field: 'role' },
+  ];
+  for (const c of cases) {
+    test(`${many} bad messages for ${c.name}: 50 problems, errors_omitted counts the rest, a small body`, async () => {
+      const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }, ...Array.from({ length: many }, () => c.message)] });
+      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.code, 'validation_failed');
+      const errors = answer.json.details?.errors as Array<{ field: string }>;
+      assert.equal(errors.length, 50);
+      assert.equal(errors[0]?.field, `messages[1].${c.field}`);
+      assert.equal(answer.json.details?.errors_omitted, many - 50);
+      assert.ok(answer.text.length < 20_000, `${answer.text.length} bytes`);
+      assert.equal(mock.chatRequests().length, 0);
+    });
+  }
+
+  test('under the cap, nothing is said about omissions', async () => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'nope', content: 'r' }] });
+    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+    assert.equal(answer.status, 400);
+    assert.deepEqual(Object.keys(answer.json.details ?? {}), ['errors']);
+  });
+});

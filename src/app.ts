@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { UpstreamPauses } from './core/upstream-pauses.js';
 import { CircuitBreakers } from './core/circuit-breaker.js';
+import { capacitiesOf } from './core/upstream-capacity.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
 import { LeasedLimits } from './core/leased-limits.js';
 import { ChatService } from './core/chat-service.js';
@@ -194,6 +195,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       }
     },
   });
+  const capacity = capacitiesOf(config.upstreams);
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   const defaultProbe = probes.find((p) => p.provider.name === config.defaultUpstream);
   const health = new HealthService({
@@ -205,12 +207,13 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     limits: limits.enabled ? { kind: deps.limiter?.kind ?? 'unknown', isHealthy: () => limitStore.healthy } : undefined,
     circuits: () => breakers.snapshot(),
     pauses: () => pauses.active(),
+    loads: () => capacity.loads(),
   });
   const catalog = new ModelCatalog(config, defaultProbe, providers.builtins);
   // Every upstream attempt is counted and every failed one logged, so a fallback that answers cannot hide a
   // primary that fails (metrics and the dashboard read the same tallies).
   const attempts = new UpstreamAttemptStats();
-  const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers, observer: attemptObserver(attempts, app.log) });
+  const chatService = new ChatService({ router: new ModelRouter(config, providers), limits, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
   const tracing = await startTracing(config, app);
   if (tracing) apiObservers.push((request, status, latencyMs) => tracing.end(request, status, latencyMs));
   const chatHandler = makeChatHandler(
@@ -233,6 +236,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     const metrics = new GatewayMetrics({
       circuits: () => breakers.snapshot(),
       pauses: () => pauses.active(),
+      loads: () => capacity.loads(),
       attempts,
       ...(outbox && config.webhooks.subscriptions.length > 0
         ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }

@@ -10,6 +10,8 @@ import { runPrimary } from './process/primary.js';
 import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { listenFailure } from './process/listen-failure.js';
 import { unsupportedNode } from './process/node-version.js';
+import { judgeFileLimit, readOpenFileLimit } from './process/file-limit.js';
+import { callBound } from './core/upstream-capacity.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './observability/logger.js';
 import { openUsageStore } from './store/open-usage-store.js';
@@ -36,6 +38,8 @@ export async function main(): Promise<void> {
   // Log lines are batched for speed; flush at least every second so a quiet gateway's log is never stale.
   const flushLogs = setInterval(() => logger.flush(), 1000);
   flushLogs.unref();
+  // Workers inherit the primary's limit: told once, by the primary or the single process.
+  if (cluster.isPrimary) reportFileLimit(config, logger);
   if (config.workers > 1 && cluster.isPrimary) {
     // Migrations run once here, before the workers open the file.
     await (await openSqliteStore(config.dataDir)).close();
@@ -121,6 +125,16 @@ async function runServer(config: GatewayConfig, logger: Logger, version: string)
   });
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+}
+
+/** The descriptor limit and the streams it allows per process; a warning when that is fewer than configured. */
+function reportFileLimit(config: GatewayConfig, logger: Logger): void {
+  const limit = readOpenFileLimit();
+  if (!limit) return;
+  const verdict = judgeFileLimit(limit, config.upstreams.map(callBound));
+  const fields = { open_files_soft: limit.soft, open_files_hard: limit.hard, streams_per_process: verdict.streams };
+  if (verdict.warning) logger.warn(fields, verdict.warning);
+  else logger.info(fields, 'open-file limit');
 }
 
 function printDevTokenHint(config: GatewayConfig, port: number): void {

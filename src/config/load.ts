@@ -4,7 +4,7 @@ import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
 import type { z } from 'zod';
-import { configFileSchema, DEFAULT_MAX_REPLAY_BYTES, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import { configFileSchema, DEFAULT_MAX_REPLAY_BYTES, DEFAULT_QUEUE_TIMEOUT_MS, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
 import type { BasicUser, GatewayConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../webhooks/address-guard.js';
 import type { OAuthConfig } from '../auth/oauth.js';
@@ -252,6 +252,8 @@ function toUpstream(
     baseUrl: (baseUrl ?? 'http://invalid').replace(/\/+$/, ''),
     apiKey,
     maxConnections: entry.max_connections,
+    maxConcurrent: entry.max_concurrent,
+    queueTimeoutMs: entry.queue_timeout_ms,
     timeouts: mergeTimeouts(defaults, entry.timeouts),
     healthCheck: entry.health_check,
     defaultMaxTokens: entry.default_max_tokens,
@@ -299,7 +301,9 @@ function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeout
     streamUsage: preset?.streamUsage ?? 'off',
     baseUrl: baseUrl.replace(/\/+$/, ''),
     apiKey: env.UPSTREAM_API_KEY || undefined,
-    maxConnections: 128,
+    maxConnections: undefined,
+    maxConcurrent: parseIntEnv(env, 'UPSTREAM_MAX_CONCURRENT', problems, 1, 1_000_000),
+    queueTimeoutMs: parseIntEnv(env, 'UPSTREAM_QUEUE_TIMEOUT_MS', problems, 0, 60_000) ?? DEFAULT_QUEUE_TIMEOUT_MS,
     timeouts,
     healthCheck: 'models',
     defaultMaxTokens: 4096,

@@ -12,6 +12,9 @@ export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 /** idempotency.max_replay_bytes: 8 MiB, a quarter of the 32 MiB cap on an upstream's JSON answer. */
 export const DEFAULT_MAX_REPLAY_BYTES = 8 * 1024 * 1024;
 
+/** queue_timeout_ms: a call under a full upstream bound waits this long for a slot, then gets 503 upstream_busy. */
+export const DEFAULT_QUEUE_TIMEOUT_MS = 1_000;
+
 const positiveMs = z.number().int().positive();
 
 export const timeoutsSchema = z
@@ -46,7 +49,15 @@ export const upstreamSchema = z
     api_key: z
       .never({ error: 'secrets do not belong in the config file: use api_key_env or api_key_file' })
       .optional(),
-    max_connections: z.number().int().min(1).max(4096).default(128),
+    /**
+     * Keep-alive connections to this upstream (per process), at most; one call uses one. Unset: no bound (as many
+     * as the machine holds). Set, it also bounds the calls in flight, like `max_concurrent`.
+     */
+    max_connections: z.number().int().min(1).max(1_000_000).optional(),
+    /** Calls in flight to this upstream at once (per process); past it a call waits up to `queue_timeout_ms`. */
+    max_concurrent: z.number().int().min(1).max(1_000_000).optional(),
+    /** How long a call waits for a slot under a bound before `503 upstream_busy`; 0 refuses at once. */
+    queue_timeout_ms: z.number().int().min(0).max(60_000).default(DEFAULT_QUEUE_TIMEOUT_MS),
     /** Allow a plain http:// base_url to a host that is not loopback (a trusted private network). */
     allow_insecure_http: z.boolean().default(false),
     timeouts: timeoutsSchema.default({}),

@@ -30,7 +30,12 @@ export interface UpstreamConfig {
   baseUrl: string;
   /** Resolved secret; never logged (the logger also scrubs its value). */
   apiKey: string | undefined;
-  maxConnections: number;
+  /** Keep-alive connections per process, at most; undefined: no bound. */
+  maxConnections: number | undefined;
+  /** Calls in flight per process, at most; undefined: no bound. */
+  maxConcurrent: number | undefined;
+  /** Longest wait for a slot when a bound is reached, before `503 upstream_busy`. */
+  queueTimeoutMs: number;
   timeouts: Timeouts;
   healthCheck: 'models' | 'none';
   /** Anthropic only: `max_tokens` when the caller gives none. */

@@ -25,7 +25,7 @@ export interface AttemptReport {
 }
 
 /** Why a call left a target for the next one. */
-export type FailoverReason = 'failed' | 'circuit_open' | 'paused';
+export type FailoverReason = 'failed' | 'circuit_open' | 'paused' | 'busy';
 
 export interface AttemptObserver {
   /** Once per attempt, when its outcome is known (a stream's when it ends). */

@@ -10,6 +10,7 @@ import { estimateTokens, type Admission, type RateLimitService } from './rate-li
 import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
 import type { AttemptObserver } from './attempt-observer.js';
+import type { UpstreamCapacities } from './upstream-capacity.js';
 import { TargetRunner } from './try-targets.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 
@@ -63,6 +64,8 @@ export interface ChatServiceOptions {
   breakers: CircuitBreakers;
   /** Told of every upstream attempt and every move to the next target (metrics, the log, the dashboard). */
   observer?: AttemptObserver;
+  /** Calls in flight per upstream and their configured bounds (503 `upstream_busy` past them). */
+  capacity?: UpstreamCapacities;
   random?: () => number;
 }
 
@@ -78,7 +81,13 @@ export class ChatService {
 
   constructor(private readonly options: ChatServiceOptions) {
     this.random = options.random ?? Math.random;
-    this.targets = new TargetRunner({ pauses: options.pauses, breakers: options.breakers, random: this.random, ...(options.observer ? { observer: options.observer } : {}) });
+    this.targets = new TargetRunner({
+      pauses: options.pauses,
+      breakers: options.breakers,
+      random: this.random,
+      ...(options.observer ? { observer: options.observer } : {}),
+      ...(options.capacity ? { capacity: options.capacity } : {}),
+    });
   }
 
   async complete(original: ChatRequestBody, originalCall: ChatCall): Promise<CompletedChat> {

@@ -1,6 +1,7 @@
 import type { StoreLifecycle } from '../store/contract.js';
 import type { UpstreamProbe } from './upstream-probe.js';
 import type { ActivePause } from './upstream-pauses.js';
+import type { CapacityLoad } from './upstream-capacity.js';
 
 export interface UpstreamCheck {
   status: 'ok' | 'fail' | 'skipped';
@@ -14,6 +15,11 @@ export interface UpstreamCheck {
    * own X-Upstream-Key, `keys` of them). A pause holds one model, so it does not make the upstream unhealthy.
    */
   paused?: Array<{ upstream_model: string; key: 'configured' | 'caller'; keys: number; paused_until: string; retry_after_seconds: number }>;
+  /**
+   * Calls to this upstream in flight and waiting for a slot in the process that answered (with WORKERS > 1, one
+   * worker's share; /metrics adds them up), and its bound (`max_concurrent` / `max_connections`) when one is set.
+   */
+  load?: { in_flight: number; queued: number; max_concurrent?: number };
 }
 
 export interface HealthReport {
@@ -43,6 +49,8 @@ export interface HealthServiceOptions {
   circuits?: () => Record<string, 'open' | 'half_open' | 'closed'>;
   /** Pauses in force (shared by every instance through the pause store). */
   pauses?: () => Promise<ActivePause[]>;
+  /** Calls in flight and queued per upstream, in this process. */
+  loads?: () => Array<[string, CapacityLoad]>;
 }
 
 /**
@@ -58,8 +66,11 @@ export class HealthService {
   async report(): Promise<HealthReport> {
     const [store, upstreamEntries, pauses] = await Promise.all([this.checkStore(), this.checkUpstreams(), this.options.pauses?.() ?? []]);
     const circuits = this.options.circuits?.() ?? {};
+    const loads = new Map(this.options.loads?.() ?? []);
     const nowMs = Date.now();
     for (const [name, check] of upstreamEntries) {
+      const load = loads.get(name);
+      if (load) check.load = { in_flight: load.inFlight, queued: load.queued, ...(load.bound === undefined ? {} : { max_concurrent: load.bound }) };
       const circuit = circuits[name];
       if (circuit === 'open' || circuit === 'half_open') check.circuit = circuit;
       const paused = pauses.filter((p) => p.upstream === name && p.untilMs > nowMs);

@@ -10,6 +10,7 @@ import { pauseScopeName } from './pause-scope.js';
 import { isRetryable, retryDelayMs } from './retry-policy.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
+import type { UpstreamCapacities, UpstreamCapacity } from './upstream-capacity.js';
 
 /** Lease margin beyond an attempt's budget before a half-open probe's slot frees itself. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
@@ -41,6 +42,8 @@ export interface TargetRunnerOptions {
   pauses: UpstreamPauses;
   breakers: CircuitBreakers;
   observer?: AttemptObserver;
+  /** Calls in flight per upstream, and the configured bounds (max_concurrent, max_connections). */
+  capacity?: UpstreamCapacities;
   random: () => number;
 }
 
@@ -118,22 +121,35 @@ export class TargetRunner {
       return 'circuit_open';
     }
     let handedOff = false;
+    const capacity = this.options.capacity?.of(target.upstream);
     try {
       for (let tries = 1; ; tries++) {
         const scope = new CallScope(Math.max(1, Math.min(target.totalTimeoutMs, run.deadline - Date.now())), target.upstream);
         call.client?.follow(scope);
         const trace = call.trace?.attempt(target.upstream, target.provider.kind, target.upstreamModel, tries);
+        const slot = new Slot(capacity);
         try {
           call.onAttempt?.();
+          const waiting = slot.take(scope.signal);
+          if (waiting) await waiting;
           const value = await run.attempt(target, scope, trace);
           handedOff = true;
-          return this.answered(run, target, tries, permit, value, trace, scope);
+          return this.answered(run, target, tries, permit, value, trace, scope, slot);
         } catch (error) {
+          slot.release();
           trace?.failed(error);
           const report = (next: AttemptReport['next']) => this.report(run, target, tries, error, scope, next);
           if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) {
             report('none');
             throw error;
+          }
+          if (isGatewayError(error) && error.code === 'upstream_busy') {
+            // Full here (it waited its queue time already): no retry of this upstream, but the next target may
+            // have room. It says nothing about the upstream's health: the circuit is not told.
+            permit.release();
+            run.lastError = error;
+            report(hasNext && Date.now() < run.deadline ? 'fallback' : 'none');
+            return 'busy';
           }
           settleFailed(permit, error);
           if (!isRetryable(error)) {
@@ -160,8 +176,9 @@ export class TargetRunner {
   }
 
   /** A JSON answer settles its permit and is reported now; a stream's, when it ends (`end`). */
-  private answered<T>(run: Run<T>, target: ChatTarget, tries: number, permit: CircuitPermit, value: T, trace: AttemptTrace | undefined, scope: CallScope): Answered<T> {
+  private answered<T>(run: Run<T>, target: ChatTarget, tries: number, permit: CircuitPermit, value: T, trace: AttemptTrace | undefined, scope: CallScope, slot: Slot): Answered<T> {
     if (run.settle === 'success') {
+      slot.release();
       permit.success();
       this.report(run, target, tries, undefined, scope, 'none');
       return { value, target, trace, end: () => undefined };
@@ -171,6 +188,7 @@ export class TargetRunner {
     const end = (failure: unknown) => {
       if (ended) return;
       ended = true;
+      slot.release();
       // The stream's own outcome: a cut mid-way counts against the upstream like a failed call; a caller who left
       // tells nothing about it.
       if (failure === undefined) permit.success();
@@ -209,6 +227,36 @@ export class TargetRunner {
     await this.options.pauses.record(pauseScope, raw);
     const seconds = String(this.options.pauses.retryAfterSeconds(raw));
     return new GatewayError('upstream_rate_limited', error.details, { headers: { ...error.headers, 'retry-after': seconds }, cause: error.cause });
+  }
+}
+
+/**
+ * One try's place in its upstream's capacity (src/core/upstream-capacity.ts): taken before the request exists,
+ * so time spent waiting never counts against the first-byte timeout; given back exactly once, when a JSON answer
+ * has been read, when a stream ends, or when the try fails.
+ */
+class Slot {
+  private held = false;
+
+  constructor(private readonly capacity: UpstreamCapacity | undefined) {}
+
+  /** Undefined when a slot was free (the common case, with no promise to await), else the wait for one. */
+  take(signal: AbortSignal): Promise<void> | undefined {
+    const capacity = this.capacity;
+    if (!capacity) return undefined;
+    if (capacity.tryAcquire()) {
+      this.held = true;
+      return undefined;
+    }
+    return capacity.wait(signal).then(() => {
+      this.held = true;
+    });
+  }
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.capacity?.release();
   }
 }
 

@@ -107,6 +107,11 @@ export const ERROR_CODES = {
     status: 503,
     message: 'Every upstream of this model failed repeatedly and is skipped for now (circuit open); retry after Retry-After.',
   },
+  upstream_busy: {
+    status: 503,
+    message:
+      "The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.",
+  },
   upstream_auth_failed: {
     status: 502,
     message: "The upstream provider refused the gateway's configured credential; the operator must fix it.",

@@ -7,6 +7,7 @@ import { upstreamOf } from '../http/request-state.js';
 import type { FastifyRequest } from 'fastify';
 import type { CircuitState } from '../core/circuit-breaker.js';
 import type { ActivePause } from '../core/upstream-pauses.js';
+import type { CapacityLoad } from '../core/upstream-capacity.js';
 
 interface Series {
   request(status: number, code: string): { inc(by?: number): void };
@@ -27,6 +28,8 @@ export interface MetricsSources {
   attempts?: UpstreamAttemptStats;
   /** Upstream pauses in force (read from the shared pause store). */
   pauses?: () => Promise<ActivePause[]>;
+  /** Calls in flight and waiting for a slot per upstream, in this process. */
+  loads?: () => Array<[string, CapacityLoad]>;
   /** Deliveries waiting per webhook subscription (undefined: no webhooks). */
   webhookBacklog?: () => Promise<Record<string, number>>;
 }
@@ -88,6 +91,32 @@ export class GatewayMetrics {
           this.reset();
           const now = Date.now();
           for (const p of await pauses()) if (p.untilMs > now) this.set({ upstream: p.upstream, upstream_model: p.upstreamModel, key: p.key }, p.keys);
+        },
+      });
+    }
+    if (sources.loads) {
+      const loads = sources.loads;
+      // Per process; across workers they add up (`sum`): the instance's calls in flight, its queue.
+      new Gauge({
+        name: 'llmgw_upstream_in_flight',
+        help: 'Calls in flight to each upstream (holding a slot: from the request sent until the answer or stream ended)',
+        labelNames: ['upstream'],
+        registers,
+        aggregator: 'sum',
+        collect() {
+          this.reset();
+          for (const [upstream, load] of loads()) this.set({ upstream }, load.inFlight);
+        },
+      });
+      new Gauge({
+        name: 'llmgw_upstream_queued',
+        help: 'Calls waiting for a slot of an upstream at its bound (max_concurrent / max_connections), at most queue_timeout_ms each',
+        labelNames: ['upstream'],
+        registers,
+        aggregator: 'sum',
+        collect() {
+          this.reset();
+          for (const [upstream, load] of loads()) this.set({ upstream }, load.queued);
         },
       });
     }

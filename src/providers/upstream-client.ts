@@ -11,8 +11,8 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /**
- * The HTTP side every provider shares: one keep-alive undici Pool per upstream with the configured connection
- * bound and timeouts (connect, first byte = headers, idle = body), and the mapping of transport failures and
+ * The HTTP side every provider shares: one keep-alive undici Pool per upstream (no connection bound unless one is
+ * configured) and timeouts (connect, first byte = headers, idle = body), and the mapping of transport failures and
  * non-2xx answers to our error model (the key used for the call scrubbed from whatever the provider says).
  */
 export class UpstreamClient {
@@ -23,7 +23,10 @@ export class UpstreamClient {
     const url = new URL(config.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
-      connections: config.maxConnections,
+      // No bound unless configured: a bounded pool queues the calls past it invisibly, and past the first-byte
+      // timeout they failed as the provider's fault (issue 18). Bounds are enforced in front of the pool, with a
+      // short visible wait and 503 upstream_busy (src/core/upstream-capacity.ts), so this queue stays empty.
+      connections: config.maxConnections ?? null,
       // TLS 1.2 or newer to every https:// upstream (plain http:// only to loopback or hosts the config allows).
       connect: { timeout: config.timeouts.connectMs, minVersion: 'TLSv1.2' },
       headersTimeout: config.timeouts.firstByteMs,

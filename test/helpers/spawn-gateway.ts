@@ -57,6 +57,8 @@ export interface SpawnOptions {
   dataDir?: string;
   /** Port to pass as PORT (default: a free one). */
   port?: number;
+  /** A command the gateway is started under, e.g. `['prlimit', '--nofile=600:600', '--']`. */
+  wrapper?: string[];
 }
 
 const running = new Set<ChildProcess>();
@@ -122,7 +124,8 @@ export async function spawnGateway(options: SpawnOptions = {}): Promise<GatewayP
   const given: Record<string, string | undefined> = { HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...options.env };
   for (const [key, value] of Object.entries(given)) if (value !== undefined) env[key] = value;
 
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const command = [...(options.wrapper ?? []), process.execPath, '--import', 'tsx', 'src/main.ts'];
+  const child = spawn(command[0] as string, command.slice(1), {
     cwd: PROJECT_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

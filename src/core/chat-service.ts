@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamBatch, Usage } from '../providers/contract.js';
 import { costUsd } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
@@ -46,9 +46,10 @@ export interface CompletedChat {
 export interface StartedStream {
   upstream: string;
   scope: CallScope;
-  /** The first chunk, already received: a stream only starts (and counts as started) once one arrived. */
-  first: IteratorResult<StreamChunk>;
-  chunks: AsyncIterator<StreamChunk>;
+  /** The first batch, already received: a stream only starts (and counts as started) once a chunk arrived. */
+  first: IteratorResult<StreamBatch>;
+  /** The batches after it: the chunks of one upstream read each (src/providers/contract.ts). */
+  chunks: AsyncIterator<StreamBatch>;
   headers: Record<string, string>;
   /** Must be called once when the stream ends, however it ends, with the tokens used if known and its failure if any. */
   finish(usage: Usage | undefined, failure?: unknown): Promise<void>;

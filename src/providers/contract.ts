@@ -72,6 +72,12 @@ export interface StreamChunk {
   json?: string;
 }
 
+/**
+ * The chunks of one upstream read. A burst of events (a fast model, a proxy that buffers) is handed on and
+ * written to the caller as one piece: one generator step and one socket write per read instead of per chunk.
+ */
+export type StreamBatch = readonly StreamChunk[];
+
 export interface CallContext {
   /**
    * The caller's X-Upstream-Key, which replaces the provider's configured key for this call only. Whether the key
@@ -103,11 +109,13 @@ export interface Provider {
   /** Sends a non-streamed chat call; rejects with a GatewayError. */
   chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult>;
   /**
-   * Streams a chat call. Errors before the first chunk reject the first `next()` (the caller can still answer
-   * with a plain JSON error); errors after it are thrown mid-iteration as GatewayErrors. The iteration
-   * completes only on the provider's own end-of-stream marker: a stream cut short is an error, never a quiet end.
+   * Streams a chat call, one batch at a time: the chunks that one read of the upstream's body carried, in order
+   * (never an empty batch). Errors before the first batch reject the first `next()` (the caller can still answer
+   * with a plain JSON error); errors after it are thrown mid-iteration as GatewayErrors, after the batch of the
+   * chunks that came before them in the same read. The iteration completes only on the provider's own
+   * end-of-stream marker: a stream cut short is an error, never a quiet end.
    */
-  streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamChunk>;
+  streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamBatch>;
   /** Lists the upstream's models; used by the models route and as the token-free health check. */
   listModels(signal: AbortSignal): Promise<UpstreamModel[]>;
   /** Whether the health route should probe this provider (a local echo needs no probe). */

@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
 import { discardBody, drainQuietly } from '../response-body.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
@@ -40,7 +40,7 @@ export class AnthropicProvider implements Provider {
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const response = await this.send(body, context);
     expectEventStream(response, this.name, [context.apiKeyOverride, this.config.apiKey]);
     const options = body.stream_options as { include_usage?: unknown } | undefined;
@@ -53,11 +53,19 @@ export class AnthropicProvider implements Provider {
     try {
       for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
         parser.feed(bytes as Buffer);
-        for (const event of pending) {
-          for (const chunk of translator.translate(event)) yield { chunk };
-          if (translator.done) break;
+        const batch: StreamChunk[] = [];
+        let failure: unknown;
+        try {
+          for (const event of pending) {
+            for (const chunk of translator.translate(event)) batch.push({ chunk });
+            if (translator.done) break;
+          }
+        } catch (error) {
+          failure = error; // the chunks before the bad event still go out, then the failure
         }
         pending.length = 0;
+        if (batch.length > 0) yield batch;
+        if (failure !== undefined) throw failure;
         if (translator.done) break;
       }
     } catch (error) {

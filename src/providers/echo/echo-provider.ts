@@ -5,6 +5,7 @@ import type {
   ChatMessage,
   ChatRequestBody,
   Provider,
+  StreamBatch,
   StreamChunk,
   UpstreamModel,
 } from '../contract.js';
@@ -43,18 +44,18 @@ export class EchoProvider implements Provider {
     return Promise.resolve({ body: Buffer.from(JSON.stringify(completion)), usage });
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const content = echoText(body.messages);
     const base = { id: `chatcmpl-echo-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: ECHO_MODEL_ID };
     const chunk = (delta: Record<string, string>, finish: string | null): StreamChunk => ({
       chunk: { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] },
     });
-    yield chunk({ role: 'assistant', content: '' }, null);
+    yield [chunk({ role: 'assistant', content: '' }, null)];
     for (const piece of content.match(/\S+\s*/g) ?? []) {
       if (this.chunkDelayMs > 0) await sleep(this.chunkDelayMs, undefined, { signal: context.signal });
-      yield chunk({ content: piece }, null);
+      yield [chunk({ content: piece }, null)];
     }
-    yield chunk({}, 'stop');
+    yield [chunk({}, 'stop')];
   }
 
   listModels(_signal: AbortSignal): Promise<UpstreamModel[]> {

@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamChunk, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -38,7 +38,7 @@ export class GeminiProvider implements Provider {
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const response = await this.send(body, context, true);
     expectEventStream(response, this.name, this.secrets(context));
     const options = body.stream_options as { include_usage?: unknown } | undefined;
@@ -56,8 +56,16 @@ export class GeminiProvider implements Provider {
     try {
       for await (const bytes of response.body) {
         parser.feed(bytes as Buffer);
-        for (const event of pending) for (const chunk of translator.translate(event.data)) yield { chunk };
+        const batch: StreamChunk[] = [];
+        let failure: unknown;
+        try {
+          for (const event of pending) for (const chunk of translator.translate(event.data)) batch.push({ chunk });
+        } catch (error) {
+          failure = error; // the chunks before the bad event still go out, then the failure
+        }
         pending.length = 0;
+        if (batch.length > 0) yield batch;
+        if (failure !== undefined) throw failure;
       }
       clean = !parser.end();
     } catch (error) {
@@ -72,7 +80,8 @@ export class GeminiProvider implements Provider {
         reason: clean ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
       });
     }
-    for (const chunk of translator.final()) yield { chunk };
+    const last = translator.final().map((chunk) => ({ chunk }));
+    if (last.length > 0) yield last;
   }
 
   /** The keys a call may have sent: whatever the upstream says back is scrubbed of them. */

@@ -7,6 +7,7 @@ import type {
   ChatCompletionResult,
   ChatRequestBody,
   Provider,
+  StreamBatch,
   StreamChunk,
   UpstreamModel,
   Usage,
@@ -50,7 +51,7 @@ export class OpenAiCompatibleProvider implements Provider {
     return { body: bytes, usage: record.usage ?? undefined };
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamChunk> {
+  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     // Usage on every stream (limits, cost): asked for on the caller's behalf, and its chunk kept from a caller
     // that did not ask for it.
     const options = body.stream_options as { include_usage?: unknown } | undefined;
@@ -77,17 +78,25 @@ export class OpenAiCompatibleProvider implements Provider {
       // destroyOnReturn: false keeps the socket when we stop at [DONE], so the keep-alive connection is reused.
       for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
         parser.feed(bytes as Buffer);
-        for (const event of pending) {
-          if (event.data === '[DONE]') {
-            finished = true;
-            break;
+        const batch: StreamChunk[] = [];
+        let failure: unknown;
+        try {
+          for (const event of pending) {
+            if (event.data === '[DONE]') {
+              finished = true;
+              break;
+            }
+            const chunk = decodeChunkEvent(event, this.name, secrets);
+            if (!chunk) continue;
+            if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
+            batch.push(chunk);
           }
-          const chunk = decodeChunkEvent(event, this.name, secrets);
-          if (!chunk) continue;
-          if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
-          yield chunk;
+        } catch (error) {
+          failure = error; // the chunks before the bad frame still go out, then the failure
         }
         pending.length = 0;
+        if (batch.length > 0) yield batch;
+        if (failure !== undefined) throw failure;
         if (finished) break;
       }
     } catch (error) {

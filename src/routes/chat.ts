@@ -115,7 +115,9 @@ async function* sseFrames(
   try {
     let next = first;
     while (next.done !== true) {
-      // One upstream read's chunks leave as one write: 100 chunks that arrived together measured 1.5k -> N streams/s.
+      // One upstream read's chunks leave as one write. In the bench's 100-chunk burst the batches held ~100 chunks
+      // (one write per stream instead of 101); streams/s barely moved there: reading and checking each chunk, not
+      // writing, is what a chunk costs (docs/benchmarks.md, issue 18).
       let frames = '';
       for (const item of next.value) {
         usage = item.chunk.usage ?? usage;

@@ -25,7 +25,7 @@ const expectedAuth = `Bearer ${adminToken}`;
 const upstreamAuth = `Bearer ${process.env.UPSTREAM_API_KEY ?? ''}`;
 
 const pool = new Pool(upstreamOrigin(), {
-  connections: 128,
+  connections: null, // no bound, like the gateway's default (the streams bench holds thousands at once)
   pipelining: 1,
   keepAliveTimeout: 60_000,
 });

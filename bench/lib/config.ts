@@ -14,6 +14,8 @@ export interface TargetSpec {
   onlyWhenNamed?: boolean;
   /** Command line that starts this gateway instead of BENCH_GATEWAY_CMD / dist/main.js (A/B of two builds). */
   command?: string;
+  /** Cores the server process may use (taskset list, e.g. `0,1` for WORKERS=2); default the server core. */
+  cores?: string;
   /** A config file written for this run (it may name the mock's address), passed as GATEWAY_CONFIG. */
   configText?: (upstreamOrigin: string) => string;
 }

@@ -28,8 +28,8 @@ export function pinSelf(core: number): boolean {
 const children = new Set<ChildProcess>();
 
 export interface SpawnSpec {
-  /** Core to pin to (ignored when taskset is missing). */
-  core: number;
+  /** Core (or taskset core list, e.g. `0,1`) to pin to (ignored when taskset is missing). */
+  core: number | string;
   cmd: string;
   args: readonly string[];
   env?: NodeJS.ProcessEnv;

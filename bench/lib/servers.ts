@@ -15,7 +15,7 @@ export interface RunningServer {
 }
 
 /** Only what a Node process needs; the caller's shell env must not change the result. */
-function baseEnv(): Record<string, string> {
+export function baseEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ']) {
     const v = process.env[k];
@@ -24,13 +24,13 @@ function baseEnv(): Record<string, string> {
   return env;
 }
 
-export async function startMockUpstream(): Promise<{ child: ChildProcess; origin: string }> {
+export async function startMockUpstream(script = 'bench/mock-upstream.ts', env: Record<string, string> = {}): Promise<{ child: ChildProcess; origin: string }> {
   const child = spawnPinned({
     core: LOAD_CORE,
     cmd: process.execPath,
-    args: ['--import', 'tsx', path.join(ROOT, 'bench/mock-upstream.ts')],
+    args: ['--import', 'tsx', path.join(ROOT, script)],
     cwd: ROOT,
-    env: { ...baseEnv(), PORT: '0', BENCH_EXIT_WITH_PARENT: '1' },
+    env: { ...baseEnv(), PORT: '0', BENCH_EXIT_WITH_PARENT: '1', ...env },
   });
   const port = await waitForListening(child, 'mock upstream');
   return { child, origin: `http://127.0.0.1:${port}` };
@@ -38,7 +38,7 @@ export async function startMockUpstream(): Promise<{ child: ChildProcess; origin
 
 async function startPassthrough(spec: TargetSpec, upstreamOrigin: string): Promise<RunningServer> {
   const child = spawnPinned({
-    core: SERVER_CORE,
+    core: spec.cores ?? SERVER_CORE,
     cmd: process.execPath,
     args: ['--import', 'tsx', path.join(ROOT, 'bench/passthrough.ts')],
     cwd: ROOT,
@@ -85,14 +85,15 @@ async function startGateway(spec: TargetSpec, upstreamOrigin: string, workDir: s
   const [cmd, args] = gatewayCommand(spec);
   const configEnv: Record<string, string> = {};
   if (spec.configText) {
-    const configPath = path.join(workDir, 'gateway.json');
+    // YAML is a superset of JSON: the .yaml name takes either.
+    const configPath = path.join(workDir, 'gateway.yaml');
     writeFileSync(configPath, spec.configText(upstreamOrigin));
     configEnv.GATEWAY_CONFIG = configPath;
   }
   let child: ChildProcess;
   try {
     child = spawnPinned({
-      core: SERVER_CORE,
+      core: spec.cores ?? SERVER_CORE,
       cmd,
       args,
       cwd: ROOT,

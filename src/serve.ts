@@ -1,0 +1,90 @@
+import cluster from 'node:cluster';
+import { buildApp } from './app.js';
+import type { GatewayConfig } from './config/types.js';
+import type { Logger } from './observability/logger.js';
+import { EXIT_CANNOT_START } from './process/exit-codes.js';
+import { printDevTokenHint } from './process/dev-token-hint.js';
+import { listenFailure } from './process/listen-failure.js';
+import { openStateStores } from './store/open-state-stores.js';
+import { openUsageStore } from './store/open-usage-store.js';
+import { openSqliteStore } from './store/sqlite/sqlite-store.js';
+
+/** One serving process (the single process, or a cluster worker): open the stores, build the app, listen, drain. */
+export async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
+  const store = await openSqliteStore(config.dataDir);
+  const state = await openStateStores(config, store);
+  const usage = await openUsageStore(config, store);
+  const { app, beginShutdown, reloadCertificate } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys, ...(usage ? { usage: usage.store } : {}) });
+  try {
+    // A burst of thousands of callers connecting at once overflows Node's default accept queue (511): the
+    // kernel's somaxconn caps whatever is asked here (4096 on current Linux).
+    await app.listen({ host: config.host, port: config.port, backlog: 4096 });
+  } catch (error) {
+    const reason = listenFailure(error, config.host, config.port);
+    if (reason === undefined) throw error;
+    // The address cannot be had: say so plainly and exit with the code that tells a cluster primary (and a
+    // supervisor such as systemd's RestartPreventExitStatus) that starting again would fail the same way.
+    logger.fatal({ host: config.host, port: config.port, code: (error as { code?: string }).code }, reason);
+    logger.flush();
+    process.stderr.write(`gateway: ${reason}\n`);
+    process.exit(EXIT_CANNOT_START);
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+
+  logger.info(
+    {
+      environment: config.environment,
+      version,
+      // Which runtime: `npm start` runs the project's own Node (node_modules/.bin), not necessarily the PATH's.
+      node: process.version,
+      host: config.host,
+      port,
+      upstreams: config.upstreams.map((u) => u.name),
+      store: store.kind,
+      rate_limits: config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? state.limiter?.kind : 'off (scoped keys may carry their own)',
+      usage: usage?.kind ?? 'off',
+      idempotency: state.idempotency.kind,
+      pid: process.pid,
+    },
+    'gateway started',
+  );
+  if (!cluster.isWorker) printDevTokenHint(config, port);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    beginShutdown();
+    logger.info({ signal, grace_ms: config.shutdownGraceMs }, 'draining: no new connections, finishing in-flight requests');
+    const force = setTimeout(() => {
+      logger.warn('grace period over: closing the remaining connections');
+      app.server.closeAllConnections();
+    }, config.shutdownGraceMs);
+    force.unref();
+    app
+      .close()
+      .then(() => state.close())
+      .then(() => usage?.close())
+      .then(() => store.close())
+      .then(() => {
+        clearTimeout(force);
+        logger.info('stopped');
+        logger.flush();
+        process.exitCode = 0;
+        // A cluster worker's IPC channel would keep it alive: let go of it so the process ends like a single one.
+        cluster.worker?.disconnect();
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        logger.flush();
+        process.exit(1);
+      });
+  };
+  process.on('SIGHUP', () => {
+    if (!reloadCertificate()) logger.info('SIGHUP: no TLS certificate to reload');
+  });
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+

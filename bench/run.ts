@@ -19,6 +19,7 @@ import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
 import { geometricMeanInterval, pct } from './lib/stats.js';
 
 import { ALL_TARGETS } from './lib/targets.js';
+import { runStreamsSection } from './lib/streams.js';
 import type { TargetSpec } from './lib/config.js';
 
 /** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
@@ -164,6 +165,25 @@ async function main(): Promise<number> {
   }
   await stopChild(upstream.child);
 
+  // N concurrent slow streams, passthrough and gateway (bench/lib/streams.ts); BENCH_STREAMS=0 skips it.
+  let streams: string | undefined;
+  if (S.streams > 0) {
+    try {
+      const section = await runStreamsSection({
+        streams: S.streams,
+        chunks: S.streamChunks,
+        intervalMs: S.streamIntervalMs,
+        workers: 1,
+        targets: targets.some((t) => t.kind === 'gateway') ? ['passthrough', 'gateway'] : ['passthrough'],
+        workDir: tmp,
+      });
+      streams = section.markdown;
+      if (section.failed) results[0]?.problems.push('streams: some streams were lost (see the streams table)');
+    } catch (error) {
+      results[0]?.problems.push(`streams: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   const refProblems =
     (reference.latency ? reference.latency.bad + reference.latency.errors : 0) +
     (reference.stream ? reference.stream.bad + reference.stream.errors : 0);
@@ -187,6 +207,7 @@ async function main(): Promise<number> {
     '',
     ...(paired ? ['## Throughput ratios within each round', '', paired, ''] : []),
     ...(cost ? ['## What usage records and metrics cost', '', cost, ''] : []),
+    ...(streams ? ['## Concurrent slow streams', '', streams, '', 'More streams, workers, a config: `npm run bench:streams -- --streams 10000 --workers 2` (bench/README.md).', ''] : []),
     '## CPU during the throughput run (% of one core)',
     '',
     'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',
@@ -226,7 +247,8 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 // Hard upper bound on the whole run, whatever hangs.
 const perPassSec = S.warmupSeconds + S.seconds + 90;
 const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 30 * S.pairCopies + 30);
-const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + costSec + 60;
+const streamsSec = S.streams > 0 ? 2 * (3 * (S.streamChunks * S.streamIntervalMs) / 1_000 + 90) : 0;
+const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + costSec + streamsSec + 60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);
   killAllSync();

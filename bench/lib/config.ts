@@ -60,6 +60,10 @@ export const S = {
   latencyWarmup: intEnv('BENCH_LATENCY_WARMUP', 300, 0, 100_000),
   streamRequests: intEnv('BENCH_STREAM_REQUESTS', 500, 10, 100_000),
   streamWarmup: intEnv('BENCH_STREAM_WARMUP', 50, 0, 10_000),
+  /** The streams section of `npm run bench`: concurrent slow streams (0 skips it), their chunks and spacing. */
+  streams: intEnv('BENCH_STREAMS', 2_000, 0, 1_000_000),
+  streamChunks: intEnv('BENCH_STREAM_CHUNKS', 20, 1, 10_000),
+  streamIntervalMs: intEnv('BENCH_STREAM_INTERVAL_MS', 250, 1, 60_000),
   gatewayCmd: process.env.BENCH_GATEWAY_CMD?.trim() ?? '',
   keepTmp: process.env.BENCH_KEEP_TMP === '1',
 };

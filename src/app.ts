@@ -11,7 +11,7 @@ import { ModelCatalog } from './core/model-catalog.js';
 import { ModelRouter } from './core/model-router.js';
 import { UpstreamProbe } from './core/upstream-probe.js';
 import { RateLimitService } from './core/rate-limit-service.js';
-import { AdminAuthenticator } from './http/admin-auth.js';
+import { AdminAuthenticator } from './auth/admin-auth.js';
 import { Authenticator } from './auth/authenticator.js';
 import { OAuthVerifier } from './auth/oauth.js';
 import type { Server as TlsServer } from 'node:tls';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLogger } from '../src/observability/logger.js';
 import { lazyChildLogger } from '../src/observability/request-logger.js';
-import { redactUrl, scrubText } from '../src/observability/redact.js';
+import { redactUrl, scrubText } from '../src/secrets/redact.js';
 
 function capture(secrets: string[] = [], level = 'info') {
   const lines: string[] = [];

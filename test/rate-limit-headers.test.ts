@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bindingLimit, rateLimitHeaders, type AppliedLimit } from '../src/http/rate-limit-headers.js';
+import { bindingLimit, rateLimitHeaders, type AppliedLimit } from '../src/core/rate-limit-headers.js';
 
 const limit = (name: string, l: number, remaining: number, extra: Partial<AppliedLimit['decision']> = {}, windowMs = 60_000): AppliedLimit => ({
   name,

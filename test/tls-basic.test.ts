@@ -15,7 +15,7 @@ import { Agent } from 'undici';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
-import { hashPassword } from '../src/auth/password.js';
+import { hashPassword } from '../src/secrets/password.js';
 import { CHAT_PATH as PROCESS_CHAT_PATH, bearer, httpCall, killAllGateways, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';
 
 const PASSWORD = 'correct horse battery staple';

@@ -2,27 +2,14 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { GatewayEnvironment } from '../config/schema.js';
 import type { BasicUser, LimitSet } from '../config/types.js';
 import type { Budget } from '../core/rate-limit-service.js';
-import { verifyPassword } from './password.js';
+import { verifyPassword } from '../secrets/password.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { bearerToken, type AdminAuthenticator } from '../http/admin-auth.js';
+import { bearerToken, type AdminAuthenticator } from './admin-auth.js';
 import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
 import { hashApiKey, looksLikeApiKey, parseApiKey } from './api-key.js';
 import { looksLikeJwt, type OAuthVerifier } from './oauth.js';
+import { ADMIN, type Principal } from './principal.js';
 
-/** Who is calling and what they may do. `undefined` rights mean "everything" (the admin token). */
-export interface Principal {
-  /** The id limits, idempotency and events are kept under: `admin`, or `key:<key id>`. */
-  caller: string;
-  kind: 'admin' | 'key' | 'oauth' | 'basic';
-  routes?: ReadonlySet<string>;
-  models?: ReadonlySet<string>;
-  /** The key's own per-caller limits (replacing the configured ones). */
-  limits?: LimitSet;
-  /** Tokens and/or cost per rolling period. */
-  budget?: Budget;
-}
-
-export const ADMIN: Principal = { caller: 'admin', kind: 'admin' };
 
 const MAX_CACHED_KEYS = 10_000;
 const BASIC_CACHE_MS = 5 * 60_000;
@@ -169,10 +156,4 @@ function budgetOf(budget: NonNullable<ApiKeyRecord['budget']>): Budget {
     ...(budget.tokens !== undefined ? { tokens: { limit: budget.tokens, windowMs } } : {}),
     ...(budget.cost_usd !== undefined ? { costMicros: { limit: Math.round(budget.cost_usd * 1e6), windowMs } } : {}),
   };
-}
-
-
-/** A model id the principal may call (the id it used, or the model an alias stands for). */
-export function modelAllowed(principal: Principal, ...ids: ReadonlyArray<string | undefined>): boolean {
-  return principal.models === undefined || ids.some((id) => id !== undefined && principal.models?.has(id) === true);
 }

@@ -1,19 +1,8 @@
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { Principal } from './authenticator.js';
+import type { OAuthConfig } from '../config/types.js';
+import type { Principal } from './principal.js';
 
-export interface OAuthConfig {
-  issuer: string;
-  audience: string;
-  jwksUrl: string;
-  /** Asymmetric algorithms only: `none` and HMAC (HS*) are refused whatever this says. */
-  algorithms: string[];
-  clockToleranceSeconds: number;
-  /** OAuth scope → the gateway routes it grants. */
-  scopes: Record<string, string[]>;
-  /** The shortest wait between two JWKS refreshes caused by unknown key ids. */
-  jwksCooldownMs: number;
-}
 
 const CHALLENGE = (error: string) => ({ headers: { 'www-authenticate': `Bearer realm="llm-gateway", error="${error}"` } });
 

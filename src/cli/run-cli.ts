@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
-import { hashPassword } from '../auth/password.js';
+import { hashPassword } from '../secrets/password.js';
 import { openStateStores, type StateStores } from '../store/open-state-stores.js';
 import { openUsageStore } from '../store/open-usage-store.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';

@@ -2,13 +2,12 @@ import { availableParallelism } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from '../providers/openai-compatible/presets.js';
+import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from './provider-presets.js';
 import type { z } from 'zod';
 import { configFileSchema, DEFAULT_MAX_REPLAY_BYTES, DEFAULT_QUEUE_TIMEOUT_MS, ENVIRONMENTS, retrySchema, WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type GatewayEnvironment, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
-import type { BasicUser, GatewayConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
-import { isLoopbackHost, refusedHost } from '../webhooks/address-guard.js';
-import type { OAuthConfig } from '../auth/oauth.js';
-import { isPasswordHash } from '../auth/password.js';
+import type { BasicUser, GatewayConfig, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, Timeouts, UpstreamConfig, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import { isLoopbackHost, refusedHost } from '../net/address-guard.js';
+import { isPasswordHash } from '../secrets/password.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };

@@ -1,4 +1,4 @@
-import { OPENAI_PRESET_NAMES } from '../providers/openai-compatible/presets.js';
+import { OPENAI_PRESET_NAMES } from './provider-presets.js';
 import { z } from 'zod';
 
 /**

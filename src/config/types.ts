@@ -1,4 +1,7 @@
 import type { GatewayEnvironment } from './schema.js';
+import type { StreamUsageMode } from './provider-presets.js';
+
+export type { StreamUsageMode };
 
 export interface Timeouts {
   /** TCP + TLS connection establishment. */
@@ -11,7 +14,6 @@ export interface Timeouts {
   totalMs: number;
 }
 
-export type StreamUsageMode = 'on' | 'off' | 'auto';
 
 export interface UpstreamConfig {
   name: string;
@@ -154,13 +156,12 @@ export interface TracingConfig {
 
 export interface BasicUser {
   username: string;
-  /** scrypt$... (see src/auth/password.ts). */
+  /** scrypt$... (see src/secrets/password.ts). */
   passwordHash: string;
   routes: string[];
   models: string[];
 }
 
-import type { OAuthConfig } from '../auth/oauth.js';
 
 export type RolloutStage = 'off' | 'canary' | 'all';
 
@@ -187,4 +188,17 @@ export interface WebhooksConfig {
   maxDelayMs: number;
   timeoutMs: number;
   pollIntervalMs: number;
+}
+
+export interface OAuthConfig {
+  issuer: string;
+  audience: string;
+  jwksUrl: string;
+  /** Asymmetric algorithms only: `none` and HMAC (HS*) are refused whatever this says. */
+  algorithms: string[];
+  clockToleranceSeconds: number;
+  /** OAuth scope → the gateway routes it grants. */
+  scopes: Record<string, string[]>;
+  /** The shortest wait between two JWKS refreshes caused by unknown key ids. */
+  jwksCooldownMs: number;
 }

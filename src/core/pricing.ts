@@ -1,4 +1,5 @@
 import type { Usage } from '../providers/contract.js';
+import { roundUsd } from '../store/usage-sql.js';
 
 export interface Pricing {
   inputPerMillion: number;
@@ -9,9 +10,4 @@ export interface Pricing {
 export function costUsd(usage: Usage, pricing: Pricing): number {
   const cost = (usage.prompt_tokens * pricing.inputPerMillion + usage.completion_tokens * pricing.outputPerMillion) / 1_000_000;
   return roundUsd(cost);
-}
-
-/** USD rounded to a millionth of a cent: how every cost is stored and shown. */
-export function roundUsd(value: number): number {
-  return Math.round(value * 1e8) / 1e8;
 }

@@ -8,8 +8,8 @@ export interface Budget {
   costMicros?: WindowLimit;
 }
 import { GatewayError } from '../errors/gateway-error.js';
-import type { AppliedLimit } from '../http/rate-limit-headers.js';
-import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from '../http/rate-limit-headers.js';
+import type { AppliedLimit } from './rate-limit-headers.js';
+import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from './rate-limit-headers.js';
 import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
 
 export interface AdmissionRequest {

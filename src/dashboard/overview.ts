@@ -3,7 +3,7 @@ import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
 import type { HealthReport } from '../core/health-service.js';
 import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
-import { roundUsd } from '../core/pricing.js';
+import { roundUsd } from '../store/usage-sql.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
 export const WINDOWS = {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { AdminAuthenticator } from '../http/admin-auth.js';
+import type { AdminAuthenticator } from '../auth/admin-auth.js';
 import { buildOverview, WINDOWS, type OverviewSources, type WindowName } from './overview.js';
 import { cookieValue, DashboardSessions, SESSION_COOKIE } from './session.js';
 

@@ -1,4 +1,4 @@
-import { withOpenAiError } from '../routes/openai-compat.js';
+import { withOpenAiError } from './openai-shape.js';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { CLIENT_CLOSED_STATUS, endRequest } from './request-end.js';

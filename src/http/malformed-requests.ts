@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { isOpenAiPath, withOpenAiError } from '../routes/openai-compat.js';
+import { isOpenAiPath, withOpenAiError } from './openai-shape.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { closeIfBodyUnread } from './request-head.js';
 

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import { isSecretParameterName, queryParameters } from '../observability/redact.js';
+import { isSecretParameterName, queryParameters } from '../secrets/redact.js';
 
 /**
  * SPEC "Authentication" rule 1: secrets never travel in a URL. A request whose query string has a parameter that

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { redactUrl } from '../observability/redact.js';
+import { redactUrl } from '../secrets/redact.js';
 
 /** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span. */
 export type RequestObserver = (request: FastifyRequest, status: number, latencyMs: number) => void;

@@ -11,9 +11,9 @@ import { registerJsonParser } from './json-body.js';
 import { MAX_PATH_SEGMENT, onClientError, onFrameworkError } from './malformed-requests.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
-import { decorateRequestState } from './request-state.js';
+import { decorateRequestState } from '../request/request-state.js';
 import { allowedMethods } from './v1-dispatch.js';
-import { OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, isOpenAiPath, openAiPathMethods } from '../routes/openai-compat.js';
+import { OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, isOpenAiPath, openAiPathMethods } from './openai-shape.js';
 
 /** A caller's X-Request-Id is kept when it is a plain token (so it cannot forge log fields); otherwise we make one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

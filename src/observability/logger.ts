@@ -1,5 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { REDACTED, SecretScrubber, redactUrl } from './redact.js';
+import { REDACTED, SecretScrubber, redactUrl } from '../secrets/redact.js';
 
 export type { Logger };
 

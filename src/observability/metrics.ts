@@ -3,7 +3,7 @@ import { Gauge, Registry } from 'prom-client';
 import { answerClusterCollects, scrapeCluster } from './cluster-metrics.js';
 import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
 import type { UpstreamAttemptStats } from './upstream-attempts.js';
-import { upstreamOf } from '../http/request-state.js';
+import { upstreamOf } from '../request/request-state.js';
 import type { FastifyRequest } from 'fastify';
 import type { CircuitState } from '../core/circuit-breaker.js';
 import type { ActivePause } from '../core/upstream-pauses.js';

@@ -9,7 +9,7 @@ import { isGatewayError } from '../errors/gateway-error.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { Usage } from '../providers/contract.js';
 import type { AttemptTrace, RequestTrace } from '../core/trace-contract.js';
-import { upstreamOf } from '../http/request-state.js';
+import { upstreamOf } from '../request/request-state.js';
 
 interface WarnLog {
   warn(object: Record<string, unknown>, message: string): void;

@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { scrubText } from '../observability/redact.js';
+import { scrubText } from '../secrets/redact.js';
 import { drainQuietly, readBodyBytes, readBodyText } from './response-body.js';
 import { toUpstreamError } from './transport-errors.js';
 import { mapUpstreamHttpError } from './upstream-http-error.js';

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import { scrubText } from '../observability/redact.js';
+import { scrubText } from '../secrets/redact.js';
 
 const MAX_MESSAGE_CHARS = 2_000;
 /** An upstream's code, type or param is an identifier: anything longer is not one we need to pass on whole. */

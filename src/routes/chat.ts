@@ -11,8 +11,8 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
-import { withOpenAiError } from './openai-compat.js';
-import { ADMIN, modelAllowed } from '../auth/authenticator.js';
+import { withOpenAiError } from '../http/openai-shape.js';
+import { ADMIN, modelAllowed } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 
 /**

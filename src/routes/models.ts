@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { ADMIN, type Principal } from '../auth/authenticator.js';
+import { ADMIN, type Principal } from '../auth/principal.js';
 
 /** GET /v1/?route=models: the served models, `limit` per page, `next_token` to continue (absent on the last page). */
 export function makeModelsHandler(catalog: ModelCatalog) {

@@ -1,4 +1,4 @@
-import type { UsageGrouping, UsageRecord, UsageRows, UsageTimelineRow } from './contract.js';
+import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimelineRow } from './contract.js';
 
 /** The columns of `usage_records`, in the order of `UsageRows.writeValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [
@@ -103,5 +103,23 @@ export function timelineRow(row: Record<string, unknown>): UsageTimelineRow {
     promptTokens: Number(row.prompt_tokens),
     completionTokens: Number(row.completion_tokens),
     costUsd: Number(row.cost_usd),
+  };
+}
+
+/** USD rounded to a millionth of a cent: how every cost is stored and shown. */
+export function roundUsd(value: number): number {
+  return Math.round(value * 1e8) / 1e8;
+}
+
+/** A summary row of either store (SQLite or PostgreSQL column values) in the contract's shape. */
+export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
+  return {
+    group: String(row.grp),
+    requests: Number(row.requests),
+    errors: Number(row.errors),
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    costUsd: roundUsd(Number(row.cost_usd)),
+    avgLatencyMs: Math.round(Number(row.avg_latency_ms) * 100) / 100,
   };
 }

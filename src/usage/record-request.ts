@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { UsageRecorder } from './usage-recorder.js';
-import { upstreamOf } from '../http/request-state.js';
+import { upstreamOf } from '../request/request-state.js';
 
 /** Distinct strings kept by `intern` (model names come from callers: beyond this, strings are kept as they are). */
 const MAX_INTERNED = 1_000;

@@ -1,7 +1,7 @@
 import { Agent, request } from 'undici';
 import type { WebhookSubscription } from '../config/types.js';
 import { parseRetryAfter } from '../core/upstream-pauses.js';
-import { guardedLookup } from './address-guard.js';
+import { guardedLookup } from '../net/address-guard.js';
 import { WEBHOOK_HEADERS, signatureHeader } from './signature.js';
 
 const MAX_ANSWER_BYTES = 4 * 1024;

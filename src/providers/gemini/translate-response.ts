@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../observability/redact.js';
+import { scrubText } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { ChatCompletionChunk, ToolCall, Usage } from '../contract.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';

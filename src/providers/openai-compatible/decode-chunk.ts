@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../observability/redact.js';
+import { scrubText } from '../../secrets/redact.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
 import { providerErrorDetails } from '../upstream-http-error.js';

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { summaryRow } from '../sqlite/sqlite-usage.js';
+import { summaryRow } from '../usage-sql.js';
 import { migrateUnderLock } from './migrate.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
 

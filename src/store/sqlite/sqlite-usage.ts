@@ -1,8 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type * as Sqlite from './database.js';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
-import { roundUsd } from '../../core/pricing.js';
+import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, summaryRow, timelineRow, timelineSql } from '../usage-sql.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -111,14 +110,3 @@ export class SqliteUsageStore implements UsageStore {
   }
 }
 
-export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
-  return {
-    group: String(row.grp),
-    requests: Number(row.requests),
-    errors: Number(row.errors),
-    promptTokens: Number(row.prompt_tokens),
-    completionTokens: Number(row.completion_tokens),
-    costUsd: roundUsd(Number(row.cost_usd)),
-    avgLatencyMs: Math.round(Number(row.avg_latency_ms) * 100) / 100,
-  };
-}

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/authenticator.js';
+import type { Principal } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 
 /** Per-request facts the handlers record for the access log line and the error handler. */

@@ -1,4 +1,4 @@
-import type { StreamUsageMode } from '../../config/types.js';
+export type StreamUsageMode = 'on' | 'off' | 'auto';
 
 /**
  * Providers that speak OpenAI's Chat Completions API, as presets of the one OpenAI-compatible provider: a

@@ -1,0 +1,41 @@
+import type { ErrorBody } from '../errors/gateway-error.js';
+
+/** Paths of OpenAI's own API, so the official SDKs work with only `baseURL` and `apiKey` changed. */
+export const OPENAI_CHAT_PATH = '/v1/chat/completions';
+export const OPENAI_MODELS_PATH = '/v1/models';
+/** What the drop-in paths serve, for the 404 of any other /v1/<path> (an SDK calling /v1/embeddings...). */
+export const OPENAI_PATHS = ['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/{id}'];
+export const OPENAI_NOT_FOUND_MESSAGE =
+  'This OpenAI API path is not served by this gateway; it serves POST /v1/chat/completions, GET /v1/models and GET /v1/models/{id}.';
+
+/**
+ * True for a path under /v1/ other than our own `/v1/?route=...`: the paths an OpenAI SDK calls with
+ * `baseURL: .../v1`. Every answer there carries OpenAI's `error` object, a 404 or a 401 included.
+ */
+export function isOpenAiPath(url: string): boolean {
+  return url.length > 4 && url.startsWith('/v1/') && url.charCodeAt(4) !== 0x3f; // "?"
+}
+
+/** The methods a drop-in path takes (for a 405 with Allow), or undefined when the path is not one of them. */
+export function openAiPathMethods(path: string): string[] | undefined {
+  const p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (p === OPENAI_CHAT_PATH) return ['POST'];
+  if (p === OPENAI_MODELS_PATH || /^\/v1\/models\/[^/]+$/.test(p)) return ['GET', 'HEAD'];
+  return undefined;
+}
+
+/** OpenAI's error `type` for a status: what the SDKs use to pick their error class. */
+function openAiErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/** Our error body plus OpenAI's `error` object, for the drop-in paths. */
+export function withOpenAiError(body: ErrorBody, status: number): ErrorBody & { error: Record<string, unknown> } {
+  const param = (body.details as { errors?: Array<{ field?: unknown }> }).errors?.[0]?.field;
+  return { ...body, error: { message: body.message, type: openAiErrorType(status), code: body.code, param: typeof param === 'string' ? param : null } };
+}

@@ -1,8 +1,8 @@
-import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatService, StartedStream } from '../core/chat-service.js';
 import type { CallScope, ClientWatch } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
+import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, endRequest } from '../http/request-end.js';
 import type { ChatRequestBody, StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
@@ -79,8 +79,8 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
  * Streams an answer. Nothing is sent until the first chunk arrives, so an upstream that fails before it answers
  * still gets a proper JSON error with its own status. After that the status is committed: a failure becomes one
  * final `event: error` and the stream ends WITHOUT `[DONE]`, so a client never mistakes a cut answer for a
- * complete one. `Readable.from` pulls one chunk at a time, so a slow client stalls the upstream read (TCP
- * backpressure) instead of growing memory.
+ * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
+ * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
  */
 async function streamAnswer(
   request: FastifyRequest,
@@ -96,7 +96,8 @@ async function streamAnswer(
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
   const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer, onUsage);
-  return reply.send(Readable.from(recorder ? recordStream(frames, recorder) : frames, { objectMode: false }));
+  await writeEventStream(reply, recorder ? recordStream(frames, recorder) : frames);
+  return reply;
 }
 
 async function* sseFrames(

@@ -1,26 +1,11 @@
 import type { RetryPolicy } from '../config/types.js';
 import { isGatewayError } from '../errors/gateway-error.js';
-import type { ErrorCode } from '../errors/codes.js';
+import { errorSpec } from '../errors/codes.js';
 import { parseRetryAfter } from './upstream-pauses.js';
 
-/** Failures another try (or another target) may fix: rate limiting, server errors, transport failures. */
-const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'upstream_rate_limited',
-  'upstream_error',
-  'upstream_unreachable',
-  'upstream_connection_reset',
-  'upstream_connect_timeout',
-  'upstream_first_byte_timeout',
-  'upstream_idle_timeout',
-  'upstream_invalid_response',
-  'upstream_stream_truncated',
-  'upstream_stream_malformed',
-  'upstream_stream_error',
-  'upstream_auth_failed',
-]);
-
+/** Failures another try (or another target) may fix: the registry's `upstream.retried` (src/errors/codes.ts). */
 export function isRetryable(error: unknown): boolean {
-  return isGatewayError(error) && RETRYABLE.has(error.code);
+  return isGatewayError(error) && errorSpec(error.code).upstream?.retried === true;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
+import { errorSpec } from '../errors/codes.js';
 import type { RetryPolicy } from '../config/types.js';
 import type { AttemptObserver, AttemptReport, FailoverReason } from './attempt-observer.js';
 import { CallScope, type ClientWatch } from './call-scope.js';
@@ -265,17 +266,17 @@ function probeLeaseMs(target: ChatTarget, deadline: number): number {
   return Math.max(1, Math.min(target.totalTimeoutMs, deadline - Date.now())) + PROBE_LEASE_MARGIN_MS;
 }
 
-/** Failures that are the upstream's: server errors, 429s, transport failures, timeouts, unreadable answers. */
+/** Failures that are the upstream's (the registry's `upstream`): server errors, 429s, transport failures, timeouts. */
 function blamesUpstream(error: unknown): boolean {
-  return isRetryable(error) || (isGatewayError(error) && error.code === 'upstream_total_timeout');
+  return isGatewayError(error) && errorSpec(error.code).upstream !== undefined;
 }
 
 /**
- * A failed call's verdict on the upstream: failures, timeouts and bad answers count towards opening its circuit;
- * a 429 says "later", not "broken" (it pauses the upstream model instead); the caller's own mistakes tell nothing.
+ * A failed call's verdict on the upstream, as the registry says (`upstream.opensCircuit`): failures, timeouts and
+ * bad answers count towards opening its circuit; a 429 says "later", not "broken" (it pauses the upstream model
+ * instead); the caller's own mistakes tell nothing.
  */
 function settleFailed(permit: CircuitPermit, error: unknown): void {
-  if (isGatewayError(error) && error.code === 'upstream_rate_limited') permit.release();
-  else if (blamesUpstream(error)) permit.failure();
+  if (isGatewayError(error) && errorSpec(error.code).upstream?.opensCircuit === true) permit.failure();
   else permit.release();
 }

@@ -1,16 +1,31 @@
 /**
- * The registry of every error code the gateway can answer with. This is the only place a code is born:
- * `docs/errors.md` is checked against this table by `test/errors-registry.test.ts`, and codes are never reused
- * for a different meaning (copying Fastify's lib/errors.js discipline).
+ * The registry of every error code the gateway can answer with. This is the only place a code is born, and the
+ * one place its semantics live: `docs/errors.md` is checked against this table by `test/errors-registry.test.ts`,
+ * and codes are never reused for a different meaning (copying Fastify's lib/errors.js discipline).
  *
- * `status` is the HTTP status the code is sent with. Codes marked `statusFrom: 'upstream'` keep the upstream's
- * own 4xx status (so a 404 from the provider stays a 404), falling back to `status`.
+ * - `status` is the HTTP status the code is sent with. Codes marked `statusFrom: 'upstream'` keep the upstream's
+ *   own 4xx status (so a 404 from the provider stays a 404), falling back to `status`.
+ * - `upstream` is set on the failures that are the upstream's doing. The retry loop (`src/core/try-targets.ts`)
+ *   reads it: `retried` (another try of the same target after a backoff, or the next target, may succeed) and
+ *   `opensCircuit` (counts towards opening that upstream's circuit; a 429 does not: it pauses the model instead).
+ *   Every other code is the caller's or ours: never retried, and it tells nothing about the upstream.
+ * - OpenAI's error `type` (on the drop-in paths) follows from the status the code is sent with:
+ *   `openAiErrorType` below.
  */
 export interface ErrorCodeSpec {
   readonly status: number;
   readonly message: string;
   readonly statusFrom?: 'upstream';
+  readonly upstream?: UpstreamFault;
 }
+
+export interface UpstreamFault {
+  readonly retried: boolean;
+  readonly opensCircuit: boolean;
+}
+
+/** A failure another try may fix, and that says the upstream is unwell. */
+const RETRIED_FAILURE: UpstreamFault = { retried: true, opensCircuit: true };
 
 export const ERROR_CODES = {
   // --- the caller's request (4xx) ---
@@ -95,14 +110,19 @@ export const ERROR_CODES = {
     status: 429,
     message: 'A rate limit of this gateway is exhausted; retry after the time in Retry-After. details names the limit.',
   },
-  upstream_rate_limited: {
+  upstream_rate_limited: { upstream: { retried: true, opensCircuit: false },
     status: 429,
     message: 'The upstream provider is rate limiting; retry after the time in Retry-After.',
   },
 
+  client_closed_request: {
+    status: 499,
+    message: 'The caller closed the connection before its answer was complete; the upstream call was cancelled.',
+  },
+
   // --- ours or the upstream's fault (5xx) ---
   internal_error: { status: 500, message: 'The gateway failed unexpectedly; the request id identifies it in the logs.' },
-  upstream_error: { status: 502, message: 'The upstream provider answered with a server error.' },
+  upstream_error: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream provider answered with a server error.' },
   upstream_circuit_open: {
     status: 503,
     message: 'Every upstream of this model failed repeatedly and is skipped for now (circuit open); retry after Retry-After.',
@@ -112,16 +132,16 @@ export const ERROR_CODES = {
     message:
       "The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.",
   },
-  upstream_auth_failed: {
+  upstream_auth_failed: { upstream: RETRIED_FAILURE,
     status: 502,
     message: "The upstream provider refused the gateway's configured credential; the operator must fix it.",
   },
-  upstream_invalid_response: { status: 502, message: 'The upstream provider sent a response the gateway cannot read.' },
-  upstream_connection_reset: { status: 502, message: 'The upstream connection closed before the answer was complete.' },
-  upstream_stream_truncated: { status: 502, message: 'The upstream stream ended before its end-of-stream marker; the answer is incomplete.' },
-  upstream_stream_malformed: { status: 502, message: 'The upstream stream carried a frame that is not valid JSON.' },
-  upstream_stream_error: { status: 502, message: 'The upstream provider reported an error in the middle of the stream.' },
-  upstream_unreachable: { status: 503, message: 'The upstream provider could not be reached.' },
+  upstream_invalid_response: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream provider sent a response the gateway cannot read.' },
+  upstream_connection_reset: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream connection closed before the answer was complete.' },
+  upstream_stream_truncated: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream stream ended before its end-of-stream marker; the answer is incomplete.' },
+  upstream_stream_malformed: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream stream carried a frame that is not valid JSON.' },
+  upstream_stream_error: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream provider reported an error in the middle of the stream.' },
+  upstream_unreachable: { upstream: RETRIED_FAILURE, status: 503, message: 'The upstream provider could not be reached.' },
   no_upstream_configured: {
     status: 503,
     message:
@@ -135,14 +155,25 @@ export const ERROR_CODES = {
     status: 503,
     message: 'The rate-limit store cannot be reached and the gateway is configured to refuse traffic then.',
   },
-  upstream_connect_timeout: { status: 504, message: 'Connecting to the upstream provider timed out.' },
-  upstream_first_byte_timeout: { status: 504, message: 'The upstream provider did not start answering in time.' },
-  upstream_idle_timeout: { status: 504, message: 'The upstream provider stopped sending data mid-answer.' },
-  upstream_total_timeout: { status: 504, message: 'The upstream call exceeded its total time budget.' },
+  upstream_connect_timeout: { upstream: RETRIED_FAILURE, status: 504, message: 'Connecting to the upstream provider timed out.' },
+  upstream_first_byte_timeout: { upstream: RETRIED_FAILURE, status: 504, message: 'The upstream provider did not start answering in time.' },
+  upstream_idle_timeout: { upstream: RETRIED_FAILURE, status: 504, message: 'The upstream provider stopped sending data mid-answer.' },
+  upstream_total_timeout: { upstream: { retried: false, opensCircuit: true }, status: 504, message: 'The upstream call exceeded its total time budget.' },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-export function isErrorCode(value: string): value is ErrorCode {
-  return Object.hasOwn(ERROR_CODES, value);
+/** What the registry says of a code. */
+export function errorSpec(code: ErrorCode): ErrorCodeSpec {
+  return ERROR_CODES[code];
+}
+
+/** OpenAI's error `type` for the status an error is sent with: what the SDKs use to pick their error class. */
+export function openAiErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
 }

@@ -1,3 +1,4 @@
+import { openAiErrorType } from '../errors/codes.js';
 import type { ErrorBody } from '../errors/gateway-error.js';
 
 /** Paths of OpenAI's own API, so the official SDKs work with only `baseURL` and `apiKey` changed. */
@@ -22,16 +23,6 @@ export function openAiPathMethods(path: string): string[] | undefined {
   if (p === OPENAI_CHAT_PATH) return ['POST'];
   if (p === OPENAI_MODELS_PATH || /^\/v1\/models\/[^/]+$/.test(p)) return ['GET', 'HEAD'];
   return undefined;
-}
-
-/** OpenAI's error `type` for a status: what the SDKs use to pick their error class. */
-function openAiErrorType(status: number): string {
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 429) return 'rate_limit_error';
-  if (status >= 500) return 'api_error';
-  return 'invalid_request_error';
 }
 
 /** Our error body plus OpenAI's `error` object, for the drop-in paths. */

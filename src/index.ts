@@ -4,14 +4,20 @@
  *
  * @example
  * ```ts
- * import { buildApp, loadConfig, createLogger, openSqliteStore } from 'llm-gateway';
+ * import { buildApp, createLogger, loadConfig, openDependencies } from 'llm-gateway';
  * const config = loadConfig({ ADMIN_TOKEN: 'a-long-admin-token-123', UPSTREAM_BASE_URL: 'http://127.0.0.1:11434/v1' });
- * const store = await openSqliteStore(config.dataDir);
- * const { app } = await buildApp({ config, logger: createLogger({ level: 'info', secrets: config.adminTokens }), store });
+ * const logger = createLogger({ level: 'info', secrets: config.adminTokens });
+ * const deps = await openDependencies(config, logger); // the stores the config asks for (SQLite by default)
+ * const { app } = await buildApp(deps);
  * await app.listen({ port: 8080 });
+ * // Stopping: first the app, then the stores.
+ * await app.close();
+ * await deps.close();
  * ```
+ * (test/public-api.test.ts compiles this example as it is written here, and runs it.)
  */
 export { buildApp, type AppDependencies, type GatewayApp } from './app.js';
+export { openDependencies, type Dependencies } from './dependencies.js';
 export { loadConfig, ConfigError } from './config/load.js';
 export type { GatewayConfig } from './config/types.js';
 export { createLogger } from './observability/logger.js';

@@ -5,16 +5,12 @@ import type { Logger } from './observability/logger.js';
 import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { printDevTokenHint } from './process/dev-token-hint.js';
 import { listenFailure } from './process/listen-failure.js';
-import { openStateStores } from './store/open-state-stores.js';
-import { openUsageStore } from './store/open-usage-store.js';
-import { openSqliteStore } from './store/sqlite/sqlite-store.js';
+import { openDependencies } from './dependencies.js';
 
 /** One serving process (the single process, or a cluster worker): open the stores, build the app, listen, drain. */
 export async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
-  const store = await openSqliteStore(config.dataDir);
-  const state = await openStateStores(config, store);
-  const usage = await openUsageStore(config, store);
-  const { app, beginShutdown, reloadCertificate } = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys, ...(usage ? { usage: usage.store } : {}) });
+  const deps = await openDependencies(config, logger);
+  const { app, beginShutdown, reloadCertificate } = await buildApp(deps);
   try {
     // A burst of thousands of callers connecting at once overflows Node's default accept queue (511): the
     // kernel's somaxconn caps whatever is asked here (4096 on current Linux).
@@ -41,10 +37,10 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
       host: config.host,
       port,
       upstreams: config.upstreams.map((u) => u.name),
-      store: store.kind,
-      rate_limits: config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? state.limiter?.kind : 'off (scoped keys may carry their own)',
-      usage: usage?.kind ?? 'off',
-      idempotency: state.idempotency.kind,
+      store: deps.sqlite.kind,
+      rate_limits: config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? deps.kinds.limits : 'off (scoped keys may carry their own)',
+      usage: deps.kinds.usage,
+      idempotency: deps.kinds.idempotency,
       pid: process.pid,
     },
     'gateway started',
@@ -64,9 +60,7 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
     force.unref();
     app
       .close()
-      .then(() => state.close())
-      .then(() => usage?.close())
-      .then(() => store.close())
+      .then(() => deps.close())
       .then(() => {
         clearTimeout(force);
         logger.info('stopped');

@@ -9,10 +9,9 @@ import { buildApp, type GatewayApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { openStateStores } from '../../src/store/open-state-stores.js';
-import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openDependencies } from '../../src/dependencies.js';
+import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { captureSecrets, captureText } from './capture.js';
-import { openUsageStore } from '../../src/store/open-usage-store.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -55,10 +54,9 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
     secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)],
     destination: { write: (line: string) => void logLines.push(line) },
   });
-  const store = await openSqliteStore(dataDir);
-  const state = await openStateStores(config, store);
-  const usage = await openUsageStore(config, store);
-  const gateway = await buildApp({ config, logger, store, limiter: state.limiter, idempotency: state.idempotency, pauses: state.pauses, outbox: state.outbox, keys: state.keys, ...(usage ? { usage: usage.store } : {}) });
+  const deps = await openDependencies(config, logger);
+  const store = deps.sqlite;
+  const gateway = await buildApp(deps);
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -74,9 +72,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
       await gateway.app.close();
       captureText('logs', logLines.join('\n'));
       captureSecrets([...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)]);
-      await state.close();
-      await usage?.close();
-      await store.close();
+      await deps.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -5,6 +5,7 @@ import { request } from 'undici';
 import { startMockUpstream, MOCK_CONTENT, MOCK_TOOL_ARGUMENTS, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call, fieldsOf } from './helpers/http.js';
+import { waitFor } from './helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-configured-upstream-key-1234567890';
 
@@ -259,17 +260,9 @@ describe('chat route, non-streamed', () => {
     const received = mock.chatRequests()[0];
     assert.ok(received);
     assert.equal(await withTimeout(received.aborted, 2000), true, 'the upstream saw the call cancelled');
-    await waitFor(() => gw.logLines.some((l) => l.includes('"code":"client_closed_request"'))).catch((e: unknown) => { console.log(gw.logLines.slice(-3)); throw e; });
+    await waitFor('the access line of the call the caller left', () => gw.logLines.some((l) => l.includes('"code":"client_closed_request"')), 2000).catch((e: unknown) => { console.log(gw.logLines.slice(-3)); throw e; });
   });
 });
-
-async function waitFor(check: () => boolean, ms = 2000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
   return Promise.race([promise, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms).unref())]);

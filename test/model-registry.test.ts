@@ -4,6 +4,7 @@ import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upst
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
+import { waitForValue } from './helpers/wait.js';
 
 describe('model registry: aliases, prices, cost', () => {
   let mock: MockUpstream;
@@ -33,8 +34,7 @@ describe('model registry: aliases, prices, cost', () => {
     assert.equal(answer.status, 200, answer.text);
     assert.equal((mock.chatRequests().at(-1)?.json as { model?: string }).model, 'gpt-4o-mini');
     const usage = answer.json.usage as { prompt_tokens: number; completion_tokens: number };
-    await new Promise((r) => setTimeout(r, 20));
-    const line = accessLines().at(-1);
+    const line = await waitForValue('the access line of the call', () => accessLines().find((l) => (l as { request_id?: string }).request_id === answer.headers['x-request-id']), (l) => l !== undefined);
     assert.equal(line?.model, 'cheap-latest');
     const expected = Math.round(((usage.prompt_tokens * 0.15 + usage.completion_tokens * 0.6) / 1e6) * 1e8) / 1e8;
     assert.equal(line?.cost_usd, expected);
@@ -45,8 +45,7 @@ describe('model registry: aliases, prices, cost', () => {
     mock.enqueue({ kind: 'stream' });
     const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'cheap', stream: true, stream_options: { include_usage: true } }), authHeaders());
     assert.ok(answer.text.endsWith('data: [DONE]\n\n'));
-    await new Promise((r) => setTimeout(r, 20));
-    const line = accessLines().at(-1);
+    const line = await waitForValue('the access line of the stream', () => accessLines().at(-1), (l) => l?.model === 'cheap' && l.cost_usd !== undefined);
     assert.ok(typeof line?.cost_usd === 'number' && (line.prompt_tokens ?? 0) > 0, JSON.stringify(line));
   });
 

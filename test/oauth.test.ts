@@ -11,6 +11,7 @@ import { createHmac } from 'node:crypto';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
+import { waitForValue } from './helpers/wait.js';
 
 const ISSUER = 'https://login.test.example/';
 const AUDIENCE = 'llm-gateway';
@@ -68,8 +69,11 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
   test('a valid token is accepted: the caller is oauth:<sub>, and the scopes grant the routes', async () => {
     const answer = await chatWith(await sign(current, 'k1'));
     assert.equal(answer.status, 200, answer.text);
-    await new Promise((r) => setTimeout(r, 20));
-    const line = gw.logLines.map((l) => JSON.parse(l) as { request_id?: string; caller?: string }).find((l) => l.request_id === answer.headers['x-request-id']);
+    const line = await waitForValue(
+      'the access line of the call',
+      () => gw.logLines.map((l) => JSON.parse(l) as { request_id?: string; caller?: string }).find((l) => l.request_id === answer.headers['x-request-id']),
+      (l) => l !== undefined,
+    );
     assert.equal(line?.caller, 'oauth:client-42');
     const models = await call(`${gw.url}/v1/?route=models`, { headers: { authorization: `Bearer ${await sign(current, 'k1')}` } });
     assert.equal(models.status, 200);
@@ -119,9 +123,12 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     assert.ok(jwksFetches - before <= 1, `refreshes are rate-limited (${jwksFetches - before} fetches)`);
     // The issuer publishes its next key; after the cooldown a token signed with it is accepted.
     published = [...published, { ...(await exportJWK(next.publicKey)), kid: 'k2', alg: 'RS256', use: 'sig' }];
-    await new Promise((r) => setTimeout(r, 2_100));
-    const rotated = await chatWith(await sign(next, 'k2'));
+    const publishedAt = Date.now();
+    // Within the cooldown (2 s) the JWKS is not fetched again, so the new key stays unknown; after it, the next
+    // token with the unknown kid triggers one fetch and is accepted.
+    const rotated = await waitForValue('a token signed with the new key is accepted', async () => chatWith(await sign(next, 'k2')), (a) => a.status === 200, 6_000);
     assert.equal(rotated.status, 200, rotated.text);
+    assert.ok(Date.now() - publishedAt >= 1_000, 'not before the refresh cooldown allowed a new fetch');
     assert.equal((await chatWith(await sign(current, 'k1'))).status, 200, 'the old key still works while published');
   });
 });

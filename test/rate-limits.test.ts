@@ -5,14 +5,7 @@ import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upst
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { waitFor } from './helpers/wait.js';
 
 const LIMITS_YAML = [
   'limits:',
@@ -110,7 +103,7 @@ describe('rate limits (embedded SQLite store)', () => {
     for (let i = 0; i < 3; i++) {
       const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model' }) });
       assert.equal(answer.status, 200, `call ${i + 1}: ${answer.text}`);
-      await waitFor(() => tatAheadMs('tokens:model:tiny-model') < 3_600_000 / 2, 'the correction to the real usage is written');
+      await waitFor('the correction to the real usage is written', () => tatAheadMs('tokens:model:tiny-model') < 3_600_000 / 2, 2_000);
     }
     assert.equal(mock.chatRequests().length, 3);
     assert.ok(tatAheadMs('tokens:model:tiny-model') > 0, 'the real usage stays charged');
@@ -122,7 +115,9 @@ describe('rate limits (embedded SQLite store)', () => {
     for (let i = 0; i < 4; i++) {
       const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'tiny-model', max_tokens: 300 }) });
       assert.equal(answer.status, 200, `call ${i + 1}: without the correction the second call would already be refused`);
-      await new Promise((r) => setTimeout(r, 20)); // the correction is written after the answer
+      // The correction is written after the answer: the reservation (306 tokens, ~2,200 s of the window) shrinks to
+      // the handful of tokens the mock reports.
+      await waitFor('the correction to the real usage is written', () => tatAheadMs('tokens:model:tiny-model') < 3_600_000 / 2, 2_000);
     }
   });
 
@@ -167,7 +162,8 @@ describe('rate limits (embedded SQLite store)', () => {
     while (mock.chatRequests().length === 0) await new Promise((r) => setTimeout(r, 5));
     aborter.abort();
     await assert.rejects(pending);
-    await new Promise((r) => setTimeout(r, 50));
+    const leases = () => (gw.store.db.prepare('SELECT COUNT(*) AS n FROM concurrency_leases').get() as { n: number }).n;
+    await waitFor('the concurrency lease is given back', () => leases() === 0, 2_000);
     const next = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'one-at-a-time' }) });
     assert.equal(next.status, 200);
   });

@@ -5,6 +5,7 @@ import { request } from 'undici';
 import { startMockUpstream, MOCK_STREAM_ERROR, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { assembleContent, dataFrames, readStream } from './helpers/sse-client.js';
+import { waitFor } from './helpers/wait.js';
 
 const STREAM_BODY = chatBody({ stream: true });
 const chunkJson = (content: string, extra = '') =>
@@ -121,7 +122,7 @@ describe('chat route, streamed', () => {
       if (failure.code === 'upstream_stream_error') {
         assert.equal(error.details.upstream_message, MOCK_STREAM_ERROR.error.message);
       }
-      await waitFor(() => gw.logLines.some((l) => l.includes(`"code":"${failure.code}"`) && l.includes('"msg":"request"')));
+      await waitFor(`the access line with ${failure.code}`, () => gw.logLines.some((l) => l.includes(`"code":"${failure.code}"`) && l.includes('"msg":"request"')), 3000);
     });
   }
 
@@ -136,7 +137,7 @@ describe('chat route, streamed', () => {
     const received = mock.chatRequests()[0];
     assert.ok(received);
     assert.equal(await Promise.race([received.aborted, sleep(2000).then(() => 'timeout')]), true);
-    await waitFor(() => gw.logLines.some((l) => l.includes('"status":499') && l.includes('client_closed_request')));
+    await waitFor('the 499 access line', () => gw.logLines.some((l) => l.includes('"status":499') && l.includes('client_closed_request')), 3000);
   });
 
   test('a slow reader holds the upstream back (backpressure) instead of growing memory', async () => {
@@ -175,7 +176,7 @@ describe('chat route, streamed', () => {
     assert.ok(writtenMb < 40, `upstream wrote ${writtenMb.toFixed(1)} MB while the client read nothing`);
     assert.ok(written < total);
     assert.ok(heapMb < 400, `heap ${heapMb.toFixed(0)} MB`);
-    await waitFor(() => upstreamClosed);
+    await waitFor('the upstream connection closed', () => upstreamClosed, 3000);
   });
 });
 
@@ -183,10 +184,3 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-async function waitFor(check: () => boolean, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await sleep(10);
-  }
-}

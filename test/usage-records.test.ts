@@ -14,6 +14,7 @@ import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import { usageCommand } from '../src/cli/usage-command.js';
 import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
 import { PostgresUsageStore } from '../src/store/postgres/postgres-usage.js';
+import { waitForValue } from './helpers/wait.js';
 
 const CONFIG = {
   name: 'usage.json',
@@ -24,16 +25,6 @@ const CONFIG = {
     models: [{ id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1, output_per_million: 2 } }],
   }),
 };
-
-async function waitFor<T>(get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await get();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`not reached in time: ${JSON.stringify(value).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('usage records (embedded store)', () => {
   let mock: MockUpstream;
@@ -61,7 +52,7 @@ describe('usage records (embedded store)', () => {
     await call(`${gw.url}/v1/?route=health`);
     assert.deepEqual([json.status, streamed.status, retried.status, models.status], [200, 200, 200, 200]);
 
-    const records = await waitFor(() => usage.recent(10, false), (r) => r.length >= 4);
+    const records = await waitForValue('usage records', () => usage.recent(10, false), (r) => r.length >= 4);
     assert.equal(records.length, 4, 'health is not usage');
     const byId = new Map(records.map((r) => [r.requestId, r]));
     const first = byId.get(String(json.headers['x-request-id']));
@@ -91,7 +82,7 @@ describe('usage records (embedded store)', () => {
     const key = `usage-${randomUUID()}`;
     await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': key }), body: chatBody() });
     const replay = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': key }), body: chatBody() });
-    const records = await waitFor(() => usage.recent(50, false), (r) => r.some((x) => x.requestId === replay.headers['x-request-id']));
+    const records = await waitForValue('usage records', () => usage.recent(50, false), (r) => r.some((x) => x.requestId === replay.headers['x-request-id']));
     const failed = records.find((r) => r.requestId === bad.headers['x-request-id']);
     assert.deepEqual([failed?.status, failed?.code, failed?.attempts], [400, 'validation_failed', 0]);
     const replayed = records.find((r) => r.requestId === replay.headers['x-request-id']);
@@ -100,7 +91,7 @@ describe('usage records (embedded store)', () => {
   });
 
   test('gateway usage: summaries by model, caller or day, as a table, CSV or JSON', async () => {
-    await waitFor(() => usage.recent(100, false), (r) => r.length >= 7);
+    await waitForValue('usage records', () => usage.recent(100, false), (r) => r.length >= 7);
     const lines: string[] = [];
     const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(`ERR ${l}`) };
     assert.equal(await usageCommand(usage, ['--by', 'model', '--format', 'json'], io), 0);
@@ -124,11 +115,11 @@ describe('usage records (embedded store)', () => {
     mock.enqueue({ kind: 'hang' });
     const controller = new AbortController();
     const plain = request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'x-request-id': 'usage-hangup-plain' }), body: chatBody(), signal: controller.signal }).catch(() => undefined);
-    await waitFor(async () => mock.chatRequests().length, (n) => n > 0 && mock.chatRequests().at(-1)?.headers['x-request-id'] === 'usage-hangup-plain');
+    await waitForValue('usage records', async () => mock.chatRequests().length, (n) => n > 0 && mock.chatRequests().at(-1)?.headers['x-request-id'] === 'usage-hangup-plain');
     controller.abort();
     await plain;
     const ids = [String(left.headers['x-request-id']), 'usage-hangup-plain'];
-    const records = await waitFor(() => usage.recent(100, true), (r) => ids.every((id) => r.some((x) => x.requestId === id)));
+    const records = await waitForValue('usage records', () => usage.recent(100, true), (r) => ids.every((id) => r.some((x) => x.requestId === id)));
     for (const id of ids) {
       const record = records.find((r) => r.requestId === id);
       assert.deepEqual([record?.status, record?.code, record?.route], [499, 'client_closed_request', 'chat'], id);
@@ -146,7 +137,7 @@ describe('usage records in PostgreSQL (DATABASE_URL)', { skip: pgSkip }, () => {
     try {
       const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
       const id = String(answer.headers['x-request-id']);
-      const found = await waitFor(() => pg.recent(200, false), (r) => r.some((x) => x.requestId === id));
+      const found = await waitForValue('usage records', () => pg.recent(200, false), (r) => r.some((x) => x.requestId === id));
       assert.equal(found.find((x) => x.requestId === id)?.status, 200);
       assert.equal((gw.store.db.prepare('SELECT COUNT(*) AS n FROM usage_records WHERE request_id = ?').get(id) as { n: number }).n, 0, 'not in the embedded store');
       await pg.purge(Date.now() + 60_000); // the test database keeps nothing

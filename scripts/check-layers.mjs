@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 export const LAYERS = [
   ['cli'],
   ['.'],
+  ['wiring'],
   ['process'],
   ['routes', 'dashboard'],
   ['http'],

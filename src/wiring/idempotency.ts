@@ -1,0 +1,23 @@
+import type { FastifyInstance } from 'fastify';
+import type { GatewayConfig } from '../config/types.js';
+import { ChatIdempotency } from '../routes/chat-idempotency.js';
+import type { IdempotencyStore } from '../store/contract.js';
+
+/** `Idempotency-Key` on chat calls: stored answers and claims, renewed while a call runs; released on close. */
+export function wireIdempotency(app: FastifyInstance, config: GatewayConfig, store: IdempotencyStore): ChatIdempotency {
+  const idempotency = new ChatIdempotency({
+    store,
+    ttlMs: config.idempotency.ttlMs,
+    // Renewed every 10 s while the call runs; a crashed holder's claims free themselves within 30 s.
+    leaseMs: config.idempotency.leaseMs,
+    maxReplayBytes: config.idempotency.maxReplayBytes,
+    onStoreFailure: config.idempotency.onStoreFailure,
+    onStoreHealth: (healthy, error) => {
+      if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');
+    },
+  });
+  app.addHook('onClose', async () => {
+    idempotency.close();
+  });
+  return idempotency;
+}

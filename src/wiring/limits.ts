@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import type { GatewayConfig } from '../config/types.js';
+import { LeasedLimits } from '../core/leased-limits.js';
+import { RateLimitService } from '../core/rate-limit-service.js';
+import type { LimitStore } from '../store/contract.js';
+
+export interface WiredLimits {
+  service: RateLimitService;
+  /** For health: the store's kind and whether its last step succeeded; undefined when no limit is configured. */
+  health: { kind: string; isHealthy: () => boolean } | undefined;
+}
+
+/**
+ * Rate limits, token limits and budgets: the service, its store behind leasing (large limits are leased in
+ * chunks, so they cost a store step per chunk rather than per request), and the store's health. Closing the app
+ * gives leased units back.
+ */
+export function wireLimits(app: FastifyInstance, config: GatewayConfig, limiter: { store: LimitStore; kind: string } | undefined): WiredLimits {
+  let healthy = true;
+  const leased = new LeasedLimits({
+    store: limiter?.store ?? missingLimiter(),
+    onStoreError: (error) => app.log.warn({ err: error }, 'rate-limit store failing while returning leased units'),
+  });
+  app.addHook('onClose', async () => {
+    await leased.close();
+  });
+  const service = new RateLimitService({
+    limiter: leased,
+    config: config.limits,
+    onStoreHealth: (nowHealthy, error) => {
+      if (!nowHealthy && healthy) app.log.warn({ err: error }, 'rate-limit store failing');
+      if (nowHealthy && !healthy) app.log.info('rate-limit store recovered');
+      healthy = nowHealthy;
+    },
+  });
+  if (service.enabled && !limiter) throw new Error('limits are configured but buildApp was given no limiter store');
+  return { service, health: service.enabled ? { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy } : undefined };
+}
+
+/** Stands in when no limit is configured: never called, because the service is disabled then. */
+function missingLimiter(): LimitStore {
+  const fail = () => Promise.reject(new Error('no limiter store configured'));
+  return { admit: fail, settle: fail, consume: fail, adjust: fail, acquire: fail, release: fail };
+}

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { GatewayConfig } from '../config/types.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
+import type { OutboxStore } from '../store/contract.js';
+import type { WiredUpstreams } from './upstreams.js';
+
+/** `GET /metrics` (Prometheus text, behind the admin token) and the observer that counts every API request. */
+export function wireMetrics(app: FastifyInstance, config: GatewayConfig, auth: Authenticator, upstreams: WiredUpstreams, attempts: UpstreamAttemptStats, outbox: OutboxStore | undefined): void {
+  if (!config.metricsEnabled) return;
+  const metrics = new GatewayMetrics({
+    circuits: () => upstreams.breakers.snapshot(),
+    pauses: () => upstreams.pauses.active(),
+    loads: () => upstreams.capacity.loads(),
+    attempts,
+    ...(outbox && config.webhooks.subscriptions.length > 0
+      ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
+      : {}),
+  });
+  app.requestObservers.push((request, status, latencyMs) => metrics.observe(request, status, latencyMs));
+  // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
+  app.get('/metrics', async (request, reply) => {
+    request.routeName = 'metrics';
+    await auth.authenticate(request.headers.authorization, 'metrics');
+    const scraped = await metrics.scrape();
+    return reply.type(scraped.contentType).send(scraped.text);
+  });
+}

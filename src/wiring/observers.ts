@@ -1,0 +1,36 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { GatewayConfig } from '../config/types.js';
+import type { RequestTrace } from '../core/trace-contract.js';
+import type { UsageStore } from '../store/contract.js';
+import { usageObserver } from '../usage/record-request.js';
+import { UsageRecorder } from '../usage/usage-recorder.js';
+
+/**
+ * What looks at every API request (chat, models) once it ended, a caller who hung up included (run by
+ * endRequest, with the access line): usage records and the trace's request span here; metrics in metrics.ts.
+ * Each closes with the app.
+ */
+export async function wireObservers(app: FastifyInstance, config: GatewayConfig, usage: UsageStore | undefined) {
+  const recorder = usage && config.usage.enabled ? new UsageRecorder({ store: usage, retentionMs: config.usage.retentionMs, log: app.log }) : undefined;
+  if (recorder) {
+    app.requestObservers.push(usageObserver(recorder, config.environment));
+    recorder.startRetention();
+    app.addHook('onClose', async () => {
+      await recorder.close();
+    });
+  }
+  const beginTrace = await wireTracing(app, config);
+  return { recorder, beginTrace };
+}
+
+/** Loads OpenTelemetry only when tracing is on (it is off by default: no module loaded, nothing on the hot path). */
+async function wireTracing(app: FastifyInstance, config: GatewayConfig): Promise<((request: FastifyRequest) => RequestTrace) | undefined> {
+  if (!config.tracing) return undefined;
+  const { GatewayTracing } = await import('../observability/tracing.js');
+  const tracing = new GatewayTracing(config.tracing, config.version, config.environment, app.log);
+  app.addHook('onClose', async () => {
+    await tracing.shutdown();
+  });
+  app.requestObservers.push((request, status, latencyMs) => tracing.end(request, status, latencyMs));
+  return (request) => tracing.begin(request, Date.now() - (performance.now() - request.receivedAt));
+}

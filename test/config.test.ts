@@ -4,7 +4,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, DEFAULT_TIMEOUTS, loadConfig, parseAdminTokens } from '../src/config/load.js';
+import { ConfigError, loadConfig } from '../src/config/load.js';
+import { parseAdminTokens } from '../src/config/env-values.js';
+import { DEFAULT_TIMEOUTS } from '../src/config/upstreams.js';
 
 function withFile(name: string, text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-config-'));

@@ -46,6 +46,7 @@ Every command reads the same environment as the server (GATEWAY_ENV, GATEWAY_CON
 DATABASE_URL). \`gateway <command> --help\` for details.`;
 
 /** The operators' command line, free of process globals: the entry point passes argv, env and the output. */
+// eslint-disable-next-line max-lines-per-function -- the command dispatch: one short case per command, read top to bottom
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutput, readStdin: () => Promise<string>, stop?: AbortSignal): Promise<number> {
   const [area, command, ...rest] = argv;
   if (area === undefined || area === 'help' || area === '--help' || area === '-h') {

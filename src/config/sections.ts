@@ -1,0 +1,182 @@
+// The config file's other sections into their typed form: limits, models, retry, webhooks, Basic users, OAuth,
+// tracing. Each adds its problems to the list loadConfig reports at once.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import type { BasicUser, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import { refusedHost } from '../net/address-guard.js';
+import { isPasswordHash } from '../secrets/password.js';
+import type { Env } from './env.js';
+import { isHttpUrl } from './upstreams.js';
+
+export function toLimitSet(entry: LimitSetFileEntry | undefined): LimitSet | undefined {
+  if (!entry) return undefined;
+  const window = (w: { limit: number; window_seconds: number } | undefined): WindowLimit | undefined =>
+    w === undefined ? undefined : { limit: w.limit, windowMs: w.window_seconds * 1000 };
+  return { requests: window(entry.requests), tokens: window(entry.tokens), concurrent: entry.concurrent };
+}
+
+export function toLimits(file: ConfigFile['limits']): LimitsConfig {
+  const map = (record: Record<string, LimitSetFileEntry> | undefined) =>
+    new Map(Object.entries(record ?? {}).map(([k, v]) => [k, toLimitSet(v) as LimitSet]));
+  return {
+    caller: toLimitSet(file?.caller),
+    models: map(file?.models),
+    upstreams: map(file?.upstreams),
+    onStoreFailure: file?.on_store_failure ?? 'open',
+    upstreamPauseMaxMs: (file?.upstream_pause_max_seconds ?? 60) * 1000,
+  };
+}
+
+export function toModel(entry: NonNullable<ConfigFile['models']>[number]): ModelConfig {
+  const targets = (entry.targets ?? [{ upstream: entry.upstream ?? '', upstream_model: entry.upstream_model, weight: 1 }]).map((t) => ({
+    upstream: t.upstream,
+    upstreamModel: t.upstream_model ?? entry.id,
+    weight: t.weight,
+  }));
+  const first = targets[0] ?? { upstream: '', upstreamModel: entry.id, weight: 1 };
+  return {
+    id: entry.id,
+    upstream: first.upstream,
+    upstreamModel: first.upstreamModel,
+    targets,
+    fallbacks: (entry.fallbacks ?? []).map((f) => ({ upstream: f.upstream, upstreamModel: f.upstream_model ?? entry.id, weight: 1 })),
+    retry: entry.retry ? toRetry(entry.retry) : undefined,
+    aliases: entry.aliases ?? [],
+    pricing: entry.pricing ? { inputPerMillion: entry.pricing.input_per_million, outputPerMillion: entry.pricing.output_per_million } : undefined,
+    contextWindow: entry.context_window,
+    createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
+    description: entry.description,
+  };
+}
+
+export function toRetry(entry: NonNullable<ConfigFile['retry']>): RetryPolicy {
+  return { attempts: entry.attempts, baseDelayMs: entry.base_delay_ms, maxDelayMs: entry.max_delay_ms, deadlineMs: entry.deadline_ms };
+}
+
+/**
+ * The webhook section of this environment: secrets resolved from the environment or files, the rollout stages
+ * (the documented kinds default to `all`), and receiver URLs checked against SSRF when they name an address.
+ */
+export function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileDir: string, problems: string[]): WebhooksConfig {
+  const file = webhooksSchema.parse(entry ?? {});
+  const ids = new Set<string>();
+  const subscriptions = file.subscriptions.map((sub, i): WebhookSubscription => {
+    if (ids.has(sub.id)) problems.push(`webhooks.subscriptions[${i}].id: "${sub.id}" is defined twice`);
+    ids.add(sub.id);
+    const refused = file.allow_private_addresses ? undefined : refusedHost(new URL(sub.url).hostname);
+    if (refused) problems.push(`webhooks.subscriptions[${i}].url: ${refused} (set webhooks.allow_private_addresses: true to allow it)`);
+    const secrets = sub.secrets.map((ref, j) => {
+      const where = `webhooks.subscriptions[${i}].secrets[${j}]`;
+      if (ref.env !== undefined) {
+        const value = env[ref.env];
+        if (!value) problems.push(`${where}.env: environment variable ${ref.env} is not set`);
+        return value ?? '';
+      }
+      try {
+        return readFileSync(resolve(fileDir, ref.file ?? ''), 'utf8').trim();
+      } catch {
+        problems.push(`${where}.file: cannot read ${ref.file}`);
+        return '';
+      }
+    });
+    secrets.forEach((secret, j) => {
+      if (secret !== '' && secret.length < 16) problems.push(`webhooks.subscriptions[${i}].secrets[${j}]: a signing secret needs 16 characters or more`);
+    });
+    return { id: sub.id, url: sub.url, secrets, events: sub.events, canary: sub.canary, includeContent: sub.include_content, maxConcurrency: sub.max_concurrency };
+  });
+  const rollout: Record<string, RolloutStage> = Object.fromEntries(WEBHOOK_EVENT_KINDS.map((kind) => [kind, 'all' as RolloutStage]));
+  Object.assign(rollout, file.rollout);
+  if (file.max_delay_ms < file.base_delay_ms) problems.push('webhooks.max_delay_ms: must be at least base_delay_ms');
+  return {
+    subscriptions,
+    rollout,
+    allowPrivateAddresses: file.allow_private_addresses,
+    maxAttempts: file.max_attempts,
+    maxAgeMs: file.max_age_seconds * 1000,
+    baseDelayMs: file.base_delay_ms,
+    maxDelayMs: file.max_delay_ms,
+    timeoutMs: file.timeout_ms,
+    pollIntervalMs: file.poll_interval_ms,
+  };
+}
+
+export function toBasicUsers(entries: NonNullable<NonNullable<ConfigFile['auth']>['basic_users']>, env: Env, fileDir: string, problems: string[]): BasicUser[] {
+  return entries.map((u, i) => {
+    let hash: string | undefined;
+    if (u.password_hash_env) hash = env[u.password_hash_env];
+    else if (u.password_hash_file) {
+      try {
+        hash = readFileSync(resolve(fileDir, u.password_hash_file), 'utf8').trim();
+      } catch {
+        problems.push(`auth.basic_users[${i}].password_hash_file: cannot read ${u.password_hash_file}`);
+      }
+    } else problems.push(`auth.basic_users[${i}]: give password_hash_env or password_hash_file (a scrypt hash from \`gateway users hash-password\`)`);
+    if (hash !== undefined && !isPasswordHash(hash)) problems.push(`auth.basic_users[${i}]: the password hash is not a scrypt$... hash (never put a password itself)`);
+    return { username: u.username, passwordHash: hash ?? '', routes: u.routes, models: u.models };
+  });
+}
+
+export function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problems: string[]): OAuthConfig | undefined {
+  if (!entry) return undefined;
+  const url = new URL(entry.jwks_url);
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !loopback) problems.push('auth.oauth.jwks_url: must be https:// (signing keys fetched in clear text could be replaced)');
+  return {
+    issuer: entry.issuer,
+    audience: entry.audience,
+    jwksUrl: entry.jwks_url,
+    algorithms: entry.algorithms,
+    clockToleranceSeconds: entry.clock_tolerance_seconds,
+    scopes: entry.scopes,
+    jwksCooldownMs: entry.jwks_refresh_cooldown_seconds * 1000,
+  };
+}
+
+/**
+ * Tracing is on when the file says `tracing.enabled: true` or OTEL_TRACES_EXPORTER=otlp. The standard variables
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), OTEL_SERVICE_NAME and
+ * OTEL_EXPORTER_OTLP_HEADERS (`k=v,k=v`, for collector credentials, kept out of the file) override the file.
+ */
+export function toTracing(entry: ConfigFile['tracing'], env: Env, problems: string[]): TracingConfig | undefined {
+  const exporter = env.OTEL_TRACES_EXPORTER;
+  if (exporter !== undefined && exporter !== '' && exporter !== 'otlp' && exporter !== 'none') {
+    problems.push(`OTEL_TRACES_EXPORTER: must be "otlp" or "none" (got "${exporter.slice(0, 40)}")`);
+  }
+  const enabled = exporter === 'none' ? false : exporter === 'otlp' || entry?.enabled === true;
+  if (!enabled) return undefined;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined;
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || base || entry?.endpoint || 'http://127.0.0.1:4318/v1/traces';
+  if (!isHttpUrl(endpoint)) problems.push('tracing.endpoint (or OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT): must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces');
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+    if (pair.trim() === '') continue;
+    const at = pair.indexOf('=');
+    if (at <= 0) {
+      problems.push('OTEL_EXPORTER_OTLP_HEADERS: must be name=value pairs separated by commas');
+      break;
+    }
+    const value = pair.slice(at + 1).trim();
+    try {
+      headers[pair.slice(0, at).trim().toLowerCase()] = decodeURIComponent(value);
+    } catch {
+      headers[pair.slice(0, at).trim().toLowerCase()] = value;
+    }
+  }
+  return {
+    endpoint,
+    serviceName: env.OTEL_SERVICE_NAME || entry?.service_name || 'llm-gateway',
+    sampleRatio: entry?.sample_ratio ?? 1,
+    headers,
+    exportDelayMs: entry?.export_delay_ms ?? 2000,
+    exportTimeoutMs: entry?.export_timeout_ms ?? 10_000,
+  };
+}
+
+/** Limits are kept per model id, so every alias shares its model's limits; a limit set under an alias would never apply. */
+export function checkLimitModels(limitModels: Record<string, unknown> | undefined, models: ModelConfig[], problems: string[]): void {
+  for (const key of Object.keys(limitModels ?? {})) {
+    const owner = models.find((m) => m.aliases.includes(key));
+    if (owner) problems.push(`limits.models.${key}: "${key}" is an alias of "${owner.id}"; set the limits under the model id (aliases share them)`);
+  }
+}

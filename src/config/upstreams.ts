@@ -1,0 +1,130 @@
+// Upstreams: a config file entry, or the one the UPSTREAM_* variables describe, into an UpstreamConfig, with the
+// timeouts merged from the defaults, the file and the environment.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from './provider-presets.js';
+import { DEFAULT_QUEUE_TIMEOUT_MS, type ConfigFile } from './schema.js';
+import type { Timeouts, UpstreamConfig } from './types.js';
+import { isLoopbackHost } from '../net/address-guard.js';
+import type { Env } from './env.js';
+import { parseIntEnv } from './env-values.js';
+
+/** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 };
+export const ENV_UPSTREAM_NAME = 'default';
+
+export function mergeTimeouts(
+  base: Timeouts,
+  file: ConfigFile['timeouts'] | undefined,
+  override: Partial<Timeouts> = {},
+): Timeouts {
+  return {
+    connectMs: override.connectMs ?? file?.connect_ms ?? base.connectMs,
+    firstByteMs: override.firstByteMs ?? file?.first_byte_ms ?? base.firstByteMs,
+    idleMs: override.idleMs ?? file?.idle_ms ?? base.idleMs,
+    totalMs: override.totalMs ?? file?.total_ms ?? base.totalMs,
+  };
+}
+
+export function toUpstream(
+  entry: NonNullable<ConfigFile['upstreams']>[number],
+  index: number,
+  defaults: Timeouts,
+  env: Env,
+  fileDir: string,
+  problems: string[],
+): UpstreamConfig {
+  let apiKey: string | undefined;
+  if (entry.api_key_env) {
+    apiKey = env[entry.api_key_env];
+    if (!apiKey) problems.push(`upstreams[${index}].api_key_env: environment variable ${entry.api_key_env} is not set`);
+  } else if (entry.api_key_file) {
+    try {
+      apiKey = readFileSync(resolve(fileDir, entry.api_key_file), 'utf8').trim();
+    } catch {
+      problems.push(`upstreams[${index}].api_key_file: cannot read ${entry.api_key_file}`);
+    }
+  }
+  const preset = Object.hasOwn(OPENAI_PRESETS, entry.kind) ? OPENAI_PRESETS[entry.kind as OpenAiPresetName] : undefined;
+  const baseUrl = entry.base_url ?? preset?.baseUrl ?? NATIVE_DEFAULT_URLS[entry.kind];
+  if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
+  else if (insecure(baseUrl) && !entry.allow_insecure_http) {
+    problems.push(`upstreams[${index}].base_url: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set allow_insecure_http: true for a trusted private network`);
+  }
+  return {
+    name: entry.name,
+    kind: entry.kind,
+    auth: preset?.auth ?? 'bearer',
+    deploymentInPath: preset?.deploymentInPath ?? false,
+    apiVersion: preset?.deploymentInPath ? (entry.api_version ?? DEFAULT_AZURE_API_VERSION) : entry.api_version,
+    streamUsage: entry.stream_usage === undefined ? (preset?.streamUsage ?? 'off') : entry.stream_usage === 'auto' ? 'auto' : entry.stream_usage ? 'on' : 'off',
+    baseUrl: (baseUrl ?? 'http://invalid').replace(/\/+$/, ''),
+    apiKey,
+    maxConnections: entry.max_connections,
+    maxConcurrent: entry.max_concurrent,
+    queueTimeoutMs: entry.queue_timeout_ms,
+    timeouts: mergeTimeouts(defaults, entry.timeouts),
+    healthCheck: entry.health_check,
+    defaultMaxTokens: entry.default_max_tokens,
+  };
+}
+
+/** Plain HTTP to anything but this machine: keys and prompts would cross a network in clear text. */
+export function insecure(baseUrl: string): boolean {
+  const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
+  return url?.protocol === 'http:' && !isLoopbackHost(url.hostname);
+}
+
+/** Default base URLs of the providers with their own wire format. */
+export const NATIVE_DEFAULT_URLS: Record<string, string> = {
+  anthropic: 'https://api.anthropic.com/v1',
+  gemini: 'https://generativelanguage.googleapis.com/v1beta',
+};
+
+export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeouts, problems: string[]): boolean {
+  const baseUrl = env.UPSTREAM_BASE_URL ?? '';
+  if (!/^https?:\/\/[^/]/i.test(baseUrl) || !URL.canParse(baseUrl)) {
+    problems.push('UPSTREAM_BASE_URL: must be an http:// or https:// URL'); // not echoed: it may embed a key
+    return false;
+  }
+  if (upstreams.some((u) => u.name === ENV_UPSTREAM_NAME)) {
+    problems.push(`UPSTREAM_BASE_URL: the config file already defines an upstream named "${ENV_UPSTREAM_NAME}"`);
+    return false;
+  }
+  if (insecure(baseUrl) && env.UPSTREAM_ALLOW_INSECURE_HTTP !== 'true') {
+    problems.push('UPSTREAM_BASE_URL: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set UPSTREAM_ALLOW_INSECURE_HTTP=true for a trusted private network');
+    return false;
+  }
+  const kind = env.UPSTREAM_KIND || 'openai-compatible';
+  if (!Object.hasOwn(NATIVE_DEFAULT_URLS, kind) && !Object.hasOwn(OPENAI_PRESETS, kind)) {
+    problems.push(`UPSTREAM_KIND: must be anthropic, gemini or one of ${Object.keys(OPENAI_PRESETS).join(', ')} (got "${kind.slice(0, 40)}")`);
+    return false;
+  }
+  const preset = Object.hasOwn(OPENAI_PRESETS, kind) ? OPENAI_PRESETS[kind as OpenAiPresetName] : undefined;
+  upstreams.push({
+    name: ENV_UPSTREAM_NAME,
+    kind,
+    auth: preset?.auth ?? 'bearer',
+    deploymentInPath: preset?.deploymentInPath ?? false,
+    apiVersion: preset?.deploymentInPath ? (env.UPSTREAM_API_VERSION ?? DEFAULT_AZURE_API_VERSION) : undefined,
+    streamUsage: preset?.streamUsage ?? 'off',
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    apiKey: env.UPSTREAM_API_KEY || undefined,
+    maxConnections: undefined,
+    maxConcurrent: parseIntEnv(env, 'UPSTREAM_MAX_CONCURRENT', problems, 1, 1_000_000),
+    queueTimeoutMs: parseIntEnv(env, 'UPSTREAM_QUEUE_TIMEOUT_MS', problems, 0, 60_000) ?? DEFAULT_QUEUE_TIMEOUT_MS,
+    timeouts,
+    healthCheck: 'models',
+    defaultMaxTokens: 4096,
+  });
+  return true;
+}
+
+export function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}

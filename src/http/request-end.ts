@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { redactUrl } from '../secrets/redact.js';
+import { isObservedRoute } from '../request/route-name.js';
 
 /** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span. */
 export type RequestObserver = (request: FastifyRequest, status: number, latencyMs: number) => void;
@@ -48,7 +49,7 @@ export function endRequest(request: FastifyRequest, status: number): void {
     'request',
   );
   const observers = request.server.requestObservers;
-  if (observers.length > 0 && (request.routeName === 'chat' || request.routeName === 'models')) {
+  if (observers.length > 0 && isObservedRoute(request.routeName)) {
     for (const observe of observers) observe(request, status, latencyMs);
   }
 }

@@ -4,16 +4,15 @@ import type { Authenticator } from '../auth/authenticator.js';
 import { redirectPage, type RouteDescription } from './pages.js';
 import { VENDOR_MEDIA_TYPE_V1, negotiateVersion } from './versioning.js';
 import { closeIfBodyUnread } from './request-head.js';
-
-export type RouteName = 'health' | 'models' | 'chat';
+import type { ApiRoute } from '../request/route-name.js';
 
 interface RouteSpec extends RouteDescription {
-  route: RouteName;
+  route: ApiRoute;
   admin: boolean;
 }
 
 /** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
-export const ROUTE_TABLE: Readonly<Record<RouteName, RouteSpec>> = {
+export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
   health: { route: 'health', methods: ['GET', 'HEAD'], admin: false, auth: 'none', description: 'Service health' },
   models: {
     route: 'models',
@@ -56,7 +55,7 @@ export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
     if (!Object.hasOwn(ROUTE_TABLE, route)) {
       throw new GatewayError('route_not_found', { route: route.slice(0, 100), routes: ROUTE_NAMES });
     }
-    const spec = ROUTE_TABLE[route as RouteName];
+    const spec = ROUTE_TABLE[route as ApiRoute];
     request.routeName = spec.route;
     const answered = checkMethod(request, reply, spec.methods);
     if (answered) return answered;
@@ -71,7 +70,7 @@ export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
 
 /** The methods a `/v1/` URL accepts, for a 405 raised outside the guard (methods Fastify has no route for). */
 export function allowedMethods(route: unknown): readonly string[] {
-  if (typeof route === 'string' && Object.hasOwn(ROUTE_TABLE, route)) return ROUTE_TABLE[route as RouteName].methods;
+  if (typeof route === 'string' && Object.hasOwn(ROUTE_TABLE, route)) return ROUTE_TABLE[route as ApiRoute].methods;
   return INDEX_METHODS;
 }
 

@@ -1,16 +1,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
+import type { ErrorCode } from '../errors/codes.js';
+import type { RouteName } from './route-name.js';
 
 /** Per-request facts the handlers record for the access log line and the error handler. */
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The `route` query parameter once dispatched ("health", "models", "chat", "index"). */
-    routeName: string | undefined;
+    /** What the request was dispatched to, once it was. */
+    routeName: RouteName | undefined;
     /** Content-Type of JSON answers: application/json, or the vendor type when the caller asked for it. */
     responseType: string;
     /** The error code the request ended with, if any (also set for errors sent as a final stream event). */
-    errorCode: string | undefined;
+    errorCode: ErrorCode | undefined;
     /** That error's details (the webhook events report them). */
     errorDetails: Record<string, unknown> | undefined;
     /** The answer's text, kept only when a webhook subscription opted in to content. */

@@ -186,6 +186,43 @@ describe('configuration', () => {
     assert.ok(!text.includes('hunter2'), 'the bad value itself is not repeated');
   });
 
+  test('every secret reference resolves the same way: an unset variable or an unreadable file is a problem at its field', () => {
+    const path = withFile(
+      'refs.yaml',
+      [
+        'upstreams:',
+        '  - { name: a, base_url: "https://a.example/v1", api_key_env: A_KEY }',
+        '  - { name: b, base_url: "https://b.example/v1", api_key_file: ./missing-key }',
+        'auth:',
+        '  basic_users:',
+        '    - { username: carol, password_hash_env: CAROL_HASH, routes: [chat] }',
+        '    - { username: dave, password_hash_file: ./missing-hash, routes: [chat] }',
+        'webhooks:',
+        '  subscriptions:',
+        '    - { id: s, url: "https://hooks.example/in", events: [chat.completed], secrets: [{ env: HOOK_SECRET }, { file: ./missing-secret }] }',
+      ].join('\n'),
+    );
+    const text = problemsOf(() => loadConfig({ GATEWAY_ENV: 'dev', GATEWAY_CONFIG: path })).join('\n');
+    assert.match(text, /upstreams\[0\]\.api_key_env: environment variable A_KEY is not set/);
+    assert.match(text, /upstreams\[1\]\.api_key_file: cannot read \.\/missing-key/);
+    // An unset hash variable used to leave a user who could never sign in, silently.
+    assert.match(text, /auth\.basic_users\[0\]\.password_hash_env: environment variable CAROL_HASH is not set/);
+    assert.match(text, /auth\.basic_users\[1\]\.password_hash_file: cannot read \.\/missing-hash/);
+    assert.match(text, /webhooks\.subscriptions\[0\]\.secrets\[0\]\.env: environment variable HOOK_SECRET is not set/);
+    assert.match(text, /webhooks\.subscriptions\[0\]\.secrets\[1\]\.file: cannot read \.\/missing-secret/);
+  });
+
+  test('the environment upstream is built like a file entry: the schema defaults and the key by reference', () => {
+    const config = loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1/', UPSTREAM_API_KEY: 'sk-env-upstream-key', UPSTREAM_MAX_CONCURRENT: '7' });
+    const upstream = config.upstreams.find((u) => u.name === 'default');
+    assert.deepEqual(
+      { baseUrl: upstream?.baseUrl, apiKey: upstream?.apiKey, maxConcurrent: upstream?.maxConcurrent, queueTimeoutMs: upstream?.queueTimeoutMs, healthCheck: upstream?.healthCheck, defaultMaxTokens: upstream?.defaultMaxTokens, streamUsage: upstream?.streamUsage },
+      { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-env-upstream-key', maxConcurrent: 7, queueTimeoutMs: 1000, healthCheck: 'models', defaultMaxTokens: 4096, streamUsage: 'auto' },
+    );
+    assert.deepEqual(upstream?.timeouts, DEFAULT_TIMEOUTS);
+    assert.equal(loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' }).upstreams[0]?.apiKey, undefined, 'no key: none sent');
+  });
+
   test('unreadable or unparsable files are named', () => {
     assert.match(problemsOf(() => loadConfig({ GATEWAY_CONFIG: '/nonexistent/gw.yaml' })).join(), /cannot read/);
     const path = withFile('broken.json', '{"upstreams": [');

@@ -1,12 +1,11 @@
 // The config file's other sections into their typed form: limits, models, retry, webhooks, Basic users, OAuth,
 // tracing. Each adds its problems to the list loadConfig reports at once.
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
 import type { BasicUser, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
-import { refusedHost } from '../net/address-guard.js';
+import { isLoopbackHost, refusedHost } from '../net/address-guard.js';
 import { isPasswordHash } from '../secrets/password.js';
 import type { Env } from './env.js';
+import { resolveSecretRef } from './secret-ref.js';
 import { isHttpUrl } from './upstreams.js';
 
 export function toLimitSet(entry: LimitSetFileEntry | undefined): LimitSet | undefined {
@@ -68,17 +67,7 @@ export function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileD
     if (refused) problems.push(`webhooks.subscriptions[${i}].url: ${refused} (set webhooks.allow_private_addresses: true to allow it)`);
     const secrets = sub.secrets.map((ref, j) => {
       const where = `webhooks.subscriptions[${i}].secrets[${j}]`;
-      if (ref.env !== undefined) {
-        const value = env[ref.env];
-        if (!value) problems.push(`${where}.env: environment variable ${ref.env} is not set`);
-        return value ?? '';
-      }
-      try {
-        return readFileSync(resolve(fileDir, ref.file ?? ''), 'utf8').trim();
-      } catch {
-        problems.push(`${where}.file: cannot read ${ref.file}`);
-        return '';
-      }
+      return resolveSecretRef(ref, { env: `${where}.env`, file: `${where}.file` }, env, fileDir, problems) ?? '';
     });
     secrets.forEach((secret, j) => {
       if (secret !== '' && secret.length < 16) problems.push(`webhooks.subscriptions[${i}].secrets[${j}]: a signing secret needs 16 characters or more`);
@@ -103,15 +92,10 @@ export function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileD
 
 export function toBasicUsers(entries: NonNullable<NonNullable<ConfigFile['auth']>['basic_users']>, env: Env, fileDir: string, problems: string[]): BasicUser[] {
   return entries.map((u, i) => {
-    let hash: string | undefined;
-    if (u.password_hash_env) hash = env[u.password_hash_env];
-    else if (u.password_hash_file) {
-      try {
-        hash = readFileSync(resolve(fileDir, u.password_hash_file), 'utf8').trim();
-      } catch {
-        problems.push(`auth.basic_users[${i}].password_hash_file: cannot read ${u.password_hash_file}`);
-      }
-    } else problems.push(`auth.basic_users[${i}]: give password_hash_env or password_hash_file (a scrypt hash from \`gateway users hash-password\`)`);
+    const where = `auth.basic_users[${i}]`;
+    const ref = { env: u.password_hash_env, file: u.password_hash_file };
+    const hash = resolveSecretRef(ref, { env: `${where}.password_hash_env`, file: `${where}.password_hash_file` }, env, fileDir, problems);
+    if (ref.env === undefined && ref.file === undefined) problems.push(`auth.basic_users[${i}]: give password_hash_env or password_hash_file (a scrypt hash from \`gateway users hash-password\`)`);
     if (hash !== undefined && !isPasswordHash(hash)) problems.push(`auth.basic_users[${i}]: the password hash is not a scrypt$... hash (never put a password itself)`);
     return { username: u.username, passwordHash: hash ?? '', routes: u.routes, models: u.models };
   });
@@ -120,8 +104,7 @@ export function toBasicUsers(entries: NonNullable<NonNullable<ConfigFile['auth']
 export function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problems: string[]): OAuthConfig | undefined {
   if (!entry) return undefined;
   const url = new URL(entry.jwks_url);
-  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !loopback) problems.push('auth.oauth.jwks_url: must be https:// (signing keys fetched in clear text could be replaced)');
+  if (url.protocol !== 'https:' && !isLoopbackHost(url.hostname)) problems.push('auth.oauth.jwks_url: must be https:// (signing keys fetched in clear text could be replaced)');
   return {
     issuer: entry.issuer,
     audience: entry.audience,

@@ -1,12 +1,11 @@
 // Upstreams: a config file entry, or the one the UPSTREAM_* variables describe, into an UpstreamConfig, with the
 // timeouts merged from the defaults, the file and the environment.
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from './provider-presets.js';
-import { DEFAULT_QUEUE_TIMEOUT_MS, type ConfigFile } from './schema.js';
+import { upstreamSchema, type ConfigFile } from './schema.js';
 import type { Timeouts, UpstreamConfig } from './types.js';
 import { isLoopbackHost } from '../net/address-guard.js';
 import type { Env } from './env.js';
+import { resolveSecretRef } from './secret-ref.js';
 import { parseIntEnv } from './env-values.js';
 
 /** Defaults chosen for chat workloads: generation can legitimately take minutes, silence for 60 s cannot. */
@@ -34,17 +33,13 @@ export function toUpstream(
   fileDir: string,
   problems: string[],
 ): UpstreamConfig {
-  let apiKey: string | undefined;
-  if (entry.api_key_env) {
-    apiKey = env[entry.api_key_env];
-    if (!apiKey) problems.push(`upstreams[${index}].api_key_env: environment variable ${entry.api_key_env} is not set`);
-  } else if (entry.api_key_file) {
-    try {
-      apiKey = readFileSync(resolve(fileDir, entry.api_key_file), 'utf8').trim();
-    } catch {
-      problems.push(`upstreams[${index}].api_key_file: cannot read ${entry.api_key_file}`);
-    }
-  }
+  const apiKey = resolveSecretRef(
+    { env: entry.api_key_env, file: entry.api_key_file },
+    { env: `upstreams[${index}].api_key_env`, file: `upstreams[${index}].api_key_file` },
+    env,
+    fileDir,
+    problems,
+  );
   const preset = Object.hasOwn(OPENAI_PRESETS, entry.kind) ? OPENAI_PRESETS[entry.kind as OpenAiPresetName] : undefined;
   const baseUrl = entry.base_url ?? preset?.baseUrl ?? NATIVE_DEFAULT_URLS[entry.kind];
   if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
@@ -100,23 +95,25 @@ export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: 
     problems.push(`UPSTREAM_KIND: must be anthropic, gemini or one of ${Object.keys(OPENAI_PRESETS).join(', ')} (got "${kind.slice(0, 40)}")`);
     return false;
   }
+  // Built through the same path as a file entry: the schema's defaults, the same preset rules, the same key lookup.
   const preset = Object.hasOwn(OPENAI_PRESETS, kind) ? OPENAI_PRESETS[kind as OpenAiPresetName] : undefined;
-  upstreams.push({
+  const maxConcurrent = parseIntEnv(env, 'UPSTREAM_MAX_CONCURRENT', problems, 1, 1_000_000);
+  const queueTimeoutMs = parseIntEnv(env, 'UPSTREAM_QUEUE_TIMEOUT_MS', problems, 0, 60_000);
+  const entry = upstreamSchema.safeParse({
     name: ENV_UPSTREAM_NAME,
     kind,
-    auth: preset?.auth ?? 'bearer',
-    deploymentInPath: preset?.deploymentInPath ?? false,
-    apiVersion: preset?.deploymentInPath ? (env.UPSTREAM_API_VERSION ?? DEFAULT_AZURE_API_VERSION) : undefined,
-    streamUsage: preset?.streamUsage ?? 'off',
-    baseUrl: baseUrl.replace(/\/+$/, ''),
-    apiKey: env.UPSTREAM_API_KEY || undefined,
-    maxConnections: undefined,
-    maxConcurrent: parseIntEnv(env, 'UPSTREAM_MAX_CONCURRENT', problems, 1, 1_000_000),
-    queueTimeoutMs: parseIntEnv(env, 'UPSTREAM_QUEUE_TIMEOUT_MS', problems, 0, 60_000) ?? DEFAULT_QUEUE_TIMEOUT_MS,
-    timeouts,
-    healthCheck: 'models',
-    defaultMaxTokens: 4096,
+    base_url: baseUrl,
+    allow_insecure_http: true, // checked above, against UPSTREAM_ALLOW_INSECURE_HTTP
+    ...(preset?.deploymentInPath && env.UPSTREAM_API_VERSION !== undefined ? { api_version: env.UPSTREAM_API_VERSION } : {}),
+    ...(env.UPSTREAM_API_KEY ? { api_key_env: 'UPSTREAM_API_KEY' } : {}),
+    ...(maxConcurrent !== undefined ? { max_concurrent: maxConcurrent } : {}),
+    ...(queueTimeoutMs !== undefined ? { queue_timeout_ms: queueTimeoutMs } : {}),
   });
+  if (!entry.success) {
+    problems.push(...entry.error.issues.map((issue) => `UPSTREAM_* (${issue.path.join('.') || 'upstream'}): ${issue.message}`));
+    return false;
+  }
+  upstreams.push(toUpstream(entry.data, 0, timeouts, env, '.', problems));
   return true;
 }
 

@@ -2,7 +2,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamBatch, Usage } from '../providers/contract.js';
-import { costUsd } from './pricing.js';
+import { costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ModelRouter, RoutePlan } from './model-router.js';
@@ -41,6 +41,8 @@ export interface CompletedChat {
   headers: Record<string, string>;
   /** The upstream that answered. */
   upstream: string;
+  /** What the call used, priced (undefined when the upstream reported no usage). */
+  usage: PricedUsage | undefined;
 }
 
 export interface StartedStream {
@@ -51,8 +53,11 @@ export interface StartedStream {
   /** The batches after it: the chunks of one upstream read each (src/providers/contract.ts). */
   chunks: AsyncIterator<StreamBatch>;
   headers: Record<string, string>;
-  /** Must be called once when the stream ends, however it ends, with the tokens used if known and its failure if any. */
-  finish(usage: Usage | undefined, failure?: unknown): Promise<void>;
+  /**
+   * Must be called once when the stream ends, however it ends, with the tokens used if known and its failure if
+   * any. Resolves with that usage, priced.
+   */
+  finish(usage: Usage | undefined, failure?: unknown): Promise<PricedUsage | undefined>;
 }
 
 /** Lease margin beyond the call's total budget before a concurrency slot frees itself. */
@@ -108,7 +113,7 @@ export class ChatService {
       }, 'success');
       result = answered.value;
       answered.trace?.succeeded(result.usage);
-      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream };
+      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(original.model, result.usage) };
     } finally {
       if (admission) void admission.finish(result?.usage);
     }
@@ -142,13 +147,15 @@ export class ChatService {
         chunks: value.chunks,
         headers: admission?.headers ?? {},
         finish: async (usage, failure) => {
-          if (finished) return;
+          const priced = this.priced(original.model, usage);
+          if (finished) return priced;
           finished = true;
           value.scope.dispose();
           end(failure);
           if (failure === undefined) trace?.succeeded(usage);
           else trace?.failed(failure);
           await admission?.finish(usage);
+          return priced;
         },
       };
     } catch (error) {
@@ -162,8 +169,8 @@ export class ChatService {
     return this.options.router.declared(model)?.id ?? model;
   }
 
-  /** The call's usage with its cost when the model has prices (for the access line; usage records: issue 7). */
-  usageRecord(model: string, usage: Usage | undefined): (Usage & { cost_usd?: number }) | undefined {
+  /** The call's usage with its cost when the model (as the caller named it) has prices. */
+  private priced(model: string, usage: Usage | undefined): PricedUsage | undefined {
     if (!usage) return undefined;
     const pricing = this.options.router.declared(model)?.pricing;
     return pricing ? { ...usage, cost_usd: costUsd(usage, pricing) } : usage;

@@ -1,6 +1,9 @@
 import type { Usage } from '../providers/contract.js';
 import { roundUsd } from '../store/usage-sql.js';
 
+/** A call's usage with its cost in USD, when the model has prices. */
+export type PricedUsage = Usage & { cost_usd?: number };
+
 export interface Pricing {
   inputPerMillion: number;
   outputPerMillion: number;

@@ -1,7 +1,7 @@
 import { withOpenAiError } from './openai-shape.js';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { CLIENT_CLOSED_STATUS, endRequest } from './request-end.js';
+import { CLIENT_CLOSED_STATUS, endClientGone, endRequest } from './request-end.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { describeViolations, type SchemaViolation } from './validation-details.js';
 import { closeIfBodyUnread } from './request-head.js';
@@ -47,11 +47,14 @@ export function makeErrorHandler(bodyLimitBytes: number) {
     if (error instanceof ClientGoneError || bodyCutShort(error, request)) {
       // Nobody is listening any more: record it for the access log and send nothing meaningful. A body cut by
       // the request timeout was answered 408 on the socket already (malformed-requests.ts).
-      const timedOut = timedOutRequests.has(request.raw);
-      const status = timedOut ? REQUEST_TIMEOUT_STATUS : CLIENT_CLOSED_STATUS;
-      request.errorCode = timedOut ? 'request_timeout' : 'client_closed_request';
-      endRequest(request, status);
-      void reply.code(status).send();
+      if (timedOutRequests.has(request.raw)) {
+        request.errorCode = 'request_timeout';
+        endRequest(request, REQUEST_TIMEOUT_STATUS);
+        void reply.code(REQUEST_TIMEOUT_STATUS).send();
+      } else {
+        endClientGone(request);
+        void reply.code(CLIENT_CLOSED_STATUS).send();
+      }
       return;
     }
     const gatewayError = toGatewayError(error, bodyLimitBytes);

@@ -55,3 +55,9 @@ export function endRequest(request: FastifyRequest, status: number): void {
 }
 
 export const CLIENT_CLOSED_STATUS = 499;
+
+/** The end of a request whose caller left before its answer was complete: `499 client_closed_request`, as in nginx. */
+export function endClientGone(request: FastifyRequest): void {
+  request.errorCode = 'client_closed_request';
+  endRequest(request, CLIENT_CLOSED_STATUS);
+}

@@ -4,7 +4,7 @@ import type { CallScope, ClientWatch } from '../core/call-scope.js';
 import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
-import { CLIENT_CLOSED_STATUS, endRequest } from '../http/request-end.js';
+import { endClientGone } from '../http/request-end.js';
 import type { ChatRequestBody, StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -58,13 +58,11 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     }
     try {
       if (body.stream === true) {
-        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder, captureAnswer, (usage) => {
-          request.usage = chat.usageRecord(body.model, usage);
-        });
+        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder, captureAnswer);
       }
-      const { result, headers, upstream } = await chat.complete(body, call);
+      const { result, headers, upstream, usage } = await chat.complete(body, call);
       request.upstreamName = upstream;
-      request.usage = chat.usageRecord(body.model, result.usage);
+      request.usage = usage;
       if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);
       await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(result.body);
@@ -89,13 +87,12 @@ async function streamAnswer(
   bodyLimitBytes: number,
   recorder: AnswerRecorder | undefined,
   captureAnswer: boolean,
-  onUsage: (usage: Usage | undefined) => void,
 ): Promise<FastifyReply> {
   request.upstreamName = started.upstream;
   request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
   const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
-  const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer, onUsage);
+  const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer);
   await writeEventStream(reply, recorder ? recordStream(frames, recorder) : frames);
   return reply;
 }
@@ -106,7 +103,6 @@ async function* sseFrames(
   request: FastifyRequest,
   bodyLimitBytes: number,
   captureAnswer: boolean,
-  onUsage: (usage: Usage | undefined) => void,
 ): AsyncGenerator<string> {
   const { chunks, scope } = started;
   let finished = false;
@@ -143,13 +139,9 @@ async function* sseFrames(
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).
     if (!finished && failure === undefined) failure = new ClientGoneError();
     if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
-    onUsage(usage);
-    await started.finish(usage, failure);
+    request.usage = await started.finish(usage, failure);
     if (!finished) await chunks.return?.();
-    if (failure instanceof ClientGoneError) {
-      request.errorCode = 'client_closed_request';
-      endRequest(request, CLIENT_CLOSED_STATUS);
-    }
+    if (failure instanceof ClientGoneError) endClientGone(request);
   }
 }
 

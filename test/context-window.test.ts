@@ -1,6 +1,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countPromptTokens, encodingFor } from '../src/core/context-window.js';
+import type { ChatMessage } from '../src/providers/contract.js';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
@@ -67,4 +68,18 @@ describe('context window check before the upstream call', () => {
     assert.equal(bogus.status, 400);
     assert.equal(bogus.json.code, 'invalid_header');
   });
+});
+
+test('one estimate: rate-limit admission and the context check of a model without a public tokenizer count alike, tool calls and tools included', async () => {
+  const { estimateTokens } = await import('../src/core/rate-limit-service.js');
+  const messages: ChatMessage[] = [
+    { role: 'user', content: 'x'.repeat(40) },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q":"a"}' } }] },
+  ];
+  const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
+  // 40 characters + "lookup" + '{"q":"a"}' (15) + the tools' JSON, four to a token, plus 4 per message.
+  const expected = Math.ceil((40 + 15 + JSON.stringify(tools).length) / 4) + 8;
+  assert.equal(estimateTokens(messages, tools, 100).prompt, expected);
+  assert.equal(await countPromptTokens(messages, 'claude-haiku-4-5', tools), expected);
+  assert.equal(estimateTokens(messages, undefined, 100).prompt, Math.ceil(55 / 4) + 8, 'a tool call counts even without tool definitions');
 });

@@ -195,7 +195,7 @@ export class ChatService {
       // Per model id: a call through an alias counts against the model's limits.
       model: this.options.router.declared(body.model)?.id ?? body.model,
       upstream: first.upstream,
-      estimatedTokens: estimateTokens(body.messages, body.max_tokens),
+      estimatedTokens: estimateTokens(body.messages, body.tools, body.max_tokens),
       requestId: call.requestId,
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
       ...(call.callerLimits ? { callerLimits: call.callerLimits } : {}),

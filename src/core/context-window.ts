@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ChatMessage, ChatRequestBody } from '../providers/contract.js';
+import { estimatePromptTokens, messageText, toolsText } from './token-estimate.js';
 
 type Encoder = { countTokens(text: string): number };
 
@@ -23,34 +24,25 @@ export function encodingFor(upstreamModel: string): 'o200k_base' | 'cl100k_base'
   return undefined;
 }
 
-function textOf(message: ChatMessage): string {
-  let text = typeof message.content === 'string' ? message.content : Array.isArray(message.content) ? JSON.stringify(message.content) : '';
-  for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments;
-  return text;
-}
-
 /**
  * Prompt tokens of a conversation. OpenAI families: their BPE (o200k_base or cl100k_base) plus OpenAI's framing
  * (3 tokens per message, 3 to prime the reply). Other models: a documented estimate, 1 token per 4 characters
  * plus 4 per message (their tokenizers are not public; the provider's own count is what is billed).
  */
 export async function countPromptTokens(messages: readonly ChatMessage[], upstreamModel: string, tools: unknown): Promise<number> {
-  const toolText = Array.isArray(tools) && tools.length > 0 ? JSON.stringify(tools) : '';
   const encoding = encodingFor(upstreamModel);
-  if (!encoding) {
-    const chars = messages.reduce((n, m) => n + textOf(m).length, 0) + toolText.length;
-    return Math.ceil(chars / 4) + 4 * messages.length;
-  }
+  if (!encoding) return estimatePromptTokens(messages, tools);
+  const toolText = toolsText(tools);
   const bpe = await encoder(encoding);
   let tokens = 3;
-  for (const message of messages) tokens += 3 + bpe.countTokens(textOf(message)) + (message.name ? 1 : 0);
+  for (const message of messages) tokens += 3 + bpe.countTokens(messageText(message)) + (message.name ? 1 : 0);
   return tokens + (toolText ? bpe.countTokens(toolText) : 0);
 }
 
 /** A certain upper bound without a tokenizer: no BPE token is shorter than one UTF-8 byte. */
 function byteBound(messages: readonly ChatMessage[], tools: unknown): number {
-  let bytes = Array.isArray(tools) && tools.length > 0 ? Buffer.byteLength(JSON.stringify(tools)) : 0;
-  for (const m of messages) bytes += Buffer.byteLength(textOf(m)) + 8;
+  let bytes = Buffer.byteLength(toolsText(tools));
+  for (const m of messages) bytes += Buffer.byteLength(messageText(m)) + 8;
   return bytes + 3;
 }
 

@@ -1,5 +1,5 @@
 import type { LimitSet, LimitsConfig, WindowLimit } from '../config/types.js';
-import type { Usage } from '../providers/contract.js';
+import type { ChatMessage, Usage } from '../providers/contract.js';
 import type { Pricing } from './pricing.js';
 
 /** A scoped key's budget per rolling period: tokens, and/or cost in millionths of a USD (priced models only). */
@@ -11,6 +11,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from './rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from './rate-limit-headers.js';
 import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
+import { estimatePromptTokens } from './token-estimate.js';
 
 export interface AdmissionRequest {
   caller: string;
@@ -270,17 +271,12 @@ export interface TokenEstimate {
 export const DEFAULT_COMPLETION_TOKENS = 1024;
 
 /**
- * The admission estimate of a call's tokens: about four characters a token for the prompt (+ 4 per message),
- * plus `max_tokens` (or DEFAULT_COMPLETION_TOKENS when the caller sets none). Corrected with the provider's
- * reported usage when the call ends.
+ * The admission estimate of a call's tokens: the prompt by the one estimate (core/token-estimate.ts: messages,
+ * tool calls and tool definitions), plus `max_tokens` (or DEFAULT_COMPLETION_TOKENS when the caller sets none).
+ * Corrected with the provider's reported usage when the call ends.
  */
-export function estimateTokens(messages: ReadonlyArray<{ content?: unknown }>, maxTokens: number | undefined): TokenEstimate {
-  let chars = 0;
-  for (const message of messages) {
-    if (typeof message.content === 'string') chars += message.content.length;
-    else if (message.content !== undefined && message.content !== null) chars += JSON.stringify(message.content).length;
-  }
-  return { prompt: Math.ceil(chars / 4) + 4 * messages.length, maxTokens };
+export function estimateTokens(messages: readonly ChatMessage[], tools: unknown, maxTokens: number | undefined): TokenEstimate {
+  return { prompt: estimatePromptTokens(messages, tools), maxTokens };
 }
 
 export function tokensOf(estimate: TokenEstimate): number {

@@ -1,5 +1,6 @@
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from '../core/rate-limit-service.js';
+import { GatewayError } from '../errors/gateway-error.js';
 
 /** Who is calling and what they may do. `undefined` rights mean "everything" (the admin token). */
 export interface Principal {
@@ -19,4 +20,14 @@ export const ADMIN: Principal = { caller: 'admin', kind: 'admin' };
 /** A model id the principal may call (the id it used, or the model an alias stands for). */
 export function modelAllowed(principal: Principal, ...ids: ReadonlyArray<string | undefined>): boolean {
   return principal.models === undefined || ids.some((id) => id !== undefined && principal.models?.has(id) === true);
+}
+
+/**
+ * Model authorization, the body-time half of what the route guard checks before the body: 403 `model_not_allowed`
+ * unless the principal may call the model it named (or the model that name is an alias of).
+ */
+export function authorizeModel(principal: Principal, requested: string, canonical: string): void {
+  if (!modelAllowed(principal, requested, canonical)) {
+    throw new GatewayError('model_not_allowed', { model: requested, allowed_models: [...(principal.models ?? [])] });
+  }
 }

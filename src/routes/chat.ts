@@ -12,7 +12,7 @@ import { readIdempotencyKey } from '../core/idempotency-key.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
 import { withOpenAiError } from '../http/openai-shape.js';
-import { ADMIN, modelAllowed } from '../auth/principal.js';
+import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 
 /**
@@ -28,9 +28,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     request.chatModel = body.model;
     checkConversation(body);
     const principal = request.principal ?? ADMIN;
-    if (!modelAllowed(principal, body.model, chat.canonicalModel(body.model))) {
-      throw new GatewayError('model_not_allowed', { model: body.model, allowed_models: [...(principal.models ?? [])] });
-    }
+    authorizeModel(principal, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = {
       caller: request.caller,

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { redactUrl } from '../secrets/redact.js';
 import { isObservedRoute } from '../request/route-name.js';
+import { recordOf, type RequestRecord } from '../request/request-record.js';
 
 /** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span. */
-export type RequestObserver = (request: FastifyRequest, status: number, latencyMs: number) => void;
+export type RequestObserver = (record: RequestRecord) => void;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -50,7 +51,8 @@ export function endRequest(request: FastifyRequest, status: number): void {
   );
   const observers = request.server.requestObservers;
   if (observers.length > 0 && isObservedRoute(request.routeName)) {
-    for (const observe of observers) observe(request, status, latencyMs);
+    const record = recordOf(request, status, latencyMs);
+    for (const observe of observers) observe(record);
   }
 }
 

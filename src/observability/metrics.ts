@@ -3,8 +3,7 @@ import { Gauge, Registry } from 'prom-client';
 import { answerClusterCollects, scrapeCluster } from './cluster-metrics.js';
 import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
 import type { UpstreamAttemptStats } from './upstream-attempts.js';
-import { upstreamOf } from '../request/request-state.js';
-import type { FastifyRequest } from 'fastify';
+import type { RequestRecord } from '../request/request-record.js';
 import type { CircuitState } from '../core/circuit-breaker.js';
 import type { ActivePause } from '../core/upstream-pauses.js';
 import type { CapacityLoad } from '../core/upstream-capacity.js';
@@ -148,21 +147,20 @@ export class GatewayMetrics {
     return { contentType: this.registry.contentType, text };
   }
 
-  /** `latencyMs`: arrival to now. */
-  observe(request: FastifyRequest, status: number, latencyMs: number): void {
-    const series = this.seriesFor(request.routeName ?? 'unknown', this.modelLabel(request.chatModel));
-    const code = request.errorCode ?? '';
-    series.request(status, code).inc();
-    series.duration.observe(latencyMs / 1000);
-    if (request.firstByteMs !== undefined) series.ttfb().observe(request.firstByteMs / 1000);
-    const usage = request.usage;
+  observe(record: RequestRecord): void {
+    const series = this.seriesFor(record.route ?? 'unknown', this.modelLabel(record.model));
+    const code = record.code ?? '';
+    series.request(record.status, code).inc();
+    series.duration.observe(record.latencyMs / 1000);
+    if (record.firstByteMs !== undefined) series.ttfb().observe(record.firstByteMs / 1000);
+    const usage = record.usage;
     if (usage) {
       series.prompt.inc(usage.prompt_tokens);
       series.completion.inc(usage.completion_tokens);
       if (usage.cost_usd !== undefined) series.cost.inc(usage.cost_usd);
     }
     if (code.startsWith('upstream_')) {
-      this.upstreamErrors.labels(upstreamOf(request) ?? 'unknown', code).inc();
+      this.upstreamErrors.labels(record.upstream ?? 'unknown', code).inc();
     } else if (code === 'rate_limited' || code === 'budget_exceeded') {
       this.refusals.labels(code).inc();
     }

@@ -3,13 +3,21 @@ import { parseTraceParent } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
-import type { FastifyRequest } from 'fastify';
 import type { TracingConfig } from '../config/types.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { Usage } from '../providers/contract.js';
 import type { AttemptTrace, RequestTrace } from '../core/trace-contract.js';
-import { upstreamOf } from '../request/request-state.js';
+import type { RequestRecord } from '../request/request-record.js';
+import type { RouteName } from '../request/route-name.js';
+
+/** What a span is opened from: the request's method, route, id and the caller's trace context. */
+export interface RequestHead {
+  method: string;
+  route: RouteName | undefined;
+  id: string;
+  traceparent: string | undefined;
+}
 
 interface WarnLog {
   warn(object: Record<string, unknown>, message: string): void;
@@ -39,14 +47,14 @@ export class GatewayTracing {
   }
 
   /** Opens the request's span, started when the request arrived (`arrivedAtMs`, epoch ms). */
-  begin(request: FastifyRequest, arrivedAtMs: number): RequestTrace {
-    const parent = remoteParent(request.headers.traceparent);
+  begin(head: RequestHead, arrivedAtMs: number): RequestTrace {
+    const parent = remoteParent(head.traceparent);
     const span = this.tracer.startSpan(
-      `${request.method} ${request.routeName ?? 'unknown'}`,
+      `${head.method} ${head.route ?? 'unknown'}`,
       {
         kind: SpanKind.SERVER,
         startTime: arrivedAtMs,
-        attributes: { 'http.request.method': request.method, 'http.route': `/v1/?route=${request.routeName ?? 'unknown'}`, 'llmgw.request_id': request.id },
+        attributes: { 'http.request.method': head.method, 'http.route': `/v1/?route=${head.route ?? 'unknown'}`, 'llmgw.request_id': head.id },
       },
       parent,
     );
@@ -54,24 +62,24 @@ export class GatewayTracing {
   }
 
   /** Closes the request's span when its answer was sent (opened here if the request failed before its handler). */
-  end(request: FastifyRequest, status: number, latencyMs: number): void {
-    const requestTrace = (request.trace as RequestSpan | undefined) ?? (this.begin(request, Date.now() - latencyMs) as RequestSpan);
+  end(record: RequestRecord): void {
+    const requestTrace = (record.trace as RequestSpan | undefined) ?? (this.begin(record, record.endedAtMs - record.latencyMs) as RequestSpan);
     const span = requestTrace.span;
+    const { status } = record;
     const attributes: Attributes = {
       'http.response.status_code': status,
-      'llmgw.caller': request.caller,
-      'llmgw.attempts': request.attempts,
+      'llmgw.caller': record.caller,
+      'llmgw.attempts': record.attempts,
     };
-    if (request.chatModel !== undefined) attributes['gen_ai.request.model'] = request.chatModel;
-    const upstream = upstreamOf(request);
-    if (upstream !== undefined) attributes['llmgw.upstream'] = upstream;
-    if (request.replayed) attributes['llmgw.idempotent_replay'] = true;
-    if (request.firstByteMs !== undefined) attributes['llmgw.ttfb_ms'] = request.firstByteMs;
-    addUsage(attributes, request.usage);
-    if (request.errorCode !== undefined) {
-      attributes['error.type'] = request.errorCode;
+    if (record.model !== undefined) attributes['gen_ai.request.model'] = record.model;
+    if (record.upstream !== undefined) attributes['llmgw.upstream'] = record.upstream;
+    if (record.replayed) attributes['llmgw.idempotent_replay'] = true;
+    if (record.firstByteMs !== undefined) attributes['llmgw.ttfb_ms'] = record.firstByteMs;
+    addUsage(attributes, record.usage);
+    if (record.code !== undefined) {
+      attributes['error.type'] = record.code;
       // A 4xx is the caller's mistake, not a failure of this span; a stream that failed after its 200 is one.
-      if (status < 400 || status >= 500 || status === 499) span.setStatus({ code: SpanStatusCode.ERROR, message: request.errorCode });
+      if (status < 400 || status >= 500 || status === 499) span.setStatus({ code: SpanStatusCode.ERROR, message: record.code });
     }
     span.setAttributes(attributes);
     span.end();
@@ -160,7 +168,7 @@ function addUsage(attributes: Attributes, usage: { prompt_tokens: number; comple
 }
 
 /** The caller's W3C trace context, when it sent a valid `traceparent`; otherwise the request starts a new trace. */
-function remoteParent(header: string | string[] | undefined): Context {
+function remoteParent(header: string | undefined): Context {
   if (typeof header !== 'string') return ROOT_CONTEXT;
   const parsed = parseTraceParent(header);
   return parsed ? trace.setSpanContext(ROOT_CONTEXT, { ...parsed, isRemote: true }) : ROOT_CONTEXT;

@@ -1,6 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import type { UsageRecorder } from './usage-recorder.js';
-import { upstreamOf } from '../request/request-state.js';
+import type { RequestRecord } from '../request/request-record.js';
 
 /** Distinct strings kept by `intern` (model names come from callers: beyond this, strings are kept as they are). */
 const MAX_INTERNED = 1_000;
@@ -26,31 +25,30 @@ export class Interner {
 
 /**
  * One usage record per API request, written when the answer has been sent into the recorder's columnar buffer
- * (no object per request). `latency`: arrival to now, in ms (measured once for every observer of the request).
+ * (no object per request).
  */
-export function usageObserver(recorder: UsageRecorder, environment: string): (request: FastifyRequest, status: number, latency: number) => void {
+export function usageObserver(recorder: UsageRecorder, environment: string): (record: RequestRecord) => void {
   const strings = new Interner();
-  return (request, status, latency) => {
-    const usage = request.usage;
-    const body = request.body as { stream?: unknown } | undefined;
+  return (record) => {
+    const usage = record.usage;
     recorder.buffer().push(
-      Math.round(Date.now() - latency),
-      request.id,
-      strings.intern(request.caller),
+      Math.round(record.endedAtMs - record.latencyMs),
+      record.id,
+      strings.intern(record.caller),
       environment,
-      request.routeName ?? 'unknown',
-      strings.intern(request.chatModel),
-      strings.intern(upstreamOf(request)),
-      status,
-      strings.intern(request.errorCode),
-      Math.round(latency * 100) / 100,
-      request.firstByteMs,
-      body?.stream === true,
+      record.route ?? 'unknown',
+      strings.intern(record.model),
+      strings.intern(record.upstream),
+      record.status,
+      strings.intern(record.code),
+      Math.round(record.latencyMs * 100) / 100,
+      record.firstByteMs,
+      record.stream,
       usage?.prompt_tokens,
       usage?.completion_tokens,
       usage?.cost_usd,
-      request.attempts,
-      request.replayed,
+      record.attempts,
+      record.replayed,
     );
     recorder.added();
   };

@@ -18,7 +18,7 @@ export function wireMetrics(app: FastifyInstance, config: GatewayConfig, auth: A
       ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
       : {}),
   });
-  app.requestObservers.push((request, status, latencyMs) => metrics.observe(request, status, latencyMs));
+  app.requestObservers.push((record) => metrics.observe(record));
   // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
   app.get('/metrics', async (request, reply) => {
     request.routeName = 'metrics';

@@ -31,6 +31,10 @@ async function wireTracing(app: FastifyInstance, config: GatewayConfig): Promise
   app.addHook('onClose', async () => {
     await tracing.shutdown();
   });
-  app.requestObservers.push((request, status, latencyMs) => tracing.end(request, status, latencyMs));
-  return (request) => tracing.begin(request, Date.now() - (performance.now() - request.receivedAt));
+  app.requestObservers.push((record) => tracing.end(record));
+  return (request) => {
+    const traceparent = request.headers.traceparent;
+    const head = { method: request.method, route: request.routeName, id: request.id, traceparent: typeof traceparent === 'string' ? traceparent : undefined };
+    return tracing.begin(head, Date.now() - (performance.now() - request.receivedAt));
+  };
 }

@@ -1,0 +1,63 @@
+import type { FastifyRequest } from 'fastify';
+import type { RequestTrace } from '../core/trace-contract.js';
+import type { ErrorCode } from '../errors/codes.js';
+import type { RouteName } from './route-name.js';
+import { upstreamOf } from './request-state.js';
+
+/**
+ * What one request was, once it ended: built once by endRequest, and all its observers see (the access line,
+ * usage records, metrics, the trace's request span). Read-only: an observer cannot change what another sees.
+ */
+export interface RequestRecord {
+  readonly id: string;
+  readonly method: string;
+  readonly route: RouteName | undefined;
+  readonly status: number;
+  /** Arrival to the end, in ms. */
+  readonly latencyMs: number;
+  /** `Date.now()` when it ended. */
+  readonly endedAtMs: number;
+  readonly caller: string;
+  /** The model asked for (chat). */
+  readonly model: string | undefined;
+  /** The upstream that answered, or the one named by the upstream error the request ended with. */
+  readonly upstream: string | undefined;
+  readonly stream: boolean;
+  /** Tokens used, and their cost when the model has prices. */
+  readonly usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number } | undefined;
+  readonly code: ErrorCode | undefined;
+  /** Streams: ms from arrival to the first byte sent. */
+  readonly firstByteMs: number | undefined;
+  /** Upstream attempts (retries and fallbacks included). */
+  readonly attempts: number;
+  readonly replayed: boolean;
+  readonly replayNotStored: string | undefined;
+  /** The request's span when the handler opened one, and the caller's trace context for one opened at the end. */
+  readonly trace: RequestTrace | undefined;
+  readonly traceparent: string | undefined;
+}
+
+export function recordOf(request: FastifyRequest, status: number, latencyMs: number): RequestRecord {
+  const body = request.body as { stream?: unknown } | undefined;
+  const traceparent = request.headers.traceparent;
+  return {
+    id: request.id,
+    method: request.method,
+    route: request.routeName,
+    status,
+    latencyMs,
+    endedAtMs: Date.now(),
+    caller: request.caller,
+    model: request.chatModel,
+    upstream: upstreamOf(request),
+    stream: body?.stream === true,
+    usage: request.usage,
+    code: request.errorCode,
+    firstByteMs: request.firstByteMs,
+    attempts: request.attempts,
+    replayed: request.replayed,
+    replayNotStored: request.replayNotStored,
+    trace: request.trace,
+    traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+  };
+}

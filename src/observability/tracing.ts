@@ -8,16 +8,7 @@ import { isGatewayError } from '../errors/gateway-error.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { Usage } from '../providers/contract.js';
 import type { AttemptTrace, RequestTrace } from '../core/trace-contract.js';
-import type { RequestRecord } from '../request/request-record.js';
-import type { RouteName } from '../request/route-name.js';
-
-/** What a span is opened from: the request's method, route, id and the caller's trace context. */
-export interface RequestHead {
-  method: string;
-  route: RouteName | undefined;
-  id: string;
-  traceparent: string | undefined;
-}
+import type { RequestHead, RequestRecord } from '../request/request-record.js';
 
 interface WarnLog {
   warn(object: Record<string, unknown>, message: string): void;

@@ -1,17 +1,29 @@
 import type { FastifyRequest } from 'fastify';
+import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { RouteName } from './route-name.js';
 import { upstreamOf } from './request-state.js';
 
+/** What a request's span is opened from: its method, route, id and the caller's trace context. */
+export interface RequestHead {
+  readonly method: string;
+  readonly route: RouteName | undefined;
+  readonly id: string;
+  /** The caller's W3C trace context, when it sent one header of it. */
+  readonly traceparent: string | undefined;
+}
+
+export function headOf(request: FastifyRequest): RequestHead {
+  const traceparent = request.headers.traceparent;
+  return { method: request.method, route: request.routeName, id: request.id, traceparent: typeof traceparent === 'string' ? traceparent : undefined };
+}
+
 /**
  * What one request was, once it ended: built once by endRequest, and all its observers see (the access line,
  * usage records, metrics, the trace's request span). Read-only: an observer cannot change what another sees.
  */
-export interface RequestRecord {
-  readonly id: string;
-  readonly method: string;
-  readonly route: RouteName | undefined;
+export interface RequestRecord extends RequestHead {
   readonly status: number;
   /** Arrival to the end, in ms. */
   readonly latencyMs: number;
@@ -24,7 +36,7 @@ export interface RequestRecord {
   readonly upstream: string | undefined;
   readonly stream: boolean;
   /** Tokens used, and their cost when the model has prices. */
-  readonly usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number } | undefined;
+  readonly usage: PricedUsage | undefined;
   readonly code: ErrorCode | undefined;
   /** Streams: ms from arrival to the first byte sent. */
   readonly firstByteMs: number | undefined;
@@ -32,18 +44,14 @@ export interface RequestRecord {
   readonly attempts: number;
   readonly replayed: boolean;
   readonly replayNotStored: string | undefined;
-  /** The request's span when the handler opened one, and the caller's trace context for one opened at the end. */
+  /** The request's span, when the handler opened one (otherwise it is opened at the end, from the head). */
   readonly trace: RequestTrace | undefined;
-  readonly traceparent: string | undefined;
 }
 
 export function recordOf(request: FastifyRequest, status: number, latencyMs: number): RequestRecord {
   const body = request.body as { stream?: unknown } | undefined;
-  const traceparent = request.headers.traceparent;
   return {
-    id: request.id,
-    method: request.method,
-    route: request.routeName,
+    ...headOf(request),
     status,
     latencyMs,
     endedAtMs: Date.now(),
@@ -58,6 +66,5 @@ export function recordOf(request: FastifyRequest, status: number, latencyMs: num
     replayed: request.replayed,
     replayNotStored: request.replayNotStored,
     trace: request.trace,
-    traceparent: typeof traceparent === 'string' ? traceparent : undefined,
   };
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
+import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { RouteName } from './route-name.js';
@@ -40,7 +41,7 @@ declare module 'fastify' {
     /** Which upstream served a chat call. */
     upstreamName: string | undefined;
     /** A chat call's normalised usage and its cost (USD, when the model has prices), for the access line. */
-    usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number } | undefined;
+    usage: PricedUsage | undefined;
     /** Called on an OpenAI drop-in path (/v1/chat/completions...): errors also carry OpenAI's `error` object. */
     openAiCompat: boolean;
     /** The request's trace span (tracing on only; opened by the chat handler). */

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { UsageStore } from '../store/contract.js';
+import { headOf } from '../request/request-record.js';
 import { usageObserver } from '../usage/record-request.js';
 import { UsageRecorder } from '../usage/usage-recorder.js';
 
@@ -32,9 +33,5 @@ async function wireTracing(app: FastifyInstance, config: GatewayConfig): Promise
     await tracing.shutdown();
   });
   app.requestObservers.push((record) => tracing.end(record));
-  return (request) => {
-    const traceparent = request.headers.traceparent;
-    const head = { method: request.method, route: request.routeName, id: request.id, traceparent: typeof traceparent === 'string' ? traceparent : undefined };
-    return tracing.begin(head, Date.now() - (performance.now() - request.receivedAt));
-  };
+  return (request) => tracing.begin(headOf(request), Date.now() - (performance.now() - request.receivedAt));
 }

@@ -1,28 +1,19 @@
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
-import { startMockUpstream, MOCK_CONTENT, MOCK_TOOL_ARGUMENTS, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { call, fieldsOf } from './helpers/http.js';
 import { waitFor } from './helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-configured-upstream-key-1234567890';
 
 describe('chat route, non-streamed', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({
-      env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: UPSTREAM_KEY, BODY_LIMIT_BYTES: '4096' },
-    });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: UPSTREAM_KEY, BODY_LIMIT_BYTES: '4096' },
   });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  beforeEach(() => mock.reset());
 
   test('forwards the body byte for byte (unknown fields too) and answers the upstream chat.completion as is', async () => {
     const body = {
@@ -37,14 +28,14 @@ describe('chat route, non-streamed', () => {
       seed: 7,
       response_format: { type: 'json_object' },
     };
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
     assert.equal(answer.status, 200);
     assert.match(String(answer.headers['content-type']), /^application\/json/);
     assert.equal(answer.json.object, 'chat.completion');
     const choices = answer.json.choices as Array<{ message: { content: string } }>;
     assert.equal(choices[0]?.message.content, MOCK_CONTENT);
 
-    const [received] = mock.chatRequests();
+    const [received] = fixture.mock.chatRequests();
     assert.ok(received);
     assert.equal(received.method, 'POST');
     assert.equal(received.path, '/v1/chat/completions');
@@ -56,8 +47,8 @@ describe('chat route, non-streamed', () => {
 
   test('the upstream answer reaches the caller byte for byte', async () => {
     const exact = '{"id":"chatcmpl-x", "object":"chat.completion",  "created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"caf\u00e9 ☕"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}';
-    mock.enqueue({ kind: 'json', body: exact });
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    fixture.mock.enqueue({ kind: 'json', body: exact });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
     assert.equal(answer.status, 200);
     assert.equal(answer.text, exact);
   });
@@ -66,7 +57,7 @@ describe('chat route, non-streamed', () => {
     const payload = chatBody();
     const status = await new Promise<number>((resolve, reject) => {
       const req = httpRequest(
-        `${gw.url}${CHAT_PATH}`,
+        `${fixture.gw.url}${CHAT_PATH}`,
         {
           method: 'POST',
           headers: {
@@ -91,7 +82,7 @@ describe('chat route, non-streamed', () => {
       req.end(payload);
     });
     assert.equal(status, 200);
-    const [received] = mock.chatRequests();
+    const [received] = fixture.mock.chatRequests();
     assert.ok(received);
     const names = Object.keys(received.headers);
     for (const forbidden of ['proxy-authorization', 'x-secret-hop', 'te', 'keep-alive', 'x-upstream-key', 'cookie']) {
@@ -102,19 +93,19 @@ describe('chat route, non-streamed', () => {
   });
 
   test('X-Upstream-Key replaces the configured key for that request only', async () => {
-    await call(`${gw.url}${CHAT_PATH}`, {
+    await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders({ 'x-upstream-key': 'sk-override-for-one-call-123' }),
       body: chatBody(),
     });
-    await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
-    const [first, second] = mock.chatRequests();
+    await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    const [first, second] = fixture.mock.chatRequests();
     assert.equal(first?.headers.authorization, 'Bearer sk-override-for-one-call-123');
     assert.equal(second?.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
   });
 
   test('an X-Upstream-Key with spaces or control characters is a 400 that does not echo it', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, {
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders({ 'x-upstream-key': 'sk-has space-secretvalue' }),
       body: chatBody(),
@@ -123,7 +114,7 @@ describe('chat route, non-streamed', () => {
     assert.equal(answer.json.code, 'invalid_header');
     assert.equal(answer.json.details?.header, 'x-upstream-key');
     assert.ok(!answer.text.includes('secretvalue'));
-    assert.equal(mock.chatRequests().length, 0);
+    assert.equal(fixture.mock.chatRequests().length, 0);
   });
 
   test('function calling round-trips: tools out, tool_calls back, tool results forwarded', async () => {
@@ -133,7 +124,7 @@ describe('chat route, non-streamed', () => {
         function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } },
       },
     ];
-    const first = await call(`${gw.url}${CHAT_PATH}`, {
+    const first = await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders(),
       body: chatBody({ tools, tool_choice: 'auto' }),
@@ -154,9 +145,9 @@ describe('chat route, non-streamed', () => {
         { role: 'tool', tool_call_id: toolCall?.id, content: '{"temp_c":21}' },
       ],
     };
-    const second = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(followUp) });
+    const second = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(followUp) });
     assert.equal(second.status, 200);
-    assert.equal(mock.chatRequests()[1]?.body, JSON.stringify(followUp));
+    assert.equal(fixture.mock.chatRequests()[1]?.body, JSON.stringify(followUp));
   });
 
   describe('bad input gets a 400 naming each bad field', () => {
@@ -196,17 +187,17 @@ describe('chat route, non-streamed', () => {
     ];
     for (const c of cases) {
       test(c.name, async () => {
-        const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(c.body) });
+        const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(c.body) });
         assert.equal(answer.status, 400, answer.text);
         assert.equal(answer.json.code, 'validation_failed');
         assert.deepEqual(fieldsOf(answer).sort(), [...c.fields].sort());
-        assert.equal(mock.chatRequests().length, 0, 'nothing reaches the upstream');
+        assert.equal(fixture.mock.chatRequests().length, 0, 'nothing reaches the upstream');
       });
     }
   });
 
   test('malformed JSON is a 400 invalid_json saying where, without quoting the body', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, {
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders(),
       body: '{"model":"m",\n "messages": [ sk-secret-in-body-123456 ]}',
@@ -219,13 +210,13 @@ describe('chat route, non-streamed', () => {
   });
 
   test('an empty body is a 400 invalid_json', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: '' });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: '' });
     assert.equal(answer.status, 400);
     assert.equal(answer.json.code, 'invalid_json');
   });
 
   test('a non-JSON content type is a 415', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, {
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders({ 'content-type': 'text/plain' }),
       body: chatBody(),
@@ -237,7 +228,7 @@ describe('chat route, non-streamed', () => {
 
   test('a body over the configured limit is a 413 naming the limit', async () => {
     const big = chatBody({ messages: [{ role: 'user', content: 'x'.repeat(5000) }] });
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: big });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: big });
     assert.equal(answer.status, 413);
     assert.equal(answer.json.code, 'payload_too_large');
     assert.equal(answer.json.details?.limit_bytes, 4096);
@@ -245,22 +236,22 @@ describe('chat route, non-streamed', () => {
 
   test('a charset parameter and the vendor +json media type are accepted', async () => {
     for (const type of ['application/json; charset=utf-8', 'application/vnd.llmgw.v1+json']) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-type': type }), body: chatBody() });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-type': type }), body: chatBody() });
       assert.equal(answer.status, 200, type);
     }
   });
 
   test('the client leaving cancels the upstream call', async () => {
-    mock.enqueue({ kind: 'hang' });
+    fixture.mock.enqueue({ kind: 'hang' });
     const aborter = new AbortController();
-    const pending = request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody(), signal: aborter.signal });
-    while (mock.chatRequests().length === 0) await new Promise((r) => setTimeout(r, 5));
+    const pending = request(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody(), signal: aborter.signal });
+    while (fixture.mock.chatRequests().length === 0) await new Promise((r) => setTimeout(r, 5));
     aborter.abort();
     await assert.rejects(pending);
-    const received = mock.chatRequests()[0];
+    const received = fixture.mock.chatRequests()[0];
     assert.ok(received);
     assert.equal(await withTimeout(received.aborted, 2000), true, 'the upstream saw the call cancelled');
-    await waitFor('the access line of the call the caller left', () => gw.logLines.some((l) => l.includes('"code":"client_closed_request"')), 2000).catch((e: unknown) => { console.log(gw.logLines.slice(-3)); throw e; });
+    await waitFor('the access line of the call the caller left', () => fixture.gw.logLines.some((l) => l.includes('"code":"client_closed_request"')), 2000).catch((e: unknown) => { console.log(fixture.gw.logLines.slice(-3)); throw e; });
   });
 });
 

@@ -1,9 +1,10 @@
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { request } from 'undici';
-import { startMockUpstream, MOCK_STREAM_ERROR, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { MOCK_STREAM_ERROR, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { assembleContent, dataFrames, readStream } from './helpers/sse-client.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -12,27 +13,17 @@ const chunkJson = (content: string, extra = '') =>
   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini"${extra},"choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}`;
 
 describe('chat route, streamed', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({
-      env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-stream-test-upstream-key', UPSTREAM_IDLE_TIMEOUT_MS: '300' },
-      // A 429 test below must not pause the upstream for the tests after it (pauses: upstream-pauses.test.ts).
-      configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
-    });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: 'sk-stream-test-upstream-key', UPSTREAM_IDLE_TIMEOUT_MS: '300' },
+    // A 429 test below must not pause the upstream for the tests after it (pauses: upstream-pauses.test.ts).
+    configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
   });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  beforeEach(() => mock.reset());
 
-  const url = () => `${gw.url}${CHAT_PATH}`;
+  const url = () => `${fixture.gw.url}${CHAT_PATH}`;
 
   test('re-emits each upstream chunk as one normalized SSE event and ends with [DONE], byte for byte', async () => {
     // The upstream uses CRLF, a comment, a multi-line data field and a chunk without "object"; our output is uniform.
-    mock.enqueue({
+    fixture.mock.enqueue({
       kind: 'stream',
       chunks: [
         `data: ${chunkJson('Hel')}\r\n\r\n`,
@@ -53,13 +44,13 @@ describe('chat route, streamed', () => {
       'data: [DONE]\n\n';
     assert.equal(answer.text, expected);
     assert.equal(assembleContent(answer.text), 'Hello');
-    assert.equal((mock.chatRequests()[0]?.json as { stream?: boolean }).stream, true);
+    assert.equal((fixture.mock.chatRequests()[0]?.json as { stream?: boolean }).stream, true);
   });
 
   test('multi-byte characters split across TCP packets arrive intact', async () => {
     const frame = Buffer.from(`data: ${chunkJson('héllo 👋 世界')}\n\n`);
     const cut = frame.indexOf(Buffer.from('👋')) + 2; // in the middle of the emoji's four bytes
-    mock.enqueue({
+    fixture.mock.enqueue({
       kind: 'raw',
       handler: (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -77,7 +68,7 @@ describe('chat route, streamed', () => {
   });
 
   test('tool-call deltas stream through unchanged', async () => {
-    mock.enqueue({ kind: 'stream' });
+    fixture.mock.enqueue({ kind: 'stream' });
     const body = chatBody({ stream: true, tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }] });
     const answer = await readStream(url(), body, authHeaders());
     const args = dataFrames(answer.text)
@@ -89,7 +80,7 @@ describe('chat route, streamed', () => {
   });
 
   test('an upstream error before the stream starts is a plain JSON error with its status', async () => {
-    mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '7' } });
+    fixture.mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '7' } });
     const answer = await readStream(url(), STREAM_BODY, authHeaders());
     assert.equal(answer.status, 429);
     assert.equal(answer.headers['retry-after'], '7');
@@ -106,7 +97,7 @@ describe('chat route, streamed', () => {
   ];
   for (const failure of midStreamFailures) {
     test(`${failure.name} mid-stream ends with one error event and never [DONE]`, async () => {
-      mock.enqueue(failure.behavior);
+      fixture.mock.enqueue(failure.behavior);
       const answer = await readStream(url(), STREAM_BODY, authHeaders());
       assert.equal(answer.status, 200);
       assert.ok(!answer.text.includes('data: [DONE]'), `a failed stream must not look complete: ${answer.text}`);
@@ -122,22 +113,22 @@ describe('chat route, streamed', () => {
       if (failure.code === 'upstream_stream_error') {
         assert.equal(error.details.upstream_message, MOCK_STREAM_ERROR.error.message);
       }
-      await waitFor(`the access line with ${failure.code}`, () => gw.logLines.some((l) => l.includes(`"code":"${failure.code}"`) && l.includes('"msg":"request"')), 3000);
+      await waitFor(`the access line with ${failure.code}`, () => fixture.gw.logLines.some((l) => l.includes(`"code":"${failure.code}"`) && l.includes('"msg":"request"')), 3000);
     });
   }
 
   test('a client that leaves mid-stream cancels the upstream stream', async () => {
-    mock.enqueue({ kind: 'stall', afterChunks: 1 });
+    fixture.mock.enqueue({ kind: 'stall', afterChunks: 1 });
     const aborter = new AbortController();
     const response = await request(url(), { method: 'POST', headers: authHeaders(), body: STREAM_BODY, signal: aborter.signal });
     for await (const chunk of response.body) {
       if ((chunk as Buffer).length > 0) break;
     }
     aborter.abort();
-    const received = mock.chatRequests()[0];
+    const received = fixture.mock.chatRequests()[0];
     assert.ok(received);
     assert.equal(await Promise.race([received.aborted, sleep(2000).then(() => 'timeout')]), true);
-    await waitFor('the 499 access line', () => gw.logLines.some((l) => l.includes('"status":499') && l.includes('client_closed_request')), 3000);
+    await waitFor('the 499 access line', () => fixture.gw.logLines.some((l) => l.includes('"status":499') && l.includes('client_closed_request')), 3000);
   });
 
   test('a slow reader holds the upstream back (backpressure) instead of growing memory', async () => {
@@ -145,7 +136,7 @@ describe('chat route, streamed', () => {
     const total = 200_000; // ~200 MB if it were all buffered
     let written = 0;
     let upstreamClosed = false;
-    mock.enqueue({
+    fixture.mock.enqueue({
       kind: 'raw',
       handler: (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -163,7 +154,7 @@ describe('chat route, streamed', () => {
       },
     });
     // A raw socket that sends the request and then reads nothing.
-    const socket = connect(gw.port, '127.0.0.1');
+    const socket = connect(fixture.gw.port, '127.0.0.1');
     socket.pause();
     const payload = STREAM_BODY;
     socket.write(

@@ -1,14 +1,19 @@
 export type StreamUsageMode = 'on' | 'off' | 'auto';
 
+/** The wire formats the gateway speaks upstream: one provider class each (src/providers/registry.ts). */
+export type WireFormat = 'openai' | 'anthropic' | 'gemini';
+
 /**
- * Providers that speak OpenAI's Chat Completions API, as presets of the one OpenAI-compatible provider: a
- * default base URL, and for Azure OpenAI its own addressing (the deployment in the path, `api-version` in the
- * query, the key in an `api-key` header). `kind: <preset>` in the config file selects one; `base_url` then
- * overrides the default (and is required where there is none: Azure, whose URL names your resource).
+ * What the gateway knows of one upstream `kind`: which wire format it speaks, its default base URL, and for the
+ * OpenAI-compatible presets their addressing (Azure: the deployment in the path, `api-version` in the query, the
+ * key in an `api-key` header). `kind: <name>` in the config file selects one; `base_url` overrides the default
+ * (and is required where there is none: Azure, whose URL names your resource). This table is the one place a
+ * kind is known: the config schema, the config loader and the provider registry all read it.
  */
-export interface OpenAiPreset {
+export interface ProviderKind {
+  wire: WireFormat;
   baseUrl: string | undefined;
-  /** How the key is sent: `Authorization: Bearer <key>`, or Azure's `api-key: <key>`. */
+  /** How the key is sent on the OpenAI wire: `Authorization: Bearer <key>`, or Azure's `api-key: <key>`. */
   auth: 'bearer' | 'api-key';
   /** Azure: `{base}/deployments/{upstream model}/chat/completions?api-version=...`. */
   deploymentInPath: boolean;
@@ -20,25 +25,34 @@ export interface OpenAiPreset {
   streamUsage: StreamUsageMode;
 }
 
-const bearer = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on'): OpenAiPreset => ({ baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
+const openAi = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on'): ProviderKind => ({ wire: 'openai', baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
+// Native wire formats: the key goes in their own header, and usage always arrives (stream_usage does not apply).
+const native = (wire: WireFormat, baseUrl: string): ProviderKind => ({ wire, baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage: 'off' });
 
-export const OPENAI_PRESETS = {
-  'openai-compatible': bearer(undefined, 'auto'), // unknown server: asked, until it refuses the field
-  openai: bearer('https://api.openai.com/v1'),
-  azure: { baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on' },
-  groq: bearer('https://api.groq.com/openai/v1'),
-  mistral: bearer('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked
-  deepseek: bearer('https://api.deepseek.com/v1'),
-  together: bearer('https://api.together.xyz/v1'),
-  openrouter: bearer('https://openrouter.ai/api/v1'),
-  ollama: bearer('http://127.0.0.1:11434/v1'),
-  vllm: bearer('http://127.0.0.1:8000/v1'),
-  'llama-cpp': bearer('http://127.0.0.1:8080/v1', 'auto'),
-  lmstudio: bearer('http://127.0.0.1:1234/v1', 'auto'),
-} as const satisfies Record<string, OpenAiPreset>;
+export const PROVIDER_KINDS = {
+  'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
+  openai: openAi('https://api.openai.com/v1'),
+  azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on' },
+  groq: openAi('https://api.groq.com/openai/v1'),
+  mistral: openAi('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked
+  deepseek: openAi('https://api.deepseek.com/v1'),
+  together: openAi('https://api.together.xyz/v1'),
+  openrouter: openAi('https://openrouter.ai/api/v1'),
+  ollama: openAi('http://127.0.0.1:11434/v1'),
+  vllm: openAi('http://127.0.0.1:8000/v1'),
+  'llama-cpp': openAi('http://127.0.0.1:8080/v1', 'auto'),
+  lmstudio: openAi('http://127.0.0.1:1234/v1', 'auto'),
+  anthropic: native('anthropic', 'https://api.anthropic.com/v1'),
+  gemini: native('gemini', 'https://generativelanguage.googleapis.com/v1beta'),
+} as const satisfies Record<string, ProviderKind>;
 
-export type OpenAiPresetName = keyof typeof OPENAI_PRESETS;
-export const OPENAI_PRESET_NAMES = Object.keys(OPENAI_PRESETS) as OpenAiPresetName[];
+export type ProviderKindName = keyof typeof PROVIDER_KINDS;
+export const PROVIDER_KIND_NAMES = Object.keys(PROVIDER_KINDS) as [ProviderKindName, ...ProviderKindName[]];
+
+/** The descriptor of `kind`, or undefined for a name that is none. */
+export function providerKind(kind: string): ProviderKind | undefined {
+  return Object.hasOwn(PROVIDER_KINDS, kind) ? PROVIDER_KINDS[kind as ProviderKindName] : undefined;
+}
 
 /** The Azure OpenAI data-plane API version used when the config names none (GA, supports tools and streaming). */
 export const DEFAULT_AZURE_API_VERSION = '2024-10-21';

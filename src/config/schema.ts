@@ -1,4 +1,4 @@
-import { OPENAI_PRESET_NAMES } from './provider-presets.js';
+import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
 
 /**
@@ -34,7 +34,7 @@ export const upstreamSchema = z
   .object({
     name: upstreamName,
     /** The wire format: `anthropic`, or an OpenAI-compatible preset (`openai-compatible` is the plain one). */
-    kind: z.enum(['anthropic', 'gemini', ...OPENAI_PRESET_NAMES] as [string, ...string[]]).default('openai-compatible'),
+    kind: z.enum(PROVIDER_KIND_NAMES).default('openai-compatible'),
     /** Required unless the preset has a default (every preset but `openai-compatible` and `azure`). */
     base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
     /**
@@ -146,6 +146,19 @@ export const limitsSchema = z
   })
   .strict();
 
+export const tracingSchema = z
+  .object({
+    enabled: z.boolean().default(false),
+    /** The collector's OTLP/HTTP traces endpoint. */
+    endpoint: z.url({ protocol: /^https?$/, error: 'must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces' }).optional(),
+    service_name: z.string().min(1).max(200).optional(),
+    /** Share of new traces kept (0..1); a caller's sampled `traceparent` is always followed. */
+    sample_ratio: z.number().min(0).max(1).default(1),
+    export_delay_ms: z.number().int().min(10).max(60_000).default(2000),
+    export_timeout_ms: z.number().int().min(100).max(60_000).default(10_000),
+  })
+  .strict();
+
 export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
@@ -233,19 +246,7 @@ export const configFileSchema = z
       .strict()
       .optional(),
     /** OpenTelemetry traces over OTLP/HTTP (JSON): a span per request and per upstream attempt. Off by default. */
-    tracing: z
-      .object({
-        enabled: z.boolean().default(false),
-        /** The collector's OTLP/HTTP traces endpoint. */
-        endpoint: z.url({ protocol: /^https?$/, error: 'must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces' }).optional(),
-        service_name: z.string().min(1).max(200).optional(),
-        /** Share of new traces kept (0..1); a caller's sampled `traceparent` is always followed. */
-        sample_ratio: z.number().min(0).max(1).default(1),
-        export_delay_ms: z.number().int().min(10).max(60_000).default(2000),
-        export_timeout_ms: z.number().int().min(100).max(60_000).default(10_000),
-      })
-      .strict()
-      .optional(),
+    tracing: tracingSchema.optional(),
     /** One usage record per API request (chat, models), in the embedded store or PostgreSQL (DATABASE_URL). */
     usage: z
       .object({

@@ -1,6 +1,6 @@
 // The config file's other sections into their typed form: limits, models, retry, webhooks, Basic users, OAuth,
 // tracing. Each adds its problems to the list loadConfig reports at once.
-import { WEBHOOK_EVENT_KINDS, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import { WEBHOOK_EVENT_KINDS, limitsSchema, tracingSchema, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
 import type { BasicUser, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../net/address-guard.js';
 import { isPasswordHash } from '../secrets/password.js';
@@ -15,15 +15,16 @@ export function toLimitSet(entry: LimitSetFileEntry | undefined): LimitSet | und
   return { requests: window(entry.requests), tokens: window(entry.tokens), concurrent: entry.concurrent };
 }
 
-export function toLimits(file: ConfigFile['limits']): LimitsConfig {
+export function toLimits(entry: ConfigFile['limits']): LimitsConfig {
+  const file = limitsSchema.parse(entry ?? {}); // an absent section takes the schema's defaults, stated once there
   const map = (record: Record<string, LimitSetFileEntry> | undefined) =>
     new Map(Object.entries(record ?? {}).map(([k, v]) => [k, toLimitSet(v) as LimitSet]));
   return {
-    caller: toLimitSet(file?.caller),
-    models: map(file?.models),
-    upstreams: map(file?.upstreams),
-    onStoreFailure: file?.on_store_failure ?? 'open',
-    upstreamPauseMaxMs: (file?.upstream_pause_max_seconds ?? 60) * 1000,
+    caller: toLimitSet(file.caller),
+    models: map(file.models),
+    upstreams: map(file.upstreams),
+    onStoreFailure: file.on_store_failure,
+    upstreamPauseMaxMs: file.upstream_pause_max_seconds * 1000,
   };
 }
 
@@ -121,15 +122,16 @@ export function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problem
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), OTEL_SERVICE_NAME and
  * OTEL_EXPORTER_OTLP_HEADERS (`k=v,k=v`, for collector credentials, kept out of the file) override the file.
  */
-export function toTracing(entry: ConfigFile['tracing'], env: Env, problems: string[]): TracingConfig | undefined {
+export function toTracing(section: ConfigFile['tracing'], env: Env, problems: string[]): TracingConfig | undefined {
+  const entry = tracingSchema.parse(section ?? {}); // an absent section takes the schema's defaults, stated once there
   const exporter = env.OTEL_TRACES_EXPORTER;
   if (exporter !== undefined && exporter !== '' && exporter !== 'otlp' && exporter !== 'none') {
     problems.push(`OTEL_TRACES_EXPORTER: must be "otlp" or "none" (got "${exporter.slice(0, 40)}")`);
   }
-  const enabled = exporter === 'none' ? false : exporter === 'otlp' || entry?.enabled === true;
+  const enabled = exporter === 'none' ? false : exporter === 'otlp' || entry.enabled;
   if (!enabled) return undefined;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined;
-  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || base || entry?.endpoint || 'http://127.0.0.1:4318/v1/traces';
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || base || entry.endpoint || 'http://127.0.0.1:4318/v1/traces';
   if (!isHttpUrl(endpoint)) problems.push('tracing.endpoint (or OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT): must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces');
   const headers: Record<string, string> = {};
   for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
@@ -148,11 +150,11 @@ export function toTracing(entry: ConfigFile['tracing'], env: Env, problems: stri
   }
   return {
     endpoint,
-    serviceName: env.OTEL_SERVICE_NAME || entry?.service_name || 'llm-gateway',
-    sampleRatio: entry?.sample_ratio ?? 1,
+    serviceName: env.OTEL_SERVICE_NAME || entry.service_name || 'llm-gateway',
+    sampleRatio: entry.sample_ratio,
     headers,
-    exportDelayMs: entry?.export_delay_ms ?? 2000,
-    exportTimeoutMs: entry?.export_timeout_ms ?? 10_000,
+    exportDelayMs: entry.export_delay_ms,
+    exportTimeoutMs: entry.export_timeout_ms,
   };
 }
 

@@ -1,6 +1,6 @@
 // Upstreams: a config file entry, or the one the UPSTREAM_* variables describe, into an UpstreamConfig, with the
 // timeouts merged from the defaults, the file and the environment.
-import { DEFAULT_AZURE_API_VERSION, OPENAI_PRESETS, type OpenAiPresetName } from './provider-presets.js';
+import { DEFAULT_AZURE_API_VERSION, PROVIDER_KIND_NAMES, providerKind } from './provider-presets.js';
 import { upstreamSchema, type ConfigFile } from './schema.js';
 import type { Timeouts, UpstreamConfig } from './types.js';
 import { isLoopbackHost } from '../net/address-guard.js';
@@ -40,8 +40,8 @@ export function toUpstream(
     fileDir,
     problems,
   );
-  const preset = Object.hasOwn(OPENAI_PRESETS, entry.kind) ? OPENAI_PRESETS[entry.kind as OpenAiPresetName] : undefined;
-  const baseUrl = entry.base_url ?? preset?.baseUrl ?? NATIVE_DEFAULT_URLS[entry.kind];
+  const preset = providerKind(entry.kind);
+  const baseUrl = entry.base_url ?? preset?.baseUrl;
   if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
   else if (insecure(baseUrl) && !entry.allow_insecure_http) {
     problems.push(`upstreams[${index}].base_url: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set allow_insecure_http: true for a trusted private network`);
@@ -70,12 +70,6 @@ export function insecure(baseUrl: string): boolean {
   return url?.protocol === 'http:' && !isLoopbackHost(url.hostname);
 }
 
-/** Default base URLs of the providers with their own wire format. */
-export const NATIVE_DEFAULT_URLS: Record<string, string> = {
-  anthropic: 'https://api.anthropic.com/v1',
-  gemini: 'https://generativelanguage.googleapis.com/v1beta',
-};
-
 export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: Timeouts, problems: string[]): boolean {
   const baseUrl = env.UPSTREAM_BASE_URL ?? '';
   if (!/^https?:\/\/[^/]/i.test(baseUrl) || !URL.canParse(baseUrl)) {
@@ -91,12 +85,12 @@ export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: 
     return false;
   }
   const kind = env.UPSTREAM_KIND || 'openai-compatible';
-  if (!Object.hasOwn(NATIVE_DEFAULT_URLS, kind) && !Object.hasOwn(OPENAI_PRESETS, kind)) {
-    problems.push(`UPSTREAM_KIND: must be anthropic, gemini or one of ${Object.keys(OPENAI_PRESETS).join(', ')} (got "${kind.slice(0, 40)}")`);
+  const preset = providerKind(kind);
+  if (!preset) {
+    problems.push(`UPSTREAM_KIND: must be one of ${PROVIDER_KIND_NAMES.join(', ')} (got "${kind.slice(0, 40)}")`);
     return false;
   }
   // Built through the same path as a file entry: the schema's defaults, the same preset rules, the same key lookup.
-  const preset = Object.hasOwn(OPENAI_PRESETS, kind) ? OPENAI_PRESETS[kind as OpenAiPresetName] : undefined;
   const maxConcurrent = parseIntEnv(env, 'UPSTREAM_MAX_CONCURRENT', problems, 1, 1_000_000);
   const queueTimeoutMs = parseIntEnv(env, 'UPSTREAM_QUEUE_TIMEOUT_MS', problems, 0, 60_000);
   const entry = upstreamSchema.safeParse({

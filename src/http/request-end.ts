@@ -3,7 +3,7 @@ import { redactUrl } from '../secrets/redact.js';
 import { isObservedRoute } from '../request/route-name.js';
 import { recordOf, type RequestRecord } from '../request/request-record.js';
 
-/** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span. */
+/** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span, events. */
 export type RequestObserver = (record: RequestRecord) => void;
 
 declare module 'fastify' {
@@ -27,33 +27,36 @@ export function decorateRequestEnd(app: FastifyInstance): void {
 export function endRequest(request: FastifyRequest, status: number): void {
   if (request.accessLogged) return;
   request.accessLogged = true;
-  const latencyMs = performance.now() - request.receivedAt;
+  const record = recordOf(request, status, performance.now() - request.receivedAt);
+  logAccess(request, record);
+  const observers = request.server.requestObservers;
+  if (observers.length > 0 && isObservedRoute(record.route)) for (const observe of observers) observe(record);
+}
+
+/** The access line: one per request, from its record. */
+function logAccess(request: FastifyRequest, record: RequestRecord): void {
+  const usage = record.usage;
   // The root logger, with the id as a field: no per-request child logger is created for this line.
   request.server.log.info(
     {
-      request_id: request.id,
-      method: request.method,
-      url: redactUrl(request.url),
-      route: request.routeName,
-      status,
-      ms: Math.round(latencyMs * 100) / 100,
-      caller: request.caller,
-      model: request.chatModel,
-      upstream: request.upstreamName,
+      request_id: record.id,
+      method: record.method,
+      url: redactUrl(record.url),
+      route: record.route,
+      status: record.status,
+      ms: Math.round(record.latencyMs * 100) / 100,
+      caller: record.caller,
+      model: record.model,
+      upstream: record.upstream,
       // Flat fields (pino's fast path; a nested object goes through JSON.stringify).
-      prompt_tokens: request.usage?.prompt_tokens,
-      completion_tokens: request.usage?.completion_tokens,
-      cost_usd: request.usage?.cost_usd,
-      code: request.errorCode,
-      replay_not_stored: request.replayNotStored,
+      prompt_tokens: usage?.prompt_tokens,
+      completion_tokens: usage?.completion_tokens,
+      cost_usd: usage?.cost_usd,
+      code: record.code,
+      replay_not_stored: record.replayNotStored,
     },
     'request',
   );
-  const observers = request.server.requestObservers;
-  if (observers.length > 0 && isObservedRoute(request.routeName)) {
-    const record = recordOf(request, status, latencyMs);
-    for (const observe of observers) observe(record);
-  }
 }
 
 export const CLIENT_CLOSED_STATUS = 499;

@@ -1,4 +1,5 @@
-import type { GatewayConfig } from '../config/types.js';
+import { providerKind, type WireFormat } from '../config/provider-presets.js';
+import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
 import type { Provider } from './contract.js';
 import { ECHO_DESCRIPTION, ECHO_MODEL_ID, EchoProvider } from './echo/echo-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
@@ -20,18 +21,20 @@ export interface ProviderSet {
   close(): Promise<void>;
 }
 
-/** Builds one provider per configured upstream. The only place that knows which class serves which kind. */
+/** The provider class of each wire format (which kind speaks which format: config/provider-presets.ts). */
+const PROVIDER_FACTORIES: Record<WireFormat, (upstream: UpstreamConfig, options: { userAgent: string }) => Provider> = {
+  openai: (upstream, options) => new OpenAiCompatibleProvider(upstream, options),
+  anthropic: (upstream, options) => new AnthropicProvider(upstream, options),
+  gemini: (upstream, options) => new GeminiProvider(upstream, options),
+};
+
+/** Builds one provider per configured upstream, by its kind's wire format. */
 export function createProviders(config: GatewayConfig): ProviderSet {
   const userAgent = `llm-gateway/${config.version}`;
   const upstreams = new Map<string, Provider>();
   for (const upstream of config.upstreams) {
-    const provider =
-      upstream.kind === 'anthropic'
-        ? new AnthropicProvider(upstream, { userAgent })
-        : upstream.kind === 'gemini'
-          ? new GeminiProvider(upstream, { userAgent })
-          : new OpenAiCompatibleProvider(upstream, { userAgent });
-    upstreams.set(upstream.name, provider);
+    const wire = providerKind(upstream.kind)?.wire ?? 'openai';
+    upstreams.set(upstream.name, PROVIDER_FACTORIES[wire](upstream, { userAgent }));
   }
   const builtins = new Map<string, BuiltinModel>();
   if (config.devEchoModel) {

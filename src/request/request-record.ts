@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
+import type { ChatMessage } from '../providers/contract.js';
 import type { RouteName } from './route-name.js';
 import { upstreamOf } from './request-state.js';
 
@@ -35,9 +36,17 @@ export interface RequestRecord extends RequestHead {
   /** The upstream that answered, or the one named by the upstream error the request ended with. */
   readonly upstream: string | undefined;
   readonly stream: boolean;
+  /** The URL as called (its query values redacted by the access line). */
+  readonly url: string;
   /** Tokens used, and their cost when the model has prices. */
   readonly usage: PricedUsage | undefined;
   readonly code: ErrorCode | undefined;
+  /** That error's details (the rate-limit event reports them). */
+  readonly errorDetails: Readonly<Record<string, unknown>> | undefined;
+  /** The conversation sent (the request body's own array, not a copy), for events that opted in to content. */
+  readonly messages: readonly ChatMessage[] | undefined;
+  /** The answer's text, kept only when a webhook subscription opted in to content. */
+  readonly answerText: string | undefined;
   /** Streams: ms from arrival to the first byte sent. */
   readonly firstByteMs: number | undefined;
   /** Upstream attempts (retries and fallbacks included). */
@@ -49,18 +58,23 @@ export interface RequestRecord extends RequestHead {
 }
 
 export function recordOf(request: FastifyRequest, status: number, latencyMs: number): RequestRecord {
-  const body = request.body as { stream?: unknown } | undefined;
+  const body = request.body as { stream?: unknown; messages?: ChatMessage[] } | undefined;
   return {
     ...headOf(request),
     status,
     latencyMs,
     endedAtMs: Date.now(),
     caller: request.caller,
+    // Set by the handler once the body passed its schema: a refused body's model is never a metric label or group.
     model: request.chatModel,
     upstream: upstreamOf(request),
     stream: body?.stream === true,
+    url: request.url,
     usage: request.usage,
     code: request.errorCode,
+    errorDetails: request.errorDetails,
+    messages: Array.isArray(body?.messages) ? body.messages : undefined,
+    answerText: request.answerText,
     firstByteMs: request.firstByteMs,
     attempts: request.attempts,
     replayed: request.replayed,

@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ChatMessage } from '../providers/contract.js';
+import type { RequestRecord } from '../request/request-record.js';
 import type { Webhooks } from './webhooks.js';
 
 /** The event kinds the gateway emits (docs/webhooks.md documents each `data`). */
@@ -18,48 +17,47 @@ export const INSTANCE = `${hostname()}:${process.pid}`;
 const RATE_LIMIT_FIELDS = ['limit', 'scope', 'scope_id', 'max', 'window_seconds', 'retry_after_seconds'] as const;
 
 /**
- * Chat outcomes as events, emitted once the answer has been sent (onResponse), so the event never delays the
- * answer. Only authenticated calls emit (an anonymous flood cannot fill receivers' queues). Prompt and answer
- * text are built only when a recipient opted in.
+ * Chat outcomes as events: a request observer (src/http/request-end.ts), so it runs once the answer has been sent
+ * and never delays it. Only authenticated calls emit (an anonymous flood cannot fill receivers' queues), and a
+ * call whose caller hung up (499) emits nothing: nobody asked for that answer any more. Prompt and answer text
+ * are put in only when a recipient opted in. Undefined when nobody receives a chat event.
  */
-export function registerChatEvents(app: FastifyInstance, webhooks: Webhooks): void {
+export function chatEventsObserver(webhooks: Webhooks): ((record: RequestRecord) => void) | undefined {
   const any = [EVENT.chatCompleted, EVENT.chatFailed, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind));
-  if (!any) return;
-  app.addHook('onResponse', (request, reply, done) => {
-    if (request.routeName === 'chat' && request.caller !== 'anonymous') emitChatEvents(webhooks, request, reply.statusCode);
-    done();
-  });
+  if (!any) return undefined;
+  return (record) => {
+    if (record.route === 'chat' && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record);
+  };
 }
 
-function emitChatEvents(webhooks: Webhooks, request: FastifyRequest, status: number): void {
-  const body = request.body as { model?: unknown; stream?: unknown; messages?: ChatMessage[] } | undefined;
+function emitChatEvents(webhooks: Webhooks, record: RequestRecord): void {
   const common = {
-    request_id: request.id,
-    caller: request.caller,
-    model: request.chatModel ?? (typeof body?.model === 'string' ? body.model : null),
-    upstream: request.upstreamName ?? null,
-    stream: body?.stream === true,
-    status,
-    duration_ms: Math.round(performance.now() - request.receivedAt),
+    request_id: record.id,
+    caller: record.caller,
+    model: record.model ?? null,
+    upstream: record.upstream ?? null,
+    stream: record.stream,
+    status: record.status,
+    duration_ms: Math.round(record.latencyMs),
   };
-  const failed = status >= 400 || request.errorCode !== undefined;
+  const failed = record.status >= 400 || record.code !== undefined;
   const kind = failed ? EVENT.chatFailed : EVENT.chatCompleted;
   if (webhooks.wants(kind)) {
-    const usage = request.usage;
+    const usage = record.usage;
     const data = failed
-      ? { ...common, code: request.errorCode ?? null }
+      ? { ...common, code: record.code ?? null }
       : {
           ...common,
           usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
           cost_usd: usage?.cost_usd ?? null,
         };
-    const content = webhooks.wantsContent(kind) ? { messages: body?.messages ?? [], answer: request.answerText ?? null } : undefined;
+    const content = webhooks.wantsContent(kind) ? { messages: record.messages ?? [], answer: record.answerText ?? null } : undefined;
     void webhooks.emit(kind, data, content);
   }
-  if (request.errorCode === 'rate_limited' && webhooks.wants(EVENT.rateLimitExceeded)) {
-    const details = request.errorDetails ?? {};
+  if (record.code === 'rate_limited' && webhooks.wants(EVENT.rateLimitExceeded)) {
+    const details = record.errorDetails ?? {};
     const limit: Record<string, unknown> = {};
     for (const field of RATE_LIMIT_FIELDS) if (details[field] !== undefined) limit[field] = details[field];
-    void webhooks.emit(EVENT.rateLimitExceeded, { request_id: request.id, caller: request.caller, model: common.model, ...limit });
+    void webhooks.emit(EVENT.rateLimitExceeded, { request_id: record.id, caller: record.caller, model: common.model, ...limit });
   }
 }

@@ -3,7 +3,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { OutboxStore } from '../store/contract.js';
 import { WebhookSender } from '../webhooks/deliver.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { registerChatEvents } from '../webhooks/gateway-events.js';
+import { chatEventsObserver } from '../webhooks/gateway-events.js';
 import { Webhooks } from '../webhooks/webhooks.js';
 
 export interface WiredWebhooks {
@@ -34,6 +34,7 @@ export function wireWebhooks(app: FastifyInstance, config: GatewayConfig, outbox
   app.addHook('onClose', async () => {
     await dispatcher?.close();
   });
-  registerChatEvents(app, webhooks);
+  const chatEvents = chatEventsObserver(webhooks);
+  if (chatEvents) app.requestObservers.push(chatEvents);
   return { webhooks, start: () => dispatcher?.start() };
 }

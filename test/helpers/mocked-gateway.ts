@@ -1,0 +1,47 @@
+/**
+ * The fixture most route tests share: a mock OpenAI-compatible upstream on a real socket, and the real gateway in
+ * front of it. Registers its own before/after/beforeEach in the describe block that calls it (the mock's queue and
+ * log are reset before each test), so a test file states only what differs: the gateway's env and config file.
+ */
+import { after, before, beforeEach } from 'node:test';
+import { startMockUpstream, type MockUpstream } from './mock-openai-upstream.js';
+import { startGateway, type StartOptions, type TestGateway } from './gateway.js';
+
+export interface MockedGateway {
+  readonly mock: MockUpstream;
+  readonly gw: TestGateway;
+  /** The gateway's URL for `path` (e.g. CHAT_PATH). */
+  url(path: string): string;
+}
+
+export interface MockedGatewayOptions extends StartOptions {
+  /** The mock's own options (a key it requires, 401 otherwise). */
+  mock?: { requiredKey?: string };
+}
+
+export function useMockedGateway(options: MockedGatewayOptions = {}): MockedGateway {
+  let mock: MockUpstream | undefined;
+  let gw: TestGateway | undefined;
+  before(async () => {
+    mock = await startMockUpstream(options.mock);
+    gw = await startGateway({ ...options, env: { UPSTREAM_BASE_URL: mock.baseUrl, ...options.env } });
+  });
+  after(async () => {
+    await gw?.close();
+    await mock?.close();
+  });
+  beforeEach(() => mock?.reset());
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useMockedGateway: used before its before() hook ran');
+    return value;
+  };
+  return {
+    get mock() {
+      return started(mock);
+    },
+    get gw() {
+      return started(gw);
+    },
+    url: (path) => `${started(gw).url}${path}`,
+  };
+}

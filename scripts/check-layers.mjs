@@ -16,6 +16,7 @@ export const LAYERS = [
   ['wiring'],
   ['process'],
   ['routes', 'dashboard'],
+  ['surfaces'],
   ['http'],
   ['observability', 'usage', 'webhooks'],
   ['request'],

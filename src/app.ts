@@ -9,6 +9,8 @@ import type { Logger } from './observability/logger.js';
 import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-attempts.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
+import { CHAT_SURFACE } from './surfaces/chat-surface.js';
+import { responsesSurface } from './surfaces/responses/responses-surface.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
@@ -83,14 +85,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
   const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
-  const chatHandler = makeChatHandler(chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.chatCompleted), beginTrace);
+  const chatHandler = makeChatHandler(CHAT_SURFACE, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.chatCompleted), beginTrace);
+  const responsesHandler = makeChatHandler(responsesSurface(undefined), chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.responseCompleted), beginTrace);
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox });
-  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), chat: chatHandler }, config.version);
-  mountOpenAiCompat(app, auth, chatHandler, catalog);
+  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), chat: chatHandler, responses: responsesHandler }, config.version);
+  mountOpenAiCompat(app, auth, { chat: chatHandler, responses: responsesHandler }, catalog);
   await app.ready();
   events.start();
   return {

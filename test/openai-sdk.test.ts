@@ -83,7 +83,7 @@ describe('the official openai SDK against the gateway', () => {
   test('an OpenAI path the gateway does not serve: the SDK raises NotFoundError with our message, not "(no body)"', async () => {
     const calls: Array<[string, () => Promise<unknown>]> = [
       ['embeddings', () => client.embeddings.create({ model: 'text-embedding-3-small', input: 'x' })],
-      ['responses', () => client.responses.create({ model: 'gpt-4o-mini', input: 'x' })],
+      ['files', () => client.files.list()],
       ['anything', () => client.post('/anything/at/all', { body: {} })],
     ];
     for (const [name, run] of calls) {

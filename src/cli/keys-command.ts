@@ -1,9 +1,9 @@
 import { newApiKey } from '../auth/api-key.js';
-import type { GatewayEnvironment } from '../config/schema.js';
+import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
 import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
 import type { CliOutput } from './webhooks-command.js';
 
-const ROUTES = ['chat', 'models'];
+const ROUTES: readonly string[] = GRANTABLE_ROUTES;
 
 /** `--name x --routes chat` → { name: 'x', routes: 'chat' }; bare flags → 'true'; the rest are positionals. */
 export function parseFlags(args: string[]): { flags: Record<string, string>; positionals: string[] } {
@@ -140,7 +140,7 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         return 0;
       }
       default:
-        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
+        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
     }
   } catch (error) {
     if (error instanceof UsageError) {

@@ -7,6 +7,10 @@ import { z } from 'zod';
  * files that hold them (`api_key_env`, `api_key_file`), so the file can be committed and reviewed.
  */
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
+
+/** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
+export const GRANTABLE_ROUTES = ['chat', 'models', 'responses'] as const;
+export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 
 /** idempotency.max_replay_bytes: 8 MiB, a quarter of the 32 MiB cap on an upstream's JSON answer. */
@@ -159,7 +163,7 @@ export const tracingSchema = z
   })
   .strict();
 
-export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
+export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z
@@ -267,8 +271,8 @@ export const configFileSchema = z
             jwks_url: z.url({ protocol: /^https?$/, error: 'must be an https:// URL (http:// only for loopback)' }),
             algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
             clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
-            /** Scope -> routes. Default: chat:write -> chat, models:read -> models. */
-            scopes: z.record(z.string(), z.array(z.enum(['chat', 'models']))).default({ 'chat:write': ['chat'], 'models:read': ['models'] }),
+            /** Scope -> routes. Default: chat:write -> chat, responses:write -> responses, models:read -> models. */
+            scopes: z.record(z.string(), z.array(z.enum(GRANTABLE_ROUTES))).default({ 'chat:write': ['chat'], 'responses:write': ['responses'], 'models:read': ['models'] }),
             jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
           })
           .strict()
@@ -281,7 +285,7 @@ export const configFileSchema = z
                 username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'letters, digits, . _ @ - (1-64)'),
                 password_hash_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
                 password_hash_file: z.string().min(1).optional(),
-                routes: z.array(z.enum(['chat', 'models'])).min(1).default(['chat', 'models']),
+                routes: z.array(z.enum(GRANTABLE_ROUTES)).min(1).default(['chat', 'models']),
                 models: z.array(z.string().min(1)).min(1).default(['*']),
               })
               .strict(),

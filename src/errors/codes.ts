@@ -37,6 +37,10 @@ export const ERROR_CODES = {
     message: 'Credentials must not be sent in the URL query string; send them in a header instead.',
   },
   invalid_query_parameter: { status: 400, message: 'A query parameter is invalid; see details.' },
+  capability_not_supported: {
+    status: 400,
+    message: 'The request asks for something this route cannot do with the upstream that serves the model; see details.',
+  },
   invalid_pagination_token: { status: 400, message: 'The next_token is not one this gateway issued.' },
   invalid_header: { status: 400, message: 'A request header is invalid; see details.' },
   invalid_idempotency_key: {

@@ -28,6 +28,13 @@ export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
     auth: 'Bearer <ADMIN_TOKEN>',
     description: 'Chat completion (JSON, or SSE when stream is true); optional X-Upstream-Key',
   },
+  responses: {
+    route: 'responses',
+    methods: ['POST'],
+    admin: true,
+    auth: 'Bearer <ADMIN_TOKEN>',
+    description: 'OpenAI Responses API, translated for any upstream (JSON, or typed SSE events when stream is true)',
+  },
 };
 const INDEX_METHODS = ['GET', 'HEAD'];
 const ROUTE_NAMES = Object.keys(ROUTE_TABLE);

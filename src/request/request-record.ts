@@ -43,8 +43,11 @@ export interface RequestRecord extends RequestHead {
   readonly code: ErrorCode | undefined;
   /** That error's details (the rate-limit event reports them). */
   readonly errorDetails: Readonly<Record<string, unknown>> | undefined;
-  /** The conversation sent (the request body's own array, not a copy), for events that opted in to content. */
-  readonly messages: readonly ChatMessage[] | undefined;
+  /**
+   * What the caller sent the model (the body's own value, not a copy), for events that opted in to content: chat's
+   * `messages`, the Responses API's `input`.
+   */
+  readonly prompt: readonly ChatMessage[] | string | readonly unknown[] | undefined;
   /** The answer's text, kept only when a webhook subscription opted in to content. */
   readonly answerText: string | undefined;
   /** Streams: ms from arrival to the first byte sent. */
@@ -58,7 +61,7 @@ export interface RequestRecord extends RequestHead {
 }
 
 export function recordOf(request: FastifyRequest, status: number, latencyMs: number): RequestRecord {
-  const body = request.body as { stream?: unknown; messages?: ChatMessage[] } | undefined;
+  const body = request.body as { stream?: unknown; messages?: ChatMessage[]; input?: string | unknown[] } | undefined;
   return {
     ...headOf(request),
     status,
@@ -73,7 +76,7 @@ export function recordOf(request: FastifyRequest, status: number, latencyMs: num
     usage: request.usage,
     code: request.errorCode,
     errorDetails: request.errorDetails,
-    messages: Array.isArray(body?.messages) ? body.messages : undefined,
+    prompt: Array.isArray(body?.messages) ? body.messages : body?.input,
     answerText: request.answerText,
     firstByteMs: request.firstByteMs,
     attempts: request.attempts,

@@ -1,10 +1,12 @@
+import type { GrantableRoute } from '../config/schema.js';
+
 /** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
-export type ApiRoute = 'health' | 'models' | 'chat';
+export type ApiRoute = 'health' | GrantableRoute;
 
 /** What a request was dispatched to: an API route, the index of `/v1/`, the redirect of `/`, or `/metrics`. */
 export type RouteName = ApiRoute | 'index' | 'redirect' | 'metrics';
 
 /** The routes whose requests the observers record (usage, metrics, traces): the API calls, not pages or probes. */
-export function isObservedRoute(route: RouteName | undefined): route is 'chat' | 'models' {
-  return route === 'chat' || route === 'models';
+export function isObservedRoute(route: RouteName | undefined): route is 'chat' | 'models' | 'responses' {
+  return route === 'chat' || route === 'models' || route === 'responses';
 }

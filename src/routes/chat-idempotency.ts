@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestFingerprint } from '../core/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { DONE_FRAME, SSE_HEADERS } from '../http/sse.js';
+import { SSE_HEADERS } from '../http/sse.js';
 import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
 
 /** What a running keyed call reports when it ends, so its answer can be replayed. */
@@ -64,7 +64,8 @@ export class ChatIdempotency {
   async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown): Promise<AnswerRecorder | 'answered' | undefined> {
     const { store } = this.options;
     const scope = request.caller;
-    const fingerprint = requestFingerprint('chat', body);
+    // Scoped by route too: the same key and body sent to chat and to the Responses route are two requests.
+    const fingerprint = requestFingerprint(request.routeName ?? 'chat', body);
     let begun: Awaited<ReturnType<IdempotencyStore['begin']>>;
     try {
       begun = await store.begin(scope, key, fingerprint, this.options.leaseMs);
@@ -151,11 +152,11 @@ export class ChatIdempotency {
 /**
  * Passes a keyed stream's frames through while keeping a copy for replay. The copy is bounded by the recorder's
  * `maxBytes`: past it, the copy is dropped at once (an answer of any size must not be held twice in memory) and
- * the stream goes on to its caller unrecorded. Only a stream that ended with [DONE] and fit is stored; any other
+ * the stream goes on to its caller unrecorded. Only a stream that ended well (chat: [DONE]; `isCompleteEnd`) and fit is stored; any other
  * ending (too large, error event, client gone) frees the key when the call ends, so a retry runs again. The key
  * stays claimed until then, so a duplicate sent meanwhile still gets 409 rather than a second run.
  */
-export async function* recordStream(frames: AsyncGenerator<string>, recorder: AnswerRecorder): AsyncGenerator<string> {
+export async function* recordStream(frames: AsyncGenerator<string>, recorder: AnswerRecorder, isCompleteEnd: (frame: string) => boolean): AsyncGenerator<string> {
   let copy: string[] | undefined = [];
   let bytes = 0;
   let complete = false;
@@ -170,7 +171,7 @@ export async function* recordStream(frames: AsyncGenerator<string>, recorder: An
           copy.push(frame);
         }
       }
-      if (frame === DONE_FRAME) complete = true;
+      if (isCompleteEnd(frame)) complete = true;
       yield frame;
     }
   } finally {

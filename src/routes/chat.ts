@@ -1,19 +1,19 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatService, StartedStream } from '../core/chat-service.js';
 import type { CallScope, ClientWatch } from '../core/call-scope.js';
-import { DONE_FRAME, SSE_HEADERS, formatErrorEvent, formatEvent } from '../http/sse.js';
+import { SSE_HEADERS } from '../http/sse.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { endClientGone } from '../http/request-end.js';
-import type { ChatRequestBody, StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
+import type { StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation, readUpstreamKey } from './chat-rules.js';
-import { withOpenAiError } from '../http/openai-shape.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
+import type { ApiSurface, StreamEncoder, SurfaceCall } from '../surfaces/surface.js';
 
 /**
  * The answer text kept for webhook subscriptions that opted in to content (`include_content`): the first 256 Ki
@@ -21,10 +21,15 @@ import type { RequestTrace } from '../core/trace-contract.js';
  */
 const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
 
-/** POST /v1/?route=chat: validated body in, OpenAI `chat.completion` JSON or a `chat.completion.chunk` SSE stream out. */
-export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
+/**
+ * The one chat pipeline, for every API surface: POST /v1/?route=chat (the surface is the chat model itself) and
+ * the Responses API (translated at the edge: src/surfaces/). Validated body in, the surface's JSON or SSE out.
+ */
+export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const body = request.body as ChatRequestBody;
+    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body };
+    const translated = surface.toChat(request.body, surfaceCall);
+    const body = translated instanceof Promise ? await translated : translated;
     request.chatModel = body.model;
     checkConversation(body);
     const principal = request.principal ?? ADMIN;
@@ -37,7 +42,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
       ...(principal.budget ? { budget: principal.budget } : {}),
       upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
       requestId: request.id,
-      rawBody: request.rawBody,
+      rawBody: surface.forwardsRawBody ? request.rawBody : undefined,
       client: watchClient(reply),
       contextOverflow: readContextOverflow(request.headers['x-context-overflow']),
       onAttempt: () => {
@@ -47,7 +52,7 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     let recorder: AnswerRecorder | undefined;
     if (key !== undefined) {
-      const begun = await idempotency.begin(request, reply, key, body);
+      const begun = await idempotency.begin(request, reply, key, request.body);
       if (begun === 'answered') {
         request.replayed = true;
         return reply;
@@ -56,14 +61,17 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
     }
     try {
       if (body.stream === true) {
-        return await streamAnswer(request, reply, await chat.stream(body, call), bodyLimitBytes, recorder, captureAnswer);
+        const started = await chat.stream(body, call);
+        return await streamAnswer(request, reply, started, { encoder: surface.encoder(surfaceCall), bodyLimitBytes, captureAnswer }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
       }
       const { result, headers, upstream, usage } = await chat.complete(body, call);
       request.upstreamName = upstream;
       request.usage = usage;
       if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);
-      await recorder?.json(200, { 'content-type': request.responseType }, result.body.toString('utf8'));
-      return reply.headers(headers).type(request.responseType).send(result.body);
+      const translatedAnswer = surface.answer(result.body, surfaceCall);
+      const answer = translatedAnswer instanceof Promise ? await translatedAnswer : translatedAnswer;
+      await recorder?.json(200, { 'content-type': request.responseType }, typeof answer === 'string' ? answer : answer.toString('utf8'));
+      return reply.headers(headers).type(request.responseType).send(answer);
     } catch (error) {
       if (recorder) await idempotency.settleError(recorder, error, request.responseType);
       throw error;
@@ -78,60 +86,62 @@ export function makeChatHandler(chat: ChatService, idempotency: ChatIdempotency,
  * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
  * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
  */
+interface StreamOptions {
+  encoder: StreamEncoder;
+  bodyLimitBytes: number;
+  captureAnswer: boolean;
+}
+
 async function streamAnswer(
   request: FastifyRequest,
   reply: FastifyReply,
   started: StartedStream,
-  bodyLimitBytes: number,
-  recorder: AnswerRecorder | undefined,
-  captureAnswer: boolean,
+  options: StreamOptions,
+  replay: { recorder: AnswerRecorder; isCompleteEnd: (frame: string) => boolean } | undefined,
 ): Promise<FastifyReply> {
   request.upstreamName = started.upstream;
   request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
-  const { first } = started;
   void reply.headers(started.headers).headers(SSE_HEADERS);
-  const frames = sseFrames(first, started, request, bodyLimitBytes, captureAnswer);
-  await writeEventStream(reply, recorder ? recordStream(frames, recorder) : frames);
+  const frames = sseFrames(started, request, options);
+  await writeEventStream(reply, replay ? recordStream(frames, replay.recorder, replay.isCompleteEnd) : frames);
   return reply;
 }
 
-async function* sseFrames(
-  first: IteratorResult<StreamBatch>,
-  started: StartedStream,
-  request: FastifyRequest,
-  bodyLimitBytes: number,
-  captureAnswer: boolean,
-): AsyncGenerator<string> {
-  const { chunks, scope } = started;
+async function* sseFrames(started: StartedStream, request: FastifyRequest, options: StreamOptions): AsyncGenerator<string> {
+  const { chunks, scope, first } = started;
+  const { encoder, captureAnswer } = options;
   let finished = false;
   let usage: Usage | undefined;
   let failure: GatewayError | ClientGoneError | undefined;
   let answer = '';
   try {
     let next = first;
+    let frames = encoder.open();
     while (next.done !== true) {
       // One upstream read's chunks leave as one write. In the bench's 100-chunk burst the batches held ~100 chunks
       // (one write per stream instead of 101); streams/s barely moved there: reading and checking each chunk, not
       // writing, is what a chunk costs (docs/benchmarks.md, issue 18).
-      let frames = '';
       for (const item of next.value) {
         usage = item.chunk.usage ?? usage;
         if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(item.chunk);
-        if (item.internal !== true) frames += formatEvent(item.json ?? JSON.stringify(item.chunk));
+        frames += encoder.chunk(item);
       }
       if (frames !== '') yield frames;
+      frames = '';
       next = await chunks.next();
     }
+    const end = encoder.end(usage);
+    const last = end instanceof Promise ? await end : end;
     finished = true;
-    yield DONE_FRAME;
+    yield last;
   } catch (error) {
     if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return; // `finally` records it
-    const gatewayError = toGatewayError(error, bodyLimitBytes);
+    const gatewayError = toGatewayError(error, options.bodyLimitBytes);
     failure = gatewayError;
     request.errorCode = gatewayError.code;
     request.errorDetails = gatewayError.details;
     request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
-    yield formatErrorEvent(request.openAiCompat ? withOpenAiError(gatewayError.toBody(), gatewayError.status) : gatewayError.toBody());
+    yield encoder.fail(gatewayError, request.openAiCompat);
   } finally {
     // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).

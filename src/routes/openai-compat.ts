@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PAGE_SIZE, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { OPENAI_CHAT_PATH, OPENAI_MODELS_PATH } from '../http/openai-shape.js';
+import { OPENAI_CHAT_PATH, OPENAI_MODELS_PATH, OPENAI_RESPONSES_PATH } from '../http/openai-shape.js';
 import { type Authenticator } from '../auth/authenticator.js';
 import { ADMIN } from '../auth/principal.js';
 import { modelViewOf } from './models.js';
 import { chatBodySchema } from './chat-schema.js';
+import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -14,8 +15,8 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
  * `?route=chat` and `?route=models`, with the admin token as the SDK's API key. Their errors carry our
  * `{code, message, details}` AND OpenAI's `error` object, which is what the SDKs read.
  */
-export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, chat: Handler, catalog: ModelCatalog): void {
-  const guard = (routeName: 'chat' | 'models') =>
+export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, handlers: { chat: Handler; responses: Handler }, catalog: ModelCatalog): void {
+  const guard = (routeName: 'chat' | 'models' | 'responses') =>
     async function openAiGuard(request: FastifyRequest): Promise<void> {
       request.openAiCompat = true;
       request.routeName = routeName;
@@ -23,17 +24,20 @@ export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, cha
       request.caller = principal.caller;
       request.principal = principal;
     };
-  app.post(OPENAI_CHAT_PATH, { onRequest: guard('chat'), schema: { body: chatBodySchema } }, chat);
-  app.route({
-    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    url: OPENAI_CHAT_PATH,
-    onRequest: async (request) => {
-      request.openAiCompat = true;
-    },
-    handler: async (request) => {
-      throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });
-    },
-  });
+  app.post(OPENAI_CHAT_PATH, { onRequest: guard('chat'), schema: { body: chatBodySchema } }, handlers.chat);
+  app.post(OPENAI_RESPONSES_PATH, { onRequest: guard('responses'), schema: { body: responsesBodySchema } }, handlers.responses);
+  for (const url of [OPENAI_CHAT_PATH, OPENAI_RESPONSES_PATH]) {
+    app.route({
+      method: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      url,
+      onRequest: async (request) => {
+        request.openAiCompat = true;
+      },
+      handler: async (request) => {
+        throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });
+      },
+    });
+  }
   // Only the models the caller may call; one outside its rights is a 404 like an unknown one (nothing leaks).
   app.get(OPENAI_MODELS_PATH, { onRequest: guard('models') }, async (request, reply) => {
     const data = (await allModels(catalog, modelViewOf(request.principal ?? ADMIN))).map(openAiModel);

@@ -6,6 +6,8 @@ import type { Webhooks } from './webhooks.js';
 export const EVENT = {
   chatCompleted: 'chat.completed',
   chatFailed: 'chat.failed',
+  responseCompleted: 'response.completed',
+  responseFailed: 'response.failed',
   rateLimitExceeded: 'ratelimit.exceeded',
   upstreamUnhealthy: 'upstream.unhealthy',
   upstreamRecovered: 'upstream.recovered',
@@ -23,14 +25,24 @@ const RATE_LIMIT_FIELDS = ['limit', 'scope', 'scope_id', 'max', 'window_seconds'
  * are put in only when a recipient opted in. Undefined when nobody receives a chat event.
  */
 export function chatEventsObserver(webhooks: Webhooks): ((record: RequestRecord) => void) | undefined {
-  const any = [EVENT.chatCompleted, EVENT.chatFailed, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind));
+  const any = [EVENT.chatCompleted, EVENT.chatFailed, EVENT.responseCompleted, EVENT.responseFailed, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind));
   if (!any) return undefined;
   return (record) => {
-    if (record.route === 'chat' && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record);
+    const kinds = record.route === 'chat' ? CHAT_KINDS : record.route === 'responses' ? RESPONSE_KINDS : undefined;
+    if (kinds && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record, kinds);
   };
 }
 
-function emitChatEvents(webhooks: Webhooks, record: RequestRecord): void {
+interface OutcomeKinds {
+  completed: string;
+  failed: string;
+}
+
+/** Each route's names for the same two outcomes (the Responses route's follow OpenAI's own webhook events). */
+const CHAT_KINDS: OutcomeKinds = { completed: EVENT.chatCompleted, failed: EVENT.chatFailed };
+const RESPONSE_KINDS: OutcomeKinds = { completed: EVENT.responseCompleted, failed: EVENT.responseFailed };
+
+function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: OutcomeKinds): void {
   const common = {
     request_id: record.id,
     caller: record.caller,
@@ -41,7 +53,7 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord): void {
     duration_ms: Math.round(record.latencyMs),
   };
   const failed = record.status >= 400 || record.code !== undefined;
-  const kind = failed ? EVENT.chatFailed : EVENT.chatCompleted;
+  const kind = failed ? kinds.failed : kinds.completed;
   if (webhooks.wants(kind)) {
     const usage = record.usage;
     const data = failed
@@ -51,7 +63,8 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord): void {
           usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
           cost_usd: usage?.cost_usd ?? null,
         };
-    const content = webhooks.wantsContent(kind) ? { messages: record.messages ?? [], answer: record.answerText ?? null } : undefined;
+    const prompt = kinds === CHAT_KINDS ? { messages: record.prompt ?? [] } : { input: record.prompt ?? null };
+    const content = webhooks.wantsContent(kind) ? { ...prompt, answer: record.answerText ?? null } : undefined;
     void webhooks.emit(kind, data, content);
   }
   if (record.code === 'rate_limited' && webhooks.wants(EVENT.rateLimitExceeded)) {

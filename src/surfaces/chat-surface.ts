@@ -1,0 +1,21 @@
+import { DONE_FRAME, formatErrorEvent, formatEvent } from '../http/sse.js';
+import { withOpenAiError } from '../http/openai-shape.js';
+import type { ChatRequestBody } from '../providers/contract.js';
+import type { ApiSurface, StreamEncoder } from './surface.js';
+
+/** Chat completions, the gateway's own model: nothing to translate; chunks leave as the provider normalised them. */
+const CHAT_ENCODER: StreamEncoder = {
+  open: () => '',
+  chunk: (item) => (item.internal === true ? '' : formatEvent(item.json ?? JSON.stringify(item.chunk))),
+  end: () => DONE_FRAME,
+  fail: (error, openAiCompat) => formatErrorEvent(openAiCompat ? withOpenAiError(error.toBody(), error.status) : error.toBody()),
+};
+
+export const CHAT_SURFACE: ApiSurface = {
+  route: 'chat',
+  forwardsRawBody: true,
+  toChat: (body) => body as ChatRequestBody,
+  answer: (completion) => completion,
+  encoder: () => CHAT_ENCODER, // stateless: one for every stream
+  isCompleteEnd: (frame) => frame === DONE_FRAME,
+};

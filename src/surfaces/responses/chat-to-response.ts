@@ -1,0 +1,98 @@
+import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
+import { newId } from './ids.js';
+import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
+
+/** Chat usage as Responses usage (cached and reasoning token counts when the upstream reported them). */
+export function responseUsage(reported: Usage | null | undefined): ResponseUsage | null {
+  if (!reported) return null;
+  const usage = reported as Usage & Record<string, unknown>;
+  const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
+  const reasoning = (usage.completion_tokens_details as { reasoning_tokens?: unknown } | undefined)?.reasoning_tokens;
+  return {
+    input_tokens: usage.prompt_tokens,
+    input_tokens_details: { cached_tokens: typeof cached === 'number' ? cached : 0 },
+    output_tokens: usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: typeof reasoning === 'number' ? reasoning : 0 },
+    total_tokens: usage.total_tokens,
+  };
+}
+
+/** How a chat finish reason ends a response: `length` and `content_filter` leave it incomplete. */
+export function endingOf(finishReason: string | null | undefined): { status: ResponseStatus; incomplete_details: { reason: string } | null } {
+  if (finishReason === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+  if (finishReason === 'content_filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
+  return { status: 'completed', incomplete_details: null };
+}
+
+/** The response object of a request, before its output is known (`status: in_progress`). */
+export function responseShell(body: ResponsesRequest, id: string, createdAt: number): ResponseObject {
+  return {
+    id,
+    object: 'response',
+    created_at: createdAt,
+    status: 'in_progress',
+    error: null,
+    incomplete_details: null,
+    instructions: typeof body.instructions === 'string' ? body.instructions : null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    model: body.model,
+    output: [],
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
+    store: body.store !== false,
+    temperature: body.temperature ?? null,
+    text: { format: body.text?.format ?? { type: 'text' } },
+    tool_choice: body.tool_choice ?? 'auto',
+    tools: body.tools ?? [],
+    top_p: body.top_p ?? null,
+    truncation: 'disabled',
+    usage: null,
+    user: body.user ?? null,
+    metadata: body.metadata ?? {},
+  };
+}
+
+interface ChatCompletionBody {
+  model?: unknown;
+  choices?: Array<{ message?: { content?: unknown; refusal?: unknown; tool_calls?: ToolCall[] }; finish_reason?: string | null }>;
+  usage?: (Usage & Record<string, unknown>) | null;
+}
+
+/** A `chat.completion` (JSON text) as the finished response object. */
+export function completionToResponse(completionText: string, shell: ResponseObject): ResponseObject {
+  const completion = JSON.parse(completionText) as ChatCompletionBody;
+  const choice = completion.choices?.[0];
+  const message = choice?.message;
+  const output: OutputItem[] = [];
+  const text = typeof message?.content === 'string' ? message.content : '';
+  const refusal = typeof message?.refusal === 'string' ? message.refusal : undefined;
+  if (text !== '' || refusal !== undefined || (message?.tool_calls?.length ?? 0) === 0) {
+    const item: MessageItem = { type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [] };
+    if (text !== '' || refusal === undefined) item.content.push({ type: 'output_text', text, annotations: [], logprobs: [] });
+    if (refusal !== undefined) item.content.push({ type: 'refusal', refusal });
+    output.push(item);
+  }
+  for (const call of message?.tool_calls ?? []) output.push(functionCallItem(call, 'completed'));
+  const ending = endingOf(choice?.finish_reason);
+  if (ending.status === 'incomplete') for (const item of output) item.status = 'incomplete';
+  return { ...shell, ...ending, output, usage: responseUsage(completion.usage), model: typeof completion.model === 'string' ? completion.model : shell.model };
+}
+
+export function functionCallItem(call: ToolCall, status: FunctionCallItem['status']): FunctionCallItem {
+  return { type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments, status };
+}
+
+/** A chat request's messages that a stored response adds to a conversation: its input turns and its answer. */
+export function outputAsMessages(output: readonly OutputItem[]): ChatRequestBody['messages'] {
+  let text = '';
+  const calls: ToolCall[] = [];
+  for (const item of output) {
+    if (item.type === 'message') {
+      for (const part of item.content) text += part.type === 'output_text' ? part.text : part.refusal;
+    } else {
+      calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } });
+    }
+  }
+  return [{ role: 'assistant', content: calls.length > 0 && text === '' ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];
+}

@@ -1,0 +1,169 @@
+import { GatewayError } from '../../errors/gateway-error.js';
+import { formatEvent } from '../../http/sse.js';
+import type { StreamChunk, Usage } from '../../providers/contract.js';
+import type { StreamEncoder } from '../surface.js';
+import { endingOf, responseUsage } from './chat-to-response.js';
+import { newId } from './ids.js';
+import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject } from './responses-types.js';
+
+/**
+ * The most answer text (and tool-call argument text) one streamed response keeps for its closing events, which
+ * repeat the whole output (`response.output_text.done`, `response.completed`). Past it the stream fails with a
+ * clear error rather than holding an endless answer in memory (the same bound as a JSON answer's body).
+ */
+export const MAX_STREAMED_OUTPUT_CHARS = 32 * 1024 * 1024;
+
+interface OpenMessage {
+  item: MessageItem;
+  index: number;
+  text: string;
+}
+
+interface OpenCall {
+  item: FunctionCallItem;
+  index: number;
+  chatIndex: number;
+}
+
+interface ToolCallDelta {
+  index?: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+/**
+ * One Responses event stream, from chat chunks: a state machine per stream. Output items open in the order their
+ * first delta arrives (text: a `message` item; each tool call: a `function_call` item) and close when another
+ * item starts or the stream ends, each with its `.added`/`.delta`/`.done` events; every event carries the next
+ * `sequence_number`. A stream that ended well closes with `response.completed` (or `response.incomplete` for a
+ * length or content-filter stop), one that failed with `response.failed` — never a fake completion, and no
+ * `[DONE]`. `onEnd` sees the final response (to store it) before its closing event is written.
+ */
+export class ResponseStream implements StreamEncoder {
+  private sequence = 0;
+  private readonly output: OutputItem[] = [];
+  private message: OpenMessage | undefined;
+  private call: OpenCall | undefined;
+  private finishReason: string | null = null;
+  private kept = 0;
+
+  constructor(
+    private readonly shell: ResponseObject,
+    private readonly onEnd?: (response: ResponseObject) => Promise<void>,
+  ) {}
+
+  open(): string {
+    return this.event('response.created', { response: this.shell }) + this.event('response.in_progress', { response: this.shell });
+  }
+
+  chunk(item: StreamChunk): string {
+    const choice = item.chunk.choices[0];
+    if (item.internal === true || !choice) return '';
+    let frames = '';
+    const delta = choice.delta;
+    if (typeof delta.content === 'string' && delta.content !== '') frames += this.text(delta.content);
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls as ToolCallDelta[]) frames += this.toolCall(call);
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    return frames;
+  }
+
+  async end(usage: Usage | undefined): Promise<string> {
+    const ending = endingOf(this.finishReason);
+    let frames = this.closeMessage(ending.status === 'incomplete') + this.closeCall(ending.status === 'incomplete');
+    const response: ResponseObject = { ...this.shell, ...ending, output: this.output, usage: responseUsage(usage) };
+    await this.onEnd?.(response);
+    frames += this.event(ending.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    return frames;
+  }
+
+  fail(error: GatewayError): string {
+    for (const item of this.output) if (item.status === 'in_progress') item.status = 'incomplete';
+    const response: ResponseObject = {
+      ...this.shell,
+      status: 'failed',
+      output: this.output,
+      error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } as ResponseObject['error'],
+    };
+    return this.event('response.failed', { response });
+  }
+
+  private text(delta: string): string {
+    let frames = this.closeCall(false);
+    if (!this.message) {
+      const item: MessageItem = { type: 'message', id: newId('msg'), status: 'in_progress', role: 'assistant', content: [] };
+      this.message = { item, index: this.output.length, text: '' };
+      this.output.push(item);
+      const part = { type: 'output_text', text: '', annotations: [] };
+      frames += this.event('response.output_item.added', { output_index: this.message.index, item });
+      frames += this.event('response.content_part.added', { item_id: item.id, output_index: this.message.index, content_index: 0, part });
+    }
+    this.keep(delta.length);
+    this.message.text += delta;
+    return frames + this.event('response.output_text.delta', { item_id: this.message.item.id, output_index: this.message.index, content_index: 0, delta, logprobs: [] });
+  }
+
+  private toolCall(delta: ToolCallDelta): string {
+    const chatIndex = typeof delta.index === 'number' ? delta.index : 0;
+    let frames = '';
+    if (!this.call || this.call.chatIndex !== chatIndex) {
+      frames += this.closeMessage(false) + this.closeCall(false);
+      const item: FunctionCallItem = {
+        type: 'function_call',
+        id: newId('fc'),
+        call_id: typeof delta.id === 'string' ? delta.id : newId('fc'),
+        name: delta.function?.name ?? '',
+        arguments: '',
+        status: 'in_progress',
+      };
+      this.call = { item, index: this.output.length, chatIndex };
+      this.output.push(item);
+      frames += this.event('response.output_item.added', { output_index: this.call.index, item: { ...item } });
+    }
+    const args = delta.function?.arguments;
+    if (typeof args === 'string' && args !== '') {
+      this.keep(args.length);
+      this.call.item.arguments += args;
+      frames += this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });
+    }
+    return frames;
+  }
+
+  private closeMessage(incomplete: boolean): string {
+    const open = this.message;
+    if (!open) return '';
+    this.message = undefined;
+    const { item, index, text } = open;
+    const part = { type: 'output_text' as const, text, annotations: [], logprobs: [] };
+    item.content = [part];
+    item.status = incomplete ? 'incomplete' : 'completed';
+    return (
+      this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] }) +
+      this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part }) +
+      this.event('response.output_item.done', { output_index: index, item })
+    );
+  }
+
+  private closeCall(incomplete: boolean): string {
+    const open = this.call;
+    if (!open) return '';
+    this.call = undefined;
+    const { item, index } = open;
+    item.status = incomplete ? 'incomplete' : 'completed';
+    return (
+      this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments }) +
+      this.event('response.output_item.done', { output_index: index, item })
+    );
+  }
+
+  /** Counts what the closing events will repeat; an answer past the bound ends the stream with an error. */
+  private keep(chars: number): void {
+    this.kept += chars;
+    if (this.kept > MAX_STREAMED_OUTPUT_CHARS) {
+      throw new GatewayError('upstream_invalid_response', { reason: `the streamed answer exceeds ${MAX_STREAMED_OUTPUT_CHARS} characters` });
+    }
+  }
+
+  private event(type: string, fields: Record<string, unknown>): string {
+    return formatEvent(JSON.stringify({ type, sequence_number: this.sequence++, ...fields }), { event: type });
+  }
+}

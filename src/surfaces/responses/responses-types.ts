@@ -1,0 +1,93 @@
+/** The OpenAI Responses API shapes the gateway reads and writes (the subset documented in docs/responses.md). */
+
+/** A request body that passed `responsesBodySchema` (types checked; items are checked by the translation). */
+export interface ResponsesRequest {
+  model: string;
+  input: string | Array<Record<string, unknown> & { type?: string }>;
+  instructions?: string | null;
+  tools?: Array<Record<string, unknown>>;
+  tool_choice?: unknown;
+  parallel_tool_calls?: boolean | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  max_output_tokens?: number | null;
+  text?: { format?: unknown } | null;
+  reasoning?: { effort?: string | null; summary?: string | null } | null;
+  metadata?: Record<string, string> | null;
+  store?: boolean | null;
+  previous_response_id?: string | null;
+  stream?: boolean | null;
+  user?: string;
+  background?: boolean | null;
+  truncation?: string | null;
+  top_logprobs?: number | null;
+  [field: string]: unknown;
+}
+
+export interface ResponseUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+export interface OutputText {
+  type: 'output_text';
+  text: string;
+  annotations: unknown[];
+  logprobs?: unknown[];
+}
+
+export interface Refusal {
+  type: 'refusal';
+  refusal: string;
+}
+
+export interface MessageItem {
+  type: 'message';
+  id: string;
+  status: 'in_progress' | 'completed' | 'incomplete';
+  role: 'assistant';
+  content: Array<OutputText | Refusal>;
+}
+
+export interface FunctionCallItem {
+  type: 'function_call';
+  id: string;
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: 'in_progress' | 'completed' | 'incomplete';
+}
+
+export type OutputItem = MessageItem | FunctionCallItem;
+
+export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
+
+/** The `response` object. */
+export interface ResponseObject {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: ResponseStatus;
+  error: { code: string; message: string } | null;
+  incomplete_details: { reason: string } | null;
+  instructions: string | null;
+  max_output_tokens: number | null;
+  model: string;
+  output: OutputItem[];
+  parallel_tool_calls: boolean;
+  previous_response_id: string | null;
+  reasoning: { effort: string | null; summary: string | null };
+  store: boolean;
+  temperature: number | null;
+  text: { format: unknown };
+  tool_choice: unknown;
+  tools: unknown[];
+  top_p: number | null;
+  truncation: string;
+  usage: ResponseUsage | null;
+  user: string | null;
+  metadata: Record<string, string>;
+}

@@ -1,0 +1,46 @@
+import type { GatewayError } from '../errors/gateway-error.js';
+import type { ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
+
+/**
+ * How one public API (chat completions, the Responses API) speaks to callers: a thin translation at the edge of
+ * the one chat pipeline (routes/chat.ts). The surface turns its request into the chat request every provider
+ * serves, and the chat answer back into its own JSON or its own event stream; auth, limits, idempotency,
+ * retries and records are the pipeline's, the same for every surface.
+ */
+export interface ApiSurface {
+  /** The route whose rights, limits and records apply (and which scopes an Idempotency-Key). */
+  readonly route: 'chat' | 'responses';
+  /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
+  readonly forwardsRawBody: boolean;
+  /** The chat request a validated body stands for (the body itself for chat). */
+  toChat(body: unknown, context: SurfaceCall): Promise<ChatRequestBody> | ChatRequestBody;
+  /** The caller's JSON answer from a `chat.completion`'s bytes (the bytes themselves for chat). */
+  answer(completion: Buffer, context: SurfaceCall): Promise<Buffer | string> | Buffer | string;
+  /** A fresh encoder for one stream. */
+  encoder(context: SurfaceCall): StreamEncoder;
+  /** Whether `frame` is the last frame of a stream that ended well (a replay stores only those). */
+  isCompleteEnd(frame: string): boolean;
+}
+
+/** What a surface knows of the call it serves (the caller, to keep what is theirs apart; the original body). */
+export interface SurfaceCall {
+  readonly caller: string;
+  readonly body: unknown;
+  /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
+  state?: unknown;
+}
+
+/**
+ * Turns a stream's chat chunks into the surface's SSE frames. Strings only: the pipeline batches them into one
+ * socket write per upstream read, and keeps the copy an Idempotency-Key replays.
+ */
+export interface StreamEncoder {
+  /** Frames sent before the first chunk's ('' for chat; Responses: `response.created`, `response.in_progress`). */
+  open(): string;
+  /** The frames of one chunk (chunks marked `internal` carry only usage and must produce nothing visible). */
+  chunk(item: StreamChunk): string;
+  /** The frames of a stream that ended well: chat's `[DONE]`, the Responses API's closing events. */
+  end(usage: Usage | undefined): Promise<string> | string;
+  /** The one final frame of a stream that failed after it started (never a success marker). */
+  fail(error: GatewayError, openAiCompat: boolean): string;
+}

@@ -1,0 +1,221 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
+import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
+import { readStream } from './helpers/sse-client.js';
+
+const UPSTREAM_KEY = 'sk-responses-upstream-key-0123456789';
+const RESPONSES_PATH = '/v1/?route=responses';
+
+interface ParsedEvent {
+  event: string | undefined;
+  data: Record<string, unknown>;
+}
+
+/** Every event of a Responses stream: its `event:` line and its JSON data, in order. */
+function eventsOf(text: string): ParsedEvent[] {
+  return text
+    .split('\n\n')
+    .filter((frame) => frame.trim() !== '')
+    .map((frame) => {
+      const lines = frame.split('\n');
+      const event = lines.find((l) => l.startsWith('event: '))?.slice(7);
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
+      return { event, data: JSON.parse(data) as Record<string, unknown> };
+    });
+}
+
+describe('the Responses API, translated to chat for an OpenAI-compatible upstream', () => {
+  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY }, configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' } });
+  const sdk = () => new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+
+  test('responses.create: the input becomes chat messages upstream, and the answer a response object', async () => {
+    const response = await sdk().responses.create({
+      model: 'gpt-4o-mini',
+      instructions: 'Be brief.',
+      input: [
+        { role: 'user', content: [{ type: 'input_text', text: 'Hi' }] },
+        // How the AI SDK sends an earlier answer back (the SDK's own types want an id and status on it).
+        { role: 'assistant', content: [{ type: 'output_text', text: 'Hello!' }] } as unknown as OpenAI.Responses.ResponseInputItem,
+        { role: 'user', content: 'And now?' },
+      ],
+      temperature: 0.5,
+      max_output_tokens: 50,
+      metadata: { team: 'a' },
+    });
+    const sent = fixture.mock.chatRequests()[0]?.json as Record<string, unknown>;
+    assert.deepEqual(sent.messages, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      { role: 'assistant', content: 'Hello!' },
+      { role: 'user', content: 'And now?' },
+    ]);
+    assert.equal(sent.temperature, 0.5);
+    assert.equal(sent.max_tokens, 50);
+    assert.equal(sent.metadata, undefined, 'metadata stays with the response, it is not a chat field');
+    assert.equal(fixture.mock.chatRequests()[0]?.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
+
+    assert.match(response.id, /^resp_[0-9a-f]{48}$/);
+    assert.equal(response.object, 'response');
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, MOCK_CONTENT);
+    assert.equal(response.output.length, 1);
+    const item = response.output[0];
+    assert.equal(item?.type, 'message');
+    assert.deepEqual(response.metadata, { team: 'a' });
+    assert.equal(response.instructions, 'Be brief.');
+    assert.ok(response.usage && response.usage.input_tokens > 0 && response.usage.output_tokens > 0);
+    assert.equal(response.usage?.total_tokens, response.usage.input_tokens + response.usage.output_tokens);
+  });
+
+  test('a function call round trip: function_call out, function_call_output back in as a tool message', async () => {
+    const tools = [{ type: 'function' as const, name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { location: { type: 'string' } } }, strict: false }];
+    const first = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'Weather in Paris?', tools });
+    const sentTools = (fixture.mock.chatRequests()[0]?.json as { tools: unknown[] }).tools;
+    assert.deepEqual(sentTools, [{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: tools[0]?.parameters, strict: false } }]);
+    const call = first.output.find((o) => o.type === 'function_call');
+    assert.ok(call && call.type === 'function_call');
+    assert.equal(call.name, 'get_weather');
+    assert.equal(call.arguments, MOCK_TOOL_ARGUMENTS);
+    assert.match(call.id ?? '', /^fc_/);
+
+    await sdk().responses.create({
+      model: 'gpt-4o-mini',
+      tools,
+      input: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+        { type: 'function_call_output', call_id: call.call_id, output: '{"temp":21}' },
+      ],
+    });
+    const messages = (fixture.mock.chatRequests()[1]?.json as { messages: unknown[] }).messages;
+    assert.deepEqual(messages, [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: MOCK_TOOL_ARGUMENTS } }] },
+      { role: 'tool', tool_call_id: call.call_id, content: '{"temp":21}' },
+    ]);
+  });
+
+  test('a stream is the typed event sequence, byte for byte in order, each with the next sequence_number and no [DONE]', async () => {
+    fixture.mock.enqueue({ kind: 'stream', content: ['Hel', 'lo'] });
+    const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true }), authHeaders());
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['content-type'], 'text/event-stream; charset=utf-8');
+    assert.equal(answer.text.includes('[DONE]'), false);
+    const events = eventsOf(answer.text);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      [
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+        'response.output_text.delta',
+        'response.output_text.delta',
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ],
+    );
+    events.forEach((e, i) => {
+      assert.equal(e.data.type, e.event, 'the data names the same type as the event line');
+      assert.equal(e.data.sequence_number, i);
+    });
+    assert.deepEqual(
+      events.filter((e) => e.event === 'response.output_text.delta').map((e) => [e.data.delta, e.data.output_index, e.data.content_index]),
+      [
+        ['Hel', 0, 0],
+        ['lo', 0, 0],
+      ],
+    );
+    const itemId = (events[2]?.data.item as { id: string }).id;
+    for (const e of events.slice(3, 9)) assert.equal(e.data.item_id ?? (e.data.item as { id: string }).id, itemId);
+    assert.equal(events[6]?.data.text, 'Hello');
+    const completed = events[9]?.data.response as { status: string; output: Array<{ content: Array<{ text: string }> }>; usage: { output_tokens: number } };
+    assert.equal(completed.status, 'completed');
+    assert.equal(completed.output[0]?.content[0]?.text, 'Hello');
+    assert.ok(completed.usage.output_tokens > 0, 'the usage the gateway asked the upstream for is in the final response');
+    const created = events[0]?.data.response as { id: string; status: string };
+    assert.equal(created.status, 'in_progress');
+    assert.equal((events[9]?.data.response as { id: string }).id, created.id);
+  });
+
+  test('the SDK stream helper assembles the streamed text and a streamed function call', async () => {
+    fixture.mock.enqueue({ kind: 'stream', content: ['Hello', ' there'] });
+    const stream = sdk().responses.stream({ model: 'gpt-4o-mini', input: 'Hi' });
+    const deltas: string[] = [];
+    stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
+    const final = await stream.finalResponse();
+    assert.deepEqual(deltas, ['Hello', ' there']);
+    // The SDK's stream helper builds the final response from the events (it sets no output_text convenience).
+    const message = final.output.find((o) => o.type === 'message');
+    assert.deepEqual(message?.type === 'message' ? message.content.map((c) => (c.type === 'output_text' ? c.text : '')) : [], ['Hello there']);
+
+    const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: {} }, strict: false }];
+    fixture.mock.enqueue({ kind: 'stream' }); // with tools in the request, the mock streams a tool call
+    const withTool = await sdk().responses.stream({ model: 'gpt-4o-mini', input: 'Weather?', tools }).finalResponse();
+    const call = withTool.output.find((o) => o.type === 'function_call');
+    assert.ok(call && call.type === 'function_call');
+    assert.equal(call.arguments, MOCK_TOOL_ARGUMENTS);
+  });
+
+  test('a length stop is incomplete (status and incomplete_details), not completed', async () => {
+    fixture.mock.enqueue({ kind: 'json', body: { id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'Cut' }, finish_reason: 'length' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } } });
+    const response = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'Hi', max_output_tokens: 1 });
+    assert.equal(response.status, 'incomplete');
+    assert.deepEqual(response.incomplete_details, { reason: 'max_output_tokens' });
+    assert.equal(response.output_text, 'Cut');
+  });
+
+  test('a failure after the first event is one final response.failed event, never a completed one', async () => {
+    fixture.mock.enqueue({ kind: 'reset', afterChunks: 2, content: ['a', 'b', 'c'] });
+    const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true }), authHeaders());
+    const events = eventsOf(answer.text);
+    const last = events[events.length - 1];
+    assert.equal(last?.event, 'response.failed');
+    assert.equal(events.some((e) => e.event === 'response.completed'), false);
+    const failed = last?.data.response as { status: string; error: { code: string }; output: Array<{ status: string }> };
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.error.code, 'upstream_connection_reset');
+    assert.equal(failed.output[0]?.status, 'incomplete');
+    events.forEach((e, i) => assert.equal(e.data.sequence_number, i));
+  });
+
+  test('what cannot be translated is a 400 naming the field; an upstream error keeps our shape and OpenAI error object', async () => {
+    const builtin = await call(fixture.url('/v1/responses'), {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', tools: [{ type: 'web_search' }], frobnicate: 1 }),
+    });
+    assert.equal(builtin.status, 400);
+    const body = builtin.json as { code: string; details: { errors: Array<{ field: string }> }; error: { code: string; param: string } };
+    assert.equal(body.code, 'capability_not_supported');
+    assert.deepEqual(body.details.errors.map((e) => e.field).sort(), ['frobnicate', 'tools[0].type']);
+    assert.equal(body.error.code, 'capability_not_supported');
+    assert.equal(fixture.mock.chatRequests().length, 0, 'nothing reached the upstream');
+
+    const badItem = await call(fixture.url(RESPONSES_PATH), {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: [{ type: 'function_call_output', call_id: 'call_unknown', output: 'x' }] }),
+    });
+    assert.equal(badItem.status, 400);
+    assert.deepEqual((badItem.json as { details: { errors: Array<{ field: string }> } }).details.errors.map((e) => e.field), ['input[0].call_id']);
+
+    const schema = await call(fixture.url(RESPONSES_PATH), { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'gpt-4o-mini', input: 5, temperature: 'hot' }) });
+    assert.equal(schema.status, 400);
+    assert.equal((schema.json as { code: string }).code, 'validation_failed');
+    const fields = (schema.json as { details: { errors: Array<{ field: string }> } }).details.errors.map((e) => e.field);
+    assert.ok(fields.includes('body.input') || fields.includes('input'), JSON.stringify(fields));
+
+    fixture.mock.enqueue({ kind: 'error', status: 400, body: { error: { message: 'bad thing', type: 'invalid_request_error', param: null, code: null } } });
+    await assert.rejects(sdk().responses.create({ model: 'gpt-4o-mini', input: 'Hi' }), (error: unknown) => error instanceof OpenAI.BadRequestError);
+  });
+});

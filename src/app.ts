@@ -1,3 +1,4 @@
+import type { ResponseStore } from './store/contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { ChatService } from './core/chat-service.js';
@@ -10,7 +11,7 @@ import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-
 import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
 import { CHAT_SURFACE } from './surfaces/chat-surface.js';
-import { responsesSurface } from './surfaces/responses/responses-surface.js';
+import { wireResponses } from './wiring/responses.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
@@ -46,6 +47,8 @@ export interface AppDependencies {
   keys?: KeyStore;
   /** Where usage records go; none are kept without it. */
   usage?: UsageStore;
+  /** Stored Responses API responses; without it nothing is stored and previous_response_id is refused. */
+  responses?: ResponseStore;
 }
 
 export interface GatewayApp {
@@ -86,14 +89,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { breakers, pauses, capacity } = upstreams;
   const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
   const chatHandler = makeChatHandler(CHAT_SURFACE, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.chatCompleted), beginTrace);
-  const responsesHandler = makeChatHandler(responsesSurface(undefined), chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.responseCompleted), beginTrace);
+  const responses = wireResponses(app, config, deps.responses);
+  const responsesHandler = makeChatHandler(responses.surface, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.responseCompleted), beginTrace);
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox });
-  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), chat: chatHandler, responses: responsesHandler }, config.version);
-  mountOpenAiCompat(app, auth, { chat: chatHandler, responses: responsesHandler }, catalog);
+  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), chat: chatHandler, responses: responsesHandler, storedResponses: responses.stored }, config.version);
+  mountOpenAiCompat(app, auth, { chat: chatHandler, responses: responsesHandler, storedResponses: responses.stored }, catalog);
   await app.ready();
   events.start();
   return {

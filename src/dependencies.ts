@@ -34,6 +34,7 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     pauses: state.pauses,
     outbox: state.outbox,
     keys: state.keys,
+    responses: state.responses,
     ...(usage ? { usage: usage.store } : {}),
     kinds: { limits: state.limiter?.kind, idempotency: state.idempotency.kind, usage: usage?.kind ?? 'off' },
     async close() {

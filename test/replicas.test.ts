@@ -2,8 +2,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { OwnRedis, REDIS_SERVER_BIN, freePort } from './helpers/own-redis.js';
+import { waitFor } from './helpers/wait.js';
 import { CHAT_PATH, bearer, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess, type GatewayProcess } from './helpers/spawn-gateway.js';
 
 const TOKEN = 'replica-admin-token-0123456789';
@@ -36,6 +38,16 @@ describe('two gateway processes sharing one Redis', { skip }, () => {
     await mock.close();
   });
 
+  /**
+   * After a Redis restart: waits until each replica reads Redis again. Looking up a response id that does not exist
+   * is a 404 once the store answers and a 503 while it does not, and counts against no limit.
+   */
+  const bothReconnected = () =>
+    waitFor('both replicas reconnected to Redis', async () => {
+      const answers = await Promise.all(replicas.map((r) => httpCall(`${r.url}/v1/responses/resp_none`, { headers: bearer(TOKEN) })));
+      return answers.every((a) => a.status === 404);
+    });
+
   const chat = (replica: GatewayProcess, headers: Record<string, string> = {}) =>
     httpCall(`${replica.url}${CHAT_PATH}`, {
       method: 'POST',
@@ -58,7 +70,7 @@ describe('two gateway processes sharing one Redis', { skip }, () => {
   test('10 concurrent duplicates of one Idempotency-Key over both replicas: exactly one upstream call', { timeout: 30_000 }, async () => {
     await redis.stop(); // a fresh Redis: the previous test used up the caller's requests
     await redis.start();
-    await new Promise((r) => setTimeout(r, 1500)); // both replicas reconnect
+    await bothReconnected();
     mock.reset();
     mock.enqueue({ kind: 'json', delayMs: 300 });
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => chat(replicas[i % 2] as GatewayProcess, { 'idempotency-key': 'shared-key-1' })));
@@ -70,6 +82,26 @@ describe('two gateway processes sharing one Redis', { skip }, () => {
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.equal(replay0.text, replay.text);
     assert.equal(mock.chatRequests().length, 1);
+  });
+
+  test('a Responses conversation started on one replica continues, is read and deleted on the other (openai SDK)', { timeout: 30_000 }, async () => {
+    await redis.stop(); // fresh limits
+    await redis.start();
+    await bothReconnected();
+    mock.reset();
+    const [a, b] = replicas as [GatewayProcess, GatewayProcess];
+    const sdk = (replica: GatewayProcess) => new OpenAI({ baseURL: `${replica.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
+    const first = await sdk(a).responses.create({ model: 'gpt-4o-mini', input: 'My name is Ada.' });
+    const second = await sdk(b).responses.create({ model: 'gpt-4o-mini', input: 'What is my name?', previous_response_id: first.id });
+    const messages = (mock.chatRequests()[1]?.json as { messages: Array<{ role: string; content: unknown }> }).messages;
+    assert.deepEqual(messages.map((m) => [m.role, m.content]), [
+      ['user', 'My name is Ada.'],
+      ['assistant', 'Hello from mock'],
+      ['user', 'What is my name?'],
+    ]);
+    assert.equal((await sdk(a).responses.retrieve(second.id)).id, second.id);
+    await sdk(a).responses.delete(first.id);
+    await assert.rejects(sdk(b).responses.retrieve(first.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
   });
 
   test("one replica's upstream 429 + Retry-After holds the other replica's calls too", { timeout: 30_000 }, async () => {
@@ -86,4 +118,5 @@ describe('two gateway processes sharing one Redis', { skip }, () => {
     assert.ok(Number(other.headers['retry-after']) >= 19, `Retry-After ${other.headers['retry-after']}`);
     assert.equal(mock.chatRequests().length, 1, 'only the first call reached the upstream');
   });
+
 });

@@ -6,6 +6,8 @@ import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { readStream } from './helpers/sse-client.js';
+import { newApiKey } from '../src/auth/api-key.js';
+import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
 
 const UPSTREAM_KEY = 'sk-responses-upstream-key-0123456789';
 const RESPONSES_PATH = '/v1/?route=responses';
@@ -217,5 +219,86 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
 
     fixture.mock.enqueue({ kind: 'error', status: 400, body: { error: { message: 'bad thing', type: 'invalid_request_error', param: null, code: null } } });
     await assert.rejects(sdk().responses.create({ model: 'gpt-4o-mini', input: 'Hi' }), (error: unknown) => error instanceof OpenAI.BadRequestError);
+  });
+});
+
+describe('stored responses: previous_response_id, retrieval, input items, deletion, per caller', () => {
+  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY } });
+  const sdk = (key = ADMIN_TOKEN) => new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: key, maxRetries: 0 });
+
+  test('previous_response_id continues the conversation: earlier turns and answers go upstream, not the earlier instructions', async () => {
+    const first = await sdk().responses.create({ model: 'gpt-4o-mini', instructions: 'Old rules.', input: 'My name is Ada.' });
+    fixture.mock.enqueue({ kind: 'stream', content: ['Ada', '!'] });
+    const second = await sdk().responses.stream({ model: 'gpt-4o-mini', instructions: 'New rules.', input: 'What is my name?', previous_response_id: first.id }).finalResponse();
+    assert.equal(second.previous_response_id, first.id);
+    const messages = (fixture.mock.chatRequests()[1]?.json as { messages: unknown[] }).messages;
+    assert.deepEqual(messages, [
+      { role: 'system', content: 'New rules.' },
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: MOCK_CONTENT },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+    // A third turn on the streamed one carries all of it.
+    await sdk().responses.create({ model: 'gpt-4o-mini', input: 'Thanks', previous_response_id: second.id });
+    const third = (fixture.mock.chatRequests()[2]?.json as { messages: Array<{ role: string; content: unknown }> }).messages;
+    assert.deepEqual(third.map((m) => [m.role, m.content]), [
+      ['user', 'My name is Ada.'],
+      ['assistant', MOCK_CONTENT],
+      ['user', 'What is my name?'],
+      ['assistant', 'Ada!'],
+      ['user', 'Thanks'],
+    ]);
+  });
+
+  test('retrieve, list input items (paged, both orders), delete; then it is gone everywhere', async () => {
+    const created = await sdk().responses.create({
+      model: 'gpt-4o-mini',
+      input: [
+        { role: 'user', content: 'one' },
+        { role: 'user', content: 'two' },
+        { role: 'user', content: 'three' },
+      ],
+    });
+    const retrieved = await sdk().responses.retrieve(created.id);
+    assert.equal(retrieved.id, created.id);
+    assert.equal(retrieved.output_text, MOCK_CONTENT);
+
+    const texts = (items: Array<{ type: string; content?: unknown }>) => items.map((i) => (i.content as Array<{ text: string }>)[0]?.text);
+    const all = [];
+    for await (const item of sdk().responses.inputItems.list(created.id, { limit: 2, order: 'asc' })) all.push(item);
+    assert.deepEqual(texts(all as never), ['one', 'two', 'three']);
+    assert.ok(all.every((i) => /^msg_/.test(i.id ?? '')));
+    const newestFirst = await call(fixture.url(`/v1/?route=responses&id=${created.id}&view=input_items&limit=2`), { headers: authHeaders() });
+    const page = newestFirst.json as { data: Array<{ content: Array<{ text: string }> }>; has_more: boolean };
+    assert.deepEqual(page.data.map((i) => i.content[0]?.text), ['three', 'two']);
+    assert.equal(page.has_more, true);
+
+    const deleted = await call(fixture.url(`/v1/responses/${created.id}`), { method: 'DELETE', headers: authHeaders() });
+    assert.equal(deleted.status, 200);
+    assert.deepEqual(deleted.json, { id: created.id, object: 'response', deleted: true });
+    await assert.rejects(sdk().responses.retrieve(created.id), (e: unknown) => e instanceof OpenAI.NotFoundError && e.code === 'response_not_found');
+    const viaRoute = await call(fixture.url(`/v1/?route=responses&id=${created.id}`), { headers: authHeaders() });
+    assert.equal(viaRoute.status, 404);
+    await assert.rejects(sdk().responses.create({ model: 'gpt-4o-mini', input: 'x', previous_response_id: created.id }), (e: unknown) => e instanceof OpenAI.NotFoundError);
+  });
+
+  test('store: false keeps nothing; another caller cannot see, continue or delete a response', async () => {
+    const unstored = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'secret', store: false });
+    assert.equal((unstored as unknown as { store: boolean }).store, false);
+    await assert.rejects(sdk().responses.retrieve(unstored.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+
+    const mine = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'mine' });
+    // A scoped key of this gateway, allowed the Responses route only (written to its key store, as the CLI does).
+    const issued = newApiKey('dev');
+    await new SqliteKeyStore(fixture.gw.store.db).create({ keyId: issued.keyId, environment: 'dev', hash: issued.hash, name: 'other-team', routes: ['responses'], models: ['*'], createdMs: Date.now() });
+    const other = sdk(issued.key);
+    await assert.rejects(other.responses.retrieve(mine.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(other.responses.create({ model: 'gpt-4o-mini', input: 'x', previous_response_id: mine.id }), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(other.responses.delete(mine.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    assert.equal((await sdk().responses.retrieve(mine.id)).id, mine.id, 'still there for its owner');
+    // The key may call the Responses route but not chat: each route is its own right.
+    const chat = await call(fixture.url('/v1/chat/completions'), { method: 'POST', headers: { authorization: `Bearer ${issued.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) });
+    assert.equal(chat.status, 403);
+    assert.equal((chat.json as { code: string }).code, 'route_not_allowed');
   });
 });

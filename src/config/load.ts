@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { configFileSchema, DEFAULT_MAX_REPLAY_BYTES, retrySchema, type ConfigFile } from './schema.js';
+import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
 import { checkAdminTokens, envTimeouts, parseAdminTokens, parseEnvironment, parseIntEnv, parseLogLevel, parseWorkers } from './env-values.js';
@@ -32,7 +32,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const cwd = options.cwd ?? process.cwd();
   const problems: string[] = [];
   const environment = parseEnvironment(env.GATEWAY_ENV, problems);
-  const file = env.GATEWAY_CONFIG ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems) : {};
+  // No file: the schema's defaults, as for a file that sets nothing.
+  const file = env.GATEWAY_CONFIG ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems) : configFileSchema.parse({});
   const fileDir = env.GATEWAY_CONFIG ? dirname(resolve(cwd, env.GATEWAY_CONFIG)) : cwd;
 
   const envSection = file.environments?.[environment];
@@ -59,8 +60,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const workers = parseWorkers(env.WORKERS ?? (file.server?.workers === undefined ? undefined : String(file.server.workers)), problems);
   const adminTokens = parseAdminTokens(env.ADMIN_TOKEN);
   checkAdminTokens(environment, adminTokens, problems);
-  const oauth = toOAuth(file.auth?.oauth, problems);
-  const basicUsers = toBasicUsers(file.auth?.basic_users ?? [], env, fileDir, problems);
+  const oauth = toOAuth(file.auth.oauth, problems);
+  const basicUsers = toBasicUsers(file.auth.basic_users ?? [], env, fileDir, problems);
   const tracing = toTracing(file.tracing, env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -86,23 +87,24 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     limits: toLimits(file.limits),
     retry: toRetry(retrySchema.parse(file.retry ?? {})),
     circuitBreaker: {
-      failureThreshold: file.circuit_breaker?.failure_threshold ?? 5,
-      cooldownMs: (file.circuit_breaker?.cooldown_seconds ?? 30) * 1000,
+      failureThreshold: file.circuit_breaker.failure_threshold,
+      cooldownMs: file.circuit_breaker.cooldown_seconds * 1000,
     },
     idempotency: {
-      ttlMs: (file.idempotency?.ttl_seconds ?? 86_400) * 1000,
-      onStoreFailure: file.idempotency?.on_store_failure ?? 'closed',
-      leaseMs: (file.idempotency?.lease_seconds ?? 30) * 1000,
-      maxReplayBytes: file.idempotency?.max_replay_bytes ?? DEFAULT_MAX_REPLAY_BYTES,
+      ttlMs: file.idempotency.ttl_seconds * 1000,
+      onStoreFailure: file.idempotency.on_store_failure,
+      leaseMs: file.idempotency.lease_seconds * 1000,
+      maxReplayBytes: file.idempotency.max_replay_bytes,
     },
     redisUrl: env.REDIS_URL || undefined,
     webhooks,
-    keyCacheMs: (file.auth?.key_cache_seconds ?? 5) * 1000,
+    keyCacheMs: file.auth.key_cache_seconds * 1000,
     oauth,
-    usage: { enabled: file.usage?.enabled ?? true, retentionMs: (file.usage?.retention_days ?? 90) * 86_400_000 },
+    usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
+    responses: { store: file.responses.store, ttlMs: file.responses.ttl_seconds * 1000, maxStoredBytes: file.responses.max_stored_bytes },
     databaseUrl: env.DATABASE_URL || undefined,
-    metricsEnabled: file.metrics?.enabled ?? true,
-    dashboard: { enabled: file.dashboard?.enabled ?? true, sessionTtlMs: Math.round((file.dashboard?.session_hours ?? 12) * 3_600_000) },
+    metricsEnabled: file.metrics.enabled,
+    dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },
     tracing,
     tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
@@ -116,19 +118,19 @@ function readConfigFile(path: string, problems: string[]): ConfigFile {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    return {};
+    return configFileSchema.parse({});
   }
   let raw: unknown;
   try {
     raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
     problems.push(`${path}: not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`);
-    return {};
+    return configFileSchema.parse({});
   }
   const parsed = configFileSchema.safeParse(raw ?? {});
   if (parsed.success) return parsed.data;
   problems.push(...formatZodIssues(path, parsed.error.issues));
-  return {};
+  return configFileSchema.parse({});
 }
 
 /** Turns zod issues into lines like `config.yaml: upstreams[0].base_url: must be an http:// or https:// URL`. */

@@ -239,7 +239,7 @@ export const configFileSchema = z
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
     /** Prometheus metrics at GET /metrics (admin token). */
-    metrics: z.object({ enabled: z.boolean().default(true) }).strict().optional(),
+    metrics: z.object({ enabled: z.boolean().default(true) }).strict().prefault({}),
     /** The operators' web page at /dashboard (admin token login). */
     dashboard: z
       .object({
@@ -248,7 +248,8 @@ export const configFileSchema = z
         session_hours: z.number().min(0.1).max(168).default(12),
       })
       .strict()
-      .optional(),
+      // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
+      .prefault({}),
     /** OpenTelemetry traces over OTLP/HTTP (JSON): a span per request and per upstream attempt. Off by default. */
     tracing: tracingSchema.optional(),
     /** One usage record per API request (chat, models), in the embedded store or PostgreSQL (DATABASE_URL). */
@@ -258,7 +259,8 @@ export const configFileSchema = z
         retention_days: z.number().int().min(1).max(3650).default(90),
       })
       .strict()
-      .optional(),
+      // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
+      .prefault({}),
     auth: z
       .object({
         /** How long a scoped key's record is trusted before it is read again (a revocation takes effect within it). */
@@ -294,7 +296,8 @@ export const configFileSchema = z
           .optional(),
       })
       .strict()
-      .optional(),
+      // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
+      .prefault({}),
     limits: limitsSchema.optional(),
     /** The retry policy of models that set none (and of the default upstream). */
     retry: retrySchema.optional(),
@@ -306,7 +309,8 @@ export const configFileSchema = z
         cooldown_seconds: z.number().int().min(1).max(3600).default(30),
       })
       .strict()
-      .optional(),
+      // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
+      .prefault({}),
     idempotency: z
       .object({
         /** How long a completed answer is kept for replay. */
@@ -322,7 +326,20 @@ export const configFileSchema = z
         max_replay_bytes: z.number().int().min(1024).max(32 * 1024 * 1024).default(DEFAULT_MAX_REPLAY_BYTES),
       })
       .strict()
-      .optional(),
+      // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
+      .prefault({}),
+    /** Stored Responses API responses (previous_response_id, GET /v1/responses/{id}), in the state store. */
+    responses: z
+      .object({
+        /** Whether responses are kept at all (a request's own `store: false` always keeps nothing). */
+        store: z.boolean().default(true),
+        /** How long a stored response can be read or continued. */
+        ttl_seconds: z.number().int().min(60).max(90 * 86_400).default(7 * 86_400),
+        /** The largest stored turn (the conversation so far, its input items and the response), UTF-8 bytes. */
+        max_stored_bytes: z.number().int().min(4096).max(64 * 1024 * 1024).default(16 * 1024 * 1024),
+      })
+      .strict()
+      .prefault({}),
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

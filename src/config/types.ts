@@ -123,6 +123,8 @@ export interface GatewayConfig {
   retry: RetryPolicy;
   circuitBreaker: { failureThreshold: number; cooldownMs: number };
   idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number; maxReplayBytes: number };
+  /** Stored Responses API responses: kept at all, for how long, and the largest one kept. */
+  responses: { store: boolean; ttlMs: number; maxStoredBytes: number };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

@@ -80,6 +80,10 @@ export const ERROR_CODES = {
   },
   not_found: { status: 404, message: 'No such path; the API lives under /v1/.' },
   route_not_found: { status: 404, message: 'Unknown route; see details.routes for the routes this gateway serves.' },
+  response_not_found: {
+    status: 404,
+    message: 'No stored response has this id for this caller (never stored, expired, deleted, or another caller\'s).',
+  },
   model_not_found: { status: 404, message: 'The model is not served by this gateway; list models with ?route=models.' },
   method_not_allowed: { status: 405, message: 'This route does not accept that method; see the Allow header.' },
   unsupported_version: { status: 406, message: 'The requested API version is not served; see details.supported.' },
@@ -155,6 +159,7 @@ export const ERROR_CODES = {
     status: 503,
     message: 'The idempotency store cannot be reached; a call with an Idempotency-Key cannot be protected now.',
   },
+  response_store_unavailable: { status: 503, message: 'The store of Responses API responses cannot be reached; try again shortly.' },
   rate_limit_store_unavailable: {
     status: 503,
     message: 'The rate-limit store cannot be reached and the gateway is configured to refuse traffic then.',

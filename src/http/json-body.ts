@@ -19,6 +19,10 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
       return;
     }
     let text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text === '' && request.method !== 'POST') {
+      done(null, undefined); // a DELETE (or GET) sent with a JSON Content-Type and no body: nothing to read
+      return;
+    }
     // RFC 8259 section 8.1 lets a parser ignore a leading byte order mark (some Windows tools write one). It is
     // dropped from the text that is forwarded too: an upstream may refuse it.
     if (text.charCodeAt(0) === BYTE_ORDER_MARK) text = text.slice(1);

@@ -6,7 +6,7 @@ export const OPENAI_CHAT_PATH = '/v1/chat/completions';
 export const OPENAI_MODELS_PATH = '/v1/models';
 export const OPENAI_RESPONSES_PATH = '/v1/responses';
 /** What the drop-in paths serve, for the 404 of any other /v1/<path> (an SDK calling /v1/embeddings...). */
-export const OPENAI_PATHS = ['POST /v1/chat/completions', 'POST /v1/responses', 'GET /v1/models', 'GET /v1/models/{id}'];
+export const OPENAI_PATHS = ['POST /v1/chat/completions', 'POST /v1/responses', 'GET|DELETE /v1/responses/{id}', 'GET /v1/responses/{id}/input_items', 'GET /v1/models', 'GET /v1/models/{id}'];
 export const OPENAI_NOT_FOUND_MESSAGE = `This OpenAI API path is not served by this gateway; it serves ${OPENAI_PATHS.join(', ')}.`;
 
 /**
@@ -22,6 +22,8 @@ export function openAiPathMethods(path: string): string[] | undefined {
   const p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
   if (p === OPENAI_CHAT_PATH || p === OPENAI_RESPONSES_PATH) return ['POST'];
   if (p === OPENAI_MODELS_PATH || /^\/v1\/models\/[^/]+$/.test(p)) return ['GET', 'HEAD'];
+  if (/^\/v1\/responses\/[^/]+$/.test(p)) return ['GET', 'HEAD', 'DELETE'];
+  if (/^\/v1\/responses\/[^/]+\/input_items$/.test(p)) return ['GET', 'HEAD'];
   return undefined;
 }
 

@@ -30,10 +30,10 @@ export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
   },
   responses: {
     route: 'responses',
-    methods: ['POST'],
+    methods: ['POST', 'GET', 'DELETE'],
     admin: true,
     auth: 'Bearer <ADMIN_TOKEN>',
-    description: 'OpenAI Responses API, translated for any upstream (JSON, or typed SSE events when stream is true)',
+    description: 'OpenAI Responses API, translated for any upstream (POST; JSON, or typed SSE events when stream is true); GET or DELETE a stored one with id=<response id>, its inputs with &view=input_items',
   },
 };
 const INDEX_METHODS = ['GET', 'HEAD'];

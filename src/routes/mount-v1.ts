@@ -5,6 +5,7 @@ import { indexPage, prefersHtml } from '../http/pages.js';
 import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
 import { chatBodySchema } from './chat-schema.js';
 import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
+import type { StoredResponseHandlers } from './stored-responses.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -13,6 +14,7 @@ export interface V1Handlers {
   models: Handler;
   chat: Handler;
   responses: Handler;
+  storedResponses: StoredResponseHandlers;
 }
 
 /** The body schema of each POST route of `/v1/` (one URL serves them all, so the route picks the schema). */
@@ -54,9 +56,16 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
   const handleRead = async function handleRead(request: FastifyRequest, reply: FastifyReply) {
     if (request.routeName === 'health') return handlers.health(request, reply);
     if (request.routeName === 'models') return handlers.models(request, reply);
+    if (request.routeName === 'responses') {
+      const view = (request.query as Record<string, unknown>).view;
+      if (view === undefined) return handlers.storedResponses.retrieve(request, reply);
+      if (view === 'input_items') return handlers.storedResponses.inputItems(request, reply);
+      throw new GatewayError('invalid_query_parameter', { parameter: 'view', allowed: ['input_items'] });
+    }
     return handleIndex(request, reply);
   };
-  const handleOtherMethods = async function handleOtherMethods(): Promise<never> {
+  const handleOtherMethods = async function handleOtherMethods(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    if (request.method === 'DELETE' && request.routeName === 'responses') return handlers.storedResponses.delete(request, reply);
     // The guard answers every other method (405, or 204 for OPTIONS) before this could run.
     throw new GatewayError('method_not_allowed', {});
   };

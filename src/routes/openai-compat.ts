@@ -7,6 +7,7 @@ import { ADMIN } from '../auth/principal.js';
 import { modelViewOf } from './models.js';
 import { chatBodySchema } from './chat-schema.js';
 import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
+import type { StoredResponseHandlers } from './stored-responses.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -15,7 +16,7 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
  * `?route=chat` and `?route=models`, with the admin token as the SDK's API key. Their errors carry our
  * `{code, message, details}` AND OpenAI's `error` object, which is what the SDKs read.
  */
-export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, handlers: { chat: Handler; responses: Handler }, catalog: ModelCatalog): void {
+export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, handlers: { chat: Handler; responses: Handler; storedResponses: StoredResponseHandlers }, catalog: ModelCatalog): void {
   const guard = (routeName: 'chat' | 'models' | 'responses') =>
     async function openAiGuard(request: FastifyRequest): Promise<void> {
       request.openAiCompat = true;
@@ -26,6 +27,10 @@ export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, han
     };
   app.post(OPENAI_CHAT_PATH, { onRequest: guard('chat'), schema: { body: chatBodySchema } }, handlers.chat);
   app.post(OPENAI_RESPONSES_PATH, { onRequest: guard('responses'), schema: { body: responsesBodySchema } }, handlers.responses);
+  const responsesGuard = guard('responses');
+  app.get(`${OPENAI_RESPONSES_PATH}/:id`, { onRequest: responsesGuard }, handlers.storedResponses.retrieve);
+  app.delete(`${OPENAI_RESPONSES_PATH}/:id`, { onRequest: responsesGuard }, handlers.storedResponses.delete);
+  app.get(`${OPENAI_RESPONSES_PATH}/:id/input_items`, { onRequest: responsesGuard }, handlers.storedResponses.inputItems);
   for (const url of [OPENAI_CHAT_PATH, OPENAI_RESPONSES_PATH]) {
     app.route({
       method: ['GET', 'PUT', 'PATCH', 'DELETE'],

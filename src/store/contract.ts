@@ -155,6 +155,30 @@ export interface IdempotencyStore {
   renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs?: number): Promise<void>;
 }
 
+/**
+ * A stored Responses API response: what `GET /v1/responses/{id}` returns and what `previous_response_id` continues.
+ * Opaque JSON texts to the store; the Responses surface writes and reads them.
+ */
+export interface StoredConversationTurn {
+  /** The response object (JSON). */
+  response: string;
+  /** The input items of the call, as the caller sent them with their ids (JSON array), for input_items. */
+  inputItems: string;
+  /** The conversation up to and including this response's output, as chat messages (JSON array). */
+  conversation: string;
+}
+
+/**
+ * Stored responses, per caller: a caller only ever sees, continues or deletes its own (another caller's id is as
+ * unknown as a made-up one). Each expires `ttlMs` after it was written.
+ */
+export interface ResponseStore {
+  put(caller: string, id: string, turn: StoredConversationTurn, ttlMs: number, nowMs?: number): Promise<void>;
+  get(caller: string, id: string, nowMs?: number): Promise<StoredConversationTurn | undefined>;
+  /** True when it existed (and was the caller's). */
+  delete(caller: string, id: string, nowMs?: number): Promise<boolean>;
+}
+
 export interface IdempotencyClaim {
   scope: string;
   key: string;

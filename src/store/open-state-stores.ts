@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, UpstreamPauseStore } from './contract.js';
+import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, ResponseStore, UpstreamPauseStore } from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
@@ -12,6 +12,8 @@ export interface StateStores {
   outbox: OutboxStore;
   /** Scoped API keys: in the shared store when there is one, so a key works (and is revoked) everywhere. */
   keys: KeyStore;
+  /** Stored Responses API responses (previous_response_id, GET /v1/responses/{id}): shared when the store is. */
+  responses: ResponseStore;
   close(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
       import('./redis/redis-outbox.js'),
     ]);
     const { RedisKeyStore } = await import('./redis/redis-keys.js');
+    const { RedisResponseStore } = await import('./redis/redis-response-store.js');
     const client = await connectRedis(config.redisUrl);
     return {
       // Always there: scoped keys may carry their own limits even when the config sets none.
@@ -40,6 +43,7 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
       // Per environment: a staging and a prod gateway sharing one Redis by mistake still never swap deliveries.
       outbox: new RedisOutbox(client, `gw:wh:${config.environment}:`),
       keys: new RedisKeyStore(client, `gw:keys:${config.environment}`),
+      responses: new RedisResponseStore(client, `gw:resp:${config.environment}:`),
       close: async () => {
         await client.quit().catch(() => client.disconnect());
       },
@@ -52,12 +56,14 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
     import('./sqlite/sqlite-outbox.js'),
   ]);
   const { SqliteKeyStore } = await import('./sqlite/sqlite-keys.js');
+  const { SqliteResponseStore } = await import('./sqlite/sqlite-response-store.js');
   return {
     limiter: { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' },
     idempotency: { store: new SqliteIdempotencyStore(sqlite.db), kind: 'sqlite' },
     pauses: new SqliteUpstreamPauses(sqlite.db),
     outbox: new SqliteOutbox(sqlite.db),
     keys: new SqliteKeyStore(sqlite.db),
+    responses: new SqliteResponseStore(sqlite.db),
     close: () => Promise.resolve(),
   };
 }

@@ -113,4 +113,17 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX usage_records_time ON usage_records (time_ms);`,
   },
+  {
+    version: 8,
+    name: 'stored_responses',
+    // One row per stored Responses API response; the caller is part of the key, so ids never cross callers.
+    sql: `CREATE TABLE stored_responses (
+            caller TEXT NOT NULL,
+            id TEXT NOT NULL,
+            turn TEXT NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (caller, id)
+          ) STRICT;
+          CREATE INDEX stored_responses_expiry ON stored_responses (expires_ms);`,
+  },
 ];

@@ -5,20 +5,15 @@ import { completionToResponse, responseShell } from './chat-to-response.js';
 import { newId } from './ids.js';
 import { responsesToChat } from './request-to-chat.js';
 import { ResponseStream } from './response-stream.js';
+import type { ResponseHistory } from './response-history.js';
 import type { ResponseObject, ResponsesRequest } from './responses-types.js';
 
 /** What one Responses call keeps between its translation and its answer. */
 interface ResponsesCallState {
   shell: ResponseObject;
-  /** The chat messages the call sent (its conversation so far), for the stored response. */
-  messages: ChatMessage[];
-}
-
-/** Where responses are kept for `previous_response_id` and `GET /v1/responses/{id}` (absent: nothing is kept). */
-export interface ResponseHistory {
-  /** The conversation (as chat messages) that ends with the caller's response `id`; 404 when it has none such. */
-  conversation(caller: string, id: string): Promise<ChatMessage[]>;
-  save(caller: string, response: ResponseObject, messages: ChatMessage[]): Promise<void>;
+  request: ResponsesRequest;
+  /** The conversation so far without this request's instructions (earlier turns and this input), for storing. */
+  conversation: ChatMessage[];
 }
 
 /**
@@ -33,11 +28,17 @@ export function responsesSurface(history: ResponseHistory | undefined): ApiSurfa
       const request = body as ResponsesRequest;
       const previous = typeof request.previous_response_id === 'string' ? request.previous_response_id : undefined;
       if (previous !== undefined && !history) {
-        throw new GatewayError('capability_not_supported', { field: 'previous_response_id', problem: 'this gateway keeps no responses (responses.store is off)' });
+        throw new GatewayError('capability_not_supported', { field: 'previous_response_id', problem: 'this gateway keeps no responses (responses.store is false in its config)' });
       }
       const earlier = previous !== undefined && history ? await history.conversation(call.caller, previous) : [];
       const chat = responsesToChat(request, earlier);
-      const state: ResponsesCallState = { shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)), messages: chat.messages };
+      const instructed = typeof request.instructions === 'string' && request.instructions !== '';
+      const state: ResponsesCallState = {
+        shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)),
+        request,
+        conversation: instructed ? chat.messages.slice(1) : chat.messages,
+      };
+      if (!history) state.shell.store = false; // said as it is: this gateway keeps nothing
       call.state = state;
       return chat;
     },
@@ -58,5 +59,5 @@ export function responsesSurface(history: ResponseHistory | undefined): ApiSurfa
 
 async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject): Promise<void> {
   if (!history || !response.store) return;
-  await history.save(call.caller, response, state.messages);
+  await history.save(call.caller, state.request, state.conversation, response);
 }

@@ -1,8 +1,9 @@
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
-import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
+import { ANTHROPIC_TOOL_ID, startMockAnthropic, type MockAnthropic } from './helpers/mock-anthropic-upstream.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { readStream } from './helpers/sse-client.js';
@@ -300,5 +301,95 @@ describe('stored responses: previous_response_id, retrieval, input items, deleti
     const chat = await call(fixture.url('/v1/chat/completions'), { method: 'POST', headers: { authorization: `Bearer ${issued.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) });
     assert.equal(chat.status, 403);
     assert.equal((chat.json as { code: string }).code, 'route_not_allowed');
+  });
+});
+
+describe('the Responses API over an Anthropic upstream (Responses -> chat -> Messages, and back)', () => {
+  let mock: MockAnthropic;
+  let gw: TestGateway;
+  const KEY = 'sk-ant-responses-key-0123456789';
+  before(async () => {
+    mock = await startMockAnthropic({ requiredKey: KEY });
+    gw = await startGateway({
+      env: { ANTHROPIC_TEST_KEY: KEY },
+      configFile: {
+        name: 'anthropic.yaml',
+        text: ['upstreams:', '  - name: claude', '    kind: anthropic', `    base_url: ${mock.baseUrl}`, '    api_key_env: ANTHROPIC_TEST_KEY', 'models:', '  - { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }'].join('\n'),
+      },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await mock.close();
+  });
+  const sdk = () => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+
+  test('JSON and stream: instructions become Anthropic system text, the answer a response object and typed events', async () => {
+    mock.enqueue({ kind: 'message', text: 'Hi from Claude' });
+    const response = await sdk().responses.create({ model: 'claude-fast', instructions: 'Be kind.', input: 'Hello', max_output_tokens: 64 });
+    assert.equal(response.output_text, 'Hi from Claude');
+    const sent = mock.messageRequests()[0]?.body as unknown as { system?: unknown; max_tokens: number; model: string; messages: unknown[] };
+    assert.equal(sent.model, 'claude-haiku-4-5');
+    assert.equal(sent.max_tokens, 64);
+    assert.equal(JSON.stringify(sent.system).includes('Be kind.'), true);
+    assert.ok(response.usage && response.usage.input_tokens > 0);
+
+    mock.enqueue({ kind: 'stream', text: ['Str', 'eamed'] });
+    const answer = await readStream(`${gw.url}/v1/responses`, JSON.stringify({ model: 'claude-fast', input: 'Hello', stream: true }), authHeaders());
+    const events = eventsOf(answer.text);
+    assert.equal(events[events.length - 1]?.event, 'response.completed');
+    assert.equal(events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta).join(''), 'Streamed');
+    events.forEach((e, i) => assert.equal(e.data.sequence_number, i));
+  });
+
+  test('a function tool is called through Anthropic and answered with function_call_output', async () => {
+    const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } }, strict: false }];
+    mock.enqueue({ kind: 'message' }); // with tools, the mock answers with a tool_use block
+    const first = await sdk().responses.create({ model: 'claude-fast', input: 'Weather?', tools });
+    const call = first.output.find((o) => o.type === 'function_call');
+    assert.ok(call && call.type === 'function_call');
+    assert.equal(call.call_id, ANTHROPIC_TOOL_ID);
+    mock.enqueue({ kind: 'message', text: 'Sunny' });
+    const second = await sdk().responses.create({
+      model: 'claude-fast',
+      tools,
+      input: [{ role: 'user', content: 'Weather?' }, { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments }, { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+    });
+    assert.equal(second.output_text, 'Sunny');
+    const sent = mock.messageRequests().at(-1)?.body as unknown as { messages: Array<{ role: string; content: Array<{ type: string; tool_use_id?: string }> }> };
+    const result = sent.messages.flatMap((m) => m.content).find((c) => c.type === 'tool_result');
+    assert.equal(result?.tool_use_id, ANTHROPIC_TOOL_ID);
+  });
+});
+
+describe('Idempotency-Key on the Responses route', () => {
+  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY } });
+
+  test('a keyed stream is replayed as the same event stream without a second upstream call; the key is scoped to the route', async () => {
+    fixture.mock.enqueue({ kind: 'stream', content: ['Once', ' only'] });
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true });
+    const headers = authHeaders({ 'idempotency-key': 'responses-key-1' });
+    const first = await readStream(fixture.url(RESPONSES_PATH), body, headers);
+    const again = await readStream(fixture.url('/v1/responses'), body, headers);
+    assert.equal(fixture.mock.chatRequests().length, 1);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.headers['content-type'], 'text/event-stream; charset=utf-8');
+    assert.equal(again.text, first.text, 'the same events, byte for byte (same response id and sequence numbers)');
+    assert.equal(eventsOf(again.text).at(-1)?.event, 'response.completed');
+
+    // The same key and body on the chat route is another request: 422, not a replay of the Responses answer.
+    const chat = await call(fixture.url('/v1/?route=chat'), { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true, messages: [{ role: 'user', content: 'Hi' }] }) });
+    assert.notEqual(chat.headers['idempotent-replayed'], 'true');
+  });
+
+  test('a stream that failed is not stored: the retry with the key runs again', async () => {
+    fixture.mock.enqueue({ kind: 'reset', afterChunks: 1 }, { kind: 'stream', content: ['ok'] });
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true });
+    const headers = authHeaders({ 'idempotency-key': 'responses-key-2' });
+    const failed = await readStream(fixture.url(RESPONSES_PATH), body, headers);
+    assert.equal(eventsOf(failed.text).at(-1)?.event, 'response.failed');
+    const retried = await readStream(fixture.url(RESPONSES_PATH), body, headers);
+    assert.equal(eventsOf(retried.text).at(-1)?.event, 'response.completed');
+    assert.equal(fixture.mock.chatRequests().length, 2);
   });
 });

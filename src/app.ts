@@ -10,6 +10,7 @@ import type { Logger } from './observability/logger.js';
 import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-attempts.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
+import { makeEmbeddingsHandler } from './routes/embeddings.js';
 import { CHAT_SURFACE } from './surfaces/chat-surface.js';
 import { wireResponses } from './wiring/responses.js';
 import { makeHealthHandler } from './routes/health.js';
@@ -96,8 +97,9 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox });
-  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), chat: chatHandler, responses: responsesHandler, storedResponses: responses.stored }, config.version);
-  mountOpenAiCompat(app, auth, { chat: chatHandler, responses: responsesHandler, storedResponses: responses.stored }, catalog);
+  const calls = { chat: chatHandler, responses: responsesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace), storedResponses: responses.stored };
+  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), ...calls }, config.version);
+  mountOpenAiCompat(app, auth, calls, catalog);
   await app.ready();
   events.start();
   return {

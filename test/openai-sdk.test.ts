@@ -82,7 +82,7 @@ describe('the official openai SDK against the gateway', () => {
 
   test('an OpenAI path the gateway does not serve: the SDK raises NotFoundError with our message, not "(no body)"', async () => {
     const calls: Array<[string, () => Promise<unknown>]> = [
-      ['embeddings', () => client.embeddings.create({ model: 'text-embedding-3-small', input: 'x' })],
+      ['batches', () => client.batches.list()],
       ['files', () => client.files.list()],
       ['anything', () => client.post('/anything/at/all', { body: {} })],
     ];

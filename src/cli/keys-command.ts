@@ -140,7 +140,7 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         return 0;
       }
       default:
-        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
+        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
     }
   } catch (error) {
     if (error instanceof UsageError) {

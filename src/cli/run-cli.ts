@@ -15,7 +15,7 @@ const HELP: Record<string, string> = {
   config: `gateway config check [file]
   Reads the config file (the argument, or GATEWAY_CONFIG) with the environment, as the server would, and prints
   either a summary or every problem, each naming its field. Exit code 0 when valid, 2 otherwise.`,
-  keys: `gateway keys create --name N --models m1,m2|* [--routes chat,models,responses] [--rpm N] [--tpm N] [--concurrent N]
+  keys: `gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N]
                    [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]
   gateway keys list [--json]
   gateway keys rotate <key id> [--grace 24h]

@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-export const GRANTABLE_ROUTES = ['chat', 'models', 'responses'] as const;
+export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 
@@ -104,9 +104,13 @@ export const modelSchema = z
     retry: retrySchema.optional(),
     /** Other ids callers may use for this model (listed with it, routed like it). */
     aliases: z.array(z.string().min(1).max(256)).max(32).optional(),
-    /** USD per million tokens, for cost in usage records and the models route. */
+    /** What the model does: chat (chat, Responses) or embedding (embeddings). Unset: whatever the caller asks. */
+    type: z.enum(['chat', 'embedding']).optional(),
+    /** An embedding model's vector length (shown by the models route). */
+    dimensions: z.number().int().min(1).max(100_000).optional(),
+    /** USD per million tokens, for cost in usage records and the models route (an embedding model has input only). */
     pricing: z
-      .object({ input_per_million: z.number().min(0).max(1_000_000), output_per_million: z.number().min(0).max(1_000_000) })
+      .object({ input_per_million: z.number().min(0).max(1_000_000), output_per_million: z.number().min(0).max(1_000_000).default(0) })
       .strict()
       .optional(),
     context_window: z.number().int().positive().optional(),
@@ -163,7 +167,7 @@ export const tracingSchema = z
   })
   .strict();
 
-export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
+export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'embeddings.completed', 'embeddings.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z
@@ -273,8 +277,10 @@ export const configFileSchema = z
             jwks_url: z.url({ protocol: /^https?$/, error: 'must be an https:// URL (http:// only for loopback)' }),
             algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
             clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
-            /** Scope -> routes. Default: chat:write -> chat, responses:write -> responses, models:read -> models. */
-            scopes: z.record(z.string(), z.array(z.enum(GRANTABLE_ROUTES))).default({ 'chat:write': ['chat'], 'responses:write': ['responses'], 'models:read': ['models'] }),
+            /** Scope -> routes. Default: chat:write, responses:write, embeddings:write, models:read -> the route of that name. */
+            scopes: z
+              .record(z.string(), z.array(z.enum(GRANTABLE_ROUTES)))
+              .default({ 'chat:write': ['chat'], 'responses:write': ['responses'], 'embeddings:write': ['embeddings'], 'models:read': ['models'] }),
             jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
           })
           .strict()

@@ -45,6 +45,8 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number]): Model
     aliases: entry.aliases ?? [],
     pricing: entry.pricing ? { inputPerMillion: entry.pricing.input_per_million, outputPerMillion: entry.pricing.output_per_million } : undefined,
     contextWindow: entry.context_window,
+    type: entry.type,
+    dimensions: entry.dimensions,
     createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
     description: entry.description,
   };

@@ -71,6 +71,9 @@ export interface ModelConfig {
   /** USD per million input / output tokens. */
   pricing: { inputPerMillion: number; outputPerMillion: number } | undefined;
   contextWindow: number | undefined;
+  /** chat or embedding, when declared (a call of the other kind is a 400). */
+  type: 'chat' | 'embedding' | undefined;
+  dimensions: number | undefined;
   createdAt: string | undefined;
   description: string | undefined;
 }

@@ -1,12 +1,13 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, StreamBatch, Usage } from '../providers/contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, StreamBatch, Usage } from '../providers/contract.js';
 import { costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ModelRouter, RoutePlan } from './model-router.js';
-import { estimateTokens, type Admission, type RateLimitService } from './rate-limit-service.js';
+import { estimateTokens, type Admission, type RateLimitService, type TokenEstimate } from './rate-limit-service.js';
+import { estimateInputTokens } from './token-estimate.js';
 import { fitContextWindow } from './context-window.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
 import type { AttemptObserver } from './attempt-observer.js';
@@ -42,6 +43,13 @@ export interface CompletedChat {
   /** The upstream that answered. */
   upstream: string;
   /** What the call used, priced (undefined when the upstream reported no usage). */
+  usage: PricedUsage | undefined;
+}
+
+export interface CompletedEmbeddings {
+  result: EmbeddingsResult;
+  headers: Record<string, string>;
+  upstream: string;
   usage: PricedUsage | undefined;
 }
 
@@ -97,9 +105,10 @@ export class ChatService {
   }
 
   async complete(original: ChatRequestBody, originalCall: ChatCall): Promise<CompletedChat> {
+    this.requireType(original.model, 'chat');
     const { body, call } = await this.fitContext(original, originalCall);
     const plan = this.options.router.plan(body.model, this.random);
-    const admission = await this.admit(body, call, plan);
+    const admission = await this.admit(body.model, estimateTokens(body.messages, body.tools, body.max_tokens), call, plan);
     let result: ChatCompletionResult | undefined;
     try {
       const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
@@ -121,9 +130,10 @@ export class ChatService {
 
   /** Starts a stream: returns once a target delivered its first chunk; the caller must call `finish`. */
   async stream(original: ChatRequestBody, originalCall: ChatCall): Promise<StartedStream> {
+    this.requireType(original.model, 'chat');
     const { body, call } = await this.fitContext(original, originalCall);
     const plan = this.options.router.plan(body.model, this.random);
-    const admission = await this.admit(body, call, plan);
+    const admission = await this.admit(body.model, estimateTokens(body.messages, body.tools, body.max_tokens), call, plan);
     try {
       const { value, target, trace, end } = await this.targets.run(plan, call, body.model, async (target, scope, attemptTrace) => {
         const unchanged = target.upstreamModel === body.model && body.stream === true;
@@ -164,6 +174,56 @@ export class ChatService {
     }
   }
 
+  /**
+   * Embeds input: the same plan, admission (its estimate: the input's tokens, no completion), retries, fallbacks
+   * and circuits as a chat call, over the targets whose provider has embeddings. Usage is the upstream's, or the
+   * estimate when it reports none (Gemini).
+   */
+  async embed(body: EmbeddingsRequestBody, call: ChatCall): Promise<CompletedEmbeddings> {
+    this.requireType(body.model, 'embedding');
+    const plan = this.embeddingPlan(body.model);
+    const estimate: TokenEstimate = { prompt: estimateInputTokens(body.input), maxTokens: 0 };
+    const admission = await this.admit(body.model, estimate, call, plan);
+    let usage: Usage | undefined;
+    try {
+      const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
+        try {
+          const unchanged = target.upstreamModel === body.model;
+          const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel };
+          const embed = target.provider.embed?.bind(target.provider);
+          if (!embed) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream has no embeddings', upstream: target.upstream });
+          return await embed(upstreamBody, this.context(call, scope, unchanged, trace));
+        } finally {
+          scope.dispose();
+        }
+      }, 'success');
+      usage = answered.value.usage ?? { prompt_tokens: estimate.prompt, completion_tokens: 0, total_tokens: estimate.prompt };
+      answered.trace?.succeeded(usage);
+      return { result: answered.value, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(body.model, usage) };
+    } finally {
+      if (admission) void admission.finish(usage);
+    }
+  }
+
+  /** A model declared as one type is not called as the other (an embedding model cannot chat). */
+  private requireType(model: string, wanted: 'chat' | 'embedding'): void {
+    const declared = this.options.router.declared(model)?.type;
+    if (declared !== undefined && declared !== wanted) {
+      throw new GatewayError('capability_not_supported', { field: 'model', problem: `"${model.slice(0, 200)}" is declared as a ${declared} model`, route: wanted === 'chat' ? 'chat' : 'embeddings' });
+    }
+  }
+
+  /** The model's targets whose provider has embeddings; a 400 naming the upstream when none has. */
+  private embeddingPlan(model: string): RoutePlan {
+    const plan = this.options.router.plan(model, this.random);
+    const candidates = plan.candidates.filter((target) => typeof target.provider.embed === 'function');
+    const first = plan.candidates[0];
+    if (candidates.length === 0 && first) {
+      throw new GatewayError('capability_not_supported', { field: 'model', problem: `the upstream serving "${model.slice(0, 200)}" has no embeddings API`, upstream: first.upstream, kind: first.provider.kind });
+    }
+    return { ...plan, candidates };
+  }
+
   /** The model id an alias stands for (or the id itself). */
   canonicalModel(model: string): string {
     return this.options.router.declared(model)?.id ?? model;
@@ -185,7 +245,7 @@ export class ChatService {
   }
 
   /** No limits configured: no admission at all. Limits apply to the first target's upstream. */
-  private async admit(body: ChatRequestBody, call: ChatCall, plan: RoutePlan): Promise<Admission | undefined> {
+  private async admit(model: string, estimate: TokenEstimate, call: ChatCall, plan: RoutePlan): Promise<Admission | undefined> {
     const { limits } = this.options;
     const first = plan.candidates[0];
     if ((!limits.enabled && !call.callerLimits && !call.budget) || !first) return undefined;
@@ -193,14 +253,14 @@ export class ChatService {
     return limits.admit({
       caller: call.caller,
       // Per model id: a call through an alias counts against the model's limits.
-      model: this.options.router.declared(body.model)?.id ?? body.model,
+      model: this.options.router.declared(model)?.id ?? model,
       upstream: first.upstream,
-      estimatedTokens: estimateTokens(body.messages, body.tools, body.max_tokens),
+      estimatedTokens: estimate,
       requestId: call.requestId,
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
       ...(call.callerLimits ? { callerLimits: call.callerLimits } : {}),
       ...(call.budget ? { budget: call.budget } : {}),
-      ...(call.budget?.costMicros ? { pricing: this.options.router.declared(body.model)?.pricing } : {}),
+      ...(call.budget?.costMicros ? { pricing: this.options.router.declared(model)?.pricing } : {}),
     });
   }
 

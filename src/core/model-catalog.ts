@@ -14,6 +14,9 @@ export interface CatalogModel {
   source: 'config' | 'upstream' | 'builtin';
   description?: string;
   aliases?: string[];
+  /** Declared: chat or embedding, and an embedding model's vector length. */
+  type?: 'chat' | 'embedding';
+  dimensions?: number;
   /** USD per million tokens. */
   pricing?: { input_per_million_tokens: number; output_per_million_tokens: number; currency: 'USD' };
 }
@@ -76,6 +79,8 @@ export class ModelCatalog {
         source: 'config',
         ...(m.description ? { description: m.description } : {}),
         ...(m.aliases.length > 0 ? { aliases: m.aliases } : {}),
+        ...(m.type ? { type: m.type } : {}),
+        ...(m.dimensions !== undefined ? { dimensions: m.dimensions } : {}),
         ...(m.pricing
           ? { pricing: { input_per_million_tokens: m.pricing.inputPerMillion, output_per_million_tokens: m.pricing.outputPerMillion, currency: 'USD' as const } }
           : {}),

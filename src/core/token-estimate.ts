@@ -21,3 +21,11 @@ export function messageText(message: ChatMessage): string {
 export function toolsText(tools: unknown): string {
   return Array.isArray(tools) && tools.length > 0 ? JSON.stringify(tools) : '';
 }
+
+/** The tokens of an embeddings input: texts by the same estimate (four characters a token), token arrays exactly. */
+export function estimateInputTokens(input: string | readonly string[] | readonly number[] | readonly (readonly number[])[]): number {
+  if (typeof input === 'string') return Math.ceil(input.length / 4);
+  let tokens = 0;
+  for (const item of input) tokens += typeof item === 'string' ? Math.ceil(item.length / 4) : Array.isArray(item) ? item.length : 1;
+  return tokens;
+}

@@ -5,8 +5,9 @@ import type { ErrorBody } from '../errors/gateway-error.js';
 export const OPENAI_CHAT_PATH = '/v1/chat/completions';
 export const OPENAI_MODELS_PATH = '/v1/models';
 export const OPENAI_RESPONSES_PATH = '/v1/responses';
+export const OPENAI_EMBEDDINGS_PATH = '/v1/embeddings';
 /** What the drop-in paths serve, for the 404 of any other /v1/<path> (an SDK calling /v1/embeddings...). */
-export const OPENAI_PATHS = ['POST /v1/chat/completions', 'POST /v1/responses', 'GET|DELETE /v1/responses/{id}', 'GET /v1/responses/{id}/input_items', 'GET /v1/models', 'GET /v1/models/{id}'];
+export const OPENAI_PATHS = ['POST /v1/chat/completions', 'POST /v1/responses', 'POST /v1/embeddings', 'GET|DELETE /v1/responses/{id}', 'GET /v1/responses/{id}/input_items', 'GET /v1/models', 'GET /v1/models/{id}'];
 export const OPENAI_NOT_FOUND_MESSAGE = `This OpenAI API path is not served by this gateway; it serves ${OPENAI_PATHS.join(', ')}.`;
 
 /**
@@ -20,7 +21,7 @@ export function isOpenAiPath(url: string): boolean {
 /** The methods a drop-in path takes (for a 405 with Allow), or undefined when the path is not one of them. */
 export function openAiPathMethods(path: string): string[] | undefined {
   const p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-  if (p === OPENAI_CHAT_PATH || p === OPENAI_RESPONSES_PATH) return ['POST'];
+  if (p === OPENAI_CHAT_PATH || p === OPENAI_RESPONSES_PATH || p === OPENAI_EMBEDDINGS_PATH) return ['POST'];
   if (p === OPENAI_MODELS_PATH || /^\/v1\/models\/[^/]+$/.test(p)) return ['GET', 'HEAD'];
   if (/^\/v1\/responses\/[^/]+$/.test(p)) return ['GET', 'HEAD', 'DELETE'];
   if (/^\/v1\/responses\/[^/]+\/input_items$/.test(p)) return ['GET', 'HEAD'];

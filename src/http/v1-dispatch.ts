@@ -35,6 +35,13 @@ export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
     auth: 'Bearer <ADMIN_TOKEN>',
     description: 'OpenAI Responses API, translated for any upstream (POST; JSON, or typed SSE events when stream is true); GET or DELETE a stored one with id=<response id>, its inputs with &view=input_items',
   },
+  embeddings: {
+    route: 'embeddings',
+    methods: ['POST'],
+    admin: true,
+    auth: 'Bearer <ADMIN_TOKEN>',
+    description: 'Embeddings (OpenAI shape; float or base64) from OpenAI-compatible and Gemini upstreams',
+  },
 };
 const INDEX_METHODS = ['GET', 'HEAD'];
 const ROUTE_NAMES = Object.keys(ROUTE_TABLE);

@@ -78,6 +78,23 @@ export interface StreamChunk {
  */
 export type StreamBatch = readonly StreamChunk[];
 
+/** A validated embeddings request (OpenAI's shape). Unknown fields pass through to an OpenAI-compatible upstream. */
+export interface EmbeddingsRequestBody {
+  model: string;
+  /** A string, strings, or token arrays (the latter only where the upstream accepts them). */
+  input: string | string[] | number[] | number[][];
+  dimensions?: number;
+  encoding_format?: 'float' | 'base64';
+  user?: string;
+  [passthrough: string]: unknown;
+}
+
+/**
+ * An embeddings answer: the upstream's own OpenAI-shaped bytes (passed through), or vectors a translating provider
+ * read from its own format, which the route writes in OpenAI's shape. `usage` when the upstream reported it.
+ */
+export type EmbeddingsResult = { kind: 'openai'; body: Buffer; usage: Usage | undefined } | { kind: 'vectors'; vectors: number[][]; usage: Usage | undefined };
+
 export interface CallContext {
   /**
    * The caller's X-Upstream-Key, which replaces the provider's configured key for this call only. Whether the key
@@ -116,6 +133,8 @@ export interface Provider {
    * end-of-stream marker: a stream cut short is an error, never a quiet end.
    */
   streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamBatch>;
+  /** Embeds input; absent on a provider that has no embeddings (Anthropic). Rejects with a GatewayError. */
+  embed?(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult>;
   /** Lists the upstream's models; used by the models route and as the token-free health check. */
   listModels(signal: AbortSignal): Promise<UpstreamModel[]>;
   /** Whether the health route should probe this provider (a local echo needs no probe). */

@@ -1,16 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatService, StartedStream } from '../core/chat-service.js';
-import type { CallScope, ClientWatch } from '../core/call-scope.js';
 import { SSE_HEADERS } from '../http/sse.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { endClientGone } from '../http/request-end.js';
 import type { StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
-import { GatewayError } from '../errors/gateway-error.js';
-import { readIdempotencyKey } from '../core/idempotency-key.js';
+import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
-import { checkConversation, readUpstreamKey } from './chat-rules.js';
+import { checkConversation } from './chat-rules.js';
+import { claimIdempotencyKey, modelCallOf } from './model-call.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ApiSurface, StreamEncoder, SurfaceCall } from '../surfaces/surface.js';
@@ -32,33 +31,11 @@ export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempote
     const body = translated instanceof Promise ? await translated : translated;
     request.chatModel = body.model;
     checkConversation(body);
-    const principal = request.principal ?? ADMIN;
-    authorizeModel(principal, body.model, chat.canonicalModel(body.model));
+    authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
-    const call = {
-      caller: request.caller,
-      ...(request.trace ? { trace: request.trace } : {}),
-      ...(principal.limits ? { callerLimits: principal.limits } : {}),
-      ...(principal.budget ? { budget: principal.budget } : {}),
-      upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
-      requestId: request.id,
-      rawBody: surface.forwardsRawBody ? request.rawBody : undefined,
-      client: watchClient(reply),
-      contextOverflow: readContextOverflow(request.headers['x-context-overflow']),
-      onAttempt: () => {
-        request.attempts += 1;
-      },
-    };
-    const key = readIdempotencyKey(request.headers['idempotency-key']);
-    let recorder: AnswerRecorder | undefined;
-    if (key !== undefined) {
-      const begun = await idempotency.begin(request, reply, key, request.body);
-      if (begun === 'answered') {
-        request.replayed = true;
-        return reply;
-      }
-      recorder = begun;
-    }
+    const call = modelCallOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
+    const recorder = await claimIdempotencyKey(request, reply, idempotency);
+    if (recorder === 'answered') return reply;
     try {
       if (body.stream === true) {
         const started = await chat.stream(body, call);
@@ -151,38 +128,6 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
     if (!finished) await chunks.return?.();
     if (failure instanceof ClientGoneError) endClientGone(request);
   }
-}
-
-/** X-Context-Overflow: `error` (the default) or `truncate`; anything else is a 400 rather than a silent default. */
-function readContextOverflow(value: string | string[] | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const mode = (Array.isArray(value) ? value.join(',') : value).trim().toLowerCase();
-  if (mode === 'truncate' || mode === 'error') return mode;
-  throw new GatewayError('invalid_header', { header: 'x-context-overflow', allowed: ['error', 'truncate'] });
-}
-
-/** Cancels the try in progress when the caller hangs up before the answer was fully written. */
-function watchClient(reply: FastifyReply): ClientWatch {
-  let current: CallScope | undefined;
-  const watch = {
-    gone: false,
-    follow(scope: CallScope) {
-      current = scope;
-      if (watch.gone) scope.clientGone();
-    },
-  };
-  // A caller that left while its body was read or checked is gone before this listener exists: its 'close'
-  // has fired already, so the call would run to the end (and its stream never start) for nobody.
-  if (reply.raw.destroyed || reply.raw.socket?.destroyed === true) {
-    watch.gone = true;
-    return watch;
-  }
-  reply.raw.once('close', () => {
-    if (reply.raw.writableFinished) return;
-    watch.gone = true;
-    current?.clientGone();
-  });
-  return watch;
 }
 
 /** The first choice's text of a `chat.completion` body (for webhook subscriptions that opted in to content). */

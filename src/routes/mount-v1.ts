@@ -6,6 +6,7 @@ import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
 import { chatBodySchema } from './chat-schema.js';
 import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
+import { embeddingsBodySchema } from './embeddings-schema.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -14,18 +15,20 @@ export interface V1Handlers {
   models: Handler;
   chat: Handler;
   responses: Handler;
+  embeddings: Handler;
   storedResponses: StoredResponseHandlers;
 }
 
 /** The body schema of each POST route of `/v1/` (one URL serves them all, so the route picks the schema). */
-const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema } as const;
+const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, embeddings: embeddingsBodySchema } as const;
 
 /**
  * Checks a POST body against its route's schema, compiled once per schema by Fastify's own validator compiler
  * (the same Ajv options as a route schema), and fails the way a route schema fails (a 400 naming each field).
  */
 async function validatePostBody(request: FastifyRequest): Promise<void> {
-  const schema = request.routeName === 'responses' ? POST_SCHEMAS.responses : POST_SCHEMAS.chat;
+  const route = request.routeName;
+  const schema = route === 'responses' || route === 'embeddings' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
   const validate = request.compileValidationSchema(schema, 'body');
   if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
 }
@@ -73,9 +76,10 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
   for (const [url, mount] of [['/v1/', 'v1'], ['/', 'root']] as const) {
     const onRequest = makeV1Guard(auth, mount);
     app.get(url, { onRequest }, handleRead);
-    app.post(url, { onRequest, preValidation: validatePostBody }, async (request, reply) =>
-      request.routeName === 'responses' ? handlers.responses(request, reply) : handlers.chat(request, reply),
-    );
+    app.post(url, { onRequest, preValidation: validatePostBody }, async (request, reply) => {
+      const route = request.routeName;
+      return route === 'responses' ? handlers.responses(request, reply) : route === 'embeddings' ? handlers.embeddings(request, reply) : handlers.chat(request, reply);
+    });
     app.route({ method: ['PUT', 'PATCH', 'DELETE', 'OPTIONS'], url, onRequest, handler: handleOtherMethods });
   }
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PAGE_SIZE, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { OPENAI_CHAT_PATH, OPENAI_MODELS_PATH, OPENAI_RESPONSES_PATH } from '../http/openai-shape.js';
+import { OPENAI_CHAT_PATH, OPENAI_EMBEDDINGS_PATH, OPENAI_MODELS_PATH, OPENAI_RESPONSES_PATH } from '../http/openai-shape.js';
+import { embeddingsBodySchema } from './embeddings-schema.js';
 import { type Authenticator } from '../auth/authenticator.js';
 import { ADMIN } from '../auth/principal.js';
 import { modelViewOf } from './models.js';
@@ -16,8 +17,8 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
  * `?route=chat` and `?route=models`, with the admin token as the SDK's API key. Their errors carry our
  * `{code, message, details}` AND OpenAI's `error` object, which is what the SDKs read.
  */
-export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, handlers: { chat: Handler; responses: Handler; storedResponses: StoredResponseHandlers }, catalog: ModelCatalog): void {
-  const guard = (routeName: 'chat' | 'models' | 'responses') =>
+export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, handlers: { chat: Handler; responses: Handler; embeddings: Handler; storedResponses: StoredResponseHandlers }, catalog: ModelCatalog): void {
+  const guard = (routeName: 'chat' | 'models' | 'responses' | 'embeddings') =>
     async function openAiGuard(request: FastifyRequest): Promise<void> {
       request.openAiCompat = true;
       request.routeName = routeName;
@@ -27,11 +28,12 @@ export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, han
     };
   app.post(OPENAI_CHAT_PATH, { onRequest: guard('chat'), schema: { body: chatBodySchema } }, handlers.chat);
   app.post(OPENAI_RESPONSES_PATH, { onRequest: guard('responses'), schema: { body: responsesBodySchema } }, handlers.responses);
+  app.post(OPENAI_EMBEDDINGS_PATH, { onRequest: guard('embeddings'), schema: { body: embeddingsBodySchema } }, handlers.embeddings);
   const responsesGuard = guard('responses');
   app.get(`${OPENAI_RESPONSES_PATH}/:id`, { onRequest: responsesGuard }, handlers.storedResponses.retrieve);
   app.delete(`${OPENAI_RESPONSES_PATH}/:id`, { onRequest: responsesGuard }, handlers.storedResponses.delete);
   app.get(`${OPENAI_RESPONSES_PATH}/:id/input_items`, { onRequest: responsesGuard }, handlers.storedResponses.inputItems);
-  for (const url of [OPENAI_CHAT_PATH, OPENAI_RESPONSES_PATH]) {
+  for (const url of [OPENAI_CHAT_PATH, OPENAI_RESPONSES_PATH, OPENAI_EMBEDDINGS_PATH]) {
     app.route({
       method: ['GET', 'PUT', 'PATCH', 'DELETE'],
       url,

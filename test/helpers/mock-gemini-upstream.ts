@@ -41,6 +41,14 @@ export async function startMockGemini(options: { requiredKey?: string } = {}): P
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
       return res.end(JSON.stringify({ models: [{ name: 'models/gemini-2.0-flash', displayName: 'Gemini 2.0 Flash', inputTokenLimit: 1048576 }] }));
     }
+    const embed = /^\/v1beta\/models\/([^:/]+):batchEmbedContents$/.exec(url);
+    if (req.method === 'POST' && embed && body) {
+      // One vector per request, 3 numbers (or outputDimensionality), exact in float32: 0.5*(i+1) - 0.25*d.
+      const requests = (body.requests as Array<{ outputDimensionality?: number }> | undefined) ?? [];
+      const embeddings = requests.map((r, i) => ({ values: Array.from({ length: r.outputDimensionality ?? 3 }, (_, d) => (i + 1) * 0.5 - d * 0.25) }));
+      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+      return res.end(JSON.stringify({ embeddings }));
+    }
     const match = /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(url);
     if (req.method !== 'POST' || !match || !body) return googleError(res, 404, 'NOT_FOUND', 'Not found');
     const stream = match[2] !== 'generateContent';

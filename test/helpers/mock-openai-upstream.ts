@@ -627,6 +627,10 @@ class MockUpstreamServer implements MockUpstream {
     if (!this.authorized(ex)) return;
     if (method === 'POST' && path === '/v1/chat/completions') {
       await runBehavior(ex, this.queue.shift() ?? this.defaultBehavior);
+    } else if (method === 'POST' && path === '/v1/embeddings') {
+      const next = this.queue[0];
+      if (next && next.kind !== 'json' && next.kind !== 'stream') await runBehavior(ex, this.queue.shift() as Behavior);
+      else embeddings(ex);
     } else if (method === 'GET' && path === '/v1/models') {
       this.listModels(ex);
     } else if (method === 'GET' && path.startsWith('/v1/models/')) {
@@ -697,4 +701,28 @@ export async function startMockUpstream(options: { requiredKey?: string } = {}):
   const mock = new MockUpstreamServer(options.requiredKey);
   await mock.listen();
   return mock;
+}
+
+/** The mock's embedding of input `index`: `dimensions` numbers, each exact in float32. */
+export function mockVector(index: number, dimensions: number): number[] {
+  return Array.from({ length: dimensions }, (_, d) => (index + 1) * 0.5 - d * 0.25);
+}
+
+/**
+ * `POST /v1/embeddings`: OpenAI's list with, per input, `mockVector(index, dimensions ?? 4)` as floats or (with
+ * `encoding_format: base64`) little-endian float32 in base64; usage 5 tokens per input. A queued behaviour other
+ * than json/stream (an error, a hang...) applies to it instead.
+ */
+function embeddings(ex: Exchange): void {
+  const body = (ex.json ?? {}) as { input?: unknown; dimensions?: unknown; encoding_format?: unknown; model?: unknown };
+  const inputs = Array.isArray(body.input) && body.input.length > 0 && typeof body.input[0] !== 'number' ? body.input : [body.input];
+  const dimensions = typeof body.dimensions === 'number' ? body.dimensions : 4;
+  const data = inputs.map((_, index) => {
+    const vector = mockVector(index, dimensions);
+    if (body.encoding_format !== 'base64') return { object: 'embedding', index, embedding: vector };
+    const bytes = Buffer.alloc(vector.length * 4);
+    vector.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
+    return { object: 'embedding', index, embedding: bytes.toString('base64') };
+  });
+  sendJson(ex, 200, { object: 'list', data, model: typeof body.model === 'string' ? body.model : 'mock', usage: { prompt_tokens: 5 * inputs.length, total_tokens: 5 * inputs.length } });
 }

@@ -3,7 +3,8 @@ import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
+import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -95,6 +96,19 @@ export class GeminiProvider implements Provider {
     return models
       .filter((m): m is { name: string } => typeof m.name === 'string')
       .map((m) => ({ id: m.name.replace(/^models\//, ''), createdAt: undefined, ownedBy: 'google' }));
+  }
+
+  /** `POST {base}/models/{model}:batchEmbedContents`: vectors back, usage left to the gateway's estimate (none is reported). */
+  async embed(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult> {
+    const model = body.model.replace(/^models\//, '');
+    const request = toGeminiEmbedRequest(body, model);
+    const path = `${this.http.basePath}/models/${encodeURIComponent(model)}:batchEmbedContents`;
+    const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
+    const response = await this.http.send({ method: 'POST', path, headers, body: JSON.stringify(request) }, context.signal, context.apiKeyOverride);
+    const { value } = await this.http.readJson(response, context.signal);
+    const vectors = fromGeminiEmbedResponse(value, (request.requests as unknown[]).length);
+    if (!vectors) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not one embedding of numbers per input' });
+    return { kind: 'vectors', vectors, usage: undefined };
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,8 @@ import type {
   CallContext,
   ChatCompletionResult,
   ChatRequestBody,
+  EmbeddingsRequestBody,
+  EmbeddingsResult,
   Provider,
   StreamBatch,
   StreamChunk,
@@ -115,6 +117,22 @@ export class OpenAiCompatibleProvider implements Provider {
 
   private asksForUsage(): boolean {
     return this.config.streamUsage === 'on' || (this.config.streamUsage === 'auto' && !this.refusesStreamUsage);
+  }
+
+  async embed(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult> {
+    const path = this.config.deploymentInPath
+      ? `${this.basePath}/deployments/${encodeURIComponent(body.model)}/embeddings?api-version=${this.apiVersion()}`
+      : `${this.basePath}/embeddings`;
+    const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
+    const response = await this.http.send({ method: 'POST', path, headers, body: context.bodyJson ?? JSON.stringify(body) }, context.signal, context.apiKeyOverride);
+    const { bytes, value } = await this.http.readJson(response, context.signal);
+    const record = value as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown } } | null;
+    if (typeof record !== 'object' || record === null || !Array.isArray(record.data)) {
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no data array' });
+    }
+    const prompt = record.usage?.prompt_tokens;
+    const usage = typeof prompt === 'number' ? { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } : undefined;
+    return { kind: 'openai', body: bytes, usage };
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {

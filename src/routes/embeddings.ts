@@ -1,0 +1,52 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ADMIN, authorizeModel } from '../auth/principal.js';
+import type { ChatService } from '../core/chat-service.js';
+import type { PricedUsage } from '../core/pricing.js';
+import type { RequestTrace } from '../core/trace-contract.js';
+import type { EmbeddingsRequestBody } from '../providers/contract.js';
+import type { ChatIdempotency } from './chat-idempotency.js';
+import { claimIdempotencyKey, modelCallOf } from './model-call.js';
+
+/**
+ * POST /v1/embeddings and ?route=embeddings: the same protections as chat (rights, limits, budgets, retries,
+ * fallbacks, circuits, Idempotency-Key, X-Upstream-Key, usage records) through ChatService.embed. An
+ * OpenAI-compatible upstream's answer passes through as it came; vectors from a translating provider (Gemini)
+ * are written in OpenAI's shape, as floats or as base64 (little-endian float32, what the SDKs ask for).
+ */
+export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempotency, beginTrace?: (request: FastifyRequest) => RequestTrace) {
+  return async function handleEmbeddings(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const body = request.body as EmbeddingsRequestBody;
+    request.chatModel = body.model;
+    authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
+    if (beginTrace) request.trace = beginTrace(request);
+    const call = modelCallOf(request, reply, request.rawBody);
+    const recorder = await claimIdempotencyKey(request, reply, idempotency);
+    if (recorder === 'answered') return reply;
+    try {
+      const { result, headers, upstream, usage } = await chat.embed(body, call);
+      request.upstreamName = upstream;
+      request.usage = usage;
+      const answer = result.kind === 'openai' ? result.body : embeddingsJson(result.vectors, body, usage);
+      await recorder?.json(200, { 'content-type': request.responseType }, typeof answer === 'string' ? answer : answer.toString('utf8'));
+      return reply.headers(headers).type(request.responseType).send(answer);
+    } catch (error) {
+      if (recorder) await idempotency.settleError(recorder, error, request.responseType);
+      throw error;
+    }
+  };
+}
+
+/** OpenAI's embeddings list from vectors. */
+export function embeddingsJson(vectors: readonly number[][], body: EmbeddingsRequestBody, usage: PricedUsage | undefined): string {
+  const base64 = body.encoding_format === 'base64';
+  const data = vectors.map((vector, index) => ({ object: 'embedding', index, embedding: base64 ? float32Base64(vector) : vector }));
+  const tokens = usage?.prompt_tokens ?? 0;
+  return JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+}
+
+/** A vector as OpenAI's base64: the float32 values, little-endian, one after another. */
+export function float32Base64(vector: readonly number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
+  return bytes.toString('base64');
+}

@@ -1,0 +1,76 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ADMIN } from '../auth/principal.js';
+import type { CallScope, ClientWatch } from '../core/call-scope.js';
+import type { ChatCall } from '../core/chat-service.js';
+import { readIdempotencyKey } from '../core/idempotency-key.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+import { readUpstreamKey } from './chat-rules.js';
+
+/**
+ * What every model call of every route (chat, Responses, embeddings) takes from its request: the caller and its
+ * rights, its limits and budget, the trace, `X-Upstream-Key`, `X-Context-Overflow`, the caller's side of the
+ * connection (a call is cancelled when it hangs up), and a count of upstream attempts for the usage record.
+ */
+export function modelCallOf(request: FastifyRequest, reply: FastifyReply, rawBody: string | undefined): ChatCall {
+  const principal = request.principal ?? ADMIN;
+  return {
+    caller: request.caller,
+    ...(request.trace ? { trace: request.trace } : {}),
+    ...(principal.limits ? { callerLimits: principal.limits } : {}),
+    ...(principal.budget ? { budget: principal.budget } : {}),
+    upstreamKey: readUpstreamKey(request.headers['x-upstream-key']),
+    requestId: request.id,
+    rawBody,
+    client: watchClient(reply),
+    contextOverflow: readContextOverflow(request.headers['x-context-overflow']),
+    onAttempt: () => {
+      request.attempts += 1;
+    },
+  };
+}
+
+/**
+ * The request's Idempotency-Key, claimed: a recorder for the answer, `'answered'` when a replay (or refusal) was
+ * sent, or undefined without a key (or with the store down under the `open` policy).
+ */
+export async function claimIdempotencyKey(request: FastifyRequest, reply: FastifyReply, idempotency: ChatIdempotency): Promise<AnswerRecorder | 'answered' | undefined> {
+  const key = readIdempotencyKey(request.headers['idempotency-key']);
+  if (key === undefined) return undefined;
+  const begun = await idempotency.begin(request, reply, key, request.body);
+  if (begun === 'answered') request.replayed = true;
+  return begun;
+}
+
+/** X-Context-Overflow: `error` (the default) or `truncate`; anything else is a 400 rather than a silent default. */
+function readContextOverflow(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const mode = (Array.isArray(value) ? value.join(',') : value).trim().toLowerCase();
+  if (mode === 'truncate' || mode === 'error') return mode;
+  throw new GatewayError('invalid_header', { header: 'x-context-overflow', allowed: ['error', 'truncate'] });
+}
+
+/** Cancels the try in progress when the caller hangs up before the answer was fully written. */
+function watchClient(reply: FastifyReply): ClientWatch {
+  let current: CallScope | undefined;
+  const watch = {
+    gone: false,
+    follow(scope: CallScope) {
+      current = scope;
+      if (watch.gone) scope.clientGone();
+    },
+  };
+  // A caller that left while its body was read or checked is gone before this listener exists: its 'close'
+  // has fired already, so the call would run to the end (and its stream never start) for nobody.
+  if (reply.raw.destroyed || reply.raw.socket?.destroyed === true) {
+    watch.gone = true;
+    return watch;
+  }
+  reply.raw.once('close', () => {
+    if (reply.raw.writableFinished) return;
+    watch.gone = true;
+    current?.clientGone();
+  });
+  return watch;
+}
+

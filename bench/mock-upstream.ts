@@ -102,6 +102,11 @@ const MODELS = Buffer.from(
   }),
 );
 
+/** One 8-number embedding, as OpenAI answers float vectors. */
+const EMBEDDING = Buffer.from(
+  JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8] }], model: MODEL, usage: { prompt_tokens: 7, total_tokens: 7 } }),
+);
+
 function sendJson(res: ServerResponse, status: number, body: Buffer): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length });
   res.end(body);
@@ -149,6 +154,11 @@ const server = createServer((req, res) => {
   const path = (req.url ?? '/').split('?')[0] ?? '/';
   if (req.method === 'POST' && path === '/v1/chat/completions') {
     onChat(req, res, 'openai');
+    return;
+  }
+  if (req.method === 'POST' && path === '/v1/embeddings') {
+    req.resume();
+    req.on('end', () => sendJson(res, 200, EMBEDDING));
     return;
   }
   if (req.method === 'POST' && path === '/v1/messages') {

@@ -64,7 +64,7 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
     assert.equal(sent.metadata, undefined, 'metadata stays with the response, it is not a chat field');
     assert.equal(fixture.mock.chatRequests()[0]?.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
 
-    assert.match(response.id, /^resp_[0-9a-f]{48}$/);
+    assert.match(response.id, /^resp_[0-9a-f]{32}$/);
     assert.equal(response.object, 'response');
     assert.equal(response.status, 'completed');
     assert.equal(response.output_text, MOCK_CONTENT);

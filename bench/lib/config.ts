@@ -18,6 +18,8 @@ export interface TargetSpec {
   cores?: string;
   /** A config file written for this run (it may name the mock's address), passed as GATEWAY_CONFIG. */
   configText?: (upstreamOrigin: string) => string;
+  /** The API the load calls (default chat): the Responses API or embeddings, on the gateway's own route. */
+  api?: 'responses' | 'embeddings';
 }
 
 function intEnv(name: string, dflt: number, min: number, max: number): number {
@@ -78,6 +80,26 @@ const CHAT = {
 };
 export const CHAT_BODY = JSON.stringify(CHAT);
 export const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
+
+/** The same question through the Responses API, and an embeddings call of one short text. */
+const RESPONSES = { model: 'bench-model', input: 'Say hello to the benchmark.', max_output_tokens: 32 };
+const EMBEDDINGS = { model: 'bench-model', input: 'Say hello to the benchmark.' };
+
+/** What one target's load sends: path, JSON body, streamed body, and how a complete stream ends (none: no stream probe). */
+export interface LoadShape {
+  path: string;
+  body: string;
+  streamBody: string | undefined;
+  streamEnd: string;
+}
+
+export function loadShapeOf(spec: TargetSpec, chatPath: string): LoadShape {
+  if (spec.api === 'responses') {
+    return { path: '/v1/?route=responses', body: JSON.stringify(RESPONSES), streamBody: JSON.stringify({ ...RESPONSES, stream: true }), streamEnd: '"type":"response.completed"' };
+  }
+  if (spec.api === 'embeddings') return { path: '/v1/?route=embeddings', body: JSON.stringify(EMBEDDINGS), streamBody: undefined, streamEnd: '' };
+  return { path: chatPath, body: CHAT_BODY, streamBody: STREAM_BODY, streamEnd: 'data: [DONE]\n\n' };
+}
 export const CLIENT_HEADERS: Record<string, string> = {
   authorization: `Bearer ${ADMIN_TOKEN}`,
   'content-type': 'application/json',

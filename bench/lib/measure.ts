@@ -9,6 +9,7 @@ import {
   S,
   STREAM_BODY,
   UPSTREAM_API_KEY,
+  loadShapeOf,
   log,
   loud,
 } from './config.js';
@@ -52,10 +53,10 @@ async function throughput(spec: TargetSpec, server: RunningServer, upstream: Ups
   );
   const run = await runThroughput(
     {
-      url: `${server.origin}${server.chatPath}`,
+      url: `${server.origin}${loadShapeOf(spec, server.chatPath).path}`,
       method: 'POST',
       headers: CLIENT_HEADERS,
-      body: CHAT_BODY,
+      body: loadShapeOf(spec, server.chatPath).body,
       connections: S.connections,
       pipelining: S.pipelining,
       warmupSeconds: S.warmupSeconds,
@@ -79,16 +80,18 @@ async function throughput(spec: TargetSpec, server: RunningServer, upstream: Ups
 }
 
 async function probes(spec: TargetSpec, server: RunningServer, result: TargetResult): Promise<void> {
+  const shape = loadShapeOf(spec, server.chatPath);
   const target = (body: string): ProbeTarget => ({
     origin: server.origin,
-    path: server.chatPath,
+    path: shape.path,
     headers: CLIENT_HEADERS,
     body,
+    ...(spec.api === 'responses' ? { streamEnd: shape.streamEnd } : {}),
     ...(spec.idempotencyKeys ? { idempotencyKeyPrefix: `probe-${process.pid}-${Date.now()}` } : {}),
   });
 
   log(`   latency @1 connection: ${S.latencyWarmup} warm-up + ${S.latencyRequests} requests`);
-  const lat = await probeLatency(target(CHAT_BODY), probeOpts(S.latencyWarmup, S.latencyRequests));
+  const lat = await probeLatency(target(shape.body), probeOpts(S.latencyWarmup, S.latencyRequests));
   result.latency = lat;
   log(`   p50 ${ms(lat.latency.p50)} ms, p90 ${ms(lat.latency.p90)} ms, p99 ${ms(lat.latency.p99)} ms`);
   if (lat.bad + lat.errors > 0 || lat.truncated) {
@@ -98,8 +101,9 @@ async function probes(spec: TargetSpec, server: RunningServer, result: TargetRes
     );
   }
 
+  if (shape.streamBody === undefined) return; // embeddings: nothing to stream
   log(`   streaming: ${S.streamWarmup} warm-up + ${S.streamRequests} streamed requests`);
-  const st = await probeStream(target(STREAM_BODY), probeOpts(S.streamWarmup, S.streamRequests));
+  const st = await probeStream(target(shape.streamBody), probeOpts(S.streamWarmup, S.streamRequests));
   result.stream = st;
   log(
     `   TTFB p50 ${ms(st.ttfb.p50)} ms, p99 ${ms(st.ttfb.p99)} ms; ` +

@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CHAT_BODY, CLIENT_HEADERS, LOAD_CORE, S, log } from './config.js';
+import { CLIENT_HEADERS, LOAD_CORE, S, loadShapeOf, log } from './config.js';
 import type { TargetSpec } from './config.js';
 import { sampleCpu } from './cpu.js';
 import { stopChild } from './proc.js';
@@ -100,10 +100,10 @@ async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetS
       const side = sideOf(slot);
       runs[slot] = await runThroughput(
         {
-          url: `${server.origin}${server.chatPath}`,
+          url: `${server.origin}${loadShapeOf(specs[side] as TargetSpec, server.chatPath).path}`,
           method: 'POST',
           headers: CLIENT_HEADERS,
-          body: CHAT_BODY,
+          body: loadShapeOf(specs[side] as TargetSpec, server.chatPath).body,
           connections: Math.max(1, Math.floor(S.connections / 2)),
           pipelining: S.pipelining,
           warmupSeconds,

@@ -11,6 +11,8 @@ export interface ProbeTarget {
   /** When set, every request gets a fresh `Idempotency-Key` with this prefix (so nothing is a replay). */
   idempotencyKeyPrefix?: string;
   body: string;
+  /** What a complete stream's text ends with (default `data: [DONE]`; the Responses API's final event's data). */
+  streamEnd?: string;
 }
 
 export interface ProbeOptions {
@@ -118,9 +120,9 @@ export async function probeStream(t: ProbeTarget, o: ProbeOptions): Promise<Stre
         if (res.statusCode < 200 || res.statusCode > 299) {
           f.bad++;
           f.firstProblem ??= `HTTP ${res.statusCode}: ${text.slice(0, 300)}`;
-        } else if (!text.endsWith(DONE)) {
+        } else if (!(t.streamEnd === undefined ? text.endsWith(DONE) : text.lastIndexOf(t.streamEnd) > text.lastIndexOf('\n\nevent: '))) {
           f.bad++;
-          f.firstProblem ??= `stream did not end with "data: [DONE]\\n\\n": ${JSON.stringify(text.slice(-200))}`;
+          f.firstProblem ??= `stream did not end with ${JSON.stringify(t.streamEnd ?? DONE)}: ${JSON.stringify(text.slice(-200))}`;
         } else if (i >= o.warmup && first !== undefined) {
           ttfb.push(nsToMs(first - t0));
           total.push(nsToMs(t1 - t0));

@@ -19,6 +19,16 @@ const WEBHOOK_ENV = { BENCH_WEBHOOK_SECRET: 'bench-webhook-secret-0123456789' };
 export const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
+  { id: 'responses', name: 'gateway, Responses API (translated to chat)', kind: 'gateway', api: 'responses' },
+  { id: 'embeddings', name: 'gateway, embeddings', kind: 'gateway', api: 'embeddings' },
+  {
+    id: 'responses-unstored',
+    name: 'gateway, Responses API, responses.store: false (the translation alone)',
+    kind: 'gateway',
+    api: 'responses',
+    configText: () => JSON.stringify({ responses: { store: false } }),
+    onlyWhenNamed: true,
+  },
   {
     id: 'anthropic',
     name: 'gateway, Anthropic upstream (translated)',

@@ -64,6 +64,13 @@ export function responseStoreContract(name: string, make: () => Promise<Response
       assert.equal(await store().get('admin', r, T0), undefined);
     });
 
+    test('many puts at once (one burst, more than one multi-row group) are each stored and each readable', async () => {
+      const ids = Array.from({ length: 41 }, () => id());
+      await Promise.all(ids.map((r, i) => store().put(`caller-${i % 3}`, r, turn(`n${i}`), 60_000, T0)));
+      const read = await Promise.all(ids.map((r, i) => store().get(`caller-${i % 3}`, r, T0)));
+      assert.deepEqual(read, ids.map((_, i) => turn(`n${i}`)));
+    });
+
     test('bad arguments are rejections, not synchronous throws', async () => {
       await assert.rejects(store().put('admin', id(), turn('x'), -1, T0));
       await assert.rejects(store().get('admin', id(), Number.NaN));

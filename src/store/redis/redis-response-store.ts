@@ -3,9 +3,9 @@ import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 
 /**
- * Stored Responses API responses in Redis, shared by every gateway instance: one string per (caller, id) holding
- * the turn and its expiry, with PEXPIRE at the same deadline so Redis drops it by itself. Expiry is also checked
- * on the caller's clock (`nowMs`), as in SQLite, so both stores pass the same contract.
+ * Stored Responses API responses in Redis, shared by every gateway instance: one hash per (caller, id) with the
+ * three JSON texts and the expiry, and PEXPIRE at the same deadline so Redis drops it by itself. Expiry is also
+ * checked on the caller's clock (`nowMs`), as in SQLite, so both stores pass the same contract.
  */
 export class RedisResponseStore implements ResponseStore {
   constructor(
@@ -20,15 +20,20 @@ export class RedisResponseStore implements ResponseStore {
   async put(caller: string, id: string, turn: StoredConversationTurn, ttlMs: number, nowMs = Date.now()): Promise<void> {
     const ttl = durationMs('ttlMs', ttlMs);
     const expires = wholeMs('nowMs', nowMs) + ttl;
-    await this.client.set(this.key(caller, id), JSON.stringify({ expires, turn }), 'PX', Math.max(1, ttl));
+    const key = this.key(caller, id);
+    await this.client
+      .multi()
+      .del(key)
+      .hset(key, 'expires', String(expires), 'response', turn.response, 'inputItems', turn.inputItems, 'conversation', turn.conversation)
+      .pexpire(key, Math.max(1, ttl))
+      .exec();
   }
 
   async get(caller: string, id: string, nowMs = Date.now()): Promise<StoredConversationTurn | undefined> {
     const now = wholeMs('nowMs', nowMs);
-    const text = await this.client.get(this.key(caller, id));
-    if (text === null) return undefined;
-    const stored = JSON.parse(text) as { expires: number; turn: StoredConversationTurn };
-    return stored.expires > now ? stored.turn : undefined;
+    const [expires, response, inputItems, conversation] = await this.client.hmget(this.key(caller, id), 'expires', 'response', 'inputItems', 'conversation');
+    if (typeof response !== 'string' || typeof inputItems !== 'string' || typeof conversation !== 'string' || Number(expires) <= now) return undefined;
+    return { response, inputItems, conversation };
   }
 
   async delete(caller: string, id: string, nowMs = Date.now()): Promise<boolean> {

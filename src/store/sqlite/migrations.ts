@@ -120,7 +120,9 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     sql: `CREATE TABLE stored_responses (
             caller TEXT NOT NULL,
             id TEXT NOT NULL,
-            turn TEXT NOT NULL,
+            response TEXT NOT NULL,
+            input_items TEXT NOT NULL,
+            conversation TEXT NOT NULL,
             expires_ms INTEGER NOT NULL,
             PRIMARY KEY (caller, id)
           ) STRICT;

@@ -59,7 +59,7 @@ interface ChatCompletionBody {
   usage?: (Usage & Record<string, unknown>) | null;
 }
 
-/** A `chat.completion` (JSON text) as the finished response object. */
+/** A `chat.completion` (JSON text) as the finished response object: `shell`, completed (it is changed in place). */
 export function completionToResponse(completionText: string, shell: ResponseObject): ResponseObject {
   const completion = JSON.parse(completionText) as ChatCompletionBody;
   const choice = completion.choices?.[0];
@@ -76,7 +76,14 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   for (const call of message?.tool_calls ?? []) output.push(functionCallItem(call, 'completed'));
   const ending = endingOf(choice?.finish_reason);
   if (ending.status === 'incomplete') for (const item of output) item.status = 'incomplete';
-  return { ...shell, ...ending, output, usage: responseUsage(completion.usage), model: typeof completion.model === 'string' ? completion.model : shell.model };
+  // The shell is this call's own object: completed in place rather than copied (one object less per call).
+  const response = shell;
+  response.status = ending.status;
+  response.incomplete_details = ending.incomplete_details;
+  response.output = output;
+  response.usage = responseUsage(completion.usage);
+  if (typeof completion.model === 'string') response.model = completion.model;
+  return response;
 }
 
 export function functionCallItem(call: ToolCall, status: FunctionCallItem['status']): FunctionCallItem {

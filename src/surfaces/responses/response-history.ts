@@ -62,9 +62,9 @@ export class ResponseHistory {
    * Keeps a finished response. Never fails the call it belongs to: a store failure or a turn over the size bound
    * is logged, and the response is simply not kept (a later `previous_response_id` to it is a 404).
    */
-  async save(caller: string, request: ResponsesRequest, conversationBefore: readonly ChatMessage[], response: ResponseObject): Promise<void> {
+  async save(caller: string, request: ResponsesRequest, conversationBefore: readonly ChatMessage[], response: ResponseObject, responseText: string): Promise<void> {
     const turn: StoredConversationTurn = {
-      response: JSON.stringify(response),
+      response: responseText,
       inputItems: JSON.stringify(inputItemsOf(request.input)),
       conversation: JSON.stringify([...conversationBefore, ...outputAsMessages(response.output)]),
     };

@@ -4,6 +4,7 @@ import type { ApiSurface, SurfaceCall } from '../surface.js';
 import { completionToResponse, responseShell } from './chat-to-response.js';
 import { newId } from './ids.js';
 import { responsesToChat } from './request-to-chat.js';
+import { responseJson } from './response-json.js';
 import { ResponseStream } from './response-stream.js';
 import type { ResponseHistory } from './response-history.js';
 import type { ResponseObject, ResponsesRequest } from './responses-types.js';
@@ -45,19 +46,20 @@ export function responsesSurface(history: ResponseHistory | undefined): ApiSurfa
     async answer(completion, call) {
       const state = call.state as ResponsesCallState;
       const response = completionToResponse(completion.toString('utf8'), state.shell);
-      await save(history, call, state, response);
-      return JSON.stringify(response);
+      const json = responseJson(response);
+      await save(history, call, state, response, json);
+      return json;
     },
     encoder(call) {
       const state = call.state as ResponsesCallState;
-      return new ResponseStream(state.shell, (response) => save(history, call, state, response));
+      return new ResponseStream(state.shell, (response) => save(history, call, state, response, responseJson(response)));
     },
     // A data line is one JSON object (it ends with `}`), so only an event line can end with these names.
     isCompleteEnd: (frame) => frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };
 }
 
-async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject): Promise<void> {
+async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject, json: string): Promise<void> {
   if (!history || !response.store) return;
-  await history.save(call.caller, state.request, state.conversation, response);
+  await history.save(call.caller, state.request, state.conversation, response, json);
 }

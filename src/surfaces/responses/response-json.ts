@@ -1,0 +1,42 @@
+import type { OutputItem, ResponseObject } from './responses-types.js';
+
+const str = (value: string | null): string => (value === null ? 'null' : JSON.stringify(value));
+const num = (value: number | null): string => (value === null || !Number.isFinite(value) ? 'null' : String(value));
+
+/**
+ * `JSON.stringify(response)`, written by hand for the fixed keys: the same text, key for key, with only strings
+ * and the caller's own values (tools, metadata, formats) going through the generic serialiser. Every Responses
+ * answer is serialised once per call; this kept the translation within its budget (docs/benchmarks.md).
+ */
+export function responseJson(r: ResponseObject): string {
+  let output = '';
+  for (let i = 0; i < r.output.length; i++) output += (i === 0 ? '' : ',') + itemJson(r.output[i] as OutputItem);
+  const u = r.usage;
+  const usage =
+    u === null
+      ? 'null'
+      : `{"input_tokens":${num(u.input_tokens)},"input_tokens_details":{"cached_tokens":${num(u.input_tokens_details.cached_tokens)}},` +
+        `"output_tokens":${num(u.output_tokens)},"output_tokens_details":{"reasoning_tokens":${num(u.output_tokens_details.reasoning_tokens)}},"total_tokens":${num(u.total_tokens)}}`;
+  return (
+    `{"id":${str(r.id)},"object":"response","created_at":${num(r.created_at)},"status":${str(r.status)},` +
+    `"error":${r.error === null ? 'null' : JSON.stringify(r.error)},"incomplete_details":${r.incomplete_details === null ? 'null' : JSON.stringify(r.incomplete_details)},` +
+    `"instructions":${str(r.instructions)},"max_output_tokens":${num(r.max_output_tokens)},"model":${str(r.model)},"output":[${output}],` +
+    `"parallel_tool_calls":${r.parallel_tool_calls ? 'true' : 'false'},"previous_response_id":${str(r.previous_response_id)},` +
+    `"reasoning":{"effort":${str(r.reasoning.effort)},"summary":${str(r.reasoning.summary)}},"store":${r.store ? 'true' : 'false'},` +
+    `"temperature":${num(r.temperature)},"text":${JSON.stringify(r.text)},"tool_choice":${JSON.stringify(r.tool_choice)},"tools":${JSON.stringify(r.tools)},` +
+    `"top_p":${num(r.top_p)},"truncation":${str(r.truncation)},"usage":${usage},"user":${str(r.user)},"metadata":${JSON.stringify(r.metadata)}}`
+  );
+}
+
+function itemJson(item: OutputItem): string {
+  if (item.type === 'function_call') {
+    return `{"type":"function_call","id":${str(item.id)},"call_id":${str(item.call_id)},"name":${str(item.name)},"arguments":${str(item.arguments)},"status":${str(item.status)}}`;
+  }
+  let content = '';
+  for (let i = 0; i < item.content.length; i++) {
+    const part = item.content[i];
+    if (part === undefined) continue;
+    content += (i === 0 ? '' : ',') + (part.type === 'output_text' ? `{"type":"output_text","text":${str(part.text)},"annotations":[],"logprobs":[]}` : `{"type":"refusal","refusal":${str(part.refusal)}}`);
+  }
+  return `{"type":"message","id":${str(item.id)},"status":${str(item.status)},"role":"assistant","content":[${content}]}`;
+}

@@ -19,6 +19,7 @@ interface Overview {
   series: Array<{ time: string; requests: number; serverErrors: number; clientErrors: number }>;
   byModel: Array<{ group: string; requests: number; costUsd: number }>;
   byCaller: Array<{ group: string; requests: number }>;
+  byRoute: Array<{ group: string; requests: number }>;
   recentFailures: Array<{ requestId: string; status: number; code: string }>;
   upstreams: Array<{ name: string; status: string; circuit: string }>;
   webhooks: { subscriptions: Array<{ id: string; backlog: number }>; deadLetters: Array<{ event: string; subscription: string; attempts: number; lastError: string }> };
@@ -95,6 +96,7 @@ describe('dashboard (HTTP)', () => {
     assert.equal(o.series.reduce((n, p) => n + p.requests, 0), f.sent.requests, 'every request lies in one bucket');
     assert.deepEqual(o.byModel.map((m) => [m.group, m.requests]), [['priced', f.sent.requests - 1], ['(none)', 1]], 'the refused body named no readable model');
     assert.deepEqual(o.byCaller.map((c) => [c.group, c.requests]), [['admin', f.sent.requests]]);
+    assert.deepEqual(o.byRoute.map((c) => [c.group, c.requests]), [['chat', f.sent.requests]], 'the fixture made chat calls only');
     assert.equal(o.recentFailures[0]?.code, 'validation_failed');
     assert.deepEqual(
       o.recentFailures.find((r) => r.requestId === f.sent.failedRequestId),

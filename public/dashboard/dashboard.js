@@ -112,6 +112,7 @@ function render(data) {
   latencyChart($('chart-latency'), data);
   bars($('chart-models'), data.byModel);
   bars($('chart-callers'), data.byCaller);
+  bars($('chart-routes'), data.byRoute);
   upstreams(data.upstreams);
   webhooks(data.webhooks);
   failures(data.recentFailures);

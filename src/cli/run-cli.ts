@@ -23,7 +23,7 @@ const HELP: Record<string, string> = {
   Scoped API keys of this environment (GATEWAY_ENV); the secret is printed once, at creation. docs/auth.md`,
   users: `gateway users hash-password
   Reads a password (12 characters or more) on standard input and prints its scrypt hash, for auth.basic_users.`,
-  usage: `gateway usage [--by model|caller|day] [--since 7d] [--format table|csv|json]
+  usage: `gateway usage [--by model|caller|route|day] [--since 7d] [--format table|csv|json]
   Requests, errors, tokens, cost and mean latency per group over the period ending now.
 gateway usage tail [--failures] [--interval 2] [--format table|json]
   Live: the last 10 requests, then each new one as it is recorded, until Ctrl-C. docs/usage.md`,

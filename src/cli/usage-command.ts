@@ -3,11 +3,11 @@ import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '..
 import { parseDuration, parseFlags } from './keys-command.js';
 import type { CliOutput } from './webhooks-command.js';
 
-const GROUPINGS: readonly UsageGrouping[] = ['model', 'caller', 'day'];
+const GROUPINGS: readonly UsageGrouping[] = ['model', 'caller', 'route', 'day'];
 const HEADER = ['requests', 'errors', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'avg_latency_ms'];
 
 /**
- * `gateway usage [--by model|caller|day] [--since 7d] [--format table|csv|json]`: totals per group over a period
+ * `gateway usage [--by model|caller|route|day] [--since 7d] [--format table|csv|json]`: totals per group over a period
  * ending now (callers are `admin`, `key:<id>`, `oauth:<sub>`, `basic:<user>`).
  */
 export async function usageCommand(store: UsageStore, args: string[], io: CliOutput, nowMs = Date.now()): Promise<number> {
@@ -116,7 +116,7 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
   return 0;
 }
 
-const TAIL_HEADER = ['time (UTC)'.padEnd(24), 'status', 'code'.padEnd(24), 'route '.padEnd(7), 'model'.padEnd(20), 'upstream'.padEnd(12), 'caller'.padEnd(16), 'latency_ms'.padStart(10), 'tokens'.padStart(7), 'request_id'].join(' ');
+const TAIL_HEADER = ['time (UTC)'.padEnd(24), 'status', 'code'.padEnd(24), 'route'.padEnd(10), 'model'.padEnd(20), 'upstream'.padEnd(12), 'caller'.padEnd(16), 'latency_ms'.padStart(10), 'tokens'.padStart(7), 'request_id'].join(' ');
 
 /** Caller-chosen text (model ids) printed to a terminal: control characters (escape sequences) become `?`. */
 function printable(text: string): string {
@@ -129,7 +129,7 @@ function tailLine(r: UsageRecord): string {
     new Date(r.timeMs).toISOString().padEnd(24),
     String(r.status).padEnd(6),
     (r.code ?? '-').padEnd(24),
-    r.route.padEnd(7),
+    r.route.padEnd(10),
     printable(r.model ?? '-').slice(0, 20).padEnd(20),
     printable(r.upstream ?? '-').slice(0, 12).padEnd(12),
     printable(r.caller).slice(0, 16).padEnd(16),

@@ -39,6 +39,8 @@ export interface DashboardOverview {
   series: OverviewPoint[];
   byModel: UsageSummaryRow[];
   byCaller: UsageSummaryRow[];
+  /** Requests, tokens and cost per API route (chat, responses, embeddings, models). */
+  byRoute: UsageSummaryRow[];
   recentFailures: Array<Pick<UsageRecord, 'requestId' | 'route' | 'model' | 'upstream' | 'status' | 'code' | 'caller' | 'latencyMs'> & { time: string }>;
   upstreams: Array<{
     name: string;
@@ -80,10 +82,11 @@ export async function buildOverview(sources: OverviewSources, window: WindowName
   const toMs = nowMs + 1;
   await sources.flushUsage();
   const usage = sources.usage;
-  const [timeline, byModel, byCaller, failures, health, webhooks] = await Promise.all([
+  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks] = await Promise.all([
     usage ? usage.timeline(fromMs, toMs, bucketMs) : Promise.resolve([]),
     usage ? usage.summarize('model', fromMs, toMs) : Promise.resolve([]),
     usage ? usage.summarize('caller', fromMs, toMs) : Promise.resolve([]),
+    usage ? usage.summarize('route', fromMs, toMs) : Promise.resolve([]),
     usage ? usage.recent(RECENT_FAILURES, true) : Promise.resolve([]),
     sources.health(),
     webhookState(sources),
@@ -100,6 +103,7 @@ export async function buildOverview(sources: OverviewSources, window: WindowName
     series,
     byModel: byModel.sort((a, b) => b.requests - a.requests),
     byCaller: byCaller.sort((a, b) => b.requests - a.requests),
+    byRoute: byRoute.sort((a, b) => b.requests - a.requests),
     recentFailures: failures.map((r) => ({
       time: new Date(r.timeMs).toISOString(),
       requestId: r.requestId,

@@ -290,7 +290,7 @@ export interface UsageRecord {
   replay: boolean;
 }
 
-export type UsageGrouping = 'model' | 'caller' | 'day';
+export type UsageGrouping = 'model' | 'caller' | 'route' | 'day';
 
 export interface UsageSummaryRow {
   /** The model, the caller, or the day (YYYY-MM-DD, UTC). */

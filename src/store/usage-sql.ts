@@ -65,6 +65,7 @@ export function groupExpression(grouping: UsageGrouping, dialect: 'sqlite' | 'po
     return dialect === 'sqlite' ? "strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch')" : "to_char(to_timestamp(time_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
   }
   if (grouping === 'caller') return 'caller';
+  if (grouping === 'route') return 'route';
   return "coalesce(model, '(none)')";
 }
 

@@ -56,7 +56,7 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       assert.equal((await store().recent(1, false)).length, 1);
     });
 
-    test('summaries by model, caller and day: requests, errors, tokens, cost, mean latency', async () => {
+    test('summaries by model, caller, route and day: requests, errors, tokens, cost, mean latency', async () => {
       const from = Date.parse('2026-11-20T00:00:00.000Z');
       const to = Date.parse('2026-11-22T00:00:00.000Z');
       assert.deepEqual(await store().summarize('day', from, to), [
@@ -67,6 +67,8 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       assert.deepEqual(byModel.map((r) => [r.group, r.requests]), [['(none)', 1], ['fast', 2], ['smart', 1]]);
       const byCaller = await store().summarize('caller', from, to);
       assert.deepEqual(byCaller.map((r) => [r.group, r.requests, r.costUsd]), [['admin', 3, 0.0002], ['key:abc', 1, 0.002]]);
+      const byRoute = await store().summarize('route', from, to);
+      assert.deepEqual(byRoute.map((r) => [r.group, r.requests]), [['chat', 3], ['models', 1]]);
       assert.deepEqual(await store().summarize('day', Date.parse('2026-11-21T00:00:00.000Z'), to).then((rows) => rows.map((r) => r.group)), ['2026-11-21'], 'the window is [from, to)');
     });
 

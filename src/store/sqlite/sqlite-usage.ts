@@ -44,7 +44,7 @@ export class SqliteUsageStore implements UsageStore {
       }
       for (let j = 0; j < filled; j++) this.insert.run(...values.slice(j * WIDTH, (j + 1) * WIDTH));
     });
-    for (const grouping of ['model', 'caller', 'day'] as const) {
+    for (const grouping of ['model', 'caller', 'route', 'day'] as const) {
       const group = groupExpression(grouping, 'sqlite');
       this.summaries.set(
         grouping,

@@ -90,7 +90,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { breakers, pauses, capacity } = upstreams;
   const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
   const chatHandler = makeChatHandler(CHAT_SURFACE, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.chatCompleted), beginTrace);
-  const responses = wireResponses(app, config, deps.responses);
+  const responses = wireResponses(app, config, deps.responses, chat);
   const responsesHandler = makeChatHandler(responses.surface, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.responseCompleted), beginTrace);
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);

@@ -393,3 +393,66 @@ describe('Idempotency-Key on the Responses route', () => {
     assert.equal(fixture.mock.chatRequests().length, 2);
   });
 });
+
+describe('native forwarding: what only the Responses API has goes as it is to an OpenAI upstream', () => {
+  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
+  const sdk = () => new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+  const nativeCalls = () => fixture.mock.requests.filter((r) => r.path === '/v1/responses');
+
+  test('a built-in tool is forwarded byte for byte; the answer comes back as the upstream wrote it, usage recorded', async () => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: 'news?', tools: [{ type: 'web_search' }], include: ['reasoning.encrypted_content'] });
+    const answer = await call(fixture.url('/v1/responses'), { method: 'POST', headers: authHeaders(), body });
+    assert.equal(answer.status, 200);
+    assert.equal(nativeCalls()[0]?.body, body, 'the caller bytes, untouched');
+    assert.equal(nativeCalls()[0]?.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
+    assert.equal(fixture.mock.chatRequests().length, 0, 'not translated');
+    const response = answer.json as { id: string; output: Array<{ type: string }> };
+    assert.equal(response.id, 'resp_native_1');
+    assert.deepEqual(response.output.map((o) => o.type), ['web_search_call', 'message']);
+    const line = fixture.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'responses').at(-1);
+    assert.equal(line?.prompt_tokens, 11);
+    assert.equal(line?.completion_tokens, 3);
+
+    // A request the translation can serve still goes through chat, even on this upstream.
+    const plain = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'hi' });
+    assert.equal(plain.output_text, MOCK_CONTENT);
+    assert.equal(fixture.mock.chatRequests().length, 1);
+  });
+
+  test('a native stream passes its events through in order, ends with response.completed, and is replayed under its key', async () => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: 'news?', tools: [{ type: 'web_search' }], stream: true });
+    const headers = authHeaders({ 'idempotency-key': 'native-stream-1' });
+    const first = await readStream(fixture.url(RESPONSES_PATH), body, headers);
+    const events = eventsOf(first.text);
+    assert.deepEqual(events.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.completed']);
+    assert.deepEqual(events.map((e) => e.data.sequence_number), [0, 1, 2]);
+    const again = await readStream(fixture.url(RESPONSES_PATH), body, headers);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.text, first.text);
+    assert.equal(nativeCalls().length, 1);
+  });
+
+  test('an upstream response.failed ends our stream with one error event carrying our code, never a completion', async () => {
+    const answer = await readStream(
+      fixture.url(RESPONSES_PATH),
+      JSON.stringify({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }], stream: true, metadata: { fail: 'yes' } }),
+      authHeaders(),
+    );
+    const events = eventsOf(answer.text);
+    assert.deepEqual(events.map((e) => e.event), ['response.created', 'error']);
+    assert.equal(events[1]?.data.code, 'upstream_stream_error');
+    assert.equal((events[1]?.data.details as { upstream_message?: string }).upstream_message, 'native failure');
+  });
+
+  test('a native-only request continuing a stored (translated) conversation carries that conversation as input items', async () => {
+    const first = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'My name is Ada.' });
+    await sdk().responses.create({ model: 'gpt-4o-mini', input: 'Search my name', previous_response_id: first.id, tools: [{ type: 'web_search' }] });
+    const sent = nativeCalls().at(-1)?.json as { input: unknown[]; previous_response_id?: string };
+    assert.equal(sent.previous_response_id, undefined, 'our id means nothing upstream');
+    assert.deepEqual(sent.input, [
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: MOCK_CONTENT },
+      { role: 'user', content: 'Search my name' },
+    ]);
+  });
+});

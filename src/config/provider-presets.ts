@@ -23,6 +23,8 @@ export interface ProviderKind {
    * servers that may or may not: ask, and if one refuses the field, ask it no more (remembered per upstream).
    */
   streamUsage: StreamUsageMode;
+  /** Serves OpenAI's Responses API itself (`POST {base}/responses`): requests only it can honour are forwarded. */
+  nativeResponses?: boolean;
 }
 
 const openAi = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on'): ProviderKind => ({ wire: 'openai', baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
@@ -31,7 +33,7 @@ const native = (wire: WireFormat, baseUrl: string): ProviderKind => ({ wire, bas
 
 export const PROVIDER_KINDS = {
   'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
-  openai: openAi('https://api.openai.com/v1'),
+  openai: { ...openAi('https://api.openai.com/v1'), nativeResponses: true },
   azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on' },
   groq: openAi('https://api.groq.com/openai/v1'),
   mistral: openAi('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked

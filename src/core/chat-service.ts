@@ -1,11 +1,11 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, StreamBatch, Usage } from '../providers/contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeResponsesBody, Provider, StreamBatch, Usage } from '../providers/contract.js';
 import { costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
-import type { ModelRouter, RoutePlan } from './model-router.js';
+import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
 import { estimateTokens, type Admission, type RateLimitService, type TokenEstimate } from './rate-limit-service.js';
 import { estimateInputTokens } from './token-estimate.js';
 import { fitContextWindow } from './context-window.js';
@@ -109,23 +109,11 @@ export class ChatService {
     const { body, call } = await this.fitContext(original, originalCall);
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body.model, estimateTokens(body.messages, body.tools, body.max_tokens), call, plan);
-    let result: ChatCompletionResult | undefined;
-    try {
-      const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
-        try {
-          const unchanged = target.upstreamModel === body.model && body.stream !== true;
-          const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
-          return await target.provider.chat(upstreamBody, this.context(call, scope, unchanged, trace));
-        } finally {
-          scope.dispose();
-        }
-      }, 'success');
-      result = answered.value;
-      answered.trace?.succeeded(result.usage);
-      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(original.model, result.usage) };
-    } finally {
-      if (admission) void admission.finish(result?.usage);
-    }
+    return this.completeWith(original.model, plan, admission, call, (target, scope, trace) => {
+      const unchanged = target.upstreamModel === body.model && body.stream !== true;
+      const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
+      return target.provider.chat(upstreamBody, this.context(call, scope, unchanged, trace));
+    });
   }
 
   /** Starts a stream: returns once a target delivered its first chunk; the caller must call `finish`. */
@@ -134,11 +122,82 @@ export class ChatService {
     const { body, call } = await this.fitContext(original, originalCall);
     const plan = this.options.router.plan(body.model, this.random);
     const admission = await this.admit(body.model, estimateTokens(body.messages, body.tools, body.max_tokens), call, plan);
+    return this.startWith(original.model, plan, admission, call, (target, scope, trace) => {
+      const unchanged = target.upstreamModel === body.model && body.stream === true;
+      const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
+      return target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged, trace));
+    });
+  }
+
+  /**
+   * Forwards a Responses API request as it is to the upstreams of its model that serve that API natively (OpenAI,
+   * Azure): for what only the native API has (built-in tools, reasoning items). The same plan, admission (an
+   * estimate from the request's size and `max_output_tokens`), retries, fallbacks and circuits as a chat call.
+   */
+  async forwardResponses(body: NativeResponsesBody, call: ChatCall): Promise<CompletedChat | StartedStream> {
+    const plan = this.nativePlan(body.model);
+    const estimate: TokenEstimate = { prompt: Math.ceil(JSON.stringify(body.input ?? '').length / 4), maxTokens: body.max_output_tokens ?? undefined };
+    const admission = await this.admit(body.model, estimate, call, plan);
+    const upstreamBody = (target: ChatTarget) => (target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel });
+    const forwarded = (target: ChatTarget) => target.provider.responses as NonNullable<Provider['responses']>;
+    if (body.stream === true) {
+      return this.startWith(body.model, plan, admission, call, (target, scope, trace) =>
+        forwarded(target).stream(upstreamBody(target), this.context(call, scope, upstreamBody(target) === body, trace)),
+      );
+    }
+    return this.completeWith(body.model, plan, admission, call, (target, scope, trace) =>
+      forwarded(target).complete(upstreamBody(target), this.context(call, scope, upstreamBody(target) === body, trace)),
+    );
+  }
+
+  /** Whether some upstream of the model serves the Responses API natively (see forwardResponses). */
+  forwardsResponses(model: string): boolean {
+    return this.options.router.plan(model, () => 0.5).candidates.some((target) => target.provider.responses !== undefined);
+  }
+
+  private nativePlan(model: string): RoutePlan {
+    const plan = this.options.router.plan(model, this.random);
+    const candidates = plan.candidates.filter((target) => target.provider.responses !== undefined);
+    if (candidates.length === 0) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'no upstream of this model serves the Responses API natively' });
+    return { ...plan, candidates };
+  }
+
+  /** One answered call over the plan's targets (retries, fallbacks, circuits); the admission settles with its usage. */
+  private async completeWith(
+    model: string,
+    plan: RoutePlan,
+    admission: Admission | undefined,
+    call: ChatCall,
+    send: (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => Promise<ChatCompletionResult>,
+  ): Promise<CompletedChat> {
+    let result: ChatCompletionResult | undefined;
     try {
-      const { value, target, trace, end } = await this.targets.run(plan, call, body.model, async (target, scope, attemptTrace) => {
-        const unchanged = target.upstreamModel === body.model && body.stream === true;
-        const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
-        const chunks = target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged, attemptTrace))[Symbol.asyncIterator]();
+      const answered = await this.targets.run(plan, call, model, async (target, scope, trace) => {
+        try {
+          return await send(target, scope, trace);
+        } finally {
+          scope.dispose();
+        }
+      }, 'success');
+      result = answered.value;
+      answered.trace?.succeeded(result.usage);
+      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(model, result.usage) };
+    } finally {
+      if (admission) void admission.finish(result?.usage);
+    }
+  }
+
+  /** A stream over the plan's targets: started once one delivered its first batch (nothing is retried after it). */
+  private async startWith(
+    model: string,
+    plan: RoutePlan,
+    admission: Admission | undefined,
+    call: ChatCall,
+    open: (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => AsyncIterable<StreamBatch>,
+  ): Promise<StartedStream> {
+    try {
+      const { value, target, trace, end } = await this.targets.run(plan, call, model, async (target, scope, attemptTrace) => {
+        const chunks = open(target, scope, attemptTrace)[Symbol.asyncIterator]();
         try {
           const first = await chunks.next();
           if (first.done === true) throw new GatewayError('upstream_stream_truncated', { upstream: target.upstream, reason: 'the stream ended before any chunk' });
@@ -157,7 +216,7 @@ export class ChatService {
         chunks: value.chunks,
         headers: admission?.headers ?? {},
         finish: async (usage, failure) => {
-          const priced = this.priced(original.model, usage);
+          const priced = this.priced(model, usage);
           if (finished) return priced;
           finished = true;
           value.scope.dispose();

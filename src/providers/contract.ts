@@ -70,6 +70,11 @@ export interface StreamChunk {
   internal?: boolean;
   /** The chunk's JSON on one line, when the provider already has it (saves a JSON.stringify per chunk). */
   json?: string;
+  /**
+   * A forwarded Responses API event (native path): its `event:` name, `json` its data as the upstream sent it, and
+   * `chunk` an empty chat chunk that only carries the usage of the final event.
+   */
+  event?: string;
 }
 
 /**
@@ -94,6 +99,23 @@ export interface EmbeddingsRequestBody {
  * read from its own format, which the route writes in OpenAI's shape. `usage` when the upstream reported it.
  */
 export type EmbeddingsResult = { kind: 'openai'; body: Buffer; usage: Usage | undefined } | { kind: 'vectors'; vectors: number[][]; usage: Usage | undefined };
+
+/** A Responses API request forwarded as it is (the native path): only what the gateway reads is typed. */
+export interface NativeResponsesBody {
+  model: string;
+  input?: unknown;
+  stream?: boolean | null;
+  max_output_tokens?: number | null;
+  [field: string]: unknown;
+}
+
+/** The OpenAI Responses API spoken natively (OpenAI itself): the request and answer pass through untranslated. */
+export interface NativeResponses {
+  /** The `response` object's bytes as the upstream sent them, with its usage. */
+  complete(body: NativeResponsesBody, context: CallContext): Promise<ChatCompletionResult>;
+  /** The upstream's events, one batch per read; ends after `response.completed`/`response.incomplete`. */
+  stream(body: NativeResponsesBody, context: CallContext): AsyncIterable<StreamBatch>;
+}
 
 export interface CallContext {
   /**
@@ -133,6 +155,8 @@ export interface Provider {
    * end-of-stream marker: a stream cut short is an error, never a quiet end.
    */
   streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamBatch>;
+  /** The Responses API natively; absent where the upstream does not speak it (then the gateway translates). */
+  readonly responses?: NativeResponses;
   /** Embeds input; absent on a provider that has no embeddings (Anthropic). Rejects with a GatewayError. */
   embed?(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult>;
   /** Lists the upstream's models; used by the models route and as the token-free health check. */

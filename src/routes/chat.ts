@@ -12,7 +12,7 @@ import { checkConversation } from './chat-rules.js';
 import { claimIdempotencyKey, modelCallOf } from './model-call.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
-import type { ApiSurface, StreamEncoder, SurfaceCall } from '../surfaces/surface.js';
+import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
 
 /**
  * The answer text kept for webhook subscriptions that opted in to content (`include_content`): the first 256 Ki
@@ -25,10 +25,12 @@ const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
  * the Responses API (translated at the edge: src/surfaces/). Validated body in, the surface's JSON or SSE out.
  */
 export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
+  const deps: PipelineDeps = { chat, idempotency, bodyLimitBytes, beginTrace };
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
+    if (body instanceof NativeForward) return forwardNatively(body, surface, request, reply, deps);
     request.chatModel = body.model;
     checkConversation(body);
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
@@ -63,6 +65,41 @@ export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempote
  * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
  * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
  */
+interface PipelineDeps {
+  chat: ChatService;
+  idempotency: ChatIdempotency;
+  bodyLimitBytes: number;
+  beginTrace: ((request: FastifyRequest) => RequestTrace) | undefined;
+}
+
+/**
+ * A request its surface forwards natively (the Responses API to OpenAI, for what only it has): the same rights,
+ * trace, call, Idempotency-Key and records as a translated call; the upstream's JSON or events pass through.
+ */
+async function forwardNatively(native: NativeForward, surface: ApiSurface, request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): Promise<FastifyReply> {
+  const { chat, idempotency } = deps;
+  request.chatModel = native.body.model;
+  authorizeModel(request.principal ?? ADMIN, native.body.model, chat.canonicalModel(native.body.model));
+  if (deps.beginTrace) request.trace = deps.beginTrace(request);
+  const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
+  const recorder = await claimIdempotencyKey(request, reply, idempotency);
+  if (recorder === 'answered') return reply;
+  try {
+    const answered = await chat.forwardResponses(native.body, call);
+    if ('chunks' in answered) {
+      const encoder = surface.nativeEncoder?.() as StreamEncoder;
+      return await streamAnswer(request, reply, answered, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
+    }
+    request.upstreamName = answered.upstream;
+    request.usage = answered.usage;
+    await recorder?.json(200, { 'content-type': request.responseType }, answered.result.body.toString('utf8'));
+    return reply.headers(answered.headers).type(request.responseType).send(answered.result.body);
+  } catch (error) {
+    if (recorder) await idempotency.settleError(recorder, error, request.responseType);
+    throw error;
+  }
+}
+
 interface StreamOptions {
   encoder: StreamEncoder;
   bodyLimitBytes: number;
@@ -110,7 +147,7 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
     const end = encoder.end(usage);
     const last = end instanceof Promise ? await end : end;
     finished = true;
-    yield last;
+    if (last !== '') yield last;
   } catch (error) {
     if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return; // `finally` records it
     const gatewayError = toGatewayError(error, options.bodyLimitBytes);

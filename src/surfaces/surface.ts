@@ -1,5 +1,17 @@
 import type { GatewayError } from '../errors/gateway-error.js';
-import type { ChatRequestBody, StreamChunk, Usage } from '../providers/contract.js';
+import type { ChatRequestBody, NativeResponsesBody, StreamChunk, Usage } from '../providers/contract.js';
+
+/**
+ * A request the surface does not translate: forwarded as it is to an upstream that speaks its API natively. A class,
+ * so no body (whose unknown fields pass through) can pass for one.
+ */
+export class NativeForward {
+  constructor(
+    readonly body: NativeResponsesBody,
+    /** Whether `body` is the caller's body unchanged (then its bytes are sent as they came). */
+    readonly unchanged: boolean,
+  ) {}
+}
 
 /**
  * How one public API (chat completions, the Responses API) speaks to callers: a thin translation at the edge of
@@ -12,12 +24,14 @@ export interface ApiSurface {
   readonly route: 'chat' | 'responses';
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
-  /** The chat request a validated body stands for (the body itself for chat). */
-  toChat(body: unknown, context: SurfaceCall): Promise<ChatRequestBody> | ChatRequestBody;
+  /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */
+  toChat(body: unknown, context: SurfaceCall): Promise<ChatRequestBody | NativeForward> | ChatRequestBody;
   /** The caller's JSON answer from a `chat.completion`'s bytes (the bytes themselves for chat). */
   answer(completion: Buffer, context: SurfaceCall): Promise<Buffer | string> | Buffer | string;
   /** A fresh encoder for one stream. */
   encoder(context: SurfaceCall): StreamEncoder;
+  /** The encoder of a natively forwarded stream (the upstream's events passed through). */
+  nativeEncoder?(): StreamEncoder;
   /** Whether `frame` is the last frame of a stream that ended well (a replay stores only those). */
   isCompleteEnd(frame: string): boolean;
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
+import type { ChatService } from '../core/chat-service.js';
 import { makeStoredResponseHandlers, type StoredResponseHandlers } from '../routes/stored-responses.js';
 import type { ResponseStore } from '../store/contract.js';
 import { ResponseHistory } from '../surfaces/responses/response-history.js';
@@ -10,8 +11,8 @@ import type { ApiSurface } from '../surfaces/surface.js';
  * The Responses API's own parts: its surface of the chat pipeline and the stored responses it continues and
  * serves (in the state store, unless `responses.store` is false or no store was given).
  */
-export function wireResponses(app: FastifyInstance, config: GatewayConfig, store: ResponseStore | undefined): { surface: ApiSurface; stored: StoredResponseHandlers } {
+export function wireResponses(app: FastifyInstance, config: GatewayConfig, store: ResponseStore | undefined, chat: ChatService): { surface: ApiSurface; stored: StoredResponseHandlers } {
   const history =
     store && config.responses.store ? new ResponseHistory({ store, ttlMs: config.responses.ttlMs, maxBytes: config.responses.maxStoredBytes, log: app.log }) : undefined;
-  return { surface: responsesSurface(history), stored: makeStoredResponseHandlers(history) };
+  return { surface: responsesSurface(history, (model) => chat.forwardsResponses(model)), stored: makeStoredResponseHandlers(history) };
 }

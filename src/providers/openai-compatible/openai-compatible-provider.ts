@@ -8,6 +8,7 @@ import type {
   ChatRequestBody,
   EmbeddingsRequestBody,
   EmbeddingsResult,
+  NativeResponses,
   Provider,
   StreamBatch,
   StreamChunk,
@@ -17,6 +18,8 @@ import type {
 import { toUpstreamError } from '../transport-errors.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
+import { nativeResponses } from './native-responses.js';
+import { providerKind } from '../../config/provider-presets.js';
 import { discardBody, drainQuietly } from '../response-body.js';
 
 /**
@@ -34,6 +37,8 @@ export class OpenAiCompatibleProvider implements Provider {
   private readonly userAgent: string;
   /** `stream_usage: auto` and this upstream refused `stream_options` once: it is not asked again. */
   private refusesStreamUsage = false;
+  /** OpenAI's Responses API, where the upstream kind speaks it (`nativeResponses` in config/provider-presets.ts). */
+  readonly responses?: NativeResponses;
 
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
     this.name = config.name;
@@ -42,6 +47,15 @@ export class OpenAiCompatibleProvider implements Provider {
     this.userAgent = options.userAgent;
     this.http = new UpstreamClient(config);
     this.basePath = this.http.basePath;
+    if (providerKind(config.kind)?.nativeResponses === true) {
+      this.responses = nativeResponses({
+        name: this.name,
+        http: this.http,
+        path: `${this.basePath}/responses`,
+        headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
+        secrets: (context) => [context.apiKeyOverride, this.config.apiKey],
+      });
+    }
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {

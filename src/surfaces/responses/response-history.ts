@@ -28,9 +28,15 @@ export class ResponseHistory {
     private readonly options: { store: ResponseStore; ttlMs: number; maxBytes: number; log: HistoryLog },
   ) {}
 
-  /** The conversation that ends with the caller's response `id`, as chat messages. */
-  async conversation(caller: string, id: string): Promise<ChatMessage[]> {
-    return (await this.turn(caller, id)).conversation;
+  /** The conversation that ends with the caller's response `id`, as chat messages; undefined when none is held. */
+  async find(caller: string, id: string): Promise<ChatMessage[] | undefined> {
+    let stored: StoredConversationTurn | undefined;
+    try {
+      stored = await this.options.store.get(caller, id);
+    } catch (error) {
+      throw new GatewayError('response_store_unavailable', {}, { cause: error });
+    }
+    return stored ? (JSON.parse(stored.conversation) as ChatMessage[]) : undefined;
   }
 
   async turn(caller: string, id: string): Promise<StoredTurn> {

@@ -1,6 +1,7 @@
-import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChatMessage } from '../../providers/contract.js';
-import type { ApiSurface, SurfaceCall } from '../surface.js';
+import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
+import { conversationAsItems, NATIVE_ENCODER } from './native-forward.js';
+import type { ChatMessage, ChatRequestBody } from '../../providers/contract.js';
+import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToResponse, responseShell } from './chat-to-response.js';
 import { newId } from './ids.js';
 import { responsesToChat } from './request-to-chat.js';
@@ -21,18 +22,28 @@ interface ResponsesCallState {
  * The OpenAI Responses API as a surface of the chat pipeline: a Responses request is translated into a chat
  * request for any provider, and the chat answer back into a `response` object or the typed event stream.
  */
-export function responsesSurface(history: ResponseHistory | undefined): ApiSurface {
+export function responsesSurface(history: ResponseHistory | undefined, forwards: (model: string) => boolean = () => false): ApiSurface {
   return {
     route: 'responses',
     forwardsRawBody: false,
     async toChat(body, call) {
       const request = body as ResponsesRequest;
       const previous = typeof request.previous_response_id === 'string' ? request.previous_response_id : undefined;
-      if (previous !== undefined && !history) {
-        throw new GatewayError('capability_not_supported', { field: 'previous_response_id', problem: 'this gateway keeps no responses (responses.store is false in its config)' });
+      const ours = previous !== undefined && history ? await history.find(call.caller, previous) : undefined;
+      let chat: ChatRequestBody;
+      try {
+        if (previous !== undefined && !ours) {
+          if (!history) throw new GatewayError('capability_not_supported', { field: 'previous_response_id', problem: 'this gateway keeps no responses (responses.store is false in its config)' });
+          throw new GatewayError('response_not_found', { id: previous.slice(0, 256) });
+        }
+        chat = responsesToChat(request, ours ?? []);
+      } catch (error) {
+        // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
+        // hold may be that upstream's own); everything else is refused as it was.
+        const native = isGatewayError(error) && (error.code === 'capability_not_supported' || error.code === 'response_not_found');
+        if (!native || !forwards(request.model)) throw error;
+        return nativeForward(request, ours);
       }
-      const earlier = previous !== undefined && history ? await history.conversation(call.caller, previous) : [];
-      const chat = responsesToChat(request, earlier);
       const instructed = typeof request.instructions === 'string' && request.instructions !== '';
       const state: ResponsesCallState = {
         shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)),
@@ -54,6 +65,7 @@ export function responsesSurface(history: ResponseHistory | undefined): ApiSurfa
       const state = call.state as ResponsesCallState;
       return new ResponseStream(state.shell, (response) => save(history, call, state, response, responseJson(response)));
     },
+    nativeEncoder: () => NATIVE_ENCODER,
     // A data line is one JSON object (it ends with `}`), so only an event line can end with these names.
     isCompleteEnd: (frame) => frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };
@@ -62,4 +74,15 @@ export function responsesSurface(history: ResponseHistory | undefined): ApiSurfa
 async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject, json: string): Promise<void> {
   if (!history || !response.store) return;
   await history.save(call.caller, state.request, state.conversation, response, json);
+}
+
+/**
+ * The request as it goes to a native upstream: untouched, unless it continues a conversation the gateway holds
+ * (then that conversation leads its input, and `previous_response_id`, unknown upstream, is dropped).
+ */
+function nativeForward(request: ResponsesRequest, ours: ChatMessage[] | undefined): NativeForward {
+  if (!ours) return new NativeForward(request, true);
+  const { previous_response_id: _previous, ...rest } = request;
+  const input = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
+  return new NativeForward({ ...rest, input: [...conversationAsItems(ours), ...input] }, false);
 }

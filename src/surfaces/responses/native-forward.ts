@@ -1,0 +1,43 @@
+import { formatEvent } from '../../http/sse.js';
+import type { ChatMessage } from '../../providers/contract.js';
+import type { StreamEncoder } from '../surface.js';
+
+/**
+ * A natively forwarded Responses stream: the upstream's events go out as they came (scrubbed by the provider), and
+ * a failure after the first one is one final `error` event in OpenAI's shape with our code (there is no
+ * `response.failed` of our own to write: the gateway never held the response object).
+ */
+export const NATIVE_ENCODER: StreamEncoder = {
+  open: () => '',
+  chunk: (item) => (item.event === undefined ? '' : formatEvent(item.json ?? '{}', { event: item.event })),
+  end: () => '',
+  fail: (error) => formatEvent(JSON.stringify({ type: 'error', code: error.code, message: error.message, param: null, details: error.details }), { event: 'error' }),
+};
+
+/**
+ * A stored (translated) conversation as Responses input items, so a request continuing it can be forwarded natively:
+ * turns as messages, tool calls as `function_call` items, tool results as `function_call_output` items.
+ */
+export function conversationAsItems(messages: readonly ChatMessage[]): Array<Record<string, unknown>> {
+  const items: Array<Record<string, unknown>> = [];
+  for (const message of messages) {
+    if (message.role === 'tool') {
+      items.push({ type: 'function_call_output', call_id: message.tool_call_id, output: typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? '') });
+      continue;
+    }
+    const content = message.content;
+    if (typeof content === 'string' && content !== '') items.push({ role: message.role, content });
+    else if (Array.isArray(content)) items.push({ role: message.role, content: content.map(asInputPart) });
+    for (const call of message.tool_calls ?? []) items.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments });
+  }
+  return items;
+}
+
+function asInputPart(part: Record<string, unknown>): Record<string, unknown> {
+  if (part.type === 'text') return { type: 'input_text', text: part.text };
+  if (part.type === 'image_url') {
+    const image = part.image_url as { url?: unknown; detail?: unknown } | undefined;
+    return { type: 'input_image', image_url: image?.url, ...(image?.detail !== undefined ? { detail: image.detail } : {}) };
+  }
+  return part;
+}

@@ -456,3 +456,23 @@ describe('native forwarding: what only the Responses API has goes as it is to an
     ]);
   });
 });
+
+describe('native forwarding to Azure OpenAI (its v1 Responses API)', () => {
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
+    configFile: {
+      name: 'azure.yaml',
+      // The mock serves /v1/...: a base_url ending in /v1 (as {resource}/openai/v1 would).
+      text: (base) => `upstreams:\n  - { name: az, kind: azure, base_url: "${base}", api_key_env: UPSTREAM_API_KEY }\nmodels:\n  - { id: gpt-az, upstream: az, upstream_model: my-deployment }\n`,
+    },
+  });
+
+  test('the request goes to {base}/responses with the deployment as model and the key in api-key', async () => {
+    const answer = await call(fixture.url('/v1/responses'), { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'gpt-az', input: 'x', tools: [{ type: 'web_search' }] }) });
+    assert.equal(answer.status, 200);
+    const sent = fixture.mock.requests.filter((r) => r.path === '/v1/responses').at(-1);
+    assert.equal((sent?.json as { model: string }).model, 'my-deployment');
+    assert.equal(sent?.headers['api-key'], UPSTREAM_KEY);
+    assert.equal(sent?.headers.authorization, undefined);
+  });
+});

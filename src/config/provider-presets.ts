@@ -34,7 +34,7 @@ const native = (wire: WireFormat, baseUrl: string): ProviderKind => ({ wire, bas
 export const PROVIDER_KINDS = {
   'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
   openai: { ...openAi('https://api.openai.com/v1'), nativeResponses: true },
-  azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on' },
+  azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on', nativeResponses: true },
   groq: openAi('https://api.groq.com/openai/v1'),
   mistral: openAi('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked
   deepseek: openAi('https://api.deepseek.com/v1'),

@@ -14,9 +14,11 @@ export interface MockedGateway {
   url(path: string): string;
 }
 
-export interface MockedGatewayOptions extends StartOptions {
+export interface MockedGatewayOptions extends Omit<StartOptions, 'configFile'> {
   /** The mock's own options (a key it requires, 401 otherwise). */
   mock?: { requiredKey?: string };
+  /** The config file; its text may be built from the mock's base URL (`http://127.0.0.1:<port>/v1`). */
+  configFile?: { name: string; text: string | ((mockBaseUrl: string) => string) };
 }
 
 export function useMockedGateway(options: MockedGatewayOptions = {}): MockedGateway {
@@ -24,7 +26,9 @@ export function useMockedGateway(options: MockedGatewayOptions = {}): MockedGate
   let gw: TestGateway | undefined;
   before(async () => {
     mock = await startMockUpstream(options.mock);
-    gw = await startGateway({ ...options, env: { UPSTREAM_BASE_URL: mock.baseUrl, ...options.env } });
+    const file = options.configFile;
+    const configFile = file ? { name: file.name, text: typeof file.text === 'string' ? file.text : file.text(mock.baseUrl) } : undefined;
+    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, ...options.env }, ...(configFile ? { configFile } : {}) });
   });
   after(async () => {
     await gw?.close();

@@ -51,7 +51,7 @@ export class OpenAiCompatibleProvider implements Provider {
       this.responses = nativeResponses({
         name: this.name,
         http: this.http,
-        path: `${this.basePath}/responses`,
+        path: this.responsesPath(),
         headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
         secrets: (context) => [context.apiKeyOverride, this.config.apiKey],
       });
@@ -182,6 +182,15 @@ export class OpenAiCompatibleProvider implements Provider {
   private chatPath(model: string): string {
     if (!this.config.deploymentInPath) return `${this.basePath}/chat/completions`;
     return `${this.basePath}/deployments/${encodeURIComponent(model)}/chat/completions?api-version=${this.apiVersion()}`;
+  }
+
+  /**
+   * `{base}/responses`; on Azure, its v1 API: `{resource}/openai/v1/responses` (the deployment named by `model` in
+   * the body, the key in `api-key`), whether `base_url` ends with `/openai` or `/openai/v1`.
+   */
+  private responsesPath(): string {
+    if (!this.config.deploymentInPath) return `${this.basePath}/responses`;
+    return this.basePath.endsWith('/v1') ? `${this.basePath}/responses` : `${this.basePath}/v1/responses`;
   }
 
   private apiVersion(): string {

@@ -150,6 +150,27 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
     assert.equal((events[9]?.data.response as { id: string }).id, created.id);
   });
 
+  test('a streamed function call: its item, argument deltas, .done with the whole arguments, in order and indexed', async () => {
+    fixture.mock.enqueue({ kind: 'stream' }); // with tools in the request, the mock streams a tool call
+    const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: {} } }];
+    const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'Weather?', tools, stream: true }), authHeaders());
+    const events = eventsOf(answer.text);
+    const names = events.map((e) => e.event);
+    assert.deepEqual(names.slice(0, 3), ['response.created', 'response.in_progress', 'response.output_item.added']);
+    assert.deepEqual(names.slice(-3), ['response.function_call_arguments.done', 'response.output_item.done', 'response.completed']);
+    assert.ok(names.slice(3, -3).every((n) => n === 'response.function_call_arguments.delta') && names.length > 6, names.join(' '));
+    const item = events[2]?.data.item as { type: string; id: string; call_id: string; name: string; arguments: string; status: string };
+    assert.deepEqual([item.type, item.name, item.arguments, item.status], ['function_call', 'get_weather', '', 'in_progress']);
+    for (const e of events.slice(2, -1)) assert.equal(e.data.output_index, 0);
+    const deltas = events.filter((e) => e.event === 'response.function_call_arguments.delta');
+    assert.equal(deltas.map((e) => e.data.delta).join(''), MOCK_TOOL_ARGUMENTS);
+    assert.ok(deltas.every((e) => e.data.item_id === item.id));
+    assert.equal(events.at(-3)?.data.arguments, MOCK_TOOL_ARGUMENTS);
+    const done = events.at(-2)?.data.item as { status: string; arguments: string; call_id: string };
+    assert.deepEqual([done.status, done.arguments, done.call_id], ['completed', MOCK_TOOL_ARGUMENTS, item.call_id]);
+    events.forEach((e, i) => assert.equal(e.data.sequence_number, i));
+  });
+
   test('the SDK stream helper assembles the streamed text and a streamed function call', async () => {
     fixture.mock.enqueue({ kind: 'stream', content: ['Hello', ' there'] });
     const stream = sdk().responses.stream({ model: 'gpt-4o-mini', input: 'Hi' });

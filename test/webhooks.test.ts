@@ -116,6 +116,23 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     await waitUntil(async () => (await outbox.get(`${event.id}:rx`))?.state === 'delivered');
   });
 
+  test('the Responses API and embeddings have their own events: response.completed (with content) and embeddings.completed', async () => {
+    receiver = await startWebhookReceiver();
+    const g = await start(webhookConfig([{ url: receiver.url, events: ['response.completed', 'embeddings.completed'], include_content: true }]));
+    mock.enqueue({ kind: 'stream', content: ['Hi', ' back'] });
+    const streamed = await readStream(`${g.url}/v1/responses`, JSON.stringify({ model: 'gpt-4o-mini', input: 'hello there', stream: true }), authHeaders());
+    assert.ok(streamed.text.includes('event: response.completed'));
+    const embedded = await call(`${g.url}/v1/embeddings`, { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }) });
+    assert.equal(embedded.status, 200);
+    const deliveries = await receiver.waitFor(2);
+    const events = deliveries.map((d) => verify(d)).sort((a, b) => a.event.localeCompare(b.event));
+    assert.deepEqual(events.map((e) => e.event), ['embeddings.completed', 'response.completed']);
+    assert.deepEqual(events[1]?.data.content, { input: 'hello there', answer: 'Hi back' });
+    assert.equal(events[1]?.data.stream, true);
+    assert.equal((events[0]?.data.usage as { prompt_tokens: number; completion_tokens: number }).completion_tokens, 0);
+    assert.equal(events[0]?.data.content !== undefined, true, 'the embeddings event carries its input too');
+  });
+
   test('opt-in content: the prompt and the answer text, streams included', async () => {
     receiver = await startWebhookReceiver();
     const g = await start(webhookConfig([{ url: receiver.url, events: ['chat.completed'], include_content: true }]));

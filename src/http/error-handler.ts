@@ -1,4 +1,4 @@
-import { withOpenAiError } from './openai-shape.js';
+import { shapedError } from './error-shape.js';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { CLIENT_CLOSED_STATUS, endClientGone, endRequest } from './request-end.js';
@@ -69,6 +69,6 @@ export function makeErrorHandler(bodyLimitBytes: number) {
     if (gatewayError.headers) void reply.headers(gatewayError.headers);
     closeIfBodyUnread(request, reply);
     const body = gatewayError.toBody();
-    void reply.code(gatewayError.status).type(request.responseType).send(request.openAiCompat ? withOpenAiError(body, gatewayError.status) : body);
+    void reply.code(gatewayError.status).type(request.responseType).send(shapedError(body, gatewayError.status, request.errorShape));
   };
 }

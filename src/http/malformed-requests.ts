@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { isOpenAiPath, withOpenAiError } from './openai-shape.js';
+import { errorShapeOf, shapedError } from './error-shape.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { closeIfBodyUnread } from './request-head.js';
 
@@ -22,7 +22,7 @@ const FRAMEWORK_REASONS: Record<string, Record<string, unknown>> = {
  */
 export function onFrameworkError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
   request.receivedAt = performance.now();
-  request.openAiCompat = isOpenAiPath(request.url);
+  request.errorShape = errorShapeOf(request.url);
   const details = FRAMEWORK_REASONS[error.code ?? ''] ?? { reason: 'the URL could not be routed' };
   let failure = new GatewayError('bad_request', details, { cause: error });
   try {
@@ -32,7 +32,7 @@ export function onFrameworkError(error: Error & { code?: string }, request: Fast
   }
   request.errorCode = failure.code;
   closeIfBodyUnread(request, reply);
-  const body = request.openAiCompat ? withOpenAiError(failure.toBody(), failure.status) : failure.toBody();
+  const body = shapedError(failure.toBody(), failure.status, request.errorShape);
   void reply.header('x-request-id', request.id).code(failure.status).type('application/json; charset=utf-8').send(body);
 }
 
@@ -77,7 +77,7 @@ export function onClientError(error: Error & { code?: string; reason?: string; r
   const incoming = socket.parser?.incoming;
   if (incoming && failure.code === 'request_timeout') timedOutRequests.add(incoming);
   const url = incoming?.url ?? requestTarget(error.rawPacket);
-  const answer = url !== undefined && isOpenAiPath(url) ? withOpenAiError(failure.toBody(), failure.status) : failure.toBody();
+  const answer = shapedError(failure.toBody(), failure.status, url === undefined ? 'gateway' : errorShapeOf(url));
   const body = JSON.stringify(answer);
   socket.end(
     `HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status] ?? 'Bad Request'}\r\n` +

@@ -13,7 +13,8 @@ import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
 import { decorateRequestState } from '../request/request-state.js';
 import { allowedMethods } from './v1-dispatch.js';
-import { OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, isOpenAiPath, openAiPathMethods } from './openai-shape.js';
+import { OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, openAiPathMethods } from './openai-shape.js';
+import { errorShapeOf } from './error-shape.js';
 
 /** A caller's X-Request-Id is kept when it is a plain token (so it cannot forge log fields); otherwise we make one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -68,8 +69,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     void reply.header('x-request-id', request.id);
     if (options.isShuttingDown()) void reply.header('connection', 'close');
     // Every answer on an OpenAI-shaped path (/v1/<anything>) carries OpenAI's `error` object too, a 404 included,
-    // so the SDKs show our message instead of "404 status code (no body)".
-    if (isOpenAiPath(request.url)) request.openAiCompat = true;
+    // so the SDKs show our message instead of "404 status code (no body)"; /v1/messages carries Anthropic's.
+    request.errorShape = errorShapeOf(request.url);
     try {
       refuseCredentialsInQuery(request.url);
       checkRequestHead(request.raw);
@@ -100,7 +101,7 @@ function notFound(request: FastifyRequest): never {
       { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
     );
   }
-  if (request.openAiCompat) {
+  if (request.errorShape === 'openai') {
     const methods = openAiPathMethods(path);
     if (methods) {
       throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });

@@ -5,6 +5,9 @@ import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { RouteName } from './route-name.js';
 
+/** Whose error shape a request's errors carry besides the gateway's own `{code, message, details}`. */
+export type ErrorShape = 'gateway' | 'openai' | 'anthropic';
+
 /** Per-request facts the handlers record for the access log line and the error handler. */
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,8 +45,11 @@ declare module 'fastify' {
     upstreamName: string | undefined;
     /** A chat call's normalised usage and its cost (USD, when the model has prices), for the access line. */
     usage: PricedUsage | undefined;
-    /** Called on an OpenAI drop-in path (/v1/chat/completions...): errors also carry OpenAI's `error` object. */
-    openAiCompat: boolean;
+    /**
+     * Whose error shape the answer's errors carry besides ours: OpenAI's `error` object on its drop-in paths
+     * (/v1/chat/completions...), Anthropic's `{type: "error", error}` on /v1/messages.
+     */
+    errorShape: ErrorShape;
     /** The request's trace span (tracing on only; opened by the chat handler). */
     trace: RequestTrace | undefined;
   }
@@ -67,7 +73,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('accessLogged', false);
   app.decorateRequest('rawBody', undefined);
-  app.decorateRequest('openAiCompat', false);
+  app.decorateRequest('errorShape', 'gateway');
   app.decorateRequest('trace', undefined);
 }
 

@@ -155,7 +155,7 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
     request.errorCode = gatewayError.code;
     request.errorDetails = gatewayError.details;
     request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
-    yield encoder.fail(gatewayError, request.openAiCompat);
+    yield encoder.fail(gatewayError, request.errorShape);
   } finally {
     // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).

@@ -20,7 +20,7 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
 export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, handlers: { chat: Handler; responses: Handler; embeddings: Handler; storedResponses: StoredResponseHandlers }, catalog: ModelCatalog): void {
   const guard = (routeName: 'chat' | 'models' | 'responses' | 'embeddings') =>
     async function openAiGuard(request: FastifyRequest): Promise<void> {
-      request.openAiCompat = true;
+      request.errorShape = 'openai';
       request.routeName = routeName;
       const principal = await auth.authenticate(request.headers.authorization, routeName, request.protocol === 'https');
       request.caller = principal.caller;
@@ -38,7 +38,7 @@ export function mountOpenAiCompat(app: FastifyInstance, auth: Authenticator, han
       method: ['GET', 'PUT', 'PATCH', 'DELETE'],
       url,
       onRequest: async (request) => {
-        request.openAiCompat = true;
+        request.errorShape = 'openai';
       },
       handler: async (request) => {
         throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });

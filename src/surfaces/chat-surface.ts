@@ -1,5 +1,5 @@
 import { DONE_FRAME, formatErrorEvent, formatEvent } from '../http/sse.js';
-import { withOpenAiError } from '../http/openai-shape.js';
+import { shapedError } from '../http/error-shape.js';
 import type { ChatRequestBody } from '../providers/contract.js';
 import type { ApiSurface, StreamEncoder } from './surface.js';
 
@@ -8,7 +8,7 @@ const CHAT_ENCODER: StreamEncoder = {
   open: () => '',
   chunk: (item) => (item.internal === true ? '' : formatEvent(item.json ?? JSON.stringify(item.chunk))),
   end: () => DONE_FRAME,
-  fail: (error, openAiCompat) => formatErrorEvent(openAiCompat ? withOpenAiError(error.toBody(), error.status) : error.toBody()),
+  fail: (error, shape) => formatErrorEvent(shapedError(error.toBody(), error.status, shape)),
 };
 
 export const CHAT_SURFACE: ApiSurface = {

@@ -1,4 +1,5 @@
 import type { GatewayError } from '../errors/gateway-error.js';
+import type { ErrorShape } from '../request/request-state.js';
 import type { ChatRequestBody, NativeResponsesBody, StreamChunk, Usage } from '../providers/contract.js';
 
 /**
@@ -56,5 +57,5 @@ export interface StreamEncoder {
   /** The frames of a stream that ended well: chat's `[DONE]`, the Responses API's closing events. */
   end(usage: Usage | undefined): Promise<string> | string;
   /** The one final frame of a stream that failed after it started (never a success marker). */
-  fail(error: GatewayError, openAiCompat: boolean): string;
+  fail(error: GatewayError, shape: ErrorShape): string;
 }

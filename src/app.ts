@@ -11,6 +11,8 @@ import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-
 import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
 import { makeEmbeddingsHandler } from './routes/embeddings.js';
+import { mountAnthropicCompat } from './routes/anthropic-compat.js';
+import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { CHAT_SURFACE } from './surfaces/chat-surface.js';
 import { wireResponses } from './wiring/responses.js';
 import { makeHealthHandler } from './routes/health.js';
@@ -97,9 +99,11 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox });
-  const calls = { chat: chatHandler, responses: responsesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace), storedResponses: responses.stored };
+  const messagesHandler = makeChatHandler(messagesSurface(), chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.messageCompleted), beginTrace);
+  const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace), storedResponses: responses.stored };
   mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), ...calls }, config.version);
   mountOpenAiCompat(app, auth, calls, catalog);
+  mountAnthropicCompat(app, auth, messagesHandler);
   await app.ready();
   events.start();
   return {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings'] as const;
+export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 
@@ -167,7 +167,7 @@ export const tracingSchema = z
   })
   .strict();
 
-export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'embeddings.completed', 'embeddings.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
+export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'message.completed', 'message.failed', 'embeddings.completed', 'embeddings.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z
@@ -280,7 +280,7 @@ export const configFileSchema = z
             /** Scope -> routes. Default: chat:write, responses:write, embeddings:write, models:read -> the route of that name. */
             scopes: z
               .record(z.string(), z.array(z.enum(GRANTABLE_ROUTES)))
-              .default({ 'chat:write': ['chat'], 'responses:write': ['responses'], 'embeddings:write': ['embeddings'], 'models:read': ['models'] }),
+              .default({ 'chat:write': ['chat'], 'responses:write': ['responses'], 'messages:write': ['messages'], 'embeddings:write': ['embeddings'], 'models:read': ['models'] }),
             jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
           })
           .strict()

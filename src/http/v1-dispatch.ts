@@ -35,6 +35,13 @@ export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
     auth: 'Bearer <ADMIN_TOKEN>',
     description: 'OpenAI Responses API, translated for any upstream (POST; JSON, or typed SSE events when stream is true); GET or DELETE a stored one with id=<response id>, its inputs with &view=input_items',
   },
+  messages: {
+    route: 'messages',
+    methods: ['POST'],
+    admin: true,
+    auth: 'Bearer <ADMIN_TOKEN> (or x-api-key)',
+    description: "Anthropic's Messages API, translated for any upstream (JSON, or Anthropic's SSE events when stream is true)",
+  },
   embeddings: {
     route: 'embeddings',
     methods: ['POST'],

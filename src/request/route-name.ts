@@ -7,6 +7,6 @@ export type ApiRoute = 'health' | GrantableRoute;
 export type RouteName = ApiRoute | 'index' | 'redirect' | 'metrics';
 
 /** The routes whose requests the observers record (usage, metrics, traces): the API calls, not pages or probes. */
-export function isObservedRoute(route: RouteName | undefined): route is 'chat' | 'models' | 'responses' | 'embeddings' {
-  return route === 'chat' || route === 'models' || route === 'responses' || route === 'embeddings';
+export function isObservedRoute(route: RouteName | undefined): route is Exclude<ApiRoute, 'health'> {
+  return route !== undefined && route !== 'health' && route !== 'index' && route !== 'redirect' && route !== 'metrics';
 }

@@ -7,6 +7,7 @@ import { chatBodySchema } from './chat-schema.js';
 import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
 import { embeddingsBodySchema } from './embeddings-schema.js';
+import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -15,12 +16,13 @@ export interface V1Handlers {
   models: Handler;
   chat: Handler;
   responses: Handler;
+  messages: Handler;
   embeddings: Handler;
   storedResponses: StoredResponseHandlers;
 }
 
 /** The body schema of each POST route of `/v1/` (one URL serves them all, so the route picks the schema). */
-const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, embeddings: embeddingsBodySchema } as const;
+const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, messages: messagesBodySchema, embeddings: embeddingsBodySchema } as const;
 
 /**
  * Checks a POST body against its route's schema, compiled once per schema by Fastify's own validator compiler
@@ -28,7 +30,7 @@ const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, emb
  */
 async function validatePostBody(request: FastifyRequest): Promise<void> {
   const route = request.routeName;
-  const schema = route === 'responses' || route === 'embeddings' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
+  const schema = route === 'responses' || route === 'embeddings' || route === 'messages' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
   const validate = request.compileValidationSchema(schema, 'body');
   if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
 }
@@ -78,7 +80,8 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
     app.get(url, { onRequest }, handleRead);
     app.post(url, { onRequest, preValidation: validatePostBody }, async (request, reply) => {
       const route = request.routeName;
-      return route === 'responses' ? handlers.responses(request, reply) : route === 'embeddings' ? handlers.embeddings(request, reply) : handlers.chat(request, reply);
+      if (route === 'responses' || route === 'embeddings' || route === 'messages') return handlers[route](request, reply);
+      return handlers.chat(request, reply);
     });
     app.route({ method: ['PUT', 'PATCH', 'DELETE', 'OPTIONS'], url, onRequest, handler: handleOtherMethods });
   }

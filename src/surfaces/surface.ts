@@ -22,7 +22,7 @@ export class NativeForward {
  */
 export interface ApiSurface {
   /** The route whose rights, limits and records apply (and which scopes an Idempotency-Key). */
-  readonly route: 'chat' | 'responses';
+  readonly route: 'chat' | 'responses' | 'messages';
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
   /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */

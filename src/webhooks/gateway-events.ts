@@ -8,6 +8,8 @@ export const EVENT = {
   chatFailed: 'chat.failed',
   responseCompleted: 'response.completed',
   responseFailed: 'response.failed',
+  messageCompleted: 'message.completed',
+  messageFailed: 'message.failed',
   embeddingsCompleted: 'embeddings.completed',
   embeddingsFailed: 'embeddings.failed',
   rateLimitExceeded: 'ratelimit.exceeded',
@@ -27,10 +29,10 @@ const RATE_LIMIT_FIELDS = ['limit', 'scope', 'scope_id', 'max', 'window_seconds'
  * are put in only when a recipient opted in. Undefined when nobody receives a chat event.
  */
 export function chatEventsObserver(webhooks: Webhooks): ((record: RequestRecord) => void) | undefined {
-  const any = [EVENT.chatCompleted, EVENT.chatFailed, EVENT.responseCompleted, EVENT.responseFailed, EVENT.embeddingsCompleted, EVENT.embeddingsFailed, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind));
+  const any = [EVENT.chatCompleted, EVENT.chatFailed, EVENT.responseCompleted, EVENT.responseFailed, EVENT.embeddingsCompleted, EVENT.embeddingsFailed, EVENT.messageCompleted, EVENT.messageFailed, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind));
   if (!any) return undefined;
   return (record) => {
-    const kinds = record.route === 'chat' ? CHAT_KINDS : record.route === 'responses' ? RESPONSE_KINDS : record.route === 'embeddings' ? EMBEDDING_KINDS : undefined;
+    const kinds = record.route === 'chat' ? CHAT_KINDS : record.route === 'responses' ? RESPONSE_KINDS : record.route === 'embeddings' ? EMBEDDING_KINDS : record.route === 'messages' ? MESSAGE_KINDS : undefined;
     if (kinds && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record, kinds);
   };
 }
@@ -43,6 +45,7 @@ interface OutcomeKinds {
 /** Each route's names for the same two outcomes (the Responses route's follow OpenAI's own webhook events). */
 const CHAT_KINDS: OutcomeKinds = { completed: EVENT.chatCompleted, failed: EVENT.chatFailed };
 const RESPONSE_KINDS: OutcomeKinds = { completed: EVENT.responseCompleted, failed: EVENT.responseFailed };
+const MESSAGE_KINDS: OutcomeKinds = { completed: EVENT.messageCompleted, failed: EVENT.messageFailed };
 const EMBEDDING_KINDS: OutcomeKinds = { completed: EVENT.embeddingsCompleted, failed: EVENT.embeddingsFailed };
 
 function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: OutcomeKinds): void {
@@ -66,7 +69,7 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: Outcom
           usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
           cost_usd: usage?.cost_usd ?? null,
         };
-    const prompt = kinds === CHAT_KINDS ? { messages: record.prompt ?? [] } : { input: record.prompt ?? null };
+    const prompt = kinds === CHAT_KINDS || kinds === MESSAGE_KINDS ? { messages: record.prompt ?? [] } : { input: record.prompt ?? null };
     const content = webhooks.wantsContent(kind) ? { ...prompt, answer: record.answerText ?? null } : undefined;
     void webhooks.emit(kind, data, content);
   }

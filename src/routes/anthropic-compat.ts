@@ -1,0 +1,35 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { ANTHROPIC_MESSAGES_PATH } from '../http/anthropic-shape.js';
+import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/**
+ * The drop-in path of Anthropic's API: `POST /v1/messages`, the same as `?route=messages`. Credentials as Anthropic
+ * clients send them: `x-api-key: <key>` (the SDKs, Claude Code with ANTHROPIC_API_KEY) or `Authorization: Bearer
+ * <key>` (Claude Code with ANTHROPIC_AUTH_TOKEN); any of the gateway's credentials (admin token, scoped key with
+ * the `messages` right, OAuth). Errors carry Anthropic's `{type: "error", error}` beside ours, and every answer a
+ * `request-id` header, which the SDKs quote.
+ */
+export function mountAnthropicCompat(app: FastifyInstance, auth: Authenticator, messages: Handler): void {
+  const guard = async function anthropicGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    request.errorShape = 'anthropic';
+    request.routeName = 'messages';
+    void reply.header('request-id', request.id);
+    const apiKey = request.headers['x-api-key'];
+    const authorization = request.headers.authorization ?? (typeof apiKey === 'string' && apiKey !== '' ? `Bearer ${apiKey}` : undefined);
+    const principal = await auth.authenticate(authorization, 'messages', request.protocol === 'https');
+    request.caller = principal.caller;
+    request.principal = principal;
+  };
+  app.post(ANTHROPIC_MESSAGES_PATH, { onRequest: guard, schema: { body: messagesBodySchema } }, messages);
+  app.route({
+    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    url: ANTHROPIC_MESSAGES_PATH,
+    handler: async (request) => {
+      throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });
+    },
+  });
+}

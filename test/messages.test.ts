@@ -1,0 +1,155 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
+import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
+import { readStream } from './helpers/sse-client.js';
+
+const UPSTREAM_KEY = 'sk-messages-upstream-key-0123456789';
+
+function eventsOf(text: string): Array<{ event: string | undefined; data: Record<string, unknown> }> {
+  return text
+    .split('\n\n')
+    .filter((f) => f.trim() !== '')
+    .map((frame) => {
+      const lines = frame.split('\n');
+      return {
+        event: lines.find((l) => l.startsWith('event: '))?.slice(7),
+        data: JSON.parse(lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n')) as Record<string, unknown>,
+      };
+    });
+}
+
+describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream (@anthropic-ai/sdk as the client)", () => {
+  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY }, configFile: { name: 'p.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' } });
+  const sdk = (options: { apiKey?: string | null; authToken?: string } = {}) =>
+    new Anthropic({ baseURL: fixture.gw.url, apiKey: options.apiKey === undefined ? ADMIN_TOKEN : options.apiKey, ...(options.authToken ? { authToken: options.authToken } : {}), maxRetries: 0 });
+
+  test('messages.create: system and turns become chat messages; the answer a Messages object with usage', async () => {
+    const message = await sdk().messages.create({
+      model: 'gpt-4o-mini',
+      max_tokens: 64,
+      system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Hello!' }] },
+        { role: 'user', content: [{ type: 'text', text: 'Again' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
+      ],
+      stop_sequences: ['END'],
+      temperature: 0.2,
+    });
+    const sent = fixture.mock.chatRequests()[0]?.json as Record<string, unknown>;
+    assert.deepEqual(sent.messages, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello!' },
+      { role: 'user', content: [{ type: 'text', text: 'Again' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+    ]);
+    assert.deepEqual([sent.max_tokens, sent.stop, sent.temperature], [64, ['END'], 0.2]);
+    assert.equal(fixture.mock.chatRequests()[0]?.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
+    assert.match(message.id, /^msg_[0-9a-f]{32}$/);
+    assert.equal(message.type, 'message');
+    assert.deepEqual(message.content, [{ type: 'text', text: MOCK_CONTENT }]);
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.ok(message.usage.input_tokens > 0 && message.usage.output_tokens > 0);
+  });
+
+  test('both credential headers work (x-api-key and Authorization: Bearer); a wrong key is the SDK AuthenticationError', async () => {
+    assert.equal((await sdk({ apiKey: null, authToken: ADMIN_TOKEN }).messages.create({ model: 'gpt-4o-mini', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })).type, 'message');
+    await assert.rejects(sdk({ apiKey: 'wrong-key' }).messages.create({ model: 'gpt-4o-mini', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => {
+      assert.ok(e instanceof Anthropic.AuthenticationError, String(e));
+      assert.equal((e.error as { type: string; error: { type: string } }).error.type, 'authentication_error');
+      assert.ok(e.requestID, 'the request-id header');
+      return true;
+    });
+    const bad = await call(fixture.url('/v1/messages'), { method: 'POST', headers: { 'x-api-key': ADMIN_TOKEN, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [] }) });
+    assert.equal(bad.status, 400);
+    const body = bad.json as { type: string; error: { type: string }; code: string; details: { errors: Array<{ field: string }> } };
+    assert.deepEqual([body.type, body.error.type, body.code], ['error', 'invalid_request_error', 'validation_failed']);
+    assert.ok(body.details.errors.some((e) => e.field.includes('max_tokens')));
+  });
+
+  test('a tool round trip: tool_use out (input an object), tool_result back as a tool message', async () => {
+    const tools = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' as const, properties: { location: { type: 'string' } } } }];
+    const first = await sdk().messages.create({ model: 'gpt-4o-mini', max_tokens: 64, tools, tool_choice: { type: 'any' }, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+    const sent = fixture.mock.chatRequests()[0]?.json as { tools: unknown[]; tool_choice: unknown };
+    assert.deepEqual(sent.tools, [{ type: 'function', function: { name: 'get_weather', parameters: tools[0]?.input_schema, description: 'Weather' } }]);
+    assert.equal(sent.tool_choice, 'required');
+    const use = first.content.find((b) => b.type === 'tool_use');
+    assert.ok(use && use.type === 'tool_use');
+    assert.deepEqual(use.input, JSON.parse(MOCK_TOOL_ARGUMENTS));
+    assert.equal(first.stop_reason, 'tool_use');
+    await sdk().messages.create({
+      model: 'gpt-4o-mini',
+      max_tokens: 64,
+      tools,
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: first.content as Anthropic.ContentBlockParam[] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }, { type: 'text', text: 'And tomorrow?' }] },
+      ],
+    });
+    const second = (fixture.mock.chatRequests()[1]?.json as { messages: unknown[] }).messages;
+    assert.deepEqual(second, [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: use.id, type: 'function', function: { name: 'get_weather', arguments: MOCK_TOOL_ARGUMENTS } }] },
+      { role: 'tool', tool_call_id: use.id, content: 'sunny' },
+      { role: 'user', content: 'And tomorrow?' },
+    ]);
+  });
+
+  test('a stream is the exact event sequence; the SDK assembles text and a tool call (finalMessage)', async () => {
+    fixture.mock.enqueue({ kind: 'stream', content: ['Hel', 'lo'] });
+    const answer = await readStream(fixture.url('/v1/?route=messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    const events = eventsOf(answer.text);
+    assert.deepEqual(events.map((e) => e.event), ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+    for (const e of events) assert.equal(e.data.type, e.event);
+    assert.deepEqual(events.filter((e) => e.event === 'content_block_delta').map((e) => [e.data.index, (e.data.delta as { text: string }).text]), [
+      [0, 'Hel'],
+      [0, 'lo'],
+    ]);
+    const delta = events[6]?.data as { delta: { stop_reason: string }; usage: { input_tokens: number; output_tokens: number } };
+    assert.equal(delta.delta.stop_reason, 'end_turn');
+    assert.ok(delta.usage.output_tokens > 0 && delta.usage.input_tokens > 0, 'usage from the last chunk, in message_delta');
+
+    fixture.mock.enqueue({ kind: 'stream' }); // with tools, the mock streams a tool call
+    const tools = [{ name: 'get_weather', input_schema: { type: 'object' as const, properties: {} } }];
+    const final = await sdk().messages.stream({ model: 'gpt-4o-mini', max_tokens: 64, tools, messages: [{ role: 'user', content: 'Weather?' }] }).finalMessage();
+    const use = final.content.find((b) => b.type === 'tool_use');
+    assert.ok(use && use.type === 'tool_use');
+    assert.deepEqual(use.input, JSON.parse(MOCK_TOOL_ARGUMENTS), 'the input_json_delta pieces concatenate to valid JSON');
+    assert.equal(final.stop_reason, 'tool_use');
+    assert.ok(final.usage.output_tokens > 0);
+  });
+
+  test('a failure after the first event is one Anthropic error event and no message_stop', async () => {
+    fixture.mock.enqueue({ kind: 'reset', afterChunks: 2, content: ['a', 'b', 'c'] });
+    const answer = await readStream(fixture.url('/v1/messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    const events = eventsOf(answer.text);
+    assert.equal(events.at(-1)?.event, 'error');
+    assert.deepEqual((events.at(-1)?.data as { error: { type: string } }).error.type, 'api_error');
+    assert.equal((events.at(-1)?.data as { code: string }).code, 'upstream_connection_reset');
+    assert.equal(events.some((e) => e.event === 'message_stop'), false);
+  });
+
+  test('what a non-Anthropic upstream cannot take is a 400 naming the block; a 429 is the SDK RateLimitError', async () => {
+    await assert.rejects(
+      sdk().messages.create({ model: 'gpt-4o-mini', max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] }),
+      (e: unknown) => {
+        assert.ok(e instanceof Anthropic.BadRequestError, String(e));
+        const body = e.error as { code: string; details: { errors: Array<{ field: string }> } };
+        assert.equal(body.code, 'capability_not_supported');
+        assert.deepEqual(body.details.errors.map((p) => p.field), ['messages[0].content[0].type']);
+        return true;
+      },
+    );
+    fixture.mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '7' } });
+    await assert.rejects(sdk().messages.create({ model: 'gpt-4o-mini', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => {
+      assert.ok(e instanceof Anthropic.RateLimitError, String(e));
+      assert.equal(e.headers?.get('retry-after'), '7');
+      return true;
+    });
+  });
+});

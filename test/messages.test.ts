@@ -38,8 +38,8 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
         { role: 'user', content: [{ type: 'text', text: 'Again' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
       ],
       stop_sequences: ['END'],
-      temperature: 0.2,
-    });
+      temperature: 0.2, // older API versions' field; this SDK's types no longer list it
+    } as Anthropic.MessageCreateParamsNonStreaming);
     const sent = fixture.mock.chatRequests()[0]?.json as Record<string, unknown>;
     assert.deepEqual(sent.messages, [
       { role: 'system', content: 'Be brief.' },

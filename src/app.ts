@@ -99,7 +99,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox });
-  const messagesHandler = makeChatHandler(messagesSurface(), chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.messageCompleted), beginTrace);
+  const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model)), chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.messageCompleted), beginTrace);
   const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace), storedResponses: responses.stored };
   mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), ...calls }, config.version);
   mountOpenAiCompat(app, auth, calls, catalog);

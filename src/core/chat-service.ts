@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeResponsesBody, Provider, StreamBatch, Usage } from '../providers/contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
 import { costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
@@ -34,6 +34,8 @@ export interface ChatCall {
   contextOverflow?: string;
   /** The request's trace, when tracing is on: a span per upstream attempt. */
   trace?: RequestTrace;
+  /** Caller headers a native path forwards (Anthropic's `anthropic-version`, `anthropic-beta`). */
+  forwardHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface CompletedChat {
@@ -130,16 +132,17 @@ export class ChatService {
   }
 
   /**
-   * Forwards a Responses API request as it is to the upstreams of its model that serve that API natively (OpenAI,
-   * Azure): for what only the native API has (built-in tools, reasoning items). The same plan, admission (an
-   * estimate from the request's size and `max_output_tokens`), retries, fallbacks and circuits as a chat call.
+   * Forwards a request of a public API as it is to the upstreams of its model that speak that API natively (the
+   * Responses API to OpenAI and Azure, the Messages API to Anthropic). The same plan, admission (an estimate from
+   * the request's size and its maximum output), retries, fallbacks and circuits as a chat call.
    */
-  async forwardResponses(body: NativeResponsesBody, call: ChatCall): Promise<CompletedChat | StartedStream> {
-    const plan = this.nativePlan(body.model);
-    const estimate: TokenEstimate = { prompt: Math.ceil(JSON.stringify(body.input ?? '').length / 4), maxTokens: body.max_output_tokens ?? undefined };
+  async forwardNative(api: NativeApiName, body: NativeBody, call: ChatCall): Promise<CompletedChat | StartedStream> {
+    const plan = this.nativePlan(api, body.model);
+    const prompt = api === 'responses' ? JSON.stringify(body.input ?? '') : JSON.stringify(body.messages ?? '') + JSON.stringify(body.system ?? '');
+    const estimate: TokenEstimate = { prompt: Math.ceil(prompt.length / 4), maxTokens: (api === 'responses' ? body.max_output_tokens : body.max_tokens) ?? undefined };
     const admission = await this.admit(body.model, estimate, call, plan);
     const upstreamBody = (target: ChatTarget) => (target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel });
-    const forwarded = (target: ChatTarget) => target.provider.responses as NonNullable<Provider['responses']>;
+    const forwarded = (target: ChatTarget) => target.provider.native?.[api] as NativeApi;
     if (body.stream === true) {
       return this.startWith(body.model, plan, admission, call, (target, scope, trace) =>
         forwarded(target).stream(upstreamBody(target), this.context(call, scope, upstreamBody(target) === body, trace)),
@@ -150,15 +153,15 @@ export class ChatService {
     );
   }
 
-  /** Whether some upstream of the model serves the Responses API natively (see forwardResponses). */
-  forwardsResponses(model: string): boolean {
-    return this.options.router.plan(model, () => 0.5).candidates.some((target) => target.provider.responses !== undefined);
+  /** Whether some upstream of the model serves `api` natively (see forwardNative). */
+  forwardsNatively(api: NativeApiName, model: string): boolean {
+    return this.options.router.plan(model, () => 0.5).candidates.some((target) => target.provider.native?.[api] !== undefined);
   }
 
-  private nativePlan(model: string): RoutePlan {
+  private nativePlan(api: NativeApiName, model: string): RoutePlan {
     const plan = this.options.router.plan(model, this.random);
-    const candidates = plan.candidates.filter((target) => target.provider.responses !== undefined);
-    if (candidates.length === 0) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'no upstream of this model serves the Responses API natively' });
+    const candidates = plan.candidates.filter((target) => target.provider.native?.[api] !== undefined);
+    if (candidates.length === 0) throw new GatewayError('capability_not_supported', { field: 'model', problem: `no upstream of this model serves the ${api} API natively` });
     return { ...plan, candidates };
   }
 
@@ -330,6 +333,7 @@ export class ChatService {
       requestId: call.requestId,
       bodyJson: bodyUnchanged ? call.rawBody : undefined,
       traceparent: trace?.traceparent,
+      forwardHeaders: call.forwardHeaders,
     };
   }
 }

@@ -100,22 +100,26 @@ export interface EmbeddingsRequestBody {
  */
 export type EmbeddingsResult = { kind: 'openai'; body: Buffer; usage: Usage | undefined } | { kind: 'vectors'; vectors: number[][]; usage: Usage | undefined };
 
-/** A Responses API request forwarded as it is (the native path): only what the gateway reads is typed. */
-export interface NativeResponsesBody {
+/** A request forwarded as it is (the native path: Responses, Messages): only what the gateway reads is typed. */
+export interface NativeBody {
   model: string;
   input?: unknown;
   stream?: boolean | null;
   max_output_tokens?: number | null;
+  max_tokens?: number | null;
   [field: string]: unknown;
 }
 
-/** The OpenAI Responses API spoken natively (OpenAI itself): the request and answer pass through untranslated. */
-export interface NativeResponses {
-  /** The `response` object's bytes as the upstream sent them, with its usage. */
-  complete(body: NativeResponsesBody, context: CallContext): Promise<ChatCompletionResult>;
-  /** The upstream's events, one batch per read; ends after `response.completed`/`response.incomplete`. */
-  stream(body: NativeResponsesBody, context: CallContext): AsyncIterable<StreamBatch>;
+/** A public API spoken natively by the upstream (OpenAI's Responses, Anthropic's Messages): passed through. */
+export interface NativeApi {
+  /** The answer's bytes as the upstream sent them, with its usage. */
+  complete(body: NativeBody, context: CallContext): Promise<ChatCompletionResult>;
+  /** The upstream's events, one batch per read; ends after the API's final event. */
+  stream(body: NativeBody, context: CallContext): AsyncIterable<StreamBatch>;
 }
+
+/** The APIs a provider may speak natively besides chat. */
+export type NativeApiName = 'responses' | 'messages';
 
 export interface CallContext {
   /**
@@ -133,6 +137,8 @@ export interface CallContext {
   bodyJson: string | undefined;
   /** W3C trace context of this attempt (tracing on only), sent upstream as `traceparent`. */
   traceparent?: string | undefined;
+  /** Caller headers a native path forwards (Anthropic's `anthropic-version`, `anthropic-beta`). */
+  forwardHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface UpstreamModel {
@@ -155,8 +161,8 @@ export interface Provider {
    * end-of-stream marker: a stream cut short is an error, never a quiet end.
    */
   streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamBatch>;
-  /** The Responses API natively; absent where the upstream does not speak it (then the gateway translates). */
-  readonly responses?: NativeResponses;
+  /** Public APIs the upstream speaks natively (absent: the gateway translates them into chat). */
+  readonly native?: Partial<Record<NativeApiName, NativeApi>>;
   /** Embeds input; absent on a provider that has no embeddings (Anthropic). Rejects with a GatewayError. */
   embed?(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult>;
   /** Lists the upstream's models; used by the models route and as the token-free health check. */

@@ -82,10 +82,12 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
   authorizeModel(request.principal ?? ADMIN, native.body.model, chat.canonicalModel(native.body.model));
   if (deps.beginTrace) request.trace = deps.beginTrace(request);
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
+  const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
+  if (forwardHeaders) call.forwardHeaders = forwardHeaders;
   const recorder = await claimIdempotencyKey(request, reply, idempotency);
   if (recorder === 'answered') return reply;
   try {
-    const answered = await chat.forwardResponses(native.body, call);
+    const answered = await chat.forwardNative(surface.route === 'messages' ? 'messages' : 'responses', native.body, call);
     if ('chunks' in answered) {
       const encoder = surface.nativeEncoder?.() as StreamEncoder;
       return await streamAnswer(request, reply, answered, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
@@ -98,6 +100,16 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
     if (recorder) await idempotency.settleError(recorder, error, request.responseType);
     throw error;
   }
+}
+
+/** The named caller headers that are present (single values only), or undefined when none is. */
+function pickHeaders(request: FastifyRequest, names: readonly string[] | undefined): Record<string, string> | undefined {
+  let picked: Record<string, string> | undefined;
+  for (const name of names ?? []) {
+    const value = request.headers[name];
+    if (typeof value === 'string' && value.length <= 1024 && /^[\x20-\x7e]*$/.test(value)) (picked ??= {})[name] = value;
+  }
+  return picked;
 }
 
 interface StreamOptions {

@@ -1,6 +1,6 @@
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { ErrorShape } from '../request/request-state.js';
-import type { ChatRequestBody, NativeResponsesBody, StreamChunk, Usage } from '../providers/contract.js';
+import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/contract.js';
 
 /**
  * A request the surface does not translate: forwarded as it is to an upstream that speaks its API natively. A class,
@@ -8,7 +8,7 @@ import type { ChatRequestBody, NativeResponsesBody, StreamChunk, Usage } from '.
  */
 export class NativeForward {
   constructor(
-    readonly body: NativeResponsesBody,
+    readonly body: NativeBody,
     /** Whether `body` is the caller's body unchanged (then its bytes are sent as they came). */
     readonly unchanged: boolean,
   ) {}
@@ -26,13 +26,15 @@ export interface ApiSurface {
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
   /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */
-  toChat(body: unknown, context: SurfaceCall): Promise<ChatRequestBody | NativeForward> | ChatRequestBody;
+  toChat(body: unknown, context: SurfaceCall): Promise<ChatRequestBody | NativeForward> | ChatRequestBody | NativeForward;
   /** The caller's JSON answer from a `chat.completion`'s bytes (the bytes themselves for chat). */
   answer(completion: Buffer, context: SurfaceCall): Promise<Buffer | string> | Buffer | string;
   /** A fresh encoder for one stream. */
   encoder(context: SurfaceCall): StreamEncoder;
   /** The encoder of a natively forwarded stream (the upstream's events passed through). */
   nativeEncoder?(): StreamEncoder;
+  /** Caller headers a natively forwarded request carries upstream (lower-case names). */
+  readonly nativeHeaders?: readonly string[];
   /** Whether `frame` is the last frame of a stream that ended well (a replay stores only those). */
   isCompleteEnd(frame: string): boolean;
 }

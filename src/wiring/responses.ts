@@ -14,5 +14,5 @@ import type { ApiSurface } from '../surfaces/surface.js';
 export function wireResponses(app: FastifyInstance, config: GatewayConfig, store: ResponseStore | undefined, chat: ChatService): { surface: ApiSurface; stored: StoredResponseHandlers } {
   const history =
     store && config.responses.store ? new ResponseHistory({ store, ttlMs: config.responses.ttlMs, maxBytes: config.responses.maxStoredBytes, log: app.log }) : undefined;
-  return { surface: responsesSurface(history, (model) => chat.forwardsResponses(model)), stored: makeStoredResponseHandlers(history) };
+  return { surface: responsesSurface(history, (model) => chat.forwardsNatively('responses', model)), stored: makeStoredResponseHandlers(history) };
 }

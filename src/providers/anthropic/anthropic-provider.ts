@@ -2,7 +2,8 @@ import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, NativeApi, NativeApiName, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
+import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { discardBody, drainQuietly } from '../response-body.js';
 import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
@@ -24,6 +25,8 @@ export class AnthropicProvider implements Provider {
   readonly probeable = true;
   readonly name: string;
   private readonly http: UpstreamClient;
+  /** The Messages API itself: a Messages request to this upstream is forwarded untranslated. */
+  readonly native: Partial<Record<NativeApiName, NativeApi>>;
 
   constructor(
     private readonly config: UpstreamConfig,
@@ -31,6 +34,18 @@ export class AnthropicProvider implements Provider {
   ) {
     this.name = config.name;
     this.http = new UpstreamClient(config);
+    this.native = {
+      messages: nativePassthrough(
+        {
+          name: this.name,
+          http: this.http,
+          path: `${this.http.basePath}/messages`,
+          headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
+          secrets: (context) => [context.apiKeyOverride, this.config.apiKey],
+        },
+        MESSAGES_WIRE,
+      ),
+    };
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
@@ -122,6 +137,10 @@ export class AnthropicProvider implements Provider {
     if (call) {
       headers['x-request-id'] = call.requestId;
       if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
+      // A native Messages call: the caller's API version and betas go with its untranslated body.
+      const forwarded = call.forwardHeaders;
+      if (forwarded?.['anthropic-version'] !== undefined) headers['anthropic-version'] = forwarded['anthropic-version'];
+      if (forwarded?.['anthropic-beta'] !== undefined) headers['anthropic-beta'] = forwarded['anthropic-beta'];
     }
     return headers;
   }

@@ -8,7 +8,8 @@ import type {
   ChatRequestBody,
   EmbeddingsRequestBody,
   EmbeddingsResult,
-  NativeResponses,
+  NativeApi,
+  NativeApiName,
   Provider,
   StreamBatch,
   StreamChunk,
@@ -18,7 +19,7 @@ import type {
 import { toUpstreamError } from '../transport-errors.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
-import { nativeResponses } from './native-responses.js';
+import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { discardBody, drainQuietly } from '../response-body.js';
 
@@ -38,7 +39,7 @@ export class OpenAiCompatibleProvider implements Provider {
   /** `stream_usage: auto` and this upstream refused `stream_options` once: it is not asked again. */
   private refusesStreamUsage = false;
   /** OpenAI's Responses API, where the upstream kind speaks it (`nativeResponses` in config/provider-presets.ts). */
-  readonly responses?: NativeResponses;
+  readonly native?: Partial<Record<NativeApiName, NativeApi>>;
 
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
     this.name = config.name;
@@ -48,13 +49,18 @@ export class OpenAiCompatibleProvider implements Provider {
     this.http = new UpstreamClient(config);
     this.basePath = this.http.basePath;
     if (providerKind(config.kind)?.nativeResponses === true) {
-      this.responses = nativeResponses({
-        name: this.name,
-        http: this.http,
-        path: this.responsesPath(),
-        headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
-        secrets: (context) => [context.apiKeyOverride, this.config.apiKey],
-      });
+      this.native = {
+        responses: nativePassthrough(
+          {
+            name: this.name,
+            http: this.http,
+            path: this.responsesPath(),
+            headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
+            secrets: (context) => [context.apiKeyOverride, this.config.apiKey],
+          },
+          RESPONSES_WIRE,
+        ),
+      };
     }
   }
 

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { ApiSurface } from '../surface.js';
+import { NativeForward, type ApiSurface, type StreamEncoder } from '../surface.js';
+import { withAnthropicError } from '../../http/anthropic-shape.js';
+import { formatEvent } from '../../http/sse.js';
 import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
@@ -13,12 +15,16 @@ interface MessagesCallState {
  * Anthropic's Messages API as a surface of the chat pipeline: a Messages request is translated into a chat
  * request for any provider, and the chat answer back into a Messages object or Anthropic's event stream.
  */
-export function messagesSurface(): ApiSurface {
+export function messagesSurface(forwards: (model: string) => boolean = () => false): ApiSurface {
   return {
     route: 'messages',
     forwardsRawBody: false,
+    nativeHeaders: ['anthropic-version', 'anthropic-beta'],
+    nativeEncoder: () => NATIVE_MESSAGES_ENCODER,
     toChat(body, call) {
       const request = body as MessagesRequest;
+      // To Anthropic itself, always as it is: thinking blocks and signatures, cache_control, server tools, betas.
+      if (forwards(request.model)) return new NativeForward(request, true);
       call.state = { id: `msg_${randomUUID().replaceAll('-', '')}`, model: request.model } satisfies MessagesCallState;
       return messagesToChat(request);
     },
@@ -34,3 +40,14 @@ export function messagesSurface(): ApiSurface {
     isCompleteEnd: (frame) => frame.includes('event: message_stop\n'),
   };
 }
+
+/**
+ * A Messages stream forwarded from Anthropic: its events go out as they came; a failure after the first is one
+ * `error` event in Anthropic's shape (with our code) and no `message_stop`.
+ */
+const NATIVE_MESSAGES_ENCODER: StreamEncoder = {
+  open: () => '',
+  chunk: (item) => (item.event === undefined ? '' : formatEvent(item.json ?? '{}', { event: item.event })),
+  end: () => '',
+  fail: (error) => formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }),
+};

@@ -1,0 +1,170 @@
+import type { Dispatcher } from 'undici';
+import { GatewayError } from '../errors/gateway-error.js';
+import { scrubText } from '../secrets/redact.js';
+import { SseParser, type SseEvent } from '../streaming/sse-parser.js';
+import type { CallContext, ChatCompletionChunk, ChatCompletionResult, NativeApi, NativeBody, StreamBatch, StreamChunk, Usage } from './contract.js';
+import { discardBody, drainQuietly } from './response-body.js';
+import { toUpstreamError } from './transport-errors.js';
+import { providerErrorDetails } from './upstream-http-error.js';
+import { expectEventStream, type UpstreamClient } from './upstream-client.js';
+
+/** What the gateway needs to know of an API it forwards untranslated (OpenAI's Responses, Anthropic's Messages). */
+export interface NativeWire {
+  /** The events that end a stream well. */
+  finalEvents: ReadonlySet<string>;
+  /** The events that say the upstream failed: they become `upstream_stream_error` (the events before go out). */
+  failureEvents: ReadonlySet<string>;
+  /** Whether a JSON answer is this API's answer object. */
+  isAnswer(value: unknown): boolean;
+  /** A JSON answer's usage. */
+  answerUsage(value: unknown): Usage | undefined;
+  /** The events whose data carries usage. */
+  usageEvents: ReadonlySet<string>;
+  /** Reads one such event's usage into the running totals (Anthropic splits it over two events). */
+  addUsage(event: string, data: unknown, totals: Usage): void;
+}
+
+interface Upstream {
+  name: string;
+  http: UpstreamClient;
+  path: string;
+  headers(context: CallContext): Record<string, string>;
+  secrets(context: CallContext): ReadonlyArray<string | undefined>;
+}
+
+/**
+ * An API spoken natively: the caller's request and the upstream's answer passed through. Each event's data is
+ * scrubbed of the keys in use (an upstream may repeat one back) and read only for what the gateway needs: the
+ * usage, and whether the stream ended well. A failure event becomes our `upstream_stream_error`; a stream that
+ * closes before a final event is `upstream_stream_truncated`.
+ */
+export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeApi {
+  const send = (body: NativeBody, context: CallContext): Promise<Dispatcher.ResponseData> =>
+    upstream.http.send(
+      { method: 'POST', path: upstream.path, headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) },
+      context.signal,
+      context.apiKeyOverride,
+    );
+  return {
+    async complete(body, context): Promise<ChatCompletionResult> {
+      const { bytes, value } = await upstream.http.readJson(await send(body, context), context.signal);
+      if (!wire.isAnswer(value)) throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not an answer of this API' });
+      return { body: bytes, usage: wire.answerUsage(value) };
+    },
+    async *stream(body, context): AsyncGenerator<StreamBatch> {
+      const response = await send(body, context);
+      const secrets = upstream.secrets(context);
+      expectEventStream(response, upstream.name, secrets);
+      const pending: SseEvent[] = [];
+      const parser = new SseParser((event) => pending.push(event));
+      const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+      let finished = false;
+      try {
+        for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
+          parser.feed(bytes as Buffer);
+          const batch: StreamChunk[] = [];
+          let failure: unknown;
+          try {
+            for (const event of pending) {
+              batch.push(forwardedEvent(event, upstream.name, secrets, wire, totals));
+              if (wire.finalEvents.has(event.event)) finished = true;
+            }
+          } catch (error) {
+            failure = error; // the events before the failure still go out, then the failure (as on the chat path)
+          }
+          pending.length = 0;
+          if (batch.length > 0) yield batch;
+          if (failure !== undefined) throw failure;
+          if (finished) break;
+        }
+      } catch (error) {
+        throw toUpstreamError(error, upstream.name, context.signal);
+      } finally {
+        if (finished) drainQuietly(response.body);
+        else discardBody(response.body);
+      }
+      if (!finished) throw new GatewayError('upstream_stream_truncated', { upstream: upstream.name, reason: 'the stream ended before its final event' });
+    },
+  };
+}
+
+/** One upstream event, passed on as it came (scrubbed); the final one also carries the usage for the pipeline. */
+function forwardedEvent(event: SseEvent, upstream: string, secrets: ReadonlyArray<string | undefined>, wire: NativeWire, totals: Usage): StreamChunk {
+  if (wire.failureEvents.has(event.event)) {
+    throw new GatewayError('upstream_stream_error', { upstream, ...providerErrorDetails(failureText(event.data), secrets) });
+  }
+  const data = scrubText(event.data, secrets);
+  const chunk: ChatCompletionChunk = { object: 'chat.completion.chunk', choices: [] };
+  if (wire.usageEvents.has(event.event)) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      throw new GatewayError('upstream_stream_malformed', { upstream, reason: `the ${event.event} event is not valid JSON` });
+    }
+    wire.addUsage(event.event, parsed, totals);
+  }
+  if (wire.finalEvents.has(event.event) && totals.total_tokens > 0) chunk.usage = { ...totals };
+  return { chunk, json: data, event: event.event };
+}
+
+/** A failure event's error (`response.error`, or `error`) in the `{error: {...}}` shape the error reader knows. */
+function failureText(data: string): string {
+  try {
+    const parsed = JSON.parse(data) as { response?: { error?: unknown }; error?: unknown; message?: unknown; code?: unknown };
+    const error = parsed.response?.error ?? parsed.error ?? { message: parsed.message, code: parsed.code };
+    return JSON.stringify({ error });
+  } catch {
+    return data;
+  }
+}
+
+const numberOr0 = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+
+/** OpenAI's Responses API: usage in the final `response.completed` / `response.incomplete` event. */
+export const RESPONSES_WIRE: NativeWire = {
+  finalEvents: new Set(['response.completed', 'response.incomplete']),
+  failureEvents: new Set(['response.failed', 'error']),
+  isAnswer: (value) => (value as { object?: unknown } | null)?.object === 'response',
+  answerUsage: (value) => responsesUsage((value as { usage?: unknown }).usage),
+  usageEvents: new Set(['response.completed', 'response.incomplete']),
+  addUsage(_event, data, totals) {
+    const usage = responsesUsage((data as { response?: { usage?: unknown } }).response?.usage);
+    if (usage) Object.assign(totals, usage);
+  },
+};
+
+function responsesUsage(value: unknown): Usage | undefined {
+  const usage = value as { input_tokens?: unknown; output_tokens?: unknown } | null | undefined;
+  if (typeof usage?.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
+  return { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens, total_tokens: usage.input_tokens + usage.output_tokens };
+}
+
+/**
+ * Anthropic's Messages API: input tokens in `message_start` (cache reads and writes counted as input), output
+ * tokens in `message_delta`; the stream ends with `message_stop`.
+ */
+export const MESSAGES_WIRE: NativeWire = {
+  finalEvents: new Set(['message_stop']),
+  failureEvents: new Set(['error']),
+  isAnswer: (value) => (value as { type?: unknown } | null)?.type === 'message',
+  answerUsage: (value) => {
+    const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    addMessagesUsage((value as { usage?: unknown }).usage, totals);
+    return totals.total_tokens > 0 ? totals : undefined;
+  },
+  usageEvents: new Set(['message_start', 'message_delta']),
+  addUsage(event, data, totals) {
+    const usage = event === 'message_start' ? (data as { message?: { usage?: unknown } }).message?.usage : (data as { usage?: unknown }).usage;
+    addMessagesUsage(usage, totals);
+  },
+};
+
+function addMessagesUsage(value: unknown, totals: Usage): void {
+  const usage = value as Record<string, unknown> | null | undefined;
+  if (!usage) return;
+  const input = numberOr0(usage.input_tokens) + numberOr0(usage.cache_creation_input_tokens) + numberOr0(usage.cache_read_input_tokens);
+  if (input > 0) totals.prompt_tokens = input;
+  if (typeof usage.output_tokens === 'number') totals.completion_tokens = usage.output_tokens;
+  totals.total_tokens = totals.prompt_tokens + totals.completion_tokens;
+}

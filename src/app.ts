@@ -12,6 +12,7 @@ import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
 import { makeEmbeddingsHandler } from './routes/embeddings.js';
 import { mountAnthropicCompat } from './routes/anthropic-compat.js';
+import { makeCountTokensHandler } from './routes/count-tokens.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { CHAT_SURFACE } from './surfaces/chat-surface.js';
 import { wireResponses } from './wiring/responses.js';
@@ -103,7 +104,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace), storedResponses: responses.stored };
   mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), ...calls }, config.version);
   mountOpenAiCompat(app, auth, calls, catalog);
-  mountAnthropicCompat(app, auth, messagesHandler);
+  mountAnthropicCompat(app, auth, { messages: messagesHandler, countTokens: makeCountTokensHandler(chat) });
   await app.ready();
   events.start();
   return {

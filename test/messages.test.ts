@@ -125,6 +125,15 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
     assert.ok(final.usage.output_tokens > 0);
   });
 
+  test('count_tokens for a non-Anthropic model: counted by the gateway (the OpenAI tokenizer here), no upstream call', async () => {
+    const counted = await sdk().messages.countTokens({ model: 'gpt-4o-mini', system: 'Be brief.', messages: [{ role: 'user', content: 'Hello there, how are you?' }] });
+    assert.ok(counted.input_tokens > 5 && counted.input_tokens < 40, String(counted.input_tokens));
+    assert.equal(fixture.mock.requests.length, 0);
+    const refused = await call(fixture.url('/v1/messages/count_tokens'), { method: 'POST', headers: { 'x-api-key': 'nope', 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(refused.status, 401);
+    assert.equal((refused.json as { error: { type: string } }).error.type, 'authentication_error');
+  });
+
   test('a failure after the first event is one Anthropic error event and no message_stop', async () => {
     fixture.mock.enqueue({ kind: 'reset', afterChunks: 2, content: ['a', 'b', 'c'] });
     const answer = await readStream(fixture.url('/v1/messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
@@ -218,6 +227,14 @@ describe('the Messages API to an Anthropic upstream: forwarded as it is (native)
     const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
     assert.equal(line?.prompt_tokens, 25);
     assert.ok(Number(line?.completion_tokens) > 0);
+  });
+
+  test('count_tokens asks Anthropic (its count is what it bills), with the model mapped', async () => {
+    const counted = await sdk().messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }] });
+    assert.equal(counted.input_tokens, 126);
+    const sent = mock.requests.filter((r) => r.url === '/v1/messages/count_tokens').at(-1);
+    assert.equal((sent?.body as { model: string }).model, 'claude-sonnet-4-5-20250929');
+    assert.equal(sent?.headers['x-api-key'], KEY);
   });
 
   test('an Anthropic error mid-stream is one error event with our code; before the first byte, the SDK error class', async () => {

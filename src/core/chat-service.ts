@@ -153,6 +153,22 @@ export class ChatService {
     );
   }
 
+  /** The input tokens of a Messages request, counted by the model's Anthropic upstream (with retries and circuits). */
+  async countNativeTokens(body: NativeBody, call: ChatCall): Promise<number> {
+    const plan = this.nativePlan('messages', body.model);
+    const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
+      try {
+        const upstreamBody = target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
+        const count = target.provider.native?.messages?.countTokens;
+        if (!count) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream cannot count tokens', upstream: target.upstream });
+        return await count(upstreamBody, this.context(call, scope, upstreamBody === body, trace));
+      } finally {
+        scope.dispose();
+      }
+    }, 'success');
+    return answered.value;
+  }
+
   /** Whether some upstream of the model serves `api` natively (see forwardNative). */
   forwardsNatively(api: NativeApiName, model: string): boolean {
     return this.options.router.plan(model, () => 0.5).candidates.some((target) => target.provider.native?.[api] !== undefined);
@@ -284,6 +300,11 @@ export class ChatService {
       throw new GatewayError('capability_not_supported', { field: 'model', problem: `the upstream serving "${model.slice(0, 200)}" has no embeddings API`, upstream: first.upstream, kind: first.provider.kind });
     }
     return { ...plan, candidates };
+  }
+
+  /** The name the model's first target knows it by (for counting its tokens with the right tokenizer). */
+  upstreamModelOf(model: string): string {
+    return this.options.router.plan(model, () => 0.5).candidates[0]?.upstreamModel ?? model;
   }
 
   /** The model id an alias stands for (or the id itself). */

@@ -116,6 +116,8 @@ export interface NativeApi {
   complete(body: NativeBody, context: CallContext): Promise<ChatCompletionResult>;
   /** The upstream's events, one batch per read; ends after the API's final event. */
   stream(body: NativeBody, context: CallContext): AsyncIterable<StreamBatch>;
+  /** The upstream's own count of a request's input tokens (Anthropic's `count_tokens`), where it has one. */
+  countTokens?(body: NativeBody, context: CallContext): Promise<number>;
 }
 
 /** The APIs a provider may speak natively besides chat. */

@@ -28,6 +28,8 @@ interface Upstream {
   name: string;
   http: UpstreamClient;
   path: string;
+  /** Where the API counts a request's tokens (`{input_tokens}` back), when it can. */
+  countPath?: string;
   headers(context: CallContext): Record<string, string>;
   secrets(context: CallContext): ReadonlyArray<string | undefined>;
 }
@@ -45,7 +47,19 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
       context.signal,
       context.apiKeyOverride,
     );
+  const countPath = upstream.countPath;
   return {
+    ...(countPath === undefined
+      ? {}
+      : {
+          async countTokens(body: NativeBody, context: CallContext): Promise<number> {
+            const request = { method: 'POST' as const, path: countPath, headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) };
+            const { value } = await upstream.http.readJson(await upstream.http.send(request, context.signal, context.apiKeyOverride), context.signal);
+            const tokens = (value as { input_tokens?: unknown } | null)?.input_tokens;
+            if (typeof tokens !== 'number') throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'no input_tokens in the count' });
+            return tokens;
+          },
+        }),
     async complete(body, context): Promise<ChatCompletionResult> {
       const { bytes, value } = await upstream.http.readJson(await send(body, context), context.signal);
       if (!wire.isAnswer(value)) throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not an answer of this API' });

@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ANTHROPIC_MESSAGES_PATH } from '../http/anthropic-shape.js';
-import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
+import { countTokensBodySchema, messagesBodySchema } from '../surfaces/messages/messages-schema.js';
+
+const COUNT_TOKENS_PATH = `${ANTHROPIC_MESSAGES_PATH}/count_tokens`;
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -13,10 +15,10 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
  * the `messages` right, OAuth). Errors carry Anthropic's `{type: "error", error}` beside ours, and every answer a
  * `request-id` header, which the SDKs quote.
  */
-export function mountAnthropicCompat(app: FastifyInstance, auth: Authenticator, messages: Handler): void {
+export function mountAnthropicCompat(app: FastifyInstance, auth: Authenticator, handlers: { messages: Handler; countTokens: Handler }): void {
   const guard = async function anthropicGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     request.errorShape = 'anthropic';
-    request.routeName = 'messages';
+    request.routeName = request.url.startsWith(COUNT_TOKENS_PATH) ? 'count_tokens' : 'messages';
     void reply.header('request-id', request.id);
     const apiKey = request.headers['x-api-key'];
     const authorization = request.headers.authorization ?? (typeof apiKey === 'string' && apiKey !== '' ? `Bearer ${apiKey}` : undefined);
@@ -24,7 +26,8 @@ export function mountAnthropicCompat(app: FastifyInstance, auth: Authenticator, 
     request.caller = principal.caller;
     request.principal = principal;
   };
-  app.post(ANTHROPIC_MESSAGES_PATH, { onRequest: guard, schema: { body: messagesBodySchema } }, messages);
+  app.post(ANTHROPIC_MESSAGES_PATH, { onRequest: guard, schema: { body: messagesBodySchema } }, handlers.messages);
+  app.post(COUNT_TOKENS_PATH, { onRequest: guard, schema: { body: countTokensBodySchema() } }, handlers.countTokens);
   app.route({
     method: ['GET', 'PUT', 'PATCH', 'DELETE'],
     url: ANTHROPIC_MESSAGES_PATH,

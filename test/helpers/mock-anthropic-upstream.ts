@@ -58,6 +58,12 @@ export async function startMockAnthropic(options: { requiredKey?: string } = {})
       res.end(JSON.stringify({ data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' }));
       return;
     }
+    if (req.method === 'POST' && path === '/v1/messages/count_tokens' && body) {
+      // Anthropic's count: a fixed 42 per message, so a test can tell it from the gateway's own estimate.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ input_tokens: 42 * (Array.isArray(body.messages) ? body.messages.length : 0) }));
+      return;
+    }
     if (req.method !== 'POST' || path !== '/v1/messages' || !body) {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(errorBody('not_found_error', 'Not found'));

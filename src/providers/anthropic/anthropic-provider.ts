@@ -40,6 +40,7 @@ export class AnthropicProvider implements Provider {
           name: this.name,
           http: this.http,
           path: `${this.http.basePath}/messages`,
+          countPath: `${this.http.basePath}/messages/count_tokens`,
           headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
           secrets: (context) => [context.apiKeyOverride, this.config.apiKey],
         },

@@ -4,6 +4,11 @@
  */
 const block = { type: 'object', required: ['type'], properties: { type: { type: 'string', minLength: 1 } } } as const;
 
+/** `POST /v1/messages/count_tokens`: a Messages request without `max_tokens` (and without `stream`). */
+export function countTokensBodySchema() {
+  return { ...messagesBodySchema, required: ['model', 'messages'] } as const;
+}
+
 export const messagesBodySchema = {
   type: 'object',
   required: ['model', 'max_tokens', 'messages'],

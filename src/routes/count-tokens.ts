@@ -1,0 +1,34 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ADMIN, authorizeModel } from '../auth/principal.js';
+import type { ChatService } from '../core/chat-service.js';
+import { countPromptTokens } from '../core/context-window.js';
+import { messagesToChat, type MessagesRequest } from '../surfaces/messages/request-to-chat.js';
+import { modelCallOf } from './model-call.js';
+
+/**
+ * POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request. A model served by Anthropic is counted by
+ * Anthropic (its count is what it bills); any other is counted by the gateway, without an upstream call, on the
+ * request as it would be translated: OpenAI families with their tokenizer, others by the documented estimate.
+ */
+export function makeCountTokensHandler(chat: ChatService) {
+  return async function handleCountTokens(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const body = request.body as MessagesRequest;
+    authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
+    if (chat.forwardsNatively('messages', body.model)) {
+      const tokens = await chat.countNativeTokens(body, { ...modelCallOf(request, reply, request.rawBody), forwardHeaders: anthropicHeaders(request) });
+      return reply.type(request.responseType).send({ input_tokens: tokens });
+    }
+    const translated = messagesToChat({ ...body, max_tokens: 1 });
+    const upstreamModel = chat.upstreamModelOf(body.model);
+    return reply.type(request.responseType).send({ input_tokens: await countPromptTokens(translated.messages, upstreamModel, translated.tools) });
+  };
+}
+
+function anthropicHeaders(request: FastifyRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ['anthropic-version', 'anthropic-beta']) {
+    const value = request.headers[name];
+    if (typeof value === 'string' && value.length <= 1024) headers[name] = value;
+  }
+  return headers;
+}

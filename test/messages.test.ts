@@ -134,6 +134,66 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
     assert.equal((refused.json as { error: { type: string } }).error.type, 'authentication_error');
   });
 
+  test('text then two tool calls: three blocks with increasing indexes, each input_json_delta set valid JSON, usage at the end', async () => {
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    fixture.mock.enqueue({
+      kind: 'stream',
+      chunks: [
+        chunk({ role: 'assistant', content: 'Checking ' }),
+        chunk({ content: 'both.' }),
+        chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"ci' } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: 'ty":"Paris"}' } }] }),
+        chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+        chunk({ tool_calls: [{ index: 1, function: { arguments: '{"city":"Rome"}' } }] }),
+        chunk({}, 'tool_calls'),
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 31, completion_tokens: 17, total_tokens: 48 } })}\n\n`,
+        'data: [DONE]\n\n',
+      ],
+    });
+    const tools = [{ name: 'get_weather', input_schema: { type: 'object', properties: {} } }];
+    const answer = await readStream(fixture.url('/v1/messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 64, stream: true, tools, messages: [{ role: 'user', content: 'Paris and Rome?' }] }), authHeaders());
+    const events = eventsOf(answer.text);
+    const starts = events.filter((e) => e.event === 'content_block_start').map((e) => [e.data.index, (e.data.content_block as { type: string; id?: string }).type, (e.data.content_block as { id?: string }).id]);
+    assert.deepEqual(starts, [
+      [0, 'text', undefined],
+      [1, 'tool_use', 'call_a'],
+      [2, 'tool_use', 'call_b'],
+    ]);
+    assert.deepEqual(events.filter((e) => e.event === 'content_block_stop').map((e) => e.data.index), [0, 1, 2]);
+    for (const index of [1, 2]) {
+      const pieces = events.filter((e) => e.event === 'content_block_delta' && e.data.index === index).map((e) => (e.data.delta as { partial_json: string }).partial_json);
+      assert.deepEqual(JSON.parse(pieces.join('')), { city: index === 1 ? 'Paris' : 'Rome' });
+    }
+    const delta = events.find((e) => e.event === 'message_delta')?.data as { delta: { stop_reason: string }; usage: Record<string, number> };
+    assert.equal(delta.delta.stop_reason, 'tool_use');
+    assert.deepEqual(delta.usage, { input_tokens: 31, output_tokens: 17 });
+    assert.equal(events.at(-1)?.event, 'message_stop');
+    // Every block opens before its deltas and closes before the next opens.
+    let open: unknown;
+    for (const e of events) {
+      if (e.event === 'content_block_start') {
+        assert.equal(open, undefined);
+        open = e.data.index;
+      } else if (e.event === 'content_block_delta') assert.equal(e.data.index, open);
+      else if (e.event === 'content_block_stop') {
+        assert.equal(e.data.index, open);
+        open = undefined;
+      }
+    }
+  });
+
+  test('Idempotency-Key: a keyed Messages stream is replayed as the same events, without a second upstream call', async () => {
+    fixture.mock.enqueue({ kind: 'stream', content: ['Only', ' once'] });
+    const body = JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+    const headers = authHeaders({ 'idempotency-key': 'messages-key-1' });
+    const first = await readStream(fixture.url('/v1/messages'), body, headers);
+    const again = await readStream(fixture.url('/v1/messages'), body, headers);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.text, first.text);
+    assert.equal(fixture.mock.chatRequests().length, 1);
+  });
+
   test('a failure after the first event is one Anthropic error event and no message_stop', async () => {
     fixture.mock.enqueue({ kind: 'reset', afterChunks: 2, content: ['a', 'b', 'c'] });
     const answer = await readStream(fixture.url('/v1/messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());

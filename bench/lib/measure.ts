@@ -86,7 +86,7 @@ async function probes(spec: TargetSpec, server: RunningServer, result: TargetRes
     path: shape.path,
     headers: CLIENT_HEADERS,
     body,
-    ...(spec.api === 'responses' ? { streamEnd: shape.streamEnd } : {}),
+    ...(spec.api === 'responses' || spec.api === 'messages' ? { streamEnd: shape.streamEnd } : {}),
     ...(spec.idempotencyKeys ? { idempotencyKeyPrefix: `probe-${process.pid}-${Date.now()}` } : {}),
   });
 

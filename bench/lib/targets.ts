@@ -21,6 +21,7 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
   { id: 'responses', name: 'gateway, Responses API (translated to chat)', kind: 'gateway', api: 'responses' },
   { id: 'embeddings', name: 'gateway, embeddings', kind: 'gateway', api: 'embeddings' },
+  { id: 'messages', name: "gateway, Anthropic's Messages API (translated to chat)", kind: 'gateway', api: 'messages', onlyWhenNamed: true },
   {
     id: 'responses-unstored',
     name: 'gateway, Responses API, responses.store: false (the translation alone)',

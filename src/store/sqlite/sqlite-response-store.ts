@@ -11,12 +11,14 @@ const PURGE_BATCH = 1_000;
 const ROWS_PER_INSERT = 16;
 const COLUMNS = 6;
 /**
- * How long the first put waits for others before they are written together. A commit (the WAL append) is what a
- * small write costs; one commit per 2 ms instead of one per event-loop turn took the Responses route with
- * storage from ~67 % to ~77 % of the chat route's throughput (docs/benchmarks.md), for at most 2 ms more latency
- * on a call that stores its response.
+ * At most one write of stored responses per GATHER_MS. A commit (the WAL append) is what a small write costs: one
+ * commit per 2 ms instead of one per event-loop turn took the Responses route with storage from ~67 % to ~77 % of
+ * the chat route's throughput (docs/benchmarks.md). The wait is paid only under load, when it buys throughput:
+ * a write that carried several puts (calls overlap) makes the next GATHER_WRITES writes wait and gather; once
+ * writes carry one put each for that long (one caller at a time), a put is written at once (the next turn).
  */
 const GATHER_MS = 2;
+const GATHER_WRITES = 16;
 
 interface PendingPut {
   row: unknown[];
@@ -40,6 +42,8 @@ export class SqliteResponseStore implements ResponseStore {
   private readonly insert: Sqlite.Statement<unknown[]>;
   private readonly insertMany: Sqlite.Statement<unknown[]>;
   private pending: PendingPut[] = [];
+  /** How many more writes wait to gather puts (reset to GATHER_WRITES by a write that carried several). */
+  private gatherFor = 0;
   private readonly select: Sqlite.Statement<[string, string, number], Row>;
   private readonly remove: Sqlite.Statement<[string, string, number]>;
   private readonly purge: Sqlite.Statement<[number, number]>;
@@ -59,17 +63,22 @@ export class SqliteResponseStore implements ResponseStore {
   async put(caller: string, id: string, turn: StoredConversationTurn, ttlMs: number, nowMs = Date.now()): Promise<void> {
     const expires = wholeMs('nowMs', nowMs) + durationMs('ttlMs', ttlMs);
     const row = [caller, id, turn.response, turn.inputItems, turn.conversation, expires];
-    if (this.pending.length === 0) setTimeout(() => this.flush(wholeMs('nowMs', nowMs)), GATHER_MS);
+    if (this.pending.length === 0) {
+      const now = wholeMs('nowMs', nowMs);
+      if (this.gatherFor > 0) setTimeout(() => this.flush(now), GATHER_MS);
+      else setImmediate(() => this.flush(now));
+    }
     return new Promise<void>((resolve, reject) => this.pending.push({ row, resolve, reject }));
   }
 
-  /** One batcher write for every put of the last GATHER_MS. */
+  /** One batcher write for every put since the last one. */
   private flush(now: number): void {
     let batch: PendingPut[] = [];
     this.batcher
       .run(() => {
         batch = this.pending;
         this.pending = [];
+        this.gatherFor = batch.length > 1 ? GATHER_WRITES : Math.max(0, this.gatherFor - 1);
         this.insertRows(batch);
         this.writes += batch.length;
         if (this.writes >= PURGE_EVERY) {

@@ -1,9 +1,10 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
-import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
-import { ANTHROPIC_MOCK_ID, startMockAnthropic, type MockAnthropic } from './helpers/mock-anthropic-upstream.js';
+import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
+import { ANTHROPIC_MOCK_ID } from './helpers/mock-anthropic-upstream.js';
+import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { readStream } from './helpers/sse-client.js';
@@ -225,24 +226,9 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
 });
 
 describe('the Messages API to an Anthropic upstream: forwarded as it is (native)', () => {
-  let mock: MockAnthropic;
-  let gw: TestGateway;
   const KEY = 'sk-ant-native-key-0123456789';
-  before(async () => {
-    mock = await startMockAnthropic({ requiredKey: KEY });
-    gw = await startGateway({
-      env: { ANTHROPIC_TEST_KEY: KEY },
-      configFile: {
-        name: 'anthropic.yaml',
-        text: ['upstreams:', '  - name: claude', '    kind: anthropic', `    base_url: ${mock.baseUrl}`, '    api_key_env: ANTHROPIC_TEST_KEY', 'models:', '  - { id: claude-sonnet-4-5, upstream: claude, upstream_model: claude-sonnet-4-5-20250929, aliases: [claude-sonnet-4-5-latest] }'].join('\n'),
-      },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  const sdk = () => new Anthropic({ baseURL: gw.url, apiKey: ADMIN_TOKEN, maxRetries: 0, defaultHeaders: { 'anthropic-beta': 'interleaved-thinking-2025-05-14' } });
+  const fx = useAnthropicGateway(KEY, ['- { id: claude-sonnet-4-5, upstream: claude, upstream_model: claude-sonnet-4-5-20250929, aliases: [claude-sonnet-4-5-latest] }']);
+  const sdk = () => new Anthropic({ baseURL: fx.gw.url, apiKey: ADMIN_TOKEN, maxRetries: 0, defaultHeaders: { 'anthropic-beta': 'interleaved-thinking-2025-05-14' } });
 
   test('thinking blocks with their signatures, cache_control and betas reach Anthropic untouched; its answer comes back as it is', async () => {
     const params = {
@@ -256,35 +242,35 @@ describe('the Messages API to an Anthropic upstream: forwarded as it is (native)
         { role: 'user', content: 'Again' },
       ],
     } as Anthropic.MessageCreateParamsNonStreaming;
-    mock.enqueue({ kind: 'message', text: 'Native hello' });
+    fx.mock.enqueue({ kind: 'message', text: 'Native hello' });
     const message = await sdk().messages.create(params);
     assert.equal(message.id, ANTHROPIC_MOCK_ID, "Anthropic's own answer, not a translation");
     assert.deepEqual(message.content, [{ type: 'text', text: 'Native hello' }]);
-    const sent = mock.messageRequests().at(-1);
+    const sent = fx.mock.messageRequests().at(-1);
     assert.deepEqual(sent?.body, { ...params, model: 'claude-sonnet-4-5-20250929' }, 'every block as sent, thinking signature included; the model mapped');
     assert.equal(sent?.headers['x-api-key'], KEY);
     assert.equal(sent?.headers['anthropic-beta'], 'interleaved-thinking-2025-05-14');
     assert.match(String(sent?.headers['anthropic-version']), /^\d{4}-\d\d-\d\d$/, "the SDK's own API version, forwarded");
-    mock.enqueue({ kind: 'message', text: 'x' });
-    const raw = await call(`${gw.url}/v1/messages`, {
+    fx.mock.enqueue({ kind: 'message', text: 'x' });
+    const raw = await call(`${fx.gw.url}/v1/messages`, {
       method: 'POST',
       headers: { 'x-api-key': ADMIN_TOKEN, 'anthropic-version': '2099-01-01', 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }),
     });
     assert.equal(raw.status, 200);
     assert.equal(raw.headers['request-id'], raw.headers['x-request-id']);
-    assert.equal(mock.messageRequests().at(-1)?.headers['anthropic-version'], '2099-01-01');
-    const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
+    assert.equal(fx.mock.messageRequests().at(-1)?.headers['anthropic-version'], '2099-01-01');
+    const line = fx.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
     assert.equal(line?.prompt_tokens, 2095);
     assert.equal(line?.completion_tokens, 503);
   });
 
   test("a stream is Anthropic's own event stream; the SDK assembles it; usage from message_start and message_delta", async () => {
-    mock.enqueue({ kind: 'stream', text: ['Str', 'eam'] });
+    fx.mock.enqueue({ kind: 'stream', text: ['Str', 'eam'] });
     const final = await sdk().messages.stream({ model: 'claude-sonnet-4-5-latest', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }).finalMessage();
     assert.equal(final.id, ANTHROPIC_MOCK_ID);
     assert.deepEqual(final.content.map((b) => (b.type === 'text' ? b.text : b.type)), ['Stream']);
-    const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
+    const line = fx.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
     assert.equal(line?.prompt_tokens, 25);
     assert.ok(Number(line?.completion_tokens) > 0);
   });
@@ -292,19 +278,19 @@ describe('the Messages API to an Anthropic upstream: forwarded as it is (native)
   test('count_tokens asks Anthropic (its count is what it bills), with the model mapped', async () => {
     const counted = await sdk().messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }] });
     assert.equal(counted.input_tokens, 126);
-    const sent = mock.requests.filter((r) => r.url === '/v1/messages/count_tokens').at(-1);
+    const sent = fx.mock.requests.filter((r) => r.url === '/v1/messages/count_tokens').at(-1);
     assert.equal((sent?.body as { model: string }).model, 'claude-sonnet-4-5-20250929');
     assert.equal(sent?.headers['x-api-key'], KEY);
   });
 
   test('an Anthropic error mid-stream is one error event with our code; before the first byte, the SDK error class', async () => {
-    mock.enqueue({ kind: 'stream', text: ['a', 'b', 'c'], errorAfter: 1 });
-    const answer = await readStream(`${gw.url}/v1/messages`, JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    fx.mock.enqueue({ kind: 'stream', text: ['a', 'b', 'c'], errorAfter: 1 });
+    const answer = await readStream(`${fx.gw.url}/v1/messages`, JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
     const events = eventsOf(answer.text);
     assert.equal(events.at(-1)?.event, 'error');
     assert.equal((events.at(-1)?.data as { code: string }).code, 'upstream_stream_error');
     assert.equal(events.some((e) => e.event === 'message_stop'), false);
-    mock.enqueue({ kind: 'error', status: 400, type: 'invalid_request_error', message: 'max_tokens: too large' });
+    fx.mock.enqueue({ kind: 'error', status: 400, type: 'invalid_request_error', message: 'max_tokens: too large' });
     await assert.rejects(sdk().messages.create({ model: 'claude-sonnet-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof Anthropic.BadRequestError);
   });
 });

@@ -1,9 +1,10 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
-import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
-import { ANTHROPIC_TOOL_ID, startMockAnthropic, type MockAnthropic } from './helpers/mock-anthropic-upstream.js';
+import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
+import { ANTHROPIC_TOOL_ID } from './helpers/mock-anthropic-upstream.js';
+import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { readStream } from './helpers/sse-client.js';
@@ -326,37 +327,21 @@ describe('stored responses: previous_response_id, retrieval, input items, deleti
 });
 
 describe('the Responses API over an Anthropic upstream (Responses -> chat -> Messages, and back)', () => {
-  let mock: MockAnthropic;
-  let gw: TestGateway;
-  const KEY = 'sk-ant-responses-key-0123456789';
-  before(async () => {
-    mock = await startMockAnthropic({ requiredKey: KEY });
-    gw = await startGateway({
-      env: { ANTHROPIC_TEST_KEY: KEY },
-      configFile: {
-        name: 'anthropic.yaml',
-        text: ['upstreams:', '  - name: claude', '    kind: anthropic', `    base_url: ${mock.baseUrl}`, '    api_key_env: ANTHROPIC_TEST_KEY', 'models:', '  - { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }'].join('\n'),
-      },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  const sdk = () => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+  const fx = useAnthropicGateway('sk-ant-responses-key-0123456789', ['- { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }']);
+  const sdk = () => new OpenAI({ baseURL: `${fx.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
 
   test('JSON and stream: instructions become Anthropic system text, the answer a response object and typed events', async () => {
-    mock.enqueue({ kind: 'message', text: 'Hi from Claude' });
+    fx.mock.enqueue({ kind: 'message', text: 'Hi from Claude' });
     const response = await sdk().responses.create({ model: 'claude-fast', instructions: 'Be kind.', input: 'Hello', max_output_tokens: 64 });
     assert.equal(response.output_text, 'Hi from Claude');
-    const sent = mock.messageRequests()[0]?.body as unknown as { system?: unknown; max_tokens: number; model: string; messages: unknown[] };
+    const sent = fx.mock.messageRequests()[0]?.body as unknown as { system?: unknown; max_tokens: number; model: string; messages: unknown[] };
     assert.equal(sent.model, 'claude-haiku-4-5');
     assert.equal(sent.max_tokens, 64);
     assert.equal(JSON.stringify(sent.system).includes('Be kind.'), true);
     assert.ok(response.usage && response.usage.input_tokens > 0);
 
-    mock.enqueue({ kind: 'stream', text: ['Str', 'eamed'] });
-    const answer = await readStream(`${gw.url}/v1/responses`, JSON.stringify({ model: 'claude-fast', input: 'Hello', stream: true }), authHeaders());
+    fx.mock.enqueue({ kind: 'stream', text: ['Str', 'eamed'] });
+    const answer = await readStream(`${fx.gw.url}/v1/responses`, JSON.stringify({ model: 'claude-fast', input: 'Hello', stream: true }), authHeaders());
     const events = eventsOf(answer.text);
     assert.equal(events[events.length - 1]?.event, 'response.completed');
     assert.equal(events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta).join(''), 'Streamed');
@@ -365,19 +350,19 @@ describe('the Responses API over an Anthropic upstream (Responses -> chat -> Mes
 
   test('a function tool is called through Anthropic and answered with function_call_output', async () => {
     const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } }, strict: false }];
-    mock.enqueue({ kind: 'message' }); // with tools, the mock answers with a tool_use block
+    fx.mock.enqueue({ kind: 'message' }); // with tools, the mock answers with a tool_use block
     const first = await sdk().responses.create({ model: 'claude-fast', input: 'Weather?', tools });
     const call = first.output.find((o) => o.type === 'function_call');
     assert.ok(call && call.type === 'function_call');
     assert.equal(call.call_id, ANTHROPIC_TOOL_ID);
-    mock.enqueue({ kind: 'message', text: 'Sunny' });
+    fx.mock.enqueue({ kind: 'message', text: 'Sunny' });
     const second = await sdk().responses.create({
       model: 'claude-fast',
       tools,
       input: [{ role: 'user', content: 'Weather?' }, { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments }, { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
     });
     assert.equal(second.output_text, 'Sunny');
-    const sent = mock.messageRequests().at(-1)?.body as unknown as { messages: Array<{ role: string; content: Array<{ type: string; tool_use_id?: string }> }> };
+    const sent = fx.mock.messageRequests().at(-1)?.body as unknown as { messages: Array<{ role: string; content: Array<{ type: string; tool_use_id?: string }> }> };
     const result = sent.messages.flatMap((m) => m.content).find((c) => c.type === 'tool_result');
     assert.equal(result?.tool_use_id, ANTHROPIC_TOOL_ID);
   });

@@ -1,0 +1,45 @@
+/**
+ * The fixture of the tests that need an Anthropic upstream: a mock speaking Anthropic's Messages API on a real
+ * socket (its key required), and the real gateway with one `kind: anthropic` upstream named `claude` and the
+ * given model entries. Registers its own before/after in the calling describe block.
+ */
+import { after, before } from 'node:test';
+import { startMockAnthropic, type MockAnthropic } from './mock-anthropic-upstream.js';
+import { startGateway, type TestGateway } from './gateway.js';
+
+export interface AnthropicGateway {
+  readonly mock: MockAnthropic;
+  readonly gw: TestGateway;
+}
+
+/** `models`: YAML lines of the model entries, e.g. `- { id: claude-fast, upstream: claude, upstream_model: ... }`. */
+export function useAnthropicGateway(key: string, models: string[]): AnthropicGateway {
+  let mock: MockAnthropic | undefined;
+  let gw: TestGateway | undefined;
+  before(async () => {
+    mock = await startMockAnthropic({ requiredKey: key });
+    gw = await startGateway({
+      env: { ANTHROPIC_TEST_KEY: key },
+      configFile: {
+        name: 'anthropic.yaml',
+        text: ['upstreams:', '  - name: claude', '    kind: anthropic', `    base_url: ${mock.baseUrl}`, '    api_key_env: ANTHROPIC_TEST_KEY', 'models:', ...models.map((m) => `  ${m}`)].join('\n'),
+      },
+    });
+  });
+  after(async () => {
+    await gw?.close();
+    await mock?.close();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useAnthropicGateway: used before its before() hook ran');
+    return value;
+  };
+  return {
+    get mock() {
+      return started(mock);
+    },
+    get gw() {
+      return started(gw);
+    },
+  };
+}

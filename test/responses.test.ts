@@ -450,6 +450,31 @@ describe('native forwarding: what only the Responses API has goes as it is to an
     assert.equal((events[1]?.data.details as { upstream_message?: string }).upstream_message, 'native failure');
   });
 
+  test('a hostile native upstream: a final event that is not JSON, or a stream cut before its final event, ends in one error event', async () => {
+    const native = (events: string[]) => ({
+      kind: 'raw' as const,
+      handler: (_req: unknown, res: import('node:http').ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const e of events) res.write(e);
+        res.end();
+      },
+    });
+    const created = 'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_x","object":"response","status":"in_progress","output":[]}}\n\n';
+    const cases = [
+      { events: [created, 'event: response.completed\ndata: {not json\n\n'], code: 'upstream_stream_malformed' },
+      { events: [created], code: 'upstream_stream_truncated' },
+    ];
+    for (const { events, code } of cases) {
+      fixture.mock.enqueue(native(events)); // a queued raw behaviour answers the native /v1/responses call
+      const original = fixture.mock.requests.length;
+      const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }], stream: true }), authHeaders());
+      const parsed = eventsOf(answer.text);
+      assert.deepEqual(parsed.map((e) => e.event), ['response.created', 'error'], `${code}: ${answer.text.slice(0, 300)}`);
+      assert.equal(parsed[1]?.data.code, code);
+      assert.ok(fixture.mock.requests.length > original);
+    }
+  });
+
   test('a native-only request continuing a stored (translated) conversation carries that conversation as input items', async () => {
     const first = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'My name is Ada.' });
     await sdk().responses.create({ model: 'gpt-4o-mini', input: 'Search my name', previous_response_id: first.id, tools: [{ type: 'web_search' }] });

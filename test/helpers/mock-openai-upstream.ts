@@ -628,7 +628,9 @@ class MockUpstreamServer implements MockUpstream {
     if (method === 'POST' && path === '/v1/chat/completions') {
       await runBehavior(ex, this.queue.shift() ?? this.defaultBehavior);
     } else if (method === 'POST' && path === '/v1/responses') {
-      nativeResponses(ex);
+      // A queued raw behaviour (a hostile stream) applies to it; otherwise the mock's own Responses answer.
+      if (this.queue[0]?.kind === 'raw') await runBehavior(ex, this.queue.shift() as Behavior);
+      else nativeResponses(ex);
     } else if (method === 'POST' && path === '/v1/embeddings') {
       const next = this.queue[0];
       if (next && next.kind !== 'json' && next.kind !== 'stream') await runBehavior(ex, this.queue.shift() as Behavior);

@@ -227,7 +227,10 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
 
 describe('the Messages API to an Anthropic upstream: forwarded as it is (native)', () => {
   const KEY = 'sk-ant-native-key-0123456789';
-  const fx = useAnthropicGateway(KEY, ['- { id: claude-sonnet-4-5, upstream: claude, upstream_model: claude-sonnet-4-5-20250929, aliases: [claude-sonnet-4-5-latest] }']);
+  const fx = useAnthropicGateway(KEY, [
+    '- { id: claude-sonnet-4-5, upstream: claude, upstream_model: claude-sonnet-4-5-20250929, aliases: [claude-sonnet-4-5-latest] }',
+    '- { id: claude-tiny, upstream: claude, upstream_model: claude-haiku-4-5, context_window: 100 }',
+  ]);
   const sdk = () => new Anthropic({ baseURL: fx.gw.url, apiKey: ADMIN_TOKEN, maxRetries: 0, defaultHeaders: { 'anthropic-beta': 'interleaved-thinking-2025-05-14' } });
 
   test('thinking blocks with their signatures, cache_control and betas reach Anthropic untouched; its answer comes back as it is', async () => {
@@ -273,6 +276,16 @@ describe('the Messages API to an Anthropic upstream: forwarded as it is (native)
     const line = fx.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
     assert.equal(line?.prompt_tokens, 25);
     assert.ok(Number(line?.completion_tokens) > 0);
+  });
+
+  test('the context-window check applies to a forwarded request too: too long for the declared window is a 400, nothing sent', async () => {
+    const before = fx.mock.messageRequests().length;
+    await assert.rejects(sdk().messages.create({ model: 'claude-tiny', max_tokens: 64, messages: [{ role: 'user', content: 'word '.repeat(200) }] }), (e: unknown) => {
+      assert.ok(e instanceof Anthropic.BadRequestError, String(e));
+      assert.equal((e.error as { code: string }).code, 'context_length_exceeded');
+      return true;
+    });
+    assert.equal(fx.mock.messageRequests().length, before);
   });
 
   test('count_tokens asks Anthropic (its count is what it bills), with the model mapped', async () => {

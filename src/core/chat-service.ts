@@ -302,6 +302,15 @@ export class ChatService {
     return { ...plan, candidates };
   }
 
+  /**
+   * The context-window check of a natively forwarded request, on its chat form: a 400 `context_length_exceeded` when
+   * it cannot fit the declared window (the native body is never truncated: it is forwarded as it is).
+   */
+  async checkContextWindow(asChat: ChatRequestBody): Promise<void> {
+    const declared = this.options.router.declared(asChat.model);
+    if (declared?.contextWindow !== undefined) await fitContextWindow(asChat, declared, 'error');
+  }
+
   /** The name the model's first target knows it by (for counting its tokens with the right tokenizer). */
   upstreamModelOf(model: string): string {
     return this.options.router.plan(model, () => 0.5).candidates[0]?.upstreamModel ?? model;

@@ -80,6 +80,7 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
   const { chat, idempotency } = deps;
   request.chatModel = native.body.model;
   authorizeModel(request.principal ?? ADMIN, native.body.model, chat.canonicalModel(native.body.model));
+  if (native.asChat) await chat.checkContextWindow(native.asChat);
   if (deps.beginTrace) request.trace = deps.beginTrace(request);
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);

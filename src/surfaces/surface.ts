@@ -11,6 +11,8 @@ export class NativeForward {
     readonly body: NativeBody,
     /** Whether `body` is the caller's body unchanged (then its bytes are sent as they came). */
     readonly unchanged: boolean,
+    /** The request as chat, when it translates: what the context-window check counts (it is not sent). */
+    readonly asChat?: ChatRequestBody,
   ) {}
 }
 

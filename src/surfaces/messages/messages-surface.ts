@@ -5,6 +5,7 @@ import { formatEvent } from '../../http/sse.js';
 import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
+import type { ChatRequestBody } from '../../providers/contract.js';
 
 interface MessagesCallState {
   id: string;
@@ -24,7 +25,7 @@ export function messagesSurface(forwards: (model: string) => boolean = () => fal
     toChat(body, call) {
       const request = body as MessagesRequest;
       // To Anthropic itself, always as it is: thinking blocks and signatures, cache_control, server tools, betas.
-      if (forwards(request.model)) return new NativeForward(request, true);
+      if (forwards(request.model)) return new NativeForward(request, true, countable(request));
       call.state = { id: `msg_${randomUUID().replaceAll('-', '')}`, model: request.model } satisfies MessagesCallState;
       return messagesToChat(request);
     },
@@ -51,3 +52,12 @@ const NATIVE_MESSAGES_ENCODER: StreamEncoder = {
   end: () => '',
   fail: (error) => formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }),
 };
+
+/** The request as chat for the context-window check; undefined when it holds what chat cannot express. */
+function countable(request: MessagesRequest): ChatRequestBody | undefined {
+  try {
+    return messagesToChat(request);
+  } catch {
+    return undefined; // Anthropic checks such a request itself
+  }
+}

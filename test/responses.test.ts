@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
@@ -453,7 +454,7 @@ describe('native forwarding: what only the Responses API has goes as it is to an
   test('a hostile native upstream: a final event that is not JSON, or a stream cut before its final event, ends in one error event', async () => {
     const native = (events: string[]) => ({
       kind: 'raw' as const,
-      handler: (_req: unknown, res: import('node:http').ServerResponse) => {
+      handler: (_req: unknown, res: ServerResponse) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         for (const e of events) res.write(e);
         res.end();

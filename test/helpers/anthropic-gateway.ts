@@ -5,6 +5,7 @@
  */
 import { after, before } from 'node:test';
 import { startMockAnthropic, type MockAnthropic } from './mock-anthropic-upstream.js';
+import { started } from './started.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
 export interface AnthropicGateway {
@@ -30,16 +31,12 @@ export function useAnthropicGateway(key: string, models: string[]): AnthropicGat
     await gw?.close();
     await mock?.close();
   });
-  const started = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('useAnthropicGateway: used before its before() hook ran');
-    return value;
-  };
   return {
     get mock() {
-      return started(mock);
+      return started(mock, 'useAnthropicGateway');
     },
     get gw() {
-      return started(gw);
+      return started(gw, 'useAnthropicGateway');
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { after, before, beforeEach } from 'node:test';
 import { startMockUpstream, type MockUpstream } from './mock-openai-upstream.js';
+import { started } from './started.js';
 import { startGateway, type StartOptions, type TestGateway } from './gateway.js';
 
 export interface MockedGateway {
@@ -35,17 +36,13 @@ export function useMockedGateway(options: MockedGatewayOptions = {}): MockedGate
     await mock?.close();
   });
   beforeEach(() => mock?.reset());
-  const started = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('useMockedGateway: used before its before() hook ran');
-    return value;
-  };
   return {
     get mock() {
-      return started(mock);
+      return started(mock, 'useMockedGateway');
     },
     get gw() {
-      return started(gw);
+      return started(gw, 'useMockedGateway');
     },
-    url: (path) => `${started(gw).url}${path}`,
+    url: (path) => `${started(gw, 'useMockedGateway').url}${path}`,
   };
 }

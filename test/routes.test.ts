@@ -52,7 +52,7 @@ describe('routes, pages and versioning', () => {
     assert.equal(json.status, 200);
     assert.equal(json.json.api_version, 'v1');
     const routes = json.json.routes as Array<{ route: string; methods: string[] }>;
-    assert.deepEqual(routes.map((r) => r.route), ['health', 'models', 'chat', 'responses', 'messages', 'embeddings']);
+    assert.deepEqual(routes.map((r) => r.route), ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings']);
     assert.deepEqual(routes.find((r) => r.route === 'chat')?.methods, ['POST']);
     const html = await call(`${gw.url}/v1/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
     assert.match(String(html.headers['content-type']), /^text\/html/);
@@ -65,7 +65,7 @@ describe('routes, pages and versioning', () => {
     const answer = await call(`${gw.url}/v1/?route=nope`, { headers: authHeaders() });
     assert.equal(answer.status, 404);
     assert.equal(answer.json.code, 'route_not_found');
-    assert.deepEqual(answer.json.details?.routes, ['health', 'models', 'chat', 'responses', 'messages', 'embeddings']);
+    assert.deepEqual(answer.json.details?.routes, ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings']);
     for (const path of ['/v2/?route=health', '/nothing', '/v1/chat']) {
       const other = await call(`${gw.url}${path}`);
       assert.equal(other.status, 404, path);

@@ -1,4 +1,5 @@
-import { newApiKey } from '../auth/api-key.js';
+import { KeyService } from '../auth/key-service.js';
+import { isGatewayError } from '../errors/gateway-error.js';
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
 import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
 import type { CliOutput } from './webhooks-command.js';
@@ -89,13 +90,13 @@ function rightsFrom(flags: Record<string, string>, nowMs: number): Omit<ApiKeyRe
 export async function keysCommand(keys: KeyStore, environment: GatewayEnvironment, args: string[], io: CliOutput, nowMs = Date.now()): Promise<number> {
   const [command, ...rest] = args;
   const { flags, positionals } = parseFlags(rest);
+  const service = new KeyService(keys, environment); // the same service code as the admin API
   try {
     switch (command) {
       case 'create': {
         const rights = rightsFrom(flags, nowMs);
-        const { key, keyId, hash } = newApiKey(environment);
-        await keys.create({ keyId, environment, hash, createdMs: nowMs, ...rights });
-        io.out(`created key ${keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`);
+        const { key, view } = await service.create(rights, nowMs);
+        io.out(`created key ${view.keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`);
         io.out(`key: ${key}`);
         io.out('Store it now: it is shown only once.');
         return 0;
@@ -123,19 +124,16 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         if (statusOf(old, nowMs) !== 'active') throw new UsageError(`key ${old.keyId} is ${statusOf(old, nowMs)}: only an active key can be rotated`);
         const grace = parseDuration(flags.grace ?? '24h');
         if (grace === undefined) throw new UsageError('--grace: a duration like 1h or 7d');
-        const { key, keyId: newId, hash } = newApiKey(environment);
-        const { keyId: _id, hash: _hash, createdMs: _created, rotatedFrom: _from, ...rights } = old;
-        await keys.create({ ...rights, keyId: newId, hash, createdMs: nowMs, rotatedFrom: old.keyId, environment });
-        const ends = Math.min(old.expiresMs ?? Number.POSITIVE_INFINITY, nowMs + grace);
-        await keys.update(old.keyId, { expiresMs: ends });
-        io.out(`created key ${newId} replacing ${old.keyId}, same rights; ${old.keyId} keeps working until ${new Date(ends).toISOString()}`);
+        const { key, view, previous } = await service.rotate(old.keyId, grace, nowMs);
+        io.out(`created key ${view.keyId} replacing ${old.keyId}, same rights; ${old.keyId} keeps working until ${new Date(previous.expiresMs ?? nowMs).toISOString()}`);
         io.out(`key: ${key}`);
         io.out('Store it now: it is shown only once.');
         return 0;
       }
       case 'revoke': {
         const [keyId] = positionals;
-        if (keyId === undefined || !(await keys.update(keyId, { revokedMs: nowMs }))) throw new UsageError(`usage: gateway keys revoke <key id>; no key "${keyId ?? ''}"`);
+        if (keyId === undefined || !(await keys.get(keyId))) throw new UsageError(`usage: gateway keys revoke <key id>; no key "${keyId ?? ''}"`);
+        await service.revoke(keyId, nowMs);
         io.out(`revoked ${keyId} (every instance refuses it within 5 s)`);
         return 0;
       }
@@ -145,6 +143,10 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
   } catch (error) {
     if (error instanceof UsageError) {
       io.err(error.message);
+      return 2;
+    }
+    if (isGatewayError(error) && error.status < 500) {
+      io.err(`${error.message} ${JSON.stringify(error.details)}`);
       return 2;
     }
     throw error;

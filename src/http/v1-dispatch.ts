@@ -42,6 +42,13 @@ export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
     auth: 'Bearer <ADMIN_TOKEN> (or x-api-key)',
     description: "Anthropic's Messages API, translated for any upstream (JSON, or Anthropic's SSE events when stream is true)",
   },
+  keys: {
+    route: 'keys',
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+    admin: true,
+    auth: 'Bearer <ADMIN_TOKEN> (the admin token only)',
+    description: 'Scoped API keys: list (or one with id), create, rotate (id, action=rotate), change (PATCH), revoke (DELETE); docs/keys-api.md',
+  },
   embeddings: {
     route: 'embeddings',
     methods: ['POST'],

@@ -1,7 +1,7 @@
 import type { GrantableRoute } from '../config/schema.js';
 
 /** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
-export type ApiRoute = 'health' | GrantableRoute;
+export type ApiRoute = 'health' | 'keys' | GrantableRoute;
 
 /**
  * What a request was dispatched to: an API route, the index of `/v1/`, the redirect of `/`, `/metrics`, or

@@ -6,6 +6,7 @@ import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
 import { chatBodySchema } from './chat-schema.js';
 import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
+import { createKeySchema, rotateKeySchema, type KeyHandlers } from './keys.js';
 import { embeddingsBodySchema } from './embeddings-schema.js';
 import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
 
@@ -19,6 +20,7 @@ export interface V1Handlers {
   messages: Handler;
   embeddings: Handler;
   storedResponses: StoredResponseHandlers;
+  keys: KeyHandlers;
 }
 
 /** The body schema of each POST route of `/v1/` (one URL serves them all, so the route picks the schema). */
@@ -30,7 +32,10 @@ const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, mes
  */
 async function validatePostBody(request: FastifyRequest): Promise<void> {
   const route = request.routeName;
-  const schema = route === 'responses' || route === 'embeddings' || route === 'messages' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
+  const rotate = (request.query as Record<string, unknown>).action === 'rotate';
+  const schema =
+    route === 'keys' ? (rotate ? rotateKeySchema : createKeySchema) : route === 'responses' || route === 'embeddings' || route === 'messages' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
+  if (route === 'keys' && rotate && request.body === undefined) return; // a rotation may come without a body
   const validate = request.compileValidationSchema(schema, 'body');
   if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
 }
@@ -61,6 +66,7 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
   const handleRead = async function handleRead(request: FastifyRequest, reply: FastifyReply) {
     if (request.routeName === 'health') return handlers.health(request, reply);
     if (request.routeName === 'models') return handlers.models(request, reply);
+    if (request.routeName === 'keys') return handlers.keys.read(request, reply);
     if (request.routeName === 'responses') {
       const view = (request.query as Record<string, unknown>).view;
       if (view === undefined) return handlers.storedResponses.retrieve(request, reply);
@@ -71,6 +77,8 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
   };
   const handleOtherMethods = async function handleOtherMethods(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     if (request.method === 'DELETE' && request.routeName === 'responses') return handlers.storedResponses.delete(request, reply);
+    if (request.routeName === 'keys' && request.method === 'PATCH') return handlers.keys.update(request, reply);
+    if (request.routeName === 'keys' && request.method === 'DELETE') return handlers.keys.revoke(request, reply);
     // The guard answers every other method (405, or 204 for OPTIONS) before this could run.
     throw new GatewayError('method_not_allowed', {});
   };
@@ -81,6 +89,7 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
     app.post(url, { onRequest, preValidation: validatePostBody }, async (request, reply) => {
       const route = request.routeName;
       if (route === 'responses' || route === 'embeddings' || route === 'messages') return handlers[route](request, reply);
+      if (route === 'keys') return handlers.keys.write(request, reply);
       return handlers.chat(request, reply);
     });
     app.route({ method: ['PUT', 'PATCH', 'DELETE', 'OPTIONS'], url, onRequest, handler: handleOtherMethods });

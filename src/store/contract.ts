@@ -258,8 +258,11 @@ export interface KeyStore {
   create(record: ApiKeyRecord): Promise<void>;
   get(keyId: string): Promise<ApiKeyRecord | undefined>;
   list(): Promise<ApiKeyRecord[]>;
-  /** Sets `expiresMs` / `revokedMs`; returns false for an unknown key. */
-  update(keyId: string, patch: Partial<Pick<ApiKeyRecord, 'expiresMs' | 'revokedMs'>>): Promise<boolean>;
+  /**
+   * Changes a key: `expiresMs` / `revokedMs`, or (given the whole record) its rights; returns false for an unknown
+   * key. The key's id, hash, environment and creation time never change.
+   */
+  update(keyId: string, patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>): Promise<boolean>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

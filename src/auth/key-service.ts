@@ -1,0 +1,121 @@
+import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
+import { newApiKey } from './api-key.js';
+
+/** What a key may do: the rights an operator gives it (the CLI's flags and the admin API's body say the same). */
+export interface KeyRights {
+  name: string;
+  routes: string[];
+  models: string[];
+  limits?: ApiKeyRecord['limits'];
+  budget?: ApiKeyRecord['budget'];
+  expiresMs?: number;
+}
+
+export type KeyState = 'active' | 'expired' | 'revoked';
+
+/** A key as shown to operators: never its hash, never its secret. */
+export type KeyView = Omit<ApiKeyRecord, 'hash'> & { state: KeyState };
+
+export function stateOf(record: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): KeyState {
+  if (record.revokedMs !== undefined && record.revokedMs <= nowMs) return 'revoked';
+  if (record.expiresMs !== undefined && record.expiresMs <= nowMs) return 'expired';
+  return 'active';
+}
+
+export function viewOf(record: ApiKeyRecord, nowMs: number): KeyView {
+  const { hash: _hash, ...shown } = record;
+  return { ...shown, state: stateOf(record, nowMs) };
+}
+
+/**
+ * Scoped keys as a service: create (the secret returned once, never stored: only its SHA-256), list, get,
+ * change rights, rotate (the new key takes the old one's rights; the old one keeps working for a grace period),
+ * revoke. The CLI and the admin API both call it, so a rule lives in one place. Refusals are GatewayErrors
+ * naming the field (`validation_failed`), or `key_not_found` / `key_not_active`.
+ */
+export class KeyService {
+  constructor(
+    private readonly keys: KeyStore,
+    private readonly environment: GatewayEnvironment,
+  ) {}
+
+  async create(rights: KeyRights, nowMs = Date.now()): Promise<{ key: string; view: KeyView }> {
+    checkRights(rights, nowMs);
+    const { key, keyId, hash } = newApiKey(this.environment);
+    const record: ApiKeyRecord = { keyId, environment: this.environment, hash, createdMs: nowMs, ...withoutUndefined(rights) };
+    await this.keys.create(record);
+    return { key, view: viewOf(record, nowMs) };
+  }
+
+  async list(nowMs = Date.now()): Promise<KeyView[]> {
+    const all = await this.keys.list();
+    return all.filter((r) => r.environment === this.environment).map((r) => viewOf(r, nowMs));
+  }
+
+  async get(keyId: string, nowMs = Date.now()): Promise<KeyView> {
+    return viewOf(await this.record(keyId), nowMs);
+  }
+
+  /** Changes rights, limits, budget or expiry; what the patch leaves out stays. `null` removes limits, budget or expiry. */
+  async update(keyId: string, patch: Partial<{ [K in keyof KeyRights]: KeyRights[K] | null }>, nowMs = Date.now()): Promise<KeyView> {
+    const current = await this.record(keyId);
+    if (stateOf(current, nowMs) === 'revoked') throw new GatewayError('key_not_active', { key_id: keyId, state: 'revoked' });
+    const next: ApiKeyRecord = { ...current };
+    for (const [field, value] of Object.entries(patch) as Array<[keyof KeyRights, unknown]>) {
+      if (value === undefined) continue;
+      // undefined, not delete: the stores merge the patch, and JSON drops an undefined field.
+      (next as unknown as Record<string, unknown>)[field] = value === null ? undefined : value;
+    }
+    checkRights(next, nowMs, current.expiresMs === next.expiresMs);
+    await this.keys.update(keyId, next);
+    return viewOf(next, nowMs);
+  }
+
+  /** A new key with the same rights; the old one works until `graceMs` from now (or its own expiry, if sooner). */
+  async rotate(keyId: string, graceMs: number, nowMs = Date.now()): Promise<{ key: string; view: KeyView; previous: KeyView }> {
+    const old = await this.record(keyId);
+    const state = stateOf(old, nowMs);
+    if (state !== 'active') throw new GatewayError('key_not_active', { key_id: keyId, state });
+    const { key, keyId: newId, hash } = newApiKey(this.environment);
+    const { keyId: _id, hash: _hash, createdMs: _created, rotatedFrom: _from, ...rights } = old;
+    const record: ApiKeyRecord = { ...rights, keyId: newId, hash, createdMs: nowMs, rotatedFrom: old.keyId, environment: this.environment };
+    await this.keys.create(record);
+    const ends = Math.min(old.expiresMs ?? Number.POSITIVE_INFINITY, nowMs + graceMs);
+    await this.keys.update(old.keyId, { expiresMs: ends });
+    return { key, view: viewOf(record, nowMs), previous: viewOf({ ...old, expiresMs: ends }, nowMs) };
+  }
+
+  async revoke(keyId: string, nowMs = Date.now()): Promise<KeyView> {
+    const current = await this.record(keyId);
+    if (current.revokedMs !== undefined) return viewOf(current, nowMs); // revoking twice changes nothing
+    await this.keys.update(keyId, { revokedMs: nowMs });
+    return viewOf({ ...current, revokedMs: nowMs }, nowMs);
+  }
+
+  private async record(keyId: string): Promise<ApiKeyRecord> {
+    const record = await this.keys.get(keyId);
+    if (!record || record.environment !== this.environment) throw new GatewayError('key_not_found', { key_id: keyId.slice(0, 64) });
+    return record;
+  }
+}
+
+/** The rules a JSON Schema states badly: known routes, at least one model, an expiry in the future. */
+function checkRights(rights: KeyRights, nowMs: number, expiryUnchanged = false): void {
+  const errors: Array<{ field: string; problem: string; allowed?: unknown[] }> = [];
+  if (rights.name.trim() === '') errors.push({ field: 'name', problem: 'must say who or what the key is for' });
+  const unknown = rights.routes.filter((r) => !(GRANTABLE_ROUTES as readonly string[]).includes(r));
+  if (rights.routes.length === 0 || unknown.length > 0) errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
+  if (rights.models.length === 0) errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
+  if (!expiryUnchanged && rights.expiresMs !== undefined && rights.expiresMs <= nowMs) errors.push({ field: 'expires_at', problem: 'must be in the future' });
+  if (errors.length > 0) throw new GatewayError('validation_failed', { errors });
+}
+
+function withoutUndefined(rights: KeyRights): KeyRights {
+  const out: KeyRights = { name: rights.name, routes: rights.routes, models: rights.models };
+  if (rights.limits !== undefined) out.limits = rights.limits;
+  if (rights.budget !== undefined) out.budget = rights.budget;
+  if (rights.expiresMs !== undefined) out.expiresMs = rights.expiresMs;
+  return out;
+}

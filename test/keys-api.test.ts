@@ -24,8 +24,9 @@ interface ShownKey {
 
 describe('the admin keys API (?route=keys)', () => {
   const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: 'sk-keys-api-upstream-0123456789' } });
+  // POST creates or rotates: its answer shows the new secret, once, by design.
   const admin = (method: string, query = '', body?: unknown) =>
-    call(fixture.url(`${KEYS}${query}`), { method, headers: authHeaders(), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    call(fixture.url(`${KEYS}${query}`), { method, headers: authHeaders(), disclosesKey: method === 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const chatWith = (key: string) =>
     call(fixture.url('/v1/chat/completions'), {
       method: 'POST',

@@ -7,22 +7,10 @@ import { ANTHROPIC_MOCK_ID } from './helpers/mock-anthropic-upstream.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
-import { readStream } from './helpers/sse-client.js';
+import { namedEvents, readStream } from './helpers/sse-client.js';
 
 const UPSTREAM_KEY = 'sk-messages-upstream-key-0123456789';
 
-function eventsOf(text: string): Array<{ event: string | undefined; data: Record<string, unknown> }> {
-  return text
-    .split('\n\n')
-    .filter((f) => f.trim() !== '')
-    .map((frame) => {
-      const lines = frame.split('\n');
-      return {
-        event: lines.find((l) => l.startsWith('event: '))?.slice(7),
-        data: JSON.parse(lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n')) as Record<string, unknown>,
-      };
-    });
-}
 
 describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream (@anthropic-ai/sdk as the client)", () => {
   const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY }, configFile: { name: 'p.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' } });
@@ -105,7 +93,7 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
   test('a stream is the exact event sequence; the SDK assembles text and a tool call (finalMessage)', async () => {
     fixture.mock.enqueue({ kind: 'stream', content: ['Hel', 'lo'] });
     const answer = await readStream(fixture.url('/v1/?route=messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     assert.deepEqual(events.map((e) => e.event), ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
     for (const e of events) assert.equal(e.data.type, e.event);
     assert.deepEqual(events.filter((e) => e.event === 'content_block_delta').map((e) => [e.data.index, (e.data.delta as { text: string }).text]), [
@@ -154,7 +142,7 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
     });
     const tools = [{ name: 'get_weather', input_schema: { type: 'object', properties: {} } }];
     const answer = await readStream(fixture.url('/v1/messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 64, stream: true, tools, messages: [{ role: 'user', content: 'Paris and Rome?' }] }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     const starts = events.filter((e) => e.event === 'content_block_start').map((e) => [e.data.index, (e.data.content_block as { type: string; id?: string }).type, (e.data.content_block as { id?: string }).id]);
     assert.deepEqual(starts, [
       [0, 'text', undefined],
@@ -198,7 +186,7 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
   test('a failure after the first event is one Anthropic error event and no message_stop', async () => {
     fixture.mock.enqueue({ kind: 'reset', afterChunks: 2, content: ['a', 'b', 'c'] });
     const answer = await readStream(fixture.url('/v1/messages'), JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     assert.equal(events.at(-1)?.event, 'error');
     assert.deepEqual((events.at(-1)?.data as { error: { type: string } }).error.type, 'api_error');
     assert.equal((events.at(-1)?.data as { code: string }).code, 'upstream_connection_reset');
@@ -299,7 +287,7 @@ describe('the Messages API to an Anthropic upstream: forwarded as it is (native)
   test('an Anthropic error mid-stream is one error event with our code; before the first byte, the SDK error class', async () => {
     fx.mock.enqueue({ kind: 'stream', text: ['a', 'b', 'c'], errorAfter: 1 });
     const answer = await readStream(`${fx.gw.url}/v1/messages`, JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     assert.equal(events.at(-1)?.event, 'error');
     assert.equal((events.at(-1)?.data as { code: string }).code, 'upstream_stream_error');
     assert.equal(events.some((e) => e.event === 'message_stop'), false);

@@ -8,33 +8,16 @@ import { ANTHROPIC_TOOL_ID } from './helpers/mock-anthropic-upstream.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
-import { readStream } from './helpers/sse-client.js';
+import { namedEvents, readStream } from './helpers/sse-client.js';
 import { newApiKey } from '../src/auth/api-key.js';
 import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
 
 const UPSTREAM_KEY = 'sk-responses-upstream-key-0123456789';
 const RESPONSES_PATH = '/v1/?route=responses';
 
-interface ParsedEvent {
-  event: string | undefined;
-  data: Record<string, unknown>;
-}
 
 /** Every event of a Responses stream: its `event:` line and its JSON data, in order. */
-function eventsOf(text: string): ParsedEvent[] {
-  return text
-    .split('\n\n')
-    .filter((frame) => frame.trim() !== '')
-    .map((frame) => {
-      const lines = frame.split('\n');
-      const event = lines.find((l) => l.startsWith('event: '))?.slice(7);
-      const data = lines
-        .filter((l) => l.startsWith('data: '))
-        .map((l) => l.slice(6))
-        .join('\n');
-      return { event, data: JSON.parse(data) as Record<string, unknown> };
-    });
-}
+
 
 describe('the Responses API, translated to chat for an OpenAI-compatible upstream', () => {
   const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY }, configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' } });
@@ -113,7 +96,7 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
     assert.equal(answer.status, 200);
     assert.equal(answer.headers['content-type'], 'text/event-stream; charset=utf-8');
     assert.equal(answer.text.includes('[DONE]'), false);
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     assert.deepEqual(
       events.map((e) => e.event),
       [
@@ -156,7 +139,7 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
     fixture.mock.enqueue({ kind: 'stream' }); // with tools in the request, the mock streams a tool call
     const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: {} } }];
     const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'Weather?', tools, stream: true }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     const names = events.map((e) => e.event);
     assert.deepEqual(names.slice(0, 3), ['response.created', 'response.in_progress', 'response.output_item.added']);
     assert.deepEqual(names.slice(-3), ['response.function_call_arguments.done', 'response.output_item.done', 'response.completed']);
@@ -203,7 +186,7 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
   test('a failure after the first event is one final response.failed event, never a completed one', async () => {
     fixture.mock.enqueue({ kind: 'reset', afterChunks: 2, content: ['a', 'b', 'c'] });
     const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     const last = events[events.length - 1];
     assert.equal(last?.event, 'response.failed');
     assert.equal(events.some((e) => e.event === 'response.completed'), false);
@@ -343,7 +326,7 @@ describe('the Responses API over an Anthropic upstream (Responses -> chat -> Mes
 
     fx.mock.enqueue({ kind: 'stream', text: ['Str', 'eamed'] });
     const answer = await readStream(`${fx.gw.url}/v1/responses`, JSON.stringify({ model: 'claude-fast', input: 'Hello', stream: true }), authHeaders());
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     assert.equal(events[events.length - 1]?.event, 'response.completed');
     assert.equal(events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta).join(''), 'Streamed');
     events.forEach((e, i) => assert.equal(e.data.sequence_number, i));
@@ -382,7 +365,7 @@ describe('Idempotency-Key on the Responses route', () => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.headers['content-type'], 'text/event-stream; charset=utf-8');
     assert.equal(again.text, first.text, 'the same events, byte for byte (same response id and sequence numbers)');
-    assert.equal(eventsOf(again.text).at(-1)?.event, 'response.completed');
+    assert.equal(namedEvents(again.text).at(-1)?.event, 'response.completed');
 
     // The same key and body on the chat route is another request: 422, not a replay of the Responses answer.
     const chat = await call(fixture.url('/v1/?route=chat'), { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true, messages: [{ role: 'user', content: 'Hi' }] }) });
@@ -394,9 +377,9 @@ describe('Idempotency-Key on the Responses route', () => {
     const body = JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', stream: true });
     const headers = authHeaders({ 'idempotency-key': 'responses-key-2' });
     const failed = await readStream(fixture.url(RESPONSES_PATH), body, headers);
-    assert.equal(eventsOf(failed.text).at(-1)?.event, 'response.failed');
+    assert.equal(namedEvents(failed.text).at(-1)?.event, 'response.failed');
     const retried = await readStream(fixture.url(RESPONSES_PATH), body, headers);
-    assert.equal(eventsOf(retried.text).at(-1)?.event, 'response.completed');
+    assert.equal(namedEvents(retried.text).at(-1)?.event, 'response.completed');
     assert.equal(fixture.mock.chatRequests().length, 2);
   });
 });
@@ -430,7 +413,7 @@ describe('native forwarding: what only the Responses API has goes as it is to an
     const body = JSON.stringify({ model: 'gpt-4o-mini', input: 'news?', tools: [{ type: 'web_search' }], stream: true });
     const headers = authHeaders({ 'idempotency-key': 'native-stream-1' });
     const first = await readStream(fixture.url(RESPONSES_PATH), body, headers);
-    const events = eventsOf(first.text);
+    const events = namedEvents(first.text);
     assert.deepEqual(events.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.completed']);
     assert.deepEqual(events.map((e) => e.data.sequence_number), [0, 1, 2]);
     const again = await readStream(fixture.url(RESPONSES_PATH), body, headers);
@@ -445,7 +428,7 @@ describe('native forwarding: what only the Responses API has goes as it is to an
       JSON.stringify({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }], stream: true, metadata: { fail: 'yes' } }),
       authHeaders(),
     );
-    const events = eventsOf(answer.text);
+    const events = namedEvents(answer.text);
     assert.deepEqual(events.map((e) => e.event), ['response.created', 'error']);
     assert.equal(events[1]?.data.code, 'upstream_stream_error');
     assert.equal((events[1]?.data.details as { upstream_message?: string }).upstream_message, 'native failure');
@@ -469,7 +452,7 @@ describe('native forwarding: what only the Responses API has goes as it is to an
       fixture.mock.enqueue(native(events)); // a queued raw behaviour answers the native /v1/responses call
       const original = fixture.mock.requests.length;
       const answer = await readStream(fixture.url(RESPONSES_PATH), JSON.stringify({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }], stream: true }), authHeaders());
-      const parsed = eventsOf(answer.text);
+      const parsed = namedEvents(answer.text);
       assert.deepEqual(parsed.map((e) => e.event), ['response.created', 'error'], `${code}: ${answer.text.slice(0, 300)}`);
       assert.equal(parsed[1]?.data.code, code);
       assert.ok(fixture.mock.requests.length > original);

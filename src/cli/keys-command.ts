@@ -1,4 +1,4 @@
-import { KeyService } from '../auth/key-service.js';
+import { KeyService, stateOf } from '../auth/key-service.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
 import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
@@ -104,13 +104,13 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
       case 'list': {
         const all = await keys.list();
         if (flags.json === 'true') {
-          io.out(JSON.stringify(all.map(({ hash: _hash, ...r }) => ({ ...r, status: statusOf(r, nowMs) }))));
+          io.out(JSON.stringify(all.map(({ hash: _hash, ...r }) => ({ ...r, status: stateOf(r, nowMs) }))));
           return 0;
         }
         if (all.length === 0) io.out('no keys');
         for (const r of all) {
           io.out(
-            `${r.keyId}  ${statusOf(r, nowMs).padEnd(8)} ${r.name}  routes=${r.routes.join(',')}  models=${r.models.join(',')}` +
+            `${r.keyId}  ${stateOf(r, nowMs).padEnd(8)} ${r.name}  routes=${r.routes.join(',')}  models=${r.models.join(',')}` +
               `${r.limits ? `  limits=${JSON.stringify(r.limits)}` : ''}${r.budget ? `  budget=${[r.budget.tokens !== undefined ? `${r.budget.tokens} tokens` : '', r.budget.cost_usd !== undefined ? `$${r.budget.cost_usd}` : ''].filter(Boolean).join(' + ')}/${r.budget.period_seconds}s` : ''}` +
               `${r.expiresMs !== undefined ? `  expires=${new Date(r.expiresMs).toISOString()}` : ''}${r.rotatedFrom ? `  rotated_from=${r.rotatedFrom}` : ''}`,
           );
@@ -121,7 +121,7 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         const [keyId] = positionals;
         const old = keyId === undefined ? undefined : await keys.get(keyId);
         if (!old) throw new UsageError(`usage: gateway keys rotate <key id> [--grace 24h]; no key "${keyId ?? ''}"`);
-        if (statusOf(old, nowMs) !== 'active') throw new UsageError(`key ${old.keyId} is ${statusOf(old, nowMs)}: only an active key can be rotated`);
+        if (stateOf(old, nowMs) !== 'active') throw new UsageError(`key ${old.keyId} is ${stateOf(old, nowMs)}: only an active key can be rotated`);
         const grace = parseDuration(flags.grace ?? '24h');
         if (grace === undefined) throw new UsageError('--grace: a duration like 1h or 7d');
         const { key, view, previous } = await service.rotate(old.keyId, grace, nowMs);
@@ -151,10 +151,4 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
     }
     throw error;
   }
-}
-
-function statusOf(r: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): 'revoked' | 'expired' | 'active' {
-  if (r.revokedMs !== undefined && r.revokedMs <= nowMs) return 'revoked';
-  if (r.expiresMs !== undefined && r.expiresMs <= nowMs) return 'expired';
-  return 'active';
 }

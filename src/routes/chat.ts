@@ -9,7 +9,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { claimIdempotencyKey, modelCallOf } from './model-call.js';
+import { claimIdempotencyKey, modelCallOf, pickHeaders } from './model-call.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
@@ -101,16 +101,6 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
     if (recorder) await idempotency.settleError(recorder, error, request.responseType);
     throw error;
   }
-}
-
-/** The named caller headers that are present (single values only), or undefined when none is. */
-function pickHeaders(request: FastifyRequest, names: readonly string[] | undefined): Record<string, string> | undefined {
-  let picked: Record<string, string> | undefined;
-  for (const name of names ?? []) {
-    const value = request.headers[name];
-    if (typeof value === 'string' && value.length <= 1024 && /^[\x20-\x7e]*$/.test(value)) (picked ??= {})[name] = value;
-  }
-  return picked;
 }
 
 interface StreamOptions {

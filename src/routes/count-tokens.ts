@@ -3,7 +3,8 @@ import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
 import { countPromptTokens } from '../core/context-window.js';
 import { messagesToChat, type MessagesRequest } from '../surfaces/messages/request-to-chat.js';
-import { modelCallOf } from './model-call.js';
+import { modelCallOf, pickHeaders } from './model-call.js';
+import { ANTHROPIC_FORWARDED_HEADERS } from '../surfaces/messages/messages-surface.js';
 
 /**
  * POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request. A model served by Anthropic is counted by
@@ -15,20 +16,13 @@ export function makeCountTokensHandler(chat: ChatService) {
     const body = request.body as MessagesRequest;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (chat.forwardsNatively('messages', body.model)) {
-      const tokens = await chat.countNativeTokens(body, { ...modelCallOf(request, reply, request.rawBody), forwardHeaders: anthropicHeaders(request) });
+      const call = modelCallOf(request, reply, request.rawBody);
+      const forwardHeaders = pickHeaders(request, ANTHROPIC_FORWARDED_HEADERS);
+      const tokens = await chat.countNativeTokens(body, forwardHeaders ? { ...call, forwardHeaders } : call);
       return reply.type(request.responseType).send({ input_tokens: tokens });
     }
     const translated = messagesToChat({ ...body, max_tokens: 1 });
     const upstreamModel = chat.upstreamModelOf(body.model);
     return reply.type(request.responseType).send({ input_tokens: await countPromptTokens(translated.messages, upstreamModel, translated.tools) });
   };
-}
-
-function anthropicHeaders(request: FastifyRequest): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const name of ['anthropic-version', 'anthropic-beta']) {
-    const value = request.headers[name];
-    if (typeof value === 'string' && value.length <= 1024) headers[name] = value;
-  }
-  return headers;
 }

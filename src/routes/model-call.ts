@@ -74,3 +74,12 @@ function watchClient(reply: FastifyReply): ClientWatch {
   return watch;
 }
 
+/** The named caller headers that are present (single values only), or undefined when none is. */
+export function pickHeaders(request: FastifyRequest, names: readonly string[] | undefined): Record<string, string> | undefined {
+  let picked: Record<string, string> | undefined;
+  for (const name of names ?? []) {
+    const value = request.headers[name];
+    if (typeof value === 'string' && value.length <= 1024 && /^[\x20-\x7e]*$/.test(value)) (picked ??= {})[name] = value;
+  }
+  return picked;
+}

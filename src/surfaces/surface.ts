@@ -1,4 +1,5 @@
 import type { GatewayError } from '../errors/gateway-error.js';
+import { formatEvent } from '../http/sse.js';
 import type { ErrorShape } from '../request/request-state.js';
 import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/contract.js';
 
@@ -47,6 +48,19 @@ export interface SurfaceCall {
   readonly body: unknown;
   /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
   state?: unknown;
+}
+
+/**
+ * The encoder of a natively forwarded stream: the upstream's events go out as they came (scrubbed by the provider);
+ * a failure after the first is the one frame `failFrame` writes, in the API's own error shape.
+ */
+export function passthroughEncoder(failFrame: (error: GatewayError) => string): StreamEncoder {
+  return {
+    open: () => '',
+    chunk: (item) => (item.event === undefined ? '' : formatEvent(item.json ?? '{}', { event: item.event })),
+    end: () => '',
+    fail: failFrame,
+  };
 }
 
 /**

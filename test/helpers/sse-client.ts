@@ -58,3 +58,23 @@ export function assembleContent(text: string): string {
     .map((d) => (JSON.parse(d) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
     .join('');
 }
+
+export interface NamedEvent {
+  event: string | undefined;
+  data: Record<string, unknown>;
+}
+
+/** Every event of a stream with named events (Responses, Messages): its `event:` line and its JSON data, in order. */
+export function namedEvents(text: string): NamedEvent[] {
+  return text
+    .split('\n\n')
+    .filter((frame) => frame.trim() !== '')
+    .map((frame) => {
+      const lines = frame.split('\n');
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
+      return { event: lines.find((l) => l.startsWith('event: '))?.slice(7), data: JSON.parse(data) as Record<string, unknown> };
+    });
+}

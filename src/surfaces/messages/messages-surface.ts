@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { NativeForward, type ApiSurface, type StreamEncoder } from '../surface.js';
+import { NativeForward, passthroughEncoder, type ApiSurface } from '../surface.js';
 import { withAnthropicError } from '../../http/anthropic-shape.js';
 import { formatEvent } from '../../http/sse.js';
 import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
 import type { ChatRequestBody } from '../../providers/contract.js';
+
+/** The caller headers a Messages request forwarded to Anthropic carries upstream (count_tokens too). */
+export const ANTHROPIC_FORWARDED_HEADERS: readonly string[] = ['anthropic-version', 'anthropic-beta'];
 
 interface MessagesCallState {
   id: string;
@@ -20,7 +23,7 @@ export function messagesSurface(forwards: (model: string) => boolean = () => fal
   return {
     route: 'messages',
     forwardsRawBody: false,
-    nativeHeaders: ['anthropic-version', 'anthropic-beta'],
+    nativeHeaders: ANTHROPIC_FORWARDED_HEADERS,
     nativeEncoder: () => NATIVE_MESSAGES_ENCODER,
     toChat(body, call) {
       const request = body as MessagesRequest;
@@ -42,16 +45,8 @@ export function messagesSurface(forwards: (model: string) => boolean = () => fal
   };
 }
 
-/**
- * A Messages stream forwarded from Anthropic: its events go out as they came; a failure after the first is one
- * `error` event in Anthropic's shape (with our code) and no `message_stop`.
- */
-const NATIVE_MESSAGES_ENCODER: StreamEncoder = {
-  open: () => '',
-  chunk: (item) => (item.event === undefined ? '' : formatEvent(item.json ?? '{}', { event: item.event })),
-  end: () => '',
-  fail: (error) => formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }),
-};
+/** A Messages stream forwarded from Anthropic: a failure after the first event is one `error` event in Anthropic's shape (with our code) and no `message_stop`. */
+const NATIVE_MESSAGES_ENCODER = passthroughEncoder((error) => formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }));
 
 /** The request as chat for the context-window check; undefined when it holds what chat cannot express. */
 function countable(request: MessagesRequest): ChatRequestBody | undefined {

@@ -1,18 +1,14 @@
 import { formatEvent } from '../../http/sse.js';
 import type { ChatMessage } from '../../providers/contract.js';
-import type { StreamEncoder } from '../surface.js';
+import { passthroughEncoder } from '../surface.js';
 
 /**
- * A natively forwarded Responses stream: the upstream's events go out as they came (scrubbed by the provider), and
- * a failure after the first one is one final `error` event in OpenAI's shape with our code (there is no
- * `response.failed` of our own to write: the gateway never held the response object).
+ * A natively forwarded Responses stream: a failure after the first event is one final `error` event in OpenAI's
+ * shape with our code (there is no `response.failed` of our own to write: the gateway never held the response).
  */
-export const NATIVE_ENCODER: StreamEncoder = {
-  open: () => '',
-  chunk: (item) => (item.event === undefined ? '' : formatEvent(item.json ?? '{}', { event: item.event })),
-  end: () => '',
-  fail: (error) => formatEvent(JSON.stringify({ type: 'error', code: error.code, message: error.message, param: null, details: error.details }), { event: 'error' }),
-};
+export const NATIVE_ENCODER = passthroughEncoder((error) =>
+  formatEvent(JSON.stringify({ type: 'error', code: error.code, message: error.message, param: null, details: error.details }), { event: 'error' }),
+);
 
 /**
  * A stored (translated) conversation as Responses input items, so a request continuing it can be forwarded natively:

@@ -30,28 +30,26 @@ export class ResponseHistory {
 
   /** The conversation that ends with the caller's response `id`, as chat messages; undefined when none is held. */
   async find(caller: string, id: string): Promise<ChatMessage[] | undefined> {
-    let stored: StoredConversationTurn | undefined;
-    try {
-      stored = await this.options.store.get(caller, id);
-    } catch (error) {
-      throw new GatewayError('response_store_unavailable', {}, { cause: error });
-    }
+    const stored = await this.read(caller, id);
     return stored ? (JSON.parse(stored.conversation) as ChatMessage[]) : undefined;
   }
 
   async turn(caller: string, id: string): Promise<StoredTurn> {
-    let stored: StoredConversationTurn | undefined;
-    try {
-      stored = await this.options.store.get(caller, id);
-    } catch (error) {
-      throw new GatewayError('response_store_unavailable', {}, { cause: error });
-    }
+    const stored = await this.read(caller, id);
     if (!stored) throw new GatewayError('response_not_found', { id: id.slice(0, 256) });
     return {
       response: JSON.parse(stored.response) as ResponseObject,
       inputItems: JSON.parse(stored.inputItems) as Array<Record<string, unknown>>,
       conversation: JSON.parse(stored.conversation) as ChatMessage[],
     };
+  }
+
+  private async read(caller: string, id: string): Promise<StoredConversationTurn | undefined> {
+    try {
+      return await this.options.store.get(caller, id);
+    } catch (error) {
+      throw new GatewayError('response_store_unavailable', {}, { cause: error });
+    }
   }
 
   async delete(caller: string, id: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ResponseStore } from './store/contract.js';
+import type { ResponseCacheStore, ResponseStore } from './store/contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { ChatService } from './core/chat-service.js';
@@ -10,6 +10,7 @@ import type { Logger } from './observability/logger.js';
 import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-attempts.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
 import { makeChatHandler } from './routes/chat.js';
+import { ResponseCache } from './routes/response-cache.js';
 import { makeEmbeddingsHandler } from './routes/embeddings.js';
 import { mountAnthropicCompat } from './routes/anthropic-compat.js';
 import { makeCountTokensHandler } from './routes/count-tokens.js';
@@ -27,7 +28,7 @@ import { EVENT } from './webhooks/gateway-events.js';
 import { wireAuth } from './wiring/auth.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
-import { wireIdempotency } from './wiring/idempotency.js';
+import { wireIdempotency, wireSealedIdempotency } from './wiring/idempotency.js';
 import { wireLimits } from './wiring/limits.js';
 import { wireMetrics } from './wiring/metrics.js';
 import { wireObservers } from './wiring/observers.js';
@@ -55,6 +56,8 @@ export interface AppDependencies {
   usage?: UsageStore;
   /** Stored Responses API responses; without it nothing is stored and previous_response_id is refused. */
   responses?: ResponseStore;
+  /** The exact response cache; without it no model's answers are cached. */
+  responseCache?: ResponseCacheStore;
 }
 
 export interface GatewayApp {
@@ -94,17 +97,22 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
   const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
-  const chatHandler = makeChatHandler(CHAT_SURFACE, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.chatCompleted), beginTrace);
+  // Only when some model caches: every other gateway's calls never reach the cache's code at all.
+  const cache = deps.responseCache && config.models.some((m) => m.cache) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
+  const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
+  const chatHandler = makeChatHandler(CHAT_SURFACE, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.chatCompleted) });
   const responses = wireResponses(app, config, deps.responses, chat);
-  const responsesHandler = makeChatHandler(responses.surface, chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.responseCompleted), beginTrace);
+  const responsesHandler = makeChatHandler(responses.surface, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.responseCompleted) });
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
-  wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox });
-  const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model)), chat, idempotency, config.bodyLimitBytes, events.webhooks.wantsContent(EVENT.messageCompleted), beginTrace);
-  const keyHandlers = makeKeyHandlers(deps.keys ? new KeyService(deps.keys, config.environment) : undefined);
-  const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace), storedResponses: responses.stored };
+  const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model)), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });
+  const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
+  const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage) : undefined;
+  wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });
+  const keyHandlers = makeKeyHandlers(keyService, { idempotency: wireSealedIdempotency(app, config, deps.idempotency.store), webhooks: events.webhooks });
+  const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace, cache), storedResponses: responses.stored };
   mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), keys: keyHandlers, ...calls }, config.version);
   mountOpenAiCompat(app, auth, calls, catalog);
   mountAnthropicCompat(app, auth, { messages: messagesHandler, countTokens: makeCountTokensHandler(chat) });

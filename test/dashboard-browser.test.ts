@@ -7,10 +7,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { ADMIN_TOKEN } from './helpers/gateway.js';
 import { startDashboardFixture, type DashboardFixture } from './helpers/dashboard-fixture.js';
-import { CHROMIUM_PATH, chromiumSkipReason } from './helpers/services.js';
+import { chromiumSkipReason, launchChromium } from './helpers/services.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
 const skip = await chromiumSkipReason();
@@ -20,12 +20,7 @@ describe('dashboard in headless Chromium', { skip }, () => {
   let browser: Browser;
   before(async () => {
     f = await startDashboardFixture();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM_PATH,
-      headless: true,
-      // This machine's network is closed: keep Chromium from calling home (each refused call costs time).
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

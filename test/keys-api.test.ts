@@ -1,9 +1,13 @@
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { waitForValue } from './helpers/wait.js';
+import { started } from './helpers/started.js';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { verifyWebhook } from '../src/webhooks/verify.js';
 
 const KEYS = '/v1/?route=keys';
 
@@ -114,5 +118,121 @@ describe('the admin keys API (?route=keys)', () => {
     const refused = await call(fixture.url(KEYS), { headers: { authorization: `Bearer ${scoped.key}` } });
     assert.equal(refused.status, 403);
     assert.equal((refused.json as { code: string }).code, 'route_not_allowed');
+  });
+});
+
+describe('the admin keys API: Idempotency-Key on create and rotate, key events, usage and spend', () => {
+  const SECRET = 'whsec_keys_test_0123456789abcdef';
+  let canary: WebhookReceiver | undefined;
+  let regular: WebhookReceiver | undefined;
+  before(async () => {
+    [canary, regular] = [await startWebhookReceiver(), await startWebhookReceiver()];
+  });
+  after(async () => {
+    await canary?.close();
+    await regular?.close();
+  });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: 'sk-keys-api-upstream-0123456789', WH_SECRET: SECRET },
+    configFile: {
+      name: 'keys-events.json',
+      text: () =>
+        JSON.stringify({
+          models: [{ id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1000, output_per_million: 2000 } }],
+          default_upstream: 'default',
+          webhooks: {
+            allow_private_addresses: true,
+            poll_interval_ms: 50,
+            subscriptions: [
+              { id: 'canary-rx', url: started(canary, 'canary').url, secrets: [{ env: 'WH_SECRET' }], events: ['*'], canary: true },
+              { id: 'regular-rx', url: started(regular, 'regular').url, secrets: [{ env: 'WH_SECRET' }], events: ['*'] },
+            ],
+          },
+        }),
+    },
+  });
+  const admin = (method: string, query = '', body?: unknown, headers: Record<string, string> = {}) =>
+    call(fixture.url(`${KEYS}${query}`), { method, headers: authHeaders(headers), disclosesKey: method === 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const events = (rx: WebhookReceiver | undefined) => started(rx, 'receiver').deliveries.map((d) => verifyWebhook({ body: d.body, headers: d.headers, secret: SECRET }));
+
+  test('Idempotency-Key: a retried create answers the same key, secret included, and creates nothing more; the store holds no secret', async () => {
+    const idempotencyKey = `create-${randomUUID()}`;
+    const rights = { name: `idem-${randomUUID().slice(0, 8)}`, models: ['*'] };
+    const first = await admin('POST', '', rights, { 'idempotency-key': idempotencyKey });
+    assert.equal(first.status, 201);
+    const retry = await admin('POST', '', rights, { 'idempotency-key': idempotencyKey });
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(retry.json, first.json, 'the same answer, the secret included');
+    const list = (await admin('GET', '&limit=200')).json as { data: ShownKey[] };
+    assert.equal(list.data.filter((k) => k.name === rights.name).length, 1, 'one key, not two');
+
+    const secret = (first.json as unknown as ShownKey).key as string;
+    const stored = JSON.stringify(fixture.gw.store.db.prepare('SELECT * FROM idempotency_keys').all());
+    assert.ok(stored.includes('sealed.v1.'), 'the answer is kept, sealed');
+    assert.ok(!stored.includes(secret) && !stored.includes(secret.split('_').at(-1) as string), 'the secret is not readable in the store');
+    assert.ok(!stored.includes(idempotencyKey), 'nor is the Idempotency-Key that opens it');
+
+    const other = await admin('POST', '', { ...rights, name: 'something else' }, { 'idempotency-key': idempotencyKey });
+    assert.equal(other.status, 422, 'the same key with another body');
+    assert.equal((other.json as { code: string }).code, 'idempotency_key_mismatch');
+
+    const key = first.json as unknown as ShownKey;
+    const rotateKey = `rotate-${randomUUID()}`;
+    const rotated = await admin('POST', `&id=${key.id}&action=rotate`, { grace_seconds: 60 }, { 'idempotency-key': rotateKey });
+    const rotatedAgain = await admin('POST', `&id=${key.id}&action=rotate`, { grace_seconds: 60 }, { 'idempotency-key': rotateKey });
+    assert.equal(rotated.status, 201);
+    assert.deepEqual(rotatedAgain.json, rotated.json, 'a retried rotation answers the same new key');
+    const after = (await admin('GET', '&limit=200')).json as { data: ShownKey[] };
+    assert.equal(after.data.filter((k) => k.rotated_from === key.id).length, 1, 'rotated once');
+  });
+
+  test('key.created, key.rotated and key.revoked are signed events, in the canary stage: only canary receivers get them', async () => {
+    const created = (await admin('POST', '', { name: `events-${randomUUID().slice(0, 8)}`, models: ['*'] })).json as unknown as ShownKey;
+    const rotated = (await admin('POST', `&id=${created.id}&action=rotate`, { grace_seconds: 0 })).json as unknown as ShownKey;
+    await admin('DELETE', `&id=${rotated.id}`);
+    await admin('DELETE', `&id=${rotated.id}`); // again: no change, no event
+    const mine = () => events(canary).filter((e) => [created.id, rotated.id].includes((e.data as { key: { id: string } }).key.id));
+    await waitForValue('three key events', mine, (list) => list.length >= 3);
+    const got = mine();
+    assert.deepEqual(got.map((e) => e.event), ['key.created', 'key.rotated', 'key.revoked']);
+    const [c, r, v] = got.map((e) => e.data as { key: ShownKey; previous?: ShownKey; by: string });
+    assert.deepEqual([c?.key.id, c?.by, r?.key.id, r?.previous?.id, v?.key.state], [created.id, 'admin', rotated.id, created.id, 'revoked']);
+    for (const event of got) assert.ok(!JSON.stringify(event).includes('gwk_'), 'never the secret');
+
+    // The regular receiver gets events in the `all` stage (chat.completed), never the canary-stage key events.
+    await call(fixture.url('/v1/chat/completions'), { method: 'POST', headers: { ...authHeaders(), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }) });
+    await waitForValue('a chat event at the regular receiver', () => events(regular), (list) => list.some((e) => e.event === 'chat.completed'));
+    assert.deepEqual(events(regular).filter((e) => e.event.startsWith('key.')), []);
+  });
+
+  test('usage and spend of a key for a period, and what is left of its budget', async () => {
+    const key = (await admin('POST', '', { name: `spender-${randomUUID().slice(0, 8)}`, models: ['*'], budget: { tokens: 100_000, cost_usd: 5, period_seconds: 3600 } })).json as unknown as ShownKey;
+    const chat = () =>
+      call(fixture.url('/v1/chat/completions'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'count my tokens' }] }),
+      });
+    const answers = [await chat(), await chat()];
+    const used = answers.reduce((sum, a) => sum + (a.json as unknown as { usage: { total_tokens: number } }).usage.total_tokens, 0);
+    const cost = answers.reduce((sum, a) => {
+      const u = (a.json as unknown as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+      return sum + (u.prompt_tokens * 1000 + u.completion_tokens * 2000) / 1e6;
+    }, 0);
+    const report = (await admin('GET', `&id=${key.id}&action=usage`)).json as Record<string, unknown> & { budget: Record<string, number> };
+    assert.equal(report.object, 'key.usage');
+    assert.deepEqual([report.requests, report.errors, report.total_tokens], [2, 0, used]);
+    assert.ok(Math.abs((report.cost_usd as number) - cost) < 1e-9, `${report.cost_usd} vs ${cost}`);
+    assert.deepEqual([report.budget.period_seconds, report.budget.tokens_used, report.budget.tokens_left], [3600, used, 100_000 - used]);
+    assert.ok(Math.abs((report.budget.cost_left_usd ?? Number.NaN) - (5 - cost)) < 1e-9);
+
+    const past = (await admin('GET', `&id=${key.id}&action=usage&from=2020-01-01&to=2020-02-01`)).json as Record<string, unknown>;
+    assert.deepEqual([past.requests, past.total_tokens, past.from, past.to], [0, 0, '2020-01-01T00:00:00.000Z', '2020-02-01T00:00:00.000Z']);
+    const bad = await admin('GET', `&id=${key.id}&action=usage&from=yesterday`);
+    assert.equal(bad.status, 400);
+    assert.equal((bad.json as { details: { parameter: string } }).details.parameter, 'from');
+    assert.equal((await admin('GET', `&id=${key.id}&action=usage&from=2026-02-01&to=2026-01-01`)).status, 400, 'from after to');
+    assert.equal((await admin('GET', '&id=nosuchkey00&action=usage')).status, 404);
   });
 });

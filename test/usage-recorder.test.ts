@@ -35,6 +35,7 @@ const record = (i: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
   costUsd: 0.000123,
   attempts: 1,
   replay: false,
+  cacheHit: false,
   ...extra,
 });
 
@@ -61,7 +62,7 @@ describe('usage columns', () => {
 
   test("write each row's values in the store's column order, as the record's own values would be", () => {
     const records = [
-      record(1, { stream: true, ttfbMs: 3.5, replay: true, attempts: 3, status: 502, code: 'upstream_unavailable' }),
+      record(1, { stream: true, ttfbMs: 3.5, replay: true, cacheHit: true, attempts: 3, status: 502, code: 'upstream_unavailable' }),
       record(2, { model: null, upstream: null, promptTokens: null, completionTokens: null, costUsd: null, status: 401, code: 'unauthorized', attempts: 0 }),
     ];
     const columns = new UsageColumns(2);
@@ -73,7 +74,7 @@ describe('usage columns', () => {
       writeRecordValues(records[i] as UsageRecord, fromRecords, i * USAGE_COLUMNS.length);
     }
     assert.deepEqual(fromColumns, fromRecords);
-    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [1_790_000_000_001, 'req-1', 'key:k1', 'prod', 'chat', 'gpt-4o-mini', 'default', 502, 'upstream_unavailable', 12.34, 3.5, 1, 10, 20, 0.000123, 3, 1]);
+    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [1_790_000_000_001, 'req-1', 'key:k1', 'prod', 'chat', 'gpt-4o-mini', 'default', 502, 'upstream_unavailable', 12.34, 3.5, 1, 10, 20, 0.000123, 3, 1, 1]);
   });
 });
 

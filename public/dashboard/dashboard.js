@@ -32,6 +32,8 @@ async function api(path, options = {}) {
     try {
       const body = await response.json();
       message = `${body.code}: ${body.message}`;
+      const problems = body.details?.errors;
+      if (Array.isArray(problems) && problems.length > 0) message += ` (${problems.map((p) => `${p.field} ${p.problem}`).join('; ')})`;
     } catch {}
     throw new Error(message);
   }
@@ -41,9 +43,33 @@ async function api(path, options = {}) {
 function showLogin() {
   clearTimeout(timer);
   $('overview').hidden = true;
+  $('keys').hidden = true;
   $('controls').hidden = true;
+  $('tabs').hidden = true;
+  hideSecret();
+  hideConfirm();
   $('login').hidden = false;
   $('token').focus();
+}
+
+/** Overview or Keys: which section shows after login, and which the periodic refresh reloads. */
+let tab = 'overview';
+
+function showSignedIn() {
+  $('login').hidden = true;
+  $('controls').hidden = false;
+  $('tabs').hidden = false;
+  $('overview').hidden = tab !== 'overview';
+  $('keys').hidden = tab !== 'keys';
+  $('window-control').hidden = tab !== 'overview';
+  $('updated').hidden = tab !== 'overview';
+  for (const name of ['overview', 'keys']) $(`tab-${name}`).setAttribute('aria-selected', String(tab === name));
+}
+
+function openTab(name) {
+  tab = name;
+  showSignedIn();
+  void refresh();
 }
 
 async function login(event) {
@@ -78,6 +104,7 @@ let latestRefresh = 0;
 
 async function refresh() {
   clearTimeout(timer);
+  if (tab === 'keys') return refreshKeys();
   const ticket = ++latestRefresh; // an answer that arrives after a newer refresh started is dropped
   const window = $('window').value;
   let data;
@@ -90,9 +117,7 @@ async function refresh() {
     return;
   }
   if (ticket !== latestRefresh || !data) return;
-  $('login').hidden = true;
-  $('overview').hidden = false;
-  $('controls').hidden = false;
+  showSignedIn();
   render(data);
   document.body.dataset.loaded = 'true';
   timer = setTimeout(refresh, REFRESH_MS);
@@ -286,9 +311,234 @@ function row(cells) {
   return tr;
 }
 
+// ---- Keys: the list with 30-day usage and budget left, create, rotate, revoke. A new secret is shown once. ----
+
+const DAY_S = 86_400;
+const fmtDuration = (seconds) => (seconds % DAY_S === 0 ? `${seconds / DAY_S} d` : seconds % 3600 === 0 ? `${seconds / 3600} h` : `${seconds} s`);
+const fmtTime = (iso) => (iso ? iso.replace('T', ' ').slice(0, 19) : null);
+const splitList = (text) => text.split(',').map((part) => part.trim()).filter((part) => part !== '');
+
+async function refreshKeys() {
+  clearTimeout(timer);
+  const ticket = ++latestRefresh; // shared with the overview: a late answer of the other tab is dropped
+  const state = $('keys-state').value;
+  let data;
+  try {
+    data = await api(`/dashboard/api/keys${state ? `?state=${encodeURIComponent(state)}` : ''}`);
+  } catch (error) {
+    if (ticket !== latestRefresh) return;
+    showSignedIn();
+    keysError(error.message);
+    timer = setTimeout(refresh, REFRESH_MS);
+    return;
+  }
+  if (ticket !== latestRefresh || !data) return;
+  showSignedIn();
+  keysError('');
+  renderKeys(data);
+  document.body.dataset.keysLoaded = String(Number(document.body.dataset.keysLoaded ?? 0) + 1);
+  timer = setTimeout(refresh, REFRESH_MS);
+}
+
+function keysError(message) {
+  $('keys-error').textContent = message;
+  $('keys-error').hidden = message === '';
+}
+
+function renderKeys(data) {
+  $('keys-usage-off').hidden = data.usage_records;
+  $('keys-updated').textContent = `usage ${data.usage_from.slice(0, 10)} → ${data.usage_to.slice(0, 10)} · updated ${data.usage_to.slice(11, 19)} UTC`;
+  routeChoices(data.grantable_routes);
+  const table = $('keys-table');
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  if (data.data.length === 0) {
+    const tr = el('tr');
+    tr.append(el('td', { colspan: table.tHead.rows[0].cells.length, class: 'empty' }, 'No key.'));
+    body.append(tr);
+    return;
+  }
+  for (const key of data.data) {
+    const tr = el('tr', { 'data-key-id': key.id, 'data-state': key.state });
+    const name = el('td', { 'data-col': 'name' });
+    name.append(el('span', {}, key.name));
+    if (key.rotated_from) name.append(el('div', { class: 'muted' }, `rotated from ${key.rotated_from}`));
+    tr.append(name);
+    const id = el('td', { 'data-col': 'id' });
+    id.append(el('code', {}, key.id));
+    const state = el('td', { 'data-col': 'state' });
+    state.append(el('span', { class: `badge ${key.state}` }, key.state));
+    tr.append(id, state);
+    tr.append(el('td', { 'data-col': 'models' }, key.models.join(', ')));
+    tr.append(el('td', { 'data-col': 'routes' }, key.routes.join(', ')));
+    const usage = key.usage;
+    tr.append(el('td', { class: 'num', 'data-col': 'requests' }, usage ? fmtInt(usage.requests) : '–'));
+    tr.append(el('td', { class: 'num', 'data-col': 'tokens' }, usage ? fmtInt(usage.total_tokens) : '–'));
+    tr.append(el('td', { class: 'num', 'data-col': 'cost' }, usage ? fmtUsd(usage.cost_usd) : '–'));
+    tr.append(el('td', { 'data-col': 'budget' }, budgetText(key)));
+    const expiry = key.revoked_at ? `revoked ${fmtTime(key.revoked_at)}` : (fmtTime(key.expires_at) ?? 'never');
+    tr.append(el('td', { 'data-col': 'expires' }, expiry));
+    const actions = el('td', { 'data-col': 'actions' });
+    if (key.state === 'active') {
+      const rotate = el('button', { type: 'button', 'data-action': 'rotate' }, 'Rotate');
+      rotate.addEventListener('click', () => askConfirm('rotate', key));
+      const revoke = el('button', { type: 'button', class: 'danger', 'data-action': 'revoke' }, 'Revoke');
+      revoke.addEventListener('click', () => askConfirm('revoke', key));
+      actions.append(rotate, revoke);
+    }
+    tr.append(actions);
+    body.append(tr);
+  }
+}
+
+function budgetText(key) {
+  const budget = key.budget;
+  if (!budget) return '–';
+  const per = `per ${fmtDuration(budget.period_seconds)}`;
+  const left = key.budget_left;
+  if (!left) {
+    const limits = [budget.tokens !== undefined ? `${fmtInt(budget.tokens)} tok` : null, budget.cost_usd !== undefined ? fmtUsd(budget.cost_usd) : null].filter(Boolean);
+    return `${limits.join(' · ')} ${per} (use not known)`;
+  }
+  const parts = [left.tokens_left !== null ? `${fmtInt(left.tokens_left)} tok` : null, left.cost_left_usd !== null ? fmtUsd(left.cost_left_usd) : null].filter(Boolean);
+  return `${parts.join(' · ')} left ${per}`;
+}
+
+/** The route checkboxes of the form, from the routes the gateway says a key can be given (chat checked). */
+function routeChoices(routes) {
+  const fieldset = $('key-routes');
+  if (fieldset.dataset.built === 'true' || !Array.isArray(routes)) return;
+  for (const route of routes) {
+    const label = el('label', { class: 'check' });
+    const box = el('input', { type: 'checkbox', name: 'routes', value: route, 'data-route': route });
+    box.defaultChecked = route === 'chat'; // the attribute too: a form reset checks chat again
+    box.checked = box.defaultChecked;
+    label.append(box, document.createTextNode(` ${route}`));
+    fieldset.append(label);
+  }
+  fieldset.dataset.built = 'true';
+}
+
+function formBody() {
+  const body = { name: $('key-name').value.trim(), models: splitList($('key-models').value) };
+  const routes = [...document.querySelectorAll('#key-routes input[name=routes]:checked')].map((box) => box.value);
+  if (routes.length > 0) body.routes = routes;
+  const tokens = $('key-budget-tokens').value;
+  const cost = $('key-budget-cost').value;
+  if (tokens !== '' || cost !== '') {
+    body.budget = { period_seconds: Number($('key-budget-period').value) };
+    if (tokens !== '') body.budget.tokens = Number(tokens);
+    if (cost !== '') body.budget.cost_usd = Number(cost);
+  }
+  const expires = $('key-expires').value;
+  if (expires !== '') {
+    const when = new Date(expires); // datetime-local: the browser's local time
+    if (Number.isNaN(when.getTime())) throw new Error('the expiry is not a date and time');
+    body.expires_at = when.toISOString();
+  }
+  return body;
+}
+
+function post(path, body) {
+  return api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+async function createKey(event) {
+  event.preventDefault();
+  $('key-form-error').textContent = '';
+  const created = await post('/dashboard/api/keys', formBody());
+  if (!created) return;
+  $('key-form').reset();
+  showSecret(`Key “${created.name}” created (id ${created.id})`, created.key, '');
+  await refreshKeys();
+}
+
+/** The confirmation panel of a rotation or a revocation (a page element: no window.confirm). */
+let pending;
+
+function askConfirm(action, key) {
+  pending = { action, id: key.id };
+  $('key-confirm-error').textContent = '';
+  $('key-confirm-text').textContent =
+    action === 'rotate'
+      ? `Rotate key “${key.name}” (${key.id})? A new key with the same rights is made and shown once.`
+      : `Revoke key “${key.name}” (${key.id})? Calls with it are refused from now on (every instance within its key cache, 5 s by default). This cannot be undone.`;
+  $('key-confirm-grace-label').hidden = action !== 'rotate';
+  $('key-confirm-yes').textContent = action === 'rotate' ? 'Rotate' : 'Revoke';
+  $('key-confirm-yes').dataset.action = action;
+  $('key-confirm').hidden = false;
+  $('key-confirm-yes').focus();
+}
+
+function hideConfirm() {
+  pending = undefined;
+  $('key-confirm').hidden = true;
+}
+
+async function confirmAction() {
+  if (!pending) return;
+  const { action, id } = pending;
+  $('key-confirm-error').textContent = '';
+  if (action === 'rotate') {
+    const rotated = await post(`/dashboard/api/keys/${encodeURIComponent(id)}/rotate`, { grace_seconds: Number($('key-confirm-grace').value) });
+    if (!rotated) return;
+    hideConfirm();
+    const until = fmtTime(rotated.previous.expires_at);
+    showSecret(`Key “${rotated.name}” rotated: new key ${rotated.id}`, rotated.key, `The old key ${rotated.previous.id} works until ${until} UTC.`);
+  } else {
+    const revoked = await post(`/dashboard/api/keys/${encodeURIComponent(id)}/revoke`, {});
+    if (!revoked) return;
+    hideConfirm();
+  }
+  await refreshKeys();
+}
+
+function showSecret(title, secret, note) {
+  $('key-secret-title').textContent = title;
+  $('key-secret-value').textContent = secret;
+  $('key-secret-copied').textContent = '';
+  $('key-secret-previous').textContent = note;
+  $('key-secret').hidden = false;
+  $('key-secret').scrollIntoView({ block: 'nearest' });
+}
+
+/** Hiding the panel also removes the secret from the page: it is shown once, and never fetched again. */
+function hideSecret() {
+  $('key-secret-value').textContent = '';
+  $('key-secret-copied').textContent = '';
+  $('key-secret').hidden = true;
+}
+
+async function copySecret() {
+  const node = $('key-secret-value');
+  const secret = node.textContent;
+  try {
+    if (!navigator.clipboard) throw new Error('no clipboard');
+    await navigator.clipboard.writeText(secret);
+    $('key-secret-copied').textContent = 'Copied to the clipboard.';
+  } catch {
+    // No clipboard (not a secure context, or permission refused): select the text for Ctrl+C / ⌘C.
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    $('key-secret-copied').textContent = 'Selected: press Ctrl+C (⌘C) to copy.';
+  }
+}
+
 document.addEventListener('DOMContentLoaded', () => {
   $('login-form').addEventListener('submit', (event) => void login(event).catch((error) => ($('login-error').textContent = error.message)));
   $('logout').addEventListener('click', () => void logout());
   $('window').addEventListener('change', () => void refresh());
+  $('tab-overview').addEventListener('click', () => openTab('overview'));
+  $('tab-keys').addEventListener('click', () => openTab('keys'));
+  $('keys-state').addEventListener('change', () => void refreshKeys());
+  $('keys-refresh').addEventListener('click', () => void refreshKeys());
+  $('key-form').addEventListener('submit', (event) => void createKey(event).catch((error) => ($('key-form-error').textContent = error.message)));
+  $('key-confirm-yes').addEventListener('click', () => void confirmAction().catch((error) => ($('key-confirm-error').textContent = error.message)));
+  $('key-confirm-no').addEventListener('click', hideConfirm);
+  $('key-secret-copy').addEventListener('click', () => void copySecret());
+  $('key-secret-done').addEventListener('click', hideSecret);
   void refresh();
 });

@@ -1,6 +1,6 @@
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
+import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow } from '../store/contract.js';
 import { newApiKey } from './api-key.js';
 
 /** What a key may do: the rights an operator gives it (the CLI's flags and the admin API's body say the same). */
@@ -17,6 +17,29 @@ export type KeyState = 'active' | 'expired' | 'revoked';
 
 /** A key as shown to operators: never its hash, never its secret. */
 export type KeyView = Omit<ApiKeyRecord, 'hash'> & { state: KeyState };
+
+/** What a key did over a period, from the usage records (requests, tokens, spend). */
+export interface KeyUsage {
+  requests: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+}
+
+/**
+ * What is left of a key's budget: its budget minus what the usage records say it used in the last
+ * `period_seconds` (the limiter enforces the same rolling window; records reach the store within a second or two).
+ */
+export interface BudgetLeft {
+  periodSeconds: number;
+  tokensUsed: number;
+  costUsedUsd: number;
+  tokensLeft: number | null;
+  costLeftUsd: number | null;
+}
+
+const NO_USAGE: KeyUsage = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0 };
 
 export function stateOf(record: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): KeyState {
   if (record.revokedMs !== undefined && record.revokedMs <= nowMs) return 'revoked';
@@ -39,7 +62,50 @@ export class KeyService {
   constructor(
     private readonly keys: KeyStore,
     private readonly environment: GatewayEnvironment,
+    /** Where usage records are read from (none kept: usage is refused), and how to write the buffered ones first. */
+    private readonly usage?: { store: UsageStore; flush: () => Promise<void> },
   ) {}
+
+  /** Whether usage and spend can be reported (the gateway keeps usage records). */
+  get reportsUsage(): boolean {
+    return this.usage !== undefined;
+  }
+
+  /** Each key's usage in [fromMs, toMs), by key id; a key with no record has zeros. */
+  async usageOf(keyIds: readonly string[], fromMs: number, toMs: number): Promise<Map<string, KeyUsage>> {
+    const rows = await this.callerRows(fromMs, toMs);
+    return new Map(keyIds.map((id) => [id, rows.get(`key:${id}`) ?? NO_USAGE]));
+  }
+
+  /** What is left of each budgeted key's budget now (keys without a budget are left out). */
+  async budgetsLeft(views: readonly KeyView[], nowMs = Date.now()): Promise<Map<string, BudgetLeft>> {
+    const out = new Map<string, BudgetLeft>();
+    const byPeriod = new Map<number, KeyView[]>();
+    for (const view of views) if (view.budget) byPeriod.set(view.budget.period_seconds, [...(byPeriod.get(view.budget.period_seconds) ?? []), view]);
+    for (const [periodSeconds, group] of byPeriod) {
+      const rows = await this.callerRows(nowMs - periodSeconds * 1000, nowMs + 1);
+      for (const view of group) {
+        const used = rows.get(`key:${view.keyId}`) ?? NO_USAGE;
+        const tokensUsed = used.promptTokens + used.completionTokens;
+        const budget = view.budget as NonNullable<KeyView['budget']>;
+        out.set(view.keyId, {
+          periodSeconds,
+          tokensUsed,
+          costUsedUsd: used.costUsd,
+          tokensLeft: budget.tokens === undefined ? null : Math.max(0, budget.tokens - tokensUsed),
+          costLeftUsd: budget.cost_usd === undefined ? null : Math.max(0, roundMicros(budget.cost_usd - used.costUsd)),
+        });
+      }
+    }
+    return out;
+  }
+
+  private async callerRows(fromMs: number, toMs: number): Promise<Map<string, KeyUsage>> {
+    if (!this.usage) throw new GatewayError('capability_not_supported', { feature: 'key usage', problem: 'this gateway keeps no usage records (usage.enabled: false)' });
+    await this.usage.flush();
+    const rows: UsageSummaryRow[] = await this.usage.store.summarize('caller', fromMs, toMs);
+    return new Map(rows.map((r) => [r.group, { requests: r.requests, errors: r.errors, promptTokens: r.promptTokens, completionTokens: r.completionTokens, costUsd: roundMicros(r.costUsd) }]));
+  }
 
   async create(rights: KeyRights, nowMs = Date.now()): Promise<{ key: string; view: KeyView }> {
     checkRights(rights, nowMs);
@@ -110,6 +176,10 @@ function checkRights(rights: KeyRights, nowMs: number, expiryUnchanged = false):
   if (rights.models.length === 0) errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
   if (!expiryUnchanged && rights.expiresMs !== undefined && rights.expiresMs <= nowMs) errors.push({ field: 'expires_at', problem: 'must be in the future' });
   if (errors.length > 0) throw new GatewayError('validation_failed', { errors });
+}
+
+function roundMicros(usd: number): number {
+  return Math.round(usd * 1e6) / 1e6;
 }
 
 function withoutUndefined(rights: KeyRights): KeyRights {

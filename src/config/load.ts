@@ -43,7 +43,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   );
   const envUpstreamAdded = env.UPSTREAM_BASE_URL ? addEnvUpstream(env, upstreams, defaultTimeouts, problems) : false;
 
-  const models = (envSection?.models ?? file.models ?? []).map(toModel);
+  const models = (envSection?.models ?? file.models ?? []).map((entry) => toModel(entry, file.cache));
   let defaultUpstream = envSection?.default_upstream ?? file.default_upstream;
   if (defaultUpstream === undefined && envUpstreamAdded) defaultUpstream = ENV_UPSTREAM_NAME;
   checkReferences(upstreams, models, defaultUpstream, problems);
@@ -90,6 +90,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       failureThreshold: file.circuit_breaker.failure_threshold,
       cooldownMs: file.circuit_breaker.cooldown_seconds * 1000,
     },
+    cache: { maxTotalBytes: file.cache.max_total_bytes },
     idempotency: {
       ttlMs: file.idempotency.ttl_seconds * 1000,
       onStoreFailure: file.idempotency.on_store_failure,

@@ -92,6 +92,18 @@ export const retrySchema = z
   })
   .strict();
 
+/** A model's own cache settings, over the global `cache` section's (each field optional). */
+export const modelCacheSchema = z
+  .object({
+    /** Cache this model's answers (a model's `cache` section enables it unless it says false). */
+    enabled: z.boolean().default(true),
+    ttl_seconds: z.number().int().min(1).max(30 * 86_400).optional(),
+    max_entry_bytes: z.number().int().min(256).max(32 * 1024 * 1024).optional(),
+    shared: z.boolean().optional(),
+    sampled: z.boolean().optional(),
+  })
+  .strict();
+
 export const modelSchema = z
   .object({
     id: z.string().min(1).max(256),
@@ -114,6 +126,8 @@ export const modelSchema = z
       .strict()
       .optional(),
     context_window: z.number().int().positive().optional(),
+    /** The exact response cache for this model (over the global `cache` section). */
+    cache: modelCacheSchema.optional(),
     created_at: z.iso.datetime({ offset: true }).optional(),
     description: z.string().max(1000).optional(),
   })
@@ -168,6 +182,8 @@ export const tracingSchema = z
   .strict();
 
 export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'message.completed', 'message.failed', 'embeddings.completed', 'embeddings.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
+/** Kinds added after the first release: they start in the canary stage (docs/webhooks.md, "Rollout of event kinds"). */
+export const CANARY_EVENT_KINDS = ['key.created', 'key.rotated', 'key.revoked'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z
@@ -316,6 +332,27 @@ export const configFileSchema = z
       })
       .strict()
       // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
+      .prefault({}),
+    /** The exact response cache (docs/cache.md): off unless enabled here for every model or per model. */
+    cache: z
+      .object({
+        /** Every model's default (a model's own `cache.enabled` overrides it). */
+        enabled: z.boolean().default(false),
+        /** How long an answer is served from the cache. */
+        ttl_seconds: z.number().int().min(1).max(30 * 86_400).default(300),
+        /** The largest answer kept (JSON body, or a stream's whole event text, UTF-8 bytes). */
+        max_entry_bytes: z.number().int().min(256).max(32 * 1024 * 1024).default(1024 * 1024),
+        /** The bound on all entries' bytes together (per environment, in the state store); least recently used go first. */
+        max_total_bytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
+        /** One cache for every caller of a model. Off: each caller (admin, key, OAuth subject, user) has its own. */
+        shared: z.boolean().default(false),
+        /**
+         * Also cache requests whose answer is drawn, not fixed: temperature absent or above 0, or tools offered.
+         * Off (the default): only requests with `temperature: 0` and no tools are cached.
+         */
+        sampled: z.boolean().default(false),
+      })
+      .strict()
       .prefault({}),
     idempotency: z
       .object({

@@ -1,7 +1,7 @@
 // The config file's other sections into their typed form: limits, models, retry, webhooks, Basic users, OAuth,
 // tracing. Each adds its problems to the list loadConfig reports at once.
-import { WEBHOOK_EVENT_KINDS, limitsSchema, tracingSchema, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
-import type { BasicUser, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import { CANARY_EVENT_KINDS, WEBHOOK_EVENT_KINDS, limitsSchema, tracingSchema, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
+import type { BasicUser, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, CachePolicy, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../net/address-guard.js';
 import { isPasswordHash } from '../secrets/password.js';
 import type { Env } from './env.js';
@@ -28,7 +28,7 @@ export function toLimits(entry: ConfigFile['limits']): LimitsConfig {
   };
 }
 
-export function toModel(entry: NonNullable<ConfigFile['models']>[number]): ModelConfig {
+export function toModel(entry: NonNullable<ConfigFile['models']>[number], cacheDefaults: ConfigFile['cache']): ModelConfig {
   const targets = (entry.targets ?? [{ upstream: entry.upstream ?? '', upstream_model: entry.upstream_model, weight: 1 }]).map((t) => ({
     upstream: t.upstream,
     upstreamModel: t.upstream_model ?? entry.id,
@@ -45,10 +45,22 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number]): Model
     aliases: entry.aliases ?? [],
     pricing: entry.pricing ? { inputPerMillion: entry.pricing.input_per_million, outputPerMillion: entry.pricing.output_per_million } : undefined,
     contextWindow: entry.context_window,
+    cache: toCachePolicy(entry.cache, cacheDefaults),
     type: entry.type,
     dimensions: entry.dimensions,
     createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
     description: entry.description,
+  };
+}
+
+/** A model's cache policy: its own section over the global one; undefined when caching is off for it. */
+function toCachePolicy(own: NonNullable<ConfigFile['models']>[number]['cache'], defaults: ConfigFile['cache']): CachePolicy | undefined {
+  if (!(own?.enabled ?? defaults.enabled)) return undefined;
+  return {
+    ttlMs: (own?.ttl_seconds ?? defaults.ttl_seconds) * 1000,
+    maxEntryBytes: Math.min(own?.max_entry_bytes ?? defaults.max_entry_bytes, defaults.max_total_bytes),
+    shared: own?.shared ?? defaults.shared,
+    sampled: own?.sampled ?? defaults.sampled,
   };
 }
 
@@ -78,6 +90,7 @@ export function toWebhooks(entry: WebhooksFileEntry | undefined, env: Env, fileD
     return { id: sub.id, url: sub.url, secrets, events: sub.events, canary: sub.canary, includeContent: sub.include_content, maxConcurrency: sub.max_concurrency };
   });
   const rollout: Record<string, RolloutStage> = Object.fromEntries(WEBHOOK_EVENT_KINDS.map((kind) => [kind, 'all' as RolloutStage]));
+  for (const kind of CANARY_EVENT_KINDS) rollout[kind] = 'canary';
   Object.assign(rollout, file.rollout);
   if (file.max_delay_ms < file.base_delay_ms) problems.push('webhooks.max_delay_ms: must be at least base_delay_ms');
   return {

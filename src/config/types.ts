@@ -57,6 +57,16 @@ export interface RetryPolicy {
   deadlineMs: number;
 }
 
+/** How one model's answers are cached (docs/cache.md). */
+export interface CachePolicy {
+  ttlMs: number;
+  maxEntryBytes: number;
+  /** One cache for every caller, rather than one per caller. */
+  shared: boolean;
+  /** Cache requests that sample (temperature absent or > 0) or offer tools, too. */
+  sampled: boolean;
+}
+
 export interface ModelConfig {
   id: string;
   /** The first target's upstream and model (what the models route shows). */
@@ -71,6 +81,8 @@ export interface ModelConfig {
   /** USD per million input / output tokens. */
   pricing: { inputPerMillion: number; outputPerMillion: number } | undefined;
   contextWindow: number | undefined;
+  /** The response cache's settings for this model (global ones merged with its own); undefined: not cached. */
+  cache: CachePolicy | undefined;
   /** chat or embedding, when declared (a call of the other kind is a 400). */
   type: 'chat' | 'embedding' | undefined;
   dimensions: number | undefined;
@@ -125,6 +137,8 @@ export interface GatewayConfig {
   /** The retry policy of models without their own (default: one try, no retry). */
   retry: RetryPolicy;
   circuitBreaker: { failureThreshold: number; cooldownMs: number };
+  /** The response cache: the bound of its store (the policies are per model). */
+  cache: { maxTotalBytes: number };
   idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number; maxReplayBytes: number };
   /** Stored Responses API responses: kept at all, for how long, and the largest one kept. */
   responses: { store: boolean; ttlMs: number; maxStoredBytes: number };

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import type { LimitSet } from '../config/types.js';
+import type { CachePolicy, LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
 import { costUsd, type PricedUsage } from './pricing.js';
@@ -334,6 +334,32 @@ export class ChatService {
     if (declared?.contextWindow === undefined) return { body, call };
     const fitted = await fitContextWindow(body, declared, call.contextOverflow);
     return fitted === body ? { body, call } : { body: fitted, call: { ...call, rawBody: undefined } };
+  }
+
+  /**
+   * A call answered from the response cache: it counts against the caller's requests-per-window limit (and says so
+   * in the RateLimit headers it returns), never against tokens, a budget, or a model's or upstream's limits.
+   */
+  async admitCachedAnswer(model: string, call: ChatCall): Promise<Record<string, string>> {
+    const { limits } = this.options;
+    if (!limits.enabled && !call.callerLimits) return {};
+    const admission = await limits.admit({
+      caller: call.caller,
+      model: this.options.router.declared(model)?.id ?? model,
+      upstream: '',
+      estimatedTokens: { prompt: 0, maxTokens: 0 },
+      requestId: call.requestId,
+      leaseMs: LEASE_MARGIN_MS,
+      requestsOnly: true,
+      ...(call.callerLimits ? { callerLimits: call.callerLimits } : {}),
+    });
+    await admission.finish(undefined);
+    return admission.headers;
+  }
+
+  /** The response cache's policy of a model (undefined: its answers are not cached). */
+  cachePolicy(model: string): CachePolicy | undefined {
+    return this.options.router.declared(model)?.cache;
   }
 
   /** No limits configured: no admission at all. Limits apply to the first target's upstream. */

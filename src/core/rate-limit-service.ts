@@ -28,6 +28,11 @@ export interface AdmissionRequest {
   budget?: Budget;
   /** The model's prices, for a cost budget (a model without prices costs nothing against it). */
   pricing?: Pricing;
+  /**
+   * Only the caller's requests-per-window limit applies (an answer from the response cache: no tokens, no budget,
+   * no model or upstream capacity used, nothing held in flight).
+   */
+  requestsOnly?: boolean;
 }
 
 export interface Admission {
@@ -87,7 +92,7 @@ export class RateLimitService {
 
   async admit(request: AdmissionRequest): Promise<Admission> {
     const scopes = this.scopesFor(request);
-    if (scopes.length === 0 && !request.budget?.costMicros) return NO_OP_ADMISSION;
+    if (scopes.length === 0 && (!request.budget?.costMicros || request.requestsOnly)) return NO_OP_ADMISSION;
     try {
       const admission = await this.take(scopes, request);
       this.options.onStoreHealth(true);
@@ -106,6 +111,9 @@ export class RateLimitService {
     const { config } = this.options;
     const scopes: Scope[] = [];
     const callerLimits = request.callerLimits ?? config.caller;
+    if (request.requestsOnly) {
+      return callerLimits?.requests ? [{ kind: 'caller', id: request.caller, limits: { requests: callerLimits.requests, tokens: undefined, concurrent: undefined } }] : [];
+    }
     if (callerLimits) scopes.push({ kind: 'caller', id: request.caller, limits: callerLimits });
     if (request.budget?.tokens) scopes.push({ kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: request.budget.tokens, concurrent: undefined } });
     const model = config.models.get(request.model);
@@ -117,7 +125,7 @@ export class RateLimitService {
 
   /** The limits of a (caller, model, upstream) combination, built once: config does not change while running. */
   private planFor(scopes: Scope[], request: AdmissionRequest): LimitPlan {
-    const signature = `${request.caller}\u0000${request.model}\u0000${request.upstream}`;
+    const signature = `${request.caller}\u0000${request.model}\u0000${request.upstream}${request.requestsOnly ? '\u0000requests' : ''}`;
     let plan = this.plans.get(signature);
     if (plan) return plan;
     const items: AdmissionLimit[] = [];

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AdminAuthenticator } from '../auth/admin-auth.js';
+import type { KeyService } from '../auth/key-service.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
+import { mountDashboardKeys } from './keys.js';
 import { buildOverview, WINDOWS, type OverviewSources, type WindowName } from './overview.js';
 import { cookieValue, DashboardSessions, SESSION_COOKIE } from './session.js';
 
@@ -25,6 +28,10 @@ export interface DashboardOptions {
   adminTokens: readonly string[];
   sessionTtlMs: number;
   sources: OverviewSources;
+  /** The Keys page's service (none: no key store, and the Keys API answers `capability_not_supported`). */
+  keys?: KeyService | undefined;
+  /** Where key changes made on the page are announced (`key.created`, `key.rotated`, `key.revoked`). */
+  webhooks?: Webhooks | undefined;
   now?: () => number;
 }
 
@@ -73,15 +80,21 @@ export function mountDashboard(app: FastifyInstance, options: DashboardOptions):
     return reply.header('set-cookie', cookie(request, '', 0)).header('cache-control', 'no-store').code(204).send();
   });
 
-  app.get('/dashboard/api/overview', async (request, reply) => {
+  /** The data API's check: a valid session cookie, or else the admin bearer token (for scripts). */
+  const signedIn = (request: FastifyRequest): void => {
     const session = cookieValue(request.headers.cookie, SESSION_COOKIE);
-    if (!sessions.valid(session)) {
-      if (request.headers.authorization !== undefined) options.admin.authenticate(request.headers.authorization);
-      else throw new GatewayError('authentication_required', { login: 'POST /dashboard/login with {"token": "<ADMIN_TOKEN>"}, or send Authorization: Bearer <ADMIN_TOKEN>' });
-    }
+    if (sessions.valid(session)) return;
+    if (request.headers.authorization !== undefined) options.admin.authenticate(request.headers.authorization);
+    else throw new GatewayError('authentication_required', { login: 'POST /dashboard/login with {"token": "<ADMIN_TOKEN>"}, or send Authorization: Bearer <ADMIN_TOKEN>' });
+  };
+
+  app.get('/dashboard/api/overview', async (request, reply) => {
+    signedIn(request);
     const window = readWindow((request.query as Record<string, unknown>).window);
     return reply.header('cache-control', 'no-store').send(await buildOverview(options.sources, window, now()));
   });
+
+  mountDashboardKeys(app, { keys: options.keys, webhooks: options.webhooks, signedIn, checkOrigin, now });
 }
 
 function readWindow(value: unknown): WindowName {

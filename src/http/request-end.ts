@@ -54,6 +54,7 @@ function logAccess(request: FastifyRequest, record: RequestRecord): void {
       cost_usd: usage?.cost_usd,
       code: record.code,
       replay_not_stored: record.replayNotStored,
+      cache: record.cacheResult,
     },
     'request',
   );

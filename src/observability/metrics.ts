@@ -47,6 +47,7 @@ export class GatewayMetrics {
   private readonly cost: FastCounter;
   private readonly upstreamErrors: FastCounter;
   private readonly refusals: FastCounter;
+  private readonly cacheLookups: FastCounter;
   private readonly series = new Map<string, Map<string, Series>>();
   private readonly models = new Set<string>();
 
@@ -60,6 +61,7 @@ export class GatewayMetrics {
     this.tokens = new FastCounter('llmgw_tokens_total', 'Tokens by model and kind (prompt, completion)', ['model', 'kind'], r);
     this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
     this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
+    this.cacheLookups = new FastCounter('llmgw_cache_lookups_total', 'Response cache lookups by model and result (hit, miss): the hit ratio is hit / (hit + miss)', ['model', 'result'], r);
     this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
     const attempts = sources.attempts;
     if (attempts) {
@@ -159,6 +161,7 @@ export class GatewayMetrics {
       series.completion.inc(usage.completion_tokens);
       if (usage.cost_usd !== undefined) series.cost.inc(usage.cost_usd);
     }
+    if (record.cacheResult !== undefined) this.cacheLookups.labels(this.modelLabel(record.model), record.cacheResult).inc();
     if (code.startsWith('upstream_')) {
       this.upstreamErrors.labels(record.upstream ?? 'unknown', code).inc();
     } else if (code === 'rate_limited' || code === 'budget_exceeded') {

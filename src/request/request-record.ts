@@ -55,6 +55,8 @@ export interface RequestRecord extends RequestHead {
   /** Upstream attempts (retries and fallbacks included). */
   readonly attempts: number;
   readonly replayed: boolean;
+  readonly cacheHit: boolean;
+  readonly cacheResult: 'hit' | 'miss' | undefined;
   readonly replayNotStored: string | undefined;
   /** The request's span, when the handler opened one (otherwise it is opened at the end, from the head). */
   readonly trace: RequestTrace | undefined;
@@ -81,6 +83,8 @@ export function recordOf(request: FastifyRequest, status: number, latencyMs: num
     firstByteMs: request.firstByteMs,
     attempts: request.attempts,
     replayed: request.replayed,
+    cacheHit: request.cacheHit,
+    cacheResult: request.cacheResult,
     replayNotStored: request.replayNotStored,
     trace: request.trace,
   };

@@ -27,6 +27,10 @@ declare module 'fastify' {
     attempts: number;
     /** Answered from the idempotency store. */
     replayed: boolean;
+    /** Answered from the response cache. */
+    cacheHit: boolean;
+    /** What the response cache did for this request: looked up and found (hit), or not (miss); undefined: not consulted. */
+    cacheResult: 'hit' | 'miss' | undefined;
     /** Why a keyed call's answer was not stored for replay ('too_large': over idempotency.max_replay_bytes). */
     replayNotStored: string | undefined;
     /** Who is calling, once authenticated ("admin" for the admin token, "key:<id>" for a scoped key). */
@@ -64,6 +68,8 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('firstByteMs', undefined);
   app.decorateRequest('attempts', 0);
   app.decorateRequest('replayed', false);
+  app.decorateRequest('cacheHit', false);
+  app.decorateRequest('cacheResult', undefined);
   app.decorateRequest('replayNotStored', undefined);
   app.decorateRequest('chatModel', undefined);
   app.decorateRequest('caller', 'anonymous');

@@ -10,6 +10,7 @@ import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
 import { claimIdempotencyKey, modelCallOf, pickHeaders } from './model-call.js';
+import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
@@ -24,8 +25,9 @@ const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
  * The one chat pipeline, for every API surface: POST /v1/?route=chat (the surface is the chat model itself) and
  * the Responses API (translated at the edge: src/surfaces/). Validated body in, the surface's JSON or SSE out.
  */
-export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempotency: ChatIdempotency, bodyLimitBytes: number, captureAnswer = false, beginTrace?: (request: FastifyRequest) => RequestTrace) {
-  const deps: PipelineDeps = { chat, idempotency, bodyLimitBytes, beginTrace };
+export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
+  const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
+  const captureAnswer = deps.captureAnswer === true;
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body };
     const translated = surface.toChat(request.body, surfaceCall);
@@ -36,8 +38,12 @@ export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempote
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
-    const recorder = await claimIdempotencyKey(request, reply, idempotency);
-    if (recorder === 'answered') return reply;
+    const claimed = await claimIdempotencyKey(request, reply, idempotency);
+    if (claimed === 'answered') return reply;
+    const looked = deps.cache?.lookup(request, reply, surface.route, body.model, request.body);
+    const cached = looked instanceof Promise ? await looked : looked;
+    if (cached?.kind === 'hit') return answerFromCache(request, reply, cached.response, claimed, { chat, idempotency }, body.model, call);
+    const recorder = bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
     try {
       if (body.stream === true) {
         const started = await chat.stream(body, call);
@@ -65,12 +71,17 @@ export function makeChatHandler(surface: ApiSurface, chat: ChatService, idempote
  * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
  * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
  */
-interface PipelineDeps {
+export interface PipelineDeps {
   chat: ChatService;
   idempotency: ChatIdempotency;
   bodyLimitBytes: number;
+  /** Keep the answer text for webhook subscriptions that opted in to content. */
+  captureAnswer?: boolean;
   beginTrace: ((request: FastifyRequest) => RequestTrace) | undefined;
+  /** The exact response cache (absent: nothing is cached). */
+  cache?: ResponseCache;
 }
+
 
 /**
  * A request its surface forwards natively (the Responses API to OpenAI, for what only it has): the same rights,
@@ -85,8 +96,12 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
-  const recorder = await claimIdempotencyKey(request, reply, idempotency);
-  if (recorder === 'answered') return reply;
+  const claimed = await claimIdempotencyKey(request, reply, idempotency);
+  if (claimed === 'answered') return reply;
+  const looked = deps.cache?.lookup(request, reply, surface.route, native.body.model, request.body);
+  const cached = looked instanceof Promise ? await looked : looked;
+  if (cached?.kind === 'hit') return answerFromCache(request, reply, cached.response, claimed, deps, native.body.model, call);
+  const recorder = bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
   try {
     const answered = await chat.forwardNative(surface.route === 'messages' ? 'messages' : 'responses', native.body, call);
     if ('chunks' in answered) {

@@ -6,6 +6,7 @@ import type { RequestTrace } from '../core/trace-contract.js';
 import type { EmbeddingsRequestBody } from '../providers/contract.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
 import { claimIdempotencyKey, modelCallOf } from './model-call.js';
+import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
 
 /**
  * POST /v1/embeddings and ?route=embeddings: the same protections as chat (rights, limits, budgets, retries,
@@ -13,15 +14,19 @@ import { claimIdempotencyKey, modelCallOf } from './model-call.js';
  * OpenAI-compatible upstream's answer passes through as it came; vectors from a translating provider (Gemini)
  * are written in OpenAI's shape, as floats or as base64 (little-endian float32, what the SDKs ask for).
  */
-export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempotency, beginTrace?: (request: FastifyRequest) => RequestTrace) {
+export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempotency, beginTrace?: (request: FastifyRequest) => RequestTrace, cache?: ResponseCache) {
   return async function handleEmbeddings(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body as EmbeddingsRequestBody;
     request.chatModel = body.model;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, request.rawBody);
-    const recorder = await claimIdempotencyKey(request, reply, idempotency);
-    if (recorder === 'answered') return reply;
+    const claimed = await claimIdempotencyKey(request, reply, idempotency);
+    if (claimed === 'answered') return reply;
+    const looked = cache?.lookup(request, reply, 'embeddings', body.model, request.body);
+    const cached = looked instanceof Promise ? await looked : looked;
+    if (cached?.kind === 'hit') return answerFromCache(request, reply, cached.response, claimed, { chat, idempotency }, body.model, call);
+    const recorder = bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
     try {
       const { result, headers, upstream, usage } = await chat.embed(body, call);
       request.upstreamName = upstream;

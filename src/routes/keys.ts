@@ -1,6 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { KeyRights, KeyService, KeyState, KeyView } from '../auth/key-service.js';
+import type { BudgetLeft, KeyRights, KeyService, KeyState, KeyUsage, KeyView } from '../auth/key-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
+import { EVENT } from '../webhooks/gateway-events.js';
+import type { SealedIdempotency } from './sealed-idempotency.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -14,6 +17,15 @@ export interface KeyHandlers {
 const MAX_PAGE = 200;
 const DEFAULT_PAGE = 50;
 const STATES: readonly KeyState[] = ['active', 'expired', 'revoked'];
+/** A usage report's default period: the last 30 days. */
+const DEFAULT_USAGE_MS = 30 * 86_400_000;
+
+export interface KeyHandlerOptions {
+  /** Idempotency-Key on create and rotate (the stored answer sealed: it carries the new secret). */
+  idempotency: SealedIdempotency;
+  /** `key.created`, `key.rotated`, `key.revoked` events. */
+  webhooks?: Webhooks;
+}
 
 const rightsProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200 },
@@ -46,17 +58,18 @@ export const rotateKeySchema = { type: 'object', additionalProperties: false, pr
  * changes rights; DELETE with `id` revokes. A key's secret is in the answer of its creation or rotation only.
  * Every change is one audit line in the log.
  */
-export function makeKeyHandlers(store: KeyService | undefined): KeyHandlers {
+export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandlerOptions): KeyHandlers {
   const keyService = (): KeyService => {
     if (!store) throw new GatewayError('capability_not_supported', { route: 'keys', problem: 'this gateway runs without a key store' });
     return store;
   };
-  const audit = (request: FastifyRequest, action: string, view: KeyView) =>
-    request.server.log.info({ audit: action, key_id: view.keyId, key_name: view.name, by: request.caller, request_id: request.id }, 'api key changed');
+  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView) => keyChanged(request, options.webhooks, action, request.caller, view, previous);
   return {
     async read(request, reply) {
       requireAdmin(request);
       const query = request.query as Record<string, unknown>;
+      if (query.action === 'usage') return reply.type(request.responseType).send(await usageReport(keyService(), idOf(query), query));
+      if (query.action !== undefined) throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['usage'], problem: 'GET with an id reads a key, or its usage with action=usage' });
       if (query.id !== undefined) return reply.type(request.responseType).send(shown(await keyService().get(idOf(query))));
       const { limit, after, state } = pageOf(query);
       const all = (await keyService().list()).filter((k) => state === undefined || k.state === state).sort((a, b) => a.createdMs - b.createdMs || a.keyId.localeCompare(b.keyId));
@@ -70,31 +83,88 @@ export function makeKeyHandlers(store: KeyService | undefined): KeyHandlers {
       requireAdmin(request);
       const query = request.query as Record<string, unknown>;
       if (query.action === 'rotate') {
+        const id = idOf(query);
         const grace = (request.body as { grace_seconds?: number } | undefined)?.grace_seconds ?? 86_400;
-        const { key, view, previous } = await keyService().rotate(idOf(query), grace * 1000);
-        audit(request, 'key.rotated', view);
-        return reply.code(201).type(request.responseType).send({ key, ...shown(view), previous: shown(previous) });
+        return options.idempotency.run(request, reply, { action: 'rotate', id, body: request.body }, async () => {
+          const { key, view, previous } = await keyService().rotate(id, grace * 1000);
+          changed(request, 'key.rotated', view, previous);
+          return { status: 201, body: { key, ...shown(view), previous: shown(previous) } };
+        });
       }
       if (query.action !== undefined || query.id !== undefined) throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['rotate'], problem: 'POST with an id rotates (action=rotate); without one it creates' });
-      const { key, view } = await keyService().create(rightsOf(request.body as Record<string, unknown>, true) as KeyRights);
-      audit(request, 'key.created', view);
-      return reply.code(201).type(request.responseType).send({ key, ...shown(view) });
+      return options.idempotency.run(request, reply, { action: 'create', body: request.body }, async () => {
+        const { key, view } = await keyService().create(rightsOf(request.body as Record<string, unknown>, true) as KeyRights);
+        changed(request, 'key.created', view);
+        return { status: 201, body: { key, ...shown(view) } };
+      });
     },
     async update(request, reply) {
       requireAdmin(request);
       const validate = request.compileValidationSchema(updateKeySchema, 'body');
       if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
       const view = await keyService().update(idOf(request.query as Record<string, unknown>), rightsOf(request.body as Record<string, unknown>, false) as Parameters<KeyService['update']>[1]);
-      audit(request, 'key.updated', view);
+      changed(request, 'key.updated', view);
       return reply.type(request.responseType).send(shown(view));
     },
     async revoke(request, reply) {
       requireAdmin(request);
-      const view = await keyService().revoke(idOf(request.query as Record<string, unknown>));
-      audit(request, 'key.revoked', view);
+      const id = idOf(request.query as Record<string, unknown>);
+      const before = await keyService().get(id);
+      const view = await keyService().revoke(id);
+      // Revoking a revoked key changes nothing: no second audit line or event.
+      if (before.revokedMs === undefined) changed(request, 'key.revoked', view);
       return reply.type(request.responseType).send(shown(view));
     },
   };
+}
+
+export type KeyChange = 'key.created' | 'key.updated' | 'key.rotated' | 'key.revoked';
+
+/**
+ * A key changed (the admin API or the dashboard): one audit line, and the change's signed event (created,
+ * rotated, revoked; never the secret: events carry the key as listed).
+ */
+export function keyChanged(request: FastifyRequest, webhooks: Webhooks | undefined, action: KeyChange, by: string, view: KeyView, previous?: KeyView): void {
+  request.server.log.info({ audit: action, key_id: view.keyId, key_name: view.name, by, request_id: request.id }, 'api key changed');
+  const kind = action === 'key.created' ? EVENT.keyCreated : action === 'key.rotated' ? EVENT.keyRotated : action === 'key.revoked' ? EVENT.keyRevoked : undefined;
+  if (kind && webhooks?.wants(kind)) {
+    void webhooks.emit(kind, { request_id: request.id, by, key: shown(view), ...(previous ? { previous: shown(previous) } : {}) });
+  }
+}
+
+/** `GET ?route=keys&id=<id>&action=usage[&from=<ISO>][&to=<ISO>]`: requests, tokens and spend, and budget left. */
+async function usageReport(service: KeyService, id: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const nowMs = Date.now();
+  const toMs = timeOf(query, 'to') ?? nowMs;
+  const fromMs = timeOf(query, 'from') ?? toMs - DEFAULT_USAGE_MS;
+  if (fromMs >= toMs) throw new GatewayError('invalid_query_parameter', { parameter: 'from', problem: 'must be before to' });
+  const view = await service.get(id, nowMs);
+  const usage = (await service.usageOf([id], fromMs, toMs)).get(id) as KeyUsage;
+  const budget = (await service.budgetsLeft([view], nowMs)).get(id);
+  return { object: 'key.usage', id, from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), ...usageShown(usage), budget: budget ? budgetShown(budget) : null };
+}
+
+export function usageShown(usage: KeyUsage): Record<string, number> {
+  return {
+    requests: usage.requests,
+    errors: usage.errors,
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    cost_usd: usage.costUsd,
+  };
+}
+
+export function budgetShown(left: BudgetLeft): Record<string, number | null> {
+  return { period_seconds: left.periodSeconds, tokens_used: left.tokensUsed, tokens_left: left.tokensLeft, cost_used_usd: left.costUsedUsd, cost_left_usd: left.costLeftUsd };
+}
+
+function timeOf(query: Record<string, unknown>, parameter: 'from' | 'to'): number | undefined {
+  const value = query[parameter];
+  if (value === undefined) return undefined;
+  const ms = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new GatewayError('invalid_query_parameter', { parameter, problem: 'an ISO 8601 date or time, e.g. 2026-11-01 or 2026-11-01T00:00:00Z' });
+  return ms;
 }
 
 /** Only the administrator token manages keys (the route right alone is not enough, whatever grants it). */
@@ -119,7 +189,7 @@ function pageOf(query: Record<string, unknown>): { limit: number; after: string 
 }
 
 /** The body's fields as rights (`expires_at` as milliseconds); on a change, `null` stays `null` (remove). */
-function rightsOf(body: Record<string, unknown>, creating: boolean): Partial<Record<keyof KeyRights, unknown>> {
+export function rightsOf(body: Record<string, unknown>, creating: boolean): Partial<Record<keyof KeyRights, unknown>> {
   const out: Partial<Record<keyof KeyRights, unknown>> = {};
   if (body.name !== undefined) out.name = body.name;
   if (body.routes !== undefined) out.routes = body.routes;
@@ -131,7 +201,7 @@ function rightsOf(body: Record<string, unknown>, creating: boolean): Partial<Rec
 }
 
 /** A key as the API shows it: snake_case times in ISO 8601, never a hash. */
-function shown(view: KeyView): Record<string, unknown> {
+export function shown(view: KeyView): Record<string, unknown> {
   return {
     id: view.keyId,
     name: view.name,

@@ -179,6 +179,23 @@ export interface ResponseStore {
   delete(caller: string, id: string, nowMs?: number): Promise<boolean>;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// The exact response cache (issue 22).
+
+/**
+ * Cached answers, by an opaque key the core builds (a hash of environment, scope and canonical request). Bounded:
+ * a `put` that takes the total past the store's byte bound evicts the least recently used entries until it fits.
+ * Every operation may fail (the cache is then skipped, never the request).
+ */
+export interface ResponseCacheStore {
+  /** The live entry, marked as used now; undefined when absent or expired. */
+  get(key: string, nowMs?: number): Promise<StoredResponse | undefined>;
+  /** Stores (or replaces) an entry for `ttlMs`; returns how many entries were evicted to make room. */
+  put(key: string, response: StoredResponse, ttlMs: number, nowMs?: number): Promise<number>;
+  /** Entries and body bytes held now (expired ones still count until evicted or read). */
+  size(): Promise<{ entries: number; bytes: number }>;
+}
+
 export interface IdempotencyClaim {
   scope: string;
   key: string;
@@ -291,6 +308,8 @@ export interface UsageRecord {
   attempts: number;
   /** Answered from the idempotency store (no upstream call). */
   replay: boolean;
+  /** Answered from the response cache (no upstream call, no provider cost). */
+  cacheHit: boolean;
 }
 
 export type UsageGrouping = 'model' | 'caller' | 'route' | 'day';

@@ -4,6 +4,7 @@ import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimel
 export const USAGE_COLUMNS = [
   'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
+  'cache_hit',
 ] as const;
 
 /** Writes a record's values into `target` from `offset` (batch inserts fill one array, no array per record). */
@@ -25,6 +26,7 @@ export function writeRecordValues(r: UsageRecord, target: unknown[], offset: num
   target[offset + 14] = r.costUsd;
   target[offset + 15] = r.attempts;
   target[offset + 16] = r.replay ? 1 : 0;
+  target[offset + 17] = r.cacheHit ? 1 : 0;
 }
 
 /** Records as `UsageRows`. */
@@ -56,6 +58,7 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     costUsd: num(row.cost_usd),
     attempts: Number(row.attempts),
     replay: Number(row.replay) === 1,
+    cacheHit: Number(row.cache_hit) === 1,
   };
 }
 

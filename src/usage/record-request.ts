@@ -49,6 +49,7 @@ export function usageObserver(recorder: UsageRecorder, environment: string): (re
       usage?.cost_usd,
       record.attempts,
       record.replayed,
+      record.cacheHit,
     );
     recorder.added();
   };

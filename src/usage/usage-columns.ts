@@ -11,7 +11,8 @@ const COMPLETION = 6;
 const COST = 7;
 const ATTEMPTS = 8;
 const REPLAY = 9;
-const NUMBERS = 10;
+const CACHE_HIT = 10;
+const NUMBERS = 11;
 
 const REQUEST_ID = 0;
 const CALLER = 1;
@@ -72,6 +73,7 @@ export class UsageColumns implements UsageRows {
     costUsd: number | undefined,
     attempts: number,
     replay: boolean,
+    cacheHit: boolean,
   ): void {
     if (this.count >= this.capacity) return;
     const n = this.count * NUMBERS;
@@ -86,6 +88,7 @@ export class UsageColumns implements UsageRows {
     numbers[n + COST] = costUsd ?? NaN;
     numbers[n + ATTEMPTS] = attempts;
     numbers[n + REPLAY] = replay ? 1 : 0;
+    numbers[n + CACHE_HIT] = cacheHit ? 1 : 0;
     const t = this.count * TEXTS;
     const texts = this.texts;
     texts[t + REQUEST_ID] = requestId;
@@ -103,7 +106,7 @@ export class UsageColumns implements UsageRows {
     this.push(
       r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
       r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
-      r.attempts, r.replay,
+      r.attempts, r.replay, r.cacheHit,
     );
   }
 
@@ -130,6 +133,7 @@ export class UsageColumns implements UsageRows {
     target[offset + 14] = orNull(numbers[n + COST] as number);
     target[offset + 15] = numbers[n + ATTEMPTS];
     target[offset + 16] = numbers[n + REPLAY];
+    target[offset + 17] = numbers[n + CACHE_HIT];
   }
 
   /** The buffered records as objects, oldest first. */
@@ -158,6 +162,7 @@ export class UsageColumns implements UsageRows {
         costUsd: orNull(numbers[n + COST] as number),
         attempts: numbers[n + ATTEMPTS] as number,
         replay: numbers[n + REPLAY] === 1,
+        cacheHit: numbers[n + CACHE_HIT] === 1,
       };
     }
     return records;

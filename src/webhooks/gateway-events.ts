@@ -15,6 +15,9 @@ export const EVENT = {
   rateLimitExceeded: 'ratelimit.exceeded',
   upstreamUnhealthy: 'upstream.unhealthy',
   upstreamRecovered: 'upstream.recovered',
+  keyCreated: 'key.created',
+  keyRotated: 'key.rotated',
+  keyRevoked: 'key.revoked',
 } as const;
 
 /** Which instance saw it (circuit state is per instance): host name and process id. */

@@ -1,18 +1,30 @@
 import type { FastifyInstance } from 'fastify';
 import type { AdminAuthenticator } from '../auth/admin-auth.js';
+import type { KeyService } from '../auth/key-service.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { HealthService } from '../core/health-service.js';
 import { mountDashboard } from '../dashboard/routes.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore, UsageStore } from '../store/contract.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
 
 /** The operator's dashboard (`/dashboard/`, behind an admin sign-in) over what the gateway already keeps. */
 export function wireDashboard(
   app: FastifyInstance,
   config: GatewayConfig,
   admin: AdminAuthenticator,
-  sources: { health: HealthService; attempts: UpstreamAttemptStats; recorder: UsageRecorder | undefined; usage: UsageStore | undefined; outbox: OutboxStore | undefined },
+  sources: {
+    health: HealthService;
+    attempts: UpstreamAttemptStats;
+    recorder: UsageRecorder | undefined;
+    usage: UsageStore | undefined;
+    outbox: OutboxStore | undefined;
+    /** Scoped keys for the Keys page (none: no key store, and the page says so). */
+    keys?: KeyService | undefined;
+    /** Key changes made on the page are announced like the admin API's (`key.created`, `key.rotated`, `key.revoked`). */
+    webhooks?: Webhooks | undefined;
+  },
 ): void {
   if (!config.dashboard.enabled) return;
   const { recorder } = sources;
@@ -28,5 +40,7 @@ export function wireDashboard(
       outbox: sources.outbox,
       subscriptions: config.webhooks.subscriptions.map((s) => s.id),
     },
+    keys: sources.keys,
+    webhooks: sources.webhooks,
   });
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
 import { ChatIdempotency } from '../routes/chat-idempotency.js';
+import { SealedIdempotency } from '../routes/sealed-idempotency.js';
 import type { IdempotencyStore } from '../store/contract.js';
 
 /** `Idempotency-Key` on chat calls: stored answers and claims, renewed while a call runs; released on close. */
@@ -20,4 +21,17 @@ export function wireIdempotency(app: FastifyInstance, config: GatewayConfig, sto
     idempotency.close();
   });
   return idempotency;
+}
+
+/** `Idempotency-Key` on the admin keys API's create and rotate: the same store, the answer sealed (it holds a secret). */
+export function wireSealedIdempotency(app: FastifyInstance, config: GatewayConfig, store: IdempotencyStore): SealedIdempotency {
+  return new SealedIdempotency({
+    store,
+    ttlMs: config.idempotency.ttlMs,
+    leaseMs: config.idempotency.leaseMs,
+    onStoreFailure: config.idempotency.onStoreFailure,
+    onStoreHealth: (healthy, error) => {
+      if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');
+    },
+  });
 }

@@ -3,6 +3,7 @@
  * set by .ci/run) a missing service fails the run; elsewhere (a laptop) those tests are skipped with a message
  * saying so.
  */
+import type { Browser } from 'playwright-core';
 import { connect } from 'node:net';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -49,4 +50,14 @@ export async function chromiumSkipReason(): Promise<string | undefined> {
   if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${message} — but REQUIRE_SERVICES=1 (CI) requires it`);
   console.log(`# SKIP ${message}`);
   return message;
+}
+
+/** Debian's headless Chromium through playwright-core, kept from calling home (this machine's network is closed: each refused call costs time). */
+export async function launchChromium(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
 }

@@ -104,6 +104,7 @@ const usage = (i: number, round: number): UsageRecord => ({
   costUsd: 0.0001,
   attempts: 1,
   replay: false,
+  cacheHit: false,
 });
 let operations = 0;
 for (let round = 0; round < ROUNDS; round++) {

@@ -25,6 +25,7 @@ const base: UsageRecord = {
   costUsd: 0.0001,
   attempts: 1,
   replay: false,
+  cacheHit: false,
 };
 
 export function usageContract(name: string, make: () => Promise<{ usage: UsageStore; close(): Promise<void> }>): void {

@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS ${table} (
   replay INTEGER NOT NULL
 );
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq BIGSERIAL;
+ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_hit INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
 CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);`;
 
@@ -33,6 +34,7 @@ CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);`;
 const PG_TYPES = [
   'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'text', 'double precision',
   'double precision', 'integer', 'integer', 'integer', 'double precision', 'integer', 'integer',
+  'integer',
 ] as const;
 
 /**

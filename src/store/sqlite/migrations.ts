@@ -128,4 +128,30 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX stored_responses_expiry ON stored_responses (expires_ms);`,
   },
+  {
+    version: 9,
+    name: 'response_cache',
+    // The exact response cache: one row per cache key (a hash of environment, scope and canonical request); the
+    // total size kept in one row by triggers, so a write can evict least recently used rows until it fits.
+    sql: `ALTER TABLE usage_records ADD COLUMN cache_hit INTEGER NOT NULL DEFAULT 0;
+          CREATE TABLE response_cache (
+            key TEXT PRIMARY KEY,
+            status INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            headers TEXT NOT NULL,
+            body TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            stored_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            used_ms INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX response_cache_used ON response_cache (used_ms);
+          CREATE INDEX response_cache_expiry ON response_cache (expires_ms);
+          CREATE TABLE response_cache_size (id INTEGER PRIMARY KEY CHECK (id = 1), bytes INTEGER NOT NULL) STRICT;
+          INSERT INTO response_cache_size (id, bytes) VALUES (1, 0);
+          CREATE TRIGGER response_cache_added AFTER INSERT ON response_cache
+            BEGIN UPDATE response_cache_size SET bytes = bytes + NEW.bytes WHERE id = 1; END;
+          CREATE TRIGGER response_cache_removed AFTER DELETE ON response_cache
+            BEGIN UPDATE response_cache_size SET bytes = bytes - OLD.bytes WHERE id = 1; END;`,
+  },
 ];

@@ -1,0 +1,169 @@
+import { hash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CachePolicy } from '../config/types.js';
+import { canonicalJson } from '../core/idempotency-key.js';
+import { SSE_HEADERS } from '../http/sse.js';
+import type { ResponseCacheStore, StoredResponse } from '../store/contract.js';
+import type { ChatCall, ChatService } from '../core/chat-service.js';
+import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+
+/** The header that says whether an answer came from the cache. */
+export const CACHE_HEADER = 'x-cache';
+
+export interface ResponseCacheOptions {
+  store: ResponseCacheStore;
+  environment: string;
+  /** The model's policy; undefined when its answers are not cached. */
+  policyOf: (model: string) => CachePolicy | undefined;
+  log: { warn(fields: Record<string, unknown>, msg: string): void };
+}
+
+/** What a lookup found: nothing to do (caching is off for the model), a stored answer, or a miss to record. */
+export type CacheLookup = { kind: 'off' } | { kind: 'hit'; response: StoredResponse } | { kind: 'miss'; recorder: AnswerRecorder | undefined };
+
+const OFF: CacheLookup = { kind: 'off' };
+
+/**
+ * The exact response cache (docs/cache.md): the same canonical request (the body as canonical JSON, the route and
+ * the scope) gets the stored answer without an upstream call. Scoped per caller unless the model's policy shares
+ * it. Only complete successful answers are stored (a JSON 200, or a stream that ended well); a request that samples
+ * or offers tools is neither looked up nor stored unless the policy allows it. The caller steers it with
+ * `Cache-Control: no-cache` (no lookup) and `no-store` (nothing stored). A failing store never fails the call: it
+ * is a miss, logged.
+ */
+export class ResponseCache {
+  constructor(private readonly options: ResponseCacheOptions) {}
+
+  /** Synchronous for a model without caching (no promise, no microtask on the path of every other call). */
+  lookup(request: FastifyRequest, reply: FastifyReply, route: string, model: string, body: unknown): CacheLookup | Promise<CacheLookup> {
+    const policy = this.options.policyOf(model);
+    if (!policy) return OFF;
+    return this.find(request, reply, route, body, policy);
+  }
+
+  private async find(request: FastifyRequest, reply: FastifyReply, route: string, body: unknown, policy: CachePolicy): Promise<CacheLookup> {
+    request.cacheResult = 'miss';
+    void reply.header(CACHE_HEADER, 'miss');
+    if (!cacheable(route, body, policy)) return { kind: 'miss', recorder: undefined };
+    const { noCache, noStore } = readCacheControl(request.headers['cache-control']);
+    const scope = policy.shared ? 'shared' : `caller:${request.caller}`;
+    const key = hash('sha256', `${this.options.environment}\n${scope}\n${route}\n${canonicalJson(body)}`, 'hex');
+    if (!noCache) {
+      try {
+        const response = await this.options.store.get(key);
+        if (response) {
+          request.cacheResult = 'hit';
+          request.cacheHit = true;
+          return { kind: 'hit', response };
+        }
+      } catch (error) {
+        this.options.log.warn({ err: error, request_id: request.id }, 'response cache lookup failed: answered as a miss');
+      }
+    }
+    return { kind: 'miss', recorder: noStore ? undefined : this.recorder(request, key, policy) };
+  }
+
+  private recorder(request: FastifyRequest, key: string, policy: CachePolicy): AnswerRecorder {
+    const put = async (response: StoredResponse) => {
+      if (Buffer.byteLength(response.body) > policy.maxEntryBytes) return;
+      await this.options.store.put(key, response, policy.ttlMs).catch((error: unknown) => {
+        this.options.log.warn({ err: error, request_id: request.id }, 'response cache write failed');
+      });
+    };
+    const nothing = async () => undefined;
+    return {
+      maxBytes: policy.maxEntryBytes,
+      json: (status, headers, body) => (status === 200 ? put({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }) : nothing()),
+      stream: (headers, text) => put({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
+      tooLarge: () => undefined,
+      failed: nothing,
+    };
+  }
+}
+
+/**
+ * Whether a request's answer may be served from (and kept in) the cache. A stored Responses API response is never
+ * cached: each one is a new object with its own id that later calls continue. Unless the policy says `sampled`,
+ * only fixed answers are: `temperature: 0` sent explicitly (every provider's default samples) and no tools offered
+ * (a tool call's answer depends on the world the tools act on).
+ */
+export function cacheable(route: string, body: unknown, policy: CachePolicy): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const fields = body as Record<string, unknown>;
+  if (route === 'embeddings') return true; // a vector is a function of its input: nothing is drawn
+  if (route === 'responses' && fields.store !== false) return false;
+  if (policy.sampled) return true;
+  if (fields.temperature !== 0) return false;
+  for (const field of ['tools', 'functions']) {
+    const offered = fields[field];
+    if (Array.isArray(offered) && offered.length > 0) return false;
+  }
+  return true;
+}
+
+/** The request's `Cache-Control` directives the cache obeys (RFC 9111 §5.2.1): `no-cache` and `no-store`. */
+export function readCacheControl(header: string | string[] | undefined): { noCache: boolean; noStore: boolean } {
+  if (header === undefined) return { noCache: false, noStore: false };
+  const directives = (Array.isArray(header) ? header.join(',') : header)
+    .toLowerCase()
+    .split(',')
+    .map((d) => d.trim().split('=')[0]);
+  return { noCache: directives.includes('no-cache'), noStore: directives.includes('no-store') };
+}
+
+/**
+ * Sends a cached answer: its status, content type and body (a stream's whole event text in one write: the original
+ * pacing is not kept), `X-Cache: hit` and `Age` (seconds since it was stored, RFC 9111 §5.1).
+ */
+export async function sendCached(reply: FastifyReply, response: StoredResponse, rateLimitHeaders: Record<string, string>): Promise<FastifyReply> {
+  const age = Math.max(0, Math.floor((Date.now() - Date.parse(response.storedAt)) / 1000));
+  void reply.code(response.status).headers(response.headers).headers(rateLimitHeaders).header(CACHE_HEADER, 'hit').header('age', String(age));
+  if (response.kind === 'sse') void reply.headers(SSE_HEADERS);
+  return reply.send(response.body);
+}
+
+/**
+ * An answer from the response cache: no upstream call, no tokens, no budget; the caller's request limit still
+ * counts it. A keyed call (Idempotency-Key) records the cached answer as its own, so its retry replays the same.
+ */
+export async function answerFromCache(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  response: StoredResponse,
+  claimed: AnswerRecorder | undefined,
+  deps: { chat: ChatService; idempotency: ChatIdempotency },
+  model: string,
+  call: ChatCall,
+): Promise<FastifyReply> {
+  try {
+    const rateLimitHeaders = await deps.chat.admitCachedAnswer(model, call);
+    if (claimed && response.kind === 'sse') await claimed.stream(response.headers, response.body);
+    else if (claimed) await claimed.json(response.status, response.headers, response.body);
+    request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
+    return await sendCached(reply, response, rateLimitHeaders);
+  } catch (error) {
+    if (claimed) await deps.idempotency.settleError(claimed, error, request.responseType);
+    throw error;
+  }
+}
+
+/** One recorder feeding two (Idempotency-Key and the cache): each keeps what fits its own bound. */
+export function bothRecorders(a: AnswerRecorder | undefined, b: AnswerRecorder | undefined): AnswerRecorder | undefined {
+  if (!a || !b) return a ?? b;
+  return {
+    maxBytes: Math.max(a.maxBytes, b.maxBytes),
+    json: async (status, headers, body) => {
+      await Promise.all([a.json(status, headers, body), b.json(status, headers, body)]);
+    },
+    stream: async (headers, text) => {
+      await Promise.all([a.stream(headers, text), b.stream(headers, text)]);
+    },
+    tooLarge: () => {
+      a.tooLarge();
+      b.tooLarge();
+    },
+    failed: async () => {
+      await Promise.all([a.failed(), b.failed()]);
+    },
+  };
+}

@@ -97,6 +97,11 @@ describe('the admin keys API (?route=keys)', () => {
     assert.ok(active.data.every((k) => k.state === 'active'));
     const revoked = (await admin('GET', '&state=revoked&limit=200')).json as { data: ShownKey[] };
     assert.ok(revoked.data.every((k) => k.state === 'revoked'));
+    const own = (await admin('GET', '&environment=dev&limit=200')).json as { data: ShownKey[] };
+    assert.equal(own.data.length, seen.length, 'the own environment: every key');
+    const other = await admin('GET', '&environment=prod');
+    assert.equal(other.status, 400);
+    assert.deepEqual((other.json as { details: { parameter: string; allowed: string[] } }).details, { parameter: 'environment', allowed: ['dev'], problem: "a gateway manages its own environment's keys only: ask that environment's gateway" });
   });
 
   test('bad input names each field; an unknown id is a 404; a scoped key cannot manage keys', async () => {

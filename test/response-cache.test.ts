@@ -109,12 +109,20 @@ describe('the exact response cache (embedded store)', () => {
     assert.equal((await chat(request)).headers['x-cache'], 'miss', 'nor does the admin token see either');
     assert.equal(upstreamCalls(), 3);
 
+    // The same gateway credential with a caller's own provider key is another scope, and two such keys are two.
+    const ownKey = (key: string) => authHeaders({ 'x-upstream-key': key });
+    assert.equal((await chat(request, ownKey('sk-own-account-a-0123456789'))).headers['x-cache'], 'miss', 'not the admin entry');
+    assert.equal((await chat(request, ownKey('sk-own-account-b-0123456789'))).headers['x-cache'], 'miss', 'nor account a');
+    assert.equal((await chat(request, ownKey('sk-own-account-a-0123456789'))).headers['x-cache'], 'hit');
+    assert.equal(fixture.mock.chatRequests().at(-1)?.headers.authorization, 'Bearer sk-own-account-b-0123456789');
+    assert.equal(upstreamCalls(), 5);
+
     const sharedRequest = body('shared');
     const first = await chat(sharedRequest, alice);
     const second = await chat(sharedRequest, bob);
     assert.equal(second.headers['x-cache'], 'hit', 'a model configured as shared serves every caller');
     assert.equal(second.text, first.text);
-    assert.equal(upstreamCalls(), 4);
+    assert.equal(upstreamCalls(), 6);
   });
 
   test('the safe default: a request that samples (no temperature, or above 0) or offers tools is never cached', async () => {

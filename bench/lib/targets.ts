@@ -31,6 +31,13 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     onlyWhenNamed: true,
   },
   {
+    id: 'cache-hit',
+    name: 'gateway, chat answered from the response cache (SQLite), every call after the first a hit',
+    kind: 'gateway',
+    configText: () => JSON.stringify({ cache: { enabled: true, sampled: true }, models: [{ id: 'bench-model', upstream: 'default' }] }),
+    onlyWhenNamed: true,
+  },
+  {
     id: 'anthropic',
     name: 'gateway, Anthropic upstream (translated)',
     kind: 'gateway',

@@ -66,6 +66,11 @@ export class KeyService {
     private readonly usage?: { store: UsageStore; flush: () => Promise<void> },
   ) {}
 
+  /** The environment whose keys this service manages (dev, staging, prod: never another's). */
+  get managedEnvironment(): GatewayEnvironment {
+    return this.environment;
+  }
+
   /** Whether usage and spend can be reported (the gateway keeps usage records). */
   get reportsUsage(): boolean {
     return this.usage !== undefined;

@@ -72,6 +72,11 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
       if (query.action !== undefined) throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['usage'], problem: 'GET with an id reads a key, or its usage with action=usage' });
       if (query.id !== undefined) return reply.type(request.responseType).send(shown(await keyService().get(idOf(query))));
       const { limit, after, state } = pageOf(query);
+      const environment = query.environment;
+      if (environment !== undefined && environment !== keyService().managedEnvironment) {
+        // Environments are kept apart: this gateway neither sees nor manages another environment's keys.
+        throw new GatewayError('invalid_query_parameter', { parameter: 'environment', allowed: [keyService().managedEnvironment], problem: "a gateway manages its own environment's keys only: ask that environment's gateway" });
+      }
       const all = (await keyService().list()).filter((k) => state === undefined || k.state === state).sort((a, b) => a.createdMs - b.createdMs || a.keyId.localeCompare(b.keyId));
       const start = after === undefined ? 0 : all.findIndex((k) => k.keyId === after) + 1;
       if (after !== undefined && start === 0) throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });

@@ -46,7 +46,10 @@ export class ResponseCache {
     void reply.header(CACHE_HEADER, 'miss');
     if (!cacheable(route, body, policy)) return { kind: 'miss', recorder: undefined };
     const { noCache, noStore } = readCacheControl(request.headers['cache-control']);
-    const scope = policy.shared ? 'shared' : `caller:${request.caller}`;
+    // A caller's own provider key (X-Upstream-Key) is part of the scope, shared or not: an answer another
+    // provider account paid for is never served to it, nor its answers to callers of the gateway's account.
+    const ownKey = request.headers['x-upstream-key'];
+    const scope = `${policy.shared ? 'shared' : `caller:${request.caller}`}\n${typeof ownKey === 'string' ? `own-key:${hash('sha256', ownKey, 'hex')}` : 'gateway-key'}`;
     const key = hash('sha256', `${this.options.environment}\n${scope}\n${route}\n${canonicalJson(body)}`, 'hex');
     if (!noCache) {
       try {

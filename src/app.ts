@@ -96,9 +96,9 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   // primary that fails (metrics and the dashboard read the same tallies).
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
-  const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
+  const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log), undeclaredCachePolicy: config.cache.undeclaredModels });
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
-  const cache = deps.responseCache && config.models.some((m) => m.cache) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
+  const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
   const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
   const chatHandler = makeChatHandler(CHAT_SURFACE, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.chatCompleted) });
   const responses = wireResponses(app, config, deps.responses, chat);

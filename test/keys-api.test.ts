@@ -1,5 +1,5 @@
 import { after, before, describe, test } from 'node:test';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
@@ -79,6 +79,14 @@ describe('the admin keys API (?route=keys)', () => {
     // A revocation takes effect within the key cache (5 s by default).
     await waitForValue('the revoked key refused', async () => (await chatWith(next.key as string)).status, (status) => status === 401);
     assert.equal((await admin('PATCH', `&id=${next.id}`, { name: 'x' })).status, 409, 'a revoked key cannot be changed');
+  });
+
+  test('a change of limits takes effect: the next calls are admitted under the new ones', async () => {
+    const key = (await admin('POST', '', { name: 'team-limits', models: ['*'], limits: { requests_per_minute: 100 } })).json as unknown as ShownKey;
+    assert.equal((await chatWith(key.key as string)).headers['ratelimit-limit'], '100');
+    await admin('PATCH', `&id=${key.id}`, { limits: { requests_per_minute: 50 } });
+    // Within the key cache (5 s by default) every instance admits under the new limit.
+    await waitForValue('the new limit applied', async () => (await chatWith(key.key as string)).headers['ratelimit-limit'], (limit) => limit === '50');
   });
 
   test('list pages with next_token and filters by state', async () => {
@@ -177,6 +185,20 @@ describe('the admin keys API: Idempotency-Key on create and rotate, key events, 
     assert.ok(stored.includes('sealed.v1.'), 'the answer is kept, sealed');
     assert.ok(!stored.includes(secret) && !stored.includes(secret.split('_').at(-1) as string), 'the secret is not readable in the store');
     assert.ok(!stored.includes(idempotencyKey), 'nor is the Idempotency-Key that opens it');
+    assert.ok(!stored.includes(createHash('sha256').update(idempotencyKey).digest('hex')), 'nor its plain hash: a guessable key cannot be tried against the store');
+
+    // A refusal that describes the request is replayed too (with its code in the access line).
+    const missingKey = `rotate-missing-${randomUUID()}`;
+    const missing = await admin('POST', '&id=nosuchkey00&action=rotate', {}, { 'idempotency-key': missingKey });
+    const missingAgain = await admin('POST', '&id=nosuchkey00&action=rotate', {}, { 'idempotency-key': missingKey });
+    assert.deepEqual([missing.status, missingAgain.status, missingAgain.headers['idempotent-replayed']], [404, 404, 'true']);
+    assert.deepEqual(missingAgain.json, missing.json);
+    const replayLine = await waitForValue(
+      'the access line of the replayed refusal',
+      () => fixture.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.request_id === missingAgain.headers['x-request-id'] && l.msg === 'request'),
+      (line) => line !== undefined,
+    );
+    assert.equal(replayLine?.code, 'key_not_found');
 
     const other = await admin('POST', '', { ...rights, name: 'something else' }, { 'idempotency-key': idempotencyKey });
     assert.equal(other.status, 422, 'the same key with another body');
@@ -200,8 +222,9 @@ describe('the admin keys API: Idempotency-Key on create and rotate, key events, 
     const mine = () => events(canary).filter((e) => [created.id, rotated.id].includes((e.data as { key: { id: string } }).key.id));
     await waitForValue('three key events', mine, (list) => list.length >= 3);
     const got = mine();
-    assert.deepEqual(got.map((e) => e.event), ['key.created', 'key.rotated', 'key.revoked']);
-    const [c, r, v] = got.map((e) => e.data as { key: ShownKey; previous?: ShownKey; by: string });
+    // Deliveries run concurrently (max_concurrency): they may arrive in any order.
+    assert.deepEqual(got.map((e) => e.event).sort(), ['key.created', 'key.revoked', 'key.rotated']);
+    const [c, r, v] = ['key.created', 'key.rotated', 'key.revoked'].map((kind) => got.find((e) => e.event === kind)?.data as { key: ShownKey; previous?: ShownKey; by: string });
     assert.deepEqual([c?.key.id, c?.by, r?.key.id, r?.previous?.id, v?.key.state], [created.id, 'admin', rotated.id, created.id, 'revoked']);
     for (const event of got) assert.ok(!JSON.stringify(event).includes('gwk_'), 'never the secret');
 

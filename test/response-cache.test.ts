@@ -11,6 +11,7 @@ import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './help
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { REDIS_URL, redisSkipReason } from './helpers/services.js';
 import { started } from './helpers/started.js';
+import { OwnRedis, REDIS_SERVER_BIN, freePort } from './helpers/own-redis.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { dataFrames, readStream } from './helpers/sse-client.js';
@@ -237,9 +238,11 @@ describe('the exact response cache (embedded store)', () => {
     assert.ok((missRecord?.promptTokens ?? 0) > 0);
     assert.deepEqual([hitRecord?.cacheHit, hitRecord?.status, hitRecord?.promptTokens, hitRecord?.costUsd, hitRecord?.upstream, hitRecord?.attempts], [true, 200, null, null, null, 0]);
 
+    await chat(body('cached', { temperature: 0.5 })); // not cacheable: not looked up
     const metrics = await call(fixture.url('/metrics'), { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     const count = (result: string) => Number(new RegExp(`llmgw_cache_lookups_total\\{model="cached",result="${result}"\\} (\\d+)`).exec(metrics.text)?.[1] ?? Number.NaN);
-    assert.ok(count('hit') >= 1 && count('miss') >= 1, metrics.text.split('\n').filter((l) => l.includes('cache')).join('\n'));
+    const lines = metrics.text.split('\n').filter((l) => l.includes('cache')).join('\n');
+    assert.ok(count('hit') >= 1 && count('miss') >= 1 && count('bypass') >= 1, lines);
   });
 
   test('bounded: past max_total_bytes the least recently used entries are evicted', async () => {
@@ -327,5 +330,59 @@ describe('the exact response cache shared by two instances through Redis', async
     const other = await post(two, { authorization: `Bearer ${(created.json as unknown as { key: string }).key}` });
     assert.equal(other.headers['x-cache'], 'miss', 'another caller on another instance does not see it');
     assert.equal(started(mock, 'mock').chatRequests().length, 2);
+  });
+});
+
+describe('the response cache when its Redis stalls', async () => {
+  const skip = REDIS_SERVER_BIN ? undefined : 'redis-server is not installed: skipping the stalled-Redis test';
+  if (skip) console.log(`# SKIP ${skip}`);
+  let mock: MockUpstream | undefined;
+  let redis: OwnRedis | undefined;
+  let gw: TestGateway | undefined;
+  before(async () => {
+    if (skip) return;
+    mock = await startMockUpstream();
+    redis = new OwnRedis(await freePort());
+    await redis.start();
+    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url }, configFile: { name: 'cache.yaml', text: CONFIG } });
+  });
+  after(async () => {
+    redis?.resume();
+    await gw?.close();
+    await redis?.stop();
+    await mock?.close();
+  });
+
+  test('a Redis that keeps the connection but answers nothing costs a call at most the store timeout: answered from upstream as a miss', { skip }, async () => {
+    const post = (content: string) =>
+      call(`${started(gw, 'gateway').url}${CHAT}`, {
+        method: 'POST',
+        headers: { ...authHeaders(), 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'cached', temperature: 0, messages: [{ role: 'user', content }] }),
+      });
+    assert.equal((await post('before the stall')).headers['x-cache'], 'miss');
+    assert.equal((await post('before the stall')).headers['x-cache'], 'hit');
+    started(redis, 'redis').pause();
+    const during = await Promise.race([post('before the stall'), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000))]);
+    assert.ok(during, 'answered although the cache store answers nothing');
+    assert.equal(during.status, 200);
+    assert.equal(during.headers['x-cache'], 'miss');
+    assert.equal(started(mock, 'mock').chatRequests().length, 2, 'the upstream answered it');
+    // While the store is unwell the cache is not consulted at all: nothing queues behind it.
+    const next = await Promise.race([post('another question'), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000))]);
+    assert.equal(next?.status, 200);
+    assert.ok(started(gw, 'gateway').logLines.some((line) => line.includes('response cache lookup failed')), 'the failure is logged');
+  });
+});
+
+describe('the response cache for every model (cache.enabled: true), declared or not', () => {
+  const fixture = useMockedGateway({ configFile: { name: 'cache-all.yaml', text: 'cache: { enabled: true }\n' } });
+  test('a pass-through model id to the default upstream is cached too', async () => {
+    const payload = JSON.stringify({ model: 'gpt-4o-mini', temperature: 0, messages: [{ role: 'user', content: `any model ${randomUUID()}` }] });
+    const post = () => call(fixture.url(CHAT), { method: 'POST', headers: { ...authHeaders(), 'content-type': 'application/json' }, body: payload });
+    assert.equal((await post()).headers['x-cache'], 'miss');
+    const second = await post();
+    assert.equal(second.headers['x-cache'], 'hit');
+    assert.equal(fixture.mock.chatRequests().length, 1);
   });
 });

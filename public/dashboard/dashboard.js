@@ -4,6 +4,8 @@
 
 const SVG = 'http://www.w3.org/2000/svg';
 const REFRESH_MS = 10_000;
+/** The Keys tab reads each key's 30 days of usage: refreshed less often (the Refresh button reads it now). */
+const KEYS_REFRESH_MS = 60_000;
 let timer;
 
 const $ = (id) => document.getElementById(id);
@@ -329,7 +331,7 @@ async function refreshKeys() {
     if (ticket !== latestRefresh) return;
     showSignedIn();
     keysError(error.message);
-    timer = setTimeout(refresh, REFRESH_MS);
+    timer = setTimeout(refresh, KEYS_REFRESH_MS);
     return;
   }
   if (ticket !== latestRefresh || !data) return;
@@ -337,7 +339,7 @@ async function refreshKeys() {
   keysError('');
   renderKeys(data);
   document.body.dataset.keysLoaded = String(Number(document.body.dataset.keysLoaded ?? 0) + 1);
-  timer = setTimeout(refresh, REFRESH_MS);
+  timer = setTimeout(refresh, KEYS_REFRESH_MS);
 }
 
 function keysError(message) {

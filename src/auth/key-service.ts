@@ -78,7 +78,7 @@ export class KeyService {
 
   /** Each key's usage in [fromMs, toMs), by key id; a key with no record has zeros. */
   async usageOf(keyIds: readonly string[], fromMs: number, toMs: number): Promise<Map<string, KeyUsage>> {
-    const rows = await this.callerRows(fromMs, toMs);
+    const rows = await this.callerRows(keyIds, fromMs, toMs);
     return new Map(keyIds.map((id) => [id, rows.get(`key:${id}`) ?? NO_USAGE]));
   }
 
@@ -88,7 +88,7 @@ export class KeyService {
     const byPeriod = new Map<number, KeyView[]>();
     for (const view of views) if (view.budget) byPeriod.set(view.budget.period_seconds, [...(byPeriod.get(view.budget.period_seconds) ?? []), view]);
     for (const [periodSeconds, group] of byPeriod) {
-      const rows = await this.callerRows(nowMs - periodSeconds * 1000, nowMs + 1);
+      const rows = await this.callerRows(group.map((v) => v.keyId), nowMs - periodSeconds * 1000, nowMs + 1);
       for (const view of group) {
         const used = rows.get(`key:${view.keyId}`) ?? NO_USAGE;
         const tokensUsed = used.promptTokens + used.completionTokens;
@@ -105,10 +105,10 @@ export class KeyService {
     return out;
   }
 
-  private async callerRows(fromMs: number, toMs: number): Promise<Map<string, KeyUsage>> {
+  private async callerRows(keyIds: readonly string[], fromMs: number, toMs: number): Promise<Map<string, KeyUsage>> {
     if (!this.usage) throw new GatewayError('capability_not_supported', { feature: 'key usage', problem: 'this gateway keeps no usage records (usage.enabled: false)' });
     await this.usage.flush();
-    const rows: UsageSummaryRow[] = await this.usage.store.summarize('caller', fromMs, toMs);
+    const rows: UsageSummaryRow[] = await this.usage.store.summarizeCallers(keyIds.map((id) => `key:${id}`), fromMs, toMs);
     return new Map(rows.map((r) => [r.group, { requests: r.requests, errors: r.errors, promptTokens: r.promptTokens, completionTokens: r.completionTokens, costUsd: roundMicros(r.costUsd) }]));
   }
 

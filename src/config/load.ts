@@ -7,7 +7,7 @@ import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
 import { checkAdminTokens, envTimeouts, parseAdminTokens, parseEnvironment, parseIntEnv, parseLogLevel, parseWorkers } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
-import { checkLimitModels, toBasicUsers, toLimits, toModel, toOAuth, toRetry, toTracing, toWebhooks } from './sections.js';
+import { checkLimitModels, toBasicUsers, toCachePolicy, toLimits, toModel, toOAuth, toRetry, toTracing, toWebhooks } from './sections.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A 1 MiB body needs 30 s only below ~35 KB/s; a caller slower than that is holding a socket, not sending. */
@@ -90,7 +90,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       failureThreshold: file.circuit_breaker.failure_threshold,
       cooldownMs: file.circuit_breaker.cooldown_seconds * 1000,
     },
-    cache: { maxTotalBytes: file.cache.max_total_bytes },
+    cache: { maxTotalBytes: file.cache.max_total_bytes, undeclaredModels: toCachePolicy(undefined, file.cache) },
     idempotency: {
       ttlMs: file.idempotency.ttl_seconds * 1000,
       onStoreFailure: file.idempotency.on_store_failure,

@@ -54,7 +54,7 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number], cacheD
 }
 
 /** A model's cache policy: its own section over the global one; undefined when caching is off for it. */
-function toCachePolicy(own: NonNullable<ConfigFile['models']>[number]['cache'], defaults: ConfigFile['cache']): CachePolicy | undefined {
+export function toCachePolicy(own: NonNullable<ConfigFile['models']>[number]['cache'], defaults: ConfigFile['cache']): CachePolicy | undefined {
   if (!(own?.enabled ?? defaults.enabled)) return undefined;
   return {
     ttlMs: (own?.ttl_seconds ?? defaults.ttl_seconds) * 1000,

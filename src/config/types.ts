@@ -137,8 +137,11 @@ export interface GatewayConfig {
   /** The retry policy of models without their own (default: one try, no retry). */
   retry: RetryPolicy;
   circuitBreaker: { failureThreshold: number; cooldownMs: number };
-  /** The response cache: the bound of its store (the policies are per model). */
-  cache: { maxTotalBytes: number };
+  /**
+   * The response cache: the bound of its store, and the policy of models the config does not declare (pass-through
+   * ids to the default upstream, built-in models) when `cache.enabled` is true; declared models carry their own.
+   */
+  cache: { maxTotalBytes: number; undeclaredModels: CachePolicy | undefined };
   idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number; maxReplayBytes: number };
   /** Stored Responses API responses: kept at all, for how long, and the largest one kept. */
   responses: { store: boolean; ttlMs: number; maxStoredBytes: number };

@@ -83,6 +83,8 @@ export interface ChatServiceOptions {
   /** Calls in flight per upstream and their configured bounds (503 `upstream_busy` past them). */
   capacity?: UpstreamCapacities;
   random?: () => number;
+  /** The response cache's policy of models the config does not declare (`cache.enabled: true`); none: not cached. */
+  undeclaredCachePolicy?: CachePolicy | undefined;
 }
 
 /**
@@ -359,7 +361,8 @@ export class ChatService {
 
   /** The response cache's policy of a model (undefined: its answers are not cached). */
   cachePolicy(model: string): CachePolicy | undefined {
-    return this.options.router.declared(model)?.cache;
+    const declared = this.options.router.declared(model);
+    return declared ? declared.cache : this.options.undeclaredCachePolicy;
   }
 
   /** No limits configured: no admission at all. Limits apply to the first target's upstream. */

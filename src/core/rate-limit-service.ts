@@ -125,7 +125,10 @@ export class RateLimitService {
 
   /** The limits of a (caller, model, upstream) combination, built once: config does not change while running. */
   private planFor(scopes: Scope[], request: AdmissionRequest): LimitPlan {
-    const signature = `${request.caller}\u0000${request.model}\u0000${request.upstream}${request.requestsOnly ? '\u0000requests' : ''}`;
+    // A key's own limits and budget are part of the signature: changed through the keys API, they take effect
+    // (on every instance, within the key cache) instead of a plan built from the old values.
+    const own = request.callerLimits || request.budget ? `\u0000${JSON.stringify([request.callerLimits, request.budget])}` : '';
+    const signature = `${request.caller}\u0000${request.model}\u0000${request.upstream}${request.requestsOnly ? '\u0000requests' : ''}${own}`;
     let plan = this.plans.get(signature);
     if (plan) return plan;
     const items: AdmissionLimit[] = [];

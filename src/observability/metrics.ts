@@ -61,7 +61,7 @@ export class GatewayMetrics {
     this.tokens = new FastCounter('llmgw_tokens_total', 'Tokens by model and kind (prompt, completion)', ['model', 'kind'], r);
     this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
     this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
-    this.cacheLookups = new FastCounter('llmgw_cache_lookups_total', 'Response cache lookups by model and result (hit, miss): the hit ratio is hit / (hit + miss)', ['model', 'result'], r);
+    this.cacheLookups = new FastCounter('llmgw_cache_lookups_total', 'Response cache results by model: hit, miss (looked up, not found), bypass (not looked up: not cacheable, no-cache, store unwell); the hit ratio is hit / (hit + miss)', ['model', 'result'], r);
     this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
     const attempts = sources.attempts;
     if (attempts) {

@@ -56,7 +56,7 @@ export interface RequestRecord extends RequestHead {
   readonly attempts: number;
   readonly replayed: boolean;
   readonly cacheHit: boolean;
-  readonly cacheResult: 'hit' | 'miss' | undefined;
+  readonly cacheResult: 'hit' | 'miss' | 'bypass' | undefined;
   readonly replayNotStored: string | undefined;
   /** The request's span, when the handler opened one (otherwise it is opened at the end, from the head). */
   readonly trace: RequestTrace | undefined;

@@ -29,8 +29,8 @@ declare module 'fastify' {
     replayed: boolean;
     /** Answered from the response cache. */
     cacheHit: boolean;
-    /** What the response cache did for this request: looked up and found (hit), or not (miss); undefined: not consulted. */
-    cacheResult: 'hit' | 'miss' | undefined;
+    /** What the response cache did: looked up and found (hit) or not (miss); not looked up (bypass: not cacheable, no-cache, store unwell); undefined: no caching for the model. */
+    cacheResult: 'hit' | 'miss' | 'bypass' | undefined;
     /** Why a keyed call's answer was not stored for replay ('too_large': over idempotency.max_replay_bytes). */
     replayNotStored: string | undefined;
     /** Who is calling, once authenticated ("admin" for the admin token, "key:<id>" for a scoped key). */

@@ -22,56 +22,89 @@ export interface ResponseCacheOptions {
 export type CacheLookup = { kind: 'off' } | { kind: 'hit'; response: StoredResponse } | { kind: 'miss'; recorder: AnswerRecorder | undefined };
 
 const OFF: CacheLookup = { kind: 'off' };
+const BYPASS: CacheLookup = { kind: 'miss', recorder: undefined };
 
 /**
- * The exact response cache (docs/cache.md): the same canonical request (the body as canonical JSON, the route and
- * the scope) gets the stored answer without an upstream call. Scoped per caller unless the model's policy shares
- * it. Only complete successful answers are stored (a JSON 200, or a stream that ended well); a request that samples
- * or offers tools is neither looked up nor stored unless the policy allows it. The caller steers it with
- * `Cache-Control: no-cache` (no lookup) and `no-store` (nothing stored). A failing store never fails the call: it
- * is a miss, logged.
+ * The longest a call waits for the cache store, to read or to write. SQLite and a healthy Redis answer in well
+ * under a millisecond; a Redis that stalls (connected but not answering) must cost a call this much at most.
+ */
+export const CACHE_STORE_TIMEOUT_MS = 100;
+/** After a store failure or timeout the cache is skipped for this long (no commands queued behind a sick store). */
+export const CACHE_COOL_DOWN_MS = 5_000;
+
+/**
+ * Request headers that change the answer, so they are part of the key: how a context overflow is handled, and
+ * what a native Anthropic call forwards. (The answer's media type, chosen from Accept, is added separately.)
+ */
+const VARY_HEADERS = ['x-context-overflow', 'anthropic-version', 'anthropic-beta'] as const;
+
+/**
+ * The exact response cache (docs/cache.md): the same canonical request (the body as canonical JSON, the route, the
+ * headers that change the answer, and the scope) gets the stored answer without an upstream call. Scoped per caller
+ * unless the model's policy shares it. Only complete successful answers are stored (a JSON 200, or a stream that
+ * ended well); a request that samples or offers tools is neither looked up nor stored unless the policy allows it.
+ * The caller steers it with `Cache-Control: no-cache` (no lookup) and `no-store` (nothing stored).
+ *
+ * A failing store never fails the call: a read or write waits CACHE_STORE_TIMEOUT_MS at most, and a failure or a
+ * timeout turns the cache off for CACHE_COOL_DOWN_MS (calls go upstream as misses, nothing queues behind the store).
  */
 export class ResponseCache {
+  private sickUntil = 0;
+
   constructor(private readonly options: ResponseCacheOptions) {}
 
   /** Synchronous for a model without caching (no promise, no microtask on the path of every other call). */
   lookup(request: FastifyRequest, reply: FastifyReply, route: string, model: string, body: unknown): CacheLookup | Promise<CacheLookup> {
     const policy = this.options.policyOf(model);
     if (!policy) return OFF;
-    return this.find(request, reply, route, body, policy);
+    void reply.header(CACHE_HEADER, 'miss');
+    const { noCache, noStore } = readCacheControl(request.headers['cache-control']);
+    if (!cacheable(route, body, policy) || (noCache && noStore) || Date.now() < this.sickUntil) {
+      request.cacheResult = 'bypass';
+      return BYPASS;
+    }
+    const key = this.keyOf(request, route, body, policy);
+    if (noCache) {
+      request.cacheResult = 'bypass';
+      return { kind: 'miss', recorder: this.recorder(request, key, policy) };
+    }
+    return this.find(request, key, policy, noStore);
   }
 
-  private async find(request: FastifyRequest, reply: FastifyReply, route: string, body: unknown, policy: CachePolicy): Promise<CacheLookup> {
-    request.cacheResult = 'miss';
-    void reply.header(CACHE_HEADER, 'miss');
-    if (!cacheable(route, body, policy)) return { kind: 'miss', recorder: undefined };
-    const { noCache, noStore } = readCacheControl(request.headers['cache-control']);
+  private keyOf(request: FastifyRequest, route: string, body: unknown, policy: CachePolicy): string {
     // A caller's own provider key (X-Upstream-Key) is part of the scope, shared or not: an answer another
     // provider account paid for is never served to it, nor its answers to callers of the gateway's account.
     const ownKey = request.headers['x-upstream-key'];
     const scope = `${policy.shared ? 'shared' : `caller:${request.caller}`}\n${typeof ownKey === 'string' ? `own-key:${hash('sha256', ownKey, 'hex')}` : 'gateway-key'}`;
-    const key = hash('sha256', `${this.options.environment}\n${scope}\n${route}\n${canonicalJson(body)}`, 'hex');
-    if (!noCache) {
-      try {
-        const response = await this.options.store.get(key);
-        if (response) {
-          request.cacheResult = 'hit';
-          request.cacheHit = true;
-          return { kind: 'hit', response };
-        }
-      } catch (error) {
-        this.options.log.warn({ err: error, request_id: request.id }, 'response cache lookup failed: answered as a miss');
+    let vary = request.responseType;
+    for (const name of VARY_HEADERS) {
+      const value = request.headers[name];
+      if (value !== undefined) vary += `\n${name}:${Array.isArray(value) ? value.join(',') : value}`;
+    }
+    // Canonical JSON holds no raw newline, so the newline-separated parts cannot be forged by any one of them.
+    return hash('sha256', `${this.options.environment}\n${scope}\n${route}\n${vary}\n${canonicalJson(body)}`, 'hex');
+  }
+
+  private async find(request: FastifyRequest, key: string, policy: CachePolicy, noStore: boolean): Promise<CacheLookup> {
+    request.cacheResult = 'miss';
+    try {
+      const response = await this.bounded(this.options.store.get(key));
+      if (response) {
+        request.cacheResult = 'hit';
+        request.cacheHit = true;
+        return { kind: 'hit', response };
       }
+    } catch (error) {
+      this.failed(error, request, 'response cache lookup failed: answered as a miss');
+      return BYPASS;
     }
     return { kind: 'miss', recorder: noStore ? undefined : this.recorder(request, key, policy) };
   }
 
   private recorder(request: FastifyRequest, key: string, policy: CachePolicy): AnswerRecorder {
     const put = async (response: StoredResponse) => {
-      if (Buffer.byteLength(response.body) > policy.maxEntryBytes) return;
-      await this.options.store.put(key, response, policy.ttlMs).catch((error: unknown) => {
-        this.options.log.warn({ err: error, request_id: request.id }, 'response cache write failed');
-      });
+      if (Buffer.byteLength(response.body) > policy.maxEntryBytes || Date.now() < this.sickUntil) return;
+      await this.bounded(this.options.store.put(key, response, policy.ttlMs)).catch((error: unknown) => this.failed(error, request, 'response cache write failed'));
     };
     const nothing = async () => undefined;
     return {
@@ -81,6 +114,22 @@ export class ResponseCache {
       tooLarge: () => undefined,
       failed: nothing,
     };
+  }
+
+  /** The store's answer, or a rejection once CACHE_STORE_TIMEOUT_MS passed (the command itself is not waited for). */
+  private bounded<T>(work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the cache store did not answer within ${CACHE_STORE_TIMEOUT_MS} ms`)), CACHE_STORE_TIMEOUT_MS);
+    });
+    return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private failed(error: unknown, request: FastifyRequest, message: string): void {
+    const first = Date.now() >= this.sickUntil;
+    this.sickUntil = Date.now() + CACHE_COOL_DOWN_MS;
+    // One line per cool-down, not one per call: a sick store under load must not flood the log.
+    if (first) this.options.log.warn({ err: error, request_id: request.id, cool_down_ms: CACHE_COOL_DOWN_MS }, message);
   }
 }
 

@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, hash, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { readIdempotencyKey, requestFingerprint } from '../core/idempotency-key.js';
+import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { IdempotencyStore } from '../store/contract.js';
 import { REPLAYED_HEADER } from './chat-idempotency.js';
@@ -11,6 +12,11 @@ export interface SealedIdempotencyOptions {
   leaseMs: number;
   onStoreFailure: 'open' | 'closed';
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
+  /**
+   * A server secret the store does not hold (the first administrator token): mixed into the stored key's name and
+   * into the sealing key, so that even a guessable Idempotency-Key read from the store opens nothing.
+   */
+  pepper: string;
 }
 
 /** An answer to send: its status and JSON body. */
@@ -27,8 +33,10 @@ const SEALED_PREFIX = 'sealed.v1.';
  * paid for, nor create a second one), yet the store never holds the secret readably:
  *
  * - the stored answer is sealed with AES-256-GCM under a key derived (HKDF-SHA256) from the Idempotency-Key value
- *   and the caller;
- * - the store is given only the SHA-256 of the Idempotency-Key, so what opens the answer is not in the store.
+ *   and a server secret (the pepper), bound to the caller, the request's fingerprint and the status (GCM's
+ *   additional data: a sealed answer moved to another row does not open);
+ * - the store is given only an HMAC of the Idempotency-Key under the pepper, so what opens the answer is not in
+ *   the store, and a guessable Idempotency-Key cannot be tried against it without the pepper.
  *
  * Whoever can read the store learns neither the secret nor how to recover it; whoever replays must present the
  * Idempotency-Key itself (and be the same caller). Claims here are short (one store write), so no heartbeat.
@@ -42,7 +50,8 @@ export class SealedIdempotency {
     if (key === undefined) return send(reply, request, await produce());
     const { store } = this.options;
     const scope = request.caller;
-    const storedKey = `sealed:${hash('sha256', key, 'hex')}`;
+    const { pepper } = this.options;
+    const storedKey = `sealed:${createHmac('sha256', pepper).update(key).digest('hex')}`;
     const fingerprint = requestFingerprint(request.routeName ?? 'keys', requestShape);
     let begun: Awaited<ReturnType<IdempotencyStore['begin']>>;
     try {
@@ -62,9 +71,11 @@ export class SealedIdempotency {
       }
       case 'completed': {
         request.replayed = true;
-        const body = open(begun.response.body, key, scope);
-        if (body === undefined) throw new GatewayError('internal_error', { problem: 'the stored answer of this Idempotency-Key could not be opened' });
-        return reply.code(begun.response.status).header(REPLAYED_HEADER, 'true').type(request.responseType).send(body);
+        const { status } = begun.response;
+        const body = open(begun.response.body, { idempotencyKey: key, pepper, scope, fingerprint, status });
+        if (body === undefined) throw new GatewayError('internal_error', { problem: 'the stored answer of this Idempotency-Key could not be opened (was the first administrator token changed?)' });
+        if (status >= 400) request.errorCode = errorCodeOf(body);
+        return reply.code(status).header(REPLAYED_HEADER, 'true').type(request.responseType).send(body);
       }
       case 'claimed':
         break;
@@ -75,19 +86,19 @@ export class SealedIdempotency {
     } catch (error) {
       // A refusal that describes the request (4xx but 408/409/425/429) is kept like an answer; anything else frees the key.
       if (isGatewayError(error) && error.status < 500 && ![408, 409, 425, 429].includes(error.status)) {
-        await this.complete(scope, storedKey, fingerprint, error.status, JSON.stringify(error.toBody()), key);
+        await this.complete({ idempotencyKey: key, pepper, scope, fingerprint, status: error.status }, storedKey, JSON.stringify(error.toBody()));
       } else {
         await store.abandon(scope, storedKey, fingerprint).catch((e: unknown) => this.options.onStoreHealth(false, e));
       }
       throw error;
     }
-    await this.complete(scope, storedKey, fingerprint, answer.status, JSON.stringify(answer.body), key);
+    await this.complete({ idempotencyKey: key, pepper, scope, fingerprint, status: answer.status }, storedKey, JSON.stringify(answer.body));
     return send(reply, request, answer);
   }
 
-  private async complete(scope: string, storedKey: string, fingerprint: string, status: number, body: string, key: string): Promise<void> {
-    const response = { status, headers: {}, kind: 'json' as const, body: seal(body, key, scope), storedAt: new Date().toISOString() };
-    await this.options.store.complete(scope, storedKey, fingerprint, response, this.options.ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
+  private async complete(binding: SealBinding, storedKey: string, body: string): Promise<void> {
+    const response = { status: binding.status, headers: {}, kind: 'json' as const, body: seal(body, binding), storedAt: new Date().toISOString() };
+    await this.options.store.complete(binding.scope, storedKey, binding.fingerprint, response, this.options.ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
   }
 }
 
@@ -95,27 +106,52 @@ function send(reply: FastifyReply, request: FastifyRequest, answer: SealedAnswer
   return reply.code(answer.status).type(request.responseType).send(answer.body);
 }
 
-function sealingKey(idempotencyKey: string, scope: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', idempotencyKey, scope, 'llm-gateway sealed idempotent answer', 32));
+/** What a sealed answer is bound to: the key material (Idempotency-Key, pepper) and the row it belongs to. */
+export interface SealBinding {
+  idempotencyKey: string;
+  pepper: string;
+  scope: string;
+  fingerprint: string;
+  status: number;
+}
+
+function sealingKey(binding: SealBinding): Buffer {
+  return Buffer.from(hkdfSync('sha256', `${binding.pepper}\n${binding.idempotencyKey}`, binding.scope, 'llm-gateway sealed idempotent answer', 32));
+}
+
+function additionalData(binding: SealBinding): Buffer {
+  return Buffer.from(`${binding.scope}\n${binding.fingerprint}\n${binding.status}`);
 }
 
 /** `sealed.v1.` + base64 of IV (12 bytes), tag (16 bytes) and ciphertext. */
-export function seal(text: string, idempotencyKey: string, scope: string): string {
+export function seal(text: string, binding: SealBinding): string {
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealingKey(idempotencyKey, scope), iv);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(binding), iv);
+  cipher.setAAD(additionalData(binding));
   const ciphertext = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
   return SEALED_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64');
 }
 
 /** The text sealed by `seal`, or undefined when it is not one or does not open with this key. */
-export function open(sealed: string, idempotencyKey: string, scope: string): string | undefined {
+export function open(sealed: string, binding: SealBinding): string | undefined {
   if (!sealed.startsWith(SEALED_PREFIX)) return undefined;
   const bytes = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64');
   if (bytes.length < 28) return undefined;
   try {
-    const decipher = createDecipheriv('aes-256-gcm', sealingKey(idempotencyKey, scope), bytes.subarray(0, 12));
+    const decipher = createDecipheriv('aes-256-gcm', sealingKey(binding), bytes.subarray(0, 12));
+    decipher.setAAD(additionalData(binding));
     decipher.setAuthTag(bytes.subarray(12, 28));
     return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `code` of a stored error body (for the access line and usage record of its replay). */
+function errorCodeOf(body: string): ErrorCode | undefined {
+  try {
+    const code = (JSON.parse(body) as { code?: unknown }).code;
+    return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code) ? (code as ErrorCode) : undefined;
   } catch {
     return undefined;
   }

@@ -362,6 +362,8 @@ export interface UsageStore {
   appendRows(batches: readonly UsageRows[]): Promise<void>;
   /** Records that arrived in [fromMs, toMs), grouped; rows sorted by group. */
   summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]>;
+  /** The rows of these callers only (e.g. `key:<id>`), in [fromMs, toMs), grouped by caller: read through an index. */
+  summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]>;
   /** Records in [fromMs, toMs) counted per time bucket and latency bin, sorted by bucket then bin. */
   timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]>;
   /** The most recent records, newest first (optionally failures only). */

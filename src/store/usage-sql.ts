@@ -116,6 +116,11 @@ export function roundUsd(value: number): number {
 }
 
 /** A summary row of either store (SQLite or PostgreSQL column values) in the contract's shape. */
+/** The aggregate columns of a summary row (after `<group> AS grp`), the same in both dialects. */
+export const SUMMARY_AGGREGATES = `COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
+  COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+  COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms`;
+
 export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
   return {
     group: String(row.grp),

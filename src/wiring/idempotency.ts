@@ -33,5 +33,7 @@ export function wireSealedIdempotency(app: FastifyInstance, config: GatewayConfi
     onStoreHealth: (healthy, error) => {
       if (!healthy) app.log.warn({ err: error }, 'idempotency store failing');
     },
+    // Only the administrator token reaches the keys API, so there is one; rotating it retires the sealed answers.
+    pepper: config.adminTokens[0] ?? '',
   });
 }

@@ -31,6 +31,15 @@ export class OwnRedis {
     }
   }
 
+  /** SIGSTOP: the server keeps its connections but answers nothing (a stalled Redis), until `resume`. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null) return;

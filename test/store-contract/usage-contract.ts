@@ -73,6 +73,16 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       assert.deepEqual(await store().summarize('day', Date.parse('2026-11-21T00:00:00.000Z'), to).then((rows) => rows.map((r) => r.group)), ['2026-11-21'], 'the window is [from, to)');
     });
 
+    test('summaries of named callers only (a key’s usage): the same figures as the caller grouping, nobody else', async () => {
+      const from = Date.parse('2026-11-20T00:00:00.000Z');
+      const to = Date.parse('2026-11-22T00:00:00.000Z');
+      const all = await store().summarize('caller', from, to);
+      assert.deepEqual(await store().summarizeCallers(['key:abc', 'key:nobody'], from, to), all.filter((r) => r.group === 'key:abc'));
+      assert.deepEqual(await store().summarizeCallers(['admin', 'key:abc'], from, to), all);
+      assert.deepEqual(await store().summarizeCallers([], from, to), []);
+      assert.deepEqual(await store().summarizeCallers(['key:abc'], to, to + 86_400_000), [], 'the window is [from, to)');
+    });
+
     test('timeline: counts per time bucket and latency bin, errors split 5xx / 4xx, tokens and cost', async () => {
       const day = 86_400_000;
       const d20 = Date.parse('2026-11-20T00:00:00.000Z');

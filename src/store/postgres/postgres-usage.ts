@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { summaryRow } from '../usage-sql.js';
+import { SUMMARY_AGGREGATES, summaryRow } from '../usage-sql.js';
 import { migrateUnderLock } from './migrate.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
 
@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS ${table} (
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq BIGSERIAL;
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_hit INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
-CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);`;
+CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);
+CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
 
 /** The PostgreSQL type of each of USAGE_COLUMNS, in order (the `unnest` arrays of a batch INSERT). */
 const PG_TYPES = [
@@ -82,13 +83,19 @@ export class PostgresUsageStore implements UsageStore {
     await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`, columns);
   }
 
+  async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
+    if (callers.length === 0) return [];
+    const result = await this.pool.query(
+      `SELECT caller AS grp, ${SUMMARY_AGGREGATES} FROM ${this.table} WHERE caller = ANY($1::text[]) AND time_ms >= $2 AND time_ms < $3 GROUP BY caller ORDER BY caller`,
+      [[...callers], fromMs, toMs],
+    );
+    return (result.rows as Array<Record<string, unknown>>).map(summaryRow);
+  }
+
   async summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
     const group = groupExpression(grouping, 'postgres');
     const result = await this.pool.query(
-      `SELECT ${group} AS grp, COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
-              COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-              COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms
-       FROM ${this.table} WHERE time_ms >= $1 AND time_ms < $2 GROUP BY grp ORDER BY grp`,
+      `SELECT ${group} AS grp, ${SUMMARY_AGGREGATES} FROM ${this.table} WHERE time_ms >= $1 AND time_ms < $2 GROUP BY grp ORDER BY grp`,
       [fromMs, toMs],
     );
     return (result.rows as Array<Record<string, unknown>>).map(summaryRow);

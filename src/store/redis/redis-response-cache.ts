@@ -6,7 +6,10 @@ import type { RedisClient } from './connect.js';
  * One put, atomically: the entry (a hash with PEXPIRE), its size in the sizes hash, its last use in the LRU sorted
  * set, the total in a counter. Then the oldest few index members whose entry Redis already expired are dropped
  * (so expired entries stop counting), and while the total is over the bound the least recently used entries are
- * evicted. The entry keys share the index's hash tag, so every key a script touches is in one cluster slot.
+ * evicted (at most 1,000 per put: a lowered bound is reached over several puts rather than in one long script).
+ * A total below zero, or an index holding only the new entry, is recounted from the sizes (a counter that drifted
+ * because Redis' own memory policy evicted a bookkeeping key). The entry keys share the index's hash tag, so every
+ * key a script touches is in one cluster slot.
  *
  * KEYS: entry, lru, sizes, total. ARGV: member, status, kind, headers, body, bytes, stored, expires, ttl, now, max,
  * entry prefix.
@@ -28,9 +31,15 @@ for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, 7)) do
     total = redis.call('DECRBY', KEYS[4], size)
   end
 end
+if total < 0 or redis.call('ZCARD', KEYS[2]) == 1 then
+  -- The counter drifted (bookkeeping keys evicted by Redis' own memory policy, or deleted): recount from the sizes.
+  total = 0
+  for _, size in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(size) end
+  redis.call('SET', KEYS[4], total)
+end
 local evicted = 0
 local max = tonumber(ARGV[11])
-while total > max do
+while total > max and evicted < 1000 do
   local victim = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if not victim or victim == ARGV[1] then break end
   local size = tonumber(redis.call('HGET', KEYS[3], victim) or '0')

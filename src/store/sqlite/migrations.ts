@@ -154,4 +154,10 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           CREATE TRIGGER response_cache_removed AFTER DELETE ON response_cache
             BEGIN UPDATE response_cache_size SET bytes = bytes - OLD.bytes WHERE id = 1; END;`,
   },
+  {
+    version: 10,
+    name: 'usage_records_by_caller',
+    // A key's usage and spend (the keys API, the dashboard's Keys page) reads only that key's rows.
+    sql: `CREATE INDEX usage_records_caller_time ON usage_records (caller, time_ms);`,
+  },
 ];

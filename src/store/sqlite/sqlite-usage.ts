@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type * as Sqlite from './database.js';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, summaryRow, timelineRow, timelineSql } from '../usage-sql.js';
+import { SUMMARY_AGGREGATES, USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, summaryRow, timelineRow, timelineSql } from '../usage-sql.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -14,6 +14,7 @@ export class SqliteUsageStore implements UsageStore {
   private readonly insertMany: Sqlite.Statement<unknown[]>;
   private readonly writeBatches: Sqlite.Transaction<(batches: readonly UsageRows[]) => void>;
   private readonly summaries = new Map<UsageGrouping, Sqlite.Statement<[number, number], Record<string, unknown>>>();
+  private readonly callerSummary: Sqlite.Statement<[string, number, number], Record<string, unknown>>;
   private readonly latest: Sqlite.Statement<[number], Record<string, unknown>>;
   private readonly latestFailures: Sqlite.Statement<[number], Record<string, unknown>>;
   private readonly deleteOld: Sqlite.Statement<[number]>;
@@ -49,13 +50,15 @@ export class SqliteUsageStore implements UsageStore {
       this.summaries.set(
         grouping,
         db.prepare<[number, number], Record<string, unknown>>(
-          `SELECT ${group} AS grp, COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
-                  COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-                  COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms
-           FROM usage_records WHERE time_ms >= ? AND time_ms < ? GROUP BY grp ORDER BY grp`,
+          `SELECT ${group} AS grp, ${SUMMARY_AGGREGATES} FROM usage_records WHERE time_ms >= ? AND time_ms < ? GROUP BY grp ORDER BY grp`,
         ),
       );
     }
+    // Through the (caller, time_ms) index of migration 10: only the named callers' rows are read.
+    this.callerSummary = db.prepare<[string, number, number], Record<string, unknown>>(
+      `SELECT caller AS grp, ${SUMMARY_AGGREGATES} FROM usage_records
+       WHERE caller IN (SELECT value FROM json_each(?)) AND time_ms >= ? AND time_ms < ? GROUP BY caller ORDER BY caller`,
+    );
     this.latest = db.prepare<[number], Record<string, unknown>>(`SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY time_ms DESC, rowid DESC LIMIT ?`);
     this.latestFailures = db.prepare<[number], Record<string, unknown>>(
       `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE status >= 400 OR code IS NOT NULL ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
@@ -80,6 +83,11 @@ export class SqliteUsageStore implements UsageStore {
     if (!batches.some((b) => b.length > 0)) return;
     await nextTurn();
     this.writeBatches.immediate(batches);
+  }
+
+  async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
+    if (callers.length === 0) return [];
+    return this.callerSummary.all(JSON.stringify(callers), fromMs, toMs).map(summaryRow);
   }
 
   async summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import { createHash, randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { authHeaders } from './helpers/gateway.js';
-import { call } from './helpers/http.js';
+import { call, fieldsOf } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { waitForValue } from './helpers/wait.js';
 import { started } from './helpers/started.js';
@@ -89,6 +89,22 @@ describe('the admin keys API (?route=keys)', () => {
     await waitForValue('the new limit applied', async () => (await chatWith(key.key as string)).headers['ratelimit-limit'], (limit) => limit === '50');
   });
 
+  test('a key replaced by a rotation can be neither rotated again (no fork) nor changed; a change that changes nothing writes nothing', async () => {
+    const key = (await admin('POST', '', { name: 'team-fork', models: ['*'] })).json as unknown as ShownKey;
+    const first = (await admin('POST', `&id=${key.id}&action=rotate`, { grace_seconds: 600 })).json as unknown as ShownKey;
+    assert.equal(first.expires_at, null, 'the successor keeps the original (absent) expiry');
+    const second = await admin('POST', `&id=${key.id}&action=rotate`, { grace_seconds: 600 });
+    assert.equal(second.status, 409);
+    assert.deepEqual((second.json as { details: Record<string, unknown> }).details, { key_id: key.id, state: 'rotated', successor: first.id, problem: 'this key was replaced by a rotation: change or rotate its successor' });
+    assert.equal((await admin('PATCH', `&id=${key.id}`, { expires_at: '2030-01-01T00:00:00Z' })).status, 409, 'nor revived or changed');
+    const lines = () => fixture.gw.logLines.filter((l) => l.includes('"audit":"key.updated"') && l.includes(first.id)).length;
+    assert.equal((await admin('PATCH', `&id=${first.id}`, { expires_at: null })).status, 200);
+    assert.equal(lines(), 0, 'no audit line for a change that changed nothing');
+    await admin('PATCH', `&id=${first.id}`, { name: 'team-fork-renamed' });
+    const line = fixture.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.audit === 'key.updated' && l.key_id === first.id);
+    assert.deepEqual(line?.changed, ['name']);
+  });
+
   test('list pages with next_token and filters by state', async () => {
     for (const name of ['p1', 'p2', 'p3']) await admin('POST', '', { name, models: ['*'] });
     const seen: ShownKey[] = [];
@@ -101,6 +117,15 @@ describe('the admin keys API (?route=keys)', () => {
     } while (token !== undefined);
     assert.equal(new Set(seen.map((k) => k.id)).size, seen.length, 'no key twice');
     assert.ok(['p1', 'p2', 'p3'].every((n) => seen.some((k) => k.name === n)));
+
+    // A key that changes state between two pages of a filtered list does not break the next page.
+    const first = (await admin('GET', '&state=active&limit=1')).json as { data: ShownKey[]; next_token?: string };
+    assert.ok(first.next_token);
+    await admin('DELETE', `&id=${first.data[0]?.id}`);
+    const next = await admin('GET', `&state=active&limit=1&next_token=${first.next_token}`);
+    assert.equal(next.status, 200, next.text);
+    assert.notEqual((next.json as { data: ShownKey[] }).data[0]?.id, first.data[0]?.id);
+    assert.equal((await admin('GET', '&next_token=bm90LWEtY3Vyc29y')).status, 400, 'a made-up token');
     const active = (await admin('GET', '&state=active&limit=200')).json as { data: ShownKey[] };
     assert.ok(active.data.every((k) => k.state === 'active'));
     const revoked = (await admin('GET', '&state=revoked&limit=200')).json as { data: ShownKey[] };
@@ -119,7 +144,23 @@ describe('the admin keys API (?route=keys)', () => {
     for (const field of ['name', 'models', 'limits', 'expires_at']) assert.ok(fields.some((f) => f.includes(field)), `${field} in ${JSON.stringify(fields)}`);
     const routes = await admin('POST', '', { name: 'x', models: ['*'], routes: ['keys'] });
     assert.equal(routes.status, 400);
-    assert.deepEqual((routes.json as { details: { errors: Array<{ field: string }> } }).details.errors.map((e) => e.field), ['routes'], 'the keys route cannot be granted');
+    assert.deepEqual((routes.json as { details: { errors: Array<{ field: string }> } }).details.errors.map((e) => e.field), ['routes[0]'], 'the keys route cannot be granted, and the entry is named');
+
+    // Bounds the limiter can hold: a budget period of years would overflow it (and silently stop being enforced).
+    const forever = await admin('POST', '', { name: 'x', models: ['*'], budget: { tokens: 5, period_seconds: 99_999_999_999 } });
+    assert.equal(forever.status, 400);
+    assert.ok(fieldsOf(forever).some((f) => f.includes('period_seconds')), JSON.stringify(fieldsOf(forever)));
+    for (const meaningless of [{ budget: { period_seconds: 3600 } }, { limits: {} }, { models: ['*', 'm', 'm'] }]) {
+      const answer = await admin('POST', '', { name: 'x', models: ['*'], ...meaningless });
+      assert.equal(answer.status, 400, `refused: ${JSON.stringify(meaningless)}`);
+    }
+    // The query decides which body is expected, and is checked first.
+    const typo = await admin('POST', '&id=abc0123456&action=rotat', { grace_seconds: 60 });
+    assert.deepEqual([typo.status, (typo.json as { details: { parameter: string } }).details.parameter], [400, 'action']);
+    for (const date of ['2026-02-30', 'yesterday', '2026-13-01']) {
+      const bad = await admin('GET', `&id=abc0123456&action=usage&from=${date}`);
+      assert.deepEqual([bad.status, (bad.json as { details: { parameter: string } }).details.parameter], [400, 'from'], date);
+    }
     const past = await admin('POST', '', { name: 'x', models: ['*'], expires_at: '2020-01-01T00:00:00Z' });
     assert.equal(past.status, 400);
 
@@ -214,16 +255,19 @@ describe('the admin keys API: Idempotency-Key on create and rotate, key events, 
     assert.equal(after.data.filter((k) => k.rotated_from === key.id).length, 1, 'rotated once');
   });
 
-  test('key.created, key.rotated and key.revoked are signed events, in the canary stage: only canary receivers get them', async () => {
+  test('key.created, key.updated, key.rotated and key.revoked are signed events, in the canary stage: only canary receivers get them', async () => {
     const created = (await admin('POST', '', { name: `events-${randomUUID().slice(0, 8)}`, models: ['*'] })).json as unknown as ShownKey;
+    await admin('PATCH', `&id=${created.id}`, { models: ['priced'] });
     const rotated = (await admin('POST', `&id=${created.id}&action=rotate`, { grace_seconds: 0 })).json as unknown as ShownKey;
     await admin('DELETE', `&id=${rotated.id}`);
     await admin('DELETE', `&id=${rotated.id}`); // again: no change, no event
     const mine = () => events(canary).filter((e) => [created.id, rotated.id].includes((e.data as { key: { id: string } }).key.id));
-    await waitForValue('three key events', mine, (list) => list.length >= 3);
+    await waitForValue('four key events', mine, (list) => list.length >= 4);
     const got = mine();
     // Deliveries run concurrently (max_concurrency): they may arrive in any order.
-    assert.deepEqual(got.map((e) => e.event).sort(), ['key.created', 'key.revoked', 'key.rotated']);
+    assert.deepEqual(got.map((e) => e.event).sort(), ['key.created', 'key.revoked', 'key.rotated', 'key.updated']);
+    const updated = got.find((e) => e.event === 'key.updated')?.data as { changed: string[]; key: ShownKey };
+    assert.deepEqual([updated.changed, updated.key.models], [['models'], ['priced']]);
     const [c, r, v] = ['key.created', 'key.rotated', 'key.revoked'].map((kind) => got.find((e) => e.event === kind)?.data as { key: ShownKey; previous?: ShownKey; by: string });
     assert.deepEqual([c?.key.id, c?.by, r?.key.id, r?.previous?.id, v?.key.state], [created.id, 'admin', rotated.id, created.id, 'revoked']);
     for (const event of got) assert.ok(!JSON.stringify(event).includes('gwk_'), 'never the secret');

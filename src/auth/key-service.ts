@@ -39,6 +39,20 @@ export interface BudgetLeft {
   costLeftUsd: number | null;
 }
 
+/**
+ * The largest limits and budgets a key may be given. The limiter keeps each window in milliseconds and its state as
+ * whole numbers: a budget period of years, or counts near 2^53, would overflow it (the budget then silently stops
+ * being enforced). A year covers every real billing period; the counts are far above any real traffic.
+ */
+export const KEY_LIMIT_MAXIMA = {
+  requestsPerMinute: 10_000_000,
+  tokensPerMinute: 10_000_000_000,
+  concurrent: 100_000,
+  budgetTokens: 1_000_000_000_000,
+  budgetUsd: 1_000_000_000,
+  periodSeconds: 366 * 86_400,
+} as const;
+
 const NO_USAGE: KeyUsage = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0 };
 
 export function stateOf(record: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): KeyState {
@@ -129,19 +143,29 @@ export class KeyService {
     return viewOf(await this.record(keyId), nowMs);
   }
 
-  /** Changes rights, limits, budget or expiry; what the patch leaves out stays. `null` removes limits, budget or expiry. */
-  async update(keyId: string, patch: Partial<{ [K in keyof KeyRights]: KeyRights[K] | null }>, nowMs = Date.now()): Promise<KeyView> {
+  /**
+   * Changes rights, limits, budget or expiry; what the patch leaves out stays (`limits` and `budget` are replaced
+   * whole). `null` removes limits, budget or expiry. An expired key may be renewed (a new `expires_at`); a revoked
+   * key, or one replaced by a rotation, cannot be changed. `changed` names the fields whose value changed (none:
+   * nothing was written).
+   */
+  async update(keyId: string, patch: Partial<{ [K in keyof KeyRights]: KeyRights[K] | null }>, nowMs = Date.now()): Promise<{ view: KeyView; changed: string[] }> {
     const current = await this.record(keyId);
     if (stateOf(current, nowMs) === 'revoked') throw new GatewayError('key_not_active', { key_id: keyId, state: 'revoked' });
+    await this.refuseIfRotated(current);
     const next: ApiKeyRecord = { ...current };
+    const changed: string[] = [];
     for (const [field, value] of Object.entries(patch) as Array<[keyof KeyRights, unknown]>) {
       if (value === undefined) continue;
+      const after = value === null ? undefined : value;
+      if (JSON.stringify(after) === JSON.stringify((current as unknown as Record<string, unknown>)[field])) continue;
+      changed.push(field);
       // undefined, not delete: the stores merge the patch, and JSON drops an undefined field.
-      (next as unknown as Record<string, unknown>)[field] = value === null ? undefined : value;
+      (next as unknown as Record<string, unknown>)[field] = after;
     }
     checkRights(next, nowMs, current.expiresMs === next.expiresMs);
-    await this.keys.update(keyId, next);
-    return viewOf(next, nowMs);
+    if (changed.length > 0) await this.keys.update(keyId, next);
+    return { view: viewOf(next, nowMs), changed };
   }
 
   /** A new key with the same rights; the old one works until `graceMs` from now (or its own expiry, if sooner). */
@@ -149,6 +173,8 @@ export class KeyService {
     const old = await this.record(keyId);
     const state = stateOf(old, nowMs);
     if (state !== 'active') throw new GatewayError('key_not_active', { key_id: keyId, state });
+    // Rotated once already (in its grace period): a second rotation would fork the key into two successors.
+    await this.refuseIfRotated(old);
     const { key, keyId: newId, hash } = newApiKey(this.environment);
     const { keyId: _id, hash: _hash, createdMs: _created, rotatedFrom: _from, ...rights } = old;
     const record: ApiKeyRecord = { ...rights, keyId: newId, hash, createdMs: nowMs, rotatedFrom: old.keyId, environment: this.environment };
@@ -165,6 +191,12 @@ export class KeyService {
     return viewOf({ ...current, revokedMs: nowMs }, nowMs);
   }
 
+  /** A key replaced by a rotation is on its way out: neither changed nor rotated again (its successor is). */
+  private async refuseIfRotated(record: ApiKeyRecord): Promise<void> {
+    const successor = (await this.keys.list()).find((r) => r.rotatedFrom === record.keyId);
+    if (successor) throw new GatewayError('key_not_active', { key_id: record.keyId, state: 'rotated', successor: successor.keyId, problem: 'this key was replaced by a rotation: change or rotate its successor' });
+  }
+
   private async record(keyId: string): Promise<ApiKeyRecord> {
     const record = await this.keys.get(keyId);
     if (!record || record.environment !== this.environment) throw new GatewayError('key_not_found', { key_id: keyId.slice(0, 64) });
@@ -176,10 +208,29 @@ export class KeyService {
 function checkRights(rights: KeyRights, nowMs: number, expiryUnchanged = false): void {
   const errors: Array<{ field: string; problem: string; allowed?: unknown[] }> = [];
   if (rights.name.trim() === '') errors.push({ field: 'name', problem: 'must say who or what the key is for' });
-  const unknown = rights.routes.filter((r) => !(GRANTABLE_ROUTES as readonly string[]).includes(r));
-  if (rights.routes.length === 0 || unknown.length > 0) errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
+  if (rights.routes.length === 0) errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
+  rights.routes.forEach((route, i) => {
+    if (!(GRANTABLE_ROUTES as readonly string[]).includes(route)) errors.push({ field: `routes[${i}]`, problem: `"${route.slice(0, 40)}" is not a route a key can be given`, allowed: [...GRANTABLE_ROUTES] });
+  });
   if (rights.models.length === 0) errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
   if (!expiryUnchanged && rights.expiresMs !== undefined && rights.expiresMs <= nowMs) errors.push({ field: 'expires_at', problem: 'must be in the future' });
+  // The same bounds as the API's schema, for every caller of the service (the CLI's flags too).
+  const budget = rights.budget;
+  if (budget) {
+    if (budget.tokens === undefined && budget.cost_usd === undefined) errors.push({ field: 'budget', problem: 'must set tokens, cost_usd or both' });
+    if (!(budget.period_seconds >= 60 && budget.period_seconds <= KEY_LIMIT_MAXIMA.periodSeconds)) errors.push({ field: 'budget.period_seconds', problem: `from 60 to ${KEY_LIMIT_MAXIMA.periodSeconds} (366 days)` });
+    if (budget.tokens !== undefined && !(budget.tokens >= 1 && budget.tokens <= KEY_LIMIT_MAXIMA.budgetTokens)) errors.push({ field: 'budget.tokens', problem: `from 1 to ${KEY_LIMIT_MAXIMA.budgetTokens}` });
+    if (budget.cost_usd !== undefined && !(budget.cost_usd > 0 && budget.cost_usd <= KEY_LIMIT_MAXIMA.budgetUsd)) errors.push({ field: 'budget.cost_usd', problem: `above 0, at most ${KEY_LIMIT_MAXIMA.budgetUsd}` });
+  }
+  const limits = rights.limits;
+  if (limits) {
+    const bounds = { requests_per_minute: KEY_LIMIT_MAXIMA.requestsPerMinute, tokens_per_minute: KEY_LIMIT_MAXIMA.tokensPerMinute, concurrent: KEY_LIMIT_MAXIMA.concurrent } as const;
+    if (Object.values(limits).every((v) => v === undefined)) errors.push({ field: 'limits', problem: 'must set at least one of requests_per_minute, tokens_per_minute, concurrent' });
+    for (const [field, max] of Object.entries(bounds) as Array<[keyof typeof bounds, number]>) {
+      const value = limits[field];
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max)) errors.push({ field: `limits.${field}`, problem: `a whole number from 1 to ${max}` });
+    }
+  }
   if (errors.length > 0) throw new GatewayError('validation_failed', { errors });
 }
 

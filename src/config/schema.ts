@@ -183,7 +183,7 @@ export const tracingSchema = z
 
 export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'message.completed', 'message.failed', 'embeddings.completed', 'embeddings.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
 /** Kinds added after the first release: they start in the canary stage (docs/webhooks.md, "Rollout of event kinds"). */
-export const CANARY_EVENT_KINDS = ['key.created', 'key.rotated', 'key.revoked'] as const;
+export const CANARY_EVENT_KINDS = ['key.created', 'key.updated', 'key.rotated', 'key.revoked'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z

@@ -81,7 +81,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, message: 'No such path; the API lives under /v1/.' },
   route_not_found: { status: 404, message: 'Unknown route; see details.routes for the routes this gateway serves.' },
   key_not_found: { status: 404, message: 'No API key has this id in this environment.' },
-  key_not_active: { status: 409, message: 'The API key is revoked or expired: it cannot be changed or rotated; see details.state.' },
+  key_not_active: { status: 409, message: 'The API key cannot be changed or rotated in its state (revoked, expired, or replaced by a rotation); see details.state.' },
   response_not_found: {
     status: 404,
     message: 'No stored response has this id for this caller (never stored, expired, deleted, or another caller\'s).',

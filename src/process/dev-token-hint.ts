@@ -7,7 +7,7 @@ export function printDevTokenHint(config: GatewayConfig, port: number): void {
   const verb = config.adminTokenSource === 'generated' ? 'generated a development admin token' : 'using the development admin token';
   process.stderr.write(
     `\nNo ADMIN_TOKEN set: ${verb} stored in ${config.adminTokenFile} (mode 0600).\n` +
-      `Try: curl -H "Authorization: Bearer $(cat ${config.adminTokenFile})" http://${config.host}:${port}/v1/?route=models\n\n`,
+      `Try: curl -H "Authorization: Bearer $(cat ${config.adminTokenFile})" "http://${config.host}:${port}/v1/?route=models"\n\n`,
   );
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { BudgetLeft, KeyRights, KeyService, KeyState, KeyUsage, KeyView } from '../auth/key-service.js';
+import { KEY_LIMIT_MAXIMA, type BudgetLeft, type KeyRights, type KeyService, type KeyState, type KeyUsage, type KeyView } from '../auth/key-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { EVENT } from '../webhooks/gateway-events.js';
@@ -29,18 +29,28 @@ export interface KeyHandlerOptions {
 
 const rightsProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200 },
-  routes: { type: 'array', minItems: 1, maxItems: 16, items: { type: 'string' } },
-  models: { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 256 } },
+  routes: { type: 'array', minItems: 1, maxItems: 16, uniqueItems: true, items: { type: 'string' } },
+  models: { type: 'array', minItems: 1, maxItems: 1000, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 256 } },
   limits: {
     type: ['object', 'null'],
     additionalProperties: false,
-    properties: { requests_per_minute: { type: 'integer', minimum: 1 }, tokens_per_minute: { type: 'integer', minimum: 1 }, concurrent: { type: 'integer', minimum: 1 } },
+    minProperties: 1,
+    properties: {
+      requests_per_minute: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.requestsPerMinute },
+      tokens_per_minute: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.tokensPerMinute },
+      concurrent: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.concurrent },
+    },
   },
   budget: {
     type: ['object', 'null'],
     additionalProperties: false,
     required: ['period_seconds'],
-    properties: { tokens: { type: 'integer', minimum: 1 }, cost_usd: { type: 'number', exclusiveMinimum: 0 }, period_seconds: { type: 'integer', minimum: 60 } },
+    anyOf: [{ required: ['tokens'] }, { required: ['cost_usd'] }],
+    properties: {
+      tokens: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.budgetTokens },
+      cost_usd: { type: 'number', exclusiveMinimum: 0, maximum: KEY_LIMIT_MAXIMA.budgetUsd },
+      period_seconds: { type: 'integer', minimum: 60, maximum: KEY_LIMIT_MAXIMA.periodSeconds },
+    },
   },
   expires_at: { type: ['string', 'null'], format: 'date-time' },
 } as const;
@@ -63,10 +73,11 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
     if (!store) throw new GatewayError('capability_not_supported', { route: 'keys', problem: 'this gateway runs without a key store' });
     return store;
   };
-  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView) => keyChanged(request, options.webhooks, action, request.caller, view, previous);
+  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView, fields?: string[]) => keyChanged(request, options.webhooks, action, request.caller, view, previous, fields);
   return {
     async read(request, reply) {
       requireAdmin(request);
+      void reply.header('cache-control', 'no-store');
       const query = request.query as Record<string, unknown>;
       if (query.action === 'usage') return reply.type(request.responseType).send(await usageReport(keyService(), idOf(query), query));
       if (query.action !== undefined) throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['usage'], problem: 'GET with an id reads a key, or its usage with action=usage' });
@@ -77,15 +88,18 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
         // Environments are kept apart: this gateway neither sees nor manages another environment's keys.
         throw new GatewayError('invalid_query_parameter', { parameter: 'environment', allowed: [keyService().managedEnvironment], problem: "a gateway manages its own environment's keys only: ask that environment's gateway" });
       }
-      const all = (await keyService().list()).filter((k) => state === undefined || k.state === state).sort((a, b) => a.createdMs - b.createdMs || a.keyId.localeCompare(b.keyId));
-      const start = after === undefined ? 0 : all.findIndex((k) => k.keyId === after) + 1;
-      if (after !== undefined && start === 0) throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });
-      const data = all.slice(start, start + limit);
+      const all = (await keyService().list()).filter((k) => state === undefined || k.state === state).sort(byCreation);
+      // The cursor is a position in creation order, not a key of the page: a key that changes state (or goes)
+      // between two pages does not break the next one.
+      const start = after === undefined ? 0 : all.findIndex((k) => byCreation(k, after) > 0);
+      const rest = start === -1 ? [] : all.slice(start);
+      const data = rest.slice(0, limit);
       const last = data[data.length - 1];
-      return reply.type(request.responseType).send({ object: 'list', data: data.map(shown), ...(last && start + limit < all.length ? { next_token: last.keyId } : {}) });
+      return reply.type(request.responseType).send({ object: 'list', data: data.map(shown), ...(last && rest.length > limit ? { next_token: cursorOf(last) } : {}) });
     },
     async write(request, reply) {
       requireAdmin(request);
+      void reply.header('cache-control', 'no-store');
       const query = request.query as Record<string, unknown>;
       if (query.action === 'rotate') {
         const id = idOf(query);
@@ -96,7 +110,7 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
           return { status: 201, body: { key, ...shown(view), previous: shown(previous) } };
         });
       }
-      if (query.action !== undefined || query.id !== undefined) throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['rotate'], problem: 'POST with an id rotates (action=rotate); without one it creates' });
+      checkKeyWriteQuery(query);
       return options.idempotency.run(request, reply, { action: 'create', body: request.body }, async () => {
         const { key, view } = await keyService().create(rightsOf(request.body as Record<string, unknown>, true) as KeyRights);
         changed(request, 'key.created', view);
@@ -105,14 +119,18 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
     },
     async update(request, reply) {
       requireAdmin(request);
+      void reply.header('cache-control', 'no-store');
+      const id = idOf(request.query as Record<string, unknown>);
       const validate = request.compileValidationSchema(updateKeySchema, 'body');
       if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
-      const view = await keyService().update(idOf(request.query as Record<string, unknown>), rightsOf(request.body as Record<string, unknown>, false) as Parameters<KeyService['update']>[1]);
-      changed(request, 'key.updated', view);
+      const { view, changed: fields } = await keyService().update(id, rightsOf(request.body as Record<string, unknown>, false) as Parameters<KeyService['update']>[1]);
+      // A change that changes nothing writes nothing: no audit line, no event.
+      if (fields.length > 0) changed(request, 'key.updated', view, undefined, fields);
       return reply.type(request.responseType).send(shown(view));
     },
     async revoke(request, reply) {
       requireAdmin(request);
+      void reply.header('cache-control', 'no-store');
       const id = idOf(request.query as Record<string, unknown>);
       const before = await keyService().get(id);
       const view = await keyService().revoke(id);
@@ -129,12 +147,32 @@ export type KeyChange = 'key.created' | 'key.updated' | 'key.rotated' | 'key.rev
  * A key changed (the admin API or the dashboard): one audit line, and the change's signed event (created,
  * rotated, revoked; never the secret: events carry the key as listed).
  */
-export function keyChanged(request: FastifyRequest, webhooks: Webhooks | undefined, action: KeyChange, by: string, view: KeyView, previous?: KeyView): void {
-  request.server.log.info({ audit: action, key_id: view.keyId, key_name: view.name, by, request_id: request.id }, 'api key changed');
-  const kind = action === 'key.created' ? EVENT.keyCreated : action === 'key.rotated' ? EVENT.keyRotated : action === 'key.revoked' ? EVENT.keyRevoked : undefined;
-  if (kind && webhooks?.wants(kind)) {
-    void webhooks.emit(kind, { request_id: request.id, by, key: shown(view), ...(previous ? { previous: shown(previous) } : {}) });
+export function keyChanged(request: FastifyRequest, webhooks: Webhooks | undefined, action: KeyChange, by: string, view: KeyView, previous?: KeyView, fields?: string[]): void {
+  const changedFields = fields?.map((f) => (f === 'expiresMs' ? 'expires_at' : f));
+  request.server.log.info({ audit: action, key_id: view.keyId, key_name: view.name, by, request_id: request.id, ...(changedFields ? { changed: changedFields } : {}) }, 'api key changed');
+  const kind = EVENT_OF[action];
+  if (webhooks?.wants(kind)) {
+    void webhooks.emit(kind, { request_id: request.id, by, key: shown(view), ...(previous ? { previous: shown(previous) } : {}), ...(changedFields ? { changed: changedFields } : {}) });
   }
+}
+
+const EVENT_OF: Record<KeyChange, string> = { 'key.created': EVENT.keyCreated, 'key.updated': EVENT.keyUpdated, 'key.rotated': EVENT.keyRotated, 'key.revoked': EVENT.keyRevoked };
+
+/** A POST's query: none (create) or `id` + `action=rotate`; checked before the body, so a wrong action is named as such. */
+export function checkKeyWriteQuery(query: Record<string, unknown>): void {
+  if (query.action === 'rotate' && query.id !== undefined) return;
+  if (query.action === undefined && query.id === undefined) return;
+  if (query.action !== undefined && query.action !== 'rotate') throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['rotate'], problem: 'POST with an id rotates (action=rotate); without one it creates' });
+  throw new GatewayError('invalid_query_parameter', { parameter: query.id === undefined ? 'id' : 'action', problem: 'POST with an id rotates (action=rotate); without one it creates' });
+}
+
+/** Creation order: oldest first, ties by id. `b` may be a cursor (its creation time and id). */
+function byCreation(a: Pick<KeyView, 'createdMs' | 'keyId'>, b: Pick<KeyView, 'createdMs' | 'keyId'>): number {
+  return a.createdMs - b.createdMs || (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0);
+}
+
+function cursorOf(view: Pick<KeyView, 'createdMs' | 'keyId'>): string {
+  return Buffer.from(`${view.createdMs}:${view.keyId}`).toString('base64url');
 }
 
 /** `GET ?route=keys&id=<id>&action=usage[&from=<ISO>][&to=<ISO>]`: requests, tokens and spend, and budget left. */
@@ -167,8 +205,14 @@ export function budgetShown(left: BudgetLeft): Record<string, number | null> {
 function timeOf(query: Record<string, unknown>, parameter: 'from' | 'to'): number | undefined {
   const value = query[parameter];
   if (value === undefined) return undefined;
-  const ms = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new GatewayError('invalid_query_parameter', { parameter, problem: 'an ISO 8601 date or time, e.g. 2026-11-01 or 2026-11-01T00:00:00Z' });
+  const parts = typeof value === 'string' ? /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.exec(value) : null;
+  // A calendar date that exists (2026-02-30 is refused, not rolled over into March).
+  const [year, month, day] = parts ? [Number(parts[1]), Number(parts[2]), Number(parts[3])] : [0, 0, 0];
+  const real = parts !== null && new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day && month >= 1 && month <= 12;
+  const ms = real ? Date.parse(value as string) : Number.NaN;
+  if (!Number.isFinite(ms)) {
+    throw new GatewayError('invalid_query_parameter', { parameter, problem: 'an ISO 8601 date, or date and time with Z or an offset (URL-encode "+" as %2B), e.g. 2026-11-01 or 2026-11-01T00:00:00Z' });
+  }
   return ms;
 }
 
@@ -183,14 +227,19 @@ function idOf(query: Record<string, unknown>): string {
   return id;
 }
 
-function pageOf(query: Record<string, unknown>): { limit: number; after: string | undefined; state: KeyState | undefined } {
+function pageOf(query: Record<string, unknown>): { limit: number; after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined; state: KeyState | undefined } {
   const limit = query.limit === undefined ? DEFAULT_PAGE : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new GatewayError('invalid_query_parameter', { parameter: 'limit', problem: `a whole number from 1 to ${MAX_PAGE}` });
-  const after = query.next_token;
-  if (after !== undefined && (typeof after !== 'string' || after === '')) throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });
+  const token = query.next_token;
+  let after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined;
+  if (token !== undefined) {
+    const match = typeof token === 'string' && token.length <= 200 ? /^(\d{1,16}):([A-Za-z0-9]{1,64})$/.exec(Buffer.from(token, 'base64url').toString('utf8')) : null;
+    if (!match) throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });
+    after = { createdMs: Number(match[1]), keyId: match[2] as string };
+  }
   const state = query.state;
   if (state !== undefined && !STATES.includes(state as KeyState)) throw new GatewayError('invalid_query_parameter', { parameter: 'state', allowed: [...STATES] });
-  return { limit, after: after as string | undefined, state: state as KeyState | undefined };
+  return { limit, after, state: state as KeyState | undefined };
 }
 
 /** The body's fields as rights (`expires_at` as milliseconds); on a change, `null` stays `null` (remove). */

@@ -6,7 +6,7 @@ import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
 import { chatBodySchema } from './chat-schema.js';
 import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
-import { createKeySchema, rotateKeySchema, type KeyHandlers } from './keys.js';
+import { checkKeyWriteQuery, createKeySchema, rotateKeySchema, type KeyHandlers } from './keys.js';
 import { embeddingsBodySchema } from './embeddings-schema.js';
 import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
 
@@ -35,6 +35,7 @@ async function validatePostBody(request: FastifyRequest): Promise<void> {
   const rotate = (request.query as Record<string, unknown>).action === 'rotate';
   const schema =
     route === 'keys' ? (rotate ? rotateKeySchema : createKeySchema) : route === 'responses' || route === 'embeddings' || route === 'messages' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
+  if (route === 'keys') checkKeyWriteQuery(request.query as Record<string, unknown>); // the query first: it decides which body is expected
   if (route === 'keys' && rotate && request.body === undefined) return; // a rotation may come without a body
   const validate = request.compileValidationSchema(schema, 'body');
   if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });

@@ -191,7 +191,8 @@ export async function answerFromCache(
     const rateLimitHeaders = await deps.chat.admitCachedAnswer(model, call);
     if (claimed && response.kind === 'sse') await claimed.stream(response.headers, response.body);
     else if (claimed) await claimed.json(response.status, response.headers, response.body);
-    request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
+    // A replayed stream's first byte, like a live one's; a JSON answer has no TTFB (the metric is for streams).
+    if (response.kind === 'sse') request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
     return await sendCached(reply, response, rateLimitHeaders);
   } catch (error) {
     if (claimed) await deps.idempotency.settleError(claimed, error, request.responseType);

@@ -16,6 +16,7 @@ export const EVENT = {
   upstreamUnhealthy: 'upstream.unhealthy',
   upstreamRecovered: 'upstream.recovered',
   keyCreated: 'key.created',
+  keyUpdated: 'key.updated',
   keyRotated: 'key.rotated',
   keyRevoked: 'key.revoked',
 } as const;

@@ -109,7 +109,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
   const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model)), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
-  const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage) : undefined;
+  const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId)) : undefined;
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });
   const keyHandlers = makeKeyHandlers(keyService, { idempotency: wireSealedIdempotency(app, config, deps.idempotency.store), webhooks: events.webhooks });
   const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace, cache), storedResponses: responses.stored };

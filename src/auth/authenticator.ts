@@ -120,6 +120,11 @@ export class Authenticator {
     };
   }
 
+  /** Drops a key's cached record: a change made on this instance takes effect here at once (others within cacheMs). */
+  forgetKey(keyId: string): void {
+    this.cache.delete(keyId);
+  }
+
   private async record(keyId: string): Promise<ApiKeyRecord | undefined> {
     const cached = this.cache.get(keyId);
     const now = this.now();

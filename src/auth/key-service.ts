@@ -78,6 +78,8 @@ export class KeyService {
     private readonly environment: GatewayEnvironment,
     /** Where usage records are read from (none kept: usage is refused), and how to write the buffered ones first. */
     private readonly usage?: { store: UsageStore; flush: () => Promise<void> },
+    /** Called after a key changed (this instance's key cache forgets it: a revocation bites here at once). */
+    private readonly onChanged: (keyId: string) => void = () => undefined,
   ) {}
 
   /** The environment whose keys this service manages (dev, staging, prod: never another's). */
@@ -164,7 +166,10 @@ export class KeyService {
       (next as unknown as Record<string, unknown>)[field] = after;
     }
     checkRights(next, nowMs, current.expiresMs === next.expiresMs);
-    if (changed.length > 0) await this.keys.update(keyId, next);
+    if (changed.length > 0) {
+      await this.keys.update(keyId, next);
+      this.onChanged(keyId);
+    }
     return { view: viewOf(next, nowMs), changed };
   }
 
@@ -181,6 +186,7 @@ export class KeyService {
     await this.keys.create(record);
     const ends = Math.min(old.expiresMs ?? Number.POSITIVE_INFINITY, nowMs + graceMs);
     await this.keys.update(old.keyId, { expiresMs: ends });
+    this.onChanged(old.keyId);
     return { key, view: viewOf(record, nowMs), previous: viewOf({ ...old, expiresMs: ends }, nowMs) };
   }
 
@@ -188,6 +194,7 @@ export class KeyService {
     const current = await this.record(keyId);
     if (current.revokedMs !== undefined) return viewOf(current, nowMs); // revoking twice changes nothing
     await this.keys.update(keyId, { revokedMs: nowMs });
+    this.onChanged(keyId);
     return viewOf({ ...current, revokedMs: nowMs }, nowMs);
   }
 

@@ -1,12 +1,11 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
 import { scrubText } from '../secrets/redact.js';
-import { SseParser, type SseEvent } from '../streaming/sse-parser.js';
+import type { SseEvent } from '../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionChunk, ChatCompletionResult, NativeApi, NativeBody, StreamBatch, StreamChunk, Usage } from './contract.js';
-import { discardBody, drainQuietly } from './response-body.js';
-import { toUpstreamError } from './transport-errors.js';
 import { providerErrorDetails } from './upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from './upstream-client.js';
+import { readEventStream } from './event-stream-reader.js';
 
 /** What the gateway needs to know of an API it forwards untranslated (OpenAI's Responses, Anthropic's Messages). */
 export interface NativeWire {
@@ -65,39 +64,27 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
       if (!wire.isAnswer(value)) throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not an answer of this API' });
       return { body: bytes, usage: wire.answerUsage(value) };
     },
-    async *stream(body, context): AsyncGenerator<StreamBatch> {
-      const response = await send(body, context);
+    stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
-      expectEventStream(response, upstream.name, secrets);
-      const pending: SseEvent[] = [];
-      const parser = new SseParser((event) => pending.push(event));
       const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-      let finished = false;
-      try {
-        for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
-          parser.feed(bytes as Buffer);
-          const batch: StreamChunk[] = [];
-          let failure: unknown;
-          try {
-            for (const event of pending) {
-              batch.push(forwardedEvent(event, upstream.name, secrets, wire, totals));
-              if (wire.finalEvents.has(event.event)) finished = true;
-            }
-          } catch (error) {
-            failure = error; // the events before the failure still go out, then the failure (as on the chat path)
-          }
-          pending.length = 0;
-          if (batch.length > 0) yield batch;
-          if (failure !== undefined) throw failure;
-          if (finished) break;
-        }
-      } catch (error) {
-        throw toUpstreamError(error, upstream.name, context.signal);
-      } finally {
-        if (finished) drainQuietly(response.body);
-        else discardBody(response.body);
-      }
-      if (!finished) throw new GatewayError('upstream_stream_truncated', { upstream: upstream.name, reason: 'the stream ended before its final event' });
+      return readEventStream({
+        upstream: upstream.name,
+        signal: context.signal,
+        open: async () => {
+          const response = await send(body, context);
+          expectEventStream(response, upstream.name, secrets);
+          return response;
+        },
+        // The final event is forwarded too (it carries the usage), then the stream ends.
+        translate: (event, batch) => {
+          batch.push(forwardedEvent(event, upstream.name, secrets, wire, totals));
+          return wire.finalEvents.has(event.event);
+        },
+        end: (ending) => {
+          if (ending === 'marker') return undefined;
+          throw new GatewayError('upstream_stream_truncated', { upstream: upstream.name, reason: 'the stream ended before its final event' });
+        },
+      });
     },
   };
 }

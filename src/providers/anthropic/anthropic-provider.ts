@@ -1,16 +1,14 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, NativeApi, NativeApiName, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, NativeApi, NativeApiName, Provider, StreamBatch, UpstreamModel } from '../contract.js';
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
-import { discardBody, drainQuietly } from '../response-body.js';
-import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
+import { readEventStream } from '../event-stream-reader.js';
 
 /** The Messages API version this adapter speaks (sent as `anthropic-version`). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -56,46 +54,32 @@ export class AnthropicProvider implements Provider {
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
-    const response = await this.send(body, context);
-    expectEventStream(response, this.name, [context.apiKeyOverride, this.config.apiKey]);
+  streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true, [
       context.apiKeyOverride,
       this.config.apiKey,
     ]);
-    const pending: SseEvent[] = [];
-    const parser = new SseParser((event) => pending.push(event));
-    try {
-      for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
-        parser.feed(bytes as Buffer);
-        const batch: StreamChunk[] = [];
-        let failure: unknown;
-        try {
-          for (const event of pending) {
-            for (const chunk of translator.translate(event)) batch.push({ chunk });
-            if (translator.done) break;
-          }
-        } catch (error) {
-          failure = error; // the chunks before the bad event still go out, then the failure
-        }
-        pending.length = 0;
-        if (batch.length > 0) yield batch;
-        if (failure !== undefined) throw failure;
-        if (translator.done) break;
-      }
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    } finally {
-      if (translator.done) drainQuietly(response.body);
-      else discardBody(response.body);
-    }
-    if (!translator.done) {
-      throw new GatewayError('upstream_stream_truncated', {
-        upstream: this.name,
-        reason: parser.end() ? 'the connection closed in the middle of an event' : 'the stream ended without message_stop',
-      });
-    }
+    return readEventStream({
+      upstream: this.name,
+      signal: context.signal,
+      open: async () => {
+        const response = await this.send(body, context);
+        expectEventStream(response, this.name, [context.apiKeyOverride, this.config.apiKey]);
+        return response;
+      },
+      translate: (event, batch) => {
+        for (const chunk of translator.translate(event)) batch.push({ chunk });
+        return translator.done;
+      },
+      end: (ending) => {
+        if (ending === 'marker') return undefined;
+        throw new GatewayError('upstream_stream_truncated', {
+          upstream: this.name,
+          reason: ending === 'cut' ? 'the connection closed in the middle of an event' : 'the stream ended without message_stop',
+        });
+      },
+    });
   }
 
   /** `GET {base}/models`: `{data: [{id, display_name, created_at}]}`. */

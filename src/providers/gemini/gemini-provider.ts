@@ -2,15 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, Provider, StreamBatch, StreamChunk, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, Provider, StreamBatch, UpstreamModel } from '../contract.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
-import { toUpstreamError } from '../transport-errors.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
-import { discardBody } from '../response-body.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
+import { readEventStream } from '../event-stream-reader.js';
 
 
 /**
@@ -39,9 +37,7 @@ export class GeminiProvider implements Provider {
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
-    const response = await this.send(body, context, true);
-    expectEventStream(response, this.name, this.secrets(context));
+  streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const translator = new GeminiStreamTranslator(
       body.model,
@@ -51,38 +47,29 @@ export class GeminiProvider implements Provider {
       options?.include_usage === true,
       this.secrets(context),
     );
-    const pending: SseEvent[] = [];
-    const parser = new SseParser((event) => pending.push(event));
-    let clean = false;
-    try {
-      for await (const bytes of response.body) {
-        parser.feed(bytes as Buffer);
-        const batch: StreamChunk[] = [];
-        let failure: unknown;
-        try {
-          for (const event of pending) for (const chunk of translator.translate(event.data)) batch.push({ chunk });
-        } catch (error) {
-          failure = error; // the chunks before the bad event still go out, then the failure
+    return readEventStream({
+      upstream: this.name,
+      signal: context.signal,
+      open: async () => {
+        const response = await this.send(body, context, true);
+        expectEventStream(response, this.name, this.secrets(context));
+        return response;
+      },
+      translate: (event, batch) => {
+        for (const chunk of translator.translate(event.data)) batch.push({ chunk });
+        return false; // no end marker in Gemini's stream
+      },
+      // A clean end of the body after a finished candidate is the end; then the usage chunk, if asked for.
+      end: (ending) => {
+        if (ending !== 'clean' || !translator.finished) {
+          throw new GatewayError('upstream_stream_truncated', {
+            upstream: this.name,
+            reason: ending === 'clean' ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
+          });
         }
-        pending.length = 0;
-        if (batch.length > 0) yield batch;
-        if (failure !== undefined) throw failure;
-      }
-      clean = !parser.end();
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    } finally {
-      if (!clean) discardBody(response.body);
-    }
-    // No end marker in Gemini's stream: a clean end of the body after a finished candidate is the end.
-    if (!clean || !translator.finished) {
-      throw new GatewayError('upstream_stream_truncated', {
-        upstream: this.name,
-        reason: clean ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
-      });
-    }
-    const last = translator.final().map((chunk) => ({ chunk }));
-    if (last.length > 0) yield last;
+        return translator.final().map((chunk) => ({ chunk }));
+      },
+    });
   }
 
   /** The keys a call may have sent: whatever the upstream says back is scrubbed of them. */

@@ -1,7 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { SseParser, type SseEvent } from '../../streaming/sse-parser.js';
 import type {
   CallContext,
   ChatCompletionResult,
@@ -12,16 +11,14 @@ import type {
   NativeApiName,
   Provider,
   StreamBatch,
-  StreamChunk,
   UpstreamModel,
   Usage,
 } from '../contract.js';
-import { toUpstreamError } from '../transport-errors.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
-import { discardBody, drainQuietly } from '../response-body.js';
+import { readEventStream } from '../event-stream-reader.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -73,66 +70,49 @@ export class OpenAiCompatibleProvider implements Provider {
     return { body: bytes, usage: record.usage ?? undefined };
   }
 
-  async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
+  streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     // Usage on every stream (limits, cost): asked for on the caller's behalf, and its chunk kept from a caller
     // that did not ask for it.
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const addUsage = this.asksForUsage() && options?.include_usage !== true;
-    let response: Dispatcher.ResponseData;
-    if (!addUsage) response = await this.send(body, context);
-    else {
-      try {
-        response = await this.send(body, { ...context, bodyJson: withUsageRequested(body, context.bodyJson) });
-      } catch (error) {
-        if (this.config.streamUsage !== 'auto' || !refusedTheRequest(error)) throw error;
-        // `auto`: the server may not know stream_options. Once more as the caller sent it; if that is accepted,
-        // the field was the problem, and this upstream is not asked again (if not, the caller's body was).
-        response = await this.send(body, context);
-        this.refusesStreamUsage = true;
-      }
-    }
-    expectEventStream(response, this.name, [context.apiKeyOverride, this.config.apiKey]);
     const secrets = [context.apiKeyOverride, this.config.apiKey];
-    const pending: SseEvent[] = [];
-    const parser = new SseParser((event) => pending.push(event));
-    let finished = false;
-    try {
-      // destroyOnReturn: false keeps the socket when we stop at [DONE], so the keep-alive connection is reused.
-      for await (const bytes of response.body.iterator({ destroyOnReturn: false })) {
-        parser.feed(bytes as Buffer);
-        const batch: StreamChunk[] = [];
-        let failure: unknown;
-        try {
-          for (const event of pending) {
-            if (event.data === '[DONE]') {
-              finished = true;
-              break;
-            }
-            const chunk = decodeChunkEvent(event, this.name, secrets);
-            if (!chunk) continue;
-            if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
-            batch.push(chunk);
+    return readEventStream({
+      upstream: this.name,
+      signal: context.signal,
+      open: async () => {
+        let response: Dispatcher.ResponseData;
+        if (!addUsage) response = await this.send(body, context);
+        else {
+          try {
+            response = await this.send(body, { ...context, bodyJson: withUsageRequested(body, context.bodyJson) });
+          } catch (error) {
+            if (this.config.streamUsage !== 'auto' || !refusedTheRequest(error)) throw error;
+            // `auto`: the server may not know stream_options. Once more as the caller sent it; if that is accepted,
+            // the field was the problem, and this upstream is not asked again (if not, the caller's body was).
+            response = await this.send(body, context);
+            this.refusesStreamUsage = true;
           }
-        } catch (error) {
-          failure = error; // the chunks before the bad frame still go out, then the failure
         }
-        pending.length = 0;
-        if (batch.length > 0) yield batch;
-        if (failure !== undefined) throw failure;
-        if (finished) break;
-      }
-    } catch (error) {
-      throw toUpstreamError(error, this.name, context.signal);
-    } finally {
-      if (finished) drainQuietly(response.body);
-      else discardBody(response.body);
-    }
-    if (!finished) {
-      throw new GatewayError('upstream_stream_truncated', {
-        upstream: this.name,
-        reason: parser.end() ? 'the connection closed in the middle of an event' : 'the stream ended without its end marker',
-      });
-    }
+        expectEventStream(response, this.name, secrets);
+        return response;
+      },
+      translate: (event, batch) => {
+        if (event.data === '[DONE]') return true;
+        const chunk = decodeChunkEvent(event, this.name, secrets);
+        if (chunk) {
+          if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
+          batch.push(chunk);
+        }
+        return false;
+      },
+      end: (ending) => {
+        if (ending === 'marker') return undefined;
+        throw new GatewayError('upstream_stream_truncated', {
+          upstream: this.name,
+          reason: ending === 'cut' ? 'the connection closed in the middle of an event' : 'the stream ended without its end marker',
+        });
+      },
+    });
   }
 
   private asksForUsage(): boolean {

@@ -3,11 +3,12 @@
  * real misbehaving node:http upstream in front of the real gateway; the assertions are on the caller's bytes, the
  * gateway's log lines and what the upstream saw of the connection.
  */
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
-import { startMockUpstream, type Behavior, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import type { Behavior } from './helpers/mock-openai-upstream.js';
+import { CHAT_PATH, authHeaders, chatBody } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { dataFrames, readStream } from './helpers/sse-client.js';
 
 const CONFIGURED_KEY = 'sk-hostile-configured-0123456789abcdefXYZ';
@@ -51,21 +52,11 @@ function assertNoPieceOf(secret: string, text: string, where: string): void {
 }
 
 describe('a hostile upstream', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({
-      env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: CONFIGURED_KEY },
-      configFile: { name: 'no-breaker.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
-    });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: CONFIGURED_KEY },
+    configFile: { name: 'no-breaker.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
   });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  beforeEach(() => mock.reset());
-  const url = () => `${gw.url}${CHAT_PATH}`;
+  const url = () => `${fixture.gw.url}${CHAT_PATH}`;
 
   describe('endless lines and events are cut at 4 MiB', () => {
     const cases = [
@@ -74,18 +65,18 @@ describe('a hostile upstream', () => {
     ];
     for (const c of cases) {
       test(`${c.name}, before the first chunk: a JSON 502 upstream_stream_malformed and the upstream connection closed`, async () => {
-        mock.enqueue(endless([c.prefix], c.piece));
+        fixture.mock.enqueue(endless([c.prefix], c.piece));
         const answer = await readStream(url(), chatBody({ stream: true }), authHeaders());
         assert.equal(answer.status, 502, answer.text);
         const body = JSON.parse(answer.text) as { code: string; details: { reason: string; limit_bytes: number; upstream: string } };
         assert.equal(body.code, 'upstream_stream_malformed');
         assert.match(body.details.reason, c.reason);
         assert.equal(body.details.limit_bytes, SSE_LIMIT);
-        assert.equal(await mock.chatRequests()[0]?.aborted, true, 'the gateway hung up on the upstream');
+        assert.equal(await fixture.mock.chatRequests()[0]?.aborted, true, 'the gateway hung up on the upstream');
       });
 
       test(`${c.name}, after a first chunk: one final error event, no [DONE]`, async () => {
-        mock.enqueue(endless([chunk('Hello'), c.prefix], c.piece));
+        fixture.mock.enqueue(endless([chunk('Hello'), c.prefix], c.piece));
         const answer = await readStream(url(), chatBody({ stream: true }), authHeaders());
         assert.equal(answer.status, 200);
         const frames = dataFrames(answer.text);
@@ -95,7 +86,7 @@ describe('a hostile upstream', () => {
         const last = JSON.parse(frames.at(-1) ?? '{}') as { details?: { reason?: string; limit_bytes?: number } };
         assert.match(last.details?.reason ?? '', c.reason);
         assert.equal(last.details?.limit_bytes, SSE_LIMIT);
-        assert.equal(await mock.chatRequests()[0]?.aborted, true);
+        assert.equal(await fixture.mock.chatRequests()[0]?.aborted, true);
       });
     }
   });
@@ -118,8 +109,8 @@ describe('a hostile upstream', () => {
     ];
     for (const who of cases) {
       test(`an HTTP 500 echoing ${who.name} in message, type, code and param`, async () => {
-        mock.enqueue({ kind: 'error', status: 500, body: echoingError(who.key) });
-        const before = gw.logLines.length;
+        fixture.mock.enqueue({ kind: 'error', status: 500, body: echoingError(who.key) });
+        const before = fixture.gw.logLines.length;
         const answer = await readStream(url(), chatBody(), authHeaders(who.headers));
         assert.equal(answer.status, 502);
         const body = JSON.parse(answer.text) as { code: string; details: Record<string, string> };
@@ -129,40 +120,40 @@ describe('a hostile upstream', () => {
         assert.equal(body.details.upstream_param, '...[REDACTED]');
         assert.equal(body.details.upstream_message?.length, 2000);
         assertNoPieceOf(who.key, answer.text, 'the answer');
-        const log = gw.logLines.slice(before).join('\n');
+        const log = fixture.gw.logLines.slice(before).join('\n');
         assert.match(log, /upstream_error/, 'the 5xx was logged');
         assertNoPieceOf(who.key, log, 'the log');
-        assert.equal(mock.chatRequests()[0]?.headers.authorization, `Bearer ${who.key}`, 'the key was the one sent');
+        assert.equal(fixture.mock.chatRequests()[0]?.headers.authorization, `Bearer ${who.key}`, 'the key was the one sent');
       });
 
       test(`a stream error event echoing ${who.name}`, async () => {
-        mock.enqueue({ kind: 'stream', chunks: [chunk('a'), `data: ${JSON.stringify(echoingError(who.key))}\n\n`] });
-        const before = gw.logLines.length;
+        fixture.mock.enqueue({ kind: 'stream', chunks: [chunk('a'), `data: ${JSON.stringify(echoingError(who.key))}\n\n`] });
+        const before = fixture.gw.logLines.length;
         const answer = await readStream(url(), chatBody({ stream: true }), authHeaders(who.headers));
         assert.equal(answer.status, 200);
         assert.match(answer.text, /event: error\ndata: \{"code":"upstream_stream_error"/);
         assert.match(answer.text, /"upstream_code":"Bearer \[REDACTED\]"/);
         assertNoPieceOf(who.key, answer.text, 'the stream');
-        assertNoPieceOf(who.key, gw.logLines.slice(before).join('\n'), 'the log');
+        assertNoPieceOf(who.key, fixture.gw.logLines.slice(before).join('\n'), 'the log');
       });
 
       test(`a malformed frame whose preview would cut ${who.name} in half`, async () => {
         // The key starts 110 characters in: a 120-character preview cut first would keep its first 10.
-        mock.enqueue({ kind: 'stream', chunks: [`data: {${'p'.repeat(109)}${who.key}\n\n`] });
-        const before = gw.logLines.length;
+        fixture.mock.enqueue({ kind: 'stream', chunks: [`data: {${'p'.repeat(109)}${who.key}\n\n`] });
+        const before = fixture.gw.logLines.length;
         const answer = await readStream(url(), chatBody({ stream: true }), authHeaders(who.headers));
         assert.equal(answer.status, 502);
         const body = JSON.parse(answer.text) as { code: string; details: { frame_preview: string } };
         assert.equal(body.code, 'upstream_stream_malformed');
         assert.ok(body.details.frame_preview.startsWith(`{${'p'.repeat(109)}[REDACT`), body.details.frame_preview);
         assertNoPieceOf(who.key, answer.text, 'the answer');
-        assertNoPieceOf(who.key, gw.logLines.slice(before).join('\n'), 'the log');
+        assertNoPieceOf(who.key, fixture.gw.logLines.slice(before).join('\n'), 'the log');
       });
     }
   });
 
   test('a 160 KB response header block is upstream_invalid_response that says so, not a connection reset', async () => {
-    mock.enqueue({
+    fixture.mock.enqueue({
       kind: 'raw',
       handler: (_req, res: ServerResponse) => {
         // Written on the socket itself: node:http would refuse to build such a header block.
@@ -188,7 +179,7 @@ describe('a hostile upstream', () => {
       [undefined, '1'],
     ];
     for (const [sent, expected] of cases) {
-      mock.enqueue({ kind: 'raw', handler: (_req, res: ServerResponse) => {
+      fixture.mock.enqueue({ kind: 'raw', handler: (_req, res: ServerResponse) => {
         res.writeHead(429, { 'content-type': 'application/json', ...(sent === undefined ? {} : { 'retry-after': sent }) });
         res.end('{"error":{"message":"slow down","type":"rate_limit_error"}}');
       } });

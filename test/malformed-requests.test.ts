@@ -1,8 +1,8 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { CHAT_PATH, authHeaders, chatBody } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
 
@@ -25,23 +25,13 @@ function bodyOf(raw: string): { code: string; details: Record<string, unknown> }
 }
 
 describe('malformed requests still get {code, message, details}', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({
-      env: { UPSTREAM_BASE_URL: mock.baseUrl },
-      // A model whose body the gateway re-serialises (another upstream model name): deep JSON broke that too.
-      configFile: { name: 'renamed.yaml', text: 'models:\n  - id: renamed\n    upstream: default\n    upstream_model: gpt-4o-mini\n' },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
+  const fixture = useMockedGateway({
+    // A model whose body the gateway re-serialises (another upstream model name): deep JSON broke that too.
+    configFile: { name: 'renamed.yaml', text: 'models:\n  - id: renamed\n    upstream: default\n    upstream_model: gpt-4o-mini\n' },
   });
 
   test('a URL with bad percent-encoding: 400 bad_request, with a request id, the URL not echoed', async () => {
-    const answer = await call(`${gw.url}/v1/%zz?route=health`);
+    const answer = await call(`${fixture.gw.url}/v1/%zz?route=health`);
     assert.equal(answer.status, 400);
     assert.equal(answer.json.code, 'bad_request');
     assert.ok(answer.headers['x-request-id']);
@@ -49,12 +39,12 @@ describe('malformed requests still get {code, message, details}', () => {
   });
 
   test('a bad URL that also carries a credential: credentials_in_query, and the log has it redacted', async () => {
-    const answer = await call(`${gw.url}/v1/%zz?token=SEKRIT-1234567890&route=health`);
+    const answer = await call(`${fixture.gw.url}/v1/%zz?token=SEKRIT-1234567890&route=health`);
     assert.equal(answer.status, 400);
     assert.equal(answer.json.code, 'credentials_in_query');
     assert.ok(!answer.text.includes('SEKRIT'));
     await new Promise((r) => setTimeout(r, 20));
-    assert.ok(!gw.logLines.join('').includes('SEKRIT'));
+    assert.ok(!fixture.gw.logLines.join('').includes('SEKRIT'));
   });
 
   const parserCases: Array<{ name: string; head: string; status: number; code: string; reason: RegExp }> = [
@@ -66,7 +56,7 @@ describe('malformed requests still get {code, message, details}', () => {
   ];
   for (const c of parserCases) {
     test(`${c.name}: ${c.status} ${c.code} on a closed connection, with the right reason`, async () => {
-      const raw = await rawExchange(gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\n${c.head}\r\n{}`);
+      const raw = await rawExchange(fixture.gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\n${c.head}\r\n{}`);
       assert.match(raw, new RegExp(`^HTTP/1.1 ${c.status} `));
       assert.match(raw, /connection: close/i);
       assert.equal(bodyOf(raw).code, c.code);
@@ -76,7 +66,7 @@ describe('malformed requests still get {code, message, details}', () => {
 
   test('HTTP/1.1 without a Host header, or with two: 400 bad_request in JSON naming the header, connection closed', async () => {
     for (const head of ['GET /v1/?route=health HTTP/1.1\r\n\r\n', 'GET /v1/?route=health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n']) {
-      const raw = await rawExchange(gw.port, head);
+      const raw = await rawExchange(fixture.gw.port, head);
       assert.match(raw, /^HTTP\/1.1 400 /, raw);
       assert.match(raw, /connection: close/i);
       assert.match(raw, /content-type: application\/json/i);
@@ -86,15 +76,15 @@ describe('malformed requests still get {code, message, details}', () => {
       assert.match(String(body.details.reason), /Host header/);
     }
     // HTTP/1.0 has no Host requirement.
-    const old = await rawExchange(gw.port, 'GET /v1/?route=health HTTP/1.0\r\n\r\n');
+    const old = await rawExchange(fixture.gw.port, 'GET /v1/?route=health HTTP/1.0\r\n\r\n');
     assert.match(old, /^HTTP\/1.1 200 /);
   });
 
   test('a single-valued header sent twice is a 400 naming it, even when both copies agree (nothing reaches the upstream)', async () => {
-    mock.reset();
+    fixture.mock.reset();
     const body = chatBody();
     const send = (headers: string) =>
-      rawExchange(gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n${headers}\r\n${body}`);
+      rawExchange(fixture.gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n${headers}\r\n${body}`);
     const auth = `Authorization: ${authHeaders().authorization}\r\n`;
     const cases = [
       { headers: auth + auth, code: 'invalid_header', header: 'authorization' },
@@ -111,22 +101,22 @@ describe('malformed requests still get {code, message, details}', () => {
       assert.match(String(answer.details.problem), /sent once/);
       assert.ok(!raw.includes('sk-one'), 'the value is not echoed');
     }
-    assert.equal(mock.chatRequests().length, 0);
+    assert.equal(fixture.mock.chatRequests().length, 0);
     // Sent once each, the same request runs.
     assert.match(await send(`${auth}Idempotency-Key: a1\r\n`), /^HTTP\/1.1 200 /);
   });
 
   test('a long model id in /v1/models/{id} is a 404 model_not_found, a path segment past 1024 characters says so', async () => {
-    const long = await call(`${gw.url}/v1/models/${'m'.repeat(300)}`, { headers: authHeaders() });
+    const long = await call(`${fixture.gw.url}/v1/models/${'m'.repeat(300)}`, { headers: authHeaders() });
     assert.equal(long.status, 404, long.text);
     assert.equal(long.json.code, 'model_not_found');
-    const tooLong = await call(`${gw.url}/v1/models/${'m'.repeat(1100)}`, { headers: authHeaders() });
+    const tooLong = await call(`${fixture.gw.url}/v1/models/${'m'.repeat(1100)}`, { headers: authHeaders() });
     assert.equal(tooLong.status, 400);
     assert.equal(tooLong.json.code, 'bad_request');
     assert.equal(tooLong.json.details?.reason, 'a path segment is longer than 1024 characters');
     assert.equal((tooLong.json as { error?: { code?: string } }).error?.code, 'bad_request', 'an OpenAI-shaped path: OpenAI\'s error object too');
     assert.ok(!tooLong.text.includes('mmmmmmmmmm'), 'the URL is not echoed');
-    const badEncoding = await call(`${gw.url}/v1/%zz`);
+    const badEncoding = await call(`${fixture.gw.url}/v1/%zz`);
     assert.match(String(badEncoding.json.details?.reason), /percent-encoding/);
   });
 
@@ -134,7 +124,7 @@ describe('malformed requests still get {code, message, details}', () => {
     const big = chatBody({ messages: [{ role: 'user', content: 'x'.repeat(1_100_000) }] });
     const chunked = `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`;
     const raw = await rawExchange(
-      gw.port,
+      fixture.gw.port,
       `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authHeaders().authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunked}`,
     );
     assert.match(raw, /^HTTP\/1.1 413 /);
@@ -142,19 +132,19 @@ describe('malformed requests still get {code, message, details}', () => {
   });
 
   test('a body with __proto__ or constructor.prototype keys is refused, and nothing reaches the upstream', async () => {
-    mock.reset();
+    fixture.mock.reset();
     for (const body of ['{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}', '{"model":"m","messages":[{"role":"user","content":"x"}],"constructor":{"prototype":{"polluted":true}}}']) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400);
       assert.equal(answer.json.code, 'invalid_json');
       assert.match(String(answer.json.details?.reason), /__proto__/);
     }
-    assert.equal(mock.chatRequests().length, 0);
+    assert.equal(fixture.mock.chatRequests().length, 0);
   });
 
   test('bodies that are JSON but not an object: null, a string, a number', async () => {
     for (const body of ['null', '"hello"', '42']) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400, body);
       assert.equal(answer.json.code, 'validation_failed');
       assert.deepEqual(answer.json.details?.errors, [{ field: 'body', problem: 'must be object' }]);
@@ -162,11 +152,11 @@ describe('malformed requests still get {code, message, details}', () => {
   });
 
   test('JSON nested deeper than 128 levels: 400 invalid_json saying so, with an Idempotency-Key or on a re-serialised body (both were 500)', async () => {
-    mock.reset();
+    fixture.mock.reset();
     const deep = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(5000)}${']'.repeat(5000)}}`;
     const renamed = deep.replace('"gpt-4o-mini"', '"renamed"');
     for (const [headers, body] of [[authHeaders({ 'idempotency-key': 'deep-1' }), deep], [authHeaders(), renamed]] as const) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers, body });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers, body });
       assert.equal(answer.status, 400, answer.text);
       assert.equal(answer.json.code, 'invalid_json');
       assert.equal(answer.json.details?.max_depth, 128);
@@ -174,36 +164,36 @@ describe('malformed requests still get {code, message, details}', () => {
       assert.equal(answer.json.details?.position, body.indexOf('[[') + 127, 'where level 129 opens');
     }
     // A broken body that deep is located without recursing a million times: a 400 too, never a 500.
-    const broken = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: `{"model":"m","x":${'['.repeat(200_000)}` });
+    const broken = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: `{"model":"m","x":${'['.repeat(200_000)}` });
     assert.equal(broken.status, 400);
     assert.equal(broken.json.code, 'invalid_json');
-    assert.equal(mock.chatRequests().length, 0);
+    assert.equal(fixture.mock.chatRequests().length, 0);
     // At the bound it runs, and the key's fingerprint (a recursive walk) copes.
     const atBound = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(127)}${']'.repeat(127)}}`;
     for (let i = 0; i < 2; i++) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': 'deep-at-bound' }), body: atBound });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': 'deep-at-bound' }), body: atBound });
       assert.equal(answer.status, 200, answer.text);
       assert.equal(answer.headers['idempotent-replayed'], i === 0 ? undefined : 'true');
     }
-    assert.equal(mock.chatRequests().length, 1);
+    assert.equal(fixture.mock.chatRequests().length, 1);
   });
 
   test('a key repeated at the top level is refused, naming it, and nothing reaches the upstream', async () => {
-    mock.reset();
+    fixture.mock.reset();
     const messages = '"messages":[{"role":"user","content":"x"}]';
     for (const [body, key] of [
       [`{"model":"forbidden","model":"gpt-4o-mini",${messages}}`, 'model'],
       [`{"model":"gpt-4o-mini","stream":false,${messages},"str\u0065am":true}`, 'stream'],
     ] as const) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400, body);
       assert.equal(answer.json.code, 'invalid_json');
       assert.equal(answer.json.details?.key, key);
       assert.match(String(answer.json.details?.reason), new RegExp(`"${key}" appears more than once`));
     }
-    assert.equal(mock.chatRequests().length, 0);
+    assert.equal(fixture.mock.chatRequests().length, 0);
     // The same key deeper down is not the gateway's business; a key's name inside a string is not a key.
-    const fine = await call(`${gw.url}${CHAT_PATH}`, {
+    const fine = await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders(),
       body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"say \",\"model\":\"x","name":"a","name":"b"}]}',
@@ -212,24 +202,24 @@ describe('malformed requests still get {code, message, details}', () => {
   });
 
   test('a UTF-8 byte order mark before the JSON is dropped, also from the body forwarded upstream', async () => {
-    mock.reset();
+    fixture.mock.reset();
     const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(chatBody())]);
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
     assert.equal(answer.status, 200, answer.text);
-    const [sent] = mock.chatRequests();
+    const [sent] = fixture.mock.chatRequests();
     assert.ok(sent);
     assert.notEqual(sent.body.charCodeAt(0), 0xfeff, 'the upstream got no byte order mark');
     assert.equal(sent.body.charAt(0), '{');
   });
 
   test('a compressed body is a 415 (only identity encoding is accepted)', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-encoding': 'gzip' }), body: chatBody() });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-encoding': 'gzip' }), body: chatBody() });
     assert.equal(answer.status, 415);
     assert.equal(answer.json.code, 'unsupported_media_type');
   });
 
   test('named non-data events in an upstream stream (ping) are skipped, not fatal', async () => {
-    mock.enqueue({
+    fixture.mock.enqueue({
       kind: 'stream',
       chunks: [
         'event: ping\ndata: {}\n\n',
@@ -238,7 +228,7 @@ describe('malformed requests still get {code, message, details}', () => {
         'data: [DONE]\n\n',
       ],
     });
-    const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+    const answer = await readStream(`${fixture.gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
     assert.equal(
       answer.text,
       'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\ndata: [DONE]\n\n',

@@ -1,8 +1,8 @@
 /** Prometheus metrics from real traffic, scraped from the gateway's /metrics behind the admin token. */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { CHAT_PATH, authHeaders, chatBody } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
 
@@ -18,46 +18,36 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 }
 
 describe('Prometheus metrics', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({
-      env: { UPSTREAM_BASE_URL: mock.baseUrl },
-      configFile: {
-        name: 'metrics.json',
-        text: JSON.stringify({
-          limits: { upstream_pause_max_seconds: 0, caller: { requests: { limit: 5, window_seconds: 60 } } },
-          circuit_breaker: { failure_threshold: 1, cooldown_seconds: 60 },
-          models: [{ id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1, output_per_million: 2 } }],
-        }),
-      },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
+  const fixture = useMockedGateway({
+    configFile: {
+      name: 'metrics.json',
+      text: JSON.stringify({
+        limits: { upstream_pause_max_seconds: 0, caller: { requests: { limit: 5, window_seconds: 60 } } },
+        circuit_breaker: { failure_threshold: 1, cooldown_seconds: 60 },
+        models: [{ id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1, output_per_million: 2 } }],
+      }),
+    },
   });
 
   test('/metrics needs the admin token', async () => {
-    assert.equal((await call(`${gw.url}/metrics`)).status, 401);
-    const ok = await call(`${gw.url}/metrics`, { headers: authHeaders() });
+    assert.equal((await call(`${fixture.gw.url}/metrics`)).status, 401);
+    const ok = await call(`${fixture.gw.url}/metrics`, { headers: authHeaders() });
     assert.equal(ok.status, 200);
     assert.match(String(ok.headers['content-type']), /^text\/plain; version=0\.0\.4/);
   });
 
   test('requests, latency, TTFB, tokens, cost, upstream errors, circuits and refusals reflect the traffic', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) });
     const usage = answer.json.usage as { prompt_tokens: number; completion_tokens: number };
-    mock.enqueue({ kind: 'stream' });
-    await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'priced', stream: true }), authHeaders());
-    mock.enqueue({ kind: 'json', status: 500, body: { error: { message: 'down' } } });
-    assert.equal((await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) })).status, 502);
-    assert.equal((await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) })).status, 503, 'the circuit is open now');
-    await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) });
-    assert.equal((await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) })).status, 429);
+    fixture.mock.enqueue({ kind: 'stream' });
+    await readStream(`${fixture.gw.url}${CHAT_PATH}`, chatBody({ model: 'priced', stream: true }), authHeaders());
+    fixture.mock.enqueue({ kind: 'json', status: 500, body: { error: { message: 'down' } } });
+    assert.equal((await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) })).status, 502);
+    assert.equal((await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) })).status, 503, 'the circuit is open now');
+    await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) });
+    assert.equal((await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) })).status, 429);
 
-    const text = (await call(`${gw.url}/metrics`, { headers: authHeaders() })).text;
+    const text = (await call(`${fixture.gw.url}/metrics`, { headers: authHeaders() })).text;
     assert.equal(sample(text, 'llmgw_requests_total', { route: 'chat', model: 'priced', status: '200', code: '' }), 2);
     assert.equal(sample(text, 'llmgw_requests_total', { route: 'chat', model: 'priced', status: '502', code: 'upstream_error' }), 1);
     assert.equal(sample(text, 'llmgw_requests_total', { route: 'chat', model: 'priced', status: '429', code: 'rate_limited' }), 1);

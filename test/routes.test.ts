@@ -1,39 +1,29 @@
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
+import { authHeaders, chatBody } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { call } from './helpers/http.js';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 describe('routes, pages and versioning', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({
-      env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-routes-test-upstream-key' },
-      configFile: {
-        name: 'gateway.yaml',
-        text: [
-          'models:',
-          '  - id: house-model',
-          '    upstream: default',
-          '    upstream_model: gpt-4o',
-          '    context_window: 128000',
-          '    created_at: "2024-05-13T00:00:00Z"',
-        ].join('\n'),
-      },
-    });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: 'sk-routes-test-upstream-key' },
+    configFile: {
+      name: 'gateway.yaml',
+      text: [
+        'models:',
+        '  - id: house-model',
+        '    upstream: default',
+        '    upstream_model: gpt-4o',
+        '    context_window: 128000',
+        '    created_at: "2024-05-13T00:00:00Z"',
+      ].join('\n'),
+    },
   });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  beforeEach(() => mock.reset());
 
   test('GET / redirects a browser to /v1/ with a small HTML page (link and meta refresh)', async () => {
-    const answer = await call(`${gw.url}/`);
+    const answer = await call(`${fixture.gw.url}/`);
     assert.equal(answer.status, 302);
     assert.equal(answer.headers.location, '/v1/');
     assert.match(String(answer.headers['content-type']), /^text\/html/);
@@ -42,41 +32,41 @@ describe('routes, pages and versioning', () => {
   });
 
   test('a POST to / is redirected with 308 so the method and body are kept', async () => {
-    const answer = await call(`${gw.url}/?route=chat`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    const answer = await call(`${fixture.gw.url}/?route=chat`, { method: 'POST', headers: authHeaders(), body: chatBody() });
     assert.equal(answer.status, 308);
     assert.equal(answer.headers.location, '/v1/?route=chat');
   });
 
   test('GET /v1/ without a route is an index: JSON for programs, HTML for browsers', async () => {
-    const json = await call(`${gw.url}/v1/`);
+    const json = await call(`${fixture.gw.url}/v1/`);
     assert.equal(json.status, 200);
     assert.equal(json.json.api_version, 'v1');
     const routes = json.json.routes as Array<{ route: string; methods: string[] }>;
     assert.deepEqual(routes.map((r) => r.route), ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings']);
     assert.deepEqual(routes.find((r) => r.route === 'chat')?.methods, ['POST']);
-    const html = await call(`${gw.url}/v1/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    const html = await call(`${fixture.gw.url}/v1/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
     assert.match(String(html.headers['content-type']), /^text\/html/);
     assert.match(html.text, /\/v1\/\?route=chat/);
-    const bare = await call(`${gw.url}/v1`);
+    const bare = await call(`${fixture.gw.url}/v1`);
     assert.equal(bare.status, 200, '/v1 without the trailing slash works too');
   });
 
   test('an unknown route is a 404 listing the routes; an unknown path is a 404 too', async () => {
-    const answer = await call(`${gw.url}/v1/?route=nope`, { headers: authHeaders() });
+    const answer = await call(`${fixture.gw.url}/v1/?route=nope`, { headers: authHeaders() });
     assert.equal(answer.status, 404);
     assert.equal(answer.json.code, 'route_not_found');
     assert.deepEqual(answer.json.details?.routes, ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings']);
     for (const path of ['/v2/?route=health', '/nothing', '/v1/chat']) {
-      const other = await call(`${gw.url}${path}`);
+      const other = await call(`${fixture.gw.url}${path}`);
       assert.equal(other.status, 404, path);
       assert.equal(other.json.code, 'not_found');
     }
-    const proto = await call(`${gw.url}/v1/?route=constructor`);
+    const proto = await call(`${fixture.gw.url}/v1/?route=constructor`);
     assert.equal(proto.status, 404);
   });
 
   test('a route given twice is a 400', async () => {
-    const answer = await call(`${gw.url}/v1/?route=health&route=chat`);
+    const answer = await call(`${fixture.gw.url}/v1/?route=health&route=chat`);
     assert.equal(answer.status, 400);
     assert.equal(answer.json.code, 'invalid_query_parameter');
     assert.equal(answer.json.details?.parameter, 'route');
@@ -90,7 +80,7 @@ describe('routes, pages and versioning', () => {
       ['PUT', 'chat', 'POST, OPTIONS'],
     ];
     for (const [method, route, allow] of cases) {
-      const answer = await call(`${gw.url}/v1/?route=${route}`, {
+      const answer = await call(`${fixture.gw.url}/v1/?route=${route}`, {
         method,
         headers: { 'content-type': 'text/plain' },
         body: method === 'GET' ? undefined : 'not json at all',
@@ -102,14 +92,14 @@ describe('routes, pages and versioning', () => {
   });
 
   test('OPTIONS answers 204 with Allow', async () => {
-    const answer = await call(`${gw.url}/v1/?route=chat`, { method: 'OPTIONS' });
+    const answer = await call(`${fixture.gw.url}/v1/?route=chat`, { method: 'OPTIONS' });
     assert.equal(answer.status, 204);
     assert.equal(answer.headers.allow, 'POST, OPTIONS');
   });
 
   test('HEAD on health answers the headers of GET without a body', async () => {
-    const get = await call(`${gw.url}/v1/?route=health`);
-    const head = await call(`${gw.url}/v1/?route=health`, { method: 'HEAD' });
+    const get = await call(`${fixture.gw.url}/v1/?route=health`);
+    const head = await call(`${fixture.gw.url}/v1/?route=health`, { method: 'HEAD' });
     assert.equal(head.status, 200);
     assert.equal(head.headers['content-type'], get.headers['content-type']);
     assert.ok(Number(head.headers['content-length']) > 50, 'HEAD announces the length of the GET body');
@@ -118,7 +108,7 @@ describe('routes, pages and versioning', () => {
   test('a method Fastify has no route for at all is still a 405 with Allow on a real path', async () => {
     const { request: httpRequest } = await import('node:http');
     const status = await new Promise<{ status: number; allow: string | undefined; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${gw.url}/v1/?route=health`, { method: 'PROPFIND' }, (res) => {
+      const req = httpRequest(`${fixture.gw.url}/v1/?route=health`, { method: 'PROPFIND' }, (res) => {
         let body = '';
         res.on('data', (c: Buffer) => (body += c.toString()));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body }));
@@ -133,16 +123,16 @@ describe('routes, pages and versioning', () => {
 
   describe('versioning by media type', () => {
     test('Accept: application/vnd.llmgw.v1+json is served as v1 and answered in that media type', async () => {
-      const answer = await call(`${gw.url}/v1/?route=health`, { headers: { accept: 'application/vnd.llmgw.v1+json' } });
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: { accept: 'application/vnd.llmgw.v1+json' } });
       assert.equal(answer.status, 200);
       assert.equal(answer.headers['content-type'], 'application/vnd.llmgw.v1+json; charset=utf-8');
     });
 
     test('the media type selects v1 without the path prefix', async () => {
-      const health = await call(`${gw.url}/?route=health`, { headers: { accept: 'application/vnd.llmgw.v1+json' } });
+      const health = await call(`${fixture.gw.url}/?route=health`, { headers: { accept: 'application/vnd.llmgw.v1+json' } });
       assert.equal(health.status, 200);
       assert.ok(['ok', 'degraded'].includes(String(health.json.status)));
-      const chat = await call(`${gw.url}/?route=chat`, {
+      const chat = await call(`${fixture.gw.url}/?route=chat`, {
         method: 'POST',
         headers: authHeaders({ accept: 'application/vnd.llmgw.v1+json' }),
         body: chatBody(),
@@ -153,30 +143,30 @@ describe('routes, pages and versioning', () => {
 
     test('a version we do not serve is a 406 naming the supported ones', async () => {
       for (const accept of ['application/vnd.llmgw.v2+json', 'application/vnd.llmgw+json', 'application/vnd.llmgw.v1+xml']) {
-        const answer = await call(`${gw.url}/v1/?route=health`, { headers: { accept } });
+        const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: { accept } });
         assert.equal(answer.status, 406, accept);
         assert.equal(answer.json.code, 'unsupported_version');
         assert.deepEqual(answer.json.details?.supported, ['v1']);
       }
-      const errorsToo = await call(`${gw.url}/v1/?route=chat`, {
+      const errorsToo = await call(`${fixture.gw.url}/v1/?route=chat`, {
         method: 'POST',
         headers: authHeaders({ accept: 'application/vnd.llmgw.v2+json' }),
         body: chatBody(),
       });
       assert.equal(errorsToo.status, 406);
-      assert.equal(mock.chatRequests().length, 0);
+      assert.equal(fixture.mock.chatRequests().length, 0);
     });
 
     test('Accept headers that do not name our vendor are not version requests', async () => {
       for (const accept of ['*/*', 'application/json', 'text/plain']) {
-        const answer = await call(`${gw.url}/v1/?route=health`, { headers: { accept } });
+        const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: { accept } });
         assert.equal(answer.status, 200, accept);
         assert.match(String(answer.headers['content-type']), /^application\/json/);
       }
     });
 
     test('when several versions are listed, v1 is chosen', async () => {
-      const answer = await call(`${gw.url}/v1/?route=health`, {
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`, {
         headers: { accept: 'application/vnd.llmgw.v2+json, application/vnd.llmgw.v1+json;q=0.5' },
       });
       assert.equal(answer.status, 200);
@@ -185,7 +175,7 @@ describe('routes, pages and versioning', () => {
 
   describe('health', () => {
     test('reports ok, version, ISO UTC time, uptime and a check per dependency, without a token', async () => {
-      const answer = await call(`${gw.url}/v1/?route=health`);
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`);
       assert.equal(answer.status, 200);
       const body = answer.json as Record<string, unknown> & { checks: { store: Record<string, unknown>; upstreams: Record<string, Record<string, unknown>> } };
       assert.equal(body.status, 'ok');
@@ -199,21 +189,21 @@ describe('routes, pages and versioning', () => {
       assert.match(String(body.checks.upstreams.default?.checked_at), ISO_UTC);
       assert.equal(answer.headers['cache-control'], 'no-store');
       assert.ok(!answer.text.includes('sk-routes-test-upstream-key'));
-      assert.ok(!answer.text.includes(mock.baseUrl), 'health does not reveal upstream addresses');
-      assert.equal(mock.chatRequests().length, 0, 'the upstream check spends no tokens');
+      assert.ok(!answer.text.includes(fixture.mock.baseUrl), 'health does not reveal upstream addresses');
+      assert.equal(fixture.mock.chatRequests().length, 0, 'the upstream check spends no tokens');
     });
 
     test('upstream probes are cached: a burst of health calls makes at most one upstream call', async () => {
       await new Promise((r) => setTimeout(r, 5100)); // let the cache from the previous test expire
-      mock.reset();
-      await Promise.all(Array.from({ length: 20 }, () => call(`${gw.url}/v1/?route=health`)));
-      assert.equal(mock.requests.filter((r) => r.path === '/v1/models').length, 1);
+      fixture.mock.reset();
+      await Promise.all(Array.from({ length: 20 }, () => call(`${fixture.gw.url}/v1/?route=health`)));
+      assert.equal(fixture.mock.requests.filter((r) => r.path === '/v1/models').length, 1);
     });
 
     test('a failing upstream makes the status degraded and names only our code', async () => {
       await new Promise((r) => setTimeout(r, 5100));
-      mock.modelsStatus = 500;
-      const answer = await call(`${gw.url}/v1/?route=health`);
+      fixture.mock.modelsStatus = 500;
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`);
       assert.equal(answer.status, 200);
       assert.equal(answer.json.status, 'degraded');
       const upstreams = (answer.json.checks as { upstreams: Record<string, { status: string; code: string }> }).upstreams;
@@ -224,14 +214,14 @@ describe('routes, pages and versioning', () => {
 
   describe('models', () => {
     test('needs the admin token', async () => {
-      const answer = await call(`${gw.url}/v1/?route=models`);
+      const answer = await call(`${fixture.gw.url}/v1/?route=models`);
       assert.equal(answer.status, 401);
       assert.equal(answer.json.code, 'authentication_required');
     });
 
     test('lists configured and upstream models with provider, context window and ISO timestamps', async () => {
       await new Promise((r) => setTimeout(r, 5100));
-      const answer = await call(`${gw.url}/v1/?route=models`, { headers: authHeaders() });
+      const answer = await call(`${fixture.gw.url}/v1/?route=models`, { headers: authHeaders() });
       assert.equal(answer.status, 200);
       const data = answer.json.data as Array<Record<string, unknown>>;
       assert.deepEqual(data.map((m) => m.id), ['echo', 'gpt-4o', 'gpt-4o-mini', 'house-model']);
@@ -258,7 +248,7 @@ describe('routes, pages and versioning', () => {
       let pages = 0;
       do {
         const query = `limit=1${token ? `&next_token=${encodeURIComponent(token)}` : ''}`;
-        const answer = await call(`${gw.url}/v1/?route=models&${query}`, { headers: authHeaders() });
+        const answer = await call(`${fixture.gw.url}/v1/?route=models&${query}`, { headers: authHeaders() });
         assert.equal(answer.status, 200);
         const data = answer.json.data as Array<{ id: string }>;
         assert.equal(data.length, 1);
@@ -271,24 +261,24 @@ describe('routes, pages and versioning', () => {
 
     test('a bad limit or next_token is a 400 that says which', async () => {
       for (const limit of ['0', '201', 'abc', '1.5']) {
-        const answer = await call(`${gw.url}/v1/?route=models&limit=${limit}`, { headers: authHeaders() });
+        const answer = await call(`${fixture.gw.url}/v1/?route=models&limit=${limit}`, { headers: authHeaders() });
         assert.equal(answer.status, 400, limit);
         assert.equal(answer.json.code, 'invalid_query_parameter');
         assert.equal(answer.json.details?.parameter, 'limit');
       }
-      const bad = await call(`${gw.url}/v1/?route=models&next_token=garbage`, { headers: authHeaders() });
+      const bad = await call(`${fixture.gw.url}/v1/?route=models&next_token=garbage`, { headers: authHeaders() });
       assert.equal(bad.status, 400);
       assert.equal(bad.json.code, 'invalid_pagination_token');
     });
   });
 
   test('a configured model is sent upstream under its upstream name', async () => {
-    const answer = await call(`${gw.url}/v1/?route=chat`, {
+    const answer = await call(`${fixture.gw.url}/v1/?route=chat`, {
       method: 'POST',
       headers: authHeaders(),
       body: chatBody({ model: 'house-model' }),
     });
     assert.equal(answer.status, 200);
-    assert.equal((mock.chatRequests()[0]?.json as { model: string }).model, 'gpt-4o');
+    assert.equal((fixture.mock.chatRequests()[0]?.json as { model: string }).model, 'gpt-4o');
   });
 });

@@ -1,21 +1,12 @@
 /** A 400 names at most 50 problems (docs/errors.md) and says how many it left out, whichever check found them. */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
+import { CHAT_PATH, authHeaders } from './helpers/gateway.js';
+import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { call } from './helpers/http.js';
 
 describe('validation_failed is capped at 50 problems', () => {
-  let mock: MockUpstream;
-  let gw: TestGateway;
-  before(async () => {
-    mock = await startMockUpstream();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, BODY_LIMIT_BYTES: String(8 * 1024 * 1024) } });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
+  const fixture = useMockedGateway({ env: { BODY_LIMIT_BYTES: String(8 * 1024 * 1024) } });
 
   const many = 40_000;
   const cases = [
@@ -27,7 +18,7 @@ describe('validation_failed is capped at 50 problems', () => {
   for (const c of cases) {
     test(`${many} bad messages for ${c.name}: 50 problems, errors_omitted counts the rest, a small body`, async () => {
       const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }, ...Array.from({ length: many }, () => c.message)] });
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400);
       assert.equal(answer.json.code, 'validation_failed');
       const errors = answer.json.details?.errors as Array<{ field: string }>;
@@ -35,13 +26,13 @@ describe('validation_failed is capped at 50 problems', () => {
       assert.equal(errors[0]?.field, `messages[1].${c.field}`);
       assert.equal(answer.json.details?.errors_omitted, many - 50);
       assert.ok(answer.text.length < 20_000, `${answer.text.length} bytes`);
-      assert.equal(mock.chatRequests().length, 0);
+      assert.equal(fixture.mock.chatRequests().length, 0);
     });
   }
 
   test('under the cap, nothing is said about omissions', async () => {
     const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'nope', content: 'r' }] });
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
     assert.equal(answer.status, 400);
     assert.deepEqual(Object.keys(answer.json.details ?? {}), ['errors']);
   });

@@ -192,7 +192,7 @@ describe('scoped API keys', () => {
     const big = await chatWith(key, chatBody({ model: 'fast', max_tokens: 5_000 }));
     assert.equal(big.status, 200, big.text);
     // Charged 5,006 at admission (6 days of the budget's rate), corrected to 2,010 when the call ended.
-    const budgetKey = `tokens:budget:key:${key.split('_')[2] ?? ''}`;
+    const budgetKey = `tokens:budget:key:${key.split('_')[2] ?? ''}:86400000`; // keyed by its period (1 d) too
     const aheadMs = () => ((gw.store.db.prepare('SELECT tat_ms FROM rate_limits WHERE key = ?').get(budgetKey) as { tat_ms: number } | undefined)?.tat_ms ?? 0) - Date.now();
     for (const deadline = Date.now() + 2_000; aheadMs() > 3 * 86_400_000; ) {
       assert.ok(Date.now() < deadline, 'the correction to the real usage is written');

@@ -25,6 +25,8 @@ const INVALID = { headers: { 'www-authenticate': 'Bearer realm="llm-gateway", er
  */
 export class Authenticator {
   private readonly cache = new Map<string, { record: ApiKeyRecord | undefined; at: number }>();
+  /** How many times each key was forgotten (changed on this instance): a lookup that saw it move is not cached. */
+  private readonly forgotten = new Map<string, number>();
   private readonly basicCache = new Map<string, number>();
 
   constructor(
@@ -123,6 +125,9 @@ export class Authenticator {
   /** Drops a key's cached record: a change made on this instance takes effect here at once (others within cacheMs). */
   forgetKey(keyId: string): void {
     this.cache.delete(keyId);
+    // A lookup already on its way must not put the old record back: it sees the generation moved.
+    if (this.forgotten.size >= MAX_CACHED_KEYS) this.forgotten.clear();
+    this.forgotten.set(keyId, (this.forgotten.get(keyId) ?? 0) + 1);
   }
 
   private async record(keyId: string): Promise<ApiKeyRecord | undefined> {
@@ -130,7 +135,9 @@ export class Authenticator {
     const now = this.now();
     if (cached && now - cached.at < this.options.cacheMs) return cached.record;
     if (!this.options.keys) return undefined;
+    const generation = this.forgotten.get(keyId);
     const record = await this.options.keys.get(keyId);
+    if (this.forgotten.get(keyId) !== generation) return record; // changed meanwhile: used once, not cached
     if (this.cache.size >= MAX_CACHED_KEYS) this.cache.clear();
     this.cache.set(keyId, { record, at: now });
     return record;

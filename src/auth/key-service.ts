@@ -1,4 +1,5 @@
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
+import { canonicalJson } from '../core/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow } from '../store/contract.js';
 import { newApiKey } from './api-key.js';
@@ -160,12 +161,14 @@ export class KeyService {
     for (const [field, value] of Object.entries(patch) as Array<[keyof KeyRights, unknown]>) {
       if (value === undefined) continue;
       const after = value === null ? undefined : value;
-      if (JSON.stringify(after) === JSON.stringify((current as unknown as Record<string, unknown>)[field])) continue;
+      // Canonical JSON: the same limits sent with their fields in another order are no change.
+      if (canonicalJson(after) === canonicalJson((current as unknown as Record<string, unknown>)[field])) continue;
       changed.push(field);
       // undefined, not delete: the stores merge the patch, and JSON drops an undefined field.
       (next as unknown as Record<string, unknown>)[field] = after;
     }
-    checkRights(next, nowMs, current.expiresMs === next.expiresMs);
+    // Only what this change sends is held to today's rules: a key stored before a bound existed stays changeable.
+    checkRights(next, nowMs, new Set(changed));
     if (changed.length > 0) {
       await this.keys.update(keyId, next);
       this.onChanged(keyId);
@@ -211,8 +214,9 @@ export class KeyService {
   }
 }
 
-/** The rules a JSON Schema states badly: known routes, at least one model, an expiry in the future. */
-function checkRights(rights: KeyRights, nowMs: number, expiryUnchanged = false): void {
+/** The rules a JSON Schema states badly. `only`: check just these fields (a change), else every one (a new key). */
+function checkRights(rights: KeyRights, nowMs: number, only?: ReadonlySet<string>): void {
+  const checks = (field: keyof KeyRights) => only === undefined || only.has(field);
   const errors: Array<{ field: string; problem: string; allowed?: unknown[] }> = [];
   if (rights.name.trim() === '') errors.push({ field: 'name', problem: 'must say who or what the key is for' });
   if (rights.routes.length === 0) errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
@@ -220,16 +224,17 @@ function checkRights(rights: KeyRights, nowMs: number, expiryUnchanged = false):
     if (!(GRANTABLE_ROUTES as readonly string[]).includes(route)) errors.push({ field: `routes[${i}]`, problem: `"${route.slice(0, 40)}" is not a route a key can be given`, allowed: [...GRANTABLE_ROUTES] });
   });
   if (rights.models.length === 0) errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
-  if (!expiryUnchanged && rights.expiresMs !== undefined && rights.expiresMs <= nowMs) errors.push({ field: 'expires_at', problem: 'must be in the future' });
+  if (checks('expiresMs') && rights.expiresMs !== undefined && !Number.isFinite(rights.expiresMs)) errors.push({ field: 'expires_at', problem: 'not a time this gateway can read (e.g. a leap second): use 2027-01-01T00:00:00Z' });
+  else if (checks('expiresMs') && rights.expiresMs !== undefined && rights.expiresMs <= nowMs) errors.push({ field: 'expires_at', problem: 'must be in the future' });
   // The same bounds as the API's schema, for every caller of the service (the CLI's flags too).
-  const budget = rights.budget;
+  const budget = checks('budget') ? rights.budget : undefined;
   if (budget) {
     if (budget.tokens === undefined && budget.cost_usd === undefined) errors.push({ field: 'budget', problem: 'must set tokens, cost_usd or both' });
     if (!(budget.period_seconds >= 60 && budget.period_seconds <= KEY_LIMIT_MAXIMA.periodSeconds)) errors.push({ field: 'budget.period_seconds', problem: `from 60 to ${KEY_LIMIT_MAXIMA.periodSeconds} (366 days)` });
     if (budget.tokens !== undefined && !(budget.tokens >= 1 && budget.tokens <= KEY_LIMIT_MAXIMA.budgetTokens)) errors.push({ field: 'budget.tokens', problem: `from 1 to ${KEY_LIMIT_MAXIMA.budgetTokens}` });
     if (budget.cost_usd !== undefined && !(budget.cost_usd > 0 && budget.cost_usd <= KEY_LIMIT_MAXIMA.budgetUsd)) errors.push({ field: 'budget.cost_usd', problem: `above 0, at most ${KEY_LIMIT_MAXIMA.budgetUsd}` });
   }
-  const limits = rights.limits;
+  const limits = checks('limits') ? rights.limits : undefined;
   if (limits) {
     const bounds = { requests_per_minute: KEY_LIMIT_MAXIMA.requestsPerMinute, tokens_per_minute: KEY_LIMIT_MAXIMA.tokensPerMinute, concurrent: KEY_LIMIT_MAXIMA.concurrent } as const;
     if (Object.values(limits).every((v) => v === undefined)) errors.push({ field: 'limits', problem: 'must set at least one of requests_per_minute, tokens_per_minute, concurrent' });

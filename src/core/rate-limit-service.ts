@@ -140,7 +140,10 @@ export class RateLimitService {
         described.push({ scope, what: 'requests', name: `requests per ${scope.kind}` });
       }
       if (tokens) {
-        items.push({ kind: 'rate', key: `tokens:${scope.kind}:${scope.id}`, limit: tokens.limit, windowMs: tokens.windowMs, cost: 1 });
+        // A budget's counter is keyed by its period too: a key whose period is changed starts a fresh window rather
+        // than carry a debt measured in the old, longer one (which would block it for longer than its new period).
+        const key = scope.kind === 'budget' ? `tokens:budget:${scope.id}:${tokens.windowMs}` : `tokens:${scope.kind}:${scope.id}`;
+        items.push({ kind: 'rate', key, limit: tokens.limit, windowMs: tokens.windowMs, cost: 1 });
         described.push({ scope, what: 'tokens', name: `tokens per ${scope.kind}` });
       }
       if (concurrent !== undefined) {
@@ -186,7 +189,7 @@ export class RateLimitService {
       const perToken = Math.max(request.pricing.inputPerMillion, request.pricing.outputPerMillion);
       const scope: Scope = { kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: undefined, concurrent: undefined } };
       const cost = Math.ceil(tokensOf(estimate) * perToken);
-      limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost, need: Math.min(1, cost) }];
+      limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}:${costBudget.windowMs}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost, need: Math.min(1, cost) }];
       described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);

@@ -205,7 +205,7 @@ export function budgetShown(left: BudgetLeft): Record<string, number | null> {
 function timeOf(query: Record<string, unknown>, parameter: 'from' | 'to'): number | undefined {
   const value = query[parameter];
   if (value === undefined) return undefined;
-  const parts = typeof value === 'string' ? /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.exec(value) : null;
+  const parts = typeof value === 'string' ? /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.exec(value) : null;
   // A calendar date that exists (2026-02-30 is refused, not rolled over into March).
   const [year, month, day] = parts ? [Number(parts[1]), Number(parts[2]), Number(parts[3])] : [0, 0, 0];
   const real = parts !== null && new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day && month >= 1 && month <= 12;
@@ -250,7 +250,12 @@ export function rightsOf(body: Record<string, unknown>, creating: boolean): Part
   else if (creating) out.routes = ['chat'];
   if (body.models !== undefined) out.models = body.models;
   for (const field of ['limits', 'budget'] as const) if (body[field] !== undefined) out[field] = body[field] === null && creating ? undefined : body[field];
-  if (body.expires_at !== undefined) out.expiresMs = body.expires_at === null ? (creating ? undefined : null) : Date.parse(body.expires_at as string);
+  if (body.expires_at !== undefined) {
+    const ms = body.expires_at === null ? null : Date.parse(body.expires_at as string);
+    // The schema's date-time admits a leap second (…T23:59:60Z), which Date cannot read: refused, never stored as NaN.
+    if (ms !== null && !Number.isFinite(ms)) throw new GatewayError('validation_failed', { errors: [{ field: 'expires_at', problem: 'not a time this gateway can read (e.g. a leap second): use 2027-01-01T00:00:00Z' }] });
+    out.expiresMs = ms === null ? (creating ? undefined : null) : ms;
+  }
   return out;
 }
 

@@ -9,8 +9,8 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { claimIdempotencyKey, modelCallOf, pickHeaders } from './model-call.js';
-import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
+import { modelCallOf, pickHeaders, recorderOf } from './model-call.js';
+import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
@@ -38,12 +38,8 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
-    const claimed = await claimIdempotencyKey(request, reply, idempotency);
-    if (claimed === 'answered') return reply;
-    const looked = deps.cache?.lookup(request, reply, surface.route, body.model, request.body);
-    const cached = looked instanceof Promise ? await looked : looked;
-    if (cached?.kind === 'hit') return answerFromCache(request, reply, cached.response, claimed, { chat, idempotency }, body.model, call);
-    const recorder = bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
+    const recorder = await recorderOf(request, reply, deps, surface.route, body.model, call);
+    if (recorder === 'answered') return reply;
     try {
       if (body.stream === true) {
         const started = await chat.stream(body, call);
@@ -64,13 +60,7 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
   };
 }
 
-/**
- * Streams an answer. Nothing is sent until the first chunk arrives, so an upstream that fails before it answers
- * still gets a proper JSON error with its own status. After that the status is committed: a failure becomes one
- * final `event: error` and the stream ends WITHOUT `[DONE]`, so a client never mistakes a cut answer for a
- * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
- * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
- */
+/** What the pipeline works with (one set per API surface). */
 export interface PipelineDeps {
   chat: ChatService;
   idempotency: ChatIdempotency;
@@ -81,7 +71,6 @@ export interface PipelineDeps {
   /** The exact response cache (absent: nothing is cached). */
   cache?: ResponseCache;
 }
-
 
 /**
  * A request its surface forwards natively (the Responses API to OpenAI, for what only it has): the same rights,
@@ -96,12 +85,8 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
-  const claimed = await claimIdempotencyKey(request, reply, idempotency);
-  if (claimed === 'answered') return reply;
-  const looked = deps.cache?.lookup(request, reply, surface.route, native.body.model, request.body);
-  const cached = looked instanceof Promise ? await looked : looked;
-  if (cached?.kind === 'hit') return answerFromCache(request, reply, cached.response, claimed, deps, native.body.model, call);
-  const recorder = bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
+  const recorder = await recorderOf(request, reply, deps, surface.route, native.body.model, call);
+  if (recorder === 'answered') return reply;
   try {
     const answered = await chat.forwardNative(surface.route === 'messages' ? 'messages' : 'responses', native.body, call);
     if ('chunks' in answered) {
@@ -124,6 +109,13 @@ interface StreamOptions {
   captureAnswer: boolean;
 }
 
+/**
+ * Streams an answer. Nothing is sent until the first chunk arrives, so an upstream that fails before it answers
+ * still gets a proper JSON error with its own status. After that the status is committed: a failure becomes one
+ * final `event: error` and the stream ends WITHOUT `[DONE]`, so a client never mistakes a cut answer for a
+ * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
+ * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
+ */
 async function streamAnswer(
   request: FastifyRequest,
   reply: FastifyReply,

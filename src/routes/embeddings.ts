@@ -5,8 +5,8 @@ import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { EmbeddingsRequestBody } from '../providers/contract.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
-import { claimIdempotencyKey, modelCallOf } from './model-call.js';
-import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
+import { modelCallOf, recorderOf } from './model-call.js';
+import type { ResponseCache } from './response-cache.js';
 
 /**
  * POST /v1/embeddings and ?route=embeddings: the same protections as chat (rights, limits, budgets, retries,
@@ -21,12 +21,8 @@ export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempo
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, request.rawBody);
-    const claimed = await claimIdempotencyKey(request, reply, idempotency);
-    if (claimed === 'answered') return reply;
-    const looked = cache?.lookup(request, reply, 'embeddings', body.model, request.body);
-    const cached = looked instanceof Promise ? await looked : looked;
-    if (cached?.kind === 'hit') return answerFromCache(request, reply, cached.response, claimed, { chat, idempotency }, body.model, call);
-    const recorder = bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
+    const recorder = await recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, 'embeddings', body.model, call);
+    if (recorder === 'answered') return reply;
     try {
       const { result, headers, upstream, usage } = await chat.embed(body, call);
       request.upstreamName = upstream;

@@ -1,10 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN } from '../auth/principal.js';
 import type { CallScope, ClientWatch } from '../core/call-scope.js';
-import type { ChatCall } from '../core/chat-service.js';
+import type { ChatCall, ChatService } from '../core/chat-service.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
 import { readUpstreamKey } from './chat-rules.js';
 
 /**
@@ -40,6 +41,29 @@ export async function claimIdempotencyKey(request: FastifyRequest, reply: Fastif
   const begun = await idempotency.begin(request, reply, key, request.body);
   if (begun === 'answered') request.replayed = true;
   return begun;
+}
+
+/**
+ * Before a model call runs: its Idempotency-Key claimed, then the response cache asked. `'answered'` when a replay,
+ * a refusal or a cached answer was sent; otherwise what records the answer to come (for either, or both), if any.
+ */
+export async function recorderOf(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: { chat: ChatService; idempotency: ChatIdempotency; cache?: ResponseCache },
+  route: string,
+  model: string,
+  call: ChatCall,
+): Promise<AnswerRecorder | 'answered' | undefined> {
+  const claimed = await claimIdempotencyKey(request, reply, deps.idempotency);
+  if (claimed === 'answered') return claimed;
+  const looked = deps.cache?.lookup(request, reply, route, model, request.body);
+  const cached = looked instanceof Promise ? await looked : looked;
+  if (cached?.kind === 'hit') {
+    await answerFromCache(request, reply, cached.response, claimed, deps, model, call);
+    return 'answered';
+  }
+  return bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);
 }
 
 /** X-Context-Overflow: `error` (the default) or `truncate`; anything else is a 400 rather than a silent default. */

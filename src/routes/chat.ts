@@ -38,7 +38,8 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
-    const recorder = await recorderOf(request, reply, deps, surface.route, body.model, call);
+    const recording = recorderOf(request, reply, deps, surface.route, body.model, call);
+    const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
       if (body.stream === true) {
@@ -85,7 +86,8 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
-  const recorder = await recorderOf(request, reply, deps, surface.route, native.body.model, call);
+  const recording = recorderOf(request, reply, deps, surface.route, native.body.model, call);
+  const recorder = recording instanceof Promise ? await recording : recording;
   if (recorder === 'answered') return reply;
   try {
     const answered = await chat.forwardNative(surface.route === 'messages' ? 'messages' : 'responses', native.body, call);

@@ -21,7 +21,8 @@ export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempo
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, request.rawBody);
-    const recorder = await recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, 'embeddings', body.model, call);
+    const recording = recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, 'embeddings', body.model, call);
+    const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
       const { result, headers, upstream, usage } = await chat.embed(body, call);

@@ -43,18 +43,33 @@ export async function claimIdempotencyKey(request: FastifyRequest, reply: Fastif
   return begun;
 }
 
+type AnswerRecording = AnswerRecorder | 'answered' | undefined;
+
 /**
  * Before a model call runs: its Idempotency-Key claimed, then the response cache asked. `'answered'` when a replay,
  * a refusal or a cached answer was sent; otherwise what records the answer to come (for either, or both), if any.
+ * Synchronous (no promise) for a call without an Idempotency-Key on a gateway without a cache: the usual call.
  */
-export async function recorderOf(
+export function recorderOf(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: { chat: ChatService; idempotency: ChatIdempotency; cache?: ResponseCache },
   route: string,
   model: string,
   call: ChatCall,
-): Promise<AnswerRecorder | 'answered' | undefined> {
+): AnswerRecording | Promise<AnswerRecording> {
+  if (request.headers['idempotency-key'] === undefined && deps.cache === undefined) return undefined;
+  return claimAndLookUp(request, reply, deps, route, model, call);
+}
+
+async function claimAndLookUp(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: { chat: ChatService; idempotency: ChatIdempotency; cache?: ResponseCache },
+  route: string,
+  model: string,
+  call: ChatCall,
+): Promise<AnswerRecording> {
   const claimed = await claimIdempotencyKey(request, reply, deps.idempotency);
   if (claimed === 'answered') return claimed;
   const looked = deps.cache?.lookup(request, reply, route, model, request.body);

@@ -193,12 +193,13 @@ export class KeyService {
     return { key, view: viewOf(record, nowMs), previous: viewOf({ ...old, expiresMs: ends }, nowMs) };
   }
 
-  async revoke(keyId: string, nowMs = Date.now()): Promise<KeyView> {
+  /** Revokes; `changed` is false when it was revoked already (revoking twice changes nothing). */
+  async revoke(keyId: string, nowMs = Date.now()): Promise<{ view: KeyView; changed: boolean }> {
     const current = await this.record(keyId);
-    if (current.revokedMs !== undefined) return viewOf(current, nowMs); // revoking twice changes nothing
+    if (current.revokedMs !== undefined) return { view: viewOf(current, nowMs), changed: false };
     await this.keys.update(keyId, { revokedMs: nowMs });
     this.onChanged(keyId);
-    return viewOf({ ...current, revokedMs: nowMs }, nowMs);
+    return { view: viewOf({ ...current, revokedMs: nowMs }, nowMs), changed: true };
   }
 
   /** A key replaced by a rotation is on its way out: neither changed nor rotated again (its successor is). */

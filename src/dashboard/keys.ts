@@ -87,11 +87,9 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
 
   app.post('/dashboard/api/keys/:id/revoke', { onRequest: mutating, schema: { params: idParams, body: emptyBody } }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const keys = service();
-    const before = await keys.get(id);
-    const view = await keys.revoke(id, options.now());
+    const { view, changed: revokedNow } = await service().revoke(id, options.now());
     // Revoking a revoked key changes nothing: no second audit line or event.
-    if (before.revokedMs === undefined) changed(request, 'key.revoked', view);
+    if (revokedNow) changed(request, 'key.revoked', view);
     return noStore(reply).send(shown(view));
   });
 }

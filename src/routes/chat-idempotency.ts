@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestFingerprint } from '../core/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { SSE_HEADERS } from '../http/sse.js';
-import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
 
 /** What a running keyed call reports when it ends, so its answer can be replayed. */
 export interface AnswerRecorder {
@@ -31,11 +31,39 @@ export interface IdempotencyOptions {
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
 }
 
+/**
+ * One claim of an Idempotency-Key in the store, under the store-failure policy: `claimed` (run the call),
+ * `completed` (replay its answer), or undefined (the store is down and the policy is `open`: run unprotected). A key
+ * reused with another request (422) or still running (409 with Retry-After) is thrown as its refusal.
+ */
+export async function beginClaim(
+  options: Pick<IdempotencyOptions, 'store' | 'leaseMs' | 'onStoreFailure' | 'onStoreHealth'>,
+  scope: string,
+  key: string,
+  fingerprint: string,
+): Promise<Extract<IdempotencyBegin, { state: 'claimed' | 'completed' }> | undefined> {
+  let begun: IdempotencyBegin;
+  try {
+    begun = await options.store.begin(scope, key, fingerprint, options.leaseMs);
+    options.onStoreHealth(true);
+  } catch (error) {
+    options.onStoreHealth(false, error);
+    if (options.onStoreFailure === 'open') return undefined;
+    throw new GatewayError('idempotency_store_unavailable', { policy: 'closed' }, { cause: error });
+  }
+  if (begun.state === 'mismatch') throw new GatewayError('idempotency_key_mismatch', { header: 'idempotency-key' });
+  if (begun.state === 'in_progress') {
+    const seconds = Math.max(1, Math.ceil(begun.retryAfterMs / 1000));
+    throw new GatewayError('idempotency_in_progress', { retry_after_seconds: seconds }, { headers: { 'retry-after': String(seconds) } });
+  }
+  return begun;
+}
+
 /** A replay is marked so a client can tell it from a fresh answer (as Stripe and the IETF draft's examples do). */
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
 /** Results that describe the request itself and are safe to replay; everything else frees the key. */
-function replayable(status: number): boolean {
+export function replayable(status: number): boolean {
   return status < 500 && status !== 408 && status !== 409 && status !== 425 && status !== 429;
 }
 
@@ -62,34 +90,14 @@ export class ChatIdempotency {
    * when the call runs unprotected (the store is down and the policy is `open`).
    */
   async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown): Promise<AnswerRecorder | 'answered' | undefined> {
-    const { store } = this.options;
     const scope = request.caller;
     // Scoped by route too: the same key and body sent to chat and to the Responses route are two requests.
     const fingerprint = requestFingerprint(request.routeName ?? 'chat', body);
-    let begun: Awaited<ReturnType<IdempotencyStore['begin']>>;
-    try {
-      begun = await store.begin(scope, key, fingerprint, this.options.leaseMs);
-      this.options.onStoreHealth(true);
-    } catch (error) {
-      this.options.onStoreHealth(false, error);
-      if (this.options.onStoreFailure === 'open') return undefined;
-      throw new GatewayError('idempotency_store_unavailable', { policy: 'closed' }, { cause: error });
-    }
-    switch (begun.state) {
-      case 'mismatch':
-        throw new GatewayError('idempotency_key_mismatch', { header: 'idempotency-key' });
-      case 'in_progress':
-        throw new GatewayError(
-          'idempotency_in_progress',
-          { retry_after_seconds: Math.ceil(begun.retryAfterMs / 1000) },
-          { headers: { 'retry-after': String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))) } },
-        );
-      case 'completed':
-        await replay(reply, begun.response);
-        return 'answered';
-      case 'claimed':
-        return this.recorder(request, key, fingerprint);
-    }
+    const begun = await beginClaim(this.options, scope, key, fingerprint);
+    if (begun === undefined) return undefined;
+    if (begun.state === 'claimed') return this.recorder(request, key, fingerprint);
+    await replay(reply, begun.response);
+    return 'answered';
   }
 
   /** Records the outcome of a thrown error: a replayable 4xx is stored, anything else frees the key. */

@@ -132,10 +132,9 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
       requireAdmin(request);
       void reply.header('cache-control', 'no-store');
       const id = idOf(request.query as Record<string, unknown>);
-      const before = await keyService().get(id);
-      const view = await keyService().revoke(id);
+      const { view, changed: revokedNow } = await keyService().revoke(id);
       // Revoking a revoked key changes nothing: no second audit line or event.
-      if (before.revokedMs === undefined) changed(request, 'key.revoked', view);
+      if (revokedNow) changed(request, 'key.revoked', view);
       return reply.type(request.responseType).send(shown(view));
     },
   };

@@ -45,6 +45,13 @@ export async function claimIdempotencyKey(request: FastifyRequest, reply: Fastif
 
 type AnswerRecording = AnswerRecorder | 'answered' | undefined;
 
+/** What answers a call before it runs: Idempotency-Key replays and the response cache (and the chat service's admission of a hit). */
+interface AnsweredBefore {
+  chat: ChatService;
+  idempotency: ChatIdempotency;
+  cache?: ResponseCache;
+}
+
 /**
  * Before a model call runs: its Idempotency-Key claimed, then the response cache asked. `'answered'` when a replay,
  * a refusal or a cached answer was sent; otherwise what records the answer to come (for either, or both), if any.
@@ -53,7 +60,7 @@ type AnswerRecording = AnswerRecorder | 'answered' | undefined;
 export function recorderOf(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { chat: ChatService; idempotency: ChatIdempotency; cache?: ResponseCache },
+  deps: AnsweredBefore,
   route: string,
   model: string,
   call: ChatCall,
@@ -65,7 +72,7 @@ export function recorderOf(
 async function claimAndLookUp(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { chat: ChatService; idempotency: ChatIdempotency; cache?: ResponseCache },
+  deps: AnsweredBefore,
   route: string,
   model: string,
   call: ChatCall,

@@ -4,7 +4,7 @@ import { readIdempotencyKey, requestFingerprint } from '../core/idempotency-key.
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { IdempotencyStore } from '../store/contract.js';
-import { REPLAYED_HEADER } from './chat-idempotency.js';
+import { REPLAYED_HEADER, beginClaim, replayable } from './chat-idempotency.js';
 
 export interface SealedIdempotencyOptions {
   store: IdempotencyStore;
@@ -48,47 +48,29 @@ export class SealedIdempotency {
   async run(request: FastifyRequest, reply: FastifyReply, requestShape: unknown, produce: () => Promise<SealedAnswer>): Promise<FastifyReply> {
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     if (key === undefined) return send(reply, request, await produce());
-    const { store } = this.options;
     const scope = request.caller;
     const { pepper } = this.options;
     const storedKey = `sealed:${createHmac('sha256', pepper).update(key).digest('hex')}`;
     const fingerprint = requestFingerprint(request.routeName ?? 'keys', requestShape);
-    let begun: Awaited<ReturnType<IdempotencyStore['begin']>>;
-    try {
-      begun = await store.begin(scope, storedKey, fingerprint, this.options.leaseMs);
-      this.options.onStoreHealth(true);
-    } catch (error) {
-      this.options.onStoreHealth(false, error);
-      if (this.options.onStoreFailure === 'open') return send(reply, request, await produce());
-      throw new GatewayError('idempotency_store_unavailable', { policy: 'closed' }, { cause: error });
-    }
-    switch (begun.state) {
-      case 'mismatch':
-        throw new GatewayError('idempotency_key_mismatch', { header: 'idempotency-key' });
-      case 'in_progress': {
-        const seconds = Math.max(1, Math.ceil(begun.retryAfterMs / 1000));
-        throw new GatewayError('idempotency_in_progress', { retry_after_seconds: seconds }, { headers: { 'retry-after': String(seconds) } });
-      }
-      case 'completed': {
-        request.replayed = true;
-        const { status } = begun.response;
-        const body = open(begun.response.body, { idempotencyKey: key, pepper, scope, fingerprint, status });
-        if (body === undefined) throw new GatewayError('internal_error', { problem: 'the stored answer of this Idempotency-Key could not be opened (was the first administrator token changed?)' });
-        if (status >= 400) request.errorCode = errorCodeOf(body);
-        return reply.code(status).header(REPLAYED_HEADER, 'true').type(request.responseType).send(body);
-      }
-      case 'claimed':
-        break;
+    const begun = await beginClaim(this.options, scope, storedKey, fingerprint);
+    if (begun === undefined) return send(reply, request, await produce()); // the store is down, policy `open`
+    if (begun.state === 'completed') {
+      request.replayed = true;
+      const { status } = begun.response;
+      const body = open(begun.response.body, { idempotencyKey: key, pepper, scope, fingerprint, status });
+      if (body === undefined) throw new GatewayError('internal_error', { problem: 'the stored answer of this Idempotency-Key could not be opened (was the first administrator token changed?)' });
+      if (status >= 400) request.errorCode = errorCodeOf(body);
+      return reply.code(status).header(REPLAYED_HEADER, 'true').type(request.responseType).send(body);
     }
     let answer: SealedAnswer;
     try {
       answer = await produce();
     } catch (error) {
-      // A refusal that describes the request (4xx but 408/409/425/429) is kept like an answer; anything else frees the key.
-      if (isGatewayError(error) && error.status < 500 && ![408, 409, 425, 429].includes(error.status)) {
+      // A refusal that describes the request is kept like an answer (the same rule as chat); anything else frees the key.
+      if (isGatewayError(error) && replayable(error.status)) {
         await this.complete({ idempotencyKey: key, pepper, scope, fingerprint, status: error.status }, storedKey, JSON.stringify(error.toBody()));
       } else {
-        await store.abandon(scope, storedKey, fingerprint).catch((e: unknown) => this.options.onStoreHealth(false, e));
+        await this.options.store.abandon(scope, storedKey, fingerprint).catch((e: unknown) => this.options.onStoreHealth(false, e));
       }
       throw error;
     }

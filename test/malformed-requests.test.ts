@@ -178,25 +178,30 @@ describe('malformed requests still get {code, message, details}', () => {
     assert.equal(fixture.mock.chatRequests().length, 1);
   });
 
-  test('a key repeated at the top level is refused, naming it, and nothing reaches the upstream', async () => {
+  test('a key repeated in any object is refused, naming it and where it is, and nothing reaches the upstream', async () => {
     fixture.mock.reset();
     const messages = '"messages":[{"role":"user","content":"x"}]';
-    for (const [body, key] of [
-      [`{"model":"forbidden","model":"gpt-4o-mini",${messages}}`, 'model'],
-      [`{"model":"gpt-4o-mini","stream":false,${messages},"str\u0065am":true}`, 'stream'],
+    for (const [body, key, path] of [
+      [`{"model":"forbidden","model":"gpt-4o-mini",${messages}}`, 'model', ''],
+      [`{"model":"gpt-4o-mini","stream":false,${messages},"str\u0065am":true}`, 'stream', ''],
+      // Nested: the gateway would read one content (its estimate, its checks) and the upstream perhaps the other.
+      ['{"model":"gpt-4o-mini","messages":[{"role":"user","content":"short","content":"a very long prompt"}]}', 'content', 'messages[0]'],
+      ['{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"},{"role":"user","content":"say \\",\\"model\\":\\"x","name":"a","name":"b"}]}', 'name', 'messages[1]'],
+      ['{"model":"gpt-4o-mini",' + messages + ',"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","type":"string"}}}]}', 'type', 'tools[0].function.parameters'],
     ] as const) {
       const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400, body);
       assert.equal(answer.json.code, 'invalid_json');
       assert.equal(answer.json.details?.key, key);
-      assert.match(String(answer.json.details?.reason), new RegExp(`"${key}" appears more than once`));
+      assert.equal(answer.json.details?.path, path);
+      assert.match(String(answer.json.details?.reason), new RegExp(`"${key}" appears more than once ${path === '' ? 'at the top level' : `in ${path.replace(/[[\].]/g, '\\$&')}`}`));
     }
     assert.equal(fixture.mock.chatRequests().length, 0);
-    // The same key deeper down is not the gateway's business; a key's name inside a string is not a key.
+    // The same key in two different objects is fine; a key's name inside a string is not a key.
     const fine = await call(`${fixture.gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders(),
-      body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"say \",\"model\":\"x","name":"a","name":"b"}]}',
+      body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"say \\",\\"model\\":\\"x","name":"a"},{"role":"user","content":"y","name":"a"}]}',
     });
     assert.equal(fine.status, 200, fine.text);
   });

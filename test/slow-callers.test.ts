@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
+import { waitFor } from './helpers/wait.js';
 
 interface Exchange {
   /** Everything the gateway wrote before the socket closed. */
@@ -126,6 +127,30 @@ describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
     assert.equal(statusOf(answer), 408, answer);
     assert.equal(jsonOf(answer).code, 'request_timeout');
     assert.ok(closedAfterMs < 3000, `closed after ${closedAfterMs} ms`);
+  });
+
+  test('50 callers that send their headers and then go silent, their side left open: each gets its 408 and the gateway closes every socket (none left half-closed)', async () => {
+    const server = gw.gateway.app.server;
+    const openNow = () => new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const head = `POST /v1/?route=chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+    const sockets = await Promise.all(
+      Array.from({ length: 50 }, () => new Promise<{ socket: ReturnType<typeof connect>; answer: () => string }>((resolve) => {
+        // allowHalfOpen: the peer never ends its own side, as a silent or hostile caller would not.
+        const socket = connect({ port: gw.port, host: '127.0.0.1', allowHalfOpen: true });
+        let text = '';
+        socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+        socket.on('error', () => {});
+        socket.write(head, () => resolve({ socket, answer: () => text }));
+      })),
+    );
+    try {
+      await waitFor('every silent caller answered 408', () => sockets.every((s) => statusOf(s.answer()) === 408), 6000);
+      for (const s of sockets) assert.equal(jsonOf(s.answer()).code, 'request_timeout');
+      // Before the fix the gateway only half-closed them: every socket stayed open for as long as the peer's side.
+      await waitFor('the gateway holds none of those sockets', async () => (await openNow()) === 0, 5000);
+    } finally {
+      for (const s of sockets) s.socket.destroy();
+    }
   });
 
   test('a request that arrives in time is not affected, and its connection is kept alive', async () => {

@@ -1,6 +1,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { BuiltinModel } from '../providers/registry.js';
+import { parsePageLimit } from './page-limit.js';
 import type { UpstreamProbe } from './upstream-probe.js';
 
 export interface CatalogModel {
@@ -144,12 +145,5 @@ function decodeCursor(token: string): string {
 
 /** Reads `limit` from the query: absent means the default; anything but a whole number in range is a 400. */
 export function parseLimit(raw: unknown): number {
-  if (raw === undefined) return DEFAULT_PAGE_SIZE;
-  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_PAGE_SIZE) {
-    throw new GatewayError('invalid_query_parameter', {
-      parameter: 'limit',
-      problem: `must be a whole number from 1 to ${MAX_PAGE_SIZE}`,
-    });
-  }
-  return Number(raw);
+  return parsePageLimit(raw, { fallback: DEFAULT_PAGE_SIZE, max: MAX_PAGE_SIZE });
 }

@@ -54,7 +54,9 @@ function describeShape(text: string, problem: JsonShapeProblem): Record<string, 
     return { reason: `the body is nested deeper than ${MAX_JSON_DEPTH} levels`, max_depth: MAX_JSON_DEPTH, ...where };
   }
   const key = problem.key.slice(0, 100);
-  return { reason: `the key "${key}" appears more than once at the top level (each field must be sent once)`, key, ...where };
+  const path = problem.path.slice(0, 200);
+  const place = path === '' ? 'at the top level' : `in ${path}`;
+  return { reason: `the key "${key}" appears more than once ${place} (each field must be sent once)`, key, path, ...where };
 }
 
 function describeFailure(text: string, error: unknown): Record<string, unknown> {

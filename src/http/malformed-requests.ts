@@ -84,6 +84,10 @@ export function onClientError(error: Error & { code?: string; reason?: string; r
       'content-type: application/json; charset=utf-8\r\n' +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  // end() only half-closes: a peer that never closes its own side (a silent or hostile caller) would keep the
+  // socket open in FIN-WAIT-2 for as long as it likes (50 silent callers held 50 sockets past 95 s). Once the
+  // answer is flushed the socket is destroyed, as Node's own destroySoon() does after a `connection: close` answer.
+  socket.once('finish', () => socket.destroy());
 }
 
 function describeClientError(error: Error & { code?: string; reason?: string }): GatewayError {

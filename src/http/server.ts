@@ -150,7 +150,8 @@ function closeQuietConnectionsOnClose(app: FastifyInstance, https: boolean): voi
       } else {
         // A request in progress finishes, then its connection closes (instead of idling in keep-alive).
         response.shouldKeepAlive = false;
-        response.once('finish', () => socket.end());
+        // end() alone would leave it half-closed for as long as the peer keeps its side open (as after a 408).
+        response.once('finish', () => socket.end(() => socket.destroy()));
       }
     }
     done();

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { KEY_LIMIT_MAXIMA, type BudgetLeft, type KeyRights, type KeyService, type KeyState, type KeyUsage, type KeyView } from '../auth/key-service.js';
+import { parsePageLimit } from '../core/page-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { EVENT } from '../webhooks/gateway-events.js';
@@ -227,8 +228,7 @@ function idOf(query: Record<string, unknown>): string {
 }
 
 function pageOf(query: Record<string, unknown>): { limit: number; after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined; state: KeyState | undefined } {
-  const limit = query.limit === undefined ? DEFAULT_PAGE : Number(query.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new GatewayError('invalid_query_parameter', { parameter: 'limit', problem: `a whole number from 1 to ${MAX_PAGE}` });
+  const limit = parsePageLimit(query.limit, { fallback: DEFAULT_PAGE, max: MAX_PAGE });
   const token = query.next_token;
   let after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined;
   if (token !== undefined) {

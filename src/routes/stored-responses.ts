@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { parsePageLimit } from '../core/page-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ResponseHistory } from '../surfaces/responses/response-history.js';
 
@@ -69,10 +70,7 @@ function responseIdOf(request: FastifyRequest): string {
 
 function readItemsPage(query: Record<string, unknown>): { limit: number; order: 'asc' | 'desc'; after: string | undefined } {
   const { limit: rawLimit, order = 'desc', after } = query;
-  const limit = rawLimit === undefined ? DEFAULT_ITEMS_PAGE : Number(rawLimit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ITEMS_PAGE) {
-    throw new GatewayError('invalid_query_parameter', { parameter: 'limit', problem: `must be a whole number from 1 to ${MAX_ITEMS_PAGE}` });
-  }
+  const limit = parsePageLimit(rawLimit, { fallback: DEFAULT_ITEMS_PAGE, max: MAX_ITEMS_PAGE });
   if (order !== 'asc' && order !== 'desc') throw new GatewayError('invalid_query_parameter', { parameter: 'order', allowed: ['asc', 'desc'] });
   if (after !== undefined && (typeof after !== 'string' || after === '')) throw new GatewayError('invalid_query_parameter', { parameter: 'after', problem: 'must be an item id, given once' });
   return { limit, order, after };

@@ -106,7 +106,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);
   const { admin, auth } = wireAuth(config, deps.keys);
-  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox);
+  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
   const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model)), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId)) : undefined;

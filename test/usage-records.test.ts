@@ -62,7 +62,7 @@ describe('usage records (embedded store)', () => {
       {
         timeMs: 0, requestId: json.headers['x-request-id'], caller: 'admin', environment: 'dev', route: 'chat', model: 'priced', upstream: 'default',
         status: 200, code: null, latencyMs: 0, ttfbMs: null, stream: false, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens,
-        costUsd: Math.round(((u.prompt_tokens * 1 + u.completion_tokens * 2) / 1e6) * 1e8) / 1e8, attempts: 1, replay: false, cacheHit: false,
+        costUsd: Math.round(((u.prompt_tokens * 1 + u.completion_tokens * 2) / 1e6) * 1e8) / 1e8, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false,
       },
     );
     assert.ok((first?.latencyMs ?? 0) > 0);

@@ -2,6 +2,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { CachePolicy, LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
+import { checkedUsage } from '../providers/usage-figures.js';
 import { costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
@@ -191,7 +192,7 @@ export class ChatService {
     call: ChatCall,
     send: (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => Promise<ChatCompletionResult>,
   ): Promise<CompletedChat> {
-    let result: ChatCompletionResult | undefined;
+    let usage: Usage | undefined;
     try {
       const answered = await this.targets.run(plan, call, model, async (target, scope, trace) => {
         try {
@@ -200,11 +201,12 @@ export class ChatService {
           scope.dispose();
         }
       }, 'success');
-      result = answered.value;
-      answered.trace?.succeeded(result.usage);
-      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(model, result.usage) };
+      const result = answered.value;
+      usage = result.usage && checkedUsage(result.usage);
+      answered.trace?.succeeded(usage);
+      return { result, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(model, usage) };
     } finally {
-      if (admission) void admission.finish(result?.usage);
+      if (admission) void admission.finish(usage);
     }
   }
 
@@ -236,7 +238,8 @@ export class ChatService {
         first: value.first,
         chunks: value.chunks,
         headers: admission?.headers ?? {},
-        finish: async (usage, failure) => {
+        finish: async (reported, failure) => {
+          const usage = reported && checkedUsage(reported);
           const priced = this.priced(model, usage);
           if (finished) return priced;
           finished = true;
@@ -277,7 +280,7 @@ export class ChatService {
           scope.dispose();
         }
       }, 'success');
-      usage = answered.value.usage ?? { prompt_tokens: estimate.prompt, completion_tokens: 0, total_tokens: estimate.prompt };
+      usage = checkedUsage(answered.value.usage ?? { prompt_tokens: estimate.prompt, completion_tokens: 0, total_tokens: estimate.prompt });
       answered.trace?.succeeded(usage);
       return { result: answered.value, headers: admission?.headers ?? {}, upstream: answered.target.upstream, usage: this.priced(body.model, usage) };
     } finally {

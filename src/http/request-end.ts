@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { redactUrl } from '../secrets/redact.js';
 import { isObservedRoute } from '../request/route-name.js';
 import { recordOf, type RequestRecord } from '../request/request-record.js';
+import { USAGE_ANOMALIES } from '../providers/contract.js';
 
 /** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span, events. */
 export type RequestObserver = (record: RequestRecord) => void;
@@ -52,6 +53,8 @@ function logAccess(request: FastifyRequest, record: RequestRecord): void {
       prompt_tokens: usage?.prompt_tokens,
       completion_tokens: usage?.completion_tokens,
       cost_usd: usage?.cost_usd,
+      // What the gateway corrected in the upstream's usage figures (docs/usage.md); absent when nothing.
+      usage_anomaly: usage?.[USAGE_ANOMALIES],
       code: record.code,
       replay_not_stored: record.replayNotStored,
       cache: record.cacheResult,

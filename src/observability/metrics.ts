@@ -4,6 +4,7 @@ import { answerClusterCollects, scrapeCluster } from './cluster-metrics.js';
 import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
 import type { UpstreamAttemptStats } from './upstream-attempts.js';
 import type { RequestRecord } from '../request/request-record.js';
+import { USAGE_ANOMALIES } from '../providers/contract.js';
 import type { CircuitState } from '../core/circuit-breaker.js';
 import type { ActivePause } from '../core/upstream-pauses.js';
 import type { CapacityLoad } from '../core/upstream-capacity.js';
@@ -31,6 +32,8 @@ export interface MetricsSources {
   loads?: () => Array<[string, CapacityLoad]>;
   /** Deliveries waiting per webhook subscription (undefined: no webhooks). */
   webhookBacklog?: () => Promise<Record<string, number>>;
+  /** Usage records the store refused and the recorder set aside (undefined: usage recording off). */
+  deadLetteredUsage?: () => number;
 }
 
 /**
@@ -48,6 +51,7 @@ export class GatewayMetrics {
   private readonly upstreamErrors: FastCounter;
   private readonly refusals: FastCounter;
   private readonly cacheLookups: FastCounter;
+  private readonly usageAnomalies: FastCounter;
   private readonly series = new Map<string, Map<string, Series>>();
   private readonly models = new Set<string>();
 
@@ -63,6 +67,9 @@ export class GatewayMetrics {
     this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
     this.cacheLookups = new FastCounter('llmgw_cache_lookups_total', 'Response cache results by model: hit, miss (looked up, not found), bypass (not looked up: not cacheable, no-cache, store unwell); the hit ratio is hit / (hit + miss)', ['model', 'result'], r);
     this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
+    this.usageAnomalies = new FastCounter('llmgw_usage_anomalies_total', 'Requests whose upstream reported a usage figure the gateway corrected, by upstream and kind (not_a_number, negative, too_large, fractional)', ['upstream', 'kind'], r);
+    const deadLettered = sources.deadLetteredUsage;
+    if (deadLettered) new CollectedCounter('llmgw_usage_records_dead_lettered_total', 'Usage records the usage store refused, set aside (logged whole) instead of stored', () => [{ labels: {}, value: deadLettered() }], r);
     const attempts = sources.attempts;
     if (attempts) {
       new CollectedCounter('llmgw_upstream_attempts_total', 'Upstream attempts (retries and fallbacks included) by upstream and outcome (ok, or the error code)', () => attempts.attemptSamples(), r);
@@ -160,6 +167,8 @@ export class GatewayMetrics {
       series.prompt.inc(usage.prompt_tokens);
       series.completion.inc(usage.completion_tokens);
       if (usage.cost_usd !== undefined) series.cost.inc(usage.cost_usd);
+      const anomalies = usage[USAGE_ANOMALIES];
+      if (anomalies) for (const kind of anomalies) this.usageAnomalies.labels(record.upstream ?? 'unknown', kind).inc();
     }
     if (record.cacheResult !== undefined) this.cacheLookups.labels(this.modelLabel(record.model), record.cacheResult).inc();
     if (code.startsWith('upstream_')) {

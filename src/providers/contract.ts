@@ -36,7 +36,21 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** What the gateway had to correct in the upstream's figures (src/providers/usage-figures.ts); absent: nothing. */
+  [USAGE_ANOMALIES]?: readonly UsageAnomaly[];
 }
+
+/**
+ * What was wrong with a token count an upstream reported: not a number (a string, an object), below zero, above
+ * MAX_USAGE_TOKENS (1e300 and Infinity included), or not whole (12.5). Each is corrected (src/providers/usage-figures.ts).
+ */
+export type UsageAnomaly = 'not_a_number' | 'negative' | 'too_large' | 'fractional';
+
+/**
+ * The key under which a usage carries its anomalies: a symbol, so that no JSON of a usage object (a chunk written
+ * to the caller, a stored answer) ever shows it, while a spread copy (`{ ...usage, cost_usd }`) keeps it.
+ */
+export const USAGE_ANOMALIES: unique symbol = Symbol('usage anomalies');
 
 /** A complete, non-streamed answer in the OpenAI `chat.completion` shape. */
 export interface ChatCompletionResult {

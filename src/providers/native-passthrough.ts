@@ -6,6 +6,7 @@ import type { CallContext, ChatCompletionChunk, ChatCompletionResult, NativeApi,
 import { providerErrorDetails } from './upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from './upstream-client.js';
 import { readEventStream } from './event-stream-reader.js';
+import { RESPONSES_COUNTS, anomaliesOf, correctInPlace, countsOf, saneTokens, withAnomalies } from './usage-figures.js';
 
 /** What the gateway needs to know of an API it forwards untranslated (OpenAI's Responses, Anthropic's Messages). */
 export interface NativeWire {
@@ -15,12 +16,18 @@ export interface NativeWire {
   failureEvents: ReadonlySet<string>;
   /** Whether a JSON answer is this API's answer object. */
   isAnswer(value: unknown): boolean;
-  /** A JSON answer's usage. */
+  /**
+   * A JSON answer's usage, its figures corrected in the answer itself where out of range (then the usage carries
+   * the anomalies, and the answer is written again).
+   */
   answerUsage(value: unknown): Usage | undefined;
   /** The events whose data carries usage. */
   usageEvents: ReadonlySet<string>;
-  /** Reads one such event's usage into the running totals (Anthropic splits it over two events). */
-  addUsage(event: string, data: unknown, totals: Usage): void;
+  /**
+   * Reads one such event's usage into the running totals (Anthropic splits it over two events), its figures
+   * corrected in the event's data where out of range; whether any was (then the event is written again).
+   */
+  addUsage(event: string, data: unknown, totals: Usage): boolean;
 }
 
 interface Upstream {
@@ -56,13 +63,15 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
             const { value } = await upstream.http.readJson(await upstream.http.send(request, context.signal, context.apiKeyOverride), context.signal);
             const tokens = (value as { input_tokens?: unknown } | null)?.input_tokens;
             if (typeof tokens !== 'number') throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'no input_tokens in the count' });
-            return tokens;
+            // Shown to the caller as it is: the count is checked like every figure of usage.
+            return saneTokens(tokens);
           },
         }),
     async complete(body, context): Promise<ChatCompletionResult> {
       const { bytes, value } = await upstream.http.readJson(await send(body, context), context.signal);
       if (!wire.isAnswer(value)) throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not an answer of this API' });
-      return { body: bytes, usage: wire.answerUsage(value) };
+      const usage = wire.answerUsage(value);
+      return { body: anomaliesOf(usage) ? Buffer.from(JSON.stringify(value)) : bytes, usage };
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
@@ -94,7 +103,7 @@ function forwardedEvent(event: SseEvent, upstream: string, secrets: ReadonlyArra
   if (wire.failureEvents.has(event.event)) {
     throw new GatewayError('upstream_stream_error', { upstream, ...providerErrorDetails(failureText(event.data), secrets) });
   }
-  const data = scrubText(event.data, secrets);
+  let data = scrubText(event.data, secrets);
   const chunk: ChatCompletionChunk = { object: 'chat.completion.chunk', choices: [] };
   if (wire.usageEvents.has(event.event)) {
     let parsed: unknown;
@@ -103,9 +112,9 @@ function forwardedEvent(event: SseEvent, upstream: string, secrets: ReadonlyArra
     } catch {
       throw new GatewayError('upstream_stream_malformed', { upstream, reason: `the ${event.event} event is not valid JSON` });
     }
-    wire.addUsage(event.event, parsed, totals);
+    if (wire.addUsage(event.event, parsed, totals)) data = JSON.stringify(parsed);
   }
-  if (wire.finalEvents.has(event.event) && totals.total_tokens > 0) chunk.usage = { ...totals };
+  if (wire.finalEvents.has(event.event) && (totals.total_tokens > 0 || anomaliesOf(totals))) chunk.usage = { ...totals };
   return { chunk, json: data, event: event.event };
 }
 
@@ -120,8 +129,6 @@ function failureText(data: string): string {
   }
 }
 
-const numberOr0 = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-
 /** OpenAI's Responses API: usage in the final `response.completed` / `response.incomplete` event. */
 export const RESPONSES_WIRE: NativeWire = {
   finalEvents: new Set(['response.completed', 'response.incomplete']),
@@ -130,15 +137,15 @@ export const RESPONSES_WIRE: NativeWire = {
   answerUsage: (value) => responsesUsage((value as { usage?: unknown }).usage),
   usageEvents: new Set(['response.completed', 'response.incomplete']),
   addUsage(_event, data, totals) {
-    const usage = responsesUsage((data as { response?: { usage?: unknown } }).response?.usage);
+    const usage = responsesUsage((data as { response?: { usage?: unknown } } | null)?.response?.usage);
     if (usage) Object.assign(totals, usage);
+    return anomaliesOf(usage) !== undefined;
   },
 };
 
+/** A Responses usage object (corrected in place); undefined when it is none or has neither count. */
 function responsesUsage(value: unknown): Usage | undefined {
-  const usage = value as { input_tokens?: unknown; output_tokens?: unknown } | null | undefined;
-  if (typeof usage?.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
-  return { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens, total_tokens: usage.input_tokens + usage.output_tokens };
+  return countsOf(value, RESPONSES_COUNTS);
 }
 
 /**
@@ -152,20 +159,26 @@ export const MESSAGES_WIRE: NativeWire = {
   answerUsage: (value) => {
     const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
     addMessagesUsage((value as { usage?: unknown }).usage, totals);
-    return totals.total_tokens > 0 ? totals : undefined;
+    return totals.total_tokens > 0 || anomaliesOf(totals) ? totals : undefined;
   },
   usageEvents: new Set(['message_start', 'message_delta']),
   addUsage(event, data, totals) {
-    const usage = event === 'message_start' ? (data as { message?: { usage?: unknown } }).message?.usage : (data as { usage?: unknown }).usage;
-    addMessagesUsage(usage, totals);
+    const usage = event === 'message_start' ? (data as { message?: { usage?: unknown } } | null)?.message?.usage : (data as { usage?: unknown } | null)?.usage;
+    return addMessagesUsage(usage, totals);
   },
 };
 
-function addMessagesUsage(value: unknown, totals: Usage): void {
-  const usage = value as Record<string, unknown> | null | undefined;
-  if (!usage) return;
-  const input = numberOr0(usage.input_tokens) + numberOr0(usage.cache_creation_input_tokens) + numberOr0(usage.cache_read_input_tokens);
-  if (input > 0) totals.prompt_tokens = input;
-  if (typeof usage.output_tokens === 'number') totals.completion_tokens = usage.output_tokens;
+const MESSAGES_FIGURES = ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'output_tokens'];
+
+/** Adds a Messages usage object (corrected in place) to the totals; whether a figure had to be corrected. */
+function addMessagesUsage(value: unknown, totals: Usage): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const usage = value as Record<string, unknown>;
+  const found = correctInPlace(usage, MESSAGES_FIGURES) ?? [];
+  const input = saneTokens(usage.input_tokens) + saneTokens(usage.cache_creation_input_tokens) + saneTokens(usage.cache_read_input_tokens);
+  if (input > 0) totals.prompt_tokens = saneTokens(input, found);
+  if (usage.output_tokens != null) totals.completion_tokens = saneTokens(usage.output_tokens);
   totals.total_tokens = totals.prompt_tokens + totals.completion_tokens;
+  withAnomalies(totals, found);
+  return found.length > 0;
 }

@@ -310,6 +310,11 @@ export interface UsageRecord {
   replay: boolean;
   /** Answered from the response cache (no upstream call, no provider cost). */
   cacheHit: boolean;
+  /**
+   * The gateway had to correct a usage figure the upstream reported (not a number, negative, not whole, or above
+   * 100 million tokens): the tokens and cost are the corrected ones (docs/usage.md).
+   */
+  usageAnomaly: boolean;
 }
 
 export type UsageGrouping = 'model' | 'caller' | 'route' | 'day';

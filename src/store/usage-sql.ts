@@ -4,8 +4,21 @@ import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimel
 export const USAGE_COLUMNS = [
   'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
-  'cache_hit',
+  'cache_hit', 'usage_anomaly',
 ] as const;
+
+/**
+ * The database refused a value of the rows it was given (a type or a constraint it enforces: SQLite's `cannot store
+ * REAL value in INTEGER column`, PostgreSQL's `value out of range for type integer`), as opposed to being down or
+ * busy: the same rows would be refused again, however often they were retried. `UsageStore.appendRows` rejects
+ * with it, having stored none of the rows; the usage recorder then finds the refused record and sets it aside.
+ */
+export class UsageRowsRefused extends Error {
+  constructor(cause: unknown) {
+    super(`the database refused a usage record: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'UsageRowsRefused';
+  }
+}
 
 /** Writes a record's values into `target` from `offset` (batch inserts fill one array, no array per record). */
 export function writeRecordValues(r: UsageRecord, target: unknown[], offset: number): void {
@@ -27,6 +40,7 @@ export function writeRecordValues(r: UsageRecord, target: unknown[], offset: num
   target[offset + 15] = r.attempts;
   target[offset + 16] = r.replay ? 1 : 0;
   target[offset + 17] = r.cacheHit ? 1 : 0;
+  target[offset + 18] = r.usageAnomaly ? 1 : 0;
 }
 
 /** Records as `UsageRows`. */
@@ -59,6 +73,7 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     attempts: Number(row.attempts),
     replay: Number(row.replay) === 1,
     cacheHit: Number(row.cache_hit) === 1,
+    usageAnomaly: Number(row.usage_anomaly) === 1,
   };
 }
 

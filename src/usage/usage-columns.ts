@@ -12,7 +12,8 @@ const COST = 7;
 const ATTEMPTS = 8;
 const REPLAY = 9;
 const CACHE_HIT = 10;
-const NUMBERS = 11;
+const ANOMALY = 11;
+const NUMBERS = 12;
 
 const REQUEST_ID = 0;
 const CALLER = 1;
@@ -74,6 +75,7 @@ export class UsageColumns implements UsageRows {
     attempts: number,
     replay: boolean,
     cacheHit: boolean,
+    usageAnomaly: boolean,
   ): void {
     if (this.count >= this.capacity) return;
     const n = this.count * NUMBERS;
@@ -89,6 +91,7 @@ export class UsageColumns implements UsageRows {
     numbers[n + ATTEMPTS] = attempts;
     numbers[n + REPLAY] = replay ? 1 : 0;
     numbers[n + CACHE_HIT] = cacheHit ? 1 : 0;
+    numbers[n + ANOMALY] = usageAnomaly ? 1 : 0;
     const t = this.count * TEXTS;
     const texts = this.texts;
     texts[t + REQUEST_ID] = requestId;
@@ -106,7 +109,7 @@ export class UsageColumns implements UsageRows {
     this.push(
       r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
       r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
-      r.attempts, r.replay, r.cacheHit,
+      r.attempts, r.replay, r.cacheHit, r.usageAnomaly,
     );
   }
 
@@ -134,6 +137,7 @@ export class UsageColumns implements UsageRows {
     target[offset + 15] = numbers[n + ATTEMPTS];
     target[offset + 16] = numbers[n + REPLAY];
     target[offset + 17] = numbers[n + CACHE_HIT];
+    target[offset + 18] = numbers[n + ANOMALY];
   }
 
   /** The buffered records as objects, oldest first. */
@@ -163,6 +167,7 @@ export class UsageColumns implements UsageRows {
         attempts: numbers[n + ATTEMPTS] as number,
         replay: numbers[n + REPLAY] === 1,
         cacheHit: numbers[n + CACHE_HIT] === 1,
+        usageAnomaly: numbers[n + ANOMALY] === 1,
       };
     }
     return records;

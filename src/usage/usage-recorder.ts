@@ -1,12 +1,14 @@
 import type { UsageRecord, UsageRows, UsageStore } from '../store/contract.js';
-import { recordRows } from '../store/usage-sql.js';
+import { UsageRowsRefused, recordRows } from '../store/usage-sql.js';
 import { UsageColumns } from './usage-columns.js';
+import { writeAroundRefused } from './refused-records.js';
 
 const MAX_BUFFERED = 20_000;
 const PURGE_EVERY_MS = 3_600_000;
 
 export interface UsageLog {
   warn(fields: Record<string, unknown>, msg: string): void;
+  error(fields: Record<string, unknown>, msg: string): void;
 }
 
 /**
@@ -14,7 +16,8 @@ export interface UsageLog {
  * allocation), written to the store in batches (every second, or at 500 records) straight from the columns — one
  * transaction or one INSERT per write, no object per record on the way. If the store is down, records wait in
  * memory as objects (up to 20,000, then the oldest are dropped and counted in the log) and are retried with the
- * next batch. Records older than the retention are purged hourly.
+ * next batch. A record the database refuses (a value it will not store) is set aside, never retried: the batch
+ * is written around it (src/usage/refused-records.ts). Records older than the retention are purged hourly.
  */
 export class UsageRecorder {
   private readonly batchSize: number;
@@ -30,6 +33,7 @@ export class UsageRecorder {
   private purgeTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private dropped = 0;
+  private setAside = 0;
 
   constructor(
     private readonly options: { store: UsageStore; retentionMs: number; log: UsageLog; flushMs?: number; maxBatch?: number },
@@ -73,29 +77,60 @@ export class UsageRecorder {
     this.pending = [];
     this.ready = [];
     const rows: UsageRows[] = retried.length > 0 ? [recordRows(retried), ...batches] : batches;
-    this.flushing = this.options.store
-      .appendRows(rows)
-      .then(() => {
-        if (this.dropped > 0) {
-          this.options.log.warn({ dropped: this.dropped }, 'usage records were dropped while the usage store was unavailable');
-          this.dropped = 0;
-        }
-      })
-      .catch((error: unknown) => {
-        const failed = retried.concat(...batches.map((b) => b.toRecords()));
-        this.options.log.warn({ err: error, records: failed.length }, 'usage records could not be written; kept for the next batch');
-        this.pending = failed.concat(this.pending);
-        this.cap();
-        if (!this.timer) {
-          this.timer = setTimeout(() => void this.flush(), 5_000);
-          this.timer.unref();
-        }
-      })
-      .finally(() => {
-        for (const batch of batches) this.recycle(batch);
-        this.flushing = undefined;
-      });
+    this.flushing = this.write(rows, retried, batches).finally(() => {
+      for (const batch of batches) this.recycle(batch);
+      this.flushing = undefined;
+    });
     await this.flushing;
+  }
+
+  /** Usage records the database refused, set aside (logged whole at error level) since this recorder started. */
+  get deadLettered(): number {
+    return this.setAside;
+  }
+
+  /**
+   * One write of everything waiting. If the database refused a value in it, the rest is written around the
+   * refused record(s), which are set aside (dead-lettered: the log line holds the record); if the store failed
+   * otherwise (down, busy), every record waits for the next try.
+   */
+  private async write(rows: UsageRows[], retried: UsageRecord[], batches: UsageColumns[]): Promise<void> {
+    let failure: unknown;
+    try {
+      await this.options.store.appendRows(rows);
+    } catch (error) {
+      failure = error;
+    }
+    let waiting: UsageRecord[] = [];
+    if (failure instanceof UsageRowsRefused) {
+      const records = retried.concat(...batches.map((b) => b.toRecords()));
+      ({ unwritten: waiting, error: failure } = await writeAroundRefused(this.options.store, records, failure, (record, error) => this.deadLetter(record, error)));
+    } else if (failure !== undefined) {
+      waiting = retried.concat(...batches.map((b) => b.toRecords()));
+    }
+    if (waiting.length === 0) {
+      if (this.dropped > 0) {
+        this.options.log.warn({ dropped: this.dropped }, 'usage records were dropped while the usage store was unavailable');
+        this.dropped = 0;
+      }
+      return;
+    }
+    this.options.log.warn({ err: failure, records: waiting.length }, 'usage records could not be written; kept for the next batch');
+    this.pending = waiting.concat(this.pending);
+    this.cap();
+    if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), 5_000);
+      this.timer.unref();
+    }
+  }
+
+  /** A record the database refuses: never retried (it would block every batch after it), logged whole instead. */
+  private deadLetter(record: UsageRecord, error: UsageRowsRefused): void {
+    this.setAside += 1;
+    this.options.log.error(
+      { err: error, usage_record: record, dead_lettered: this.setAside },
+      'a usage record the usage store refused was set aside (dead-lettered): it is in this line, not in the store',
+    );
   }
 
   startRetention(): void {

@@ -5,15 +5,25 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore } from '../store/contract.js';
 import type { WiredUpstreams } from './upstreams.js';
+import type { UsageRecorder } from '../usage/usage-recorder.js';
 
 /** `GET /metrics` (Prometheus text, behind the admin token) and the observer that counts every API request. */
-export function wireMetrics(app: FastifyInstance, config: GatewayConfig, auth: Authenticator, upstreams: WiredUpstreams, attempts: UpstreamAttemptStats, outbox: OutboxStore | undefined): void {
+export function wireMetrics(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  auth: Authenticator,
+  upstreams: WiredUpstreams,
+  attempts: UpstreamAttemptStats,
+  outbox: OutboxStore | undefined,
+  recorder: UsageRecorder | undefined,
+): void {
   if (!config.metricsEnabled) return;
   const metrics = new GatewayMetrics({
     circuits: () => upstreams.breakers.snapshot(),
     pauses: () => upstreams.pauses.active(),
     loads: () => upstreams.capacity.loads(),
     attempts,
+    ...(recorder ? { deadLetteredUsage: () => recorder.deadLettered } : {}),
     ...(outbox && config.webhooks.subscriptions.length > 0
       ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
       : {}),

@@ -5,13 +5,16 @@ import type { UsageStore } from '../store/contract.js';
 import { headOf } from '../request/request-record.js';
 import { usageObserver } from '../usage/record-request.js';
 import { UsageRecorder } from '../usage/usage-recorder.js';
+import { usageAnomalyLog } from '../usage/usage-anomalies.js';
 
 /**
  * What looks at every API request (chat, models) once it ended, a caller who hung up included (run by
- * endRequest, with the access line): usage records and the trace's request span here; metrics in metrics.ts.
+ * endRequest, with the access line): usage records, the log line of a corrected usage figure and the trace's
+ * request span here; metrics in metrics.ts.
  * Each closes with the app.
  */
 export async function wireObservers(app: FastifyInstance, config: GatewayConfig, usage: UsageStore | undefined) {
+  app.requestObservers.push(usageAnomalyLog(app.log));
   const recorder = usage && config.usage.enabled ? new UsageRecorder({ store: usage, retentionMs: config.usage.retentionMs, log: app.log }) : undefined;
   if (recorder) {
     app.requestObservers.push(usageObserver(recorder, config.environment));

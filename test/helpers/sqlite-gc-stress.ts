@@ -105,6 +105,7 @@ const usage = (i: number, round: number): UsageRecord => ({
   attempts: 1,
   replay: false,
   cacheHit: false,
+  usageAnomaly: false,
 });
 let operations = 0;
 for (let round = 0; round < ROUNDS; round++) {

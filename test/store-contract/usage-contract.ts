@@ -2,8 +2,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { UsageRecord, UsageStore } from '../../src/store/contract.js';
-import { LATENCY_BIN_EDGES_MS, recordRows } from '../../src/store/usage-sql.js';
+import { LATENCY_BIN_EDGES_MS, UsageRowsRefused, recordRows } from '../../src/store/usage-sql.js';
 import { UsageColumns } from '../../src/usage/usage-columns.js';
+import { UsageRecorder } from '../../src/usage/usage-recorder.js';
 
 const binOf = (latencyMs: number) => LATENCY_BIN_EDGES_MS.findIndex((edge) => latencyMs < edge);
 
@@ -26,6 +27,7 @@ const base: UsageRecord = {
   attempts: 1,
   replay: false,
   cacheHit: false,
+  usageAnomaly: false,
 };
 
 export function usageContract(name: string, make: () => Promise<{ usage: UsageStore; close(): Promise<void> }>): void {
@@ -163,6 +165,48 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       const all = await store().stored(0, 10_000);
       assert.equal(all.length, 5_003);
       assert.deepEqual(all.at(-1)?.record, many.at(-1));
+    });
+
+    test('a flagged record (usage_anomaly) reads back flagged', async () => {
+      await store().purge(Date.parse('2100-01-01T00:00:00.000Z'));
+      const flagged = { ...base, requestId: 'flagged', promptTokens: 100_000_000, usageAnomaly: true };
+      const columns = new UsageColumns(1);
+      columns.pushRecord(flagged);
+      await store().appendRows([columns, recordRows([{ ...base, requestId: 'plain' }])]);
+      assert.deepEqual((await store().stored(0, 10)).map((r) => r.record), [flagged, { ...base, requestId: 'plain' }]);
+    });
+
+    test('a record the database refuses: the write is refused whole (UsageRowsRefused); the recorder writes the rest and sets it aside', async () => {
+      await store().purge(Date.parse('2100-01-01T00:00:00.000Z'));
+      // What unchecked upstream figures made of a record: the database's own types refuse them.
+      const huge = { ...base, requestId: 'huge', promptTokens: 1e300 };
+      const fraction = { ...base, requestId: 'fraction', completionTokens: 12.5 };
+      await assert.rejects(store().append([{ ...base, requestId: 'x' }, huge]), (error: unknown) => error instanceof UsageRowsRefused);
+      assert.deepEqual(await store().stored(0, 10), [], 'all or none');
+
+      const lines: Array<{ level: string; fields: Record<string, unknown>; msg: string }> = [];
+      const log = { warn: (fields: Record<string, unknown>, msg: string) => lines.push({ level: 'warn', fields, msg }), error: (fields: Record<string, unknown>, msg: string) => lines.push({ level: 'error', fields, msg }) };
+      const recorder = new UsageRecorder({ store: store(), retentionMs: 1e12, log, flushMs: 60_000, maxBatch: 500 });
+      const good = Array.from({ length: 40 }, (_, i) => ({ ...base, requestId: `g${i}` }));
+      for (const [i, record] of good.entries()) {
+        recorder.add(record);
+        if (i === 5) recorder.add(huge);
+        if (i === 30) recorder.add(fraction);
+      }
+      await recorder.flush();
+      assert.deepEqual((await store().stored(0, 100)).map((r) => r.record.requestId).sort(), good.map((r) => r.requestId).sort(), 'every other record is written');
+      const setAside = lines.filter((l) => l.level === 'error');
+      assert.deepEqual(setAside.map((l) => (l.fields.usage_record as UsageRecord).requestId).sort(), ['fraction', 'huge']);
+      assert.ok(setAside.every((l) => l.msg.includes('dead-lettered')));
+      assert.deepEqual(setAside.find((l) => (l.fields.usage_record as UsageRecord).requestId === 'huge')?.fields.usage_record, huge, 'the line holds the record whole');
+      assert.equal(recorder.deadLettered, 2);
+      assert.ok(!lines.some((l) => l.msg.includes('kept for the next batch')), 'nothing waits behind them');
+
+      recorder.add({ ...base, requestId: 'later' });
+      await recorder.flush();
+      assert.ok((await store().stored(0, 100)).some((r) => r.record.requestId === 'later'), 'the next batch is written');
+      assert.equal(recorder.deadLettered, 2, 'a record set aside is not tried again');
+      await recorder.close();
     });
   });
 }

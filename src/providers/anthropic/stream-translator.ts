@@ -1,7 +1,8 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
-import type { ChatCompletionChunk, Usage } from '../contract.js';
+import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../contract.js';
+import { anomaliesOf, saneTokens, usageFrom, withAnomalies } from '../usage-figures.js';
 import { finishReasonOf, usageOf } from './translate-response.js';
 
 /**
@@ -19,6 +20,8 @@ export class AnthropicStreamTranslator {
   private model: string;
   private inputUsage: Usage | undefined;
   private outputTokens = 0;
+  /** What had to be corrected in the output counts of `message_delta` events. */
+  private readonly found: UsageAnomaly[] = [];
   private finishReason: string | null = null;
   /** Anthropic content-block index -> OpenAI tool_calls index. */
   private readonly toolIndex = new Map<number, number>();
@@ -74,7 +77,7 @@ export class AnthropicStreamTranslator {
         const delta = (data.delta ?? {}) as { stop_reason?: unknown };
         this.finishReason = finishReasonOf(delta.stop_reason);
         const usage = data.usage as { output_tokens?: unknown } | undefined;
-        if (typeof usage?.output_tokens === 'number') this.outputTokens = usage.output_tokens;
+        if (usage?.output_tokens != null) this.outputTokens = saneTokens(usage.output_tokens, this.found);
         return [this.chunk({}, this.finishReason ?? 'stop')];
       }
       case 'message_stop': {
@@ -98,8 +101,7 @@ export class AnthropicStreamTranslator {
   /** Input tokens from `message_start`, output tokens from the last `message_delta`. */
   usage(): Usage | undefined {
     if (!this.inputUsage) return undefined;
-    const prompt = this.inputUsage.prompt_tokens;
-    return { prompt_tokens: prompt, completion_tokens: this.outputTokens, total_tokens: prompt + this.outputTokens };
+    return withAnomalies(usageFrom(this.inputUsage.prompt_tokens, this.outputTokens, undefined, [...this.found]), anomaliesOf(this.inputUsage));
   }
 
   private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk {

@@ -1,4 +1,5 @@
-import type { ToolCall, Usage } from '../contract.js';
+import type { ToolCall, Usage, UsageAnomaly } from '../contract.js';
+import { saneTokens, usageFrom } from '../usage-figures.js';
 import type { ChatCompletion } from '../completion-json.js';
 
 /** Anthropic `stop_reason` in OpenAI `finish_reason` terms. */
@@ -27,10 +28,9 @@ export function finishReasonOf(stopReason: unknown): string | null {
 export function usageOf(usage: unknown): Usage | undefined {
   if (typeof usage !== 'object' || usage === null) return undefined;
   const u = usage as Record<string, unknown>;
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-  const prompt = num(u.input_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens);
-  const completion = num(u.output_tokens);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const found: UsageAnomaly[] = [];
+  const prompt = saneTokens(u.input_tokens, found) + saneTokens(u.cache_read_input_tokens, found) + saneTokens(u.cache_creation_input_tokens, found);
+  return usageFrom(prompt, saneTokens(u.output_tokens, found), undefined, found);
 }
 
 export interface TranslatedCompletion {

@@ -1,7 +1,8 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
-import type { ChatCompletionChunk, ToolCall, Usage } from '../contract.js';
+import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
+import { saneTokens, usageFrom } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
 
 /** Gemini `finishReason` in OpenAI terms; a function call turns any finish into `tool_calls`. */
@@ -25,13 +26,13 @@ export function finishReasonOf(reason: unknown, calledTools: boolean): string | 
   }
 }
 
+/** Gemini's `usageMetadata` as OpenAI usage (thoughts count as completion), each figure checked. */
 export function usageOf(metadata: unknown): Usage | undefined {
   if (typeof metadata !== 'object' || metadata === null) return undefined;
   const m = metadata as Record<string, unknown>;
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-  const prompt = num(m.promptTokenCount);
-  const completion = num(m.candidatesTokenCount) + num(m.thoughtsTokenCount);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: num(m.totalTokenCount) || prompt + completion };
+  const found: UsageAnomaly[] = [];
+  const completion = saneTokens(m.candidatesTokenCount, found) + saneTokens(m.thoughtsTokenCount, found);
+  return usageFrom(saneTokens(m.promptTokenCount, found), completion, saneTokens(m.totalTokenCount, found), found);
 }
 
 interface Candidate {

@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
+import { CHAT_COUNTS, correctCounts } from '../usage-figures.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
 
 const FRAME_PREVIEW_CHARS = 120;
@@ -28,12 +29,19 @@ export function decodeChunkEvent(event: SseEvent, upstream: string, secrets: Rea
   if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
     throw malformed(upstream, 'the frame is JSON but not a chat.completion.chunk (no choices array)', event.data, secrets);
   }
+  // A usage figure out of range is corrected in the chunk, which then goes out written again, not as it came.
+  const corrected = correctedUsage(record.usage);
   // The upstream's own JSON goes out untouched when it is already a well-formed single-line chunk.
-  if (record.object !== 'chat.completion.chunk' || event.data.includes('\n')) {
+  if (corrected || record.object !== 'chat.completion.chunk' || event.data.includes('\n')) {
     record.object = 'chat.completion.chunk';
     return { chunk: record as ChatCompletionChunk };
   }
   return { chunk: record as ChatCompletionChunk, json: event.data };
+}
+
+/** A chunk's usage (when it carries one) corrected in place and flagged; whether anything had to be. */
+function correctedUsage(usage: unknown): boolean {
+  return typeof usage === 'object' && usage !== null && correctCounts(usage as Record<string, unknown>, CHAT_COUNTS) !== undefined;
 }
 
 function streamError(upstream: string, data: string, secrets: ReadonlyArray<string | undefined>): GatewayError {

@@ -12,8 +12,8 @@ import type {
   Provider,
   StreamBatch,
   UpstreamModel,
-  Usage,
 } from '../contract.js';
+import { anomaliesOf, countsOf, withAnomalies } from '../usage-figures.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
@@ -63,11 +63,13 @@ export class OpenAiCompatibleProvider implements Provider {
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { bytes, value } = await this.http.readJson(await this.send(body, context), context.signal);
-    const record = value as { choices?: unknown; usage?: Usage } | null;
+    const record = value as { choices?: unknown; usage?: unknown } | null;
     if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no choices array' });
     }
-    return { body: bytes, usage: record.usage ?? undefined };
+    const usage = countsOf(record.usage);
+    // A figure out of range was corrected in the parsed answer: the caller gets the figures the gateway counted.
+    return { body: anomaliesOf(usage) ? Buffer.from(JSON.stringify(record)) : bytes, usage };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
@@ -130,9 +132,10 @@ export class OpenAiCompatibleProvider implements Provider {
     if (typeof record !== 'object' || record === null || !Array.isArray(record.data)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no data array' });
     }
-    const prompt = record.usage?.prompt_tokens;
-    const usage = typeof prompt === 'number' ? { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } : undefined;
-    return { kind: 'openai', body: bytes, usage };
+    // Only the prompt counts (an embedding has no completion); its total is the prompt's.
+    const usage = record.usage?.prompt_tokens == null ? undefined : countsOf(record.usage);
+    const counted = usage && withAnomalies({ prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens }, anomaliesOf(usage));
+    return { kind: 'openai', body: anomaliesOf(usage) ? Buffer.from(JSON.stringify(record)) : bytes, usage: counted };
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { SUMMARY_AGGREGATES, summaryRow } from '../usage-sql.js';
+import { SUMMARY_AGGREGATES, UsageRowsRefused, summaryRow } from '../usage-sql.js';
 import { migrateUnderLock } from './migrate.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
 
@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS ${table} (
 );
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq BIGSERIAL;
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_hit INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS usage_anomaly INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
 CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);
 CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
@@ -35,8 +36,18 @@ CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
 const PG_TYPES = [
   'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'text', 'double precision',
   'double precision', 'integer', 'integer', 'integer', 'double precision', 'integer', 'integer',
-  'integer',
+  'integer', 'integer',
 ] as const;
+
+/**
+ * Whether PostgreSQL refused a value of the statement, not the statement's delivery: SQLSTATE class 22 (data
+ * exception: `22003` out of range, `22P02` not an integer) or 23 (integrity constraint violation). A lost
+ * connection, a shutdown or a timeout has another class (08, 57, 53...) or a Node code (ECONNREFUSED).
+ */
+function refusesAValue(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
+}
 
 /**
  * Usage records in PostgreSQL (`DATABASE_URL`): one table every instance writes to, so the CLI of any instance
@@ -66,7 +77,7 @@ export class PostgresUsageStore implements UsageStore {
 
   /**
    * One statement for every row of every batch (all or none): one array parameter per column, expanded by
-   * `unnest`, so the statement has 17 parameters however many rows it carries (a VALUES list of one placeholder
+   * `unnest`, so the statement has 19 parameters however many rows it carries (a VALUES list of one placeholder
    * per value stops at PostgreSQL's 65,535 parameters: 3,855 records, fewer than the recorder may retry at once).
    */
   async appendRows(batches: readonly UsageRows[]): Promise<void> {
@@ -80,7 +91,11 @@ export class PostgresUsageStore implements UsageStore {
     }
     if ((columns[0] as unknown[]).length === 0) return;
     const arrays = USAGE_COLUMNS.map((_, c) => `$${c + 1}::${PG_TYPES[c]}[]`).join(', ');
-    await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`, columns);
+    try {
+      await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`, columns);
+    } catch (error) {
+      throw refusesAValue(error) ? new UsageRowsRefused(error) : error;
+    }
   }
 
   async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {

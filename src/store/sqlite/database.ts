@@ -143,6 +143,22 @@ function pluck(statement: StatementSync): Statement<unknown[], unknown> {
   return plucked;
 }
 
+/** SQLite's primary result codes for a value it will not store: too big, a constraint (STRICT types, NOT NULL), a type mismatch. */
+const SQLITE_TOOBIG = 18;
+const SQLITE_CONSTRAINT = 19;
+const SQLITE_MISMATCH = 20;
+
+/**
+ * True when `error` says a value of the statement was refused (the same values would be refused again), not that
+ * the database is unavailable: SQLite's TOOBIG, CONSTRAINT or MISMATCH, or node:sqlite refusing to bind a value
+ * (`ERR_INVALID_ARG_VALUE`, `ERR_INVALID_ARG_TYPE`: a BigInt too large, a value of no SQL type).
+ */
+export function isRefusedValueError(error: unknown): boolean {
+  const { errcode, code } = (error ?? {}) as { errcode?: unknown; code?: unknown };
+  if (typeof errcode === 'number') return [SQLITE_TOOBIG, SQLITE_CONSTRAINT, SQLITE_MISMATCH].includes(errcode & 0xff);
+  return code === 'ERR_INVALID_ARG_VALUE' || code === 'ERR_INVALID_ARG_TYPE';
+}
+
 /** SQLite's primary result code for "the file is locked by another connection" (extended codes keep it in the low byte). */
 const SQLITE_BUSY = 5;
 

@@ -160,4 +160,10 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // A key's usage and spend (the keys API, the dashboard's Keys page) reads only that key's rows.
     sql: `CREATE INDEX usage_records_caller_time ON usage_records (caller, time_ms);`,
   },
+  {
+    version: 11,
+    name: 'usage_records_anomaly',
+    // 1: the gateway had to correct a usage figure of the upstream's (out of range, negative, not a number).
+    sql: `ALTER TABLE usage_records ADD COLUMN usage_anomaly INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];

@@ -1,7 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type * as Sqlite from './database.js';
+import { isRefusedValueError } from './database.js';
 import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { SUMMARY_AGGREGATES, USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, summaryRow, timelineRow, timelineSql } from '../usage-sql.js';
+import { SUMMARY_AGGREGATES, USAGE_COLUMNS, UsageRowsRefused, groupExpression, recordFromRow, recordRows, summaryRow, timelineRow, timelineSql } from '../usage-sql.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -82,7 +83,12 @@ export class SqliteUsageStore implements UsageStore {
   async appendRows(batches: readonly UsageRows[]): Promise<void> {
     if (!batches.some((b) => b.length > 0)) return;
     await nextTurn();
-    this.writeBatches.immediate(batches);
+    try {
+      this.writeBatches.immediate(batches);
+    } catch (error) {
+      // The transaction was rolled back: nothing of it is stored either way.
+      throw isRefusedValueError(error) ? new UsageRowsRefused(error) : error;
+    }
   }
 
   async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {

@@ -1,14 +1,16 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ToolCall, Usage } from '../../providers/contract.js';
+import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
 
 /** Anthropic's usage: input and output tokens (cache reads when the upstream reported cached prompt tokens). */
 export function messageUsage(reported: Usage | null | undefined): Record<string, number> {
-  const usage = (reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }) as Usage & Record<string, unknown>;
-  const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
+  // Every figure shown is checked (the counts were by the provider; the details never were).
+  const usage = checkedUsage(reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }) as Usage & Record<string, unknown>;
+  const cached = saneTokens((usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens);
   return {
     input_tokens: usage.prompt_tokens,
     output_tokens: usage.completion_tokens,
-    ...(typeof cached === 'number' && cached > 0 ? { cache_read_input_tokens: cached } : {}),
+    ...(cached > 0 ? { cache_read_input_tokens: cached } : {}),
   };
 }
 

@@ -1,18 +1,20 @@
 import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
+import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
 import { newId } from './ids.js';
 import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
 
 /** Chat usage as Responses usage (cached and reasoning token counts when the upstream reported them). */
 export function responseUsage(reported: Usage | null | undefined): ResponseUsage | null {
   if (!reported) return null;
-  const usage = reported as Usage & Record<string, unknown>;
+  // Every figure shown is checked (the counts were by the provider; the details never were).
+  const usage = checkedUsage(reported) as Usage & Record<string, unknown>;
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
   const reasoning = (usage.completion_tokens_details as { reasoning_tokens?: unknown } | undefined)?.reasoning_tokens;
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: typeof cached === 'number' ? cached : 0 },
+    input_tokens_details: { cached_tokens: saneTokens(cached) },
     output_tokens: usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: typeof reasoning === 'number' ? reasoning : 0 },
+    output_tokens_details: { reasoning_tokens: saneTokens(reasoning) },
     total_tokens: usage.total_tokens,
   };
 }

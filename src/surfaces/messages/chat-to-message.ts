@@ -1,5 +1,5 @@
-import { GatewayError } from '../../errors/gateway-error.js';
 import type { ToolCall, Usage } from '../../providers/contract.js';
+import { argumentsObject, cutShort, invalidArguments } from '../tool-arguments.js';
 
 /** Anthropic's usage: input and output tokens (cache reads when the upstream reported cached prompt tokens). */
 export function messageUsage(reported: Usage | null | undefined): Record<string, number> {
@@ -20,16 +20,15 @@ export function stopReasonOf(finishReason: string | null | undefined): string {
   return 'end_turn';
 }
 
-/** A tool call's arguments as the `input` object Anthropic's `tool_use` blocks carry. */
-export function toolInput(call: ToolCall, upstream: string | undefined): Record<string, unknown> {
-  if (call.function.arguments.trim() === '') return {};
-  try {
-    const input = JSON.parse(call.function.arguments) as unknown;
-    if (typeof input === 'object' && input !== null && !Array.isArray(input)) return input as Record<string, unknown>;
-  } catch {
-    // refused below
-  }
-  throw new GatewayError('upstream_invalid_response', { upstream, reason: `the arguments of tool call ${call.id.slice(0, 64)} are not a JSON object` });
+/**
+ * A tool call's arguments as the `input` object Anthropic's `tool_use` blocks carry (src/surfaces/tool-arguments.ts:
+ * not a JSON object is `upstream_invalid_response`; in an answer cut short, the cut call's input is `{}`).
+ */
+function toolInput(call: ToolCall, cut: boolean): Record<string, unknown> {
+  const input = argumentsObject(call.function.arguments);
+  if (input !== undefined) return input;
+  if (cut) return {};
+  throw invalidArguments(String(call.id));
 }
 
 interface ChatCompletionBody {
@@ -46,7 +45,8 @@ export function completionToMessage(completionText: string, id: string, model: s
   const content: Array<Record<string, unknown>> = [];
   const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
   if (text !== '') content.push({ type: 'text', text });
-  for (const call of choice?.message?.tool_calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInput(call, undefined) });
+  const cut = cutShort(choice?.finish_reason);
+  for (const call of choice?.message?.tool_calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInput(call, cut) });
   return {
     id,
     type: 'message',

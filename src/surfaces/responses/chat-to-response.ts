@@ -1,4 +1,5 @@
 import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
+import { checkArguments } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
 
@@ -73,8 +74,12 @@ export function completionToResponse(completionText: string, shell: ResponseObje
     if (refusal !== undefined) item.content.push({ type: 'refusal', refusal });
     output.push(item);
   }
-  for (const call of message?.tool_calls ?? []) output.push(functionCallItem(call, 'completed'));
   const ending = endingOf(choice?.finish_reason);
+  for (const call of message?.tool_calls ?? []) {
+    // Arguments that are not a JSON object make the answer unusable, unless it was cut short (src/surfaces/tool-arguments.ts).
+    if (ending.status !== 'incomplete') checkArguments(call.function.arguments, String(call.id));
+    output.push(functionCallItem(call, 'completed'));
+  }
   if (ending.status === 'incomplete') for (const item of output) item.status = 'incomplete';
   // The shell is this call's own object: completed in place rather than copied (one object less per call).
   const response = shell;

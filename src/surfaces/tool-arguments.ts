@@ -43,6 +43,49 @@ export function invalidArguments(callId: string, upstream?: string): GatewayErro
   });
 }
 
+/**
+ * What a chat tool call says, read the same way whole (a completion's `message.tool_calls`) or in pieces (a stream
+ * delta's), on every translated path: each field only when it has its type, so an odd call is translated as far
+ * as it is valid and never crashes the translation. A missing or non-string `id` or `name` is absent (the surface
+ * makes up an id; the name is empty), a `function` that is not an object has neither name nor arguments.
+ * Arguments sent as a JSON value instead of its text are read as that text: an object is then a valid call, and
+ * anything else (a number, an array) fails the JSON-object rule above like any other text. Undefined for a call
+ * that is not an object (the provider drops those: src/providers/openai-compatible/normalise-answer.ts).
+ */
+export function toolCallFields(call: unknown): ToolCallFields | undefined {
+  if (!isRecord(call)) return undefined;
+  const fn = isRecord(call.function) ? call.function : undefined;
+  const args = fn?.arguments;
+  return {
+    index: typeof call.index === 'number' ? call.index : undefined,
+    id: typeof call.id === 'string' ? call.id : undefined,
+    name: typeof fn?.name === 'string' ? fn.name : undefined,
+    arguments: typeof args === 'string' ? args : args === undefined || args === null ? undefined : JSON.stringify(args),
+  };
+}
+
+/** The tool calls of a completion's message, as read by toolCallFields (none when `tool_calls` is not an array). */
+export function completionToolCalls(toolCalls: unknown): ToolCallFields[] {
+  if (!Array.isArray(toolCalls)) return [];
+  const calls: ToolCallFields[] = [];
+  for (const call of toolCalls) {
+    const fields = toolCallFields(call);
+    if (fields) calls.push(fields);
+  }
+  return calls;
+}
+
+export interface ToolCallFields {
+  index: number | undefined;
+  id: string | undefined;
+  name: string | undefined;
+  arguments: string | undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Whether a chat finish reason means the answer was cut short (`length`, `content_filter`), not finished. */
 export function cutShort(finishReason: string | null | undefined): boolean {
   return finishReason === 'length' || finishReason === 'content_filter';

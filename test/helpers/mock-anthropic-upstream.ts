@@ -18,7 +18,9 @@ export type AnthropicBehavior =
   /** An HTTP error in Anthropic's `{type:"error", error:{type, message}}` shape. */
   | { kind: 'error'; status: number; type: string; message: string; headers?: Record<string, string> }
   /** A stream of exactly these SSE frames (each one write), then the end: for hostile streams. */
-  | { kind: 'raw'; frames: string[] };
+  | { kind: 'raw'; frames: string[] }
+  /** A 200 JSON answer of exactly this body (JSON-encoded): for hostile answers. */
+  | { kind: 'json'; body: unknown };
 
 export interface MockAnthropic {
   baseUrl: string;
@@ -93,6 +95,11 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
   if (behavior.kind === 'error') {
     res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers });
     res.end(errorBody(behavior.type, behavior.message));
+    return;
+  }
+  if (behavior.kind === 'json') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(behavior.body));
     return;
   }
   if (behavior.kind === 'raw') {

@@ -16,6 +16,7 @@ import type {
 } from '../contract.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
+import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
@@ -63,11 +64,15 @@ export class OpenAiCompatibleProvider implements Provider {
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { bytes, value } = await this.http.readJson(await this.send(body, context), context.signal);
-    const record = value as { choices?: unknown; usage?: Usage } | null;
+    const record = value as { choices?: unknown; usage?: Usage | null } | null;
+    // Not a chat completion at all: the upstream's failure, counted against its circuit like any bad answer.
     if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no choices array' });
     }
-    return { body: bytes, usage: record.usage ?? undefined };
+    // A completion with odd parts is made well formed by the rules of the stream's chunks (normalise-answer.ts); its
+    // bytes pass through as received unless that changed something.
+    const changed = normaliseAnswer(record as { choices: unknown[]; usage?: unknown }, 'message');
+    return { body: changed ? Buffer.from(JSON.stringify(record)) : bytes, usage: record.usage ?? undefined };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {

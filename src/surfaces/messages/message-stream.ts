@@ -3,14 +3,8 @@ import { withAnthropicError } from '../../http/anthropic-shape.js';
 import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
-import { checkArguments, cutShort, MAX_STREAMED_ARGUMENTS_CHARS } from '../tool-arguments.js';
+import { checkArguments, cutShort, MAX_STREAMED_ARGUMENTS_CHARS, toolCallFields } from '../tool-arguments.js';
 import { messageUsage, stopReasonOf } from './chat-to-message.js';
-
-interface ToolCallDelta {
-  index?: number;
-  id?: string;
-  function?: { name?: string; arguments?: string };
-}
 
 /**
  * One Anthropic Messages event stream, from chat chunks (a state machine per stream): `message_start`, then for
@@ -51,7 +45,7 @@ export class MessageStream implements StreamEncoder {
       if (this.block?.kind !== 'text') this.start({ type: 'text', text: '' }, { kind: 'text' });
       this.event('content_block_delta', { index: this.index, delta: { type: 'text_delta', text: delta.content } });
     }
-    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls as ToolCallDelta[]) this.toolCall(call);
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) this.toolCall(call);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     return this.take();
   }
@@ -68,17 +62,18 @@ export class MessageStream implements StreamEncoder {
     return this.take();
   }
 
-  private toolCall(call: ToolCallDelta): void {
-    const chatIndex = typeof call.index === 'number' ? call.index : 0;
+  private toolCall(piece: unknown): void {
+    const call = toolCallFields(piece);
+    if (!call) return;
+    const chatIndex = call.index ?? 0;
     let block = this.block;
     if (block?.kind !== 'tool' || block.chatIndex !== chatIndex) {
-      const id = typeof call.id === 'string' ? call.id : `toolu_${this.id}_${chatIndex}`;
-      const name = call.function?.name;
+      const id = call.id ?? `toolu_${this.id}_${chatIndex}`;
       block = { kind: 'tool', chatIndex, id, args: '' };
-      this.start({ type: 'tool_use', id, name: typeof name === 'string' ? name : '', input: {} }, block);
+      this.start({ type: 'tool_use', id, name: call.name ?? '', input: {} }, block);
     }
-    const args = call.function?.arguments;
-    if (typeof args !== 'string' || args === '') return;
+    const args = call.arguments;
+    if (args === undefined || args === '') return;
     if (block.args.length + args.length > MAX_STREAMED_ARGUMENTS_CHARS) {
       throw new GatewayError('upstream_invalid_response', { reason: `the arguments of function call ${block.id.slice(0, 64)} exceed ${MAX_STREAMED_ARGUMENTS_CHARS} characters` });
     }

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
-import { checkArguments } from '../tool-arguments.js';
+import { checkArguments, toolCallFields } from '../tool-arguments.js';
 import { endingOf, responseUsage } from './chat-to-response.js';
 import { newId } from './ids.js';
 import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject } from './responses-types.js';
@@ -24,12 +24,6 @@ interface OpenCall {
   item: FunctionCallItem;
   index: number;
   chatIndex: number;
-}
-
-interface ToolCallDelta {
-  index?: number;
-  id?: string;
-  function?: { name?: string; arguments?: string };
 }
 
 /**
@@ -69,7 +63,7 @@ export class ResponseStream implements StreamEncoder {
     if (item.internal === true || !choice) return '';
     const delta = choice.delta;
     if (typeof delta.content === 'string' && delta.content !== '') this.text(delta.content);
-    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls as ToolCallDelta[]) this.toolCall(call);
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) this.toolCall(call);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     return this.take();
   }
@@ -111,26 +105,20 @@ export class ResponseStream implements StreamEncoder {
     this.event('response.output_text.delta', { item_id: this.message.item.id, output_index: this.message.index, content_index: 0, delta, logprobs: [] });
   }
 
-  private toolCall(delta: ToolCallDelta): void {
-    const chatIndex = typeof delta.index === 'number' ? delta.index : 0;
+  private toolCall(piece: unknown): void {
+    const delta = toolCallFields(piece);
+    if (!delta) return;
+    const chatIndex = delta.index ?? 0;
     if (!this.call || this.call.chatIndex !== chatIndex) {
       this.closeMessage(false);
       this.closeCall(false);
-      const name = delta.function?.name;
-      const item: FunctionCallItem = {
-        type: 'function_call',
-        id: newId('fc'),
-        call_id: typeof delta.id === 'string' ? delta.id : newId('fc'),
-        name: typeof name === 'string' ? name : '',
-        arguments: '',
-        status: 'in_progress',
-      };
+      const item: FunctionCallItem = { type: 'function_call', id: newId('fc'), call_id: delta.id ?? newId('fc'), name: delta.name ?? '', arguments: '', status: 'in_progress' };
       this.call = { item, index: this.output.length, chatIndex };
       this.output.push(item);
       this.event('response.output_item.added', { output_index: this.call.index, item: { ...item } });
     }
-    const args = delta.function?.arguments;
-    if (typeof args === 'string' && args !== '') {
+    const args = delta.arguments;
+    if (args !== undefined && args !== '') {
       this.keep(args.length);
       this.call.item.arguments += args;
       this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });

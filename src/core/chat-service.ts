@@ -66,9 +66,11 @@ export interface StartedStream {
   headers: Record<string, string>;
   /**
    * Must be called once when the stream ends, however it ends, with the tokens used if known and its failure if
-   * any. Resolves with that usage, priced.
+   * any. Resolves with that usage, priced. `from: 'translation'` says the failure arose while the caller's surface
+   * translated chunks the upstream had sent well formed (a bug, or an answer the surface cannot use): it is the
+   * request's failure, not the upstream's, and never counts against its circuit.
    */
-  finish(usage: Usage | undefined, failure?: unknown): Promise<PricedUsage | undefined>;
+  finish(usage: Usage | undefined, failure?: unknown, from?: 'upstream' | 'translation'): Promise<PricedUsage | undefined>;
 }
 
 /** Lease margin beyond the call's total budget before a concurrency slot frees itself. */
@@ -238,13 +240,13 @@ export class ChatService {
         first: value.first,
         chunks: value.chunks,
         headers: admission?.headers ?? {},
-        finish: async (reported, failure) => {
+        finish: async (reported, failure, from) => {
           const usage = reported && checkedUsage(reported);
           const priced = this.priced(model, usage);
           if (finished) return priced;
           finished = true;
           value.scope.dispose();
-          end(failure);
+          end(failure, from === 'translation');
           if (failure === undefined) trace?.succeeded(usage);
           else trace?.failed(failure);
           await admission?.finish(usage);

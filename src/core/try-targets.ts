@@ -35,8 +35,10 @@ export interface Answered<T> {
   /**
    * For a stream (`settle: 'answered'`), called once when it ends, with its failure if any: settles the circuit
    * permit with the stream's own outcome and reports the attempt. A no-op for a JSON answer (settled already).
+   * `translation`: the failure is the gateway's translation of what the upstream sent well formed, not the
+   * upstream's (the permit is released, the attempt not blamed on the upstream).
    */
-  end(failure: unknown): void;
+  end(failure: unknown, translation?: boolean): void;
 }
 
 export interface TargetRunnerOptions {
@@ -186,21 +188,21 @@ export class TargetRunner {
     }
     permit.answered();
     let ended = false;
-    const end = (failure: unknown) => {
+    const end = (failure: unknown, translation = false) => {
       if (ended) return;
       ended = true;
       slot.release();
-      // The stream's own outcome: a cut mid-way counts against the upstream like a failed call; a caller who left
-      // tells nothing about it.
+      // The stream's own outcome: a cut mid-way counts against the upstream like a failed call; a caller who left,
+      // or a translation that failed on what the upstream sent well formed, tells nothing about it.
       if (failure === undefined) permit.success();
-      else if (failure instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) permit.release();
+      else if (translation || failure instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) permit.release();
       else settleFailed(permit, failure);
-      this.report(run, target, tries, failure, scope, 'none');
+      this.report(run, target, tries, failure, scope, 'none', translation);
     };
     return { value, target, trace, end };
   }
 
-  private report<T>(run: Run<T>, target: ChatTarget, tryNumber: number, error: unknown, scope: CallScope, next: AttemptReport['next']): void {
+  private report<T>(run: Run<T>, target: ChatTarget, tryNumber: number, error: unknown, scope: CallScope, next: AttemptReport['next'], translation = false): void {
     const observer = this.options.observer;
     if (!observer) return;
     const gone = error instanceof ClientGoneError || (error !== undefined && scope.signal.reason instanceof ClientGoneError);
@@ -213,7 +215,7 @@ export class TargetRunner {
       tryNumber,
       outcome: error === undefined ? 'ok' : gone ? 'client_closed_request' : isGatewayError(error) ? error.code : 'internal_error',
       ...(typeof status === 'number' ? { upstreamStatus: status } : {}),
-      upstreamFault: error !== undefined && !gone && blamesUpstream(error),
+      upstreamFault: error !== undefined && !gone && !translation && blamesUpstream(error),
       next,
     });
   }

@@ -140,24 +140,32 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
   let usage: Usage | undefined;
   let failure: GatewayError | ClientGoneError | undefined;
   let answer = '';
+  // Frames produced and not yet written: when a later chunk of the same read fails, they still go out first.
+  let frames = '';
+  // Set while the surface translates: a throw then is the translation's, not the upstream stream's.
+  let translating = false;
   try {
     let next = first;
-    let frames = encoder.open();
+    frames = encoder.open();
     while (next.done !== true) {
       // One upstream read's chunks leave as one write. In the bench's 100-chunk burst the batches held ~100 chunks
       // (one write per stream instead of 101); streams/s barely moved there: reading and checking each chunk, not
       // writing, is what a chunk costs (docs/benchmarks.md, issue 18).
+      translating = true;
       for (const item of next.value) {
         usage = item.chunk.usage ?? usage;
         if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(item.chunk);
         frames += encoder.chunk(item);
       }
+      translating = false;
       if (frames !== '') yield frames;
       frames = '';
       next = await chunks.next();
     }
+    translating = true;
     const end = encoder.end(usage);
     const last = end instanceof Promise ? await end : end;
+    translating = false;
     finished = true;
     if (last !== '') yield last;
   } catch (error) {
@@ -166,14 +174,17 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
     failure = gatewayError;
     request.errorCode = gatewayError.code;
     request.errorDetails = gatewayError.details;
-    request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
-    yield encoder.fail(gatewayError, request.errorShape);
+    if (gatewayError.code === 'internal_error') request.log.error({ err: error, code: gatewayError.code }, 'stream failed after it started: unexpected error');
+    else request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
+    // The events already produced (earlier chunks of this read, and what the failing one made before it threw), then
+    // the one terminal error frame.
+    yield frames + encoder.fail(gatewayError, request.errorShape);
   } finally {
     // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).
     if (!finished && failure === undefined) failure = new ClientGoneError();
     if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
-    request.usage = await started.finish(usage, failure);
+    request.usage = await started.finish(usage, failure, translating ? 'translation' : 'upstream');
     if (!finished) await chunks.return?.();
     if (failure instanceof ClientGoneError) endClientGone(request);
   }

@@ -16,7 +16,11 @@ export type AnthropicBehavior =
   /** A stream of `text` pieces (or a tool_use streamed as input_json_delta pieces when the request has tools). */
   | { kind: 'stream'; text?: string[]; cutBeforeStop?: boolean; errorAfter?: number }
   /** An HTTP error in Anthropic's `{type:"error", error:{type, message}}` shape. */
-  | { kind: 'error'; status: number; type: string; message: string; headers?: Record<string, string> };
+  | { kind: 'error'; status: number; type: string; message: string; headers?: Record<string, string> }
+  /** A stream of exactly these SSE frames (each one write), then the end: for hostile streams. */
+  | { kind: 'raw'; frames: string[] }
+  /** A 200 JSON answer of exactly this body (JSON-encoded): for hostile answers. */
+  | { kind: 'json'; body: unknown };
 
 export interface MockAnthropic {
   baseUrl: string;
@@ -91,6 +95,17 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
   if (behavior.kind === 'error') {
     res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers });
     res.end(errorBody(behavior.type, behavior.message));
+    return;
+  }
+  if (behavior.kind === 'json') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(behavior.body));
+    return;
+  }
+  if (behavior.kind === 'raw') {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    for (const frame of behavior.frames) res.write(frame);
+    res.end();
     return;
   }
   if (behavior.kind === 'message') {

@@ -13,7 +13,11 @@ export type GeminiBehavior =
   | { kind: 'answer'; text?: string; finishReason?: string }
   | { kind: 'stream'; text?: string[]; cutBeforeFinish?: boolean }
   | { kind: 'blocked'; reason: string }
-  | { kind: 'error'; status: number; grpcStatus: string; message: string };
+  | { kind: 'error'; status: number; grpcStatus: string; message: string }
+  /** A 200 JSON answer of exactly this body (JSON-encoded): for hostile answers. */
+  | { kind: 'json'; body: unknown }
+  /** A stream of exactly these events' data (each `data: <text>` event one write), then the end: for hostile streams. */
+  | { kind: 'raw-stream'; data: string[] };
 
 export interface MockGemini {
   baseUrl: string;
@@ -76,6 +80,17 @@ function googleError(res: ServerResponse, status: number, grpcStatus: string, me
 function answer(res: ServerResponse, body: Record<string, unknown>, behavior: GeminiBehavior, model: string): void {
   const withTools = Array.isArray(body.tools) && body.tools.length > 0;
   if (behavior.kind === 'error') return googleError(res, behavior.status, behavior.grpcStatus, behavior.message);
+  if (behavior.kind === 'json') {
+    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+    res.end(JSON.stringify(behavior.body));
+    return;
+  }
+  if (behavior.kind === 'raw-stream') {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const data of behavior.data) res.write(`data: ${data}\r\n\r\n`);
+    res.end();
+    return;
+  }
   if (behavior.kind === 'blocked') {
     res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
     res.end(JSON.stringify({ promptFeedback: { blockReason: behavior.reason, safetyRatings: [] }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 }, modelVersion: model }));

@@ -3,7 +3,7 @@ import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../contract.js';
 import { anomaliesOf, saneTokens, usageFrom, withAnomalies } from '../usage-figures.js';
-import { finishReasonOf, usageOf } from './translate-response.js';
+import { finishReasonOf, textField, usageOf } from './translate-response.js';
 
 /**
  * Anthropic's stream events in OpenAI `chat.completion.chunk` form, one event at a time (pure apart from its own
@@ -44,6 +44,7 @@ export class AnthropicStreamTranslator {
     } catch {
       throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
     }
+    if (typeof data !== 'object' || data === null) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
     switch (data.type ?? event.event) {
       case 'message_start': {
         const message = (data.message ?? {}) as { id?: unknown; model?: unknown; usage?: unknown };
@@ -57,8 +58,8 @@ export class AnthropicStreamTranslator {
         const block = (data.content_block ?? {}) as Record<string, unknown>;
         if (block.type === 'tool_use') {
           const index = this.toolIndex.size;
-          this.toolIndex.set(Number(data.index), index);
-          return [this.chunk({ tool_calls: [{ index, id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: '' } }] })];
+          this.toolIndex.set(blockIndex(data.index), index);
+          return [this.chunk({ tool_calls: [{ index, id: textField(block.id), type: 'function', function: { name: textField(block.name), arguments: '' } }] })];
         }
         if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') return [this.chunk({ content: block.text })];
         return [];
@@ -67,7 +68,7 @@ export class AnthropicStreamTranslator {
         const delta = (data.delta ?? {}) as Record<string, unknown>;
         if (delta.type === 'text_delta' && typeof delta.text === 'string') return [this.chunk({ content: delta.text })];
         if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
-          const index = this.toolIndex.get(Number(data.index));
+          const index = this.toolIndex.get(blockIndex(data.index));
           if (index === undefined || delta.partial_json === '') return [];
           return [this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
         }
@@ -114,3 +115,6 @@ export class AnthropicStreamTranslator {
     };
   }
 }
+
+/** A content block's `index`: a number on Anthropic's wire, NaN (as `Number(undefined)`) for anything else, never Number() of an upstream object. */
+const blockIndex = (value: unknown): number => (typeof value === 'number' ? value : Number.NaN);

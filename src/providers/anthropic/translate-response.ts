@@ -33,6 +33,9 @@ export function usageOf(usage: unknown): Usage | undefined {
   return usageFrom(prompt, saneTokens(u.output_tokens, found), undefined, found);
 }
 
+/** A field Anthropic sends as a string (an id, a name): '' for anything else, never String() of an upstream object. */
+export const textField = (value: unknown): string => (typeof value === 'string' ? value : '');
+
 export interface TranslatedCompletion {
   completion: ChatCompletion;
   usage: Usage | undefined;
@@ -40,8 +43,11 @@ export interface TranslatedCompletion {
 
 /**
  * An Anthropic `message` as an OpenAI `chat.completion` (pure). Text blocks are joined into `content`, `tool_use`
- * blocks become `tool_calls` (input serialised as the arguments string). Returns undefined for a body that is not
- * a message.
+ * blocks become `tool_calls` (input serialised as the arguments string: a non-object input is passed on as its
+ * JSON text, which the Responses and Messages surfaces then refuse, src/surfaces/tool-arguments.ts). A block that
+ * is not an object is skipped, and a field of the wrong type read as absent, as the OpenAI-compatible answers are
+ * normalised (src/providers/openai-compatible/normalise-answer.ts). Returns undefined for a body that is not a
+ * message (not an object of `type: "message"` with a `content` array): the upstream's failure.
  */
 export function fromAnthropicMessage(message: unknown, upstreamModel: string, created: number): TranslatedCompletion | undefined {
   if (typeof message !== 'object' || message === null) return undefined;
@@ -49,10 +55,12 @@ export function fromAnthropicMessage(message: unknown, upstreamModel: string, cr
   if (m.type !== 'message' || !Array.isArray(m.content)) return undefined;
   let text = '';
   const toolCalls: ToolCall[] = [];
-  for (const block of m.content as Array<Record<string, unknown>>) {
-    if (block.type === 'text' && typeof block.text === 'string') text += block.text;
-    else if (block.type === 'tool_use') {
-      toolCalls.push({ id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) } });
+  for (const block of m.content as unknown[]) {
+    if (typeof block !== 'object' || block === null) continue;
+    const b = block as Record<string, unknown>;
+    if (b.type === 'text' && typeof b.text === 'string') text += b.text;
+    else if (b.type === 'tool_use') {
+      toolCalls.push({ id: textField(b.id), type: 'function', function: { name: textField(b.name), arguments: JSON.stringify(b.input ?? {}) } });
     }
   }
   const usage = usageOf(m.usage);

@@ -36,10 +36,12 @@ export function usageOf(metadata: unknown): Usage | undefined {
 }
 
 interface Candidate {
-  index?: number;
-  content?: { parts?: Array<Record<string, unknown>> };
+  index?: unknown;
+  content?: unknown;
   finishReason?: unknown;
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A prompt refused by the safety filter has no candidates and says why in `promptFeedback`. */
 export function throwIfBlocked(response: Record<string, unknown>, upstream: string, secrets: ReadonlyArray<string | undefined> = []): void {
@@ -47,22 +49,32 @@ export function throwIfBlocked(response: Record<string, unknown>, upstream: stri
   if (feedback?.blockReason !== undefined && (!Array.isArray(response.candidates) || response.candidates.length === 0)) {
     throw new GatewayError('upstream_content_blocked', {
       upstream,
-      reason: scrubText(String(feedback.blockReason), secrets).slice(0, 200),
+      reason: scrubText(typeof feedback.blockReason === 'string' ? feedback.blockReason : JSON.stringify(feedback.blockReason), secrets).slice(0, 200),
       ...upstreamFieldDetails({ upstream_message: feedback.blockReasonMessage }, secrets),
     });
   }
 }
 
-/** Text and function calls of one candidate; calls get ids (Gemini's own when it sends one). */
+/**
+ * Text and function calls of one candidate (whole answer or stream event); calls get ids (Gemini's own when it sends
+ * one). What is not the shape Gemini documents carries nothing to translate and is skipped, as the OpenAI-compatible
+ * answers are normalised (src/providers/openai-compatible/normalise-answer.ts): a `content` or a part that is not an
+ * object, `parts` that is not an array, a `functionCall` that is not an object; a call's `name` or `id` that is not
+ * a string is absent. `args` that are not an object are passed on as their JSON text, which the Responses and
+ * Messages surfaces then refuse (src/surfaces/tool-arguments.ts).
+ */
 function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: number): { text: string; calls: ToolCall[] } {
   let text = '';
   const calls: ToolCall[] = [];
-  for (const part of candidate.content?.parts ?? []) {
+  const parts = isObject(candidate.content) ? candidate.content.parts : undefined;
+  if (!Array.isArray(parts)) return { text, calls };
+  for (const part of parts as unknown[]) {
+    if (!isObject(part)) continue;
     if (typeof part.text === 'string' && part.thought !== true) text += part.text;
-    const call = part.functionCall as { id?: unknown; name?: unknown; args?: unknown } | undefined;
-    if (call) {
+    const call = part.functionCall;
+    if (isObject(call)) {
       const id = typeof call.id === 'string' ? call.id : `${idPrefix}_${firstCallIndex + calls.length}`;
-      calls.push({ id, type: 'function', function: { name: String(call.name ?? ''), arguments: JSON.stringify(call.args ?? {}) } });
+      calls.push({ id, type: 'function', function: { name: typeof call.name === 'string' ? call.name : '', arguments: JSON.stringify(call.args ?? {}) } });
     }
   }
   return { text, calls };
@@ -81,11 +93,12 @@ export function fromGeminiResponse(
   const r = response as Record<string, unknown>;
   throwIfBlocked(r, upstream, secrets);
   if (!Array.isArray(r.candidates)) return undefined;
-  const choices = (r.candidates as Candidate[]).map((candidate, i): CompletionChoice => {
+  // A candidate that is not an object is dropped, as a chat choice that is not one is.
+  const choices = (r.candidates as unknown[]).filter(isObject).map((candidate: Candidate, i): CompletionChoice => {
     const { text, calls } = readParts(candidate, `call_${id}_${i}`, 0);
     const message: CompletionChoice['message'] = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
     if (calls.length > 0) message.tool_calls = calls;
-    return { index: candidate.index ?? i, message, logprobs: null, finish_reason: finishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
+    return { index: typeof candidate.index === 'number' ? candidate.index : i, message, logprobs: null, finish_reason: finishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
   });
   const usage = usageOf(r.usageMetadata);
   const completion: ChatCompletion = { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices };
@@ -125,6 +138,7 @@ export class GeminiStreamTranslator {
     } catch {
       throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
     }
+    if (!isObject(response)) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
     if (response.error !== undefined) {
       const error = (response.error ?? {}) as { status?: unknown; message?: unknown };
       throw new GatewayError('upstream_stream_error', {
@@ -140,7 +154,8 @@ export class GeminiStreamTranslator {
       this.started = true;
       chunks.push(this.chunk({ role: 'assistant', content: '' }));
     }
-    const candidate = (Array.isArray(response.candidates) ? response.candidates[0] : undefined) as Candidate | undefined;
+    const first: unknown = Array.isArray(response.candidates) ? response.candidates[0] : undefined;
+    const candidate: Candidate | undefined = isObject(first) ? first : undefined;
     if (candidate) {
       const { text, calls } = readParts(candidate, `call_${this.id}_0`, this.calls);
       if (text !== '') chunks.push(this.chunk({ content: text }));

@@ -1,11 +1,10 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../secrets/redact.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
 import { CHAT_COUNTS, correctCounts } from '../usage-figures.js';
+import { malformedFrame as malformed } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
-
-const FRAME_PREVIEW_CHARS = 120;
+import { normaliseAnswer } from './normalise-answer.js';
 
 /**
  * One SSE event of an OpenAI-compatible stream to a chunk, as a pure function. Returns undefined for events
@@ -29,10 +28,12 @@ export function decodeChunkEvent(event: SseEvent, upstream: string, secrets: Rea
   if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
     throw malformed(upstream, 'the frame is JSON but not a chat.completion.chunk (no choices array)', event.data, secrets);
   }
+  // Made well formed once, here, for every surface (normalise-answer.ts, shared with the non-streamed answer).
+  const reshaped = normaliseAnswer(record as { choices: unknown[] }, 'delta');
   // A usage figure out of range is corrected in the chunk, which then goes out written again, not as it came.
   const corrected = correctedUsage(record.usage);
   // The upstream's own JSON goes out untouched when it is already a well-formed single-line chunk.
-  if (corrected || record.object !== 'chat.completion.chunk' || event.data.includes('\n')) {
+  if (reshaped || corrected || record.object !== 'chat.completion.chunk' || event.data.includes('\n')) {
     record.object = 'chat.completion.chunk';
     return { chunk: record as ChatCompletionChunk };
   }
@@ -46,21 +47,4 @@ function correctedUsage(usage: unknown): boolean {
 
 function streamError(upstream: string, data: string, secrets: ReadonlyArray<string | undefined>): GatewayError {
   return new GatewayError('upstream_stream_error', { upstream, ...providerErrorDetails(data, secrets) });
-}
-
-function malformed(upstream: string, reason: string, frame: string, secrets: ReadonlyArray<string | undefined>): GatewayError {
-  return new GatewayError('upstream_stream_malformed', {
-    upstream,
-    reason,
-    frame_preview: framePreview(frame, secrets),
-  });
-}
-
-/**
- * The start of a bad frame, for the operator. Scrubbed before it is cut (a key straddling the cut would leave a
- * piece), over a window a little longer than the preview so a frame of megabytes is not scanned whole.
- */
-function framePreview(frame: string, secrets: ReadonlyArray<string | undefined>): string {
-  const longest = secrets.reduce((max, secret) => Math.max(max, secret?.length ?? 0), 0);
-  return scrubText(frame.slice(0, FRAME_PREVIEW_CHARS + longest), secrets).slice(0, FRAME_PREVIEW_CHARS);
 }

@@ -16,6 +16,7 @@ import type {
 import { anomaliesOf, countsOf, withAnomalies } from '../usage-figures.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { decodeChunkEvent } from './decode-chunk.js';
+import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
@@ -64,12 +65,15 @@ export class OpenAiCompatibleProvider implements Provider {
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { bytes, value } = await this.http.readJson(await this.send(body, context), context.signal);
     const record = value as { choices?: unknown; usage?: unknown } | null;
+    // Not a chat completion at all: the upstream's failure, counted against its circuit like any bad answer.
     if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no choices array' });
     }
+    // A completion with odd parts is made well formed by the rules of the stream's chunks (normalise-answer.ts), and
+    // a usage figure out of range is corrected in it; its bytes pass through as received unless either changed.
+    const changed = normaliseAnswer(record as { choices: unknown[]; usage?: unknown }, 'message');
     const usage = countsOf(record.usage);
-    // A figure out of range was corrected in the parsed answer: the caller gets the figures the gateway counted.
-    return { body: anomaliesOf(usage) ? Buffer.from(JSON.stringify(record)) : bytes, usage };
+    return { body: changed || anomaliesOf(usage) ? Buffer.from(JSON.stringify(record)) : bytes, usage };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {

@@ -1,6 +1,6 @@
-import { GatewayError } from '../../errors/gateway-error.js';
-import type { ToolCall, Usage } from '../../providers/contract.js';
+import type { Usage } from '../../providers/contract.js';
 import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
+import { argumentsObject, completionToolCalls, cutShort, invalidArguments } from '../tool-arguments.js';
 
 /** Anthropic's usage: input and output tokens (cache reads when the upstream reported cached prompt tokens). */
 export function messageUsage(reported: Usage | null | undefined): Record<string, number> {
@@ -22,22 +22,22 @@ export function stopReasonOf(finishReason: string | null | undefined): string {
   return 'end_turn';
 }
 
-/** A tool call's arguments as the `input` object Anthropic's `tool_use` blocks carry. */
-export function toolInput(call: ToolCall, upstream: string | undefined): Record<string, unknown> {
-  if (call.function.arguments.trim() === '') return {};
-  try {
-    const input = JSON.parse(call.function.arguments) as unknown;
-    if (typeof input === 'object' && input !== null && !Array.isArray(input)) return input as Record<string, unknown>;
-  } catch {
-    // refused below
-  }
-  throw new GatewayError('upstream_invalid_response', { upstream, reason: `the arguments of tool call ${call.id.slice(0, 64)} are not a JSON object` });
+/**
+ * A tool call's arguments as the `input` object Anthropic's `tool_use` blocks carry (src/surfaces/tool-arguments.ts:
+ * not a JSON object is `upstream_invalid_response`; in an answer cut short, the cut call's input is `{}`).
+ */
+function toolInput(args: string, id: string, cut: boolean): Record<string, unknown> {
+  const input = argumentsObject(args);
+  if (input !== undefined) return input;
+  if (cut) return {};
+  throw invalidArguments(id);
 }
 
+/** A completion as the providers hand it on (src/providers/openai-compatible/normalise-answer.ts); tool calls read by their types. */
 interface ChatCompletionBody {
   id?: unknown;
   model?: unknown;
-  choices?: Array<{ message?: { content?: unknown; tool_calls?: ToolCall[] }; finish_reason?: string | null }>;
+  choices?: Array<{ message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: string | null }>;
   usage?: Usage | null;
 }
 
@@ -48,7 +48,12 @@ export function completionToMessage(completionText: string, id: string, model: s
   const content: Array<Record<string, unknown>> = [];
   const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
   if (text !== '') content.push({ type: 'text', text });
-  for (const call of choice?.message?.tool_calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInput(call, undefined) });
+  const cut = cutShort(choice?.finish_reason);
+  completionToolCalls(choice?.message?.tool_calls).forEach((call, i) => {
+    // The id a streamed call without one gets (message-stream.ts), by its place among the calls.
+    const callId = call.id ?? `toolu_${id}_${i}`;
+    content.push({ type: 'tool_use', id: callId, name: call.name ?? '', input: toolInput(call.arguments ?? '', callId, cut) });
+  });
   return {
     id,
     type: 'message',

@@ -1,15 +1,10 @@
-import type { GatewayError } from '../../errors/gateway-error.js';
+import { GatewayError } from '../../errors/gateway-error.js';
 import { withAnthropicError } from '../../http/anthropic-shape.js';
 import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
+import { checkArguments, cutShort, MAX_STREAMED_ARGUMENTS_CHARS, toolCallFields } from '../tool-arguments.js';
 import { messageUsage, stopReasonOf } from './chat-to-message.js';
-
-interface ToolCallDelta {
-  index?: number;
-  id?: string;
-  function?: { name?: string; arguments?: string };
-}
 
 /**
  * One Anthropic Messages event stream, from chat chunks (a state machine per stream): `message_start`, then for
@@ -18,12 +13,18 @@ interface ToolCallDelta {
  * after the first block starts, and at the end `message_delta` (stop reason and usage, input tokens included:
  * the upstream reports usage only in its last chunk) and `message_stop`. A failure after the first event is one
  * `error` event in Anthropic's shape and no `message_stop`.
+ *
+ * A tool_use block's `input_json_delta` pieces must add up to a JSON object, as the non-streamed `input` must be
+ * one: the open block keeps its argument text (bounded) and is checked when it closes (src/surfaces/tool-arguments.ts).
+ * Events are gathered in `pending` and handed out by each call, so when translating a chunk throws half-way, the
+ * events it had already produced still go out, ahead of the `error` event.
  */
 export class MessageStream implements StreamEncoder {
   private index = -1;
-  private block: { kind: 'text' } | { kind: 'tool'; chatIndex: number } | undefined;
+  private block: { kind: 'text' } | { kind: 'tool'; chatIndex: number; id: string; args: string } | undefined;
   private finishReason: string | null = null;
   private pinged = false;
+  private pending = '';
 
   constructor(
     private readonly id: string,
@@ -32,63 +33,82 @@ export class MessageStream implements StreamEncoder {
 
   open(): string {
     const message = { id: this.id, type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
-    return event('message_start', { message });
+    this.event('message_start', { message });
+    return this.take();
   }
 
   chunk(item: StreamChunk): string {
     const choice = item.chunk.choices[0];
     if (item.internal === true || !choice) return '';
-    let frames = '';
     const delta = choice.delta;
     if (typeof delta.content === 'string' && delta.content !== '') {
-      if (this.block?.kind !== 'text') frames += this.start({ type: 'text', text: '' }, { kind: 'text' });
-      frames += event('content_block_delta', { index: this.index, delta: { type: 'text_delta', text: delta.content } });
+      if (this.block?.kind !== 'text') this.start({ type: 'text', text: '' }, { kind: 'text' });
+      this.event('content_block_delta', { index: this.index, delta: { type: 'text_delta', text: delta.content } });
     }
-    if (Array.isArray(delta.tool_calls)) {
-      for (const call of delta.tool_calls as ToolCallDelta[]) {
-        const chatIndex = typeof call.index === 'number' ? call.index : 0;
-        if (this.block?.kind !== 'tool' || this.block.chatIndex !== chatIndex) {
-          frames += this.start({ type: 'tool_use', id: call.id ?? `toolu_${this.id}_${chatIndex}`, name: call.function?.name ?? '', input: {} }, { kind: 'tool', chatIndex });
-        }
-        const args = call.function?.arguments;
-        if (typeof args === 'string' && args !== '') frames += event('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: args } });
-      }
-    }
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) this.toolCall(call);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
-    return frames;
+    return this.take();
   }
 
   end(usage: Usage | undefined): string {
-    return (
-      this.close() +
-      event('message_delta', { delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null }, usage: messageUsage(usage) }) +
-      event('message_stop', {})
-    );
+    this.close(cutShort(this.finishReason));
+    this.event('message_delta', { delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null }, usage: messageUsage(usage) });
+    this.event('message_stop', {});
+    return this.take();
   }
 
   fail(error: GatewayError): string {
-    return event('error', withAnthropicError(error.toBody(), error.status) as unknown as Record<string, unknown>);
+    this.event('error', withAnthropicError(error.toBody(), error.status) as unknown as Record<string, unknown>);
+    return this.take();
   }
 
-  private start(block: Record<string, unknown>, opened: NonNullable<MessageStream['block']>): string {
-    let frames = this.close();
+  private toolCall(piece: unknown): void {
+    const call = toolCallFields(piece);
+    if (!call) return;
+    const chatIndex = call.index ?? 0;
+    let block = this.block;
+    if (block?.kind !== 'tool' || block.chatIndex !== chatIndex) {
+      const id = call.id ?? `toolu_${this.id}_${chatIndex}`;
+      block = { kind: 'tool', chatIndex, id, args: '' };
+      this.start({ type: 'tool_use', id, name: call.name ?? '', input: {} }, block);
+    }
+    const args = call.arguments;
+    if (args === undefined || args === '') return;
+    if (block.args.length + args.length > MAX_STREAMED_ARGUMENTS_CHARS) {
+      throw new GatewayError('upstream_invalid_response', { reason: `the arguments of function call ${block.id.slice(0, 64)} exceed ${MAX_STREAMED_ARGUMENTS_CHARS} characters` });
+    }
+    block.args += args;
+    this.event('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: args } });
+  }
+
+  private start(block: Record<string, unknown>, opened: NonNullable<MessageStream['block']>): void {
+    this.close(false);
     this.index += 1;
     this.block = opened;
-    frames += event('content_block_start', { index: this.index, content_block: block });
+    this.event('content_block_start', { index: this.index, content_block: block });
     if (!this.pinged) {
       this.pinged = true;
-      frames += event('ping', {});
+      this.event('ping', {});
     }
+  }
+
+  /** Closes the open block; a tool call that finished (not cut short) must hold a JSON object, or the stream fails here. */
+  private close(cut: boolean): void {
+    const block = this.block;
+    if (!block) return;
+    if (block.kind === 'tool' && !cut) checkArguments(block.args, block.id);
+    this.block = undefined;
+    this.event('content_block_stop', { index: this.index });
+  }
+
+  private event(type: string, fields: Record<string, unknown>): void {
+    this.pending += formatEvent(JSON.stringify({ type, ...fields }), { event: type });
+  }
+
+  /** The events produced since the last call, handed out once. */
+  private take(): string {
+    const frames = this.pending;
+    this.pending = '';
     return frames;
   }
-
-  private close(): string {
-    if (!this.block) return '';
-    this.block = undefined;
-    return event('content_block_stop', { index: this.index });
-  }
-}
-
-function event(type: string, fields: Record<string, unknown>): string {
-  return formatEvent(JSON.stringify({ type, ...fields }), { event: type });
 }

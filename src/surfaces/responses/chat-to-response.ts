@@ -1,5 +1,6 @@
 import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
 import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
+import { checkArguments, completionToolCalls } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
 
@@ -55,9 +56,10 @@ export function responseShell(body: ResponsesRequest, id: string, createdAt: num
   };
 }
 
+/** A completion as the providers hand it on (src/providers/openai-compatible/normalise-answer.ts); tool calls read by their types. */
 interface ChatCompletionBody {
   model?: unknown;
-  choices?: Array<{ message?: { content?: unknown; refusal?: unknown; tool_calls?: ToolCall[] }; finish_reason?: string | null }>;
+  choices?: Array<{ message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown }; finish_reason?: string | null }>;
   usage?: (Usage & Record<string, unknown>) | null;
 }
 
@@ -69,14 +71,20 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   const output: OutputItem[] = [];
   const text = typeof message?.content === 'string' ? message.content : '';
   const refusal = typeof message?.refusal === 'string' ? message.refusal : undefined;
-  if (text !== '' || refusal !== undefined || (message?.tool_calls?.length ?? 0) === 0) {
+  const calls = completionToolCalls(message?.tool_calls);
+  if (text !== '' || refusal !== undefined || calls.length === 0) {
     const item: MessageItem = { type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [] };
     if (text !== '' || refusal === undefined) item.content.push({ type: 'output_text', text, annotations: [], logprobs: [] });
     if (refusal !== undefined) item.content.push({ type: 'refusal', refusal });
     output.push(item);
   }
-  for (const call of message?.tool_calls ?? []) output.push(functionCallItem(call, 'completed'));
   const ending = endingOf(choice?.finish_reason);
+  for (const call of calls) {
+    const item: FunctionCallItem = { type: 'function_call', id: newId('fc'), call_id: call.id ?? newId('fc'), name: call.name ?? '', arguments: call.arguments ?? '', status: 'completed' };
+    // Arguments that are not a JSON object make the answer unusable, unless it was cut short (src/surfaces/tool-arguments.ts).
+    if (ending.status !== 'incomplete') checkArguments(item.arguments, item.call_id);
+    output.push(item);
+  }
   if (ending.status === 'incomplete') for (const item of output) item.status = 'incomplete';
   // The shell is this call's own object: completed in place rather than copied (one object less per call).
   const response = shell;
@@ -86,10 +94,6 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   response.usage = responseUsage(completion.usage);
   if (typeof completion.model === 'string') response.model = completion.model;
   return response;
-}
-
-export function functionCallItem(call: ToolCall, status: FunctionCallItem['status']): FunctionCallItem {
-  return { type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments, status };
 }
 
 /** A chat request's messages that a stored response adds to a conversation: its input turns and its answer. */

@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
+import { checkArguments, toolCallFields } from '../tool-arguments.js';
 import { endingOf, responseUsage } from './chat-to-response.js';
 import { newId } from './ids.js';
 import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject } from './responses-types.js';
@@ -25,12 +26,6 @@ interface OpenCall {
   chatIndex: number;
 }
 
-interface ToolCallDelta {
-  index?: number;
-  id?: string;
-  function?: { name?: string; arguments?: string };
-}
-
 /**
  * One Responses event stream, from chat chunks: a state machine per stream. Output items open in the order their
  * first delta arrives (text: a `message` item; each tool call: a `function_call` item) and close when another
@@ -38,6 +33,10 @@ interface ToolCallDelta {
  * `sequence_number`. A stream that ended well closes with `response.completed` (or `response.incomplete` for a
  * length or content-filter stop), one that failed with `response.failed` — never a fake completion, and no
  * `[DONE]`. `onEnd` sees the final response (to store it) before its closing event is written.
+ *
+ * Events are gathered in `pending` and handed out by each call: when translating a chunk throws half-way (a
+ * function call's arguments that are not a JSON object, the output bound), the events it had already produced
+ * still go out, ahead of `response.failed`, so the caller's sequence has no gap.
  */
 export class ResponseStream implements StreamEncoder {
   private sequence = 0;
@@ -46,6 +45,7 @@ export class ResponseStream implements StreamEncoder {
   private call: OpenCall | undefined;
   private finishReason: string | null = null;
   private kept = 0;
+  private pending = '';
 
   constructor(
     private readonly shell: ResponseObject,
@@ -53,27 +53,29 @@ export class ResponseStream implements StreamEncoder {
   ) {}
 
   open(): string {
-    return this.event('response.created', { response: this.shell }) + this.event('response.in_progress', { response: this.shell });
+    this.event('response.created', { response: this.shell });
+    this.event('response.in_progress', { response: this.shell });
+    return this.take();
   }
 
   chunk(item: StreamChunk): string {
     const choice = item.chunk.choices[0];
     if (item.internal === true || !choice) return '';
-    let frames = '';
     const delta = choice.delta;
-    if (typeof delta.content === 'string' && delta.content !== '') frames += this.text(delta.content);
-    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls as ToolCallDelta[]) frames += this.toolCall(call);
+    if (typeof delta.content === 'string' && delta.content !== '') this.text(delta.content);
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) this.toolCall(call);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
-    return frames;
+    return this.take();
   }
 
   async end(usage: Usage | undefined): Promise<string> {
     const ending = endingOf(this.finishReason);
-    let frames = this.closeMessage(ending.status === 'incomplete') + this.closeCall(ending.status === 'incomplete');
+    this.closeMessage(ending.status === 'incomplete');
+    this.closeCall(ending.status === 'incomplete');
     const response: ResponseObject = { ...this.shell, ...ending, output: this.output, usage: responseUsage(usage) };
     await this.onEnd?.(response);
-    frames += this.event(ending.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
-    return frames;
+    this.event(ending.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    return this.take();
   }
 
   fail(error: GatewayError): string {
@@ -84,75 +86,68 @@ export class ResponseStream implements StreamEncoder {
       output: this.output,
       error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } as ResponseObject['error'],
     };
-    return this.event('response.failed', { response });
+    this.event('response.failed', { response });
+    return this.take();
   }
 
-  private text(delta: string): string {
-    let frames = this.closeCall(false);
+  private text(delta: string): void {
+    this.closeCall(false);
     if (!this.message) {
       const item: MessageItem = { type: 'message', id: newId('msg'), status: 'in_progress', role: 'assistant', content: [] };
       this.message = { item, index: this.output.length, text: '' };
       this.output.push(item);
       const part = { type: 'output_text', text: '', annotations: [] };
-      frames += this.event('response.output_item.added', { output_index: this.message.index, item });
-      frames += this.event('response.content_part.added', { item_id: item.id, output_index: this.message.index, content_index: 0, part });
+      this.event('response.output_item.added', { output_index: this.message.index, item });
+      this.event('response.content_part.added', { item_id: item.id, output_index: this.message.index, content_index: 0, part });
     }
     this.keep(delta.length);
     this.message.text += delta;
-    return frames + this.event('response.output_text.delta', { item_id: this.message.item.id, output_index: this.message.index, content_index: 0, delta, logprobs: [] });
+    this.event('response.output_text.delta', { item_id: this.message.item.id, output_index: this.message.index, content_index: 0, delta, logprobs: [] });
   }
 
-  private toolCall(delta: ToolCallDelta): string {
-    const chatIndex = typeof delta.index === 'number' ? delta.index : 0;
-    let frames = '';
+  private toolCall(piece: unknown): void {
+    const delta = toolCallFields(piece);
+    if (!delta) return;
+    const chatIndex = delta.index ?? 0;
     if (!this.call || this.call.chatIndex !== chatIndex) {
-      frames += this.closeMessage(false) + this.closeCall(false);
-      const item: FunctionCallItem = {
-        type: 'function_call',
-        id: newId('fc'),
-        call_id: typeof delta.id === 'string' ? delta.id : newId('fc'),
-        name: delta.function?.name ?? '',
-        arguments: '',
-        status: 'in_progress',
-      };
+      this.closeMessage(false);
+      this.closeCall(false);
+      const item: FunctionCallItem = { type: 'function_call', id: newId('fc'), call_id: delta.id ?? newId('fc'), name: delta.name ?? '', arguments: '', status: 'in_progress' };
       this.call = { item, index: this.output.length, chatIndex };
       this.output.push(item);
-      frames += this.event('response.output_item.added', { output_index: this.call.index, item: { ...item } });
+      this.event('response.output_item.added', { output_index: this.call.index, item: { ...item } });
     }
-    const args = delta.function?.arguments;
-    if (typeof args === 'string' && args !== '') {
+    const args = delta.arguments;
+    if (args !== undefined && args !== '') {
       this.keep(args.length);
       this.call.item.arguments += args;
-      frames += this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });
+      this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });
     }
-    return frames;
   }
 
-  private closeMessage(incomplete: boolean): string {
+  private closeMessage(incomplete: boolean): void {
     const open = this.message;
-    if (!open) return '';
+    if (!open) return;
     this.message = undefined;
     const { item, index, text } = open;
     const part = { type: 'output_text' as const, text, annotations: [], logprobs: [] };
     item.content = [part];
     item.status = incomplete ? 'incomplete' : 'completed';
-    return (
-      this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] }) +
-      this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part }) +
-      this.event('response.output_item.done', { output_index: index, item })
-    );
+    this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] });
+    this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part });
+    this.event('response.output_item.done', { output_index: index, item });
   }
 
-  private closeCall(incomplete: boolean): string {
+  /** Closes the open call; one that finished (not cut short) must hold a JSON object, or the stream fails here. */
+  private closeCall(incomplete: boolean): void {
     const open = this.call;
-    if (!open) return '';
-    this.call = undefined;
+    if (!open) return;
     const { item, index } = open;
+    if (!incomplete) checkArguments(item.arguments, item.call_id);
+    this.call = undefined;
     item.status = incomplete ? 'incomplete' : 'completed';
-    return (
-      this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments }) +
-      this.event('response.output_item.done', { output_index: index, item })
-    );
+    this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+    this.event('response.output_item.done', { output_index: index, item });
   }
 
   /** Counts what the closing events will repeat; an answer past the bound ends the stream with an error. */
@@ -163,7 +158,14 @@ export class ResponseStream implements StreamEncoder {
     }
   }
 
-  private event(type: string, fields: Record<string, unknown>): string {
-    return formatEvent(JSON.stringify({ type, sequence_number: this.sequence++, ...fields }), { event: type });
+  private event(type: string, fields: Record<string, unknown>): void {
+    this.pending += formatEvent(JSON.stringify({ type, sequence_number: this.sequence++, ...fields }), { event: type });
+  }
+
+  /** The events produced since the last call, handed out once. */
+  private take(): string {
+    const frames = this.pending;
+    this.pending = '';
+    return frames;
   }
 }

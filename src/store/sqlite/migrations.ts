@@ -160,4 +160,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // A key's usage and spend (the keys API, the dashboard's Keys page) reads only that key's rows.
     sql: `CREATE INDEX usage_records_caller_time ON usage_records (caller, time_ms);`,
   },
+  {
+    version: 11,
+    name: 'native_owners',
+    // Who made each id an upstream keeps for a natively forwarded call (a response, its items, a container): only
+    // that caller may refer to it again. One row per id, never the content.
+    sql: `CREATE TABLE native_owners (
+            id TEXT PRIMARY KEY,
+            caller TEXT NOT NULL,
+            expires_ms INTEGER NOT NULL
+          ) STRICT, WITHOUT ROWID;
+          CREATE INDEX native_owners_expiry ON native_owners (expires_ms);`,
+  },
 ];

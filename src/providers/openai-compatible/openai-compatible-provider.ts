@@ -19,6 +19,7 @@ import { decodeChunkEvent } from './decode-chunk.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
+import { scrubAnswer } from '../../secrets/redact.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -125,14 +126,15 @@ export class OpenAiCompatibleProvider implements Provider {
       : `${this.basePath}/embeddings`;
     const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
     const response = await this.http.send({ method: 'POST', path, headers, body: context.bodyJson ?? JSON.stringify(body) }, context.signal, context.apiKeyOverride);
-    const { bytes, value } = await this.http.readJson(response, context.signal);
+    const { bytes, text, value } = await this.http.readJson(response, context.signal);
     const record = value as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown } } | null;
     if (typeof record !== 'object' || record === null || !Array.isArray(record.data)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no data array' });
     }
     const prompt = record.usage?.prompt_tokens;
     const usage = typeof prompt === 'number' ? { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } : undefined;
-    return { kind: 'openai', body: bytes, usage };
+    // Passed through as it came, but never with a key in it (a server may echo one, in `model` or anywhere).
+    return { kind: 'openai', body: scrubAnswer(bytes, text, [context.apiKeyOverride, this.config.apiKey]), usage };
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {

@@ -1,4 +1,4 @@
-import type { ResponseCacheStore, ResponseStore } from './store/contract.js';
+import type { NativeOwnerStore, ResponseCacheStore, ResponseStore } from './store/contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
 import { ChatService } from './core/chat-service.js';
@@ -17,6 +17,7 @@ import { makeCountTokensHandler } from './routes/count-tokens.js';
 import { makeKeyHandlers } from './routes/keys.js';
 import { KeyService } from './auth/key-service.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
+import { NativeOwnership } from './surfaces/native-ownership.js';
 import { CHAT_SURFACE } from './surfaces/chat-surface.js';
 import { wireResponses } from './wiring/responses.js';
 import { makeHealthHandler } from './routes/health.js';
@@ -56,6 +57,11 @@ export interface AppDependencies {
   usage?: UsageStore;
   /** Stored Responses API responses; without it nothing is stored and previous_response_id is refused. */
   responses?: ResponseStore;
+  /**
+   * Who made each id an upstream keeps for a natively forwarded call; without it a forwarded request that refers
+   * to such an id (`previous_response_id`, a container) is refused.
+   */
+  nativeOwners?: NativeOwnerStore;
   /** The exact response cache; without it no model's answers are cached. */
   responseCache?: ResponseCacheStore;
 }
@@ -101,13 +107,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
   const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
   const chatHandler = makeChatHandler(CHAT_SURFACE, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.chatCompleted) });
-  const responses = wireResponses(app, config, deps.responses, chat);
+  // Kept as long as stored responses are (responses.ttl_seconds), whether or not the gateway stores its own.
+  const ownership = new NativeOwnership({ store: deps.nativeOwners, ttlMs: config.responses.ttlMs, log: app.log });
+  const responses = wireResponses(app, config, deps.responses, chat, ownership);
   const responsesHandler = makeChatHandler(responses.surface, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.responseCompleted) });
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
-  const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model)), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });
+  const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model), ownership), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId)) : undefined;
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });

@@ -35,6 +35,7 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     outbox: state.outbox,
     keys: state.keys,
     responses: state.responses,
+    nativeOwners: state.nativeOwners,
     responseCache: state.responseCache,
     ...(usage ? { usage: usage.store } : {}),
     kinds: { limits: state.limiter?.kind, idempotency: state.idempotency.kind, usage: usage?.kind ?? 'off' },

@@ -28,10 +28,12 @@ export function readIdempotencyKey(header: string | string[] | undefined): strin
 /**
  * A fingerprint of what the request asks for, so a reused key with a different request is told apart (422) from
  * a retry (replay). The body is canonicalised first (object keys sorted, no insignificant whitespace): a client
- * that re-serialises the same request differently is still retrying the same request.
+ * that re-serialises the same request differently is still retrying the same request. `headers`: what else makes
+ * it another request (lines ending in a newline, each before the body; canonical JSON holds no raw newline, so no
+ * body can pass for a header line), empty when nothing does.
  */
-export function requestFingerprint(route: string, body: unknown): string {
-  return hash('sha256', `${route}\n${canonicalJson(body)}`, 'hex');
+export function requestFingerprint(route: string, body: unknown, headers = ''): string {
+  return hash('sha256', `${route}\n${headers}${canonicalJson(body)}`, 'hex');
 }
 
 /**

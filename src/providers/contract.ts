@@ -57,6 +57,8 @@ export interface ChatCompletionResult {
   /** The JSON bytes sent to the caller as they are (a pass-through costs no re-serialisation). */
   body: Buffer;
   usage: Usage | undefined;
+  /** A natively forwarded answer's ids the upstream keeps (a response and its items, a container): the caller's. */
+  serverIds?: readonly string[];
 }
 
 /** One `chat.completion.chunk` of a stream. */
@@ -89,6 +91,8 @@ export interface StreamChunk {
    * `chunk` an empty chat chunk that only carries the usage of the final event.
    */
   event?: string;
+  /** The ids the upstream keeps that this forwarded event names (`response.created`...): the caller's. */
+  serverIds?: readonly string[];
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
-import { scrubText } from '../secrets/redact.js';
+import { scrubAnswer, scrubText } from '../secrets/redact.js';
 import type { SseEvent } from '../streaming/sse-parser.js';
 import type { CallContext, ChatCompletionChunk, ChatCompletionResult, NativeApi, NativeBody, StreamBatch, StreamChunk, Usage } from './contract.js';
 import { malformedFrame } from './malformed-frame.js';
@@ -29,6 +29,13 @@ export interface NativeWire {
    * corrected in the event's data where out of range; whether any was (then the event is written again).
    */
   addUsage(event: string, data: unknown, totals: Usage): boolean;
+  addUsage(event: string, data: unknown, totals: Usage): void;
+  /** The ids the upstream keeps that a JSON answer names (a response and its items, a container). */
+  answerIds(value: unknown): string[];
+  /** The events whose data names such ids. */
+  idEvents: ReadonlySet<string>;
+  /** The ids one such event names. */
+  eventIds(event: string, data: unknown): string[];
 }
 
 interface Upstream {
@@ -42,10 +49,11 @@ interface Upstream {
 }
 
 /**
- * An API spoken natively: the caller's request and the upstream's answer passed through. Each event's data is
- * scrubbed of the keys in use (an upstream may repeat one back) and read only for what the gateway needs: the
- * usage, and whether the stream ended well. A failure event becomes our `upstream_stream_error`; a stream that
- * closes before a final event is `upstream_stream_truncated`.
+ * An API spoken natively: the caller's request and the upstream's answer passed through. Each event's data, and a
+ * JSON answer's bytes, are scrubbed of the keys in use (an upstream may repeat one back) and read only for what the
+ * gateway needs: the usage, the ids the upstream keeps (whose owner the pipeline records), and whether the stream
+ * ended well. A failure event becomes our `upstream_stream_error`; a stream that closes before a final event is
+ * `upstream_stream_truncated`.
  */
 export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeApi {
   const send = (body: NativeBody, context: CallContext): Promise<Dispatcher.ResponseData> =>
@@ -69,10 +77,14 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
           },
         }),
     async complete(body, context): Promise<ChatCompletionResult> {
-      const { bytes, value } = await upstream.http.readJson(await send(body, context), context.signal);
+      const { bytes, text, value } = await upstream.http.readJson(await send(body, context), context.signal);
       if (!wire.isAnswer(value)) throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not an answer of this API' });
       const usage = wire.answerUsage(value);
-      return { body: anomaliesOf(usage) ? Buffer.from(JSON.stringify(value)) : bytes, usage };
+      const ids = wire.answerIds(value);
+      // A corrected usage figure means the answer is written again; either way it never carries a key.
+      const json = anomaliesOf(usage) ? JSON.stringify(value) : undefined;
+      const answer = scrubAnswer(json === undefined ? bytes : Buffer.from(json), json ?? text, upstream.secrets(context));
+      return { body: answer, usage, ...(ids.length > 0 ? { serverIds: ids } : {}) };
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
@@ -100,7 +112,8 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
 }
 
 /**
- * One upstream event, passed on as it came (scrubbed); the final one also carries the usage for the pipeline.
+ * One upstream event, passed on as it came (scrubbed); the final one also carries the usage for the pipeline, and
+ * one that names ids the upstream keeps carries them (each event parsed at most once, only when it holds either).
  * Both APIs name every event and send one JSON object as its data, so a frame without a name (the parser's
  * default `message`, a type neither API has) or whose data is not object-shaped is not theirs — a proxy's error
  * text, a `[DONE]`, a cut line — and ends the stream as `upstream_stream_malformed`, as a bad frame does on the
@@ -112,19 +125,47 @@ function forwardedEvent(event: SseEvent, upstream: string, secrets: ReadonlyArra
   }
   if (event.event === 'message') throw malformedFrame(upstream, 'an event with no event name', event.data, secrets);
   if (!objectShaped(event.data)) throw malformedFrame(upstream, `the ${event.event} event's data is not a JSON object`, event.data, secrets);
-  let data = scrubText(event.data, secrets);
+  const data = scrubText(event.data, secrets);
   const chunk: ChatCompletionChunk = { object: 'chat.completion.chunk', choices: [] };
-  if (wire.usageEvents.has(event.event)) {
+  const forwarded: StreamChunk = { chunk, json: data, event: event.event };
+  const usage = wire.usageEvents.has(event.event);
+  const ids = wire.idEvents.has(event.event);
+  if (usage || ids) {
     let parsed: unknown;
     try {
       parsed = JSON.parse(data);
     } catch {
       throw new GatewayError('upstream_stream_malformed', { upstream, reason: `the ${event.event} event is not valid JSON` });
     }
-    if (wire.addUsage(event.event, parsed, totals)) data = JSON.stringify(parsed);
+    // A usage figure out of range is corrected in the event's data, which then goes out written again.
+    if (usage && wire.addUsage(event.event, parsed, totals)) forwarded.json = JSON.stringify(parsed);
+    const named = ids ? wire.eventIds(event.event, parsed) : [];
+    if (named.length > 0) forwarded.serverIds = named;
   }
   if (wire.finalEvents.has(event.event) && (totals.total_tokens > 0 || anomaliesOf(totals))) chunk.usage = { ...totals };
-  return { chunk, json: data, event: event.event };
+  return forwarded;
+}
+
+/** At most this many ids of one answer or event are recorded (a hostile upstream may name any number). */
+const MAX_SERVER_IDS = 256;
+/** The longest id recorded: a caller's reference to a longer one is refused unread (routes/stored-responses.ts: 256 too). */
+const MAX_SERVER_ID_CHARS = 256;
+
+/** The strings among `candidates` that can be ids, at most MAX_SERVER_IDS of them. */
+function serverIds(candidates: readonly unknown[]): string[] {
+  const ids: string[] = [];
+  for (const candidate of candidates) {
+    if (typeof candidate === 'string' && candidate !== '' && candidate.length <= MAX_SERVER_ID_CHARS) ids.push(candidate);
+    if (ids.length === MAX_SERVER_IDS) break;
+  }
+  return ids;
+}
+
+/** A Responses API response's id, its output items' ids and the containers its code-interpreter calls ran in. */
+function responseIds(value: unknown): string[] {
+  const response = value as { id?: unknown; output?: unknown } | null | undefined;
+  const output = Array.isArray(response?.output) ? (response.output as Array<{ id?: unknown; container_id?: unknown } | null>) : [];
+  return serverIds([response?.id, ...output.flatMap((item) => [item?.id, item?.container_id])]);
 }
 
 /**
@@ -168,6 +209,10 @@ export const RESPONSES_WIRE: NativeWire = {
     if (usage) Object.assign(totals, usage);
     return anomaliesOf(usage) !== undefined;
   },
+  // The response's id as soon as it exists (`response.created`), and with its items once it ends.
+  answerIds: responseIds,
+  idEvents: new Set(['response.created', 'response.completed', 'response.incomplete']),
+  eventIds: (_event, data) => responseIds((data as { response?: unknown } | null)?.response),
 };
 
 /** A Responses usage object (corrected in place); undefined when it is none or has neither count. */
@@ -192,6 +237,13 @@ export const MESSAGES_WIRE: NativeWire = {
   addUsage(event, data, totals) {
     const usage = event === 'message_start' ? (data as { message?: { usage?: unknown } } | null)?.message?.usage : (data as { usage?: unknown } | null)?.usage;
     return addMessagesUsage(usage, totals);
+  },
+  // A message id names nothing Anthropic keeps; a code-execution container does (`container` reuses it).
+  answerIds: (value) => serverIds([(value as { container?: { id?: unknown } | null }).container?.id]),
+  idEvents: new Set(['message_start', 'message_delta']),
+  eventIds: (event, data) => {
+    const record = data as { message?: { container?: { id?: unknown } | null }; delta?: { container?: { id?: unknown } | null } } | null;
+    return serverIds([event === 'message_start' ? record?.message?.container?.id : record?.delta?.container?.id]);
   },
 };
 

@@ -62,16 +62,20 @@ export class UpstreamClient {
     });
   }
 
-  /** A 2xx answer's body as bytes and parsed JSON; unreadable or non-JSON bodies are `upstream_invalid_response`. */
-  async readJson(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<{ bytes: Buffer; value: unknown }> {
+  /**
+   * A 2xx answer's body as bytes, as text and parsed JSON; unreadable or non-JSON bodies are
+   * `upstream_invalid_response`. (The text is the one the parse read: searching it costs no second decoding.)
+   */
+  async readJson(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<{ bytes: Buffer; text: string; value: unknown }> {
     let bytes: Buffer;
     try {
       bytes = await readBodyBytes(response.body, MAX_ANSWER_BYTES);
     } catch (error) {
       throw toUpstreamError(error, this.config.name, signal);
     }
+    const text = bytes.toString('utf8');
     try {
-      return { bytes, value: JSON.parse(bytes.toString('utf8')) as unknown };
+      return { bytes, text, value: JSON.parse(text) as unknown };
     } catch {
       throw new GatewayError('upstream_invalid_response', { upstream: this.config.name, reason: 'body is not JSON' });
     }

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestFingerprint } from '../core/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
@@ -59,6 +60,29 @@ export async function beginClaim(
   return begun;
 }
 
+/**
+ * Request headers that change the answer (how a context overflow is handled; what a native Anthropic call
+ * forwards): part of the response cache's key, and of an Idempotency-Key's request.
+ */
+export const ANSWER_HEADERS = ['x-context-overflow', 'anthropic-version', 'anthropic-beta'] as const;
+
+/**
+ * What makes a keyed request another request besides its route and body, as the response cache tells them apart:
+ * the caller's own provider key (`X-Upstream-Key`: another provider account, whose answer the first call's is not;
+ * only its SHA-256 goes into the fingerprint, itself a hash) and the headers that change the answer. Empty for a
+ * request with none of them, whose fingerprint is the body's alone.
+ */
+function requestHeadersPart(request: FastifyRequest): string {
+  let part = '';
+  const ownKey = request.headers['x-upstream-key'];
+  if (typeof ownKey === 'string') part += `own-key:${hash('sha256', ownKey, 'hex')}\n`;
+  for (const name of ANSWER_HEADERS) {
+    const value = request.headers[name];
+    if (value !== undefined) part += `${name}:${Array.isArray(value) ? value.join(',') : value}\n`;
+  }
+  return part;
+}
+
 /** A replay is marked so a client can tell it from a fresh answer (as Stripe and the IETF draft's examples do). */
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
@@ -69,9 +93,10 @@ export function replayable(status: number): boolean {
 
 /**
  * Idempotency-Key on chat (draft-ietf-httpapi-idempotency-key-header): the key is scoped to the caller; the
- * request is fingerprinted (canonical JSON of the body); the first call runs and its answer is stored for
- * `ttlMs`; a retry with the same key and body gets that answer again without calling the upstream; a retry while
- * the first still runs gets 409 with Retry-After; the same key with another body gets 422.
+ * request is fingerprinted (route, canonical JSON of the body, the caller's own provider key hashed and the
+ * headers that change the answer); the first call runs and its answer is stored for `ttlMs`; a retry of the same
+ * request gets that answer again without calling the upstream; a retry while the first still runs gets 409 with
+ * Retry-After; the same key with another request (another body, another `X-Upstream-Key`...) gets 422.
  */
 export class ChatIdempotency {
   private readonly running = new Set<IdempotencyClaim>();
@@ -92,7 +117,7 @@ export class ChatIdempotency {
   async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown): Promise<AnswerRecorder | 'answered' | undefined> {
     const scope = request.caller;
     // Scoped by route too: the same key and body sent to chat and to the Responses route are two requests.
-    const fingerprint = requestFingerprint(request.routeName ?? 'chat', body);
+    const fingerprint = requestFingerprint(request.routeName ?? 'chat', body, requestHeadersPart(request));
     const begun = await beginClaim(this.options, scope, key, fingerprint);
     if (begun === undefined) return undefined;
     if (begun.state === 'claimed') return this.recorder(request, key, fingerprint);

@@ -4,7 +4,7 @@ import { SSE_HEADERS } from '../http/sse.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { endClientGone } from '../http/request-end.js';
-import type { StreamChunk, Usage } from '../providers/contract.js';
+import type { StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
@@ -32,7 +32,7 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
     const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
-    if (body instanceof NativeForward) return forwardNatively(body, surface, request, reply, deps);
+    if (body instanceof NativeForward) return forwardNatively(body, { surface, call: surfaceCall }, request, reply, deps);
     request.chatModel = body.model;
     checkConversation(body);
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
@@ -75,9 +75,16 @@ export interface PipelineDeps {
 
 /**
  * A request its surface forwards natively (the Responses API to OpenAI, for what only it has): the same rights,
- * trace, call, Idempotency-Key and records as a translated call; the upstream's JSON or events pass through.
+ * trace, call, Idempotency-Key and records as a translated call; the upstream's JSON or events pass through, once
+ * the caller is recorded as the owner of the ids they name (the answer, or the event naming them, waits for that).
  */
-async function forwardNatively(native: NativeForward, surface: ApiSurface, request: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): Promise<FastifyReply> {
+async function forwardNatively(
+  native: NativeForward,
+  { surface, call: surfaceCall }: { surface: ApiSurface; call: SurfaceCall },
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PipelineDeps,
+): Promise<FastifyReply> {
   const { chat, idempotency } = deps;
   request.chatModel = native.body.model;
   authorizeModel(request.principal ?? ADMIN, native.body.model, chat.canonicalModel(native.body.model));
@@ -91,10 +98,14 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
   if (recorder === 'answered') return reply;
   try {
     const answered = await chat.forwardNative(surface.route === 'messages' ? 'messages' : 'responses', native.body, call);
+    const { ownNative } = surface;
+    const own = ownNative && ((ids: readonly string[]) => ownNative(ids, surfaceCall));
     if ('chunks' in answered) {
       const encoder = surface.nativeEncoder?.() as StreamEncoder;
-      return await streamAnswer(request, reply, answered, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
+      const started = own ? await ownedStream(answered, own) : answered;
+      return await streamAnswer(request, reply, started, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
     }
+    if (own && answered.result.serverIds) await own(answered.result.serverIds);
     request.upstreamName = answered.upstream;
     request.usage = answered.usage;
     await recorder?.json(200, { 'content-type': request.responseType }, answered.result.body.toString('utf8'));
@@ -103,6 +114,30 @@ async function forwardNatively(native: NativeForward, surface: ApiSurface, reque
     if (recorder) await idempotency.settleError(recorder, error, request.responseType);
     throw error;
   }
+}
+
+/**
+ * A forwarded stream whose batches go on only once the ids they name are recorded as the caller's (at most a few
+ * events of a stream name any: `response.created`, the final event).
+ */
+async function ownedStream(started: StartedStream, own: (ids: readonly string[]) => Promise<void>): Promise<StartedStream> {
+  const ownIn = (batch: StreamBatch): Promise<void> | undefined => {
+    let ids: string[] | undefined;
+    for (const item of batch) if (item.serverIds) (ids ??= []).push(...item.serverIds);
+    return ids && own(ids);
+  };
+  if (started.first.done !== true) await ownIn(started.first.value);
+  const source = started.chunks;
+  const chunks: AsyncIterator<StreamBatch> = {
+    async next() {
+      const next = await source.next();
+      const owning = next.done === true ? undefined : ownIn(next.value);
+      if (owning) await owning;
+      return next;
+    },
+    return: async (value?: unknown) => (source.return ? source.return(value) : { done: true, value: undefined }),
+  };
+  return { ...started, chunks };
 }
 
 interface StreamOptions {

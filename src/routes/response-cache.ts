@@ -5,7 +5,7 @@ import { canonicalJson } from '../core/idempotency-key.js';
 import { SSE_HEADERS } from '../http/sse.js';
 import type { ResponseCacheStore, StoredResponse } from '../store/contract.js';
 import type { ChatCall, ChatService } from '../core/chat-service.js';
-import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+import { ANSWER_HEADERS, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 
 /** The header that says whether an answer came from the cache. */
 export const CACHE_HEADER = 'x-cache';
@@ -32,11 +32,6 @@ export const CACHE_STORE_TIMEOUT_MS = 100;
 /** After a store failure or timeout the cache is skipped for this long (no commands queued behind a sick store). */
 export const CACHE_COOL_DOWN_MS = 5_000;
 
-/**
- * Request headers that change the answer, so they are part of the key: how a context overflow is handled, and
- * what a native Anthropic call forwards. (The answer's media type, chosen from Accept, is added separately.)
- */
-const VARY_HEADERS = ['x-context-overflow', 'anthropic-version', 'anthropic-beta'] as const;
 
 /**
  * The exact response cache (docs/cache.md): the same canonical request (the body as canonical JSON, the route, the
@@ -77,7 +72,8 @@ export class ResponseCache {
     const ownKey = request.headers['x-upstream-key'];
     const scope = `${policy.shared ? 'shared' : `caller:${request.caller}`}\n${typeof ownKey === 'string' ? `own-key:${hash('sha256', ownKey, 'hex')}` : 'gateway-key'}`;
     let vary = request.responseType;
-    for (const name of VARY_HEADERS) {
+    // (The answer's media type, chosen from Accept, is part of the key too.)
+    for (const name of ANSWER_HEADERS) {
       const value = request.headers[name];
       if (value !== undefined) vary += `\n${name}:${Array.isArray(value) ? value.join(',') : value}`;
     }

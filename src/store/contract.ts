@@ -180,6 +180,23 @@ export interface ResponseStore {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Owners of the ids an upstream keeps for a natively forwarded call (issue 29).
+
+/**
+ * Which caller each upstream-held id belongs to: a Responses API response forwarded natively and its output
+ * items, a code-execution container. The upstream keeps them under the gateway's account, so the gateway records
+ * who made each and lets only that caller refer to it again (`previous_response_id`, `item_reference`, a
+ * container). Small and separate from the stored conversations: an id, a caller, an expiry. The first live owner
+ * of an id keeps it (a later claim by anyone changes nothing until it expires `ttlMs` after it was recorded).
+ */
+export interface NativeOwnerStore {
+  /** Records `caller` as the owner of each id that has no live owner. */
+  claim(caller: string, ids: readonly string[], ttlMs: number, nowMs?: number): Promise<void>;
+  /** The first of `ids` that is not the caller's (never recorded, expired, or another caller's); undefined when all are. */
+  firstNotOwned(caller: string, ids: readonly string[], nowMs?: number): Promise<string | undefined>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // The exact response cache (issue 22).
 
 /**

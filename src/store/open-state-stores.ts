@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, ResponseCacheStore, ResponseStore, UpstreamPauseStore } from './contract.js';
+import type { IdempotencyStore, KeyStore, LimitStore, NativeOwnerStore, OutboxStore, ResponseCacheStore, ResponseStore, UpstreamPauseStore } from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
@@ -14,6 +14,8 @@ export interface StateStores {
   keys: KeyStore;
   /** Stored Responses API responses (previous_response_id, GET /v1/responses/{id}): shared when the store is. */
   responses: ResponseStore;
+  /** Who made each id an upstream keeps for a natively forwarded call: shared when the store is. */
+  nativeOwners: NativeOwnerStore;
   /** The exact response cache (bounded by cache.max_total_bytes): shared when the store is. */
   responseCache: ResponseCacheStore;
   close(): Promise<void>;
@@ -37,6 +39,7 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
     const { RedisKeyStore } = await import('./redis/redis-keys.js');
     const { RedisResponseStore } = await import('./redis/redis-response-store.js');
     const { RedisResponseCache } = await import('./redis/redis-response-cache.js');
+    const { RedisNativeOwners } = await import('./redis/redis-native-owners.js');
     const client = await connectRedis(config.redisUrl);
     return {
       // Always there: scoped keys may carry their own limits even when the config sets none.
@@ -47,6 +50,7 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
       outbox: new RedisOutbox(client, `gw:wh:${config.environment}:`),
       keys: new RedisKeyStore(client, `gw:keys:${config.environment}`),
       responses: new RedisResponseStore(client, `gw:resp:${config.environment}:`),
+      nativeOwners: new RedisNativeOwners(client, `gw:own:${config.environment}:`),
       responseCache: new RedisResponseCache(client, config.cache.maxTotalBytes, `gw:cache:{${config.environment}}:`),
       close: async () => {
         await client.quit().catch(() => client.disconnect());
@@ -62,6 +66,7 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
   const { SqliteKeyStore } = await import('./sqlite/sqlite-keys.js');
   const { SqliteResponseStore } = await import('./sqlite/sqlite-response-store.js');
   const { SqliteResponseCache } = await import('./sqlite/sqlite-response-cache.js');
+  const { SqliteNativeOwners } = await import('./sqlite/sqlite-native-owners.js');
   return {
     limiter: { store: new SqliteRateLimiter(sqlite.db), kind: 'sqlite' },
     idempotency: { store: new SqliteIdempotencyStore(sqlite.db), kind: 'sqlite' },
@@ -69,6 +74,7 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
     outbox: new SqliteOutbox(sqlite.db),
     keys: new SqliteKeyStore(sqlite.db),
     responses: new SqliteResponseStore(sqlite.db),
+    nativeOwners: new SqliteNativeOwners(sqlite.db),
     responseCache: new SqliteResponseCache(sqlite.db, config.cache.maxTotalBytes),
     close: () => Promise.resolve(),
   };

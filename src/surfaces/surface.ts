@@ -36,6 +36,12 @@ export interface ApiSurface {
   encoder(context: SurfaceCall): StreamEncoder;
   /** The encoder of a natively forwarded stream (the upstream's events passed through). */
   nativeEncoder?(): StreamEncoder;
+  /**
+   * Records the caller as the owner of the ids a natively forwarded answer named (surfaces/native-ownership.ts), so
+   * that only it may refer to them again. Never rejects; the pipeline awaits it before the answer (or the event
+   * naming them) goes out, so the caller cannot refer to an id before it is recorded.
+   */
+  readonly ownNative?: (ids: readonly string[], call: SurfaceCall) => Promise<void>;
   /** Caller headers a natively forwarded request carries upstream (lower-case names). */
   readonly nativeHeaders?: readonly string[];
   /** Whether `frame` is the last frame of a stream that ended well (a replay stores only those). */

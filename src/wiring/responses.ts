@@ -6,13 +6,20 @@ import type { ResponseStore } from '../store/contract.js';
 import { ResponseHistory } from '../surfaces/responses/response-history.js';
 import { responsesSurface } from '../surfaces/responses/responses-surface.js';
 import type { ApiSurface } from '../surfaces/surface.js';
+import type { NativeOwnership } from '../surfaces/native-ownership.js';
 
 /**
  * The Responses API's own parts: its surface of the chat pipeline and the stored responses it continues and
  * serves (in the state store, unless `responses.store` is false or no store was given).
  */
-export function wireResponses(app: FastifyInstance, config: GatewayConfig, store: ResponseStore | undefined, chat: ChatService): { surface: ApiSurface; stored: StoredResponseHandlers } {
+export function wireResponses(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  store: ResponseStore | undefined,
+  chat: ChatService,
+  ownership: NativeOwnership,
+): { surface: ApiSurface; stored: StoredResponseHandlers } {
   const history =
     store && config.responses.store ? new ResponseHistory({ store, ttlMs: config.responses.ttlMs, maxBytes: config.responses.maxStoredBytes, log: app.log }) : undefined;
-  return { surface: responsesSurface(history, (model) => chat.forwardsNatively('responses', model)), stored: makeStoredResponseHandlers(history) };
+  return { surface: responsesSurface(history, (model) => chat.forwardsNatively('responses', model), ownership), stored: makeStoredResponseHandlers(history) };
 }

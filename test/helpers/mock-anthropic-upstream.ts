@@ -11,10 +11,13 @@ import { startRecordingServer, type RecordedHttpRequest } from './recording-serv
 export type AnthropicRecorded = RecordedHttpRequest;
 
 export type AnthropicBehavior =
-  /** A complete answer: text, or a tool_use block when the request has tools (unless `text` is given). */
-  | { kind: 'message'; text?: string; stopReason?: string }
-  /** A stream of `text` pieces (or a tool_use streamed as input_json_delta pieces when the request has tools). */
-  | { kind: 'stream'; text?: string[]; cutBeforeStop?: boolean; errorAfter?: number }
+  /**
+   * A complete answer: text, or a tool_use block when the request has tools (unless `text` is given); with
+   * `container`, the code-execution container it ran in (`container: {id, expires_at}`, as Anthropic answers).
+   */
+  | { kind: 'message'; text?: string; stopReason?: string; container?: string }
+  /** A stream of `text` pieces (or a tool_use streamed as input_json_delta pieces when the request has tools); `container` in message_delta. */
+  | { kind: 'stream'; text?: string[]; cutBeforeStop?: boolean; errorAfter?: number; container?: string }
   /** An HTTP error in Anthropic's `{type:"error", error:{type, message}}` shape. */
   | { kind: 'error'; status: number; type: string; message: string; headers?: Record<string, string> }
   /** A stream of exactly these SSE frames (each one write), then the end: for hostile streams. */
@@ -127,6 +130,7 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
         stop_reason: behavior.stopReason ?? (useTool ? 'tool_use' : 'end_turn'),
         stop_sequence: null,
         usage: { input_tokens: 2095, output_tokens: 503 },
+        ...(behavior.container ? { container: { id: behavior.container, expires_at: '2030-01-01T00:00:00Z' } } : {}),
       }),
     );
     return;
@@ -163,7 +167,8 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
     }
     sse(res, 'content_block_stop', '{"type": "content_block_stop", "index": 0}');
   }
-  sse(res, 'message_delta', `{"type": "message_delta", "delta": {"stop_reason": "${useTool ? 'tool_use' : 'end_turn'}", "stop_sequence":null}, "usage": {"output_tokens": 15}}`);
+  const container = behavior.container ? `, "container": {"id": "${behavior.container}", "expires_at": "2030-01-01T00:00:00Z"}` : '';
+  sse(res, 'message_delta', `{"type": "message_delta", "delta": {"stop_reason": "${useTool ? 'tool_use' : 'end_turn'}", "stop_sequence":null${container}}, "usage": {"output_tokens": 15}}`);
   if (behavior.cutBeforeStop) {
     res.end();
     return;

@@ -20,6 +20,7 @@ import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
+import { scrubAnswer } from '../../secrets/redact.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -131,7 +132,7 @@ export class OpenAiCompatibleProvider implements Provider {
       : `${this.basePath}/embeddings`;
     const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
     const response = await this.http.send({ method: 'POST', path, headers, body: context.bodyJson ?? JSON.stringify(body) }, context.signal, context.apiKeyOverride);
-    const { bytes, value } = await this.http.readJson(response, context.signal);
+    const { bytes, text, value } = await this.http.readJson(response, context.signal);
     const record = value as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown } } | null;
     if (typeof record !== 'object' || record === null || !Array.isArray(record.data)) {
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no data array' });
@@ -139,7 +140,11 @@ export class OpenAiCompatibleProvider implements Provider {
     // Only the prompt counts (an embedding has no completion); its total is the prompt's.
     const usage = record.usage?.prompt_tokens == null ? undefined : countsOf(record.usage);
     const counted = usage && withAnomalies({ prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens }, anomaliesOf(usage));
-    return { kind: 'openai', body: anomaliesOf(usage) ? Buffer.from(JSON.stringify(record)) : bytes, usage: counted };
+    // Passed through as it came (unless a usage figure was corrected), but never with a key in it (a server may
+    // echo one, in `model` or anywhere).
+    const json = anomaliesOf(usage) ? JSON.stringify(record) : undefined;
+    const answer = scrubAnswer(json === undefined ? bytes : Buffer.from(json), json ?? text, [context.apiKeyOverride, this.config.apiKey]);
+    return { kind: 'openai', body: answer, usage: counted };
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {

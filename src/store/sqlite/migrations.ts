@@ -166,4 +166,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // 1: the gateway had to correct a usage figure of the upstream's (out of range, negative, not a number).
     sql: `ALTER TABLE usage_records ADD COLUMN usage_anomaly INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 12,
+    name: 'native_owners',
+    // Who made each id an upstream keeps for a natively forwarded call (a response, its items, a container): only
+    // that caller may refer to it again. One row per id, never the content.
+    sql: `CREATE TABLE native_owners (
+            id TEXT PRIMARY KEY,
+            caller TEXT NOT NULL,
+            expires_ms INTEGER NOT NULL
+          ) STRICT, WITHOUT ROWID;
+          CREATE INDEX native_owners_expiry ON native_owners (expires_ms);`,
+  },
 ];

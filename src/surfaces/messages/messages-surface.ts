@@ -6,6 +6,7 @@ import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
 import type { ChatRequestBody } from '../../providers/contract.js';
+import type { NativeOwnership, NativeReference } from '../native-ownership.js';
 
 /** The caller headers a Messages request forwarded to Anthropic carries upstream (count_tokens too). */
 export const ANTHROPIC_FORWARDED_HEADERS: readonly string[] = ['anthropic-version', 'anthropic-beta'];
@@ -17,18 +18,25 @@ interface MessagesCallState {
 
 /**
  * Anthropic's Messages API as a surface of the chat pipeline: a Messages request is translated into a chat
- * request for any provider, and the chat answer back into a Messages object or Anthropic's event stream.
+ * request for any provider, and the chat answer back into a Messages object or Anthropic's event stream. Of what
+ * Anthropic keeps between calls, only a code-execution container can be named again (`container`): a forwarded
+ * request may name only one its caller made through the gateway (`ownership`).
  */
-export function messagesSurface(forwards: (model: string) => boolean = () => false): ApiSurface {
+export function messagesSurface(forwards: (model: string) => boolean, ownership: NativeOwnership): ApiSurface {
   return {
     route: 'messages',
     forwardsRawBody: false,
     nativeHeaders: ANTHROPIC_FORWARDED_HEADERS,
     nativeEncoder: () => NATIVE_MESSAGES_ENCODER,
+    ownNative: (ids, call) => ownership.record(call.caller, ids),
     toChat(body, call) {
       const request = body as MessagesRequest;
       // To Anthropic itself, always as it is: thinking blocks and signatures, cache_control, server tools, betas.
-      if (forwards(request.model)) return new NativeForward(request, true, countable(request));
+      if (forwards(request.model)) {
+        const forward = new NativeForward(request, true, countable(request));
+        const container = containerReference(request);
+        return container ? ownership.check(call.caller, [container]).then(() => forward) : forward;
+      }
       call.state = { id: `msg_${randomUUID().replaceAll('-', '')}`, model: request.model } satisfies MessagesCallState;
       return messagesToChat(request);
     },
@@ -55,4 +63,11 @@ function countable(request: MessagesRequest): ChatRequestBody | undefined {
   } catch {
     return undefined; // Anthropic checks such a request itself
   }
+}
+
+/** The container a request reuses: `container` as its id, or `{id, skills}`. */
+function containerReference(request: MessagesRequest): NativeReference | undefined {
+  const container = (request as { container?: unknown }).container;
+  const id = typeof container === 'object' && container !== null ? (container as { id?: unknown }).id : container;
+  return typeof id === 'string' ? { id, field: 'container' } : undefined;
 }

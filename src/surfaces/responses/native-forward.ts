@@ -1,5 +1,6 @@
 import { formatEvent } from '../../http/sse.js';
-import type { ChatMessage } from '../../providers/contract.js';
+import type { ChatMessage, NativeBody } from '../../providers/contract.js';
+import type { NativeReference } from '../native-ownership.js';
 import { passthroughEncoder } from '../surface.js';
 
 /**
@@ -36,4 +37,32 @@ function asInputPart(part: Record<string, unknown>): Record<string, unknown> {
     return { type: 'input_image', image_url: image?.url, ...(image?.detail !== undefined ? { detail: image.detail } : {}) };
   }
   return part;
+}
+
+/**
+ * The upstream's ids a natively forwarded Responses request refers to, each of which must be the caller's
+ * (surfaces/native-ownership.ts): `previous_response_id`; `item_reference` items; `reasoning` items without their
+ * `encrypted_content` (the upstream reads those by id); a `code_interpreter` tool's `container` (its files outlive
+ * the call); and `conversation` (OpenAI's Conversations API, which the gateway does not serve: never recorded, so
+ * always refused).
+ */
+export function nativeReferences(body: NativeBody): NativeReference[] {
+  const references: NativeReference[] = [];
+  const add = (id: unknown, field: string) => {
+    if (typeof id === 'string') references.push({ id, field });
+  };
+  add(body.previous_response_id, 'previous_response_id');
+  const conversation = body.conversation as { id?: unknown } | string | null | undefined;
+  add(typeof conversation === 'object' && conversation !== null ? conversation.id : conversation, 'conversation');
+  if (Array.isArray(body.input)) {
+    (body.input as Array<{ type?: unknown; id?: unknown; encrypted_content?: unknown } | null>).forEach((item, i) => {
+      if (item?.type === 'item_reference' || (item?.type === 'reasoning' && typeof item.encrypted_content !== 'string')) add(item.id, `input[${i}].id`);
+    });
+  }
+  if (Array.isArray(body.tools)) {
+    (body.tools as Array<{ type?: unknown; container?: unknown } | null>).forEach((tool, i) => {
+      if (tool?.type === 'code_interpreter') add(tool.container, `tools[${i}].container`);
+    });
+  }
+  return references;
 }

@@ -1,5 +1,6 @@
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { conversationAsItems, NATIVE_ENCODER } from './native-forward.js';
+import { conversationAsItems, NATIVE_ENCODER, nativeReferences } from './native-forward.js';
+import type { NativeOwnership } from '../native-ownership.js';
 import type { ChatMessage, ChatRequestBody } from '../../providers/contract.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToResponse, responseShell } from './chat-to-response.js';
@@ -20,9 +21,10 @@ interface ResponsesCallState {
 
 /**
  * The OpenAI Responses API as a surface of the chat pipeline: a Responses request is translated into a chat
- * request for any provider, and the chat answer back into a `response` object or the typed event stream.
+ * request for any provider, and the chat answer back into a `response` object or the typed event stream. A request
+ * forwarded natively may refer only to the upstream's ids its caller made through the gateway (`ownership`).
  */
-export function responsesSurface(history: ResponseHistory | undefined, forwards: (model: string) => boolean = () => false): ApiSurface {
+export function responsesSurface(history: ResponseHistory | undefined, forwards: (model: string) => boolean, ownership: NativeOwnership): ApiSurface {
   return {
     route: 'responses',
     forwardsRawBody: false,
@@ -39,10 +41,12 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
         chat = responsesToChat(request, ours ?? []);
       } catch (error) {
         // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
-        // hold may be that upstream's own); everything else is refused as it was.
+        // hold may be that upstream's own, if this caller made it there); everything else is refused as it was.
         const native = isGatewayError(error) && (error.code === 'capability_not_supported' || error.code === 'response_not_found');
         if (!native || !forwards(request.model)) throw error;
-        return nativeForward(request, ours);
+        const forward = nativeForward(request, ours);
+        await ownership.check(call.caller, nativeReferences(forward.body));
+        return forward;
       }
       const instructed = typeof request.instructions === 'string' && request.instructions !== '';
       const state: ResponsesCallState = {
@@ -66,6 +70,8 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
       return new ResponseStream(state.shell, (response) => save(history, call, state, response, responseJson(response)));
     },
     nativeEncoder: () => NATIVE_ENCODER,
+    // A response made with `store: false` is kept nowhere upstream: nothing to refer to again, nothing recorded.
+    ownNative: (ids, call) => ((call.body as ResponsesRequest).store === false ? Promise.resolve() : ownership.record(call.caller, ids)),
     // A data line is one JSON object (it ends with `}`), so only an event line can end with these names.
     isCompleteEnd: (frame) => frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };

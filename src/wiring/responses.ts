@@ -12,7 +12,7 @@ import type { ApiSurface } from '../surfaces/surface.js';
  * serves (in the state store, unless `responses.store` is false or no store was given).
  */
 export function wireResponses(app: FastifyInstance, config: GatewayConfig, store: ResponseStore | undefined, chat: ChatService): { surface: ApiSurface; stored: StoredResponseHandlers } {
-  const history =
-    store && config.responses.store ? new ResponseHistory({ store, ttlMs: config.responses.ttlMs, maxBytes: config.responses.maxStoredBytes, log: app.log }) : undefined;
+  const { store: keep, ...bounds } = config.responses;
+  const history = store && keep ? new ResponseHistory({ store, bounds: { ...bounds, bodyLimitBytes: config.bodyLimitBytes }, log: app.log }) : undefined;
   return { surface: responsesSurface(history, (model) => chat.forwardsNatively('responses', model)), stored: makeStoredResponseHandlers(history) };
 }

@@ -195,7 +195,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           END;
           INSERT INTO response_turns (caller, id, parent_id, depth, conversation_bytes, bytes, expires_ms)
             SELECT caller, id, NULL, 1, length(CAST(conversation AS BLOB)),
-                   length(CAST(response AS BLOB)) + length(CAST(input_items AS BLOB)) + length(CAST(conversation AS BLOB)) + 512, expires_ms
+                   length(CAST(response AS BLOB)) + length(CAST(input_items AS BLOB)) + length(CAST(conversation AS BLOB)) + 512, expires_ms -- 512: TURN_OVERHEAD_BYTES (response-history.ts)
             FROM stored_responses;
           INSERT INTO response_turn_texts (turn, response, input_items, messages)
             SELECT t.turn, s.response, s.input_items, s.conversation FROM stored_responses s

@@ -7,7 +7,7 @@ import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
 import { checkAdminTokens, envTimeouts, parseAdminTokens, parseEnvironment, parseIntEnv, parseLogLevel, parseWorkers } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
-import { checkLimitModels, toBasicUsers, toCachePolicy, toLimits, toModel, toOAuth, toRetry, toTracing, toWebhooks } from './sections.js';
+import { checkLimitModels, toBasicUsers, toCachePolicy, toLimits, toModel, toOAuth, toResponses, toRetry, toTracing, toWebhooks } from './sections.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A 1 MiB body needs 30 s only below ~35 KB/s; a caller slower than that is holding a socket, not sending. */
@@ -102,7 +102,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     keyCacheMs: file.auth.key_cache_seconds * 1000,
     oauth,
     usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
-    responses: { store: file.responses.store, ttlMs: file.responses.ttl_seconds * 1000, maxStoredBytes: file.responses.max_stored_bytes },
+    responses: toResponses(file.responses),
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,
     dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },

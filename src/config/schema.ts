@@ -378,8 +378,14 @@ export const configFileSchema = z
         store: z.boolean().default(true),
         /** How long a stored response can be read or continued. */
         ttl_seconds: z.number().int().min(60).max(90 * 86_400).default(7 * 86_400),
-        /** The largest stored turn (the conversation so far, its input items and the response), UTF-8 bytes. */
+        /** The largest stored turn (its own input items, messages and response), UTF-8 bytes. */
         max_stored_bytes: z.number().int().min(4096).max(64 * 1024 * 1024).default(16 * 1024 * 1024),
+        /** A conversation whose stored part is larger cannot be continued (400 conversation_too_large). */
+        max_conversation_bytes: z.number().int().min(4096).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
+        /** A conversation of this many turns cannot be continued (400 conversation_too_large). */
+        max_conversation_turns: z.number().int().min(2).max(100_000).default(1_000),
+        /** What one caller keeps stored, UTF-8 bytes; past it its least recently continued turns are evicted. */
+        max_caller_bytes: z.number().int().min(64 * 1024).max(64 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
       })
       .strict()
       .prefault({}),

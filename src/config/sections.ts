@@ -1,7 +1,7 @@
 // The config file's other sections into their typed form: limits, models, retry, webhooks, Basic users, OAuth,
 // tracing. Each adds its problems to the list loadConfig reports at once.
 import { CANARY_EVENT_KINDS, WEBHOOK_EVENT_KINDS, limitsSchema, tracingSchema, webhooksSchema, type ConfigFile, type LimitSetFileEntry, type WebhooksFileEntry } from './schema.js';
-import type { BasicUser, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, CachePolicy, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
+import type { BasicUser, GatewayConfig, OAuthConfig, TracingConfig, LimitSet, LimitsConfig, CachePolicy, ModelConfig, RetryPolicy, RolloutStage, WebhookSubscription, WebhooksConfig, WindowLimit } from './types.js';
 import { isLoopbackHost, refusedHost } from '../net/address-guard.js';
 import { isPasswordHash } from '../secrets/password.js';
 import type { Env } from './env.js';
@@ -61,6 +61,18 @@ export function toCachePolicy(own: NonNullable<ConfigFile['models']>[number]['ca
     maxEntryBytes: Math.min(own?.max_entry_bytes ?? defaults.max_entry_bytes, defaults.max_total_bytes),
     shared: own?.shared ?? defaults.shared,
     sampled: own?.sampled ?? defaults.sampled,
+  };
+}
+
+/** Stored Responses API responses: what is kept, for how long, and its bounds (docs/responses.md). */
+export function toResponses(section: ConfigFile['responses']): GatewayConfig['responses'] {
+  return {
+    store: section.store,
+    ttlMs: section.ttl_seconds * 1000,
+    maxStoredBytes: section.max_stored_bytes,
+    maxConversationBytes: section.max_conversation_bytes,
+    maxConversationTurns: section.max_conversation_turns,
+    maxCallerBytes: section.max_caller_bytes,
   };
 }
 

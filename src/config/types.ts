@@ -143,8 +143,15 @@ export interface GatewayConfig {
    */
   cache: { maxTotalBytes: number; undeclaredModels: CachePolicy | undefined };
   idempotency: { ttlMs: number; onStoreFailure: 'open' | 'closed'; leaseMs: number; maxReplayBytes: number };
-  /** Stored Responses API responses: kept at all, for how long, and the largest one kept. */
-  responses: { store: boolean; ttlMs: number; maxStoredBytes: number };
+  /** Stored Responses API responses: kept at all, for how long, and their bounds (docs/responses.md). */
+  responses: {
+    store: boolean;
+    ttlMs: number;
+    maxStoredBytes: number;
+    maxConversationBytes: number;
+    maxConversationTurns: number;
+    maxCallerBytes: number;
+  };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

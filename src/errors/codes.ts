@@ -32,6 +32,10 @@ export const ERROR_CODES = {
   bad_request: { status: 400, message: 'The HTTP request is malformed; see details.reason.' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
   validation_failed: { status: 400, message: 'The request has invalid fields; see details.errors.' },
+  conversation_too_large: {
+    status: 400,
+    message: 'The stored conversation previous_response_id continues is past a bound of this gateway; start a new one (see details).',
+  },
   credentials_in_query: {
     status: 400,
     message: 'Credentials must not be sent in the URL query string; send them in a header instead.',

@@ -29,7 +29,7 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
   const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
   const captureAnswer = deps.captureAnswer === true;
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body };
+    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
     if (body instanceof NativeForward) return forwardNatively(body, { surface, call: surfaceCall }, request, reply, deps);

@@ -27,8 +27,8 @@ export function makeStoredResponseHandlers(history: ResponseHistory | undefined)
   return {
     async retrieve(request, reply) {
       const id = responseIdOf(request);
-      const turn = await historyOrNone(id).turn(request.caller, id);
-      return reply.type(request.responseType).send(turn.response);
+      const response = await historyOrNone(id).response(request.caller, id);
+      return reply.type(request.responseType).send(response);
     },
     async delete(request, reply) {
       const id = responseIdOf(request);
@@ -38,7 +38,7 @@ export function makeStoredResponseHandlers(history: ResponseHistory | undefined)
     async inputItems(request, reply) {
       const id = responseIdOf(request);
       const page = readItemsPage(request.query as Record<string, unknown>);
-      const items = (await historyOrNone(id).turn(request.caller, id)).inputItems;
+      const items = await historyOrNone(id).inputItems(request.caller, id);
       const ordered = page.order === 'asc' ? items : [...items].reverse();
       let start = 0;
       if (page.after !== undefined) {

@@ -156,27 +156,72 @@ export interface IdempotencyStore {
 }
 
 /**
- * A stored Responses API response: what `GET /v1/responses/{id}` returns and what `previous_response_id` continues.
- * Opaque JSON texts to the store; the Responses surface writes and reads them.
+ * One stored turn of a Responses API conversation: what its call added, and the turn it continues. A conversation
+ * is its chain of turns (each names its parent), so a turn holds only its own part: a chain of N turns of size S
+ * keeps N*S bytes, not N*N*S. Opaque JSON texts to the store; the Responses surface writes and reads them.
  */
 export interface StoredConversationTurn {
   /** The response object (JSON). */
   response: string;
-  /** The input items of the call, as the caller sent them with their ids (JSON array), for input_items. */
+  /** The input items of its call, as the caller sent them with their ids (JSON array), for input_items. */
   inputItems: string;
-  /** The conversation up to and including this response's output, as chat messages (JSON array). */
-  conversation: string;
+  /**
+   * Its own part of the conversation as chat messages, its input then its output (JSON array). A turn stored
+   * before turns were chained (SQLite migration 13) holds the whole conversation up to it here, and no parent.
+   */
+  messages: string;
+  /** The turn it continues (its `previous_response_id`), the same caller's; undefined for a first turn. */
+  parentId: string | undefined;
+  /** Turns of its conversation up to and including it (1 for a first turn). */
+  depth: number;
+  /** UTF-8 bytes of `messages` over its conversation up to and including it: what continuing it carries. */
+  conversationBytes: number;
+  /** What it counts against its caller's bound (its texts' bytes and an overhead per turn), set by the writer. */
+  bytes: number;
+}
+
+/** Where a turn ends its conversation: what a continuation is checked against before any turn is read. */
+export interface ConversationHead {
+  depth: number;
+  conversationBytes: number;
+}
+
+export interface ConversationRead {
+  head: ConversationHead;
+  /**
+   * The conversation's turns, its first one first and the asked-for one last; undefined when the head is past
+   * the bounds asked for (nothing else is read then). When an earlier turn is gone (deleted, evicted) the walk
+   * stops there: the first turn returned then still names a `parentId`.
+   */
+  turns: StoredConversationTurn[] | undefined;
+}
+
+/** What a caller keeps stored: the turns and bytes its bound counts (expired ones until they are purged). */
+export interface StoredUsage {
+  turns: number;
+  bytes: number;
 }
 
 /**
  * Stored responses, per caller: a caller only ever sees, continues or deletes its own (another caller's id is as
- * unknown as a made-up one). Each expires `ttlMs` after it was written.
+ * unknown as a made-up one). A turn expires `ttlMs` after it was written, or after the latest turn written on
+ * top of it: continuing a conversation keeps its earlier turns alive. Each caller keeps at most `maxCallerBytes`
+ * (the turns' `bytes`): a put past it evicts that caller's least recently continued turns, a later turn before
+ * the one it continues (so no kept turn loses an earlier one to eviction), never the turns of the chain it just
+ * wrote.
  */
 export interface ResponseStore {
-  put(caller: string, id: string, turn: StoredConversationTurn, ttlMs: number, nowMs?: number): Promise<void>;
+  /** Stores a turn; resolves to how many of the caller's turns were evicted to make room. */
+  put(caller: string, id: string, turn: StoredConversationTurn, bounds: { ttlMs: number; maxCallerBytes: number }, nowMs?: number): Promise<number>;
   get(caller: string, id: string, nowMs?: number): Promise<StoredConversationTurn | undefined>;
-  /** True when it existed (and was the caller's). */
+  /**
+   * The conversation that ends with `id`, at most `maxTurns` turns walked; undefined when `id` is not held. Its
+   * turns are read only when its head is within `maxTurns` and `maxBytes` (conversation bytes).
+   */
+  conversation(caller: string, id: string, bounds: { maxTurns: number; maxBytes: number }, nowMs?: number): Promise<ConversationRead | undefined>;
+  /** True when it existed (and was the caller's). Only that turn goes: a later turn that continued it stays. */
   delete(caller: string, id: string, nowMs?: number): Promise<boolean>;
+  usage(caller: string): Promise<StoredUsage>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ export interface ApiSurface {
 export interface SurfaceCall {
   readonly caller: string;
   readonly body: unknown;
+  /** The body's text as it came (what the body limit counted), when the pipeline has it. */
+  readonly rawBody?: string | undefined;
   /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
   state?: unknown;
 }

@@ -19,7 +19,7 @@ export function wireResponses(
   chat: ChatService,
   ownership: NativeOwnership,
 ): { surface: ApiSurface; stored: StoredResponseHandlers } {
-  const history =
-    store && config.responses.store ? new ResponseHistory({ store, ttlMs: config.responses.ttlMs, maxBytes: config.responses.maxStoredBytes, log: app.log }) : undefined;
+  const { store: keep, ...bounds } = config.responses;
+  const history = store && keep ? new ResponseHistory({ store, bounds: { ...bounds, bodyLimitBytes: config.bodyLimitBytes }, log: app.log }) : undefined;
   return { surface: responsesSurface(history, (model) => chat.forwardsNatively('responses', model), ownership), stored: makeStoredResponseHandlers(history) };
 }

@@ -178,4 +178,47 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT, WITHOUT ROWID;
           CREATE INDEX native_owners_expiry ON native_owners (expires_ms);`,
   },
+  {
+    version: 13,
+    name: 'response_turns',
+    // Stored responses as chained turns (each its own part of the conversation and its parent's id) instead of
+    // rows that each held the whole conversation so far (quadratic in a conversation's length). The small
+    // columns live apart from the texts (keyed by the turn's number: appended, no index), so keeping a conversation's earlier turns alive (expires_ms) never
+    // rewrites their texts. The bytes and turns each caller keeps are counted in response_callers (added by the
+    // store as it writes a batch, taken off by the trigger of a deleted turn), for its bound. A row of
+    // migration 8 becomes a first turn whose messages are its whole conversation, so it still reads and continues.
+    sql: `CREATE TABLE response_turns (
+            turn INTEGER PRIMARY KEY,
+            caller TEXT NOT NULL,
+            id TEXT NOT NULL,
+            parent_id TEXT,
+            depth INTEGER NOT NULL,
+            conversation_bytes INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            UNIQUE (caller, id)
+          ) STRICT;
+          CREATE INDEX response_turns_expiry ON response_turns (expires_ms);
+          CREATE INDEX response_turns_eviction ON response_turns (caller, expires_ms, depth);
+          CREATE TABLE response_turn_texts (
+            turn INTEGER PRIMARY KEY,
+            response TEXT NOT NULL,
+            input_items TEXT NOT NULL,
+            messages TEXT NOT NULL
+          ) STRICT;
+          CREATE TABLE response_callers (caller TEXT PRIMARY KEY, turns INTEGER NOT NULL, bytes INTEGER NOT NULL) STRICT;
+          CREATE TRIGGER response_turn_removed AFTER DELETE ON response_turns BEGIN
+            DELETE FROM response_turn_texts WHERE turn = OLD.turn;
+            UPDATE response_callers SET turns = turns - 1, bytes = bytes - OLD.bytes WHERE caller = OLD.caller;
+          END;
+          INSERT INTO response_turns (caller, id, parent_id, depth, conversation_bytes, bytes, expires_ms)
+            SELECT caller, id, NULL, 1, length(CAST(conversation AS BLOB)),
+                   length(CAST(response AS BLOB)) + length(CAST(input_items AS BLOB)) + length(CAST(conversation AS BLOB)) + 512, expires_ms -- 512: TURN_OVERHEAD_BYTES (response-history.ts)
+            FROM stored_responses;
+          INSERT INTO response_turn_texts (turn, response, input_items, messages)
+            SELECT t.turn, s.response, s.input_items, s.conversation FROM stored_responses s
+            JOIN response_turns t ON t.caller = s.caller AND t.id = s.id;
+          INSERT INTO response_callers (caller, turns, bytes) SELECT caller, count(*), sum(bytes) FROM response_turns GROUP BY caller;
+          DROP TABLE stored_responses;`,
+  },
 ];

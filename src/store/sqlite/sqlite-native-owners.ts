@@ -8,7 +8,7 @@ const PURGE_EVERY = 512;
 const PURGE_BATCH = 1_000;
 
 /**
- * The owners of upstream-held ids in the embedded store (table `native_owners`, migration 11): one row per id. A
+ * The owners of upstream-held ids in the embedded store (table `native_owners`, migration 12): one row per id. A
  * claim writes through the database's group-commit batcher (the ids of one answer in one write); a row whose
  * expiry has passed is taken over by the next claim.
  */

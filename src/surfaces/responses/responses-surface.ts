@@ -8,15 +8,17 @@ import { newId } from './ids.js';
 import { responsesToChat } from './request-to-chat.js';
 import { responseJson } from './response-json.js';
 import { ResponseStream } from './response-stream.js';
-import type { ResponseHistory } from './response-history.js';
+import type { PreviousTurn, ResponseHistory } from './response-history.js';
 import type { ResponseObject, ResponsesRequest } from './responses-types.js';
 
 /** What one Responses call keeps between its translation and its answer. */
 interface ResponsesCallState {
   shell: ResponseObject;
   request: ResponsesRequest;
-  /** The conversation so far without this request's instructions (earlier turns and this input), for storing. */
-  conversation: ChatMessage[];
+  /** The response it continues, if any (where the new turn goes on from). */
+  previous: PreviousTurn | undefined;
+  /** This request's input as chat messages (without instructions or earlier turns): what its turn stores. */
+  input: ChatMessage[];
 }
 
 /**
@@ -31,7 +33,8 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
     async toChat(body, call) {
       const request = body as ResponsesRequest;
       const previous = typeof request.previous_response_id === 'string' ? request.previous_response_id : undefined;
-      const ours = previous !== undefined && history ? await history.find(call.caller, previous) : undefined;
+      const continued = previous !== undefined && history ? await history.continuation(call.caller, previous, requestBytes(call)) : undefined;
+      const ours = continued?.messages;
       let chat: ChatRequestBody;
       try {
         if (previous !== undefined && !ours) {
@@ -52,7 +55,8 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
       const state: ResponsesCallState = {
         shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)),
         request,
-        conversation: instructed ? chat.messages.slice(1) : chat.messages,
+        previous: continued?.previous,
+        input: chat.messages.slice((instructed ? 1 : 0) + (ours?.length ?? 0)),
       };
       if (!history) state.shell.store = false; // said as it is: this gateway keeps nothing
       call.state = state;
@@ -79,7 +83,12 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
 
 async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject, json: string): Promise<void> {
   if (!history || !response.store) return;
-  await history.save(call.caller, state.request, state.conversation, response, json);
+  await history.save(call.caller, state.request, state.previous, state.input, response, json);
+}
+
+/** The caller's body in UTF-8 bytes (what its body limit counted); 0 when the pipeline kept no raw text. */
+function requestBytes(call: SurfaceCall): number {
+  return call.rawBody === undefined ? 0 : Buffer.byteLength(call.rawBody);
 }
 
 /**

@@ -44,7 +44,7 @@ const post = (path: string, body: unknown, extra: Record<string, string> = {}) =
 const countTokens = (content: string) => post('/v1/messages/count_tokens', { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
 
 /** Asks for health on a new connection, one call after another, for as long as `work` runs; the slowest answer. */
-async function slowestHealthWhile(work: Promise<HttpAnswer>): Promise<{ answer: HttpAnswer; ms: number; wallMs: number; probes: number }> {
+async function slowestHealthWhile(work: Promise<HttpAnswer>, diagnostic?: (message: string) => void): Promise<{ answer: HttpAnswer; ms: number; wallMs: number; probes: number }> {
   const started = performance.now();
   let done = false;
   let slowest = 0;
@@ -63,6 +63,7 @@ async function slowestHealthWhile(work: Promise<HttpAnswer>): Promise<{ answer: 
   const answer = await settled;
   const wallMs = performance.now() - started;
   await probing;
+  diagnostic?.(`answered in ${Math.round(wallMs)} ms; the slowest of ${probes} health answers meanwhile: ${Math.round(slowest)} ms`);
   return { answer, ms: Math.round(slowest), wallMs: Math.round(wallMs), probes };
 }
 
@@ -73,8 +74,8 @@ function expectedRunTokens(letter: string, n: number): number {
 }
 
 describe('token counting is bounded and off the event loop', () => {
-  test('count_tokens of a million times one letter (1 MB): answered in seconds, health promptly all along', async () => {
-    const { answer, ms, wallMs, probes } = await slowestHealthWhile(countTokens('k'.repeat(1_000_000)));
+  test('count_tokens of a million times one letter (1 MB): answered in seconds, health promptly all along', async (t) => {
+    const { answer, ms, wallMs, probes } = await slowestHealthWhile(countTokens('k'.repeat(1_000_000)), (m) => t.diagnostic(m));
     assert.equal(answer.status, 200, answer.text);
     const tokens = (JSON.parse(answer.text) as { input_tokens: number }).input_tokens;
     const expected = expectedRunTokens('k', 1_000_000) + 6; // 3 to prime the reply, 3 for the message
@@ -82,8 +83,8 @@ describe('token counting is bounded and off the event loop', () => {
     assert.ok(ms < HEALTH_BOUND_MS, `the slowest of ${probes} health answers took ${ms} ms (the count ${wallMs} ms)`);
   });
 
-  test('another letter (no cache can help), 300,000 of it: the same', async () => {
-    const { answer, ms, probes } = await slowestHealthWhile(countTokens('q'.repeat(300_000)));
+  test('another letter (no cache can help), 300,000 of it: the same', async (t) => {
+    const { answer, ms, probes } = await slowestHealthWhile(countTokens('q'.repeat(300_000)), (m) => t.diagnostic(m));
     assert.equal(answer.status, 200, answer.text);
     const tokens = (JSON.parse(answer.text) as { input_tokens: number }).input_tokens;
     const expected = expectedRunTokens('q', 300_000) + 6;
@@ -91,9 +92,9 @@ describe('token counting is bounded and off the event loop', () => {
     assert.ok(ms < HEALTH_BOUND_MS, `the slowest of ${probes} health answers took ${ms} ms`);
   });
 
-  test("chat over a model's context window (300,000 of one letter): the 400 comes at once, health promptly, nothing sent upstream", async () => {
+  test("chat over a model's context window (300,000 of one letter): the 400 comes at once, health promptly, nothing sent upstream", async (t) => {
     const content = 'v'.repeat(300_000);
-    const { answer, ms, probes } = await slowestHealthWhile(post(CHAT_PATH, { model: 'small', messages: [{ role: 'user', content }] }));
+    const { answer, ms, probes } = await slowestHealthWhile(post(CHAT_PATH, { model: 'small', messages: [{ role: 'user', content }] }), (m) => t.diagnostic(m));
     assert.equal(answer.status, 400, answer.text);
     const body = JSON.parse(answer.text) as { code: string; details: { prompt_tokens: number; context_window: number } };
     assert.equal(body.code, 'context_length_exceeded');
@@ -104,14 +105,14 @@ describe('token counting is bounded and off the event loop', () => {
     assert.equal(mock.chatRequests().length, 0);
   });
 
-  test('X-Context-Overflow: truncate over 3,000 turns counts each message once (it recounted the rest after each dropped turn)', async () => {
+  test('X-Context-Overflow: truncate over 3,000 turns counts each message once (it recounted the rest after each dropped turn)', async (t) => {
     mock.reset();
     const turns = Array.from({ length: 3000 }, (_, i) => [
       { role: 'user', content: `question ${i}: what is ${i} times ${i}?` },
       { role: 'assistant', content: `${i * i}, as it happens` },
     ]).flat();
     const messages = [{ role: 'system', content: 'Be brief.' }, ...turns, { role: 'user', content: 'and the last question?' }];
-    const { answer, ms, wallMs, probes } = await slowestHealthWhile(post(CHAT_PATH, { model: 'small', messages }, { 'x-context-overflow': 'truncate' }));
+    const { answer, ms, wallMs, probes } = await slowestHealthWhile(post(CHAT_PATH, { model: 'small', messages }, { 'x-context-overflow': 'truncate' }), (m) => t.diagnostic(m));
     assert.equal(answer.status, 200, answer.text);
     assert.ok(wallMs < 5_000, `${wallMs} ms`);
     assert.ok(ms < HEALTH_BOUND_MS, `the slowest of ${probes} health answers took ${ms} ms`);

@@ -313,9 +313,9 @@ export class ChatService {
    * The context-window check of a natively forwarded request, on its chat form: a 400 `context_length_exceeded` when
    * it cannot fit the declared window (the native body is never truncated: it is forwarded as it is).
    */
-  async checkContextWindow(asChat: ChatRequestBody): Promise<void> {
+  async checkContextWindow(asChat: ChatRequestBody, client?: ClientWatch): Promise<void> {
     const declared = this.options.router.declared(asChat.model);
-    if (declared?.contextWindow !== undefined) await fitContextWindow(asChat, declared, 'error');
+    if (declared?.contextWindow !== undefined) await fitContextWindow(asChat, declared, 'error', client);
   }
 
   /** The name the model's first target knows it by (for counting its tokens with the right tokenizer). */
@@ -339,7 +339,7 @@ export class ChatService {
   private async fitContext(body: ChatRequestBody, call: ChatCall): Promise<{ body: ChatRequestBody; call: ChatCall }> {
     const declared = this.options.router.declared(body.model);
     if (declared?.contextWindow === undefined) return { body, call };
-    const fitted = await fitContextWindow(body, declared, call.contextOverflow);
+    const fitted = await fitContextWindow(body, declared, call.contextOverflow, call.client);
     return fitted === body ? { body, call } : { body: fitted, call: { ...call, rawBody: undefined } };
   }
 

@@ -146,6 +146,10 @@ export const ERROR_CODES = {
     message:
       "The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.",
   },
+  tokenizer_busy: {
+    status: 503,
+    message: 'The gateway is counting too many large prompts at once to take this one; retry after Retry-After.',
+  },
   upstream_auth_failed: { upstream: RETRIED_FAILURE,
     status: 502,
     message: "The upstream provider refused the gateway's configured credential; the operator must fix it.",

@@ -8,6 +8,7 @@ import { lazyChildLogger } from '../observability/request-logger.js';
 import { decorateRequestEnd, endRequest } from './request-end.js';
 import { makeErrorHandler } from './error-handler.js';
 import { registerJsonParser } from './json-body.js';
+import { boundedValidatorCompiler } from './bounded-validation.js';
 import { MAX_PATH_SEGMENT, onClientError, onFrameworkError } from './malformed-requests.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
@@ -55,8 +56,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // Model ids may be 256 characters, and a default upstream's even longer: find-my-way's default (100) made
     // `/v1/models/<a long id>` a 400 instead of a 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT },
-    ajv: { customOptions: { coerceTypes: false, allErrors: true, allowUnionTypes: true, removeAdditional: false, useDefaults: false } },
   });
+  // Every schema is compiled by our own Ajv: the first problem cheaply, all of them only on a bounded view.
+  app.setValidatorCompiler(boundedValidatorCompiler());
   configureNodeServer(app, options.requestTimeoutMs);
   decorateRequestState(app);
   decorateRequestEnd(app);

@@ -40,6 +40,16 @@ export class ProblemList {
     return this.kept.length === 0;
   }
 
+  /** Whether MAX_PROBLEMS are kept: what comes next is only counted. */
+  get full(): boolean {
+    return this.kept.length >= MAX_PROBLEMS;
+  }
+
+  /** Counts one more problem without naming it. */
+  omit(): void {
+    this.omitted++;
+  }
+
   details(): ProblemDetails {
     return this.omitted > 0 ? { errors: this.kept, errors_omitted: this.omitted } : { errors: this.kept };
   }
@@ -47,29 +57,34 @@ export class ProblemList {
 
 /**
  * Ajv's errors in words a caller can act on: `/messages/0/role` becomes `messages[0].role`, a missing property
- * is named as the field itself, and the bookkeeping errors of `if`/`then` are dropped.
+ * is named as the field itself, and the bookkeeping errors of `if`/`then` are dropped. Past the first
+ * MAX_PROBLEMS, a problem is only counted (no field name is built for it): a few thousand cost a few milliseconds.
  */
 export function describeViolations(violations: readonly SchemaViolation[], root = 'body'): ProblemDetails {
   const problems = new ProblemList();
   const seen = new Set<string>();
   for (const violation of violations) {
     if (violation.keyword === 'if') continue;
-    let path = pointerToField(violation.instancePath);
+    let name: string | undefined;
     let problem = violation.message ?? 'is invalid';
     if (violation.keyword === 'required') {
-      path = joinField(path, String(violation.params.missingProperty));
+      name = String(violation.params.missingProperty);
       problem = 'is required';
     } else if (violation.keyword === 'additionalProperties') {
-      path = joinField(path, String(violation.params.additionalProperty));
+      name = String(violation.params.additionalProperty);
       problem = 'is not allowed here';
     } else if (violation.keyword === 'type') {
       problem = `must be ${String(violation.params.type).split(',').join(' or ')}`;
     }
-    const field = path || root;
-    const key = `${field}\u0000${problem}`;
+    const key = `${violation.instancePath}\u0000${name ?? ''}\u0000${problem}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const entry: FieldProblem = { field, problem };
+    if (problems.full) {
+      problems.omit();
+      continue;
+    }
+    const path = pointerToField(violation.instancePath);
+    const entry: FieldProblem = { field: (name === undefined ? path : joinField(path, name)) || root, problem };
     if (violation.keyword === 'enum' && Array.isArray(violation.params.allowedValues)) {
       entry.allowed = violation.params.allowedValues;
     }

@@ -88,9 +88,9 @@ async function forwardNatively(
   const { chat, idempotency } = deps;
   request.chatModel = native.body.model;
   authorizeModel(request.principal ?? ADMIN, native.body.model, chat.canonicalModel(native.body.model));
-  if (native.asChat) await chat.checkContextWindow(native.asChat);
   if (deps.beginTrace) request.trace = deps.beginTrace(request);
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
+  if (native.asChat) await chat.checkContextWindow(native.asChat, call.client);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
   const recording = recorderOf(request, reply, deps, surface.route, native.body.model, call);

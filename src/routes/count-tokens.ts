@@ -3,13 +3,14 @@ import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
 import { countPromptTokens } from '../core/context-window.js';
 import { messagesToChat, type MessagesRequest } from '../surfaces/messages/request-to-chat.js';
-import { modelCallOf, pickHeaders } from './model-call.js';
+import { modelCallOf, pickHeaders, watchClient } from './model-call.js';
 import { ANTHROPIC_FORWARDED_HEADERS } from '../surfaces/messages/messages-surface.js';
 
 /**
  * POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request. A model served by Anthropic is counted by
  * Anthropic (its count is what it bills); any other is counted by the gateway, without an upstream call, on the
- * request as it would be translated: OpenAI families with their tokenizer, others by the documented estimate.
+ * request as it would be translated: OpenAI families with their tokenizer (on its own thread: core/token-counter.ts),
+ * others by the documented estimate.
  */
 export function makeCountTokensHandler(chat: ChatService) {
   return async function handleCountTokens(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -23,6 +24,7 @@ export function makeCountTokensHandler(chat: ChatService) {
     }
     const translated = messagesToChat({ ...body, max_tokens: 1 });
     const upstreamModel = chat.upstreamModelOf(body.model);
-    return reply.type(request.responseType).send({ input_tokens: await countPromptTokens(translated.messages, upstreamModel, translated.tools) });
+    const tokens = await countPromptTokens(translated.messages, upstreamModel, translated.tools, watchClient(reply));
+    return reply.type(request.responseType).send({ input_tokens: tokens });
   };
 }

@@ -5,6 +5,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { EVENT } from '../webhooks/gateway-events.js';
 import type { SealedIdempotency } from './sealed-idempotency.js';
+import { assertValid } from '../http/bounded-validation.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -122,8 +123,7 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
       requireAdmin(request);
       void reply.header('cache-control', 'no-store');
       const id = idOf(request.query as Record<string, unknown>);
-      const validate = request.compileValidationSchema(updateKeySchema, 'body');
-      if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
+      assertValid(request.compileValidationSchema(updateKeySchema, 'body'), request.body);
       const { view, changed: fields } = await keyService().update(id, rightsOf(request.body as Record<string, unknown>, false) as Parameters<KeyService['update']>[1]);
       // A change that changes nothing writes nothing: no audit line, no event.
       if (fields.length > 0) changed(request, 'key.updated', view, undefined, fields);

@@ -97,7 +97,7 @@ function readContextOverflow(value: string | string[] | undefined): string | und
 }
 
 /** Cancels the try in progress when the caller hangs up before the answer was fully written. */
-function watchClient(reply: FastifyReply): ClientWatch {
+export function watchClient(reply: FastifyReply): ClientWatch {
   let current: CallScope | undefined;
   const watch = {
     gone: false,

@@ -9,6 +9,7 @@ import type { StoredResponseHandlers } from './stored-responses.js';
 import { checkKeyWriteQuery, createKeySchema, rotateKeySchema, type KeyHandlers } from './keys.js';
 import { embeddingsBodySchema } from './embeddings-schema.js';
 import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
+import { assertValid } from '../http/bounded-validation.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -27,8 +28,8 @@ export interface V1Handlers {
 const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, messages: messagesBodySchema, embeddings: embeddingsBodySchema } as const;
 
 /**
- * Checks a POST body against its route's schema, compiled once per schema by Fastify's own validator compiler
- * (the same Ajv options as a route schema), and fails the way a route schema fails (a 400 naming each field).
+ * Checks a POST body against its route's schema, compiled once per schema by the gateway's validator compiler
+ * (http/bounded-validation.ts, as a route schema is), and fails the way a route schema fails (a 400 naming each field).
  */
 async function validatePostBody(request: FastifyRequest): Promise<void> {
   const route = request.routeName;
@@ -37,8 +38,7 @@ async function validatePostBody(request: FastifyRequest): Promise<void> {
     route === 'keys' ? (rotate ? rotateKeySchema : createKeySchema) : route === 'responses' || route === 'embeddings' || route === 'messages' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
   if (route === 'keys') checkKeyWriteQuery(request.query as Record<string, unknown>); // the query first: it decides which body is expected
   if (route === 'keys' && rotate && request.body === undefined) return; // a rotation may come without a body
-  const validate = request.compileValidationSchema(schema, 'body');
-  if (!validate(request.body)) throw Object.assign(new Error('body validation failed'), { validation: validate.errors ?? [], validationContext: 'body' });
+  assertValid(request.compileValidationSchema(schema, 'body'), request.body);
 }
 
 /**

@@ -126,6 +126,12 @@ export const modelSchema = z
       .strict()
       .optional(),
     context_window: z.number().int().positive().optional(),
+    /**
+     * What a translated request does with a field that only tags or hints and has no equivalent upstream
+     * (docs/messages.md, docs/responses.md): `tolerant` (the default) drops it and names it in
+     * X-Gateway-Dropped-Fields; `strict` refuses the request (400 capability_not_supported naming the field).
+     */
+    translation: z.enum(['tolerant', 'strict']).optional(),
     /** The exact response cache for this model (over the global `cache` section). */
     cache: modelCacheSchema.optional(),
     created_at: z.iso.datetime({ offset: true }).optional(),

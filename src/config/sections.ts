@@ -45,6 +45,7 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number], cacheD
     aliases: entry.aliases ?? [],
     pricing: entry.pricing ? { inputPerMillion: entry.pricing.input_per_million, outputPerMillion: entry.pricing.output_per_million } : undefined,
     contextWindow: entry.context_window,
+    translation: entry.translation ?? 'tolerant',
     cache: toCachePolicy(entry.cache, cacheDefaults),
     type: entry.type,
     dimensions: entry.dimensions,

@@ -81,6 +81,8 @@ export interface ModelConfig {
   /** USD per million input / output tokens. */
   pricing: { inputPerMillion: number; outputPerMillion: number } | undefined;
   contextWindow: number | undefined;
+  /** A translated request's fields that have no equivalent: dropped and named (tolerant) or refused (strict). */
+  translation: 'tolerant' | 'strict';
   /** The response cache's settings for this model (global ones merged with its own); undefined: not cached. */
   cache: CachePolicy | undefined;
   /** chat or embedding, when declared (a call of the other kind is a 400). */

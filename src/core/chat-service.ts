@@ -324,6 +324,11 @@ export class ChatService {
   }
 
   /** The model id an alias stands for (or the id itself). */
+  /** How a translated request to `model` treats fields without an equivalent (its config's `translation`). */
+  translationOf(model: unknown): 'tolerant' | 'strict' {
+    return typeof model === 'string' ? (this.options.router.declared(model)?.translation ?? 'tolerant') : 'tolerant';
+  }
+
   canonicalModel(model: string): string {
     return this.options.router.declared(model)?.id ?? model;
   }

@@ -56,6 +56,8 @@ function logAccess(request: FastifyRequest, record: RequestRecord): void {
       // What the gateway corrected in the upstream's usage figures (docs/usage.md); absent when nothing.
       usage_anomaly: usage?.[USAGE_ANOMALIES],
       code: record.code,
+      // The caller's fields a translation left out (X-Gateway-Dropped-Fields); absent when none. One string: flat.
+      dropped_fields: request.droppedFields?.join(','),
       replay_not_stored: record.replayNotStored,
       cache: record.cacheResult,
     },

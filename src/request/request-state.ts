@@ -39,6 +39,8 @@ declare module 'fastify' {
     principal: Principal | null;
     /** The model asked for, on chat. */
     chatModel: string | undefined;
+    /** The caller's fields a translation left out (also sent as X-Gateway-Dropped-Fields), for the access line. */
+    droppedFields: readonly string[] | undefined;
     /** performance.now() when the request arrived (for the duration of aborted requests). */
     receivedAt: number;
     /** The body exactly as received, for forwarding without re-serialising when nothing in it changes. */
@@ -72,6 +74,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('cacheResult', undefined);
   app.decorateRequest('replayNotStored', undefined);
   app.decorateRequest('chatModel', undefined);
+  app.decorateRequest('droppedFields', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('principal', null); // Fastify allows no shared object as a default: set per request
   app.decorateRequest('upstreamName', undefined);

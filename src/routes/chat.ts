@@ -14,6 +14,7 @@ import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
+import { DROPPED_FIELDS_HEADER, TranslationNotes } from '../surfaces/translation-notes.js';
 
 /**
  * The answer text kept for webhook subscriptions that opted in to content (`include_content`): the first 256 Ki
@@ -29,9 +30,14 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
   const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
   const captureAnswer = deps.captureAnswer === true;
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody };
+    const notes = new TranslationNotes(chat.translationOf((request.body as { model?: unknown } | null)?.model));
+    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody, notes };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
+    if (notes.dropped) {
+      request.droppedFields = notes.dropped;
+      void reply.header(DROPPED_FIELDS_HEADER, notes.dropped.join(', '));
+    }
     if (body instanceof NativeForward) return forwardNatively(body, { surface, call: surfaceCall }, request, reply, deps);
     request.chatModel = body.model;
     checkConversation(body);

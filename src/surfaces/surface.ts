@@ -2,6 +2,7 @@ import type { GatewayError } from '../errors/gateway-error.js';
 import { formatEvent } from '../http/sse.js';
 import type { ErrorShape } from '../request/request-state.js';
 import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/contract.js';
+import type { TranslationNotes } from './translation-notes.js';
 
 /**
  * A request the surface does not translate: forwarded as it is to an upstream that speaks its API natively. A class,
@@ -56,6 +57,11 @@ export interface SurfaceCall {
   readonly rawBody?: string | undefined;
   /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
   state?: unknown;
+  /**
+   * Where a translation notes the fields it left out (or, for a model with `translation: strict`, refuses them);
+   * the pipeline names them in X-Gateway-Dropped-Fields and the access line. Absent: nothing may be dropped.
+   */
+  readonly notes?: TranslationNotes;
 }
 
 /**

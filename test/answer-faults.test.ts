@@ -6,13 +6,13 @@
  * exact bodies; the assertions are on the caller's whole body (random ids and times replaced), on what the
  * upstream received, and on whether its circuit counted the outcome.
  */
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders } from './helpers/gateway.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
-import { startMockGemini, type MockGemini } from './helpers/mock-gemini-upstream.js';
+import { useGeminiGateway } from './helpers/gemini-gateway.js';
 import { dataFrames, namedEvents, readStream } from './helpers/sse-client.js';
 
 const USAGE = { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 };
@@ -278,26 +278,9 @@ describe('non-streamed answers of an Anthropic upstream, translated to chat and 
 });
 
 describe('non-streamed answers of a Gemini upstream, translated to chat, Responses and Messages', () => {
-  let mock: MockGemini;
-  let gw: TestGateway;
-  const KEY = 'gemini-answer-faults-0123456789';
+  const fx = useGeminiGateway('gemini-answer-faults-0123456789');
   const M = 'gemini-2.0-flash';
-  before(async () => {
-    mock = await startMockGemini({ requiredKey: KEY });
-    gw = await startGateway({
-      env: { GEMINI_TEST_KEY: KEY },
-      configFile: {
-        name: 'gemini.yaml',
-        text: ['upstreams:', `  - { name: google, kind: gemini, base_url: "${mock.baseUrl}", api_key_env: GEMINI_TEST_KEY }`, 'models:', '  - { id: flash, upstream: google, upstream_model: gemini-2.0-flash }'].join('\n'),
-      },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  beforeEach(() => mock.reset());
-  const post = async (path: string, body: string) => call(`${gw.url}${path}`, { method: 'POST', headers: authHeaders(), body });
+  const post = async (path: string, body: string) => call(`${fx.gw.url}${path}`, { method: 'POST', headers: authHeaders(), body });
   const USAGE_METADATA = { promptTokenCount: 5, candidatesTokenCount: 5, totalTokenCount: 10 };
 
   test('candidates and parts that are not objects are skipped, a functionCall that is not one ignored, a name that is not a string empty', async () => {
@@ -306,7 +289,7 @@ describe('non-streamed answers of a Gemini upstream, translated to chat, Respons
       usageMetadata: USAGE_METADATA,
       modelVersion: M,
     };
-    mock.enqueue({ kind: 'json', body: odd }, { kind: 'json', body: odd }, { kind: 'json', body: odd });
+    fx.mock.enqueue({ kind: 'json', body: odd }, { kind: 'json', body: odd }, { kind: 'json', body: odd });
     const chat = await post(CHAT_PATH, chatBody('flash'));
     assert.equal(chat.status, 200, chat.text);
     assert.deepEqual(stable(chat.json), {
@@ -327,7 +310,7 @@ describe('non-streamed answers of a Gemini upstream, translated to chat, Respons
 
   test('content or parts that are not objects are an empty answer; args that are not an object are refused by Responses and Messages only', async () => {
     const empty = { candidates: [{ content: null, finishReason: 'STOP' }, { content: { parts: 5 }, finishReason: 'STOP' }], modelVersion: M };
-    mock.enqueue({ kind: 'json', body: empty });
+    fx.mock.enqueue({ kind: 'json', body: empty });
     const chat = await post(CHAT_PATH, chatBody('flash'));
     assert.equal(chat.status, 200, chat.text);
     assert.deepEqual((chat.json.choices as unknown[]).map((c) => (c as { message: unknown }).message), [
@@ -336,7 +319,7 @@ describe('non-streamed answers of a Gemini upstream, translated to chat, Respons
     ]);
 
     const badArgs = { candidates: [{ content: { parts: [{ functionCall: { id: 'fc_g', name: 'get_weather', args: 5 } }] }, finishReason: 'STOP' }], usageMetadata: USAGE_METADATA, modelVersion: M };
-    mock.enqueue({ kind: 'json', body: badArgs }, { kind: 'json', body: badArgs }, { kind: 'json', body: badArgs });
+    fx.mock.enqueue({ kind: 'json', body: badArgs }, { kind: 'json', body: badArgs }, { kind: 'json', body: badArgs });
     const passed = await post(CHAT_PATH, chatBody('flash'));
     assert.deepEqual((passed.json.choices as Array<{ message: { tool_calls: unknown } }>)[0]?.message.tool_calls, [{ id: 'fc_g', type: 'function', function: { name: 'get_weather', arguments: '5' } }]);
     for (const [path, body] of [['/v1/responses', responsesBody('flash')], ['/v1/messages', messagesBody('flash')]] as const) {
@@ -347,7 +330,7 @@ describe('non-streamed answers of a Gemini upstream, translated to chat, Respons
   });
 
   test('a block reason that is not a string is still upstream_content_blocked, with its JSON text', async () => {
-    mock.enqueue({ kind: 'json', body: { promptFeedback: { blockReason: { toString: 1 } } } });
+    fx.mock.enqueue({ kind: 'json', body: { promptFeedback: { blockReason: { toString: 1 } } } });
     const blocked = await post(CHAT_PATH, chatBody('flash'));
     assert.equal(blocked.status, 400, blocked.text);
     assert.equal(blocked.json.code, 'upstream_content_blocked');
@@ -355,8 +338,8 @@ describe('non-streamed answers of a Gemini upstream, translated to chat, Respons
   });
 
   test('a stream event that is not a JSON object ends the stream with upstream_stream_malformed, not internal_error', async () => {
-    mock.enqueue({ kind: 'raw-stream', data: [JSON.stringify({ candidates: [{ content: { parts: [{ text: 'Hi' }] } }] }), 'null'] });
-    const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody('flash', { stream: true }), authHeaders());
+    fx.mock.enqueue({ kind: 'raw-stream', data: [JSON.stringify({ candidates: [{ content: { parts: [{ text: 'Hi' }] } }] }), 'null'] });
+    const answer = await readStream(`${fx.gw.url}${CHAT_PATH}`, chatBody('flash', { stream: true }), authHeaders());
     const events = namedEvents(answer.text);
     assert.equal(events.at(-1)?.event, 'error', answer.text);
     assert.equal(events.at(-1)?.data.code, 'upstream_stream_malformed');

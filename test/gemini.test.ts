@@ -1,8 +1,8 @@
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { toGeminiRequest } from '../src/providers/gemini/translate-request.js';
-import { startMockGemini, type MockGemini } from './helpers/mock-gemini-upstream.js';
-import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
+import { useGeminiGateway } from './helpers/gemini-gateway.js';
+import { CHAT_PATH, authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
 
@@ -45,25 +45,9 @@ describe('Gemini translation (pure)', () => {
 });
 
 describe('chat through a Gemini upstream (mock speaking the Gemini wire format)', () => {
-  let mock: MockGemini;
-  let gw: TestGateway;
   const KEY = 'gemini-test-key-0123456789';
-  const chat = (body: Record<string, unknown>) => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
-  before(async () => {
-    mock = await startMockGemini({ requiredKey: KEY });
-    gw = await startGateway({
-      env: { GEMINI_TEST_KEY: KEY },
-      configFile: {
-        name: 'gemini.yaml',
-        text: ['upstreams:', `  - { name: google, kind: gemini, base_url: "${mock.baseUrl}", api_key_env: GEMINI_TEST_KEY }`, 'models:', '  - { id: flash, upstream: google, upstream_model: gemini-2.0-flash }'].join('\n'),
-      },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await mock.close();
-  });
-  beforeEach(() => mock.reset());
+  const fx = useGeminiGateway(KEY);
+  const chat = (body: Record<string, unknown>) => call(`${fx.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
 
   test('JSON: the key in x-goog-api-key (never in the URL), a chat.completion back with usage', async () => {
     const answer = await chat({ model: 'flash', messages: [{ role: 'user', content: 'Hi' }] });
@@ -72,7 +56,7 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
     assert.equal(choice?.message.content, 'Hello from Gemini');
     assert.equal(choice?.finish_reason, 'stop');
     assert.deepEqual(answer.json.usage, { prompt_tokens: 8, completion_tokens: 6, total_tokens: 14 });
-    const [sent] = mock.generateRequests();
+    const [sent] = fx.mock.generateRequests();
     assert.equal(sent?.url, '/v1beta/models/gemini-2.0-flash:generateContent');
     assert.equal(sent?.headers['x-goog-api-key'], KEY);
     assert.ok(!sent?.url.includes('key='));
@@ -80,15 +64,15 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
   });
 
   test('a stream (no end marker upstream) becomes chunks ending in [DONE]; a function call streams as a tool call', async () => {
-    const text = await readStream(`${gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    const text = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
     assert.equal(text.status, 200);
     assert.ok(text.text.endsWith('data: [DONE]\n\n'));
     const chunks = text.text.split('\n\n').filter((f) => f.startsWith('data: {')).map((f) => JSON.parse(f.slice(6)) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage?: unknown });
     assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'Hello from Gemini');
     assert.deepEqual(chunks.at(-1)?.usage, { prompt_tokens: 8, completion_tokens: 6, total_tokens: 14 });
-    assert.equal(mock.generateRequests()[0]?.url, '/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
+    assert.equal(fx.mock.generateRequests()[0]?.url, '/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
 
-    const tools = await readStream(`${gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: 'Weather?' }] }), authHeaders());
+    const tools = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: 'Weather?' }] }), authHeaders());
     const calls = tools.text.split('\n\n').filter((f) => f.startsWith('data: {')).flatMap((f) => {
       const choice = (JSON.parse(f.slice(6)) as { choices: Array<{ delta: { tool_calls?: Array<{ function: { name: string; arguments: string } }> }; finish_reason: string | null }> }).choices[0];
       return [...(choice?.delta.tool_calls ?? []).map((c) => c.function), ...(choice?.finish_reason ? [{ name: `finish:${choice.finish_reason}`, arguments: '' }] : [])];
@@ -97,18 +81,18 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
   });
 
   test('a safety block is a clear 400; a stream without a finished candidate is truncated; Google errors keep their message', async () => {
-    mock.enqueue({ kind: 'blocked', reason: 'SAFETY' });
+    fx.mock.enqueue({ kind: 'blocked', reason: 'SAFETY' });
     const blocked = await chat({ model: 'flash', messages: [{ role: 'user', content: 'something bad' }] });
     assert.equal(blocked.status, 400);
     assert.equal(blocked.json.code, 'upstream_content_blocked');
     assert.equal(blocked.json.details?.reason, 'SAFETY');
 
-    mock.enqueue({ kind: 'stream', cutBeforeFinish: true });
-    const cut = await readStream(`${gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }), authHeaders());
+    fx.mock.enqueue({ kind: 'stream', cutBeforeFinish: true });
+    const cut = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }), authHeaders());
     assert.ok(!cut.text.includes('[DONE]'));
     assert.match(cut.text, /event: error\ndata: \{"code":"upstream_stream_truncated"/);
 
-    mock.enqueue({ kind: 'error', status: 400, grpcStatus: 'INVALID_ARGUMENT', message: 'Invalid JSON payload received.' });
+    fx.mock.enqueue({ kind: 'error', status: 400, grpcStatus: 'INVALID_ARGUMENT', message: 'Invalid JSON payload received.' });
     const bad = await chat({ model: 'flash', messages: [{ role: 'user', content: 'x' }] });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.code, 'upstream_rejected_request');
@@ -116,8 +100,8 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
   });
 
   test('health lists Gemini models without spending tokens', async () => {
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${fx.gw.url}/v1/?route=health`);
     assert.equal((health.json.checks as { upstreams: Record<string, { status: string }> }).upstreams.google?.status, 'ok');
-    assert.equal(mock.generateRequests().length, 0);
+    assert.equal(fx.mock.generateRequests().length, 0);
   });
 });

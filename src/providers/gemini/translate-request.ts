@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import { thinkingConfigFor } from './thinking.js';
 
 type Part = Record<string, unknown>;
 
@@ -45,6 +46,8 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
   if (format?.type === 'json_object') generation.responseMimeType = 'application/json';
   if (format?.type === 'json_schema') Object.assign(generation, { responseMimeType: 'application/json', responseSchema: format.json_schema?.schema });
+  const thinkingConfig = thinkingConfigFor(body.reasoning_effort, body.model);
+  if (thinkingConfig) generation.thinkingConfig = thinkingConfig;
   if (Object.keys(generation).length > 0) out.generationConfig = generation;
   if (Array.isArray(body.tools) && body.tools.length > 0) out.tools = [{ functionDeclarations: body.tools.map(toDeclaration) }];
   const toolConfig = toToolConfig(body.tool_choice);
@@ -99,11 +102,16 @@ function toGeminiPart(part: Record<string, unknown>): Part {
 
 
 
+/**
+ * A function tool as a declaration. Its parameters go as `parametersJsonSchema` (JSON Schema as callers write it),
+ * not `parameters` (Gemini's OpenAPI subset, which refuses keys such as `$schema`, `additionalProperties` or
+ * `propertyNames` that Claude Code's and most SDKs' tool schemas carry).
+ */
 function toDeclaration(tool: unknown): Part {
   const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;
   const out: Part = { name: String(fn?.name ?? '') };
   if (typeof fn?.description === 'string') out.description = fn.description;
-  if (fn?.parameters !== undefined) out.parameters = fn.parameters;
+  if (fn?.parameters !== undefined) out.parametersJsonSchema = fn.parameters;
   return out;
 }
 

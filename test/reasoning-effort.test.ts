@@ -81,6 +81,23 @@ describe('reasoning_effort as Gemini thinkingConfig (pure)', () => {
     const request = toGeminiRequest({ model: 'gemini-2.5-flash', max_tokens: 100, reasoning_effort: 'medium', messages: [{ role: 'user', content: 'x' }] });
     assert.deepEqual(request.generationConfig, { maxOutputTokens: 100, thinkingConfig: { thinkingBudget: 8192 } });
   });
+
+  test("Gemini 3: the first function call of each rebuilt model turn carries Google's stand-in signature (it refuses unsigned ones); 2.x none", () => {
+    const calls = (model: string) => {
+      const request = toGeminiRequest({
+        model,
+        messages: [
+          { role: 'user', content: 'both' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }, { id: 'b', type: 'function', function: { name: 'g', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'a', content: '1' },
+          { role: 'tool', tool_call_id: 'b', content: '2' },
+        ],
+      }) as { contents: Array<{ parts: Array<Record<string, unknown>> }> };
+      return (request.contents[1]?.parts ?? []).map((p) => p.thoughtSignature);
+    };
+    assert.deepEqual(calls('gemini-3.1-pro-preview'), ['skip_thought_signature_validator', undefined]);
+    assert.deepEqual(calls('gemini-2.5-flash'), [undefined, undefined]);
+  });
 });
 
 describe('reasoning_effort of a chat caller, to an Anthropic upstream (real sockets)', () => {

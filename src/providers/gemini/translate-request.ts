@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
-import { thinkingConfigFor } from './thinking.js';
+import { UNSIGNED_CALL_SIGNATURE, signsFunctionCalls, thinkingConfigFor } from './thinking.js';
 
 type Part = Record<string, unknown>;
 
@@ -20,13 +20,14 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   const system: string[] = [];
   const contents: GeminiContent[] = [];
   const callNames = new Map<string, string>();
+  const signed = signsFunctionCalls(body.model);
   for (const message of body.messages) {
     if (message.role === 'system' || message.role === 'developer') {
       system.push(textOf(message.content));
       continue;
     }
     const role = message.role === 'assistant' ? 'model' : 'user';
-    const parts = partsOf(message, callNames);
+    const parts = partsOf(message, callNames, signed);
     const last = contents[contents.length - 1];
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
@@ -55,7 +56,7 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   return out;
 }
 
-function partsOf(message: ChatMessage, callNames: Map<string, string>): Part[] {
+function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: boolean): Part[] {
   if (message.role === 'tool') {
     const id = message.tool_call_id ?? '';
     const name = callNames.get(id);
@@ -72,9 +73,12 @@ function partsOf(message: ChatMessage, callNames: Map<string, string>): Part[] {
   } else if (Array.isArray(message.content)) {
     for (const part of message.content) parts.push(toGeminiPart(part));
   }
-  for (const call of message.tool_calls ?? []) {
+  for (const [i, call] of (message.tool_calls ?? []).entries()) {
     callNames.set(call.id, call.function.name);
-    parts.push({ functionCall: { name: call.function.name, args: parseToolArguments(call.function.arguments, call.id, 'Gemini') } });
+    const part: Part = { functionCall: { name: call.function.name, args: parseToolArguments(call.function.arguments, call.id, 'Gemini') } };
+    // Gemini signs only the first of parallel calls.
+    if (signed && i === 0) part.thoughtSignature = UNSIGNED_CALL_SIGNATURE;
+    parts.push(part);
   }
   if (parts.length === 0) parts.push({ text: '' });
   return parts;

@@ -34,7 +34,7 @@ describe('Gemini translation (pure)', () => {
       ],
       systemInstruction: { parts: [{ text: 'Be brief.' }] },
       generationConfig: { temperature: 0.3, topP: 0.8, maxOutputTokens: 100, stopSequences: ['END'] },
-      tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'Weather of a city', parameters: WEATHER_TOOL.function.parameters }] }],
+      tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'Weather of a city', parametersJsonSchema: WEATHER_TOOL.function.parameters }] }],
       toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_weather'] } },
     });
     assert.throws(

@@ -5,7 +5,7 @@ import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from './helpers/mock-openai-upstrea
 import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
 import { ANTHROPIC_MOCK_ID } from './helpers/mock-anthropic-upstream.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
-import { call } from './helpers/http.js';
+import { call, fieldsOf } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { namedEvents, readStream } from './helpers/sse-client.js';
 
@@ -254,6 +254,38 @@ describe('the Messages API to an Anthropic upstream: forwarded as it is (native)
     const line = fx.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.route === 'messages').at(-1);
     assert.equal(line?.prompt_tokens, 2095);
     assert.equal(line?.completion_tokens, 503);
+  });
+
+  test('what only Anthropic judges is forwarded as it is: a new role, block, enum value and field; its 400 comes back in its shape', async () => {
+    const body = {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 64,
+      thinking: { type: 'adaptive', display: 'updates' },
+      output_config: { effort: 'ultra', format: { type: 'yaml' } },
+      context_management: { edits: [{ type: 'compact_20260112' }] },
+      temperature: 7,
+      brand_new_field: { anything: [1, 'two'] },
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }, { type: 'hologram', data: 'x' }] },
+        { role: 'system', content: 'mid-conversation' },
+        { role: 'oracle', content: 'a role of tomorrow' },
+      ],
+    };
+    fx.mock.enqueue({ kind: 'message', text: 'ok' });
+    const forwarded = await call(`${fx.gw.url}/v1/messages?beta=true`, { method: 'POST', headers: { 'x-api-key': ADMIN_TOKEN, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    assert.equal(forwarded.status, 200, forwarded.text);
+    assert.deepEqual(fx.mock.messageRequests().at(-1)?.body, { ...body, model: 'claude-sonnet-4-5-20250929' });
+    assert.equal(fx.mock.messageRequests().at(-1)?.url, '/v1/messages?beta=true');
+    fx.mock.enqueue({ kind: 'error', status: 400, type: 'invalid_request_error', message: 'messages.2.role: Input should be user, assistant or system' });
+    const refused = await call(`${fx.gw.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': ADMIN_TOKEN, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    assert.equal(refused.status, 400);
+    assert.equal((refused.json as unknown as { type: string; error: { type: string } }).error.type, 'invalid_request_error');
+    // What the gateway reads is still checked before anything is sent.
+    const before = fx.mock.messageRequests().length;
+    const bad = await call(`${fx.gw.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': ADMIN_TOKEN, 'content-type': 'application/json' }, body: JSON.stringify({ ...body, max_tokens: 'lots', messages: [{ role: 'user' }] }) });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(fieldsOf(bad), ['max_tokens', 'messages[0].content']);
+    assert.equal(fx.mock.messageRequests().length, before);
   });
 
   test("a stream is Anthropic's own event stream; the SDK assembles it; usage from message_start and message_delta", async () => {

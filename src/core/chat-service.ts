@@ -37,6 +37,8 @@ export interface ChatCall {
   trace?: RequestTrace;
   /** Caller headers a native path forwards (Anthropic's `anthropic-version`, `anthropic-beta`). */
   forwardHeaders?: Readonly<Record<string, string>>;
+  /** The caller's query a native path forwards (`?beta=true`, which Anthropic's beta SDK client adds), or undefined. */
+  forwardQuery?: string;
 }
 
 export interface CompletedChat {
@@ -403,6 +405,7 @@ export class ChatService {
       bodyJson: bodyUnchanged ? call.rawBody : undefined,
       traceparent: trace?.traceparent,
       forwardHeaders: call.forwardHeaders,
+      forwardQuery: call.forwardQuery,
     };
   }
 }

@@ -159,6 +159,8 @@ export interface CallContext {
   traceparent?: string | undefined;
   /** Caller headers a native path forwards (Anthropic's `anthropic-version`, `anthropic-beta`). */
   forwardHeaders?: Readonly<Record<string, string>> | undefined;
+  /** The caller's query a native path forwards, `?` included (`?beta=true`), or undefined. */
+  forwardQuery?: string | undefined;
 }
 
 export interface UpstreamModel {

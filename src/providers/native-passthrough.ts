@@ -58,7 +58,7 @@ interface Upstream {
 export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeApi {
   const send = (body: NativeBody, context: CallContext): Promise<Dispatcher.ResponseData> =>
     upstream.http.send(
-      { method: 'POST', path: upstream.path, headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) },
+      { method: 'POST', path: upstream.path + (context.forwardQuery ?? ''), headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) },
       context.signal,
       context.apiKeyOverride,
     );
@@ -68,7 +68,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
       ? {}
       : {
           async countTokens(body: NativeBody, context: CallContext): Promise<number> {
-            const request = { method: 'POST' as const, path: countPath, headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) };
+            const request = { method: 'POST' as const, path: countPath + (context.forwardQuery ?? ''), headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) };
             const { value } = await upstream.http.readJson(await upstream.http.send(request, context.signal, context.apiKeyOverride), context.signal);
             const tokens = (value as { input_tokens?: unknown } | null)?.input_tokens;
             if (typeof tokens !== 'number') throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'no input_tokens in the count' });

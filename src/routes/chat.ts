@@ -9,7 +9,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { modelCallOf, pickHeaders, recorderOf } from './model-call.js';
+import { modelCallOf, pickHeaders, pickQuery, recorderOf } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
@@ -99,6 +99,8 @@ async function forwardNatively(
   if (native.asChat) await chat.checkContextWindow(native.asChat, call.client);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
+  const forwardQuery = pickQuery(request, surface.nativeQuery);
+  if (forwardQuery) call.forwardQuery = forwardQuery;
   const recording = recorderOf(request, reply, deps, surface.route, native.body.model, call);
   const recorder = recording instanceof Promise ? await recording : recording;
   if (recorder === 'answered') return reply;

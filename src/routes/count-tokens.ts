@@ -3,8 +3,8 @@ import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
 import { countPromptTokens } from '../core/context-window.js';
 import { messagesToChat, type MessagesRequest } from '../surfaces/messages/request-to-chat.js';
-import { modelCallOf, pickHeaders, watchClient } from './model-call.js';
-import { ANTHROPIC_FORWARDED_HEADERS } from '../surfaces/messages/messages-surface.js';
+import { modelCallOf, pickHeaders, pickQuery, watchClient } from './model-call.js';
+import { ANTHROPIC_FORWARDED_HEADERS, ANTHROPIC_FORWARDED_QUERY } from '../surfaces/messages/messages-surface.js';
 
 /**
  * POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request. A model served by Anthropic is counted by
@@ -19,7 +19,8 @@ export function makeCountTokensHandler(chat: ChatService) {
     if (chat.forwardsNatively('messages', body.model)) {
       const call = modelCallOf(request, reply, request.rawBody);
       const forwardHeaders = pickHeaders(request, ANTHROPIC_FORWARDED_HEADERS);
-      const tokens = await chat.countNativeTokens(body, forwardHeaders ? { ...call, forwardHeaders } : call);
+      const forwardQuery = pickQuery(request, ANTHROPIC_FORWARDED_QUERY);
+      const tokens = await chat.countNativeTokens(body, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
       return reply.type(request.responseType).send({ input_tokens: tokens });
     }
     const translated = messagesToChat({ ...body, max_tokens: 1 });

@@ -120,6 +120,20 @@ export function watchClient(reply: FastifyReply): ClientWatch {
   return watch;
 }
 
+/**
+ * The named query parameters of the caller's URL that are present (single plain values only), as a query string to
+ * append (`?beta=true`), or undefined when none is. Only names a native path lists go on: nothing else of the URL.
+ */
+export function pickQuery(request: FastifyRequest, names: readonly string[] | undefined): string | undefined {
+  const query = request.query as Record<string, unknown> | undefined;
+  const picked = new URLSearchParams();
+  for (const name of names ?? []) {
+    const value = query?.[name];
+    if (typeof value === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(value)) picked.append(name, value);
+  }
+  return picked.size > 0 ? `?${picked.toString()}` : undefined;
+}
+
 /** The named caller headers that are present (single values only), or undefined when none is. */
 export function pickHeaders(request: FastifyRequest, names: readonly string[] | undefined): Record<string, string> | undefined {
   let picked: Record<string, string> | undefined;

@@ -45,6 +45,8 @@ export interface ApiSurface {
   readonly ownNative?: (ids: readonly string[], call: SurfaceCall) => Promise<void>;
   /** Caller headers a natively forwarded request carries upstream (lower-case names). */
   readonly nativeHeaders?: readonly string[];
+  /** Query parameters of the caller's URL a natively forwarded request carries upstream. */
+  readonly nativeQuery?: readonly string[];
   /** Whether `frame` is the last frame of a stream that ended well (a replay stores only those). */
   isCompleteEnd(frame: string): boolean;
 }

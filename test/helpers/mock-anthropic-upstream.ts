@@ -48,7 +48,8 @@ function errorBody(type: string, message: string): string {
 export async function startMockAnthropic(options: { requiredKey?: string } = {}): Promise<MockAnthropic> {
   let queue: AnthropicBehavior[] = [];
   const server = await startRecordingServer((req, res) => {
-    const path = req.url;
+    // The path without a query: Anthropic's SDK beta client adds `?beta=true`, which the API takes.
+    const path = req.url.split('?')[0] ?? '';
     const body = req.body;
     if (options.requiredKey !== undefined && req.headers['x-api-key'] !== options.requiredKey) {
       res.writeHead(401, { 'content-type': 'application/json' });
@@ -82,7 +83,7 @@ export async function startMockAnthropic(options: { requiredKey?: string } = {})
   return {
     baseUrl: `${server.origin}/v1`,
     requests: server.requests,
-    messageRequests: () => server.requests.filter((r) => r.url === '/v1/messages'),
+    messageRequests: () => server.requests.filter((r) => r.url.split('?')[0] === '/v1/messages'),
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
       server.requests.length = 0;

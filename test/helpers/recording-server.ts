@@ -12,6 +12,8 @@ export interface RecordedHttpRequest {
   url: string;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown> | undefined;
+  /** The body's text exactly as it arrived (for byte-for-byte checks of what a gateway forwarded). */
+  text: string;
 }
 
 export interface RecordingServer {
@@ -35,7 +37,7 @@ export async function startRecordingServer(handle: (request: RecordedHttpRequest
       } catch {
         body = undefined;
       }
-      const recorded = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body };
+      const recorded = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body, text: raw };
       requests.push(recorded);
       handle(recorded, res);
     });

@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import { thinkingFor } from './thinking.js';
 
 /** Anthropic requires `max_tokens`; used when the caller sets none (configurable per upstream). */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
@@ -41,7 +42,7 @@ export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string,
   const out: Record<string, unknown> = {
     model: upstreamModel,
     messages,
-    max_tokens: body.max_tokens ?? (typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : defaultMaxTokens),
+    max_tokens: callerMaxTokens(body) ?? defaultMaxTokens,
   };
   if (system.length > 0) out.system = system.join('\n\n');
   if (body.temperature !== undefined) out.temperature = body.temperature;
@@ -53,7 +54,23 @@ export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string,
   if (choice) out.tool_choice = choice;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
   for (const key of SAME_NAME) if (body[key] !== undefined) out[key] = body[key];
+  // reasoning_effort as thinking, unless the caller set Anthropic's own `thinking` (passed on above).
+  if (out.thinking === undefined) {
+    const target = { model: upstreamModel, maxTokens: callerMaxTokens(body), defaultMaxTokens, unsignedToolTurn: unsignedToolTurn(messages) };
+    Object.assign(out, thinkingFor(body.reasoning_effort, target));
+  }
   return out;
+}
+
+/** Whether the last assistant turn called tools without a thinking block first (src/providers/anthropic/thinking.ts). */
+function unsignedToolTurn(messages: AnthropicMessage[]): boolean {
+  const last = messages.findLast((m) => m.role === 'assistant');
+  const first = last?.content[0]?.type;
+  return last !== undefined && first !== 'thinking' && first !== 'redacted_thinking' && last.content.some((b) => b.type === 'tool_use');
+}
+
+function callerMaxTokens(body: ChatRequestBody): number | undefined {
+  return body.max_tokens ?? (typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : undefined);
 }
 
 function blocksOf(message: ChatMessage): Block[] {

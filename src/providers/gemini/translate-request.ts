@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import { UNSIGNED_CALL_SIGNATURE, signsFunctionCalls, thinkingConfigFor } from './thinking.js';
 
 type Part = Record<string, unknown>;
 
@@ -19,13 +20,14 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   const system: string[] = [];
   const contents: GeminiContent[] = [];
   const callNames = new Map<string, string>();
+  const signed = signsFunctionCalls(body.model);
   for (const message of body.messages) {
     if (message.role === 'system' || message.role === 'developer') {
       system.push(textOf(message.content));
       continue;
     }
     const role = message.role === 'assistant' ? 'model' : 'user';
-    const parts = partsOf(message, callNames);
+    const parts = partsOf(message, callNames, signed);
     const last = contents[contents.length - 1];
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
@@ -45,6 +47,8 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
   if (format?.type === 'json_object') generation.responseMimeType = 'application/json';
   if (format?.type === 'json_schema') Object.assign(generation, { responseMimeType: 'application/json', responseSchema: format.json_schema?.schema });
+  const thinkingConfig = thinkingConfigFor(body.reasoning_effort, body.model);
+  if (thinkingConfig) generation.thinkingConfig = thinkingConfig;
   if (Object.keys(generation).length > 0) out.generationConfig = generation;
   if (Array.isArray(body.tools) && body.tools.length > 0) out.tools = [{ functionDeclarations: body.tools.map(toDeclaration) }];
   const toolConfig = toToolConfig(body.tool_choice);
@@ -52,7 +56,7 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   return out;
 }
 
-function partsOf(message: ChatMessage, callNames: Map<string, string>): Part[] {
+function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: boolean): Part[] {
   if (message.role === 'tool') {
     const id = message.tool_call_id ?? '';
     const name = callNames.get(id);
@@ -69,9 +73,12 @@ function partsOf(message: ChatMessage, callNames: Map<string, string>): Part[] {
   } else if (Array.isArray(message.content)) {
     for (const part of message.content) parts.push(toGeminiPart(part));
   }
-  for (const call of message.tool_calls ?? []) {
+  for (const [i, call] of (message.tool_calls ?? []).entries()) {
     callNames.set(call.id, call.function.name);
-    parts.push({ functionCall: { name: call.function.name, args: parseToolArguments(call.function.arguments, call.id, 'Gemini') } });
+    const part: Part = { functionCall: { name: call.function.name, args: parseToolArguments(call.function.arguments, call.id, 'Gemini') } };
+    // Gemini signs only the first of parallel calls.
+    if (signed && i === 0) part.thoughtSignature = UNSIGNED_CALL_SIGNATURE;
+    parts.push(part);
   }
   if (parts.length === 0) parts.push({ text: '' });
   return parts;
@@ -99,11 +106,16 @@ function toGeminiPart(part: Record<string, unknown>): Part {
 
 
 
+/**
+ * A function tool as a declaration. Its parameters go as `parametersJsonSchema` (JSON Schema as callers write it),
+ * not `parameters` (Gemini's OpenAPI subset, which refuses keys such as `$schema`, `additionalProperties` or
+ * `propertyNames` that Claude Code's and most SDKs' tool schemas carry).
+ */
 function toDeclaration(tool: unknown): Part {
   const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;
   const out: Part = { name: String(fn?.name ?? '') };
   if (typeof fn?.description === 'string') out.description = fn.description;
-  if (fn?.parameters !== undefined) out.parameters = fn.parameters;
+  if (fn?.parameters !== undefined) out.parametersJsonSchema = fn.parameters;
   return out;
 }
 

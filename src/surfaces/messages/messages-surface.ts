@@ -11,6 +11,9 @@ import type { NativeOwnership, NativeReference } from '../native-ownership.js';
 /** The caller headers a Messages request forwarded to Anthropic carries upstream (count_tokens too). */
 export const ANTHROPIC_FORWARDED_HEADERS: readonly string[] = ['anthropic-version', 'anthropic-beta'];
 
+/** The query a Messages request forwarded to Anthropic carries upstream: `beta=true`, which the SDKs' beta client adds. */
+export const ANTHROPIC_FORWARDED_QUERY: readonly string[] = ['beta'];
+
 interface MessagesCallState {
   id: string;
   model: string;
@@ -27,6 +30,7 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
     route: 'messages',
     forwardsRawBody: false,
     nativeHeaders: ANTHROPIC_FORWARDED_HEADERS,
+    nativeQuery: ANTHROPIC_FORWARDED_QUERY,
     nativeEncoder: () => NATIVE_MESSAGES_ENCODER,
     ownNative: (ids, call) => ownership.record(call.caller, ids),
     toChat(body, call) {
@@ -38,7 +42,7 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
         return container ? ownership.check(call.caller, [container]).then(() => forward) : forward;
       }
       call.state = { id: `msg_${randomUUID().replaceAll('-', '')}`, model: request.model } satisfies MessagesCallState;
-      return messagesToChat(request);
+      return messagesToChat(request, call.notes);
     },
     answer(completion, call) {
       const state = call.state as MessagesCallState;
@@ -56,7 +60,10 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
 /** A Messages stream forwarded from Anthropic: a failure after the first event is one `error` event in Anthropic's shape (with our code) and no `message_stop`. */
 const NATIVE_MESSAGES_ENCODER = passthroughEncoder((error) => formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }));
 
-/** The request as chat for the context-window check; undefined when it holds what chat cannot express. */
+/**
+ * The request as chat for the context-window check (no notes: nothing is dropped from a forwarded request); undefined
+ * when it holds what chat cannot express, or what the translation refuses (a new block, role or field).
+ */
 function countable(request: MessagesRequest): ChatRequestBody | undefined {
   try {
     return messagesToChat(request);

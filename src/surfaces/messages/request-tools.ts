@@ -1,0 +1,62 @@
+import type { ChatRequestBody } from '../../providers/contract.js';
+import type { BlockContext } from './message-blocks.js';
+
+type Tool = Record<string, unknown>;
+
+/** Keys of a client tool that only hint (how it streams, who calls it, examples): left out, named. */
+const HINT_KEYS: ReadonlySet<string> = new Set(['cache_control', 'input_examples', 'eager_input_streaming', 'allowed_callers']);
+
+/**
+ * `tools` as chat function tools. A client tool (no `type`, or `custom`) is a function with its `input_schema` as
+ * parameters (and `strict`); one marked `defer_loading: true` stays out of the model's view on Anthropic until a
+ * tool search loads it, so it is left out here too (named: `tools[i]`). Anthropic's web search server tool
+ * (`web_search_*`) is the chat body's `web_search_options`, the one built-in web search every provider maps to its
+ * own; other server tools run on Anthropic's side only and are refused.
+ */
+export function mapTools(tools: Tool[], chat: ChatRequestBody, context: BlockContext): void {
+  const functions: Tool[] = [];
+  tools.forEach((tool, i) => {
+    const at = `tools[${i}]`;
+    const type = tool.type;
+    if (type === undefined || type === null || type === 'custom') {
+      if (tool.defer_loading === true) context.notes?.drop(at, 'a deferred tool (defer_loading) is loaded by a tool search on Anthropic\'s side only; the model does not see it until then');
+      else functions.push(functionTool(tool, at, context));
+    } else if (typeof type === 'string' && type.startsWith('web_search_')) {
+      if (chat.web_search_options === undefined) chat.web_search_options = webSearchOptions(tool, at, context);
+      else context.notes?.drop(at, 'a second web search tool: the first one is the search');
+    } else {
+      context.problems.add({ field: `${at}.type`, problem: `server tools ("${String(type).slice(0, 64)}") run on Anthropic's side only` });
+    }
+  });
+  if (functions.length > 0) chat.tools = functions;
+}
+
+function functionTool(tool: Tool, at: string, context: BlockContext): Tool {
+  const fn: Tool = { name: tool.name, parameters: tool.input_schema ?? { type: 'object', properties: {} } };
+  if (typeof tool.description === 'string') fn.description = tool.description;
+  if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
+  for (const [key, value] of Object.entries(tool)) {
+    if (value === null || value === undefined || key === 'name' || key === 'description' || key === 'input_schema' || key === 'type' || key === 'strict' || key === 'defer_loading') continue;
+    context.notes?.drop(`${at}.${key.slice(0, 64)}`, HINT_KEYS.has(key) ? "Anthropic's only" : 'has no equivalent for a non-Anthropic upstream');
+  }
+  return { type: 'function', function: fn };
+}
+
+/**
+ * Anthropic's web search tool as chat's `web_search_options`: `user_location` ({type: "approximate", city, region,
+ * country, timezone}) is OpenAI's `{type: "approximate", approximate: {...}}`; the domain filters and `max_uses`
+ * have no chat equivalent and are left out, named.
+ */
+function webSearchOptions(tool: Tool, at: string, context: BlockContext): Tool {
+  const options: Tool = {};
+  for (const [key, value] of Object.entries(tool)) {
+    if (value === null || value === undefined || key === 'type' || key === 'name') continue;
+    const location = value as Tool;
+    if (key === 'user_location' && typeof value === 'object') {
+      const approximate: Tool = {};
+      for (const part of ['city', 'region', 'country', 'timezone']) if (typeof location[part] === 'string') approximate[part] = location[part];
+      options.user_location = { type: 'approximate', approximate };
+    } else context.notes?.drop(`${at}.${key.slice(0, 64)}`, 'the web search of a non-Anthropic upstream takes no such setting');
+  }
+  return options;
+}

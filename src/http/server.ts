@@ -72,7 +72,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     if (options.isShuttingDown()) void reply.header('connection', 'close');
     // Every answer on an OpenAI-shaped path (/v1/<anything>) carries OpenAI's `error` object too, a 404 included,
     // so the SDKs show our message instead of "404 status code (no body)"; /v1/messages carries Anthropic's.
-    request.errorShape = errorShapeOf(request.url);
+    request.errorShape = errorShapeOf(request.url, request.headers);
     try {
       refuseCredentialsInQuery(request.url);
       checkRequestHead(request.raw);

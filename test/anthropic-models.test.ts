@@ -137,7 +137,8 @@ describe("Anthropic's models API (GET /v1/models with x-api-key or anthropic-ver
 
     const chatOnly = await get('/v1/models', chatKey);
     assert.deepEqual([chatOnly.status, (chatOnly.json as { error?: { type?: string } }).error?.type, chatOnly.json.code, chatOnly.json.details?.allowed_routes], [403, 'permission_error', 'route_not_allowed', ['chat']]);
-    for (const headers of [{ 'x-api-key': 'wrong-key', 'anthropic-version': '2023-06-01' }, { 'anthropic-version': '2023-06-01' }, { 'x-api-key': 'wrong-key' }]) {
+    const refusedHeaders: Array<Record<string, string>> = [{ 'x-api-key': 'wrong-key', 'anthropic-version': '2023-06-01' }, { 'anthropic-version': '2023-06-01' }, { 'x-api-key': 'wrong-key' }];
+    for (const headers of refusedHeaders) {
       const refused = await call(fixture.url('/v1/models'), { headers });
       const body = refused.json as { type?: string; error?: { type?: string } };
       assert.deepEqual([refused.status, body.type, body.error?.type], [401, 'error', 'authentication_error'], JSON.stringify(headers));

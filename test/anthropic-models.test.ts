@@ -117,6 +117,8 @@ describe("Anthropic's models API (GET /v1/models with x-api-key or anthropic-ver
       assert.deepEqual([answer.status, body.type, body.error?.type, body.code, body.details?.parameter], [400, 'error', 'invalid_request_error', 'invalid_query_parameter', parameter], `${query}: ${answer.text}`);
       assert.equal(typeof body.error?.message, 'string');
     }
+    const post = await call(fixture.url('/v1/models'), { method: 'POST', headers: { 'x-api-key': ADMIN_TOKEN, 'anthropic-version': '2023-06-01' } });
+    assert.deepEqual([post.status, post.headers.allow, (post.json as { error?: { type?: string } }).error?.type, post.json.code], [405, 'GET, HEAD', 'api_error', 'method_not_allowed']);
     assert.equal((await get('/v1/models?limit=1000')).status, 200);
     assert.equal((await get('/v1/models?limit=1')).status, 200);
   });

@@ -44,8 +44,11 @@ export class Authenticator {
     },
   ) {}
 
-  /** `secure`: the request came over HTTPS (our TLS listener, or a trusted proxy's X-Forwarded-Proto). */
-  async authenticate(authorization: string | undefined, route: string, secure = false): Promise<Principal> {
+  /**
+   * `route`: the route right the call needs, or several of which any one will do (Anthropic's models API: `models`
+   * or `messages`). `secure`: the request came over HTTPS (our TLS listener, or a trusted proxy's X-Forwarded-Proto).
+   */
+  async authenticate(authorization: string | undefined, route: string | readonly string[], secure = false): Promise<Principal> {
     const token = authorization === undefined ? undefined : bearerToken(authorization);
     let principal: Principal;
     // Basic only where users are configured; elsewhere it is just another scheme this gateway does not take.
@@ -58,8 +61,9 @@ export class Authenticator {
       this.admin.authenticate(authorization);
       principal = ADMIN;
     }
-    if (principal.routes && !principal.routes.has(route)) {
-      throw new GatewayError('route_not_allowed', { route, allowed_routes: [...principal.routes] });
+    const granted = principal.routes;
+    if (granted && !(typeof route === 'string' ? granted.has(route) : route.some((r) => granted.has(r)))) {
+      throw new GatewayError('route_not_allowed', { route: typeof route === 'string' ? route : route.join(' or '), allowed_routes: [...granted] });
     }
     return principal;
   }

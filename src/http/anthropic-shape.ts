@@ -1,7 +1,27 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ErrorBody } from '../errors/gateway-error.js';
 
 /** Anthropic's API paths the gateway serves, so the Anthropic SDKs (and Claude Code) work with a base URL change. */
 export const ANTHROPIC_MESSAGES_PATH = '/v1/messages';
+
+/**
+ * The credential an Anthropic client sent, as an Authorization value: `Authorization` when present (Claude Code
+ * with ANTHROPIC_AUTH_TOKEN, the SDKs from 1.0), else `x-api-key` as a Bearer token (the SDKs before 1.0, Claude
+ * Code with ANTHROPIC_API_KEY).
+ */
+export function anthropicAuthorization(headers: IncomingHttpHeaders): string | undefined {
+  const apiKey = headers['x-api-key'];
+  return headers.authorization ?? (typeof apiKey === 'string' && apiKey !== '' ? `Bearer ${apiKey}` : undefined);
+}
+
+/**
+ * A call of `/v1/models` (or `/v1/models/{id}`) by an Anthropic client: one that sends `x-api-key` or
+ * `anthropic-version`, which no OpenAI client does. It gets Anthropic's models API, errors included.
+ */
+export function isAnthropicModelsCall(url: string, headers: IncomingHttpHeaders): boolean {
+  if (!url.startsWith('/v1/models') || !'/?'.includes(url.charAt(10))) return false;
+  return headers['x-api-key'] !== undefined || headers['anthropic-version'] !== undefined;
+}
 
 /** True for `/v1/messages` and below: answers there carry Anthropic's error shape. */
 export function isAnthropicPath(url: string): boolean {

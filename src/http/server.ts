@@ -72,7 +72,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     if (options.isShuttingDown()) void reply.header('connection', 'close');
     // Every answer on an OpenAI-shaped path (/v1/<anything>) carries OpenAI's `error` object too, a 404 included,
     // so the SDKs show our message instead of "404 status code (no body)"; /v1/messages carries Anthropic's.
-    request.errorShape = errorShapeOf(request.url);
+    request.errorShape = errorShapeOf(request.url, request.headers);
     try {
       refuseCredentialsInQuery(request.url);
       checkRequestHead(request.raw);
@@ -103,11 +103,13 @@ function notFound(request: FastifyRequest): never {
       { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
     );
   }
+  // A drop-in path called with another method: 405 with Allow, in the caller's shape (Anthropic's on /v1/models
+  // for an Anthropic client).
+  const methods = request.errorShape === 'gateway' ? undefined : openAiPathMethods(path);
+  if (methods) {
+    throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });
+  }
   if (request.errorShape === 'openai') {
-    const methods = openAiPathMethods(path);
-    if (methods) {
-      throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });
-    }
     throw new GatewayError('not_found', { path: path.slice(0, 200), openai_paths: OPENAI_PATHS, api: '/v1/' }, { message: OPENAI_NOT_FOUND_MESSAGE });
   }
   throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { ANTHROPIC_MESSAGES_PATH } from '../http/anthropic-shape.js';
+import { ANTHROPIC_MESSAGES_PATH, anthropicAuthorization } from '../http/anthropic-shape.js';
 import { countTokensBodySchema, messagesBodySchema } from '../surfaces/messages/messages-schema.js';
 
 const COUNT_TOKENS_PATH = `${ANTHROPIC_MESSAGES_PATH}/count_tokens`;
@@ -20,9 +20,7 @@ export function mountAnthropicCompat(app: FastifyInstance, auth: Authenticator, 
     request.errorShape = 'anthropic';
     request.routeName = request.url.startsWith(COUNT_TOKENS_PATH) ? 'count_tokens' : 'messages';
     void reply.header('request-id', request.id);
-    const apiKey = request.headers['x-api-key'];
-    const authorization = request.headers.authorization ?? (typeof apiKey === 'string' && apiKey !== '' ? `Bearer ${apiKey}` : undefined);
-    const principal = await auth.authenticate(authorization, 'messages', request.protocol === 'https');
+    const principal = await auth.authenticate(anthropicAuthorization(request.headers), 'messages', request.protocol === 'https');
     request.caller = principal.caller;
     request.principal = principal;
   };

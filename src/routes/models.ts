@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
+import { MAX_PAGE_SIZE, parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ADMIN, type Principal } from '../auth/principal.js';
 
@@ -33,4 +33,20 @@ export function modelViewOf(principal: Principal): ModelView | undefined {
       return { ...rest, id: alias };
     });
   };
+}
+
+/**
+ * Every model a caller may see (the one filter, `modelViewOf`), in the catalog's order (by id): what the drop-in
+ * models paths, OpenAI's and Anthropic's, list and look an id up in.
+ */
+export async function visibleModels(catalog: ModelCatalog, principal: Principal): Promise<CatalogModel[]> {
+  const view = modelViewOf(principal);
+  const models: CatalogModel[] = [];
+  let token: string | undefined;
+  do {
+    const page = await catalog.page(MAX_PAGE_SIZE, token, view);
+    models.push(...page.data);
+    token = page.next_token;
+  } while (token !== undefined);
+  return models;
 }

@@ -1,0 +1,201 @@
+/**
+ * The conformance suite: every recorded client fixture (test/fixtures/clients/, recorded by `npm run
+ * record-traffic`, Claude Code's and Codex's by their own recorders, all in the format of its README) replayed, turn
+ * by turn, through the gateway on every path its API can take — natively (chat to an OpenAI-compatible upstream,
+ * Responses to a `kind: openai` upstream, Messages to Anthropic) and translated (to chat completions, to Anthropic,
+ * to Gemini) — against a mock upstream that plays each turn as the recording server did (the same tool call id, so
+ * the recorded turn 2 answers the call turn 1 really made). Each answer must be a complete, valid answer of the
+ * caller's own API (wire-validators.ts, responses-validator.ts), with the tool call intact, and each tool result
+ * the caller sends must reach the upstream.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from './helpers/scripted-upstream.js';
+import type { ScriptedReply } from './helpers/scripted-replies.js';
+import { API_KEY_PLACEHOLDER, callerApiOf, loadClientFixtures, replyFor, toolCallsOf, toolResultsOf, type CallerApi, type ClientFixture, type RecordedRequest } from './helpers/client-fixtures.js';
+import { validateChatJson, validateChatStream, validateMessagesJson, validateMessagesStream, type Turn } from './helpers/wire-validators.js';
+import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
+
+/** The upstreams a call can end at: each one gateway whose default upstream is of that kind. */
+const TARGETS = {
+  chat: { kind: 'openai-compatible', base: '/v1' },
+  openai: { kind: 'openai', base: '/v1' },
+  anthropic: { kind: 'anthropic', base: '/v1' },
+  gemini: { kind: 'gemini', base: '/v1beta' },
+} as const;
+type Target = keyof typeof TARGETS;
+
+/** Every path a caller's API can take: the native one first. */
+const PATHS: Record<CallerApi, Target[]> = {
+  chat: ['chat', 'anthropic', 'gemini'],
+  responses: ['openai', 'chat', 'anthropic', 'gemini'],
+  messages: ['anthropic', 'chat', 'gemini'],
+};
+
+/**
+ * The wire formats the upstream may be spoken to in, for a caller's API on a target. A Responses call to an
+ * upstream that speaks the Responses API is forwarded as it is, unless it translates exactly into chat, which that
+ * upstream serves too (docs/responses.md, "Forwarded natively"): either is that path.
+ */
+function wiresOf(api: CallerApi, target: Target): WireApi[] {
+  if (target === 'openai') return api === 'responses' ? ['responses', 'chat'] : ['chat'];
+  return [target === 'chat' ? 'chat' : target === 'anthropic' ? 'messages' : 'gemini'];
+}
+
+const VALIDATORS: Record<CallerApi, { stream: (text: string) => Turn; json: (text: string) => Turn; toolStop: string; textStop: string[] }> = {
+  chat: { stream: validateChatStream, json: validateChatJson, toolStop: 'tool_calls', textStop: ['stop'] },
+  responses: { stream: validateResponsesStream, json: validateResponsesJson, toolStop: 'tool_call', textStop: ['completed'] },
+  messages: { stream: validateMessagesStream, json: validateMessagesJson, toolStop: 'tool_use', textStop: ['end_turn'] },
+};
+
+/** Headers the HTTP client makes itself for the replayed request. */
+const HOP_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'keep-alive']);
+const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'api-key']);
+
+function replayHeaders(request: RecordedRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (HOP_HEADERS.has(name)) continue;
+    headers[name] = CREDENTIAL_HEADERS.has(name) ? value.split(API_KEY_PLACEHOLDER).join(ADMIN_TOKEN) : value;
+  }
+  return headers;
+}
+
+function target(request: RecordedRequest): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(request.query)) for (const v of Array.isArray(value) ? value : [value]) query.append(key, v);
+  const search = query.toString();
+  return search === '' ? request.path : `${request.path}?${search}`;
+}
+
+type Json = Record<string, unknown>;
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  return JSON.stringify(content ?? '');
+}
+
+/** Whether the upstream's request carries the tool result `text` answering call `id` (named `name`), in its own API. */
+function upstreamCarries(wire: WireApi, body: Json, result: { id: string; text: string }, name: string | undefined): boolean {
+  const has = (value: unknown): boolean => {
+    const raw = textOf(value);
+    if (raw.includes(result.text) || raw.includes(JSON.stringify(result.text).slice(1, -1))) return true;
+    try {
+      return raw.includes(JSON.stringify(JSON.parse(result.text)).slice(1, -1));
+    } catch {
+      return false;
+    }
+  };
+  if (wire === 'chat') return ((body.messages ?? []) as Json[]).some((m) => m.role === 'tool' && m.tool_call_id === result.id && has(m.content));
+  if (wire === 'responses') return ((Array.isArray(body.input) ? body.input : []) as Json[]).some((i) => i.type === 'function_call_output' && i.call_id === result.id && has(i.output));
+  if (wire === 'messages') {
+    return ((body.messages ?? []) as Json[]).some((m) => m.role === 'user' && Array.isArray(m.content) && (m.content as Json[]).some((b) => b.type === 'tool_result' && b.tool_use_id === result.id && has(b.content)));
+  }
+  const parts = ((body.contents ?? []) as Json[]).flatMap((c) => (Array.isArray(c.parts) ? (c.parts as Json[]) : []));
+  return parts.some((p) => {
+    const response = p.functionResponse as Json | undefined;
+    return response !== undefined && response.name === name && has(response.response);
+  });
+}
+
+function checkTurn(turn: Turn, reply: ScriptedReply, api: CallerApi, wire: WireApi, label: string): void {
+  const rules = VALIDATORS[api];
+  if (reply.type === 'text') {
+    assert.deepEqual([turn.toolCalls.length, turn.text], [0, reply.text], `${label}: the final text`);
+    assert.ok(rules.textStop.includes(turn.stop), `${label}: stop reason ${turn.stop}`);
+    return;
+  }
+  assert.equal(turn.toolCalls.length, 1, `${label}: one tool call`);
+  const [made] = turn.toolCalls as [Turn['toolCalls'][number]];
+  assert.equal(made.name, reply.name, `${label}: the tool's name`);
+  assert.deepEqual(JSON.parse(made.arguments), JSON.parse(reply.arguments), `${label}: the tool's arguments`);
+  assert.equal(turn.stop, rules.toolStop, `${label}: stop reason`);
+  // Gemini has no call ids: the gateway makes one. Every other upstream's id reaches the caller as it was.
+  if (wire === 'gemini') assert.ok(made.id !== '', `${label}: a call id`);
+  else assert.equal(made.id, reply.id, `${label}: the upstream's call id`);
+}
+
+describe('conformance: recorded client traffic replayed through every path', () => {
+  // CONFORMANCE_FIXTURES: another folder of the same layout (a fresh recording, before it is committed).
+  const { fixtures, invalid } = loadClientFixtures(process.env.CONFORMANCE_FIXTURES);
+  let upstream: ScriptedUpstream;
+  const gateways = new Map<Target, TestGateway>();
+
+  before(async () => {
+    upstream = await startScriptedUpstream();
+    await Promise.all(
+      (Object.keys(TARGETS) as Target[]).map(async (name) => {
+        const { kind, base } = TARGETS[name];
+        const text = ['upstreams:', '  - name: up', `    kind: ${kind}`, `    base_url: ${upstream.origin}${base}`, '    api_key_env: CONFORMANCE_UPSTREAM_KEY', 'default_upstream: up', 'limits:', '  upstream_pause_max_seconds: 0'].join('\n');
+        gateways.set(name, await startGateway({ env: { CONFORMANCE_UPSTREAM_KEY: 'sk-conformance-upstream-0123456789' }, configFile: { name: 'conformance.yaml', text } }));
+      }),
+    );
+  });
+  after(async () => {
+    await Promise.all([...gateways.values()].map((gw) => gw.close()));
+    await upstream.close();
+  });
+
+  test('every fixture is a whole agent loop: a tool call answered, its result sent back, a final answer', () => {
+    assert.deepEqual(invalid, [], 'every .json in a client folder is a fixture of the format (test/fixtures/clients/README.md)');
+    assert.ok(fixtures.length >= 11, `fixtures found: ${fixtures.map((f) => f.name).join(', ')}`);
+    for (const fixture of fixtures) {
+      for (const [i, request] of fixture.requests.entries()) {
+        for (const name of ['authorization', 'x-api-key', 'api-key', 'x-goog-api-key']) {
+          const value = request.headers[name];
+          assert.ok(value === undefined || value === API_KEY_PLACEHOLDER || value === `Bearer ${API_KEY_PLACEHOLDER}`, `${fixture.name} request ${i}: ${name} is a placeholder`);
+        }
+      }
+      const calls = fixture.requests.map((r, i) => ({ api: callerApiOf(r), r, i })).filter((c) => c.api !== undefined && c.r.body);
+      const toolTurn = calls.find((c) => replyFor(fixture, c.i).type === 'tool_call');
+      assert.ok(toolTurn, `${fixture.name}: a turn answered with a tool call`);
+      const reply = replyFor(fixture, toolTurn.i) as Extract<ScriptedReply, { type: 'tool_call' }>;
+      const answered = calls.find((c) => c.i > toolTurn.i && toolResultsOf(c.api as CallerApi, c.r.body ?? {}).some((t) => t.id === reply.id));
+      assert.ok(answered, `${fixture.name}: a later call sends the result of ${reply.id}`);
+      assert.ok(calls.some((c) => c.i > (answered?.i ?? 0) - 1 && replyFor(fixture, c.i).type === 'text'), `${fixture.name}: a final text`);
+    }
+  });
+
+  for (const fixture of fixtures) {
+    const api = fixture.requests.map(callerApiOf).find((a) => a !== undefined);
+    if (api === undefined) continue;
+    PATHS[api].forEach((name, n) => {
+      test(`${fixture.name} (${api}) → ${name}${n === 0 ? ' (native)' : ''}`, async (t) => {
+        const wires = await replay(fixture, name);
+        t.diagnostic(`upstream spoken to in: ${wires.join(', ')}`);
+      });
+    });
+  }
+
+  /** Replays the fixture's model calls in order; returns the API the upstream was spoken to in, per call. */
+  async function replay(fixture: ClientFixture, name: Target): Promise<WireApi[]> {
+    const gw = gateways.get(name) as TestGateway;
+    const spoken: WireApi[] = [];
+    for (const [index, request] of fixture.requests.entries()) {
+      const api = callerApiOf(request);
+      if (api === undefined || request.body === null) continue;
+      const label = `${fixture.name} request ${index} → ${name}`;
+      const wires = wiresOf(api, name);
+      const reply = replyFor(fixture, index);
+      upstream.setDecide(() => reply);
+      const seen = upstream.modelCalls().length;
+      const answer = await call(`${gw.url}${target(request)}`, { method: request.method, headers: replayHeaders(request), body: JSON.stringify(request.body) });
+      assert.equal(answer.status, 200, `${label}: ${answer.text.slice(0, 600)}`);
+      const rules = VALIDATORS[api];
+      const turn = request.body.stream === true ? rules.stream(answer.text) : rules.json(answer.text);
+      const sent = upstream.modelCalls().slice(seen);
+      assert.equal(sent.length, 1, `${label}: one call to the upstream`);
+      const wire = sent[0]?.api as WireApi;
+      assert.ok(wires.includes(wire), `${label}: the upstream spoken to in ${wires.join(' or ')}, not ${wire}`);
+      spoken.push(wire);
+      checkTurn(turn, reply, api, wire, label);
+      const names = new Map(toolCallsOf(api, request.body).map((c) => [c.id, c.name]));
+      for (const result of toolResultsOf(api, request.body)) {
+        assert.ok(upstreamCarries(wire, sent[0]?.body ?? {}, result, names.get(result.id)), `${label}: the result of ${result.id} reaches the upstream: ${JSON.stringify(sent[0]?.body).slice(0, 1500)}`);
+      }
+    }
+    return spoken;
+  }
+});

@@ -1,0 +1,138 @@
+/**
+ * A real node:http server that plays a model provider in four wire formats at once, by path: OpenAI chat
+ * completions (`POST .../chat/completions`), OpenAI's Responses API (`POST .../responses`), Anthropic's Messages API
+ * (`POST .../messages`, with `count_tokens`), Gemini (`POST .../models/{m}:generateContent` and
+ * `:streamGenerateContent`), plus the model lists. Each model call is answered with the turn `decide` picks for it
+ * (`agentLoop`: a tool call, then once the tool's result is in the conversation, the final text), in that
+ * provider's own format (scripted-replies.ts). Every request is recorded with the API it spoke and the turn it got.
+ */
+import type { ServerResponse } from 'node:http';
+import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
+import { chatAnswer, geminiAnswer, messagesAnswer, responsesAnswer, type ScriptedReply, type WireAnswer } from './scripted-replies.js';
+
+export type WireApi = 'chat' | 'responses' | 'messages' | 'gemini';
+
+export interface ScriptedRequest extends RecordedHttpRequest {
+  /** The API of a model call (undefined for a model list, a token count, anything else). */
+  api: WireApi | undefined;
+  /** The turn the call was answered with. */
+  reply: ScriptedReply | undefined;
+}
+
+export type Decide = (api: WireApi, body: Record<string, unknown>) => ScriptedReply;
+
+export interface ScriptedUpstream {
+  /** `http://127.0.0.1:<port>` */
+  origin: string;
+  requests: ScriptedRequest[];
+  /** The model calls only. */
+  modelCalls(): ScriptedRequest[];
+  /** Replaces how the next calls are answered. */
+  setDecide(decide: Decide): void;
+  close(): Promise<void>;
+}
+
+/** The recorder's script: fixed ids per API (recordings do not change from run to run), one tool call, one answer. */
+export const SCRIPT = {
+  toolCallIds: { chat: 'call_Wq7nT2xKd9LmP4vR8sZb3HcY', responses: 'call_Jf5sV1pQk8RtN3wX6mLa2DzE', messages: 'toolu_01H3kP9vXq2mWn7tRb5sLc4Y', gemini: 'unused' } as Record<WireApi, string>,
+  arguments: '{"location":"Paris"}',
+  finalText: 'It is 21 degrees and sunny in Paris.',
+} as const;
+
+/** The agent loop every recording plays: a tool call while the conversation holds no tool result, then the answer. */
+export const agentLoop: Decide = (api, body) => {
+  const name = firstToolName(api, body);
+  if (name === undefined || hasToolResult(api, body)) return { type: 'text', text: SCRIPT.finalText };
+  return { type: 'tool_call', id: SCRIPT.toolCallIds[api], name, arguments: SCRIPT.arguments };
+};
+
+function firstToolName(api: WireApi, body: Record<string, unknown>): string | undefined {
+  const tools = Array.isArray(body.tools) ? (body.tools as Array<Record<string, unknown>>) : [];
+  for (const tool of tools) {
+    const fn = tool.function as { name?: unknown } | undefined;
+    if (api === 'chat' && typeof fn?.name === 'string') return fn.name;
+    if (api === 'gemini' && Array.isArray(tool.functionDeclarations)) return (tool.functionDeclarations as Array<{ name?: string }>)[0]?.name;
+    if ((api === 'responses' || api === 'messages') && typeof tool.name === 'string' && (tool.type === undefined || tool.type === 'function' || tool.type === 'custom')) return tool.name;
+  }
+  return undefined;
+}
+
+function hasToolResult(api: WireApi, body: Record<string, unknown>): boolean {
+  const text = JSON.stringify(api === 'responses' ? (body.input ?? []) : api === 'gemini' ? (body.contents ?? []) : (body.messages ?? []));
+  if (api === 'chat') return text.includes('"role":"tool"');
+  if (api === 'responses') return text.includes('"type":"function_call_output"');
+  if (api === 'messages') return text.includes('"type":"tool_result"');
+  return text.includes('"functionResponse"');
+}
+
+export function apiOf(method: string, url: string): WireApi | undefined {
+  if (method !== 'POST') return undefined;
+  const path = url.split('?')[0] ?? '';
+  if (path.endsWith('/chat/completions')) return 'chat';
+  if (path.endsWith('/responses')) return 'responses';
+  if (path.endsWith('/messages')) return 'messages';
+  if (/\/models\/[^/]+:(generateContent|streamGenerateContent)$/.test(path)) return 'gemini';
+  return undefined;
+}
+
+export async function startScriptedUpstream(initial: Decide = agentLoop): Promise<ScriptedUpstream> {
+  let decide = initial;
+  const requests: ScriptedRequest[] = [];
+  let serial = 0;
+  const server = await startRecordingServer((request, res) => {
+    const api = apiOf(request.method, request.url);
+    const recorded: ScriptedRequest = { ...request, api, reply: undefined };
+    requests.push(recorded);
+    if (api === undefined || request.body === undefined) return other(request, res);
+    serial += 1;
+    const reply = decide(api, request.body);
+    recorded.reply = reply;
+    const model = /\/models\/([^/:]+):/.exec(request.url)?.[1] ?? 'gemini';
+    const stream = api === 'gemini' ? request.url.includes(':streamGenerateContent') : request.body.stream === true;
+    const answer =
+      api === 'chat' ? chatAnswer(reply, request.body, serial)
+      : api === 'responses' ? responsesAnswer(reply, request.body, serial)
+      : api === 'messages' ? messagesAnswer(reply, request.body, serial)
+      : geminiAnswer(reply, request.body, stream, model);
+    write(res, answer);
+  });
+  return {
+    origin: server.origin,
+    requests,
+    modelCalls: () => requests.filter((r) => r.api !== undefined),
+    setDecide(next) {
+      decide = next;
+    },
+    close: () => server.close(),
+  };
+}
+
+function write(res: ServerResponse, answer: WireAnswer): void {
+  if ('json' in answer) {
+    const text = JSON.stringify(answer.json);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const frame of answer.frames) res.write(frame);
+  res.end();
+}
+
+/** Model lists (OpenAI's shape; Anthropic's when asked with anthropic-version), token counts; 404 for the rest. */
+function other(request: RecordedHttpRequest, res: ServerResponse): void {
+  const path = request.url.split('?')[0] ?? '';
+  const json = (status: number, body: unknown): void => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+  if (request.method === 'POST' && path.endsWith('/messages/count_tokens')) return json(200, { input_tokens: 42 });
+  if (request.method === 'GET' && path.endsWith('/models')) {
+    if (request.headers['anthropic-version']) {
+      const model = { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' };
+      return json(200, { data: [model], has_more: false, first_id: model.id, last_id: model.id });
+    }
+    return json(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_721_260_800, owned_by: 'openai' }] });
+  }
+  json(404, { error: { message: `scripted upstream: no ${request.method} ${path}`, type: 'invalid_request_error' } });
+}

@@ -1,6 +1,6 @@
 /**
  * Claude Code's own traffic, replayed through the gateway on every path a Messages request can take (issue 30).
- * The fixtures (test/fixtures/clients/claude-code-<version>/turn-<n>.json) are what Claude Code sent on its default
+ * The fixtures (test/fixtures/clients/claude-code-<version>/bash-tool-loop.json, the format of test/fixtures/clients/README.md) are what Claude Code sent on its default
  * settings, recorded against a logging mock: turn 1 (the prompt) and turn 2 (after the model's Bash tool_use, with
  * the thinking block and its signature sent back, the tool_result and the mid-conversation system message). Each is
  * replayed to a mock Anthropic upstream (forwarded untouched), a mock chat-completions upstream and a mock Gemini
@@ -28,7 +28,18 @@ type Body = Record<string, unknown> & { model: string; max_tokens: number; messa
 
 const ROOT = new URL('./fixtures/clients/', import.meta.url);
 const VERSIONS = readdirSync(ROOT).filter((name) => name.startsWith('claude-code-')).map((name) => name.slice('claude-code-'.length));
-const load = (version: string, turn: number): Recorded => JSON.parse(readFileSync(new URL(`claude-code-${version}/turn-${turn}.json`, ROOT), 'utf8')) as Recorded;
+/** Turn `turn` (1 or 2) of the recorded tool loop, in the shared fixture format (test/fixtures/clients/README.md). */
+function load(version: string, turn: number): Recorded {
+  const fixture = JSON.parse(readFileSync(new URL(`claude-code-${version}/bash-tool-loop.json`, ROOT), 'utf8')) as {
+    client: { name: string; version: string };
+    requests: Array<{ method: string; path: string; query: Record<string, string>; headers: Record<string, string>; body: Body }>;
+  };
+  const request = fixture.requests[turn - 1];
+  if (!request) throw new Error(`claude-code-${version}: no turn ${turn}`);
+  const query = new URLSearchParams(request.query).toString();
+  const url = query === '' ? request.path : `${request.path}?${query}`;
+  return { client: fixture.client.name, version: fixture.client.version, turn, request: { method: request.method, url, headers: request.headers, body: request.body } };
+}
 
 /** What each recorded turn leaves out on a translated path, in the order the translation meets it. */
 const DROPPED: Record<string, [string, string]> = {

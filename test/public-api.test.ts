@@ -29,6 +29,7 @@ test('the example of the public API compiles under the project\'s strict setting
     strict: true,
     noUncheckedIndexedAccess: true,
     target: ts.ScriptTarget.ES2022,
+    lib: ['lib.es2023.d.ts'], // as tsconfig.json
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
     types: ['node'],

@@ -166,6 +166,15 @@ describe('chat through an Anthropic upstream (mock speaking the Messages wire fo
     assert.equal(mock.messageRequests()[0]?.body?.stream, true);
   });
 
+  test('a stream whose caller did not ask for usage shows none, and its usage is still recorded (limits, cost)', async () => {
+    const answer = await readStream(`${gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'claude-fast', stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    assert.equal(answer.status, 200);
+    assert.ok(!answer.text.includes('"usage"'), 'no usage chunk shown');
+    const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
+    assert.equal(line?.prompt_tokens, 25);
+    assert.equal(line?.completion_tokens, 15);
+  });
+
   test('tool calls round-trip: non-streamed and streamed (argument deltas in order)', async () => {
     const json = await chat({ model: 'claude-fast', tools: [WEATHER_TOOL], messages: [{ role: 'user', content: 'Weather in Paris?' }] });
     const message = (json.json.choices as Array<{ message: { tool_calls: Array<{ id: string; function: { name: string; arguments: string } }> }; finish_reason: string }>)[0];

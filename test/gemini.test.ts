@@ -80,6 +80,15 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
     assert.deepEqual(calls, [{ name: 'get_weather', arguments: '{"location":"Paris"}' }, { name: 'finish:tool_calls', arguments: '' }]);
   });
 
+  test('a stream whose caller did not ask for usage shows none, and its usage is still recorded (limits, cost)', async () => {
+    const answer = await readStream(`${gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    assert.equal(answer.status, 200);
+    assert.ok(!answer.text.includes('"usage"'), 'no usage chunk shown');
+    const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
+    assert.equal(line?.prompt_tokens, 8);
+    assert.equal(line?.completion_tokens, 6);
+  });
+
   test('a safety block is a clear 400; a stream without a finished candidate is truncated; Google errors keep their message', async () => {
     fx.mock.enqueue({ kind: 'blocked', reason: 'SAFETY' });
     const blocked = await chat({ model: 'flash', messages: [{ role: 'user', content: 'something bad' }] });

@@ -33,7 +33,7 @@ describe('Responses translation (pure functions)', () => {
   });
 
   test('input items become chat messages; consecutive function calls form one assistant turn after its text', () => {
-    const chat = responsesToChat({
+    const { chat } = responsesToChat({
       model: 'm',
       instructions: 'sys',
       input: [

@@ -201,7 +201,8 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
     const builtin = await call(fixture.url('/v1/responses'), {
       method: 'POST',
       headers: authHeaders(),
-      body: JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', tools: [{ type: 'web_search' }], frobnicate: 1 }),
+      // A built-in tool that has no chat equivalent (web search has: see test/codex-traffic.test.ts).
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: 'Hi', tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }], frobnicate: 1 }),
     });
     assert.equal(builtin.status, 400);
     const body = builtin.json as { code: string; details: { errors: Array<{ field: string }> }; error: { code: string; param: string } };

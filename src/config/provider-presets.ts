@@ -25,6 +25,8 @@ export interface ProviderKind {
   streamUsage: StreamUsageMode;
   /** Serves OpenAI's Responses API itself (`POST {base}/responses`): requests only it can honour are forwarded. */
   nativeResponses?: boolean;
+  /** Its chat API takes `web_search_options` (OpenAI's own); other servers are not known to, so a search is left out. */
+  chatWebSearch?: boolean;
 }
 
 const openAi = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on'): ProviderKind => ({ wire: 'openai', baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
@@ -33,7 +35,7 @@ const native = (wire: WireFormat, baseUrl: string): ProviderKind => ({ wire, bas
 
 export const PROVIDER_KINDS = {
   'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
-  openai: { ...openAi('https://api.openai.com/v1'), nativeResponses: true },
+  openai: { ...openAi('https://api.openai.com/v1'), nativeResponses: true, chatWebSearch: true },
   azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on', nativeResponses: true },
   groq: openAi('https://api.groq.com/openai/v1'),
   mistral: openAi('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked

@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { CachePolicy, LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
+import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
 import { checkedUsage } from '../providers/usage-figures.js';
 import { costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
@@ -179,6 +179,11 @@ export class ChatService {
   /** Whether some upstream of the model serves `api` natively (see forwardNative). */
   forwardsNatively(api: NativeApiName, model: string): boolean {
     return this.options.router.plan(model, () => 0.5).candidates.some((target) => target.provider.native?.[api] !== undefined);
+  }
+
+  /** Whether every upstream the model may be sent to carries the chat field `field` (providers/contract.ts ChatExtra). */
+  carries(model: string, field: ChatExtra): boolean {
+    return this.options.router.plan(model, () => 0.5).candidates.every((target) => target.provider.chatExtras?.has(field) === true);
   }
 
   private nativePlan(api: NativeApiName, model: string): RoutePlan {

@@ -169,6 +169,18 @@ export interface UpstreamModel {
   ownedBy: string | undefined;
 }
 
+/**
+ * Chat request fields that not every upstream has: a translating surface (the Responses API) asks whether each
+ * upstream of a model carries one (`Provider.chatExtras`) and leaves it out by name where one does not.
+ * `web_search_options` is the gateway's one representation of a built-in web search: the Anthropic provider sends
+ * Anthropic's web search tool, the Gemini provider Google Search grounding, OpenAI's own chat API takes it as it is.
+ * `parallel_tool_calls` means its `false` (one call at a time); `true` is every upstream's default.
+ */
+export type ChatExtra = 'web_search_options' | 'prompt_cache_key' | 'service_tier' | 'verbosity' | 'parallel_tool_calls' | 'user' | 'safety_identifier';
+
+/** What an OpenAI-compatible server takes: every chat field of OpenAI's API, its web search only where known. */
+export const OPENAI_CHAT_EXTRAS: ReadonlySet<ChatExtra> = new Set(['prompt_cache_key', 'service_tier', 'verbosity', 'parallel_tool_calls', 'user', 'safety_identifier']);
+
 export interface Provider {
   /** The upstream's configured name (e.g. "openai"), used in health, logs and error details. */
   readonly name: string;
@@ -183,6 +195,8 @@ export interface Provider {
    * end-of-stream marker: a stream cut short is an error, never a quiet end.
    */
   streamChat(body: ChatRequestBody, context: CallContext): AsyncIterable<StreamBatch>;
+  /** The chat fields of ChatExtra this provider carries to its upstream (absent: none). */
+  readonly chatExtras?: ReadonlySet<ChatExtra>;
   /** Public APIs the upstream speaks natively (absent: the gateway translates them into chat). */
   readonly native?: Partial<Record<NativeApiName, NativeApi>>;
   /** Embeds input; absent on a provider that has no embeddings (Anthropic). Rejects with a GatewayError. */

@@ -21,5 +21,19 @@ export function wireResponses(
 ): { surface: ApiSurface; stored: StoredResponseHandlers } {
   const { store: keep, ...bounds } = config.responses;
   const history = store && keep ? new ResponseHistory({ store, bounds: { ...bounds, bodyLimitBytes: config.bodyLimitBytes }, log: app.log }) : undefined;
-  return { surface: responsesSurface(history, (model) => chat.forwardsNatively('responses', model), ownership), stored: makeStoredResponseHandlers(history) };
+  // Asked before the model is routed: a model that cannot be routed fails there, with its own error, not here.
+  const routed = <T>(ask: () => T, otherwise: T): T => {
+    try {
+      return ask();
+    } catch {
+      return otherwise;
+    }
+  };
+  const surface = responsesSurface(
+    history,
+    (model) => routed(() => chat.forwardsNatively('responses', model), false),
+    ownership,
+    (model, field) => routed(() => chat.carries(model, field), true),
+  );
+  return { surface, stored: makeStoredResponseHandlers(history) };
 }

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, NativeApi, NativeApiName, Provider, StreamBatch, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, NativeApi, NativeApiName, Provider, StreamBatch, UpstreamModel } from '../contract.js';
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -21,6 +21,8 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 export class AnthropicProvider implements Provider {
   readonly kind = 'anthropic';
   readonly probeable = true;
+  /** Web search as Anthropic's server tool, one call at a time as `disable_parallel_tool_use`, `user` as `metadata.user_id` (translate-request.ts). */
+  readonly chatExtras: ReadonlySet<ChatExtra> = new Set(['web_search_options', 'parallel_tool_calls', 'user']);
   readonly name: string;
   private readonly http: UpstreamClient;
   /** The Messages API itself: a Messages request to this upstream is forwarded untranslated. */
@@ -56,10 +58,9 @@ export class AnthropicProvider implements Provider {
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
-    const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, options?.include_usage === true, [
-      context.apiKeyOverride,
-      this.config.apiKey,
-    ]);
+    // The usage chunk always comes (limits, cost, a Responses stream's `usage`); hidden when the caller did not ask.
+    const asked = options?.include_usage === true;
+    const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, true, [context.apiKeyOverride, this.config.apiKey]);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -69,7 +70,7 @@ export class AnthropicProvider implements Provider {
         return response;
       },
       translate: (event, batch) => {
-        for (const chunk of translator.translate(event)) batch.push({ chunk });
+        for (const chunk of translator.translate(event)) batch.push(asked || chunk.choices.length > 0 ? { chunk } : { chunk, internal: true });
         return translator.done;
       },
       end: (ending) => {

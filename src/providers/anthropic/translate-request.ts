@@ -49,7 +49,10 @@ export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string,
   if (body.top_p !== undefined) out.top_p = body.top_p;
   if (body.stop !== undefined && body.stop !== null) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
   if (body.stream === true) out.stream = true;
-  if (Array.isArray(body.tools) && body.tools.length > 0) out.tools = body.tools.map(toAnthropicTool);
+  const tools = Array.isArray(body.tools) ? body.tools.map(toAnthropicTool) : [];
+  const search = webSearchTool(body.web_search_options);
+  if (search) tools.push(search);
+  if (tools.length > 0) out.tools = tools;
   const choice = toAnthropicToolChoice(body.tool_choice, body.parallel_tool_calls);
   if (choice) out.tool_choice = choice;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
@@ -109,6 +112,26 @@ function toAnthropicTool(tool: unknown): Block {
   const out: Block = { name: String(fn?.name ?? ''), input_schema: fn?.parameters ?? { type: 'object', properties: {} } };
   if (typeof fn?.description === 'string') out.description = fn.description;
   return out;
+}
+
+/**
+ * Chat's `web_search_options` (the gateway's representation of a built-in web search) as Anthropic's server-side
+ * web search tool, with the caller's approximate location. `search_context_size` has no Anthropic equivalent: how
+ * much it reads is Anthropic's choice.
+ */
+function webSearchTool(options: unknown): Block | undefined {
+  if (typeof options !== 'object' || options === null) return undefined;
+  const tool: Block = { type: 'web_search_20250305', name: 'web_search' };
+  const approximate = ((options as { user_location?: { approximate?: unknown } }).user_location)?.approximate;
+  if (typeof approximate === 'object' && approximate !== null) {
+    const location: Block = { type: 'approximate' };
+    for (const key of ['city', 'region', 'country', 'timezone']) {
+      const value = (approximate as Record<string, unknown>)[key];
+      if (typeof value === 'string') location[key] = value;
+    }
+    tool.user_location = location;
+  }
+  return tool;
 }
 
 function toAnthropicToolChoice(choice: unknown, parallel: unknown): Block | undefined {

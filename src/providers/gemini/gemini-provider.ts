@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { CallContext, ChatCompletionResult, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, Provider, StreamBatch, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, Provider, StreamBatch, UpstreamModel } from '../contract.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -19,6 +19,8 @@ import { readEventStream } from '../event-stream-reader.js';
 export class GeminiProvider implements Provider {
   readonly kind = 'gemini';
   readonly probeable = true;
+  /** Web search as Google Search grounding (translate-request.ts); Gemini has none of the other fields. */
+  readonly chatExtras: ReadonlySet<ChatExtra> = new Set(['web_search_options']);
   readonly name: string;
   private readonly http: UpstreamClient;
 
@@ -39,14 +41,9 @@ export class GeminiProvider implements Provider {
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
-    const translator = new GeminiStreamTranslator(
-      body.model,
-      `chatcmpl-${randomUUID()}`,
-      Math.floor(Date.now() / 1000),
-      this.name,
-      options?.include_usage === true,
-      this.secrets(context),
-    );
+    // The usage chunk always comes (limits, cost, a Responses stream's `usage`); hidden when the caller did not ask.
+    const asked = options?.include_usage === true;
+    const translator = new GeminiStreamTranslator(body.model, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.name, true, this.secrets(context));
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -67,7 +64,7 @@ export class GeminiProvider implements Provider {
             reason: ending === 'clean' ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
           });
         }
-        return translator.final().map((chunk) => ({ chunk }));
+        return translator.final().map((chunk) => (asked ? { chunk } : { chunk, internal: true }));
       },
     });
   }

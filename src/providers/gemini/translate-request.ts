@@ -50,7 +50,10 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   const thinkingConfig = thinkingConfigFor(body.reasoning_effort, body.model);
   if (thinkingConfig) generation.thinkingConfig = thinkingConfig;
   if (Object.keys(generation).length > 0) out.generationConfig = generation;
-  if (Array.isArray(body.tools) && body.tools.length > 0) out.tools = [{ functionDeclarations: body.tools.map(toDeclaration) }];
+  const tools: Part[] = Array.isArray(body.tools) && body.tools.length > 0 ? [{ functionDeclarations: body.tools.map(toDeclaration) }] : [];
+  // Chat's `web_search_options` (the gateway's built-in web search) is Google Search grounding; it has no options here.
+  if (typeof body.web_search_options === 'object' && body.web_search_options !== null) tools.push({ googleSearch: {} });
+  if (tools.length > 0) out.tools = tools;
   const toolConfig = toToolConfig(body.tool_choice);
   if (toolConfig) out.toolConfig = toolConfig;
   return out;

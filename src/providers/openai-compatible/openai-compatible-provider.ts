@@ -1,12 +1,14 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
+import { OPENAI_CHAT_EXTRAS } from '../contract.js';
 import type {
   CallContext,
   ChatCompletionResult,
   ChatRequestBody,
   EmbeddingsRequestBody,
   EmbeddingsResult,
+  ChatExtra,
   NativeApi,
   NativeApiName,
   Provider,
@@ -37,6 +39,8 @@ export class OpenAiCompatibleProvider implements Provider {
   private readonly userAgent: string;
   /** `stream_usage: auto` and this upstream refused `stream_options` once: it is not asked again. */
   private refusesStreamUsage = false;
+  /** The chat body goes as it is: every field of OpenAI's chat API; web search where the kind is known to take it. */
+  readonly chatExtras: ReadonlySet<ChatExtra>;
   /** OpenAI's Responses API, where the upstream kind speaks it (`nativeResponses` in config/provider-presets.ts). */
   readonly native?: Partial<Record<NativeApiName, NativeApi>>;
 
@@ -47,6 +51,7 @@ export class OpenAiCompatibleProvider implements Provider {
     this.userAgent = options.userAgent;
     this.http = new UpstreamClient(config);
     this.basePath = this.http.basePath;
+    this.chatExtras = providerKind(config.kind)?.chatWebSearch === true ? new Set([...OPENAI_CHAT_EXTRAS, 'web_search_options']) : OPENAI_CHAT_EXTRAS;
     if (providerKind(config.kind)?.nativeResponses === true) {
       this.native = {
         responses: nativePassthrough(

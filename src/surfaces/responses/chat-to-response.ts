@@ -1,8 +1,10 @@
 import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
 import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
-import { checkArguments, completionToolCalls } from '../tool-arguments.js';
+import { completionToolCalls } from '../tool-arguments.js';
 import { newId } from './ids.js';
-import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
+import { asChatCall, callItem, finishCall } from './output-calls.js';
+import type { MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
+import type { ToolNames } from './tool-names.js';
 
 /** Chat usage as Responses usage (cached and reasoning token counts when the upstream reported them). */
 export function responseUsage(reported: Usage | null | undefined): ResponseUsage | null {
@@ -63,8 +65,11 @@ interface ChatCompletionBody {
   usage?: (Usage & Record<string, unknown>) | null;
 }
 
-/** A `chat.completion` (JSON text) as the finished response object: `shell`, completed (it is changed in place). */
-export function completionToResponse(completionText: string, shell: ResponseObject): ResponseObject {
+/**
+ * A `chat.completion` (JSON text) as the finished response object: `shell`, completed (it is changed in place). Tool
+ * calls are named as the caller's tools are (`names`: namespaced functions, custom tools).
+ */
+export function completionToResponse(completionText: string, shell: ResponseObject, names?: ToolNames): ResponseObject {
   const completion = JSON.parse(completionText) as ChatCompletionBody;
   const choice = completion.choices?.[0];
   const message = choice?.message;
@@ -80,9 +85,9 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   }
   const ending = endingOf(choice?.finish_reason);
   for (const call of calls) {
-    const item: FunctionCallItem = { type: 'function_call', id: newId('fc'), call_id: call.id ?? newId('fc'), name: call.name ?? '', arguments: call.arguments ?? '', status: 'completed' };
+    const item = callItem(names, call.name ?? '', call.id ?? newId('fc'), 'completed');
     // Arguments that are not a JSON object make the answer unusable, unless it was cut short (src/surfaces/tool-arguments.ts).
-    if (ending.status !== 'incomplete') checkArguments(item.arguments, item.call_id);
+    finishCall(item, call.arguments ?? '', ending.status === 'incomplete');
     output.push(item);
   }
   if (ending.status === 'incomplete') for (const item of output) item.status = 'incomplete';
@@ -97,14 +102,14 @@ export function completionToResponse(completionText: string, shell: ResponseObje
 }
 
 /** A chat request's messages that a stored response adds to a conversation: its input turns and its answer. */
-export function outputAsMessages(output: readonly OutputItem[]): ChatRequestBody['messages'] {
+export function outputAsMessages(output: readonly OutputItem[], names?: ToolNames): ChatRequestBody['messages'] {
   let text = '';
   const calls: ToolCall[] = [];
   for (const item of output) {
     if (item.type === 'message') {
       for (const part of item.content) text += part.type === 'output_text' ? part.text : part.refusal;
     } else {
-      calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } });
+      calls.push(asChatCall(item, names));
     }
   }
   return [{ role: 'assistant', content: calls.length > 0 && text === '' ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];

@@ -5,6 +5,6 @@ import { randomUUID } from 'node:crypto';
  * is no handle). randomUUID draws from a cached entropy pool: a tenth of the cost of randomBytes per id, measured
  * on the Responses route (docs/benchmarks.md).
  */
-export function newId(prefix: 'resp' | 'msg' | 'fc' | 'fco'): string {
+export function newId(prefix: 'resp' | 'msg' | 'fc' | 'fco' | 'ctc' | 'ctco'): string {
   return `${prefix}_${randomUUID().replaceAll('-', '')}`;
 }

@@ -1,77 +1,69 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ChatRequestBody, ToolCall } from '../../providers/contract.js';
+import { checkFields, chatSettings, leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
+import { chatToolChoice, chatTools, CUSTOM_INPUT, type ToolEntry } from './request-tools.js';
 import type { ResponsesRequest } from './responses-types.js';
+import { ToolNames } from './tool-names.js';
 
-/**
- * The fields of a Responses request that the translation honours or can safely leave out. Anything else is a
- * 400 naming it: a field that cannot reach the model must not be dropped in silence.
- */
-const TRANSLATED_FIELDS = new Set([
-  'model',
-  'input',
-  'instructions',
-  'tools',
-  'tool_choice',
-  'parallel_tool_calls',
-  'temperature',
-  'top_p',
-  'max_output_tokens',
-  'text',
-  'reasoning',
-  'metadata',
-  'store',
-  'previous_response_id',
-  'stream',
-  'stream_options',
-  'user',
-  'service_tier',
-  'prompt_cache_key',
-  'safety_identifier',
-  'truncation',
-  'include',
-  'top_logprobs',
-  'background',
-]);
+/** How a translation is made: tolerant (naming what it leaves out in `notes`) or exact (`notes` absent). */
+export interface TranslationOptions {
+  notes?: TranslationContext['notes'];
+  /** Whether every upstream of the model carries a chat field; absent: all do. */
+  carries?: TranslationContext['carries'];
+}
 
-/** Chat fields with the same name and meaning in both APIs: copied as they are. */
-const SAME_NAME_FIELDS = ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'service_tier', 'prompt_cache_key', 'safety_identifier'] as const;
+/** What the translation of one request produced: the chat request, and the names its tools have upstream. */
+export interface TranslatedRequest {
+  chat: ChatRequestBody;
+  names: ToolNames;
+}
 
 /**
  * A Responses request as the chat request every provider serves (pure: no I/O). `history` is the conversation of
- * the response named by `previous_response_id`, already loaded, as chat messages. Refuses, naming the field,
- * what the chat model cannot carry: built-in tools, items only OpenAI's own Responses API understands, options
- * without a chat equivalent.
+ * the response named by `previous_response_id`, already loaded, as chat messages. Maps what has a chat
+ * equivalent (request-tools.ts: namespace, custom and web search tools), leaves out by name what only tags or hints
+ * (request-fields.ts), and refuses, naming the field, what would change the answer and has no mapping: other
+ * built-in tools, items only OpenAI's own Responses API understands, unknown fields. The exact translation
+ * (`notes` absent) maps nothing and leaves nothing out: such a request is refused, to go natively where it can.
  */
-export function responsesToChat(body: ResponsesRequest, history: readonly ChatMessage[] = []): ChatRequestBody {
+export function responsesToChat(body: ResponsesRequest, history: readonly ChatMessage[] = [], options: TranslationOptions = {}): TranslatedRequest {
   const problems = new ProblemList();
-  const unsupported = (field: string, problem: string) => problems.add({ field, problem });
-  for (const field of Object.keys(body)) {
-    if (!TRANSLATED_FIELDS.has(field)) unsupported(field, 'is not supported by this gateway on the Responses route');
-  }
-  if (body.background === true) unsupported('background', 'background responses are not supported; send the request without it');
-  if (body.truncation !== undefined && body.truncation !== 'disabled' && body.truncation !== null) {
-    unsupported('truncation', 'only "disabled" is supported (send X-Context-Overflow: truncate to drop the oldest turns)');
-  }
+  const cx: TranslationContext = { problems, notes: options.notes, carries: options.carries ?? (() => true) };
+  const names = new ToolNames();
+  checkFields(body, cx);
+  // Tools first: the calls in `input` are named by the names their tools have upstream.
+  const entries = toolEntries(body, cx);
+  const tools = entries.length > 0 ? chatTools(entries, cx, names) : undefined;
   const messages: ChatMessage[] = [];
   if (typeof body.instructions === 'string' && body.instructions !== '') messages.push({ role: 'system', content: body.instructions });
   messages.push(...history);
-  inputMessages(body.input, messages, problems, new Set(callIdsOf(history)));
+  inputMessages(body.input, messages, { cx, names, calledIds: new Set(callIdsOf(history)) });
   if (messages.length === 0) problems.add({ field: 'input', problem: 'must hold at least one item' });
-
   const chat: ChatRequestBody = { model: body.model, messages };
-  for (const field of SAME_NAME_FIELDS) if (body[field] !== undefined && body[field] !== null) (chat as Record<string, unknown>)[field] = body[field];
-  if (typeof body.max_output_tokens === 'number') chat.max_tokens = body.max_output_tokens;
-  if (body.stream === true) chat.stream = true;
-  const effort = body.reasoning?.effort;
-  if (typeof effort === 'string') chat.reasoning_effort = effort;
-  if (body.top_logprobs !== undefined && body.top_logprobs !== null) unsupported('top_logprobs', 'log probabilities are not translated');
+  chatSettings(body, chat, cx);
   const format = responseFormat(body.text?.format, problems);
   if (format) chat.response_format = format;
-  if (body.tools !== undefined && body.tools.length > 0) chat.tools = body.tools.map((tool, i) => chatTool(tool, i, problems));
-  if (body.tool_choice !== undefined) chat.tool_choice = toolChoice(body.tool_choice, problems);
+  if (tools && tools.tools.length > 0) chat.tools = tools.tools;
+  if (tools?.webSearch) chat.web_search_options = tools.webSearch;
+  if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = chatToolChoice(body.tool_choice, cx, names);
   if (!problems.empty) throw unsupportedError(problems);
-  return chat;
+  return { chat, names };
+}
+
+/**
+ * The request's tools: its `tools`, and those of `additional_tools` input items (how Codex declares its code-mode
+ * tools: in the conversation, not in `tools`), which chat can only declare with the others, for the whole request.
+ */
+function toolEntries(body: ResponsesRequest, cx: TranslationContext): ToolEntry[] {
+  const entries: ToolEntry[] = Array.isArray(body.tools) ? body.tools.map((tool, i) => ({ at: `tools[${i}]`, tool })) : [];
+  if (typeof body.input === 'string') return entries;
+  body.input.forEach((item, i) => {
+    if (item.type !== 'additional_tools' || !tolerantOnly(cx, `input[${i}].type`, 'items of type "additional_tools"')) return;
+    if (!Array.isArray(item.tools)) cx.problems.add({ field: `input[${i}].tools`, problem: 'must be a list of tools' });
+    else item.tools.forEach((tool: unknown, j) => entries.push({ at: `input[${i}].tools[${j}]`, tool }));
+  });
+  return entries;
 }
 
 function unsupportedError(problems: ProblemList): GatewayError {
@@ -85,17 +77,29 @@ function* callIdsOf(messages: readonly ChatMessage[]): Iterable<string> {
   for (const message of messages) for (const call of message.tool_calls ?? []) yield call.id;
 }
 
-function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], problems: ProblemList, calledIds: Set<string>): void {
+/** What reading the input items needs: the context, the tools' names upstream, the call ids made so far. */
+interface InputScope {
+  cx: TranslationContext;
+  names: ToolNames;
+  calledIds: Set<string>;
+}
+
+const CALL_TYPES = new Set(['function_call', 'custom_tool_call']);
+const OUTPUT_TYPES = new Set(['function_call_output', 'custom_tool_call_output']);
+
+function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], scope: InputScope): void {
   if (typeof input === 'string') {
     out.push({ role: 'user', content: input });
     return;
   }
-  let pendingCalls: ToolCall[] | undefined; // consecutive function_call items become one assistant turn
+  const { cx, calledIds } = scope;
+  const problems = cx.problems;
+  let pendingCalls: ToolCall[] | undefined; // consecutive calls become one assistant turn
   input.forEach((item, i) => {
     const at = `input[${i}]`;
     const type = item.type ?? 'message';
-    if (type === 'function_call') {
-      const call = functionCall(item, at, problems);
+    if (CALL_TYPES.has(type)) {
+      const call = toolCall(item, at, scope);
       if (!call) return;
       calledIds.add(call.id);
       const last = out[out.length - 1];
@@ -109,8 +113,15 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], pro
       }
       return;
     }
+    if (type === 'additional_tools') return; // declared with the request's tools (toolEntries)
+    if (type === 'reasoning') {
+      // The upstream's own (encrypted) state of an earlier answer: nothing another provider can read.
+      if (tolerantOnly(cx, `${at}.type`, 'items of type "reasoning"')) leaveOut(cx, at, "a reasoning item is an OpenAI model's own state; a translated upstream cannot read it");
+      return;
+    }
     pendingCalls = undefined;
-    if (type === 'function_call_output') {
+    if (OUTPUT_TYPES.has(type)) {
+      if (type === 'custom_tool_call_output' && !tolerantOnly(cx, `${at}.type`, 'items of type "custom_tool_call_output"')) return;
       const callId = item.call_id;
       if (typeof callId !== 'string' || callId === '') problems.add({ field: `${at}.call_id`, problem: 'must be a non-empty string' });
       else if (!calledIds.has(callId)) problems.add({ field: `${at}.call_id`, problem: 'does not match the call_id of a function_call earlier in the conversation' });
@@ -123,7 +134,7 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], pro
       if (message) out.push(message);
       return;
     }
-    problems.add({ field: `${at}.type`, problem: `items of type "${String(type).slice(0, 64)}" are not supported on a translated upstream`, allowed: ['message', 'function_call', 'function_call_output'] });
+    problems.add({ field: `${at}.type`, problem: `items of type "${String(type).slice(0, 64)}" are not supported on a translated upstream`, allowed: ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'reasoning'] });
   });
 }
 
@@ -174,13 +185,25 @@ function contentPart(part: Record<string, unknown>, at: string, problems: Proble
   return undefined;
 }
 
-function functionCall(item: Record<string, unknown>, at: string, problems: ProblemList): ToolCall | undefined {
-  const { call_id: id, name, arguments: args } = item;
+/**
+ * A `function_call` or `custom_tool_call` item as a chat tool call, named as its tool is upstream (a namespaced
+ * function by its flat name; a custom tool's raw input as the arguments `{"input": ...}`).
+ */
+function toolCall(item: Record<string, unknown>, at: string, { cx, names }: InputScope): ToolCall | undefined {
+  const problems = cx.problems;
+  const custom = item.type === 'custom_tool_call';
+  const { call_id: id, name } = item;
+  const namespace = item.namespace ?? undefined;
+  if (custom && !tolerantOnly(cx, `${at}.type`, 'items of type "custom_tool_call"')) return undefined;
+  if (namespace !== undefined && !tolerantOnly(cx, `${at}.namespace`, 'calls of namespaced tools')) return undefined;
+  const args = custom ? item.input : item.arguments;
   if (typeof id !== 'string' || id === '') problems.add({ field: `${at}.call_id`, problem: 'must be a non-empty string' });
   if (typeof name !== 'string' || name === '') problems.add({ field: `${at}.name`, problem: 'must be a non-empty string' });
-  if (typeof args !== 'string') problems.add({ field: `${at}.arguments`, problem: 'must be a string (the JSON of the arguments)' });
+  if (namespace !== undefined && typeof namespace !== 'string') problems.add({ field: `${at}.namespace`, problem: 'must be a string' });
+  if (typeof args !== 'string') problems.add({ field: custom ? `${at}.input` : `${at}.arguments`, problem: custom ? 'must be a string' : 'must be a string (the JSON of the arguments)' });
   if (typeof id !== 'string' || id === '' || typeof name !== 'string' || name === '' || typeof args !== 'string') return undefined;
-  return { id, type: 'function', function: { name, arguments: args } };
+  const chatName = names.chatName(name, typeof namespace === 'string' ? namespace : undefined);
+  return { id, type: 'function', function: { name: chatName, arguments: custom ? JSON.stringify({ [CUSTOM_INPUT]: args }) : args } };
 }
 
 /** A function_call_output's output: a string, or a list of input_text parts (joined). */
@@ -190,29 +213,6 @@ function outputText(output: unknown, at: string, problems: ProblemList): string 
     return output.map((p) => (p as { text: string }).text).join('');
   }
   problems.add({ field: at, problem: 'must be a string or a list of input_text parts' });
-  return undefined;
-}
-
-function chatTool(tool: Record<string, unknown>, i: number, problems: ProblemList): Record<string, unknown> {
-  if (tool.type !== 'function') {
-    problems.add({ field: `tools[${i}].type`, problem: `built-in tools ("${String(tool.type).slice(0, 64)}") are not supported on a translated upstream`, allowed: ['function'] });
-    return {};
-  }
-  if (typeof tool.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) {
-    problems.add({ field: `tools[${i}].name`, problem: 'must be 1 to 64 letters, digits, underscores or dashes' });
-  }
-  const fn: Record<string, unknown> = { name: tool.name };
-  if (typeof tool.description === 'string') fn.description = tool.description;
-  if (tool.parameters !== undefined && tool.parameters !== null) fn.parameters = tool.parameters;
-  if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
-  return { type: 'function', function: fn };
-}
-
-function toolChoice(choice: unknown, problems: ProblemList): unknown {
-  if (choice === 'none' || choice === 'auto' || choice === 'required') return choice;
-  const c = choice as Record<string, unknown> | null;
-  if (c && c.type === 'function' && typeof c.name === 'string') return { type: 'function', function: { name: c.name } };
-  problems.add({ field: 'tool_choice', problem: 'must be "none", "auto", "required" or {"type":"function","name":...} on a translated upstream' });
   return undefined;
 }
 

@@ -4,6 +4,7 @@ import type { ConversationRead, ResponseStore, StoredConversationTurn } from '..
 import { outputAsMessages } from './chat-to-response.js';
 import { newId } from './ids.js';
 import type { ResponseObject, ResponsesRequest } from './responses-types.js';
+import type { ToolNames } from './tool-names.js';
 
 export interface HistoryLog {
   warn(fields: Record<string, unknown>, msg: string): void;
@@ -143,10 +144,18 @@ export class ResponseHistory {
    * continues. Never fails the call it belongs to: a store failure or a turn over `maxStoredBytes` is logged, and
    * the response is simply not kept (a later `previous_response_id` to it is a 404).
    */
-  async save(caller: string, request: ResponsesRequest, previous: PreviousTurn | undefined, input: readonly ChatMessage[], response: ResponseObject, responseText: string): Promise<void> {
+  async save(
+    caller: string,
+    request: ResponsesRequest,
+    previous: PreviousTurn | undefined,
+    input: readonly ChatMessage[],
+    response: ResponseObject,
+    responseText: string,
+    names?: ToolNames,
+  ): Promise<void> {
     const { bounds, log, store } = this.options;
     const inputItems = JSON.stringify(inputItemsOf(request.input));
-    const messages = JSON.stringify([...input, ...outputAsMessages(response.output)]);
+    const messages = JSON.stringify([...input, ...outputAsMessages(response.output, names)]);
     const messagesBytes = Buffer.byteLength(messages);
     const texts = Buffer.byteLength(responseText) + Buffer.byteLength(inputItems) + messagesBytes;
     if (texts > bounds.maxStoredBytes) {
@@ -175,12 +184,14 @@ function notFound(id: string): GatewayError {
   return new GatewayError('response_not_found', { id: id.slice(0, 256) });
 }
 
+const ITEM_ID_PREFIX: Record<string, 'fc' | 'fco' | 'ctc' | 'ctco'> = { function_call: 'fc', function_call_output: 'fco', custom_tool_call: 'ctc', custom_tool_call_output: 'ctco' };
+
 /** The input as a list of items, each with an id (a string input is one user message), for `input_items`. */
 export function inputItemsOf(input: ResponsesRequest['input']): Array<Record<string, unknown>> {
   if (typeof input === 'string') return [{ type: 'message', id: newId('msg'), role: 'user', content: [{ type: 'input_text', text: input }] }];
   return input.map((item) => {
     const type = item.type ?? 'message';
-    const id = typeof item.id === 'string' ? item.id : newId(type === 'function_call' ? 'fc' : type === 'function_call_output' ? 'fco' : 'msg');
+    const id = typeof item.id === 'string' ? item.id : newId(ITEM_ID_PREFIX[type] ?? 'msg');
     if (type !== 'message') return { ...item, id };
     const content = typeof item.content === 'string' ? [{ type: 'input_text', text: item.content }] : item.content;
     return { type: 'message', id, role: item.role, content };

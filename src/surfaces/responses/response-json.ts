@@ -29,8 +29,10 @@ export function responseJson(r: ResponseObject): string {
 }
 
 function itemJson(item: OutputItem): string {
-  if (item.type === 'function_call') {
-    return `{"type":"function_call","id":${str(item.id)},"call_id":${str(item.call_id)},"name":${str(item.name)},"arguments":${str(item.arguments)},"status":${str(item.status)}}`;
+  if (item.type === 'function_call' || item.type === 'custom_tool_call') {
+    const namespace = item.namespace === undefined ? '' : `"namespace":${str(item.namespace)},`;
+    const payload = item.type === 'function_call' ? `"arguments":${str(item.arguments)}` : `"input":${str(item.input)}`;
+    return `{"type":"${item.type}","id":${str(item.id)},"call_id":${str(item.call_id)},"name":${str(item.name)},${namespace}${payload},"status":${str(item.status)}}`;
   }
   let content = '';
   for (let i = 0; i < item.content.length; i++) {

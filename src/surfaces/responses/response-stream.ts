@@ -2,10 +2,12 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
-import { checkArguments, toolCallFields } from '../tool-arguments.js';
+import { toolCallFields } from '../tool-arguments.js';
 import { endingOf, responseUsage } from './chat-to-response.js';
 import { newId } from './ids.js';
-import type { FunctionCallItem, MessageItem, OutputItem, ResponseObject } from './responses-types.js';
+import { callItem, finishCall, type CallItem } from './output-calls.js';
+import type { MessageItem, OutputItem, ResponseObject } from './responses-types.js';
+import type { ToolNames } from './tool-names.js';
 
 /**
  * The most answer text (and tool-call argument text) one streamed response keeps for its closing events, which
@@ -21,14 +23,17 @@ interface OpenMessage {
 }
 
 interface OpenCall {
-  item: FunctionCallItem;
+  item: CallItem;
   index: number;
   chatIndex: number;
+  /** The chat arguments so far (a function call's are streamed as they come; a custom call's input is read at its end). */
+  args: string;
 }
 
 /**
  * One Responses event stream, from chat chunks: a state machine per stream. Output items open in the order their
- * first delta arrives (text: a `message` item; each tool call: a `function_call` item) and close when another
+ * first delta arrives (text: a `message` item; each tool call: a `function_call` item, or a `custom_tool_call` for
+ * a freeform tool, named as the caller's tools are: output-calls.ts) and close when another
  * item starts or the stream ends, each with its `.added`/`.delta`/`.done` events; every event carries the next
  * `sequence_number`. A stream that ended well closes with `response.completed` (or `response.incomplete` for a
  * length or content-filter stop), one that failed with `response.failed` — never a fake completion, and no
@@ -50,6 +55,7 @@ export class ResponseStream implements StreamEncoder {
   constructor(
     private readonly shell: ResponseObject,
     private readonly onEnd?: (response: ResponseObject) => Promise<void>,
+    private readonly names?: ToolNames,
   ) {}
 
   open(): string {
@@ -112,16 +118,19 @@ export class ResponseStream implements StreamEncoder {
     if (!this.call || this.call.chatIndex !== chatIndex) {
       this.closeMessage(false);
       this.closeCall(false);
-      const item: FunctionCallItem = { type: 'function_call', id: newId('fc'), call_id: delta.id ?? newId('fc'), name: delta.name ?? '', arguments: '', status: 'in_progress' };
-      this.call = { item, index: this.output.length, chatIndex };
+      const item = callItem(this.names, delta.name ?? '', delta.id ?? newId('fc'), 'in_progress');
+      this.call = { item, index: this.output.length, chatIndex, args: '' };
       this.output.push(item);
       this.event('response.output_item.added', { output_index: this.call.index, item: { ...item } });
     }
     const args = delta.arguments;
     if (args !== undefined && args !== '') {
       this.keep(args.length);
-      this.call.item.arguments += args;
-      this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });
+      this.call.args += args;
+      if (this.call.item.type === 'function_call') {
+        this.call.item.arguments = this.call.args;
+        this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });
+      }
     }
   }
 
@@ -138,15 +147,23 @@ export class ResponseStream implements StreamEncoder {
     this.event('response.output_item.done', { output_index: index, item });
   }
 
-  /** Closes the open call; one that finished (not cut short) must hold a JSON object, or the stream fails here. */
+  /**
+   * Closes the open call; one that finished (not cut short) must hold a JSON object (a custom call: its string
+   * input), or the stream fails here. A custom call's input goes out whole, as one delta and its `.done`.
+   */
   private closeCall(incomplete: boolean): void {
     const open = this.call;
     if (!open) return;
-    const { item, index } = open;
-    if (!incomplete) checkArguments(item.arguments, item.call_id);
+    const { item, index, args } = open;
+    finishCall(item, args, incomplete);
     this.call = undefined;
     item.status = incomplete ? 'incomplete' : 'completed';
-    this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+    if (item.type === 'function_call') {
+      this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+    } else {
+      if (item.input !== '') this.event('response.custom_tool_call_input.delta', { item_id: item.id, output_index: index, delta: item.input });
+      this.event('response.custom_tool_call_input.done', { item_id: item.id, output_index: index, input: item.input });
+    }
     this.event('response.output_item.done', { output_index: index, item });
   }
 

@@ -1,15 +1,16 @@
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { conversationAsItems, NATIVE_ENCODER, nativeReferences } from './native-forward.js';
 import type { NativeOwnership } from '../native-ownership.js';
-import type { ChatMessage, ChatRequestBody } from '../../providers/contract.js';
+import type { ChatExtra, ChatMessage } from '../../providers/contract.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToResponse, responseShell } from './chat-to-response.js';
 import { newId } from './ids.js';
-import { responsesToChat } from './request-to-chat.js';
+import { responsesToChat, type TranslatedRequest } from './request-to-chat.js';
 import { responseJson } from './response-json.js';
 import { ResponseStream } from './response-stream.js';
 import type { PreviousTurn, ResponseHistory } from './response-history.js';
 import type { ResponseObject, ResponsesRequest } from './responses-types.js';
+import type { ToolNames } from './tool-names.js';
 
 /** What one Responses call keeps between its translation and its answer. */
 interface ResponsesCallState {
@@ -19,14 +20,31 @@ interface ResponsesCallState {
   previous: PreviousTurn | undefined;
   /** This request's input as chat messages (without instructions or earlier turns): what its turn stores. */
   input: ChatMessage[];
+  /** The names the request's tools have upstream, and back. */
+  names: ToolNames;
 }
 
 /**
- * The OpenAI Responses API as a surface of the chat pipeline: a Responses request is translated into a chat
- * request for any provider, and the chat answer back into a `response` object or the typed event stream. A request
- * forwarded natively may refer only to the upstream's ids its caller made through the gateway (`ownership`).
+ * What a model with a native upstream sends there as it is rather than through chat: whatever the exact translation
+ * refuses, for what it holds (built-in tools, reasoning items, fields only the Responses API has), for a value the
+ * gateway does not read (the upstream judges its own API), or for an id only the upstream may hold.
  */
-export function responsesSurface(history: ResponseHistory | undefined, forwards: (model: string) => boolean, ownership: NativeOwnership): ApiSurface {
+const GOES_NATIVE = new Set(['capability_not_supported', 'validation_failed', 'response_not_found']);
+
+/**
+ * The OpenAI Responses API as a surface of the chat pipeline: a Responses request is translated into a chat
+ * request for any provider, and the chat answer back into a `response` object or the typed event stream. For a
+ * model with an upstream that speaks the Responses API (`forwards`), only a request that translates exactly goes
+ * through chat; any other goes there as it is. For any other model the translation is tolerant: it maps what has
+ * an equivalent where the model's upstreams carry it (`carries`) and names in `call.notes` what it leaves out. A
+ * request forwarded natively may refer only to the upstream's ids its caller made through the gateway (`ownership`).
+ */
+export function responsesSurface(
+  history: ResponseHistory | undefined,
+  forwards: (model: string) => boolean,
+  ownership: NativeOwnership,
+  carries: (model: string, field: ChatExtra) => boolean = () => true,
+): ApiSurface {
   return {
     route: 'responses',
     forwardsRawBody: false,
@@ -35,28 +53,32 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
       const previous = typeof request.previous_response_id === 'string' ? request.previous_response_id : undefined;
       const continued = previous !== undefined && history ? await history.continuation(call.caller, previous, requestBytes(call)) : undefined;
       const ours = continued?.messages;
-      let chat: ChatRequestBody;
+      const native = forwards(request.model);
+      let translated: TranslatedRequest;
       try {
         if (previous !== undefined && !ours) {
           if (!history) throw new GatewayError('capability_not_supported', { field: 'previous_response_id', problem: 'this gateway keeps no responses (responses.store is false in its config)' });
           throw new GatewayError('response_not_found', { id: previous.slice(0, 256) });
         }
-        chat = responsesToChat(request, ours ?? []);
+        const carried = new Map<ChatExtra, boolean>(); // each asked once per call: it plans the model's route
+        const options = { carries: (field: ChatExtra) => carried.get(field) ?? carried.set(field, carries(request.model, field)).get(field) === true };
+        translated = responsesToChat(request, ours ?? [], native ? options : { ...options, notes: call.notes });
       } catch (error) {
         // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
         // hold may be that upstream's own, if this caller made it there); everything else is refused as it was.
-        const native = isGatewayError(error) && (error.code === 'capability_not_supported' || error.code === 'response_not_found');
-        if (!native || !forwards(request.model)) throw error;
+        if (!native || !isGatewayError(error) || !GOES_NATIVE.has(error.code)) throw error;
         const forward = nativeForward(request, ours);
         await ownership.check(call.caller, nativeReferences(forward.body));
         return forward;
       }
+      const { chat, names } = translated;
       const instructed = typeof request.instructions === 'string' && request.instructions !== '';
       const state: ResponsesCallState = {
         shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)),
         request,
         previous: continued?.previous,
         input: chat.messages.slice((instructed ? 1 : 0) + (ours?.length ?? 0)),
+        names,
       };
       if (!history) state.shell.store = false; // said as it is: this gateway keeps nothing
       call.state = state;
@@ -64,14 +86,14 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
     },
     async answer(completion, call) {
       const state = call.state as ResponsesCallState;
-      const response = completionToResponse(completion.toString('utf8'), state.shell);
+      const response = completionToResponse(completion.toString('utf8'), state.shell, state.names);
       const json = responseJson(response);
       await save(history, call, state, response, json);
       return json;
     },
     encoder(call) {
       const state = call.state as ResponsesCallState;
-      return new ResponseStream(state.shell, (response) => save(history, call, state, response, responseJson(response)));
+      return new ResponseStream(state.shell, (response) => save(history, call, state, response, responseJson(response)), state.names);
     },
     nativeEncoder: () => NATIVE_ENCODER,
     // A response made with `store: false` is kept nowhere upstream: nothing to refer to again, nothing recorded.
@@ -83,7 +105,7 @@ export function responsesSurface(history: ResponseHistory | undefined, forwards:
 
 async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject, json: string): Promise<void> {
   if (!history || !response.store) return;
-  await history.save(call.caller, state.request, state.previous, state.input, response, json);
+  await history.save(call.caller, state.request, state.previous, state.input, response, json, state.names);
 }
 
 /** The caller's body in UTF-8 bytes (what its body limit counted); 0 when the pipeline kept no raw text. */

@@ -11,8 +11,8 @@ export interface ResponsesRequest {
   temperature?: number | null;
   top_p?: number | null;
   max_output_tokens?: number | null;
-  text?: { format?: unknown } | null;
-  reasoning?: { effort?: string | null; summary?: string | null } | null;
+  text?: { format?: unknown; verbosity?: unknown; [field: string]: unknown } | null;
+  reasoning?: { effort?: string | null; summary?: string | null; [field: string]: unknown } | null;
   metadata?: Record<string, string> | null;
   store?: boolean | null;
   previous_response_id?: string | null;
@@ -57,11 +57,24 @@ export interface FunctionCallItem {
   id: string;
   call_id: string;
   name: string;
+  /** The caller's `namespace` tool the function is in (set only for such a function: Codex needs it to run the call). */
+  namespace?: string;
   arguments: string;
   status: 'in_progress' | 'completed' | 'incomplete';
 }
 
-export type OutputItem = MessageItem | FunctionCallItem;
+/** A call of a freeform (`custom`) tool: its raw text input (Codex's apply_patch: the patch). */
+export interface CustomToolCallItem {
+  type: 'custom_tool_call';
+  id: string;
+  call_id: string;
+  name: string;
+  namespace?: string;
+  input: string;
+  status: 'in_progress' | 'completed' | 'incomplete';
+}
+
+export type OutputItem = MessageItem | FunctionCallItem | CustomToolCallItem;
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 

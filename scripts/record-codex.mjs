@@ -56,23 +56,22 @@ function answer(body) {
   return events.map(([type, data], i) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...data })}\n\n`).join('');
 }
 
-function shorten(text) {
-  return text.length <= LONG ? text : `${text.slice(0, 600)}…[shortened by scripts/record-codex.mjs: ${text.length} characters]`;
-}
+/** Headers that differ from machine to machine or run to run (kept as sent, listed in `volatile_headers`). */
+const VOLATILE = new Set(['user-agent', 'session_id', 'session-id', 'conversation_id', 'x-client-request-id', 'x-codex-turn-metadata', 'traceparent']);
 
-/** The body as Codex sent it, its long texts shortened (structure, fields and every other value kept). */
-function sanitise(body) {
-  for (const item of body.input ?? []) for (const part of Array.isArray(item.content) ? item.content : []) if (typeof part.text === 'string') part.text = shorten(part.text);
-  // Tools are declared in `tools` and in `additional_tools` input items; a namespace holds more.
-  const shortenTools = (tools) => {
-    for (const tool of Array.isArray(tools) ? tools : []) {
-      if (typeof tool.description === 'string') tool.description = shorten(tool.description);
-      shortenTools(tool.tools);
-    }
-  };
-  shortenTools(body.tools);
-  for (const item of body.input ?? []) shortenTools(item.tools);
-  return body;
+/**
+ * The body as Codex sent it, every string longer than LONG characters cut to its first 200 and a note of its length
+ * (the format of test/fixtures/clients/README.md), each such path added to `shortened`; every other value kept.
+ */
+function sanitise(value, shortened, path = '') {
+  if (typeof value === 'string') {
+    if (value.length <= LONG) return value;
+    shortened.push(path);
+    return `${value.slice(0, 200)}…[shortened from ${value.length} characters]`;
+  }
+  if (Array.isArray(value)) return value.map((item, i) => sanitise(item, shortened, `${path}[${i}]`));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, sanitise(item, shortened, path === '' ? key : `${path}.${key}`)]));
 }
 
 async function record({ flow, prompt, args }) {
@@ -84,8 +83,18 @@ async function record({ flow, prompt, args }) {
     req.on('end', () => {
       const body = raw ? JSON.parse(raw) : undefined;
       const { host: _host, 'content-length': _length, ...headers } = req.headers;
-      if (headers.authorization) headers.authorization = headers.authorization.replace(KEY, '<redacted>');
-      requests.push({ method: req.method, path: req.url, headers, body: body && sanitise(structuredClone(body)) });
+      if (headers.authorization) headers.authorization = headers.authorization.replace(KEY, '<API_KEY>');
+      const [path, query = ''] = req.url.split('?');
+      const shortened = [];
+      requests.push({
+        method: req.method,
+        path,
+        query: Object.fromEntries(new URLSearchParams(query)),
+        headers,
+        volatile_headers: Object.keys(headers).filter((name) => VOLATILE.has(name)),
+        body: body && sanitise(body, shortened),
+        shortened,
+      });
       if (req.url !== '/v1/responses') return res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'text/event-stream' }).end(answer(body));
     });
@@ -122,11 +131,12 @@ async function record({ flow, prompt, args }) {
     rmSync(work, { recursive: true, force: true });
   }
   return {
-    client: 'codex-cli',
-    version,
+    format: 'llm-gateway/client-traffic@1',
+    client: { name: 'codex', version, packages: { '@openai/codex': version } },
     flow,
+    description: `codex exec, default settings, wire_api = responses: ${flow}`,
     recorded_with: `node scripts/record-codex.mjs: codex exec --skip-git-repo-check ${[...args, JSON.stringify(prompt)].join(' ')} (default settings, wire_api = "responses")`,
-    changed: 'authorization redacted; host and content-length removed; texts over 1,000 characters shortened',
+    edited: 'authorization redacted; host and content-length removed; texts over 1,000 characters shortened',
     requests,
   };
 }

@@ -25,9 +25,9 @@ interface RecordedRequest {
   body: Item & { input: Item[]; tools?: Item[] };
 }
 
+/** A fixture of the shared client-traffic format (test/fixtures/clients/README.md). */
 interface Fixture {
-  client: string;
-  version: string;
+  client: { name: string; version: string };
   flow: string;
   requests: [RecordedRequest, RecordedRequest];
 }
@@ -185,7 +185,7 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
     const called = recordedCall(fixture);
 
     test(`${flow}: forwarded natively to OpenAI, both turns byte for byte, the upstream's events passed back`, async () => {
-      assert.equal(fixture.client, 'codex-cli');
+      assert.equal(fixture.client.name, 'codex');
       for (const recorded of fixture.requests) {
         const since = upstreams.requests.length;
         const events = [

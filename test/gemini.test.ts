@@ -81,10 +81,10 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
   });
 
   test('a stream whose caller did not ask for usage shows none, and its usage is still recorded (limits, cost)', async () => {
-    const answer = await readStream(`${gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    const answer = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
     assert.equal(answer.status, 200);
     assert.ok(!answer.text.includes('"usage"'), 'no usage chunk shown');
-    const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
+    const line = fx.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
     assert.equal(line?.prompt_tokens, 8);
     assert.equal(line?.completion_tokens, 6);
   });

@@ -187,7 +187,7 @@ describe('web search: the chat body\'s web_search_options, and each provider\'s 
       { name: 'f', input_schema: { type: 'object' } },
       { type: 'web_search_20250305', name: 'web_search', user_location: { type: 'approximate', city: 'Paris', country: 'FR' } },
     ]);
-    assert.deepEqual(toGeminiRequest(chat).tools, [{ functionDeclarations: [{ name: 'f', parameters: { type: 'object' } }] }, { googleSearch: {} }]);
+    assert.deepEqual(toGeminiRequest(chat).tools, [{ functionDeclarations: [{ name: 'f', parametersJsonSchema: { type: 'object' } }] }, { googleSearch: {} }]);
     assert.deepEqual(toGeminiRequest({ model: 'm', messages: chat.messages, web_search_options: {} }).tools, [{ googleSearch: {} }]);
   });
 });

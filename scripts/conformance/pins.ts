@@ -1,0 +1,21 @@
+// The client releases `npm run conformance` runs: the one place their versions are pinned. A run may name other
+// versions on its command line (`npm run conformance -- claude-code@2.1.332`); the matrix says which ran.
+
+export type ClientId = 'claude-code' | 'codex' | 'gemini-cli';
+
+export interface ClientPin {
+  id: ClientId;
+  /** The npm package that installs the CLI. */
+  package: string;
+  version: string;
+}
+
+/**
+ * The releases issue 30 was reported against (their traffic is described in the research notes and recorded as
+ * fixtures under test/fixtures/clients/). Move a pin when a new release is out, run the suite, commit the matrix.
+ */
+export const PINS: readonly ClientPin[] = [
+  { id: 'claude-code', package: '@anthropic-ai/claude-code', version: '2.1.197' },
+  { id: 'codex', package: '@openai/codex', version: '0.169.0' },
+  { id: 'gemini-cli', package: '@google/gemini-cli', version: '0.61.0' },
+];

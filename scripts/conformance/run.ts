@@ -1,0 +1,167 @@
+// `npm run conformance`: real agent CLIs (pinned in pins.ts, installed into a cache outside the project's
+// dependencies) run a one-tool task through the built gateway against mock upstreams on loopback, once per path;
+// the matrix is printed and written to docs/compatibility.md. Exit code 0 only when every run that was due passed.
+//
+//   npm run conformance                          every pinned client, every path; writes the docs
+//   npm run conformance -- codex                 one client (the docs are written only for a full run)
+//   npm run conformance -- claude-code@2.1.332   another release than the pinned one
+//   npm run conformance -- --regressions-only    exit 1 only for a failing cell that the committed matrix in
+//                                                docs/compatibility.md does not show failing (what CI runs)
+//   npm run conformance -- --no-write            print the matrix, leave docs/compatibility.md alone
+//   CONFORMANCE_TIMEOUT_S=90 (default)           the bound of one client run
+//   CONFORMANCE_CACHE=dir                        where the CLIs are installed (default ~/.cache/llm-gateway-conformance)
+//   CONFORMANCE_NETNS=off                        run on the machine's network instead of a loopback-only namespace
+//   CONFORMANCE_EXTRA_ENV=NAME=value,...         add settings to every client's environment (docs not written)
+//   CONFORMANCE_KEEP=1                           keep what every run produced, not only the failed ones'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cleanUpOnExit } from './children.js';
+import { GATEWAY_ENTRY, ROOT, type Mocks } from './gateway.js';
+import { ensureInstalled, type InstalledClient } from './install.js';
+import type { CellResult } from './judge.js';
+import { committedResults, matrixMarkdown, verdict, writeMatrix } from './matrix.js';
+import { startMockUpstream } from './mock-upstream.js';
+import { insideNetns, netnsAvailable, rerunInNetns } from './offline.js';
+import { PATHS } from './paths.js';
+import { PINS, type ClientPin } from './pins.js';
+import { extraEnv, runPath } from './run-path.js';
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+const FLAGS = new Set(['--no-write', '--regressions-only']);
+
+/** The clients to run: all pins, or those named (`client` or `client@version`). */
+function selectedPins(args: string[]): { pins: ClientPin[]; full: boolean } {
+  const unknown = args.filter((arg) => arg.startsWith('--') && !FLAGS.has(arg));
+  if (unknown.length > 0) throw new Error(`unknown option ${unknown.join(', ')}: one of ${[...FLAGS].join(', ')}`);
+  const named = args.filter((arg) => !arg.startsWith('--'));
+  if (named.length === 0) return { pins: [...PINS], full: true };
+  const pins = named.map((arg) => {
+    const [id, version] = arg.split('@');
+    const pin = PINS.find((candidate) => candidate.id === id);
+    if (pin === undefined) throw new Error(`unknown client ${JSON.stringify(id)}: one of ${PINS.map((candidate) => candidate.id).join(', ')}`);
+    if (version === undefined || version === '') return pin;
+    // An exact version: it names the cache directory (a tag such as `latest` would be reused forever) and the
+    // install checks that `--version` prints it.
+    if (!/^\d+\.\d+\.\d+[0-9A-Za-z.+-]{0,40}$/.test(version)) throw new Error(`${arg}: not an exact version (like 2.1.332)`);
+    return { ...pin, version };
+  });
+  return { pins, full: pins.length === PINS.length && pins.every((pin) => PINS.some((candidate) => candidate.id === pin.id && candidate.version === pin.version)) };
+}
+
+function timeoutMs(): number {
+  const raw = process.env.CONFORMANCE_TIMEOUT_S;
+  const seconds = raw === undefined || raw === '' ? 90 : Number(raw);
+  if (!Number.isFinite(seconds) || seconds < 5 || seconds > 3_600) throw new Error(`CONFORMANCE_TIMEOUT_S must be 5–3600, got ${JSON.stringify(raw)}`);
+  return seconds * 1000;
+}
+
+type Installs = Map<ClientPin, InstalledClient | string>;
+
+/** Installs every selected client that has a path to run (a string: why it could not be installed). */
+async function installAll(pins: ClientPin[]): Promise<Installs> {
+  const installs: Installs = new Map();
+  for (const pin of pins) {
+    if (!PATHS.some((path) => path.client === pin.id && path.notYet === undefined)) continue;
+    try {
+      installs.set(pin, await ensureInstalled(pin, log));
+    } catch (error) {
+      installs.set(pin, error instanceof Error ? error.message : String(error));
+    }
+  }
+  return installs;
+}
+
+async function runClientPaths(pin: ClientPin, installed: InstalledClient | string | undefined, mocks: Mocks, runsDir: string, bound: number): Promise<CellResult[]> {
+  const results: CellResult[] = [];
+  for (const path of PATHS.filter((candidate) => candidate.client === pin.id)) {
+    let result: CellResult;
+    if (path.notYet !== undefined) result = { path, version: pin.version, outcome: 'not-yet', seconds: 0, note: path.notYet };
+    else if (typeof installed !== 'object') result = { path, version: pin.version, outcome: 'fail', seconds: 0, note: `install failed: ${(installed ?? '').split('\n')[0] ?? ''}` };
+    else result = await runPath(path, installed, mocks, runsDir, bound);
+    log(`${result.outcome.padEnd(7)} ${pin.id}@${pin.version} ${result.path.label} (${result.seconds.toFixed(1)} s) ${result.note}`);
+    results.push(result);
+  }
+  return results;
+}
+
+const DOCS = join(ROOT, 'docs', 'compatibility.md');
+
+/** 1 when a run failed; with --regressions-only, only when one failed that the committed matrix shows no failure for. */
+function exitCodeOf(results: CellResult[], regressionsOnly: boolean): number {
+  if (!regressionsOnly) return results.some((result) => result.outcome === 'fail') ? 1 : 0;
+  const { regressions, known, fixed } = verdict(results, committedResults(DOCS));
+  for (const result of known) log(`known failure (the committed matrix shows it): ${result.path.client} ${result.path.label}`);
+  for (const result of regressions) log(`REGRESSION: ${result.path.client} ${result.path.label}`);
+  for (const result of fixed) log(`now passing: ${result.path.client} ${result.path.label} (run \`npm run conformance\` and commit docs/compatibility.md)`);
+  return regressions.length > 0 ? 1 : 0;
+}
+
+/** Removes what the passing runs produced (~1 MB each), and the whole directory when nothing failed. */
+function keepFailuresOnly(results: CellResult[], runsDir: string): void {
+  if (process.env.CONFORMANCE_KEEP === '1') return;
+  for (const result of results) if (result.outcome === 'pass' && result.dir !== undefined) rmSync(result.dir, { recursive: true, force: true });
+  if (!results.some((result) => result.outcome === 'fail')) rmSync(runsDir, { recursive: true, force: true });
+}
+
+/** When the whole run started (the install phase included, also when the runs happen in a re-started process). */
+function startedAt(): number {
+  const inherited = Number(process.env.CONFORMANCE_STARTED_AT);
+  return Number.isFinite(inherited) && inherited > 0 ? inherited : Date.now();
+}
+
+async function main(): Promise<number> {
+  cleanUpOnExit();
+  const started = startedAt();
+  const args = process.argv.slice(2);
+  const { pins, full } = selectedPins(args);
+  const bound = timeoutMs();
+  if (!existsSync(GATEWAY_ENTRY)) {
+    log(`${GATEWAY_ENTRY} is missing: run \`npm run build\` first (\`npm run conformance\` does).`);
+    return 2;
+  }
+  const installs = await installAll(pins);
+  if (!insideNetns() && netnsAvailable()) {
+    process.env.CONFORMANCE_STARTED_AT = String(started);
+    log('running the clients in a network namespace with loopback only (unshare -rn)');
+    return rerunInNetns(fileURLToPath(import.meta.url), args);
+  }
+  const network = insideNetns() ? 'loopback only (own network namespace)' : 'the machine\'s network (offline not enforced: no unshare)';
+  const runsDir = mkdtempSync(join(tmpdir(), 'llm-gateway-conformance-'));
+  log(`failed runs are kept in ${runsDir} (every run with CONFORMANCE_KEEP=1)`);
+  const mocks: Mocks = {
+    anthropic: await startMockUpstream('anthropic'),
+    responses: await startMockUpstream('responses'),
+    chat: await startMockUpstream('chat'),
+    gemini: await startMockUpstream('gemini'),
+  };
+  const results: CellResult[] = [];
+  try {
+    for (const pin of pins) results.push(...(await runClientPaths(pin, installs.get(pin), mocks, runsDir, bound)));
+  } finally {
+    await Promise.all(Object.values(mocks).map((mock) => mock.close()));
+  }
+  keepFailuresOnly(results, runsDir);
+  const totalSeconds = (Date.now() - started) / 1000;
+  const markdown = matrixMarkdown(results, { date: new Date().toISOString().slice(0, 10), totalSeconds, node: process.version, platform: `${process.platform}-${process.arch}`, network });
+  log(`\n${markdown}\n`);
+  if (full && !args.includes('--no-write') && Object.keys(extraEnv()).length === 0) {
+    writeMatrix(DOCS, markdown);
+    log('written to docs/compatibility.md');
+  } else {
+    log('docs/compatibility.md not written: only a full run of the pinned versions on default settings writes it (not with --no-write)');
+  }
+  return exitCodeOf(results, args.includes('--regressions-only'));
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`conformance: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(2);
+  },
+);

@@ -13,8 +13,8 @@ import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from './helpers/scripted-upstream.js';
-import type { ScriptedReply } from './helpers/scripted-replies.js';
-import { API_KEY_PLACEHOLDER, callerApiOf, loadClientFixtures, replyFor, toolCallsOf, toolResultsOf, type CallerApi, type ClientFixture, type RecordedRequest } from './helpers/client-fixtures.js';
+import { functionName, type ScriptedReply } from './helpers/scripted-replies.js';
+import { API_KEY_PLACEHOLDER, callerApiOf, loadClientFixtures, replyFor, resultText, toolCallsOf, toolResultsOf, type CallerApi, type ClientFixture, type RecordedRequest } from './helpers/client-fixtures.js';
 import { validateChatJson, validateChatStream, validateMessagesJson, validateMessagesStream, type Turn } from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
 
@@ -77,11 +77,14 @@ function textOf(content: unknown): string {
   return JSON.stringify(content ?? '');
 }
 
-/** Whether the upstream's request carries the tool result `text` answering call `id` (named `name`), in its own API. */
+/**
+ * Whether the upstream's request carries the tool result `text` answering call `id` (named `name` upstream), in its
+ * own API. The text may be there as it is, JSON-escaped, or (a list of parts) as the parts' texts joined.
+ */
 function upstreamCarries(wire: WireApi, body: Json, result: { id: string; text: string }, name: string | undefined): boolean {
   const has = (value: unknown): boolean => {
     const raw = textOf(value);
-    if (raw.includes(result.text) || raw.includes(JSON.stringify(result.text).slice(1, -1))) return true;
+    if (resultText(value).includes(result.text) || raw.includes(result.text) || raw.includes(JSON.stringify(result.text).slice(1, -1))) return true;
     try {
       return raw.includes(JSON.stringify(JSON.parse(result.text)).slice(1, -1));
     } catch {
@@ -89,7 +92,9 @@ function upstreamCarries(wire: WireApi, body: Json, result: { id: string; text: 
     }
   };
   if (wire === 'chat') return ((body.messages ?? []) as Json[]).some((m) => m.role === 'tool' && m.tool_call_id === result.id && has(m.content));
-  if (wire === 'responses') return ((Array.isArray(body.input) ? body.input : []) as Json[]).some((i) => i.type === 'function_call_output' && i.call_id === result.id && has(i.output));
+  if (wire === 'responses') {
+    return ((Array.isArray(body.input) ? body.input : []) as Json[]).some((i) => (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') && i.call_id === result.id && has(i.output));
+  }
   if (wire === 'messages') {
     return ((body.messages ?? []) as Json[]).some((m) => m.role === 'user' && Array.isArray(m.content) && (m.content as Json[]).some((b) => b.type === 'tool_result' && b.tool_use_id === result.id && has(b.content)));
   }
@@ -100,17 +105,39 @@ function upstreamCarries(wire: WireApi, body: Json, result: { id: string; text: 
   });
 }
 
-function checkTurn(turn: Turn, reply: ScriptedReply, api: CallerApi, wire: WireApi, label: string): void {
+/** The function names the upstream's request offers the model, on a wire of plain functions (chat, Messages, Gemini). */
+function declaredNames(wire: WireApi, body: Json): string[] {
+  const tools = (Array.isArray(body.tools) ? body.tools : []) as Json[];
+  if (wire === 'chat') return tools.map((t) => String((t.function as Json | undefined)?.name));
+  if (wire === 'messages') return tools.map((t) => String(t.name));
+  return tools.flatMap((t) => (Array.isArray(t.functionDeclarations) ? (t.functionDeclarations as Json[]).map((d) => String(d.name)) : []));
+}
+
+/**
+ * The caller's turn is the scripted one: the text, or the tool call as the client recorded it (its name, its
+ * namespace, its arguments or a custom tool's raw input), with the API's stop reason. On a wire of plain functions
+ * the upstream answered the function the gateway declared for the call's tool (`upstream`: its request), so that
+ * function must be among those it was offered.
+ */
+function checkTurn(turn: Turn, reply: ScriptedReply, api: CallerApi, wire: WireApi, label: string, upstream: Json): void {
   const rules = VALIDATORS[api];
   if (reply.type === 'text') {
     assert.deepEqual([turn.toolCalls.length, turn.text], [0, reply.text], `${label}: the final text`);
     assert.ok(rules.textStop.includes(turn.stop), `${label}: stop reason ${turn.stop}`);
     return;
   }
+  if (wire !== 'responses') {
+    const name = functionName(reply.name, reply.namespace);
+    assert.ok(declaredNames(wire, upstream).includes(name), `${label}: the upstream offered ${name}: ${declaredNames(wire, upstream).join(', ')}`);
+  }
   assert.equal(turn.toolCalls.length, 1, `${label}: one tool call`);
   const [made] = turn.toolCalls as [Turn['toolCalls'][number]];
-  assert.equal(made.name, reply.name, `${label}: the tool's name`);
-  assert.deepEqual(JSON.parse(made.arguments), JSON.parse(reply.arguments), `${label}: the tool's arguments`);
+  assert.deepEqual({ name: made.name, namespace: made.namespace }, { name: reply.name, namespace: reply.namespace }, `${label}: the tool's name and namespace`);
+  if (reply.type === 'custom_tool_call') assert.equal(made.input, reply.input, `${label}: a custom tool call, with its input`);
+  else {
+    assert.equal(made.input, undefined, `${label}: a function call`);
+    assert.deepEqual(JSON.parse(made.arguments), JSON.parse(reply.arguments), `${label}: the tool's arguments`);
+  }
   assert.equal(turn.stop, rules.toolStop, `${label}: stop reason`);
   // Gemini has no call ids: the gateway makes one. Every other upstream's id reaches the caller as it was.
   if (wire === 'gemini') assert.ok(made.id !== '', `${label}: a call id`);
@@ -149,9 +176,9 @@ describe('conformance: recorded client traffic replayed through every path', () 
         }
       }
       const calls = fixture.requests.map((r, i) => ({ api: callerApiOf(r), r, i })).filter((c) => c.api !== undefined && c.r.body);
-      const toolTurn = calls.find((c) => replyFor(fixture, c.i).type === 'tool_call');
+      const toolTurn = calls.find((c) => replyFor(fixture, c.i).type !== 'text');
       assert.ok(toolTurn, `${fixture.name}: a turn answered with a tool call`);
-      const reply = replyFor(fixture, toolTurn.i) as Extract<ScriptedReply, { type: 'tool_call' }>;
+      const reply = replyFor(fixture, toolTurn.i) as Exclude<ScriptedReply, { type: 'text' }>;
       const answered = calls.find((c) => c.i > toolTurn.i && toolResultsOf(c.api as CallerApi, c.r.body ?? {}).some((t) => t.id === reply.id));
       assert.ok(answered, `${fixture.name}: a later call sends the result of ${reply.id}`);
       assert.ok(calls.some((c) => c.i > (answered?.i ?? 0) - 1 && replyFor(fixture, c.i).type === 'text'), `${fixture.name}: a final text`);
@@ -190,8 +217,9 @@ describe('conformance: recorded client traffic replayed through every path', () 
       const wire = sent[0]?.api as WireApi;
       assert.ok(wires.includes(wire), `${label}: the upstream spoken to in ${wires.join(' or ')}, not ${wire}`);
       spoken.push(wire);
-      checkTurn(turn, reply, api, wire, label);
-      const names = new Map(toolCallsOf(api, request.body).map((c) => [c.id, c.name]));
+      checkTurn(turn, reply, api, wire, label, sent[0]?.body ?? {});
+      // The name each call has upstream (Gemini answers a result by it): on a wire of plain functions, its flat one.
+      const names = new Map(toolCallsOf(api, request.body).map((c) => [c.id, wire === 'responses' ? c.name : functionName(c.name, c.namespace)]));
       for (const result of toolResultsOf(api, request.body)) {
         assert.ok(upstreamCarries(wire, sent[0]?.body ?? {}, result, names.get(result.id)), `${label}: the result of ${result.id} reaches the upstream: ${JSON.stringify(sent[0]?.body).slice(0, 1500)}`);
       }

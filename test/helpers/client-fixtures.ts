@@ -78,41 +78,56 @@ export function callerApiOf(request: RecordedRequest): CallerApi | undefined {
 
 type Json = Record<string, unknown>;
 
-function textOf(content: unknown): string {
+/** A tool result's text: a string, or a list of parts (`input_text`, `text`, ...) joined. */
+export function resultText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map((part) => (part !== null && typeof part === 'object' ? String((part as Json).text ?? (part as Json).output ?? '') : '')).join('');
   return '';
 }
 
+const RESPONSES_CALLS = new Set(['function_call', 'custom_tool_call']);
+const RESPONSES_RESULTS = new Set(['function_call_output', 'custom_tool_call_output']);
+
+const inputOf = (body: Json): Json[] => (Array.isArray(body.input) ? (body.input as Json[]) : []);
+
 /** The tool results a caller's request sends (the call id each answers, and its text), in its own API's terms. */
 export function toolResultsOf(api: CallerApi, body: Json): Array<{ id: string; text: string }> {
   if (api === 'chat') {
-    return ((body.messages ?? []) as Json[]).filter((m) => m.role === 'tool').map((m) => ({ id: String(m.tool_call_id), text: textOf(m.content) }));
+    return ((body.messages ?? []) as Json[]).filter((m) => m.role === 'tool').map((m) => ({ id: String(m.tool_call_id), text: resultText(m.content) }));
   }
-  if (api === 'responses') {
-    const input = Array.isArray(body.input) ? (body.input as Json[]) : [];
-    return input.filter((i) => i.type === 'function_call_output').map((i) => ({ id: String(i.call_id), text: textOf(i.output) }));
-  }
+  if (api === 'responses') return inputOf(body).filter((i) => RESPONSES_RESULTS.has(String(i.type))).map((i) => ({ id: String(i.call_id), text: resultText(i.output) }));
   const blocks = ((body.messages ?? []) as Json[]).filter((m) => m.role === 'user' && Array.isArray(m.content)).flatMap((m) => m.content as Json[]);
-  return blocks.filter((b) => b.type === 'tool_result').map((b) => ({ id: String(b.tool_use_id), text: textOf(b.content) }));
+  return blocks.filter((b) => b.type === 'tool_result').map((b) => ({ id: String(b.tool_use_id), text: resultText(b.content) }));
 }
 
-/** The tool calls a caller's request holds in its history (what each result answers: its name). */
-export function toolCallsOf(api: CallerApi, body: Json): Array<{ id: string; name: string }> {
+/**
+ * The tool calls a caller's request holds in its history, each as the turn that made it: a function call (its name,
+ * its arguments as JSON text; in the Responses API maybe in a `namespace`) or a Responses `custom_tool_call` (its
+ * raw `input`).
+ */
+export function toolCallsOf(api: CallerApi, body: Json): Array<Exclude<ScriptedReply, { type: 'text' }>> {
   if (api === 'chat') {
-    return ((body.messages ?? []) as Json[]).flatMap((m) => ((m.tool_calls ?? []) as Json[]).map((c) => ({ id: String(c.id), name: String((c.function as Json).name) })));
+    return ((body.messages ?? []) as Json[]).flatMap((m) =>
+      ((m.tool_calls ?? []) as Json[]).map((c) => ({ type: 'tool_call' as const, id: String(c.id), name: String((c.function as Json).name), arguments: String((c.function as Json).arguments ?? '{}') })),
+    );
   }
   if (api === 'responses') {
-    const input = Array.isArray(body.input) ? (body.input as Json[]) : [];
-    return input.filter((i) => i.type === 'function_call').map((i) => ({ id: String(i.call_id), name: String(i.name) }));
+    return inputOf(body)
+      .filter((i) => RESPONSES_CALLS.has(String(i.type)))
+      .map((i) => {
+        const namespace = typeof i.namespace === 'string' ? { namespace: i.namespace } : {};
+        const call = { id: String(i.call_id), name: String(i.name), ...namespace };
+        return i.type === 'custom_tool_call' ? { type: 'custom_tool_call' as const, ...call, input: String(i.input ?? '') } : { type: 'tool_call' as const, ...call, arguments: String(i.arguments ?? '{}') };
+      });
   }
   const blocks = ((body.messages ?? []) as Json[]).filter((m) => m.role === 'assistant' && Array.isArray(m.content)).flatMap((m) => m.content as Json[]);
-  return blocks.filter((b) => b.type === 'tool_use').map((b) => ({ id: String(b.id), name: String(b.name) }));
+  return blocks.filter((b) => b.type === 'tool_use').map((b) => ({ type: 'tool_call' as const, id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) }));
 }
 
 /**
  * The turn to answer request `index` with: the recorded `reply`; for a fixture recorded without one, the tool call
- * the next model call's history shows answered (the first it holds that this request does not), else a text.
+ * the next model call's history shows answered (the first it holds that this request does not: as the client kept
+ * it, so a replay checks the caller gets back exactly what it then sends), else a text.
  */
 export function replyFor(fixture: ClientFixture, index: number): ScriptedReply {
   const request = fixture.requests[index] as RecordedRequest;
@@ -122,18 +137,7 @@ export function replyFor(fixture: ClientFixture, index: number): ScriptedReply {
   for (const later of fixture.requests.slice(index + 1)) {
     if (callerApiOf(later) !== api || !later.body) continue;
     const fresh = toolCallsOf(api, later.body).find((c) => !known.has(c.id));
-    if (!fresh) continue;
-    return { type: 'tool_call', id: fresh.id, name: fresh.name, arguments: argumentsOf(api, later.body, fresh.id) };
+    if (fresh) return fresh;
   }
   return { type: 'text', text: 'Done.' };
-}
-
-function argumentsOf(api: CallerApi, body: Json, id: string): string {
-  if (api === 'chat') {
-    const call = ((body.messages ?? []) as Json[]).flatMap((m) => (m.tool_calls ?? []) as Json[]).find((c) => c.id === id);
-    return String((call?.function as Json | undefined)?.arguments ?? '{}');
-  }
-  if (api === 'responses') return String(((body.input ?? []) as Json[]).find((i) => i.call_id === id && i.type === 'function_call')?.arguments ?? '{}');
-  const use = ((body.messages ?? []) as Json[]).flatMap((m) => (Array.isArray(m.content) ? (m.content as Json[]) : [])).find((b) => b.type === 'tool_use' && b.id === id);
-  return JSON.stringify(use?.input ?? {});
 }

@@ -16,9 +16,16 @@ function turnOf(output: Json[], where: string): Turn {
     if (item.type === 'message') {
       for (const part of (item.content ?? []) as Json[]) if (part.type === 'output_text') text += String(part.text);
     }
+    if (item.type !== 'function_call' && item.type !== 'custom_tool_call') return;
+    assert.ok(typeof item.call_id === 'string' && typeof item.name === 'string', `${where} output[${i}]: call_id, name`);
+    assert.ok(item.namespace === undefined || typeof item.namespace === 'string', `${where} output[${i}]: namespace`);
+    const namespace = item.namespace === undefined ? {} : { namespace: item.namespace as string };
     if (item.type === 'function_call') {
-      assert.ok(typeof item.call_id === 'string' && typeof item.name === 'string' && typeof item.arguments === 'string', `${where} output[${i}]: call_id, name, arguments`);
-      calls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
+      assert.equal(typeof item.arguments, 'string', `${where} output[${i}]: arguments`);
+      calls.push({ id: item.call_id, name: item.name, arguments: item.arguments as string, ...namespace });
+    } else {
+      assert.equal(typeof item.input, 'string', `${where} output[${i}]: input`);
+      calls.push({ id: item.call_id, name: item.name, arguments: '', input: item.input as string, ...namespace });
     }
   });
   return { text, toolCalls: calls, stop: calls.length > 0 ? 'tool_call' : 'completed' };
@@ -36,6 +43,7 @@ export function validateResponsesJson(text: string): Turn {
 interface OpenItem {
   id: string;
   type: string;
+  /** A function call's arguments, or a custom tool call's input, as the deltas added them up. */
   arguments: string;
   parts: Map<number, string>;
   done: boolean;
@@ -88,6 +96,7 @@ class ResponsesStream {
     assert.ok(open && !open.done, `${where}: done for an item that is not open`);
     assert.equal(item.id, open.id, `${where}: the item keeps its id`);
     if (open.type === 'function_call') assert.equal(item.arguments, open.arguments, `${where}: arguments = the deltas`);
+    if (open.type === 'custom_tool_call') assert.equal(item.input, open.arguments, `${where}: input = the deltas`);
     if (open.type === 'message') {
       const texts = ((item.content ?? []) as Json[]).map((p) => String(p.text ?? ''));
       assert.deepEqual(texts, [...open.parts.values()], `${where}: content = the deltas`);
@@ -103,9 +112,19 @@ class ResponsesStream {
     return open;
   }
 
+  /** The open item an event of a call's payload is for, which must be a call of that kind. */
+  private openCall(data: Json, where: string, kind: 'function_call' | 'custom_tool_call'): OpenItem {
+    const open = this.open(data, where);
+    assert.equal(open.type, kind, `${where}: for an item of type ${open.type}`);
+    return open;
+  }
+
   private delta(type: string, data: Json, where: string): void {
-    if (type === 'response.function_call_arguments.delta') this.open(data, where).arguments += String(data.delta);
-    else if (type === 'response.function_call_arguments.done') assert.equal(data.arguments, this.open(data, where).arguments, `${where}: arguments = the deltas`);
+    if (type === 'response.function_call_arguments.delta') this.openCall(data, where, 'function_call').arguments += String(data.delta);
+    else if (type === 'response.function_call_arguments.done') assert.equal(data.arguments, this.openCall(data, where, 'function_call').arguments, `${where}: arguments = the deltas`);
+    // A custom tool call's input streams as its own deltas; kept where a function call's arguments are.
+    else if (type === 'response.custom_tool_call_input.delta') this.openCall(data, where, 'custom_tool_call').arguments += String(data.delta);
+    else if (type === 'response.custom_tool_call_input.done') assert.equal(data.input, this.openCall(data, where, 'custom_tool_call').arguments, `${where}: input = the deltas`);
     else if (type === 'response.content_part.added') {
       const open = this.open(data, where);
       assert.equal(data.content_index, open.parts.size, `${where}: content_index in order`);

@@ -7,8 +7,36 @@
  */
 
 export type ScriptedReply =
-  | { type: 'tool_call'; id: string; name: string; arguments: string }
+  | { type: 'tool_call'; id: string; name: string; arguments: string; namespace?: string }
+  | { type: 'custom_tool_call'; id: string; name: string; input: string; namespace?: string }
   | { type: 'text'; text: string };
+
+/** A call as every wire can carry it: a function tool call of a plain name, or a text. */
+export type FunctionReply = Exclude<ScriptedReply, { type: 'custom_tool_call' }> & { namespace?: undefined };
+
+/** The namespace whose functions keep their own names on a wire without namespaces (OpenAI's `functions.exec`). */
+const DEFAULT_NAMESPACE = 'functions';
+
+/**
+ * The name a Responses tool has on a wire that knows no namespaces (chat, Messages, Gemini), as the gateway declares
+ * it there (docs/responses.md, "Tools"): `<namespace>__<name>` for a function of a namespace tool, its own name in
+ * `functions` or outside any namespace.
+ */
+export function functionName(name: string, namespace: string | undefined): string {
+  return namespace === undefined || namespace === DEFAULT_NAMESPACE ? name : `${namespace}__${name}`;
+}
+
+/**
+ * A call of the Responses API's own kinds (a namespaced function, a freeform `custom` tool) as a wire without them
+ * carries it: the function the gateway declares for that tool — its flat name, and for a custom tool the one string
+ * parameter `input` holding the raw text. A model behind chat, Messages or Gemini answers that function.
+ */
+export function asFunctionReply(reply: ScriptedReply): FunctionReply {
+  if (reply.type === 'text') return reply;
+  const name = functionName(reply.name, reply.namespace);
+  const args = reply.type === 'custom_tool_call' ? JSON.stringify({ input: reply.input }) : reply.arguments;
+  return { type: 'tool_call', id: reply.id, name, arguments: args };
+}
 
 /** A whole answer: a JSON body, or the event stream's frames (each one write, SSE framing included). */
 export type WireAnswer = { json: Record<string, unknown> } | { frames: string[] };
@@ -35,7 +63,8 @@ function event(name: string, value: unknown): string {
 }
 
 /** OpenAI chat completions; `serial` makes the completion id. */
-export function chatAnswer(reply: ScriptedReply, body: Json, serial: number): WireAnswer {
+export function chatAnswer(scripted: ScriptedReply, body: Json, serial: number): WireAnswer {
+  const reply = asFunctionReply(scripted);
   const id = `chatcmpl-scripted${String(serial).padStart(4, '0')}`;
   const model = String(body.model ?? 'model');
   const usage = { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, total_tokens: USAGE.input + USAGE.output };
@@ -64,15 +93,18 @@ export function chatAnswer(reply: ScriptedReply, body: Json, serial: number): Wi
   return { frames };
 }
 
-/** OpenAI's Responses API: a function_call item or a message, with the full event sequence when streamed. */
+/** OpenAI's Responses API: a function_call (namespaced or not) or custom_tool_call item or a message, with the full event sequence when streamed. */
 export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number): WireAnswer {
   const suffix = String(serial).padStart(4, '0');
   const base = { id: `resp_scripted${suffix}`, object: 'response', created_at: CREATED, model: String(body.model ?? 'model'), status: 'in_progress', output: [] as unknown[], usage: null as unknown };
   const usage = { input_tokens: USAGE.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: USAGE.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: USAGE.input + USAGE.output };
+  const namespace = reply.type !== 'text' && reply.namespace !== undefined ? { namespace: reply.namespace } : {};
   const item =
     reply.type === 'tool_call'
-      ? { id: `fc_scripted${suffix}`, type: 'function_call', status: 'completed', arguments: reply.arguments, call_id: reply.id, name: reply.name }
-      : { id: `msg_scripted${suffix}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], logprobs: [], text: reply.text }] };
+      ? { id: `fc_scripted${suffix}`, type: 'function_call', status: 'completed', arguments: reply.arguments, call_id: reply.id, name: reply.name, ...namespace }
+      : reply.type === 'custom_tool_call'
+        ? { id: `ctc_scripted${suffix}`, type: 'custom_tool_call', status: 'completed', input: reply.input, call_id: reply.id, name: reply.name, ...namespace }
+        : { id: `msg_scripted${suffix}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], logprobs: [], text: reply.text }] };
   const done = { ...base, status: 'completed', output: [item], usage };
   if (body.stream !== true) return { json: done };
   let sequence = 0;
@@ -84,6 +116,10 @@ export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number
     send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', arguments: '' } });
     for (const part of pieces(reply.arguments)) send('response.function_call_arguments.delta', { item_id: item.id, output_index: 0, delta: part });
     send('response.function_call_arguments.done', { item_id: item.id, output_index: 0, arguments: reply.arguments });
+  } else if (reply.type === 'custom_tool_call') {
+    send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', input: '' } });
+    for (const part of pieces(reply.input)) send('response.custom_tool_call_input.delta', { item_id: item.id, output_index: 0, delta: part });
+    send('response.custom_tool_call_input.done', { item_id: item.id, output_index: 0, input: reply.input });
   } else {
     send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
     send('response.content_part.added', { item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } });
@@ -97,7 +133,8 @@ export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number
 }
 
 /** Anthropic's Messages API: a short text then a tool_use block, or a text block. */
-export function messagesAnswer(reply: ScriptedReply, body: Json, serial: number): WireAnswer {
+export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: number): WireAnswer {
+  const reply = asFunctionReply(scripted);
   const id = `msg_01Scripted${String(serial).padStart(4, '0')}`;
   const model = String(body.model ?? 'claude');
   const stop = reply.type === 'tool_call' ? 'tool_use' : 'end_turn';
@@ -125,7 +162,8 @@ export function messagesAnswer(reply: ScriptedReply, body: Json, serial: number)
 }
 
 /** Gemini's generateContent / streamGenerateContent (`alt=sse`: CRLF framing, no end marker). Gemini has no call ids. */
-export function geminiAnswer(reply: ScriptedReply, body: Json, stream: boolean, model: string): WireAnswer {
+export function geminiAnswer(scripted: ScriptedReply, body: Json, stream: boolean, model: string): WireAnswer {
+  const reply = asFunctionReply(scripted);
   const usageMetadata = { promptTokenCount: USAGE.input, candidatesTokenCount: USAGE.output, totalTokenCount: USAGE.input + USAGE.output };
   const candidate = (parts: unknown[], finish?: string): Json => ({ content: { parts, role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 });
   if (reply.type === 'tool_call') {

@@ -60,7 +60,7 @@ function firstToolName(api: WireApi, body: Record<string, unknown>): string | un
 function hasToolResult(api: WireApi, body: Record<string, unknown>): boolean {
   const text = JSON.stringify(api === 'responses' ? (body.input ?? []) : api === 'gemini' ? (body.contents ?? []) : (body.messages ?? []));
   if (api === 'chat') return text.includes('"role":"tool"');
-  if (api === 'responses') return text.includes('"type":"function_call_output"');
+  if (api === 'responses') return text.includes('"type":"function_call_output"') || text.includes('"type":"custom_tool_call_output"');
   if (api === 'messages') return text.includes('"type":"tool_result"');
   return text.includes('"functionResponse"');
 }

@@ -10,8 +10,12 @@ import assert from 'node:assert/strict';
 export interface ToolCall {
   id: string;
   name: string;
-  /** The arguments' JSON text (Messages: the input object, serialised). */
+  /** The arguments' JSON text (Messages: the input object, serialised; a Responses custom tool call: ''). */
   arguments: string;
+  /** Responses only: the `namespace` tool the called function is in. */
+  namespace?: string;
+  /** Responses only: a freeform (`custom_tool_call`) call's raw input. */
+  input?: string;
 }
 
 export interface Turn {

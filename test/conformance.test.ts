@@ -156,7 +156,9 @@ describe('conformance: recorded client traffic replayed through every path', () 
       (Object.keys(TARGETS) as Target[]).map(async (name) => {
         const { kind, base } = TARGETS[name];
         const text = ['upstreams:', '  - name: up', `    kind: ${kind}`, `    base_url: ${upstream.origin}${base}`, '    api_key_env: CONFORMANCE_UPSTREAM_KEY', 'default_upstream: up', 'limits:', '  upstream_pause_max_seconds: 0'].join('\n');
-        gateways.set(name, await startGateway({ env: { CONFORMANCE_UPSTREAM_KEY: 'sk-conformance-upstream-0123456789' }, configFile: { name: 'conformance.yaml', text } }));
+        // The key shares no word with recorded traffic: the gateway redacts pieces of its keys from answers, and
+        // `npm run conformance -- --record` fixtures carry `conformance.txt` in their tool calls.
+        gateways.set(name, await startGateway({ env: { CONFORMANCE_UPSTREAM_KEY: 'sk-replay-upstream-0123456789' }, configFile: { name: 'conformance.yaml', text } }));
       }),
     );
   });

@@ -30,7 +30,7 @@ function blocksOf(reply: Reply, thinking: boolean): Array<Record<string, unknown
   const blocks: Array<Record<string, unknown>> = [];
   if (thinking) blocks.push({ type: 'thinking', thinking: 'Reading the file.', signature: 'c2lnbmF0dXJlLWNvbmZvcm1hbmNl' });
   if (reply.kind === 'text') blocks.push({ type: 'text', text: reply.text });
-  else blocks.push({ type: 'tool_use', id: freshId('toolu_'), name: reply.tool.name, input: reply.args });
+  else blocks.push({ type: 'tool_use', id: reply.callId ?? freshId('toolu_'), name: reply.tool.name, input: reply.args });
   return blocks;
 }
 

@@ -27,7 +27,7 @@ const usage = { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, tot
 export function answerChat(res: ServerResponse, turn: ParsedTurn & { includeUsage: boolean }, reply: Reply): void {
   const id = freshId('chatcmpl-');
   const created = Math.floor(Date.now() / 1000);
-  const call = reply.kind === 'tool' ? { id: freshId('call_'), type: 'function', function: { name: reply.tool.name, arguments: JSON.stringify(reply.args) } } : undefined;
+  const call = reply.kind === 'tool' ? { id: reply.callId ?? freshId('call_'), type: 'function', function: { name: reply.tool.name, arguments: JSON.stringify(reply.args) } } : undefined;
   const finish = call ? 'tool_calls' : 'stop';
   if (!turn.stream) {
     const message = call ? { role: 'assistant', content: null, tool_calls: [call] } : { role: 'assistant', content: reply.kind === 'text' ? reply.text : '' };

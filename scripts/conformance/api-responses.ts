@@ -32,7 +32,7 @@ export function parseResponses(body: Record<string, unknown>): ParsedTurn {
 function itemOf(reply: Reply): Record<string, unknown> {
   if (reply.kind === 'tool') {
     const { name, namespace } = reply.tool;
-    const call = { id: freshId('fc_'), call_id: freshId('call_'), name, ...(namespace ? { namespace } : {}), status: 'completed' };
+    const call = { id: freshId('fc_'), call_id: reply.callId ?? freshId('call_'), name, ...(namespace ? { namespace } : {}), status: 'completed' };
     if (reply.input !== undefined) return { type: 'custom_tool_call', ...call, input: reply.input };
     return { type: 'function_call', ...call, arguments: JSON.stringify(reply.args) };
   }

@@ -8,7 +8,7 @@ import { answerChat, parseChat } from './api-chat.js';
 import { answerGemini, parseGemini } from './api-gemini.js';
 import { answerResponses, parseResponses } from './api-responses.js';
 import { asRecord, decide, type ParsedTurn, type Reply, type Task } from './task.js';
-import { writeJson } from './wire.js';
+import { freshId, writeJson } from './wire.js';
 
 export type Api = 'messages' | 'responses' | 'chat' | 'gemini';
 
@@ -22,6 +22,20 @@ export interface Recorded {
   toolResults: string[];
   /** `tool:<name>` or `text`, or an HTTP status for what it refused. */
   answered: string;
+  /** The turn a model call was answered with, as a fixture names it (test/fixtures/clients/README.md). */
+  reply?: PlayedReply;
+}
+
+export type PlayedReply = { type: 'tool_call'; id: string; name: string; arguments: string } | { type: 'text'; text: string };
+
+/** A tool call's id as the API spells one (Gemini has none: the gateway makes its own). */
+const CALL_ID_PREFIX: Record<Api, string> = { messages: 'toolu_', responses: 'call_', chat: 'call_', gemini: 'call_' };
+
+function playedReply(reply: Reply): PlayedReply {
+  if (reply.kind === 'text') return { type: 'text', text: reply.text };
+  // A freeform (custom) tool's call carries raw text, not JSON arguments: kept as `{"input": text}`.
+  const args = reply.input === undefined ? reply.args : { input: reply.input };
+  return { type: 'tool_call', id: reply.callId ?? '', name: reply.tool.name, arguments: JSON.stringify(args) };
 }
 
 export interface MockUpstream {
@@ -79,6 +93,7 @@ function answerOther(res: ServerResponse, method: string, path: string): string 
 function play(api: Api, res: ServerResponse, body: Record<string, unknown>, path: string, task: Task | undefined): { turn: ParsedTurn; reply: Reply } {
   const answerWith = <T extends ParsedTurn>(turn: T, answer: (res: ServerResponse, turn: T, reply: Reply) => void): { turn: ParsedTurn; reply: Reply } => {
     const reply = decide(turn.tools, turn.toolResults, task);
+    if (reply.kind === 'tool') reply.callId = freshId(CALL_ID_PREFIX[api]);
     answer(res, turn, reply);
     return { turn, reply };
   };
@@ -123,6 +138,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: { task: 
   const { turn, reply } = play(api, res, asRecord(body), path, state.task);
   record.toolResults = turn.toolResults;
   record.answered = reply.kind === 'tool' ? `tool:${reply.tool.name}` : 'text';
+  record.reply = playedReply(reply);
 }
 
 export async function startMockUpstream(label: string): Promise<MockUpstream> {

@@ -12,6 +12,7 @@ import type { InstalledClient } from './install.js';
 import { judge, type CellResult } from './judge.js';
 import type { MockUpstream } from './mock-upstream.js';
 import type { PathSpec } from './paths.js';
+import { writeFixture } from './record.js';
 import { startTap, type Tap } from './tap.js';
 import { TASK_FILE, type Task } from './task.js';
 
@@ -69,7 +70,8 @@ function since(mock: MockUpstream, from: number): MockUpstream['requests'] {
   return mock.requests.slice(from);
 }
 
-export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mocks, runsDir: string, timeoutMs: number): Promise<CellResult> {
+/** `record`: a passing run's traffic is written as a fixture (record.ts). */
+export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mocks, runsDir: string, timeoutMs: number, record = false): Promise<CellResult> {
   const version = client.pin.version;
   const dir = join(runsDir, `${path.client}-${path.id}`);
   const workDir = join(dir, 'work');
@@ -84,7 +86,7 @@ export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mo
   let tap: Tap | undefined;
   try {
     gateway = path.via === 'gateway' ? await startGateway(dir, mocks, path.upstream) : undefined;
-    tap = gateway ? await startTap(gateway.url) : undefined;
+    tap = gateway ? await startTap(gateway.url, { record }) : undefined;
     const origin = tap?.origin ?? mocks[path.upstream].origin;
     const prepared = prepareClient(path.client, join(dir, 'home'), { origin, key: GATEWAY_KEY });
     const { output, timedOut } = await runClient([...client.command, ...prepared.args], workDir, { ...prepared.env, ...extraEnv() }, timeoutMs);
@@ -102,7 +104,8 @@ export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mo
     writeFileSync(join(dir, 'client.stderr'), output.stderr);
     writeFileSync(join(dir, 'upstream-requests.json'), JSON.stringify(all.map((mock) => ({ mock: mock.label, requests: since(mock, marks.get(mock) ?? 0) })), null, 1));
     const { outcome, note } = judge(path, evidence);
-    return { path, version, outcome, seconds, note, dir };
+    const recorded = record && outcome === 'pass' && tap !== undefined ? `; recorded ${writeFixture(client.pin, path, tap.sent, evidence.upstream)}` : '';
+    return { path, version, outcome, seconds, note: `${note}${recorded}`, dir };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { path, version, outcome: 'fail', seconds: (Date.now() - started) / 1000, note: `harness: ${message.split('\n')[0] ?? ''}`, dir };

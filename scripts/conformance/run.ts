@@ -8,6 +8,8 @@
 //   npm run conformance -- --regressions-only    exit 1 only for a failing cell that the committed matrix in
 //                                                docs/compatibility.md does not show failing (what CI runs)
 //   npm run conformance -- --no-write            print the matrix, leave docs/compatibility.md alone
+//   npm run conformance -- --record [client]     run only the native paths and write what each client sent as
+//                                                test/fixtures/clients/<client>-<version>/conformance-tool-loop.json
 //   CONFORMANCE_TIMEOUT_S=90 (default)           the bound of one client run
 //   CONFORMANCE_CACHE=dir                        where the CLIs are installed (default ~/.cache/llm-gateway-conformance)
 //   CONFORMANCE_NETNS=off                        run on the machine's network instead of a loopback-only namespace
@@ -24,7 +26,7 @@ import type { CellResult } from './judge.js';
 import { committedResults, matrixMarkdown, verdict, writeMatrix } from './matrix.js';
 import { startMockUpstream } from './mock-upstream.js';
 import { insideNetns, netnsAvailable, rerunInNetns } from './offline.js';
-import { PATHS } from './paths.js';
+import { PATHS, type PathSpec } from './paths.js';
 import { PINS, type ClientPin } from './pins.js';
 import { extraEnv, runPath } from './run-path.js';
 
@@ -32,7 +34,7 @@ function log(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
-const FLAGS = new Set(['--no-write', '--regressions-only']);
+const FLAGS = new Set(['--no-write', '--regressions-only', '--record']);
 
 /** The clients to run: all pins, or those named (`client` or `client@version`). */
 function selectedPins(args: string[]): { pins: ClientPin[]; full: boolean } {
@@ -76,13 +78,18 @@ async function installAll(pins: ClientPin[]): Promise<Installs> {
   return installs;
 }
 
-async function runClientPaths(pin: ClientPin, installed: InstalledClient | string | undefined, mocks: Mocks, runsDir: string, bound: number): Promise<CellResult[]> {
+/** A recording runs only the client's native path (what the client sends does not depend on the upstream). */
+function pathsOf(pin: ClientPin, record: boolean): PathSpec[] {
+  return PATHS.filter((candidate) => candidate.client === pin.id && (!record || candidate.id.startsWith('native-')));
+}
+
+async function runClientPaths(pin: ClientPin, installed: InstalledClient | string | undefined, mocks: Mocks, runsDir: string, bound: number, record: boolean): Promise<CellResult[]> {
   const results: CellResult[] = [];
-  for (const path of PATHS.filter((candidate) => candidate.client === pin.id)) {
+  for (const path of pathsOf(pin, record)) {
     let result: CellResult;
     if (path.notYet !== undefined) result = { path, version: pin.version, outcome: 'not-yet', seconds: 0, note: path.notYet };
     else if (typeof installed !== 'object') result = { path, version: pin.version, outcome: 'fail', seconds: 0, note: `install failed: ${(installed ?? '').split('\n')[0] ?? ''}` };
-    else result = await runPath(path, installed, mocks, runsDir, bound);
+    else result = await runPath(path, installed, mocks, runsDir, bound, record);
     log(`${result.outcome.padEnd(7)} ${pin.id}@${pin.version} ${result.path.label} (${result.seconds.toFixed(1)} s) ${result.note}`);
     results.push(result);
   }
@@ -119,6 +126,7 @@ async function main(): Promise<number> {
   const started = startedAt();
   const args = process.argv.slice(2);
   const { pins, full } = selectedPins(args);
+  const record = args.includes('--record');
   const bound = timeoutMs();
   if (!existsSync(GATEWAY_ENTRY)) {
     log(`${GATEWAY_ENTRY} is missing: run \`npm run build\` first (\`npm run conformance\` does).`);
@@ -141,7 +149,7 @@ async function main(): Promise<number> {
   };
   const results: CellResult[] = [];
   try {
-    for (const pin of pins) results.push(...(await runClientPaths(pin, installs.get(pin), mocks, runsDir, bound)));
+    for (const pin of pins) results.push(...(await runClientPaths(pin, installs.get(pin), mocks, runsDir, bound, record)));
   } finally {
     await Promise.all(Object.values(mocks).map((mock) => mock.close()));
   }
@@ -149,11 +157,11 @@ async function main(): Promise<number> {
   const totalSeconds = (Date.now() - started) / 1000;
   const markdown = matrixMarkdown(results, { date: new Date().toISOString().slice(0, 10), totalSeconds, node: process.version, platform: `${process.platform}-${process.arch}`, network });
   log(`\n${markdown}\n`);
-  if (full && !args.includes('--no-write') && Object.keys(extraEnv()).length === 0) {
+  if (full && !record && !args.includes('--no-write') && Object.keys(extraEnv()).length === 0) {
     writeMatrix(DOCS, markdown);
     log('written to docs/compatibility.md');
   } else {
-    log('docs/compatibility.md not written: only a full run of the pinned versions on default settings writes it (not with --no-write)');
+    log('docs/compatibility.md not written: only a full run of the pinned versions on default settings writes it (not with --no-write or --record)');
   }
   return exitCodeOf(results, args.includes('--regressions-only'));
 }

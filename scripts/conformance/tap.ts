@@ -1,7 +1,8 @@
 // A transparent HTTP relay between the client and the gateway that notes each exchange: method, path, status, the
 // X-Gateway-Dropped-Fields header, and the body of an error answer. A client shows the user only part of an error
 // (Claude Code prints the message, not `details`), and the gateway logs no details of a 4xx: the relay is how a
-// refused cell can name the field. Bodies and streams pass through untouched, as they come.
+// refused cell can name the field. Bodies and streams pass through untouched, as they come. When recording
+// (`npm run conformance -- --record`), it also keeps every request as the client sent it, in the order they came.
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -14,13 +15,39 @@ export interface Exchange {
   errorBody: string | undefined;
 }
 
+/** A request as the client sent it (kept only when the tap records). */
+export interface SentRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body's text; undefined when it was over RECORD_BODY_LIMIT. */
+  body: string | undefined;
+}
+
 export interface Tap {
   origin: string;
   exchanges: Exchange[];
+  sent: SentRequest[];
   close(): Promise<void>;
 }
 
 const ERROR_BODY_LIMIT = 64 * 1024;
+/** The clients' requests are tens of kB; a larger one is passed on but not kept. */
+const RECORD_BODY_LIMIT = 16 * 1024 * 1024;
+
+function keep(req: IncomingMessage, sent: SentRequest[]): void {
+  const request: SentRequest = { method: req.method ?? '', url: req.url ?? '', headers: { ...req.headers }, body: undefined };
+  sent.push(request);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= RECORD_BODY_LIMIT) chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (size <= RECORD_BODY_LIMIT) request.body = Buffer.concat(chunks).toString('utf8');
+  });
+}
 
 function relay(req: IncomingMessage, res: ServerResponse, target: URL, exchanges: Exchange[]): void {
   const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } }, (answer) => {
@@ -48,10 +75,14 @@ function relay(req: IncomingMessage, res: ServerResponse, target: URL, exchanges
   req.pipe(upstream);
 }
 
-export async function startTap(targetOrigin: string): Promise<Tap> {
+export async function startTap(targetOrigin: string, options: { record?: boolean } = {}): Promise<Tap> {
   const target = new URL(targetOrigin);
   const exchanges: Exchange[] = [];
-  const server = createServer((req, res) => relay(req, res, target, exchanges));
+  const sent: SentRequest[] = [];
+  const server = createServer((req, res) => {
+    if (options.record === true) keep(req, sent);
+    relay(req, res, target, exchanges);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -60,6 +91,7 @@ export async function startTap(targetOrigin: string): Promise<Tap> {
   return {
     origin: `http://127.0.0.1:${port}`,
     exchanges,
+    sent,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -33,9 +33,12 @@ export interface ParsedTurn {
   toolResults: string[];
 }
 
-/** What the mock answers: a tool call (JSON arguments, or a freeform tool's `input` text), or a final text. */
+/**
+ * What the mock answers: a tool call (JSON arguments, or a freeform tool's `input` text; `callId`, the call's id, set
+ * by the mock so that a recording can name it), or a final text.
+ */
 export type Reply =
-  | { kind: 'tool'; tool: DeclaredTool; args: Record<string, unknown>; input?: string }
+  | { kind: 'tool'; tool: DeclaredTool; args: Record<string, unknown>; input?: string; callId?: string }
   | { kind: 'text'; text: string };
 
 type ToolCall = { args: Record<string, unknown>; input?: string };

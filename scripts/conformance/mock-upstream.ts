@@ -26,16 +26,20 @@ export interface Recorded {
   reply?: PlayedReply;
 }
 
-export type PlayedReply = { type: 'tool_call'; id: string; name: string; arguments: string } | { type: 'text'; text: string };
+export type PlayedReply =
+  | { type: 'tool_call'; id: string; name: string; arguments: string; namespace?: string }
+  | { type: 'custom_tool_call'; id: string; name: string; input: string; namespace?: string }
+  | { type: 'text'; text: string };
 
 /** A tool call's id as the API spells one (Gemini has none: the gateway makes its own). */
 const CALL_ID_PREFIX: Record<Api, string> = { messages: 'toolu_', responses: 'call_', chat: 'call_', gemini: 'call_' };
 
 function playedReply(reply: Reply): PlayedReply {
   if (reply.kind === 'text') return { type: 'text', text: reply.text };
-  // A freeform (custom) tool's call carries raw text, not JSON arguments: kept as `{"input": text}`.
-  const args = reply.input === undefined ? reply.args : { input: reply.input };
-  return { type: 'tool_call', id: reply.callId ?? '', name: reply.tool.name, arguments: JSON.stringify(args) };
+  const namespace = reply.tool.namespace === undefined ? {} : { namespace: reply.tool.namespace };
+  // A freeform (custom) tool's call carries raw text, not JSON arguments (the fixture format's custom_tool_call).
+  if (reply.input !== undefined) return { type: 'custom_tool_call', id: reply.callId ?? '', name: reply.tool.name, input: reply.input, ...namespace };
+  return { type: 'tool_call', id: reply.callId ?? '', name: reply.tool.name, arguments: JSON.stringify(reply.args), ...namespace };
 }
 
 export interface MockUpstream {

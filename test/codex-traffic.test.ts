@@ -42,6 +42,20 @@ const PATHS: Record<PathName, { model: string; upstream: (url: string) => boolea
   gemini: { model: 'codex-gemini', upstream: (url) => url.includes(':streamGenerateContent') },
 };
 
+/** What gpt-5.5's two flows leave out: the same tools and fields (its function call and its apply_patch call alike). */
+const GPT_5_5_DROPPED: Record<PathName, [string[], string[]]> = {
+  // tools[8] is tool_search; tools[9] web_search (no search on a chat server not known to have one); input[4] the reasoning item.
+  chat: [['client_metadata', 'tools[8]', 'tools[9]', 'include'], ['client_metadata', 'tools[8]', 'tools[9]', 'input[4]', 'include']],
+  anthropic: [
+    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
+    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
+  ],
+  gemini: [
+    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
+    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
+  ],
+};
+
 /**
  * Each recorded flow: the tool the model calls (its name upstream) and what each translated path leaves out of its
  * two turns, by name (X-Gateway-Dropped-Fields). Why each is left out: docs/responses.md.
@@ -66,33 +80,12 @@ const FLOWS: Array<{ flow: string; chatName: string; dropped: Record<PathName, [
   {
     flow: 'gpt-5.5-function',
     chatName: 'exec_command',
-    dropped: {
-      // tools[8] is tool_search; tools[9] web_search (no search on a chat server not known to have one); input[4] the reasoning item.
-      chat: [['client_metadata', 'tools[8]', 'tools[9]', 'include'], ['client_metadata', 'tools[8]', 'tools[9]', 'input[4]', 'include']],
-      anthropic: [
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
-      ],
-      gemini: [
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
-      ],
-    },
+    dropped: GPT_5_5_DROPPED,
   },
   {
     flow: 'gpt-5.5-apply-patch',
     chatName: 'apply_patch',
-    dropped: {
-      chat: [['client_metadata', 'tools[8]', 'tools[9]', 'include'], ['client_metadata', 'tools[8]', 'tools[9]', 'input[4]', 'include']],
-      anthropic: [
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
-      ],
-      gemini: [
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
-        ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
-      ],
-    },
+    dropped: GPT_5_5_DROPPED,
   },
   {
     // A model on Codex's fallback metadata: the multi_agent_v1 namespace, a reasoning summary, no verbosity; tools[8] is web_search.

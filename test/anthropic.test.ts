@@ -92,7 +92,7 @@ describe('Anthropic translation (pure functions)', () => {
           finish_reason: 'tool_calls',
         },
       ],
-      usage: { prompt_tokens: 13, completion_tokens: 5, total_tokens: 18 },
+      usage: { prompt_tokens: 13, completion_tokens: 5, total_tokens: 18, cache_read_tokens: 3 },
     });
     assert.equal(fromAnthropicMessage({ type: 'error' }, 'x', 0), undefined);
   });

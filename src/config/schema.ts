@@ -122,7 +122,14 @@ export const modelSchema = z
     dimensions: z.number().int().min(1).max(100_000).optional(),
     /** USD per million tokens, for cost in usage records and the models route (an embedding model has input only). */
     pricing: z
-      .object({ input_per_million: z.number().min(0).max(1_000_000), output_per_million: z.number().min(0).max(1_000_000).default(0) })
+      .object({
+        input_per_million: z.number().min(0).max(1_000_000),
+        output_per_million: z.number().min(0).max(1_000_000).default(0),
+        // Absent: cache reads and writes at the input price, 1-hour writes at the 5-minute write price (docs/usage.md).
+        cache_read_per_million: z.number().min(0).max(1_000_000).optional(),
+        cache_write_per_million: z.number().min(0).max(1_000_000).optional(),
+        cache_write_1h_per_million: z.number().min(0).max(1_000_000).optional(),
+      })
       .strict()
       .optional(),
     context_window: z.number().int().positive().optional(),

@@ -43,7 +43,7 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number], cacheD
     fallbacks: (entry.fallbacks ?? []).map((f) => ({ upstream: f.upstream, upstreamModel: f.upstream_model ?? entry.id, weight: 1 })),
     retry: entry.retry ? toRetry(entry.retry) : undefined,
     aliases: entry.aliases ?? [],
-    pricing: entry.pricing ? { inputPerMillion: entry.pricing.input_per_million, outputPerMillion: entry.pricing.output_per_million } : undefined,
+    pricing: entry.pricing ? toPricing(entry.pricing) : undefined,
     contextWindow: entry.context_window,
     translation: entry.translation ?? 'tolerant',
     cache: toCachePolicy(entry.cache, cacheDefaults),
@@ -55,6 +55,17 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number], cacheD
 }
 
 /** A model's cache policy: its own section over the global one; undefined when caching is off for it. */
+/** A model's prices as the config file spells them (a cache price left out stays undefined: core/pricing.ts). */
+function toPricing(entry: NonNullable<NonNullable<ConfigFile['models']>[number]['pricing']>): NonNullable<ModelConfig['pricing']> {
+  return {
+    inputPerMillion: entry.input_per_million,
+    outputPerMillion: entry.output_per_million,
+    cacheReadPerMillion: entry.cache_read_per_million,
+    cacheWritePerMillion: entry.cache_write_per_million,
+    cacheWrite1hPerMillion: entry.cache_write_1h_per_million,
+  };
+}
+
 export function toCachePolicy(own: NonNullable<ConfigFile['models']>[number]['cache'], defaults: ConfigFile['cache']): CachePolicy | undefined {
   if (!(own?.enabled ?? defaults.enabled)) return undefined;
   return {

@@ -78,8 +78,10 @@ export interface ModelConfig {
   /** Undefined: the config's default policy. */
   retry: RetryPolicy | undefined;
   aliases: string[];
-  /** USD per million input / output tokens. */
-  pricing: { inputPerMillion: number; outputPerMillion: number } | undefined;
+  /** USD per million input / output tokens, and cache reads / 5-minute writes / 1-hour writes (absent: core/pricing.ts). */
+  pricing:
+    | { inputPerMillion: number; outputPerMillion: number; cacheReadPerMillion: number | undefined; cacheWritePerMillion: number | undefined; cacheWrite1hPerMillion: number | undefined }
+    | undefined;
   contextWindow: number | undefined;
   /** A translated request's fields that have no equivalent: dropped and named (tolerant) or refused (strict). */
   translation: 'tolerant' | 'strict';

@@ -19,7 +19,14 @@ export interface CatalogModel {
   type?: 'chat' | 'embedding';
   dimensions?: number;
   /** USD per million tokens. */
-  pricing?: { input_per_million_tokens: number; output_per_million_tokens: number; currency: 'USD' };
+  pricing?: {
+    input_per_million_tokens: number;
+    output_per_million_tokens: number;
+    cache_read_per_million_tokens?: number;
+    cache_write_per_million_tokens?: number;
+    cache_write_1h_per_million_tokens?: number;
+    currency: 'USD';
+  };
 }
 
 export interface ModelPage {
@@ -83,7 +90,16 @@ export class ModelCatalog {
         ...(m.type ? { type: m.type } : {}),
         ...(m.dimensions !== undefined ? { dimensions: m.dimensions } : {}),
         ...(m.pricing
-          ? { pricing: { input_per_million_tokens: m.pricing.inputPerMillion, output_per_million_tokens: m.pricing.outputPerMillion, currency: 'USD' as const } }
+          ? {
+              pricing: {
+                input_per_million_tokens: m.pricing.inputPerMillion,
+                output_per_million_tokens: m.pricing.outputPerMillion,
+                ...(m.pricing.cacheReadPerMillion !== undefined ? { cache_read_per_million_tokens: m.pricing.cacheReadPerMillion } : {}),
+                ...(m.pricing.cacheWritePerMillion !== undefined ? { cache_write_per_million_tokens: m.pricing.cacheWritePerMillion } : {}),
+                ...(m.pricing.cacheWrite1hPerMillion !== undefined ? { cache_write_1h_per_million_tokens: m.pricing.cacheWrite1hPerMillion } : {}),
+                currency: 'USD' as const,
+              },
+            }
           : {}),
       });
     }

@@ -1,6 +1,6 @@
 import type { LimitSet, LimitsConfig, WindowLimit } from '../config/types.js';
 import type { ChatMessage, Usage } from '../providers/contract.js';
-import type { Pricing } from './pricing.js';
+import { costMicros, dearestPerMillion, type Pricing } from './pricing.js';
 
 /** A scoped key's budget per rolling period: tokens, and/or cost in millionths of a USD (priced models only). */
 export interface Budget {
@@ -185,8 +185,8 @@ export class RateLimitService {
     const costBudget = request.budget?.costMicros;
     // A model without prices costs nothing against a cost budget: no item at all (not even the "some left" check).
     if (costBudget && request.pricing) {
-      // Charged up front at the dearer of the two prices for every estimated token, corrected with the real cost.
-      const perToken = Math.max(request.pricing.inputPerMillion, request.pricing.outputPerMillion);
+      // Charged up front at the dearest of its prices for every estimated token, corrected with the real cost.
+      const perToken = dearestPerMillion(request.pricing);
       const scope: Scope = { kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: undefined, concurrent: undefined } };
       const cost = Math.ceil(tokensOf(estimate) * perToken);
       limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}:${costBudget.windowMs}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost, need: Math.min(1, cost) }];
@@ -215,7 +215,8 @@ export class RateLimitService {
           else if (limit && actualTokens !== undefined && what === 'tokens') {
             items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: Math.max(0, actualTokens) - limit.cost });
           } else if (limit && usage && what === 'cost') {
-            const micros = request.pricing ? Math.round(usage.prompt_tokens * request.pricing.inputPerMillion + usage.completion_tokens * request.pricing.outputPerMillion) : 0;
+            // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
+            const micros = request.pricing ? Math.round(costMicros(usage, request.pricing)) : 0;
             items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: micros - limit.cost });
           }
         }

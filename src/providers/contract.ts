@@ -32,10 +32,22 @@ export interface ChatRequestBody {
   [passthrough: string]: unknown;
 }
 
+/**
+ * A call's tokens as the gateway counts them, whichever provider answered (docs/usage.md, "Token parts"):
+ * `prompt_tokens` is ALL input, cache reads and cache writes included (OpenAI's `prompt_tokens` already is;
+ * Anthropic's `input_tokens` is not, so the gateway adds its cache figures to it); `cache_read_tokens` and
+ * `cache_write_tokens` are parts of it (never more than it together), `cache_write_1h_tokens` the part of the writes
+ * at the 1-hour TTL. `reasoning_tokens` is part of `completion_tokens`. A part is absent when the upstream reported
+ * none (or 0); every part went through saneTokens like the counts.
+ */
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
+  cache_write_1h_tokens?: number;
+  reasoning_tokens?: number;
   /** What the gateway had to correct in the upstream's figures (src/providers/usage-figures.ts); absent: nothing. */
   [USAGE_ANOMALIES]?: readonly UsageAnomaly[];
 }
@@ -84,6 +96,12 @@ export interface StreamChunk {
    * did not ask for (to correct limits and price the call).
    */
   internal?: boolean;
+  /**
+   * The gateway's count of the usage this chunk carries, with its parts, when the chunk's own `usage` shows less
+   * (a translated chat chunk shows OpenAI's three counts; the cache writes have no place there). Absent: the
+   * chunk's `usage` is the count.
+   */
+  usage?: Usage;
   /** The chunk's JSON on one line, when the provider already has it (saves a JSON.stringify per chunk). */
   json?: string;
   /**

@@ -7,7 +7,7 @@ import { malformedFrame } from './malformed-frame.js';
 import { providerErrorDetails } from './upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from './upstream-client.js';
 import { readEventStream } from './event-stream-reader.js';
-import { RESPONSES_COUNTS, anomaliesOf, correctInPlace, countsOf, saneTokens, withAnomalies } from './usage-figures.js';
+import { RESPONSES_COUNTS, anomaliesOf, anthropicParts, correctInPlace, countsOf, saneTokens, withAnomalies, withParts } from './usage-figures.js';
 
 /** What the gateway needs to know of an API it forwards untranslated (OpenAI's Responses, Anthropic's Messages). */
 export interface NativeWire {
@@ -258,6 +258,13 @@ function addMessagesUsage(value: unknown, totals: Usage): boolean {
   if (input > 0) totals.prompt_tokens = saneTokens(input, found);
   if (usage.output_tokens != null) totals.completion_tokens = saneTokens(usage.output_tokens);
   totals.total_tokens = totals.prompt_tokens + totals.completion_tokens;
+  // The cache figures of the event that reports the input (message_start; a message_delta may repeat them).
+  if (input > 0) {
+    delete totals.cache_read_tokens;
+    delete totals.cache_write_tokens;
+    delete totals.cache_write_1h_tokens;
+    withParts(totals, anthropicParts(usage, found));
+  }
   withAnomalies(totals, found);
   return found.length > 0;
 }

@@ -1,4 +1,4 @@
-import { USAGE_ANOMALIES, type Usage, type UsageAnomaly } from './contract.js';
+import { USAGE_ANOMALIES, type ChatCompletionChunk, type StreamChunk, type Usage, type UsageAnomaly } from './contract.js';
 
 /**
  * The most tokens one figure of one call may count: 100 million. Ten times the largest context window offered
@@ -73,6 +73,69 @@ export function usageFrom(prompt: number, completion: number, total: number | un
   return withAnomalies({ prompt_tokens: p, completion_tokens: c, total_tokens: Math.max(saneTokens(total, found), p + c) }, found);
 }
 
+/** The parts of a usage an upstream reported, each already through saneTokens (absent or 0: none). */
+export interface UsageParts {
+  cacheRead?: number;
+  cacheWrite?: number;
+  cacheWrite1h?: number;
+  reasoning?: number;
+}
+
+/**
+ * Sets the parts on a usage, bounded by what they are parts of: reads, then writes, never more than the prompt
+ * together; the 1-hour writes never more than the writes; reasoning never more than the completion. A part of 0
+ * is left absent (an answer with no cache shows no cache fields). Returns the usage.
+ */
+export function withParts<T extends Usage>(usage: T, parts: UsageParts): T {
+  const read = Math.min(parts.cacheRead ?? 0, usage.prompt_tokens);
+  const write = Math.min(parts.cacheWrite ?? 0, usage.prompt_tokens - read);
+  const write1h = Math.min(parts.cacheWrite1h ?? 0, write);
+  const reasoning = Math.min(parts.reasoning ?? 0, usage.completion_tokens);
+  if (read > 0) usage.cache_read_tokens = read;
+  if (write > 0) usage.cache_write_tokens = write;
+  if (write1h > 0) usage.cache_write_1h_tokens = write1h;
+  if (reasoning > 0) usage.reasoning_tokens = reasoning;
+  return usage;
+}
+
+/** A figure inside a sub-object of an upstream's usage (`prompt_tokens_details.cached_tokens`), checked. */
+export function detail(usage: Record<string, unknown>, object: string, name: string, found?: UsageAnomaly[]): number {
+  const inner = usage[object];
+  return typeof inner === 'object' && inner !== null ? saneTokens((inner as Record<string, unknown>)[name], found) : 0;
+}
+
+/**
+ * The parts of an OpenAI usage object with counts `names`: `<prompt>_details.cached_tokens` (chat's
+ * `prompt_tokens_details`, Responses' `input_tokens_details`) and `<completion>_details.reasoning_tokens`.
+ */
+export function openAiParts(usage: Record<string, unknown>, names: CountNames, found?: UsageAnomaly[]): UsageParts {
+  const [prompt, completion] = names;
+  return { cacheRead: detail(usage, `${prompt}_details`, 'cached_tokens', found), reasoning: detail(usage, `${completion}_details`, 'reasoning_tokens', found) };
+}
+
+/**
+ * The parts of an Anthropic usage object: cache reads, cache writes (`cache_creation_input_tokens`) and of those the
+ * 1-hour ones (`cache_creation.ephemeral_1h_input_tokens`; the rest are 5-minute writes).
+ */
+export function anthropicParts(usage: Record<string, unknown>, found?: UsageAnomaly[]): UsageParts {
+  return {
+    cacheRead: saneTokens(usage.cache_read_input_tokens, found),
+    cacheWrite: saneTokens(usage.cache_creation_input_tokens, found),
+    cacheWrite1h: detail(usage, 'cache_creation', 'ephemeral_1h_input_tokens', found),
+  };
+}
+
+/**
+ * A translated chat chunk as it is streamed: its usage shown as OpenAI's three counts (a chat answer has no place
+ * for the cache writes), the gateway's usage with its parts kept beside it for limits, prices and records.
+ */
+export function countedChunk(chunk: ChatCompletionChunk): StreamChunk {
+  const usage = chunk.usage;
+  if (!usage) return { chunk };
+  const shown: Usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
+  return { chunk: { ...chunk, usage: shown }, usage };
+}
+
 /** The names of the three counts of a usage object: OpenAI's chat and embeddings, OpenAI's Responses API. */
 export type CountNames = readonly [prompt: string, completion: string, total: string];
 export const CHAT_COUNTS: CountNames = ['prompt_tokens', 'completion_tokens', 'total_tokens'];
@@ -105,7 +168,8 @@ export function countsOf(value: unknown, names: CountNames = CHAT_COUNTS): Usage
   const [prompt, completion, total] = names;
   if (usage[prompt] == null && usage[completion] == null) return undefined;
   const found = correctCounts(usage, names);
-  return usageFrom(saneTokens(usage[prompt]), saneTokens(usage[completion]), saneTokens(usage[total]), found && [...found]);
+  const anomalies = found && [...found];
+  return withParts(usageFrom(saneTokens(usage[prompt]), saneTokens(usage[completion]), saneTokens(usage[total]), anomalies), openAiParts(usage, names, anomalies));
 }
 
 /**
@@ -116,10 +180,31 @@ export function countsOf(value: unknown, names: CountNames = CHAT_COUNTS): Usage
  */
 export function checkedUsage(usage: Usage): Usage {
   const { prompt_tokens: p, completion_tokens: c, total_tokens: t } = usage;
-  if (isSane(p) && isSane(c) && typeof t === 'number' && Number.isInteger(t) && t >= p + c && t <= Math.max(MAX_USAGE_TOKENS, p + c)) return usage;
+  const countsSane = isSane(p) && isSane(c) && typeof t === 'number' && Number.isInteger(t) && t >= p + c && t <= Math.max(MAX_USAGE_TOKENS, p + c);
+  // An OpenAI chunk's own usage object (a streamed chat answer passed through) carries its parts in `*_details`.
+  const raw = usage as unknown as Record<string, unknown>;
+  const fromDetails = raw.prompt_tokens_details != null || raw.completion_tokens_details != null;
+  if (countsSane && !fromDetails && partsSane(usage)) return usage;
   const found: UsageAnomaly[] = [];
   const prompt = saneTokens(p, found);
   const completion = saneTokens(c, found);
   const total = Math.max(saneTokens(t, found), prompt + completion);
-  return withAnomalies({ ...usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: total }, found);
+  const parts: UsageParts = fromDetails
+    ? openAiParts(raw, CHAT_COUNTS, found)
+    : {
+        cacheRead: saneTokens(usage.cache_read_tokens, found),
+        cacheWrite: saneTokens(usage.cache_write_tokens, found),
+        cacheWrite1h: saneTokens(usage.cache_write_1h_tokens, found),
+        reasoning: saneTokens(usage.reasoning_tokens, found),
+      };
+  const counted: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
+  const had = usage[USAGE_ANOMALIES];
+  if (had) counted[USAGE_ANOMALIES] = had;
+  return withAnomalies(withParts(counted, parts), found);
+}
+
+/** Whether a usage's parts are each absent or sane, and no more than what they are parts of. */
+function partsSane(usage: Usage): boolean {
+  const { cache_read_tokens: read = 0, cache_write_tokens: write = 0, cache_write_1h_tokens: write1h = 0, reasoning_tokens: reasoning = 0 } = usage;
+  return isSane(read) && isSane(write) && isSane(write1h) && isSane(reasoning) && read + write <= usage.prompt_tokens && write1h <= write && reasoning <= usage.completion_tokens;
 }

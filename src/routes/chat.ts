@@ -196,7 +196,7 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
       // writing, is what a chunk costs (docs/benchmarks.md, issue 18).
       translating = true;
       for (const item of next.value) {
-        usage = item.chunk.usage ?? usage;
+        usage = item.usage ?? item.chunk.usage ?? usage;
         if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(item.chunk);
         frames += encoder.chunk(item);
       }

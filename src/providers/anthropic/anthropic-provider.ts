@@ -9,6 +9,7 @@ import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
 import { readEventStream } from '../event-stream-reader.js';
+import { countedChunk } from '../usage-figures.js';
 
 /** The Messages API version this adapter speaks (sent as `anthropic-version`). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -70,7 +71,7 @@ export class AnthropicProvider implements Provider {
         return response;
       },
       translate: (event, batch) => {
-        for (const chunk of translator.translate(event)) batch.push(asked || chunk.choices.length > 0 ? { chunk } : { chunk, internal: true });
+        for (const chunk of translator.translate(event)) batch.push(asked || chunk.choices.length > 0 ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true });
         return translator.done;
       },
       end: (ending) => {

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../contract.js';
-import { anomaliesOf, saneTokens, usageFrom, withAnomalies } from '../usage-figures.js';
+import { anomaliesOf, saneTokens, usageFrom, withAnomalies, withParts } from '../usage-figures.js';
 import { finishReasonOf, textField, usageOf } from './translate-response.js';
 
 /**
@@ -102,7 +102,9 @@ export class AnthropicStreamTranslator {
   /** Input tokens from `message_start`, output tokens from the last `message_delta`. */
   usage(): Usage | undefined {
     if (!this.inputUsage) return undefined;
-    return withAnomalies(usageFrom(this.inputUsage.prompt_tokens, this.outputTokens, undefined, [...this.found]), anomaliesOf(this.inputUsage));
+    const { cache_read_tokens: cacheRead, cache_write_tokens: cacheWrite, cache_write_1h_tokens: cacheWrite1h } = this.inputUsage;
+    const usage = usageFrom(this.inputUsage.prompt_tokens, this.outputTokens, undefined, [...this.found]);
+    return withAnomalies(withParts(usage, { cacheRead, cacheWrite, cacheWrite1h }), anomaliesOf(this.inputUsage));
   }
 
   private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk {

@@ -1,5 +1,5 @@
 import type { ToolCall, Usage, UsageAnomaly } from '../contract.js';
-import { saneTokens, usageFrom } from '../usage-figures.js';
+import { anthropicParts, saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion } from '../completion-json.js';
 
 /** Anthropic `stop_reason` in OpenAI `finish_reason` terms. */
@@ -24,13 +24,13 @@ export function finishReasonOf(stopReason: unknown): string | null {
   }
 }
 
-/** Anthropic usage (input and output tokens, cache reads and writes counted as input) as OpenAI usage. */
+/** Anthropic usage (input and output tokens, cache reads and writes counted as input and kept as its parts) as the gateway's. */
 export function usageOf(usage: unknown): Usage | undefined {
   if (typeof usage !== 'object' || usage === null) return undefined;
   const u = usage as Record<string, unknown>;
   const found: UsageAnomaly[] = [];
   const prompt = saneTokens(u.input_tokens, found) + saneTokens(u.cache_read_input_tokens, found) + saneTokens(u.cache_creation_input_tokens, found);
-  return usageFrom(prompt, saneTokens(u.output_tokens, found), undefined, found);
+  return withParts(usageFrom(prompt, saneTokens(u.output_tokens, found), undefined, found), anthropicParts(u, found));
 }
 
 /** A field Anthropic sends as a string (an id, a name): '' for anything else, never String() of an upstream object. */

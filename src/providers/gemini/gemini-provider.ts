@@ -9,6 +9,7 @@ import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
 import { readEventStream } from '../event-stream-reader.js';
+import { countedChunk } from '../usage-figures.js';
 
 
 /**
@@ -64,7 +65,7 @@ export class GeminiProvider implements Provider {
             reason: ending === 'clean' ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
           });
         }
-        return translator.final().map((chunk) => (asked ? { chunk } : { chunk, internal: true }));
+        return translator.final().map((chunk) => (asked ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true }));
       },
     });
   }

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
-import { saneTokens, usageFrom } from '../usage-figures.js';
+import { saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
 
 /** Gemini `finishReason` in OpenAI terms; a function call turns any finish into `tool_calls`. */
@@ -26,13 +26,16 @@ export function finishReasonOf(reason: unknown, calledTools: boolean): string | 
   }
 }
 
-/** Gemini's `usageMetadata` as OpenAI usage (thoughts count as completion), each figure checked. */
+/** Gemini's `usageMetadata` as the gateway's usage (thoughts count as completion and are its reasoning part), each figure checked. */
 export function usageOf(metadata: unknown): Usage | undefined {
   if (typeof metadata !== 'object' || metadata === null) return undefined;
   const m = metadata as Record<string, unknown>;
   const found: UsageAnomaly[] = [];
-  const completion = saneTokens(m.candidatesTokenCount, found) + saneTokens(m.thoughtsTokenCount, found);
-  return usageFrom(saneTokens(m.promptTokenCount, found), completion, saneTokens(m.totalTokenCount, found), found);
+  const thoughts = saneTokens(m.thoughtsTokenCount, found);
+  const completion = saneTokens(m.candidatesTokenCount, found) + thoughts;
+  // Gemini's promptTokenCount already counts the cached content (cachedContentTokenCount is part of it).
+  const usage = usageFrom(saneTokens(m.promptTokenCount, found), completion, saneTokens(m.totalTokenCount, found), found);
+  return withParts(usage, { cacheRead: saneTokens(m.cachedContentTokenCount, found), reasoning: thoughts });
 }
 
 interface Candidate {

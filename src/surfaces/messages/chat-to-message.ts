@@ -1,12 +1,12 @@
 import type { Usage } from '../../providers/contract.js';
-import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
+import { checkedUsage } from '../../providers/usage-figures.js';
 import { argumentsObject, completionToolCalls, cutShort, invalidArguments } from '../tool-arguments.js';
 
 /** Anthropic's usage: input and output tokens (cache reads when the upstream reported cached prompt tokens). */
 export function messageUsage(reported: Usage | null | undefined): Record<string, number> {
-  // Every figure shown is checked (the counts were by the provider; the details never were).
-  const usage = checkedUsage(reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }) as Usage & Record<string, unknown>;
-  const cached = saneTokens((usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens);
+  // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
+  const usage = checkedUsage(reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+  const cached = usage.cache_read_tokens ?? 0;
   return {
     input_tokens: usage.prompt_tokens,
     output_tokens: usage.completion_tokens,

@@ -1,5 +1,5 @@
 import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
-import { checkedUsage, saneTokens } from '../../providers/usage-figures.js';
+import { checkedUsage } from '../../providers/usage-figures.js';
 import { completionToolCalls } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import { asChatCall, callItem, finishCall } from './output-calls.js';
@@ -9,15 +9,13 @@ import type { ToolNames } from './tool-names.js';
 /** Chat usage as Responses usage (cached and reasoning token counts when the upstream reported them). */
 export function responseUsage(reported: Usage | null | undefined): ResponseUsage | null {
   if (!reported) return null;
-  // Every figure shown is checked (the counts were by the provider; the details never were).
-  const usage = checkedUsage(reported) as Usage & Record<string, unknown>;
-  const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
-  const reasoning = (usage.completion_tokens_details as { reasoning_tokens?: unknown } | undefined)?.reasoning_tokens;
+  // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
+  const usage = checkedUsage(reported);
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: saneTokens(cached) },
+    input_tokens_details: { cached_tokens: usage.cache_read_tokens ?? 0 },
     output_tokens: usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: saneTokens(reasoning) },
+    output_tokens_details: { reasoning_tokens: usage.reasoning_tokens ?? 0 },
     total_tokens: usage.total_tokens,
   };
 }

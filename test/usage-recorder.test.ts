@@ -36,7 +36,7 @@ const record = (i: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
   attempts: 1,
   replay: false,
   cacheHit: false,
-  usageAnomaly: false,
+  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
   ...extra,
 });
 
@@ -75,7 +75,7 @@ describe('usage columns', () => {
       writeRecordValues(records[i] as UsageRecord, fromRecords, i * USAGE_COLUMNS.length);
     }
     assert.deepEqual(fromColumns, fromRecords);
-    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [1_790_000_000_001, 'req-1', 'key:k1', 'prod', 'chat', 'gpt-4o-mini', 'default', 502, 'upstream_unavailable', 12.34, 3.5, 1, 10, 20, 0.000123, 3, 1, 1, 0]);
+    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [1_790_000_000_001, 'req-1', 'key:k1', 'prod', 'chat', 'gpt-4o-mini', 'default', 502, 'upstream_unavailable', 12.34, 3.5, 1, 10, 20, 0.000123, 3, 1, 1, 0, 0, 0, 0]);
   });
 });
 

@@ -13,6 +13,7 @@ import { startPartsUpstream, type PartsUpstream, type PartsUsage } from './helpe
 import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../src/store/contract.js';
+import { usageCommand } from '../src/cli/usage-command.js';
 
 const KEY = 'sk-token-parts-upstream-0123456789';
 
@@ -70,24 +71,24 @@ describe('token parts and cost as providers bill them', () => {
   const streamed = { stream: true, stream_options: { include_usage: true } };
   const native = { tools: [{ type: 'web_search' }] };
 
-  /** [path, body, what the record says: prompt, completion, cost] for every path a usage enters by. */
-  const paths: Array<[string, string, Record<string, unknown>, [number, number, number]]> = [
-    ['chat JSON, OpenAI', '/v1/chat/completions', chat('gpt'), [2000, 100, 0.004125]],
-    ['chat stream, OpenAI', '/v1/chat/completions', chat('gpt', streamed), [2000, 100, 0.004125]],
-    ['Responses JSON, OpenAI (native)', '/v1/responses', { model: 'gpt', input: 'hi', ...native }, [2000, 100, 0.004125]],
-    ['Responses stream, OpenAI (native)', '/v1/responses', { model: 'gpt', input: 'hi', ...native, stream: true }, [2000, 100, 0.004125]],
-    ['Responses JSON, OpenAI (translated from chat)', '/v1/responses', { model: 'gpt', input: 'hi' }, [2000, 100, 0.004125]],
-    ['Messages stream, OpenAI (translated from chat)', '/v1/messages', chat('gpt', { stream: true }), [2000, 100, 0.004125]],
-    ['chat JSON, Gemini', '/v1/chat/completions', chat('gem'), [2000, 100, 0.004125]],
-    ['chat stream, Gemini', '/v1/chat/completions', chat('gem', streamed), [2000, 100, 0.004125]],
-    ['Messages JSON, Anthropic (native): the issue', '/v1/messages', chat('claude'), [9012, 3, 0.002781]],
-    ['Messages stream, Anthropic (native)', '/v1/messages', chat('claude', { stream: true }), [9012, 3, 0.002781]],
-    ['chat JSON, Anthropic (translated)', '/v1/chat/completions', chat('claude'), [9012, 3, 0.002781]],
-    ['chat stream, Anthropic (translated)', '/v1/chat/completions', chat('claude', streamed), [9012, 3, 0.002781]],
-    ['Messages JSON, Anthropic, no cache price: reads at the input price', '/v1/messages', chat('claude-plain'), [9012, 3, 0.027081]],
+  /** [path, body, what the record says: prompt, completion, cost, cache read, cache write, reasoning] for every path a usage enters by. */
+  const paths: Array<[string, string, Record<string, unknown>, [number, number, number, number, number, number]]> = [
+    ['chat JSON, OpenAI', '/v1/chat/completions', chat('gpt'), [2000, 100, 0.004125, 1500, 0, 60]],
+    ['chat stream, OpenAI', '/v1/chat/completions', chat('gpt', streamed), [2000, 100, 0.004125, 1500, 0, 60]],
+    ['Responses JSON, OpenAI (native)', '/v1/responses', { model: 'gpt', input: 'hi', ...native }, [2000, 100, 0.004125, 1500, 0, 60]],
+    ['Responses stream, OpenAI (native)', '/v1/responses', { model: 'gpt', input: 'hi', ...native, stream: true }, [2000, 100, 0.004125, 1500, 0, 60]],
+    ['Responses JSON, OpenAI (translated from chat)', '/v1/responses', { model: 'gpt', input: 'hi' }, [2000, 100, 0.004125, 1500, 0, 60]],
+    ['Messages stream, OpenAI (translated from chat)', '/v1/messages', chat('gpt', { stream: true }), [2000, 100, 0.004125, 1500, 0, 60]],
+    ['chat JSON, Gemini', '/v1/chat/completions', chat('gem'), [2000, 100, 0.004125, 1500, 0, 60]],
+    ['chat stream, Gemini', '/v1/chat/completions', chat('gem', streamed), [2000, 100, 0.004125, 1500, 0, 60]],
+    ['Messages JSON, Anthropic (native): the issue', '/v1/messages', chat('claude'), [9012, 3, 0.002781, 9000, 0, 0]],
+    ['Messages stream, Anthropic (native)', '/v1/messages', chat('claude', { stream: true }), [9012, 3, 0.002781, 9000, 0, 0]],
+    ['chat JSON, Anthropic (translated)', '/v1/chat/completions', chat('claude'), [9012, 3, 0.002781, 9000, 0, 0]],
+    ['chat stream, Anthropic (translated)', '/v1/chat/completions', chat('claude', streamed), [9012, 3, 0.002781, 9000, 0, 0]],
+    ['Messages JSON, Anthropic, no cache price: reads at the input price', '/v1/messages', chat('claude-plain'), [9012, 3, 0.027081, 9000, 0, 0]],
   ];
   test('every usage shape, JSON and stream, native and translated: exact tokens and exact cost', async () => {
-    const sent: Array<[string, unknown, [number, number, number]]> = [];
+    const sent: Array<[string, unknown, [number, number, number, number, number, number]]> = [];
     for (const [name, path, body, expected] of paths) {
       const answer = await send(path, body);
       assert.equal(answer.status, 200, `${name}: ${answer.text.slice(0, 400)}`);
@@ -95,8 +96,18 @@ describe('token parts and cost as providers bill them', () => {
     }
     for (const [name, id, expected] of sent) {
       const record = await recordOf(id);
-      assert.deepEqual([record.promptTokens, record.completionTokens, record.costUsd], expected, name);
+      assert.deepEqual([record.promptTokens, record.completionTokens, record.costUsd, record.cacheReadTokens, record.cacheWriteTokens, record.reasoningTokens], expected, name);
     }
+    // The access line of the issue's call carries the parts too.
+    const issue = sent.find(([name]) => name.endsWith('the issue'));
+    const line = gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.request_id === issue?.[1]);
+    assert.deepEqual([line?.prompt_tokens, line?.cache_read_tokens, line?.cache_write_tokens, line?.reasoning_tokens, line?.cost_usd], [9012, 9000, undefined, undefined, 0.002781]);
+    // `gateway usage` adds the parts up per model: 8 calls of gpt and gem (1,500 cached, 60 reasoning each: 6 + 2).
+    const out: string[] = [];
+    assert.equal(await usageCommand(usage, ['--by', 'model', '--format', 'json'], { out: (l) => out.push(l), err: (l) => out.push(l) }), 0);
+    const rows = JSON.parse(out.join('')) as Array<Record<string, unknown>>;
+    const of = (model: string) => rows.filter((r) => r.group === model).map((r) => [r.requests, r.cache_read_tokens, r.cache_write_tokens, r.reasoning_tokens, r.cost_usd]);
+    assert.deepEqual([of('gpt'), of('gem'), of('claude')], [[[6, 9_000, 0, 360, 0.02475]], [[2, 3_000, 0, 120, 0.00825]], [[4, 36_000, 0, 0, 0.011124]]]);
   });
 
   test('Anthropic cache writes: 5-minute and 1-hour writes each at their price (JSON and stream, native and translated)', async () => {
@@ -114,7 +125,7 @@ describe('token parts and cost as providers bill them', () => {
       for (const [i, id] of ids.entries()) {
         const record = await recordOf(id);
         // 10 × $3 + 1,000 × $3.75 + 2,000 × $6 + 5 × $15 per million.
-        assert.deepEqual([record.promptTokens, record.completionTokens, record.costUsd], [3010, 5, 0.015855], `call ${i}`);
+        assert.deepEqual([record.promptTokens, record.completionTokens, record.costUsd, record.cacheReadTokens, record.cacheWriteTokens], [3010, 5, 0.015855, 0, 3000], `call ${i}`);
       }
     } finally {
       up.usage = { ...OPENAI_SHAPES };
@@ -143,7 +154,8 @@ describe('token parts and cost as providers bill them', () => {
       await waitForValue(`step ${step} settled`, async () => spentMicros(), (spent) => spent > step * 2781 - 5, 3_000);
     }
     const report = (await call(`${gw.url}/v1/?route=keys&id=${id}&action=usage`, { headers: authHeaders() })).json as Record<string, unknown> & { budget: Record<string, number> };
-    assert.deepEqual([report.requests, report.prompt_tokens, report.cost_usd, report.budget.cost_left_usd], [10, 90_120, 0.02781, 0.00219]);
+    assert.deepEqual([report.requests, report.prompt_tokens, report.cache_read_tokens, report.cache_write_tokens, report.reasoning_tokens], [10, 90_120, 90_000, 0, 0]);
+    assert.deepEqual([report.cost_usd, report.budget.cost_left_usd], [0.02781, 0.00219]);
     // The eleventh is admitted while some is left and overdraws the budget; the twelfth is refused.
     assert.equal((await send('/v1/messages', chat('claude'), caller)).status, 200);
     await waitForValue('the budget overdrawn', async () => spentMicros(), (spent) => spent > 30_000, 3_000);

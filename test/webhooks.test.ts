@@ -106,7 +106,7 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
       stream: false,
       status: 200,
       duration_ms: event.data.duration_ms,
-      usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens },
+      usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 },
       cost_usd: null,
     });
     assert.equal(typeof event.data.duration_ms, 'number');

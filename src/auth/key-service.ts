@@ -25,6 +25,10 @@ export interface KeyUsage {
   errors: number;
   promptTokens: number;
   completionTokens: number;
+  /** Parts of promptTokens (cache reads, cache writes) and of completionTokens (reasoning): docs/usage.md. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
   costUsd: number;
 }
 
@@ -54,7 +58,7 @@ export const KEY_LIMIT_MAXIMA = {
   periodSeconds: 366 * 86_400,
 } as const;
 
-const NO_USAGE: KeyUsage = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0 };
+const NO_USAGE: KeyUsage = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: 0 };
 
 export function stateOf(record: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): KeyState {
   if (record.revokedMs !== undefined && record.revokedMs <= nowMs) return 'revoked';
@@ -126,7 +130,17 @@ export class KeyService {
     if (!this.usage) throw new GatewayError('capability_not_supported', { feature: 'key usage', problem: 'this gateway keeps no usage records (usage.enabled: false)' });
     await this.usage.flush();
     const rows: UsageSummaryRow[] = await this.usage.store.summarizeCallers(keyIds.map((id) => `key:${id}`), fromMs, toMs);
-    return new Map(rows.map((r) => [r.group, { requests: r.requests, errors: r.errors, promptTokens: r.promptTokens, completionTokens: r.completionTokens, costUsd: roundMicros(r.costUsd) }]));
+    const usageOf = (r: UsageSummaryRow): KeyUsage => ({
+      requests: r.requests,
+      errors: r.errors,
+      promptTokens: r.promptTokens,
+      completionTokens: r.completionTokens,
+      cacheReadTokens: r.cacheReadTokens,
+      cacheWriteTokens: r.cacheWriteTokens,
+      reasoningTokens: r.reasoningTokens,
+      costUsd: roundMicros(r.costUsd),
+    });
+    return new Map(rows.map((r) => [r.group, usageOf(r)]));
   }
 
   async create(rights: KeyRights, nowMs = Date.now()): Promise<{ key: string; view: KeyView }> {

@@ -4,7 +4,7 @@ import { parseDuration, parseFlags } from './keys-command.js';
 import type { CliOutput } from './webhooks-command.js';
 
 const GROUPINGS: readonly UsageGrouping[] = ['model', 'caller', 'route', 'day'];
-const HEADER = ['requests', 'errors', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'avg_latency_ms'];
+const HEADER = ['requests', 'errors', 'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cost_usd', 'avg_latency_ms'];
 
 /**
  * `gateway usage [--by model|caller|route|day] [--since 7d] [--format table|csv|json]`: totals per group over a period
@@ -28,7 +28,7 @@ export async function usageCommand(store: UsageStore, args: string[], io: CliOut
     return 2;
   }
   const rows = await store.summarize(by, nowMs - since, nowMs + 1);
-  const values = (r: UsageSummaryRow) => [r.requests, r.errors, r.promptTokens, r.completionTokens, r.costUsd, r.avgLatencyMs];
+  const values = (r: UsageSummaryRow) => [r.requests, r.errors, r.promptTokens, r.completionTokens, r.cacheReadTokens, r.cacheWriteTokens, r.reasoningTokens, r.costUsd, r.avgLatencyMs];
   if (format === 'json') {
     io.out(JSON.stringify(rows.map((r) => Object.fromEntries([['group', r.group], ...HEADER.map((h, i) => [h, values(r)[i]])]))));
   } else if (format === 'csv') {

@@ -52,6 +52,11 @@ function logAccess(request: FastifyRequest, record: RequestRecord): void {
       // Flat fields (pino's fast path; a nested object goes through JSON.stringify).
       prompt_tokens: usage?.prompt_tokens,
       completion_tokens: usage?.completion_tokens,
+      // The parts of those (docs/usage.md, "Token parts"); absent when the upstream reported none.
+      cache_read_tokens: usage?.cache_read_tokens,
+      cache_write_tokens: usage?.cache_write_tokens,
+      cache_write_1h_tokens: usage?.cache_write_1h_tokens,
+      reasoning_tokens: usage?.reasoning_tokens,
       cost_usd: usage?.cost_usd,
       // What the gateway corrected in the upstream's usage figures (docs/usage.md); absent when nothing.
       usage_anomaly: usage?.[USAGE_ANOMALIES],

@@ -194,6 +194,9 @@ export function usageShown(usage: KeyUsage): Record<string, number> {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
+    cache_read_tokens: usage.cacheReadTokens,
+    cache_write_tokens: usage.cacheWriteTokens,
+    reasoning_tokens: usage.reasoningTokens,
     cost_usd: usage.costUsd,
   };
 }

@@ -377,6 +377,13 @@ export interface UsageRecord {
    * 100 million tokens): the tokens and cost are the corrected ones (docs/usage.md).
    */
   usageAnomaly: boolean;
+  /**
+   * Parts of promptTokens read from the provider's cache and written to it, and the part of completionTokens that
+   * was reasoning (docs/usage.md, "Token parts"); 0 when the upstream reported none, null when no usage at all.
+   */
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  reasoningTokens: number | null;
 }
 
 export type UsageGrouping = 'model' | 'caller' | 'route' | 'day';
@@ -388,6 +395,10 @@ export interface UsageSummaryRow {
   errors: number;
   promptTokens: number;
   completionTokens: number;
+  /** The parts of the prompt and completion tokens (UsageRecord's). */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
   costUsd: number;
   avgLatencyMs: number;
 }

@@ -4,7 +4,7 @@ import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimel
 export const USAGE_COLUMNS = [
   'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
-  'cache_hit', 'usage_anomaly',
+  'cache_hit', 'usage_anomaly', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens',
 ] as const;
 
 /**
@@ -41,6 +41,9 @@ export function writeRecordValues(r: UsageRecord, target: unknown[], offset: num
   target[offset + 16] = r.replay ? 1 : 0;
   target[offset + 17] = r.cacheHit ? 1 : 0;
   target[offset + 18] = r.usageAnomaly ? 1 : 0;
+  target[offset + 19] = r.cacheReadTokens;
+  target[offset + 20] = r.cacheWriteTokens;
+  target[offset + 21] = r.reasoningTokens;
 }
 
 /** Records as `UsageRows`. */
@@ -74,6 +77,9 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     replay: Number(row.replay) === 1,
     cacheHit: Number(row.cache_hit) === 1,
     usageAnomaly: Number(row.usage_anomaly) === 1,
+    cacheReadTokens: num(row.cache_read_tokens),
+    cacheWriteTokens: num(row.cache_write_tokens),
+    reasoningTokens: num(row.reasoning_tokens),
   };
 }
 
@@ -134,7 +140,8 @@ export function roundUsd(value: number): number {
 /** The aggregate columns of a summary row (after `<group> AS grp`), the same in both dialects. */
 export const SUMMARY_AGGREGATES = `COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
   COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-  COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms`;
+  COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens, COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
+  COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms`;
 
 export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
   return {
@@ -143,6 +150,9 @@ export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
     errors: Number(row.errors),
     promptTokens: Number(row.prompt_tokens),
     completionTokens: Number(row.completion_tokens),
+    cacheReadTokens: Number(row.cache_read_tokens),
+    cacheWriteTokens: Number(row.cache_write_tokens),
+    reasoningTokens: Number(row.reasoning_tokens),
     costUsd: roundUsd(Number(row.cost_usd)),
     avgLatencyMs: Math.round(Number(row.avg_latency_ms) * 100) / 100,
   };

@@ -13,7 +13,10 @@ const ATTEMPTS = 8;
 const REPLAY = 9;
 const CACHE_HIT = 10;
 const ANOMALY = 11;
-const NUMBERS = 12;
+const CACHE_READ = 12;
+const CACHE_WRITE = 13;
+const REASONING = 14;
+const NUMBERS = 15;
 
 const REQUEST_ID = 0;
 const CALLER = 1;
@@ -23,6 +26,13 @@ const MODEL = 4;
 const UPSTREAM = 5;
 const CODE = 6;
 const TEXTS = 7;
+
+/** A record's token parts (docs/usage.md); absent when the request has no usage. */
+export interface TokenParts {
+  cacheRead: number;
+  cacheWrite: number;
+  reasoning: number;
+}
 
 /** A missing number (no TTFB, no token counts, no cost): NaN in a Float64Array, null in a record. */
 const orNull = (n: number): number | null => (Number.isNaN(n) ? null : n);
@@ -76,6 +86,7 @@ export class UsageColumns implements UsageRows {
     replay: boolean,
     cacheHit: boolean,
     usageAnomaly: boolean,
+    parts: TokenParts | undefined,
   ): void {
     if (this.count >= this.capacity) return;
     const n = this.count * NUMBERS;
@@ -92,6 +103,9 @@ export class UsageColumns implements UsageRows {
     numbers[n + REPLAY] = replay ? 1 : 0;
     numbers[n + CACHE_HIT] = cacheHit ? 1 : 0;
     numbers[n + ANOMALY] = usageAnomaly ? 1 : 0;
+    numbers[n + CACHE_READ] = parts ? parts.cacheRead : NaN;
+    numbers[n + CACHE_WRITE] = parts ? parts.cacheWrite : NaN;
+    numbers[n + REASONING] = parts ? parts.reasoning : NaN;
     const t = this.count * TEXTS;
     const texts = this.texts;
     texts[t + REQUEST_ID] = requestId;
@@ -110,6 +124,7 @@ export class UsageColumns implements UsageRows {
       r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
       r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
       r.attempts, r.replay, r.cacheHit, r.usageAnomaly,
+      r.cacheReadTokens === null ? undefined : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
     );
   }
 
@@ -138,6 +153,9 @@ export class UsageColumns implements UsageRows {
     target[offset + 16] = numbers[n + REPLAY];
     target[offset + 17] = numbers[n + CACHE_HIT];
     target[offset + 18] = numbers[n + ANOMALY];
+    target[offset + 19] = orNull(numbers[n + CACHE_READ] as number);
+    target[offset + 20] = orNull(numbers[n + CACHE_WRITE] as number);
+    target[offset + 21] = orNull(numbers[n + REASONING] as number);
   }
 
   /** The buffered records as objects, oldest first. */
@@ -168,6 +186,9 @@ export class UsageColumns implements UsageRows {
         replay: numbers[n + REPLAY] === 1,
         cacheHit: numbers[n + CACHE_HIT] === 1,
         usageAnomaly: numbers[n + ANOMALY] === 1,
+        cacheReadTokens: orNull(numbers[n + CACHE_READ] as number),
+        cacheWriteTokens: orNull(numbers[n + CACHE_WRITE] as number),
+        reasoningTokens: orNull(numbers[n + REASONING] as number),
       };
     }
     return records;

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { RequestRecord } from '../request/request-record.js';
 import type { Webhooks } from './webhooks.js';
+import type { Usage } from '../providers/contract.js';
 
 /** The event kinds the gateway emits (docs/webhooks.md documents each `data`). */
 export const EVENT = {
@@ -70,7 +71,7 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: Outcom
       ? { ...common, code: record.code ?? null }
       : {
           ...common,
-          usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
+          usage: usage ? usagePayload(usage) : null,
           cost_usd: usage?.cost_usd ?? null,
         };
     const prompt = kinds === CHAT_KINDS || kinds === MESSAGE_KINDS ? { messages: record.prompt ?? [] } : { input: record.prompt ?? null };
@@ -83,4 +84,16 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: Outcom
     for (const field of RATE_LIMIT_FIELDS) if (details[field] !== undefined) limit[field] = details[field];
     void webhooks.emit(EVENT.rateLimitExceeded, { request_id: record.id, caller: record.caller, model: common.model, ...limit });
   }
+}
+
+/** A usage as webhooks carry it: the counts and their parts (docs/usage.md, "Token parts"; 0 when none). */
+function usagePayload(usage: Usage): Record<string, number> {
+  return {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    total_tokens: usage.total_tokens,
+    cache_read_tokens: usage.cache_read_tokens ?? 0,
+    cache_write_tokens: usage.cache_write_tokens ?? 0,
+    reasoning_tokens: usage.reasoning_tokens ?? 0,
+  };
 }

@@ -221,4 +221,13 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           INSERT INTO response_callers (caller, turns, bytes) SELECT caller, count(*), sum(bytes) FROM response_turns GROUP BY caller;
           DROP TABLE stored_responses;`,
   },
+  {
+    version: 14,
+    name: 'usage_records_token_parts',
+    // The parts of a record's tokens (docs/usage.md): cache reads and writes within prompt_tokens, reasoning
+    // within completion_tokens. NULL where there is no usage (and on records written before).
+    sql: `ALTER TABLE usage_records ADD COLUMN cache_read_tokens INTEGER;
+          ALTER TABLE usage_records ADD COLUMN cache_write_tokens INTEGER;
+          ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER;`,
+  },
 ];

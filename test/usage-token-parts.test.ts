@@ -14,6 +14,9 @@ import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../src/store/contract.js';
 import { usageCommand } from '../src/cli/usage-command.js';
+import { checkedUsage, withParts } from '../src/providers/usage-figures.js';
+import { USAGE_ANOMALIES, type Usage } from '../src/providers/contract.js';
+import { costUsd } from '../src/core/pricing.js';
 
 const KEY = 'sk-token-parts-upstream-0123456789';
 
@@ -27,6 +30,21 @@ const OPENAI_SHAPES: PartsUsage = {
   messages: AGENT_STEP,
   gemini: '{"promptTokenCount":2000,"cachedContentTokenCount":1500,"candidatesTokenCount":40,"thoughtsTokenCount":60,"totalTokenCount":2100}',
 };
+
+describe('token parts: bounded by what they are parts of', () => {
+  test("an upstream's parts out of range are checked, flagged and never more than the prompt or completion", () => {
+    const raw = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 1e300 }, completion_tokens_details: { reasoning_tokens: -3 } };
+    const usage = checkedUsage(raw as unknown as Usage);
+    assert.deepEqual(JSON.parse(JSON.stringify(usage)), { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cache_read_tokens: 10 });
+    assert.deepEqual(usage[USAGE_ANOMALIES], ['too_large', 'negative']);
+    const parts = withParts({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }, { cacheRead: 8, cacheWrite: 5, cacheWrite1h: 9, reasoning: 7 });
+    assert.deepEqual(parts, { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cache_read_tokens: 8, cache_write_tokens: 2, cache_write_1h_tokens: 2, reasoning_tokens: 5 });
+    // No token is billed twice, none is billed below its configured price: 8 reads, 2 one-hour writes, 5 out.
+    assert.equal(costUsd(parts, { inputPerMillion: 3, outputPerMillion: 15, cacheReadPerMillion: 0.3 }), 0.0000834);
+    // A part set by a provider without the check is caught at the gate too.
+    assert.deepEqual({ ...checkedUsage({ prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 9 }) }, { prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 4 });
+  });
+});
 
 describe('token parts and cost as providers bill them', () => {
   let up: PartsUpstream;

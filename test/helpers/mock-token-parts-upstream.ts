@@ -7,6 +7,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
+import { json, sse } from './mock-usage-upstream.js';
 
 /** The raw JSON of each wire format's usage object the next answers carry. */
 export interface PartsUsage {
@@ -41,17 +42,6 @@ export async function startPartsUpstream(usage: PartsUsage): Promise<PartsUpstre
   state.requests = server.requests;
   state.close = () => server.close();
   return state;
-}
-
-function json(res: ServerResponse, text: string): void {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(text);
-}
-
-function sse(res: ServerResponse, events: string[]): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const event of events) res.write(event);
-  res.end();
 }
 
 const chatJson = (usage: string) =>

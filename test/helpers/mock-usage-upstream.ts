@@ -61,12 +61,14 @@ export async function startUsageUpstream(): Promise<UsageUpstream> {
   };
 }
 
-function json(res: ServerResponse, text: string): void {
+/** A 200 JSON answer (shared with mock-token-parts-upstream.ts). */
+export function json(res: ServerResponse, text: string): void {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(text);
 }
 
-function sse(res: ServerResponse, events: string[]): void {
+/** A 200 event stream of the given frames, then the end (shared with mock-token-parts-upstream.ts). */
+export function sse(res: ServerResponse, events: string[]): void {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   for (const event of events) res.write(event);
   res.end();

@@ -78,7 +78,7 @@ describe('gateway CLI', () => {
     const usage = new SqliteUsageStore(store.db);
     const record = (requestId: string, timeMs: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
       timeMs, requestId, caller: 'key:k1', environment: 'dev', route: 'chat', model: 'fast', upstream: 'default', status: 200, code: null,
-      latencyMs: 12.5, ttfbMs: null, stream: false, promptTokens: 10, completionTokens: 5, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, ...extra,
+      latencyMs: 12.5, ttfbMs: null, stream: false, promptTokens: 10, completionTokens: 5, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null, ...extra,
     });
     const t0 = Date.now() - 60_000;
     await usage.append([record('old-1', t0), record('old-2', t0 + 1)]);
@@ -128,7 +128,7 @@ describe('gateway CLI', () => {
         Array.from({ length: 40 }, (_, i): UsageRecord => ({
           timeMs: t0 + i, requestId: `old-${i + 1}`, caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u',
           status: i % 2 === 1 ? 502 : 200, code: i % 2 === 1 ? 'upstream_error' : null,
-          latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+          latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
         })),
       );
       const lines: string[] = [];
@@ -150,7 +150,7 @@ describe('gateway CLI', () => {
       const done = tailUsage(counted, args, { out: (l) => lines.push(l), err: () => undefined }, { signal: stop.signal });
       try {
         await until('two polls after the first read', () => polls >= 3);
-        await usage.append([{ timeMs: Date.now(), requestId: 'live-1', caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u', status: 503, code: 'upstream_error', latencyMs: 1, ttfbMs: null, stream: false, promptTokens: null, completionTokens: null, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null }]);
+        await usage.append([{ timeMs: Date.now(), requestId: 'live-1', caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u', status: 503, code: 'upstream_error', latencyMs: 1, ttfbMs: null, stream: false, promptTokens: null, completionTokens: null, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null, cacheSavingsUsd: null }]);
         await until('live-1', () => lines.some((l) => l.includes('"live-1"')));
         const before = polls;
         await until('two more polls', () => polls >= before + 2);

@@ -21,7 +21,7 @@ const pgSkip = await postgresSkipReason();
 
 const record = (requestId: string): UsageRecord => ({
   timeMs: Date.now(), requestId, caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u', status: 200, code: null,
-  latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+  latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
 });
 
 describe('PostgreSQL: instances migrating one fresh schema at once', { skip: pgSkip }, () => {

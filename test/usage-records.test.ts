@@ -62,7 +62,7 @@ describe('usage records (embedded store)', () => {
       {
         timeMs: 0, requestId: json.headers['x-request-id'], caller: 'admin', environment: 'dev', route: 'chat', model: 'priced', upstream: 'default',
         status: 200, code: null, latencyMs: 0, ttfbMs: null, stream: false, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens,
-        costUsd: Math.round(((u.prompt_tokens * 1 + u.completion_tokens * 2) / 1e6) * 1e8) / 1e8, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+        costUsd: Math.round(((u.prompt_tokens * 1 + u.completion_tokens * 2) / 1e6) * 1e8) / 1e8, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: 0,
       },
     );
     assert.ok((first?.latencyMs ?? 0) > 0);
@@ -100,7 +100,7 @@ describe('usage records (embedded store)', () => {
     assert.ok((rows.find((r) => r.group === 'priced')?.cost_usd ?? 0) > 0);
     lines.length = 0;
     assert.equal(await usageCommand(usage, ['--by', 'day', '--format', 'csv'], io), 0);
-    assert.equal(lines[0], 'day,requests,errors,prompt_tokens,completion_tokens,cache_read_tokens,cache_write_tokens,reasoning_tokens,cost_usd,avg_latency_ms');
+    assert.equal(lines[0], 'day,requests,errors,prompt_tokens,completion_tokens,cache_read_tokens,cache_write_tokens,reasoning_tokens,cache_read_share,cost_usd,cache_savings_usd,avg_latency_ms');
     assert.match(lines[1] ?? '', new RegExp(`^${new Date().toISOString().slice(0, 10)},\\d+,\\d+,`));
     lines.length = 0;
     assert.equal(await usageCommand(usage, ['--by', 'caller'], io), 0);

@@ -21,6 +21,9 @@ const integer = new Intl.NumberFormat('en-US');
 const fmtInt = (n) => integer.format(n);
 const fmtMs = (n) => (n === null ? '–' : n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(1)} ms`);
 const fmtUsd = (n) => `$${n < 1 ? n.toFixed(6) : n.toFixed(2)}`;
+/** What caching saved: negative (cache writes that cost more than reads saved) shown with a minus, not hidden. */
+const fmtSaved = (n) => (n < 0 ? `−${fmtUsd(-n)}` : fmtUsd(n));
+const fmtShare = (share) => (share === null ? '–' : `${(share * 100).toFixed(1)} %`);
 const timeLabel = (iso, window) => (window === '7d' ? iso.slice(5, 10) + ' ' + iso.slice(11, 16) : iso.slice(11, 16));
 
 async function api(path, options = {}) {
@@ -134,6 +137,8 @@ function render(data) {
   $('t-latency').textContent = `${fmtMs(t.p50)} / ${fmtMs(t.p95)} / ${fmtMs(t.p99)}`;
   $('t-tokens').textContent = fmtInt(t.promptTokens + t.completionTokens);
   $('t-cost').textContent = fmtUsd(t.costUsd);
+  $('t-cache-share').textContent = fmtShare(t.cacheReadShare);
+  $('t-cache-saved').textContent = fmtSaved(t.cacheSavingsUsd);
   $('updated').textContent = `updated ${data.generatedAt.slice(11, 19)} UTC`;
   requestsChart($('chart-requests'), data);
   latencyChart($('chart-latency'), data);
@@ -221,7 +226,12 @@ function bars(container, rows) {
     fill.style.width = `${((100 * tokens) / max).toFixed(1)}%`; // CSSOM, allowed by the CSP (a style attribute is not)
     track.append(fill);
     line.append(track);
-    line.append(el('span', { class: 'num' }, `${fmtInt(tokens)} tok · ${fmtUsd(row.costUsd)}`));
+    const figures = el('span', { class: 'num' }, `${fmtInt(tokens)} tok · ${fmtUsd(row.costUsd)}`);
+    // Prompt caching, on a second line, only where the group read or wrote a provider's cache.
+    if (row.cacheReadTokens > 0 || row.cacheWriteTokens > 0) {
+      figures.append(el('span', { class: 'cache', 'data-testid': 'cache' }, `cache ${fmtShare(row.cacheReadShare)} · saved ${fmtSaved(row.cacheSavingsUsd)}`));
+    }
+    line.append(figures);
     container.append(line);
   }
 }

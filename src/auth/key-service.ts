@@ -29,7 +29,11 @@ export interface KeyUsage {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   reasoningTokens: number;
+  /** cacheReadTokens / promptTokens (4 decimals); null without prompt tokens. */
+  cacheReadShare: number | null;
   costUsd: number;
+  /** What prompt caching saved at the calls' prices (negative: cache writes cost more than reads saved). */
+  cacheSavingsUsd: number;
 }
 
 /**
@@ -58,7 +62,9 @@ export const KEY_LIMIT_MAXIMA = {
   periodSeconds: 366 * 86_400,
 } as const;
 
-const NO_USAGE: KeyUsage = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: 0 };
+const NO_USAGE: KeyUsage = {
+  requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheReadShare: null, costUsd: 0, cacheSavingsUsd: 0,
+};
 
 export function stateOf(record: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): KeyState {
   if (record.revokedMs !== undefined && record.revokedMs <= nowMs) return 'revoked';
@@ -138,7 +144,9 @@ export class KeyService {
       cacheReadTokens: r.cacheReadTokens,
       cacheWriteTokens: r.cacheWriteTokens,
       reasoningTokens: r.reasoningTokens,
+      cacheReadShare: r.cacheReadShare,
       costUsd: roundMicros(r.costUsd),
+      cacheSavingsUsd: roundMicros(r.cacheSavingsUsd) + 0,
     });
     return new Map(rows.map((r) => [r.group, usageOf(r)]));
   }

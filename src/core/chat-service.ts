@@ -3,7 +3,7 @@ import type { CachePolicy, LimitSet } from '../config/types.js';
 import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
 import { checkedUsage } from '../providers/usage-figures.js';
-import { costUsd, type PricedUsage } from './pricing.js';
+import { cacheSavingsUsd, costUsd, type PricedUsage } from './pricing.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
@@ -344,7 +344,7 @@ export class ChatService {
   private priced(model: string, usage: Usage | undefined): PricedUsage | undefined {
     if (!usage) return undefined;
     const pricing = this.options.router.declared(model)?.pricing;
-    return pricing ? { ...usage, cost_usd: costUsd(usage, pricing) } : usage;
+    return pricing ? { ...usage, cost_usd: costUsd(usage, pricing), cache_savings_usd: cacheSavingsUsd(usage, pricing) } : usage;
   }
 
   /** The context-window check (models with a declared window only); a truncated body is no longer the raw one. */

@@ -3,7 +3,7 @@ import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
 import type { HealthReport } from '../core/health-service.js';
 import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
-import { roundUsd } from '../store/usage-sql.js';
+import { cacheReadShare, roundUsd } from '../store/usage-sql.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
 export const WINDOWS = {
@@ -35,7 +35,19 @@ export interface DashboardOverview {
   window: WindowName;
   from: string;
   bucketSeconds: number;
-  totals: Percentiles & { requests: number; serverErrors: number; clientErrors: number; promptTokens: number; completionTokens: number; costUsd: number };
+  totals: Percentiles & {
+    requests: number;
+    serverErrors: number;
+    clientErrors: number;
+    promptTokens: number;
+    completionTokens: number;
+    /** The part of promptTokens read from providers' prompt caches, and that share of all input (null: no input). */
+    cacheReadTokens: number;
+    cacheReadShare: number | null;
+    costUsd: number;
+    /** What prompt caching saved at the calls' prices (negative when cache writes cost more than reads saved). */
+    cacheSavingsUsd: number;
+  };
   series: OverviewPoint[];
   byModel: UsageSummaryRow[];
   byCaller: UsageSummaryRow[];
@@ -154,7 +166,7 @@ export function summarizeTimeline(rows: readonly UsageTimelineRow[], fromMs: num
   const bins = LATENCY_BIN_EDGES_MS.length + 1;
   const perBucket = Array.from({ length: count }, () => ({ requests: 0, serverErrors: 0, clientErrors: 0, tokens: 0, costUsd: 0, bins: new Array<number>(bins).fill(0) }));
   const all = new Array<number>(bins).fill(0);
-  const totals = { requests: 0, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0 };
+  const totals = { requests: 0, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, costUsd: 0, cacheSavingsUsd: 0 };
   for (const row of rows) {
     const bucket = perBucket[Math.floor((row.bucketMs - fromMs) / bucketMs)];
     if (!bucket) continue;
@@ -170,7 +182,9 @@ export function summarizeTimeline(rows: readonly UsageTimelineRow[], fromMs: num
     totals.clientErrors += row.clientErrors;
     totals.promptTokens += row.promptTokens;
     totals.completionTokens += row.completionTokens;
+    totals.cacheReadTokens += row.cacheReadTokens;
     totals.costUsd += row.costUsd;
+    totals.cacheSavingsUsd += row.cacheSavingsUsd;
   }
   const series = perBucket.map((b, i) => ({
     time: new Date(fromMs + i * bucketMs).toISOString(),
@@ -181,7 +195,16 @@ export function summarizeTimeline(rows: readonly UsageTimelineRow[], fromMs: num
     costUsd: roundUsd(b.costUsd),
     ...percentiles(b.bins),
   }));
-  return { series, totals: { ...totals, costUsd: roundUsd(totals.costUsd), ...percentiles(all) } };
+  return {
+    series,
+    totals: {
+      ...totals,
+      cacheReadShare: cacheReadShare(totals.cacheReadTokens, totals.promptTokens),
+      costUsd: roundUsd(totals.costUsd),
+      cacheSavingsUsd: roundUsd(totals.cacheSavingsUsd) + 0,
+      ...percentiles(all),
+    },
+  };
 }
 
 /** p50/p95/p99 (ms) from bin counts, interpolated linearly inside the bin the rank falls in. */

@@ -187,7 +187,7 @@ async function usageReport(service: KeyService, id: string, query: Record<string
   return { object: 'key.usage', id, from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), ...usageShown(usage), budget: budget ? budgetShown(budget) : null };
 }
 
-export function usageShown(usage: KeyUsage): Record<string, number> {
+export function usageShown(usage: KeyUsage): Record<string, number | null> {
   return {
     requests: usage.requests,
     errors: usage.errors,
@@ -197,7 +197,9 @@ export function usageShown(usage: KeyUsage): Record<string, number> {
     cache_read_tokens: usage.cacheReadTokens,
     cache_write_tokens: usage.cacheWriteTokens,
     reasoning_tokens: usage.reasoningTokens,
+    cache_read_share: usage.cacheReadShare,
     cost_usd: usage.costUsd,
+    cache_savings_usd: usage.cacheSavingsUsd,
   };
 }
 

@@ -384,6 +384,11 @@ export interface UsageRecord {
   cacheReadTokens: number | null;
   cacheWriteTokens: number | null;
   reasoningTokens: number | null;
+  /**
+   * What prompt caching saved on the call in USD at its prices when it was made (negative: cache writes cost more
+   * than reads saved; docs/usage.md, "What caching saved"); null when the model had no prices or no usage.
+   */
+  cacheSavingsUsd: number | null;
 }
 
 export type UsageGrouping = 'model' | 'caller' | 'route' | 'day';
@@ -399,7 +404,11 @@ export interface UsageSummaryRow {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   reasoningTokens: number;
+  /** cacheReadTokens / promptTokens, rounded to 4 decimals; null without prompt tokens. */
+  cacheReadShare: number | null;
   costUsd: number;
+  /** What prompt caching saved (the sum of the records'; negative when writes cost more than reads saved). */
+  cacheSavingsUsd: number;
   avgLatencyMs: number;
 }
 
@@ -416,7 +425,10 @@ export interface UsageTimelineRow {
   clientErrors: number;
   promptTokens: number;
   completionTokens: number;
+  /** The cache-read part of promptTokens, and what caching saved (UsageRecord's, summed). */
+  cacheReadTokens: number;
   costUsd: number;
+  cacheSavingsUsd: number;
 }
 
 /**

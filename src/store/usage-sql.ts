@@ -4,7 +4,7 @@ import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimel
 export const USAGE_COLUMNS = [
   'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
   'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
-  'cache_hit', 'usage_anomaly', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens',
+  'cache_hit', 'usage_anomaly', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cache_savings_usd',
 ] as const;
 
 /**
@@ -44,6 +44,7 @@ export function writeRecordValues(r: UsageRecord, target: unknown[], offset: num
   target[offset + 19] = r.cacheReadTokens;
   target[offset + 20] = r.cacheWriteTokens;
   target[offset + 21] = r.reasoningTokens;
+  target[offset + 22] = r.cacheSavingsUsd;
 }
 
 /** Records as `UsageRows`. */
@@ -80,6 +81,7 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     cacheReadTokens: num(row.cache_read_tokens),
     cacheWriteTokens: num(row.cache_write_tokens),
     reasoningTokens: num(row.reasoning_tokens),
+    cacheSavingsUsd: num(row.cache_savings_usd),
   };
 }
 
@@ -114,7 +116,8 @@ export function timelineSql(table: string, dialect: 'sqlite' | 'postgres'): stri
             SUM(CASE WHEN status >= 500 OR (status < 400 AND code IS NOT NULL) THEN 1 ELSE 0 END) AS server_errors,
             SUM(CASE WHEN status >= 400 AND status < 500 THEN 1 ELSE 0 END) AS client_errors,
             COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-            COALESCE(SUM(cost_usd), 0) AS cost_usd
+            COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd,
+            COALESCE(SUM(cache_savings_usd), 0) AS cache_savings_usd
           FROM ${table} WHERE time_ms >= ${from} AND time_ms < ${to} GROUP BY bucket, bin ORDER BY bucket, bin`;
 }
 
@@ -127,8 +130,18 @@ export function timelineRow(row: Record<string, unknown>): UsageTimelineRow {
     clientErrors: Number(row.client_errors),
     promptTokens: Number(row.prompt_tokens),
     completionTokens: Number(row.completion_tokens),
+    cacheReadTokens: Number(row.cache_read_tokens),
     costUsd: Number(row.cost_usd),
+    cacheSavingsUsd: Number(row.cache_savings_usd),
   };
+}
+
+/**
+ * The share of input tokens read from the provider's prompt cache: cache reads / all prompt tokens (cache reads
+ * and writes are parts of the prompt, docs/usage.md), rounded to 4 decimals; null when there was no input.
+ */
+export function cacheReadShare(cacheReadTokens: number, promptTokens: number): number | null {
+  return promptTokens > 0 ? Math.round((cacheReadTokens / promptTokens) * 10_000) / 10_000 : null;
 }
 
 /** USD rounded to a millionth of a cent: how every cost is stored and shown. */
@@ -141,19 +154,24 @@ export function roundUsd(value: number): number {
 export const SUMMARY_AGGREGATES = `COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
   COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
   COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens, COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
-  COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd, AVG(latency_ms) AS avg_latency_ms`;
+  COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd,
+  COALESCE(SUM(cache_savings_usd), 0) AS cache_savings_usd, AVG(latency_ms) AS avg_latency_ms`;
 
 export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
+  const promptTokens = Number(row.prompt_tokens);
+  const cacheReadTokens = Number(row.cache_read_tokens);
   return {
     group: String(row.grp),
     requests: Number(row.requests),
     errors: Number(row.errors),
-    promptTokens: Number(row.prompt_tokens),
+    promptTokens,
     completionTokens: Number(row.completion_tokens),
-    cacheReadTokens: Number(row.cache_read_tokens),
+    cacheReadTokens,
     cacheWriteTokens: Number(row.cache_write_tokens),
     reasoningTokens: Number(row.reasoning_tokens),
+    cacheReadShare: cacheReadShare(cacheReadTokens, promptTokens),
     costUsd: roundUsd(Number(row.cost_usd)),
+    cacheSavingsUsd: roundUsd(Number(row.cache_savings_usd)) + 0,
     avgLatencyMs: Math.round(Number(row.avg_latency_ms) * 100) / 100,
   };
 }

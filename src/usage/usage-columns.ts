@@ -16,7 +16,8 @@ const ANOMALY = 11;
 const CACHE_READ = 12;
 const CACHE_WRITE = 13;
 const REASONING = 14;
-const NUMBERS = 15;
+const CACHE_SAVINGS = 15;
+const NUMBERS = 16;
 
 const REQUEST_ID = 0;
 const CALLER = 1;
@@ -87,6 +88,7 @@ export class UsageColumns implements UsageRows {
     cacheHit: boolean,
     usageAnomaly: boolean,
     parts: TokenParts | undefined,
+    cacheSavingsUsd: number | undefined,
   ): void {
     if (this.count >= this.capacity) return;
     const n = this.count * NUMBERS;
@@ -106,6 +108,7 @@ export class UsageColumns implements UsageRows {
     numbers[n + CACHE_READ] = parts ? parts.cacheRead : NaN;
     numbers[n + CACHE_WRITE] = parts ? parts.cacheWrite : NaN;
     numbers[n + REASONING] = parts ? parts.reasoning : NaN;
+    numbers[n + CACHE_SAVINGS] = cacheSavingsUsd ?? NaN;
     const t = this.count * TEXTS;
     const texts = this.texts;
     texts[t + REQUEST_ID] = requestId;
@@ -125,6 +128,7 @@ export class UsageColumns implements UsageRows {
       r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
       r.attempts, r.replay, r.cacheHit, r.usageAnomaly,
       r.cacheReadTokens === null ? undefined : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
+      r.cacheSavingsUsd ?? undefined,
     );
   }
 
@@ -156,6 +160,7 @@ export class UsageColumns implements UsageRows {
     target[offset + 19] = orNull(numbers[n + CACHE_READ] as number);
     target[offset + 20] = orNull(numbers[n + CACHE_WRITE] as number);
     target[offset + 21] = orNull(numbers[n + REASONING] as number);
+    target[offset + 22] = orNull(numbers[n + CACHE_SAVINGS] as number);
   }
 
   /** The buffered records as objects, oldest first. */
@@ -189,6 +194,7 @@ export class UsageColumns implements UsageRows {
         cacheReadTokens: orNull(numbers[n + CACHE_READ] as number),
         cacheWriteTokens: orNull(numbers[n + CACHE_WRITE] as number),
         reasoningTokens: orNull(numbers[n + REASONING] as number),
+        cacheSavingsUsd: orNull(numbers[n + CACHE_SAVINGS] as number),
       };
     }
     return records;

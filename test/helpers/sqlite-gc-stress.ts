@@ -105,7 +105,7 @@ const usage = (i: number, round: number): UsageRecord => ({
   attempts: 1,
   replay: false,
   cacheHit: false,
-  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
 });
 let operations = 0;
 for (let round = 0; round < ROUNDS; round++) {

@@ -27,7 +27,7 @@ const base: UsageRecord = {
   attempts: 1,
   replay: false,
   cacheHit: false,
-  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: 0,
 };
 
 export function usageContract(name: string, make: () => Promise<{ usage: UsageStore; close(): Promise<void> }>): void {
@@ -63,8 +63,8 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       const from = Date.parse('2026-11-20T00:00:00.000Z');
       const to = Date.parse('2026-11-22T00:00:00.000Z');
       assert.deepEqual(await store().summarize('day', from, to), [
-        { group: '2026-11-20', requests: 2, errors: 0, promptTokens: 110, completionTokens: 55, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: 0.0021, avgLatencyMs: 16.25 },
-        { group: '2026-11-21', requests: 2, errors: 1, promptTokens: 10, completionTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: 0.0001, avgLatencyMs: 21.25 },
+        { group: '2026-11-20', requests: 2, errors: 0, promptTokens: 110, completionTokens: 55, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheReadShare: 0, costUsd: 0.0021, cacheSavingsUsd: 0, avgLatencyMs: 16.25 },
+        { group: '2026-11-21', requests: 2, errors: 1, promptTokens: 10, completionTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheReadShare: 0, costUsd: 0.0001, cacheSavingsUsd: 0, avgLatencyMs: 21.25 },
       ]);
       const byModel = await store().summarize('model', from, to);
       assert.deepEqual(byModel.map((r) => [r.group, r.requests]), [['(none)', 1], ['fast', 2], ['smart', 1]]);
@@ -91,7 +91,7 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       const d21 = Date.parse('2026-11-21T00:00:00.000Z');
       const rows = await store().timeline(d20, d21 + day, day);
       const row = (bucketMs: number, latencyMs: number, extra: Record<string, number>) => ({
-        bucketMs, bin: binOf(latencyMs), requests: 1, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, ...extra,
+        bucketMs, bin: binOf(latencyMs), requests: 1, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, costUsd: 0, cacheSavingsUsd: 0, ...extra,
       });
       assert.deepEqual(
         rows.map((r) => ({ ...r, costUsd: Math.round(r.costUsd * 1e8) / 1e8 })),
@@ -176,17 +176,24 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
       assert.deepEqual((await store().stored(0, 10)).map((r) => r.record), [flagged, { ...base, requestId: 'plain' }]);
     });
 
-    test('token parts (cache reads and writes, reasoning) read back, and add up in the summary; none without usage', async () => {
+    test('token parts (cache reads and writes, reasoning) and cache savings read back, and add up in the summary; none without usage', async () => {
       await store().purge(Date.parse('2100-01-01T00:00:00.000Z'));
-      const cached = { ...base, requestId: 'cached', caller: 'key:parts', promptTokens: 9_012, completionTokens: 30, cacheReadTokens: 9_000, cacheWriteTokens: 7, reasoningTokens: 20 };
-      const failed = { ...base, requestId: 'failed', caller: 'key:parts', status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null, costUsd: null, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null };
-      const columns = new UsageColumns(2);
+      const cached = { ...base, requestId: 'cached', caller: 'key:parts', promptTokens: 9_012, completionTokens: 30, cacheReadTokens: 9_000, cacheWriteTokens: 7, reasoningTokens: 20, cacheSavingsUsd: 0.0243 };
+      // A cache written and not read: caching cost more than it saved (kept negative, not clamped).
+      const written = { ...base, requestId: 'written', caller: 'key:parts', promptTokens: 3_010, completionTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 3_000, reasoningTokens: 0, cacheSavingsUsd: -0.00225 };
+      const failed = { ...base, requestId: 'failed', caller: 'key:parts', status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null, costUsd: null, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null, cacheSavingsUsd: null };
+      const columns = new UsageColumns(3);
       columns.pushRecord(cached);
+      columns.pushRecord(written);
       columns.pushRecord(failed);
       await store().appendRows([columns, recordRows([{ ...cached, requestId: 'cached-2' }])]);
-      assert.deepEqual((await store().stored(0, 10)).map((r) => r.record), [cached, failed, { ...cached, requestId: 'cached-2' }]);
+      assert.deepEqual((await store().stored(0, 10)).map((r) => r.record), [cached, written, failed, { ...cached, requestId: 'cached-2' }]);
       const [row] = await store().summarizeCallers(['key:parts'], 0, Date.parse('2100-01-01T00:00:00.000Z'));
-      assert.deepEqual([row?.promptTokens, row?.cacheReadTokens, row?.cacheWriteTokens, row?.reasoningTokens], [18_024, 18_000, 14, 40]);
+      assert.deepEqual([row?.promptTokens, row?.cacheReadTokens, row?.cacheWriteTokens, row?.reasoningTokens], [21_034, 18_000, 3_014, 40]);
+      // 18,000 of 21,034 input tokens read from the cache; 2 × $0.0243 − $0.00225 saved.
+      assert.deepEqual([row?.cacheReadShare, row?.cacheSavingsUsd], [0.8558, 0.04635]);
+      const [bucket] = await store().timeline(0, Date.parse('2100-01-01T00:00:00.000Z'), 86_400_000 * 365 * 200);
+      assert.deepEqual([bucket?.cacheReadTokens, Math.round((bucket?.cacheSavingsUsd ?? 0) * 1e8) / 1e8], [18_000, 0.04635]);
     });
 
     test('a record the database refuses: the write is refused whole (UsageRowsRefused); the recorder writes the rest and sets it aside', async () => {

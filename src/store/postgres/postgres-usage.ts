@@ -31,6 +31,7 @@ ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS usage_anomaly INTEGER NOT NULL DEF
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_read_tokens INTEGER;
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_write_tokens INTEGER;
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS reasoning_tokens INTEGER;
+ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_savings_usd DOUBLE PRECISION;
 CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
 CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);
 CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
@@ -39,7 +40,7 @@ CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
 const PG_TYPES = [
   'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'text', 'double precision',
   'double precision', 'integer', 'integer', 'integer', 'double precision', 'integer', 'integer',
-  'integer', 'integer', 'integer', 'integer', 'integer',
+  'integer', 'integer', 'integer', 'integer', 'integer', 'double precision',
 ] as const;
 
 /**
@@ -80,7 +81,7 @@ export class PostgresUsageStore implements UsageStore {
 
   /**
    * One statement for every row of every batch (all or none): one array parameter per column, expanded by
-   * `unnest`, so the statement has 22 parameters however many rows it carries (a VALUES list of one placeholder
+   * `unnest`, so the statement has 23 parameters however many rows it carries (a VALUES list of one placeholder
    * per value stops at PostgreSQL's 65,535 parameters: 3,855 records, fewer than the recorder may retry at once).
    */
   async appendRows(batches: readonly UsageRows[]): Promise<void> {

@@ -230,4 +230,11 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ALTER TABLE usage_records ADD COLUMN cache_write_tokens INTEGER;
           ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER;`,
   },
+  {
+    version: 15,
+    name: 'usage_records_cache_savings',
+    // What prompt caching saved on the call, in USD at its prices when it was made (docs/usage.md); negative when
+    // cache writes cost more than reads saved. NULL without prices or usage (and on records written before).
+    sql: `ALTER TABLE usage_records ADD COLUMN cache_savings_usd REAL;`,
+  },
 ];

@@ -15,6 +15,12 @@ interface Series {
   ttfb(): { observe(value: number): void };
   prompt: { inc(by?: number): void };
   completion: { inc(by?: number): void };
+  /** llmgw_tokens_by_kind_total's children: the parts of prompt and completion, apart (they add up to both). */
+  input: { inc(by?: number): void };
+  cacheRead: { inc(by?: number): void };
+  cacheWrite: { inc(by?: number): void };
+  output: { inc(by?: number): void };
+  reasoning: { inc(by?: number): void };
   cost: { inc(by?: number): void };
 }
 
@@ -47,6 +53,7 @@ export class GatewayMetrics {
   private readonly duration: FastHistogram;
   private readonly ttfb: FastHistogram;
   private readonly tokens: FastCounter;
+  private readonly tokenKinds: FastCounter;
   private readonly cost: FastCounter;
   private readonly upstreamErrors: FastCounter;
   private readonly refusals: FastCounter;
@@ -63,6 +70,12 @@ export class GatewayMetrics {
     this.duration = new FastHistogram('llmgw_request_duration_seconds', 'Arrival to last byte, by route and model', ['route', 'model'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], r);
     this.ttfb = new FastHistogram('llmgw_stream_ttfb_seconds', 'Streams: arrival to first byte, by model', ['model'], [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], r);
     this.tokens = new FastCounter('llmgw_tokens_total', 'Tokens by model and kind (prompt, completion)', ['model', 'kind'], r);
+    this.tokenKinds = new FastCounter(
+      'llmgw_tokens_by_kind_total',
+      'Tokens by model and kind, each token in one kind (the kinds add up to prompt + completion): input (uncached input: prompt less cache reads and writes), cache_read, cache_write (input read from / written to the provider prompt cache), output (completion less reasoning), reasoning (billed as output)',
+      ['model', 'kind'],
+      r,
+    );
     this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
     this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
     this.cacheLookups = new FastCounter('llmgw_cache_lookups_total', 'Response cache results by model: hit, miss (looked up, not found), bypass (not looked up: not cacheable, no-cache, store unwell); the hit ratio is hit / (hit + miss)', ['model', 'result'], r);
@@ -166,6 +179,15 @@ export class GatewayMetrics {
     if (usage) {
       series.prompt.inc(usage.prompt_tokens);
       series.completion.inc(usage.completion_tokens);
+      // The parts are bounded by what they are parts of (usage-figures.ts withParts): no kind goes below 0.
+      const read = usage.cache_read_tokens ?? 0;
+      const write = usage.cache_write_tokens ?? 0;
+      const reasoning = usage.reasoning_tokens ?? 0;
+      series.input.inc(Math.max(0, usage.prompt_tokens - read - write));
+      series.output.inc(Math.max(0, usage.completion_tokens - reasoning));
+      if (read > 0) series.cacheRead.inc(read);
+      if (write > 0) series.cacheWrite.inc(write);
+      if (reasoning > 0) series.reasoning.inc(reasoning);
       if (usage.cost_usd !== undefined) series.cost.inc(usage.cost_usd);
       const anomalies = usage[USAGE_ANOMALIES];
       if (anomalies) for (const kind of anomalies) this.usageAnomalies.labels(record.upstream ?? 'unknown', kind).inc();
@@ -207,6 +229,11 @@ export class GatewayMetrics {
         ttfb: () => (ttfb ??= this.ttfb.labels(model)),
         prompt: this.tokens.labels(model, 'prompt'),
         completion: this.tokens.labels(model, 'completion'),
+        input: this.tokenKinds.labels(model, 'input'),
+        cacheRead: this.tokenKinds.labels(model, 'cache_read'),
+        cacheWrite: this.tokenKinds.labels(model, 'cache_write'),
+        output: this.tokenKinds.labels(model, 'output'),
+        reasoning: this.tokenKinds.labels(model, 'reasoning'),
         cost: this.cost.labels(model),
       };
       byModel.set(model, series);

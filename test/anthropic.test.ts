@@ -92,8 +92,10 @@ describe('Anthropic translation (pure functions)', () => {
           finish_reason: 'tool_calls',
         },
       ],
-      usage: { prompt_tokens: 13, completion_tokens: 5, total_tokens: 18, cache_read_tokens: 3 },
+      // As OpenAI shows it: all input (the cache reads included), the reads in its details (src/providers/usage-shapes.ts).
+      usage: { prompt_tokens: 13, completion_tokens: 5, total_tokens: 18, prompt_tokens_details: { cached_tokens: 3 } },
     });
+    assert.deepEqual(translated?.usage, { prompt_tokens: 13, completion_tokens: 5, total_tokens: 18, cache_read_tokens: 3 });
     assert.equal(fromAnthropicMessage({ type: 'error' }, 'x', 0), undefined);
   });
 });

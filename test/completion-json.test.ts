@@ -14,6 +14,8 @@ describe('completionJson: the hand-written serialiser gives exactly what JSON.st
   const cases: Array<[string, ChatCompletion]> = [
     ['plain text', base],
     ['with usage', { ...base, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 } }],
+    ['with cache reads and reasoning', { ...base, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 8 }, completion_tokens_details: { reasoning_tokens: 2 } } }],
+    ['with cache writes', { ...base, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 10 } } }],
     ['text that needs escaping', { ...base, id: 'a"b\\c', model: 'm\u2028', choices: [{ ...base.choices[0]!, message: { role: 'assistant', content: 'line\n"quoted"\t\u0000 é 😀 \ud800' } }] }],
     ['null content with tool calls', {
       ...base,

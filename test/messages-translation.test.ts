@@ -77,7 +77,8 @@ describe('Messages translation (pure functions)', () => {
       ],
       stop_reason: 'tool_use',
       stop_sequence: null,
-      usage: { input_tokens: 9, output_tokens: 4, cache_read_input_tokens: 5 },
+      // Anthropic's input_tokens excludes the cache reads that OpenAI's prompt_tokens includes: 9 - 5.
+      usage: { input_tokens: 4, output_tokens: 4, cache_read_input_tokens: 5 },
     });
     const cut = JSON.stringify({ choices: [{ message: { content: 'x' }, finish_reason: 'length' }] });
     assert.equal(completionToMessage(cut, 'msg_2', 'm').stop_reason, 'max_tokens');

@@ -8,13 +8,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
-import { readStream } from './helpers/sse-client.js';
+import { dataFrames, namedEvents, readStream } from './helpers/sse-client.js';
 import { startPartsUpstream, type PartsUpstream, type PartsUsage } from './helpers/mock-token-parts-upstream.js';
 import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../src/store/contract.js';
 import { usageCommand } from '../src/cli/usage-command.js';
-import { checkedUsage, withParts } from '../src/providers/usage-figures.js';
+import { checkedUsage, countsOf, withParts } from '../src/providers/usage-figures.js';
+import { chatUsageOf, messagesUsageOf, responsesUsageOf } from '../src/providers/usage-shapes.js';
 import { USAGE_ANOMALIES, type Usage } from '../src/providers/contract.js';
 import { costUsd } from '../src/core/pricing.js';
 
@@ -43,6 +44,43 @@ describe('token parts: bounded by what they are parts of', () => {
     assert.equal(costUsd(parts, { inputPerMillion: 3, outputPerMillion: 15, cacheReadPerMillion: 0.3 }), 0.0000834);
     // A part set by a provider without the check is caught at the gate too.
     assert.deepEqual({ ...checkedUsage({ prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 9 }) }, { prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 4 });
+  });
+});
+
+describe("each API's usage shape, from one definition (src/providers/usage-shapes.ts)", () => {
+  const parts: Usage = { prompt_tokens: 3010, completion_tokens: 50, total_tokens: 3060, cache_read_tokens: 2000, cache_write_tokens: 1000, cache_write_1h_tokens: 400, reasoning_tokens: 20 };
+  test('chat, Responses and Messages show the same call, each adding up its own way', () => {
+    assert.deepEqual(chatUsageOf(parts), {
+      prompt_tokens: 3010,
+      completion_tokens: 50,
+      total_tokens: 3060,
+      prompt_tokens_details: { cached_tokens: 2000, cache_write_tokens: 1000 },
+      completion_tokens_details: { reasoning_tokens: 20 },
+    });
+    assert.deepEqual(responsesUsageOf(parts), {
+      input_tokens: 3010,
+      input_tokens_details: { cached_tokens: 2000, cache_write_tokens: 1000 },
+      output_tokens: 50,
+      output_tokens_details: { reasoning_tokens: 20 },
+      total_tokens: 3060,
+    });
+    // Anthropic's input_tokens excludes the cache: 3,010 − 2,000 − 1,000.
+    assert.deepEqual(messagesUsageOf(parts), { input_tokens: 10, cache_creation_input_tokens: 1000, cache_read_input_tokens: 2000, output_tokens: 50 });
+    // No cache, no reasoning: the plain shapes, as before.
+    const plain: Usage = { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 };
+    assert.deepEqual([chatUsageOf(plain), messagesUsageOf(plain)], [plain, { input_tokens: 7, output_tokens: 2 }]);
+    assert.deepEqual(responsesUsageOf(plain).input_tokens_details, { cached_tokens: 0 });
+  });
+  test("DeepSeek's prompt_cache_hit_tokens are the cache reads when prompt_tokens_details.cached_tokens is absent (JSON and stream)", () => {
+    const deepseek = () => ({ prompt_tokens: 2000, completion_tokens: 100, total_tokens: 2100, prompt_cache_hit_tokens: 1500, prompt_cache_miss_tokens: 500 });
+    const expected = { prompt_tokens: 2000, completion_tokens: 100, total_tokens: 2100, cache_read_tokens: 1500 };
+    assert.deepEqual({ ...countsOf(deepseek()) }, expected);
+    assert.deepEqual({ ...checkedUsage(deepseek() as unknown as Usage) }, expected);
+    // Both present: OpenAI's field is the one read.
+    assert.deepEqual(countsOf({ ...deepseek(), prompt_tokens_details: { cached_tokens: 1200 } })?.cache_read_tokens, 1200);
+    // Checked and bounded as every part.
+    const hostile = checkedUsage({ ...deepseek(), prompt_cache_hit_tokens: 1e300 } as unknown as Usage);
+    assert.deepEqual([hostile.cache_read_tokens, hostile[USAGE_ANOMALIES]], [2000, ['too_large']]);
   });
 });
 
@@ -179,5 +217,154 @@ describe('token parts and cost as providers bill them', () => {
     await waitForValue('the budget overdrawn', async () => spentMicros(), (spent) => spent > 30_000, 3_000);
     const refused = await send('/v1/messages', chat('claude'), caller);
     assert.deepEqual([refused.status, (refused as { json?: { code?: unknown } }).json?.code], [429, 'budget_exceeded']);
+  });
+});
+
+/** Anthropic's cache writes: 10 uncached, 3,000 written (2,000 of them at the 1-hour TTL), 5 out: $0.015855 at Claude's prices. */
+const CACHE_WRITES = '{"input_tokens":10,"cache_creation_input_tokens":3000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":5}';
+
+/** DeepSeek's chat usage: its cache reads as `prompt_cache_hit_tokens` (of the 2,000 prompt tokens), no `prompt_tokens_details`. */
+const DEEPSEEK_CHAT = '{"prompt_tokens":2000,"completion_tokens":100,"total_tokens":2100,"prompt_cache_hit_tokens":1500,"prompt_cache_miss_tokens":500,"completion_tokens_details":{"reasoning_tokens":60}}';
+
+/** An OpenAI-compatible upstream that reports cache writes as OpenRouter does (`prompt_tokens_details.cache_write_tokens`). */
+const OPENROUTER_CHAT = '{"prompt_tokens":2000,"completion_tokens":100,"total_tokens":2100,"prompt_tokens_details":{"cached_tokens":1500,"cache_write_tokens":400}}';
+
+describe('translated answers show the cache figures in each API’s own usage shape', () => {
+  let up: PartsUpstream;
+  let gw: TestGateway;
+  let usage: SqliteUsageStore;
+  before(async () => {
+    up = await startPartsUpstream({ ...OPENAI_SHAPES });
+    gw = await startGateway({
+      env: { PARTS_KEY: KEY },
+      configFile: {
+        name: 'shown.yaml',
+        text: [
+          'limits: { upstream_pause_max_seconds: 0 }',
+          'upstreams:',
+          `  - { name: oai, kind: openai, base_url: "${up.origin}/openai/v1", api_key_env: PARTS_KEY }`,
+          `  - { name: claude, kind: anthropic, base_url: "${up.origin}/anthropic/v1", api_key_env: PARTS_KEY }`,
+          `  - { name: gem, kind: gemini, base_url: "${up.origin}/gemini/v1beta", api_key_env: PARTS_KEY }`,
+          'models:',
+          '  - { id: gpt, upstream: oai, upstream_model: gpt-5, pricing: { input_per_million: 2.5, output_per_million: 10, cache_read_per_million: 1.25 } }',
+          '  - id: claude',
+          '    upstream: claude',
+          '    upstream_model: claude-sonnet-4-5',
+          '    pricing: { input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75, cache_write_1h_per_million: 6 }',
+          '  - { id: gem, upstream: gem, upstream_model: gemini-2.5-pro, pricing: { input_per_million: 2.5, output_per_million: 10, cache_read_per_million: 1.25 } }',
+          '  - { id: routed, upstream: oai, upstream_model: anthropic/claude, pricing: { input_per_million: 2.5, output_per_million: 10, cache_read_per_million: 1.25, cache_write_per_million: 3.125 } }',
+        ].join('\n'),
+      },
+    });
+    usage = new SqliteUsageStore(gw.store.db);
+  });
+  after(async () => {
+    await gw?.close();
+    await up?.close();
+  });
+
+  type Surface = 'chat' | 'messages' | 'responses';
+  const PATHS: Record<Surface, string> = { chat: '/v1/chat/completions', messages: '/v1/messages', responses: '/v1/responses' };
+  const bodyOf = (surface: Surface, model: string, stream: boolean): Record<string, unknown> => {
+    if (surface === 'responses') return { model, input: 'hi', ...(stream ? { stream } : {}) };
+    const body = { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
+    if (!stream) return body;
+    return surface === 'chat' ? { ...body, stream, stream_options: { include_usage: true } } : { ...body, stream };
+  };
+  /**
+   * The usage objects the caller was shown: a JSON answer's `usage`; a chat stream's usage chunk; a Messages
+   * stream's `message_start` and `message_delta` usage; a Responses stream's `response.completed` usage.
+   */
+  const shownUsage = (surface: Surface, stream: boolean, text: string): unknown => {
+    if (!stream) return (JSON.parse(text) as { usage: unknown }).usage;
+    if (surface === 'chat') {
+      const chunks = dataFrames(text).filter((d) => d !== '[DONE]').map((d) => JSON.parse(d) as { usage?: unknown });
+      return chunks.filter((c) => c.usage != null).map((c) => c.usage);
+    }
+    const events = namedEvents(text);
+    if (surface === 'messages') {
+      const start = events.find((e) => e.event === 'message_start')?.data.message as { usage: unknown };
+      return { message_start: start.usage, message_delta: events.find((e) => e.event === 'message_delta')?.data.usage };
+    }
+    return (events.find((e) => e.event === 'response.completed')?.data.response as { usage: unknown }).usage;
+  };
+
+  // What each API shows of one call (src/providers/usage-shapes.ts; docs/usage.md, "How token parts add up").
+  const CHAT_FROM_CLAUDE = { prompt_tokens: 9012, completion_tokens: 3, total_tokens: 9015, prompt_tokens_details: { cached_tokens: 9000 } };
+  const CHAT_FROM_GEMINI = { prompt_tokens: 2000, completion_tokens: 100, total_tokens: 2100, prompt_tokens_details: { cached_tokens: 1500 }, completion_tokens_details: { reasoning_tokens: 60 } };
+  // Anthropic's input_tokens excludes the cache reads: 2,000 − 1,500.
+  const MESSAGES_FROM_OPENAI = { input_tokens: 500, cache_read_input_tokens: 1500, output_tokens: 100 };
+  // A translated upstream reports its usage only at the end: message_start shows none, message_delta all of it (cumulative).
+  const MESSAGES_STREAM_FROM_OPENAI = { message_start: { input_tokens: 0, output_tokens: 0 }, message_delta: MESSAGES_FROM_OPENAI };
+  const RESPONSES_FROM_OPENAI = { input_tokens: 2000, input_tokens_details: { cached_tokens: 1500 }, output_tokens: 100, output_tokens_details: { reasoning_tokens: 60 }, total_tokens: 2100 };
+  const RESPONSES_FROM_CLAUDE = { input_tokens: 9012, input_tokens_details: { cached_tokens: 9000 }, output_tokens: 3, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 9015 };
+  const GPT_RECORD = [2000, 100, 0.004125, 1500, 0, 60];
+  const CLAUDE_RECORD = [9012, 3, 0.002781, 9000, 0, 0];
+  const CHAT_WRITES = { prompt_tokens: 3010, completion_tokens: 5, total_tokens: 3015, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 3000 } };
+  const RESPONSES_WRITES = { input_tokens: 3010, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 3000 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 3015 };
+  const WRITES_RECORD = [3010, 5, 0.015855, 0, 3000, 0];
+  const MESSAGES_FROM_OPENROUTER = { input_tokens: 100, cache_creation_input_tokens: 400, cache_read_input_tokens: 1500, output_tokens: 100 };
+  // 100 × $2.5 + 400 × $3.125 + 1,500 × $1.25 + 100 × $10 per million.
+  const OPENROUTER_RECORD = [2000, 100, 0.004375, 1500, 400, 0];
+  // Anthropic's message_delta figures are cumulative: after a server tool ran, 40 uncached input tokens, not 12.
+  const CUMULATIVE = { messagesDelta: '{"input_tokens":40,"cache_creation_input_tokens":0,"cache_read_input_tokens":9000,"output_tokens":3}' };
+  const CHAT_CUMULATIVE = { prompt_tokens: 9040, completion_tokens: 3, total_tokens: 9043, prompt_tokens_details: { cached_tokens: 9000 } };
+  const RESPONSES_CUMULATIVE = { input_tokens: 9040, input_tokens_details: { cached_tokens: 9000 }, output_tokens: 3, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 9043 };
+  // 40 × $3 + 9,000 × $0.30 + 3 × $15 per million.
+  const CUMULATIVE_RECORD = [9040, 3, 0.002865, 9000, 0, 0];
+
+  /** [name, the upstreams' usage, surface, model, stream, what the caller sees, the record: prompt, completion, cost, cache read, cache write, reasoning]. */
+  const rows: Array<[string, Partial<PartsUsage>, Surface, string, boolean, unknown, number[]]> = [
+    ['chat JSON from Anthropic', {}, 'chat', 'claude', false, CHAT_FROM_CLAUDE, CLAUDE_RECORD],
+    ['chat stream from Anthropic', {}, 'chat', 'claude', true, [CHAT_FROM_CLAUDE], CLAUDE_RECORD],
+    ['chat JSON from Gemini', {}, 'chat', 'gem', false, CHAT_FROM_GEMINI, GPT_RECORD],
+    ['chat stream from Gemini', {}, 'chat', 'gem', true, [CHAT_FROM_GEMINI], GPT_RECORD],
+    ['Messages JSON from OpenAI chat', {}, 'messages', 'gpt', false, MESSAGES_FROM_OPENAI, GPT_RECORD],
+    ['Messages stream from OpenAI chat', {}, 'messages', 'gpt', true, MESSAGES_STREAM_FROM_OPENAI, GPT_RECORD],
+    ['Messages JSON from Gemini', {}, 'messages', 'gem', false, MESSAGES_FROM_OPENAI, GPT_RECORD],
+    ['Messages stream from Gemini', {}, 'messages', 'gem', true, MESSAGES_STREAM_FROM_OPENAI, GPT_RECORD],
+    ['Responses JSON from OpenAI chat', {}, 'responses', 'gpt', false, RESPONSES_FROM_OPENAI, GPT_RECORD],
+    ['Responses stream from OpenAI chat', {}, 'responses', 'gpt', true, RESPONSES_FROM_OPENAI, GPT_RECORD],
+    ['Responses JSON from Anthropic', {}, 'responses', 'claude', false, RESPONSES_FROM_CLAUDE, CLAUDE_RECORD],
+    ['Responses stream from Anthropic', {}, 'responses', 'claude', true, RESPONSES_FROM_CLAUDE, CLAUDE_RECORD],
+    ['Responses JSON from Gemini', {}, 'responses', 'gem', false, RESPONSES_FROM_OPENAI, GPT_RECORD],
+    ['Responses stream from Gemini', {}, 'responses', 'gem', true, RESPONSES_FROM_OPENAI, GPT_RECORD],
+    // Anthropic's cache writes: chat and Responses have no field of their own for them (OpenRouter's name in the details).
+    ['chat JSON from Anthropic, cache writes', { messages: CACHE_WRITES }, 'chat', 'claude', false, CHAT_WRITES, WRITES_RECORD],
+    ['chat stream from Anthropic, cache writes', { messages: CACHE_WRITES }, 'chat', 'claude', true, [CHAT_WRITES], WRITES_RECORD],
+    ['Responses JSON from Anthropic, cache writes', { messages: CACHE_WRITES }, 'responses', 'claude', false, RESPONSES_WRITES, WRITES_RECORD],
+    ['Responses stream from Anthropic, cache writes', { messages: CACHE_WRITES }, 'responses', 'claude', true, RESPONSES_WRITES, WRITES_RECORD],
+    // An OpenAI-compatible upstream's cache writes (OpenRouter) as Anthropic's cache_creation_input_tokens (no write price: at the input price).
+    ['Messages JSON from an OpenRouter-shaped chat', { chat: OPENROUTER_CHAT }, 'messages', 'routed', false, MESSAGES_FROM_OPENROUTER, OPENROUTER_RECORD],
+    ['Messages stream from an OpenRouter-shaped chat', { chat: OPENROUTER_CHAT }, 'messages', 'routed', true, { message_start: { input_tokens: 0, output_tokens: 0 }, message_delta: MESSAGES_FROM_OPENROUTER }, OPENROUTER_RECORD],
+    ['Responses JSON from an OpenRouter-shaped chat', { chat: OPENROUTER_CHAT }, 'responses', 'routed', false, { ...RESPONSES_FROM_OPENAI, input_tokens_details: { cached_tokens: 1500, cache_write_tokens: 400 }, output_tokens_details: { reasoning_tokens: 0 } }, OPENROUTER_RECORD],
+    // The figures of an Anthropic stream's last message_delta are the call's (cumulative), input and cache included.
+    ['chat stream from Anthropic, cumulative message_delta', CUMULATIVE, 'chat', 'claude', true, [CHAT_CUMULATIVE], CUMULATIVE_RECORD],
+    ['Responses stream from Anthropic, cumulative message_delta', CUMULATIVE, 'responses', 'claude', true, RESPONSES_CUMULATIVE, CUMULATIVE_RECORD],
+    // DeepSeek's shape: chat passes its usage through as it came; the cache reads are counted, and shown by the translations.
+    ['chat JSON from DeepSeek (passed through)', { chat: DEEPSEEK_CHAT }, 'chat', 'gpt', false, JSON.parse(DEEPSEEK_CHAT), GPT_RECORD],
+    ['chat stream from DeepSeek (passed through)', { chat: DEEPSEEK_CHAT }, 'chat', 'gpt', true, [JSON.parse(DEEPSEEK_CHAT)], GPT_RECORD],
+    ['Messages JSON from DeepSeek', { chat: DEEPSEEK_CHAT }, 'messages', 'gpt', false, MESSAGES_FROM_OPENAI, GPT_RECORD],
+    ['Messages stream from DeepSeek', { chat: DEEPSEEK_CHAT }, 'messages', 'gpt', true, MESSAGES_STREAM_FROM_OPENAI, GPT_RECORD],
+    ['Responses JSON from DeepSeek', { chat: DEEPSEEK_CHAT }, 'responses', 'gpt', false, RESPONSES_FROM_OPENAI, GPT_RECORD],
+    ['Responses stream from DeepSeek', { chat: DEEPSEEK_CHAT }, 'responses', 'gpt', true, RESPONSES_FROM_OPENAI, GPT_RECORD],
+  ];
+  const recorded: Array<[string, unknown, number[]]> = [];
+  for (const [name, shapes, surface, model, stream, shown, record] of rows) {
+    test(`${name}: the caller sees the exact parts`, async () => {
+      up.usage = { ...OPENAI_SHAPES, ...shapes };
+      const body = JSON.stringify(bodyOf(surface, model, stream));
+      const answer = stream ? await readStream(`${gw.url}${PATHS[surface]}`, body, authHeaders()) : await call(`${gw.url}${PATHS[surface]}`, { method: 'POST', headers: authHeaders(), body });
+      assert.equal(answer.status, 200, answer.text.slice(0, 400));
+      recorded.push([name, answer.headers['x-request-id'], record]);
+      assert.deepEqual(shownUsage(surface, stream, answer.text), shown);
+    });
+  }
+  test('and each of those calls is recorded with the exact parts and the exact cost', async () => {
+    assert.equal(recorded.length, rows.length);
+    const records = await waitForValue('the usage records', () => usage.recent(1_000, false), (all) => recorded.every(([, id]) => all.some((r) => r.requestId === id)), 5_000);
+    const of = (id: unknown) => records.find((x) => x.requestId === id) as UsageRecord;
+    const actual = recorded.map(([name, id]) => [name, ...((r) => [r.promptTokens, r.completionTokens, r.costUsd, r.cacheReadTokens, r.cacheWriteTokens, r.reasoningTokens])(of(id))]);
+    assert.deepEqual(actual, recorded.map(([name, , expected]) => [name, ...expected]));
   });
 });

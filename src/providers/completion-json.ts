@@ -1,4 +1,5 @@
-import type { ToolCall, Usage } from './contract.js';
+import type { ToolCall } from './contract.js';
+import type { ChatUsageObject } from './usage-shapes.js';
 
 /** One choice of a translated answer (the providers that translate build exactly this shape). */
 export interface CompletionChoice {
@@ -15,7 +16,8 @@ export interface ChatCompletion {
   created: number;
   model: string;
   choices: CompletionChoice[];
-  usage?: Usage;
+  /** The usage as OpenAI's chat shows it (src/providers/usage-shapes.ts: chatUsageOf). */
+  usage?: ChatUsageObject;
 }
 
 /**
@@ -33,9 +35,17 @@ export function completionJson(c: ChatCompletion): string {
       `${i === 0 ? '' : ','}{"index":${num(choice.index)},"message":{"role":"assistant","content":${m.content === null ? 'null' : JSON.stringify(m.content)}${toolCalls}},` +
       `"logprobs":null,"finish_reason":${choice.finish_reason === null ? 'null' : JSON.stringify(choice.finish_reason)}}`;
   }
-  const u = c.usage;
-  const usage = u === undefined ? '' : `,"usage":{"prompt_tokens":${num(u.prompt_tokens)},"completion_tokens":${num(u.completion_tokens)},"total_tokens":${num(u.total_tokens)}}`;
+  const usage = c.usage === undefined ? '' : `,"usage":${usageJson(c.usage)}`;
   return `{"id":${JSON.stringify(c.id)},"object":"chat.completion","created":${num(c.created)},"model":${JSON.stringify(c.model)},"choices":[${choices}]${usage}}`;
+}
+
+/** A chat usage object as JSON.stringify writes it (its optional details only when present). */
+function usageJson(u: ChatUsageObject): string {
+  const p = u.prompt_tokens_details;
+  const write = p?.cache_write_tokens === undefined ? '' : `,"cache_write_tokens":${num(p.cache_write_tokens)}`;
+  const prompt = p === undefined ? '' : `,"prompt_tokens_details":{"cached_tokens":${num(p.cached_tokens)}${write}}`;
+  const completion = u.completion_tokens_details === undefined ? '' : `,"completion_tokens_details":{"reasoning_tokens":${num(u.completion_tokens_details.reasoning_tokens)}}`;
+  return `{"prompt_tokens":${num(u.prompt_tokens)},"completion_tokens":${num(u.completion_tokens)},"total_tokens":${num(u.total_tokens)}${prompt}${completion}}`;
 }
 
 function num(n: number): string {

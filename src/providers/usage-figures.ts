@@ -1,4 +1,5 @@
 import { USAGE_ANOMALIES, type ChatCompletionChunk, type StreamChunk, type Usage, type UsageAnomaly } from './contract.js';
+import { chatUsageOf } from './usage-shapes.js';
 
 /**
  * The most tokens one figure of one call may count: 100 million. Ten times the largest context window offered
@@ -106,11 +107,21 @@ export function detail(usage: Record<string, unknown>, object: string, name: str
 
 /**
  * The parts of an OpenAI usage object with counts `names`: `<prompt>_details.cached_tokens` (chat's
- * `prompt_tokens_details`, Responses' `input_tokens_details`) and `<completion>_details.reasoning_tokens`.
+ * `prompt_tokens_details`, Responses' `input_tokens_details`), `<prompt>_details.cache_write_tokens` (OpenRouter's
+ * cache writes, and the gateway's own translated answers: usage-shapes.ts) and `<completion>_details.reasoning_tokens`.
+ * DeepSeek reports its cache reads as `prompt_cache_hit_tokens` (beside `prompt_cache_miss_tokens`, which
+ * `prompt_tokens` already adds them to): read when `cached_tokens` is absent.
  */
 export function openAiParts(usage: Record<string, unknown>, names: CountNames, found?: UsageAnomaly[]): UsageParts {
   const [prompt, completion] = names;
-  return { cacheRead: detail(usage, `${prompt}_details`, 'cached_tokens', found), reasoning: detail(usage, `${completion}_details`, 'reasoning_tokens', found) };
+  const inner = usage[`${prompt}_details`];
+  const details = typeof inner === 'object' && inner !== null ? (inner as Record<string, unknown>) : undefined;
+  const cached = details?.cached_tokens ?? usage.prompt_cache_hit_tokens;
+  return {
+    cacheRead: saneTokens(cached, found),
+    cacheWrite: details === undefined ? 0 : saneTokens(details.cache_write_tokens, found),
+    reasoning: detail(usage, `${completion}_details`, 'reasoning_tokens', found),
+  };
 }
 
 /**
@@ -126,14 +137,14 @@ export function anthropicParts(usage: Record<string, unknown>, found?: UsageAnom
 }
 
 /**
- * A translated chat chunk as it is streamed: its usage shown as OpenAI's three counts (a chat answer has no place
- * for the cache writes), the gateway's usage with its parts kept beside it for limits, prices and records.
+ * A translated chat chunk as it is streamed: its usage shown as OpenAI's chat shows it (usage-shapes.ts: the cache
+ * reads, writes and reasoning in its `*_details`), the gateway's usage kept beside it for limits, prices and records
+ * (with what the chat shape cannot say: the 1-hour part of the writes).
  */
 export function countedChunk(chunk: ChatCompletionChunk): StreamChunk {
   const usage = chunk.usage;
   if (!usage) return { chunk };
-  const shown: Usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
-  return { chunk: { ...chunk, usage: shown }, usage };
+  return { chunk: { ...chunk, usage: chatUsageOf(usage) }, usage };
 }
 
 /** The names of the three counts of a usage object: OpenAI's chat and embeddings, OpenAI's Responses API. */
@@ -181,9 +192,10 @@ export function countsOf(value: unknown, names: CountNames = CHAT_COUNTS): Usage
 export function checkedUsage(usage: Usage): Usage {
   const { prompt_tokens: p, completion_tokens: c, total_tokens: t } = usage;
   const countsSane = isSane(p) && isSane(c) && typeof t === 'number' && Number.isInteger(t) && t >= p + c && t <= Math.max(MAX_USAGE_TOKENS, p + c);
-  // An OpenAI chunk's own usage object (a streamed chat answer passed through) carries its parts in `*_details`.
+  // An OpenAI chunk's own usage object (a streamed chat answer passed through) carries its parts in `*_details`
+  // (DeepSeek's cache reads in `prompt_cache_hit_tokens`).
   const raw = usage as unknown as Record<string, unknown>;
-  const fromDetails = raw.prompt_tokens_details != null || raw.completion_tokens_details != null;
+  const fromDetails = raw.prompt_tokens_details != null || raw.completion_tokens_details != null || raw.prompt_cache_hit_tokens != null;
   if (countsSane && !fromDetails && partsSane(usage)) return usage;
   const found: UsageAnomaly[] = [];
   const prompt = saneTokens(p, found);

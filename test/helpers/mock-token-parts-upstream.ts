@@ -3,7 +3,8 @@
  * included: a real node:http server. Paths by prefix as in mock-usage-upstream.ts: `/openai/v1` (chat JSON and
  * SSE, Responses JSON and SSE), `/anthropic/v1` (Messages JSON and SSE), `/gemini/v1beta` (generateContent and
  * streamGenerateContent). A Messages stream reports the usage object in `message_start` (its output_tokens
- * there 1, as Anthropic does) and the output tokens again in `message_delta`.
+ * there 1, as Anthropic does) and the output tokens again in `message_delta` (or `messagesDelta`, when set: the
+ * cumulative figures Anthropic sends there after server tools ran).
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
@@ -15,6 +16,8 @@ export interface PartsUsage {
   responses: string;
   messages: string;
   gemini: string;
+  /** The usage object of a Messages stream's `message_delta` (default: `{"output_tokens": <messages' output_tokens>}`). */
+  messagesDelta?: string;
 }
 
 export interface PartsUpstream {
@@ -32,7 +35,7 @@ export async function startPartsUpstream(usage: PartsUsage): Promise<PartsUpstre
     const path = req.url;
     if (path.startsWith('/openai/v1/chat/completions')) return stream ? chatStream(res, u.chat) : json(res, chatJson(u.chat));
     if (path.startsWith('/openai/v1/responses')) return stream ? responsesStream(res, u.responses) : json(res, responseObject(u.responses));
-    if (path.startsWith('/anthropic/v1/messages')) return stream ? messagesStream(res, u.messages) : json(res, messagesJson(u.messages));
+    if (path.startsWith('/anthropic/v1/messages')) return stream ? messagesStream(res, u.messages, u.messagesDelta) : json(res, messagesJson(u.messages));
     if (path.includes(':streamGenerateContent')) return sse(res, [`data: ${geminiJson(u.gemini)}\n\n`]);
     if (path.includes(':generateContent')) return json(res, geminiJson(u.gemini));
     if (path.endsWith('/models')) return json(res, '{"object":"list","data":[]}');
@@ -66,7 +69,7 @@ function responsesStream(res: ServerResponse, usage: string): void {
 const messagesJson = (usage: string) =>
   `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":${usage}}`;
 
-function messagesStream(res: ServerResponse, usage: string): void {
+function messagesStream(res: ServerResponse, usage: string, deltaUsage?: string): void {
   const event = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
   const output = (JSON.parse(usage) as { output_tokens: number }).output_tokens;
   const start = JSON.stringify({ ...(JSON.parse(usage) as object), output_tokens: 1 });
@@ -75,7 +78,7 @@ function messagesStream(res: ServerResponse, usage: string): void {
     event('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
     event('content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}'),
     event('content_block_stop', '{"type":"content_block_stop","index":0}'),
-    event('message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${output}}}`),
+    event('message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":${deltaUsage ?? `{"output_tokens":${output}}`}}`),
     event('message_stop', '{"type":"message_stop"}'),
   ]);
 }

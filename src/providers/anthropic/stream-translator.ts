@@ -9,7 +9,8 @@ import { finishReasonOf, textField, usageOf } from './translate-response.js';
  * Anthropic's stream events in OpenAI `chat.completion.chunk` form, one event at a time (pure apart from its own
  * state; the shared SSE parser feeds it). `message_start` gives the role chunk; text deltas become `content`
  * deltas; a `tool_use` block becomes a tool call (id and name first, then its `input_json_delta`s as argument
- * deltas, indexed in order of appearance); `message_delta` carries the finish reason and the output usage;
+ * deltas, indexed in order of appearance); `message_delta` carries the finish reason and the output usage (and,
+ * cumulative, the input and cache figures when they changed);
  * `message_stop` ends the stream (`done`), after a final usage chunk when the caller asked for one. `ping` is
  * ignored; an `error` event throws `upstream_stream_error` with the provider's type and message.
  */
@@ -79,6 +80,9 @@ export class AnthropicStreamTranslator {
         this.finishReason = finishReasonOf(delta.stop_reason);
         const usage = data.usage as { output_tokens?: unknown } | undefined;
         if (usage?.output_tokens != null) this.outputTokens = saneTokens(usage.output_tokens, this.found);
+        // Its figures are cumulative: input and cache figures there (after server tools ran) replace message_start's.
+        const input = usageOf(usage);
+        if (input && input.prompt_tokens > 0) this.inputUsage = input;
         return [this.chunk({}, this.finishReason ?? 'stop')];
       }
       case 'message_stop': {
@@ -99,7 +103,7 @@ export class AnthropicStreamTranslator {
     }
   }
 
-  /** Input tokens from `message_start`, output tokens from the last `message_delta`. */
+  /** Input and cache tokens from `message_start` (or a later `message_delta` that reports them), output tokens from the last `message_delta`. */
   usage(): Usage | undefined {
     if (!this.inputUsage) return undefined;
     const { cache_read_tokens: cacheRead, cache_write_tokens: cacheWrite, cache_write_1h_tokens: cacheWrite1h } = this.inputUsage;

@@ -1,5 +1,6 @@
 import type { ToolCall, Usage, UsageAnomaly } from '../contract.js';
 import { anthropicParts, saneTokens, usageFrom, withParts } from '../usage-figures.js';
+import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletion } from '../completion-json.js';
 
 /** Anthropic `stop_reason` in OpenAI `finish_reason` terms. */
@@ -73,6 +74,6 @@ export function fromAnthropicMessage(message: unknown, upstreamModel: string, cr
     model: typeof m.model === 'string' ? m.model : upstreamModel,
     choices: [{ index: 0, message: messageOut, logprobs: null, finish_reason: finishReasonOf(m.stop_reason) }],
   };
-  if (usage) completion.usage = usage;
+  if (usage) completion.usage = chatUsageOf(usage);
   return { completion, usage };
 }

@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
+import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
 import { saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
@@ -105,7 +106,7 @@ export function fromGeminiResponse(
   });
   const usage = usageOf(r.usageMetadata);
   const completion: ChatCompletion = { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices };
-  if (usage) completion.usage = usage;
+  if (usage) completion.usage = chatUsageOf(usage);
   return { completion, usage };
 }
 

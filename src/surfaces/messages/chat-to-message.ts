@@ -1,17 +1,15 @@
 import type { Usage } from '../../providers/contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
+import { messagesUsageOf, type MessagesUsageObject } from '../../providers/usage-shapes.js';
 import { argumentsObject, completionToolCalls, cutShort, invalidArguments } from '../tool-arguments.js';
 
-/** Anthropic's usage: input and output tokens (cache reads when the upstream reported cached prompt tokens). */
-export function messageUsage(reported: Usage | null | undefined): Record<string, number> {
+/**
+ * Anthropic's usage of a chat usage (src/providers/usage-shapes.ts: `input_tokens` without the cache reads and
+ * writes, which are `cache_read_input_tokens` and `cache_creation_input_tokens` when there were some).
+ */
+export function messageUsage(reported: Usage | null | undefined): MessagesUsageObject {
   // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
-  const usage = checkedUsage(reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
-  const cached = usage.cache_read_tokens ?? 0;
-  return {
-    input_tokens: usage.prompt_tokens,
-    output_tokens: usage.completion_tokens,
-    ...(cached > 0 ? { cache_read_input_tokens: cached } : {}),
-  };
+  return messagesUsageOf(checkedUsage(reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }));
 }
 
 /** A chat finish reason as Anthropic's stop reason. */

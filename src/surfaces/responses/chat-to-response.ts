@@ -1,23 +1,17 @@
 import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
+import { responsesUsageOf } from '../../providers/usage-shapes.js';
 import { completionToolCalls } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import { asChatCall, callItem, finishCall } from './output-calls.js';
 import type { MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
 import type { ToolNames } from './tool-names.js';
 
-/** Chat usage as Responses usage (cached and reasoning token counts when the upstream reported them). */
+/** Chat usage as Responses usage (src/providers/usage-shapes.ts: cached, cache-write and reasoning token counts). */
 export function responseUsage(reported: Usage | null | undefined): ResponseUsage | null {
   if (!reported) return null;
   // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
-  const usage = checkedUsage(reported);
-  return {
-    input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: usage.cache_read_tokens ?? 0 },
-    output_tokens: usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: usage.reasoning_tokens ?? 0 },
-    total_tokens: usage.total_tokens,
-  };
+  return responsesUsageOf(checkedUsage(reported));
 }
 
 /** How a chat finish reason ends a response: `length` and `content_filter` leave it incomplete. */

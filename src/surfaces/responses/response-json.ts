@@ -2,6 +2,8 @@ import type { OutputItem, ResponseObject } from './responses-types.js';
 
 const str = (value: string | null): string => (value === null ? 'null' : JSON.stringify(value));
 const num = (value: number | null): string => (value === null || !Number.isFinite(value) ? 'null' : String(value));
+/** The cache writes of a usage's input details: only when there were some (src/providers/usage-shapes.ts). */
+const writes = (value: number | undefined): string => (value === undefined ? '' : `,"cache_write_tokens":${num(value)}`);
 
 /**
  * `JSON.stringify(response)`, written by hand for the fixed keys: the same text, key for key, with only strings
@@ -15,7 +17,7 @@ export function responseJson(r: ResponseObject): string {
   const usage =
     u === null
       ? 'null'
-      : `{"input_tokens":${num(u.input_tokens)},"input_tokens_details":{"cached_tokens":${num(u.input_tokens_details.cached_tokens)}},` +
+      : `{"input_tokens":${num(u.input_tokens)},"input_tokens_details":{"cached_tokens":${num(u.input_tokens_details.cached_tokens)}${writes(u.input_tokens_details.cache_write_tokens)}},` +
         `"output_tokens":${num(u.output_tokens)},"output_tokens_details":{"reasoning_tokens":${num(u.output_tokens_details.reasoning_tokens)}},"total_tokens":${num(u.total_tokens)}}`;
   return (
     `{"id":${str(r.id)},"object":"response","created_at":${num(r.created_at)},"status":${str(r.status)},` +

@@ -1,4 +1,5 @@
 /** The OpenAI Responses API shapes the gateway reads and writes (the subset documented in docs/responses.md). */
+import type { ResponsesUsageObject } from '../../providers/usage-shapes.js';
 
 /** A request body that passed `responsesBodySchema` (types checked; items are checked by the translation). */
 export interface ResponsesRequest {
@@ -24,13 +25,8 @@ export interface ResponsesRequest {
   [field: string]: unknown;
 }
 
-export interface ResponseUsage {
-  input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
-  output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
-  total_tokens: number;
-}
+/** The Responses API's usage object (src/providers/usage-shapes.ts). */
+export type ResponseUsage = ResponsesUsageObject;
 
 export interface OutputText {
   type: 'output_text';

@@ -58,6 +58,8 @@ function logAccess(request: FastifyRequest, record: RequestRecord): void {
       cache_write_1h_tokens: usage?.cache_write_1h_tokens,
       reasoning_tokens: usage?.reasoning_tokens,
       cost_usd: usage?.cost_usd,
+      // What prompt caching saved at the call's prices (negative when writes cost more than reads saved).
+      cache_savings_usd: usage?.cache_savings_usd,
       // What the gateway corrected in the upstream's usage figures (docs/usage.md); absent when nothing.
       usage_anomaly: usage?.[USAGE_ANOMALIES],
       code: record.code,

@@ -73,6 +73,7 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: Outcom
           ...common,
           usage: usage ? usagePayload(usage) : null,
           cost_usd: usage?.cost_usd ?? null,
+          cache_savings_usd: usage?.cache_savings_usd ?? null,
         };
     const prompt = kinds === CHAT_KINDS || kinds === MESSAGE_KINDS ? { messages: record.prompt ?? [] } : { input: record.prompt ?? null };
     const content = webhooks.wantsContent(kind) ? { ...prompt, answer: record.answerText ?? null } : undefined;

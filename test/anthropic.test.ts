@@ -146,7 +146,13 @@ describe('chat through an Anthropic upstream (mock speaking the Messages wire fo
     assert.equal(sent?.headers['x-api-key'], KEY);
     assert.equal(sent?.headers['anthropic-version'], '2023-06-01');
     assert.equal(sent?.headers.authorization, undefined, 'the admin token never goes upstream');
-    assert.deepEqual(sent?.body, { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], max_tokens: 1024, system: 'Be brief.' });
+    // The system prompt and the last turn marked as prompt-cache breakpoints (the model's prompt_cache: auto).
+    assert.deepEqual(sent?.body, {
+      model: 'claude-haiku-4-5',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }],
+      max_tokens: 1024,
+      system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+    });
   });
 
   test('a stream: role chunk, text deltas, finish reason, usage chunk when asked, then [DONE]', async () => {

@@ -314,7 +314,12 @@ function checkFirstTurn(path: PathName, fixture: Fixture, chatName: string, sent
     assert.equal(sent.web_search_options, undefined, 'a chat server not known to search');
     for (const field of ['client_metadata', 'include', 'store', 'text', 'reasoning', 'input']) assert.equal(sent[field], undefined, field);
   } else if (path === 'anthropic') {
-    assert.ok(String(sent.system).includes(instructions), 'Codex instructions (developer messages) in the top-level system');
+    // One system block, marked as a prompt-cache breakpoint with the last tool and the last turn (prompt_cache: auto).
+    const system = sent.system as Array<{ type: string; text: string; cache_control?: unknown }>;
+    assert.ok(system.length === 1 && system[0]?.text.includes(instructions), 'Codex instructions (developer messages) in the top-level system');
+    assert.deepEqual(system[0]?.cache_control, { type: 'ephemeral' });
+    assert.deepEqual((sent.tools as Array<{ cache_control?: unknown }>).at(-1)?.cache_control, { type: 'ephemeral' });
+    assert.deepEqual((sent.messages as Array<{ content: Array<{ cache_control?: unknown }> }>).at(-1)?.content.at(-1)?.cache_control, { type: 'ephemeral' });
     assert.equal((sent.messages as Array<{ role: string }>)[0]?.role, 'user');
     const tools = sent.tools as Array<{ name: string; type?: string }>;
     declared(tools.map((t) => t.name));
@@ -339,7 +344,8 @@ function checkSecondTurn(path: PathName, sent: Item, expected: { callId: string;
   } else if (path === 'anthropic') {
     const blocks = (sent.messages as Array<{ content: Item[] }>).flatMap((m) => m.content);
     assert.deepEqual(blocks.find((b) => b.type === 'tool_use'), { type: 'tool_use', id: expected.callId, name: expected.chatName, input: expected.args });
-    assert.deepEqual(blocks.at(-1), { type: 'tool_result', tool_use_id: expected.callId, content: expected.output });
+    // The last turn is the prompt-cache breakpoint (prompt_cache: auto): the next call reads the conversation to here.
+    assert.deepEqual(blocks.at(-1), { type: 'tool_result', tool_use_id: expected.callId, content: expected.output, cache_control: { type: 'ephemeral' } });
   } else {
     const parts = (sent.contents as Array<{ parts: Item[] }>).flatMap((c) => c.parts);
     assert.deepEqual(parts.find((p) => p.functionCall)?.functionCall, { name: expected.chatName, args: expected.args });

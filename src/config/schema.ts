@@ -139,6 +139,12 @@ export const modelSchema = z
      * X-Gateway-Dropped-Fields; `strict` refuses the request (400 capability_not_supported naming the field).
      */
     translation: z.enum(['tolerant', 'strict']).optional(),
+    /**
+     * Prompt caching of a chat or Responses request translated for an Anthropic upstream (docs/usage.md): `auto`
+     * (the default) marks cache breakpoints on the tools, the system prompt and the last turns unless the caller
+     * marked its own; `off` marks none. Other providers cache on their own; a forwarded Messages request is the caller's.
+     */
+    prompt_cache: z.enum(['auto', 'off']).optional(),
     /** The exact response cache for this model (over the global `cache` section). */
     cache: modelCacheSchema.optional(),
     created_at: z.iso.datetime({ offset: true }).optional(),

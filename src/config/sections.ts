@@ -46,6 +46,7 @@ export function toModel(entry: NonNullable<ConfigFile['models']>[number], cacheD
     pricing: entry.pricing ? toPricing(entry.pricing) : undefined,
     contextWindow: entry.context_window,
     translation: entry.translation ?? 'tolerant',
+    promptCache: entry.prompt_cache ?? 'auto',
     cache: toCachePolicy(entry.cache, cacheDefaults),
     type: entry.type,
     dimensions: entry.dimensions,

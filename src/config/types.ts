@@ -85,6 +85,8 @@ export interface ModelConfig {
   contextWindow: number | undefined;
   /** A translated request's fields that have no equivalent: dropped and named (tolerant) or refused (strict). */
   translation: 'tolerant' | 'strict';
+  /** Whether a request translated for an Anthropic upstream gets the gateway's prompt-cache breakpoints (docs/usage.md). */
+  promptCache: 'auto' | 'off';
   /** The response cache's settings for this model (global ones merged with its own); undefined: not cached. */
   cache: CachePolicy | undefined;
   /** chat or embedding, when declared (a call of the other kind is a 400). */

@@ -121,7 +121,7 @@ export class ChatService {
     return this.completeWith(original.model, plan, admission, call, (target, scope, trace) => {
       const unchanged = target.upstreamModel === body.model && body.stream !== true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
-      return target.provider.chat(upstreamBody, this.context(call, scope, unchanged, trace));
+      return target.provider.chat(upstreamBody, this.context(target, call, scope, unchanged, trace));
     });
   }
 
@@ -134,7 +134,7 @@ export class ChatService {
     return this.startWith(original.model, plan, admission, call, (target, scope, trace) => {
       const unchanged = target.upstreamModel === body.model && body.stream === true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
-      return target.provider.streamChat(upstreamBody, this.context(call, scope, unchanged, trace));
+      return target.provider.streamChat(upstreamBody, this.context(target, call, scope, unchanged, trace));
     });
   }
 
@@ -152,11 +152,11 @@ export class ChatService {
     const forwarded = (target: ChatTarget) => target.provider.native?.[api] as NativeApi;
     if (body.stream === true) {
       return this.startWith(body.model, plan, admission, call, (target, scope, trace) =>
-        forwarded(target).stream(upstreamBody(target), this.context(call, scope, upstreamBody(target) === body, trace)),
+        forwarded(target).stream(upstreamBody(target), this.context(target, call, scope, upstreamBody(target) === body, trace)),
       );
     }
     return this.completeWith(body.model, plan, admission, call, (target, scope, trace) =>
-      forwarded(target).complete(upstreamBody(target), this.context(call, scope, upstreamBody(target) === body, trace)),
+      forwarded(target).complete(upstreamBody(target), this.context(target, call, scope, upstreamBody(target) === body, trace)),
     );
   }
 
@@ -168,7 +168,7 @@ export class ChatService {
         const upstreamBody = target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
         const count = target.provider.native?.messages?.countTokens;
         if (!count) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream cannot count tokens', upstream: target.upstream });
-        return await count(upstreamBody, this.context(call, scope, upstreamBody === body, trace));
+        return await count(upstreamBody, this.context(target, call, scope, upstreamBody === body, trace));
       } finally {
         scope.dispose();
       }
@@ -284,7 +284,7 @@ export class ChatService {
           const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel };
           const embed = target.provider.embed?.bind(target.provider);
           if (!embed) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream has no embeddings', upstream: target.upstream });
-          return await embed(upstreamBody, this.context(call, scope, unchanged, trace));
+          return await embed(upstreamBody, this.context(target, call, scope, unchanged, trace));
         } finally {
           scope.dispose();
         }
@@ -402,7 +402,7 @@ export class ChatService {
     });
   }
 
-  private context(call: ChatCall, scope: CallScope, bodyUnchanged: boolean, trace: AttemptTrace | undefined): CallContext {
+  private context(target: ChatTarget, call: ChatCall, scope: CallScope, bodyUnchanged: boolean, trace: AttemptTrace | undefined): CallContext {
     return {
       apiKeyOverride: call.upstreamKey,
       signal: scope.signal,
@@ -411,6 +411,7 @@ export class ChatService {
       traceparent: trace?.traceparent,
       forwardHeaders: call.forwardHeaders,
       forwardQuery: call.forwardQuery,
+      promptCache: target.promptCache,
     };
   }
 }

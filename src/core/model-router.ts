@@ -14,6 +14,8 @@ export interface ChatTarget {
   upstreamModel: string;
   /** The whole-call budget for this target. */
   totalTimeoutMs: number;
+  /** The model's `prompt_cache` (`auto` for a model the config does not declare). */
+  promptCache: 'auto' | 'off';
 }
 
 /**
@@ -50,7 +52,7 @@ export class ModelRouter {
     }
     const ordered = declared.targets.length === 1 ? declared.targets : weightedOrder(declared.targets, random);
     return {
-      candidates: [...ordered, ...declared.fallbacks].map((t) => this.target(t.upstream, t.upstreamModel)),
+      candidates: [...ordered, ...declared.fallbacks].map((t) => this.target(t.upstream, t.upstreamModel, declared.promptCache)),
       retry: declared.retry ?? this.config.retry,
     };
   }
@@ -62,10 +64,10 @@ export class ModelRouter {
 
   resolve(modelId: string): ChatTarget {
     const declared = this.models.get(modelId);
-    if (declared) return this.target(declared.upstream, declared.upstreamModel);
+    if (declared) return this.target(declared.upstream, declared.upstreamModel, declared.promptCache);
     const builtin = this.providers.builtins.get(modelId);
-    if (builtin) return { upstream: builtin.provider.name, provider: builtin.provider, upstreamModel: builtin.id, totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS };
-    if (this.config.defaultUpstream !== undefined) return this.target(this.config.defaultUpstream, modelId);
+    if (builtin) return { upstream: builtin.provider.name, provider: builtin.provider, upstreamModel: builtin.id, totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS, promptCache: 'auto' };
+    if (this.config.defaultUpstream !== undefined) return this.target(this.config.defaultUpstream, modelId, 'auto');
     if (this.providers.upstreams.size === 0) {
       throw new GatewayError('no_upstream_configured', {
         configure: 'set UPSTREAM_BASE_URL and UPSTREAM_API_KEY, or list upstreams in the GATEWAY_CONFIG file',
@@ -76,11 +78,11 @@ export class ModelRouter {
     throw new GatewayError('model_not_found', { model: modelId });
   }
 
-  private target(upstream: string, upstreamModel: string): ChatTarget {
+  private target(upstream: string, upstreamModel: string, promptCache: 'auto' | 'off'): ChatTarget {
     const provider = this.providers.upstreams.get(upstream);
     const upstreamConfig = this.config.upstreams.find((u) => u.name === upstream);
     if (!provider || !upstreamConfig) throw new GatewayError('no_upstream_configured', { upstream });
-    return { upstream, provider, upstreamModel, totalTimeoutMs: upstreamConfig.timeouts.totalMs };
+    return { upstream, provider, upstreamModel, totalTimeoutMs: upstreamConfig.timeouts.totalMs, promptCache };
   }
 }
 

@@ -179,6 +179,11 @@ export interface CallContext {
   forwardHeaders?: Readonly<Record<string, string>> | undefined;
   /** The caller's query a native path forwards, `?` included (`?beta=true`), or undefined. */
   forwardQuery?: string | undefined;
+  /**
+   * The model's `prompt_cache` setting: whether a provider that caches prompts only where told (Anthropic) marks
+   * the breakpoints of a translated request itself (docs/usage.md, "Prompt caching"). Absent: `auto`.
+   */
+  promptCache?: 'auto' | 'off' | undefined;
 }
 
 export interface UpstreamModel {

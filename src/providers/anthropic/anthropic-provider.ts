@@ -98,7 +98,7 @@ export class AnthropicProvider implements Provider {
 
   /** The chat service hands over a body whose `stream` already says which answer is wanted. */
   private async send(body: ChatRequestBody, context: CallContext): Promise<Dispatcher.ResponseData> {
-    const request = toAnthropicRequest(body, body.model, this.config.defaultMaxTokens);
+    const request = toAnthropicRequest(body, body.model, this.config.defaultMaxTokens, context.promptCache ?? 'auto');
     return this.http.send(
       {
         method: 'POST',

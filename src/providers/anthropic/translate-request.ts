@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import { callerMarked, isMark, markBreakpoints, type PromptCacheMode } from './cache-breakpoints.js';
 import { thinkingFor } from './thinking.js';
 
 /** Anthropic requires `max_tokens`; used when the caller sets none (configurable per upstream). */
@@ -20,17 +21,26 @@ const SAME_NAME = ['top_k', 'metadata', 'thinking', 'service_tier'] as const;
  * The chat body in Anthropic Messages form (pure; no I/O). System and developer messages become `system`; tool
  * calls become `tool_use` blocks and tool results `tool_result` blocks in a user turn; consecutive turns of one
  * role are merged (Anthropic wants user and assistant to alternate). Fields with no Anthropic meaning are dropped,
- * not forwarded: a provider that rejects unknown fields would fail on them.
+ * not forwarded: a provider that rejects unknown fields would fail on them. A `cache_control` the caller put on a
+ * content part or a tool is kept; with `promptCache: 'auto'` and no such mark, the gateway marks its own
+ * breakpoints (markBreakpoints).
  */
-export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string, defaultMaxTokens = DEFAULT_ANTHROPIC_MAX_TOKENS): Record<string, unknown> {
+export function toAnthropicRequest(
+  body: ChatRequestBody,
+  upstreamModel: string,
+  defaultMaxTokens = DEFAULT_ANTHROPIC_MAX_TOKENS,
+  promptCache: PromptCacheMode = 'off',
+): Record<string, unknown> {
   if (typeof body.n === 'number' && body.n !== 1) {
     throw new GatewayError('validation_failed', { errors: [{ field: 'n', problem: 'Anthropic answers one choice per call: n must be 1' }] });
   }
   const system: string[] = [];
+  let systemMarked = false;
   const messages: AnthropicMessage[] = [];
   for (const message of body.messages) {
     if (message.role === 'system' || message.role === 'developer') {
       system.push(textOf(message.content));
+      systemMarked ||= Array.isArray(message.content) && message.content.some((part) => isMark(part.cache_control));
       continue;
     }
     const role = message.role === 'assistant' ? 'assistant' : 'user';
@@ -44,7 +54,9 @@ export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string,
     messages,
     max_tokens: callerMaxTokens(body) ?? defaultMaxTokens,
   };
-  if (system.length > 0) out.system = system.join('\n\n');
+  // The caller's own breakpoints in the system prompt need its blocks; otherwise one string, as before.
+  if (systemMarked) out.system = systemBlocks(body.messages);
+  else if (system.length > 0) out.system = system.join('\n\n');
   if (body.temperature !== undefined) out.temperature = body.temperature;
   if (body.top_p !== undefined) out.top_p = body.top_p;
   if (body.stop !== undefined && body.stop !== null) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
@@ -62,7 +74,25 @@ export function toAnthropicRequest(body: ChatRequestBody, upstreamModel: string,
     const target = { model: upstreamModel, maxTokens: callerMaxTokens(body), defaultMaxTokens, unsignedToolTurn: unsignedToolTurn(messages) };
     Object.assign(out, thinkingFor(body.reasoning_effort, target));
   }
+  if (promptCache === 'auto' && !callerMarked(out)) markBreakpoints(out, messages);
   return out;
+}
+
+/** The system and developer messages as text blocks, each content part its own, with the caller's `cache_control`. */
+function systemBlocks(messages: readonly ChatMessage[]): Block[] {
+  const blocks: Block[] = [];
+  for (const message of messages) {
+    if (message.role !== 'system' && message.role !== 'developer') continue;
+    if (typeof message.content === 'string') {
+      if (message.content !== '') blocks.push({ type: 'text', text: message.content });
+      continue;
+    }
+    for (const part of message.content ?? []) {
+      if (part.type !== 'text' || typeof part.text !== 'string' || part.text === '') continue;
+      blocks.push(isMark(part.cache_control) ? { type: 'text', text: part.text, cache_control: part.cache_control } : { type: 'text', text: part.text });
+    }
+  }
+  return blocks;
 }
 
 /** Whether the last assistant turn called tools without a thinking block first (src/providers/anthropic/thinking.ts). */
@@ -78,7 +108,11 @@ function callerMaxTokens(body: ChatRequestBody): number | undefined {
 
 function blocksOf(message: ChatMessage): Block[] {
   if (message.role === 'tool') {
-    return [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) }];
+    const result: Block = { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) };
+    // A breakpoint on a part of the result marks the result (its text is one block upstream).
+    const mark = Array.isArray(message.content) ? message.content.findLast((part) => isMark(part.cache_control))?.cache_control : undefined;
+    if (mark !== undefined) result.cache_control = mark;
+    return [result];
   }
   const blocks: Block[] = [];
   if (typeof message.content === 'string') {
@@ -96,13 +130,19 @@ function blocksOf(message: ChatMessage): Block[] {
 
 /** OpenAI content parts: text as text; an image URL (data: or https:) as an Anthropic image source. */
 function toAnthropicPart(part: Record<string, unknown>): Block {
-  if (part.type === 'text') return { type: 'text', text: String(part.text ?? '') };
+  if (part.type === 'text') return withMark({ type: 'text', text: String(part.text ?? '') }, part);
   if (part.type === 'image_url') {
     const source = imageSource(part);
-    if ('url' in source) return { type: 'image', source: { type: 'url', url: source.url } };
-    return { type: 'image', source: { type: 'base64', media_type: source.mediaType, data: source.data } };
+    if ('url' in source) return withMark({ type: 'image', source: { type: 'url', url: source.url } }, part);
+    return withMark({ type: 'image', source: { type: 'base64', media_type: source.mediaType, data: source.data } }, part);
   }
   return part;
+}
+
+/** The caller's `cache_control` on a content part or a tool (the OpenAI-shaped form SDKs and routers use) kept on its block. */
+function withMark(block: Block, from: Record<string, unknown>): Block {
+  if (isMark(from.cache_control)) block.cache_control = from.cache_control;
+  return block;
 }
 
 
@@ -111,7 +151,7 @@ function toAnthropicTool(tool: unknown): Block {
   const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;
   const out: Block = { name: String(fn?.name ?? ''), input_schema: fn?.parameters ?? { type: 'object', properties: {} } };
   if (typeof fn?.description === 'string') out.description = fn.description;
-  return out;
+  return typeof tool === 'object' && tool !== null ? withMark(out, tool as Record<string, unknown>) : out;
 }
 
 /**

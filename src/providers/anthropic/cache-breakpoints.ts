@@ -1,0 +1,73 @@
+/**
+ * Prompt-cache breakpoints of a request translated for Anthropic (docs/usage.md, "Prompt caching"). Anthropic
+ * caches a prompt's prefix only where a block carries `cache_control` (at most 4 per request); a prefix is the
+ * tools, then the system prompt, then the messages, up to and including the marked block. OpenAI and Gemini cache
+ * repeated prefixes on their own, so only this provider needs the gateway to mark them.
+ */
+
+type Block = Record<string, unknown>;
+
+interface Message {
+  role: string;
+  content: Block[];
+}
+
+/**
+ * Whether the gateway marks a translated request's prompt-cache breakpoints (a model's `prompt_cache`,
+ * docs/usage.md "Prompt caching"): `auto` marks them unless the caller marked its own; `off` never does.
+ */
+export type PromptCacheMode = 'auto' | 'off';
+
+/** A prompt-cache breakpoint with Anthropic's default lifetime (5 minutes, refreshed by every read). */
+const BREAKPOINT: Readonly<Block> = Object.freeze({ type: 'ephemeral' });
+
+/** A `cache_control` value worth forwarding: an object (Anthropic judges its fields). */
+export function isMark(value: unknown): value is Block {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const marked = (block: Block | undefined): boolean => block !== undefined && block.cache_control !== undefined && block.cache_control !== null;
+
+/** Whether the translated request already holds a breakpoint of the caller's (on a tool, a system block or a message block). */
+export function callerMarked(out: Record<string, unknown>): boolean {
+  if (Array.isArray(out.tools) && (out.tools as Block[]).some(marked)) return true;
+  if (Array.isArray(out.system) && (out.system as Block[]).some(marked)) return true;
+  return (out.messages as Message[]).some((m) => m.content.some(marked));
+}
+
+/**
+ * The gateway's prompt-cache breakpoints, at most four (Anthropic's limit), where an agent loop or a chat resends
+ * the same prefix: the last tool (the tools are the start of the prompt), the system prompt, the last block of the
+ * last message (this call writes the whole conversation to the cache; the next call reads it), and the last block
+ * of the user turn before it (the point the previous call wrote, so it is read even when this turn added more than
+ * the 20 blocks Anthropic looks back from a breakpoint). A prefix below the model's minimum (1,024 or 2,048 tokens)
+ * is simply not cached, at no charge. Only blocks the translation built are changed (a copy where the block is the
+ * caller's own part: the body may be translated again for another target).
+ */
+export function markBreakpoints(out: Record<string, unknown>, messages: Message[]): void {
+  const tools = out.tools as Block[] | undefined;
+  const lastTool = tools?.[tools.length - 1];
+  if (tools && lastTool) tools[tools.length - 1] = { ...lastTool, cache_control: BREAKPOINT };
+  if (typeof out.system === 'string' && out.system.trim() !== '') out.system = [{ type: 'text', text: out.system, cache_control: BREAKPOINT }];
+  const last = messages.length - 1;
+  if (last < 0) return;
+  markLastBlock(messages[last] as Message);
+  for (let i = last - 1; i >= 0; i--) {
+    const message = messages[i] as Message;
+    if (message.role === 'user') {
+      markLastBlock(message);
+      return;
+    }
+  }
+}
+
+/** Marks a message's last block that may carry a breakpoint (not a thinking block, not a blank text). */
+function markLastBlock(message: Message): void {
+  for (let i = message.content.length - 1; i >= 0; i--) {
+    const block = message.content[i] as Block;
+    if (block.type === 'thinking' || block.type === 'redacted_thinking') continue;
+    if (block.type === 'text' && (typeof block.text !== 'string' || block.text.trim() === '')) continue;
+    message.content[i] = { ...block, cache_control: BREAKPOINT };
+    return;
+  }
+}

@@ -14,7 +14,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from './helpers/scripted-upstream.js';
 import { functionName, type ScriptedReply } from './helpers/scripted-replies.js';
-import { API_KEY_PLACEHOLDER, callerApiOf, loadClientFixtures, replyFor, resultText, toolCallsOf, toolResultsOf, type CallerApi, type ClientFixture, type RecordedRequest } from './helpers/client-fixtures.js';
+import { API_KEY_PLACEHOLDER, assertGeminiLoop, callerApiOf, isGeminiOnly, loadClientFixtures, replyFor, resultText, toolCallsOf, toolResultsOf, type CallerApi, type ClientFixture, type RecordedRequest } from './helpers/client-fixtures.js';
 import { validateChatJson, validateChatStream, validateMessagesJson, validateMessagesStream, type Turn } from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
 
@@ -176,6 +176,10 @@ describe('conformance: recorded client traffic replayed through every path', () 
           const value = request.headers[name];
           assert.ok(value === undefined || value === API_KEY_PLACEHOLDER || value === `Bearer ${API_KEY_PLACEHOLDER}`, `${fixture.name} request ${i}: ${name} is a placeholder`);
         }
+      }
+      if (isGeminiOnly(fixture)) {
+        assertGeminiLoop(fixture);
+        continue;
       }
       const calls = fixture.requests.map((r, i) => ({ api: callerApiOf(r), r, i })).filter((c) => c.api !== undefined && c.r.body);
       const toolTurn = calls.find((c) => replyFor(fixture, c.i).type !== 'text');

@@ -29,9 +29,12 @@ export function parseGemini(body: Record<string, unknown>, path: string): Parsed
 export function answerGemini(res: ServerResponse, turn: ParsedTurn & { jsonAsked: boolean }, reply: Reply): void {
   let part: Record<string, unknown>;
   if (reply.kind === 'tool') part = { functionCall: { name: reply.tool.name, args: reply.args } };
-  // A side request that asks for JSON (Gemini CLI's model router): a JSON object, whatever its schema wants.
-  else if (turn.jsonAsked) part = { text: JSON.stringify({ reasoning: 'simple', complexity_reasoning: 'simple', complexity_score: 1, model_choice: 'flash', next_speaker: 'user' }) };
-  else part = { text: reply.text };
+  else {
+    // A side request that asks for JSON (Gemini CLI's model router): a JSON object, whatever its schema wants. The
+    // reply is that text, so that a recording (record.ts) holds what the client really got.
+    if (turn.jsonAsked) reply.text = JSON.stringify({ reasoning: 'simple', complexity_reasoning: 'simple', complexity_score: 1, model_choice: 'flash', next_speaker: 'user' });
+    part = { text: reply.text };
+  }
   const answer = {
     candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
     usageMetadata: { promptTokenCount: USAGE.input, candidatesTokenCount: USAGE.output, totalTokenCount: USAGE.input + USAGE.output },

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseMessages } from './api-anthropic.js';
 import { parseChat } from './api-chat.js';
+import { parseGemini } from './api-gemini.js';
 import { parseResponses } from './api-responses.js';
 import { GATEWAY_KEY, ROOT } from './gateway.js';
 import type { Recorded } from './mock-upstream.js';
@@ -28,13 +29,14 @@ const VOLATILE_HEADERS = new Set([
 const LONG_TEXT = 1_000;
 const KEEP_TEXT = 200;
 
-type CallerApi = 'messages' | 'responses' | 'chat';
+type CallerApi = 'messages' | 'responses' | 'chat' | 'gemini';
 
 function callerApiOf(method: string, path: string): CallerApi | undefined {
   if (method !== 'POST') return undefined;
   if (path.endsWith('/messages')) return 'messages';
   if (path.endsWith('/responses')) return 'responses';
   if (path.endsWith('/chat/completions')) return 'chat';
+  if (/\/models\/[^/]+:(generateContent|streamGenerateContent)$/.test(path)) return 'gemini';
   return undefined;
 }
 
@@ -77,8 +79,9 @@ function parsedBody(text: string | undefined): unknown {
   }
 }
 
-function toolResultsOf(api: CallerApi, body: unknown): string[] {
+function toolResultsOf(api: CallerApi, body: unknown, path: string): string[] {
   const record = asRecord(body);
+  if (api === 'gemini') return parseGemini(record, path).toolResults;
   if (api === 'messages') return parseMessages(record).toolResults;
   if (api === 'responses') return parseResponses(record).toolResults;
   return parseChat(record).toolResults;
@@ -103,13 +106,14 @@ function requestsOf(sent: SentRequest[], upstream: Recorded[]): Array<Record<str
   const answered = upstream.filter((request) => request.reply !== undefined);
   let next = 0;
   const requests = sent.map((request) => {
-    const api = callerApiOf(request.method, new URL(request.url, 'http://recording').pathname);
+    const pathname = new URL(request.url, 'http://recording').pathname;
+    const api = callerApiOf(request.method, pathname);
     if (api === undefined) return fixtureRequest(request, undefined);
     const match = answered[next];
     next += 1;
     const body = parsedBody(request.body);
     if (match === undefined) throw new Error(`model call ${next} of the client reached no upstream`);
-    if (JSON.stringify(toolResultsOf(api, body)) !== JSON.stringify(toolResultsOf(api, match.body))) throw new Error(`model call ${next}: the upstream call in its place carries other tool results`);
+    if (JSON.stringify(toolResultsOf(api, body, pathname)) !== JSON.stringify(toolResultsOf(api, match.body, pathname))) throw new Error(`model call ${next}: the upstream call in its place carries other tool results`);
     return fixtureRequest(request, match.reply);
   });
   if (next !== answered.length) throw new Error(`${next} model calls sent, ${answered.length} answered upstream`);
@@ -123,7 +127,7 @@ export function writeFixture(pin: ClientPin, path: PathSpec, sent: SentRequest[]
     format: FORMAT,
     client: { name: pin.id, version: pin.version, packages: { [pin.package]: pin.version }, runtime: 'the CLI as npm installs it' },
     flow: RECORDED_FLOW,
-    description: `npm run conformance's one-tool task (read ${TASK_FILE}, answer with what it says), on the client's default settings, through the gateway's ${path.label}`,
+    description: `npm run conformance's one-tool task (read ${TASK_FILE}, answer with what it says), on the client's default settings, ${path.via === 'gateway' ? `through the gateway's ${path.label}` : `on the ${path.label} (the gateway cannot serve its API yet)`}`,
     recorded_with: `npm run conformance -- --record ${pin.id}@${pin.version}`,
     edited: 'credentials replaced by <API_KEY>; strings over 1,000 characters shortened (listed in `shortened`); everything else as the client sent it',
     script: { prompt: TASK_PROMPT, tool_result: 'the random token the task file holds' },

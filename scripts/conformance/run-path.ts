@@ -86,7 +86,8 @@ export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mo
   let tap: Tap | undefined;
   try {
     gateway = path.via === 'gateway' ? await startGateway(dir, mocks, path.upstream) : undefined;
-    tap = gateway ? await startTap(gateway.url, { record }) : undefined;
+    // The control path has a tap only when recording (its exchanges are then the client's with the mock).
+    tap = gateway ? await startTap(gateway.url, { record }) : record ? await startTap(mocks[path.upstream].origin, { record }) : undefined;
     const origin = tap?.origin ?? mocks[path.upstream].origin;
     const prepared = prepareClient(path.client, join(dir, 'home'), { origin, key: GATEWAY_KEY });
     const { output, timedOut } = await runClient([...client.command, ...prepared.args], workDir, { ...prepared.env, ...extraEnv() }, timeoutMs);
@@ -98,7 +99,7 @@ export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mo
       token: task.token,
       upstream: since(target, marks.get(target) ?? 0),
       elsewhere: all.filter((mock) => mock !== target).flatMap((mock) => since(mock, marks.get(mock) ?? 0)).filter((request) => request.api !== 'other'),
-      exchanges: tap?.exchanges ?? [],
+      exchanges: gateway ? (tap?.exchanges ?? []) : [],
     };
     writeFileSync(join(dir, 'client.stdout'), output.stdout);
     writeFileSync(join(dir, 'client.stderr'), output.stderr);

@@ -8,7 +8,8 @@
 //   npm run conformance -- --regressions-only    exit 1 only for a failing cell that the committed matrix in
 //                                                docs/compatibility.md does not show failing (what CI runs)
 //   npm run conformance -- --no-write            print the matrix, leave docs/compatibility.md alone
-//   npm run conformance -- --record [client]     run only the native paths and write what each client sent as
+//   npm run conformance -- --record [client]     run only the native paths (the control path of a client whose
+//                                                native path is not served yet) and write what each client sent as
 //                                                test/fixtures/clients/<client>-<version>/conformance-tool-loop.json
 //   CONFORMANCE_TIMEOUT_S=90 (default)           the bound of one client run
 //   CONFORMANCE_CACHE=dir                        where the CLIs are installed (default ~/.cache/llm-gateway-conformance)
@@ -78,9 +79,16 @@ async function installAll(pins: ClientPin[]): Promise<Installs> {
   return installs;
 }
 
-/** A recording runs only the client's native path (what the client sends does not depend on the upstream). */
+/**
+ * A recording runs only the client's native path (what the client sends does not depend on the upstream); a client
+ * whose native path the gateway cannot serve yet (Gemini CLI before issue 32) is recorded on its control path, straight
+ * to the mock, what it sends being the same.
+ */
 function pathsOf(pin: ClientPin, record: boolean): PathSpec[] {
-  return PATHS.filter((candidate) => candidate.client === pin.id && (!record || candidate.id.startsWith('native-')));
+  const mine = PATHS.filter((candidate) => candidate.client === pin.id);
+  if (!record) return mine;
+  const native = mine.filter((candidate) => candidate.id.startsWith('native-') && candidate.notYet === undefined);
+  return native.length > 0 ? native : mine.filter((candidate) => candidate.via === 'direct');
 }
 
 async function runClientPaths(pin: ClientPin, installed: InstalledClient | string | undefined, mocks: Mocks, runsDir: string, bound: number, record: boolean): Promise<CellResult[]> {

@@ -78,6 +78,32 @@ export function callerApiOf(request: RecordedRequest): CallerApi | undefined {
 
 type Json = Record<string, unknown>;
 
+/**
+ * A fixture whose model calls are all in Google's Gemini API (Gemini CLI's, recorded on the conformance control
+ * path): the gateway has no Gemini API surface yet (issue 32), so it is not replayed; its loop is checked in its own
+ * terms (assertGeminiLoop).
+ */
+export function isGeminiOnly(fixture: ClientFixture): boolean {
+  const apis = fixture.requests.map((r) => apiOf(r.method, r.path)).filter((api) => api !== undefined);
+  return apis.length > 0 && apis.every((api) => api === 'gemini');
+}
+
+/**
+ * A Gemini fixture is a whole loop: a call answered with a function call, a later call sending a functionResponse of
+ * that function (Gemini's calls carry no id of the server's: the client makes its own), then a final text.
+ */
+export function assertGeminiLoop(fixture: ClientFixture): void {
+  const calls = fixture.requests.map((r, i) => ({ r, i })).filter((c) => apiOf(c.r.method, c.r.path) === 'gemini' && c.r.body);
+  const toolTurn = calls.find((c) => c.r.reply !== undefined && c.r.reply.type === 'tool_call');
+  if (toolTurn === undefined) throw new Error(`${fixture.name}: a turn answered with a function call`);
+  const name = (toolTurn.r.reply as { name: string }).name;
+  const sendsResult = (body: Json): boolean =>
+    ((body.contents ?? []) as Json[]).some((content) => ((content.parts ?? []) as Json[]).some((part) => (part.functionResponse as Json | undefined)?.name === name));
+  const answered = calls.find((c) => c.i > toolTurn.i && sendsResult(c.r.body ?? {}));
+  if (answered === undefined) throw new Error(`${fixture.name}: a later call sends the functionResponse of ${name}`);
+  if (!calls.some((c) => c.i >= answered.i && c.r.reply?.type === 'text')) throw new Error(`${fixture.name}: a final text`);
+}
+
 /** A tool result's text: a string, or a list of parts (`input_text`, `text`, ...) joined. */
 export function resultText(content: unknown): string {
   if (typeof content === 'string') return content;

@@ -4,6 +4,7 @@ import type { GatewayConfig } from './config/types.js';
 import { ChatService } from './core/chat-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
 import { ModelRouter } from './core/model-router.js';
+import { PriceBook } from './core/price-book.js';
 import { createHttpServer } from './http/server.js';
 import { readCertificate } from './http/tls-certificate.js';
 import type { Logger } from './observability/logger.js';
@@ -102,7 +103,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   // primary that fails (metrics and the dashboard read the same tallies).
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
-  const chat = new ChatService({ router: new ModelRouter(config, providers), limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log), undeclaredCachePolicy: config.cache.undeclaredModels });
+  const prices = new PriceBook(config, providers.builtins);
+  const chat = new ChatService({ router: new ModelRouter(config, providers), prices, limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log), undeclaredCachePolicy: config.cache.undeclaredModels });
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
   const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
   const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
@@ -112,7 +114,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const responses = wireResponses(app, config, deps.responses, chat, ownership);
   const responsesHandler = makeChatHandler(responses.surface, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.responseCompleted) });
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
-  const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins);
+  const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins, prices);
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
   const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model), ownership), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });

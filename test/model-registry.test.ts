@@ -43,6 +43,6 @@ describe('model registry: aliases, prices, cost', () => {
     const models = await call(`${fixture.gw.url}/v1/?route=models`, { headers: authHeaders() });
     const cheap = (models.json.data as Array<{ id: string; aliases?: string[]; pricing?: unknown }>).find((m) => m.id === 'cheap');
     assert.deepEqual(cheap?.aliases, ['cheap-latest']);
-    assert.deepEqual(cheap?.pricing, { input_per_million_tokens: 0.15, output_per_million_tokens: 0.6, currency: 'USD' });
+    assert.deepEqual(cheap?.pricing, { input_per_million_tokens: 0.15, output_per_million_tokens: 0.6, currency: 'USD', source: 'config' });
   });
 });

@@ -232,6 +232,7 @@ describe('routes, pages and versioning', () => {
         provider: 'default',
         upstream_model: 'gpt-4o',
         context_window: 128000,
+        context_window_source: 'config',
         created_at: '2024-05-13T00:00:00.000Z',
         owned_by: null,
         source: 'config',

@@ -5,6 +5,7 @@ import { openStateStores, type StateStores } from '../store/open-state-stores.js
 import { openUsageStore } from '../store/open-usage-store.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import { keysCommand } from './keys-command.js';
+import { modelsCommand } from './models-command.js';
 import { tailUsage, usageCommand } from './usage-command.js';
 import { listDeadLetters, redeliver, sendTestEvent, type CliOutput } from './webhooks-command.js';
 
@@ -21,6 +22,10 @@ const HELP: Record<string, string> = {
   gateway keys rotate <key id> [--grace 24h]
   gateway keys revoke <key id>
   Scoped API keys of this environment (GATEWAY_ENV); the secret is printed once, at creation. docs/auth.md`,
+  models: `gateway models [--prices] [--format table|json] [model ...]
+  The declared models (and any model named here, as the gateway would route it) with their context window and,
+  with --prices, the prices that apply (USD per million tokens) and where each comes from: the config, the price
+  catalog (its date is printed), or none. Reads the config file only: no server needed. docs/usage.md`,
   users: `gateway users hash-password
   Reads a password (12 characters or more) on standard input and prints its scrypt hash, for auth.basic_users.`,
   usage: `gateway usage [--by model|caller|route|day] [--since 7d] [--format table|csv|json]
@@ -38,6 +43,7 @@ export const USAGE = `usage: gateway <command> [--help]
   start              run the gateway
   config check       validate a config file and explain each problem
   keys               create, list, rotate, revoke scoped API keys
+  models             the models with their prices and context windows, and where each comes from
   users              hash a password for Basic authentication
   usage              usage summaries by model, key or day (table, CSV, JSON)
   webhooks           send a test event, list and redeliver dead letters
@@ -90,6 +96,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutp
   }
   const config = loadOrExplain(env, io);
   if (!config) return 2;
+  if (area === 'models') return modelsCommand(config, [command ?? '', ...rest].filter(Boolean), io);
   if (area === 'webhooks' && command === 'test') {
     if (!rest[0]) {
       io.err(help);
@@ -152,6 +159,7 @@ function configCheck(env: NodeJS.ProcessEnv, io: CliOutput): number {
   io.out(`ok: ${env.GATEWAY_CONFIG ?? '(no config file: environment only)'} is valid for environment ${config.environment}`);
   io.out(`  upstreams: ${config.upstreams.map((u) => `${u.name} (${u.kind}, ${new URL(u.baseUrl).host})`).join(', ') || 'none'}`);
   io.out(`  models: ${config.models.map((m) => m.id).join(', ') || 'none declared'}${config.defaultUpstream ? `; others go to ${config.defaultUpstream}` : ''}`);
+  io.out(`  price catalog: ${config.priceCatalog ? `as of ${config.priceCatalog.asOf}, ${config.priceCatalog.models} models (gateway models --prices)` : 'none'}`);
   io.out(`  limits: ${config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? 'configured' : 'none'}; store: ${config.redisUrl ? 'Redis' : 'SQLite'}; usage records: ${config.usage.enabled ? (config.databaseUrl ? 'PostgreSQL' : 'SQLite') : 'off'}`);
   io.out(`  metrics: ${config.metricsEnabled ? 'GET /metrics' : 'off'}; tracing: ${config.tracing ? `OTLP to ${new URL(config.tracing.endpoint).host}` : 'off'}; dashboard: ${config.dashboard.enabled ? '/dashboard' : 'off'}`);
   io.out(`  webhooks: ${config.webhooks.subscriptions.map((s) => s.id).join(', ') || 'none'}; OAuth: ${config.oauth ? config.oauth.issuer : 'off'}; Basic users: ${config.basicUsers.length}; HTTPS: ${config.tls ? 'on' : 'off'}`);

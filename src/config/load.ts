@@ -7,6 +7,7 @@ import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
 import { checkAdminTokens, envTimeouts, parseAdminTokens, parseEnvironment, parseIntEnv, parseLogLevel, parseWorkers } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
+import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import { checkLimitModels, toBasicUsers, toCachePolicy, toLimits, toModel, toOAuth, toResponses, toRetry, toTracing, toWebhooks } from './sections.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -63,6 +64,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const oauth = toOAuth(file.auth.oauth, problems);
   const basicUsers = toBasicUsers(file.auth.basic_users ?? [], env, fileDir, problems);
   const tracing = toTracing(file.tracing, env, problems);
+  const priceCatalog = file.price_catalog === false ? undefined : readPriceCatalog(file.price_catalog === undefined ? DEFAULT_PRICE_CATALOG_FILE : resolve(fileDir, file.price_catalog), problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -84,6 +86,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     defaultUpstream,
     // The echo model is a development aid only: it is never served in staging or prod, whatever the file says.
     devEchoModel: environment === 'dev' && file.dev_echo_model !== false,
+    priceCatalog,
     limits: toLimits(file.limits),
     retry: toRetry(retrySchema.parse(file.retry ?? {})),
     circuitBreaker: {

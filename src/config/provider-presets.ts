@@ -27,27 +27,41 @@ export interface ProviderKind {
   nativeResponses?: boolean;
   /** Its chat API takes `web_search_options` (OpenAI's own); other servers are not known to, so a search is left out. */
   chatWebSearch?: boolean;
+  /**
+   * Which family of the built-in price catalog prices its models when the config gives no price or window
+   * (catalog/model-prices.json, core/price-book.ts); `by-vendor`: the model name's vendor prefix names the family
+   * (OpenRouter's `anthropic/claude-sonnet-4.5`, see VENDOR_PRICE_FAMILIES). Absent: no catalog price, because what
+   * the server charges is not known (a local server, or an OpenAI-compatible one of unknown make).
+   */
+  priceFamily?: string;
 }
 
-const openAi = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on'): ProviderKind => ({ wire: 'openai', baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage });
+/** An aggregator's vendor prefixes (`google/gemini-2.5-pro`) and the catalog family that prices them. */
+export const VENDOR_PRICE_FAMILIES: Readonly<Record<string, string>> = { openai: 'openai', anthropic: 'anthropic', google: 'gemini', mistralai: 'mistral', deepseek: 'deepseek' };
+export const BY_VENDOR = 'by-vendor';
+/** Every family a kind can name: what a price catalog file may hold. */
+export const PRICE_FAMILIES = ['openai', 'anthropic', 'gemini', 'mistral', 'deepseek', 'groq', 'together'] as const;
+
+const openAi = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on', priceFamily?: string): ProviderKind => ({ wire: 'openai', baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage, ...(priceFamily ? { priceFamily } : {}) });
 // Native wire formats: the key goes in their own header, and usage always arrives (stream_usage does not apply).
-const native = (wire: WireFormat, baseUrl: string): ProviderKind => ({ wire, baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage: 'off' });
+const native = (wire: WireFormat, baseUrl: string, priceFamily: string): ProviderKind => ({ wire, baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage: 'off', priceFamily });
 
 export const PROVIDER_KINDS = {
   'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
-  openai: { ...openAi('https://api.openai.com/v1'), nativeResponses: true, chatWebSearch: true },
-  azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on', nativeResponses: true },
-  groq: openAi('https://api.groq.com/openai/v1'),
-  mistral: openAi('https://api.mistral.ai/v1', 'off'), // sends usage in its last chunk unasked
-  deepseek: openAi('https://api.deepseek.com/v1'),
-  together: openAi('https://api.together.xyz/v1'),
-  openrouter: openAi('https://openrouter.ai/api/v1'),
+  openai: { ...openAi('https://api.openai.com/v1', 'on', 'openai'), nativeResponses: true, chatWebSearch: true },
+  // Azure's global deployments cost what OpenAI's models do; a deployment is priced when it is named like its model.
+  azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on', nativeResponses: true, priceFamily: 'openai' },
+  groq: openAi('https://api.groq.com/openai/v1', 'on', 'groq'),
+  mistral: openAi('https://api.mistral.ai/v1', 'off', 'mistral'), // sends usage in its last chunk unasked
+  deepseek: openAi('https://api.deepseek.com/v1', 'on', 'deepseek'),
+  together: openAi('https://api.together.xyz/v1', 'on', 'together'),
+  openrouter: openAi('https://openrouter.ai/api/v1', 'on', BY_VENDOR), // bills a vendor's models at the vendor's prices
   ollama: openAi('http://127.0.0.1:11434/v1'),
   vllm: openAi('http://127.0.0.1:8000/v1'),
   'llama-cpp': openAi('http://127.0.0.1:8080/v1', 'auto'),
   lmstudio: openAi('http://127.0.0.1:1234/v1', 'auto'),
-  anthropic: native('anthropic', 'https://api.anthropic.com/v1'),
-  gemini: native('gemini', 'https://generativelanguage.googleapis.com/v1beta'),
+  anthropic: native('anthropic', 'https://api.anthropic.com/v1', 'anthropic'),
+  gemini: native('gemini', 'https://generativelanguage.googleapis.com/v1beta', 'gemini'),
 } as const satisfies Record<string, ProviderKind>;
 
 export type ProviderKindName = keyof typeof PROVIDER_KINDS;

@@ -277,6 +277,11 @@ export const configFileSchema = z
       .optional(),
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
+    /**
+     * The price catalog used where a model's config gives no `pricing` or `context_window` (docs/usage.md): absent,
+     * the one shipped in catalog/model-prices.json; a path (relative to this file) to use another; false for none.
+     */
+    price_catalog: z.union([z.literal(false), z.string().min(1).max(4096)]).optional(),
     /** Prometheus metrics at GET /metrics (admin token). */
     metrics: z.object({ enabled: z.boolean().default(true) }).strict().prefault({}),
     /** The operators' web page at /dashboard (admin token login). */

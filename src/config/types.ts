@@ -1,5 +1,6 @@
 import type { GatewayEnvironment } from './schema.js';
 import type { StreamUsageMode } from './provider-presets.js';
+import type { PriceCatalog } from './price-catalog.js';
 
 export type { StreamUsageMode };
 
@@ -139,6 +140,8 @@ export interface GatewayConfig {
   models: ModelConfig[];
   defaultUpstream: string | undefined;
   devEchoModel: boolean;
+  /** Prices and context windows of models whose config gives none (`price_catalog: false`: undefined). */
+  priceCatalog: PriceCatalog | undefined;
   limits: LimitsConfig;
   /** The retry policy of models without their own (default: one try, no retry). */
   retry: RetryPolicy;

@@ -4,6 +4,7 @@ import type { Budget } from './rate-limit-service.js';
 import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, NativeBody, StreamBatch, Usage } from '../providers/contract.js';
 import { checkedUsage } from '../providers/usage-figures.js';
 import { cacheSavingsUsd, costUsd, type PricedUsage } from './pricing.js';
+import type { PriceBook } from './price-book.js';
 import type { CallScope, ClientWatch } from './call-scope.js';
 import type { CircuitBreakers } from './circuit-breaker.js';
 import type { ChatTarget, ModelRouter, RoutePlan } from './model-router.js';
@@ -80,6 +81,8 @@ const LEASE_MARGIN_MS = 5_000;
 
 export interface ChatServiceOptions {
   router: ModelRouter;
+  /** Each model's prices and context window: its config's, else the price catalog's. */
+  prices: PriceBook;
   limits: RateLimitService;
   pauses: UpstreamPauses;
   breakers: CircuitBreakers;
@@ -321,8 +324,9 @@ export class ChatService {
    * it cannot fit the declared window (the native body is never truncated: it is forwarded as it is).
    */
   async checkContextWindow(asChat: ChatRequestBody, client?: ClientWatch): Promise<void> {
-    const declared = this.options.router.declared(asChat.model);
-    if (declared?.contextWindow !== undefined) await fitContextWindow(asChat, declared, 'error', client);
+    const facts = this.options.prices.of(asChat.model);
+    // A catalog window never refuses a call (see fitContext).
+    if (facts.contextWindowSource === 'config') await fitContextWindow(asChat, facts, 'error', client);
   }
 
   /** The name the model's first target knows it by (for counting its tokens with the right tokenizer). */
@@ -340,18 +344,33 @@ export class ChatService {
     return this.options.router.declared(model)?.id ?? model;
   }
 
-  /** The call's usage with its cost when the model (as the caller named it) has prices. */
+  /** The call's usage with its cost when the model (as the caller named it) has prices (config, else catalog). */
   private priced(model: string, usage: Usage | undefined): PricedUsage | undefined {
     if (!usage) return undefined;
-    const pricing = this.options.router.declared(model)?.pricing;
+    const pricing = this.options.prices.of(model).pricing;
     return pricing ? { ...usage, cost_usd: costUsd(usage, pricing), cache_savings_usd: cacheSavingsUsd(usage, pricing) } : usage;
   }
 
-  /** The context-window check (models with a declared window only); a truncated body is no longer the raw one. */
+  /**
+   * The context-window check; a truncated body is no longer the raw one. A window from the config is enforced (400
+   * context_length_exceeded, or truncation when asked). A window from the price catalog is the provider's published
+   * figure, and the gateway's count is exact only for OpenAI's tokenizers: it serves only a caller who asked for
+   * `X-Context-Overflow: truncate`, and never refuses a call (a prompt that cannot be fitted goes as it came, and the
+   * provider judges it). So a call without that header does no window work at all for a catalog window.
+   */
   private async fitContext(body: ChatRequestBody, call: ChatCall): Promise<{ body: ChatRequestBody; call: ChatCall }> {
-    const declared = this.options.router.declared(body.model);
-    if (declared?.contextWindow === undefined) return { body, call };
-    const fitted = await fitContextWindow(body, declared, call.contextOverflow, call.client);
+    const facts = this.options.prices.of(body.model);
+    if (facts.contextWindowSource === undefined) return { body, call };
+    let fitted: ChatRequestBody;
+    if (facts.contextWindowSource === 'config') {
+      fitted = await fitContextWindow(body, facts, call.contextOverflow, call.client);
+    } else {
+      if (call.contextOverflow !== 'truncate') return { body, call };
+      fitted = await fitContextWindow(body, facts, 'truncate', call.client).catch((error: unknown) => {
+        if (error instanceof GatewayError && error.code === 'context_length_exceeded') return body;
+        throw error;
+      });
+    }
     return fitted === body ? { body, call } : { body: fitted, call: { ...call, rawBody: undefined } };
   }
 
@@ -398,7 +417,7 @@ export class ChatService {
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
       ...(call.callerLimits ? { callerLimits: call.callerLimits } : {}),
       ...(call.budget ? { budget: call.budget } : {}),
-      ...(call.budget?.costMicros ? { pricing: this.options.router.declared(model)?.pricing } : {}),
+      ...(call.budget?.costMicros ? { pricing: this.options.prices.of(model).pricing } : {}),
     });
   }
 

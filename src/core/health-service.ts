@@ -35,6 +35,11 @@ export interface HealthReport {
     /** Present when limits are configured: whether their store answered the last admission. */
     rate_limits?: { status: 'ok' | 'fail'; store: string };
   };
+  /**
+   * The price catalog in use (prices and windows of models whose config gives none): the day its figures are the
+   * providers' list prices, how many days ago that is, and how many models it prices. Absent: no catalog.
+   */
+  price_catalog?: { as_of: string; age_days: number; models: number };
   notes?: string[];
 }
 
@@ -51,6 +56,8 @@ export interface HealthServiceOptions {
   pauses?: () => Promise<ActivePause[]>;
   /** Calls in flight and queued per upstream, in this process. */
   loads?: () => Array<[string, CapacityLoad]>;
+  /** The price catalog's date (YYYY-MM-DD) and size. */
+  priceCatalog?: { asOf: string; models: number } | undefined;
 }
 
 /**
@@ -102,6 +109,8 @@ export class HealthService {
       checks: { store, upstreams },
     };
     if (limits) report.checks.rate_limits = { status: limitsOk ? 'ok' : 'fail', store: limits.kind };
+    const catalog = this.options.priceCatalog;
+    if (catalog) report.price_catalog = { as_of: catalog.asOf, age_days: Math.max(0, Math.floor((now.getTime() - Date.parse(catalog.asOf)) / 86_400_000)), models: catalog.models };
     if (notes.length > 0) report.notes = notes;
     return report;
   }

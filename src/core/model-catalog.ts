@@ -2,6 +2,7 @@ import type { GatewayConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { BuiltinModel } from '../providers/registry.js';
 import { parsePageLimit } from './page-limit.js';
+import type { FactSource, ModelFacts, PriceBook } from './price-book.js';
 import type { UpstreamProbe } from './upstream-probe.js';
 
 export interface CatalogModel {
@@ -10,6 +11,8 @@ export interface CatalogModel {
   provider: string;
   upstream_model: string;
   context_window: number | null;
+  /** Where `context_window` came from: the model's config, or the price catalog (absent when there is none). */
+  context_window_source?: FactSource;
   created_at: string | null;
   owned_by: string | null;
   source: 'config' | 'upstream' | 'builtin';
@@ -26,6 +29,11 @@ export interface CatalogModel {
     cache_write_per_million_tokens?: number;
     cache_write_1h_per_million_tokens?: number;
     currency: 'USD';
+    /** The model's config, or the price catalog (then `as_of`: the day its figures are the providers' list prices). */
+    source: FactSource;
+    as_of?: string;
+    /** The catalog entry that matched (`anthropic/claude-sonnet-4-5`). */
+    catalog_entry?: string;
   };
 }
 
@@ -52,6 +60,7 @@ export class ModelCatalog {
     private readonly config: GatewayConfig,
     private readonly defaultProbe: UpstreamProbe | undefined,
     private readonly builtins: ReadonlyMap<string, BuiltinModel>,
+    private readonly prices: PriceBook,
   ) {}
 
   /**
@@ -81,7 +90,7 @@ export class ModelCatalog {
         object: 'model',
         provider: m.upstream,
         upstream_model: m.upstreamModel,
-        context_window: m.contextWindow ?? null,
+        ...this.facts(this.prices.of(m.id)),
         created_at: m.createdAt ?? null,
         owned_by: null,
         source: 'config',
@@ -89,18 +98,6 @@ export class ModelCatalog {
         ...(m.aliases.length > 0 ? { aliases: m.aliases } : {}),
         ...(m.type ? { type: m.type } : {}),
         ...(m.dimensions !== undefined ? { dimensions: m.dimensions } : {}),
-        ...(m.pricing
-          ? {
-              pricing: {
-                input_per_million_tokens: m.pricing.inputPerMillion,
-                output_per_million_tokens: m.pricing.outputPerMillion,
-                ...(m.pricing.cacheReadPerMillion !== undefined ? { cache_read_per_million_tokens: m.pricing.cacheReadPerMillion } : {}),
-                ...(m.pricing.cacheWritePerMillion !== undefined ? { cache_write_per_million_tokens: m.pricing.cacheWritePerMillion } : {}),
-                ...(m.pricing.cacheWrite1hPerMillion !== undefined ? { cache_write_1h_per_million_tokens: m.pricing.cacheWrite1hPerMillion } : {}),
-                currency: 'USD' as const,
-              },
-            }
-          : {}),
       });
     }
     const unavailable: Array<{ upstream: string; code: string }> = [];
@@ -114,7 +111,7 @@ export class ModelCatalog {
           object: 'model',
           provider: this.defaultProbe.provider.name,
           upstream_model: m.id,
-          context_window: null,
+          ...this.facts(this.prices.describe(m.id)),
           created_at: m.createdAt ?? null,
           owned_by: m.ownedBy ?? null,
           source: 'upstream',
@@ -137,6 +134,31 @@ export class ModelCatalog {
     }
     const models = [...byId.values()].sort(compareIds);
     return { models, unavailable };
+  }
+
+  /** A model's context window and prices as the models route shows them, each with where it came from. */
+  private facts(facts: ModelFacts): Pick<CatalogModel, 'context_window' | 'context_window_source' | 'pricing'> {
+    const p = facts.pricing;
+    const fromCatalog = facts.pricingSource === 'catalog';
+    return {
+      context_window: facts.contextWindow ?? null,
+      ...(facts.contextWindowSource ? { context_window_source: facts.contextWindowSource } : {}),
+      ...(p && facts.pricingSource
+        ? {
+            pricing: {
+              input_per_million_tokens: p.inputPerMillion,
+              output_per_million_tokens: p.outputPerMillion,
+              ...(p.cacheReadPerMillion !== undefined ? { cache_read_per_million_tokens: p.cacheReadPerMillion } : {}),
+              ...(p.cacheWritePerMillion !== undefined ? { cache_write_per_million_tokens: p.cacheWritePerMillion } : {}),
+              ...(p.cacheWrite1hPerMillion !== undefined ? { cache_write_1h_per_million_tokens: p.cacheWrite1hPerMillion } : {}),
+              currency: 'USD' as const,
+              source: facts.pricingSource,
+              ...(fromCatalog && this.prices.catalog ? { as_of: this.prices.catalog.asOf } : {}),
+              ...(fromCatalog && facts.catalogEntry ? { catalog_entry: facts.catalogEntry } : {}),
+            },
+          }
+        : {}),
+    };
   }
 }
 

@@ -16,5 +16,6 @@ export function wireHealth(config: GatewayConfig, store: StoreLifecycle, upstrea
     circuits: () => upstreams.breakers.snapshot(),
     pauses: () => upstreams.pauses.active(),
     loads: () => upstreams.capacity.loads(),
+    priceCatalog: config.priceCatalog,
   });
 }

@@ -10,23 +10,21 @@ import { readCertificate } from './http/tls-certificate.js';
 import type { Logger } from './observability/logger.js';
 import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-attempts.js';
 import { createProviders, type ProviderSet } from './providers/registry.js';
-import { makeChatHandler } from './routes/chat.js';
 import { ResponseCache } from './routes/response-cache.js';
 import { makeEmbeddingsHandler } from './routes/embeddings.js';
-import { mountAnthropicCompat } from './routes/anthropic-compat.js';
-import { makeCountTokensHandler } from './routes/count-tokens.js';
 import { makeKeyHandlers } from './routes/keys.js';
 import { KeyService } from './auth/key-service.js';
-import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { NativeOwnership } from './surfaces/native-ownership.js';
-import { CHAT_SURFACE } from './surfaces/chat-surface.js';
 import { wireResponses } from './wiring/responses.js';
 import { makeHealthHandler } from './routes/health.js';
 import { makeModelsHandler } from './routes/models.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
 import { mountV1 } from './routes/mount-v1.js';
+import { embeddingsBodySchema } from './routes/embeddings-schema.js';
+import { SURFACES } from './surfaces/registry.js';
+import type { SurfaceDescriptor } from './surfaces/descriptor.js';
+import { mountSurfaces, surfaceData, v1Calls } from './wiring/surfaces.js';
 import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore, UsageStore } from './store/contract.js';
-import { EVENT } from './webhooks/gateway-events.js';
 import { wireAuth } from './wiring/auth.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
@@ -65,6 +63,8 @@ export interface AppDependencies {
   nativeOwners?: NativeOwnerStore;
   /** The exact response cache; without it no model's answers are cached. */
   responseCache?: ResponseCacheStore;
+  /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
+  surfaces?: readonly SurfaceDescriptor[];
 }
 
 export interface GatewayApp {
@@ -84,6 +84,9 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { config } = deps;
   let shuttingDown = false;
   const isShuttingDown = () => shuttingDown;
+  // What the layers below the surfaces take from the registry: which request is whose API, `?route=`, events.
+  const registered = deps.surfaces ?? SURFACES;
+  const surfaces = surfaceData(registered);
   const app = createHttpServer({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
@@ -91,12 +94,14 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     ...(config.tls ? { https: readCertificate(config.tls) } : {}),
     trustedProxies: config.trustedProxies,
+    apis: surfaces.apis,
+    v1Routes: surfaces.v1Routes,
   });
   const certificates = wireCertificates(app, config);
   const providers = deps.providers ?? createProviders(config);
   const limits = wireLimits(app, config, deps.limiter);
   const idempotency = wireIdempotency(app, config, deps.idempotency.store);
-  const events = wireWebhooks(app, config, deps.outbox);
+  const events = wireWebhooks(app, config, deps.outbox, surfaces.events);
   const upstreams = wireUpstreams(app, config, providers, deps.pauses, events.webhooks);
   const { recorder, beginTrace } = await wireObservers(app, config, deps.usage);
   // Every upstream attempt is counted and every failed one logged, so a fallback that answers cannot hide a
@@ -108,24 +113,23 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
   const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
   const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
-  const chatHandler = makeChatHandler(CHAT_SURFACE, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.chatCompleted) });
   // Kept as long as stored responses are (responses.ttl_seconds), whether or not the gateway stores its own.
   const ownership = new NativeOwnership({ store: deps.nativeOwners, ttlMs: config.responses.ttlMs, log: app.log });
-  const responses = wireResponses(app, config, deps.responses, chat, ownership);
-  const responsesHandler = makeChatHandler(responses.surface, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.responseCompleted) });
+  const responses = wireResponses(app, config, deps.responses);
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins, prices);
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
-  const messagesHandler = makeChatHandler(messagesSurface((model) => chat.forwardsNatively('messages', model), ownership), { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.messageCompleted) });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId)) : undefined;
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });
   const keyHandlers = makeKeyHandlers(keyService, { idempotency: wireSealedIdempotency(app, config, deps.idempotency.store), webhooks: events.webhooks });
-  const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace, cache), storedResponses: responses.stored };
-  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), keys: keyHandlers, ...calls }, config.version);
-  mountOpenAiCompat(app, auth, calls, catalog);
-  mountAnthropicCompat(app, auth, { messages: messagesHandler, countTokens: makeCountTokensHandler(chat) });
+  // Every API surface on its own paths, from its descriptor (surfaces/registry.ts).
+  const mounted = mountSurfaces(app, registered, { auth, chat, catalog, pipeline, wantsContent: (kind) => events.webhooks.wantsContent(kind) }, { ownership, history: responses.history });
+  const embeddings = makeEmbeddingsHandler(chat, idempotency, beginTrace, cache);
+  const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });
+  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), keys: keyHandlers, calls, storedResponses: responses.stored }, config.version, surfaces.v1Routes);
+  mountOpenAiCompat(app, auth, { embeddings, storedResponses: responses.stored }, catalog, mounted.flatMap((m) => (m.models ? [m.models] : [])));
   await app.ready();
   events.start();
   return {

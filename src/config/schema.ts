@@ -11,6 +11,14 @@ export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
 export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
+
+/**
+ * The OAuth scope that grants each route by default: `<route>:write`, and `models:read` for the models list (a
+ * surface's descriptor names the same scope: test/surface-registry.test.ts checks they agree).
+ */
+export const DEFAULT_OAUTH_SCOPES: Readonly<Record<string, GrantableRoute[]>> = Object.fromEntries(
+  GRANTABLE_ROUTES.map((route) => [route === 'models' ? 'models:read' : `${route}:write`, [route]]),
+);
 export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
 
 /** idempotency.max_replay_bytes: 8 MiB, a quarter of the 32 MiB cap on an upstream's JSON answer. */
@@ -317,10 +325,10 @@ export const configFileSchema = z
             jwks_url: z.url({ protocol: /^https?$/, error: 'must be an https:// URL (http:// only for loopback)' }),
             algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
             clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
-            /** Scope -> routes. Default: chat:write, responses:write, embeddings:write, models:read -> the route of that name. */
+            /** Scope -> routes. Default: `<route>:write` (chat, responses, messages, embeddings...), models:read -> the route of that name. */
             scopes: z
               .record(z.string(), z.array(z.enum(GRANTABLE_ROUTES)))
-              .default({ 'chat:write': ['chat'], 'responses:write': ['responses'], 'messages:write': ['messages'], 'embeddings:write': ['embeddings'], 'models:read': ['models'] }),
+              .default(() => structuredClone(DEFAULT_OAUTH_SCOPES) as Record<string, GrantableRoute[]>),
             jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
           })
           .strict()

@@ -143,13 +143,11 @@ export class ChatService {
 
   /**
    * Forwards a request of a public API as it is to the upstreams of its model that speak that API natively (the
-   * Responses API to OpenAI and Azure, the Messages API to Anthropic). The same plan, admission (an estimate from
-   * the request's size and its maximum output), retries, fallbacks and circuits as a chat call.
+   * Responses API to OpenAI and Azure, the Messages API to Anthropic). The same plan, admission (`estimate`: the
+   * surface's, from the request's size and its maximum output), retries, fallbacks and circuits as a chat call.
    */
-  async forwardNative(api: NativeApiName, body: NativeBody, call: ChatCall): Promise<CompletedChat | StartedStream> {
+  async forwardNative(api: NativeApiName, body: NativeBody, call: ChatCall, estimate: TokenEstimate): Promise<CompletedChat | StartedStream> {
     const plan = this.nativePlan(api, body.model);
-    const prompt = api === 'responses' ? JSON.stringify(body.input ?? '') : JSON.stringify(body.messages ?? '') + JSON.stringify(body.system ?? '');
-    const estimate: TokenEstimate = { prompt: Math.ceil(prompt.length / 4), maxTokens: (api === 'responses' ? body.max_output_tokens : body.max_tokens) ?? undefined };
     const admission = await this.admit(body.model, estimate, call, plan);
     const upstreamBody = (target: ChatTarget) => (target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel });
     const forwarded = (target: ChatTarget) => target.provider.native?.[api] as NativeApi;
@@ -163,13 +161,13 @@ export class ChatService {
     );
   }
 
-  /** The input tokens of a Messages request, counted by the model's Anthropic upstream (with retries and circuits). */
-  async countNativeTokens(body: NativeBody, call: ChatCall): Promise<number> {
-    const plan = this.nativePlan('messages', body.model);
+  /** The input tokens of a request of `api` (Messages), counted by the model's upstream that speaks it (with retries and circuits). */
+  async countNativeTokens(api: NativeApiName, body: NativeBody, call: ChatCall): Promise<number> {
+    const plan = this.nativePlan(api, body.model);
     const answered = await this.targets.run(plan, call, body.model, async (target, scope, trace) => {
       try {
         const upstreamBody = target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
-        const count = target.provider.native?.messages?.countTokens;
+        const count = target.provider.native?.[api]?.countTokens;
         if (!count) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream cannot count tokens', upstream: target.upstream });
         return await count(upstreamBody, this.context(target, call, scope, upstreamBody === body, trace));
       } finally {

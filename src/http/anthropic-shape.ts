@@ -1,5 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ErrorBody } from '../errors/gateway-error.js';
+import type { ErrorShape } from '../request/request-state.js';
+import type { CallerApi } from './error-shape.js';
+import { formatErrorEvent } from './sse.js';
 
 /** Anthropic's API paths the gateway serves, so the Anthropic SDKs (and Claude Code) work with a base URL change. */
 export const ANTHROPIC_MESSAGES_PATH = '/v1/messages';
@@ -44,3 +47,16 @@ export function anthropicErrorType(status: number): string {
 export function withAnthropicError(body: ErrorBody, status: number): ErrorBody & { type: 'error'; error: { type: string; message: string } } {
   return { type: 'error', error: { type: anthropicErrorType(status), message: body.message }, ...body };
 }
+
+/** Anthropic's error shape; in a stream, one `error` event of that body (what its SDKs raise). */
+export const ANTHROPIC_ERRORS: ErrorShape = {
+  name: 'anthropic',
+  body: (body, status) => withAnthropicError(body, status),
+  streamFrame: (body, status) => formatErrorEvent(withAnthropicError(body, status)),
+};
+
+/** Anthropic's API: `/v1/messages` and below, and `/v1/models` called by an Anthropic client. */
+export const ANTHROPIC_API: CallerApi = {
+  claims: (url, headers) => isAnthropicPath(url) || (headers !== undefined && isAnthropicModelsCall(url, headers)),
+  errors: ANTHROPIC_ERRORS,
+};

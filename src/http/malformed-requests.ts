@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import { errorShapeOf, shapedError } from './error-shape.js';
+import { GATEWAY_ERRORS, shapedError, type CallerApis } from './error-shape.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { closeIfBodyUnread } from './request-head.js';
 
@@ -17,23 +17,26 @@ const FRAMEWORK_REASONS: Record<string, Record<string, unknown>> = {
 
 /**
  * Requests Fastify rejects before routing (a URL with invalid percent-encoding, a path segment too long) still
- * get our error shape, a request id and the credentials check, and their URL is never echoed (Fastify's
- * default message quotes it).
+ * get our error shape (that of the API whose path it is, by the URL alone), a request id and the credentials
+ * check, and their URL is never echoed (Fastify's default message quotes it).
  */
-export function onFrameworkError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
-  request.receivedAt = performance.now();
-  request.errorShape = errorShapeOf(request.url);
-  const details = FRAMEWORK_REASONS[error.code ?? ''] ?? { reason: 'the URL could not be routed' };
-  let failure = new GatewayError('bad_request', details, { cause: error });
-  try {
-    refuseCredentialsInQuery(request.url);
-  } catch (refused) {
-    if (isGatewayError(refused)) failure = refused;
-  }
-  request.errorCode = failure.code;
-  closeIfBodyUnread(request, reply);
-  const body = shapedError(failure.toBody(), failure.status, request.errorShape);
-  void reply.header('x-request-id', request.id).code(failure.status).type('application/json; charset=utf-8').send(body);
+export function frameworkErrorHandler(apis: CallerApis) {
+  return function onFrameworkError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+    request.receivedAt = performance.now();
+    const api = apis.of(request.url, undefined);
+    request.errorShape = api.errors;
+    const details = FRAMEWORK_REASONS[error.code ?? ''] ?? { reason: 'the URL could not be routed' };
+    let failure = new GatewayError('bad_request', details, { cause: error });
+    try {
+      refuseCredentialsInQuery(request.url, api);
+    } catch (refused) {
+      if (isGatewayError(refused)) failure = refused;
+    }
+    request.errorCode = failure.code;
+    closeIfBodyUnread(request, reply);
+    const body = shapedError(failure.toBody(), failure.status, request.errorShape);
+    void reply.header('x-request-id', request.id).code(failure.status).type('application/json; charset=utf-8').send(body);
+  };
 }
 
 /**
@@ -68,26 +71,28 @@ export const timedOutRequests = new WeakSet<IncomingMessage>();
  * cannot be trusted, or its sender is too slow). If an answer has already started on this socket, nothing more
  * can be written there: the socket is just closed.
  */
-export function onClientError(error: Error & { code?: string; reason?: string; rawPacket?: unknown }, socket: ServerSocket): void {
-  if (!socket.writable || error.code === 'ECONNRESET' || socket._httpMessage?.headersSent === true) {
-    socket.destroy();
-    return;
-  }
-  const failure = describeClientError(error);
-  const incoming = socket.parser?.incoming;
-  if (incoming && failure.code === 'request_timeout') timedOutRequests.add(incoming);
-  const url = incoming?.url ?? requestTarget(error.rawPacket);
-  const answer = shapedError(failure.toBody(), failure.status, url === undefined ? 'gateway' : errorShapeOf(url));
-  const body = JSON.stringify(answer);
-  socket.end(
-    `HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status] ?? 'Bad Request'}\r\n` +
-      'content-type: application/json; charset=utf-8\r\n' +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-  // end() only half-closes: a peer that never closes its own side (a silent or hostile caller) would keep the
-  // socket open in FIN-WAIT-2 for as long as it likes (50 silent callers held 50 sockets past 95 s). Once the
-  // answer is flushed the socket is destroyed, as Node's own destroySoon() does after a `connection: close` answer.
-  socket.once('finish', () => socket.destroy());
+export function clientErrorHandler(apis: CallerApis) {
+  return function onClientError(error: Error & { code?: string; reason?: string; rawPacket?: unknown }, socket: ServerSocket): void {
+    if (!socket.writable || error.code === 'ECONNRESET' || socket._httpMessage?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    const failure = describeClientError(error);
+    const incoming = socket.parser?.incoming;
+    if (incoming && failure.code === 'request_timeout') timedOutRequests.add(incoming);
+    const url = incoming?.url ?? requestTarget(error.rawPacket);
+    const answer = shapedError(failure.toBody(), failure.status, url === undefined ? GATEWAY_ERRORS : apis.of(url, undefined).errors);
+    const body = JSON.stringify(answer);
+    socket.end(
+      `HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status] ?? 'Bad Request'}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+    // end() only half-closes: a peer that never closes its own side (a silent or hostile caller) would keep the
+    // socket open in FIN-WAIT-2 for as long as it likes (50 silent callers held 50 sockets past 95 s). Once the
+    // answer is flushed the socket is destroyed, as Node's own destroySoon() does after a `connection: close` answer.
+    socket.once('finish', () => socket.destroy());
+  };
 }
 
 function describeClientError(error: Error & { code?: string; reason?: string }): GatewayError {

@@ -1,5 +1,8 @@
 import { openAiErrorType } from '../errors/codes.js';
 import type { ErrorBody } from '../errors/gateway-error.js';
+import type { ErrorShape } from '../request/request-state.js';
+import type { CallerApi } from './error-shape.js';
+import { formatErrorEvent } from './sse.js';
 
 /** Paths of OpenAI's own API, so the official SDKs work with only `baseURL` and `apiKey` changed. */
 export const OPENAI_CHAT_PATH = '/v1/chat/completions';
@@ -33,3 +36,13 @@ export function withOpenAiError(body: ErrorBody, status: number): ErrorBody & { 
   const param = (body.details as { errors?: Array<{ field?: unknown }> }).errors?.[0]?.field;
   return { ...body, error: { message: body.message, type: openAiErrorType(status), code: body.code, param: typeof param === 'string' ? param : null } };
 }
+
+/** OpenAI's error shape: its `error` object beside ours; in a stream, one `event: error` frame of that body. */
+export const OPENAI_ERRORS: ErrorShape = {
+  name: 'openai',
+  body: (body, status) => withOpenAiError(body, status),
+  streamFrame: (body, status) => formatErrorEvent(withOpenAiError(body, status)),
+};
+
+/** OpenAI's API: every path under `/v1/` that no other API claims (a 404 there included). */
+export const OPENAI_API: CallerApi = { claims: isOpenAiPath, fallback: true, errors: OPENAI_ERRORS };

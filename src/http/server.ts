@@ -9,13 +9,13 @@ import { decorateRequestEnd, endRequest } from './request-end.js';
 import { makeErrorHandler } from './error-handler.js';
 import { registerJsonParser } from './json-body.js';
 import { boundedValidatorCompiler } from './bounded-validation.js';
-import { MAX_PATH_SEGMENT, onClientError, onFrameworkError } from './malformed-requests.js';
+import { MAX_PATH_SEGMENT, clientErrorHandler, frameworkErrorHandler } from './malformed-requests.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
 import { decorateRequestState } from '../request/request-state.js';
-import { allowedMethods } from './v1-dispatch.js';
-import { OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, openAiPathMethods } from './openai-shape.js';
-import { errorShapeOf } from './error-shape.js';
+import { allowedMethods, v1RouteTable, type V1RouteTable } from './v1-dispatch.js';
+import { OPENAI_ERRORS, OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, openAiPathMethods } from './openai-shape.js';
+import { CallerApis, GATEWAY_ERRORS } from './error-shape.js';
 
 /** A caller's X-Request-Id is kept when it is a plain token (so it cannot forge log fields); otherwise we make one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -30,6 +30,13 @@ export interface HttpServerOptions {
   https?: { key: Buffer; cert: Buffer };
   /** Proxies whose X-Forwarded-Proto / X-Forwarded-For are believed (addresses or CIDRs). */
   trustedProxies?: string[];
+  /**
+   * The public APIs whose paths are served (built from the surface registry by the wiring): which request is whose,
+   * its error shape and its own query names. Without them every answer has the gateway's own shape.
+   */
+  apis?: CallerApis;
+  /** The `/v1/` route table (for the 405 of a method no route serves); without it the gateway's own routes only. */
+  v1Routes?: V1RouteTable;
 }
 
 /**
@@ -38,6 +45,8 @@ export interface HttpServerOptions {
  * for requests Fastify or Node's parser reject before routing.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const apis = options.apis ?? new CallerApis([]);
+  const v1Routes = options.v1Routes ?? v1RouteTable([]);
   const app = Fastify({
     ...(options.https ? { https: { key: options.https.key, cert: options.https.cert, minVersion: 'TLSv1.2' as const } } : {}),
     ...(options.trustedProxies && options.trustedProxies.length > 0 ? { trustProxy: options.trustedProxies } : {}),
@@ -49,8 +58,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     childLoggerFactory: lazyChildLogger,
-    frameworkErrors: onFrameworkError,
-    clientErrorHandler: onClientError,
+    frameworkErrors: frameworkErrorHandler(apis),
+    clientErrorHandler: clientErrorHandler(apis),
     bodyLimit: options.bodyLimitBytes,
     return503OnClosing: false,
     // Model ids may be 256 characters, and a default upstream's even longer: find-my-way's default (100) made
@@ -64,6 +73,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   decorateRequestEnd(app);
   registerJsonParser(app, options.bodyLimitBytes);
   app.setErrorHandler(makeErrorHandler(options.bodyLimitBytes));
+  const notFound = notFoundOf(v1Routes);
   app.setNotFoundHandler(notFound);
 
   app.addHook('onRequest', function everyRequest(request, reply, done) {
@@ -72,9 +82,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     if (options.isShuttingDown()) void reply.header('connection', 'close');
     // Every answer on an OpenAI-shaped path (/v1/<anything>) carries OpenAI's `error` object too, a 404 included,
     // so the SDKs show our message instead of "404 status code (no body)"; /v1/messages carries Anthropic's.
-    request.errorShape = errorShapeOf(request.url, request.headers);
+    const api = apis.of(request.url, request.headers);
+    request.errorShape = api.errors;
     try {
-      refuseCredentialsInQuery(request.url);
+      refuseCredentialsInQuery(request.url, api);
       checkRequestHead(request.raw);
       // Answered here, before Fastify would read (and wait for) the body of a request to nowhere.
       if (request.is404) notFound(request);
@@ -91,28 +102,30 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   return app;
 }
 
-function notFound(request: FastifyRequest): never {
-  const q = request.url.indexOf('?');
-  const path = q === -1 ? request.url : request.url.slice(0, q);
-  if (path === '/' || path === '/v1' || path === '/v1/') {
-    // A method Fastify has no route for at all (TRACE, PROPFIND...) on a real path: 405, not 404.
-    const methods = allowedMethods((request.query as Record<string, unknown>).route);
-    throw new GatewayError(
-      'method_not_allowed',
-      { method: request.method, allowed: methods },
-      { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
-    );
-  }
-  // A drop-in path called with another method: 405 with Allow, in the caller's shape (Anthropic's on /v1/models
-  // for an Anthropic client).
-  const methods = request.errorShape === 'gateway' ? undefined : openAiPathMethods(path);
-  if (methods) {
-    throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });
-  }
-  if (request.errorShape === 'openai') {
-    throw new GatewayError('not_found', { path: path.slice(0, 200), openai_paths: OPENAI_PATHS, api: '/v1/' }, { message: OPENAI_NOT_FOUND_MESSAGE });
-  }
-  throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
+function notFoundOf(v1Routes: V1RouteTable) {
+  return function notFound(request: FastifyRequest): never {
+    const q = request.url.indexOf('?');
+    const path = q === -1 ? request.url : request.url.slice(0, q);
+    if (path === '/' || path === '/v1' || path === '/v1/') {
+      // A method Fastify has no route for at all (TRACE, PROPFIND...) on a real path: 405, not 404.
+      const methods = allowedMethods(v1Routes, (request.query as Record<string, unknown>).route);
+      throw new GatewayError(
+        'method_not_allowed',
+        { method: request.method, allowed: methods },
+        { headers: { allow: [...methods, 'OPTIONS'].join(', ') } },
+      );
+    }
+    // A drop-in path called with another method: 405 with Allow, in the caller's shape (Anthropic's on /v1/models
+    // for an Anthropic client).
+    const methods = request.errorShape === GATEWAY_ERRORS ? undefined : openAiPathMethods(path);
+    if (methods) {
+      throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });
+    }
+    if (request.errorShape === OPENAI_ERRORS) {
+      throw new GatewayError('not_found', { path: path.slice(0, 200), openai_paths: OPENAI_PATHS, api: '/v1/' }, { message: OPENAI_NOT_FOUND_MESSAGE });
+    }
+    throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
+  };
 }
 
 /**

@@ -5,60 +5,55 @@ import { redirectPage, type RouteDescription } from './pages.js';
 import { VENDOR_MEDIA_TYPE_V1, negotiateVersion } from './versioning.js';
 import { closeIfBodyUnread } from './request-head.js';
 import type { ApiRoute } from '../request/route-name.js';
+import type { GrantableRoute } from '../config/schema.js';
 
-interface RouteSpec extends RouteDescription {
+export interface RouteSpec extends RouteDescription {
   route: ApiRoute;
   admin: boolean;
 }
 
-/** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
-export const ROUTE_TABLE: Readonly<Record<ApiRoute, RouteSpec>> = {
-  health: { route: 'health', methods: ['GET', 'HEAD'], admin: false, auth: 'none', description: 'Service health' },
-  models: {
+/** A `?route=` entry an API surface adds (its descriptor's `v1Route`): admin-authenticated, like every model call. */
+export interface SurfaceRoute extends RouteDescription {
+  route: GrantableRoute;
+}
+
+/** The operations of `/v1/` that are the gateway's own, before and after the surfaces' (the index lists them in this order). */
+const OWN_BEFORE: readonly RouteSpec[] = [
+  { route: 'health', methods: ['GET', 'HEAD'], admin: false, auth: 'none', description: 'Service health' },
+  {
     route: 'models',
     methods: ['GET', 'HEAD'],
     admin: true,
     auth: 'Bearer <ADMIN_TOKEN>',
     description: 'Models served (cursor pagination: limit, next_token)',
   },
-  chat: {
-    route: 'chat',
-    methods: ['POST'],
-    admin: true,
-    auth: 'Bearer <ADMIN_TOKEN>',
-    description: 'Chat completion (JSON, or SSE when stream is true); optional X-Upstream-Key',
-  },
-  responses: {
-    route: 'responses',
-    methods: ['POST', 'GET', 'DELETE'],
-    admin: true,
-    auth: 'Bearer <ADMIN_TOKEN>',
-    description: 'OpenAI Responses API, translated for any upstream (POST; JSON, or typed SSE events when stream is true); GET or DELETE a stored one with id=<response id>, its inputs with &view=input_items',
-  },
-  messages: {
-    route: 'messages',
-    methods: ['POST'],
-    admin: true,
-    auth: 'Bearer <ADMIN_TOKEN> (or x-api-key)',
-    description: "Anthropic's Messages API, translated for any upstream (JSON, or Anthropic's SSE events when stream is true)",
-  },
-  keys: {
+];
+const OWN_AFTER: readonly RouteSpec[] = [
+  {
     route: 'keys',
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
     admin: true,
     auth: 'Bearer <ADMIN_TOKEN> (the admin token only)',
     description: 'Scoped API keys: list (or one with id), create, rotate (id, action=rotate), change (PATCH), revoke (DELETE); docs/keys-api.md',
   },
-  embeddings: {
+  {
     route: 'embeddings',
     methods: ['POST'],
     admin: true,
     auth: 'Bearer <ADMIN_TOKEN>',
     description: 'Embeddings (OpenAI shape; float or base64) from OpenAI-compatible and Gemini upstreams',
   },
-};
+];
+
+/** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"), in the index's order. */
+export type V1RouteTable = ReadonlyMap<string, RouteSpec>;
+
+/** The `/v1/` table: health and models, then each surface's entry (the registry's order), then keys and embeddings. */
+export function v1RouteTable(surfaces: readonly SurfaceRoute[]): V1RouteTable {
+  const specs = [...OWN_BEFORE, ...surfaces.map((s): RouteSpec => ({ ...s, admin: true })), ...OWN_AFTER];
+  return new Map(specs.map((spec) => [spec.route, spec]));
+}
 const INDEX_METHODS = ['GET', 'HEAD'];
-const ROUTE_NAMES = Object.keys(ROUTE_TABLE);
 
 /**
  * Runs before the body is read (an onRequest hook), in this order: API version, route, method, authentication.
@@ -66,7 +61,8 @@ const ROUTE_NAMES = Object.keys(ROUTE_TABLE);
  * caller. `mount: 'root'` is `/`: served as v1 only when the Accept header asks for our v1 media type, and
  * otherwise redirected to `/v1/` (302 for GET/HEAD, 308 so other methods keep their method and body).
  */
-export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
+export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root', table: V1RouteTable) {
+  const names = [...table.keys()];
   return async function v1Guard(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const version = negotiateVersion(request.headers.accept);
     if (mount === 'root' && version === undefined) return redirectToV1(request, reply);
@@ -80,10 +76,10 @@ export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
     if (typeof route !== 'string') {
       throw new GatewayError('invalid_query_parameter', { parameter: 'route', problem: 'must be given once' });
     }
-    if (!Object.hasOwn(ROUTE_TABLE, route)) {
-      throw new GatewayError('route_not_found', { route: route.slice(0, 100), routes: ROUTE_NAMES });
+    const spec = table.get(route);
+    if (spec === undefined) {
+      throw new GatewayError('route_not_found', { route: route.slice(0, 100), routes: names });
     }
-    const spec = ROUTE_TABLE[route as ApiRoute];
     request.routeName = spec.route;
     const answered = checkMethod(request, reply, spec.methods);
     if (answered) return answered;
@@ -97,9 +93,8 @@ export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root') {
 }
 
 /** The methods a `/v1/` URL accepts, for a 405 raised outside the guard (methods Fastify has no route for). */
-export function allowedMethods(route: unknown): readonly string[] {
-  if (typeof route === 'string' && Object.hasOwn(ROUTE_TABLE, route)) return ROUTE_TABLE[route as ApiRoute].methods;
-  return INDEX_METHODS;
+export function allowedMethods(table: V1RouteTable, route: unknown): readonly string[] {
+  return (typeof route === 'string' ? table.get(route)?.methods : undefined) ?? INDEX_METHODS;
 }
 
 function checkMethod(request: FastifyRequest, reply: FastifyReply, methods: readonly string[]): FastifyReply | undefined {

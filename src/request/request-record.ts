@@ -2,7 +2,6 @@ import type { FastifyRequest } from 'fastify';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
-import type { ChatMessage } from '../providers/contract.js';
 import type { RouteName } from './route-name.js';
 import { upstreamOf } from './request-state.js';
 
@@ -44,10 +43,10 @@ export interface RequestRecord extends RequestHead {
   /** That error's details (the rate-limit event reports them). */
   readonly errorDetails: Readonly<Record<string, unknown>> | undefined;
   /**
-   * What the caller sent the model (the body's own value, not a copy), for events that opted in to content: chat's
-   * `messages`, the Responses API's `input`.
+   * The request's parsed body (its own value, not a copy): what events that opted in to content show as the prompt,
+   * in the words of its surface (chat's `messages`, the Responses API's `input`: webhooks/gateway-events.ts).
    */
-  readonly prompt: readonly ChatMessage[] | string | readonly unknown[] | undefined;
+  readonly body: unknown;
   /** The answer's text, kept only when a webhook subscription opted in to content. */
   readonly answerText: string | undefined;
   /** Streams: ms from arrival to the first byte sent. */
@@ -63,7 +62,7 @@ export interface RequestRecord extends RequestHead {
 }
 
 export function recordOf(request: FastifyRequest, status: number, latencyMs: number): RequestRecord {
-  const body = request.body as { stream?: unknown; messages?: ChatMessage[]; input?: string | unknown[] } | undefined;
+  const body = request.body as { stream?: unknown } | undefined;
   return {
     ...headOf(request),
     status,
@@ -73,12 +72,13 @@ export function recordOf(request: FastifyRequest, status: number, latencyMs: num
     // Set by the handler once the body passed its schema: a refused body's model is never a metric label or group.
     model: request.chatModel,
     upstream: upstreamOf(request),
-    stream: body?.stream === true,
+    // Set by the pipeline once the surface decided (Gemini streams by its path); else the body says.
+    stream: request.streamed ?? body?.stream === true,
     url: request.url,
     usage: request.usage,
     code: request.errorCode,
     errorDetails: request.errorDetails,
-    prompt: Array.isArray(body?.messages) ? body.messages : body?.input,
+    body,
     answerText: request.answerText,
     firstByteMs: request.firstByteMs,
     attempts: request.attempts,

@@ -3,10 +3,22 @@ import type { Principal } from '../auth/principal.js';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
+import type { ErrorBody } from '../errors/gateway-error.js';
 import type { RouteName } from './route-name.js';
 
-/** Whose error shape a request's errors carry besides the gateway's own `{code, message, details}`. */
-export type ErrorShape = 'gateway' | 'openai' | 'anthropic';
+/**
+ * The error shape of the API whose path a request called: the gateway's own `{code, message, details}` plus that
+ * API's error object (what its SDKs read), in a JSON answer and in the one final frame of a stream that failed after
+ * it started. The gateway's own shape (http/error-shape.ts) adds nothing.
+ */
+export interface ErrorShape {
+  /** 'gateway', 'openai', 'anthropic'... (for reading, never switched on by a surface). */
+  readonly name: string;
+  /** Our body plus the API's error object, for an answer with this status (and these headers: Retry-After...). */
+  body(body: ErrorBody, status: number, headers?: Readonly<Record<string, string>>): ErrorBody;
+  /** The final frame of a stream that failed after it started (never a success marker). */
+  streamFrame(body: ErrorBody, status: number, headers?: Readonly<Record<string, string>>): string;
+}
 
 /** Per-request facts the handlers record for the access log line and the error handler. */
 declare module 'fastify' {
@@ -39,6 +51,8 @@ declare module 'fastify' {
     principal: Principal | null;
     /** The model asked for, on chat. */
     chatModel: string | undefined;
+    /** Whether the call streams, once its surface said so (otherwise the body's `stream` is read). */
+    streamed: boolean | undefined;
     /** The caller's fields a translation left out (also sent as X-Gateway-Dropped-Fields), for the access line. */
     droppedFields: readonly string[] | undefined;
     /** performance.now() when the request arrived (for the duration of aborted requests). */
@@ -53,7 +67,8 @@ declare module 'fastify' {
     usage: PricedUsage | undefined;
     /**
      * Whose error shape the answer's errors carry besides ours: OpenAI's `error` object on its drop-in paths
-     * (/v1/chat/completions...), Anthropic's `{type: "error", error}` on /v1/messages.
+     * (/v1/chat/completions...), Anthropic's `{type: "error", error}` on /v1/messages. Set by the first onRequest
+     * hook of every request (http/server.ts), from the API that claims its URL.
      */
     errorShape: ErrorShape;
     /** The request's trace span (tracing on only; opened by the chat handler). */
@@ -74,6 +89,7 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('cacheResult', undefined);
   app.decorateRequest('replayNotStored', undefined);
   app.decorateRequest('chatModel', undefined);
+  app.decorateRequest('streamed', undefined);
   app.decorateRequest('droppedFields', undefined);
   app.decorateRequest('caller', 'anonymous');
   app.decorateRequest('principal', null); // Fastify allows no shared object as a default: set per request
@@ -82,7 +98,8 @@ export function decorateRequestState(app: FastifyInstance): void {
   app.decorateRequest('receivedAt', 0);
   app.decorateRequest('accessLogged', false);
   app.decorateRequest('rawBody', undefined);
-  app.decorateRequest('errorShape', 'gateway');
+  // An object: Fastify allows no shared one as a default, so the first onRequest hook of every request sets it.
+  app.decorateRequest('errorShape', undefined as unknown as ErrorShape);
   app.decorateRequest('trace', undefined);
 }
 

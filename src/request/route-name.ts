@@ -1,4 +1,4 @@
-import type { GrantableRoute } from '../config/schema.js';
+import { GRANTABLE_ROUTES, type GrantableRoute } from '../config/schema.js';
 
 /** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
 export type ApiRoute = 'health' | 'keys' | GrantableRoute;
@@ -9,7 +9,8 @@ export type ApiRoute = 'health' | 'keys' | GrantableRoute;
  */
 export type RouteName = ApiRoute | 'index' | 'redirect' | 'metrics' | 'count_tokens';
 
-const OBSERVED: ReadonlySet<RouteName> = new Set<GrantableRoute>(['chat', 'models', 'responses', 'messages', 'embeddings']);
+/** Every route a key can be given is an API call (a new surface's route is observed by being grantable). */
+const OBSERVED: ReadonlySet<RouteName> = new Set<GrantableRoute>(GRANTABLE_ROUTES);
 
 /** The routes whose requests the observers record (usage, metrics, traces): the API calls, not pages or probes. */
 export function isObservedRoute(route: RouteName | undefined): route is GrantableRoute {

@@ -4,19 +4,10 @@ import { requestFingerprint } from '../core/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { SSE_HEADERS } from '../http/sse.js';
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
+import type { AnswerRecorder } from '../core/answer-recorder.js';
 
-/** What a running keyed call reports when it ends, so its answer can be replayed. */
-export interface AnswerRecorder {
-  /** The largest answer kept for replay (UTF-8 bytes); a larger one is not stored and frees the key. */
-  readonly maxBytes: number;
-  json(status: number, headers: Record<string, string>, body: string): Promise<void>;
-  /** A stream that ended with [DONE]: its full event text. */
-  stream(headers: Record<string, string>, text: string): Promise<void>;
-  /** The answer outgrew `maxBytes`: it will not be stored (said in the access line); `failed` frees the key. */
-  tooLarge(): void;
-  /** The call failed in a way a retry may fix (5xx, timeout, cut stream, client gone): free the key. */
-  failed(): Promise<void>;
-}
+/** What a running keyed call reports when it ends, so its answer can be replayed (core/answer-recorder.ts). */
+export type { AnswerRecorder } from '../core/answer-recorder.js';
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;
@@ -72,8 +63,9 @@ export const ANSWER_HEADERS = ['x-context-overflow', 'anthropic-version', 'anthr
  * only its SHA-256 goes into the fingerprint, itself a hash) and the headers that change the answer. Empty for a
  * request with none of them, whose fingerprint is the body's alone.
  */
-function requestHeadersPart(request: FastifyRequest): string {
-  let part = '';
+function requestHeadersPart(request: FastifyRequest, extra: string | undefined): string {
+  // What of the URL changes the answer (a surface whose model is in its path): absent for the others.
+  let part = extra === undefined ? '' : `url:${JSON.stringify(extra)}\n`;
   const ownKey = request.headers['x-upstream-key'];
   if (typeof ownKey === 'string') part += `own-key:${hash('sha256', ownKey, 'hex')}\n`;
   for (const name of ANSWER_HEADERS) {
@@ -114,10 +106,10 @@ export class ChatIdempotency {
    * Returns the recorder of a freshly claimed call, `'answered'` when a replay or refusal was sent, or undefined
    * when the call runs unprotected (the store is down and the policy is `open`).
    */
-  async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown): Promise<AnswerRecorder | 'answered' | undefined> {
+  async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown, extra?: string): Promise<AnswerRecorder | 'answered' | undefined> {
     const scope = request.caller;
     // Scoped by route too: the same key and body sent to chat and to the Responses route are two requests.
-    const fingerprint = requestFingerprint(request.routeName ?? 'chat', body, requestHeadersPart(request));
+    const fingerprint = requestFingerprint(request.routeName ?? 'chat', body, requestHeadersPart(request, extra));
     const begun = await beginClaim(this.options, scope, key, fingerprint);
     if (begun === undefined) return undefined;
     if (begun.state === 'claimed') return this.recorder(request, key, fingerprint);
@@ -189,7 +181,12 @@ export class ChatIdempotency {
  * ending (too large, error event, client gone) frees the key when the call ends, so a retry runs again. The key
  * stays claimed until then, so a duplicate sent meanwhile still gets 409 rather than a second run.
  */
-export async function* recordStream(frames: AsyncGenerator<string>, recorder: AnswerRecorder, isCompleteEnd: (frame: string) => boolean): AsyncGenerator<string> {
+export async function* recordStream(
+  frames: AsyncGenerator<string>,
+  recorder: AnswerRecorder,
+  isCompleteEnd: (frame: string) => boolean,
+  contentType: string = SSE_HEADERS['content-type'],
+): AsyncGenerator<string> {
   let copy: string[] | undefined = [];
   let bytes = 0;
   let complete = false;
@@ -208,13 +205,14 @@ export async function* recordStream(frames: AsyncGenerator<string>, recorder: An
       yield frame;
     }
   } finally {
-    if (complete && copy !== undefined) await recorder.stream({ 'content-type': SSE_HEADERS['content-type'] }, copy.join(''));
+    if (complete && copy !== undefined) await recorder.stream({ 'content-type': contentType }, copy.join(''));
     else await recorder.failed();
   }
 }
 
 async function replay(reply: FastifyReply, response: StoredResponse): Promise<void> {
-  void reply.code(response.status).headers(response.headers).header(REPLAYED_HEADER, 'true');
+  // A stream's own content type (stored with it: SSE, or a JSON-array stream's) wins over the SSE default.
   if (response.kind === 'sse') void reply.headers(SSE_HEADERS);
+  void reply.code(response.status).headers(response.headers).header(REPLAYED_HEADER, 'true');
   await reply.send(response.body);
 }

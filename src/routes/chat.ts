@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatService, StartedStream } from '../core/chat-service.js';
 import { SSE_HEADERS } from '../http/sse.js';
+import type { SurfaceDescriptor, StreamMode } from '../surfaces/descriptor.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { endClientGone } from '../http/request-end.js';
@@ -9,7 +10,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { modelCallOf, pickHeaders, pickQuery, recorderOf } from './model-call.js';
+import { modelCallOf, pickHeaders, pickQuery, recorderOf, type AnswerKey } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
@@ -23,34 +24,40 @@ import { DROPPED_FIELDS_HEADER, TranslationNotes } from '../surfaces/translation
 const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
 
 /**
- * The one chat pipeline, for every API surface: POST /v1/?route=chat (the surface is the chat model itself) and
- * the Responses API (translated at the edge: src/surfaces/). Validated body in, the surface's JSON or SSE out.
+ * The one chat pipeline, for every API surface (src/surfaces/registry.ts): POST /v1/?route=chat (the surface is the
+ * chat model itself), the Responses API, the Messages API (translated at the edge by the descriptor's translation).
+ * Validated body in, the surface's JSON or stream out.
  */
-export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
+export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurface, deps: PipelineDeps) {
   const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
   const captureAnswer = deps.captureAnswer === true;
+  const { modelOf, streamOf } = descriptor;
+  const answerKey = answerKeyOf(descriptor);
+  const forward: ForwardSpec = { surface, answerKey, ...(descriptor.native ? { native: descriptor.native } : {}) };
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const notes = new TranslationNotes(chat.translationOf((request.body as { model?: unknown } | null)?.model));
-    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody, notes };
+    const mode = streamOf(request);
+    const notes = new TranslationNotes(chat.translationOf(modelOf(request)));
+    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody, notes, request };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
     if (notes.dropped) {
       request.droppedFields = notes.dropped;
       void reply.header(DROPPED_FIELDS_HEADER, notes.dropped.join(', '));
     }
-    if (body instanceof NativeForward) return forwardNatively(body, { surface, call: surfaceCall }, request, reply, deps);
+    request.streamed = mode !== false;
+    if (body instanceof NativeForward) return forwardNatively(body, { ...forward, call: surfaceCall, mode }, request, reply, deps);
     request.chatModel = body.model;
     checkConversation(body);
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = modelCallOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
-    const recording = recorderOf(request, reply, deps, surface.route, body.model, call);
+    const recording = recorderOf(request, reply, deps, answerKey, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
       if (body.stream === true) {
         const started = await chat.stream(body, call);
-        return await streamAnswer(request, reply, started, { encoder: surface.encoder(surfaceCall), bodyLimitBytes, captureAnswer }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
+        return await streamAnswer(request, reply, started, { encoder: surface.encoder(surfaceCall), bodyLimitBytes, captureAnswer, mode }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
       }
       const { result, headers, upstream, usage } = await chat.complete(body, call);
       request.upstreamName = upstream;
@@ -67,6 +74,12 @@ export function makeChatHandler(surface: ApiSurface, deps: PipelineDeps) {
   };
 }
 
+/** What keys a surface's answers for replay and the cache: its route and cache rule, and its URL's part. */
+export function answerKeyOf(descriptor: SurfaceDescriptor): AnswerKey {
+  const { cacheable, keyOf } = descriptor.cache;
+  return { rule: { route: descriptor.route, cacheable }, ...(keyOf ? { keyOf } : {}) };
+}
+
 /** What the pipeline works with (one set per API surface). */
 export interface PipelineDeps {
   chat: ChatService;
@@ -79,6 +92,13 @@ export interface PipelineDeps {
   cache?: ResponseCache;
 }
 
+interface ForwardSpec {
+  surface: ApiSurface;
+  answerKey: AnswerKey;
+  /** The upstream API that takes the request as it is, and its admission estimate (the surface's descriptor). */
+  native?: SurfaceDescriptor['native'];
+}
+
 /**
  * A request its surface forwards natively (the Responses API to OpenAI, for what only it has): the same rights,
  * trace, call, Idempotency-Key and records as a translated call; the upstream's JSON or events pass through, once
@@ -86,14 +106,17 @@ export interface PipelineDeps {
  */
 async function forwardNatively(
   native: NativeForward,
-  { surface, call: surfaceCall }: { surface: ApiSurface; call: SurfaceCall },
+  { surface, answerKey, native: spec, call: surfaceCall, mode }: ForwardSpec & { call: SurfaceCall; mode: StreamMode | false },
   request: FastifyRequest,
   reply: FastifyReply,
   deps: PipelineDeps,
 ): Promise<FastifyReply> {
   const { chat, idempotency } = deps;
-  request.chatModel = native.body.model;
-  authorizeModel(request.principal ?? ADMIN, native.body.model, chat.canonicalModel(native.body.model));
+  // A translation forwards natively only where its descriptor names the native API.
+  if (!spec) throw new Error(`the ${surface.route} surface forwarded natively but its descriptor names no native API`);
+  const { model } = native;
+  request.chatModel = model;
+  authorizeModel(request.principal ?? ADMIN, model, chat.canonicalModel(model));
   if (deps.beginTrace) request.trace = deps.beginTrace(request);
   const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
   if (native.asChat) await chat.checkContextWindow(native.asChat, call.client);
@@ -101,17 +124,17 @@ async function forwardNatively(
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
   const forwardQuery = pickQuery(request, surface.nativeQuery);
   if (forwardQuery) call.forwardQuery = forwardQuery;
-  const recording = recorderOf(request, reply, deps, surface.route, native.body.model, call);
+  const recording = recorderOf(request, reply, deps, answerKey, model, call);
   const recorder = recording instanceof Promise ? await recording : recording;
   if (recorder === 'answered') return reply;
   try {
-    const answered = await chat.forwardNative(surface.route === 'messages' ? 'messages' : 'responses', native.body, call);
+    const answered = await chat.forwardNative(spec.api, native.body, call, spec.estimate(native.body));
     const { ownNative } = surface;
     const own = ownNative && ((ids: readonly string[]) => ownNative(ids, surfaceCall));
     if ('chunks' in answered) {
       const encoder = surface.nativeEncoder?.() as StreamEncoder;
       const started = own ? await ownedStream(answered, own) : answered;
-      return await streamAnswer(request, reply, started, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
+      return await streamAnswer(request, reply, started, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false, mode }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
     }
     if (own && answered.result.serverIds) await own(answered.result.serverIds);
     request.upstreamName = answered.upstream;
@@ -152,14 +175,20 @@ interface StreamOptions {
   encoder: StreamEncoder;
   bodyLimitBytes: number;
   captureAnswer: boolean;
+  /** The stream's form (its descriptor's): SSE, or a JSON array written as it comes. */
+  mode: StreamMode | false;
 }
+
+/** A JSON-array stream's content type (Google's streamGenerateContent without `alt=sse`). */
+const JSON_ARRAY_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Streams an answer. Nothing is sent until the first chunk arrives, so an upstream that fails before it answers
  * still gets a proper JSON error with its own status. After that the status is committed: a failure becomes one
- * final `event: error` and the stream ends WITHOUT `[DONE]`, so a client never mistakes a cut answer for a
- * complete one. The frames are pulled only when the socket has room, so a slow client stalls the upstream read
- * (TCP backpressure) instead of growing memory (src/http/sse-writer.ts).
+ * final error frame in the API's shape (chat's `event: error`) and the stream ends WITHOUT `[DONE]`, so a client
+ * never mistakes a cut answer for a complete one. The frames are pulled only when the socket has room, so a slow
+ * client stalls the upstream read (TCP backpressure) instead of growing memory (src/http/sse-writer.ts). A
+ * JSON-array stream (`mode`) goes out as application/json, the same way.
  */
 async function streamAnswer(
   request: FastifyRequest,
@@ -171,8 +200,10 @@ async function streamAnswer(
   request.upstreamName = started.upstream;
   request.firstByteMs = Math.round((performance.now() - request.receivedAt) * 100) / 100;
   void reply.headers(started.headers).headers(SSE_HEADERS);
+  const contentType = options.mode === 'json-array' ? JSON_ARRAY_CONTENT_TYPE : SSE_HEADERS['content-type'];
+  if (options.mode === 'json-array') void reply.header('content-type', contentType);
   const frames = sseFrames(started, request, options);
-  await writeEventStream(reply, replay ? recordStream(frames, replay.recorder, replay.isCompleteEnd) : frames);
+  await writeEventStream(reply, replay ? recordStream(frames, replay.recorder, replay.isCompleteEnd, contentType) : frames);
   return reply;
 }
 

@@ -2,30 +2,32 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
 import { countPromptTokens } from '../core/context-window.js';
-import { messagesToChat, type MessagesRequest } from '../surfaces/messages/request-to-chat.js';
+import type { NativeBody } from '../providers/contract.js';
+import type { SurfaceDescriptor, TokenCountSpec } from '../surfaces/descriptor.js';
+import type { ApiSurface } from '../surfaces/surface.js';
 import { modelCallOf, pickHeaders, pickQuery, watchClient } from './model-call.js';
-import { ANTHROPIC_FORWARDED_HEADERS, ANTHROPIC_FORWARDED_QUERY } from '../surfaces/messages/messages-surface.js';
 
 /**
- * POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request. A model served by Anthropic is counted by
- * Anthropic (its count is what it bills); any other is counted by the gateway, without an upstream call, on the
- * request as it would be translated: OpenAI families with their tokenizer (on its own thread: core/token-counter.ts),
- * others by the documented estimate.
+ * A surface's token count (POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request). A model with an
+ * upstream that speaks the surface's native API is counted there (its count is what it bills); any other is counted
+ * by the gateway, without an upstream call, on the request as it would be translated (`spec.toChat`): OpenAI
+ * families with their tokenizer (on its own thread: core/token-counter.ts), others by the documented estimate.
  */
-export function makeCountTokensHandler(chat: ChatService) {
+export function makeCountTokensHandler(chat: ChatService, descriptor: SurfaceDescriptor, spec: TokenCountSpec, surface: ApiSurface) {
+  const api = descriptor.native?.api;
   return async function handleCountTokens(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const body = request.body as MessagesRequest;
-    authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
-    if (chat.forwardsNatively('messages', body.model)) {
+    const model = descriptor.modelOf(request);
+    authorizeModel(request.principal ?? ADMIN, model, chat.canonicalModel(model));
+    if (api !== undefined && chat.forwardsNatively(api, model)) {
       const call = modelCallOf(request, reply, request.rawBody);
-      const forwardHeaders = pickHeaders(request, ANTHROPIC_FORWARDED_HEADERS);
-      const forwardQuery = pickQuery(request, ANTHROPIC_FORWARDED_QUERY);
-      const tokens = await chat.countNativeTokens(body, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
-      return reply.type(request.responseType).send({ input_tokens: tokens });
+      const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
+      const forwardQuery = pickQuery(request, surface.nativeQuery);
+      const tokens = await chat.countNativeTokens(api, request.body as NativeBody, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
+      return reply.type(request.responseType).send(spec.answer(tokens));
     }
-    const translated = messagesToChat({ ...body, max_tokens: 1 });
-    const upstreamModel = chat.upstreamModelOf(body.model);
+    const translated = spec.toChat(request);
+    const upstreamModel = chat.upstreamModelOf(model);
     const tokens = await countPromptTokens(translated.messages, upstreamModel, translated.tools, watchClient(reply));
-    return reply.type(request.responseType).send({ input_tokens: tokens });
+    return reply.type(request.responseType).send(spec.answer(tokens));
   };
 }

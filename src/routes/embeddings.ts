@@ -4,31 +4,52 @@ import type { ChatService } from '../core/chat-service.js';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { EmbeddingsRequestBody } from '../providers/contract.js';
+import { EMBEDDINGS_CACHE_RULE, isObjectBody } from '../core/answer-cache.js';
+import type { EmbeddingsSpec, SurfaceDescriptor } from '../surfaces/descriptor.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
-import { modelCallOf, recorderOf } from './model-call.js';
+import { modelCallOf, recorderOf, type AnswerKey } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 
+/** OpenAI's own embeddings API: the body is the request, the answer passes through or is written in its shape. */
+const OPENAI_EMBEDDINGS: EmbeddingsSpec = {
+  toEmbeddings: ({ body }) => body as EmbeddingsRequestBody,
+  answer: (result, body, usage) => (result.kind === 'openai' ? result.body : embeddingsJson(result.vectors, body, usage)),
+};
+
 /**
- * POST /v1/embeddings and ?route=embeddings: the same protections as chat (rights, limits, budgets, retries,
- * fallbacks, circuits, Idempotency-Key, X-Upstream-Key, usage records) through ChatService.embed. An
- * OpenAI-compatible upstream's answer passes through as it came; vectors from a translating provider (Gemini)
- * are written in OpenAI's shape, as floats or as base64 (little-endian float32, what the SDKs ask for).
+ * POST /v1/embeddings and ?route=embeddings (and a surface's `embed` endpoint, through its descriptor's translation):
+ * the same protections as chat (rights, limits, budgets, retries, fallbacks, circuits, Idempotency-Key,
+ * X-Upstream-Key, usage records) through ChatService.embed. An OpenAI-compatible upstream's answer passes through as
+ * it came; vectors from a translating provider (Gemini) are written in OpenAI's shape, as floats or as base64
+ * (little-endian float32, what the SDKs ask for).
  */
-export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempotency, beginTrace?: (request: FastifyRequest) => RequestTrace, cache?: ResponseCache) {
+export function makeEmbeddingsHandler(
+  chat: ChatService,
+  idempotency: ChatIdempotency,
+  beginTrace?: (request: FastifyRequest) => RequestTrace,
+  cache?: ResponseCache,
+  surface?: { descriptor: SurfaceDescriptor; spec: EmbeddingsSpec },
+) {
+  const spec = surface?.spec ?? OPENAI_EMBEDDINGS;
+  // A vector is a function of its input (nothing is drawn): always cacheable, keyed under the route it was asked on.
+  const keyOf = surface?.descriptor.cache.keyOf;
+  const answerKey: AnswerKey = surface
+    ? { rule: { route: surface.descriptor.route, cacheable: (body) => isObjectBody(body) }, ...(keyOf ? { keyOf } : {}) }
+    : { rule: EMBEDDINGS_CACHE_RULE };
   return async function handleEmbeddings(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const body = request.body as EmbeddingsRequestBody;
+    const body = spec.toEmbeddings(request);
     request.chatModel = body.model;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
-    const call = modelCallOf(request, reply, request.rawBody);
-    const recording = recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, 'embeddings', body.model, call);
+    const call = modelCallOf(request, reply, surface ? undefined : request.rawBody);
+    const recording = recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, answerKey, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
       const { result, headers, upstream, usage } = await chat.embed(body, call);
       request.upstreamName = upstream;
       request.usage = usage;
-      const answer = result.kind === 'openai' ? result.body : embeddingsJson(result.vectors, body, usage);
+      const answer = spec.answer(result, body, usage, request);
       await recorder?.json(200, { 'content-type': request.responseType }, typeof answer === 'string' ? answer : answer.toString('utf8'));
       return reply.headers(headers).type(request.responseType).send(answer);
     } catch (error) {

@@ -6,6 +6,7 @@ import { readIdempotencyKey } from '../core/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
 import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
+import type { CacheRule } from '../core/answer-cache.js';
 import { readUpstreamKey } from './chat-rules.js';
 
 /**
@@ -35,10 +36,10 @@ export function modelCallOf(request: FastifyRequest, reply: FastifyReply, rawBod
  * The request's Idempotency-Key, claimed: a recorder for the answer, `'answered'` when a replay (or refusal) was
  * sent, or undefined without a key (or with the store down under the `open` policy).
  */
-export async function claimIdempotencyKey(request: FastifyRequest, reply: FastifyReply, idempotency: ChatIdempotency): Promise<AnswerRecorder | 'answered' | undefined> {
+export async function claimIdempotencyKey(request: FastifyRequest, reply: FastifyReply, idempotency: ChatIdempotency, extra?: string): Promise<AnswerRecorder | 'answered' | undefined> {
   const key = readIdempotencyKey(request.headers['idempotency-key']);
   if (key === undefined) return undefined;
-  const begun = await idempotency.begin(request, reply, key, request.body);
+  const begun = await idempotency.begin(request, reply, key, request.body, extra);
   if (begun === 'answered') request.replayed = true;
   return begun;
 }
@@ -52,6 +53,13 @@ interface AnsweredBefore {
   cache?: ResponseCache;
 }
 
+/** What keys a call's answer for replay and the cache: its route's cache rule, and what of its URL changes the answer. */
+export interface AnswerKey {
+  readonly rule: CacheRule;
+  /** What of the URL changes the answer (a surface whose model is in its path); absent for the others. */
+  keyOf?(request: FastifyRequest): string | undefined;
+}
+
 /**
  * Before a model call runs: its Idempotency-Key claimed, then the response cache asked. `'answered'` when a replay,
  * a refusal or a cached answer was sent; otherwise what records the answer to come (for either, or both), if any.
@@ -61,25 +69,26 @@ export function recorderOf(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: AnsweredBefore,
-  route: string,
+  answerKey: AnswerKey,
   model: string,
   call: ChatCall,
 ): AnswerRecording | Promise<AnswerRecording> {
   if (request.headers['idempotency-key'] === undefined && deps.cache === undefined) return undefined;
-  return claimAndLookUp(request, reply, deps, route, model, call);
+  return claimAndLookUp(request, reply, deps, answerKey, model, call);
 }
 
 async function claimAndLookUp(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: AnsweredBefore,
-  route: string,
+  answerKey: AnswerKey,
   model: string,
   call: ChatCall,
 ): Promise<AnswerRecording> {
-  const claimed = await claimIdempotencyKey(request, reply, deps.idempotency);
+  const extra = answerKey.keyOf?.(request);
+  const claimed = await claimIdempotencyKey(request, reply, deps.idempotency, extra);
   if (claimed === 'answered') return claimed;
-  const looked = deps.cache?.lookup(request, reply, route, model, request.body);
+  const looked = deps.cache?.lookup(request, reply, answerKey.rule, model, request.body, extra);
   const cached = looked instanceof Promise ? await looked : looked;
   if (cached?.kind === 'hit') {
     await answerFromCache(request, reply, cached.response, claimed, deps, model, call);

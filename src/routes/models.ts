@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PAGE_SIZE, parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ADMIN, type Principal } from '../auth/principal.js';
+import type { ModelsSpec } from '../surfaces/descriptor.js';
 
 /** GET /v1/?route=models: the served models, `limit` per page, `next_token` to continue (absent on the last page). */
 export function makeModelsHandler(catalog: ModelCatalog) {
@@ -49,4 +50,30 @@ export async function visibleModels(catalog: ModelCatalog, principal: Principal)
     token = page.next_token;
   } while (token !== undefined);
   return models;
+}
+
+/**
+ * A surface's models API in its own shape (Anthropic's on `/v1/models` for an Anthropic client): the models the
+ * caller may see (`visibleModels`), listed or looked up by the surface's descriptor; one outside the caller's rights
+ * is a 404 like an unknown one (nothing leaks).
+ */
+export function makeSurfaceModelsHandlers(catalog: ModelCatalog, spec: ModelsSpec) {
+  return {
+    list: async function listSurfaceModels(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+      const models = await visibleModels(catalog, request.principal ?? ADMIN);
+      return reply.send(spec.list(models, request.query as Record<string, unknown>));
+    },
+    get: async function getSurfaceModel(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+      const id = modelIdOf(request.params);
+      const model = spec.get(await visibleModels(catalog, request.principal ?? ADMIN), id);
+      if (model === undefined) throw new GatewayError('model_not_found', { model: id.slice(0, 200) });
+      return reply.send(model);
+    },
+  };
+}
+
+/** The model id of a models path: its one parameter (`/v1/models/:id`, a surface's own `:model`). */
+function modelIdOf(params: unknown): string {
+  const values = Object.values(params as Record<string, string>);
+  return values[values.length - 1] ?? '';
 }

@@ -2,51 +2,57 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { indexPage, prefersHtml } from '../http/pages.js';
-import { ROUTE_TABLE, makeV1Guard } from '../http/v1-dispatch.js';
-import { chatBodySchema } from './chat-schema.js';
-import { responsesBodySchema } from '../surfaces/responses/responses-schema.js';
+import { makeV1Guard, type V1RouteTable } from '../http/v1-dispatch.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
 import { checkKeyWriteQuery, createKeySchema, rotateKeySchema, type KeyHandlers } from './keys.js';
-import { embeddingsBodySchema } from './embeddings-schema.js';
-import { messagesBodySchema } from '../surfaces/messages/messages-schema.js';
 import { assertValid } from '../http/bounded-validation.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
+/** A POST route of `/v1/`: its handler and its body's schema. */
+export interface V1Call {
+  handler: Handler;
+  schema: object;
+}
+
 export interface V1Handlers {
   health: Handler;
   models: Handler;
-  chat: Handler;
-  responses: Handler;
-  messages: Handler;
-  embeddings: Handler;
+  /** The model calls by route: each surface's `generate` (from the registry) and embeddings. */
+  calls: ReadonlyMap<string, V1Call>;
   storedResponses: StoredResponseHandlers;
   keys: KeyHandlers;
 }
-
-/** The body schema of each POST route of `/v1/` (one URL serves them all, so the route picks the schema). */
-const POST_SCHEMAS = { chat: chatBodySchema, responses: responsesBodySchema, messages: messagesBodySchema, embeddings: embeddingsBodySchema } as const;
 
 /**
  * Checks a POST body against its route's schema, compiled once per schema by the gateway's validator compiler
  * (http/bounded-validation.ts, as a route schema is), and fails the way a route schema fails (a 400 naming each field).
  */
-async function validatePostBody(request: FastifyRequest): Promise<void> {
-  const route = request.routeName;
-  const rotate = (request.query as Record<string, unknown>).action === 'rotate';
-  const schema =
-    route === 'keys' ? (rotate ? rotateKeySchema : createKeySchema) : route === 'responses' || route === 'embeddings' || route === 'messages' ? POST_SCHEMAS[route] : POST_SCHEMAS.chat;
-  if (route === 'keys') checkKeyWriteQuery(request.query as Record<string, unknown>); // the query first: it decides which body is expected
-  if (route === 'keys' && rotate && request.body === undefined) return; // a rotation may come without a body
-  assertValid(request.compileValidationSchema(schema, 'body'), request.body);
+function postBodyValidator(calls: ReadonlyMap<string, V1Call>) {
+  return async function validatePostBody(request: FastifyRequest): Promise<void> {
+    const route = request.routeName;
+    const rotate = (request.query as Record<string, unknown>).action === 'rotate';
+    const schema = route === 'keys' ? (rotate ? rotateKeySchema : createKeySchema) : callOf(calls, route).schema;
+    if (route === 'keys') checkKeyWriteQuery(request.query as Record<string, unknown>); // the query first: it decides which body is expected
+    if (route === 'keys' && rotate && request.body === undefined) return; // a rotation may come without a body
+    assertValid(request.compileValidationSchema(schema, 'body'), request.body);
+  };
+}
+
+/** The call a POST route names (the guard answered every route without one: this falls back to chat's). */
+function callOf(calls: ReadonlyMap<string, V1Call>, route: string | undefined): V1Call {
+  const call = (route === undefined ? undefined : calls.get(route)) ?? calls.get('chat');
+  if (!call) throw new GatewayError('method_not_allowed', {});
+  return call;
 }
 
 /**
  * Mounts the v1 API on `/v1/` and on `/` (the latter serves v1 only to callers that ask for it by media type and
- * redirects everyone else). GET serves health, models and the index; POST serves chat, with the body schema.
+ * redirects everyone else). GET serves health, models and the index; POST serves the model calls, with their body
+ * schemas, and the keys API.
  */
-export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1Handlers, version: string): void {
-  const indexRoutes = Object.values(ROUTE_TABLE);
+export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1Handlers, version: string, table: V1RouteTable): void {
+  const indexRoutes = [...table.values()];
   const handleIndex = async function handleIndex(request: FastifyRequest, reply: FastifyReply) {
     if (prefersHtml(request.headers.accept)) {
       return reply.type('text/html; charset=utf-8').send(indexPage(version, indexRoutes));
@@ -84,14 +90,14 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
     throw new GatewayError('method_not_allowed', {});
   };
 
+  const validatePostBody = postBodyValidator(handlers.calls);
   for (const [url, mount] of [['/v1/', 'v1'], ['/', 'root']] as const) {
-    const onRequest = makeV1Guard(auth, mount);
+    const onRequest = makeV1Guard(auth, mount, table);
     app.get(url, { onRequest }, handleRead);
     app.post(url, { onRequest, preValidation: validatePostBody }, async (request, reply) => {
       const route = request.routeName;
-      if (route === 'responses' || route === 'embeddings' || route === 'messages') return handlers[route](request, reply);
       if (route === 'keys') return handlers.keys.write(request, reply);
-      return handlers.chat(request, reply);
+      return callOf(handlers.calls, route).handler(request, reply);
     });
     app.route({ method: ['PUT', 'PATCH', 'DELETE', 'OPTIONS'], url, onRequest, handler: handleOtherMethods });
   }

@@ -1,10 +1,10 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { readIdempotencyKey, requestFingerprint } from '../core/idempotency-key.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { IdempotencyStore } from '../store/contract.js';
 import { REPLAYED_HEADER, beginClaim, replayable } from './chat-idempotency.js';
+import { open, seal, sealedKeyName, type SealBinding } from '../secrets/sealing.js';
 
 export interface SealedIdempotencyOptions {
   store: IdempotencyStore;
@@ -25,16 +25,13 @@ export interface SealedAnswer {
   body: Record<string, unknown>;
 }
 
-const SEALED_PREFIX = 'sealed.v1.';
-
 /**
  * Idempotency-Key for answers that carry a secret shown once (a key's creation or rotation). A retry with the same
  * key and body gets the same answer, secret included (a client whose connection dropped must not lose the key it
- * paid for, nor create a second one), yet the store never holds the secret readably:
+ * paid for, nor create a second one), yet the store never holds the secret readably (secrets/sealing.ts):
  *
- * - the stored answer is sealed with AES-256-GCM under a key derived (HKDF-SHA256) from the Idempotency-Key value
- *   and a server secret (the pepper), bound to the caller, the request's fingerprint and the status (GCM's
- *   additional data: a sealed answer moved to another row does not open);
+ * - the stored answer is sealed with AES-256-GCM under a key derived from the Idempotency-Key value and a server
+ *   secret (the pepper), bound to the caller, the request's fingerprint and the status;
  * - the store is given only an HMAC of the Idempotency-Key under the pepper, so what opens the answer is not in
  *   the store, and a guessable Idempotency-Key cannot be tried against it without the pepper.
  *
@@ -50,7 +47,7 @@ export class SealedIdempotency {
     if (key === undefined) return send(reply, request, await produce());
     const scope = request.caller;
     const { pepper } = this.options;
-    const storedKey = `sealed:${createHmac('sha256', pepper).update(key).digest('hex')}`;
+    const storedKey = sealedKeyName(pepper, key);
     const fingerprint = requestFingerprint(request.routeName ?? 'keys', requestShape);
     const begun = await beginClaim(this.options, scope, storedKey, fingerprint);
     if (begun === undefined) return send(reply, request, await produce()); // the store is down, policy `open`
@@ -86,47 +83,6 @@ export class SealedIdempotency {
 
 function send(reply: FastifyReply, request: FastifyRequest, answer: SealedAnswer): FastifyReply {
   return reply.code(answer.status).type(request.responseType).send(answer.body);
-}
-
-/** What a sealed answer is bound to: the key material (Idempotency-Key, pepper) and the row it belongs to. */
-export interface SealBinding {
-  idempotencyKey: string;
-  pepper: string;
-  scope: string;
-  fingerprint: string;
-  status: number;
-}
-
-function sealingKey(binding: SealBinding): Buffer {
-  return Buffer.from(hkdfSync('sha256', `${binding.pepper}\n${binding.idempotencyKey}`, binding.scope, 'llm-gateway sealed idempotent answer', 32));
-}
-
-function additionalData(binding: SealBinding): Buffer {
-  return Buffer.from(`${binding.scope}\n${binding.fingerprint}\n${binding.status}`);
-}
-
-/** `sealed.v1.` + base64 of IV (12 bytes), tag (16 bytes) and ciphertext. */
-export function seal(text: string, binding: SealBinding): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealingKey(binding), iv);
-  cipher.setAAD(additionalData(binding));
-  const ciphertext = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-  return SEALED_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64');
-}
-
-/** The text sealed by `seal`, or undefined when it is not one or does not open with this key. */
-export function open(sealed: string, binding: SealBinding): string | undefined {
-  if (!sealed.startsWith(SEALED_PREFIX)) return undefined;
-  const bytes = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64');
-  if (bytes.length < 28) return undefined;
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', sealingKey(binding), bytes.subarray(0, 12));
-    decipher.setAAD(additionalData(binding));
-    decipher.setAuthTag(bytes.subarray(12, 28));
-    return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 /** The `code` of a stored error body (for the access line and usage record of its replay). */

@@ -1,5 +1,4 @@
-import { DONE_FRAME, formatErrorEvent, formatEvent } from '../http/sse.js';
-import { shapedError } from '../http/error-shape.js';
+import { DONE_FRAME, formatEvent } from '../http/sse.js';
 import type { ChatRequestBody } from '../providers/contract.js';
 import type { ApiSurface, StreamEncoder } from './surface.js';
 
@@ -8,7 +7,7 @@ const CHAT_ENCODER: StreamEncoder = {
   open: () => '',
   chunk: (item) => (item.internal === true ? '' : formatEvent(item.json ?? JSON.stringify(item.chunk))),
   end: () => DONE_FRAME,
-  fail: (error, shape) => formatErrorEvent(shapedError(error.toBody(), error.status, shape)),
+  fail: (error, shape) => shape.streamFrame(error.toBody(), error.status, error.headers),
 };
 
 export const CHAT_SURFACE: ApiSurface = {

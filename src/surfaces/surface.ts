@@ -1,3 +1,4 @@
+import type { GrantableRoute } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { formatEvent } from '../http/sse.js';
 import type { ErrorShape } from '../request/request-state.js';
@@ -15,6 +16,8 @@ export class NativeForward {
     readonly unchanged: boolean,
     /** The request as chat, when it translates: what the context-window check counts (it is not sent). */
     readonly asChat?: ChatRequestBody,
+    /** The model it names (the body's; a surface whose model is in its path names it here). */
+    readonly model: string = body.model,
   ) {}
 }
 
@@ -25,8 +28,8 @@ export class NativeForward {
  * retries and records are the pipeline's, the same for every surface.
  */
 export interface ApiSurface {
-  /** The route whose rights, limits and records apply (and which scopes an Idempotency-Key). */
-  readonly route: 'chat' | 'responses' | 'messages';
+  /** The route whose rights, limits and records apply (and which scopes an Idempotency-Key): its descriptor's. */
+  readonly route: GrantableRoute;
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
   /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */
@@ -55,6 +58,8 @@ export interface ApiSurface {
 export interface SurfaceCall {
   readonly caller: string;
   readonly body: unknown;
+  /** The request as routed: its path parameters and query (a surface whose model or streaming is in its URL reads them). */
+  readonly request?: SurfaceRequest;
   /** The body's text as it came (what the body limit counted), when the pipeline has it. */
   readonly rawBody?: string | undefined;
   /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
@@ -64,6 +69,13 @@ export interface SurfaceCall {
    * the pipeline names them in X-Gateway-Dropped-Fields and the access line. Absent: nothing may be dropped.
    */
   readonly notes?: TranslationNotes;
+}
+
+/** What a descriptor reads of a request besides its headers: the validated body, the path's parameters, the query. */
+export interface SurfaceRequest {
+  readonly body: unknown;
+  readonly params: unknown;
+  readonly query: unknown;
 }
 
 /**
@@ -90,6 +102,6 @@ export interface StreamEncoder {
   chunk(item: StreamChunk): string;
   /** The frames of a stream that ended well: chat's `[DONE]`, the Responses API's closing events. */
   end(usage: Usage | undefined): Promise<string> | string;
-  /** The one final frame of a stream that failed after it started (never a success marker). */
+  /** The one final frame of a stream that failed after it started (never a success marker), in `shape` when it follows the path's. */
   fail(error: GatewayError, shape: ErrorShape): string;
 }

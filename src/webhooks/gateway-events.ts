@@ -27,33 +27,50 @@ export const INSTANCE = `${hostname()}:${process.pid}`;
 
 const RATE_LIMIT_FIELDS = ['limit', 'scope', 'scope_id', 'max', 'window_seconds', 'retry_after_seconds'] as const;
 
+/** A route's names for its two outcomes, and what an event that opted in to content shows as the prompt. */
+export interface RouteEvents {
+  readonly completed: string;
+  readonly failed: string;
+  /** The prompt part of the event's content, in the words of the route's API (`{messages}`, `{input}`...). */
+  prompt(body: unknown): Record<string, unknown>;
+}
+
+/** What the caller sent the model as chat's records showed it: `messages`, or else `input` (the body's own value). */
+function promptOf(body: unknown): unknown {
+  const fields = body as { messages?: unknown; input?: unknown } | null | undefined;
+  return Array.isArray(fields?.messages) ? fields.messages : fields?.input;
+}
+
+/** The content's prompt as `{messages}` (chat, Messages: the conversation, or [] when there is none). */
+export function promptAsMessages(body: unknown): Record<string, unknown> {
+  return { messages: promptOf(body) ?? [] };
+}
+
+/** The content's prompt as `{input}` (the Responses API, embeddings: the input, or null). */
+export function promptAsInput(body: unknown): Record<string, unknown> {
+  return { input: promptOf(body) ?? null };
+}
+
+/** The embeddings route's events (the gateway's own route; a surface's come from its descriptor). */
+export const EMBEDDINGS_EVENTS: RouteEvents = { completed: EVENT.embeddingsCompleted, failed: EVENT.embeddingsFailed, prompt: promptAsInput };
+
 /**
- * Chat outcomes as events: a request observer (src/http/request-end.ts), so it runs once the answer has been sent
- * and never delays it. Only authenticated calls emit (an anonymous flood cannot fill receivers' queues), and a
- * call whose caller hung up (499) emits nothing: nobody asked for that answer any more. Prompt and answer text
- * are put in only when a recipient opted in. Undefined when nobody receives a chat event.
+ * Call outcomes as events: a request observer (src/http/request-end.ts), so it runs once the answer has been sent
+ * and never delays it. Each route's names come from `routes` (built by the wiring from the surface registry). Only
+ * authenticated calls emit (an anonymous flood cannot fill receivers' queues), and a call whose caller hung up (499)
+ * emits nothing: nobody asked for that answer any more. Prompt and answer text are put in only when a recipient
+ * opted in. Undefined when nobody receives a call event.
  */
-export function chatEventsObserver(webhooks: Webhooks): ((record: RequestRecord) => void) | undefined {
-  const any = [EVENT.chatCompleted, EVENT.chatFailed, EVENT.responseCompleted, EVENT.responseFailed, EVENT.embeddingsCompleted, EVENT.embeddingsFailed, EVENT.messageCompleted, EVENT.messageFailed, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind));
-  if (!any) return undefined;
+export function chatEventsObserver(webhooks: Webhooks, routes: ReadonlyMap<string, RouteEvents>): ((record: RequestRecord) => void) | undefined {
+  const kinds = [...routes.values()].flatMap((events) => [events.completed, events.failed]);
+  if (![...kinds, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind))) return undefined;
   return (record) => {
-    const kinds = record.route === 'chat' ? CHAT_KINDS : record.route === 'responses' ? RESPONSE_KINDS : record.route === 'embeddings' ? EMBEDDING_KINDS : record.route === 'messages' ? MESSAGE_KINDS : undefined;
-    if (kinds && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record, kinds);
+    const events = record.route === undefined ? undefined : routes.get(record.route);
+    if (events && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record, events);
   };
 }
 
-interface OutcomeKinds {
-  completed: string;
-  failed: string;
-}
-
-/** Each route's names for the same two outcomes (the Responses route's follow OpenAI's own webhook events). */
-const CHAT_KINDS: OutcomeKinds = { completed: EVENT.chatCompleted, failed: EVENT.chatFailed };
-const RESPONSE_KINDS: OutcomeKinds = { completed: EVENT.responseCompleted, failed: EVENT.responseFailed };
-const MESSAGE_KINDS: OutcomeKinds = { completed: EVENT.messageCompleted, failed: EVENT.messageFailed };
-const EMBEDDING_KINDS: OutcomeKinds = { completed: EVENT.embeddingsCompleted, failed: EVENT.embeddingsFailed };
-
-function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: OutcomeKinds): void {
+function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: RouteEvents): void {
   const common = {
     request_id: record.id,
     caller: record.caller,
@@ -75,8 +92,7 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: Outcom
           cost_usd: usage?.cost_usd ?? null,
           cache_savings_usd: usage?.cache_savings_usd ?? null,
         };
-    const prompt = kinds === CHAT_KINDS || kinds === MESSAGE_KINDS ? { messages: record.prompt ?? [] } : { input: record.prompt ?? null };
-    const content = webhooks.wantsContent(kind) ? { ...prompt, answer: record.answerText ?? null } : undefined;
+    const content = webhooks.wantsContent(kind) ? { ...kinds.prompt(record.body), answer: record.answerText ?? null } : undefined;
     void webhooks.emit(kind, data, content);
   }
   if (record.code === 'rate_limited' && webhooks.wants(EVENT.rateLimitExceeded)) {

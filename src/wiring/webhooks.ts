@@ -3,7 +3,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { OutboxStore } from '../store/contract.js';
 import { WebhookSender } from '../webhooks/deliver.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { chatEventsObserver } from '../webhooks/gateway-events.js';
+import { chatEventsObserver, type RouteEvents } from '../webhooks/gateway-events.js';
 import { Webhooks } from '../webhooks/webhooks.js';
 
 export interface WiredWebhooks {
@@ -14,9 +14,10 @@ export interface WiredWebhooks {
 
 /**
  * Signed event callbacks: events are written to the outbox (in the request's path only as a store write) and
- * delivered by the dispatcher, which closes with the app. Chat outcomes become events once answered.
+ * delivered by the dispatcher, which closes with the app. Call outcomes become events once answered, under each
+ * route's names (`routeEvents`: the surfaces' descriptors and embeddings).
  */
-export function wireWebhooks(app: FastifyInstance, config: GatewayConfig, outbox: OutboxStore | undefined): WiredWebhooks {
+export function wireWebhooks(app: FastifyInstance, config: GatewayConfig, outbox: OutboxStore | undefined, routeEvents: ReadonlyMap<string, RouteEvents>): WiredWebhooks {
   if (config.webhooks.subscriptions.length > 0 && !outbox) throw new Error('webhook subscriptions are configured but buildApp was given no outbox store');
   const dispatcher = outbox
     ? new WebhookDispatcher({
@@ -34,7 +35,7 @@ export function wireWebhooks(app: FastifyInstance, config: GatewayConfig, outbox
   app.addHook('onClose', async () => {
     await dispatcher?.close();
   });
-  const chatEvents = chatEventsObserver(webhooks);
+  const chatEvents = chatEventsObserver(webhooks, routeEvents);
   if (chatEvents) app.requestObservers.push(chatEvents);
   return { webhooks, start: () => dispatcher?.start() };
 }

@@ -11,6 +11,7 @@ import type { GatewayConfig } from '../../src/config/types.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { openDependencies } from '../../src/dependencies.js';
 import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { SurfaceDescriptor } from '../../src/surfaces/descriptor.js';
 import { captureSecrets, captureText } from './capture.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -31,6 +32,8 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Written to a temporary YAML/JSON file and passed as GATEWAY_CONFIG. */
   configFile?: { name: string; text: string };
+  /** The API surfaces to serve instead of the registry's (a test's own surface). */
+  surfaces?: readonly SurfaceDescriptor[];
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<TestGateway> {
@@ -56,7 +59,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   });
   const deps = await openDependencies(config, logger);
   const store = deps.sqlite;
-  const gateway = await buildApp(deps);
+  const gateway = await buildApp(options.surfaces ? { ...deps, surfaces: options.surfaces } : deps);
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -1,0 +1,82 @@
+/**
+ * JSON Schema of the chat body, compiled once by Fastify (Ajv) so validation on the hot path is generated code.
+ * Unknown top-level fields are allowed and passed through to the provider (new provider parameters keep working
+ * without a gateway release); known fields are checked strictly, with no type coercion.
+ */
+const contentPart = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: { type: 'string', minLength: 1 } },
+} as const;
+
+const toolCall = {
+  type: 'object',
+  required: ['id', 'type', 'function'],
+  properties: {
+    id: { type: 'string', minLength: 1 },
+    type: { type: 'string', enum: ['function'] },
+    function: {
+      type: 'object',
+      required: ['name', 'arguments'],
+      properties: { name: { type: 'string', minLength: 1 }, arguments: { type: 'string' } },
+    },
+  },
+} as const;
+
+const message = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { type: 'string', enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
+    content: { type: ['string', 'array', 'null'], items: contentPart },
+    name: { type: 'string', minLength: 1, maxLength: 256 },
+    tool_call_id: { type: 'string', minLength: 1 },
+    tool_calls: { type: 'array', items: toolCall },
+  },
+} as const;
+
+const tool = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { type: 'string', enum: ['function'] },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        // OpenAI's rule for function names.
+        name: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+        description: { type: 'string' },
+        parameters: { type: 'object' },
+        strict: { type: ['boolean', 'null'] },
+      },
+    },
+  },
+} as const;
+
+export const chatBodySchema = {
+  type: 'object',
+  required: ['model', 'messages'],
+  properties: {
+    model: { type: 'string', minLength: 1, maxLength: 256 },
+    messages: { type: 'array', minItems: 1, items: message },
+    temperature: { type: 'number', minimum: 0, maximum: 2 },
+    top_p: { type: 'number', minimum: 0, maximum: 1 },
+    max_tokens: { type: 'integer', minimum: 1 },
+    stream: { type: 'boolean' },
+    stream_options: { type: ['object', 'null'] },
+    tools: { type: 'array', items: tool },
+    tool_choice: {
+      type: ['string', 'object'],
+      if: { type: 'string' },
+      then: { enum: ['none', 'auto', 'required'] },
+      else: {
+        required: ['type', 'function'],
+        properties: {
+          type: { type: 'string', enum: ['function'] },
+          function: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
+        },
+      },
+    },
+  },
+} as const;

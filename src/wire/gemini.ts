@@ -37,6 +37,10 @@ export interface GeminiFunctionResponse {
   id?: string;
   name: string;
   response: Record<string, unknown>;
+  /** Media the result holds (Gemini 3). */
+  parts?: unknown[];
+  willContinue?: boolean;
+  scheduling?: string;
 }
 
 /** One part of a content: exactly one of its data fields, plus the thought marks. */

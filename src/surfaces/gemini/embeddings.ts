@@ -68,7 +68,12 @@ export function embeddingVectors(result: EmbeddingsResult, expected: number): nu
     if (result.vectors.length !== expected) throw invalidEmbeddings(`${result.vectors.length} vectors for ${expected} inputs`);
     return result.vectors;
   }
-  const data = (JSON.parse(result.body.toString('utf8')) as { data?: unknown }).data;
+  let data: unknown;
+  try {
+    data = (JSON.parse(result.body.toString('utf8')) as { data?: unknown } | null)?.data;
+  } catch {
+    throw invalidEmbeddings('the answer is not JSON');
+  }
   if (!Array.isArray(data) || data.length !== expected) throw invalidEmbeddings(`not ${expected} embeddings in data`);
   const vectors: number[][] = new Array<number[]>(expected);
   data.forEach((item: unknown, i) => {

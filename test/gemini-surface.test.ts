@@ -182,6 +182,18 @@ describe('Gemini request fields on a translated path: mapped, dropped (named), r
     assert.deepEqual(translate({ contents: [user('q'), { role: 'model', parts: [{ functionCall: { name: 'a', args: {} } }] }] }).chat.messages[1]?.tool_calls?.[0]?.id, 'call_a_1_0');
   });
 
+  test('results by id in any order; a result by name then takes the oldest call not answered by id', () => {
+    const calls = ['c1', 'c2', 'c3'].map((id) => ({ functionCall: { id, name: 'f', args: {} } }));
+    const { chat } = translate({
+      contents: [
+        user('q'),
+        { role: 'model', parts: calls },
+        { role: 'user', parts: [{ functionResponse: { id: 'c3', name: 'f', response: {} } }, { functionResponse: { id: 'c1', name: 'f', response: {} } }, { functionResponse: { name: 'f', response: {} } }] },
+      ],
+    });
+    assert.deepEqual(chat.messages.slice(2).map((m) => m.tool_call_id), ['c3', 'c1', 'c2']);
+  });
+
   test("a result that answers no call is the caller's 400 validation_failed", () => {
     const error = refusal({ contents: [user('q'), { role: 'user', parts: [{ functionResponse: { name: 'ghost', id: 'x1', response: {} } }] }] });
     assert.equal(error.code, 'validation_failed');

@@ -20,25 +20,33 @@ export interface GeminiContext {
  * the conversation made, else by `name`: the oldest call of that name not yet answered.
  */
 class CallLedger {
-  private readonly ids = new Set<string>();
-  private readonly open = new Map<string, string[]>();
+  /** Each call's id, and whether it is answered yet. */
+  private readonly answered = new Map<string, boolean>();
+  /** By name, the calls in the order they were made (answered ones are skipped when met: each step is O(1) on average). */
+  private readonly byName = new Map<string, { ids: string[]; next: number }>();
 
   call(id: string, name: string): void {
-    this.ids.add(id);
-    const waiting = this.open.get(name);
-    if (waiting) waiting.push(id);
-    else this.open.set(name, [id]);
+    this.answered.set(id, false);
+    const calls = this.byName.get(name);
+    if (calls) calls.ids.push(id);
+    else this.byName.set(name, { ids: [id], next: 0 });
   }
 
   /** The id of the call `response` answers, or undefined when there is none. */
   answer(response: GeminiFunctionResponse): string | undefined {
-    const waiting = this.open.get(response.name);
-    if (response.id !== undefined && this.ids.has(response.id)) {
-      const at = waiting?.indexOf(response.id) ?? -1;
-      if (at >= 0) waiting?.splice(at, 1);
+    if (response.id !== undefined && this.answered.has(response.id)) {
+      this.answered.set(response.id, true);
       return response.id;
     }
-    return waiting?.shift();
+    const calls = this.byName.get(response.name);
+    while (calls !== undefined && calls.next < calls.ids.length) {
+      const id = calls.ids[calls.next++] as string;
+      if (this.answered.get(id) === false) {
+        this.answered.set(id, true);
+        return id;
+      }
+    }
+    return undefined;
   }
 }
 

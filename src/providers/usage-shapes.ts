@@ -1,4 +1,5 @@
 import type { Usage } from './contract.js';
+import type { GeminiUsageMetadata } from '../wire/gemini.js';
 
 /**
  * How the gateway's usage (src/providers/contract.ts: `prompt_tokens` is all input, the cache reads and writes
@@ -72,5 +73,19 @@ export function messagesUsageOf(usage: Usage): MessagesUsageObject {
   const shown: MessagesUsageObject = { input_tokens: usage.prompt_tokens - read - write, output_tokens: usage.completion_tokens };
   if (write > 0) shown.cache_creation_input_tokens = write;
   if (read > 0) shown.cache_read_input_tokens = read;
+  return shown;
+}
+
+/**
+ * Gemini's `usageMetadata`: `promptTokenCount` all input (Gemini's counts the cached content, as ours does),
+ * `cachedContentTokenCount` the reads when there were some (Gemini has no cache writes: they are only in the
+ * prompt); `candidatesTokenCount` the answer WITHOUT the reasoning, which is `thoughtsTokenCount` when there was
+ * some; `totalTokenCount` ours (Gemini's is prompt + candidates + thoughts, as ours).
+ */
+export function geminiUsageOf(usage: Usage): GeminiUsageMetadata {
+  const { cache_read_tokens: read = 0, reasoning_tokens: reasoning = 0 } = usage;
+  const shown: GeminiUsageMetadata = { promptTokenCount: usage.prompt_tokens, candidatesTokenCount: usage.completion_tokens - reasoning, totalTokenCount: usage.total_tokens };
+  if (read > 0) shown.cachedContentTokenCount = read;
+  if (reasoning > 0) shown.thoughtsTokenCount = reasoning;
   return shown;
 }

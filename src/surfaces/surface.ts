@@ -26,7 +26,7 @@ export class NativeForward {
  */
 export interface ApiSurface {
   /** The route whose rights, limits and records apply (and which scopes an Idempotency-Key). */
-  readonly route: 'chat' | 'responses' | 'messages';
+  readonly route: 'chat' | 'responses' | 'messages' | 'gemini';
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
   /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */
@@ -57,6 +57,10 @@ export interface SurfaceCall {
   readonly body: unknown;
   /** The body's text as it came (what the body limit counted), when the pipeline has it. */
   readonly rawBody?: string | undefined;
+  /** The model the URL names, for an API that puts it there (Gemini: `/v1beta/models/{model}:generateContent`). */
+  readonly pathModel?: string;
+  /** How the URL asks the answer to stream, for an API that says it there (Gemini: `:streamGenerateContent`, `alt=sse` or not); absent: it does not. */
+  readonly pathStream?: 'sse' | 'json-array';
   /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
   state?: unknown;
   /**

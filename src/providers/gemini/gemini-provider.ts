@@ -11,7 +11,6 @@ import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response
 import { readEventStream } from '../event-stream-reader.js';
 import { countedChunk } from '../usage-figures.js';
 
-
 /**
  * Google's Gemini API: `POST {base}/models/{model}:generateContent`, and `:streamGenerateContent?alt=sse` for
  * streams. The key goes in the `x-goog-api-key` header, never in the URL. Translation is pure functions; the
@@ -91,7 +90,7 @@ export class GeminiProvider implements Provider {
     const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
     const response = await this.http.send({ method: 'POST', path, headers, body: JSON.stringify(request) }, context.signal, context.apiKeyOverride);
     const { value } = await this.http.readJson(response, context.signal);
-    const vectors = fromGeminiEmbedResponse(value, (request.requests as unknown[]).length);
+    const vectors = fromGeminiEmbedResponse(value, request.requests.length);
     if (!vectors) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not one embedding of numbers per input' });
     return { kind: 'vectors', vectors, usage: undefined };
   }

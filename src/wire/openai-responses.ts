@@ -115,6 +115,9 @@ export interface CustomToolCallItem {
 
 export type OutputItem = MessageItem | FunctionCallItem | CustomToolCallItem;
 
+/** An item of a conversation, as `input_items` lists them: the caller's input items and the answers' output items. */
+export type ResponsesItem = ResponsesInputItem | OutputItem;
+
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 
 /** The `response` object. */

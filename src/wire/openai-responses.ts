@@ -43,16 +43,16 @@ export interface ResponsesRequest {
   [field: string]: unknown;
 }
 
-export interface InputTextPart {
+export type InputTextPart = {
   type: 'input_text';
   text: unknown;
-}
+};
 
-export interface InputImagePart {
+export type InputImagePart = {
   type: 'input_image';
   image_url: unknown;
   detail?: unknown;
-}
+};
 
 // ---------------------------------------------------------------------------------------------- the response
 

@@ -19,11 +19,6 @@ export function objectOf(value: unknown): JsonObject | undefined {
   return isJsonObject(value) ? value : undefined;
 }
 
-/** `value` when it is a string, else undefined. */
-export function stringOf(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
 /** The text of a field sent as a string (an id, a name): '' for anything else, never String() of a foreign object. */
 export function textField(value: unknown): string {
   return typeof value === 'string' ? value : '';

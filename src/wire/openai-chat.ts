@@ -6,9 +6,6 @@
  * model's open objects (`Record<string, unknown>`) where they go.
  */
 
-/** The `finish_reason`s of a chat choice (a server may send others: read as strings). */
-export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
-
 /** Chat's `tool_choice`. */
 export type ChatToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
 

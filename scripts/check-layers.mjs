@@ -24,7 +24,7 @@ export const LAYERS = [
   ['core'],
   ['providers', 'store'],
   ['config'],
-  ['errors', 'streaming', 'secrets', 'net'],
+  ['errors', 'streaming', 'secrets', 'net', 'wire'],
 ];
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*\s{},]*?\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;

@@ -72,7 +72,7 @@ describe('prompt caching where operators look', () => {
           `  - { id: claude-writes, upstream: claude, upstream_model: claude-sonnet-4-5, pricing: ${CLAUDE_PRICES} }`,
           // Without cache prices, cache reads cost what input costs: nothing saved.
           '  - { id: claude-plain, upstream: claude, upstream_model: claude-sonnet-4-5, pricing: { input_per_million: 3, output_per_million: 15 } }',
-          '  - { id: claude-free, upstream: claude, upstream_model: claude-sonnet-4-5 }',
+          '  - { id: claude-free, upstream: claude, upstream_model: claude-private-finetune }',
           '  - { id: gpt, upstream: oai, upstream_model: gpt-5, pricing: { input_per_million: 2.5, output_per_million: 10, cache_read_per_million: 1.25 } }',
         ].join('\n'),
       },

@@ -72,12 +72,10 @@ function parrotEncoder(mode: StreamMode | false): StreamEncoder {
 const PARROT_TRANSLATION: ApiSurface = {
   route: 'models',
   forwardsRawBody: false,
-  toChat: (_body, call) => {
-    const request = call.request as SurfaceRequest;
-    return { ...asChat(request), ...(streamOf(request) === false ? {} : { stream: true }) };
-  },
+  // What the descriptor read of the URL comes with the call: the model and the stream's form.
+  toChat: (body, call) => ({ model: call.pathModel as string, messages: [{ role: 'user', content: textOf(body) }], ...(call.pathStream ? { stream: true } : {}) }),
   answer: (completion) => JSON.stringify({ said: (JSON.parse(completion.toString('utf8')) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content }),
-  encoder: (call) => parrotEncoder(streamOf(call.request as SurfaceRequest)),
+  encoder: (call) => parrotEncoder(call.pathStream ?? false),
   isCompleteEnd: (frame) => frame === ']' || frame === 'data: {"done":true}\n\n',
 };
 

@@ -108,6 +108,7 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
       duration_ms: event.data.duration_ms,
       usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 },
       cost_usd: null,
+      cache_savings_usd: null,
     });
     assert.equal(typeof event.data.duration_ms, 'number');
     assert.ok(!delivery.body.includes('my secret plan'), 'no prompt text unless opted in');

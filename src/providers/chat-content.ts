@@ -1,4 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
+import { objectOf, type JsonObject } from '../wire/json.js';
+import { splitDataUrl } from '../wire/openai-chat.js';
 import type { ChatMessage } from './contract.js';
 
 /** The text of a message's content: a string as is, the text parts of a parts array joined, else empty. */
@@ -19,9 +21,13 @@ export function parseToolArguments(text: string, id: string, provider: string): 
   }
 }
 
-/** An OpenAI `image_url` part: a base64 `data:` URL split into media type and data, or a plain URL. */
-export function imageSource(part: Record<string, unknown>): { mediaType: string; data: string } | { url: string } {
-  const url = String((part.image_url as { url?: unknown } | undefined)?.url ?? '');
-  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  return data ? { mediaType: data[1] ?? '', data: data[2] ?? '' } : { url };
+/** An OpenAI `image_url` part's URL ('' when it has none). */
+export function imageUrlOfPart(part: JsonObject): string {
+  return String(objectOf(part.image_url)?.url ?? '');
+}
+
+/** An OpenAI `image_url` part: a base64 `data:` URL split into media type and data (src/wire/openai-chat.ts), or a plain URL. */
+export function imageSource(part: JsonObject): { mediaType: string; data: string } | { url: string } {
+  const url = imageUrlOfPart(part);
+  return splitDataUrl(url) ?? { url };
 }

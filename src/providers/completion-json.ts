@@ -1,5 +1,5 @@
 import type { ToolCall } from './contract.js';
-import type { ChatUsageObject } from './usage-shapes.js';
+import type { ChatUsageObject } from '../wire/openai-chat.js';
 
 /** One choice of a translated answer (the providers that translate build exactly this shape). */
 export interface CompletionChoice {

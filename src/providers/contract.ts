@@ -157,7 +157,7 @@ export interface NativeApi {
 }
 
 /** The APIs a provider may speak natively besides chat. */
-export type NativeApiName = 'responses' | 'messages';
+export type NativeApiName = 'responses' | 'messages' | 'gemini';
 
 export interface CallContext {
   /**

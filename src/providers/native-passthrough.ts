@@ -7,7 +7,10 @@ import { malformedFrame } from './malformed-frame.js';
 import { providerErrorDetails } from './upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from './upstream-client.js';
 import { readEventStream } from './event-stream-reader.js';
-import { RESPONSES_COUNTS, anomaliesOf, anthropicParts, correctInPlace, countsOf, saneTokens, withAnomalies, withParts } from './usage-figures.js';
+import { RESPONSES_COUNTS, anomaliesOf, anthropicUsage, correctInPlace, countsOf, saneTokens, withAnomalies, withParts } from './usage-figures.js';
+import { ANTHROPIC_USAGE_FIGURES, containerIdOf, eventContainerId, eventUsage, isMessageObject } from '../wire/anthropic.js';
+import { objectOf } from '../wire/json.js';
+import { RESPONSES_FAILURE_EVENTS, RESPONSES_FINAL_EVENTS, eventResponse, failureError, isResponseObject, responseIdCandidates } from '../wire/openai-responses.js';
 
 /** What the gateway needs to know of an API it forwards untranslated (OpenAI's Responses, Anthropic's Messages). */
 export interface NativeWire {
@@ -70,7 +73,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
           async countTokens(body: NativeBody, context: CallContext): Promise<number> {
             const request = { method: 'POST' as const, path: countPath + (context.forwardQuery ?? ''), headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) };
             const { value } = await upstream.http.readJson(await upstream.http.send(request, context.signal, context.apiKeyOverride), context.signal);
-            const tokens = (value as { input_tokens?: unknown } | null)?.input_tokens;
+            const tokens = objectOf(value)?.input_tokens;
             if (typeof tokens !== 'number') throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'no input_tokens in the count' });
             // Shown to the caller as it is: the count is checked like every figure of usage.
             return saneTokens(tokens);
@@ -163,9 +166,7 @@ function serverIds(candidates: readonly unknown[]): string[] {
 
 /** A Responses API response's id, its output items' ids and the containers its code-interpreter calls ran in. */
 function responseIds(value: unknown): string[] {
-  const response = value as { id?: unknown; output?: unknown } | null | undefined;
-  const output = Array.isArray(response?.output) ? (response.output as Array<{ id?: unknown; container_id?: unknown } | null>) : [];
-  return serverIds([response?.id, ...output.flatMap((item) => [item?.id, item?.container_id])]);
+  return serverIds(responseIdCandidates(value));
 }
 
 /**
@@ -188,37 +189,41 @@ const isJsonSpace = (code: number): boolean => code === 0x20 || code === 0x0a ||
 
 /** A failure event's error (`response.error`, or `error`) in the `{error: {...}}` shape the error reader knows. */
 function failureText(data: string): string {
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(data) as { response?: { error?: unknown }; error?: unknown; message?: unknown; code?: unknown };
-    const error = parsed.response?.error ?? parsed.error ?? { message: parsed.message, code: parsed.code };
-    return JSON.stringify({ error });
+    parsed = JSON.parse(data);
   } catch {
     return data;
   }
+  // Not an object (`null`, a number): no error fields, as the error reader finds none in it either.
+  return JSON.stringify({ error: failureError(objectOf(parsed) ?? {}) });
 }
 
 /** OpenAI's Responses API: usage in the final `response.completed` / `response.incomplete` event. */
 export const RESPONSES_WIRE: NativeWire = {
-  finalEvents: new Set(['response.completed', 'response.incomplete']),
-  failureEvents: new Set(['response.failed', 'error']),
-  isAnswer: (value) => (value as { object?: unknown } | null)?.object === 'response',
-  answerUsage: (value) => responsesUsage((value as { usage?: unknown }).usage),
-  usageEvents: new Set(['response.completed', 'response.incomplete']),
+  finalEvents: RESPONSES_FINAL_EVENTS,
+  failureEvents: RESPONSES_FAILURE_EVENTS,
+  isAnswer: isResponseObject,
+  answerUsage: (value) => responsesUsage(objectOf(value)?.usage),
+  usageEvents: RESPONSES_FINAL_EVENTS,
   addUsage(_event, data, totals) {
-    const usage = responsesUsage((data as { response?: { usage?: unknown } } | null)?.response?.usage);
+    const usage = responsesUsage(eventResponse(data)?.usage);
     if (usage) Object.assign(totals, usage);
     return anomaliesOf(usage) !== undefined;
   },
   // The response's id as soon as it exists (`response.created`), and with its items once it ends.
   answerIds: responseIds,
   idEvents: new Set(['response.created', 'response.completed', 'response.incomplete']),
-  eventIds: (_event, data) => responseIds((data as { response?: unknown } | null)?.response),
+  eventIds: (_event, data) => responseIds(objectOf(data)?.response),
 };
 
 /** A Responses usage object (corrected in place); undefined when it is none or has neither count. */
 function responsesUsage(value: unknown): Usage | undefined {
   return countsOf(value, RESPONSES_COUNTS);
 }
+
+/** The Messages events that carry usage, and the container a request may name again. */
+const MESSAGES_USAGE_EVENTS: ReadonlySet<string> = new Set(['message_start', 'message_delta']);
 
 /**
  * Anthropic's Messages API: input tokens in `message_start` (cache reads and writes counted as input), output
@@ -227,44 +232,40 @@ function responsesUsage(value: unknown): Usage | undefined {
 export const MESSAGES_WIRE: NativeWire = {
   finalEvents: new Set(['message_stop']),
   failureEvents: new Set(['error']),
-  isAnswer: (value) => (value as { type?: unknown } | null)?.type === 'message',
+  isAnswer: isMessageObject,
   answerUsage: (value) => {
     const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-    addMessagesUsage((value as { usage?: unknown }).usage, totals);
+    addMessagesUsage(objectOf(value)?.usage, totals);
     return totals.total_tokens > 0 || anomaliesOf(totals) ? totals : undefined;
   },
-  usageEvents: new Set(['message_start', 'message_delta']),
-  addUsage(event, data, totals) {
-    const usage = event === 'message_start' ? (data as { message?: { usage?: unknown } } | null)?.message?.usage : (data as { usage?: unknown } | null)?.usage;
-    return addMessagesUsage(usage, totals);
-  },
+  usageEvents: MESSAGES_USAGE_EVENTS,
+  addUsage: (event, data, totals) => addMessagesUsage(eventUsage(event, objectOf(data) ?? {}), totals),
   // A message id names nothing Anthropic keeps; a code-execution container does (`container` reuses it).
-  answerIds: (value) => serverIds([(value as { container?: { id?: unknown } | null }).container?.id]),
-  idEvents: new Set(['message_start', 'message_delta']),
-  eventIds: (event, data) => {
-    const record = data as { message?: { container?: { id?: unknown } | null }; delta?: { container?: { id?: unknown } | null } } | null;
-    return serverIds([event === 'message_start' ? record?.message?.container?.id : record?.delta?.container?.id]);
-  },
+  answerIds: (value) => serverIds([containerIdOf(value)]),
+  idEvents: MESSAGES_USAGE_EVENTS,
+  eventIds: (event, data) => serverIds([eventContainerId(event, data)]),
 };
 
-const MESSAGES_FIGURES = ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'output_tokens'];
-
-/** Adds a Messages usage object (corrected in place) to the totals; whether a figure had to be corrected. */
+/**
+ * Adds a Messages usage object (corrected in place) to the totals; whether a figure had to be corrected. The input
+ * (with the cache figures) comes in `message_start` and the output in `message_delta`, whose figures are cumulative.
+ */
 function addMessagesUsage(value: unknown, totals: Usage): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const usage = value as Record<string, unknown>;
-  const found = correctInPlace(usage, MESSAGES_FIGURES) ?? [];
+  const usage = objectOf(value);
+  if (!usage) return false;
+  const found = correctInPlace(usage, ANTHROPIC_USAGE_FIGURES) ?? [];
   const input = saneTokens(usage.input_tokens) + saneTokens(usage.cache_creation_input_tokens) + saneTokens(usage.cache_read_input_tokens);
-  if (input > 0) totals.prompt_tokens = saneTokens(input, found);
-  if (usage.output_tokens != null) totals.completion_tokens = saneTokens(usage.output_tokens);
-  totals.total_tokens = totals.prompt_tokens + totals.completion_tokens;
-  // The cache figures of the event that reports the input (message_start; a message_delta may repeat them).
+  // The input and cache figures of the event that reports the input (message_start; a message_delta may repeat them).
   if (input > 0) {
+    const read = anthropicUsage(usage, found);
+    totals.prompt_tokens = read.prompt_tokens;
     delete totals.cache_read_tokens;
     delete totals.cache_write_tokens;
     delete totals.cache_write_1h_tokens;
-    withParts(totals, anthropicParts(usage, found));
+    withParts(totals, { cacheRead: read.cache_read_tokens, cacheWrite: read.cache_write_tokens, cacheWrite1h: read.cache_write_1h_tokens });
   }
+  if (usage.output_tokens != null) totals.completion_tokens = saneTokens(usage.output_tokens);
+  totals.total_tokens = totals.prompt_tokens + totals.completion_tokens;
   withAnomalies(totals, found);
   return found.length > 0;
 }

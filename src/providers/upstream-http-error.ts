@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { scrubText } from '../secrets/redact.js';
+import { objectOf } from '../wire/json.js';
 
 const MAX_MESSAGE_CHARS = 2_000;
 /** An upstream's code, type or param is an identifier: anything longer is not one we need to pass on whole. */
@@ -77,8 +78,8 @@ function parseProviderError(bodyText: string): ProviderError {
     const text = bodyText.trim();
     return { code: undefined, type: undefined, param: undefined, message: text || undefined };
   }
-  const record = asRecord(body);
-  const inner = asRecord(record?.error) ?? record;
+  const record = objectOf(body);
+  const inner = objectOf(record?.error) ?? record;
   const message = typeof record?.error === 'string' ? record.error : inner?.message;
   return {
     code: stringOrUndefined(inner?.code),
@@ -86,12 +87,6 @@ function parseProviderError(bodyText: string): ProviderError {
     param: stringOrUndefined(inner?.param),
     message: typeof message === 'string' ? message : undefined,
   };
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
 }
 
 function stringOrUndefined(value: unknown): string | undefined {

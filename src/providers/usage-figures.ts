@@ -1,4 +1,5 @@
 import { USAGE_ANOMALIES, type ChatCompletionChunk, type StreamChunk, type Usage, type UsageAnomaly } from './contract.js';
+import type { JsonObject } from '../wire/json.js';
 import { chatUsageOf } from './usage-shapes.js';
 
 /**
@@ -125,10 +126,19 @@ export function openAiParts(usage: Record<string, unknown>, names: CountNames, f
 }
 
 /**
+ * The gateway's usage of an Anthropic usage object (src/wire/anthropic.ts), each figure checked: the prompt is the
+ * input with the cache reads and writes, which Anthropic counts apart from it; the parts as anthropicParts reads them.
+ */
+export function anthropicUsage(usage: JsonObject, found: UsageAnomaly[]): Usage {
+  const prompt = saneTokens(usage.input_tokens, found) + saneTokens(usage.cache_read_input_tokens, found) + saneTokens(usage.cache_creation_input_tokens, found);
+  return withParts(usageFrom(prompt, saneTokens(usage.output_tokens, found), undefined, found), anthropicParts(usage, found));
+}
+
+/**
  * The parts of an Anthropic usage object: cache reads, cache writes (`cache_creation_input_tokens`) and of those the
  * 1-hour ones (`cache_creation.ephemeral_1h_input_tokens`; the rest are 5-minute writes).
  */
-export function anthropicParts(usage: Record<string, unknown>, found?: UsageAnomaly[]): UsageParts {
+export function anthropicParts(usage: JsonObject, found?: UsageAnomaly[]): UsageParts {
   return {
     cacheRead: saneTokens(usage.cache_read_input_tokens, found),
     cacheWrite: saneTokens(usage.cache_creation_input_tokens, found),

@@ -1,4 +1,10 @@
+import type { AnthropicUsage } from '../wire/anthropic.js';
+import type { ChatUsageObject } from '../wire/openai-chat.js';
+import type { ResponsesUsageObject } from '../wire/openai-responses.js';
 import type { Usage } from './contract.js';
+import type { GeminiUsageMetadata } from '../wire/gemini.js';
+
+export type { AnthropicUsage, ChatUsageObject, ResponsesUsageObject };
 
 /**
  * How the gateway's usage (src/providers/contract.ts: `prompt_tokens` is all input, the cache reads and writes
@@ -8,20 +14,7 @@ import type { Usage } from './contract.js';
  * through checkedUsage (its parts bounded by what they are parts of), so no figure shown is ever negative.
  */
 
-/**
- * OpenAI chat's usage object. `prompt_tokens` counts all input, as OpenAI's does; `prompt_tokens_details`
- * (only when the cache was used) gives the reads as `cached_tokens` and the writes as `cache_write_tokens`
- * (OpenRouter's name; OpenAI has no writes, the field is there only when there are some);
- * `completion_tokens_details.reasoning_tokens` only when the upstream reported reasoning.
- */
-export interface ChatUsageObject {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
-  completion_tokens_details?: { reasoning_tokens: number };
-}
-
+/** OpenAI chat's usage object (src/wire/openai-chat.ts: `prompt_tokens` all input; the details only when there are some). */
 export function chatUsageOf(usage: Usage): ChatUsageObject {
   const shown: ChatUsageObject = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0, reasoning_tokens: reasoning = 0 } = usage;
@@ -30,19 +23,7 @@ export function chatUsageOf(usage: Usage): ChatUsageObject {
   return shown;
 }
 
-/**
- * The Responses API's usage object: `input_tokens` all input (as OpenAI's), `input_tokens_details.cached_tokens`
- * the reads and `output_tokens_details.reasoning_tokens` always (the API's schema requires both), and
- * `input_tokens_details.cache_write_tokens` only when there were writes (as in the chat shape).
- */
-export interface ResponsesUsageObject {
-  input_tokens: number;
-  input_tokens_details: { cached_tokens: number; cache_write_tokens?: number };
-  output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
-  total_tokens: number;
-}
-
+/** The Responses API's usage object (src/wire/openai-responses.ts: both details always there, as its schema requires). */
 export function responsesUsageOf(usage: Usage): ResponsesUsageObject {
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0 } = usage;
   return {
@@ -55,22 +36,28 @@ export function responsesUsageOf(usage: Usage): ResponsesUsageObject {
 }
 
 /**
- * Anthropic's Messages usage object: `input_tokens` EXCLUDES the cache reads and writes (Anthropic's own
- * definition: the input after the last cache breakpoint), `cache_read_input_tokens` the reads and
- * `cache_creation_input_tokens` the writes, each only when there were some; `output_tokens` all output (thinking
- * included). So input_tokens + cache_creation_input_tokens + cache_read_input_tokens is the gateway's prompt.
+ * Anthropic's Messages usage object (src/wire/anthropic.ts): `input_tokens` EXCLUDES the cache reads and writes,
+ * which are `cache_read_input_tokens` and `cache_creation_input_tokens`, each only when there were some; so
+ * input_tokens + cache_creation_input_tokens + cache_read_input_tokens is the gateway's prompt.
  */
-export interface MessagesUsageObject {
-  input_tokens: number;
-  cache_creation_input_tokens?: number;
-  cache_read_input_tokens?: number;
-  output_tokens: number;
-}
-
-export function messagesUsageOf(usage: Usage): MessagesUsageObject {
+export function messagesUsageOf(usage: Usage): AnthropicUsage {
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0 } = usage;
-  const shown: MessagesUsageObject = { input_tokens: usage.prompt_tokens - read - write, output_tokens: usage.completion_tokens };
+  const shown: AnthropicUsage = { input_tokens: usage.prompt_tokens - read - write, output_tokens: usage.completion_tokens };
   if (write > 0) shown.cache_creation_input_tokens = write;
   if (read > 0) shown.cache_read_input_tokens = read;
+  return shown;
+}
+
+/**
+ * Gemini's `usageMetadata`: `promptTokenCount` all input (Gemini's counts the cached content, as ours does),
+ * `cachedContentTokenCount` the reads when there were some (Gemini has no cache writes: they are only in the
+ * prompt); `candidatesTokenCount` the answer WITHOUT the reasoning, which is `thoughtsTokenCount` when there was
+ * some; `totalTokenCount` ours (Gemini's is prompt + candidates + thoughts, as ours).
+ */
+export function geminiUsageOf(usage: Usage): GeminiUsageMetadata {
+  const { cache_read_tokens: read = 0, reasoning_tokens: reasoning = 0 } = usage;
+  const shown: GeminiUsageMetadata = { promptTokenCount: usage.prompt_tokens, candidatesTokenCount: usage.completion_tokens - reasoning, totalTokenCount: usage.total_tokens };
+  if (read > 0) shown.cachedContentTokenCount = read;
+  if (reasoning > 0) shown.thoughtsTokenCount = reasoning;
   return shown;
 }

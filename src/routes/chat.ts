@@ -36,8 +36,9 @@ export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurfa
   const forward: ForwardSpec = { surface, answerKey, ...(descriptor.native ? { native: descriptor.native } : {}) };
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const mode = streamOf(request);
-    const notes = new TranslationNotes(chat.translationOf(modelOf(request)));
-    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody, notes, request };
+    const model = modelOf(request);
+    const notes = new TranslationNotes(chat.translationOf(model));
+    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody, notes, pathModel: model, pathStream: mode === false ? undefined : mode };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
     if (notes.dropped) {
@@ -132,7 +133,7 @@ async function forwardNatively(
     const { ownNative } = surface;
     const own = ownNative && ((ids: readonly string[]) => ownNative(ids, surfaceCall));
     if ('chunks' in answered) {
-      const encoder = surface.nativeEncoder?.() as StreamEncoder;
+      const encoder = surface.nativeEncoder?.(surfaceCall) as StreamEncoder;
       const started = own ? await ownedStream(answered, own) : answered;
       return await streamAnswer(request, reply, started, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false, mode }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
     }

@@ -1,4 +1,3 @@
-import type { GrantableRoute } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { formatEvent } from '../http/sse.js';
 import type { ErrorShape } from '../request/request-state.js';
@@ -29,7 +28,7 @@ export class NativeForward {
  */
 export interface ApiSurface {
   /** The route whose rights, limits and records apply (and which scopes an Idempotency-Key): its descriptor's. */
-  readonly route: GrantableRoute;
+  readonly route: string;
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
   /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */
@@ -38,8 +37,8 @@ export interface ApiSurface {
   answer(completion: Buffer, context: SurfaceCall): Promise<Buffer | string> | Buffer | string;
   /** A fresh encoder for one stream. */
   encoder(context: SurfaceCall): StreamEncoder;
-  /** The encoder of a natively forwarded stream (the upstream's events passed through). */
-  nativeEncoder?(): StreamEncoder;
+  /** The encoder of a natively forwarded stream (the upstream's events passed through, in the call's stream form). */
+  nativeEncoder?(call: SurfaceCall): StreamEncoder;
   /**
    * Records the caller as the owner of the ids a natively forwarded answer named (surfaces/native-ownership.ts), so
    * that only it may refer to them again. Never rejects; the pipeline awaits it before the answer (or the event
@@ -58,10 +57,18 @@ export interface ApiSurface {
 export interface SurfaceCall {
   readonly caller: string;
   readonly body: unknown;
-  /** The request as routed: its path parameters and query (a surface whose model or streaming is in its URL reads them). */
-  readonly request?: SurfaceRequest;
   /** The body's text as it came (what the body limit counted), when the pipeline has it. */
   readonly rawBody?: string | undefined;
+  /**
+   * The model the call names, as its descriptor reads it (`modelOf`): the body's, or the URL's for an API that puts
+   * it there (Gemini: `/v1beta/models/{model}:generateContent`), which its translation reads here.
+   */
+  readonly pathModel?: string;
+  /**
+   * How the call streams, as its descriptor reads it (`streamOf`): the body's `stream`, or the URL's for an API that
+   * says it there (Gemini: `:streamGenerateContent`, `alt=sse` or not); absent: one JSON answer.
+   */
+  readonly pathStream?: 'sse' | 'json-array';
   /** Per-call state a surface keeps between toChat and its answer (the Responses surface: the response id). */
   state?: unknown;
   /**

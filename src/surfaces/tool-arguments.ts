@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
+import { isJsonObject, type JsonObject } from '../wire/json.js';
 
 /**
  * A function call's arguments, judged the same way on every translated path (Responses and Messages, JSON and
@@ -20,11 +21,11 @@ import { GatewayError } from '../errors/gateway-error.js';
  */
 export const MAX_STREAMED_ARGUMENTS_CHARS = 32 * 1024 * 1024;
 
-export function argumentsObject(args: string): Record<string, unknown> | undefined {
+export function argumentsObject(args: string): JsonObject | undefined {
   if (args.trim() === '') return {};
   try {
-    const input = JSON.parse(args) as unknown;
-    if (typeof input === 'object' && input !== null && !Array.isArray(input)) return input as Record<string, unknown>;
+    const input: unknown = JSON.parse(args);
+    if (isJsonObject(input)) return input;
   } catch {
     // not JSON: undefined below
   }
@@ -53,8 +54,8 @@ export function invalidArguments(callId: string, upstream?: string): GatewayErro
  * that is not an object (the provider drops those: src/providers/openai-compatible/normalise-answer.ts).
  */
 export function toolCallFields(call: unknown): ToolCallFields | undefined {
-  if (!isRecord(call)) return undefined;
-  const fn = isRecord(call.function) ? call.function : undefined;
+  if (!isJsonObject(call)) return undefined;
+  const fn = isJsonObject(call.function) ? call.function : undefined;
   const args = fn?.arguments;
   return {
     index: typeof call.index === 'number' ? call.index : undefined,
@@ -80,10 +81,6 @@ export interface ToolCallFields {
   id: string | undefined;
   name: string | undefined;
   arguments: string | undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Whether a chat finish reason means the answer was cut short (`length`, `content_filter`), not finished. */

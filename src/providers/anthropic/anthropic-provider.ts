@@ -10,6 +10,7 @@ import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
 import { readEventStream } from '../event-stream-reader.js';
 import { countedChunk } from '../usage-figures.js';
+import { objectOf } from '../../wire/json.js';
 
 /** The Messages API version this adapter speaks (sent as `anthropic-version`). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -58,9 +59,8 @@ export class AnthropicProvider implements Provider {
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
-    const options = body.stream_options as { include_usage?: unknown } | undefined;
     // The usage chunk always comes (limits, cost, a Responses stream's `usage`); hidden when the caller did not ask.
-    const asked = options?.include_usage === true;
+    const asked = objectOf(body.stream_options)?.include_usage === true;
     const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, true, [context.apiKeyOverride, this.config.apiKey]);
     return readEventStream({
       upstream: this.name,

@@ -5,12 +5,8 @@
  * repeated prefixes on their own, so only this provider needs the gateway to mark them.
  */
 
-type Block = Record<string, unknown>;
-
-interface Message {
-  role: string;
-  content: Block[];
-}
+import { hasCacheControl, isTextBlock, type AnthropicCacheControl, type AnthropicMessageParam, type AnthropicRequest } from '../../wire/anthropic.js';
+import { isJsonObject } from '../../wire/json.js';
 
 /**
  * Whether the gateway marks a translated request's prompt-cache breakpoints (a model's `prompt_cache`,
@@ -19,20 +15,18 @@ interface Message {
 export type PromptCacheMode = 'auto' | 'off';
 
 /** A prompt-cache breakpoint with Anthropic's default lifetime (5 minutes, refreshed by every read). */
-const BREAKPOINT: Readonly<Block> = Object.freeze({ type: 'ephemeral' });
+const BREAKPOINT: Readonly<AnthropicCacheControl> = Object.freeze({ type: 'ephemeral' });
 
 /** A `cache_control` value worth forwarding: an object (Anthropic judges its fields). */
-export function isMark(value: unknown): value is Block {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+export function isMark(value: unknown): value is AnthropicCacheControl {
+  return isJsonObject(value);
 }
 
-const marked = (block: Block | undefined): boolean => block !== undefined && block.cache_control !== undefined && block.cache_control !== null;
-
 /** Whether the translated request already holds a breakpoint of the caller's (on a tool, a system block or a message block). */
-export function callerMarked(out: Record<string, unknown>): boolean {
-  if (Array.isArray(out.tools) && (out.tools as Block[]).some(marked)) return true;
-  if (Array.isArray(out.system) && (out.system as Block[]).some(marked)) return true;
-  return (out.messages as Message[]).some((m) => m.content.some(marked));
+export function callerMarked(out: AnthropicRequest): boolean {
+  if (out.tools?.some(hasCacheControl)) return true;
+  if (Array.isArray(out.system) && out.system.some(hasCacheControl)) return true;
+  return out.messages.some((m) => m.content.some(hasCacheControl));
 }
 
 /**
@@ -44,17 +38,18 @@ export function callerMarked(out: Record<string, unknown>): boolean {
  * is simply not cached, at no charge. Only blocks the translation built are changed (a copy where the block is the
  * caller's own part: the body may be translated again for another target).
  */
-export function markBreakpoints(out: Record<string, unknown>, messages: Message[]): void {
-  const tools = out.tools as Block[] | undefined;
+export function markBreakpoints(out: AnthropicRequest, messages: AnthropicMessageParam[]): void {
+  const tools = out.tools;
   const lastTool = tools?.[tools.length - 1];
   if (tools && lastTool) tools[tools.length - 1] = { ...lastTool, cache_control: BREAKPOINT };
   if (typeof out.system === 'string' && out.system.trim() !== '') out.system = [{ type: 'text', text: out.system, cache_control: BREAKPOINT }];
   const last = messages.length - 1;
   if (last < 0) return;
-  markLastBlock(messages[last] as Message);
+  const lastMessage = messages[last];
+  if (lastMessage) markLastBlock(lastMessage);
   for (let i = last - 1; i >= 0; i--) {
-    const message = messages[i] as Message;
-    if (message.role === 'user') {
+    const message = messages[i];
+    if (message?.role === 'user') {
       markLastBlock(message);
       return;
     }
@@ -62,11 +57,11 @@ export function markBreakpoints(out: Record<string, unknown>, messages: Message[
 }
 
 /** Marks a message's last block that may carry a breakpoint (not a thinking block, not a blank text). */
-function markLastBlock(message: Message): void {
+function markLastBlock(message: AnthropicMessageParam): void {
   for (let i = message.content.length - 1; i >= 0; i--) {
-    const block = message.content[i] as Block;
-    if (block.type === 'thinking' || block.type === 'redacted_thinking') continue;
-    if (block.type === 'text' && (typeof block.text !== 'string' || block.text.trim() === '')) continue;
+    const block = message.content[i];
+    if (block === undefined || block.type === 'thinking' || block.type === 'redacted_thinking') continue;
+    if (block.type === 'text' && !(isTextBlock(block) && block.text.trim() !== '')) continue;
     message.content[i] = { ...block, cache_control: BREAKPOINT };
     return;
   }

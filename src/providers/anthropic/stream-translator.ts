@@ -3,7 +3,9 @@ import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../contract.js';
 import { anomaliesOf, saneTokens, usageFrom, withAnomalies, withParts } from '../usage-figures.js';
-import { finishReasonOf, textField, usageOf } from './translate-response.js';
+import { finishReasonOf } from '../../wire/anthropic.js';
+import { fieldsOf, objectOf, textField, type JsonObject } from '../../wire/json.js';
+import { usageOf } from './translate-response.js';
 
 /**
  * Anthropic's stream events in OpenAI `chat.completion.chunk` form, one event at a time (pure apart from its own
@@ -39,16 +41,18 @@ export class AnthropicStreamTranslator {
 
   /** The chunks for one event (often none). */
   translate(event: SseEvent): ChatCompletionChunk[] {
-    let data: Record<string, unknown>;
+    let parsed: unknown;
     try {
-      data = JSON.parse(event.data) as Record<string, unknown>;
+      parsed = JSON.parse(event.data);
     } catch {
       throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
     }
-    if (typeof data !== 'object' || data === null) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
+    // An array has none of the fields read below: it is the event its name says, without them.
+    const data: JsonObject | undefined = fieldsOf(parsed);
+    if (!data) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
     switch (data.type ?? event.event) {
       case 'message_start': {
-        const message = (data.message ?? {}) as { id?: unknown; model?: unknown; usage?: unknown };
+        const message = objectOf(data.message) ?? {};
         if (typeof message.id === 'string') this.id = message.id;
         if (typeof message.model === 'string') this.model = message.model;
         this.inputUsage = usageOf(message.usage);
@@ -56,7 +60,7 @@ export class AnthropicStreamTranslator {
         return [this.chunk({ role: 'assistant', content: '' })];
       }
       case 'content_block_start': {
-        const block = (data.content_block ?? {}) as Record<string, unknown>;
+        const block = objectOf(data.content_block) ?? {};
         if (block.type === 'tool_use') {
           const index = this.toolIndex.size;
           this.toolIndex.set(blockIndex(data.index), index);
@@ -66,7 +70,7 @@ export class AnthropicStreamTranslator {
         return [];
       }
       case 'content_block_delta': {
-        const delta = (data.delta ?? {}) as Record<string, unknown>;
+        const delta = objectOf(data.delta) ?? {};
         if (delta.type === 'text_delta' && typeof delta.text === 'string') return [this.chunk({ content: delta.text })];
         if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
           const index = this.toolIndex.get(blockIndex(data.index));
@@ -76,12 +80,11 @@ export class AnthropicStreamTranslator {
         return []; // thinking and signature deltas have no chat-completions form
       }
       case 'message_delta': {
-        const delta = (data.delta ?? {}) as { stop_reason?: unknown };
-        this.finishReason = finishReasonOf(delta.stop_reason);
-        const usage = data.usage as { output_tokens?: unknown } | undefined;
-        if (usage?.output_tokens != null) this.outputTokens = saneTokens(usage.output_tokens, this.found);
+        this.finishReason = finishReasonOf(objectOf(data.delta)?.stop_reason);
+        const outputTokens = objectOf(data.usage)?.output_tokens;
+        if (outputTokens != null) this.outputTokens = saneTokens(outputTokens, this.found);
         // Its figures are cumulative: input and cache figures there (after server tools ran) replace message_start's.
-        const input = usageOf(usage);
+        const input = usageOf(data.usage);
         if (input && input.prompt_tokens > 0) this.inputUsage = input;
         return [this.chunk({}, this.finishReason ?? 'stop')];
       }
@@ -92,7 +95,7 @@ export class AnthropicStreamTranslator {
         return usage ? [{ ...this.chunk({}), choices: [], usage }] : [];
       }
       case 'error': {
-        const error = (data.error ?? {}) as { type?: unknown; message?: unknown };
+        const error = objectOf(data.error) ?? {};
         throw new GatewayError('upstream_stream_error', {
           upstream: this.upstream,
           ...upstreamFieldDetails({ upstream_type: error.type, upstream_message: error.message }, this.secrets),

@@ -10,6 +10,8 @@
  * middle of a tool loop thinking is turned off for that call, as other gateways do; the effort still applies.
  */
 
+import type { AnthropicThinkingConfig } from '../../wire/anthropic.js';
+
 /** The generation from which a Claude model takes adaptive thinking and an effort (major, minor). */
 const ADAPTIVE_FROM = [4, 6] as const;
 
@@ -24,7 +26,7 @@ const EFFORTS: Readonly<Record<string, string>> = { minimal: 'low', low: 'low', 
 
 /** What to set on the Anthropic request: `thinking`, maybe `output_config`, and `max_tokens` when it had to grow. */
 export interface AnthropicThinking {
-  thinking: Record<string, unknown>;
+  thinking: AnthropicThinkingConfig;
   output_config?: { effort: string };
   max_tokens?: number;
 }

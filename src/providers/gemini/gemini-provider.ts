@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, Provider, StreamBatch, UpstreamModel } from '../contract.js';
+import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, Provider, StreamBatch, UpstreamModel } from '../contract.js';
+import { nativeGemini } from './native-gemini.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -10,7 +11,6 @@ import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
 import { readEventStream } from '../event-stream-reader.js';
 import { countedChunk } from '../usage-figures.js';
-
 
 /**
  * Google's Gemini API: `POST {base}/models/{model}:generateContent`, and `:streamGenerateContent?alt=sse` for
@@ -23,6 +23,8 @@ export class GeminiProvider implements Provider {
   /** Web search as Google Search grounding (translate-request.ts); Gemini has none of the other fields. */
   readonly chatExtras: ReadonlySet<ChatExtra> = new Set(['web_search_options']);
   readonly name: string;
+  /** Google's Gemini API spoken natively: the gateway's Gemini surface forwards to it untranslated. */
+  readonly native: Partial<Record<NativeApiName, NativeApi>>;
   private readonly http: UpstreamClient;
 
   constructor(
@@ -31,6 +33,14 @@ export class GeminiProvider implements Provider {
   ) {
     this.name = config.name;
     this.http = new UpstreamClient(config);
+    this.native = {
+      gemini: nativeGemini({
+        name: this.name,
+        http: this.http,
+        headers: (context) => this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
+        secrets: (context) => this.secrets(context),
+      }),
+    };
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
@@ -91,7 +101,7 @@ export class GeminiProvider implements Provider {
     const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
     const response = await this.http.send({ method: 'POST', path, headers, body: JSON.stringify(request) }, context.signal, context.apiKeyOverride);
     const { value } = await this.http.readJson(response, context.signal);
-    const vectors = fromGeminiEmbedResponse(value, (request.requests as unknown[]).length);
+    const vectors = fromGeminiEmbedResponse(value, request.requests.length);
     if (!vectors) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not one embedding of numbers per input' });
     return { kind: 'vectors', vectors, usage: undefined };
   }

@@ -1,3 +1,6 @@
+import type { GeminiThinkingConfig, GeminiThinkingLevel } from '../../wire/gemini.js';
+import { THINKING_BUDGET_BY_EFFORT, THINKING_LEVEL_BY_EFFORT } from '../../wire/gemini-values.js';
+
 /**
  * Gemini's thinking, as far as a chat body can speak of it (pure). A `reasoning_effort` is
  * `generationConfig.thinkingConfig`: Gemini 3 and later take a `thinkingLevel`; 2.5 a `thinkingBudget` in tokens
@@ -5,24 +8,22 @@
  * Gemma) gets nothing either: the model's own default applies. And the signature Gemini 3 wants on a function call.
  */
 
-/** Levels by effort for Gemini 3 and later; `none` is the lowest level (thinking cannot be turned off there). */
-const LEVELS: Readonly<Record<string, string>> = { none: 'MINIMAL', minimal: 'MINIMAL', low: 'LOW', medium: 'MEDIUM', high: 'HIGH', xhigh: 'HIGH', max: 'HIGH' };
+/** Levels by effort for Gemini 3 and later, budgets for 2.5 (src/wire/gemini-values.ts, where the inverse is too). */
+const LEVELS = THINKING_LEVEL_BY_EFFORT;
+const BUDGETS = THINKING_BUDGET_BY_EFFORT;
 
-/** Budgets by effort for Gemini 2.5 (0 turns thinking off on Flash; Pro cannot, and thinks at least 128 tokens). */
-const BUDGETS: Readonly<Record<string, number>> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 16_384, xhigh: 24_576, max: 24_576 };
-
-/** Pro models take neither MINIMAL (Gemini 3) nor a budget of 0 (2.5): their lowest instead. */
+/** Pro models take neither MINIMAL (Gemini 3) nor a budget of 0 (2.5; Pro thinks at least 128 tokens): their lowest instead. */
 const PRO_LOWEST = { level: 'LOW', budget: 128 } as const;
 
 /** The `thinkingConfig` for `effort` on `model`, or undefined when there is none to send. */
-export function thinkingConfigFor(effort: unknown, model: string): Record<string, unknown> | undefined {
+export function thinkingConfigFor(effort: unknown, model: string): GeminiThinkingConfig | undefined {
   if (typeof effort !== 'string' || !Object.hasOwn(LEVELS, effort)) return undefined;
   const version = geminiVersion(model);
   if (!version) return undefined;
   const [major, minor] = version;
   const pro = /-pro\b/.test(model);
   if (major >= 3) {
-    const level = LEVELS[effort] as string;
+    const level = LEVELS[effort] as GeminiThinkingLevel;
     return { thinkingLevel: pro && level === 'MINIMAL' ? PRO_LOWEST.level : level };
   }
   if (major === 2 && minor >= 5) {

@@ -1,14 +1,8 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import type { GeminiContent, GeminiFunctionDeclaration, GeminiGenerateRequest, GeminiGenerationConfig, GeminiPart, GeminiRole, GeminiSchema, GeminiTool, GeminiToolConfig } from '../../wire/gemini.js';
 import { UNSIGNED_CALL_SIGNATURE, signsFunctionCalls, thinkingConfigFor } from './thinking.js';
-
-type Part = Record<string, unknown>;
-
-export interface GeminiContent {
-  role: 'user' | 'model';
-  parts: Part[];
-}
 
 /**
  * The chat body as a Gemini `generateContent` request (pure). System and developer messages become
@@ -16,9 +10,9 @@ export interface GeminiContent {
  * `functionResponse` parts (named after the call they answer, which Gemini needs and OpenAI's tool message lacks);
  * sampling fields go to `generationConfig`; tools to `functionDeclarations`, tool_choice to `toolConfig`.
  */
-export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> {
+export function toGeminiRequest(body: ChatRequestBody): GeminiGenerateRequest {
   const system: string[] = [];
-  const contents: GeminiContent[] = [];
+  const contents: Array<GeminiContent & { role: GeminiRole }> = [];
   const callNames = new Map<string, string>();
   const signed = signsFunctionCalls(body.model);
   for (const message of body.messages) {
@@ -32,25 +26,26 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
   }
-  const out: Record<string, unknown> = { contents };
+  const out: GeminiGenerateRequest = { contents };
   if (system.length > 0) out.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
-  const generation: Record<string, unknown> = {};
+  const generation: GeminiGenerationConfig = {};
   if (body.temperature !== undefined) generation.temperature = body.temperature;
   if (body.top_p !== undefined) generation.topP = body.top_p;
   const maxTokens = body.max_tokens ?? body.max_completion_tokens;
   if (typeof maxTokens === 'number') generation.maxOutputTokens = maxTokens;
-  if (body.stop !== undefined && body.stop !== null) generation.stopSequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  if (body.stop !== undefined && body.stop !== null) generation.stopSequences = (Array.isArray(body.stop) ? body.stop : [body.stop]) as string[];
   if (typeof body.n === 'number') generation.candidateCount = body.n;
   if (typeof body.seed === 'number') generation.seed = body.seed;
   if (typeof body.presence_penalty === 'number') generation.presencePenalty = body.presence_penalty;
   if (typeof body.frequency_penalty === 'number') generation.frequencyPenalty = body.frequency_penalty;
   const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
   if (format?.type === 'json_object') generation.responseMimeType = 'application/json';
-  if (format?.type === 'json_schema') Object.assign(generation, { responseMimeType: 'application/json', responseSchema: format.json_schema?.schema });
+  // The chat body's JSON Schema, sent as it came (the caller's schema is Gemini's to judge).
+  if (format?.type === 'json_schema') Object.assign(generation, { responseMimeType: 'application/json', responseSchema: format.json_schema?.schema as GeminiSchema | undefined });
   const thinkingConfig = thinkingConfigFor(body.reasoning_effort, body.model);
   if (thinkingConfig) generation.thinkingConfig = thinkingConfig;
   if (Object.keys(generation).length > 0) out.generationConfig = generation;
-  const tools: Part[] = Array.isArray(body.tools) && body.tools.length > 0 ? [{ functionDeclarations: body.tools.map(toDeclaration) }] : [];
+  const tools: GeminiTool[] = Array.isArray(body.tools) && body.tools.length > 0 ? [{ functionDeclarations: body.tools.map(toDeclaration) }] : [];
   // Chat's `web_search_options` (the gateway's built-in web search) is Google Search grounding; it has no options here.
   if (typeof body.web_search_options === 'object' && body.web_search_options !== null) tools.push({ googleSearch: {} });
   if (tools.length > 0) out.tools = tools;
@@ -59,7 +54,7 @@ export function toGeminiRequest(body: ChatRequestBody): Record<string, unknown> 
   return out;
 }
 
-function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: boolean): Part[] {
+function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: boolean): GeminiPart[] {
   if (message.role === 'tool') {
     const id = message.tool_call_id ?? '';
     const name = callNames.get(id);
@@ -70,7 +65,7 @@ function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: b
     }
     return [{ functionResponse: { name, response: responseObject(textOf(message.content)) } }];
   }
-  const parts: Part[] = [];
+  const parts: GeminiPart[] = [];
   if (typeof message.content === 'string') {
     if (message.content.length > 0) parts.push({ text: message.content });
   } else if (Array.isArray(message.content)) {
@@ -78,7 +73,9 @@ function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: b
   }
   for (const [i, call] of (message.tool_calls ?? []).entries()) {
     callNames.set(call.id, call.function.name);
-    const part: Part = { functionCall: { name: call.function.name, args: parseToolArguments(call.function.arguments, call.id, 'Gemini') } };
+    // Arguments that are JSON but not an object are sent as they are: Gemini refuses them itself.
+    const args = parseToolArguments(call.function.arguments, call.id, 'Gemini') as Record<string, unknown>;
+    const part: GeminiPart = { functionCall: { name: call.function.name, args } };
     // Gemini signs only the first of parallel calls.
     if (signed && i === 0) part.thoughtSignature = UNSIGNED_CALL_SIGNATURE;
     parts.push(part);
@@ -98,31 +95,29 @@ function responseObject(text: string): Record<string, unknown> {
   return { content: text };
 }
 
-function toGeminiPart(part: Record<string, unknown>): Part {
+function toGeminiPart(part: Record<string, unknown>): GeminiPart {
   if (part.type === 'text') return { text: String(part.text ?? '') };
   if (part.type === 'image_url') {
     const source = imageSource(part);
     return 'url' in source ? { fileData: { fileUri: source.url } } : { inlineData: { mimeType: source.mediaType, data: source.data } };
   }
-  return part;
+  return part; // a part type chat has and Gemini not: sent as it is, for Gemini to refuse
 }
-
-
 
 /**
  * A function tool as a declaration. Its parameters go as `parametersJsonSchema` (JSON Schema as callers write it),
  * not `parameters` (Gemini's OpenAPI subset, which refuses keys such as `$schema`, `additionalProperties` or
  * `propertyNames` that Claude Code's and most SDKs' tool schemas carry).
  */
-function toDeclaration(tool: unknown): Part {
+function toDeclaration(tool: unknown): GeminiFunctionDeclaration {
   const fn = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } } | null)?.function;
-  const out: Part = { name: String(fn?.name ?? '') };
+  const out: GeminiFunctionDeclaration = { name: String(fn?.name ?? '') };
   if (typeof fn?.description === 'string') out.description = fn.description;
   if (fn?.parameters !== undefined) out.parametersJsonSchema = fn.parameters;
   return out;
 }
 
-function toToolConfig(choice: unknown): Part | undefined {
+function toToolConfig(choice: unknown): GeminiToolConfig | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto') return { functionCallingConfig: { mode: 'AUTO' } };
   if (choice === 'required') return { functionCallingConfig: { mode: 'ANY' } };

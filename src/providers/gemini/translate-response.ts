@@ -5,32 +5,14 @@ import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
 import { saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
-
-/** Gemini `finishReason` in OpenAI terms; a function call turns any finish into `tool_calls`. */
-export function finishReasonOf(reason: unknown, calledTools: boolean): string | null {
-  if (reason === undefined || reason === null || reason === 'FINISH_REASON_UNSPECIFIED') return null;
-  if (calledTools) return 'tool_calls';
-  switch (reason) {
-    case 'STOP':
-      return 'stop';
-    case 'MAX_TOKENS':
-      return 'length';
-    case 'SAFETY':
-    case 'RECITATION':
-    case 'BLOCKLIST':
-    case 'PROHIBITED_CONTENT':
-    case 'SPII':
-    case 'IMAGE_SAFETY':
-      return 'content_filter';
-    default:
-      return 'stop';
-  }
-}
+import type { GeminiCandidate, GeminiError, GeminiGenerateResponse, GeminiPart, GeminiPromptFeedback, GeminiUsageMetadata } from '../../wire/gemini.js';
+import { chatFinishReasonOf } from '../../wire/gemini-values.js';
+import { isJsonObject, received, type Received } from '../../wire/received.js';
 
 /** Gemini's `usageMetadata` as the gateway's usage (thoughts count as completion and are its reasoning part), each figure checked. */
 export function usageOf(metadata: unknown): Usage | undefined {
   if (typeof metadata !== 'object' || metadata === null) return undefined;
-  const m = metadata as Record<string, unknown>;
+  const m = metadata as Received<GeminiUsageMetadata>;
   const found: UsageAnomaly[] = [];
   const thoughts = saneTokens(m.thoughtsTokenCount, found);
   const completion = saneTokens(m.candidatesTokenCount, found) + thoughts;
@@ -39,17 +21,12 @@ export function usageOf(metadata: unknown): Usage | undefined {
   return withParts(usage, { cacheRead: saneTokens(m.cachedContentTokenCount, found), reasoning: thoughts });
 }
 
-interface Candidate {
-  index?: unknown;
-  content?: unknown;
-  finishReason?: unknown;
-}
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+type Candidate = Received<GeminiCandidate>;
+type Response = Received<GeminiGenerateResponse>;
 
 /** A prompt refused by the safety filter has no candidates and says why in `promptFeedback`. */
-export function throwIfBlocked(response: Record<string, unknown>, upstream: string, secrets: ReadonlyArray<string | undefined> = []): void {
-  const feedback = response.promptFeedback as { blockReason?: unknown; blockReasonMessage?: unknown } | undefined;
+export function throwIfBlocked(response: Response, upstream: string, secrets: ReadonlyArray<string | undefined> = []): void {
+  const feedback = received<GeminiPromptFeedback>(response.promptFeedback);
   if (feedback?.blockReason !== undefined && (!Array.isArray(response.candidates) || response.candidates.length === 0)) {
     throw new GatewayError('upstream_content_blocked', {
       upstream,
@@ -70,13 +47,14 @@ export function throwIfBlocked(response: Record<string, unknown>, upstream: stri
 function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: number): { text: string; calls: ToolCall[] } {
   let text = '';
   const calls: ToolCall[] = [];
-  const parts = isObject(candidate.content) ? candidate.content.parts : undefined;
+  const parts = isJsonObject(candidate.content) ? candidate.content.parts : undefined;
   if (!Array.isArray(parts)) return { text, calls };
-  for (const part of parts as unknown[]) {
-    if (!isObject(part)) continue;
+  for (const item of parts as unknown[]) {
+    const part = received<GeminiPart>(item);
+    if (!part) continue;
     if (typeof part.text === 'string' && part.thought !== true) text += part.text;
     const call = part.functionCall;
-    if (isObject(call)) {
+    if (isJsonObject(call)) {
       const id = typeof call.id === 'string' ? call.id : `${idPrefix}_${firstCallIndex + calls.length}`;
       calls.push({ id, type: 'function', function: { name: typeof call.name === 'string' ? call.name : '', arguments: JSON.stringify(call.args ?? {}) } });
     }
@@ -94,15 +72,15 @@ export function fromGeminiResponse(
   secrets: ReadonlyArray<string | undefined> = [],
 ): { completion: ChatCompletion; usage: Usage | undefined } | undefined {
   if (typeof response !== 'object' || response === null) return undefined;
-  const r = response as Record<string, unknown>;
+  const r = response as Response;
   throwIfBlocked(r, upstream, secrets);
   if (!Array.isArray(r.candidates)) return undefined;
   // A candidate that is not an object is dropped, as a chat choice that is not one is.
-  const choices = (r.candidates as unknown[]).filter(isObject).map((candidate: Candidate, i): CompletionChoice => {
+  const choices = (r.candidates as unknown[]).filter(isJsonObject).map((candidate: Candidate, i): CompletionChoice => {
     const { text, calls } = readParts(candidate, `call_${id}_${i}`, 0);
     const message: CompletionChoice['message'] = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
     if (calls.length > 0) message.tool_calls = calls;
-    return { index: typeof candidate.index === 'number' ? candidate.index : i, message, logprobs: null, finish_reason: finishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
+    return { index: typeof candidate.index === 'number' ? candidate.index : i, message, logprobs: null, finish_reason: chatFinishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
   });
   const usage = usageOf(r.usageMetadata);
   const completion: ChatCompletion = { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices };
@@ -136,15 +114,16 @@ export class GeminiStreamTranslator {
   }
 
   translate(data: string): ChatCompletionChunk[] {
-    let response: Record<string, unknown>;
+    let parsed: unknown;
     try {
-      response = JSON.parse(data) as Record<string, unknown>;
+      parsed = JSON.parse(data);
     } catch {
       throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
     }
-    if (!isObject(response)) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
+    const response = received<GeminiGenerateResponse & { error: unknown }>(parsed);
+    if (!response) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
     if (response.error !== undefined) {
-      const error = (response.error ?? {}) as { status?: unknown; message?: unknown };
+      const error: Received<GeminiError> = received<GeminiError>(response.error) ?? {};
       throw new GatewayError('upstream_stream_error', {
         upstream: this.upstream,
         ...upstreamFieldDetails({ upstream_type: error.status, upstream_message: error.message }, this.secrets),
@@ -159,7 +138,7 @@ export class GeminiStreamTranslator {
       chunks.push(this.chunk({ role: 'assistant', content: '' }));
     }
     const first: unknown = Array.isArray(response.candidates) ? response.candidates[0] : undefined;
-    const candidate: Candidate | undefined = isObject(first) ? first : undefined;
+    const candidate = received<GeminiCandidate>(first);
     if (candidate) {
       const { text, calls } = readParts(candidate, `call_${this.id}_0`, this.calls);
       if (text !== '') chunks.push(this.chunk({ content: text }));
@@ -168,7 +147,7 @@ export class GeminiStreamTranslator {
         this.calls += 1;
         this.calledTools = true;
       }
-      const finish = finishReasonOf(candidate.finishReason, this.calledTools);
+      const finish = chatFinishReasonOf(candidate.finishReason, this.calledTools);
       if (finish) {
         this.finished = true;
         chunks.push(this.chunk({}, finish));

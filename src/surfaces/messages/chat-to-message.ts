@@ -1,49 +1,36 @@
 import type { Usage } from '../../providers/contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
-import { messagesUsageOf, type MessagesUsageObject } from '../../providers/usage-shapes.js';
+import { messagesUsageOf } from '../../providers/usage-shapes.js';
+import { stopReasonOf, type AnthropicMessage, type AnthropicUsage } from '../../wire/anthropic.js';
+import type { JsonObject } from '../../wire/json.js';
+import { parseCompletionAnswer } from '../../wire/openai-chat.js';
 import { argumentsObject, completionToolCalls, cutShort, invalidArguments } from '../tool-arguments.js';
 
 /**
  * Anthropic's usage of a chat usage (src/providers/usage-shapes.ts: `input_tokens` without the cache reads and
  * writes, which are `cache_read_input_tokens` and `cache_creation_input_tokens` when there were some).
  */
-export function messageUsage(reported: Usage | null | undefined): MessagesUsageObject {
+export function messageUsage(reported: Usage | null | undefined): AnthropicUsage {
   // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
   return messagesUsageOf(checkedUsage(reported ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }));
-}
-
-/** A chat finish reason as Anthropic's stop reason. */
-export function stopReasonOf(finishReason: string | null | undefined): string {
-  if (finishReason === 'length') return 'max_tokens';
-  if (finishReason === 'tool_calls' || finishReason === 'function_call') return 'tool_use';
-  if (finishReason === 'content_filter') return 'refusal';
-  return 'end_turn';
 }
 
 /**
  * A tool call's arguments as the `input` object Anthropic's `tool_use` blocks carry (src/surfaces/tool-arguments.ts:
  * not a JSON object is `upstream_invalid_response`; in an answer cut short, the cut call's input is `{}`).
  */
-function toolInput(args: string, id: string, cut: boolean): Record<string, unknown> {
+function toolInput(args: string, id: string, cut: boolean): JsonObject {
   const input = argumentsObject(args);
   if (input !== undefined) return input;
   if (cut) return {};
   throw invalidArguments(id);
 }
 
-/** A completion as the providers hand it on (src/providers/openai-compatible/normalise-answer.ts); tool calls read by their types. */
-interface ChatCompletionBody {
-  id?: unknown;
-  model?: unknown;
-  choices?: Array<{ message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: string | null }>;
-  usage?: Usage | null;
-}
-
 /** A `chat.completion` (JSON text) as an Anthropic Messages object. */
-export function completionToMessage(completionText: string, id: string, model: string): Record<string, unknown> {
-  const completion = JSON.parse(completionText) as ChatCompletionBody;
+export function completionToMessage(completionText: string, id: string, model: string): AnthropicMessage {
+  const completion = parseCompletionAnswer(completionText);
   const choice = completion.choices?.[0];
-  const content: Array<Record<string, unknown>> = [];
+  const content: AnthropicMessage['content'] = [];
   const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
   if (text !== '') content.push({ type: 'text', text });
   const cut = cutShort(choice?.finish_reason);

@@ -1,8 +1,11 @@
 import type { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ToolCall } from '../../providers/contract.js';
+import { imageUrlOf, isTextBlock, type AnthropicBlockParam } from '../../wire/anthropic.js';
+import { isJsonObject } from '../../wire/json.js';
+import type { ChatImagePart, ChatTextPart } from '../../wire/openai-chat.js';
 import type { TranslationNotes } from '../translation-notes.js';
 
-type Block = Record<string, unknown>;
+type Block = AnthropicBlockParam;
 
 /** What the block translations share: where problems go, and where left-out hints are named. */
 export interface BlockContext {
@@ -27,7 +30,7 @@ export function systemText(system: string | Block[] | undefined, at: string, con
   return system
     .map((block, i) => {
       noteCacheControl(block, `${at}[${i}]`, context);
-      if (block.type === 'text' && typeof block.text === 'string') return block.text;
+      if (isTextBlock(block)) return block.text;
       context.problems.add({ field: `${at}[${i}].type`, problem: 'must be a text block' });
       return '';
     })
@@ -38,25 +41,26 @@ export function systemText(system: string | Block[] | undefined, at: string, con
 export function userMessages(content: string | Block[], at: string, context: BlockContext): ChatMessage[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
   const results: ChatMessage[] = [];
-  const parts: Block[] = [];
+  const parts: Array<ChatTextPart | ChatImagePart> = [];
   content.forEach((block, j) => {
     const where = `${at}.content[${j}]`;
     noteCacheControl(block, where, context);
-    if (block.type === 'text' && typeof block.text === 'string') parts.push({ type: 'text', text: block.text });
+    if (isTextBlock(block)) parts.push({ type: 'text', text: block.text });
     else if (block.type === 'image') {
       const image = imagePart(block.source, where, context.problems);
       if (image) parts.push(image);
     } else if (block.type === 'tool_result') results.push(toolResult(block, where, context.problems));
     else context.problems.add({ field: `${where}.type`, problem: `blocks of type "${String(block.type).slice(0, 64)}" cannot be sent to a non-Anthropic upstream`, allowed: ['text', 'image', 'tool_result'] });
   });
-  if (parts.length > 0) results.push({ role: 'user', content: parts.length === 1 && parts[0]?.type === 'text' ? (parts[0].text as string) : parts });
+  const only = parts.length === 1 ? parts[0] : undefined;
+  if (parts.length > 0) results.push({ role: 'user', content: only?.type === 'text' ? only.text : parts });
   return results;
 }
 
-function imagePart(source: unknown, at: string, problems: ProblemList): Block | undefined {
-  const s = source as { type?: unknown; media_type?: unknown; data?: unknown; url?: unknown } | undefined;
-  if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') return { type: 'image_url', image_url: { url: `data:${s.media_type};base64,${s.data}` } };
-  if (s?.type === 'url' && typeof s.url === 'string') return { type: 'image_url', image_url: { url: s.url } };
+/** An image block as chat's image part (a base64 source as a `data:` URL, src/wire/anthropic.ts). */
+function imagePart(source: unknown, at: string, problems: ProblemList): ChatImagePart | undefined {
+  const url = imageUrlOf(source);
+  if (url !== undefined) return { type: 'image_url', image_url: { url } };
   problems.add({ field: `${at}.source`, problem: 'must be a base64 image (media_type, data) or a URL image' });
   return undefined;
 }
@@ -68,8 +72,8 @@ function toolResult(block: Block, at: string, problems: ProblemList): ChatMessag
   let text = '';
   if (typeof block.content === 'string') text = block.content;
   else if (Array.isArray(block.content)) {
-    for (const [k, part] of (block.content as Block[]).entries()) {
-      if (part?.type === 'text' && typeof part.text === 'string') text += part.text;
+    for (const [k, part] of block.content.entries()) {
+      if (isJsonObject(part) && isTextBlock(part)) text += part.text;
       else problems.add({ field: `${at}.content[${k}].type`, problem: 'only text is carried in a tool result to a non-Anthropic upstream' });
     }
   }
@@ -87,7 +91,7 @@ export function assistantMessage(content: string | Block[], at: string, context:
   const calls: ToolCall[] = [];
   content.forEach((block, j) => {
     noteCacheControl(block, `${at}.content[${j}]`, context);
-    if (block.type === 'text' && typeof block.text === 'string') text += block.text;
+    if (isTextBlock(block)) text += block.text;
     else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
       calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
     } else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') {

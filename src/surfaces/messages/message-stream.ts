@@ -4,7 +4,8 @@ import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
 import { checkArguments, cutShort, MAX_STREAMED_ARGUMENTS_CHARS, toolCallFields } from '../tool-arguments.js';
-import { messageUsage, stopReasonOf } from './chat-to-message.js';
+import { stopReasonOf, type AnthropicStreamEventName, type AnthropicStreamEvents } from '../../wire/anthropic.js';
+import { messageUsage } from './chat-to-message.js';
 
 /**
  * One Anthropic Messages event stream, from chat chunks (a state machine per stream): `message_start`, then for
@@ -32,8 +33,9 @@ export class MessageStream implements StreamEncoder {
   ) {}
 
   open(): string {
-    const message = { id: this.id, type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
-    this.event('message_start', { message });
+    this.event('message_start', {
+      message: { id: this.id, type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } },
+    });
     return this.take();
   }
 
@@ -58,7 +60,7 @@ export class MessageStream implements StreamEncoder {
   }
 
   fail(error: GatewayError): string {
-    this.event('error', withAnthropicError(error.toBody(), error.status) as unknown as Record<string, unknown>);
+    this.event('error', withAnthropicError(error.toBody(), error.status));
     return this.take();
   }
 
@@ -81,7 +83,7 @@ export class MessageStream implements StreamEncoder {
     this.event('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: args } });
   }
 
-  private start(block: Record<string, unknown>, opened: NonNullable<MessageStream['block']>): void {
+  private start(block: AnthropicStreamEvents['content_block_start']['content_block'], opened: NonNullable<MessageStream['block']>): void {
     this.close(false);
     this.index += 1;
     this.block = opened;
@@ -101,7 +103,7 @@ export class MessageStream implements StreamEncoder {
     this.event('content_block_stop', { index: this.index });
   }
 
-  private event(type: string, fields: Record<string, unknown>): void {
+  private event<T extends AnthropicStreamEventName>(type: T, fields: AnthropicStreamEvents[T]): void {
     this.pending += formatEvent(JSON.stringify({ type, ...fields }), { event: type });
   }
 

@@ -6,6 +6,7 @@ import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
 import type { ChatRequestBody } from '../../providers/contract.js';
+import { objectOf } from '../../wire/json.js';
 import type { NativeOwnership, NativeReference } from '../native-ownership.js';
 
 /** The caller headers a Messages request forwarded to Anthropic carries upstream (count_tokens too). */
@@ -74,7 +75,7 @@ function countable(request: MessagesRequest): ChatRequestBody | undefined {
 
 /** The container a request reuses: `container` as its id, or `{id, skills}`. */
 function containerReference(request: MessagesRequest): NativeReference | undefined {
-  const container = (request as { container?: unknown }).container;
-  const id = typeof container === 'object' && container !== null ? (container as { id?: unknown }).id : container;
+  const container = request.container;
+  const id = typeof container === 'object' && container !== null ? objectOf(container)?.id : container;
   return typeof id === 'string' ? { id, field: 'container' } : undefined;
 }

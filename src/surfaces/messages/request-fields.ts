@@ -1,7 +1,6 @@
 import type { ChatRequestBody } from '../../providers/contract.js';
+import type { MessagesRequest } from '../../wire/anthropic.js';
 import type { BlockContext } from './message-blocks.js';
-
-type Fields = Record<string, unknown>;
 
 /**
  * The top-level fields of a Messages request that the translation reads (the rest of this file and
@@ -37,9 +36,9 @@ const THINKING_TYPES: ReadonlySet<string> = new Set(['enabled', 'adaptive', 'dis
  * - `thinking: {type: "adaptive"}` without an effort is left to the target (the model decides: its own default).
  * No thinking blocks come back from another provider, so `thinking.display` is left out (named).
  */
-export function mapReasoning(body: Fields, chat: ChatRequestBody, context: BlockContext): void {
-  const thinking = body.thinking as { type: string; budget_tokens?: number; display?: unknown } | undefined;
-  const effort = (body.output_config as { effort?: unknown } | undefined)?.effort;
+export function mapReasoning(body: MessagesRequest, chat: ChatRequestBody, context: BlockContext): void {
+  const thinking = body.thinking;
+  const effort = body.output_config?.effort;
   if (thinking !== undefined && !THINKING_TYPES.has(thinking.type)) {
     context.notes?.drop('thinking.type', `thinking of type "${thinking.type.slice(0, 32)}" has no equivalent; the target's own default applies`);
   }
@@ -59,8 +58,8 @@ function effortOfBudget(budget: number | undefined): string {
  * `output_config`: `effort` (mapReasoning), `format` (structured output: `{type: "json_schema", schema}` is chat's
  * `response_format`, strict as Anthropic's is). Another key is left out, named.
  */
-export function mapOutputConfig(body: Fields, chat: ChatRequestBody, context: BlockContext): void {
-  const config = body.output_config as Fields | undefined;
+export function mapOutputConfig(body: MessagesRequest, chat: ChatRequestBody, context: BlockContext): void {
+  const config = body.output_config;
   if (config === undefined) return;
   for (const [key, value] of Object.entries(config)) {
     if (key === 'effort' || value === null || value === undefined) continue;
@@ -68,16 +67,16 @@ export function mapOutputConfig(body: Fields, chat: ChatRequestBody, context: Bl
       context.notes?.drop(`output_config.${key.slice(0, 64)}`, 'has no equivalent for a non-Anthropic upstream');
       continue;
     }
-    const format = value as { type?: unknown; schema?: unknown };
-    if (format.type === 'json_schema' && typeof format.schema === 'object' && format.schema !== null) {
+    const format = config.format;
+    if (format?.type === 'json_schema' && typeof format.schema === 'object' && format.schema !== null) {
       chat.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema, strict: true } };
     } else context.problems.add({ field: 'output_config.format', problem: 'only {type: "json_schema", schema} can be sent to a non-Anthropic upstream' });
   }
 }
 
 /** `metadata.user_id` is chat's `user` (an opaque end-user id on both); any other key is left out, named. */
-export function mapMetadata(body: Fields, chat: ChatRequestBody, context: BlockContext): void {
-  const metadata = body.metadata as Fields | undefined;
+export function mapMetadata(body: MessagesRequest, chat: ChatRequestBody, context: BlockContext): void {
+  const metadata = body.metadata;
   if (metadata === undefined) return;
   for (const [key, value] of Object.entries(metadata)) {
     if (key === 'user_id' && typeof value === 'string') chat.user = value;

@@ -2,33 +2,15 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { assertValid, boundedValidatorCompiler } from '../../http/bounded-validation.js';
 import { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ChatRequestBody } from '../../providers/contract.js';
+import { chatToolChoiceOf, type MessagesRequest } from '../../wire/anthropic.js';
 import type { TranslationNotes } from '../translation-notes.js';
 import { assistantMessage, systemText, userMessages, type BlockContext } from './message-blocks.js';
 import { translatedMessagesSchema } from './messages-schema.js';
 import { DROPPED_FIELDS, MAPPED_FIELDS, REFUSED_FIELDS, mapMetadata, mapOutputConfig, mapReasoning } from './request-fields.js';
 import { mapTools } from './request-tools.js';
 
-/**
- * An Anthropic Messages request that passed `messagesBodySchema` (the route's: what every path reads). Roles and
- * blocks are checked by the translation, naming each one; a forwarded request is Anthropic's to judge.
- */
-export interface MessagesRequest {
-  model: string;
-  max_tokens: number;
-  messages: Array<{ role: string; content: string | Array<Record<string, unknown>> }>;
-  system?: string | Array<Record<string, unknown>>;
-  tools?: Array<Record<string, unknown>>;
-  tool_choice?: { type: string; name?: string; disable_parallel_tool_use?: boolean };
-  stop_sequences?: string[];
-  temperature?: number;
-  top_p?: number;
-  top_k?: number;
-  thinking?: { type: string; budget_tokens?: number; display?: string };
-  output_config?: { effort?: string | null; format?: Record<string, unknown> | null };
-  metadata?: { user_id?: string | null };
-  stream?: boolean;
-  [field: string]: unknown;
-}
+/** A Messages request as the route took it (src/wire/anthropic.ts). */
+export type { MessagesRequest };
 
 /** The translation's own schema, compiled on first use by the gateway's bounded validator (as a route schema is). */
 let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> | undefined;
@@ -67,7 +49,7 @@ export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes):
   mapReasoning(body, chat, context);
   mapOutputConfig(body, chat, context);
   if (body.tools !== undefined) mapTools(body.tools, chat, context);
-  if (body.tool_choice !== undefined) Object.assign(chat, toolChoice(body.tool_choice));
+  if (body.tool_choice !== undefined) Object.assign(chat, chatToolChoiceOf(body.tool_choice));
   if (!context.problems.empty) throw new GatewayError('capability_not_supported', context.problems.details());
   return chat;
 }
@@ -83,12 +65,4 @@ function topLevelFields(body: MessagesRequest, context: BlockContext): void {
       context.problems.add({ field: field.slice(0, 64), problem: refused ?? 'is not supported when the model is served by a non-Anthropic upstream' });
     }
   }
-}
-
-function toolChoice(choice: NonNullable<MessagesRequest['tool_choice']>): Record<string, unknown> {
-  const parallel = choice.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {};
-  if (choice.type === 'any') return { tool_choice: 'required', ...parallel };
-  if (choice.type === 'none') return { tool_choice: 'none' };
-  if (choice.type === 'tool' && typeof choice.name === 'string') return { tool_choice: { type: 'function', function: { name: choice.name } }, ...parallel };
-  return { tool_choice: 'auto', ...parallel };
 }

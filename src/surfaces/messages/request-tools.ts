@@ -1,7 +1,9 @@
 import type { ChatRequestBody } from '../../providers/contract.js';
+import { chatFunctionOf, chatUserLocationOf, type AnthropicToolParam } from '../../wire/anthropic.js';
+import type { ChatFunctionTool, ChatWebSearchOptions } from '../../wire/openai-chat.js';
 import type { BlockContext } from './message-blocks.js';
 
-type Tool = Record<string, unknown>;
+type Tool = AnthropicToolParam;
 
 /** Keys of a client tool that only hint (how it streams, who calls it, examples): left out, named. */
 const HINT_KEYS: ReadonlySet<string> = new Set(['cache_control', 'input_examples', 'eager_input_streaming', 'allowed_callers']);
@@ -14,7 +16,7 @@ const HINT_KEYS: ReadonlySet<string> = new Set(['cache_control', 'input_examples
  * own; other server tools run on Anthropic's side only and are refused.
  */
 export function mapTools(tools: Tool[], chat: ChatRequestBody, context: BlockContext): void {
-  const functions: Tool[] = [];
+  const functions: ChatFunctionTool[] = [];
   tools.forEach((tool, i) => {
     const at = `tools[${i}]`;
     const type = tool.type;
@@ -31,15 +33,13 @@ export function mapTools(tools: Tool[], chat: ChatRequestBody, context: BlockCon
   if (functions.length > 0) chat.tools = functions;
 }
 
-function functionTool(tool: Tool, at: string, context: BlockContext): Tool {
-  const fn: Tool = { name: tool.name, parameters: tool.input_schema ?? { type: 'object', properties: {} } };
-  if (typeof tool.description === 'string') fn.description = tool.description;
-  if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
+/** A client tool as a chat function (src/wire/anthropic.ts); the keys that mapping does not read are named as left out. */
+function functionTool(tool: Tool, at: string, context: BlockContext): ChatFunctionTool {
   for (const [key, value] of Object.entries(tool)) {
     if (value === null || value === undefined || key === 'name' || key === 'description' || key === 'input_schema' || key === 'type' || key === 'strict' || key === 'defer_loading') continue;
     context.notes?.drop(`${at}.${key.slice(0, 64)}`, HINT_KEYS.has(key) ? "Anthropic's only" : 'has no equivalent for a non-Anthropic upstream');
   }
-  return { type: 'function', function: fn };
+  return chatFunctionOf(tool);
 }
 
 /**
@@ -47,16 +47,12 @@ function functionTool(tool: Tool, at: string, context: BlockContext): Tool {
  * country, timezone}) is OpenAI's `{type: "approximate", approximate: {...}}`; the domain filters and `max_uses`
  * have no chat equivalent and are left out, named.
  */
-function webSearchOptions(tool: Tool, at: string, context: BlockContext): Tool {
-  const options: Tool = {};
+function webSearchOptions(tool: Tool, at: string, context: BlockContext): ChatWebSearchOptions {
+  const options: ChatWebSearchOptions = {};
   for (const [key, value] of Object.entries(tool)) {
     if (value === null || value === undefined || key === 'type' || key === 'name') continue;
-    const location = value as Tool;
-    if (key === 'user_location' && typeof value === 'object') {
-      const approximate: Tool = {};
-      for (const part of ['city', 'region', 'country', 'timezone']) if (typeof location[part] === 'string') approximate[part] = location[part];
-      options.user_location = { type: 'approximate', approximate };
-    } else context.notes?.drop(`${at}.${key.slice(0, 64)}`, 'the web search of a non-Anthropic upstream takes no such setting');
+    if (key === 'user_location' && typeof value === 'object') options.user_location = chatUserLocationOf(value);
+    else context.notes?.drop(`${at}.${key.slice(0, 64)}`, 'the web search of a non-Anthropic upstream takes no such setting');
   }
   return options;
 }

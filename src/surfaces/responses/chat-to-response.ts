@@ -4,21 +4,15 @@ import { responsesUsageOf } from '../../providers/usage-shapes.js';
 import { completionToolCalls } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import { asChatCall, callItem, finishCall } from './output-calls.js';
-import type { MessageItem, OutputItem, ResponseObject, ResponseStatus, ResponseUsage, ResponsesRequest } from './responses-types.js';
+import { parseCompletionAnswer } from '../../wire/openai-chat.js';
+import { endingOf, type MessageItem, type OutputItem, type ResponseObject, type ResponsesRequest, type ResponsesUsageObject } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 /** Chat usage as Responses usage (src/providers/usage-shapes.ts: cached, cache-write and reasoning token counts). */
-export function responseUsage(reported: Usage | null | undefined): ResponseUsage | null {
+export function responseUsage(reported: Usage | null | undefined): ResponsesUsageObject | null {
   if (!reported) return null;
   // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
   return responsesUsageOf(checkedUsage(reported));
-}
-
-/** How a chat finish reason ends a response: `length` and `content_filter` leave it incomplete. */
-export function endingOf(finishReason: string | null | undefined): { status: ResponseStatus; incomplete_details: { reason: string } | null } {
-  if (finishReason === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
-  if (finishReason === 'content_filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
-  return { status: 'completed', incomplete_details: null };
 }
 
 /** The response object of a request, before its output is known (`status: in_progress`). */
@@ -50,19 +44,12 @@ export function responseShell(body: ResponsesRequest, id: string, createdAt: num
   };
 }
 
-/** A completion as the providers hand it on (src/providers/openai-compatible/normalise-answer.ts); tool calls read by their types. */
-interface ChatCompletionBody {
-  model?: unknown;
-  choices?: Array<{ message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown }; finish_reason?: string | null }>;
-  usage?: (Usage & Record<string, unknown>) | null;
-}
-
 /**
  * A `chat.completion` (JSON text) as the finished response object: `shell`, completed (it is changed in place). Tool
  * calls are named as the caller's tools are (`names`: namespaced functions, custom tools).
  */
 export function completionToResponse(completionText: string, shell: ResponseObject, names?: ToolNames): ResponseObject {
-  const completion = JSON.parse(completionText) as ChatCompletionBody;
+  const completion = parseCompletionAnswer(completionText);
   const choice = completion.choices?.[0];
   const message = choice?.message;
   const output: OutputItem[] = [];

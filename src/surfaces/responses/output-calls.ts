@@ -4,7 +4,7 @@ import { argumentsObject, checkArguments } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import { CUSTOM_INPUT } from './request-tools.js';
 import { ToolNames } from './tool-names.js';
-import type { CustomToolCallItem, FunctionCallItem } from './responses-types.js';
+import type { CustomToolCallItem, FunctionCallItem } from '../../wire/openai-responses.js';
 
 export type CallItem = FunctionCallItem | CustomToolCallItem;
 

@@ -1,6 +1,7 @@
 import type { ProblemList } from '../../http/validation-details.js';
 import type { ChatExtra, ChatRequestBody } from '../../providers/contract.js';
-import type { ResponsesRequest } from './responses-types.js';
+import { isJsonObject, type JsonObject } from '../../wire/json.js';
+import type { ResponsesRequest } from '../../wire/openai-responses.js';
 
 /**
  * One translation's view of its target: where problems go, where what it leaves out is named, and what the model's
@@ -81,7 +82,6 @@ const SAME_NAME: ReadonlyArray<readonly [keyof ResponsesRequest & string, ChatEx
   ['prompt_cache_retention', 'prompt_cache_key'],
 ];
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isNumberIn = (value: unknown, min: number, max: number): boolean => typeof value === 'number' && value >= min && value <= max;
 
 /**
@@ -91,19 +91,19 @@ const isNumberIn = (value: unknown, min: number, max: number): boolean => typeof
  */
 const TYPE_RULES: ReadonlyArray<readonly [string, (value: unknown) => boolean, string]> = [
   ['instructions', (v) => typeof v === 'string', 'must be a string or null'],
-  ['tool_choice', (v) => typeof v === 'string' || isObject(v), 'must be a string or an object'],
+  ['tool_choice', (v) => typeof v === 'string' || isJsonObject(v), 'must be a string or an object'],
   ['parallel_tool_calls', (v) => typeof v === 'boolean', 'must be a boolean or null'],
   ['temperature', (v) => isNumberIn(v, 0, 2), 'must be a number from 0 to 2, or null'],
   ['top_p', (v) => isNumberIn(v, 0, 1), 'must be a number from 0 to 1, or null'],
-  ['text', isObject, 'must be an object or null'],
-  ['reasoning', isObject, 'must be an object or null'],
-  ['metadata', (v) => isObject(v) && metadataValid(v), 'must be an object of at most 16 string values of at most 512 characters, or null'],
+  ['text', isJsonObject, 'must be an object or null'],
+  ['reasoning', isJsonObject, 'must be an object or null'],
+  ['metadata', (v) => isJsonObject(v) && metadataValid(v), 'must be an object of at most 16 string values of at most 512 characters, or null'],
   ['user', (v) => typeof v === 'string' && v.length <= 256, 'must be a string of at most 256 characters'],
   ['include', (v) => Array.isArray(v) && v.every((s) => typeof s === 'string'), 'must be a list of strings or null'],
   ['tools', Array.isArray, 'must be a list of tools'],
 ];
 
-function metadataValid(metadata: Record<string, unknown>): boolean {
+function metadataValid(metadata: JsonObject): boolean {
   const values = Object.values(metadata);
   return values.length <= 16 && values.every((v) => typeof v === 'string' && v.length <= 512);
 }
@@ -123,7 +123,7 @@ export function checkFields(body: ResponsesRequest, cx: TranslationContext): voi
     if (value !== undefined && value !== null && typeof value !== 'string') cx.problems.add({ field: `reasoning.${field}`, problem: 'must be a string or null' });
   }
   const format = body.text?.format;
-  if (format !== undefined && format !== null && !(isObject(format) && typeof format.type === 'string')) {
+  if (format !== undefined && format !== null && !(isJsonObject(format) && typeof format.type === 'string')) {
     cx.problems.add({ field: 'text.format', problem: 'must be an object with a string type, or null' });
   }
   if (body.background === true) cx.problems.add({ field: 'background', problem: 'background responses are not supported; send the request without it' });
@@ -152,7 +152,7 @@ export function chatSettings(body: ResponsesRequest, chat: ChatRequestBody, cx: 
   }
   if (typeof body.max_output_tokens === 'number') chat.max_tokens = body.max_output_tokens;
   if (body.stream === true) chat.stream = true;
-  const reasoning = isObject(body.reasoning) ? body.reasoning : undefined;
+  const reasoning = isJsonObject(body.reasoning) ? body.reasoning : undefined;
   if (typeof reasoning?.effort === 'string') chat.reasoning_effort = reasoning.effort;
   for (const [key, value] of Object.entries(reasoning ?? {})) {
     if (key === 'effort' || value === null || value === undefined || (key === 'summary' && value === 'none')) continue;
@@ -161,7 +161,7 @@ export function chatSettings(body: ResponsesRequest, chat: ChatRequestBody, cx: 
   if (Array.isArray(body.include) && body.include.length > 0) {
     leaveOut(cx, 'include', 'a translated answer has none of what it asks for (no encrypted reasoning, no logprobs, no built-in tool results)');
   }
-  const verbosity = isObject(body.text) ? body.text.verbosity : undefined;
+  const verbosity = isJsonObject(body.text) ? body.text.verbosity : undefined;
   if (verbosity !== undefined && verbosity !== null) {
     if (cx.carries('verbosity')) chat.verbosity = verbosity;
     else leaveOut(cx, 'text.verbosity', 'no upstream of this model has it');

@@ -3,7 +3,9 @@ import { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ChatRequestBody, ToolCall } from '../../providers/contract.js';
 import { checkFields, chatSettings, leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { chatToolChoice, chatTools, CUSTOM_INPUT, type ToolEntry } from './request-tools.js';
-import type { ResponsesRequest } from './responses-types.js';
+import { isJsonObject, type JsonObject } from '../../wire/json.js';
+import type { ChatImagePart, ChatTextPart } from '../../wire/openai-chat.js';
+import { chatImagePartOf, chatTextPartOf, type ResponsesInputItem, type ResponsesRequest } from '../../wire/openai-responses.js';
 import { ToolNames } from './tool-names.js';
 
 /** How a translation is made: tolerant (naming what it leaves out in `notes`) or exact (`notes` absent). */
@@ -138,16 +140,17 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], sco
   });
 }
 
-const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
+const ROLES: ReadonlySet<unknown> = new Set(['user', 'assistant', 'system', 'developer']);
+const isRole = (role: unknown): role is 'user' | 'assistant' | 'system' | 'developer' => ROLES.has(role);
 
-function inputMessage(item: Record<string, unknown>, at: string, problems: ProblemList): ChatMessage | undefined {
+function inputMessage(item: ResponsesInputItem, at: string, problems: ProblemList): ChatMessage | undefined {
   const role = item.role;
-  if (typeof role !== 'string' || !ROLES.has(role)) {
+  if (!isRole(role)) {
     problems.add({ field: `${at}.role`, problem: 'must be one of the allowed values', allowed: [...ROLES] });
     return undefined;
   }
   const content = item.content;
-  if (typeof content === 'string') return { role: role as ChatMessage['role'], content };
+  if (typeof content === 'string') return { role, content };
   if (!Array.isArray(content)) {
     problems.add({ field: `${at}.content`, problem: 'must be a string or a list of content parts' });
     return undefined;
@@ -156,30 +159,29 @@ function inputMessage(item: Record<string, unknown>, at: string, problems: Probl
     // Earlier answers come back as output_text (or refusal) parts: chat carries them as the turn's text.
     let text = '';
     content.forEach((part: unknown, j) => {
-      const p = part as Record<string, unknown>;
+      const p: JsonObject = isJsonObject(part) ? part : {};
       if ((p.type === 'output_text' || p.type === 'input_text') && typeof p.text === 'string') text += p.text;
       else if (p.type === 'refusal' && typeof p.refusal === 'string') text += p.refusal;
       else problems.add({ field: `${at}.content[${j}].type`, problem: 'must be output_text or refusal in an assistant message', allowed: ['output_text', 'refusal'] });
     });
     return { role: 'assistant', content: text };
   }
-  const parts: Array<Record<string, unknown>> = [];
+  const parts: Array<ChatTextPart | ChatImagePart> = [];
   content.forEach((part: unknown, j) => {
-    const chatPart = contentPart(part as Record<string, unknown>, `${at}.content[${j}]`, problems);
+    const chatPart = contentPart(isJsonObject(part) ? part : {}, `${at}.content[${j}]`, problems);
     if (chatPart) parts.push(chatPart);
   });
-  return { role: role as ChatMessage['role'], content: parts };
+  return { role, content: parts };
 }
 
-function contentPart(part: Record<string, unknown>, at: string, problems: ProblemList): Record<string, unknown> | undefined {
-  if ((part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string') return { type: 'text', text: part.text };
+/** An input part as chat's (src/wire/openai-responses.ts): text, or an image by its URL. */
+function contentPart(part: JsonObject, at: string, problems: ProblemList): ChatTextPart | ChatImagePart | undefined {
+  const text = chatTextPartOf(part);
+  if (text) return text;
   if (part.type === 'input_image') {
-    const url = part.image_url;
-    if (typeof url !== 'string' || url === '') {
-      problems.add({ field: `${at}.image_url`, problem: 'must be a URL or a data: URL (file_id images are not supported on a translated upstream)' });
-      return undefined;
-    }
-    return { type: 'image_url', image_url: { url, ...(typeof part.detail === 'string' ? { detail: part.detail } : {}) } };
+    const image = chatImagePartOf(part);
+    if (!image) problems.add({ field: `${at}.image_url`, problem: 'must be a URL or a data: URL (file_id images are not supported on a translated upstream)' });
+    return image;
   }
   problems.add({ field: `${at}.type`, problem: `content parts of type "${String(part.type).slice(0, 64)}" are not supported on a translated upstream`, allowed: ['input_text', 'input_image'] });
   return undefined;
@@ -189,7 +191,7 @@ function contentPart(part: Record<string, unknown>, at: string, problems: Proble
  * A `function_call` or `custom_tool_call` item as a chat tool call, named as its tool is upstream (a namespaced
  * function by its flat name; a custom tool's raw input as the arguments `{"input": ...}`).
  */
-function toolCall(item: Record<string, unknown>, at: string, { cx, names }: InputScope): ToolCall | undefined {
+function toolCall(item: ResponsesInputItem, at: string, { cx, names }: InputScope): ToolCall | undefined {
   const problems = cx.problems;
   const custom = item.type === 'custom_tool_call';
   const { call_id: id, name } = item;
@@ -209,17 +211,18 @@ function toolCall(item: Record<string, unknown>, at: string, { cx, names }: Inpu
 /** A function_call_output's output: a string, or a list of input_text parts (joined). */
 function outputText(output: unknown, at: string, problems: ProblemList): string | undefined {
   if (typeof output === 'string') return output;
-  if (Array.isArray(output) && output.every((p) => (p as Record<string, unknown>).type === 'input_text' && typeof (p as Record<string, unknown>).text === 'string')) {
-    return output.map((p) => (p as { text: string }).text).join('');
+  if (Array.isArray(output)) {
+    const texts = output.map((part: unknown) => (isJsonObject(part) && part.type === 'input_text' && typeof part.text === 'string' ? part.text : undefined));
+    if (texts.every((text) => text !== undefined)) return texts.join('');
   }
   problems.add({ field: at, problem: 'must be a string or a list of input_text parts' });
   return undefined;
 }
 
 /** `text.format` as chat's `response_format`. */
-function responseFormat(format: unknown, problems: ProblemList): Record<string, unknown> | undefined {
+function responseFormat(format: unknown, problems: ProblemList): JsonObject | undefined {
   if (format === undefined || format === null) return undefined;
-  const f = format as Record<string, unknown>;
+  const f: JsonObject = isJsonObject(format) ? format : {};
   if (f.type === 'text') return undefined;
   if (f.type === 'json_object') return { type: 'json_object' };
   if (f.type === 'json_schema') {
@@ -227,7 +230,7 @@ function responseFormat(format: unknown, problems: ProblemList): Record<string, 
       problems.add({ field: 'text.format', problem: 'a json_schema format needs a name and a schema object' });
       return undefined;
     }
-    const schema: Record<string, unknown> = { name: f.name, schema: f.schema };
+    const schema: JsonObject = { name: f.name, schema: f.schema };
     if (typeof f.strict === 'boolean') schema.strict = f.strict;
     if (typeof f.description === 'string') schema.description = f.description;
     return { type: 'json_schema', json_schema: schema };

@@ -1,9 +1,9 @@
+import { isJsonObject, type JsonObject } from '../../wire/json.js';
+import type { ApproximateLocation, ChatFunctionTool, ChatToolChoice, ChatWebSearchOptions } from '../../wire/openai-chat.js';
 import { leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { CHAT_NAME, type CallerTool, type ToolNames } from './tool-names.js';
 
-type Tool = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Tool => typeof value === 'object' && value !== null && !Array.isArray(value);
+type Tool = JsonObject;
 
 /** The one parameter of the function a freeform (`custom`) tool is declared as upstream: its raw text. */
 export const CUSTOM_INPUT = 'input';
@@ -26,17 +26,17 @@ export interface ToolEntry {
  * model's upstreams has one, it is left out by name). `tool_search` is left out by name: the tools it finds are the
  * client's, and come back to a model that asked for them only through OpenAI's API. Other built-in tools are refused.
  */
-export function chatTools(entries: readonly ToolEntry[], cx: TranslationContext, names: ToolNames): { tools: Tool[]; webSearch: Tool | undefined } {
+export function chatTools(entries: readonly ToolEntry[], cx: TranslationContext, names: ToolNames): { tools: ChatFunctionTool[]; webSearch: ChatWebSearchOptions | undefined } {
   // Tools outside a namespace keep their own names: declared first, so a flattened name never takes one of theirs.
   for (const { tool } of entries) {
-    if (isObject(tool) && (tool.type === 'function' || tool.type === 'custom') && typeof tool.name === 'string' && CHAT_NAME.test(tool.name)) {
+    if (isJsonObject(tool) && (tool.type === 'function' || tool.type === 'custom') && typeof tool.name === 'string' && CHAT_NAME.test(tool.name)) {
       names.declare({ kind: tool.type, name: tool.name }); // its problems, if any, are named below
     }
   }
-  const out: Tool[] = [];
-  let search: Tool | undefined;
+  const out: ChatFunctionTool[] = [];
+  let search: ChatWebSearchOptions | undefined;
   for (const { at, tool } of entries) {
-    if (!isObject(tool) || typeof tool.type !== 'string') {
+    if (!isJsonObject(tool) || typeof tool.type !== 'string') {
       cx.problems.add({ field: `${at}.type`, problem: 'a tool must be an object with a string type' });
       continue;
     }
@@ -70,11 +70,11 @@ function declare(tool: Tool, at: string, namespace: string | undefined, cx: Tran
   return chatName;
 }
 
-function chatFunction(tool: Tool, at: string, namespace: { name: string; description: unknown } | undefined, cx: TranslationContext, names: ToolNames): Tool | undefined {
+function chatFunction(tool: Tool, at: string, namespace: { name: string; description: unknown } | undefined, cx: TranslationContext, names: ToolNames): ChatFunctionTool | undefined {
   if (tool.type === 'custom' && !tolerantOnly(cx, `${at}.type`, 'freeform (custom) tools')) return undefined;
   const name = declare(tool, at, namespace?.name, cx, names);
   if (name === undefined) return undefined;
-  const fn: Tool = { name };
+  const fn: ChatFunctionTool['function'] = { name };
   const description = [typeof namespace?.description === 'string' ? `(${namespace.name}: ${namespace.description})` : '', typeof tool.description === 'string' ? tool.description : '']
     .filter((text) => text !== '')
     .join('\n\n');
@@ -91,12 +91,12 @@ function chatFunction(tool: Tool, at: string, namespace: { name: string; descrip
 /** What the model is told of a freeform tool's input: raw text, and the grammar it must follow when there is one. */
 function inputDescription(format: unknown): string {
   const plain = 'The raw text input of this tool, exactly as the tool takes it (not JSON).';
-  if (!isObject(format) || format.type !== 'grammar' || typeof format.definition !== 'string') return plain;
+  if (!isJsonObject(format) || format.type !== 'grammar' || typeof format.definition !== 'string') return plain;
   const syntax = typeof format.syntax === 'string' ? format.syntax : 'grammar';
   return `${plain} It must match this ${syntax} grammar:\n${format.definition}`;
 }
 
-function namespaceFunctions(tool: Tool, at: string, cx: TranslationContext, names: ToolNames): Tool[] {
+function namespaceFunctions(tool: Tool, at: string, cx: TranslationContext, names: ToolNames): ChatFunctionTool[] {
   if (!tolerantOnly(cx, `${at}.type`, 'namespace tools')) return [];
   if (typeof tool.name !== 'string' || tool.name === '' || tool.name.length > 256) {
     cx.problems.add({ field: `${at}.name`, problem: 'must be a string of 1 to 256 characters' });
@@ -107,10 +107,10 @@ function namespaceFunctions(tool: Tool, at: string, cx: TranslationContext, name
     return [];
   }
   const namespace = { name: tool.name, description: tool.description };
-  const out: Tool[] = [];
+  const out: ChatFunctionTool[] = [];
   tool.tools.forEach((inner: unknown, j) => {
     const innerAt = `${at}.tools[${j}]`;
-    if (!isObject(inner) || (inner.type !== 'function' && inner.type !== 'custom')) {
+    if (!isJsonObject(inner) || (inner.type !== 'function' && inner.type !== 'custom')) {
       cx.problems.add({ field: `${innerAt}.type`, problem: 'a namespace holds function or custom tools', allowed: ['function', 'custom'] });
       return;
     }
@@ -120,25 +120,28 @@ function namespaceFunctions(tool: Tool, at: string, cx: TranslationContext, name
   return out;
 }
 
+/** The parts of a web search's approximate location, in the order they are copied. */
+const LOCATION_KEYS: ReadonlyArray<keyof ApproximateLocation> = ['city', 'country', 'region', 'timezone'];
+
 /**
  * A web search tool as chat's `web_search_options` (its context size and approximate location carried; what chat
  * has no field for left out by name), or, where no upstream of the model searches, the whole tool left out by name.
  */
-function webSearch(tool: Tool, at: string, cx: TranslationContext): Tool | undefined {
+function webSearch(tool: Tool, at: string, cx: TranslationContext): ChatWebSearchOptions | undefined {
   if (!tolerantOnly(cx, `${at}.type`, 'web search tools')) return undefined;
   if (!cx.carries('web_search_options')) {
     leaveOut(cx, at, 'no upstream of this model can search the web');
     return undefined;
   }
-  const options: Tool = {};
+  const options: ChatWebSearchOptions = {};
   if (typeof tool.search_context_size === 'string') options.search_context_size = tool.search_context_size;
   const location = tool.user_location;
-  if (isObject(location)) {
-    const approximate: Tool = {};
-    for (const key of ['city', 'country', 'region', 'timezone']) if (typeof location[key] === 'string') approximate[key] = location[key];
+  if (isJsonObject(location)) {
+    const approximate: ApproximateLocation = {};
+    for (const key of LOCATION_KEYS) if (typeof location[key] === 'string') approximate[key] = location[key];
     options.user_location = { type: 'approximate', approximate };
   }
-  if (isObject(tool.filters)) leaveOut(cx, `${at}.filters`, 'chat web search has no domain filters');
+  if (isJsonObject(tool.filters)) leaveOut(cx, `${at}.filters`, 'chat web search has no domain filters');
   if (tool.external_web_access === false) leaveOut(cx, `${at}.external_web_access`, "the upstream's search reaches the live web");
   const types = tool.search_content_types;
   if (Array.isArray(types) && types.some((type) => type !== 'text')) leaveOut(cx, `${at}.search_content_types`, 'a translated search returns text only');
@@ -146,9 +149,9 @@ function webSearch(tool: Tool, at: string, cx: TranslationContext): Tool | undef
 }
 
 /** `tool_choice` as chat's, a named tool by its name upstream. */
-export function chatToolChoice(choice: unknown, cx: TranslationContext, names: ToolNames): unknown {
+export function chatToolChoice(choice: unknown, cx: TranslationContext, names: ToolNames): ChatToolChoice | undefined {
   if (choice === 'none' || choice === 'auto' || choice === 'required') return choice;
-  const c = isObject(choice) ? choice : undefined;
+  const c = isJsonObject(choice) ? choice : undefined;
   const namespace = typeof c?.namespace === 'string' ? c.namespace : undefined;
   if (c && (c.type === 'function' || c.type === 'custom') && typeof c.name === 'string') {
     if ((c.type === 'custom' || namespace !== undefined) && !tolerantOnly(cx, 'tool_choice', 'choices of a custom or namespaced tool')) return undefined;

@@ -3,7 +3,7 @@ import type { ChatMessage } from '../../providers/contract.js';
 import type { ConversationRead, ResponseStore, StoredConversationTurn } from '../../store/contract.js';
 import { outputAsMessages } from './chat-to-response.js';
 import { newId } from './ids.js';
-import type { ResponseObject, ResponsesRequest } from './responses-types.js';
+import type { ResponseObject, ResponsesInputItem, ResponsesItem, ResponsesRequest } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 export interface HistoryLog {
@@ -97,16 +97,17 @@ export class ResponseHistory {
    * The input items of the whole conversation that ends with `id`, oldest first: each earlier turn's input items
    * and output items, then its own input items (what OpenAI's `input_items` lists for a continued response).
    */
-  async inputItems(caller: string, id: string): Promise<Array<Record<string, unknown>>> {
+  async inputItems(caller: string, id: string): Promise<ResponsesItem[]> {
     const maxTurns = this.options.bounds.maxConversationTurns;
     const read = await this.read(() => this.options.store.conversation(caller, id, { maxTurns, maxBytes: Number.MAX_SAFE_INTEGER }));
     if (!read) throw notFound(id);
     if (!read.turns) throw new GatewayError('conversation_too_large', { id: id.slice(0, 256), limit: 'responses.max_conversation_turns', turns: read.head.depth, max_turns: maxTurns });
     const turns = this.whole(read, id);
-    const items: Array<Record<string, unknown>> = [];
+    const items: ResponsesItem[] = [];
+    // The gateway's own texts (save): the items it stored and the response it wrote.
     turns.forEach((turn, i) => {
-      items.push(...(JSON.parse(turn.inputItems) as Array<Record<string, unknown>>));
-      if (i < turns.length - 1) items.push(...((JSON.parse(turn.response) as ResponseObject).output as unknown as Array<Record<string, unknown>>));
+      items.push(...(JSON.parse(turn.inputItems) as ResponsesInputItem[]));
+      if (i < turns.length - 1) items.push(...(JSON.parse(turn.response) as ResponseObject).output);
     });
     return items;
   }
@@ -187,7 +188,7 @@ function notFound(id: string): GatewayError {
 const ITEM_ID_PREFIX: Record<string, 'fc' | 'fco' | 'ctc' | 'ctco'> = { function_call: 'fc', function_call_output: 'fco', custom_tool_call: 'ctc', custom_tool_call_output: 'ctco' };
 
 /** The input as a list of items, each with an id (a string input is one user message), for `input_items`. */
-export function inputItemsOf(input: ResponsesRequest['input']): Array<Record<string, unknown>> {
+export function inputItemsOf(input: ResponsesRequest['input']): ResponsesInputItem[] {
   if (typeof input === 'string') return [{ type: 'message', id: newId('msg'), role: 'user', content: [{ type: 'input_text', text: input }] }];
   return input.map((item) => {
     const type = item.type ?? 'message';

@@ -1,4 +1,4 @@
-import type { OutputItem, ResponseObject } from './responses-types.js';
+import type { OutputItem, ResponseObject } from '../../wire/openai-responses.js';
 
 const str = (value: string | null): string => (value === null ? 'null' : JSON.stringify(value));
 const num = (value: number | null): string => (value === null || !Number.isFinite(value) ? 'null' : String(value));

@@ -3,10 +3,10 @@ import { formatEvent } from '../../http/sse.js';
 import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
 import { toolCallFields } from '../tool-arguments.js';
-import { endingOf, responseUsage } from './chat-to-response.js';
+import { responseUsage } from './chat-to-response.js';
 import { newId } from './ids.js';
 import { callItem, finishCall, type CallItem } from './output-calls.js';
-import type { MessageItem, OutputItem, ResponseObject } from './responses-types.js';
+import { endingOf, type MessageItem, type OutputItem, type OutputText, type ResponseObject, type ResponseStreamEvents } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 /**
@@ -90,7 +90,7 @@ export class ResponseStream implements StreamEncoder {
       ...this.shell,
       status: 'failed',
       output: this.output,
-      error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } as ResponseObject['error'],
+      error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
     };
     this.event('response.failed', { response });
     return this.take();
@@ -102,7 +102,7 @@ export class ResponseStream implements StreamEncoder {
       const item: MessageItem = { type: 'message', id: newId('msg'), status: 'in_progress', role: 'assistant', content: [] };
       this.message = { item, index: this.output.length, text: '' };
       this.output.push(item);
-      const part = { type: 'output_text', text: '', annotations: [] };
+      const part: OutputText = { type: 'output_text', text: '', annotations: [] };
       this.event('response.output_item.added', { output_index: this.message.index, item });
       this.event('response.content_part.added', { item_id: item.id, output_index: this.message.index, content_index: 0, part });
     }
@@ -139,7 +139,7 @@ export class ResponseStream implements StreamEncoder {
     if (!open) return;
     this.message = undefined;
     const { item, index, text } = open;
-    const part = { type: 'output_text' as const, text, annotations: [], logprobs: [] };
+    const part: OutputText = { type: 'output_text', text, annotations: [], logprobs: [] };
     item.content = [part];
     item.status = incomplete ? 'incomplete' : 'completed';
     this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] });
@@ -175,7 +175,7 @@ export class ResponseStream implements StreamEncoder {
     }
   }
 
-  private event(type: string, fields: Record<string, unknown>): void {
+  private event<T extends keyof ResponseStreamEvents>(type: T, fields: ResponseStreamEvents[T]): void {
     this.pending += formatEvent(JSON.stringify({ type, sequence_number: this.sequence++, ...fields }), { event: type });
   }
 

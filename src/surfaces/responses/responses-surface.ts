@@ -9,7 +9,7 @@ import { responsesToChat, type TranslatedRequest } from './request-to-chat.js';
 import { responseJson } from './response-json.js';
 import { ResponseStream } from './response-stream.js';
 import type { PreviousTurn, ResponseHistory } from './response-history.js';
-import type { ResponseObject, ResponsesRequest } from './responses-types.js';
+import type { ResponseObject, ResponsesRequest } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 /** What one Responses call keeps between its translation and its answer. */

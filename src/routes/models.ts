@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PAGE_SIZE, parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ADMIN, type Principal } from '../auth/principal.js';
-import type { ModelsSpec } from '../surfaces/descriptor.js';
+import type { ModelSource, ModelsSpec } from '../surfaces/descriptor.js';
 
 /** GET /v1/?route=models: the served models, `limit` per page, `next_token` to continue (absent on the last page). */
 export function makeModelsHandler(catalog: ModelCatalog) {
@@ -60,8 +60,13 @@ export async function visibleModels(catalog: ModelCatalog, principal: Principal)
 export function makeSurfaceModelsHandlers(catalog: ModelCatalog, spec: ModelsSpec) {
   return {
     list: async function listSurfaceModels(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-      const models = await visibleModels(catalog, request.principal ?? ADMIN);
-      return reply.send(spec.list(models, request.query as Record<string, unknown>));
+      const principal = request.principal ?? ADMIN;
+      const source: ModelSource = {
+        all: () => visibleModels(catalog, principal),
+        page: (limit, token) => catalog.page(limit, token, modelViewOf(principal)),
+      };
+      const listed = spec.list(source, request.query as Record<string, unknown>);
+      return reply.send(listed instanceof Promise ? await listed : listed);
     },
     get: async function getSurfaceModel(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
       const id = modelIdOf(request.params);

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GrantableRoute } from '../config/schema.js';
 import type { CachePolicy } from '../config/types.js';
-import type { CatalogModel } from '../core/model-catalog.js';
+import type { CatalogModel, ModelPage } from '../core/model-catalog.js';
 import type { TokenEstimate } from '../core/rate-limit-service.js';
 import type { CallerApi } from '../http/error-shape.js';
 import type { ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApiName } from '../providers/contract.js';
@@ -137,7 +137,13 @@ export interface ModelsSpec {
   /** The routes any one of which lets a caller list models in this shape (Anthropic's: `models` or `messages`). */
   readonly rights: readonly GrantableRoute[];
   /** One page of the models in the surface's shape (the query is the caller's: its own page parameters). */
-  list(models: readonly CatalogModel[], query: Readonly<Record<string, unknown>>): unknown;
+  list(models: ModelSource, query: Readonly<Record<string, unknown>>): unknown;
   /** One model by id (or alias) in the surface's shape; undefined: not one the caller may see (a 404). */
   get(models: readonly CatalogModel[], id: string): unknown;
+}
+
+/** The models the caller may see: all of them in the catalog's order, or one page of the catalog (its cursor). */
+export interface ModelSource {
+  all(): Promise<CatalogModel[]>;
+  page(limit: number, token: string | undefined): Promise<ModelPage>;
 }

@@ -20,14 +20,14 @@ const UNKNOWN_CREATED_AT = '1970-01-01T00:00:00Z';
  */
 export const ANTHROPIC_MODELS: ModelsSpec = {
   rights: ['models', 'messages'],
-  list(all, query) {
+  async list(source, query) {
     const limit = parsePageLimit(query.limit, { fallback: DEFAULT_LIMIT, max: MAX_LIMIT });
     const afterId = cursor(query, 'after_id');
     const beforeId = cursor(query, 'before_id');
     if (afterId !== undefined && beforeId !== undefined) {
       throw new GatewayError('invalid_query_parameter', { parameter: 'before_id', problem: 'give after_id or before_id, not both' });
     }
-    const models = messagesModels(all);
+    const models = messagesModels(await source.all());
     // A cursor is a place in the order, not a lookup: an id the caller cannot see (or that is gone) pages the same.
     let start: number;
     let end: number;

@@ -1,10 +1,13 @@
 import type { NativeOwnerStore, ResponseCacheStore, ResponseStore } from './store/contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
+import { CallPipeline } from './core/call-pipeline.js';
 import { ChatService } from './core/chat-service.js';
+import { EmbeddingService } from './core/embedding-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
 import { ModelRouter } from './core/model-router.js';
 import { PriceBook } from './core/price-book.js';
+import { TokenCountService } from './core/token-count-service.js';
 import { createHttpServer } from './http/server.js';
 import { readCertificate } from './http/tls-certificate.js';
 import type { Logger } from './observability/logger.js';
@@ -104,9 +107,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
   const prices = new PriceBook(config, providers.builtins);
-  const chat = new ChatService({ router: new ModelRouter(config, providers), prices, limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log), undeclaredCachePolicy: config.cache.undeclaredModels });
+  const router = new ModelRouter(config, providers);
+  // Every model call's steps (plan, admit, run, settle) and what they share; one service per kind of call.
+  const modelCalls = new CallPipeline({ router, prices, limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
+  const chat = new ChatService(modelCalls);
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
-  const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
+  const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => router.cachePolicy(model), log: app.log }) : undefined;
   const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
   const chatHandler = makeChatHandler(CHAT_SURFACE, { ...pipeline, captureAnswer: events.webhooks.wantsContent(EVENT.chatCompleted) });
   // Kept as long as stored responses are (responses.ttl_seconds), whether or not the gateway stores its own.
@@ -122,10 +128,10 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId)) : undefined;
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });
   const keyHandlers = makeKeyHandlers(keyService, { idempotency: wireSealedIdempotency(app, config, deps.idempotency.store), webhooks: events.webhooks });
-  const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(chat, idempotency, beginTrace, cache), storedResponses: responses.stored };
+  const calls = { chat: chatHandler, responses: responsesHandler, messages: messagesHandler, embeddings: makeEmbeddingsHandler(new EmbeddingService(modelCalls), chat, idempotency, beginTrace, cache), storedResponses: responses.stored };
   mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), keys: keyHandlers, ...calls }, config.version);
   mountOpenAiCompat(app, auth, calls, catalog);
-  mountAnthropicCompat(app, auth, { messages: messagesHandler, countTokens: makeCountTokensHandler(chat) });
+  mountAnthropicCompat(app, auth, { messages: messagesHandler, countTokens: makeCountTokensHandler(new TokenCountService(modelCalls), chat) });
   await app.ready();
   events.start();
   return {

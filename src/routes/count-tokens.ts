@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
-import { countPromptTokens } from '../core/context-window.js';
+import type { TokenCountService } from '../core/token-count-service.js';
 import { messagesToChat, type MessagesRequest } from '../surfaces/messages/request-to-chat.js';
-import { modelCallOf, pickHeaders, pickQuery, watchClient } from './model-call.js';
+import { callInputOf, pickHeaders, pickQuery, watchClient } from './model-call.js';
 import { ANTHROPIC_FORWARDED_HEADERS, ANTHROPIC_FORWARDED_QUERY } from '../surfaces/messages/messages-surface.js';
 
 /**
@@ -12,20 +12,19 @@ import { ANTHROPIC_FORWARDED_HEADERS, ANTHROPIC_FORWARDED_QUERY } from '../surfa
  * request as it would be translated: OpenAI families with their tokenizer (on its own thread: core/token-counter.ts),
  * others by the documented estimate.
  */
-export function makeCountTokensHandler(chat: ChatService) {
+export function makeCountTokensHandler(tokens: TokenCountService, chat: ChatService) {
   return async function handleCountTokens(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body as MessagesRequest;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
-    if (chat.forwardsNatively('messages', body.model)) {
-      const call = modelCallOf(request, reply, request.rawBody);
+    if (tokens.countedUpstream(body.model)) {
+      const call = callInputOf(request, reply, request.rawBody);
       const forwardHeaders = pickHeaders(request, ANTHROPIC_FORWARDED_HEADERS);
       const forwardQuery = pickQuery(request, ANTHROPIC_FORWARDED_QUERY);
-      const tokens = await chat.countNativeTokens(body, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
-      return reply.type(request.responseType).send({ input_tokens: tokens });
+      const counted = await tokens.countUpstream(body, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
+      return reply.type(request.responseType).send({ input_tokens: counted });
     }
     const translated = messagesToChat({ ...body, max_tokens: 1 });
-    const upstreamModel = chat.upstreamModelOf(body.model);
-    const tokens = await countPromptTokens(translated.messages, upstreamModel, translated.tools, watchClient(reply));
-    return reply.type(request.responseType).send({ input_tokens: tokens });
+    const counted = await tokens.countLocally(translated, watchClient(reply));
+    return reply.type(request.responseType).send({ input_tokens: counted });
   };
 }

@@ -1,31 +1,39 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
+import type { EmbeddingService } from '../core/embedding-service.js';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { EmbeddingsRequestBody } from '../providers/contract.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
-import { modelCallOf, recorderOf } from './model-call.js';
+import { callInputOf, recorderOf } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 
 /**
  * POST /v1/embeddings and ?route=embeddings: the same protections as chat (rights, limits, budgets, retries,
- * fallbacks, circuits, Idempotency-Key, X-Upstream-Key, usage records) through ChatService.embed. An
+ * fallbacks, circuits, Idempotency-Key, X-Upstream-Key, usage records) through EmbeddingService.embed. An
  * OpenAI-compatible upstream's answer passes through as it came; vectors from a translating provider (Gemini)
- * are written in OpenAI's shape, as floats or as base64 (little-endian float32, what the SDKs ask for).
+ * are written in OpenAI's shape, as floats or as base64 (little-endian float32, what the SDKs ask for). `chat`
+ * answers what every model route asks (the model's id for the caller's rights, a cache hit's admission).
  */
-export function makeEmbeddingsHandler(chat: ChatService, idempotency: ChatIdempotency, beginTrace?: (request: FastifyRequest) => RequestTrace, cache?: ResponseCache) {
+export function makeEmbeddingsHandler(
+  embeddings: EmbeddingService,
+  chat: ChatService,
+  idempotency: ChatIdempotency,
+  beginTrace?: (request: FastifyRequest) => RequestTrace,
+  cache?: ResponseCache,
+) {
   return async function handleEmbeddings(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body as EmbeddingsRequestBody;
     request.chatModel = body.model;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
-    const call = modelCallOf(request, reply, request.rawBody);
+    const call = callInputOf(request, reply, request.rawBody);
     const recording = recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, 'embeddings', body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
-      const { result, headers, upstream, usage } = await chat.embed(body, call);
+      const { result, headers, upstream, usage } = await embeddings.embed(body, call);
       request.upstreamName = upstream;
       request.usage = usage;
       const answer = result.kind === 'openai' ? result.body : embeddingsJson(result.vectors, body, usage);

@@ -1,10 +1,13 @@
 import type { NativeOwnerStore, ResponseCacheStore, ResponseStore } from './store/contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
+import { CallPipeline } from './core/call-pipeline.js';
 import { ChatService } from './core/chat-service.js';
+import { EmbeddingService } from './core/embedding-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
 import { ModelRouter } from './core/model-router.js';
 import { PriceBook } from './core/price-book.js';
+import { TokenCountService } from './core/token-count-service.js';
 import { createHttpServer } from './http/server.js';
 import { readCertificate } from './http/tls-certificate.js';
 import type { Logger } from './observability/logger.js';
@@ -109,9 +112,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
   const prices = new PriceBook(config, providers.builtins);
-  const chat = new ChatService({ router: new ModelRouter(config, providers), prices, limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log), undeclaredCachePolicy: config.cache.undeclaredModels });
+  const router = new ModelRouter(config, providers);
+  // Every model call's steps (plan, admit, run, settle) and what they share; one service per kind of call.
+  const modelCalls = new CallPipeline({ router, prices, limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
+  const chat = new ChatService(modelCalls);
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
-  const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => chat.cachePolicy(model), log: app.log }) : undefined;
+  const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => router.cachePolicy(model), log: app.log }) : undefined;
   const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
   // Kept as long as stored responses are (responses.ttl_seconds), whether or not the gateway stores its own.
   const ownership = new NativeOwnership({ store: deps.nativeOwners, ttlMs: config.responses.ttlMs, log: app.log });
@@ -125,8 +131,10 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });
   const keyHandlers = makeKeyHandlers(keyService, { idempotency: wireSealedIdempotency(app, config, deps.idempotency.store), webhooks: events.webhooks });
   // Every API surface on its own paths, from its descriptor (surfaces/registry.ts).
-  const mounted = mountSurfaces(app, registered, { auth, chat, catalog, pipeline, wantsContent: (kind) => events.webhooks.wantsContent(kind) }, { ownership, history: responses.history });
-  const embeddings = makeEmbeddingsHandler(chat, idempotency, beginTrace, cache);
+  const tokens = new TokenCountService(modelCalls);
+  const embeddingService = new EmbeddingService(modelCalls);
+  const mounted = mountSurfaces(app, registered, { auth, chat, tokens, embeddings: embeddingService, catalog, pipeline, wantsContent: (kind) => events.webhooks.wantsContent(kind) }, { ownership, history: responses.history });
+  const embeddings = makeEmbeddingsHandler(embeddingService, chat, idempotency, beginTrace, cache);
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });
   mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), keys: keyHandlers, calls, storedResponses: responses.stored }, config.version, surfaces.v1Routes);
   mountOpenAiCompat(app, auth, { embeddings, storedResponses: responses.stored }, catalog, mounted.flatMap((m) => (m.models ? [m.models] : [])));

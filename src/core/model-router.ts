@@ -1,4 +1,4 @@
-import type { GatewayConfig, ModelConfig, RetryPolicy, RouteTarget } from '../config/types.js';
+import type { CachePolicy, GatewayConfig, ModelConfig, RetryPolicy, RouteTarget } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Provider } from '../providers/contract.js';
 import type { ProviderSet } from '../providers/registry.js';
@@ -60,6 +60,12 @@ export class ModelRouter {
   /** The model's entry in the config file, if it has one. */
   declared(modelId: string): ModelConfig | undefined {
     return this.models.get(modelId);
+  }
+
+  /** The response cache's policy of a model: its config's, else `cache.enabled`'s for undeclared ids (undefined: not cached). */
+  cachePolicy(modelId: string): CachePolicy | undefined {
+    const declared = this.models.get(modelId);
+    return declared ? declared.cache : this.config.cache.undeclaredModels;
   }
 
   resolve(modelId: string): ChatTarget {

@@ -1,7 +1,8 @@
 import type { CatalogPrice, PriceCatalog } from '../config/price-catalog.js';
 import { BY_VENDOR, VENDOR_PRICE_FAMILIES, providerKind } from '../config/provider-presets.js';
 import type { GatewayConfig, ModelConfig } from '../config/types.js';
-import type { Pricing } from './pricing.js';
+import type { Usage } from '../providers/contract.js';
+import { cacheSavingsUsd, costUsd, type PricedUsage, type Pricing } from './pricing.js';
 
 /** Where a model's price or window came from: its config entry, or the price catalog. */
 export type FactSource = 'config' | 'catalog';
@@ -103,6 +104,13 @@ export class PriceBook {
       this.undeclared.set(modelId, facts);
     }
     return facts;
+  }
+
+  /** A call's usage with its cost when the model (as the caller named it) has prices (config, else catalog). */
+  priced(modelId: string, usage: Usage | undefined): PricedUsage | undefined {
+    if (!usage) return undefined;
+    const pricing = this.of(modelId).pricing;
+    return pricing ? { ...usage, cost_usd: costUsd(usage, pricing), cache_savings_usd: cacheSavingsUsd(usage, pricing) } : usage;
   }
 
   /** The same as `of`, without keeping anything (for listings: the default upstream's whole model list). */

@@ -11,7 +11,7 @@ import { pauseScopeName } from './pause-scope.js';
 import { isRetryable, retryDelayMs } from './retry-policy.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 import type { UpstreamPauses } from './upstream-pauses.js';
-import type { UpstreamCapacities, UpstreamCapacity } from './upstream-capacity.js';
+import { CapacitySlot, type UpstreamCapacities } from './upstream-capacity.js';
 
 /** Lease margin beyond an attempt's budget before a half-open probe's slot frees itself. */
 const PROBE_LEASE_MARGIN_MS = 5_000;
@@ -28,15 +28,19 @@ export interface TargetCall {
 
 export type Attempt<T> = (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => Promise<T>;
 
+/** The try that answered. */
 export interface Answered<T> {
   value: T;
   target: ChatTarget;
   trace: AttemptTrace | undefined;
+  /** The try's scope (its deadline, the caller's cancel), disposed by the runner when the try is over. */
+  scope: CallScope;
   /**
    * For a stream (`settle: 'answered'`), called once when it ends, with its failure if any: settles the circuit
-   * permit with the stream's own outcome and reports the attempt. A no-op for a JSON answer (settled already).
-   * `translation`: the failure is the gateway's translation of what the upstream sent well formed, not the
-   * upstream's (the permit is released, the attempt not blamed on the upstream).
+   * permit with the stream's own outcome, gives back the capacity slot, disposes the scope and reports the attempt.
+   * A no-op for a JSON answer (all of that was done when it was read). `translation`: the failure is the gateway's
+   * translation of what the upstream sent well formed, not the upstream's (the permit is released, the attempt not
+   * blamed on the upstream).
    */
   end(failure: unknown, translation?: boolean): void;
 }
@@ -130,7 +134,7 @@ export class TargetRunner {
         const scope = new CallScope(Math.max(1, Math.min(target.totalTimeoutMs, run.deadline - Date.now())), target.upstream);
         call.client?.follow(scope);
         const trace = call.trace?.attempt(target.upstream, target.provider.kind, target.upstreamModel, tries);
-        const slot = new Slot(capacity);
+        const slot = new CapacitySlot(capacity);
         try {
           call.onAttempt?.();
           const waiting = slot.take(scope.signal);
@@ -139,9 +143,10 @@ export class TargetRunner {
           handedOff = true;
           return this.answered(run, target, tries, permit, value, trace, scope, slot);
         } catch (error) {
+          scope.dispose();
           slot.release();
           trace?.failed(error);
-          const report = (next: AttemptReport['next']) => this.report(run, target, tries, error, scope, next);
+          const report = (next: AttemptReport['next']) => reportAttempt(this.options.observer, run, target, tries, error, scope, next);
           if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) {
             report('none');
             throw error;
@@ -178,46 +183,17 @@ export class TargetRunner {
     }
   }
 
-  /** A JSON answer settles its permit and is reported now; a stream's, when it ends (`end`). */
-  private answered<T>(run: Run<T>, target: ChatTarget, tries: number, permit: CircuitPermit, value: T, trace: AttemptTrace | undefined, scope: CallScope, slot: Slot): Answered<T> {
+  /** A JSON answer settles its permit and is reported now; a stream's, when it ends (`Answered.end`). */
+  private answered<T>(run: Run<T>, target: ChatTarget, tries: number, permit: CircuitPermit, value: T, trace: AttemptTrace | undefined, scope: CallScope, slot: CapacitySlot): Answered<T> {
     if (run.settle === 'success') {
+      scope.dispose();
       slot.release();
       permit.success();
-      this.report(run, target, tries, undefined, scope, 'none');
-      return { value, target, trace, end: () => undefined };
+      reportAttempt(this.options.observer, run, target, tries, undefined, scope, 'none');
+      return { value, target, trace, scope, end: settledAlready };
     }
     permit.answered();
-    let ended = false;
-    const end = (failure: unknown, translation = false) => {
-      if (ended) return;
-      ended = true;
-      slot.release();
-      // The stream's own outcome: a cut mid-way counts against the upstream like a failed call; a caller who left,
-      // or a translation that failed on what the upstream sent well formed, tells nothing about it.
-      if (failure === undefined) permit.success();
-      else if (translation || failure instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) permit.release();
-      else settleFailed(permit, failure);
-      this.report(run, target, tries, failure, scope, 'none', translation);
-    };
-    return { value, target, trace, end };
-  }
-
-  private report<T>(run: Run<T>, target: ChatTarget, tryNumber: number, error: unknown, scope: CallScope, next: AttemptReport['next'], translation = false): void {
-    const observer = this.options.observer;
-    if (!observer) return;
-    const gone = error instanceof ClientGoneError || (error !== undefined && scope.signal.reason instanceof ClientGoneError);
-    const status = isGatewayError(error) ? error.details.upstream_status : undefined;
-    observer.attempt({
-      requestId: run.call.requestId,
-      model: run.model,
-      upstream: target.upstream,
-      upstreamModel: target.upstreamModel,
-      tryNumber,
-      outcome: error === undefined ? 'ok' : gone ? 'client_closed_request' : isGatewayError(error) ? error.code : 'internal_error',
-      ...(typeof status === 'number' ? { upstreamStatus: status } : {}),
-      upstreamFault: error !== undefined && !gone && !translation && blamesUpstream(error),
-      next,
-    });
+    return new OpenAnswer(value, target, trace, scope, { run, tries, permit, slot, observer: this.options.observer });
   }
 
   /**
@@ -233,34 +209,70 @@ export class TargetRunner {
   }
 }
 
-/**
- * One try's place in its upstream's capacity (src/core/upstream-capacity.ts): taken before the request exists,
- * so time spent waiting never counts against the first-byte timeout; given back exactly once, when a JSON answer
- * has been read, when a stream ends, or when the try fails.
- */
-class Slot {
-  private held = false;
+/** What a stream's answering try holds until the stream ends. */
+interface Held<T> {
+  run: Run<T>;
+  tries: number;
+  permit: CircuitPermit;
+  slot: CapacitySlot;
+  observer: AttemptObserver | undefined;
+}
 
-  constructor(private readonly capacity: UpstreamCapacity | undefined) {}
+/** A stream's answering try: its permit, its slot, its scope and its report wait for the stream's end. */
+class OpenAnswer<T> implements Answered<T> {
+  private ended = false;
 
-  /** Undefined when a slot was free (the common case, with no promise to await), else the wait for one. */
-  take(signal: AbortSignal): Promise<void> | undefined {
-    const capacity = this.capacity;
-    if (!capacity) return undefined;
-    if (capacity.tryAcquire()) {
-      this.held = true;
-      return undefined;
-    }
-    return capacity.wait(signal).then(() => {
-      this.held = true;
-    });
+  constructor(
+    readonly value: T,
+    readonly target: ChatTarget,
+    readonly trace: AttemptTrace | undefined,
+    readonly scope: CallScope,
+    private readonly held: Held<T>,
+  ) {}
+
+  end(failure: unknown, translation = false): void {
+    if (this.ended) return;
+    this.ended = true;
+    const { run, tries, permit, slot, observer } = this.held;
+    this.scope.dispose();
+    slot.release();
+    // The stream's own outcome: a cut mid-way counts against the upstream like a failed call; a caller who left,
+    // or a translation that failed on what the upstream sent well formed, tells nothing about it.
+    if (failure === undefined) permit.success();
+    else if (translation || failure instanceof ClientGoneError || this.scope.signal.reason instanceof ClientGoneError) permit.release();
+    else settleFailed(permit, failure);
+    reportAttempt(observer, run, this.target, tries, failure, this.scope, 'none', translation);
   }
+}
 
-  release(): void {
-    if (!this.held) return;
-    this.held = false;
-    this.capacity?.release();
-  }
+/** A JSON answer's `end`: its try was settled when it was read. */
+function settledAlready(): void {}
+
+/** Tells the observer of one attempt's outcome (a stream's when it ended). */
+function reportAttempt<T>(
+  observer: AttemptObserver | undefined,
+  run: Run<T>,
+  target: ChatTarget,
+  tryNumber: number,
+  error: unknown,
+  scope: CallScope,
+  next: AttemptReport['next'],
+  translation = false,
+): void {
+  if (!observer) return;
+  const gone = error instanceof ClientGoneError || (error !== undefined && scope.signal.reason instanceof ClientGoneError);
+  const status = isGatewayError(error) ? error.details.upstream_status : undefined;
+  observer.attempt({
+    requestId: run.call.requestId,
+    model: run.model,
+    upstream: target.upstream,
+    upstreamModel: target.upstreamModel,
+    tryNumber,
+    outcome: error === undefined ? 'ok' : gone ? 'client_closed_request' : isGatewayError(error) ? error.code : 'internal_error',
+    ...(typeof status === 'number' ? { upstreamStatus: status } : {}),
+    upstreamFault: error !== undefined && !gone && !translation && blamesUpstream(error),
+    next,
+  });
 }
 
 /** How long a half-open probe may hold its slot: the attempt's own budget and a margin. */

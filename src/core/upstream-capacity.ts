@@ -139,6 +139,36 @@ export class UpstreamCapacity {
   }
 }
 
+/**
+ * One try's place in its upstream's capacity: taken before the request exists, so time spent waiting never counts
+ * against the first-byte timeout; given back exactly once, when a JSON answer has been read, when a stream ends,
+ * or when the try fails.
+ */
+export class CapacitySlot {
+  private held = false;
+
+  constructor(private readonly capacity: UpstreamCapacity | undefined) {}
+
+  /** Undefined when a slot was free (the common case, with no promise to await), else the wait for one. */
+  take(signal: AbortSignal): Promise<void> | undefined {
+    const capacity = this.capacity;
+    if (!capacity) return undefined;
+    if (capacity.tryAcquire()) {
+      this.held = true;
+      return undefined;
+    }
+    return capacity.wait(signal).then(() => {
+      this.held = true;
+    });
+  }
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.capacity?.release();
+  }
+}
+
 /** Every upstream's capacity, by name; an upstream not configured (tests' own providers) has no bound. */
 export class UpstreamCapacities {
   private readonly byUpstream = new Map<string, UpstreamCapacity>();

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatService, StartedStream } from '../core/chat-service.js';
+import type { ChatService } from '../core/chat-service.js';
+import type { StartedStream } from '../core/model-call.js';
 import { SSE_HEADERS } from '../http/sse.js';
 import type { SurfaceDescriptor, StreamMode } from '../surfaces/descriptor.js';
 import { writeEventStream } from '../http/sse-writer.js';
@@ -10,7 +11,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { modelCallOf, pickHeaders, pickQuery, recorderOf, type AnswerKey } from './model-call.js';
+import { callInputOf, pickHeaders, pickQuery, recorderOf, type AnswerKey } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
@@ -51,7 +52,7 @@ export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurfa
     checkConversation(body);
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
-    const call = modelCallOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
+    const call = callInputOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
     const recording = recorderOf(request, reply, deps, answerKey, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
@@ -119,7 +120,7 @@ async function forwardNatively(
   request.chatModel = model;
   authorizeModel(request.principal ?? ADMIN, model, chat.canonicalModel(model));
   if (deps.beginTrace) request.trace = deps.beginTrace(request);
-  const call = modelCallOf(request, reply, native.unchanged ? request.rawBody : undefined);
+  const call = callInputOf(request, reply, native.unchanged ? request.rawBody : undefined);
   if (native.asChat) await chat.checkContextWindow(native.asChat, call.client);
   const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
@@ -259,7 +260,9 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).
     if (!finished && failure === undefined) failure = new ClientGoneError();
     if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
-    request.usage = await started.finish(usage, failure, translating ? 'translation' : 'upstream');
+    // The call ends here, however it ended: its lease, circuit permit, capacity slot, attempt report and trace span.
+    request.usage = started.call.settle(usage, failure, translating ? 'translation' : 'upstream');
+    await started.call.leaseReturned;
     if (!finished) await chunks.return?.();
     if (failure instanceof ClientGoneError) endClientGone(request);
   }

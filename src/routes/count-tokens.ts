@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
-import { countPromptTokens } from '../core/context-window.js';
+import type { TokenCountService } from '../core/token-count-service.js';
 import type { NativeBody } from '../providers/contract.js';
 import type { SurfaceDescriptor, TokenCountSpec } from '../surfaces/descriptor.js';
 import type { ApiSurface } from '../surfaces/surface.js';
-import { modelCallOf, pickHeaders, pickQuery, watchClient } from './model-call.js';
+import { callInputOf, pickHeaders, pickQuery, watchClient } from './model-call.js';
 
 /**
  * A surface's token count (POST /v1/messages/count_tokens: `{input_tokens}` of a Messages request). A model with an
@@ -13,21 +13,19 @@ import { modelCallOf, pickHeaders, pickQuery, watchClient } from './model-call.j
  * by the gateway, without an upstream call, on the request as it would be translated (`spec.toChat`): OpenAI
  * families with their tokenizer (on its own thread: core/token-counter.ts), others by the documented estimate.
  */
-export function makeCountTokensHandler(chat: ChatService, descriptor: SurfaceDescriptor, spec: TokenCountSpec, surface: ApiSurface) {
+export function makeCountTokensHandler(tokens: TokenCountService, chat: ChatService, descriptor: SurfaceDescriptor, spec: TokenCountSpec, surface: ApiSurface) {
   const api = descriptor.native?.api;
   return async function handleCountTokens(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const model = descriptor.modelOf(request);
     authorizeModel(request.principal ?? ADMIN, model, chat.canonicalModel(model));
-    if (api !== undefined && chat.forwardsNatively(api, model)) {
-      const call = modelCallOf(request, reply, request.rawBody);
+    if (api !== undefined && tokens.countedUpstream(api, model)) {
+      const call = callInputOf(request, reply, request.rawBody);
       const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
       const forwardQuery = pickQuery(request, surface.nativeQuery);
-      const tokens = await chat.countNativeTokens(api, request.body as NativeBody, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
-      return reply.type(request.responseType).send(spec.answer(tokens));
+      const counted = await tokens.countUpstream(api, request.body as NativeBody, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
+      return reply.type(request.responseType).send(spec.answer(counted));
     }
-    const translated = spec.toChat(request);
-    const upstreamModel = chat.upstreamModelOf(model);
-    const tokens = await countPromptTokens(translated.messages, upstreamModel, translated.tools, watchClient(reply));
-    return reply.type(request.responseType).send(spec.answer(tokens));
+    const counted = await tokens.countLocally(spec.toChat(request), watchClient(reply));
+    return reply.type(request.responseType).send(spec.answer(counted));
   };
 }

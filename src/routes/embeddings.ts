@@ -1,13 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { ChatService } from '../core/chat-service.js';
+import type { EmbeddingService } from '../core/embedding-service.js';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { EmbeddingsRequestBody } from '../providers/contract.js';
 import { EMBEDDINGS_CACHE_RULE, isObjectBody } from '../core/answer-cache.js';
 import type { EmbeddingsSpec, SurfaceDescriptor } from '../surfaces/descriptor.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
-import { modelCallOf, recorderOf, type AnswerKey } from './model-call.js';
+import { callInputOf, recorderOf, type AnswerKey } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 
 /** OpenAI's own embeddings API: the body is the request, the answer passes through or is written in its shape. */
@@ -17,13 +18,16 @@ const OPENAI_EMBEDDINGS: EmbeddingsSpec = {
 };
 
 /**
+/**
  * POST /v1/embeddings and ?route=embeddings (and a surface's `embed` endpoint, through its descriptor's translation):
  * the same protections as chat (rights, limits, budgets, retries, fallbacks, circuits, Idempotency-Key,
- * X-Upstream-Key, usage records) through ChatService.embed. An OpenAI-compatible upstream's answer passes through as
- * it came; vectors from a translating provider (Gemini) are written in OpenAI's shape, as floats or as base64
- * (little-endian float32, what the SDKs ask for).
+ * X-Upstream-Key, usage records) through EmbeddingService.embed. An OpenAI-compatible upstream's answer passes
+ * through as it came; vectors from a translating provider (Gemini) are written in OpenAI's shape, as floats or as
+ * base64 (little-endian float32, what the SDKs ask for). `chat` answers what every model route asks (the model's id
+ * for the caller's rights, a cache hit's admission).
  */
 export function makeEmbeddingsHandler(
+  embeddings: EmbeddingService,
   chat: ChatService,
   idempotency: ChatIdempotency,
   beginTrace?: (request: FastifyRequest) => RequestTrace,
@@ -41,12 +45,12 @@ export function makeEmbeddingsHandler(
     request.chatModel = body.model;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
-    const call = modelCallOf(request, reply, surface ? undefined : request.rawBody);
+    const call = callInputOf(request, reply, surface ? undefined : request.rawBody);
     const recording = recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, answerKey, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
-      const { result, headers, upstream, usage } = await chat.embed(body, call);
+      const { result, headers, upstream, usage } = await embeddings.embed(body, call);
       request.upstreamName = upstream;
       request.usage = usage;
       const answer = spec.answer(result, body, usage, request);

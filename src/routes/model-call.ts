@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN } from '../auth/principal.js';
 import type { CallScope, ClientWatch } from '../core/call-scope.js';
-import type { ChatCall, ChatService } from '../core/chat-service.js';
+import type { ChatService } from '../core/chat-service.js';
+import type { CallInput } from '../core/model-call.js';
 import { readIdempotencyKey } from '../core/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
@@ -14,7 +15,7 @@ import { readUpstreamKey } from './chat-rules.js';
  * rights, its limits and budget, the trace, `X-Upstream-Key`, `X-Context-Overflow`, the caller's side of the
  * connection (a call is cancelled when it hangs up), and a count of upstream attempts for the usage record.
  */
-export function modelCallOf(request: FastifyRequest, reply: FastifyReply, rawBody: string | undefined): ChatCall {
+export function callInputOf(request: FastifyRequest, reply: FastifyReply, rawBody: string | undefined): CallInput {
   const principal = request.principal ?? ADMIN;
   return {
     caller: request.caller,
@@ -71,7 +72,7 @@ export function recorderOf(
   deps: AnsweredBefore,
   answerKey: AnswerKey,
   model: string,
-  call: ChatCall,
+  call: CallInput,
 ): AnswerRecording | Promise<AnswerRecording> {
   if (request.headers['idempotency-key'] === undefined && deps.cache === undefined) return undefined;
   return claimAndLookUp(request, reply, deps, answerKey, model, call);
@@ -83,7 +84,7 @@ async function claimAndLookUp(
   deps: AnsweredBefore,
   answerKey: AnswerKey,
   model: string,
-  call: ChatCall,
+  call: CallInput,
 ): Promise<AnswerRecording> {
   const extra = answerKey.keyOf?.(request);
   const claimed = await claimIdempotencyKey(request, reply, deps.idempotency, extra);

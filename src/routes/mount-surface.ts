@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { ChatService } from '../core/chat-service.js';
+import type { EmbeddingService } from '../core/embedding-service.js';
+import type { TokenCountService } from '../core/token-count-service.js';
 import type { ModelCatalog } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { assertValid } from '../http/bounded-validation.js';
@@ -19,6 +21,8 @@ type Guard = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 export interface SurfaceMountDeps {
   auth: Authenticator;
   chat: ChatService;
+  tokens: TokenCountService;
+  embeddings: EmbeddingService;
   catalog: ModelCatalog;
   /** The pipeline's parts (every surface's the same; whether an answer's text is kept is each surface's own). */
   pipeline: Omit<PipelineDeps, 'captureAnswer'>;
@@ -111,10 +115,10 @@ class HandlerCache {
         return makeChatHandler(descriptor, translation, { ...pipeline, captureAnswer: deps.wantsContent(descriptor.events.completed) });
       case 'count_tokens':
         if (!descriptor.tokenCount) throw missing('tokenCount');
-        return makeCountTokensHandler(chat, descriptor, descriptor.tokenCount, translation);
+        return makeCountTokensHandler(deps.tokens, chat, descriptor, descriptor.tokenCount, translation);
       case 'embed':
         if (!descriptor.embeddings) throw missing('embeddings');
-        return makeEmbeddingsHandler(chat, pipeline.idempotency, pipeline.beginTrace, pipeline.cache, { descriptor, spec: descriptor.embeddings });
+        return makeEmbeddingsHandler(deps.embeddings, chat, pipeline.idempotency, pipeline.beginTrace, pipeline.cache, { descriptor, spec: descriptor.embeddings });
       case 'list_models':
       case 'get_model': {
         if (!descriptor.models) throw missing('models');

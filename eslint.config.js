@@ -13,7 +13,11 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': [
         'error',
         // node:test's describe/test return promises the runner itself awaits.
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'suite'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'suite'] },
+          ],
+        },
       ],
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/await-thenable': 'error',
@@ -24,12 +28,13 @@ export default tseslint.config(
   },
   {
     // Small files with one job, functions that fit on a screen. Past these, an `eslint-disable` with the reason
-    // after `--` (the rule asks for one) is the written exception.
+    // after `--` (the rule asks for one) is the written exception. Counted in Prettier's lines of at most 120
+    // columns (`npm run format`): the same code as the 350 / 80 lines it took before lines were wrapped.
     files: ['src/**/*.ts'],
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {
-      'max-lines': ['error', { max: 350, skipBlankLines: true, skipComments: true }],
-      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+      'max-lines': ['error', { max: 420, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }],
     },
   },
 );

@@ -19,7 +19,16 @@ function start(cfg: LoadConfig, seconds: number): ReturnType<typeof autocannon> 
     // A fresh Idempotency-Key per request, so the gateway stores every answer and replays none of them.
     ...(prefix === undefined
       ? {}
-      : { requests: [{ setupRequest: (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'idempotency-key': `${prefix}-${(keySeq += 1)}` } }) }] }),
+      : {
+          requests: [
+            {
+              setupRequest: (req: { headers?: Record<string, string> }) => ({
+                ...req,
+                headers: { ...req.headers, 'idempotency-key': `${prefix}-${(keySeq += 1)}` },
+              }),
+            },
+          ],
+        }),
     connections: cfg.connections,
     pipelining: cfg.pipelining,
     duration: seconds,
@@ -44,10 +53,13 @@ async function main(): Promise<void> {
   const now = Date.now();
   const beginInMs = cfg.windowStartEpochMs !== undefined ? cfg.windowStartEpochMs - now : cfg.warmupSeconds * 1_000;
   const endInMs = cfg.windowEndEpochMs !== undefined ? cfg.windowEndEpochMs - now : beginInMs + cfg.seconds * 1_000;
-  if (beginInMs < 0 || endInMs <= beginInMs) throw new Error(`the measured window is not ahead: starts in ${beginInMs} ms, ends in ${endInMs} ms`);
+  if (beginInMs < 0 || endInMs <= beginInMs)
+    throw new Error(`the measured window is not ahead: starts in ${beginInMs} ms, ends in ${endInMs} ms`);
   // autocannon stops on its own a little after the window; the window's end is taken by the timer below.
   const instance = start(cfg, Math.ceil(endInMs / 1_000) + 1);
-  void instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTimeMs: number) => window.response(statusCode, responseTimeMs));
+  void instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTimeMs: number) =>
+    window.response(statusCode, responseTimeMs),
+  );
   void instance.on('reqError', () => window.error());
   let cpu0 = process.cpuUsage();
   let t0 = process.hrtime.bigint();

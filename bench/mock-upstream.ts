@@ -63,24 +63,57 @@ const ANTHROPIC_MESSAGE = Buffer.from(
   }),
 );
 
-const anthropicEvent = (type: string, data: unknown): Buffer => Buffer.from(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+const anthropicEvent = (type: string, data: unknown): Buffer =>
+  Buffer.from(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
 const ANTHROPIC_STREAM: Buffer[] = [
   anthropicEvent('message_start', {
     type: 'message_start',
-    message: { id: 'msg_bench_0001', type: 'message', role: 'assistant', content: [], model: MODEL, stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } },
+    message: {
+      id: 'msg_bench_0001',
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      model: MODEL,
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 12, output_tokens: 1 },
+    },
   }),
-  anthropicEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-  ...PIECES.map((text) => anthropicEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
+  anthropicEvent('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  }),
+  ...PIECES.map((text) =>
+    anthropicEvent('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    }),
+  ),
   anthropicEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
-  anthropicEvent('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
+  anthropicEvent('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 5 },
+  }),
   anthropicEvent('message_stop', { type: 'message_stop' }),
 ];
 
 // Gemini generateContent (JSON) and streamGenerateContent?alt=sse (data-only events, the last with finishReason).
-const geminiCandidate = (text: string, finishReason?: string) => ({ content: { role: 'model', parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) });
+const geminiCandidate = (text: string, finishReason?: string) => ({
+  content: { role: 'model', parts: [{ text }] },
+  index: 0,
+  ...(finishReason ? { finishReason } : {}),
+});
 const GEMINI_USAGE = { promptTokenCount: 12, candidatesTokenCount: 5, totalTokenCount: 17 };
 const GEMINI_RESPONSE = Buffer.from(
-  JSON.stringify({ candidates: [geminiCandidate('Hello from the bench!', 'STOP')], usageMetadata: GEMINI_USAGE, modelVersion: MODEL, responseId: 'bench-0001' }),
+  JSON.stringify({
+    candidates: [geminiCandidate('Hello from the bench!', 'STOP')],
+    usageMetadata: GEMINI_USAGE,
+    modelVersion: MODEL,
+    responseId: 'bench-0001',
+  }),
 );
 const GEMINI_STREAM: Buffer[] = PIECES.map((text, i) =>
   Buffer.from(
@@ -104,7 +137,12 @@ const MODELS = Buffer.from(
 
 /** One 8-number embedding, as OpenAI answers float vectors. */
 const EMBEDDING = Buffer.from(
-  JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8] }], model: MODEL, usage: { prompt_tokens: 7, total_tokens: 7 } }),
+  JSON.stringify({
+    object: 'list',
+    data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8] }],
+    model: MODEL,
+    usage: { prompt_tokens: 7, total_tokens: 7 },
+  }),
 );
 
 function sendJson(res: ServerResponse, status: number, body: Buffer): void {

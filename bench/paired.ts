@@ -22,7 +22,9 @@ function pickTargets(): [TargetSpec, TargetSpec] {
   const specs = ids.map((id) => ALL_TARGETS.find((t) => t.id === id));
   const [a, b] = specs;
   if (specs.length !== 2 || !a || !b) {
-    throw new Error(`BENCH_PAIR must name two targets of: ${ALL_TARGETS.map((t) => t.id).join(', ')} (got "${ids.join(',')}")`);
+    throw new Error(
+      `BENCH_PAIR must name two targets of: ${ALL_TARGETS.map((t) => t.id).join(', ')} (got "${ids.join(',')}")`,
+    );
   }
   // BENCH_PAIR_A_CMD / BENCH_PAIR_B_CMD: another build for one side (BENCH_PAIR=gateway,gateway compares two builds).
   const withCommand = (spec: TargetSpec, side: 'A' | 'B'): TargetSpec => {
@@ -34,7 +36,8 @@ function pickTargets(): [TargetSpec, TargetSpec] {
 
 async function main(): Promise<void> {
   const specs = pickTargets();
-  if (!hasTaskset() || !pinSelf(LOAD_CORE)) loud('WARNING: taskset not available: the two servers are not pinned to one core; the ratio means little.');
+  if (!hasTaskset() || !pinSelf(LOAD_CORE))
+    loud('WARNING: taskset not available: the two servers are not pinned to one core; the ratio means little.');
   const fresh = process.env.BENCH_PAIR_FRESH !== '0';
   const upstream = await startMockUpstream();
   let result: PairResult;
@@ -43,7 +46,15 @@ async function main(): Promise<void> {
       `== paired: "${specs[0].name}" and "${specs[1].name}" on one core, ${S.rounds} round(s) of ${S.seconds}s, ${S.pairCopies} process(es) per side with ${Math.floor(S.connections / 2)} connections each, ` +
         (fresh ? 'both servers started anew every round' : 'one pair of processes for every round'),
     );
-    result = await runPaired(specs, { rounds: S.rounds, seconds: S.seconds, warmupSeconds: S.pairWarmupSeconds, fresh, copies: S.pairCopies, upstreamOrigin: upstream.origin, upstreamPid: upstream.child.pid });
+    result = await runPaired(specs, {
+      rounds: S.rounds,
+      seconds: S.seconds,
+      warmupSeconds: S.pairWarmupSeconds,
+      fresh,
+      copies: S.pairCopies,
+      upstreamOrigin: upstream.origin,
+      upstreamPid: upstream.child.pid,
+    });
   } finally {
     await stopChild(upstream.child);
   }

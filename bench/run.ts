@@ -11,7 +11,14 @@ import { LOAD_CORE, PROBE_DEADLINE_MS, ROOT, S, SERVER_CORE, log, loud } from '.
 import { coreBusyPercent, sampleCores } from './lib/cpu.js';
 import { measurePass, measureUpstream } from './lib/measure.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
-import { bottleneckNote, failureCount, foreignLoadNote, renderComparison, renderCpu, renderPairedRatios } from './lib/report.js';
+import {
+  bottleneckNote,
+  failureCount,
+  foreignLoadNote,
+  renderComparison,
+  renderCpu,
+  renderPairedRatios,
+} from './lib/report.js';
 import type { TargetResult } from './lib/report.js';
 import { perRoundRatios, roundThroughputPct, runPaired } from './lib/paired.js';
 import type { PairResult } from './lib/paired.js';
@@ -25,7 +32,9 @@ import type { TargetSpec } from './lib/config.js';
 /** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
 const WANTED = (process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean);
 const TARGETS =
-  WANTED.length === 0 ? ALL_TARGETS.filter((t) => t.onlyWhenNamed !== true) : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
+  WANTED.length === 0
+    ? ALL_TARGETS.filter((t) => t.onlyWhenNamed !== true)
+    : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
 
 /**
  * Paired rounds (bench/lib/paired.ts) of the gateway with usage records and metrics on against the same gateway
@@ -44,11 +53,13 @@ function costSpecs(): [TargetSpec, TargetSpec] | undefined {
 function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string {
   const cost = 100 - result.throughputRatio;
   const g = geometricMeanInterval(result.rounds.map(roundThroughputPct));
-  const interval = Number.isNaN(g.low) ? '' : `; geometric mean of the rounds ${(100 - g.mean).toFixed(1)} %, 95 % interval ${(100 - g.high).toFixed(1)}–${(100 - g.low).toFixed(1)} %`;
+  const interval = Number.isNaN(g.low)
+    ? ''
+    : `; geometric mean of the rounds ${(100 - g.mean).toFixed(1)} %, 95 % interval ${(100 - g.high).toFixed(1)}–${(100 - g.low).toFixed(1)} %`;
   return [
     `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (${S.pairCopies} server process(es) per side, all on core ${SERVER_CORE} at the same time, started anew each round, the two sides swapping slots every other round).`,
     '',
-    '| A | B | B\'s throughput as % of A\'s (median) | A\'s CPU per request as % of B\'s (median) | cost of records + metrics |',
+    "| A | B | B's throughput as % of A's (median) | A's CPU per request as % of B's (median) | cost of records + metrics |",
     '| --- | --- | ---: | ---: | ---: |',
     `| ${specs[0].name} | ${specs[1].name} | ${pct(result.throughputRatio)} | ${pct(result.cpuRatio)} | **${cost.toFixed(1)} % of throughput** (goal ≤ 5 %) |`,
     '',
@@ -143,7 +154,9 @@ async function main(): Promise<number> {
   let cost: string | undefined;
   const specs = costSpecs();
   if (COST_ROUNDS > 0 && specs && targets.some((t) => t.id === 'gateway')) {
-    log(`\n== cost of usage records + metrics: paired, ${COST_ROUNDS} rounds, ${S.pairCopies} process(es) per side (BENCH_COST_ROUNDS=0 skips it)`);
+    log(
+      `\n== cost of usage records + metrics: paired, ${COST_ROUNDS} rounds, ${S.pairCopies} process(es) per side (BENCH_COST_ROUNDS=0 skips it)`,
+    );
     try {
       const result = await runPaired(specs, {
         rounds: COST_ROUNDS,
@@ -207,7 +220,16 @@ async function main(): Promise<number> {
     '',
     ...(paired ? ['## Throughput ratios within each round', '', paired, ''] : []),
     ...(cost ? ['## What usage records and metrics cost', '', cost, ''] : []),
-    ...(streams ? ['## Concurrent slow streams', '', streams, '', 'More streams, workers, a config: `npm run bench:streams -- --streams 10000 --workers 2` (bench/README.md).', ''] : []),
+    ...(streams
+      ? [
+          '## Concurrent slow streams',
+          '',
+          streams,
+          '',
+          'More streams, workers, a config: `npm run bench:streams -- --streams 10000 --workers 2` (bench/README.md).',
+          '',
+        ]
+      : []),
     '## CPU during the throughput run (% of one core)',
     '',
     'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',
@@ -247,8 +269,13 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 // Hard upper bound on the whole run, whatever hangs.
 const perPassSec = S.warmupSeconds + S.seconds + 90;
 const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 30 * S.pairCopies + 30);
-const streamsSec = S.streams > 0 ? 2 * (3 * (S.streamChunks * S.streamIntervalMs) / 1_000 + 90) : 0;
-const budgetSec = TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) + (2 * PROBE_DEADLINE_MS) / 1_000 + costSec + streamsSec + 60;
+const streamsSec = S.streams > 0 ? 2 * ((3 * (S.streamChunks * S.streamIntervalMs)) / 1_000 + 90) : 0;
+const budgetSec =
+  TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) +
+  (2 * PROBE_DEADLINE_MS) / 1_000 +
+  costSec +
+  streamsSec +
+  60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);
   killAllSync();

@@ -56,7 +56,9 @@ setInterval(() => {
 
 function handle(req: IncomingMessage, res: ServerResponse, body: string): void {
   if (req.method === 'GET') {
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"object":"list","data":[{"id":"bench-model","object":"model"}]}');
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end('{"object":"list","data":[{"id":"bench-model","object":"model"}]}');
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -74,7 +74,9 @@ function tailOf(file: string, bytes = 256 * 1024): string {
 }
 
 function rssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
 }
 
@@ -86,17 +88,27 @@ async function main(): Promise<void> {
   const upstream = await startMockUpstream();
   let failed = false;
   try {
-    const gateway = await startTarget({ id: 'soak', name: 'gateway (soak)', kind: 'gateway', env: { GATEWAY_CONFIG: configPath } }, upstream.origin, work);
+    const gateway = await startTarget(
+      { id: 'soak', name: 'gateway (soak)', kind: 'gateway', env: { GATEWAY_CONFIG: configPath } },
+      upstream.origin,
+      work,
+    );
     const pid = gateway.child.pid ?? 0;
     // The start line says which Node runs it (pino writes it within a second, before any load).
     let startLine: string | undefined;
     for (let i = 0; i < 30 && startLine === undefined; i++) {
-      startLine = readFileSync(gateway.logPath ?? '', 'utf8').split('\n').find((l) => l.includes('"gateway started"'));
+      startLine = readFileSync(gateway.logPath ?? '', 'utf8')
+        .split('\n')
+        .find((l) => l.includes('"gateway started"'));
       if (startLine === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const node = (JSON.parse(startLine ?? '{}') as { node?: string }).node ?? '(not logged)';
-    log(`== soak: ${SECONDS} s of mixed load, ${CONNECTIONS} connections, gateway pid ${pid} on Node ${node} (pinned to core 0), load avg ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
-    log(`   mix per 20 requests: ${[...new Set(MIX)].map((k) => `${MIX.filter((m) => m === k).length} ${k}`).join(', ')}`);
+    log(
+      `== soak: ${SECONDS} s of mixed load, ${CONNECTIONS} connections, gateway pid ${pid} on Node ${node} (pinned to core 0), load avg ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+    );
+    log(
+      `   mix per 20 requests: ${[...new Set(MIX)].map((k) => `${MIX.filter((m) => m === k).length} ${k}`).join(', ')}`,
+    );
     const pool = new Pool(gateway.origin, { connections: CONNECTIONS, pipelining: 1 });
     const deadline = Date.now() + SECONDS * 1000;
     const total = newWindow();
@@ -124,7 +136,14 @@ async function main(): Promise<void> {
         if (key !== undefined) headers['idempotency-key'] = key;
       }
       try {
-        const res = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers, body, headersTimeout: 30_000, bodyTimeout: 30_000 });
+        const res = await pool.request({
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers,
+          body,
+          headersTimeout: 30_000,
+          bodyTimeout: 30_000,
+        });
         await res.body.text();
         for (const w of [window, total]) w.byStatus.set(res.statusCode, (w.byStatus.get(res.statusCode) ?? 0) + 1);
       } catch {
@@ -140,11 +159,20 @@ async function main(): Promise<void> {
     };
     // Operators' reads beside the load: health and metrics, as a monitoring system would poll them.
     const polls = setInterval(() => {
-      void pool.request({ method: 'GET', path: '/v1/?route=health' }).then((r) => r.body.text(), () => undefined);
-      void pool.request({ method: 'GET', path: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.body.text(), () => undefined);
+      void pool.request({ method: 'GET', path: '/v1/?route=health' }).then(
+        (r) => r.body.text(),
+        () => undefined,
+      );
+      void pool.request({ method: 'GET', path: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(
+        (r) => r.body.text(),
+        () => undefined,
+      );
     }, 2_000);
 
-    const rows: string[] = ['| at (s) | req/s | 2xx | 409 | 429 | other | errors | gateway RSS MB | gateway CPU % |', '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'];
+    const rows: string[] = [
+      '| at (s) | req/s | 2xx | 409 | 429 | other | errors | gateway RSS MB | gateway CPU % |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ];
     const started = Date.now();
     let cpuBefore = sampleCpu(pid);
     let lastReport = started;
@@ -153,7 +181,8 @@ async function main(): Promise<void> {
       const cpu = sampleCpu(pid);
       const w = window;
       window = newWindow();
-      const count = (from: number, to: number) => [...w.byStatus].filter(([s]) => s >= from && s < to).reduce((a, [, c]) => a + c, 0);
+      const count = (from: number, to: number) =>
+        [...w.byStatus].filter(([s]) => s >= from && s < to).reduce((a, [, c]) => a + c, 0);
       const other = w.requests - w.errors - count(200, 300) - (w.byStatus.get(409) ?? 0) - (w.byStatus.get(429) ?? 0);
       const row = `| ${Math.round((now - started) / 1000)} | ${Math.round(w.requests / ((now - lastReport) / 1000))} | ${count(200, 300)} | ${w.byStatus.get(409) ?? 0} | ${w.byStatus.get(429) ?? 0} | ${other} | ${w.errors} | ${rssMb(pid)} | ${Math.round(cpuPercent(cpuBefore, cpu) ?? 0)} |`;
       rows.push(row);
@@ -172,12 +201,15 @@ async function main(): Promise<void> {
     // A graceful stop: it drains, flushes the usage records and closes the store. Exit 0, no signal, or it failed.
     const exited = once(gateway.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     gateway.child.kill('SIGTERM');
-    const [code, signal] = gateway.child.exitCode !== null || gateway.child.signalCode !== null ? [gateway.child.exitCode, gateway.child.signalCode] : await exited;
+    const [code, signal] =
+      gateway.child.exitCode !== null || gateway.child.signalCode !== null
+        ? [gateway.child.exitCode, gateway.child.signalCode]
+        : await exited;
     // A fatal error or an abort is the last thing the process writes (stdout and stderr share the file).
     const serverLog = tailOf(gateway.logPath ?? '');
     const db = new DatabaseSync(path.join(work, 'data', 'gateway.db'), { readOnly: true });
     const count = (sql: string) => Number((db.prepare(sql).get() as { n: number }).n);
-    const usageRows = count('SELECT COUNT(*) AS n FROM usage_records WHERE route = \'chat\'');
+    const usageRows = count("SELECT COUNT(*) AS n FROM usage_records WHERE route = 'chat'");
     const keys = count('SELECT COUNT(*) AS n FROM idempotency_keys');
     const integrity = String(Object.values(db.prepare('PRAGMA integrity_check').get() ?? {})[0]);
     db.close();
@@ -185,10 +217,14 @@ async function main(): Promise<void> {
     const other = [...total.byStatus].filter(([s]) => !(s >= 200 && s < 300) && s !== 409 && s !== 429);
 
     log('');
-    log('| Node | seconds | requests | req/s | 2xx | 409 (key in progress) | 429 (tight-model) | other | errors | usage records (chat) | idempotency keys | RSS at end MB | exit | integrity |');
+    log(
+      '| Node | seconds | requests | req/s | 2xx | 409 (key in progress) | 429 (tight-model) | other | errors | usage records (chat) | idempotency keys | RSS at end MB | exit | integrity |',
+    );
     log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |');
     const twoXx = [...total.byStatus].filter(([s]) => s >= 200 && s < 300).reduce((a, [, c]) => a + c, 0);
-    log(`| ${node} | ${SECONDS} | ${total.requests} | ${Math.round(total.requests / SECONDS)} | ${twoXx} | ${total.byStatus.get(409) ?? 0} | ${total.byStatus.get(429) ?? 0} | ${other.map(([s, c]) => `${s}: ${c}`).join(', ') || 0} | ${total.errors} | ${usageRows} | ${keys} | ${rssAtEnd} | ${signal ?? code} | ${integrity} |`);
+    log(
+      `| ${node} | ${SECONDS} | ${total.requests} | ${Math.round(total.requests / SECONDS)} | ${twoXx} | ${total.byStatus.get(409) ?? 0} | ${total.byStatus.get(429) ?? 0} | ${other.map(([s, c]) => `${s}: ${c}`).join(', ') || 0} | ${total.errors} | ${usageRows} | ${keys} | ${rssAtEnd} | ${signal ?? code} | ${integrity} |`,
+    );
     const problems = [
       !aliveAtEnd && 'the gateway died during the soak',
       (code !== 0 || signal !== null) && `the gateway exited with ${signal ?? `code ${String(code)}`} after SIGTERM`,
@@ -201,9 +237,13 @@ async function main(): Promise<void> {
     ].filter((p): p is string => typeof p === 'string');
     if (problems.length > 0) {
       failed = true;
-      loud(`SOAK FAILED:\n${problems.join('\n')}\n--- last lines of ${gateway.logPath ?? ''} ---\n${serverLog.split('\n').slice(-20).join('\n')}`);
+      loud(
+        `SOAK FAILED:\n${problems.join('\n')}\n--- last lines of ${gateway.logPath ?? ''} ---\n${serverLog.split('\n').slice(-20).join('\n')}`,
+      );
     } else {
-      log('\nsoak passed: the gateway answered throughout, exited 0 after SIGTERM, one usage record per answered chat request, the file is intact');
+      log(
+        '\nsoak passed: the gateway answered throughout, exited 0 after SIGTERM, one usage record per answered chat request, the file is intact',
+      );
     }
   } finally {
     await stopChild(upstream.child);

@@ -35,7 +35,12 @@ function count(text: string, needle: string): number {
   return n;
 }
 
-async function oneStream(cfg: StreamsLoadConfig, dispatcher: Agent, started: number, firstBytes: number[]): Promise<string | undefined> {
+async function oneStream(
+  cfg: StreamsLoadConfig,
+  dispatcher: Agent,
+  started: number,
+  firstBytes: number[],
+): Promise<string | undefined> {
   const signal = AbortSignal.timeout(cfg.timeoutMs);
   const response = await request(cfg.url, { method: 'POST', headers: cfg.headers, body: cfg.body, dispatcher, signal });
   let text = '';
@@ -58,7 +63,13 @@ async function main(): Promise<void> {
   if (raw === undefined) throw new Error('usage: streams-load.ts <StreamsLoadConfig JSON>');
   const cfg = JSON.parse(raw) as StreamsLoadConfig;
   // One connection per stream (no bound, no pipelining): N callers, as N separate clients would be.
-  const dispatcher = new Agent({ connections: null, pipelining: 1, headersTimeout: cfg.timeoutMs, bodyTimeout: cfg.timeoutMs, connectTimeout: cfg.timeoutMs });
+  const dispatcher = new Agent({
+    connections: null,
+    pipelining: 1,
+    headersTimeout: cfg.timeoutMs,
+    bodyTimeout: cfg.timeoutMs,
+    connectTimeout: cfg.timeoutMs,
+  });
   const firstBytes: number[] = [];
   const reasons: Record<string, number> = {};
   const started = performance.now();
@@ -79,7 +90,13 @@ async function main(): Promise<void> {
   );
   const wallMs = performance.now() - started;
   await dispatcher.close();
-  const result: StreamsLoadResult = { completed, lost: cfg.streams - completed, reasons, firstByteMs: firstBytes.sort((a, b) => a - b), wallMs };
+  const result: StreamsLoadResult = {
+    completed,
+    lost: cfg.streams - completed,
+    reasons,
+    firstByteMs: firstBytes.sort((a, b) => a - b),
+    wallMs,
+  };
   // Exit once written: exitWithParent keeps stdin (and so the process) open.
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`, () => process.exit(0));
 }

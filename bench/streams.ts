@@ -15,7 +15,8 @@ import { runStreamsSection } from './lib/streams.js';
 function positive(name: string, raw: string | undefined, dflt: number, max: number): number {
   if (raw === undefined || raw === '') return dflt;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new Error(`${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -32,7 +33,8 @@ async function main(): Promise<number> {
   });
   const env = process.env;
   const targets = (values.targets ?? env.BENCH_STREAM_TARGETS ?? 'passthrough,gateway').split(',').filter(Boolean);
-  for (const t of targets) if (t !== 'passthrough' && t !== 'gateway') throw new Error(`--targets: passthrough and/or gateway, got ${t}`);
+  for (const t of targets)
+    if (t !== 'passthrough' && t !== 'gateway') throw new Error(`--targets: passthrough and/or gateway, got ${t}`);
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'llm-gateway-streams-'));
   const options = {
     streams: positive('--streams', values.streams ?? env.BENCH_STREAMS, 4_000, 1_000_000),
@@ -40,11 +42,26 @@ async function main(): Promise<number> {
     intervalMs: positive('--interval', values.interval ?? env.BENCH_STREAM_INTERVAL_MS, 500, 60_000),
     workers: positive('--workers', values.workers ?? env.BENCH_STREAM_WORKERS, 1, 64),
     targets: targets as Array<'passthrough' | 'gateway'>,
-    ...((values.config ?? env.BENCH_STREAM_CONFIG) ? { gatewayConfig: path.resolve(values.config ?? env.BENCH_STREAM_CONFIG ?? '') } : {}),
+    ...((values.config ?? env.BENCH_STREAM_CONFIG)
+      ? { gatewayConfig: path.resolve(values.config ?? env.BENCH_STREAM_CONFIG ?? '') }
+      : {}),
     workDir,
   };
   const { markdown, failed } = await runStreamsSection(options);
-  const md = ['# Streams benchmark', '', `- date: ${new Date().toISOString()}`, `- node: ${process.version}`, `- cpu: ${os.cpus()[0]?.model ?? 'unknown'} × ${os.cpus().length}`, `- load average at start: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`, '', markdown, ''].join('\n');
+  const md = [
+    '# Streams benchmark',
+    '',
+    `- date: ${new Date().toISOString()}`,
+    `- node: ${process.version}`,
+    `- cpu: ${os.cpus()[0]?.model ?? 'unknown'} × ${os.cpus().length}`,
+    `- load average at start: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+    '',
+    markdown,
+    '',
+  ].join('\n');
   log(`\n${md}`);
   const outDir = path.join(ROOT, 'bench/results');
   mkdirSync(outDir, { recursive: true });

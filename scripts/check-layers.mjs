@@ -27,7 +27,8 @@ export const LAYERS = [
   ['errors', 'streaming', 'secrets', 'net', 'wire'],
 ];
 
-const IMPORT = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*\s{},]*?\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const IMPORT =
+  /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*\s{},]*?\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
 function sourceFiles(dir) {
   const out = [];
@@ -58,18 +59,31 @@ export function importGraph(root) {
 /** Strongly connected components with more than one member (Tarjan): each is a cycle. */
 function cycles(nodes, next) {
   let counter = 0;
-  const index = new Map(), low = new Map(), stack = [], onStack = new Set(), found = [];
+  const index = new Map(),
+    low = new Map(),
+    stack = [],
+    onStack = new Set(),
+    found = [];
   const visit = (node) => {
-    index.set(node, counter); low.set(node, counter); counter++;
-    stack.push(node); onStack.add(node);
+    index.set(node, counter);
+    low.set(node, counter);
+    counter++;
+    stack.push(node);
+    onStack.add(node);
     for (const other of next(node)) {
-      if (!index.has(other)) { visit(other); low.set(node, Math.min(low.get(node), low.get(other))); }
-      else if (onStack.has(other)) low.set(node, Math.min(low.get(node), index.get(other)));
+      if (!index.has(other)) {
+        visit(other);
+        low.set(node, Math.min(low.get(node), low.get(other)));
+      } else if (onStack.has(other)) low.set(node, Math.min(low.get(node), index.get(other)));
     }
     if (low.get(node) === index.get(node)) {
       const members = [];
       let member;
-      do { member = stack.pop(); onStack.delete(member); members.push(member); } while (member !== node);
+      do {
+        member = stack.pop();
+        onStack.delete(member);
+        members.push(member);
+      } while (member !== node);
       if (members.length > 1) found.push(members.reverse());
     }
   };
@@ -82,16 +96,23 @@ export function checkLayers(root, layers = LAYERS) {
   const graph = importGraph(root);
   const rank = new Map(layers.flatMap((folders, level) => folders.map((folder) => [folder, level])));
   const rel = (file) => relative(root, file).split(sep).join('/');
-  const folderOf = (file) => { const parts = rel(file).split('/'); return parts.length > 1 ? parts[0] : '.'; };
+  const folderOf = (file) => {
+    const parts = rel(file).split('/');
+    return parts.length > 1 ? parts[0] : '.';
+  };
   const problems = [];
   const folderEdges = new Map();
   for (const [file, targets] of graph) {
     const from = folderOf(file);
-    if (!rank.has(from)) { problems.push(`${rel(file)}: its folder "${from}" has no layer (add it to LAYERS in scripts/check-layers.mjs)`); continue; }
+    if (!rank.has(from)) {
+      problems.push(`${rel(file)}: its folder "${from}" has no layer (add it to LAYERS in scripts/check-layers.mjs)`);
+      continue;
+    }
     for (const target of targets) {
       const to = folderOf(target);
       if (to === from || !rank.has(to)) continue;
-      if (rank.get(to) < rank.get(from)) problems.push(`${rel(file)} imports ${rel(target)}: "${from}" sits below "${to}" and may not import it`);
+      if (rank.get(to) < rank.get(from))
+        problems.push(`${rel(file)} imports ${rel(target)}: "${from}" sits below "${to}" and may not import it`);
       if (!folderEdges.has(from)) folderEdges.set(from, new Set());
       folderEdges.get(from).add(to);
     }

@@ -42,22 +42,112 @@ const flows = [
 /** The scripted model: one tool call for the flow's keyword, then (its result in the input) the final answer. */
 function answer(body) {
   const input = JSON.stringify(body?.input ?? []);
-  const base = { id: `resp_rec_${Math.random().toString(16).slice(2, 10)}`, object: 'response', created_at: 1, model: body?.model, status: 'in_progress', output: [] };
-  const reasoning = { type: 'reasoning', id: 'rs_rec_1', summary: [{ type: 'summary_text', text: 'plan' }], encrypted_content: 'ENCRYPTED_REASONING_1' };
+  const base = {
+    id: `resp_rec_${Math.random().toString(16).slice(2, 10)}`,
+    object: 'response',
+    created_at: 1,
+    model: body?.model,
+    status: 'in_progress',
+    output: [],
+  };
+  const reasoning = {
+    type: 'reasoning',
+    id: 'rs_rec_1',
+    summary: [{ type: 'summary_text', text: 'plan' }],
+    encrypted_content: 'ENCRYPTED_REASONING_1',
+  };
   let output;
-  if (/_output"/.test(input)) output = [{ type: 'message', id: 'msg_rec_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'DONE', annotations: [] }] }];
-  else if (input.includes('RUNEXEC')) output = [{ type: 'custom_tool_call', id: 'ctc_rec_exec', status: 'completed', call_id: 'call_rec_js', name: 'exec', namespace: 'functions', input: 'text(await tools.exec_command({ cmd: "echo hi-from-codex" }));' }];
-  else if (input.includes('RUNNS')) output = [{ type: 'function_call', id: 'fc_rec_ns', status: 'completed', call_id: 'call_rec_ns', name: 'wait_agent', namespace: 'multi_agent_v1', arguments: '{"targets":["agent-1"],"timeout_ms":1000}' }];
-  else if (input.includes('RUNPATCH')) output = [reasoning, { type: 'custom_tool_call', id: 'ctc_rec_1', status: 'completed', call_id: 'call_rec_patch', name: 'apply_patch', input: '*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch\n' }];
-  else output = [reasoning, { type: 'function_call', id: 'fc_rec_1', status: 'completed', call_id: 'call_rec_exec', name: 'exec_command', arguments: '{"cmd":"echo hi-from-codex"}' }];
+  if (/_output"/.test(input))
+    output = [
+      {
+        type: 'message',
+        id: 'msg_rec_1',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: 'DONE', annotations: [] }],
+      },
+    ];
+  else if (input.includes('RUNEXEC'))
+    output = [
+      {
+        type: 'custom_tool_call',
+        id: 'ctc_rec_exec',
+        status: 'completed',
+        call_id: 'call_rec_js',
+        name: 'exec',
+        namespace: 'functions',
+        input: 'text(await tools.exec_command({ cmd: "echo hi-from-codex" }));',
+      },
+    ];
+  else if (input.includes('RUNNS'))
+    output = [
+      {
+        type: 'function_call',
+        id: 'fc_rec_ns',
+        status: 'completed',
+        call_id: 'call_rec_ns',
+        name: 'wait_agent',
+        namespace: 'multi_agent_v1',
+        arguments: '{"targets":["agent-1"],"timeout_ms":1000}',
+      },
+    ];
+  else if (input.includes('RUNPATCH'))
+    output = [
+      reasoning,
+      {
+        type: 'custom_tool_call',
+        id: 'ctc_rec_1',
+        status: 'completed',
+        call_id: 'call_rec_patch',
+        name: 'apply_patch',
+        input: '*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch\n',
+      },
+    ];
+  else
+    output = [
+      reasoning,
+      {
+        type: 'function_call',
+        id: 'fc_rec_1',
+        status: 'completed',
+        call_id: 'call_rec_exec',
+        name: 'exec_command',
+        arguments: '{"cmd":"echo hi-from-codex"}',
+      },
+    ];
   const events = [['response.created', { response: base }]];
-  output.forEach((item, i) => events.push(['response.output_item.added', { output_index: i, item }], ['response.output_item.done', { output_index: i, item }]));
-  events.push(['response.completed', { response: { ...base, status: 'completed', output, usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15 } } }]);
-  return events.map(([type, data], i) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...data })}\n\n`).join('');
+  output.forEach((item, i) =>
+    events.push(
+      ['response.output_item.added', { output_index: i, item }],
+      ['response.output_item.done', { output_index: i, item }],
+    ),
+  );
+  events.push([
+    'response.completed',
+    {
+      response: {
+        ...base,
+        status: 'completed',
+        output,
+        usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15 },
+      },
+    },
+  ]);
+  return events
+    .map(([type, data], i) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...data })}\n\n`)
+    .join('');
 }
 
 /** Headers that differ from machine to machine or run to run (kept as sent, listed in `volatile_headers`). */
-const VOLATILE = new Set(['user-agent', 'session_id', 'session-id', 'conversation_id', 'x-client-request-id', 'x-codex-turn-metadata', 'traceparent']);
+const VOLATILE = new Set([
+  'user-agent',
+  'session_id',
+  'session-id',
+  'conversation_id',
+  'x-client-request-id',
+  'x-codex-turn-metadata',
+  'traceparent',
+]);
 
 /**
  * The body as Codex sent it, every string longer than LONG characters cut to its first 200 and a note of its length
@@ -71,7 +161,9 @@ function sanitise(value, shortened, path = '') {
   }
   if (Array.isArray(value)) return value.map((item, i) => sanitise(item, shortened, `${path}[${i}]`));
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, sanitise(item, shortened, path === '' ? key : `${path}.${key}`)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, sanitise(item, shortened, path === '' ? key : `${path}.${key}`)]),
+  );
 }
 
 async function record({ flow, prompt, args }) {
@@ -119,11 +211,17 @@ async function record({ flow, prompt, args }) {
   );
   try {
     await new Promise((resolve, reject) => {
-      const child = spawn(codex, ['exec', '--skip-git-repo-check', ...args, prompt], { cwd: work, env: { ...process.env, CODEX_HOME: home, GW_API_KEY: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(codex, ['exec', '--skip-git-repo-check', ...args, prompt], {
+        cwd: work,
+        env: { ...process.env, CODEX_HOME: home, GW_API_KEY: KEY },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (part) => (stderr += part));
       child.on('error', reject);
-      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`codex exec (${flow}) exited ${code}: ${stderr.slice(-2000)}`))));
+      child.on('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`codex exec (${flow}) exited ${code}: ${stderr.slice(-2000)}`)),
+      );
     });
   } finally {
     server.close();
@@ -145,7 +243,8 @@ const dir = join(root, 'test', 'fixtures', 'clients', `codex-${version}`);
 mkdirSync(dir, { recursive: true });
 for (const flow of flows) {
   const fixture = await record(flow);
-  if (fixture.requests.length !== 2) throw new Error(`${flow.flow}: expected two turns, got ${fixture.requests.length} requests`);
+  if (fixture.requests.length !== 2)
+    throw new Error(`${flow.flow}: expected two turns, got ${fixture.requests.length} requests`);
   writeFileSync(join(dir, `${flow.flow}.json`), `${JSON.stringify(fixture, null, 2)}\n`);
   console.log(`${join(dir, `${flow.flow}.json`)}: ${fixture.requests.length} requests`);
 }

@@ -25,13 +25,20 @@ export interface ClientFlow {
 export const PROMPT = 'What is the weather in Paris? Use the get_weather tool.';
 export const TOOL_RESULT = '{"location":"Paris","temperature_c":21,"conditions":"sunny"}';
 const DESCRIPTION = 'The weather now in a city.';
-const PARAMETERS = { type: 'object' as const, properties: { location: { type: 'string' as const, description: 'The city' } }, required: ['location'], additionalProperties: false };
+const PARAMETERS = {
+  type: 'object' as const,
+  properties: { location: { type: 'string' as const, description: 'The city' } },
+  required: ['location'],
+  additionalProperties: false,
+};
 
 const require = createRequire(import.meta.url);
 
 /** A package's installed version, read from its package.json (found from its entry point; or in `folder`'s node_modules). */
 export function installedVersion(name: string, folder?: string): string {
-  if (folder !== undefined) return (JSON.parse(readFileSync(join(folder, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  if (folder !== undefined)
+    return (JSON.parse(readFileSync(join(folder, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+      .version;
   let dir = require.resolve(name);
   for (;;) {
     const slash = dir.lastIndexOf('/node_modules/');
@@ -52,7 +59,8 @@ function getWeather(args: { location?: unknown }): string {
 
 /** The final answer a loop ended with must be the script's: a loop that stopped early is not a recording. */
 function expectFinal(text: string | null | undefined): void {
-  if (!text?.includes('21 degrees')) throw new Error(`the loop did not end in the final answer: ${JSON.stringify(text)}`);
+  if (!text?.includes('21 degrees'))
+    throw new Error(`the loop did not end in the final answer: ${JSON.stringify(text)}`);
 }
 
 async function openAiChat(origin: string, apiKey: string): Promise<void> {
@@ -63,7 +71,18 @@ async function openAiChat(origin: string, apiKey: string): Promise<void> {
     model: 'gpt-4o-mini',
     stream: true,
     messages: [{ role: 'user', content: PROMPT }],
-    tools: [{ type: 'function', function: { name: 'get_weather', description: DESCRIPTION, parameters: PARAMETERS, function: (args: { location?: unknown }) => getWeather(args), parse: JSON.parse } }],
+    tools: [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: DESCRIPTION,
+          parameters: PARAMETERS,
+          function: (args: { location?: unknown }) => getWeather(args),
+          parse: JSON.parse,
+        },
+      },
+    ],
   });
   expectFinal(await runner.finalContent());
 }
@@ -71,14 +90,29 @@ async function openAiChat(origin: string, apiKey: string): Promise<void> {
 async function openAiResponses(origin: string, apiKey: string): Promise<void> {
   const { default: OpenAI } = await import('openai');
   const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey });
-  const tools = [{ type: 'function' as const, name: 'get_weather', description: DESCRIPTION, parameters: { ...PARAMETERS }, strict: true }];
+  const tools = [
+    {
+      type: 'function' as const,
+      name: 'get_weather',
+      description: DESCRIPTION,
+      parameters: { ...PARAMETERS },
+      strict: true,
+    },
+  ];
   const input: Array<Record<string, unknown>> = [{ role: 'user', content: PROMPT }];
   for (let turn = 0; turn < 3; turn++) {
-    const response = await client.responses.stream({ model: 'gpt-4o-mini', input: input as never, tools }).finalResponse();
+    const response = await client.responses
+      .stream({ model: 'gpt-4o-mini', input: input as never, tools })
+      .finalResponse();
     const calls = response.output.filter((item) => item.type === 'function_call');
     if (calls.length === 0) return expectFinal(response.output_text);
     input.push(...(response.output as unknown as Array<Record<string, unknown>>));
-    for (const call of calls) input.push({ type: 'function_call_output', call_id: call.call_id, output: getWeather(JSON.parse(call.arguments) as { location?: unknown }) });
+    for (const call of calls)
+      input.push({
+        type: 'function_call_output',
+        call_id: call.call_id,
+        output: getWeather(JSON.parse(call.arguments) as { location?: unknown }),
+      });
   }
   throw new Error('no final answer in 3 turns');
 }
@@ -89,19 +123,36 @@ async function anthropicMessages(origin: string, apiKey: string): Promise<void> 
   const tools = [{ name: 'get_weather', description: DESCRIPTION, input_schema: PARAMETERS }];
   const messages: Array<Record<string, unknown>> = [{ role: 'user', content: PROMPT }];
   for (let turn = 0; turn < 3; turn++) {
-    const message = await client.messages.stream({ model: 'claude-sonnet-5', max_tokens: 1024, messages: messages as never, tools }).finalMessage();
+    const message = await client.messages
+      .stream({ model: 'claude-sonnet-5', max_tokens: 1024, messages: messages as never, tools })
+      .finalMessage();
     const uses = message.content.filter((block) => block.type === 'tool_use');
     if (uses.length === 0) return expectFinal(message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
     messages.push({ role: 'assistant', content: message.content });
-    messages.push({ role: 'user', content: uses.map((use) => ({ type: 'tool_result', tool_use_id: use.id, content: getWeather(use.input as { location?: unknown }) })) });
+    messages.push({
+      role: 'user',
+      content: uses.map((use) => ({
+        type: 'tool_result',
+        tool_use_id: use.id,
+        content: getWeather(use.input as { location?: unknown }),
+      })),
+    });
   }
   throw new Error('no final answer in 3 turns');
 }
 
 /** The AI SDK's own loop (streamText with a tool that executes, stopWhen two steps), one provider model. */
-async function aiSdk(model: 'openai-responses' | 'openai-chat' | 'anthropic', origin: string, apiKey: string): Promise<void> {
+async function aiSdk(
+  model: 'openai-responses' | 'openai-chat' | 'anthropic',
+  origin: string,
+  apiKey: string,
+): Promise<void> {
   const { streamText, tool, jsonSchema, stepCountIs } = await import('ai');
-  const weather = tool({ description: DESCRIPTION, inputSchema: jsonSchema<{ location: string }>(PARAMETERS), execute: async (args) => JSON.parse(getWeather(args)) as unknown });
+  const weather = tool({
+    description: DESCRIPTION,
+    inputSchema: jsonSchema<{ location: string }>(PARAMETERS),
+    execute: async (args) => JSON.parse(getWeather(args)) as unknown,
+  });
   let languageModel;
   if (model === 'anthropic') {
     const { createAnthropic } = await import('@ai-sdk/anthropic');
@@ -111,7 +162,12 @@ async function aiSdk(model: 'openai-responses' | 'openai-chat' | 'anthropic', or
     const provider = createOpenAI({ baseURL: `${origin}/v1`, apiKey });
     languageModel = model === 'openai-chat' ? provider.chat('gpt-4o-mini') : provider('gpt-4o-mini');
   }
-  const result = streamText({ model: languageModel, prompt: PROMPT, tools: { get_weather: weather }, stopWhen: stepCountIs(3) });
+  const result = streamText({
+    model: languageModel,
+    prompt: PROMPT,
+    tools: { get_weather: weather },
+    stopWhen: stepCountIs(3),
+  });
   let text = '';
   for await (const part of result.textStream) text += part;
   expectFinal(text);
@@ -124,8 +180,17 @@ async function openAiAgents(origin: string, apiKey: string): Promise<void> {
   agents.setDefaultOpenAIClient(new OpenAI({ baseURL: `${origin}/v1`, apiKey }));
   // Traces go to OpenAI's own trace service, not to the model's base URL: off, since the recording is offline.
   agents.setTracingDisabled(true);
-  const weather = agents.tool({ name: 'get_weather', description: DESCRIPTION, parameters: z.object({ location: z.string().describe('The city') }), execute: (args) => getWeather(args) });
-  const agent = new agents.Agent({ name: 'Weather agent', instructions: 'Answer weather questions with the get_weather tool.', tools: [weather] });
+  const weather = agents.tool({
+    name: 'get_weather',
+    description: DESCRIPTION,
+    parameters: z.object({ location: z.string().describe('The city') }),
+    execute: (args) => getWeather(args),
+  });
+  const agent = new agents.Agent({
+    name: 'Weather agent',
+    instructions: 'Answer weather questions with the get_weather tool.',
+    tools: [weather],
+  });
   const result = await agents.run(agent, PROMPT);
   expectFinal(String(result.finalOutput));
 }
@@ -135,18 +200,34 @@ async function langChain(provider: 'openai' | 'anthropic', origin: string, apiKe
   const { tool } = await import('@langchain/core/tools');
   const { HumanMessage, ToolMessage } = await import('@langchain/core/messages');
   const { z } = await import('zod');
-  const weather = tool((args: { location: string }) => getWeather(args), { name: 'get_weather', description: DESCRIPTION, schema: z.object({ location: z.string().describe('The city') }) });
+  const weather = tool((args: { location: string }) => getWeather(args), {
+    name: 'get_weather',
+    description: DESCRIPTION,
+    schema: z.object({ location: z.string().describe('The city') }),
+  });
   const model =
     provider === 'openai'
-      ? new (await import('@langchain/openai')).ChatOpenAI({ model: 'gpt-4o-mini', apiKey, configuration: { baseURL: `${origin}/v1` } })
-      : new (await import('@langchain/anthropic')).ChatAnthropic({ model: 'claude-sonnet-5', apiKey, anthropicApiUrl: origin });
+      ? new (await import('@langchain/openai')).ChatOpenAI({
+          model: 'gpt-4o-mini',
+          apiKey,
+          configuration: { baseURL: `${origin}/v1` },
+        })
+      : new (await import('@langchain/anthropic')).ChatAnthropic({
+          model: 'claude-sonnet-5',
+          apiKey,
+          anthropicApiUrl: origin,
+        });
   const bound = model.bindTools([weather]);
-  const messages: Array<InstanceType<typeof HumanMessage> | InstanceType<typeof ToolMessage> | Awaited<ReturnType<typeof bound.invoke>>> = [new HumanMessage(PROMPT)];
+  const messages: Array<
+    InstanceType<typeof HumanMessage> | InstanceType<typeof ToolMessage> | Awaited<ReturnType<typeof bound.invoke>>
+  > = [new HumanMessage(PROMPT)];
   for (let turn = 0; turn < 3; turn++) {
     const answer = await bound.invoke(messages);
     messages.push(answer);
-    if (!answer.tool_calls?.length) return expectFinal(typeof answer.content === 'string' ? answer.content : JSON.stringify(answer.content));
-    for (const call of answer.tool_calls) messages.push(new ToolMessage({ content: getWeather(call.args), tool_call_id: call.id ?? '' }));
+    if (!answer.tool_calls?.length)
+      return expectFinal(typeof answer.content === 'string' ? answer.content : JSON.stringify(answer.content));
+    for (const call of answer.tool_calls)
+      messages.push(new ToolMessage({ content: getWeather(call.args), tool_call_id: call.id ?? '' }));
   }
   throw new Error('no final answer in 3 turns');
 }
@@ -156,14 +237,26 @@ async function langChain(provider: 'openai' | 'anthropic', origin: string, apiKe
  * peer, and the gateway itself uses gpt-tokenizer 4 (npm refuses the pair without --legacy-peer-deps, which would
  * loosen every other dependency's check). Pinned here, installed once into a cache folder by the recorder.
  */
-const LLAMAINDEX = { llamaindex: '0.12.1', '@llamaindex/workflow': '1.1.25', '@llamaindex/openai': '0.4.23', '@llamaindex/anthropic': '0.3.27', zod: '4.6.7' };
-const LLAMAINDEX_DIR = join(process.env.RECORD_TRAFFIC_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'llm-gateway-clients'), `llamaindex-${LLAMAINDEX.llamaindex}`);
+const LLAMAINDEX = {
+  llamaindex: '0.12.1',
+  '@llamaindex/workflow': '1.1.25',
+  '@llamaindex/openai': '0.4.23',
+  '@llamaindex/anthropic': '0.3.27',
+  zod: '4.6.7',
+};
+const LLAMAINDEX_DIR = join(
+  process.env.RECORD_TRAFFIC_CACHE ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'llm-gateway-clients'),
+  `llamaindex-${LLAMAINDEX.llamaindex}`,
+);
 
 function run(command: string, args: string[], cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, stdio: 'inherit' });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')}: exit ${String(code)}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')}: exit ${String(code)}`)),
+    );
   });
 }
 
@@ -172,8 +265,15 @@ async function installLlamaIndex(): Promise<void> {
   const wanted = JSON.stringify(LLAMAINDEX);
   if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
   mkdirSync(LLAMAINDEX_DIR, { recursive: true });
-  writeFileSync(join(LLAMAINDEX_DIR, 'package.json'), JSON.stringify({ name: 'llamaindex-recording', private: true, type: 'module' }));
-  await run('npm', ['install', '--save-exact', '--no-audit', '--no-fund', ...Object.entries(LLAMAINDEX).map(([n, v]) => `${n}@${v}`)], LLAMAINDEX_DIR);
+  writeFileSync(
+    join(LLAMAINDEX_DIR, 'package.json'),
+    JSON.stringify({ name: 'llamaindex-recording', private: true, type: 'module' }),
+  );
+  await run(
+    'npm',
+    ['install', '--save-exact', '--no-audit', '--no-fund', ...Object.entries(LLAMAINDEX).map(([n, v]) => `${n}@${v}`)],
+    LLAMAINDEX_DIR,
+  );
   writeFileSync(marker, wanted);
 }
 
@@ -181,19 +281,99 @@ async function llamaIndex(provider: 'openai' | 'anthropic', origin: string, apiK
   await installLlamaIndex();
   const runner = join(LLAMAINDEX_DIR, 'record-traffic-llamaindex.mjs');
   copyFileSync(join(dirname(fileURLToPath(import.meta.url)), 'record-traffic-llamaindex.mjs'), runner);
-  await run(process.execPath, [runner, provider, origin, apiKey, JSON.stringify({ prompt: PROMPT, toolResult: TOOL_RESULT, description: DESCRIPTION })], LLAMAINDEX_DIR);
+  await run(
+    process.execPath,
+    [
+      runner,
+      provider,
+      origin,
+      apiKey,
+      JSON.stringify({ prompt: PROMPT, toolResult: TOOL_RESULT, description: DESCRIPTION }),
+    ],
+    LLAMAINDEX_DIR,
+  );
 }
 
 export const FLOWS: ClientFlow[] = [
-  { client: 'openai', flow: 'chat-completions-runtools-stream', packages: ['openai'], description: 'chat.completions.runTools({stream: true}): the SDK\'s own tool loop', run: openAiChat },
-  { client: 'openai', flow: 'responses-stream', packages: ['openai'], description: 'responses.stream with a function tool; the output items and a function_call_output sent back as input', run: openAiResponses },
-  { client: 'anthropic-sdk', flow: 'messages-stream', packages: ['@anthropic-ai/sdk'], description: 'messages.stream with a tool; the assistant content and a tool_result sent back', run: anthropicMessages },
-  { client: 'ai-sdk', flow: 'openai-responses-stream', packages: ['ai', '@ai-sdk/openai'], description: 'streamText with openai(model) (the Responses API), a tool with execute, stopWhen stepCountIs(3)', run: (o, k) => aiSdk('openai-responses', o, k) },
-  { client: 'ai-sdk', flow: 'openai-chat-stream', packages: ['ai', '@ai-sdk/openai'], description: 'streamText with openai.chat(model), a tool with execute, stopWhen stepCountIs(3)', run: (o, k) => aiSdk('openai-chat', o, k) },
-  { client: 'ai-sdk', flow: 'anthropic-messages-stream', packages: ['ai', '@ai-sdk/anthropic'], description: 'streamText with anthropic(model), a tool with execute, stopWhen stepCountIs(3)', run: (o, k) => aiSdk('anthropic', o, k) },
-  { client: 'openai-agents', flow: 'responses-run', packages: ['@openai/agents', 'openai'], description: 'run(agent) with a function tool, the default model and the Responses API (tracing off: it goes to OpenAI\'s trace service)', run: openAiAgents },
-  { client: 'langchain-openai', flow: 'chat-invoke-tools', packages: ['@langchain/openai', '@langchain/core'], description: 'ChatOpenAI.bindTools, invoke, ToolMessage, invoke', run: (o, k) => langChain('openai', o, k) },
-  { client: 'llamaindex', flow: 'openai-agent', packages: ['llamaindex', '@llamaindex/workflow', '@llamaindex/openai'], installedIn: () => LLAMAINDEX_DIR, description: 'agent({llm: openai(...), tools}).run(prompt) (@llamaindex/workflow)', run: (o, k) => llamaIndex('openai', o, k) },
-  { client: 'llamaindex', flow: 'anthropic-agent', packages: ['llamaindex', '@llamaindex/workflow', '@llamaindex/anthropic'], installedIn: () => LLAMAINDEX_DIR, description: 'agent({llm: anthropic(...), tools}).run(prompt) (@llamaindex/workflow)', run: (o, k) => llamaIndex('anthropic', o, k) },
-  { client: 'langchain-anthropic', flow: 'messages-invoke-tools', packages: ['@langchain/anthropic', '@langchain/core'], description: 'ChatAnthropic.bindTools, invoke, ToolMessage, invoke', run: (o, k) => langChain('anthropic', o, k) },
+  {
+    client: 'openai',
+    flow: 'chat-completions-runtools-stream',
+    packages: ['openai'],
+    description: "chat.completions.runTools({stream: true}): the SDK's own tool loop",
+    run: openAiChat,
+  },
+  {
+    client: 'openai',
+    flow: 'responses-stream',
+    packages: ['openai'],
+    description:
+      'responses.stream with a function tool; the output items and a function_call_output sent back as input',
+    run: openAiResponses,
+  },
+  {
+    client: 'anthropic-sdk',
+    flow: 'messages-stream',
+    packages: ['@anthropic-ai/sdk'],
+    description: 'messages.stream with a tool; the assistant content and a tool_result sent back',
+    run: anthropicMessages,
+  },
+  {
+    client: 'ai-sdk',
+    flow: 'openai-responses-stream',
+    packages: ['ai', '@ai-sdk/openai'],
+    description: 'streamText with openai(model) (the Responses API), a tool with execute, stopWhen stepCountIs(3)',
+    run: (o, k) => aiSdk('openai-responses', o, k),
+  },
+  {
+    client: 'ai-sdk',
+    flow: 'openai-chat-stream',
+    packages: ['ai', '@ai-sdk/openai'],
+    description: 'streamText with openai.chat(model), a tool with execute, stopWhen stepCountIs(3)',
+    run: (o, k) => aiSdk('openai-chat', o, k),
+  },
+  {
+    client: 'ai-sdk',
+    flow: 'anthropic-messages-stream',
+    packages: ['ai', '@ai-sdk/anthropic'],
+    description: 'streamText with anthropic(model), a tool with execute, stopWhen stepCountIs(3)',
+    run: (o, k) => aiSdk('anthropic', o, k),
+  },
+  {
+    client: 'openai-agents',
+    flow: 'responses-run',
+    packages: ['@openai/agents', 'openai'],
+    description:
+      "run(agent) with a function tool, the default model and the Responses API (tracing off: it goes to OpenAI's trace service)",
+    run: openAiAgents,
+  },
+  {
+    client: 'langchain-openai',
+    flow: 'chat-invoke-tools',
+    packages: ['@langchain/openai', '@langchain/core'],
+    description: 'ChatOpenAI.bindTools, invoke, ToolMessage, invoke',
+    run: (o, k) => langChain('openai', o, k),
+  },
+  {
+    client: 'llamaindex',
+    flow: 'openai-agent',
+    packages: ['llamaindex', '@llamaindex/workflow', '@llamaindex/openai'],
+    installedIn: () => LLAMAINDEX_DIR,
+    description: 'agent({llm: openai(...), tools}).run(prompt) (@llamaindex/workflow)',
+    run: (o, k) => llamaIndex('openai', o, k),
+  },
+  {
+    client: 'llamaindex',
+    flow: 'anthropic-agent',
+    packages: ['llamaindex', '@llamaindex/workflow', '@llamaindex/anthropic'],
+    installedIn: () => LLAMAINDEX_DIR,
+    description: 'agent({llm: anthropic(...), tools}).run(prompt) (@llamaindex/workflow)',
+    run: (o, k) => llamaIndex('anthropic', o, k),
+  },
+  {
+    client: 'langchain-anthropic',
+    flow: 'messages-invoke-tools',
+    packages: ['@langchain/anthropic', '@langchain/core'],
+    description: 'ChatAnthropic.bindTools, invoke, ToolMessage, invoke',
+    run: (o, k) => langChain('anthropic', o, k),
+  },
 ];

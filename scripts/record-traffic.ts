@@ -18,8 +18,30 @@ export const FORMAT = 'llm-gateway/client-traffic@1';
 /** The key every client is given; replaced by API_KEY_PLACEHOLDER wherever it appears. */
 const RECORDING_KEY = 'sk-recording-0123456789abcdefghijklmnop';
 const API_KEY_PLACEHOLDER = '<API_KEY>';
-const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'api-key', 'x-goog-api-key', 'cookie', 'proxy-authorization', 'openai-organization', 'openai-project']);
-const VOLATILE_HEADERS = new Set(['host', 'content-length', 'user-agent', 'x-stainless-os', 'x-stainless-arch', 'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-retry-count', 'x-stainless-timeout', 'traceparent', 'tracestate', 'baggage']);
+const CREDENTIAL_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'x-goog-api-key',
+  'cookie',
+  'proxy-authorization',
+  'openai-organization',
+  'openai-project',
+]);
+const VOLATILE_HEADERS = new Set([
+  'host',
+  'content-length',
+  'user-agent',
+  'x-stainless-os',
+  'x-stainless-arch',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-retry-count',
+  'x-stainless-timeout',
+  'traceparent',
+  'tracestate',
+  'baggage',
+]);
 const LONG_TEXT = 1000;
 const KEEP_TEXT = 200;
 
@@ -32,7 +54,9 @@ function shorten(value: unknown, path: string, shortened: string[]): unknown {
   }
   if (Array.isArray(value)) return value.map((v, i) => shorten(v, `${path}[${i}]`, shortened));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shorten(v, path === '' ? k : `${path}.${k}`, shortened)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, shorten(v, path === '' ? k : `${path}.${k}`, shortened)]),
+    );
   }
   return value;
 }
@@ -42,10 +66,16 @@ function headersOf(request: ScriptedRequest): { headers: Record<string, string>;
   for (const [name, raw] of Object.entries(request.headers)) {
     if (raw === undefined) continue;
     const value = Array.isArray(raw) ? raw.join(', ') : raw;
-    if (CREDENTIAL_HEADERS.has(name)) headers[name] = /^bearer /i.test(value) ? `${value.slice(0, 7)}${API_KEY_PLACEHOLDER}` : API_KEY_PLACEHOLDER;
+    if (CREDENTIAL_HEADERS.has(name))
+      headers[name] = /^bearer /i.test(value) ? `${value.slice(0, 7)}${API_KEY_PLACEHOLDER}` : API_KEY_PLACEHOLDER;
     else headers[name] = value.split(RECORDING_KEY).join(API_KEY_PLACEHOLDER);
   }
-  return { headers, volatile: Object.keys(headers).filter((h) => VOLATILE_HEADERS.has(h) || h.startsWith('x-stainless-helper')).sort() };
+  return {
+    headers,
+    volatile: Object.keys(headers)
+      .filter((h) => VOLATILE_HEADERS.has(h) || h.startsWith('x-stainless-helper'))
+      .sort(),
+  };
 }
 
 function fixtureRequest(request: ScriptedRequest): Record<string, unknown> {
@@ -58,7 +88,16 @@ function fixtureRequest(request: ScriptedRequest): Record<string, unknown> {
   const { headers, volatile } = headersOf(request);
   const shortened: string[] = [];
   const body = request.body === undefined ? null : shorten(request.body, '', shortened);
-  return { method: request.method, path: url.pathname, query, headers, volatile_headers: volatile, body, shortened, ...(request.reply ? { reply: request.reply } : {}) };
+  return {
+    method: request.method,
+    path: url.pathname,
+    query,
+    headers,
+    volatile_headers: volatile,
+    body,
+    shortened,
+    ...(request.reply ? { reply: request.reply } : {}),
+  };
 }
 
 async function record(flow: ClientFlow): Promise<string> {
@@ -68,8 +107,11 @@ async function record(flow: ClientFlow): Promise<string> {
   } finally {
     await server.close();
   }
-  if (server.modelCalls().length < 2) throw new Error(`${flow.client}/${flow.flow}: ${server.modelCalls().length} model call(s), not a whole loop`);
-  const packages = Object.fromEntries(flow.packages.map((name) => [name, installedVersion(name, flow.installedIn?.())]));
+  if (server.modelCalls().length < 2)
+    throw new Error(`${flow.client}/${flow.flow}: ${server.modelCalls().length} model call(s), not a whole loop`);
+  const packages = Object.fromEntries(
+    flow.packages.map((name) => [name, installedVersion(name, flow.installedIn?.())]),
+  );
   const version = packages[flow.packages[0] as string] as string;
   const fixture = {
     format: FORMAT,
@@ -98,7 +140,9 @@ async function main(): Promise<void> {
       console.log(`recorded ${await record(flow)}`);
     } catch (error) {
       failed += 1;
-      console.error(`FAILED ${flow.client}/${flow.flow}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      console.error(
+        `FAILED ${flow.client}/${flow.flow}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
     }
   }
   if (failed > 0) process.exitCode = 1;

@@ -16,7 +16,10 @@ const filters = process.argv.slice(2);
 const bundled = join(root, 'node_modules', '.bin', 'node');
 if (Number(process.versions.node.split('.')[0]) < 24 && existsSync(bundled)) {
   console.log(`# Node ${process.version} is not supported: running the tests on ${bundled}`);
-  const [code, signal] = await once(spawn(bundled, [new URL(import.meta.url).pathname, ...filters], { stdio: 'inherit' }), 'exit');
+  const [code, signal] = await once(
+    spawn(bundled, [new URL(import.meta.url).pathname, ...filters], { stdio: 'inherit' }),
+    'exit',
+  );
   process.exit(signal ? 1 : (code ?? 1));
 }
 
@@ -55,7 +58,7 @@ function run(testFiles) {
 console.log(`# Node ${process.version} (${process.execPath}), ${files.length} test files`);
 let code = await run(files);
 if (full) {
-  console.log('\n# secrets hygiene: searching the whole suite\'s logs and response bodies for every secret it used');
+  console.log("\n# secrets hygiene: searching the whole suite's logs and response bodies for every secret it used");
   const checked = await run(['test/secrets-hygiene.check.ts']);
   code = code || checked;
   rmSync(captureDir, { recursive: true, force: true });

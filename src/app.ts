@@ -27,7 +27,15 @@ import { embeddingsBodySchema } from './routes/embeddings-schema.js';
 import { SURFACES } from './surfaces/registry.js';
 import type { SurfaceDescriptor } from './surfaces/descriptor.js';
 import { mountSurfaces, surfaceData, v1Calls } from './wiring/surfaces.js';
-import type { IdempotencyStore, KeyStore, LimitStore, OutboxStore, StoreLifecycle, UpstreamPauseStore, UsageStore } from './store/contract.js';
+import type {
+  IdempotencyStore,
+  KeyStore,
+  LimitStore,
+  OutboxStore,
+  StoreLifecycle,
+  UpstreamPauseStore,
+  UsageStore,
+} from './store/contract.js';
 import { wireAuth } from './wiring/auth.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
@@ -83,6 +91,7 @@ export interface GatewayApp {
  * unit in src/wiring/ (which also closes what it opened when the app closes). Nothing runs at import time and
  * nothing here reads the environment: the caller (src/serve.ts, a test, an embedding program) decides every input.
  */
+// eslint-disable-next-line max-lines-per-function -- the table of contents of the features, one wiring call each, in the order they must be built
 export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { config } = deps;
   let shuttingDown = false;
@@ -114,11 +123,33 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const prices = new PriceBook(config, providers.builtins);
   const router = new ModelRouter(config, providers);
   // Every model call's steps (plan, admit, run, settle) and what they share; one service per kind of call.
-  const modelCalls = new CallPipeline({ router, prices, limits: limits.service, pauses, breakers, capacity, observer: attemptObserver(attempts, app.log) });
+  const modelCalls = new CallPipeline({
+    router,
+    prices,
+    limits: limits.service,
+    pauses,
+    breakers,
+    capacity,
+    observer: attemptObserver(attempts, app.log),
+  });
   const chat = new ChatService(modelCalls);
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
-  const cache = deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache)) ? new ResponseCache({ store: deps.responseCache, environment: config.environment, policyOf: (model) => router.cachePolicy(model), log: app.log }) : undefined;
-  const pipeline = { chat, idempotency, bodyLimitBytes: config.bodyLimitBytes, beginTrace, ...(cache ? { cache } : {}) };
+  const cache =
+    deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache))
+      ? new ResponseCache({
+          store: deps.responseCache,
+          environment: config.environment,
+          policyOf: (model) => router.cachePolicy(model),
+          log: app.log,
+        })
+      : undefined;
+  const pipeline = {
+    chat,
+    idempotency,
+    bodyLimitBytes: config.bodyLimitBytes,
+    beginTrace,
+    ...(cache ? { cache } : {}),
+  };
   // Kept as long as stored responses are (responses.ttl_seconds), whether or not the gateway stores its own.
   const ownership = new NativeOwnership({ store: deps.nativeOwners, ttlMs: config.responses.ttlMs, log: app.log });
   const responses = wireResponses(app, config, deps.responses);
@@ -127,17 +158,61 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const { admin, auth } = wireAuth(config, deps.keys);
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
-  const keyService = deps.keys ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId)) : undefined;
-  wireDashboard(app, config, admin, { health, attempts, recorder, usage: deps.usage, outbox: deps.outbox, keys: keyService, webhooks: events.webhooks });
-  const keyHandlers = makeKeyHandlers(keyService, { idempotency: wireSealedIdempotency(app, config, deps.idempotency.store), webhooks: events.webhooks });
+  const keyService = deps.keys
+    ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId))
+    : undefined;
+  wireDashboard(app, config, admin, {
+    health,
+    attempts,
+    recorder,
+    usage: deps.usage,
+    outbox: deps.outbox,
+    keys: keyService,
+    webhooks: events.webhooks,
+  });
+  const keyHandlers = makeKeyHandlers(keyService, {
+    idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),
+    webhooks: events.webhooks,
+  });
   // Every API surface on its own paths, from its descriptor (surfaces/registry.ts).
   const tokens = new TokenCountService(modelCalls);
   const embeddingService = new EmbeddingService(modelCalls);
-  const mounted = mountSurfaces(app, registered, { auth, chat, tokens, embeddings: embeddingService, catalog, pipeline, wantsContent: (kind) => events.webhooks.wantsContent(kind) }, { ownership, history: responses.history });
+  const mounted = mountSurfaces(
+    app,
+    registered,
+    {
+      auth,
+      chat,
+      tokens,
+      embeddings: embeddingService,
+      catalog,
+      pipeline,
+      wantsContent: (kind) => events.webhooks.wantsContent(kind),
+    },
+    { ownership, history: responses.history },
+  );
   const embeddings = makeEmbeddingsHandler(embeddingService, chat, idempotency, beginTrace, cache);
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });
-  mountV1(app, auth, { health: makeHealthHandler(health), models: makeModelsHandler(catalog), keys: keyHandlers, calls, storedResponses: responses.stored }, config.version, surfaces.v1Routes);
-  mountOpenAiCompat(app, auth, { embeddings, storedResponses: responses.stored }, catalog, mounted.flatMap((m) => (m.models ? [m.models] : [])));
+  mountV1(
+    app,
+    auth,
+    {
+      health: makeHealthHandler(health),
+      models: makeModelsHandler(catalog),
+      keys: keyHandlers,
+      calls,
+      storedResponses: responses.stored,
+    },
+    config.version,
+    surfaces.v1Routes,
+  );
+  mountOpenAiCompat(
+    app,
+    auth,
+    { embeddings, storedResponses: responses.stored },
+    catalog,
+    mounted.flatMap((m) => (m.models ? [m.models] : [])),
+  );
   await app.ready();
   events.start();
   return {

@@ -26,4 +26,10 @@ export { ERROR_CODES, type ErrorCode } from './errors/codes.js';
 export { GatewayError, type ErrorBody } from './errors/gateway-error.js';
 export { SseParser, parseSseStream, type SseEvent } from './streaming/sse-parser.js';
 export { VENDOR_MEDIA_TYPE_V1 } from './http/versioning.js';
-export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type VerifyWebhookOptions, type WebhookVerificationCode } from './webhooks/verify.js';
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookEvent,
+  type VerifyWebhookOptions,
+  type WebhookVerificationCode,
+} from './webhooks/verify.js';

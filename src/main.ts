@@ -29,7 +29,11 @@ export async function main(): Promise<void> {
   const config = provisionAdminToken(loadConfig(process.env, { version }));
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)],
+    secrets: [
+      ...config.adminTokens,
+      ...config.upstreams.map((u) => u.apiKey),
+      ...config.webhooks.subscriptions.flatMap((s) => s.secrets),
+    ],
     ...(cluster.isWorker ? { base: { worker: cluster.worker?.id } } : {}),
   });
   // Log lines are batched for speed; flush at least every second so a quiet gateway's log is never stale.

@@ -38,7 +38,10 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
       port,
       upstreams: config.upstreams.map((u) => u.name),
       store: deps.sqlite.kind,
-      rate_limits: config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? deps.kinds.limits : 'off (scoped keys may carry their own)',
+      rate_limits:
+        config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0
+          ? deps.kinds.limits
+          : 'off (scoped keys may carry their own)',
       usage: deps.kinds.usage,
       idempotency: deps.kinds.idempotency,
       pid: process.pid,
@@ -52,7 +55,10 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
     if (stopping) return;
     stopping = true;
     beginShutdown();
-    logger.info({ signal, grace_ms: config.shutdownGraceMs }, 'draining: no new connections, finishing in-flight requests');
+    logger.info(
+      { signal, grace_ms: config.shutdownGraceMs },
+      'draining: no new connections, finishing in-flight requests',
+    );
     const force = setTimeout(() => {
       logger.warn('grace period over: closing the remaining connections');
       app.server.closeAllConnections();
@@ -81,4 +87,3 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
 }
-

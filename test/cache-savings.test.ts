@@ -24,17 +24,33 @@ const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
 /** The issue's agent step: 12 uncached input tokens, 9,000 read from the cache, 3 out. */
 const READS = '{"input_tokens":12,"cache_read_input_tokens":9000,"output_tokens":3}';
 /** A cache written and not read: 10 uncached, 1,000 written for 5 minutes and 2,000 for an hour, 5 out. */
-const WRITES = '{"input_tokens":10,"cache_creation_input_tokens":3000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":5}';
+const WRITES =
+  '{"input_tokens":10,"cache_creation_input_tokens":3000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":5}';
 /** OpenAI: 2,000 input of which 1,500 cached, 100 out of which 60 reasoning. */
-const CHAT = '{"prompt_tokens":2000,"completion_tokens":100,"total_tokens":2100,"prompt_tokens_details":{"cached_tokens":1500},"completion_tokens_details":{"reasoning_tokens":60}}';
+const CHAT =
+  '{"prompt_tokens":2000,"completion_tokens":100,"total_tokens":2100,"prompt_tokens_details":{"cached_tokens":1500},"completion_tokens_details":{"reasoning_tokens":60}}';
 
 const shapes = (messages: string): PartsUsage => ({ chat: CHAT, responses: '{}', messages, gemini: '{}' });
-const CLAUDE_PRICES = '{ input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75, cache_write_1h_per_million: 6 }';
+const CLAUDE_PRICES =
+  '{ input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75, cache_write_1h_per_million: 6 }';
 
 describe('what caching saved: priced per call', () => {
   test('reads save (input − read price), writes cost their premium over input, a left-out price saves nothing', () => {
-    const prices = { inputPerMillion: 3, outputPerMillion: 15, cacheReadPerMillion: 0.3, cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 6 };
-    const usage = (read: number, write: number, write1h: number) => ({ prompt_tokens: 10 + read + write, completion_tokens: 5, total_tokens: 15 + read + write, cache_read_tokens: read, cache_write_tokens: write, cache_write_1h_tokens: write1h });
+    const prices = {
+      inputPerMillion: 3,
+      outputPerMillion: 15,
+      cacheReadPerMillion: 0.3,
+      cacheWritePerMillion: 3.75,
+      cacheWrite1hPerMillion: 6,
+    };
+    const usage = (read: number, write: number, write1h: number) => ({
+      prompt_tokens: 10 + read + write,
+      completion_tokens: 5,
+      total_tokens: 15 + read + write,
+      cache_read_tokens: read,
+      cache_write_tokens: write,
+      cache_write_1h_tokens: write1h,
+    });
     assert.equal(cacheSavingsUsd(usage(9000, 0, 0), prices), 0.0243);
     // 1,000 five-minute writes at $0.75 above input, 2,000 one-hour writes at $3 above: −$0.00675, not hidden.
     assert.equal(cacheSavingsUsd(usage(0, 3000, 2000), prices), -0.00675);
@@ -44,7 +60,12 @@ describe('what caching saved: priced per call', () => {
     // 1-hour writes without a 1-hour price are priced as 5-minute writes.
     assert.equal(cacheSavingsUsd(usage(0, 3000, 2000), { ...prices, cacheWrite1hPerMillion: undefined }), -0.00225);
     // A saving too small to show is 0, never −0.
-    assert.ok(Object.is(cacheSavingsUsd(usage(0, 1, 0), { inputPerMillion: 3, outputPerMillion: 15, cacheWritePerMillion: 3.000001 }), 0));
+    assert.ok(
+      Object.is(
+        cacheSavingsUsd(usage(0, 1, 0), { inputPerMillion: 3, outputPerMillion: 15, cacheWritePerMillion: 3.000001 }),
+        0,
+      ),
+    );
   });
 });
 
@@ -91,7 +112,11 @@ describe('prompt caching where operators look', () => {
     // writes it), the admin the rest.
     const send = async (name: string, usageJson: string, path: string, model: string, headers = authHeaders()) => {
       up.usage = shapes(usageJson);
-      const answer = await call(`${gw.url}${path}`, { method: 'POST', headers, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 }) });
+      const answer = await call(`${gw.url}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 }),
+      });
       assert.equal(answer.status, 200, `${name}: ${answer.text.slice(0, 300)}`);
       ids[name] = answer.headers['x-request-id'];
     };
@@ -100,7 +125,11 @@ describe('prompt caching where operators look', () => {
     await send('plain', READS, '/v1/messages', 'claude-plain');
     await send('free', READS, '/v1/messages', 'claude-free');
     await send('openai', CHAT, '/v1/chat/completions', 'gpt');
-    const unknown = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }) });
+    const unknown = await call(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }),
+    });
     assert.equal(unknown.status, 404, unknown.text.slice(0, 300));
     ids.nope = unknown.headers['x-request-id'];
   });
@@ -110,7 +139,12 @@ describe('prompt caching where operators look', () => {
   });
 
   const recordOf = async (requestId: unknown): Promise<UsageRecord> =>
-    (await waitForValue(`the usage record of ${String(requestId)}`, async () => (await usage.recent(1_000, false)).find((r) => r.requestId === requestId), (r) => r !== undefined, 5_000)) as UsageRecord;
+    (await waitForValue(
+      `the usage record of ${String(requestId)}`,
+      async () => (await usage.recent(1_000, false)).find((r) => r.requestId === requestId),
+      (r) => r !== undefined,
+      5_000,
+    )) as UsageRecord;
 
   test('each usage record carries what caching saved on its call, at its prices: negative for writes never read, null without prices', async () => {
     const expected: Record<string, [number | null, number | null, number | null, number | null]> = {
@@ -125,7 +159,11 @@ describe('prompt caching where operators look', () => {
     };
     for (const [name, values] of Object.entries(expected)) {
       const record = await recordOf(ids[name]);
-      assert.deepEqual([record.costUsd, record.cacheSavingsUsd, record.cacheReadTokens, record.cacheWriteTokens], values, name);
+      assert.deepEqual(
+        [record.costUsd, record.cacheSavingsUsd, record.cacheReadTokens, record.cacheWriteTokens],
+        values,
+        name,
+      );
     }
   });
 
@@ -133,39 +171,83 @@ describe('prompt caching where operators look', () => {
     await recordOf(ids.nope);
     const run = async (args: string[]) => {
       const lines: string[] = [];
-      assert.equal(await usageCommand(usage, args, { out: (l) => lines.push(l), err: (l) => lines.push(`ERR ${l}`) }), 0);
+      assert.equal(
+        await usageCommand(usage, args, { out: (l) => lines.push(l), err: (l) => lines.push(`ERR ${l}`) }),
+        0,
+      );
       return lines;
     };
-    const json = JSON.parse((await run(['--by', 'model', '--format', 'json'])).join('')) as Array<Record<string, unknown>>;
-    const of = (model: string) => json.filter((r) => r.group === model).map((r) => [r.prompt_tokens, r.cache_read_tokens, r.cache_read_share, r.cost_usd, r.cache_savings_usd]);
-    assert.deepEqual(
-      ['claude', 'claude-writes', 'claude-plain', 'claude-free', 'gpt'].map(of),
-      [[[9012, 9000, 0.9987, 0.002781, 0.0243]], [[3010, 0, 0, 0.015855, -0.00675]], [[9012, 9000, 0.9987, 0.027081, 0]], [[9012, 9000, 0.9987, 0, 0]], [[2000, 1500, 0.75, 0.004125, 0.001875]]],
-    );
+    const json = JSON.parse((await run(['--by', 'model', '--format', 'json'])).join('')) as Array<
+      Record<string, unknown>
+    >;
+    const of = (model: string) =>
+      json
+        .filter((r) => r.group === model)
+        .map((r) => [r.prompt_tokens, r.cache_read_tokens, r.cache_read_share, r.cost_usd, r.cache_savings_usd]);
+    assert.deepEqual(['claude', 'claude-writes', 'claude-plain', 'claude-free', 'gpt'].map(of), [
+      [[9012, 9000, 0.9987, 0.002781, 0.0243]],
+      [[3010, 0, 0, 0.015855, -0.00675]],
+      [[9012, 9000, 0.9987, 0.027081, 0]],
+      [[9012, 9000, 0.9987, 0, 0]],
+      [[2000, 1500, 0.75, 0.004125, 0.001875]],
+    ]);
 
     const csv = await run(['--by', 'caller', '--format', 'csv']);
-    assert.equal(csv[0], 'caller,requests,errors,prompt_tokens,completion_tokens,cache_read_tokens,cache_write_tokens,reasoning_tokens,cache_read_share,cost_usd,cache_savings_usd,avg_latency_ms');
+    assert.equal(
+      csv[0],
+      'caller,requests,errors,prompt_tokens,completion_tokens,cache_read_tokens,cache_write_tokens,reasoning_tokens,cache_read_share,cost_usd,cache_savings_usd,avg_latency_ms',
+    );
     // The key's two calls: 9,000 of 12,022 input tokens read from the cache; $0.0243 − $0.00675 saved.
-    assert.match(csv.find((l) => l.startsWith(`key:${keyId},`)) ?? '', new RegExp(`^key:${keyId},2,0,12022,8,9000,3000,0,0\\.7486,0\\.018636,0\\.01755,[0-9.]+$`));
+    assert.match(
+      csv.find((l) => l.startsWith(`key:${keyId},`)) ?? '',
+      new RegExp(`^key:${keyId},2,0,12022,8,9000,3000,0,0\\.7486,0\\.018636,0\\.01755,[0-9.]+$`),
+    );
 
     const table = await run(['--by', 'model']);
     const header = table[0] ?? '';
-    assert.match(header, /^model\s+requests\s+errors\s+prompt\s+completion\s+cache_read\s+cache_write\s+reasoning\s+read_share\s+cost_usd\s+saved_usd\s+avg_ms$/);
+    assert.match(
+      header,
+      /^model\s+requests\s+errors\s+prompt\s+completion\s+cache_read\s+cache_write\s+reasoning\s+read_share\s+cost_usd\s+saved_usd\s+avg_ms$/,
+    );
     const row = (model: string) => (table.find((l) => l.startsWith(`${model} `)) ?? '').split(/\s+/).slice(0, 11);
     assert.deepEqual(row('claude'), ['claude', '1', '0', '9012', '3', '9000', '0', '0', '99.9%', '0.002781', '0.0243']);
-    assert.deepEqual(row('claude-writes'), ['claude-writes', '1', '0', '3010', '5', '0', '3000', '0', '0.0%', '0.015855', '-0.00675']);
+    assert.deepEqual(row('claude-writes'), [
+      'claude-writes',
+      '1',
+      '0',
+      '3010',
+      '5',
+      '0',
+      '3000',
+      '0',
+      '0.0%',
+      '0.015855',
+      '-0.00675',
+    ]);
     assert.deepEqual(row('gpt'), ['gpt', '1', '0', '2000', '100', '1500', '0', '60', '75.0%', '0.004125', '0.001875']);
     // A row without input tokens (the keys route's own calls) has no share.
     // A group without input tokens (calls refused before any upstream) has no share.
     assert.deepEqual([row('nope')[3], row('nope')[8]], ['0', '-']);
-    assert.ok(table.every((l) => l.length <= 130), `the table is at most 130 columns wide:\n${table.join('\n')}`);
+    assert.ok(
+      table.every((l) => l.length <= 130),
+      `the table is at most 130 columns wide:\n${table.join('\n')}`,
+    );
   });
 
   test("the keys API's usage answer: the key's cache-read share and what caching saved", async () => {
     await recordOf(ids.writes);
-    const report = (await call(`${gw.url}/v1/?route=keys&id=${keyId}&action=usage`, { headers: authHeaders() })).json as Record<string, unknown>;
+    const report = (await call(`${gw.url}/v1/?route=keys&id=${keyId}&action=usage`, { headers: authHeaders() }))
+      .json as Record<string, unknown>;
     assert.deepEqual(
-      [report.requests, report.prompt_tokens, report.cache_read_tokens, report.cache_write_tokens, report.cache_read_share, report.cost_usd, report.cache_savings_usd],
+      [
+        report.requests,
+        report.prompt_tokens,
+        report.cache_read_tokens,
+        report.cache_write_tokens,
+        report.cache_read_share,
+        report.cost_usd,
+        report.cache_savings_usd,
+      ],
       [2, 12_022, 9_000, 3_000, 0.7486, 0.018636, 0.01755],
     );
   });
@@ -175,7 +257,14 @@ describe('prompt caching where operators look', () => {
     const text = (await call(`${gw.url}/metrics`, { headers: authHeaders() })).text;
     const kinds = (model: string) =>
       ['input', 'cache_read', 'cache_write', 'output', 'reasoning'].map((kind) => {
-        const line = text.split('\n').find((l) => l.startsWith('llmgw_tokens_by_kind_total{') && l.includes(`model="${model}"`) && l.includes(`kind="${kind}"`));
+        const line = text
+          .split('\n')
+          .find(
+            (l) =>
+              l.startsWith('llmgw_tokens_by_kind_total{') &&
+              l.includes(`model="${model}"`) &&
+              l.includes(`kind="${kind}"`),
+          );
         return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
       });
     assert.deepEqual(kinds('claude'), [12, 9000, 0, 3, 0]);
@@ -192,12 +281,21 @@ describe('prompt caching where operators look', () => {
 
   test("the dashboard's overview: the share and the savings in the totals and per model and key", async () => {
     await recordOf(ids.nope);
-    const overview = (await call(`${gw.url}/dashboard/api/overview?window=1h`, { headers: authHeaders() })).json as unknown as {
+    const overview = (await call(`${gw.url}/dashboard/api/overview?window=1h`, { headers: authHeaders() }))
+      .json as unknown as {
       totals: { promptTokens: number; cacheReadTokens: number; cacheReadShare: number | null; cacheSavingsUsd: number };
       byModel: Array<{ group: string; cacheReadShare: number | null; cacheSavingsUsd: number }>;
       byCaller: Array<{ group: string; cacheReadShare: number | null; cacheSavingsUsd: number }>;
     };
-    assert.deepEqual([overview.totals.promptTokens, overview.totals.cacheReadTokens, overview.totals.cacheReadShare, overview.totals.cacheSavingsUsd], [32_046, 28_500, TOTAL_SHARE, TOTAL_SAVED]);
+    assert.deepEqual(
+      [
+        overview.totals.promptTokens,
+        overview.totals.cacheReadTokens,
+        overview.totals.cacheReadShare,
+        overview.totals.cacheSavingsUsd,
+      ],
+      [32_046, 28_500, TOTAL_SHARE, TOTAL_SAVED],
+    );
     const claude = overview.byModel.find((r) => r.group === 'claude-writes');
     assert.deepEqual([claude?.cacheReadShare, claude?.cacheSavingsUsd], [0, -0.00675]);
     const key = overview.byCaller.find((r) => r.group === `key:${keyId}`);
@@ -218,7 +316,8 @@ describe('prompt caching where operators look', () => {
       await page.waitForSelector('body[data-loaded="true"]');
       assert.equal(await page.textContent('[data-testid=total-cache-share]'), '88.9 %');
       assert.equal(await page.textContent('[data-testid=total-cache-saved]'), '$0.019425');
-      const cacheLine = (chart: string, name: string) => page.locator(`[data-testid=${chart}] .bar-row[data-name="${name}"] [data-testid=cache]`);
+      const cacheLine = (chart: string, name: string) =>
+        page.locator(`[data-testid=${chart}] .bar-row[data-name="${name}"] [data-testid=cache]`);
       assert.equal(await cacheLine('chart-models', 'claude').textContent(), 'cache 99.9 % · saved $0.024300');
       // Writes never read: caching cost more than it saved, shown as such.
       assert.equal(await cacheLine('chart-models', 'claude-writes').textContent(), 'cache 0.0 % · saved −$0.006750');

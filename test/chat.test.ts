@@ -28,7 +28,11 @@ describe('chat route, non-streamed', () => {
       seed: 7,
       response_format: { type: 'json_object' },
     };
-    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify(body),
+    });
     assert.equal(answer.status, 200);
     assert.match(String(answer.headers['content-type']), /^application\/json/);
     assert.equal(answer.json.object, 'chat.completion');
@@ -46,9 +50,14 @@ describe('chat route, non-streamed', () => {
   });
 
   test('the upstream answer reaches the caller byte for byte', async () => {
-    const exact = '{"id":"chatcmpl-x", "object":"chat.completion",  "created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"caf\u00e9 ☕"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}';
+    const exact =
+      '{"id":"chatcmpl-x", "object":"chat.completion",  "created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"caf\u00e9 ☕"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}';
     fixture.mock.enqueue({ kind: 'json', body: exact });
-    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody(),
+    });
     assert.equal(answer.status, 200);
     assert.equal(answer.text, exact);
   });
@@ -121,7 +130,11 @@ describe('chat route, non-streamed', () => {
     const tools = [
       {
         type: 'function',
-        function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } },
+        function: {
+          name: 'get_weather',
+          description: 'Weather',
+          parameters: { type: 'object', properties: { location: { type: 'string' } } },
+        },
       },
     ];
     const first = await call(`${fixture.gw.url}${CHAT_PATH}`, {
@@ -130,7 +143,12 @@ describe('chat route, non-streamed', () => {
       body: chatBody({ tools, tool_choice: 'auto' }),
     });
     assert.equal(first.status, 200);
-    const message = (first.json.choices as Array<{ message: { tool_calls: Array<{ id: string; function: { name: string; arguments: string } }> }; finish_reason: string }>)[0];
+    const message = (
+      first.json.choices as Array<{
+        message: { tool_calls: Array<{ id: string; function: { name: string; arguments: string } }> };
+        finish_reason: string;
+      }>
+    )[0];
     assert.equal(message?.finish_reason, 'tool_calls');
     const toolCall = message?.message.tool_calls[0];
     assert.equal(toolCall?.function.name, 'get_weather');
@@ -141,11 +159,19 @@ describe('chat route, non-streamed', () => {
       tools,
       messages: [
         { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: toolCall?.id, type: 'function', function: toolCall?.function }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: toolCall?.id, type: 'function', function: toolCall?.function }],
+        },
         { role: 'tool', tool_call_id: toolCall?.id, content: '{"temp_c":21}' },
       ],
     };
-    const second = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(followUp) });
+    const second = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify(followUp),
+    });
     assert.equal(second.status, 200);
     assert.equal(fixture.mock.chatRequests()[1]?.body, JSON.stringify(followUp));
   });
@@ -155,21 +181,48 @@ describe('chat route, non-streamed', () => {
       { name: 'no messages', body: { model: 'm' }, fields: ['messages'] },
       { name: 'no model', body: { messages: [{ role: 'user', content: 'x' }] }, fields: ['model'] },
       { name: 'empty messages', body: { model: 'm', messages: [] }, fields: ['messages'] },
-      { name: 'unknown role', body: { model: 'm', messages: [{ role: 'wizard', content: 'x' }] }, fields: ['messages[0].role'] },
+      {
+        name: 'unknown role',
+        body: { model: 'm', messages: [{ role: 'wizard', content: 'x' }] },
+        fields: ['messages[0].role'],
+      },
       {
         name: 'several at once',
-        body: { model: 'm', messages: [{ role: 'user', content: 5 }], temperature: 'hot', max_tokens: 0, top_p: 3, stream: 'yes' },
+        body: {
+          model: 'm',
+          messages: [{ role: 'user', content: 5 }],
+          temperature: 'hot',
+          max_tokens: 0,
+          top_p: 3,
+          stream: 'yes',
+        },
         fields: ['messages[0].content', 'temperature', 'max_tokens', 'top_p', 'stream'],
       },
-      { name: 'user without content', body: { model: 'm', messages: [{ role: 'user' }] }, fields: ['messages[0].content'] },
+      {
+        name: 'user without content',
+        body: { model: 'm', messages: [{ role: 'user' }] },
+        fields: ['messages[0].content'],
+      },
       {
         name: 'tool message without tool_call_id',
-        body: { model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'tool', content: 'r' }] },
+        body: {
+          model: 'm',
+          messages: [
+            { role: 'user', content: 'x' },
+            { role: 'tool', content: 'r' },
+          ],
+        },
         fields: ['messages[1].tool_call_id'],
       },
       {
         name: 'tool result for a call never made',
-        body: { model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'call_9', content: 'r' }] },
+        body: {
+          model: 'm',
+          messages: [
+            { role: 'user', content: 'x' },
+            { role: 'tool', tool_call_id: 'call_9', content: 'r' },
+          ],
+        },
         fields: ['messages[1].tool_call_id'],
       },
       {
@@ -179,15 +232,27 @@ describe('chat route, non-streamed', () => {
       },
       {
         name: 'tool with a bad function name',
-        body: { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'bad name!' } }] },
+        body: {
+          model: 'm',
+          messages: [{ role: 'user', content: 'x' }],
+          tools: [{ type: 'function', function: { name: 'bad name!' } }],
+        },
         fields: ['tools[0].function.name'],
       },
-      { name: 'bad tool_choice', body: { model: 'm', messages: [{ role: 'user', content: 'x' }], tool_choice: 'always' }, fields: ['tool_choice'] },
+      {
+        name: 'bad tool_choice',
+        body: { model: 'm', messages: [{ role: 'user', content: 'x' }], tool_choice: 'always' },
+        fields: ['tool_choice'],
+      },
       { name: 'a JSON array', body: [1, 2], fields: ['body'] },
     ];
     for (const c of cases) {
       test(c.name, async () => {
-        const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(c.body) });
+        const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+          method: 'POST',
+          headers: authHeaders(),
+          body: JSON.stringify(c.body),
+        });
         assert.equal(answer.status, 400, answer.text);
         assert.equal(answer.json.code, 'validation_failed');
         assert.deepEqual(fieldsOf(answer).sort(), [...c.fields].sort());
@@ -236,7 +301,11 @@ describe('chat route, non-streamed', () => {
 
   test('a charset parameter and the vendor +json media type are accepted', async () => {
     for (const type of ['application/json; charset=utf-8', 'application/vnd.llmgw.v1+json']) {
-      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-type': type }), body: chatBody() });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders({ 'content-type': type }),
+        body: chatBody(),
+      });
       assert.equal(answer.status, 200, type);
     }
   });
@@ -244,14 +313,26 @@ describe('chat route, non-streamed', () => {
   test('the client leaving cancels the upstream call', async () => {
     fixture.mock.enqueue({ kind: 'hang' });
     const aborter = new AbortController();
-    const pending = request(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody(), signal: aborter.signal });
+    const pending = request(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody(),
+      signal: aborter.signal,
+    });
     while (fixture.mock.chatRequests().length === 0) await new Promise((r) => setTimeout(r, 5));
     aborter.abort();
     await assert.rejects(pending);
     const received = fixture.mock.chatRequests()[0];
     assert.ok(received);
     assert.equal(await withTimeout(received.aborted, 2000), true, 'the upstream saw the call cancelled');
-    await waitFor('the access line of the call the caller left', () => fixture.gw.logLines.some((l) => l.includes('"code":"client_closed_request"')), 2000).catch((e: unknown) => { console.log(fixture.gw.logLines.slice(-3)); throw e; });
+    await waitFor(
+      'the access line of the call the caller left',
+      () => fixture.gw.logLines.some((l) => l.includes('"code":"client_closed_request"')),
+      2000,
+    ).catch((e: unknown) => {
+      console.log(fixture.gw.logLines.slice(-3));
+      throw e;
+    });
   });
 });
 

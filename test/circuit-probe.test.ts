@@ -55,7 +55,8 @@ describe('a half-open probe is settled whatever ends its call (gateway, mock ups
       // A 429 would otherwise pause the upstream; these tests are about the breaker alone.
       'limits: { upstream_pause_max_seconds: 0 }',
     ].join('\n');
-  const chat = (model: string) => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model }) });
+  const chat = (model: string) =>
+    call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model }) });
   const circuitOf = async (): Promise<string | undefined> => {
     const health = await call(`${gw.url}/v1/?route=health`);
     return (health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit;
@@ -76,7 +77,9 @@ describe('a half-open probe is settled whatever ends its call (gateway, mock ups
     const controller = new AbortController();
     const pending = stream
       ? readStream(`${gw.url}${CHAT_PATH}`, body, authHeaders(), { signal: controller.signal })
-      : import('undici').then(({ request }) => request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body, signal: controller.signal }));
+      : import('undici').then(({ request }) =>
+          request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body, signal: controller.signal }),
+        );
     const settled = pending.then(
       () => 'answered',
       () => 'aborted',
@@ -137,7 +140,12 @@ describe('a half-open probe is settled whatever ends its call (gateway, mock ups
     mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '2' } });
     const controller = new AbortController();
     const { request } = await import('undici');
-    const pending = request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'patient' }), signal: controller.signal }).then(
+    const pending = request(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody({ model: 'patient' }),
+      signal: controller.signal,
+    }).then(
       () => 'answered',
       () => 'aborted',
     );

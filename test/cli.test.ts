@@ -16,7 +16,12 @@ import type { UsageRecord } from '../src/store/contract.js';
 const run = async (argv: string[], env: NodeJS.ProcessEnv = {}, stdin = '') => {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(argv, { DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-cli-')), ...env }, { out: (l) => out.push(l), err: (l) => err.push(l) }, async () => stdin);
+  const code = await runCli(
+    argv,
+    { DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-cli-')), ...env },
+    { out: (l) => out.push(l), err: (l) => err.push(l) },
+    async () => stdin,
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 };
 
@@ -24,7 +29,8 @@ describe('gateway CLI', () => {
   test('--help lists the commands; each command has its own --help; an unknown one is exit 2', async () => {
     const top = await run(['--help']);
     assert.equal(top.code, 0);
-    for (const command of ['start', 'config check', 'keys', 'users', 'usage', 'webhooks']) assert.ok(top.out.includes(command), command);
+    for (const command of ['start', 'config check', 'keys', 'users', 'usage', 'webhooks'])
+      assert.ok(top.out.includes(command), command);
     for (const command of ['start', 'config', 'keys', 'users', 'usage', 'webhooks']) {
       const help = await run([command, '--help']);
       assert.equal(help.code, 0);
@@ -37,23 +43,38 @@ describe('gateway CLI', () => {
   test('config check: a valid file is summarised; an invalid one lists every problem with its field', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-cli-cfg-'));
     const good = join(dir, 'good.yaml');
-    writeFileSync(good, 'upstreams:\n  - { name: local, kind: ollama }\nmodels:\n  - { id: fast, upstream: local, upstream_model: llama3 }\n');
+    writeFileSync(
+      good,
+      'upstreams:\n  - { name: local, kind: ollama }\nmodels:\n  - { id: fast, upstream: local, upstream_model: llama3 }\n',
+    );
     const ok = await run(['config', 'check', good]);
     assert.equal(ok.code, 0, ok.err);
     assert.match(ok.out, /^ok: .*good\.yaml is valid for environment dev/);
     assert.match(ok.out, /upstreams: local \(ollama, 127\.0\.0\.1:11434\)/);
     // The file's shape first (every field that does not fit), then what refers to what (every broken reference).
     const shape = join(dir, 'shape.yaml');
-    writeFileSync(shape, 'upstreams:\n  - { name: x, base_url: "not a url", api_key: sk-literal, max_connections: 0 }\n');
+    writeFileSync(
+      shape,
+      'upstreams:\n  - { name: x, base_url: "not a url", api_key: sk-literal, max_connections: 0 }\n',
+    );
     const badShape = await run(['config', 'check', shape]);
     assert.equal(badShape.code, 2);
-    for (const field of ['upstreams[0].api_key', 'upstreams[0].base_url', 'upstreams[0].max_connections']) assert.ok(badShape.err.includes(field), `${field} in:\n${badShape.err}`);
+    for (const field of ['upstreams[0].api_key', 'upstreams[0].base_url', 'upstreams[0].max_connections'])
+      assert.ok(badShape.err.includes(field), `${field} in:\n${badShape.err}`);
     assert.ok(!badShape.err.includes('sk-literal'), 'a secret is never echoed');
     const refs = join(dir, 'refs.yaml');
-    writeFileSync(refs, 'upstreams:\n  - { name: x, base_url: "http://10.1.1.1/v1" }\nmodels:\n  - { id: m, upstream: nope }\nwebhooks:\n  subscriptions: [{ id: h, url: "http://127.0.0.1/h", secrets: [{ env: NOT_SET }], events: ["*"] }]\n');
+    writeFileSync(
+      refs,
+      'upstreams:\n  - { name: x, base_url: "http://10.1.1.1/v1" }\nmodels:\n  - { id: m, upstream: nope }\nwebhooks:\n  subscriptions: [{ id: h, url: "http://127.0.0.1/h", secrets: [{ env: NOT_SET }], events: ["*"] }]\n',
+    );
     const refused = await run(['config', 'check', refs]);
     assert.equal(refused.code, 2);
-    for (const field of ['upstreams[0].base_url: plain http://', 'models[0].upstream', 'webhooks.subscriptions[0].url', 'webhooks.subscriptions[0].secrets[0].env']) {
+    for (const field of [
+      'upstreams[0].base_url: plain http://',
+      'models[0].upstream',
+      'webhooks.subscriptions[0].url',
+      'webhooks.subscriptions[0].secrets[0].env',
+    ]) {
       assert.ok(refused.err.includes(field), `${field} in:\n${refused.err}`);
     }
   });
@@ -65,11 +86,18 @@ describe('gateway CLI', () => {
     assert.equal((await run(['users', 'hash-password'], {}, 'short')).code, 2);
   });
 
-  test('the process entry point (bin) runs and exits with the command\'s code', async () => {
+  test("the process entry point (bin) runs and exits with the command's code", async () => {
     const exec = promisify(execFile);
-    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help'], { cwd: new URL('..', import.meta.url).pathname });
+    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--help'], {
+      cwd: new URL('..', import.meta.url).pathname,
+    });
     assert.match(stdout, /^usage: gateway <command>/);
-    await assert.rejects(exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'nope'], { cwd: new URL('..', import.meta.url).pathname }), (e: { code?: number }) => e.code === 2);
+    await assert.rejects(
+      exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'nope'], {
+        cwd: new URL('..', import.meta.url).pathname,
+      }),
+      (e: { code?: number }) => e.code === 2,
+    );
   });
 
   test('usage tail: the last records, then each new one live as it is written, until SIGINT (exit 0)', async () => {
@@ -77,15 +105,41 @@ describe('gateway CLI', () => {
     const store = await openSqliteStore(dataDir);
     const usage = new SqliteUsageStore(store.db);
     const record = (requestId: string, timeMs: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
-      timeMs, requestId, caller: 'key:k1', environment: 'dev', route: 'chat', model: 'fast', upstream: 'default', status: 200, code: null,
-      latencyMs: 12.5, ttfbMs: null, stream: false, promptTokens: 10, completionTokens: 5, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null, ...extra,
+      timeMs,
+      requestId,
+      caller: 'key:k1',
+      environment: 'dev',
+      route: 'chat',
+      model: 'fast',
+      upstream: 'default',
+      status: 200,
+      code: null,
+      latencyMs: 12.5,
+      ttfbMs: null,
+      stream: false,
+      promptTokens: 10,
+      completionTokens: 5,
+      costUsd: null,
+      attempts: 1,
+      replay: false,
+      cacheHit: false,
+      usageAnomaly: false,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
+      cacheSavingsUsd: null,
+      ...extra,
     });
     const t0 = Date.now() - 60_000;
     await usage.append([record('old-1', t0), record('old-2', t0 + 1)]);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'usage', 'tail', '--interval', '0.1'], {
-      cwd: new URL('..', import.meta.url).pathname,
-      env: { ...process.env, DATA_DIR: dataDir, GATEWAY_ENV: 'dev' },
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'usage', 'tail', '--interval', '0.1'],
+      {
+        cwd: new URL('..', import.meta.url).pathname,
+        env: { ...process.env, DATA_DIR: dataDir, GATEWAY_ENV: 'dev' },
+      },
+    );
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     const waitFor = async (pattern: RegExp) => {
@@ -98,19 +152,33 @@ describe('gateway CLI', () => {
     try {
       await waitFor(/old-2/);
       const liveMs = Date.now();
-      await usage.append([record('live-1', liveMs, { status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null }), record('live-2', liveMs + 1)]);
+      await usage.append([
+        record('live-1', liveMs, { status: 502, code: 'upstream_error', promptTokens: null, completionTokens: null }),
+        record('live-2', liveMs + 1),
+      ]);
       await waitFor(/live-2/);
       // Stored later but arrived earlier (a long stream), and one sharing live-2's millisecond: both still shown.
-      await usage.append([record('late-stream', t0 - 5_000, { model: 'evil\u001b[2J' }), record('same-ms', liveMs + 1)]);
+      await usage.append([
+        record('late-stream', t0 - 5_000, { model: 'evil\u001b[2J' }),
+        record('same-ms', liveMs + 1),
+      ]);
       await waitFor(/same-ms/);
       child.kill('SIGINT');
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       assert.equal(code, 0);
       const lines = stdout.trim().split('\n');
       assert.match(lines[0] ?? '', /^time \(UTC\)\s+status\s+code/);
-      assert.deepEqual(lines.slice(1).map((l) => l.split(/\s+/).at(-1)), ['old-1', 'old-2', 'live-1', 'live-2', 'late-stream', 'same-ms'], 'in storage order, each once');
+      assert.deepEqual(
+        lines.slice(1).map((l) => l.split(/\s+/).at(-1)),
+        ['old-1', 'old-2', 'live-1', 'live-2', 'late-stream', 'same-ms'],
+        'in storage order, each once',
+      );
       assert.match(lines[3] ?? '', /502\s+upstream_error\s+chat\s+fast\s+default\s+key:k1\s+12\.5\s+-\s+live-1$/);
-      assert.match(lines[5] ?? '', /evil\?\[2J/, 'a control character from a caller-chosen model id is not sent to the terminal');
+      assert.match(
+        lines[5] ?? '',
+        /evil\?\[2J/,
+        'a control character from a caller-chosen model id is not sent to the terminal',
+      );
       assert.ok(!stdout.includes('\u001b'));
     } finally {
       child.kill('SIGKILL');
@@ -126,9 +194,29 @@ describe('gateway CLI', () => {
       // 40 stored records; with --failures every other one is a failure.
       await usage.append(
         Array.from({ length: 40 }, (_, i): UsageRecord => ({
-          timeMs: t0 + i, requestId: `old-${i + 1}`, caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u',
-          status: i % 2 === 1 ? 502 : 200, code: i % 2 === 1 ? 'upstream_error' : null,
-          latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
+          timeMs: t0 + i,
+          requestId: `old-${i + 1}`,
+          caller: 'admin',
+          environment: 'dev',
+          route: 'chat',
+          model: 'm',
+          upstream: 'u',
+          status: i % 2 === 1 ? 502 : 200,
+          code: i % 2 === 1 ? 'upstream_error' : null,
+          latencyMs: 1,
+          ttfbMs: null,
+          stream: false,
+          promptTokens: 1,
+          completionTokens: 1,
+          costUsd: null,
+          attempts: 1,
+          replay: false,
+          cacheHit: false,
+          usageAnomaly: false,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          reasoningTokens: 0,
+          cacheSavingsUsd: null,
         })),
       );
       const lines: string[] = [];
@@ -136,7 +224,9 @@ describe('gateway CLI', () => {
       // The real store, counting the tail's reads so the test can wait for polls instead of sleeping.
       const counted = new Proxy(usage, {
         get: (target, name, receiver) =>
-          name === 'stored' ? (...args: Parameters<SqliteUsageStore['stored']>) => ((polls += 1), target.stored(...args)) : Reflect.get(target, name, receiver),
+          name === 'stored'
+            ? (...args: Parameters<SqliteUsageStore['stored']>) => ((polls += 1), target.stored(...args))
+            : Reflect.get(target, name, receiver),
       });
       const stop = new AbortController();
       const until = async (what: string, check: () => boolean) => {
@@ -147,10 +237,41 @@ describe('gateway CLI', () => {
         }
       };
       const args = ['--interval', '0.05', '--format', 'json', ...(failures ? ['--failures'] : [])];
-      const done = tailUsage(counted, args, { out: (l) => lines.push(l), err: () => undefined }, { signal: stop.signal });
+      const done = tailUsage(
+        counted,
+        args,
+        { out: (l) => lines.push(l), err: () => undefined },
+        { signal: stop.signal },
+      );
       try {
         await until('two polls after the first read', () => polls >= 3);
-        await usage.append([{ timeMs: Date.now(), requestId: 'live-1', caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u', status: 503, code: 'upstream_error', latencyMs: 1, ttfbMs: null, stream: false, promptTokens: null, completionTokens: null, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null, cacheSavingsUsd: null }]);
+        await usage.append([
+          {
+            timeMs: Date.now(),
+            requestId: 'live-1',
+            caller: 'admin',
+            environment: 'dev',
+            route: 'chat',
+            model: 'm',
+            upstream: 'u',
+            status: 503,
+            code: 'upstream_error',
+            latencyMs: 1,
+            ttfbMs: null,
+            stream: false,
+            promptTokens: null,
+            completionTokens: null,
+            costUsd: null,
+            attempts: 1,
+            replay: false,
+            cacheHit: false,
+            usageAnomaly: false,
+            cacheReadTokens: null,
+            cacheWriteTokens: null,
+            reasoningTokens: null,
+            cacheSavingsUsd: null,
+          },
+        ]);
         await until('live-1', () => lines.some((l) => l.includes('"live-1"')));
         const before = polls;
         await until('two more polls', () => polls >= before + 2);
@@ -160,7 +281,9 @@ describe('gateway CLI', () => {
         await store.close();
       }
       const printed = lines.map((l) => (JSON.parse(l) as { requestId: string }).requestId);
-      const last10 = failures ? Array.from({ length: 10 }, (_, i) => `old-${22 + 2 * i}`) : Array.from({ length: 10 }, (_, i) => `old-${31 + i}`);
+      const last10 = failures
+        ? Array.from({ length: 10 }, (_, i) => `old-${22 + 2 * i}`)
+        : Array.from({ length: 10 }, (_, i) => `old-${31 + i}`);
       assert.deepEqual(printed, [...last10, 'live-1']);
     });
   }

@@ -44,23 +44,31 @@ describe('a caller that hangs up at any moment leaves nothing held', () => {
     });
   }
 
-  test('forty hang-ups at different moments: the one concurrency slot and every key are free again', { timeout: 30_000 }, async () => {
-    const keys: string[] = [];
-    for (let i = 0; i < 40; i++) {
-      const key = `gone-${i}`;
-      keys.push(key);
-      await sendAndHangUp(i % 8, key);
-    }
-    // Every hang-up is settled once a normal call is admitted again (one slot: any leak keeps it at 429).
-    await waitFor('a call admitted again', async () => {
-      const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
-      return answer.status === 200;
-    });
-    // No key is left claimed: each runs again (200), none is "in progress" (409).
-    for (const key of keys) {
-      const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders({ 'idempotency-key': key }));
-      assert.notEqual(answer.status, 409, `${key} is still claimed`);
-      assert.equal(answer.status, 200, `${key}: ${answer.text.slice(0, 200)}`);
-    }
-  });
+  test(
+    'forty hang-ups at different moments: the one concurrency slot and every key are free again',
+    { timeout: 30_000 },
+    async () => {
+      const keys: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const key = `gone-${i}`;
+        keys.push(key);
+        await sendAndHangUp(i % 8, key);
+      }
+      // Every hang-up is settled once a normal call is admitted again (one slot: any leak keeps it at 429).
+      await waitFor('a call admitted again', async () => {
+        const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ stream: true }), authHeaders());
+        return answer.status === 200;
+      });
+      // No key is left claimed: each runs again (200), none is "in progress" (409).
+      for (const key of keys) {
+        const answer = await readStream(
+          `${gw.url}${CHAT_PATH}`,
+          chatBody({ stream: true }),
+          authHeaders({ 'idempotency-key': key }),
+        );
+        assert.notEqual(answer.status, 409, `${key} is still claimed`);
+        assert.equal(answer.status, 200, `${key}: ${answer.text.slice(0, 200)}`);
+      }
+    },
+  );
 });

@@ -11,7 +11,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
 import { namedEvents, readStream, type NamedEvent, type StreamAnswer } from './helpers/sse-client.js';
-import { FINAL_TEXT, startScriptedUpstreams, UPSTREAM_USAGE, type ScriptedRequest, type ScriptedUpstreams } from './helpers/scripted-upstreams.js';
+import {
+  FINAL_TEXT,
+  startScriptedUpstreams,
+  UPSTREAM_USAGE,
+  type ScriptedRequest,
+  type ScriptedUpstreams,
+} from './helpers/scripted-upstreams.js';
 import { call } from './helpers/http.js';
 
 const FIXTURES = join(import.meta.dirname, 'fixtures', 'clients', 'codex-0.169.0');
@@ -45,14 +51,51 @@ const PATHS: Record<PathName, { model: string; upstream: (url: string) => boolea
 /** What gpt-5.5's two flows leave out: the same tools and fields (its function call and its apply_patch call alike). */
 const GPT_5_5_DROPPED: Record<PathName, [string[], string[]]> = {
   // tools[8] is tool_search; tools[9] web_search (no search on a chat server not known to have one); input[4] the reasoning item.
-  chat: [['client_metadata', 'tools[8]', 'tools[9]', 'include'], ['client_metadata', 'tools[8]', 'tools[9]', 'input[4]', 'include']],
+  chat: [
+    ['client_metadata', 'tools[8]', 'tools[9]', 'include'],
+    ['client_metadata', 'tools[8]', 'tools[9]', 'input[4]', 'include'],
+  ],
   anthropic: [
-    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
-    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
+    [
+      'client_metadata',
+      'tools[8]',
+      'tools[9].external_web_access',
+      'tools[9].search_content_types',
+      'prompt_cache_key',
+      'include',
+      'text.verbosity',
+    ],
+    [
+      'client_metadata',
+      'tools[8]',
+      'tools[9].external_web_access',
+      'tools[9].search_content_types',
+      'input[4]',
+      'prompt_cache_key',
+      'include',
+      'text.verbosity',
+    ],
   ],
   gemini: [
-    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'prompt_cache_key', 'include', 'text.verbosity'],
-    ['client_metadata', 'tools[8]', 'tools[9].external_web_access', 'tools[9].search_content_types', 'input[4]', 'prompt_cache_key', 'include', 'text.verbosity'],
+    [
+      'client_metadata',
+      'tools[8]',
+      'tools[9].external_web_access',
+      'tools[9].search_content_types',
+      'prompt_cache_key',
+      'include',
+      'text.verbosity',
+    ],
+    [
+      'client_metadata',
+      'tools[8]',
+      'tools[9].external_web_access',
+      'tools[9].search_content_types',
+      'input[4]',
+      'prompt_cache_key',
+      'include',
+      'text.verbosity',
+    ],
   ],
 };
 
@@ -66,14 +109,31 @@ const FLOWS: Array<{ flow: string; chatName: string; dropped: Record<PathName, [
     flow: 'default-exec',
     chatName: 'exec',
     dropped: {
-      chat: [['client_metadata', 'reasoning.context', 'include'], ['client_metadata', 'reasoning.context', 'include']],
+      chat: [
+        ['client_metadata', 'reasoning.context', 'include'],
+        ['client_metadata', 'reasoning.context', 'include'],
+      ],
       anthropic: [
         ['client_metadata', 'prompt_cache_key', 'reasoning.context', 'include', 'text.verbosity'],
         ['client_metadata', 'prompt_cache_key', 'reasoning.context', 'include', 'text.verbosity'],
       ],
       gemini: [
-        ['client_metadata', 'prompt_cache_key', 'parallel_tool_calls', 'reasoning.context', 'include', 'text.verbosity'],
-        ['client_metadata', 'prompt_cache_key', 'parallel_tool_calls', 'reasoning.context', 'include', 'text.verbosity'],
+        [
+          'client_metadata',
+          'prompt_cache_key',
+          'parallel_tool_calls',
+          'reasoning.context',
+          'include',
+          'text.verbosity',
+        ],
+        [
+          'client_metadata',
+          'prompt_cache_key',
+          'parallel_tool_calls',
+          'reasoning.context',
+          'include',
+          'text.verbosity',
+        ],
       ],
     },
   },
@@ -92,7 +152,10 @@ const FLOWS: Array<{ flow: string; chatName: string; dropped: Record<PathName, [
     flow: 'gpt-5.4-namespace',
     chatName: 'multi_agent_v1__wait_agent',
     dropped: {
-      chat: [['client_metadata', 'tools[8]', 'reasoning.summary', 'include'], ['client_metadata', 'tools[8]', 'reasoning.summary', 'include']],
+      chat: [
+        ['client_metadata', 'tools[8]', 'reasoning.summary', 'include'],
+        ['client_metadata', 'tools[8]', 'reasoning.summary', 'include'],
+      ],
       anthropic: [
         ['client_metadata', 'tools[8].external_web_access', 'prompt_cache_key', 'reasoning.summary', 'include'],
         ['client_metadata', 'tools[8].external_web_access', 'prompt_cache_key', 'reasoning.summary', 'include'],
@@ -113,16 +176,21 @@ function recordedCall(fixture: Fixture): Item {
 }
 
 /** The call's arguments as the chat function declared for its tool takes them (a custom tool's raw input as `input`). */
-const chatArguments = (item: Item): Item => (item.type === 'custom_tool_call' ? { input: item.input } : (JSON.parse(String(item.arguments)) as Item));
+const chatArguments = (item: Item): Item =>
+  item.type === 'custom_tool_call' ? { input: item.input } : (JSON.parse(String(item.arguments)) as Item);
 
 /** The result Codex sent back for the call, as text (a list of input_text parts joined). */
 function recordedOutput(fixture: Fixture): string {
-  const output = fixture.requests[1].body.input.find((i) => i.type === 'function_call_output' || i.type === 'custom_tool_call_output')?.output;
+  const output = fixture.requests[1].body.input.find(
+    (i) => i.type === 'function_call_output' || i.type === 'custom_tool_call_output',
+  )?.output;
   return typeof output === 'string' ? output : (output as Array<{ text: string }>).map((part) => part.text).join('');
 }
 
 const developerText = (fixture: Fixture): string => {
-  const first = fixture.requests[0].body.input.find((i) => i.role === 'developer' && i.type === 'message') as { content: Array<{ text: string }> };
+  const first = fixture.requests[0].body.input.find((i) => i.role === 'developer' && i.type === 'message') as {
+    content: Array<{ text: string }>;
+  };
   return first.content[0]?.text ?? '';
 };
 
@@ -164,9 +232,12 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
     await upstreams?.close();
   });
 
-  const send = (recorded: RecordedRequest, body: string): Promise<StreamAnswer> => readStream(`${gw.url}/v1/responses`, body, codexHeaders(recorded));
+  const send = (recorded: RecordedRequest, body: string): Promise<StreamAnswer> =>
+    readStream(`${gw.url}/v1/responses`, body, codexHeaders(recorded));
   const accessLine = (answer: StreamAnswer) =>
-    gw.logLines.map((line) => JSON.parse(line) as Item).find((line) => line.msg === 'request' && line.request_id === answer.headers['x-request-id']);
+    gw.logLines
+      .map((line) => JSON.parse(line) as Item)
+      .find((line) => line.msg === 'request' && line.request_id === answer.headers['x-request-id']);
   const sentTo = (path: PathName, since: number): ScriptedRequest => {
     const sent = upstreams.requests.slice(since).filter((r) => PATHS[path].upstream(r.url));
     assert.equal(sent.length, 1, `one request to the ${path} upstream`);
@@ -182,19 +253,39 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
       for (const recorded of fixture.requests) {
         const since = upstreams.requests.length;
         const events = [
-          { type: 'response.created', sequence_number: 0, response: { id: 'resp_up_1', object: 'response', status: 'in_progress', output: [] } },
+          {
+            type: 'response.created',
+            sequence_number: 0,
+            response: { id: 'resp_up_1', object: 'response', status: 'in_progress', output: [] },
+          },
           { type: 'response.output_item.done', sequence_number: 1, output_index: 0, item: called },
-          { type: 'response.completed', sequence_number: 2, response: { id: 'resp_up_1', object: 'response', status: 'completed', output: [called], usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15 } } },
+          {
+            type: 'response.completed',
+            sequence_number: 2,
+            response: {
+              id: 'resp_up_1',
+              object: 'response',
+              status: 'completed',
+              output: [called],
+              usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15 },
+            },
+          },
         ];
         upstreams.nativeEvents = events;
         const body = JSON.stringify(recorded.body);
         const answer = await send(recorded, body);
         assert.equal(answer.status, 200, answer.text.slice(0, 500));
         const forwarded = upstreams.requests.slice(since);
-        assert.deepEqual(forwarded.map((r) => r.url), ['/v1/responses']);
+        assert.deepEqual(
+          forwarded.map((r) => r.url),
+          ['/v1/responses'],
+        );
         assert.equal(forwarded[0]?.raw, body, 'the caller bytes, untouched');
         assert.equal(answer.headers['x-gateway-dropped-fields'], undefined, 'nothing left out');
-        assert.deepEqual(namedEvents(answer.text).map((e) => e.data), events);
+        assert.deepEqual(
+          namedEvents(answer.text).map((e) => e.data),
+          events,
+        );
       }
     });
 
@@ -212,14 +303,23 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
         assert.equal(accessLine(first)?.prompt_tokens, UPSTREAM_USAGE.prompt, 'the usage recorded (limits, cost)');
         checkFirstTurn(path, fixture, chatName, sentTo(path, since).body);
         const item = checkStream(namedEvents(first.text), 'call');
-        assert.deepEqual(callFields(item), { ...callFields(called), status: 'completed' }, 'the item Codex runs, and sends back next turn');
+        assert.deepEqual(
+          callFields(item),
+          { ...callFields(called), status: 'completed' },
+          'the item Codex runs, and sends back next turn',
+        );
 
         // Turn 2: the call and its result reach the upstream as the upstream's own tool call and result.
         since = upstreams.requests.length;
         const second = await send(fixture.requests[1], JSON.stringify({ ...fixture.requests[1].body, model }));
         assert.equal(second.status, 200, second.text.slice(0, 800));
         assert.equal(second.headers['x-gateway-dropped-fields'], dropped[path][1].join(', '));
-        checkSecondTurn(path, sentTo(path, since).body, { callId: String(called.call_id), chatName, args: chatArguments(called), output: recordedOutput(fixture) });
+        checkSecondTurn(path, sentTo(path, since).body, {
+          callId: String(called.call_id),
+          chatName,
+          args: chatArguments(called),
+          output: recordedOutput(fixture),
+        });
         const answer = checkStream(namedEvents(second.text), 'message');
         assert.deepEqual(answer.content, [{ type: 'output_text', text: FINAL_TEXT, annotations: [], logprobs: [] }]);
       });
@@ -229,7 +329,11 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
   test('a model set to translation: strict refuses what it would leave out, naming it; nothing goes upstream', async () => {
     const fixture = load('default-exec');
     const since = upstreams.requests.length;
-    const answer = await call(`${gw.url}/v1/responses`, { method: 'POST', headers: codexHeaders(fixture.requests[0]), body: JSON.stringify({ ...fixture.requests[0].body, model: 'codex-strict' }) });
+    const answer = await call(`${gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: codexHeaders(fixture.requests[0]),
+      body: JSON.stringify({ ...fixture.requests[0].body, model: 'codex-strict' }),
+    });
     assert.equal(answer.status, 400);
     assert.equal(answer.json.code, 'capability_not_supported');
     assert.equal((answer.json.details as { field: string }).field, 'client_metadata');
@@ -238,8 +342,18 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
 
   test('natively, a value the gateway does not read goes as it is in any shape: the upstream judges its own API', async () => {
     const fixture = load('gpt-5.5-function');
-    const body = JSON.stringify({ ...fixture.requests[0].body, temperature: 3, reasoning: { effort: 'medium', summary: { mode: 'auto' } } });
-    upstreams.nativeEvents = [{ type: 'response.completed', sequence_number: 0, response: { id: 'resp_up_2', object: 'response', status: 'completed', output: [] } }];
+    const body = JSON.stringify({
+      ...fixture.requests[0].body,
+      temperature: 3,
+      reasoning: { effort: 'medium', summary: { mode: 'auto' } },
+    });
+    upstreams.nativeEvents = [
+      {
+        type: 'response.completed',
+        sequence_number: 0,
+        response: { id: 'resp_up_2', object: 'response', status: 'completed', output: [] },
+      },
+    ];
     const since = upstreams.requests.length;
     const answer = await send(fixture.requests[0], body);
     assert.equal(answer.status, 200, answer.text.slice(0, 300));
@@ -273,7 +387,12 @@ function checkStream(events: NamedEvent[], kind: 'call' | 'message'): Item {
   if (kind === 'message') {
     assert.equal(item.type, 'message');
   } else if (item.type === 'function_call') {
-    assert.ok(middle.every((t) => t === 'response.function_call_arguments.delta' || t === 'response.function_call_arguments.done'), middle.join());
+    assert.ok(
+      middle.every(
+        (t) => t === 'response.function_call_arguments.delta' || t === 'response.function_call_arguments.done',
+      ),
+      middle.join(),
+    );
     assert.equal((events.at(-3)?.data as { arguments: string }).arguments, item.arguments);
   } else {
     assert.equal(item.type, 'custom_tool_call');
@@ -306,49 +425,99 @@ function checkFirstTurn(path: PathName, fixture: Fixture, chatName: string, sent
     assert.equal(messages[0]?.content[0]?.text, instructions);
     const tools = sent.tools as Array<{ function: { name: string; parameters: { properties: Item } } }>;
     declared(tools.map((t) => t.function.name));
-    if (custom) assert.deepEqual(Object.keys(tools.find((t) => t.function.name === chatName)?.function.parameters.properties ?? {}), ['input']);
+    if (custom)
+      assert.deepEqual(
+        Object.keys(tools.find((t) => t.function.name === chatName)?.function.parameters.properties ?? {}),
+        ['input'],
+      );
     assert.equal(sent.reasoning_effort, (codex.reasoning as { effort?: string }).effort);
     assert.equal(sent.prompt_cache_key, codex.prompt_cache_key);
     assert.equal(sent.verbosity, (codex.text as { verbosity?: string } | undefined)?.verbosity);
     assert.equal(sent.parallel_tool_calls, codex.parallel_tool_calls);
     assert.equal(sent.web_search_options, undefined, 'a chat server not known to search');
-    for (const field of ['client_metadata', 'include', 'store', 'text', 'reasoning', 'input']) assert.equal(sent[field], undefined, field);
+    for (const field of ['client_metadata', 'include', 'store', 'text', 'reasoning', 'input'])
+      assert.equal(sent[field], undefined, field);
   } else if (path === 'anthropic') {
     // One system block, marked as a prompt-cache breakpoint with the last tool and the last turn (prompt_cache: auto).
     const system = sent.system as Array<{ type: string; text: string; cache_control?: unknown }>;
-    assert.ok(system.length === 1 && system[0]?.text.includes(instructions), 'Codex instructions (developer messages) in the top-level system');
+    assert.ok(
+      system.length === 1 && system[0]?.text.includes(instructions),
+      'Codex instructions (developer messages) in the top-level system',
+    );
     assert.deepEqual(system[0]?.cache_control, { type: 'ephemeral' });
     assert.deepEqual((sent.tools as Array<{ cache_control?: unknown }>).at(-1)?.cache_control, { type: 'ephemeral' });
-    assert.deepEqual((sent.messages as Array<{ content: Array<{ cache_control?: unknown }> }>).at(-1)?.content.at(-1)?.cache_control, { type: 'ephemeral' });
+    assert.deepEqual(
+      (sent.messages as Array<{ content: Array<{ cache_control?: unknown }> }>).at(-1)?.content.at(-1)?.cache_control,
+      { type: 'ephemeral' },
+    );
     assert.equal((sent.messages as Array<{ role: string }>)[0]?.role, 'user');
     const tools = sent.tools as Array<{ name: string; type?: string }>;
     declared(tools.map((t) => t.name));
-    assert.equal(tools.some((t) => t.type === 'web_search_20250305' && t.name === 'web_search'), searches, "web search as Anthropic's own tool");
-    if (codex.parallel_tool_calls === false) assert.deepEqual(sent.tool_choice, { type: 'auto', disable_parallel_tool_use: true });
-    for (const field of ['prompt_cache_key', 'client_metadata', 'verbosity', 'service_tier']) assert.equal(sent[field], undefined, field);
+    assert.equal(
+      tools.some((t) => t.type === 'web_search_20250305' && t.name === 'web_search'),
+      searches,
+      "web search as Anthropic's own tool",
+    );
+    if (codex.parallel_tool_calls === false)
+      assert.deepEqual(sent.tool_choice, { type: 'auto', disable_parallel_tool_use: true });
+    for (const field of ['prompt_cache_key', 'client_metadata', 'verbosity', 'service_tier'])
+      assert.equal(sent[field], undefined, field);
   } else {
-    assert.ok(JSON.stringify(sent.systemInstruction).includes(JSON.stringify(instructions).slice(1, -1)), 'Codex instructions in systemInstruction');
+    assert.ok(
+      JSON.stringify(sent.systemInstruction).includes(JSON.stringify(instructions).slice(1, -1)),
+      'Codex instructions in systemInstruction',
+    );
     const tools = sent.tools as Array<{ functionDeclarations?: Array<{ name: string }>; googleSearch?: Item }>;
     declared(tools[0]?.functionDeclarations?.map((d) => d.name) ?? []);
-    assert.equal(tools.some((t) => t.googleSearch !== undefined), searches, 'web search as Google Search grounding');
+    assert.equal(
+      tools.some((t) => t.googleSearch !== undefined),
+      searches,
+      'web search as Google Search grounding',
+    );
   }
 }
 
 /** What the upstream got on the second turn: the call under its chat name, then its result, in the upstream's own shapes. */
-function checkSecondTurn(path: PathName, sent: Item, expected: { callId: string; chatName: string; args: Item; output: string }): void {
+function checkSecondTurn(
+  path: PathName,
+  sent: Item,
+  expected: { callId: string; chatName: string; args: Item; output: string },
+): void {
   if (path === 'chat') {
-    const messages = sent.messages as Array<{ role: string; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>; tool_call_id?: string; content?: unknown }>;
+    const messages = sent.messages as Array<{
+      role: string;
+      tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+      tool_call_id?: string;
+      content?: unknown;
+    }>;
     const turn = messages.find((m) => m.tool_calls !== undefined);
-    assert.deepEqual(turn?.tool_calls?.map((c) => ({ id: c.id, name: c.function.name, args: JSON.parse(c.function.arguments) as Item })), [{ id: expected.callId, name: expected.chatName, args: expected.args }]);
+    assert.deepEqual(
+      turn?.tool_calls?.map((c) => ({
+        id: c.id,
+        name: c.function.name,
+        args: JSON.parse(c.function.arguments) as Item,
+      })),
+      [{ id: expected.callId, name: expected.chatName, args: expected.args }],
+    );
     assert.deepEqual(messages.at(-1), { role: 'tool', tool_call_id: expected.callId, content: expected.output });
   } else if (path === 'anthropic') {
     const blocks = (sent.messages as Array<{ content: Item[] }>).flatMap((m) => m.content);
-    assert.deepEqual(blocks.find((b) => b.type === 'tool_use'), { type: 'tool_use', id: expected.callId, name: expected.chatName, input: expected.args });
+    assert.deepEqual(
+      blocks.find((b) => b.type === 'tool_use'),
+      { type: 'tool_use', id: expected.callId, name: expected.chatName, input: expected.args },
+    );
     // The last turn is the prompt-cache breakpoint (prompt_cache: auto): the next call reads the conversation to here.
-    assert.deepEqual(blocks.at(-1), { type: 'tool_result', tool_use_id: expected.callId, content: expected.output, cache_control: { type: 'ephemeral' } });
+    assert.deepEqual(blocks.at(-1), {
+      type: 'tool_result',
+      tool_use_id: expected.callId,
+      content: expected.output,
+      cache_control: { type: 'ephemeral' },
+    });
   } else {
     const parts = (sent.contents as Array<{ parts: Item[] }>).flatMap((c) => c.parts);
     assert.deepEqual(parts.find((p) => p.functionCall)?.functionCall, { name: expected.chatName, args: expected.args });
-    assert.deepEqual(parts.at(-1), { functionResponse: { name: expected.chatName, response: { content: expected.output } } });
+    assert.deepEqual(parts.at(-1), {
+      functionResponse: { name: expected.chatName, response: { content: expected.output } },
+    });
   }
 }

@@ -14,22 +14,77 @@ describe('completionJson: the hand-written serialiser gives exactly what JSON.st
   const cases: Array<[string, ChatCompletion]> = [
     ['plain text', base],
     ['with usage', { ...base, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 } }],
-    ['with cache reads and reasoning', { ...base, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 8 }, completion_tokens_details: { reasoning_tokens: 2 } } }],
-    ['with cache writes', { ...base, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 10 } } }],
-    ['text that needs escaping', { ...base, id: 'a"b\\c', model: 'm\u2028', choices: [{ ...base.choices[0]!, message: { role: 'assistant', content: 'line\n"quoted"\t\u0000 é 😀 \ud800' } }] }],
-    ['null content with tool calls', {
-      ...base,
-      choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }, logprobs: null, finish_reason: 'tool_calls' }],
-    }],
-    ['several choices, a null finish reason', {
-      ...base,
-      choices: [
-        { index: 0, message: { role: 'assistant', content: 'a' }, logprobs: null, finish_reason: null },
-        { index: 1, message: { role: 'assistant', content: '' }, logprobs: null, finish_reason: 'length' },
-      ],
-    }],
+    [
+      'with cache reads and reasoning',
+      {
+        ...base,
+        usage: {
+          prompt_tokens: 12,
+          completion_tokens: 5,
+          total_tokens: 17,
+          prompt_tokens_details: { cached_tokens: 8 },
+          completion_tokens_details: { reasoning_tokens: 2 },
+        },
+      },
+    ],
+    [
+      'with cache writes',
+      {
+        ...base,
+        usage: {
+          prompt_tokens: 12,
+          completion_tokens: 5,
+          total_tokens: 17,
+          prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 10 },
+        },
+      },
+    ],
+    [
+      'text that needs escaping',
+      {
+        ...base,
+        id: 'a"b\\c',
+        model: 'm\u2028',
+        choices: [
+          { ...base.choices[0]!, message: { role: 'assistant', content: 'line\n"quoted"\t\u0000 é 😀 \ud800' } },
+        ],
+      },
+    ],
+    [
+      'null content with tool calls',
+      {
+        ...base,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+              ],
+            },
+            logprobs: null,
+            finish_reason: 'tool_calls',
+          },
+        ],
+      },
+    ],
+    [
+      'several choices, a null finish reason',
+      {
+        ...base,
+        choices: [
+          { index: 0, message: { role: 'assistant', content: 'a' }, logprobs: null, finish_reason: null },
+          { index: 1, message: { role: 'assistant', content: '' }, logprobs: null, finish_reason: 'length' },
+        ],
+      },
+    ],
     ['no choices', { ...base, choices: [] }],
-    ['non-finite numbers become null, as in JSON', { ...base, created: Number.NaN, usage: { prompt_tokens: Infinity, completion_tokens: 0, total_tokens: -0 } }],
+    [
+      'non-finite numbers become null, as in JSON',
+      { ...base, created: Number.NaN, usage: { prompt_tokens: Infinity, completion_tokens: 0, total_tokens: -0 } },
+    ],
   ];
   for (const [name, completion] of cases) {
     test(name, () => {

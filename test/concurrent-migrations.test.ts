@@ -20,8 +20,29 @@ import type { UsageRecord } from '../src/store/contract.js';
 const pgSkip = await postgresSkipReason();
 
 const record = (requestId: string): UsageRecord => ({
-  timeMs: Date.now(), requestId, caller: 'admin', environment: 'dev', route: 'chat', model: 'm', upstream: 'u', status: 200, code: null,
-  latencyMs: 1, ttfbMs: null, stream: false, promptTokens: 1, completionTokens: 1, costUsd: null, attempts: 1, replay: false, cacheHit: false, usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
+  timeMs: Date.now(),
+  requestId,
+  caller: 'admin',
+  environment: 'dev',
+  route: 'chat',
+  model: 'm',
+  upstream: 'u',
+  status: 200,
+  code: null,
+  latencyMs: 1,
+  ttfbMs: null,
+  stream: false,
+  promptTokens: 1,
+  completionTokens: 1,
+  costUsd: null,
+  attempts: 1,
+  replay: false,
+  cacheHit: false,
+  usageAnomaly: false,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  cacheSavingsUsd: null,
 });
 
 describe('PostgreSQL: instances migrating one fresh schema at once', { skip: pgSkip }, () => {
@@ -33,23 +54,32 @@ describe('PostgreSQL: instances migrating one fresh schema at once', { skip: pgS
     await pool.end();
   });
 
-  test('8 connections opening the same new table together, 4 times over: none fails, each can write', { timeout: 60_000 }, async () => {
-    for (let round = 0; round < 4; round++) {
-      const table = `usage_mig_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-      tables.push(table);
-      const opened = await Promise.allSettled(Array.from({ length: 8 }, () => PostgresUsageStore.open(DATABASE_URL, table)));
-      const stores = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
-      try {
-        const failures = opened.flatMap((o) => (o.status === 'rejected' ? [(o.reason as Error).message] : []));
-        assert.deepEqual(failures, [], `round ${round + 1}: ${failures.join('; ')}`);
-        await Promise.all(stores.map((store, i) => store.append([record(`r${round}-${i}`)])));
-        const rows = await stores[0]?.stored(undefined, 100);
-        assert.deepEqual(rows?.map((r) => r.record.requestId).sort(), Array.from({ length: 8 }, (_, i) => `r${round}-${i}`).sort());
-      } finally {
-        await Promise.all(stores.map((store) => store.close()));
+  test(
+    '8 connections opening the same new table together, 4 times over: none fails, each can write',
+    { timeout: 60_000 },
+    async () => {
+      for (let round = 0; round < 4; round++) {
+        const table = `usage_mig_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+        tables.push(table);
+        const opened = await Promise.allSettled(
+          Array.from({ length: 8 }, () => PostgresUsageStore.open(DATABASE_URL, table)),
+        );
+        const stores = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+        try {
+          const failures = opened.flatMap((o) => (o.status === 'rejected' ? [(o.reason as Error).message] : []));
+          assert.deepEqual(failures, [], `round ${round + 1}: ${failures.join('; ')}`);
+          await Promise.all(stores.map((store, i) => store.append([record(`r${round}-${i}`)])));
+          const rows = await stores[0]?.stored(undefined, 100);
+          assert.deepEqual(
+            rows?.map((r) => r.record.requestId).sort(),
+            Array.from({ length: 8 }, (_, i) => `r${round}-${i}`).sort(),
+          );
+        } finally {
+          await Promise.all(stores.map((store) => store.close()));
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe('SQLite: processes opening one fresh data directory at once', () => {
@@ -58,47 +88,68 @@ describe('SQLite: processes opening one fresh data directory at once', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('6 processes released together on a new gateway.db, 60 times over: all migrate it, each migration recorded once', { timeout: 60_000 }, async () => {
-    const children = Array.from({ length: 6 }, () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/migrate-when-told.ts'], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout.setEncoding('utf8').on('data', (text: string) => (out += text));
-      child.stderr.setEncoding('utf8').on('data', (text: string) => (err += text));
-      const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-      return { child, exited, out: () => out, err: () => err };
-    });
-    const until = async (what: string, check: () => boolean) => {
-      const deadline = Date.now() + 30_000;
-      while (!check()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${children.map((c) => c.err()).join('\n')}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    };
-    const latest = SQLITE_MIGRATIONS.at(-1)?.version;
-    try {
-      await until('the children to load', () => children.every((c) => c.out().includes('ready')));
-      for (let round = 0; round < 60; round++) {
-        const dataDir = mkdtempSync(join(tmpdir(), 'gw-mig-'));
-        dirs.push(dataDir);
-        for (const c of children) c.child.stdin.write(`${dataDir}\n`);
-        await until(`round ${round + 1}`, () => children.every((c) => c.out().includes(` ${dataDir} `)));
-        for (const c of children) {
-          const line = c.out().split('\n').find((l) => l.includes(` ${dataDir} `));
-          assert.equal(line, `ok ${dataDir} ${latest}`);
+  test(
+    '6 processes released together on a new gateway.db, 60 times over: all migrate it, each migration recorded once',
+    { timeout: 60_000 },
+    async () => {
+      const children = Array.from({ length: 6 }, () => {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/migrate-when-told.ts'], {
+          cwd: PROJECT_ROOT,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let err = '';
+        child.stdout.setEncoding('utf8').on('data', (text: string) => (out += text));
+        child.stderr.setEncoding('utf8').on('data', (text: string) => (err += text));
+        const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+        return { child, exited, out: () => out, err: () => err };
+      });
+      const until = async (what: string, check: () => boolean) => {
+        const deadline = Date.now() + 30_000;
+        while (!check()) {
+          if (Date.now() > deadline)
+            throw new Error(`timed out waiting for ${what}: ${children.map((c) => c.err()).join('\n')}`);
+          await new Promise((r) => setTimeout(r, 10));
         }
-        const store = await openSqliteStore(dataDir);
-        try {
-          const rows = store.db.prepare<[], { version: number; n: number }>('SELECT version, COUNT(*) AS n FROM schema_migrations GROUP BY version ORDER BY version').all();
-          assert.deepEqual(rows.map((row) => ({ ...row })), SQLITE_MIGRATIONS.map((m) => ({ version: m.version, n: 1 })));
-        } finally {
-          await store.close();
+      };
+      const latest = SQLITE_MIGRATIONS.at(-1)?.version;
+      try {
+        await until('the children to load', () => children.every((c) => c.out().includes('ready')));
+        for (let round = 0; round < 60; round++) {
+          const dataDir = mkdtempSync(join(tmpdir(), 'gw-mig-'));
+          dirs.push(dataDir);
+          for (const c of children) c.child.stdin.write(`${dataDir}\n`);
+          await until(`round ${round + 1}`, () => children.every((c) => c.out().includes(` ${dataDir} `)));
+          for (const c of children) {
+            const line = c
+              .out()
+              .split('\n')
+              .find((l) => l.includes(` ${dataDir} `));
+            assert.equal(line, `ok ${dataDir} ${latest}`);
+          }
+          const store = await openSqliteStore(dataDir);
+          try {
+            const rows = store.db
+              .prepare<[], { version: number; n: number }>(
+                'SELECT version, COUNT(*) AS n FROM schema_migrations GROUP BY version ORDER BY version',
+              )
+              .all();
+            assert.deepEqual(
+              rows.map((row) => ({ ...row })),
+              SQLITE_MIGRATIONS.map((m) => ({ version: m.version, n: 1 })),
+            );
+          } finally {
+            await store.close();
+          }
         }
+        for (const c of children) c.child.stdin.end();
+        assert.deepEqual(
+          await Promise.all(children.map((c) => c.exited)),
+          children.map(() => 0),
+        );
+      } finally {
+        for (const c of children) c.child.kill('SIGKILL');
       }
-      for (const c of children) c.child.stdin.end();
-      assert.deepEqual(await Promise.all(children.map((c) => c.exited)), children.map(() => 0));
-    } finally {
-      for (const c of children) c.child.kill('SIGKILL');
-    }
-  });
+    },
+  );
 });

@@ -40,12 +40,19 @@ describe('configuration', () => {
   });
 
   test('UPSTREAM_KIND picks the wire format of the environment upstream; an unknown kind is refused', () => {
-    const anthropic = loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_KIND: 'anthropic' }).upstreams[0];
+    const anthropic = loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_KIND: 'anthropic' })
+      .upstreams[0];
     assert.equal(anthropic?.kind, 'anthropic');
-    const azure = loadConfig({ UPSTREAM_BASE_URL: 'https://r.openai.azure.com/openai', UPSTREAM_KIND: 'azure' }).upstreams[0];
+    const azure = loadConfig({ UPSTREAM_BASE_URL: 'https://r.openai.azure.com/openai', UPSTREAM_KIND: 'azure' })
+      .upstreams[0];
     assert.deepEqual([azure?.auth, azure?.deploymentInPath, azure?.apiVersion], ['api-key', true, '2024-10-21']);
     assert.equal(loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' }).upstreams[0]?.kind, 'openai-compatible');
-    assert.equal(problemsOf(() => loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_KIND: 'gemini-x' }))[0]?.startsWith('UPSTREAM_KIND: must be one of'), true);
+    assert.equal(
+      problemsOf(() =>
+        loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_KIND: 'gemini-x' }),
+      )[0]?.startsWith('UPSTREAM_KIND: must be one of'),
+      true,
+    );
   });
 
   test('model targets, fallbacks and retry: references checked, upstream or targets required, defaults applied', () => {
@@ -61,38 +68,67 @@ describe('configuration', () => {
       ),
     });
     const model = ok.models[0];
-    assert.deepEqual(model?.targets, [{ upstream: 'a', upstreamModel: 'm', weight: 2 }, { upstream: 'b', upstreamModel: 'mb', weight: 1 }]);
+    assert.deepEqual(model?.targets, [
+      { upstream: 'a', upstreamModel: 'm', weight: 2 },
+      { upstream: 'b', upstreamModel: 'mb', weight: 1 },
+    ]);
     assert.deepEqual(model?.fallbacks, [{ upstream: 'b', upstreamModel: 'm', weight: 1 }]);
     assert.deepEqual(model?.retry, { attempts: 3, baseDelayMs: 200, maxDelayMs: 5000, deadlineMs: 60000 });
     assert.deepEqual(ok.retry, { attempts: 2, baseDelayMs: 200, maxDelayMs: 5000, deadlineMs: 5000 });
     assert.deepEqual(loadConfig({}).retry.attempts, 1, 'no retries unless configured');
     const problems = problemsOf(() =>
-      loadConfig({ GATEWAY_CONFIG: withFile('bad.yaml', 'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }]\nmodels:\n  - { id: m, upstream: a, fallbacks: [{ upstream: nope }] }\n') }),
+      loadConfig({
+        GATEWAY_CONFIG: withFile(
+          'bad.yaml',
+          'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }]\nmodels:\n  - { id: m, upstream: a, fallbacks: [{ upstream: nope }] }\n',
+        ),
+      }),
     );
     assert.deepEqual(problems, ['models[0].fallbacks[0].upstream: no upstream named "nope"']);
-    assert.equal(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('x.yaml', 'models:\n  - { id: m }\n') })).some((p) => p.includes('give either upstream or targets')), true);
+    assert.equal(
+      problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('x.yaml', 'models:\n  - { id: m }\n') })).some((p) =>
+        p.includes('give either upstream or targets'),
+      ),
+      true,
+    );
   });
 
   test('limits are set per model id: a limit under an alias is refused, naming the model it belongs to', () => {
-    const yaml = 'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }]\nmodels:\n  - { id: m, upstream: a, aliases: [m-latest] }\nlimits:\n  models:\n    m-latest: { concurrent: 1 }\n';
-    assert.deepEqual(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('alias-limits.yaml', yaml) })), [
-      'limits.models.m-latest: "m-latest" is an alias of "m"; set the limits under the model id (aliases share them)',
-    ]);
+    const yaml =
+      'upstreams: [{ name: a, base_url: "http://127.0.0.1:1/v1" }]\nmodels:\n  - { id: m, upstream: a, aliases: [m-latest] }\nlimits:\n  models:\n    m-latest: { concurrent: 1 }\n';
+    assert.deepEqual(
+      problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('alias-limits.yaml', yaml) })),
+      ['limits.models.m-latest: "m-latest" is an alias of "m"; set the limits under the model id (aliases share them)'],
+    );
   });
 
   test('WORKERS: a number from 1 to 64 or "auto" (one per usable core); the file\'s server.workers otherwise', () => {
     assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
     assert.equal(loadConfig({ WORKERS: 'auto' }).workers, Math.min(64, availableParallelism()));
     assert.equal(loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 2\n') }).workers, 2);
-    assert.equal(loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 2\n'), WORKERS: '4' }).workers, 4, 'env wins');
+    assert.equal(
+      loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 2\n'), WORKERS: '4' }).workers,
+      4,
+      'env wins',
+    );
     for (const bad of ['0', '65', 'many', '-1', '2.5']) {
-      assert.deepEqual(problemsOf(() => loadConfig({ WORKERS: bad })), [`WORKERS: must be "auto" or a whole number from 1 to 64 (got "${bad}")`]);
+      assert.deepEqual(
+        problemsOf(() => loadConfig({ WORKERS: bad })),
+        [`WORKERS: must be "auto" or a whole number from 1 to 64 (got "${bad}")`],
+      );
     }
-    assert.equal(problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 0\n') })).length, 1);
+    assert.equal(
+      problemsOf(() => loadConfig({ GATEWAY_CONFIG: withFile('w.yaml', 'server:\n  workers: 0\n') })).length,
+      1,
+    );
   });
 
   test('UPSTREAM_BASE_URL alone configures one default upstream with env timeouts', () => {
-    const config = loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:11434/v1/', UPSTREAM_API_KEY: 'sk-x', UPSTREAM_IDLE_TIMEOUT_MS: '1234' });
+    const config = loadConfig({
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:11434/v1/',
+      UPSTREAM_API_KEY: 'sk-x',
+      UPSTREAM_IDLE_TIMEOUT_MS: '1234',
+    });
     assert.equal(config.defaultUpstream, 'default');
     assert.equal(config.upstreams[0]?.baseUrl, 'http://127.0.0.1:11434/v1');
     assert.equal(config.upstreams[0]?.apiKey, 'sk-x');
@@ -119,10 +155,21 @@ describe('configuration', () => {
       ].join('\n'),
     );
     const dev = loadConfig({ GATEWAY_CONFIG: path });
-    assert.deepEqual(dev.upstreams.map((u) => u.name), ['local']);
+    assert.deepEqual(
+      dev.upstreams.map((u) => u.name),
+      ['local'],
+    );
     assert.equal(dev.upstreams[0]?.timeouts.connectMs, 1000);
-    const prod = loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ENV: 'prod', OPENAI_KEY_PROD: 'sk-prod', ADMIN_TOKEN: 'prod-admin-token-1234567' });
-    assert.deepEqual(prod.upstreams.map((u) => u.name), ['openai']);
+    const prod = loadConfig({
+      GATEWAY_CONFIG: path,
+      GATEWAY_ENV: 'prod',
+      OPENAI_KEY_PROD: 'sk-prod',
+      ADMIN_TOKEN: 'prod-admin-token-1234567',
+    });
+    assert.deepEqual(
+      prod.upstreams.map((u) => u.name),
+      ['openai'],
+    );
     assert.equal(prod.upstreams[0]?.apiKey, 'sk-prod');
     assert.deepEqual(prod.upstreams[0]?.timeouts, { ...DEFAULT_TIMEOUTS, connectMs: 1000, totalMs: 90000 });
     assert.equal(prod.models[0]?.upstreamModel, 'gpt-4o-mini');
@@ -131,7 +178,10 @@ describe('configuration', () => {
   });
 
   test('a key file next to the config file is read and trimmed', () => {
-    const path = withFile('gw.json', JSON.stringify({ upstreams: [{ name: 'a', base_url: 'http://127.0.0.1:1/v1', api_key_file: 'key.txt' }] }));
+    const path = withFile(
+      'gw.json',
+      JSON.stringify({ upstreams: [{ name: 'a', base_url: 'http://127.0.0.1:1/v1', api_key_file: 'key.txt' }] }),
+    );
     writeFileSync(join(path, '..', 'key.txt'), 'sk-from-file\n');
     assert.equal(loadConfig({ GATEWAY_CONFIG: path }).upstreams[0]?.apiKey, 'sk-from-file');
   });
@@ -158,7 +208,10 @@ describe('configuration', () => {
   });
 
   test('references and env values are checked', () => {
-    const path = withFile('refs.yaml', 'upstreams:\n  - { name: a, base_url: "http://127.0.0.1:1/v1", api_key_env: NOT_SET_ANYWHERE }\nmodels:\n  - { id: m, upstream: b }\ndefault_upstream: c\n');
+    const path = withFile(
+      'refs.yaml',
+      'upstreams:\n  - { name: a, base_url: "http://127.0.0.1:1/v1", api_key_env: NOT_SET_ANYWHERE }\nmodels:\n  - { id: m, upstream: b }\ndefault_upstream: c\n',
+    );
     const problems = problemsOf(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ENV: 'qa', PORT: 'eighty' }));
     const text = problems.join('\n');
     assert.match(text, /GATEWAY_ENV: must be one of dev, staging, prod/);
@@ -213,14 +266,38 @@ describe('configuration', () => {
   });
 
   test('the environment upstream is built like a file entry: the schema defaults and the key by reference', () => {
-    const config = loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1/', UPSTREAM_API_KEY: 'sk-env-upstream-key', UPSTREAM_MAX_CONCURRENT: '7' });
+    const config = loadConfig({
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1/',
+      UPSTREAM_API_KEY: 'sk-env-upstream-key',
+      UPSTREAM_MAX_CONCURRENT: '7',
+    });
     const upstream = config.upstreams.find((u) => u.name === 'default');
     assert.deepEqual(
-      { baseUrl: upstream?.baseUrl, apiKey: upstream?.apiKey, maxConcurrent: upstream?.maxConcurrent, queueTimeoutMs: upstream?.queueTimeoutMs, healthCheck: upstream?.healthCheck, defaultMaxTokens: upstream?.defaultMaxTokens, streamUsage: upstream?.streamUsage },
-      { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-env-upstream-key', maxConcurrent: 7, queueTimeoutMs: 1000, healthCheck: 'models', defaultMaxTokens: 4096, streamUsage: 'auto' },
+      {
+        baseUrl: upstream?.baseUrl,
+        apiKey: upstream?.apiKey,
+        maxConcurrent: upstream?.maxConcurrent,
+        queueTimeoutMs: upstream?.queueTimeoutMs,
+        healthCheck: upstream?.healthCheck,
+        defaultMaxTokens: upstream?.defaultMaxTokens,
+        streamUsage: upstream?.streamUsage,
+      },
+      {
+        baseUrl: 'http://127.0.0.1:9/v1',
+        apiKey: 'sk-env-upstream-key',
+        maxConcurrent: 7,
+        queueTimeoutMs: 1000,
+        healthCheck: 'models',
+        defaultMaxTokens: 4096,
+        streamUsage: 'auto',
+      },
     );
     assert.deepEqual(upstream?.timeouts, DEFAULT_TIMEOUTS);
-    assert.equal(loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' }).upstreams[0]?.apiKey, undefined, 'no key: none sent');
+    assert.equal(
+      loadConfig({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' }).upstreams[0]?.apiKey,
+      undefined,
+      'no key: none sent',
+    );
   });
 
   test('unreadable or unparsable files are named', () => {
@@ -230,8 +307,14 @@ describe('configuration', () => {
   });
 
   test('outside dev an admin token is required, and a short one is refused', () => {
-    assert.match(problemsOf(() => loadConfig({ GATEWAY_ENV: 'prod' })).join(), /ADMIN_TOKEN: required when GATEWAY_ENV=prod/);
-    assert.match(problemsOf(() => loadConfig({ GATEWAY_ENV: 'staging', ADMIN_TOKEN: 'long-enough-token-1,short' })).join(), /at least 16 characters/);
+    assert.match(
+      problemsOf(() => loadConfig({ GATEWAY_ENV: 'prod' })).join(),
+      /ADMIN_TOKEN: required when GATEWAY_ENV=prod/,
+    );
+    assert.match(
+      problemsOf(() => loadConfig({ GATEWAY_ENV: 'staging', ADMIN_TOKEN: 'long-enough-token-1,short' })).join(),
+      /at least 16 characters/,
+    );
     const both = problemsOf(() => loadConfig({ GATEWAY_ENV: 'prod', UPSTREAM_BASE_URL: 'ftp://user:sk-in-url@host' }));
     assert.equal(both.length, 2, 'all problems at once');
     assert.ok(!both.join().includes('sk-in-url'), 'a bad URL is not echoed');

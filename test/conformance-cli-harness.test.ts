@@ -15,19 +15,43 @@ import { PATHS, type PathSpec } from '../scripts/conformance/paths.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
 
 const TASK = { workDir: '/work/task', token: 'conformance-ok-0123456789abcdef' };
-const READ_TOOL = { name: 'Read', description: 'Read a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] } };
-const EXEC_TOOL = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
+const READ_TOOL = {
+  name: 'Read',
+  description: 'Read a file',
+  input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
+};
+const EXEC_TOOL = {
+  type: 'function',
+  name: 'exec_command',
+  parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+};
 
-async function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; text: string }> {
-  const answer = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; text: string }> {
+  const answer = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: answer.status, text: await answer.text() };
 }
 
 /** The id of the tool_use block of a Messages answer, JSON or streamed (its content_block_start). */
 function toolUseId(text: string): string {
-  const objects = text.startsWith('{') ? [JSON.parse(text) as Record<string, unknown>] : text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
+  const objects = text.startsWith('{')
+    ? [JSON.parse(text) as Record<string, unknown>]
+    : text
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
   for (const object of objects) {
-    const blocks = [...((object.content as Array<Record<string, unknown>> | undefined) ?? []), (object.content_block as Record<string, unknown> | undefined) ?? {}];
+    const blocks = [
+      ...((object.content as Array<Record<string, unknown>> | undefined) ?? []),
+      (object.content_block as Record<string, unknown> | undefined) ?? {},
+    ];
     const block = blocks.find((candidate) => candidate.type === 'tool_use');
     if (typeof block?.id === 'string') return block.id;
   }
@@ -36,8 +60,14 @@ function toolUseId(text: string): string {
 
 /** A Messages answer's tool input as text: the JSON answer's `input`, or the stream's input_json_delta pieces joined. */
 function toolInputText(text: string): string {
-  if (text.startsWith('{')) return JSON.stringify((JSON.parse(text) as { content: Array<{ input?: unknown }> }).content.map((block) => block.input));
-  const deltas = text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => JSON.parse(line.slice(6)) as { delta?: { partial_json?: string } });
+  if (text.startsWith('{'))
+    return JSON.stringify(
+      (JSON.parse(text) as { content: Array<{ input?: unknown }> }).content.map((block) => block.input),
+    );
+  const deltas = text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => JSON.parse(line.slice(6)) as { delta?: { partial_json?: string } });
   return deltas.map((event) => event.delta?.partial_json ?? '').join('');
 }
 
@@ -49,11 +79,22 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
   let mocks: Mocks;
   const gateways = new Map<UpstreamName, TestGateway>();
   before(async () => {
-    mocks = { anthropic: await startMockUpstream('anthropic'), responses: await startMockUpstream('responses'), chat: await startMockUpstream('chat'), gemini: await startMockUpstream('gemini') };
+    mocks = {
+      anthropic: await startMockUpstream('anthropic'),
+      responses: await startMockUpstream('responses'),
+      chat: await startMockUpstream('chat'),
+      gemini: await startMockUpstream('gemini'),
+    };
     for (const mock of Object.values(mocks)) mock.setTask(TASK);
     for (const target of ['anthropic', 'responses', 'chat', 'gemini'] as const) {
       const configFile = { name: 'gateway.json', text: JSON.stringify(gatewayConfig(mocks, target)) };
-      gateways.set(target, await startGateway({ env: { CONFORMANCE_UPSTREAM_KEY: 'upstream-key-for-the-harness-test', LOG_LEVEL: 'warn' }, configFile }));
+      gateways.set(
+        target,
+        await startGateway({
+          env: { CONFORMANCE_UPSTREAM_KEY: 'upstream-key-for-the-harness-test', LOG_LEVEL: 'warn' },
+          configFile,
+        }),
+      );
     }
   });
   after(async () => {
@@ -66,7 +107,13 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
       test(`Messages API to the ${target} mock, stream ${String(stream)}: Read is asked for, its result reaches the mock, the answer quotes it`, async () => {
         const gateway = gateways.get(target) as TestGateway;
         const headers = { 'x-api-key': ADMIN_TOKEN, 'anthropic-version': '2023-06-01' };
-        const first = { model: 'any-model', max_tokens: 256, stream, tools: [READ_TOOL], messages: [{ role: 'user', content: 'Read conformance.txt' }] };
+        const first = {
+          model: 'any-model',
+          max_tokens: 256,
+          stream,
+          tools: [READ_TOOL],
+          messages: [{ role: 'user', content: 'Read conformance.txt' }],
+        };
         const mock = mocks[target];
         const from = mock.requests.length;
         const turn1 = await post(`${gateway.url}/v1/messages`, headers, first);
@@ -79,7 +126,10 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
           ...first,
           messages: [
             ...first.messages,
-            { role: 'assistant', content: [{ type: 'tool_use', id, name: 'Read', input: { file_path: '/work/task/conformance.txt' } }] },
+            {
+              role: 'assistant',
+              content: [{ type: 'tool_use', id, name: 'Read', input: { file_path: '/work/task/conformance.txt' } }],
+            },
             { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: TASK.token }] },
           ],
         };
@@ -87,8 +137,14 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
         assert.equal(turn2.status, 200, turn2.text);
         assert.ok(turn2.text.includes(`The tool said: ${TASK.token}`), turn2.text);
         const calls = apiCalls(mock.requests.slice(from));
-        assert.deepEqual(calls.map((call) => call.answered), ['tool:Read', 'text']);
-        assert.ok(calls[1]?.toolResults.some((result) => result.includes(TASK.token)), 'the mock read the tool result');
+        assert.deepEqual(
+          calls.map((call) => call.answered),
+          ['tool:Read', 'text'],
+        );
+        assert.ok(
+          calls[1]?.toolResults.some((result) => result.includes(TASK.token)),
+          'the mock read the tool result',
+        );
       });
     }
   }
@@ -97,7 +153,12 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
     test(`Responses API to the ${target} mock: exec_command is asked for, its output reaches the mock, the answer quotes it`, async () => {
       const gateway = gateways.get(target) as TestGateway;
       const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
-      const first = { model: 'any-model', stream: true, tools: [EXEC_TOOL], input: [{ type: 'message', role: 'user', content: 'Read conformance.txt' }] };
+      const first = {
+        model: 'any-model',
+        stream: true,
+        tools: [EXEC_TOOL],
+        input: [{ type: 'message', role: 'user', content: 'Read conformance.txt' }],
+      };
       const mock = mocks[target];
       const from = mock.requests.length;
       const turn1 = await post(`${gateway.url}/v1/responses`, headers, first);
@@ -107,21 +168,51 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
       const callId = /"call_id":"([^"]+)"/.exec(turn1.text)?.[1] as string;
       const second = {
         ...first,
-        input: [...first.input, { type: 'function_call', call_id: callId, name: 'exec_command', arguments: '{"cmd":"cat conformance.txt"}' }, { type: 'function_call_output', call_id: callId, output: TASK.token }],
+        input: [
+          ...first.input,
+          { type: 'function_call', call_id: callId, name: 'exec_command', arguments: '{"cmd":"cat conformance.txt"}' },
+          { type: 'function_call_output', call_id: callId, output: TASK.token },
+        ],
       };
       const turn2 = await post(`${gateway.url}/v1/responses`, headers, second);
       assert.equal(turn2.status, 200, turn2.text);
       assert.ok(turn2.text.includes(`The tool said: ${TASK.token}`), turn2.text);
       const calls = apiCalls(mock.requests.slice(from));
       // An OpenAI upstream serves a plain Responses call translated to chat: the mock answers either API.
-      assert.deepEqual(calls.map((call) => call.api), target === 'anthropic' ? ['messages', 'messages'] : target === 'gemini' ? ['gemini', 'gemini'] : ['chat', 'chat']);
+      assert.deepEqual(
+        calls.map((call) => call.api),
+        target === 'anthropic'
+          ? ['messages', 'messages']
+          : target === 'gemini'
+            ? ['gemini', 'gemini']
+            : ['chat', 'chat'],
+      );
       assert.ok(calls[1]?.toolResults.some((result) => result.includes(TASK.token)));
     });
   }
 
   test("the Responses mock plays Codex's code mode: tools in an additional_tools item, a custom exec call, an output of parts", async () => {
-    const codeMode = { type: 'namespace', name: 'functions', description: '', tools: [{ type: 'custom', name: 'exec', description: 'Run JavaScript', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } }] };
-    const first = { model: 'gpt-6.1-sol', stream: true, input: [{ type: 'additional_tools', id: 'at_1', role: 'developer', tools: [codeMode] }, { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] }] };
+    const codeMode = {
+      type: 'namespace',
+      name: 'functions',
+      description: '',
+      tools: [
+        {
+          type: 'custom',
+          name: 'exec',
+          description: 'Run JavaScript',
+          format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' },
+        },
+      ],
+    };
+    const first = {
+      model: 'gpt-6.1-sol',
+      stream: true,
+      input: [
+        { type: 'additional_tools', id: 'at_1', role: 'developer', tools: [codeMode] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
+      ],
+    };
     const turn1 = await post(`${mocks.responses.origin}/v1/responses`, {}, first);
     const done = turn1.text.split('\n').filter((line) => line.includes('"response.output_item.done"'))[0] ?? '';
     const item = (JSON.parse(done.slice('data: '.length)) as { item: Record<string, unknown> }).item;
@@ -129,17 +220,40 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
     assert.equal(item.name, 'exec');
     assert.equal(item.namespace, 'functions');
     assert.match(item.input as string, /await tools\.exec_command\(\{ cmd: "cat conformance\.txt" \}\)/);
-    const output = [{ type: 'input_text', text: 'Script completed\nOutput:\n' }, { type: 'input_text', text: `${TASK.token}\n` }];
-    const second = { ...first, input: [...first.input, item, { type: 'custom_tool_call_output', call_id: item.call_id, output }] };
+    const output = [
+      { type: 'input_text', text: 'Script completed\nOutput:\n' },
+      { type: 'input_text', text: `${TASK.token}\n` },
+    ];
+    const second = {
+      ...first,
+      input: [...first.input, item, { type: 'custom_tool_call_output', call_id: item.call_id, output }],
+    };
     const turn2 = await post(`${mocks.responses.origin}/v1/responses`, {}, second);
     assert.ok(turn2.text.includes(TASK.token), turn2.text);
   });
 });
 
 describe('conformance judge', () => {
-  const path = PATHS.find((candidate) => candidate.client === 'codex' && candidate.id === 'native-responses') as PathSpec;
-  const call = (api: Recorded['api'], toolResults: string[] = []): Recorded => ({ api, method: 'POST', url: '/v1/x', headers: {}, body: {}, toolResults, answered: toolResults.length > 0 ? 'text' : 'tool:exec' });
-  const evidence = { output: { code: 0, stdout: `The tool said: ${TASK.token}`, stderr: '' }, timedOutAfterS: undefined, token: TASK.token, upstream: [call('responses'), call('responses', [TASK.token])], elsewhere: [], exchanges: [] };
+  const path = PATHS.find(
+    (candidate) => candidate.client === 'codex' && candidate.id === 'native-responses',
+  ) as PathSpec;
+  const call = (api: Recorded['api'], toolResults: string[] = []): Recorded => ({
+    api,
+    method: 'POST',
+    url: '/v1/x',
+    headers: {},
+    body: {},
+    toolResults,
+    answered: toolResults.length > 0 ? 'text' : 'tool:exec',
+  });
+  const evidence = {
+    output: { code: 0, stdout: `The tool said: ${TASK.token}`, stderr: '' },
+    timedOutAfterS: undefined,
+    token: TASK.token,
+    upstream: [call('responses'), call('responses', [TASK.token])],
+    elsewhere: [],
+    exchanges: [],
+  };
 
   test('passes when the client exited 0, answered with the token, and the upstream got the tool result in the path API', () => {
     assert.deepEqual(judge(path, evidence), { outcome: 'pass', note: 'upstream got responses ×2' });
@@ -150,25 +264,48 @@ describe('conformance judge', () => {
     assert.match(verdictOf.note, /called in chat, not responses/);
   });
   test("names the gateway's refusal with its fields, the exit code and what the upstream missed", () => {
-    const errorBody = JSON.stringify({ code: 'capability_not_supported', details: { errors: [{ field: 'client_metadata', problem: 'is not supported' }] } });
-    const verdictOf = judge(path, { ...evidence, output: { code: 1, stdout: '', stderr: 'ERROR: boom' }, upstream: [], exchanges: [{ method: 'POST', url: '/v1/responses', status: 400, droppedFields: undefined, errorBody }] });
-    assert.equal(verdictOf.note, 'exit 1; gateway 400 on POST /v1/responses: capability_not_supported: client_metadata is not supported; the upstream never asked for the tool; upstream got nothing');
+    const errorBody = JSON.stringify({
+      code: 'capability_not_supported',
+      details: { errors: [{ field: 'client_metadata', problem: 'is not supported' }] },
+    });
+    const verdictOf = judge(path, {
+      ...evidence,
+      output: { code: 1, stdout: '', stderr: 'ERROR: boom' },
+      upstream: [],
+      exchanges: [{ method: 'POST', url: '/v1/responses', status: 400, droppedFields: undefined, errorBody }],
+    });
+    assert.equal(
+      verdictOf.note,
+      'exit 1; gateway 400 on POST /v1/responses: capability_not_supported: client_metadata is not supported; the upstream never asked for the tool; upstream got nothing',
+    );
   });
   test('a timeout, and a final answer without the tool output, are failures', () => {
     assert.match(judge(path, { ...evidence, timedOutAfterS: 90 }).note, /^no exit within 90 s/);
-    assert.match(judge(path, { ...evidence, output: { code: 0, stdout: 'I could not read it', stderr: '' } }).note, /the final answer lacks the tool output/);
+    assert.match(
+      judge(path, { ...evidence, output: { code: 0, stdout: 'I could not read it', stderr: '' } }).note,
+      /the final answer lacks the tool output/,
+    );
   });
 });
 
 describe('conformance matrix in docs/compatibility.md', () => {
   const dir = mkdtempSync(join(tmpdir(), 'conformance-matrix-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
-  const cell = (index: number, outcome: CellResult['outcome']): CellResult => ({ path: PATHS[index] as PathSpec, version: '1.0.0', outcome, seconds: 1.25, note: 'a | note' });
+  const cell = (index: number, outcome: CellResult['outcome']): CellResult => ({
+    path: PATHS[index] as PathSpec,
+    version: '1.0.0',
+    outcome,
+    seconds: 1.25,
+    note: 'a | note',
+  });
   const meta = { date: '2026-01-01', totalSeconds: 30, node: 'v26', platform: 'linux-x64', network: 'loopback only' };
 
   test('replaces only the marked section and reads the results back', () => {
     const file = join(dir, 'compatibility.md');
-    writeFileSync(file, `# Title\n\nHand-written intro.\n\n${BEGIN}\nold matrix\n${END}\n\n## Why\n\nHand-written reasons.\n`);
+    writeFileSync(
+      file,
+      `# Title\n\nHand-written intro.\n\n${BEGIN}\nold matrix\n${END}\n\n## Why\n\nHand-written reasons.\n`,
+    );
     writeMatrix(file, matrixMarkdown([cell(0, 'pass'), cell(1, 'fail'), cell(10, 'not-yet')], meta));
     const text = readFileSync(file, 'utf8');
     assert.ok(text.startsWith('# Title\n\nHand-written intro.\n\n'));
@@ -182,10 +319,26 @@ describe('conformance matrix in docs/compatibility.md', () => {
   });
 
   test('--regressions-only: a known failure is not a regression, a failing cell shown passing or missing is, a fixed one is named', () => {
-    const committed = new Map([[`claude-code|${PATHS[1]?.label ?? ''}`, 'fail'], [`claude-code|${PATHS[2]?.label ?? ''}`, 'pass'], [`claude-code|${PATHS[3]?.label ?? ''}`, 'fail']]);
-    const { regressions, known, fixed } = verdict([cell(1, 'fail'), cell(2, 'fail'), cell(3, 'pass'), cell(4, 'fail')], committed);
-    assert.deepEqual(known.map((result) => result.path), [PATHS[1]]);
-    assert.deepEqual(regressions.map((result) => result.path), [PATHS[2], PATHS[4]]);
-    assert.deepEqual(fixed.map((result) => result.path), [PATHS[3]]);
+    const committed = new Map([
+      [`claude-code|${PATHS[1]?.label ?? ''}`, 'fail'],
+      [`claude-code|${PATHS[2]?.label ?? ''}`, 'pass'],
+      [`claude-code|${PATHS[3]?.label ?? ''}`, 'fail'],
+    ]);
+    const { regressions, known, fixed } = verdict(
+      [cell(1, 'fail'), cell(2, 'fail'), cell(3, 'pass'), cell(4, 'fail')],
+      committed,
+    );
+    assert.deepEqual(
+      known.map((result) => result.path),
+      [PATHS[1]],
+    );
+    assert.deepEqual(
+      regressions.map((result) => result.path),
+      [PATHS[2], PATHS[4]],
+    );
+    assert.deepEqual(
+      fixed.map((result) => result.path),
+      [PATHS[3]],
+    );
   });
 });

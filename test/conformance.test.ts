@@ -14,8 +14,27 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from './helpers/scripted-upstream.js';
 import { functionName, type ScriptedReply } from './helpers/scripted-replies.js';
-import { API_KEY_PLACEHOLDER, assertGeminiLoop, callerApiOf, isGeminiOnly, loadClientFixtures, replyFor, resultText, toolCallsOf, toolResultsOf, type CallerApi, type ClientFixture, type RecordedRequest } from './helpers/client-fixtures.js';
-import { validateChatJson, validateChatStream, validateMessagesJson, validateMessagesStream, type Turn } from './helpers/wire-validators.js';
+import {
+  API_KEY_PLACEHOLDER,
+  assertGeminiLoop,
+  callerApiOf,
+  isGeminiOnly,
+  loadClientFixtures,
+  replyFor,
+  resultText,
+  toolCallsOf,
+  toolResultsOf,
+  type CallerApi,
+  type ClientFixture,
+  type RecordedRequest,
+} from './helpers/client-fixtures.js';
+import {
+  validateChatJson,
+  validateChatStream,
+  validateMessagesJson,
+  validateMessagesStream,
+  type Turn,
+} from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
 
 /** The upstreams a call can end at: each one gateway whose default upstream is of that kind. */
@@ -44,10 +63,23 @@ function wiresOf(api: CallerApi, target: Target): WireApi[] {
   return [target === 'chat' ? 'chat' : target === 'anthropic' ? 'messages' : 'gemini'];
 }
 
-const VALIDATORS: Record<CallerApi, { stream: (text: string) => Turn; json: (text: string) => Turn; toolStop: string; textStop: string[] }> = {
+const VALIDATORS: Record<
+  CallerApi,
+  { stream: (text: string) => Turn; json: (text: string) => Turn; toolStop: string; textStop: string[] }
+> = {
   chat: { stream: validateChatStream, json: validateChatJson, toolStop: 'tool_calls', textStop: ['stop'] },
-  responses: { stream: validateResponsesStream, json: validateResponsesJson, toolStop: 'tool_call', textStop: ['completed'] },
-  messages: { stream: validateMessagesStream, json: validateMessagesJson, toolStop: 'tool_use', textStop: ['end_turn'] },
+  responses: {
+    stream: validateResponsesStream,
+    json: validateResponsesJson,
+    toolStop: 'tool_call',
+    textStop: ['completed'],
+  },
+  messages: {
+    stream: validateMessagesStream,
+    json: validateMessagesJson,
+    toolStop: 'tool_use',
+    textStop: ['end_turn'],
+  },
 };
 
 /** Headers the HTTP client makes itself for the replayed request. */
@@ -65,7 +97,8 @@ function replayHeaders(request: RecordedRequest): Record<string, string> {
 
 function target(request: RecordedRequest): string {
   const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(request.query)) for (const v of Array.isArray(value) ? value : [value]) query.append(key, v);
+  for (const [key, value] of Object.entries(request.query))
+    for (const v of Array.isArray(value) ? value : [value]) query.append(key, v);
   const search = query.toString();
   return search === '' ? request.path : `${request.path}?${search}`;
 }
@@ -81,22 +114,45 @@ function textOf(content: unknown): string {
  * Whether the upstream's request carries the tool result `text` answering call `id` (named `name` upstream), in its
  * own API. The text may be there as it is, JSON-escaped, or (a list of parts) as the parts' texts joined.
  */
-function upstreamCarries(wire: WireApi, body: Json, result: { id: string; text: string }, name: string | undefined): boolean {
+function upstreamCarries(
+  wire: WireApi,
+  body: Json,
+  result: { id: string; text: string },
+  name: string | undefined,
+): boolean {
   const has = (value: unknown): boolean => {
     const raw = textOf(value);
-    if (resultText(value).includes(result.text) || raw.includes(result.text) || raw.includes(JSON.stringify(result.text).slice(1, -1))) return true;
+    if (
+      resultText(value).includes(result.text) ||
+      raw.includes(result.text) ||
+      raw.includes(JSON.stringify(result.text).slice(1, -1))
+    )
+      return true;
     try {
       return raw.includes(JSON.stringify(JSON.parse(result.text)).slice(1, -1));
     } catch {
       return false;
     }
   };
-  if (wire === 'chat') return ((body.messages ?? []) as Json[]).some((m) => m.role === 'tool' && m.tool_call_id === result.id && has(m.content));
+  if (wire === 'chat')
+    return ((body.messages ?? []) as Json[]).some(
+      (m) => m.role === 'tool' && m.tool_call_id === result.id && has(m.content),
+    );
   if (wire === 'responses') {
-    return ((Array.isArray(body.input) ? body.input : []) as Json[]).some((i) => (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') && i.call_id === result.id && has(i.output));
+    return ((Array.isArray(body.input) ? body.input : []) as Json[]).some(
+      (i) =>
+        (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') &&
+        i.call_id === result.id &&
+        has(i.output),
+    );
   }
   if (wire === 'messages') {
-    return ((body.messages ?? []) as Json[]).some((m) => m.role === 'user' && Array.isArray(m.content) && (m.content as Json[]).some((b) => b.type === 'tool_result' && b.tool_use_id === result.id && has(b.content)));
+    return ((body.messages ?? []) as Json[]).some(
+      (m) =>
+        m.role === 'user' &&
+        Array.isArray(m.content) &&
+        (m.content as Json[]).some((b) => b.type === 'tool_result' && b.tool_use_id === result.id && has(b.content)),
+    );
   }
   const parts = ((body.contents ?? []) as Json[]).flatMap((c) => (Array.isArray(c.parts) ? (c.parts as Json[]) : []));
   return parts.some((p) => {
@@ -110,7 +166,9 @@ function declaredNames(wire: WireApi, body: Json): string[] {
   const tools = (Array.isArray(body.tools) ? body.tools : []) as Json[];
   if (wire === 'chat') return tools.map((t) => String((t.function as Json | undefined)?.name));
   if (wire === 'messages') return tools.map((t) => String(t.name));
-  return tools.flatMap((t) => (Array.isArray(t.functionDeclarations) ? (t.functionDeclarations as Json[]).map((d) => String(d.name)) : []));
+  return tools.flatMap((t) =>
+    Array.isArray(t.functionDeclarations) ? (t.functionDeclarations as Json[]).map((d) => String(d.name)) : [],
+  );
 }
 
 /**
@@ -119,7 +177,14 @@ function declaredNames(wire: WireApi, body: Json): string[] {
  * the upstream answered the function the gateway declared for the call's tool (`upstream`: its request), so that
  * function must be among those it was offered.
  */
-function checkTurn(turn: Turn, reply: ScriptedReply, api: CallerApi, wire: WireApi, label: string, upstream: Json): void {
+function checkTurn(
+  turn: Turn,
+  reply: ScriptedReply,
+  api: CallerApi,
+  wire: WireApi,
+  label: string,
+  upstream: Json,
+): void {
   const rules = VALIDATORS[api];
   if (reply.type === 'text') {
     assert.deepEqual([turn.toolCalls.length, turn.text], [0, reply.text], `${label}: the final text`);
@@ -128,12 +193,20 @@ function checkTurn(turn: Turn, reply: ScriptedReply, api: CallerApi, wire: WireA
   }
   if (wire !== 'responses') {
     const name = functionName(reply.name, reply.namespace);
-    assert.ok(declaredNames(wire, upstream).includes(name), `${label}: the upstream offered ${name}: ${declaredNames(wire, upstream).join(', ')}`);
+    assert.ok(
+      declaredNames(wire, upstream).includes(name),
+      `${label}: the upstream offered ${name}: ${declaredNames(wire, upstream).join(', ')}`,
+    );
   }
   assert.equal(turn.toolCalls.length, 1, `${label}: one tool call`);
   const [made] = turn.toolCalls as [Turn['toolCalls'][number]];
-  assert.deepEqual({ name: made.name, namespace: made.namespace }, { name: reply.name, namespace: reply.namespace }, `${label}: the tool's name and namespace`);
-  if (reply.type === 'custom_tool_call') assert.equal(made.input, reply.input, `${label}: a custom tool call, with its input`);
+  assert.deepEqual(
+    { name: made.name, namespace: made.namespace },
+    { name: reply.name, namespace: reply.namespace },
+    `${label}: the tool's name and namespace`,
+  );
+  if (reply.type === 'custom_tool_call')
+    assert.equal(made.input, reply.input, `${label}: a custom tool call, with its input`);
   else {
     assert.equal(made.input, undefined, `${label}: a function call`);
     assert.deepEqual(JSON.parse(made.arguments), JSON.parse(reply.arguments), `${label}: the tool's arguments`);
@@ -155,10 +228,25 @@ describe('conformance: recorded client traffic replayed through every path', () 
     await Promise.all(
       (Object.keys(TARGETS) as Target[]).map(async (name) => {
         const { kind, base } = TARGETS[name];
-        const text = ['upstreams:', '  - name: up', `    kind: ${kind}`, `    base_url: ${upstream.origin}${base}`, '    api_key_env: CONFORMANCE_UPSTREAM_KEY', 'default_upstream: up', 'limits:', '  upstream_pause_max_seconds: 0'].join('\n');
+        const text = [
+          'upstreams:',
+          '  - name: up',
+          `    kind: ${kind}`,
+          `    base_url: ${upstream.origin}${base}`,
+          '    api_key_env: CONFORMANCE_UPSTREAM_KEY',
+          'default_upstream: up',
+          'limits:',
+          '  upstream_pause_max_seconds: 0',
+        ].join('\n');
         // The key shares no word with recorded traffic: the gateway redacts pieces of its keys from answers, and
         // `npm run conformance -- --record` fixtures carry `conformance.txt` in their tool calls.
-        gateways.set(name, await startGateway({ env: { CONFORMANCE_UPSTREAM_KEY: 'sk-replay-upstream-0123456789' }, configFile: { name: 'conformance.yaml', text } }));
+        gateways.set(
+          name,
+          await startGateway({
+            env: { CONFORMANCE_UPSTREAM_KEY: 'sk-replay-upstream-0123456789' },
+            configFile: { name: 'conformance.yaml', text },
+          }),
+        );
       }),
     );
   });
@@ -168,26 +256,40 @@ describe('conformance: recorded client traffic replayed through every path', () 
   });
 
   test('every fixture is a whole agent loop: a tool call answered, its result sent back, a final answer', () => {
-    assert.deepEqual(invalid, [], 'every .json in a client folder is a fixture of the format (test/fixtures/clients/README.md)');
+    assert.deepEqual(
+      invalid,
+      [],
+      'every .json in a client folder is a fixture of the format (test/fixtures/clients/README.md)',
+    );
     assert.ok(fixtures.length >= 11, `fixtures found: ${fixtures.map((f) => f.name).join(', ')}`);
     for (const fixture of fixtures) {
       for (const [i, request] of fixture.requests.entries()) {
         for (const name of ['authorization', 'x-api-key', 'api-key', 'x-goog-api-key']) {
           const value = request.headers[name];
-          assert.ok(value === undefined || value === API_KEY_PLACEHOLDER || value === `Bearer ${API_KEY_PLACEHOLDER}`, `${fixture.name} request ${i}: ${name} is a placeholder`);
+          assert.ok(
+            value === undefined || value === API_KEY_PLACEHOLDER || value === `Bearer ${API_KEY_PLACEHOLDER}`,
+            `${fixture.name} request ${i}: ${name} is a placeholder`,
+          );
         }
       }
       if (isGeminiOnly(fixture)) {
         assertGeminiLoop(fixture);
         continue;
       }
-      const calls = fixture.requests.map((r, i) => ({ api: callerApiOf(r), r, i })).filter((c) => c.api !== undefined && c.r.body);
+      const calls = fixture.requests
+        .map((r, i) => ({ api: callerApiOf(r), r, i }))
+        .filter((c) => c.api !== undefined && c.r.body);
       const toolTurn = calls.find((c) => replyFor(fixture, c.i).type !== 'text');
       assert.ok(toolTurn, `${fixture.name}: a turn answered with a tool call`);
       const reply = replyFor(fixture, toolTurn.i) as Exclude<ScriptedReply, { type: 'text' }>;
-      const answered = calls.find((c) => c.i > toolTurn.i && toolResultsOf(c.api as CallerApi, c.r.body ?? {}).some((t) => t.id === reply.id));
+      const answered = calls.find(
+        (c) => c.i > toolTurn.i && toolResultsOf(c.api as CallerApi, c.r.body ?? {}).some((t) => t.id === reply.id),
+      );
       assert.ok(answered, `${fixture.name}: a later call sends the result of ${reply.id}`);
-      assert.ok(calls.some((c) => c.i > (answered?.i ?? 0) - 1 && replyFor(fixture, c.i).type === 'text'), `${fixture.name}: a final text`);
+      assert.ok(
+        calls.some((c) => c.i > (answered?.i ?? 0) - 1 && replyFor(fixture, c.i).type === 'text'),
+        `${fixture.name}: a final text`,
+      );
     }
   });
 
@@ -214,7 +316,11 @@ describe('conformance: recorded client traffic replayed through every path', () 
       const reply = replyFor(fixture, index);
       upstream.setDecide(() => reply);
       const seen = upstream.modelCalls().length;
-      const answer = await call(`${gw.url}${target(request)}`, { method: request.method, headers: replayHeaders(request), body: JSON.stringify(request.body) });
+      const answer = await call(`${gw.url}${target(request)}`, {
+        method: request.method,
+        headers: replayHeaders(request),
+        body: JSON.stringify(request.body),
+      });
       assert.equal(answer.status, 200, `${label}: ${answer.text.slice(0, 600)}`);
       const rules = VALIDATORS[api];
       const turn = request.body.stream === true ? rules.stream(answer.text) : rules.json(answer.text);
@@ -225,9 +331,17 @@ describe('conformance: recorded client traffic replayed through every path', () 
       spoken.push(wire);
       checkTurn(turn, reply, api, wire, label, sent[0]?.body ?? {});
       // The name each call has upstream (Gemini answers a result by it): on a wire of plain functions, its flat one.
-      const names = new Map(toolCallsOf(api, request.body).map((c) => [c.id, wire === 'responses' ? c.name : functionName(c.name, c.namespace)]));
+      const names = new Map(
+        toolCallsOf(api, request.body).map((c) => [
+          c.id,
+          wire === 'responses' ? c.name : functionName(c.name, c.namespace),
+        ]),
+      );
       for (const result of toolResultsOf(api, request.body)) {
-        assert.ok(upstreamCarries(wire, sent[0]?.body ?? {}, result, names.get(result.id)), `${label}: the result of ${result.id} reaches the upstream: ${JSON.stringify(sent[0]?.body).slice(0, 1500)}`);
+        assert.ok(
+          upstreamCarries(wire, sent[0]?.body ?? {}, result, names.get(result.id)),
+          `${label}: the result of ${result.id} reaches the upstream: ${JSON.stringify(sent[0]?.body).slice(0, 1500)}`,
+        );
       }
     }
     return spoken;

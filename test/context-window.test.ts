@@ -14,7 +14,10 @@ describe('prompt token counting', () => {
     // "Hello" is one o200k token: 3 (reply priming) + 3 (message framing) + 1.
     assert.equal(await countPromptTokens([{ role: 'user', content: 'Hello' }], 'gpt-4o', undefined), 7);
     // 40 characters / 4 + 4 per message.
-    assert.equal(await countPromptTokens([{ role: 'user', content: 'x'.repeat(40) }], 'claude-haiku-4-5', undefined), 14);
+    assert.equal(
+      await countPromptTokens([{ role: 'user', content: 'x'.repeat(40) }], 'claude-haiku-4-5', undefined),
+      14,
+    );
   });
 });
 
@@ -27,7 +30,10 @@ describe('context window check before the upstream call', () => {
     mock = await startMockUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
-      configFile: { name: 'cw.yaml', text: 'models:\n  - { id: small, upstream: default, upstream_model: gpt-4o, context_window: 100 }\n' },
+      configFile: {
+        name: 'cw.yaml',
+        text: 'models:\n  - { id: small, upstream: default, upstream_model: gpt-4o, context_window: 100 }\n',
+      },
     });
   });
   after(async () => {
@@ -57,13 +63,21 @@ describe('context window check before the upstream call', () => {
   });
 
   test('X-Context-Overflow: truncate drops the oldest turns, keeps the system message and the last turn', async () => {
-    const messages = [{ role: 'system', content: 'Be brief.' }, ...turn(1), ...turn(2), { role: 'user', content: 'last question' }];
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      ...turn(1),
+      ...turn(2),
+      { role: 'user', content: 'last question' },
+    ];
     const refused = await chat({ model: 'small', messages });
     assert.equal(refused.status, 400);
     const answer = await chat({ model: 'small', messages }, { 'x-context-overflow': 'truncate' });
     assert.equal(answer.status, 200, answer.text);
     const sent = mock.chatRequests()[0]?.json as { messages: Array<{ role: string; content: string }> };
-    assert.deepEqual(sent.messages.map((m) => m.content.slice(0, 13)), ['Be brief.', 'last question']);
+    assert.deepEqual(
+      sent.messages.map((m) => m.content.slice(0, 13)),
+      ['Be brief.', 'last question'],
+    );
     const bogus = await chat({ model: 'small', messages }, { 'x-context-overflow': 'shorten' });
     assert.equal(bogus.status, 400);
     assert.equal(bogus.json.code, 'invalid_header');
@@ -74,12 +88,20 @@ test('one estimate: rate-limit admission and the context check of a model withou
   const { estimateTokens } = await import('../src/core/rate-limit-service.js');
   const messages: ChatMessage[] = [
     { role: 'user', content: 'x'.repeat(40) },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q":"a"}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q":"a"}' } }],
+    },
   ];
   const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
   // 40 characters + "lookup" + '{"q":"a"}' (15) + the tools' JSON, four to a token, plus 4 per message.
   const expected = Math.ceil((40 + 15 + JSON.stringify(tools).length) / 4) + 8;
   assert.equal(estimateTokens(messages, tools, 100).prompt, expected);
   assert.equal(await countPromptTokens(messages, 'claude-haiku-4-5', tools), expected);
-  assert.equal(estimateTokens(messages, undefined, 100).prompt, Math.ceil(55 / 4) + 8, 'a tool call counts even without tool definitions');
+  assert.equal(
+    estimateTokens(messages, undefined, 100).prompt,
+    Math.ceil(55 / 4) + 8,
+    'a tool call counts even without tool definitions',
+  );
 });

@@ -27,7 +27,7 @@ describe('dashboard in headless Chromium', { skip }, () => {
     await f?.close();
   });
 
-  test('log in, see the real numbers and charts, the session out of the script\'s reach, a screenshot kept, log out', async () => {
+  test("log in, see the real numbers and charts, the session out of the script's reach, a screenshot kept, log out", async () => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 1100 } });
     const page = await context.newPage();
     const consoleErrors: string[] = [];
@@ -49,19 +49,39 @@ describe('dashboard in headless Chromium', { skip }, () => {
     assert.equal(await page.inputValue('#token'), '', 'the token is not kept in the form');
 
     assert.equal(await page.textContent('[data-testid=total-requests]'), String(f.sent.requests));
-    assert.match((await page.textContent('[data-testid=total-errors]')) ?? '', new RegExp(`^${f.sent.serverErrors} \\(`));
+    assert.match(
+      (await page.textContent('[data-testid=total-errors]')) ?? '',
+      new RegExp(`^${f.sent.serverErrors} \\(`),
+    );
     assert.equal(await page.textContent('[data-testid=total-refused]'), String(f.sent.clientErrors));
-    assert.equal(await page.textContent('[data-testid=total-tokens]'), new Intl.NumberFormat('en-US').format(f.sent.tokens));
-    assert.match((await page.textContent('[data-testid=total-latency]')) ?? '', /^\d+\.\d ms \/ \d+\.\d ms \/ \d+\.\d ms$/);
+    assert.equal(
+      await page.textContent('[data-testid=total-tokens]'),
+      new Intl.NumberFormat('en-US').format(f.sent.tokens),
+    );
+    assert.match(
+      (await page.textContent('[data-testid=total-latency]')) ?? '',
+      /^\d+\.\d ms \/ \d+\.\d ms \/ \d+\.\d ms$/,
+    );
     assert.match((await page.textContent('[data-testid=total-cost]')) ?? '', /^\$0\.0000\d\d$/);
 
     // Charts drawn from the data: bars whose values add up to the requests made, latency lines, per-model bars.
-    const barValues = await page.$$eval('[data-testid=chart-requests] rect', (rects) => rects.map((r) => Number(r.getAttribute('data-value'))));
-    assert.equal(barValues.reduce((a, b) => a + b, 0), f.sent.requests);
+    const barValues = await page.$$eval('[data-testid=chart-requests] rect', (rects) =>
+      rects.map((r) => Number(r.getAttribute('data-value'))),
+    );
+    assert.equal(
+      barValues.reduce((a, b) => a + b, 0),
+      f.sent.requests,
+    );
     assert.equal(await page.locator('[data-testid=chart-requests] rect[data-kind=failed]').count(), 1);
     assert.equal(await page.locator('[data-testid=chart-latency] polyline').count(), 3);
-    assert.deepEqual(await page.$$eval('[data-testid=chart-models] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))), ['priced', '(none)']);
-    assert.deepEqual(await page.$$eval('[data-testid=chart-callers] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))), ['admin']);
+    assert.deepEqual(
+      await page.$$eval('[data-testid=chart-models] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))),
+      ['priced', '(none)'],
+    );
+    assert.deepEqual(
+      await page.$$eval('[data-testid=chart-callers] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))),
+      ['admin'],
+    );
 
     assert.match((await page.textContent('[data-testid=failures]')) ?? '', new RegExp(f.sent.failedRequestId));
     assert.match((await page.textContent('[data-testid=failures]')) ?? '', /upstream_error/);
@@ -70,10 +90,19 @@ describe('dashboard in headless Chromium', { skip }, () => {
 
     // The session is an HttpOnly, SameSite=Strict cookie: the browser holds it, the page's script cannot read it.
     const cookies = await context.cookies();
-    assert.deepEqual(cookies.map((c) => [c.name, c.httpOnly, c.sameSite, c.path]), [['llmgw_dashboard', true, 'Strict', '/dashboard']]);
+    assert.deepEqual(
+      cookies.map((c) => [c.name, c.httpOnly, c.sameSite, c.path]),
+      [['llmgw_dashboard', true, 'Strict', '/dashboard']],
+    );
     assert.equal(await page.evaluate('document.cookie'), '');
-    assert.ok(requestedUrls.every((u) => u.startsWith(f.gw.url)), `only the gateway was contacted: ${requestedUrls.filter((u) => !u.startsWith(f.gw.url)).join(', ')}`);
-    assert.ok(requestedUrls.every((u) => !u.includes(ADMIN_TOKEN)), 'the token never appears in a URL');
+    assert.ok(
+      requestedUrls.every((u) => u.startsWith(f.gw.url)),
+      `only the gateway was contacted: ${requestedUrls.filter((u) => !u.startsWith(f.gw.url)).join(', ')}`,
+    );
+    assert.ok(
+      requestedUrls.every((u) => !u.includes(ADMIN_TOKEN)),
+      'the token never appears in a URL',
+    );
 
     mkdirSync(ARTIFACTS, { recursive: true });
     const screenshot = await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });

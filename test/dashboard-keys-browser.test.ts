@@ -45,7 +45,16 @@ interface ListedKey {
 const fixture = useMockedGateway({
   configFile: {
     name: 'dashboard-keys.json',
-    text: JSON.stringify({ models: [{ id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1, output_per_million: 2 } }] }),
+    text: JSON.stringify({
+      models: [
+        {
+          id: 'priced',
+          upstream: 'default',
+          upstream_model: 'gpt-4o-mini',
+          pricing: { input_per_million: 1, output_per_million: 2 },
+        },
+      ],
+    }),
   },
 });
 
@@ -61,7 +70,11 @@ const dashboardKeys = async (url = fixture.gw.url) => {
   return answer.json as unknown as { usage_records: boolean; grantable_routes: string[]; data: ListedKey[] };
 };
 const sessionCookie = async () => {
-  const login = await call(`${fixture.gw.url}/dashboard/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: ADMIN_TOKEN }) });
+  const login = await call(`${fixture.gw.url}/dashboard/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: ADMIN_TOKEN }),
+  });
   assert.equal(login.status, 204);
   return String(login.headers['set-cookie']).split(';')[0] as string;
 };
@@ -71,9 +84,15 @@ describe('dashboard keys API (HTTP)', () => {
     const none = await call(`${fixture.gw.url}/dashboard/api/keys`);
     assert.equal(none.status, 401);
     assert.equal(none.json.code, 'authentication_required');
-    const wrong = await call(`${fixture.gw.url}/dashboard/api/keys`, { headers: { authorization: 'Bearer not-the-admin-token-0123' } });
+    const wrong = await call(`${fixture.gw.url}/dashboard/api/keys`, {
+      headers: { authorization: 'Bearer not-the-admin-token-0123' },
+    });
     assert.equal(wrong.status, 401);
-    const unauthenticatedCreate = await call(`${fixture.gw.url}/dashboard/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', models: ['*'] }) });
+    const unauthenticatedCreate = await call(`${fixture.gw.url}/dashboard/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', models: ['*'] }),
+    });
     assert.equal(unauthenticatedCreate.status, 401);
 
     const cookie = await sessionCookie();
@@ -81,7 +100,10 @@ describe('dashboard keys API (HTTP)', () => {
     assert.equal(listed.status, 200);
     assert.equal(listed.headers['cache-control'], 'no-store');
     assert.deepEqual(listed.json.data, []);
-    assert.equal((await call(`${fixture.gw.url}/dashboard/api/keys?state=lost`, { headers: { cookie } })).json.code, 'invalid_query_parameter');
+    assert.equal(
+      (await call(`${fixture.gw.url}/dashboard/api/keys?state=lost`, { headers: { cookie } })).json.code,
+      'invalid_query_parameter',
+    );
 
     // A cross-site page POSTing with the operator's session: refused on its Origin, whatever the body.
     const evil = await call(`${fixture.gw.url}/dashboard/api/keys`, {
@@ -94,28 +116,50 @@ describe('dashboard keys API (HTTP)', () => {
     assert.match(String(evil.json.details?.reason), /cross-origin/);
     // What an HTML form can send (urlencoded, text/plain, multipart) is refused before the body is read.
     for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data; boundary=x']) {
-      const form = await call(`${fixture.gw.url}/dashboard/api/keys`, { method: 'POST', headers: { cookie, origin: fixture.gw.url, 'content-type': type }, body: 'name=evil&models=*' });
+      const form = await call(`${fixture.gw.url}/dashboard/api/keys`, {
+        method: 'POST',
+        headers: { cookie, origin: fixture.gw.url, 'content-type': type },
+        body: 'name=evil&models=*',
+      });
       assert.equal(form.status, 415, `${type}: ${form.text}`);
       assert.equal(form.json.code, 'unsupported_media_type');
     }
-    const bodiless = await call(`${fixture.gw.url}/dashboard/api/keys/abc0123456/revoke`, { method: 'POST', headers: { cookie } });
+    const bodiless = await call(`${fixture.gw.url}/dashboard/api/keys/abc0123456/revoke`, {
+      method: 'POST',
+      headers: { cookie },
+    });
     assert.equal(bodiless.status, 415);
-    const evilRevoke = await call(`${fixture.gw.url}/dashboard/api/keys/abc0123456/revoke`, { method: 'POST', headers: { cookie, origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{}' });
+    const evilRevoke = await call(`${fixture.gw.url}/dashboard/api/keys/abc0123456/revoke`, {
+      method: 'POST',
+      headers: { cookie, origin: 'https://evil.example', 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(evilRevoke.status, 400);
     assert.equal((await adminKeys()).data.length, 0, 'no key was made by any refused request');
 
     // Same origin and JSON, but wrong: the admin API's validation and codes.
-    const invalid = await call(`${fixture.gw.url}/dashboard/api/keys`, { method: 'POST', headers: { cookie, origin: fixture.gw.url, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', models: [], routes: ['chat'] }) });
+    const invalid = await call(`${fixture.gw.url}/dashboard/api/keys`, {
+      method: 'POST',
+      headers: { cookie, origin: fixture.gw.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', models: [], routes: ['chat'] }),
+    });
     assert.equal(invalid.status, 400);
     assert.equal(invalid.json.code, 'validation_failed');
-    const unknownRoute = await call(`${fixture.gw.url}/dashboard/api/keys`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', models: ['*'], routes: ['keys'] }) });
+    const unknownRoute = await call(`${fixture.gw.url}/dashboard/api/keys`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', models: ['*'], routes: ['keys'] }),
+    });
     assert.equal(unknownRoute.json.code, 'validation_failed');
-    const missing = await call(`${fixture.gw.url}/dashboard/api/keys/zzzzzzzzzz/rotate`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' });
+    const missing = await call(`${fixture.gw.url}/dashboard/api/keys/zzzzzzzzzz/rotate`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(missing.status, 404);
     assert.equal(missing.json.code, 'key_not_found');
     assert.equal((await adminKeys()).data.length, 0);
   });
-
 });
 
 describe('dashboard Keys page in headless Chromium', { skip }, () => {
@@ -154,9 +198,16 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     assert.equal(await page.getAttribute('#tab-keys', 'aria-selected'), 'true');
     assert.match((await page.textContent('[data-testid=keys-table] tbody')) ?? '', /No key\./);
     // The route choices come from the gateway (the routes a key can be given); chat is checked.
-    assert.deepEqual(await page.evaluate("[...document.querySelectorAll('#key-routes input')].map((b) => [b.value, b.checked])"), [
-      ['chat', true], ['models', false], ['responses', false], ['embeddings', false], ['messages', false],
-    ]);
+    assert.deepEqual(
+      await page.evaluate("[...document.querySelectorAll('#key-routes input')].map((b) => [b.value, b.checked])"),
+      [
+        ['chat', true],
+        ['models', false],
+        ['responses', false],
+        ['embeddings', false],
+        ['messages', false],
+      ],
+    );
 
     // Create: name, models, routes, a token budget per day, an expiry.
     await page.fill('#key-name', 'ci-bot');
@@ -183,7 +234,11 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
 
     // Copy: to the clipboard (permission granted to this origin), or else the text is selected for Ctrl+C.
     await page.click('[data-testid=key-secret-copy]');
-    const copied = await waitForValue('the copy to be reported', () => page.textContent('[data-testid=key-secret-copied]'), (text) => Boolean(text));
+    const copied = await waitForValue(
+      'the copy to be reported',
+      () => page.textContent('[data-testid=key-secret-copied]'),
+      (text) => Boolean(text),
+    );
     console.log(`# Copy: ${copied}`);
     if (copied?.startsWith('Copied')) assert.equal(await page.evaluate('navigator.clipboard.readText()'), secret);
     else assert.equal(await page.evaluate('String(window.getSelection())'), secret);
@@ -194,7 +249,11 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     assert.deepEqual(stored.models, ['priced', 'gpt-4o-mini']);
     assert.deepEqual(stored.routes, ['chat', 'models']);
     assert.deepEqual(stored.budget, { tokens: 100_000, period_seconds: 86_400 });
-    assert.equal(new Date(stored.expires_at as string).getTime(), new Date(2099, 0, 1).getTime(), 'the expiry is the browser\'s local time');
+    assert.equal(
+      new Date(stored.expires_at as string).getTime(),
+      new Date(2099, 0, 1).getTime(),
+      "the expiry is the browser's local time",
+    );
     assert.ok(!JSON.stringify(stored).includes(secret));
 
     const row = (id: string) => page.locator(`[data-testid=keys-table] tr[data-key-id="${id}"]`);
@@ -214,13 +273,21 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     assert.ok(!JSON.stringify(await dashboardKeys()).includes(secret));
 
     // The secret works: a real chat call through the gateway to the mock upstream.
-    const chat = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: chatBody({ model: 'priced' }) });
+    const chat = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: chatBody({ model: 'priced' }),
+    });
     assert.equal(chat.status, 200, chat.text);
     const tokens = (chat.json.usage as { total_tokens: number }).total_tokens;
     assert.ok(tokens > 0);
 
     // Once its usage record is written, the page (reloaded with Refresh) counts it.
-    const requests = await waitForValue('the page to count the request', async () => reloadKeys(page).then(() => cell(keyId, 'requests').textContent()), (text) => text === '1');
+    const requests = await waitForValue(
+      'the page to count the request',
+      async () => reloadKeys(page).then(() => cell(keyId, 'requests').textContent()),
+      (text) => text === '1',
+    );
     assert.equal(requests, '1');
     assert.equal(await cell(keyId, 'tokens').textContent(), fmtInt(tokens));
     assert.match((await cell(keyId, 'cost').textContent()) ?? '', /^\$0\.0000\d\d$/);
@@ -234,7 +301,9 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
 
     const listShot = await page.screenshot({ path: join(ARTIFACTS, 'dashboard-keys.png'), fullPage: true });
     assert.ok(listShot.length > 10_000, 'a real picture of the list was taken');
-    console.log(`# Keys page screenshots kept at ${join(ARTIFACTS, 'dashboard-keys.png')} and dashboard-keys-secret.png`);
+    console.log(
+      `# Keys page screenshots kept at ${join(ARTIFACTS, 'dashboard-keys.png')} and dashboard-keys-secret.png`,
+    );
 
     // Rotate (a confirmation on the page, grace 1 day): a new secret shown once; the old key listed with its end.
     await row(keyId).locator('button[data-action=rotate]').click();
@@ -251,14 +320,27 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     const newId = match2[1] as string;
     assert.notEqual(newId, keyId);
     assert.match((await page.textContent('[data-testid=key-secret]')) ?? '', /will not be shown again/);
-    assert.match((await page.textContent('[data-testid=key-secret-previous]')) ?? '', new RegExp(`old key ${keyId} works until`));
+    assert.match(
+      (await page.textContent('[data-testid=key-secret-previous]')) ?? '',
+      new RegExp(`old key ${keyId} works until`),
+    );
     await row(newId).waitFor();
-    assert.match((await row(newId).locator('td[data-col=name]').textContent()) ?? '', new RegExp(`ci-bot\\s*rotated from ${keyId}`));
+    assert.match(
+      (await row(newId).locator('td[data-col=name]').textContent()) ?? '',
+      new RegExp(`ci-bot\\s*rotated from ${keyId}`),
+    );
     const oldEnds = Date.parse(`${(await cell(keyId, 'expires').textContent()) ?? ''}Z`.replace(' ', 'T'));
-    assert.ok(Math.abs(oldEnds - (rotatedAt + 86_400_000)) < 120_000, `the old key ends a day after the rotation (${new Date(oldEnds).toISOString()})`);
+    assert.ok(
+      Math.abs(oldEnds - (rotatedAt + 86_400_000)) < 120_000,
+      `the old key ends a day after the rotation (${new Date(oldEnds).toISOString()})`,
+    );
     assert.equal(await cell(keyId, 'state').textContent(), 'active', 'the old key works during its grace period');
     await page.click('#key-secret-done');
-    const old = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: chatBody({ model: 'priced' }) });
+    const old = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: chatBody({ model: 'priced' }),
+    });
     assert.equal(old.status, 200, 'the old key still answers during the grace period');
 
     // Revoke the new key (confirmed on the page); it is then refused.
@@ -273,22 +355,46 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     assert.equal(await row(newId).locator('button').count(), 0, 'a revoked key has no action');
     const refused = await waitForValue(
       'the revoked key to be refused',
-      () => call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${secret2}`, 'content-type': 'application/json' }, body: chatBody({ model: 'priced' }) }),
+      () =>
+        call(`${fixture.gw.url}${CHAT_PATH}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret2}`, 'content-type': 'application/json' },
+          body: chatBody({ model: 'priced' }),
+        }),
       (answer) => answer.status === 401,
     );
     assert.equal(refused.json.code, 'key_revoked');
 
     // The filter shows only the revoked key.
     await page.selectOption('#keys-state', 'revoked');
-    await waitForValue('only the revoked key to be listed', () => page.locator('[data-testid=keys-table] tbody tr[data-key-id]').count(), (n) => n === 1);
+    await waitForValue(
+      'only the revoked key to be listed',
+      () => page.locator('[data-testid=keys-table] tbody tr[data-key-id]').count(),
+      (n) => n === 1,
+    );
     assert.equal(await page.getAttribute('[data-testid=keys-table] tbody tr[data-key-id]', 'data-key-id'), newId);
 
     // The store says the same; every change is one audit line "by dashboard", and no secret reached the log.
     const all = (await adminKeys()).data;
-    assert.deepEqual(all.map((k) => [k.id, k.state, k.rotated_from]), [[keyId, 'active', null], [newId, 'revoked', keyId]]);
+    assert.deepEqual(
+      all.map((k) => [k.id, k.state, k.rotated_from]),
+      [
+        [keyId, 'active', null],
+        [newId, 'revoked', keyId],
+      ],
+    );
     assert.ok(Math.abs(Date.parse(all[0]?.expires_at as string) - oldEnds) < 1000);
-    const audits = fixture.gw.logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.audit !== undefined);
-    assert.deepEqual(audits.map((a) => [a.audit, a.key_id, a.by]), [['key.created', keyId, 'dashboard'], ['key.rotated', newId, 'dashboard'], ['key.revoked', newId, 'dashboard']]);
+    const audits = fixture.gw.logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((l) => l.audit !== undefined);
+    assert.deepEqual(
+      audits.map((a) => [a.audit, a.key_id, a.by]),
+      [
+        ['key.created', keyId, 'dashboard'],
+        ['key.rotated', newId, 'dashboard'],
+        ['key.revoked', newId, 'dashboard'],
+      ],
+    );
     const logs = fixture.gw.logLines.join('\n');
     assert.ok(!logs.includes(secret) && !logs.includes(secret2), 'no secret in the log');
     assert.deepEqual(consoleErrors, []);
@@ -298,7 +404,9 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
 
 describe('dashboard keys API without usage records or without a key store', () => {
   test('usage records off: keys are listed and made, with usage and budget left null', async () => {
-    const off = await startGateway({ configFile: { name: 'off.json', text: JSON.stringify({ usage: { enabled: false } }) } });
+    const off = await startGateway({
+      configFile: { name: 'off.json', text: JSON.stringify({ usage: { enabled: false } }) },
+    });
     try {
       const made = await call(`${off.url}/dashboard/api/keys`, {
         method: 'POST',
@@ -311,7 +419,10 @@ describe('dashboard keys API without usage records or without a key store', () =
       assert.equal(made.headers['cache-control'], 'no-store');
       const list = await dashboardKeys(off.url);
       assert.equal(list.usage_records, false);
-      assert.deepEqual(list.data.map((k) => [k.name, k.usage, k.budget_left, k.budget]), [['no-usage', null, null, { tokens: 1000, period_seconds: 3600 }]]);
+      assert.deepEqual(
+        list.data.map((k) => [k.name, k.usage, k.budget_left, k.budget]),
+        [['no-usage', null, null, { tokens: 1000, period_seconds: 3600 }]],
+      );
     } finally {
       await off.close();
     }
@@ -319,20 +430,45 @@ describe('dashboard keys API without usage records or without a key store', () =
 
   test('no key store: every keys call is capability_not_supported', async () => {
     const logger = createLogger({ level: 'silent', secrets: [ADMIN_TOKEN], destination: { write: () => undefined } });
-    const app = createHttpServer({ logger, bodyLimitBytes: 1 << 20, requestTimeoutMs: 10_000, isShuttingDown: () => false });
+    const app = createHttpServer({
+      logger,
+      bodyLimitBytes: 1 << 20,
+      requestTimeoutMs: 10_000,
+      isShuttingDown: () => false,
+    });
     mountDashboard(app, {
       admin: new AdminAuthenticator([ADMIN_TOKEN]),
       adminTokens: [ADMIN_TOKEN],
       sessionTtlMs: 3_600_000,
-      sources: { usage: undefined, flushUsage: async () => undefined, health: async () => ({ checks: { upstreams: {} } }) as unknown as HealthReport, outbox: undefined, subscriptions: [] },
+      sources: {
+        usage: undefined,
+        flushUsage: async () => undefined,
+        health: async () => ({ checks: { upstreams: {} } }) as unknown as HealthReport,
+        outbox: undefined,
+        subscriptions: [],
+      },
     });
     try {
-      const list = await app.inject({ method: 'GET', url: '/dashboard/api/keys', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const list = await app.inject({
+        method: 'GET',
+        url: '/dashboard/api/keys',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       assert.equal(list.statusCode, 400);
       assert.equal(list.json().code, 'capability_not_supported');
-      const create = await app.inject({ method: 'POST', url: '/dashboard/api/keys', headers: authHeaders(), payload: JSON.stringify({ name: 'x', models: ['*'] }) });
+      const create = await app.inject({
+        method: 'POST',
+        url: '/dashboard/api/keys',
+        headers: authHeaders(),
+        payload: JSON.stringify({ name: 'x', models: ['*'] }),
+      });
       assert.equal(create.json().code, 'capability_not_supported');
-      const revoke = await app.inject({ method: 'POST', url: '/dashboard/api/keys/abc/revoke', headers: authHeaders(), payload: '{}' });
+      const revoke = await app.inject({
+        method: 'POST',
+        url: '/dashboard/api/keys/abc/revoke',
+        headers: authHeaders(),
+        payload: '{}',
+      });
       assert.equal(revoke.json().code, 'capability_not_supported');
     } finally {
       await app.close();

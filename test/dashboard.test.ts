@@ -15,18 +15,35 @@ import { LATENCY_BIN_EDGES_MS } from '../src/store/usage-sql.js';
 interface Overview {
   window: string;
   bucketSeconds: number;
-  totals: { requests: number; serverErrors: number; clientErrors: number; promptTokens: number; completionTokens: number; costUsd: number; p50: number | null; p95: number | null; p99: number | null };
+  totals: {
+    requests: number;
+    serverErrors: number;
+    clientErrors: number;
+    promptTokens: number;
+    completionTokens: number;
+    costUsd: number;
+    p50: number | null;
+    p95: number | null;
+    p99: number | null;
+  };
   series: Array<{ time: string; requests: number; serverErrors: number; clientErrors: number }>;
   byModel: Array<{ group: string; requests: number; costUsd: number }>;
   byCaller: Array<{ group: string; requests: number }>;
   byRoute: Array<{ group: string; requests: number }>;
   recentFailures: Array<{ requestId: string; status: number; code: string }>;
   upstreams: Array<{ name: string; status: string; circuit: string }>;
-  webhooks: { subscriptions: Array<{ id: string; backlog: number }>; deadLetters: Array<{ event: string; subscription: string; attempts: number; lastError: string }> };
+  webhooks: {
+    subscriptions: Array<{ id: string; backlog: number }>;
+    deadLetters: Array<{ event: string; subscription: string; attempts: number; lastError: string }>;
+  };
 }
 
 async function login(url: string, token = ADMIN_TOKEN, headers: Record<string, string> = {}) {
-  return call(`${url}/dashboard/login`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ token }) });
+  return call(`${url}/dashboard/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ token }),
+  });
 }
 
 describe('dashboard (HTTP)', () => {
@@ -58,7 +75,11 @@ describe('dashboard (HTTP)', () => {
     assert.equal(wrong.status, 401);
     assert.equal(wrong.json.code, 'invalid_token');
     assert.equal(wrong.headers['set-cookie'], undefined);
-    const empty = await call(`${f.gw.url}/dashboard/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const empty = await call(`${f.gw.url}/dashboard/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(empty.status, 400);
     assert.equal(empty.json.code, 'validation_failed');
     assert.match(JSON.stringify(empty.json.details), /token/);
@@ -66,7 +87,10 @@ describe('dashboard (HTTP)', () => {
     const ok = await login(f.gw.url);
     assert.equal(ok.status, 204);
     const cookie = String(ok.headers['set-cookie']);
-    assert.match(cookie, /^llmgw_dashboard=\d+\.[\w-]+\.[\w-]+; Path=\/dashboard; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    assert.match(
+      cookie,
+      /^llmgw_dashboard=\d+\.[\w-]+\.[\w-]+; Path=\/dashboard; HttpOnly; SameSite=Strict; Max-Age=43200$/,
+    );
     assert.ok(!cookie.includes(ADMIN_TOKEN));
     assert.ok(!f.gw.logLines.join('\n').includes(ADMIN_TOKEN), 'the token never reaches the log');
   });
@@ -76,7 +100,9 @@ describe('dashboard (HTTP)', () => {
     assert.equal(none.status, 401);
     assert.equal(none.json.code, 'authentication_required');
     assert.match(String(none.json.details?.login), /POST \/dashboard\/login/);
-    const forged = await call(`${f.gw.url}/dashboard/api/overview`, { headers: { cookie: `llmgw_dashboard=9999999999.abc.${'A'.repeat(43)}` } });
+    const forged = await call(`${f.gw.url}/dashboard/api/overview`, {
+      headers: { cookie: `llmgw_dashboard=9999999999.abc.${'A'.repeat(43)}` },
+    });
     assert.equal(forged.status, 401);
 
     const cookie = String((await login(f.gw.url)).headers['set-cookie']).split(';')[0] as string;
@@ -90,21 +116,53 @@ describe('dashboard (HTTP)', () => {
     assert.equal(o.totals.clientErrors, f.sent.clientErrors);
     assert.equal(o.totals.promptTokens + o.totals.completionTokens, f.sent.tokens);
     assert.ok(o.totals.costUsd > 0);
-    assert.ok(o.totals.p50 !== null && o.totals.p50 > 0 && (o.totals.p95 ?? 0) >= o.totals.p50 && (o.totals.p99 ?? 0) >= (o.totals.p95 ?? 0));
+    assert.ok(
+      o.totals.p50 !== null &&
+        o.totals.p50 > 0 &&
+        (o.totals.p95 ?? 0) >= o.totals.p50 &&
+        (o.totals.p99 ?? 0) >= (o.totals.p95 ?? 0),
+    );
     assert.equal(o.series.length, 60);
     assert.equal(o.bucketSeconds, 60);
-    assert.equal(o.series.reduce((n, p) => n + p.requests, 0), f.sent.requests, 'every request lies in one bucket');
-    assert.deepEqual(o.byModel.map((m) => [m.group, m.requests]), [['priced', f.sent.requests - 1], ['(none)', 1]], 'the refused body named no readable model');
-    assert.deepEqual(o.byCaller.map((c) => [c.group, c.requests]), [['admin', f.sent.requests]]);
-    assert.deepEqual(o.byRoute.map((c) => [c.group, c.requests]), [['chat', f.sent.requests]], 'the fixture made chat calls only');
+    assert.equal(
+      o.series.reduce((n, p) => n + p.requests, 0),
+      f.sent.requests,
+      'every request lies in one bucket',
+    );
+    assert.deepEqual(
+      o.byModel.map((m) => [m.group, m.requests]),
+      [
+        ['priced', f.sent.requests - 1],
+        ['(none)', 1],
+      ],
+      'the refused body named no readable model',
+    );
+    assert.deepEqual(
+      o.byCaller.map((c) => [c.group, c.requests]),
+      [['admin', f.sent.requests]],
+    );
+    assert.deepEqual(
+      o.byRoute.map((c) => [c.group, c.requests]),
+      [['chat', f.sent.requests]],
+      'the fixture made chat calls only',
+    );
     assert.equal(o.recentFailures[0]?.code, 'validation_failed');
     assert.deepEqual(
       o.recentFailures.find((r) => r.requestId === f.sent.failedRequestId),
       { ...o.recentFailures.find((r) => r.requestId === f.sent.failedRequestId), status: 502, code: 'upstream_error' },
     );
-    assert.deepEqual(o.upstreams.map((u) => [u.name, u.status, u.circuit]), [['default', 'ok', 'closed']]);
+    assert.deepEqual(
+      o.upstreams.map((u) => [u.name, u.status, u.circuit]),
+      [['default', 'ok', 'closed']],
+    );
     assert.deepEqual(o.webhooks.subscriptions, [{ id: 'billing', backlog: 0 }]);
-    assert.deepEqual(o.webhooks.deadLetters.map((d) => [d.event, d.subscription, d.attempts]), [['chat.failed', 'billing', 1], ['chat.failed', 'billing', 1]]);
+    assert.deepEqual(
+      o.webhooks.deadLetters.map((d) => [d.event, d.subscription, d.attempts]),
+      [
+        ['chat.failed', 'billing', 1],
+        ['chat.failed', 'billing', 1],
+      ],
+    );
     assert.match(o.webhooks.deadLetters[0]?.lastError ?? '', /500/);
 
     const bearer = await call(`${f.gw.url}/dashboard/api/overview?window=7d`, { headers: authHeaders() });
@@ -133,7 +191,10 @@ describe('dashboard (HTTP)', () => {
   test('logout clears the cookie', async () => {
     const out = await call(`${f.gw.url}/dashboard/logout`, { method: 'POST' });
     assert.equal(out.status, 204);
-    assert.match(String(out.headers['set-cookie']), /^llmgw_dashboard=; Path=\/dashboard; HttpOnly; SameSite=Strict; Max-Age=0$/);
+    assert.match(
+      String(out.headers['set-cookie']),
+      /^llmgw_dashboard=; Path=\/dashboard; HttpOnly; SameSite=Strict; Max-Age=0$/,
+    );
   });
 });
 
@@ -143,14 +204,23 @@ describe('dashboard sessions and percentiles', () => {
     const sessions = new DashboardSessions(['token-new-0123456789', 'token-old-0123456789'], 60_000, () => now);
     const value = sessions.issue();
     assert.ok(sessions.valid(value));
-    assert.ok(new DashboardSessions(['token-other-0123456789', 'token-new-0123456789'], 60_000, () => now).valid(value), 'rotation keeps sessions of a token still listed');
-    assert.ok(!new DashboardSessions(['token-other-0123456789'], 60_000, () => now).valid(value), 'a removed token ends its sessions');
+    assert.ok(
+      new DashboardSessions(['token-other-0123456789', 'token-new-0123456789'], 60_000, () => now).valid(value),
+      'rotation keeps sessions of a token still listed',
+    );
+    assert.ok(
+      !new DashboardSessions(['token-other-0123456789'], 60_000, () => now).valid(value),
+      'a removed token ends its sessions',
+    );
     for (let i = 0; i < 50; i++) {
       const position = value.length - 1 - i;
       const changed = value.slice(0, position) + (value[position] === 'A' ? 'B' : 'A') + value.slice(position + 1);
       assert.ok(!sessions.valid(changed), `a changed character at ${position}`);
     }
-    assert.ok(!sessions.valid(`${Number(value.split('.')[0]) + 1000}.${value.split('.').slice(1).join('.')}`), 'a longer expiry is not signed');
+    assert.ok(
+      !sessions.valid(`${Number(value.split('.')[0]) + 1000}.${value.split('.').slice(1).join('.')}`),
+      'a longer expiry is not signed',
+    );
     now += 60_001;
     assert.ok(!sessions.valid(value), 'expired');
   });
@@ -164,7 +234,11 @@ describe('dashboard sessions and percentiles', () => {
     }
     const p = percentiles(counts);
     const truth = (q: number) => latencies[Math.ceil(q * latencies.length) - 1] as number;
-    for (const [q, got] of [[0.5, p.p50], [0.95, p.p95], [0.99, p.p99]] as const) {
+    for (const [q, got] of [
+      [0.5, p.p50],
+      [0.95, p.p95],
+      [0.99, p.p99],
+    ] as const) {
       assert.ok(got !== null && Math.abs(got - truth(q)) / truth(q) < 0.13, `p${q * 100}: ${got} vs ${truth(q)}`);
     }
     assert.deepEqual(percentiles(new Array<number>(5).fill(0)), { p50: null, p95: null, p99: null });
@@ -173,7 +247,9 @@ describe('dashboard sessions and percentiles', () => {
 
 describe('dashboard with usage records off', () => {
   test('the overview says records are off (the page shows a banner) instead of looking like no traffic', async () => {
-    const gw = await startGateway({ configFile: { name: 'off.json', text: JSON.stringify({ usage: { enabled: false } }) } });
+    const gw = await startGateway({
+      configFile: { name: 'off.json', text: JSON.stringify({ usage: { enabled: false } }) },
+    });
     try {
       const answer = await call(`${gw.url}/dashboard/api/overview`, { headers: authHeaders() });
       assert.equal(answer.status, 200);

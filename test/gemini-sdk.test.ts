@@ -22,7 +22,16 @@ import { withGeminiError } from '../src/wire/gemini.js';
  * back with the surface's encoders. The mounting itself (auth, limits, the pipeline) is tested where it is done.
  */
 const USAGE = { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 };
-const MODELS: CatalogModel[] = ['chat-a', 'chat-b', 'chat-c'].map((id) => ({ id, object: 'model', provider: 'p', upstream_model: id, context_window: 8192, created_at: null, owned_by: null, source: 'config' }));
+const MODELS: CatalogModel[] = ['chat-a', 'chat-b', 'chat-c'].map((id) => ({
+  id,
+  object: 'model',
+  provider: 'p',
+  upstream_model: id,
+  context_window: 8192,
+  created_at: null,
+  owned_by: null,
+  source: 'config',
+}));
 
 /** What the server's chat upstream saw: each translated request, in order. */
 const seen: ChatRequestBody[] = [];
@@ -31,12 +40,15 @@ const seen: ChatRequestBody[] = [];
 function reply(chat: ChatRequestBody): { text: string; call?: { id: string; name: string; arguments: string } } {
   const lastMessage = chat.messages.at(-1);
   if (lastMessage?.role === 'tool') return { text: `The file says: ${String(lastMessage.content)}` };
-  if (Array.isArray(chat.tools) && chat.tools.length > 0) return { text: '', call: { id: 'read_file_1_0', name: 'read_file', arguments: '{"file_path":"a.txt"}' } };
+  if (Array.isArray(chat.tools) && chat.tools.length > 0)
+    return { text: '', call: { id: 'read_file_1_0', name: 'read_file', arguments: '{"file_path":"a.txt"}' } };
   return { text: 'Hello from the gateway' };
 }
 
 function chunkOf(delta: Record<string, unknown>, finish: string | null = null): StreamChunk {
-  return { chunk: { object: 'chat.completion.chunk', model: 'up-1', choices: [{ index: 0, delta, finish_reason: finish }] } };
+  return {
+    chunk: { object: 'chat.completion.chunk', model: 'up-1', choices: [{ index: 0, delta, finish_reason: finish }] },
+  };
 }
 
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -44,18 +56,30 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
   let raw = '';
   for await (const piece of request) raw += String(piece);
   const body: never = raw === '' ? (undefined as never) : (JSON.parse(raw) as never);
-  const json = (status: number, value: unknown) => response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(value));
+  const json = (status: number, value: unknown) =>
+    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(value));
   if (request.method === 'GET') {
     const name = url.pathname.slice('/v1beta/'.length);
     if (name !== 'models') return void json(200, findGeminiModel(MODELS, name));
     const size = geminiPageSize(url.searchParams.get('pageSize') ?? undefined);
     const start = Number(url.searchParams.get('pageToken') ?? 0);
     const next = start + size < MODELS.length ? String(start + size) : undefined;
-    return void json(200, geminiModelList({ object: 'list', data: MODELS.slice(start, start + size), ...(next ? { next_token: next } : {}) }));
+    return void json(
+      200,
+      geminiModelList({
+        object: 'list',
+        data: MODELS.slice(start, start + size),
+        ...(next ? { next_token: next } : {}),
+      }),
+    );
   }
-  const call = geminiCallOf(url.pathname.slice(url.pathname.lastIndexOf('/') + 1), url.searchParams.get('alt') ?? undefined);
+  const call = geminiCallOf(
+    url.pathname.slice(url.pathname.lastIndexOf('/') + 1),
+    url.searchParams.get('alt') ?? undefined,
+  );
   assert.ok(call, url.pathname);
-  if (call.action === 'countTokens') return void json(200, countTokensAnswer(countTokensToChat(body, call.model).messages.length * 10));
+  if (call.action === 'countTokens')
+    return void json(200, countTokensAnswer(countTokensToChat(body, call.model).messages.length * 10));
   if (call.action === 'batchEmbedContents') {
     const embeddings = batchEmbedToEmbeddings(body, call.model);
     return void json(200, batchEmbedAnswer((embeddings.input as string[]).map((text) => [text.length, 0.5])));
@@ -69,17 +93,43 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
   const turn = reply(chat);
   const ids = { responseId: 'rid-1', model: call.model };
   if (call.stream === undefined) {
-    const message = { role: 'assistant', content: turn.text, ...(turn.call ? { tool_calls: [{ id: turn.call.id, type: 'function', function: turn.call }] } : {}) };
-    const completion = { id: 'c', object: 'chat.completion', model: 'up-1', choices: [{ index: 0, message, finish_reason: turn.call ? 'tool_calls' : 'stop' }], usage: USAGE };
+    const message = {
+      role: 'assistant',
+      content: turn.text,
+      ...(turn.call ? { tool_calls: [{ id: turn.call.id, type: 'function', function: turn.call }] } : {}),
+    };
+    const completion = {
+      id: 'c',
+      object: 'chat.completion',
+      model: 'up-1',
+      choices: [{ index: 0, message, finish_reason: turn.call ? 'tool_calls' : 'stop' }],
+      usage: USAGE,
+    };
     return void json(200, completionToGemini(JSON.stringify(completion), ids));
   }
   const encoder = new GeminiStream(ids, call.stream);
   response.writeHead(200, { 'content-type': encoder.contentType });
   // One write per frame, as the pipeline writes them: the SDK must put the events together itself.
   response.write(encoder.open() + encoder.chunk(chunkOf({ role: 'assistant', content: '' })));
-  for (const word of turn.text.split(/(?<= )/)) if (word !== '') response.write(encoder.chunk(chunkOf({ content: word })));
-  if (call.model === 'broken') return void response.end(encoder.fail(new GatewayError('upstream_stream_error', { upstream: 'u' })));
-  if (turn.call) response.write(encoder.chunk(chunkOf({ tool_calls: [{ index: 0, id: turn.call.id, type: 'function', function: { name: turn.call.name, arguments: turn.call.arguments } }] })));
+  for (const word of turn.text.split(/(?<= )/))
+    if (word !== '') response.write(encoder.chunk(chunkOf({ content: word })));
+  if (call.model === 'broken')
+    return void response.end(encoder.fail(new GatewayError('upstream_stream_error', { upstream: 'u' })));
+  if (turn.call)
+    response.write(
+      encoder.chunk(
+        chunkOf({
+          tool_calls: [
+            {
+              index: 0,
+              id: turn.call.id,
+              type: 'function',
+              function: { name: turn.call.name, arguments: turn.call.arguments },
+            },
+          ],
+        }),
+      ),
+    );
   response.write(encoder.chunk(chunkOf({}, turn.call ? 'tool_calls' : 'stop')));
   response.end(encoder.end(USAGE));
 }
@@ -94,7 +144,10 @@ describe('@google/genai 3.1.0 reads what the Gemini surface writes', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    ai = new GoogleGenAI({ apiKey: 'gw-key', httpOptions: { baseUrl: `http://127.0.0.1:${port}`, apiVersion: 'v1beta' } });
+    ai = new GoogleGenAI({
+      apiKey: 'gw-key',
+      httpOptions: { baseUrl: `http://127.0.0.1:${port}`, apiVersion: 'v1beta' },
+    });
   });
 
   after(async () => {
@@ -102,25 +155,53 @@ describe('@google/genai 3.1.0 reads what the Gemini surface writes', () => {
   });
 
   test('generateContent: the text, the usage, the ids', async () => {
-    const answer = await ai.models.generateContent({ model: 'gemini-x', contents: 'Hi', config: { systemInstruction: 'Be brief.', temperature: 0.2 } });
+    const answer = await ai.models.generateContent({
+      model: 'gemini-x',
+      contents: 'Hi',
+      config: { systemInstruction: 'Be brief.', temperature: 0.2 },
+    });
     assert.equal(answer.text, 'Hello from the gateway');
     assert.equal(answer.responseId, 'rid-1');
     assert.equal(answer.modelVersion, 'up-1');
     assert.equal(answer.candidates?.[0]?.finishReason, 'STOP');
     assert.deepEqual(answer.usageMetadata, { promptTokenCount: 12, candidatesTokenCount: 5, totalTokenCount: 17 });
-    assert.deepEqual(seen.at(-1), { model: 'gemini-x', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], temperature: 0.2 });
+    assert.deepEqual(seen.at(-1), {
+      model: 'gemini-x',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+      temperature: 0.2,
+    });
   });
 
   test('generateContentStream, a tool round trip: the whole functionCall with its id, then its result answered by that id', async () => {
-    const tools = [{ functionDeclarations: [{ name: 'read_file', description: 'Reads a file', parametersJsonSchema: { type: 'object', properties: { file_path: { type: 'string' } } } }] }];
-    const first = await ai.models.generateContentStream({ model: 'gemini-x', contents: 'Read a.txt', config: { tools } });
+    const tools = [
+      {
+        functionDeclarations: [
+          {
+            name: 'read_file',
+            description: 'Reads a file',
+            parametersJsonSchema: { type: 'object', properties: { file_path: { type: 'string' } } },
+          },
+        ],
+      },
+    ];
+    const first = await ai.models.generateContentStream({
+      model: 'gemini-x',
+      contents: 'Read a.txt',
+      config: { tools },
+    });
     const calls = [];
     for await (const chunk of first) calls.push(...(chunk.functionCalls ?? []));
     assert.deepEqual(calls, [{ id: 'read_file_1_0', name: 'read_file', args: { file_path: 'a.txt' } }]);
     const history = [
       { role: 'user', parts: [{ text: 'Read a.txt' }] },
       { role: 'model', parts: [{ functionCall: calls[0] }] },
-      { role: 'user', parts: [{ functionResponse: { id: 'read_file_1_0', name: 'read_file', response: { output: 'token-42' } } }] },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { id: 'read_file_1_0', name: 'read_file', response: { output: 'token-42' } } }],
+      },
     ];
     const second = await ai.models.generateContentStream({ model: 'gemini-x', contents: history, config: { tools } });
     let text = '';
@@ -132,7 +213,17 @@ describe('@google/genai 3.1.0 reads what the Gemini surface writes', () => {
     assert.equal(text, 'The file says: {"output":"token-42"}');
     assert.equal(finish, 'STOP');
     assert.deepEqual(seen.at(-1)?.messages.slice(1), [
-      { role: 'assistant', content: null, tool_calls: [{ id: 'read_file_1_0', type: 'function', function: { name: 'read_file', arguments: '{"file_path":"a.txt"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'read_file_1_0',
+            type: 'function',
+            function: { name: 'read_file', arguments: '{"file_path":"a.txt"}' },
+          },
+        ],
+      },
       { role: 'tool', tool_call_id: 'read_file_1_0', content: '{"output":"token-42"}' },
     ]);
   });
@@ -155,10 +246,15 @@ describe('@google/genai 3.1.0 reads what the Gemini surface writes', () => {
   });
 
   test('an error answer: ApiError with the status, the body as its message', async () => {
-    const failure = await ai.models.generateContent({ model: 'limited', contents: 'Hi' }).catch((error: unknown) => error);
+    const failure = await ai.models
+      .generateContent({ model: 'limited', contents: 'Hi' })
+      .catch((error: unknown) => error);
     assert.ok(failure instanceof ApiError);
     assert.equal(failure.status, 429);
-    const body = JSON.parse(failure.message) as { code: string; error: { status: string; details: Array<Record<string, unknown>> } };
+    const body = JSON.parse(failure.message) as {
+      code: string;
+      error: { status: string; details: Array<Record<string, unknown>> };
+    };
     assert.equal(body.code, 'rate_limited');
     assert.equal(body.error.status, 'RESOURCE_EXHAUSTED');
     assert.deepEqual(body.error.details[1], { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '2s' });
@@ -168,11 +264,20 @@ describe('@google/genai 3.1.0 reads what the Gemini surface writes', () => {
     // The server counts 10 a message: the SDK sends these two strings as one user content of two parts.
     assert.equal((await ai.models.countTokens({ model: 'gemini-x', contents: ['one', 'two'] })).totalTokens, 10);
     const embedded = await ai.models.embedContent({ model: 'emb', contents: ['abc', 'de'] });
-    assert.deepEqual(embedded.embeddings?.map((e) => e.values), [[3, 0.5], [2, 0.5]]);
+    assert.deepEqual(
+      embedded.embeddings?.map((e) => e.values),
+      [
+        [3, 0.5],
+        [2, 0.5],
+      ],
+    );
     const names: string[] = [];
     for await (const model of await ai.models.list({ config: { pageSize: 2 } })) names.push(model.name ?? '');
     assert.deepEqual(names, ['models/chat-a', 'models/chat-b', 'models/chat-c']);
     const model = await ai.models.get({ model: 'chat-b' });
-    assert.deepEqual([model.name, model.inputTokenLimit, model.supportedActions], ['models/chat-b', 8192, ['generateContent', 'streamGenerateContent', 'countTokens']]);
+    assert.deepEqual(
+      [model.name, model.inputTokenLimit, model.supportedActions],
+      ['models/chat-b', 8192, ['generateContent', 'streamGenerateContent', 'countTokens']],
+    );
   });
 });

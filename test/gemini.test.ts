@@ -6,7 +6,14 @@ import { CHAT_PATH, authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { readStream } from './helpers/sse-client.js';
 
-const WEATHER_TOOL = { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { location: { type: 'string' } } } } };
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Weather of a city',
+    parameters: { type: 'object', properties: { location: { type: 'string' } } },
+  },
+};
 
 describe('Gemini translation (pure)', () => {
   test('roles and parts, systemInstruction, generationConfig, function calls both ways, toolConfig', () => {
@@ -15,7 +22,13 @@ describe('Gemini translation (pure)', () => {
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c":18}' },
         { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
       ],
@@ -30,11 +43,27 @@ describe('Gemini translation (pure)', () => {
       contents: [
         { role: 'user', parts: [{ text: 'Weather in Paris?' }] },
         { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { location: 'Paris' } } }] },
-        { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { temp_c: 18 } } }, { functionResponse: { name: 'get_weather', response: { content: 'sunny' } } }] },
+        {
+          role: 'user',
+          parts: [
+            { functionResponse: { name: 'get_weather', response: { temp_c: 18 } } },
+            { functionResponse: { name: 'get_weather', response: { content: 'sunny' } } },
+          ],
+        },
       ],
       systemInstruction: { parts: [{ text: 'Be brief.' }] },
       generationConfig: { temperature: 0.3, topP: 0.8, maxOutputTokens: 100, stopSequences: ['END'] },
-      tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'Weather of a city', parametersJsonSchema: WEATHER_TOOL.function.parameters }] }],
+      tools: [
+        {
+          functionDeclarations: [
+            {
+              name: 'get_weather',
+              description: 'Weather of a city',
+              parametersJsonSchema: WEATHER_TOOL.function.parameters,
+            },
+          ],
+        },
+      ],
       toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_weather'] } },
     });
     assert.throws(
@@ -47,7 +76,8 @@ describe('Gemini translation (pure)', () => {
 describe('chat through a Gemini upstream (mock speaking the Gemini wire format)', () => {
   const KEY = 'gemini-test-key-0123456789';
   const fx = useGeminiGateway(KEY);
-  const chat = (body: Record<string, unknown>) => call(`${fx.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
+  const chat = (body: Record<string, unknown>) =>
+    call(`${fx.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
 
   test('JSON: the key in x-goog-api-key (never in the URL), a chat.completion back with usage', async () => {
     const answer = await chat({ model: 'flash', messages: [{ role: 'user', content: 'Hi' }] });
@@ -64,27 +94,76 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
   });
 
   test('a stream (no end marker upstream) becomes chunks ending in [DONE]; a function call streams as a tool call', async () => {
-    const text = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    const text = await readStream(
+      `${fx.gw.url}${CHAT_PATH}`,
+      JSON.stringify({
+        model: 'flash',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+      authHeaders(),
+    );
     assert.equal(text.status, 200);
     assert.ok(text.text.endsWith('data: [DONE]\n\n'));
-    const chunks = text.text.split('\n\n').filter((f) => f.startsWith('data: {')).map((f) => JSON.parse(f.slice(6)) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage?: unknown });
+    const chunks = text.text
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: {'))
+      .map(
+        (f) =>
+          JSON.parse(f.slice(6)) as {
+            choices: Array<{ delta: { content?: string }; finish_reason: string | null }>;
+            usage?: unknown;
+          },
+      );
     assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'Hello from Gemini');
     assert.deepEqual(chunks.at(-1)?.usage, { prompt_tokens: 8, completion_tokens: 6, total_tokens: 14 });
     assert.equal(fx.mock.generateRequests()[0]?.url, '/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
 
-    const tools = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: 'Weather?' }] }), authHeaders());
-    const calls = tools.text.split('\n\n').filter((f) => f.startsWith('data: {')).flatMap((f) => {
-      const choice = (JSON.parse(f.slice(6)) as { choices: Array<{ delta: { tool_calls?: Array<{ function: { name: string; arguments: string } }> }; finish_reason: string | null }> }).choices[0];
-      return [...(choice?.delta.tool_calls ?? []).map((c) => c.function), ...(choice?.finish_reason ? [{ name: `finish:${choice.finish_reason}`, arguments: '' }] : [])];
-    });
-    assert.deepEqual(calls, [{ name: 'get_weather', arguments: '{"location":"Paris"}' }, { name: 'finish:tool_calls', arguments: '' }]);
+    const tools = await readStream(
+      `${fx.gw.url}${CHAT_PATH}`,
+      JSON.stringify({
+        model: 'flash',
+        stream: true,
+        tools: [WEATHER_TOOL],
+        messages: [{ role: 'user', content: 'Weather?' }],
+      }),
+      authHeaders(),
+    );
+    const calls = tools.text
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: {'))
+      .flatMap((f) => {
+        const choice = (
+          JSON.parse(f.slice(6)) as {
+            choices: Array<{
+              delta: { tool_calls?: Array<{ function: { name: string; arguments: string } }> };
+              finish_reason: string | null;
+            }>;
+          }
+        ).choices[0];
+        return [
+          ...(choice?.delta.tool_calls ?? []).map((c) => c.function),
+          ...(choice?.finish_reason ? [{ name: `finish:${choice.finish_reason}`, arguments: '' }] : []),
+        ];
+      });
+    assert.deepEqual(calls, [
+      { name: 'get_weather', arguments: '{"location":"Paris"}' },
+      { name: 'finish:tool_calls', arguments: '' },
+    ]);
   });
 
   test('a stream whose caller did not ask for usage shows none, and its usage is still recorded (limits, cost)', async () => {
-    const answer = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'Hi' }] }), authHeaders());
+    const answer = await readStream(
+      `${fx.gw.url}${CHAT_PATH}`,
+      JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'Hi' }] }),
+      authHeaders(),
+    );
     assert.equal(answer.status, 200);
     assert.ok(!answer.text.includes('"usage"'), 'no usage chunk shown');
-    const line = fx.gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
+    const line = fx.gw.logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
     assert.equal(line?.prompt_tokens, 8);
     assert.equal(line?.completion_tokens, 6);
   });
@@ -97,11 +176,20 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
     assert.equal(blocked.json.details?.reason, 'SAFETY');
 
     fx.mock.enqueue({ kind: 'stream', cutBeforeFinish: true });
-    const cut = await readStream(`${fx.gw.url}${CHAT_PATH}`, JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }), authHeaders());
+    const cut = await readStream(
+      `${fx.gw.url}${CHAT_PATH}`,
+      JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }),
+      authHeaders(),
+    );
     assert.ok(!cut.text.includes('[DONE]'));
     assert.match(cut.text, /event: error\ndata: \{"code":"upstream_stream_truncated"/);
 
-    fx.mock.enqueue({ kind: 'error', status: 400, grpcStatus: 'INVALID_ARGUMENT', message: 'Invalid JSON payload received.' });
+    fx.mock.enqueue({
+      kind: 'error',
+      status: 400,
+      grpcStatus: 'INVALID_ARGUMENT',
+      message: 'Invalid JSON payload received.',
+    });
     const bad = await chat({ model: 'flash', messages: [{ role: 'user', content: 'x' }] });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.code, 'upstream_rejected_request');
@@ -110,7 +198,10 @@ describe('chat through a Gemini upstream (mock speaking the Gemini wire format)'
 
   test('health lists Gemini models without spending tokens', async () => {
     const health = await call(`${fx.gw.url}/v1/?route=health`);
-    assert.equal((health.json.checks as { upstreams: Record<string, { status: string }> }).upstreams.google?.status, 'ok');
+    assert.equal(
+      (health.json.checks as { upstreams: Record<string, { status: string }> }).upstreams.google?.status,
+      'ok',
+    );
     assert.equal(fx.mock.generateRequests().length, 0);
   });
 });

@@ -47,28 +47,47 @@ function endless(prefix: string[], piece: string): Behavior {
 function assertNoPieceOf(secret: string, text: string, where: string): void {
   for (let i = 0; i + 8 <= secret.length; i++) {
     const piece = secret.slice(i, i + 8);
-    assert.ok(!text.includes(piece), `${where} contains ${JSON.stringify(piece)}, a piece of a key: ${text.slice(0, 600)}`);
+    assert.ok(
+      !text.includes(piece),
+      `${where} contains ${JSON.stringify(piece)}, a piece of a key: ${text.slice(0, 600)}`,
+    );
   }
 }
 
 describe('a hostile upstream', () => {
   const fixture = useMockedGateway({
     env: { UPSTREAM_API_KEY: CONFIGURED_KEY },
-    configFile: { name: 'no-breaker.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
+    configFile: {
+      name: 'no-breaker.yaml',
+      text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n',
+    },
   });
   const url = () => `${fixture.gw.url}${CHAT_PATH}`;
 
   describe('endless lines and events are cut at 4 MiB', () => {
     const cases = [
-      { name: 'one data: line that never ends', prefix: 'data: ', piece: 'x'.repeat(64 * 1024), reason: /SSE line longer than 4194304 bytes/ },
-      { name: 'data: lines with no blank line between them', prefix: '', piece: `data: ${'y'.repeat(16 * 1024)}\n`, reason: /SSE event longer than 4194304 bytes/ },
+      {
+        name: 'one data: line that never ends',
+        prefix: 'data: ',
+        piece: 'x'.repeat(64 * 1024),
+        reason: /SSE line longer than 4194304 bytes/,
+      },
+      {
+        name: 'data: lines with no blank line between them',
+        prefix: '',
+        piece: `data: ${'y'.repeat(16 * 1024)}\n`,
+        reason: /SSE event longer than 4194304 bytes/,
+      },
     ];
     for (const c of cases) {
       test(`${c.name}, before the first chunk: a JSON 502 upstream_stream_malformed and the upstream connection closed`, async () => {
         fixture.mock.enqueue(endless([c.prefix], c.piece));
         const answer = await readStream(url(), chatBody({ stream: true }), authHeaders());
         assert.equal(answer.status, 502, answer.text);
-        const body = JSON.parse(answer.text) as { code: string; details: { reason: string; limit_bytes: number; upstream: string } };
+        const body = JSON.parse(answer.text) as {
+          code: string;
+          details: { reason: string; limit_bytes: number; upstream: string };
+        };
         assert.equal(body.code, 'upstream_stream_malformed');
         assert.match(body.details.reason, c.reason);
         assert.equal(body.details.limit_bytes, SSE_LIMIT);
@@ -105,7 +124,7 @@ describe('a hostile upstream', () => {
 
     const cases: Array<{ name: string; key: string; headers: Record<string, string> }> = [
       { name: 'the configured key', key: CONFIGURED_KEY, headers: {} },
-      { name: 'the caller\'s X-Upstream-Key', key: CALLER_KEY, headers: { 'x-upstream-key': CALLER_KEY } },
+      { name: "the caller's X-Upstream-Key", key: CALLER_KEY, headers: { 'x-upstream-key': CALLER_KEY } },
     ];
     for (const who of cases) {
       test(`an HTTP 500 echoing ${who.name} in message, type, code and param`, async () => {
@@ -123,11 +142,18 @@ describe('a hostile upstream', () => {
         const log = fixture.gw.logLines.slice(before).join('\n');
         assert.match(log, /upstream_error/, 'the 5xx was logged');
         assertNoPieceOf(who.key, log, 'the log');
-        assert.equal(fixture.mock.chatRequests()[0]?.headers.authorization, `Bearer ${who.key}`, 'the key was the one sent');
+        assert.equal(
+          fixture.mock.chatRequests()[0]?.headers.authorization,
+          `Bearer ${who.key}`,
+          'the key was the one sent',
+        );
       });
 
       test(`a stream error event echoing ${who.name}`, async () => {
-        fixture.mock.enqueue({ kind: 'stream', chunks: [chunk('a'), `data: ${JSON.stringify(echoingError(who.key))}\n\n`] });
+        fixture.mock.enqueue({
+          kind: 'stream',
+          chunks: [chunk('a'), `data: ${JSON.stringify(echoingError(who.key))}\n\n`],
+        });
         const before = fixture.gw.logLines.length;
         const answer = await readStream(url(), chatBody({ stream: true }), authHeaders(who.headers));
         assert.equal(answer.status, 200);
@@ -157,7 +183,9 @@ describe('a hostile upstream', () => {
       kind: 'raw',
       handler: (_req, res: ServerResponse) => {
         // Written on the socket itself: node:http would refuse to build such a header block.
-        res.socket?.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-big: ${'h'.repeat(160 * 1024)}\r\ncontent-length: 2\r\n\r\n{}`);
+        res.socket?.end(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-big: ${'h'.repeat(160 * 1024)}\r\ncontent-length: 2\r\n\r\n{}`,
+        );
       },
     });
     const answer = await readStream(url(), chatBody(), authHeaders());
@@ -167,7 +195,7 @@ describe('a hostile upstream', () => {
     assert.match(body.details.reason, /headers/i);
   });
 
-  test('an upstream 429\'s Retry-After reaches the caller as whole seconds, capped, however the upstream spelled it', async () => {
+  test("an upstream 429's Retry-After reaches the caller as whole seconds, capped, however the upstream spelled it", async () => {
     // Pauses are off here (upstream_pause_max_seconds: 0), so the cap is the pause cap's default, 60 s.
     const cases: Array<[string | undefined, string]> = [
       ['-1', '1'],
@@ -179,10 +207,16 @@ describe('a hostile upstream', () => {
       [undefined, '1'],
     ];
     for (const [sent, expected] of cases) {
-      fixture.mock.enqueue({ kind: 'raw', handler: (_req, res: ServerResponse) => {
-        res.writeHead(429, { 'content-type': 'application/json', ...(sent === undefined ? {} : { 'retry-after': sent }) });
-        res.end('{"error":{"message":"slow down","type":"rate_limit_error"}}');
-      } });
+      fixture.mock.enqueue({
+        kind: 'raw',
+        handler: (_req, res: ServerResponse) => {
+          res.writeHead(429, {
+            'content-type': 'application/json',
+            ...(sent === undefined ? {} : { 'retry-after': sent }),
+          });
+          res.end('{"error":{"message":"slow down","type":"rate_limit_error"}}');
+        },
+      });
       const answer = await readStream(url(), chatBody(), authHeaders());
       assert.equal(answer.status, 429, answer.text);
       assert.equal(answer.headers['retry-after'], expected, `upstream Retry-After ${String(sent)}`);

@@ -14,15 +14,28 @@ test('too long, empty, control characters or repeated: 400 invalid_idempotency_k
   for (const bad of ['', 'x'.repeat(256), 'a\u0000b', 'tab\there', 'del\u007f', ['a', 'b']]) {
     assert.throws(
       () => readIdempotencyKey(bad),
-      (error: unknown) => error instanceof GatewayError && error.code === 'invalid_idempotency_key' && error.status === 400 && !JSON.stringify(error.toBody()).includes('x'.repeat(256)),
+      (error: unknown) =>
+        error instanceof GatewayError &&
+        error.code === 'invalid_idempotency_key' &&
+        error.status === 400 &&
+        !JSON.stringify(error.toBody()).includes('x'.repeat(256)),
     );
   }
 });
 
 test('the fingerprint ignores key order and whitespace but not values', () => {
-  const a = requestFingerprint('chat', JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5}'));
-  const b = requestFingerprint('chat', JSON.parse('{ "temperature": 0.5, "messages": [ {"content":"hi", "role":"user"} ], "model":"m" }'));
-  const c = requestFingerprint('chat', JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi!"}],"temperature":0.5}'));
+  const a = requestFingerprint(
+    'chat',
+    JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5}'),
+  );
+  const b = requestFingerprint(
+    'chat',
+    JSON.parse('{ "temperature": 0.5, "messages": [ {"content":"hi", "role":"user"} ], "model":"m" }'),
+  );
+  const c = requestFingerprint(
+    'chat',
+    JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi!"}],"temperature":0.5}'),
+  );
   assert.equal(a, b);
   assert.notEqual(a, c);
   assert.notEqual(requestFingerprint('chat', {}), requestFingerprint('models', {}));

@@ -15,11 +15,17 @@ const KEY_B = 'sk-tenant-b-provider-key-fedcba9876543210';
 
 describe('Idempotency-Key and X-Upstream-Key', () => {
   const fixture = useMockedGateway();
-  const send = (path: string, body: string, headers: Record<string, string>) => call(fixture.url(path), { method: 'POST', headers: authHeaders(headers), body });
+  const send = (path: string, body: string, headers: Record<string, string>) =>
+    call(fixture.url(path), { method: 'POST', headers: authHeaders(headers), body });
 
   for (const { route, path, body, upstreamPath } of [
     { route: 'chat', path: CHAT_PATH, body: chatBody(), upstreamPath: '/v1/chat/completions' },
-    { route: 'embeddings', path: '/v1/embeddings', body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }), upstreamPath: '/v1/embeddings' },
+    {
+      route: 'embeddings',
+      path: '/v1/embeddings',
+      body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }),
+      upstreamPath: '/v1/embeddings',
+    },
   ]) {
     test(`${route}: the same key with another provider key, or none, is a 422; with the first one, a replay`, async () => {
       const upstreamCalls = () => fixture.mock.requests.filter((r) => r.path === upstreamPath);
@@ -44,13 +50,25 @@ describe('Idempotency-Key and X-Upstream-Key', () => {
   }
 
   test('a header that changes the answer (X-Context-Overflow) is part of the request too; the provider key is stored only hashed', async () => {
-    const first = await send(CHAT_PATH, chatBody(), { 'idempotency-key': 'own-key-overflow', 'x-context-overflow': 'truncate' });
+    const first = await send(CHAT_PATH, chatBody(), {
+      'idempotency-key': 'own-key-overflow',
+      'x-context-overflow': 'truncate',
+    });
     assert.equal(first.status, 200);
-    const refused = await send(CHAT_PATH, chatBody(), { 'idempotency-key': 'own-key-overflow', 'x-context-overflow': 'error' });
+    const refused = await send(CHAT_PATH, chatBody(), {
+      'idempotency-key': 'own-key-overflow',
+      'x-context-overflow': 'error',
+    });
     assert.equal(refused.status, 422);
-    const rows = fixture.gw.store.db.prepare('SELECT scope, key, fingerprint, response FROM idempotency_keys').all() as Array<Record<string, unknown>>;
+    const rows = fixture.gw.store.db
+      .prepare('SELECT scope, key, fingerprint, response FROM idempotency_keys')
+      .all() as Array<Record<string, unknown>>;
     assert.ok(rows.length > 0);
     const stored = JSON.stringify(rows);
-    for (const key of [KEY_A, KEY_B]) assert.ok(!stored.includes(key) && !stored.includes(key.slice(3, 20)), 'no provider key in the idempotency store');
+    for (const key of [KEY_A, KEY_B])
+      assert.ok(
+        !stored.includes(key) && !stored.includes(key.slice(3, 20)),
+        'no provider key in the idempotency store',
+      );
   });
 });

@@ -52,7 +52,9 @@ async function deleteKeys(client: RedisClient, prefix: string): Promise<void> {
 }
 
 /** A Redis store under a random prefix of its own; closing it deletes its keys. */
-async function makeRedis(): Promise<ContractStore & { client: RedisClient; prefix: string; redisStore: RedisIdempotencyStore }> {
+async function makeRedis(): Promise<
+  ContractStore & { client: RedisClient; prefix: string; redisStore: RedisIdempotencyStore }
+> {
   const client = await connectRedis(REDIS_URL);
   const prefix = `test:idem:${randomUUID()}:`;
   const redisStore = new RedisIdempotencyStore(client, { prefix });
@@ -82,7 +84,10 @@ interface Worker {
 
 /** Starts one worker process; `report` resolves with its JSON line once it exited with code 0. */
 function startWorker(args: string[]): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, ...args], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const lines: string[] = [];
@@ -95,11 +100,15 @@ function startWorker(args: string[]): Worker {
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   const report = exited.then(([code, signal]) => {
     const last = lines.at(-1);
-    if (code !== 0 || last === undefined) throw new Error(`worker exited ${String(code ?? signal)}; stderr:\n${stderr}`);
+    if (code !== 0 || last === undefined)
+      throw new Error(`worker exited ${String(code ?? signal)}; stderr:\n${stderr}`);
     return JSON.parse(last) as WorkerReport;
   });
   // A worker that dies before `ready` must fail the test, not hang it.
-  const readyOrDead = Promise.race([ready, report.then(() => Promise.reject(new Error(`worker exited before ready:\n${stderr}`)))]);
+  const readyOrDead = Promise.race([
+    ready,
+    report.then(() => Promise.reject(new Error(`worker exited before ready:\n${stderr}`))),
+  ]);
   return { ready: readyOrDead, report, go: () => child.stdin.end('go\n') };
 }
 
@@ -156,7 +165,10 @@ describe('SQLite idempotency store', () => {
       assert.equal(store.purgeExpired(t0 + 999), 0);
       assert.equal(store.purgeExpired(t0 + 1_000), 1, 'the crashed claim');
       assert.equal(store.purgeExpired(t0 + 2_010), 1, 'the completed answer');
-      const left = sqlite.db.prepare<[], object>('SELECT key, state FROM idempotency_keys').all().map((row) => ({ ...row })); // rows have a null prototype
+      const left = sqlite.db
+        .prepare<[], object>('SELECT key, state FROM idempotency_keys')
+        .all()
+        .map((row) => ({ ...row })); // rows have a null prototype
       assert.deepEqual(left, [{ key: 'running', state: 'in_progress' }]);
     } finally {
       await sqlite.close();

@@ -37,8 +37,16 @@ describe('Idempotency-Key on chat (embedded SQLite store)', () => {
 
   test('the same request serialised differently (key order, spacing) is still the same request', async () => {
     const key = freshKey();
-    await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello?"}]}' });
-    const again = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: '{ "messages": [ {"content":"Hello?","role":"user"} ], "model": "gpt-4o-mini" }' });
+    await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: keyed(key),
+      body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello?"}]}',
+    });
+    const again = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: keyed(key),
+      body: '{ "messages": [ {"content":"Hello?","role":"user"} ], "model": "gpt-4o-mini" }',
+    });
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(mock.chatRequests().length, 1);
   });
@@ -46,7 +54,11 @@ describe('Idempotency-Key on chat (embedded SQLite store)', () => {
   test('same key, different body: 422 idempotency_key_mismatch, nothing sent upstream', async () => {
     const key = freshKey();
     await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody() });
-    const other = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody({ temperature: 0.1 }) });
+    const other = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: keyed(key),
+      body: chatBody({ temperature: 0.1 }),
+    });
     assert.equal(other.status, 422);
     assert.equal(other.json.code, 'idempotency_key_mismatch');
     assert.equal(mock.chatRequests().length, 1);
@@ -71,7 +83,9 @@ describe('Idempotency-Key on chat (embedded SQLite store)', () => {
     const key = freshKey();
     mock.enqueue({ kind: 'json', delayMs: 100 });
     const answers = await Promise.all(
-      Array.from({ length: 20 }, () => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody() })),
+      Array.from({ length: 20 }, () =>
+        call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody() }),
+      ),
     );
     assert.equal(mock.chatRequests().length, 1);
     assert.equal(answers.filter((a) => a.status === 200).length + answers.filter((a) => a.status === 409).length, 20);
@@ -144,7 +158,9 @@ describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the c
   const storedRows = (key: string) =>
     (gw.store.db.prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = ?').get(key) as { n: number }).n;
   const accessLines = () =>
-    gw.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' && l.route === 'chat');
+    gw.logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request' && l.route === 'chat');
   // 100 pieces of ~50 characters: about 20 KB of events, ten times the cap.
   const pieces = Array.from({ length: 100 }, (_, i) => `piece ${String(i).padStart(3, '0')} ${'x'.repeat(40)} `);
   before(async () => {
@@ -183,16 +199,26 @@ describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the c
     const key = freshKey();
     let release: () => void = () => {};
     const released = new Promise<void>((resolve) => (release = resolve));
-    const frames = pieces.map((p, i) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: p } : { content: p }, finish_reason: null }] })}\n\n`);
-    mock.enqueue({
-      kind: 'raw',
-      handler: (_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(frames.join(''));
-        void released.then(() => res.end('data: [DONE]\n\n'));
+    const frames = pieces.map(
+      (p, i) =>
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: p } : { content: p }, finish_reason: null }] })}\n\n`,
+    );
+    mock.enqueue(
+      {
+        kind: 'raw',
+        handler: (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write(frames.join(''));
+          void released.then(() => res.end('data: [DONE]\n\n'));
+        },
       },
-    }, { kind: 'stream', content: pieces });
-    const response = await request(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody({ stream: true }) });
+      { kind: 'stream', content: pieces },
+    );
+    const response = await request(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: keyed(key),
+      body: chatBody({ stream: true }),
+    });
     if (response.statusCode !== 200) assert.fail(await response.body.text());
     let text = '';
     const reader = response.body[Symbol.asyncIterator]();
@@ -201,11 +227,16 @@ describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the c
       assert.ok(next.done !== true, 'the stream went on past the cap');
       text += Buffer.from(next.value as Buffer).toString('utf8');
     }
-    const during = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody({ stream: true }) });
+    const during = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: keyed(key),
+      body: chatBody({ stream: true }),
+    });
     assert.equal(during.status, 409, 'not recording is not a reason to let a duplicate run beside it');
     assert.equal(during.json.code, 'idempotency_in_progress');
     release();
-    for (let next = await reader.next(); next.done !== true; next = await reader.next()) text += Buffer.from(next.value as Buffer).toString('utf8');
+    for (let next = await reader.next(); next.done !== true; next = await reader.next())
+      text += Buffer.from(next.value as Buffer).toString('utf8');
     assert.ok(text.endsWith('data: [DONE]\n\n'));
     assert.equal(assembleContent(text), pieces.join(''));
     assert.equal(storedRows(key), 0);
@@ -217,7 +248,13 @@ describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the c
 
   test('a JSON answer over the cap is not stored either; a small stream still is', async () => {
     const key = freshKey();
-    const big = { id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }] };
+    const big = {
+      id: 'c1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
+    };
     mock.enqueue({ kind: 'json', body: big }, { kind: 'json', body: big });
     const first = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: keyed(key), body: chatBody() });
     assert.equal(first.status, 200);

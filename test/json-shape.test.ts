@@ -14,7 +14,12 @@ test('depth: the body itself is level 1; MAX_JSON_DEPTH levels pass, one more is
 
 test('a repeated top-level key is found, however it is spelled, and named', () => {
   const twice = '{"model":"forbidden","model":"allowed"}';
-  assert.deepEqual(checkJsonShape(twice), { kind: 'duplicate_key', key: 'model', position: twice.lastIndexOf('"model"'), path: '' });
+  assert.deepEqual(checkJsonShape(twice), {
+    kind: 'duplicate_key',
+    key: 'model',
+    position: twice.lastIndexOf('"model"'),
+    path: '',
+  });
   assert.equal(checkJsonShape('{ "model" : "a" ,\n "mod\\u0065l" : "b" }')?.kind, 'duplicate_key');
   assert.equal(checkJsonShape('{"a\\"b":1,"a\\u0022b":2}')?.kind, 'duplicate_key');
   assert.equal(checkJsonShape('{"model":"a","messages":[],"model":"b"}')?.kind, 'duplicate_key');

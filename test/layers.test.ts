@@ -39,7 +39,10 @@ test('an import from a lower layer to a higher one is refused, with the file, th
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const { status, stderr } = check(root);
   assert.equal(status, 1);
-  assert.match(stderr, /layers: core\/pricing\.ts imports routes\/chat\.ts: "core" sits below "routes" and may not import it\n/);
+  assert.match(
+    stderr,
+    /layers: core\/pricing\.ts imports routes\/chat\.ts: "core" sits below "routes" and may not import it\n/,
+  );
   assert.match(stderr, /layers: 1 problem\(s\)/);
 });
 
@@ -61,12 +64,16 @@ test('two folders of one layer importing each other are a folder cycle; the down
 test('files importing each other, type-only or dynamic, are a file cycle even within one folder', (t) => {
   const root = tree({
     'auth/oauth.ts': "import type { Principal } from './authenticator.js';\nexport type P = Principal;\n",
-    'auth/authenticator.ts': "export interface Principal { caller: string }\nexport const load = () => import('./oauth.js');\n",
+    'auth/authenticator.ts':
+      "export interface Principal { caller: string }\nexport const load = () => import('./oauth.js');\n",
   });
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const { status, stderr } = check(root);
   assert.equal(status, 1);
-  assert.match(stderr, /files import each other: auth\/(oauth|authenticator)\.ts -> auth\/(authenticator|oauth)\.ts -> auth\/\1\.ts\n/);
+  assert.match(
+    stderr,
+    /files import each other: auth\/(oauth|authenticator)\.ts -> auth\/(authenticator|oauth)\.ts -> auth\/\1\.ts\n/,
+  );
 });
 
 test('a folder with no layer is reported, so a new folder gets a place in the table', (t) => {

@@ -10,7 +10,12 @@ const MINUTE = 60_000;
 const failOnStoreError = (error: unknown): void => assert.fail(`store error: ${String(error)}`);
 
 /** The real SQLite limiter, counting the store steps the leasing layer makes. */
-async function countingStore(): Promise<{ store: AdmissionStore; inner: LimitStore; calls: { admit: number; settle: number }; close(): Promise<void> }> {
+async function countingStore(): Promise<{
+  store: AdmissionStore;
+  inner: LimitStore;
+  calls: { admit: number; settle: number };
+  close(): Promise<void>;
+}> {
   const sqlite = await openSqliteStore(':memory:');
   const inner = new SqliteRateLimiter(sqlite.db);
   const calls = { admit: 0, settle: 0 };
@@ -27,7 +32,13 @@ async function countingStore(): Promise<{ store: AdmissionStore; inner: LimitSto
   return { store, inner, calls, close: () => sqlite.close() };
 }
 
-const rate = (key: string, limit: number, cost = 1): AdmissionLimit => ({ kind: 'rate', key, limit, windowMs: MINUTE, cost });
+const rate = (key: string, limit: number, cost = 1): AdmissionLimit => ({
+  kind: 'rate',
+  key,
+  limit,
+  windowMs: MINUTE,
+  cost,
+});
 const slots = (key: string, max: number): AdmissionLimit => ({ kind: 'concurrency', key, max, leaseMs: 60_000 });
 
 describe('LeasedLimits: quota leasing in front of the shared limit store', () => {
@@ -43,7 +54,10 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
     const last = results.at(-1)?.outcomes[0];
     assert.ok(last?.kind === 'rate');
     assert.equal(last.decision.limit, 60_000);
-    assert.ok(last.decision.remaining >= 57_000 && last.decision.remaining <= 57_050, `remaining ${last.decision.remaining}`);
+    assert.ok(
+      last.decision.remaining >= 57_000 && last.decision.remaining <= 57_050,
+      `remaining ${last.decision.remaining}`,
+    );
     await leased.close();
     // Everything bought and not used went back: the shared bucket has exactly 3000 units taken.
     assert.equal((await s.inner.consume('big', 60_000, MINUTE, 60_000 - 3000, now)).allowed, true);
@@ -57,7 +71,9 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
     const a = new LeasedLimits({ store: s.store, onStoreError: failOnStoreError, now: () => now });
     const b = new LeasedLimits({ store: s.store, onStoreError: failOnStoreError, now: () => now });
     // 2400 per minute: chunks of 2 units; 3000 attempts spread over both, interleaved and concurrent.
-    const attempts = Array.from({ length: 3000 }, (_, i) => (i % 2 === 0 ? a : b).admit([rate('shared', 2400)], `t${i}`));
+    const attempts = Array.from({ length: 3000 }, (_, i) =>
+      (i % 2 === 0 ? a : b).admit([rate('shared', 2400)], `t${i}`),
+    );
     const admitted = (await Promise.all(attempts)).filter((r) => r.admitted).length;
     assert.ok(admitted <= 2400, `admitted ${admitted}`);
     assert.ok(admitted >= 2400 - 4, `at most a chunk per instance held back: admitted ${admitted}`);
@@ -70,7 +86,8 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
   test('small limits bypass leasing: every request is decided in the store (exact)', async () => {
     const s = await countingStore();
     const leased = new LeasedLimits({ store: s.store, onStoreError: failOnStoreError });
-    for (let i = 0; i < 5; i++) assert.equal((await leased.admit([rate('small', 10), slots('few', 3)], `r${i}`)).admitted, i < 3);
+    for (let i = 0; i < 5; i++)
+      assert.equal((await leased.admit([rate('small', 10), slots('few', 3)], `r${i}`)).admitted, i < 3);
     assert.equal(s.calls.admit, 5);
     await leased.close();
     await s.close();
@@ -79,7 +96,12 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
   test('units unused for idleReturnMs go back to the shared store by themselves', async () => {
     const s = await countingStore();
     let now = 1_700_000_000_000;
-    const leased = new LeasedLimits({ store: s.store, onStoreError: failOnStoreError, now: () => now, idleReturnMs: 20 });
+    const leased = new LeasedLimits({
+      store: s.store,
+      onStoreError: failOnStoreError,
+      now: () => now,
+      idleReturnMs: 20,
+    });
     assert.equal((await leased.admit([rate('idle', 1_200_000)], 'r1')).admitted, true); // bought 1001, used 1
     now += 1_000;
     await waitFor('the sweep returned the rest', () => s.calls.settle >= 1, 2_000);
@@ -115,7 +137,9 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
     const b = new LeasedLimits({ store: s.store, onStoreError: failOnStoreError, now: () => now });
     const limits = [slots('cc', 40)]; // blocks of 2 slots
     const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).admit(limits, `c${i}`)));
-    const inFlight = results.map((r, i) => ({ admitted: r.admitted, token: `c${i}`, by: i % 2 ? a : b })).filter((r) => r.admitted);
+    const inFlight = results
+      .map((r, i) => ({ admitted: r.admitted, token: `c${i}`, by: i % 2 ? a : b }))
+      .filter((r) => r.admitted);
     assert.ok(inFlight.length <= 40 && inFlight.length >= 36, `in flight ${inFlight.length}`);
     const before = s.calls.admit;
     for (const r of inFlight) await r.by.settle([{ kind: 'concurrency', key: 'cc' }], r.token);
@@ -146,7 +170,11 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
     // With units held locally that cover the cost, the call is served here without a store step.
     assert.equal((await leased.admit([rate('held', 60_000)], 'c')).admitted, true);
     const steps = s.calls.admit;
-    assert.equal((await leased.admit([{ kind: 'rate', key: 'held', limit: 60_000, windowMs: MINUTE, cost: 20, need: 2 }], 'd')).admitted, true);
+    assert.equal(
+      (await leased.admit([{ kind: 'rate', key: 'held', limit: 60_000, windowMs: MINUTE, cost: 20, need: 2 }], 'd'))
+        .admitted,
+      true,
+    );
     assert.equal(s.calls.admit, steps);
     await leased.close();
     await s.close();

@@ -14,12 +14,19 @@ test('headers logged under req or headers are redacted by name', () => {
   const { logger, lines } = capture();
   logger.info({ headers: { Authorization: 'Bearer abc', 'x-upstream-key': 'sk-1', accept: 'json' } }, 'h');
   logger.info({ req: { method: 'GET', url: '/v1/?token=zzz&route=models', headers: { cookie: 'c=1' } } }, 'r');
-  logger.info({ upstream: { name: 'openai', apiKey: 'sk-2', nested: { headers: { authorization: 'Bearer q' } } } }, 'u');
+  logger.info(
+    { upstream: { name: 'openai', apiKey: 'sk-2', nested: { headers: { authorization: 'Bearer q' } } } },
+    'u',
+  );
   const [h, r, u] = lines.map((l) => JSON.parse(l) as Record<string, Record<string, unknown>>);
   assert.deepEqual(h?.headers, { Authorization: '[REDACTED]', 'x-upstream-key': '[REDACTED]', accept: 'json' });
   assert.equal(r?.req?.url, '/v1/?token=[REDACTED]&route=models');
   assert.deepEqual(r?.req?.headers, { cookie: '[REDACTED]' });
-  assert.deepEqual(u?.upstream, { name: 'openai', apiKey: '[REDACTED]', nested: { headers: { authorization: '[REDACTED]' } } });
+  assert.deepEqual(u?.upstream, {
+    name: 'openai',
+    apiKey: '[REDACTED]',
+    nested: { headers: { authorization: '[REDACTED]' } },
+  });
 });
 
 test('known secrets are scrubbed from every line, wherever they appear', () => {
@@ -33,7 +40,10 @@ test('known secrets are scrubbed from every line, wherever they appear', () => {
 test('times are ISO 8601 UTC', () => {
   const { logger, lines } = capture();
   logger.info('x');
-  assert.match(String((JSON.parse(lines[0] ?? '{}') as { time: string }).time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.match(
+    String((JSON.parse(lines[0] ?? '{}') as { time: string }).time),
+    /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+  );
 });
 
 test('the lazy request logger binds the request id and creates nothing for disabled levels', () => {
@@ -51,8 +61,14 @@ test('the lazy request logger binds the request id and creates nothing for disab
 test('redactUrl and scrubText', () => {
   assert.equal(redactUrl('/v1/?route=chat'), '/v1/?route=chat');
   // Every value is replaced, credential-looking or not; only route and limit in their plain shape stay.
-  assert.equal(redactUrl('/x?API_KEY=1&next_token=abc&Signature=s&q=x&limit=5&route=chat&empty='), '/x?API_KEY=[REDACTED]&next_token=[REDACTED]&Signature=[REDACTED]&q=[REDACTED]&limit=5&route=chat&empty=');
-  assert.equal(redactUrl('/x?route=sk-live-123&limit=1e9&constructor=1&bare-secret'), '/x?route=[REDACTED]&limit=[REDACTED]&constructor=[REDACTED]&[REDACTED]');
+  assert.equal(
+    redactUrl('/x?API_KEY=1&next_token=abc&Signature=s&q=x&limit=5&route=chat&empty='),
+    '/x?API_KEY=[REDACTED]&next_token=[REDACTED]&Signature=[REDACTED]&q=[REDACTED]&limit=5&route=chat&empty=',
+  );
+  assert.equal(
+    redactUrl('/x?route=sk-live-123&limit=1e9&constructor=1&bare-secret'),
+    '/x?route=[REDACTED]&limit=[REDACTED]&constructor=[REDACTED]&[REDACTED]',
+  );
   assert.equal(scrubText('Incorrect API key provided: sk-ab***yz', []), 'Incorrect API key provided: [REDACTED]');
   assert.equal(scrubText('bad key my-own-key-123', ['my-own-key-123']), 'bad key [REDACTED]');
 });

@@ -27,7 +27,10 @@ function bodyOf(raw: string): { code: string; details: Record<string, unknown> }
 describe('malformed requests still get {code, message, details}', () => {
   const fixture = useMockedGateway({
     // A model whose body the gateway re-serialises (another upstream model name): deep JSON broke that too.
-    configFile: { name: 'renamed.yaml', text: 'models:\n  - id: renamed\n    upstream: default\n    upstream_model: gpt-4o-mini\n' },
+    configFile: {
+      name: 'renamed.yaml',
+      text: 'models:\n  - id: renamed\n    upstream: default\n    upstream_model: gpt-4o-mini\n',
+    },
   });
 
   test('a URL with bad percent-encoding: 400 bad_request, with a request id, the URL not echoed', async () => {
@@ -48,11 +51,41 @@ describe('malformed requests still get {code, message, details}', () => {
   });
 
   const parserCases: Array<{ name: string; head: string; status: number; code: string; reason: RegExp }> = [
-    { name: 'a non-numeric Content-Length', head: 'Content-Length: abc\r\n', status: 400, code: 'bad_request', reason: /Content-Length header is invalid/ },
-    { name: 'two different Content-Lengths', head: 'Content-Length: 2\r\nContent-Length: 3\r\n', status: 400, code: 'bad_request', reason: /^the Content-Length header is sent more than once$/ },
-    { name: 'two equal Content-Lengths', head: 'Content-Length: 2\r\nContent-Length: 2\r\n', status: 400, code: 'bad_request', reason: /^the Content-Length header is sent more than once$/ },
-    { name: 'Content-Length with Transfer-Encoding', head: 'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n', status: 400, code: 'bad_request', reason: /^Content-Length and Transfer-Encoding must not both be sent/ },
-    { name: 'headers over the limit', head: `X-Big: ${'a'.repeat(20_000)}\r\n`, status: 431, code: 'headers_too_large', reason: /too large/ },
+    {
+      name: 'a non-numeric Content-Length',
+      head: 'Content-Length: abc\r\n',
+      status: 400,
+      code: 'bad_request',
+      reason: /Content-Length header is invalid/,
+    },
+    {
+      name: 'two different Content-Lengths',
+      head: 'Content-Length: 2\r\nContent-Length: 3\r\n',
+      status: 400,
+      code: 'bad_request',
+      reason: /^the Content-Length header is sent more than once$/,
+    },
+    {
+      name: 'two equal Content-Lengths',
+      head: 'Content-Length: 2\r\nContent-Length: 2\r\n',
+      status: 400,
+      code: 'bad_request',
+      reason: /^the Content-Length header is sent more than once$/,
+    },
+    {
+      name: 'Content-Length with Transfer-Encoding',
+      head: 'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n',
+      status: 400,
+      code: 'bad_request',
+      reason: /^Content-Length and Transfer-Encoding must not both be sent/,
+    },
+    {
+      name: 'headers over the limit',
+      head: `X-Big: ${'a'.repeat(20_000)}\r\n`,
+      status: 431,
+      code: 'headers_too_large',
+      reason: /too large/,
+    },
   ];
   for (const c of parserCases) {
     test(`${c.name}: ${c.status} ${c.code} on a closed connection, with the right reason`, async () => {
@@ -65,7 +98,10 @@ describe('malformed requests still get {code, message, details}', () => {
   }
 
   test('HTTP/1.1 without a Host header, or with two: 400 bad_request in JSON naming the header, connection closed', async () => {
-    for (const head of ['GET /v1/?route=health HTTP/1.1\r\n\r\n', 'GET /v1/?route=health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n']) {
+    for (const head of [
+      'GET /v1/?route=health HTTP/1.1\r\n\r\n',
+      'GET /v1/?route=health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n',
+    ]) {
       const raw = await rawExchange(fixture.gw.port, head);
       assert.match(raw, /^HTTP\/1.1 400 /, raw);
       assert.match(raw, /connection: close/i);
@@ -84,13 +120,28 @@ describe('malformed requests still get {code, message, details}', () => {
     fixture.mock.reset();
     const body = chatBody();
     const send = (headers: string) =>
-      rawExchange(fixture.gw.port, `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n${headers}\r\n${body}`);
+      rawExchange(
+        fixture.gw.port,
+        `POST ${CHAT_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n${headers}\r\n${body}`,
+      );
     const auth = `Authorization: ${authHeaders().authorization}\r\n`;
     const cases = [
       { headers: auth + auth, code: 'invalid_header', header: 'authorization' },
-      { headers: `${auth}authorization: Bearer someone-else-0123456789\r\n`, code: 'invalid_header', header: 'authorization' },
-      { headers: `${auth}Idempotency-Key: a1\r\nIdempotency-Key: a1\r\n`, code: 'invalid_idempotency_key', header: 'idempotency-key' },
-      { headers: `${auth}X-Upstream-Key: sk-one-1234567890\r\nx-upstream-key: sk-one-1234567890\r\n`, code: 'invalid_header', header: 'x-upstream-key' },
+      {
+        headers: `${auth}authorization: Bearer someone-else-0123456789\r\n`,
+        code: 'invalid_header',
+        header: 'authorization',
+      },
+      {
+        headers: `${auth}Idempotency-Key: a1\r\nIdempotency-Key: a1\r\n`,
+        code: 'invalid_idempotency_key',
+        header: 'idempotency-key',
+      },
+      {
+        headers: `${auth}X-Upstream-Key: sk-one-1234567890\r\nx-upstream-key: sk-one-1234567890\r\n`,
+        code: 'invalid_header',
+        header: 'x-upstream-key',
+      },
     ];
     for (const c of cases) {
       const raw = await send(c.headers);
@@ -114,7 +165,11 @@ describe('malformed requests still get {code, message, details}', () => {
     assert.equal(tooLong.status, 400);
     assert.equal(tooLong.json.code, 'bad_request');
     assert.equal(tooLong.json.details?.reason, 'a path segment is longer than 1024 characters');
-    assert.equal((tooLong.json as { error?: { code?: string } }).error?.code, 'bad_request', 'an OpenAI-shaped path: OpenAI\'s error object too');
+    assert.equal(
+      (tooLong.json as { error?: { code?: string } }).error?.code,
+      'bad_request',
+      "an OpenAI-shaped path: OpenAI's error object too",
+    );
     assert.ok(!tooLong.text.includes('mmmmmmmmmm'), 'the URL is not echoed');
     const badEncoding = await call(`${fixture.gw.url}/v1/%zz`);
     assert.match(String(badEncoding.json.details?.reason), /percent-encoding/);
@@ -133,7 +188,10 @@ describe('malformed requests still get {code, message, details}', () => {
 
   test('a body with __proto__ or constructor.prototype keys is refused, and nothing reaches the upstream', async () => {
     fixture.mock.reset();
-    for (const body of ['{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}', '{"model":"m","messages":[{"role":"user","content":"x"}],"constructor":{"prototype":{"polluted":true}}}']) {
+    for (const body of [
+      '{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}',
+      '{"model":"m","messages":[{"role":"user","content":"x"}],"constructor":{"prototype":{"polluted":true}}}',
+    ]) {
       const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400);
       assert.equal(answer.json.code, 'invalid_json');
@@ -155,7 +213,10 @@ describe('malformed requests still get {code, message, details}', () => {
     fixture.mock.reset();
     const deep = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(5000)}${']'.repeat(5000)}}`;
     const renamed = deep.replace('"gpt-4o-mini"', '"renamed"');
-    for (const [headers, body] of [[authHeaders({ 'idempotency-key': 'deep-1' }), deep], [authHeaders(), renamed]] as const) {
+    for (const [headers, body] of [
+      [authHeaders({ 'idempotency-key': 'deep-1' }), deep],
+      [authHeaders(), renamed],
+    ] as const) {
       const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers, body });
       assert.equal(answer.status, 400, answer.text);
       assert.equal(answer.json.code, 'invalid_json');
@@ -164,14 +225,22 @@ describe('malformed requests still get {code, message, details}', () => {
       assert.equal(answer.json.details?.position, body.indexOf('[[') + 127, 'where level 129 opens');
     }
     // A broken body that deep is located without recursing a million times: a 400 too, never a 500.
-    const broken = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: `{"model":"m","x":${'['.repeat(200_000)}` });
+    const broken = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: `{"model":"m","x":${'['.repeat(200_000)}`,
+    });
     assert.equal(broken.status, 400);
     assert.equal(broken.json.code, 'invalid_json');
     assert.equal(fixture.mock.chatRequests().length, 0);
     // At the bound it runs, and the key's fingerprint (a recursive walk) copes.
     const atBound = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(127)}${']'.repeat(127)}}`;
     for (let i = 0; i < 2; i++) {
-      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'idempotency-key': 'deep-at-bound' }), body: atBound });
+      const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders({ 'idempotency-key': 'deep-at-bound' }),
+        body: atBound,
+      });
       assert.equal(answer.status, 200, answer.text);
       assert.equal(answer.headers['idempotent-replayed'], i === 0 ? undefined : 'true');
     }
@@ -185,16 +254,35 @@ describe('malformed requests still get {code, message, details}', () => {
       [`{"model":"forbidden","model":"gpt-4o-mini",${messages}}`, 'model', ''],
       [`{"model":"gpt-4o-mini","stream":false,${messages},"str\u0065am":true}`, 'stream', ''],
       // Nested: the gateway would read one content (its estimate, its checks) and the upstream perhaps the other.
-      ['{"model":"gpt-4o-mini","messages":[{"role":"user","content":"short","content":"a very long prompt"}]}', 'content', 'messages[0]'],
-      ['{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"},{"role":"user","content":"say \\",\\"model\\":\\"x","name":"a","name":"b"}]}', 'name', 'messages[1]'],
-      ['{"model":"gpt-4o-mini",' + messages + ',"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","type":"string"}}}]}', 'type', 'tools[0].function.parameters'],
+      [
+        '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"short","content":"a very long prompt"}]}',
+        'content',
+        'messages[0]',
+      ],
+      [
+        '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"},{"role":"user","content":"say \\",\\"model\\":\\"x","name":"a","name":"b"}]}',
+        'name',
+        'messages[1]',
+      ],
+      [
+        '{"model":"gpt-4o-mini",' +
+          messages +
+          ',"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","type":"string"}}}]}',
+        'type',
+        'tools[0].function.parameters',
+      ],
     ] as const) {
       const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400, body);
       assert.equal(answer.json.code, 'invalid_json');
       assert.equal(answer.json.details?.key, key);
       assert.equal(answer.json.details?.path, path);
-      assert.match(String(answer.json.details?.reason), new RegExp(`"${key}" appears more than once ${path === '' ? 'at the top level' : `in ${path.replace(/[[\].]/g, '\\$&')}`}`));
+      assert.match(
+        String(answer.json.details?.reason),
+        new RegExp(
+          `"${key}" appears more than once ${path === '' ? 'at the top level' : `in ${path.replace(/[[\].]/g, '\\$&')}`}`,
+        ),
+      );
     }
     assert.equal(fixture.mock.chatRequests().length, 0);
     // The same key in two different objects is fine; a key's name inside a string is not a key.
@@ -218,7 +306,11 @@ describe('malformed requests still get {code, message, details}', () => {
   });
 
   test('a compressed body is a 415 (only identity encoding is accepted)', async () => {
-    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'content-encoding': 'gzip' }), body: chatBody() });
+    const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders({ 'content-encoding': 'gzip' }),
+      body: chatBody(),
+    });
     assert.equal(answer.status, 415);
     assert.equal(answer.json.code, 'unsupported_media_type');
   });

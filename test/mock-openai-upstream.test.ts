@@ -92,12 +92,18 @@ void test('json with tools answers a tool call', async () => {
     const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }];
     const res = await chat(mock, dispatcher, { ...hello, tools });
     const body = (await res.body.json()) as {
-      choices: Array<{ message: { content: null; tool_calls: Array<{ function: { name: string; arguments: string } }> }; finish_reason: string }>;
+      choices: Array<{
+        message: { content: null; tool_calls: Array<{ function: { name: string; arguments: string } }> };
+        finish_reason: string;
+      }>;
     };
     const choice = body.choices[0];
     assert.equal(choice?.finish_reason, 'tool_calls');
     assert.equal(choice.message.content, null);
-    assert.deepEqual(choice.message.tool_calls[0]?.function, { name: 'get_weather', arguments: '{"location":"Paris"}' });
+    assert.deepEqual(choice.message.tool_calls[0]?.function, {
+      name: 'get_weather',
+      arguments: '{"location":"Paris"}',
+    });
   });
 });
 
@@ -146,7 +152,9 @@ void test('stream with tools streams a tool call', async () => {
     const events = sseData(await res.body.text());
     assert.equal(events.pop(), '[DONE]');
     type ToolDelta = { tool_calls?: Array<{ id?: string; function: { name?: string; arguments: string } }> };
-    const chunks = events.map((e) => JSON.parse(e) as { choices: Array<{ delta: ToolDelta; finish_reason: string | null }> });
+    const chunks = events.map(
+      (e) => JSON.parse(e) as { choices: Array<{ delta: ToolDelta; finish_reason: string | null }> },
+    );
     assert.equal(chunks[0]?.choices[0]?.delta.tool_calls?.[0]?.function.name, 'get_weather');
     const args = chunks.map((c) => c.choices[0]?.delta.tool_calls?.[0]?.function.arguments ?? '').join('');
     assert.equal(args, '{"location":"Paris"}');
@@ -209,7 +217,10 @@ void test('stall keeps the stream open until close(), which does not hang', asyn
     assert.match(String(first.value), /"content":"Hello"/);
     assert.equal(mock.openConnections(), 1);
     const pending = reader.next();
-    const closeOrTimeout = await Promise.race([mock.close().then(() => 'closed'), delay(2000, 'timeout', { ref: false })]);
+    const closeOrTimeout = await Promise.race([
+      mock.close().then(() => 'closed'),
+      delay(2000, 'timeout', { ref: false }),
+    ]);
     assert.equal(closeOrTimeout, 'closed');
     await assert.rejects(pending);
     assert.equal(await mock.requests[0]?.aborted, true);
@@ -271,7 +282,10 @@ void test('models list in the OpenAI shape, and modelsStatus makes it fail', asy
     mock.models = [{ id: 'm-1', owned_by: 'acme', created: 123 }, { id: 'm-2' }];
     const res = await request(`${mock.baseUrl}/models`, { dispatcher });
     assert.equal(res.statusCode, 200);
-    const body = (await res.body.json()) as { object: string; data: Array<{ id: string; object: string; owned_by: string; created: number }> };
+    const body = (await res.body.json()) as {
+      object: string;
+      data: Array<{ id: string; object: string; owned_by: string; created: number }>;
+    };
     assert.equal(body.object, 'list');
     assert.deepEqual(body.data[0], { id: 'm-1', object: 'model', created: 123, owned_by: 'acme' });
     assert.equal(body.data[1]?.id, 'm-2');

@@ -28,16 +28,35 @@ import type { ProviderSet } from '../src/providers/registry.js';
 const MODEL = 'gpt-4o-mini';
 const USAGE: Usage = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 };
 const batch = (content: string, usage?: Usage): StreamBatch => [
-  { chunk: { id: 'c', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [{ index: 0, delta: { content }, finish_reason: null }] }, ...(usage ? { usage } : {}) },
+  {
+    chunk: {
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: MODEL,
+      choices: [{ index: 0, delta: { content }, finish_reason: null }],
+    },
+    ...(usage ? { usage } : {}),
+  },
 ];
 
 /** The call's tries ask its upstream for an answer read whole. */
 const answerOf = (call: ModelCall) =>
-  call.run((target, scope, trace) => target.provider.chat({ model: MODEL, messages: [] }, call.contextFor(target, scope, trace, false)));
+  call.run((target, scope, trace) =>
+    target.provider.chat({ model: MODEL, messages: [] }, call.contextFor(target, scope, trace, false)),
+  );
 
 /** The call's tries open its upstream's stream. */
 const streamOf = (call: ModelCall) =>
-  call.start((target, scope, trace) => openStream(target, target.provider.streamChat({ model: MODEL, messages: [], stream: true }, call.contextFor(target, scope, trace, false))));
+  call.start((target, scope, trace) =>
+    openStream(
+      target,
+      target.provider.streamChat(
+        { model: MODEL, messages: [], stream: true },
+        call.contextFor(target, scope, trace, false),
+      ),
+    ),
+  );
 
 /** A pipeline over one upstream whose answers the test scripts, with every piece a call settles observable. */
 function setUp() {
@@ -51,24 +70,46 @@ function setUp() {
       `  - { id: ${MODEL}, upstream: up, upstream_model: ${MODEL}, pricing: { input_per_million: 1, output_per_million: 2 } }`,
     ].join('\n'),
   );
-  const config = loadConfig({ ADMIN_TOKEN: 'a-long-admin-token-123', GATEWAY_CONFIG: file, TEST_UPSTREAM_KEY: 'sk-test', GATEWAY_ENV: 'prod' });
+  const config = loadConfig({
+    ADMIN_TOKEN: 'a-long-admin-token-123',
+    GATEWAY_CONFIG: file,
+    TEST_UPSTREAM_KEY: 'sk-test',
+    GATEWAY_ENV: 'prod',
+  });
   const upstream = 'up';
   const script = {
     answer: (): Promise<ChatCompletionResult> => Promise.resolve({ body: Buffer.from('{}'), usage: { ...USAGE } }),
     stream: (): AsyncIterable<StreamBatch> => (async function* () {})(),
   };
-  const provider = { name: upstream, kind: 'openai', probeable: false, chat: () => script.answer(), streamChat: () => script.stream() } as unknown as Provider;
+  const provider = {
+    name: upstream,
+    kind: 'openai',
+    probeable: false,
+    chat: () => script.answer(),
+    streamChat: () => script.stream(),
+  } as unknown as Provider;
   const providers = { upstreams: new Map([[upstream, provider]]), builtins: new Map() } as unknown as ProviderSet;
   const leases: Array<Usage | undefined> = [];
   const finish = async (usage: Usage | undefined) => void leases.push(usage);
-  const limits = { enabled: true, admit: async () => ({ headers: { 'ratelimit-limit': '10' }, finish }) } as unknown as RateLimitService;
+  const limits = {
+    enabled: true,
+    admit: async () => ({ headers: { 'ratelimit-limit': '10' }, finish }),
+  } as unknown as RateLimitService;
   const pauses = { enabled: false, check: () => undefined } as unknown as UpstreamPauses;
   const breakers = new CircuitBreakers({ failureThreshold: 1, cooldownMs: 60_000 });
   const capacity = new UpstreamCapacities([[upstream, { bound: 4, queueTimeoutMs: 1_000 }]]);
   const reports: AttemptReport[] = [];
   const observer = { attempt: (report: AttemptReport) => void reports.push(report), failover: () => undefined };
   const prices = new PriceBook(config);
-  const calls = new CallPipeline({ router: new ModelRouter(config, providers), prices, limits, pauses, breakers, capacity, observer });
+  const calls = new CallPipeline({
+    router: new ModelRouter(config, providers),
+    prices,
+    limits,
+    pauses,
+    breakers,
+    capacity,
+    observer,
+  });
   const input: CallInput = { caller: 'admin', upstreamKey: undefined, requestId: 'r-1', rawBody: undefined };
   const plan = async () => {
     const call = calls.plan(MODEL, input);
@@ -87,7 +128,10 @@ describe('a model call settles once, however it ends', () => {
     const call = await t.plan();
     const answered = await answerOf(call);
     assert.equal(t.inFlight(), 0, 'the slot is back once the answer was read');
-    assert.deepEqual(t.reports.map((r) => r.outcome), ['ok']);
+    assert.deepEqual(
+      t.reports.map((r) => r.outcome),
+      ['ok'],
+    );
     const usage = call.settle(answered.value.usage);
     assert.deepEqual(usage, t.priced(USAGE));
     assert.equal(usage?.cost_usd, 0.002, "priced at the model's prices: 1,000 × $1 + 500 × $2 per million");
@@ -107,15 +151,19 @@ describe('a model call settles once, however it ends', () => {
     assert.deepEqual(t.leases, [undefined]);
     assert.equal(t.inFlight(), 0);
     assert.equal(t.circuit(), 'open');
-    assert.deepEqual(t.reports.map((r) => [r.outcome, r.upstreamFault]), [['upstream_error', true]]);
+    assert.deepEqual(
+      t.reports.map((r) => [r.outcome, r.upstreamFault]),
+      [['upstream_error', true]],
+    );
   });
 
   test('a stream holds its slot and its permit until the route settles it; a second settle changes nothing', async () => {
     const t = setUp();
-    t.script.stream = () => (async function* () {
-      yield batch('a');
-      yield batch('b', USAGE);
-    })();
+    t.script.stream = () =>
+      (async function* () {
+        yield batch('a');
+        yield batch('b', USAGE);
+      })();
     const call = await t.plan();
     const started = await streamOf(call);
     assert.equal(started.call, call);
@@ -130,7 +178,10 @@ describe('a model call settles once, however it ends', () => {
     assert.deepEqual(t.leases, [USAGE]);
     assert.equal(t.inFlight(), 0);
     assert.equal(t.circuit(), 'closed');
-    assert.deepEqual(t.reports.map((r) => r.outcome), ['ok']);
+    assert.deepEqual(
+      t.reports.map((r) => r.outcome),
+      ['ok'],
+    );
   });
 
   const cut = [
@@ -163,9 +214,10 @@ describe('a model call settles once, however it ends', () => {
   for (const c of cut) {
     test(`a stream that ended early, ${c.name}`, async () => {
       const t = setUp();
-      t.script.stream = () => (async function* () {
-        yield batch('a');
-      })();
+      t.script.stream = () =>
+        (async function* () {
+          yield batch('a');
+        })();
       const call = await t.plan();
       await streamOf(call);
       assert.equal(call.settle(undefined, c.failure, c.from), undefined);
@@ -173,7 +225,10 @@ describe('a model call settles once, however it ends', () => {
       assert.deepEqual(t.leases, [undefined]);
       assert.equal(t.inFlight(), 0);
       assert.equal(t.circuit(), c.circuit);
-      assert.deepEqual(t.reports.map((r) => [r.outcome, r.upstreamFault]), [[c.outcome, c.fault]]);
+      assert.deepEqual(
+        t.reports.map((r) => [r.outcome, r.upstreamFault]),
+        [[c.outcome, c.fault]],
+      );
     });
   }
 
@@ -181,7 +236,10 @@ describe('a model call settles once, however it ends', () => {
     const t = setUp();
     t.script.stream = () => (async function* () {})();
     const call = await t.plan();
-    await assert.rejects(streamOf(call), (error: unknown) => error instanceof GatewayError && error.code === 'upstream_stream_truncated');
+    await assert.rejects(
+      streamOf(call),
+      (error: unknown) => error instanceof GatewayError && error.code === 'upstream_stream_truncated',
+    );
     assert.deepEqual(t.leases, [undefined], 'given back before the error reached the caller');
     assert.equal(t.inFlight(), 0);
     assert.equal(t.circuit(), 'open', 'an empty stream is a truncated one');

@@ -29,26 +29,54 @@ const echoingResponse: Behavior = {
   kind: 'raw',
   handler: (req, res) => {
     const key = keyOf(req);
-    const message = { type: 'message', id: 'msg_echo', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `your key is ${key}.`, annotations: [] }] };
+    const message = {
+      type: 'message',
+      id: 'msg_echo',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: `your key is ${key}.`, annotations: [] }],
+    };
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ id: 'resp_echo', object: 'response', status: 'completed', model: 'gpt-4o-mini', metadata: { piece: key.slice(5, 25) }, output: [message], usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 } }));
+    res.end(
+      JSON.stringify({
+        id: 'resp_echo',
+        object: 'response',
+        status: 'completed',
+        model: 'gpt-4o-mini',
+        metadata: { piece: key.slice(5, 25) },
+        output: [message],
+        usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 },
+      }),
+    );
   },
 };
 
 describe('non-streamed native answers are scrubbed of the provider key', () => {
   const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
 
-  test('a Responses answer forwarded natively: the configured key and the caller\'s X-Upstream-Key, whole or a piece', async () => {
+  test("a Responses answer forwarded natively: the configured key and the caller's X-Upstream-Key, whole or a piece", async () => {
     for (const [headers, key] of [
       [authHeaders(), UPSTREAM_KEY],
       [authHeaders({ 'x-upstream-key': OWN_KEY }), OWN_KEY],
     ] as const) {
       fixture.mock.enqueue(echoingResponse);
-      const answer = await call(fixture.url('/v1/responses'), { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }] }) });
+      const answer = await call(fixture.url('/v1/responses'), {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }] }),
+      });
       assert.equal(answer.status, 200);
-      assert.equal(fixture.mock.requests.at(-1)?.headers.authorization, `Bearer ${key}`, 'the key the upstream was sent');
+      assert.equal(
+        fixture.mock.requests.at(-1)?.headers.authorization,
+        `Bearer ${key}`,
+        'the key the upstream was sent',
+      );
       assertNoKey(answer.text, key);
-      const response = answer.json as { object?: string; output?: Array<{ content: Array<{ text: string }> }>; usage?: { input_tokens: number } };
+      const response = answer.json as {
+        object?: string;
+        output?: Array<{ content: Array<{ text: string }> }>;
+        usage?: { input_tokens: number };
+      };
       assert.equal(response.object, 'response', 'still the JSON answer, in its own shape');
       assert.equal(response.output?.[0]?.content[0]?.text, 'your key is [REDACTED].');
       assert.equal(response.usage?.input_tokens, 3);
@@ -60,10 +88,21 @@ describe('non-streamed native answers are scrubbed of the provider key', () => {
       kind: 'raw',
       handler: (req, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.5, 0.25] }], model: keyOf(req), usage: { prompt_tokens: 2, total_tokens: 2 } }));
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            data: [{ object: 'embedding', index: 0, embedding: [0.5, 0.25] }],
+            model: keyOf(req),
+            usage: { prompt_tokens: 2, total_tokens: 2 },
+          }),
+        );
       },
     });
-    const answer = await call(fixture.url('/v1/embeddings'), { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }) });
+    const answer = await call(fixture.url('/v1/embeddings'), {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }),
+    });
     assert.equal(answer.status, 200);
     assertNoKey(answer.text, UPSTREAM_KEY);
     assert.equal((answer.json as { model?: string }).model, '[REDACTED]');
@@ -84,7 +123,11 @@ describe('a Messages answer forwarded natively to Anthropic is scrubbed of the k
     });
     assert.equal(answer.status, 200);
     assertNoKey(answer.text, KEY);
-    const message = answer.json as { type?: string; content?: Array<{ text: string }>; usage?: { input_tokens: number } };
+    const message = answer.json as {
+      type?: string;
+      content?: Array<{ text: string }>;
+      usage?: { input_tokens: number };
+    };
     assert.equal(message.type, 'message');
     assert.equal(message.content?.[0]?.text, 'I was called with [REDACTED] and [REDACTED]');
     assert.equal(message.usage?.input_tokens, 2095);

@@ -27,7 +27,12 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
   let next: Key;
   let stranger: Key;
 
-  const sign = async (key: Key, kid: string, claims: Record<string, unknown> = {}, options: { alg?: string; exp?: number | string; nbf?: number } = {}) => {
+  const sign = async (
+    key: Key,
+    kid: string,
+    claims: Record<string, unknown> = {},
+    options: { alg?: string; exp?: number | string; nbf?: number } = {},
+  ) => {
     const now = Math.floor(Date.now() / 1000);
     const jwt = new SignJWT({ scope: 'chat:write models:read', ...claims })
       .setProtectedHeader({ alg: options.alg ?? 'RS256', kid, typ: 'at+jwt' })
@@ -39,10 +44,19 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     if (options.nbf !== undefined) jwt.setNotBefore(options.nbf);
     return jwt.sign(key.privateKey);
   };
-  const chatWith = (token: string) => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: chatBody() });
+  const chatWith = (token: string) =>
+    call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: chatBody(),
+    });
 
   before(async () => {
-    [current, next, stranger] = await Promise.all([generateKeyPair('RS256', { extractable: true }), generateKeyPair('RS256', { extractable: true }), generateKeyPair('RS256', { extractable: true })]);
+    [current, next, stranger] = await Promise.all([
+      generateKeyPair('RS256', { extractable: true }),
+      generateKeyPair('RS256', { extractable: true }),
+      generateKeyPair('RS256', { extractable: true }),
+    ]);
     published = [{ ...(await exportJWK(current.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }];
     jwksServer = createServer((req, res) => {
       jwksFetches += 1;
@@ -56,7 +70,17 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
       configFile: {
         name: 'oauth.json',
-        text: JSON.stringify({ auth: { oauth: { issuer: ISSUER, audience: AUDIENCE, jwks_url: jwksUrl, clock_tolerance_seconds: 5, jwks_refresh_cooldown_seconds: 2 } } }),
+        text: JSON.stringify({
+          auth: {
+            oauth: {
+              issuer: ISSUER,
+              audience: AUDIENCE,
+              jwks_url: jwksUrl,
+              clock_tolerance_seconds: 5,
+              jwks_refresh_cooldown_seconds: 2,
+            },
+          },
+        }),
       },
     });
   });
@@ -71,18 +95,26 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     assert.equal(answer.status, 200, answer.text);
     const line = await waitForValue(
       'the access line of the call',
-      () => gw.logLines.map((l) => JSON.parse(l) as { request_id?: string; caller?: string }).find((l) => l.request_id === answer.headers['x-request-id']),
+      () =>
+        gw.logLines
+          .map((l) => JSON.parse(l) as { request_id?: string; caller?: string })
+          .find((l) => l.request_id === answer.headers['x-request-id']),
       (l) => l !== undefined,
     );
     assert.equal(line?.caller, 'oauth:client-42');
-    const models = await call(`${gw.url}/v1/?route=models`, { headers: { authorization: `Bearer ${await sign(current, 'k1')}` } });
+    const models = await call(`${gw.url}/v1/?route=models`, {
+      headers: { authorization: `Bearer ${await sign(current, 'k1')}` },
+    });
     assert.equal(models.status, 200);
   });
 
   test('a scope that does not grant the route: 403 route_not_allowed', async () => {
     const token = await sign(current, 'k1', { scope: 'models:read' });
     const answer = await chatWith(token);
-    assert.deepEqual([answer.status, answer.json.code, answer.json.details?.allowed_routes], [403, 'route_not_allowed', ['models']]);
+    assert.deepEqual(
+      [answer.status, answer.json.code, answer.json.details?.allowed_routes],
+      [403, 'route_not_allowed', ['models']],
+    );
   });
 
   test('expired, not yet valid, wrong issuer, wrong audience: each a 401 with its own code', async () => {
@@ -92,10 +124,32 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     assert.match(String(expired.headers['www-authenticate']), /error="invalid_token"/);
     const early = await chatWith(await sign(current, 'k1', {}, { nbf: now + 120 }));
     assert.deepEqual([early.status, early.json.code], [401, 'token_not_yet_valid']);
-    const issuer = await chatWith(await new SignJWT({ scope: 'chat:write' }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer('https://evil.example/').setAudience(AUDIENCE).setSubject('x').setExpirationTime(now + 60).sign(current.privateKey));
-    assert.deepEqual([issuer.status, issuer.json.code, issuer.json.details?.claim], [401, 'token_claim_invalid', 'iss']);
-    const audience = await chatWith(await new SignJWT({ scope: 'chat:write' }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer(ISSUER).setAudience('another-api').setSubject('x').setExpirationTime(now + 60).sign(current.privateKey));
-    assert.deepEqual([audience.status, audience.json.code, audience.json.details?.claim], [401, 'token_claim_invalid', 'aud']);
+    const issuer = await chatWith(
+      await new SignJWT({ scope: 'chat:write' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuer('https://evil.example/')
+        .setAudience(AUDIENCE)
+        .setSubject('x')
+        .setExpirationTime(now + 60)
+        .sign(current.privateKey),
+    );
+    assert.deepEqual(
+      [issuer.status, issuer.json.code, issuer.json.details?.claim],
+      [401, 'token_claim_invalid', 'iss'],
+    );
+    const audience = await chatWith(
+      await new SignJWT({ scope: 'chat:write' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuer(ISSUER)
+        .setAudience('another-api')
+        .setSubject('x')
+        .setExpirationTime(now + 60)
+        .sign(current.privateKey),
+    );
+    assert.deepEqual(
+      [audience.status, audience.json.code, audience.json.details?.claim],
+      [401, 'token_claim_invalid', 'aud'],
+    );
     assert.equal(mock.chatRequests().length, 1, 'only the valid call of the first test reached the upstream');
   });
 
@@ -104,12 +158,18 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     const now = Math.floor(Date.now() / 1000);
     const claims = { iss: ISSUER, aud: AUDIENCE, sub: 'x', exp: now + 60, scope: 'chat:write' };
     const none = `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`;
-    assert.deepEqual([(await chatWith(none)).status, (await chatWith(none)).json.code], [401, 'token_algorithm_not_allowed']);
+    assert.deepEqual(
+      [(await chatWith(none)).status, (await chatWith(none)).json.code],
+      [401, 'token_algorithm_not_allowed'],
+    );
     const publicPem = JSON.stringify(published[0]);
     const signingInput = `${b64({ alg: 'HS256', kid: 'k1' })}.${b64(claims)}`;
     const hs = `${signingInput}.${createHmac('sha256', publicPem).update(signingInput).digest('base64url')}`;
     const confused = await chatWith(hs);
-    assert.deepEqual([confused.status, confused.json.code, confused.json.details?.alg], [401, 'token_algorithm_not_allowed', 'HS256']);
+    assert.deepEqual(
+      [confused.status, confused.json.code, confused.json.details?.alg],
+      [401, 'token_algorithm_not_allowed', 'HS256'],
+    );
     const valid = await sign(current, 'k1');
     const forged = `${valid.split('.').slice(0, 2).join('.')}.${(await sign(stranger, 'k1')).split('.')[2]}`;
     assert.deepEqual([(await chatWith(forged)).status, (await chatWith(forged)).json.code], [401, 'invalid_token']);
@@ -126,7 +186,12 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     const publishedAt = Date.now();
     // Within the cooldown (2 s) the JWKS is not fetched again, so the new key stays unknown; after it, the next
     // token with the unknown kid triggers one fetch and is accepted.
-    const rotated = await waitForValue('a token signed with the new key is accepted', async () => chatWith(await sign(next, 'k2')), (a) => a.status === 200, 6_000);
+    const rotated = await waitForValue(
+      'a token signed with the new key is accepted',
+      async () => chatWith(await sign(next, 'k2')),
+      (a) => a.status === 200,
+      6_000,
+    );
     assert.equal(rotated.status, 200, rotated.text);
     assert.ok(Date.now() - publishedAt >= 1_000, 'not before the refresh cooldown allowed a new fetch');
     assert.equal((await chatWith(await sign(current, 'k1'))).status, 200, 'the old key still works while published');

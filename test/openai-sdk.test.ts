@@ -25,7 +25,10 @@ describe('the official openai SDK against the gateway', () => {
   beforeEach(() => mock.reset());
 
   test('chat.completions.create: the answer, and the upstream got the request (not the admin token)', async () => {
-    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     assert.equal(completion.choices[0]?.message.content, MOCK_CONTENT);
     const [sent] = mock.chatRequests();
     assert.equal((sent?.json as { model?: string } | undefined)?.model, 'gpt-4o-mini');
@@ -34,7 +37,11 @@ describe('the official openai SDK against the gateway', () => {
 
   test('streaming through the SDK: the content arrives in chunks and the stream ends cleanly', async () => {
     mock.enqueue({ kind: 'stream' });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     let text = '';
     let chunks = 0;
     for await (const chunk of stream) {
@@ -57,11 +64,14 @@ describe('the official openai SDK against the gateway', () => {
 
   test('errors reach the SDK as its own classes with our message; the body keeps our code and details', async () => {
     const wrongKey = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'not-the-admin-token-000', maxRetries: 0 });
-    await assert.rejects(wrongKey.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => {
-      assert.ok(e instanceof OpenAI.AuthenticationError);
-      assert.equal(e.code, 'invalid_token');
-      return true;
-    });
+    await assert.rejects(
+      wrongKey.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.AuthenticationError);
+        assert.equal(e.code, 'invalid_token');
+        return true;
+      },
+    );
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [] }), (e: unknown) => {
       assert.ok(e instanceof OpenAI.BadRequestError, String(e));
       assert.equal(e.code, 'validation_failed');
@@ -69,9 +79,16 @@ describe('the official openai SDK against the gateway', () => {
       return true;
     });
     mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '3' } });
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.RateLimitError);
+    await assert.rejects(
+      client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      (e: unknown) => e instanceof OpenAI.RateLimitError,
+    );
 
-    const raw = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"model":"x"}' });
+    const raw = await call(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{"model":"x"}',
+    });
     assert.equal(raw.status, 400);
     assert.equal(raw.json.code, 'validation_failed');
     assert.deepEqual((raw.json as { error?: { type?: string; code?: string } }).error?.type, 'invalid_request_error');
@@ -89,7 +106,11 @@ describe('the official openai SDK against the gateway', () => {
     for (const [name, run] of calls) {
       await assert.rejects(run(), (e: unknown) => {
         assert.ok(e instanceof OpenAI.NotFoundError, `${name}: ${String(e)}`);
-        assert.match(e.message, /^404 This OpenAI API path is not served by this gateway; it serves POST \/v1\/chat\/completions/, name);
+        assert.match(
+          e.message,
+          /^404 This OpenAI API path is not served by this gateway; it serves POST \/v1\/chat\/completions/,
+          name,
+        );
         assert.doesNotMatch(e.message, /no body|lives under \/v1\//);
         assert.equal(e.code, 'not_found');
         return true;
@@ -105,7 +126,12 @@ describe('the official openai SDK against the gateway', () => {
       assert.equal(e.code, 'method_not_allowed');
       return true;
     });
-    const leaky = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0, defaultQuery: { api_key: 'sk-in-the-url-0123456789' } });
+    const leaky = new OpenAI({
+      baseURL: `${gw.url}/v1`,
+      apiKey: ADMIN_TOKEN,
+      maxRetries: 0,
+      defaultQuery: { api_key: 'sk-in-the-url-0123456789' },
+    });
     await assert.rejects(leaky.models.list(), (e: unknown) => {
       assert.ok(e instanceof OpenAI.BadRequestError, String(e));
       assert.match(e.message, /must not be sent in the URL/);
@@ -116,7 +142,11 @@ describe('the official openai SDK against the gateway', () => {
 
   test('a stream that fails midway surfaces as an SDK error, not as a complete answer', async () => {
     mock.enqueue({ kind: 'reset', afterChunks: 2 });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     let text = '';
     await assert.rejects(
       (async () => {

@@ -18,7 +18,10 @@ describe('page sizes: decimal digits only, on every paged route', () => {
       const answer = await call(fixture.url(`${path}&limit=${encodeURIComponent(limit)}`), { headers: authHeaders() });
       assert.equal(answer.status, 400, `${path} limit=${JSON.stringify(limit)}: ${answer.text}`);
       assert.equal(answer.json.code, 'invalid_query_parameter');
-      assert.deepEqual(answer.json.details, { parameter: 'limit', problem: `must be a whole number from 1 to ${max}, in decimal digits` });
+      assert.deepEqual(answer.json.details, {
+        parameter: 'limit',
+        problem: `must be a whole number from 1 to ${max}, in decimal digits`,
+      });
     }
     const fine = await call(fixture.url(`${path}&limit=1`), { headers: authHeaders() });
     assert.equal(fine.status, 200, fine.text);
@@ -33,7 +36,13 @@ describe('page sizes: decimal digits only, on every paged route', () => {
     const created = await call(fixture.url('/v1/responses'), {
       method: 'POST',
       headers: { ...authHeaders(), 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', input: [{ role: 'user', content: 'one' }, { role: 'user', content: 'two' }] }),
+      body: JSON.stringify({
+        model: 'gpt-4o-mini',
+        input: [
+          { role: 'user', content: 'one' },
+          { role: 'user', content: 'two' },
+        ],
+      }),
     });
     assert.equal(created.status, 200, created.text);
     await expectRefused(`/v1/?route=responses&id=${String(created.json.id)}&view=input_items`, 100);

@@ -18,22 +18,47 @@ import { authHeaders, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { dataFrames, readStream } from './helpers/sse-client.js';
 import { waitForValue } from './helpers/wait.js';
-import { startPromptCacheUpstream, type CacheUsage, type PromptCacheUpstream } from './helpers/mock-prompt-cache-upstream.js';
+import {
+  startPromptCacheUpstream,
+  type CacheUsage,
+  type PromptCacheUpstream,
+} from './helpers/mock-prompt-cache-upstream.js';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 
 const MARK = { type: 'ephemeral' };
 const KEY = 'sk-prompt-cache-upstream-0123456789';
 
-const fn = (name: string, description: string) => ({ type: 'function', function: { name, description, parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } });
-const TOOLS = [fn('read_file', 'Reads a file of the repository.'), fn('run_tests', 'Runs the test suite and reports failures.'), fn('write_file', 'Writes a file of the repository.')];
+const fn = (name: string, description: string) => ({
+  type: 'function',
+  function: {
+    name,
+    description,
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+});
+const TOOLS = [
+  fn('read_file', 'Reads a file of the repository.'),
+  fn('run_tests', 'Runs the test suite and reports failures.'),
+  fn('write_file', 'Writes a file of the repository.'),
+];
 
 describe('prompt-cache breakpoints of a chat request translated for Anthropic (pure)', () => {
   const conversation: ChatMessage[] = [
     { role: 'system', content: 'You are a coding agent.' },
     { role: 'user', content: 'Fix the failing test.' },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'run_tests', arguments: '{"path":"."}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'run_tests', arguments: '{"path":"."}' } }],
+    },
     { role: 'tool', tool_call_id: 'call_1', content: '1 failing: parse.test.ts' },
-    { role: 'assistant', content: 'Reading it.', tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'read_file', arguments: '{"path":"parse.ts"}' } }] },
+    {
+      role: 'assistant',
+      content: 'Reading it.',
+      tool_calls: [
+        { id: 'call_2', type: 'function', function: { name: 'read_file', arguments: '{"path":"parse.ts"}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: 'call_2', content: 'export function parse() {}' },
   ];
   const body: ChatRequestBody = { model: 'claude', messages: conversation, tools: TOOLS };
@@ -41,20 +66,51 @@ describe('prompt-cache breakpoints of a chat request translated for Anthropic (p
   test('auto: the last tool, the system prompt, the last block of the last turn and of the user turn before it; four at most', () => {
     const out = toAnthropicRequest(body, 'claude-sonnet-4-5', 4096, 'auto');
     assert.deepEqual(out.system, [{ type: 'text', text: 'You are a coding agent.', cache_control: MARK }]);
-    assert.deepEqual((out.tools as Array<{ name: string; cache_control?: unknown }>).map((t) => [t.name, t.cache_control]), [['read_file', undefined], ['run_tests', undefined], ['write_file', MARK]]);
+    assert.deepEqual(
+      (out.tools as Array<{ name: string; cache_control?: unknown }>).map((t) => [t.name, t.cache_control]),
+      [
+        ['read_file', undefined],
+        ['run_tests', undefined],
+        ['write_file', MARK],
+      ],
+    );
     assert.deepEqual(out.messages, [
       { role: 'user', content: [{ type: 'text', text: 'Fix the failing test.' }] },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'run_tests', input: { path: '.' } }] },
       // The point the previous call wrote (read by this one even past Anthropic's 20-block lookback).
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: '1 failing: parse.test.ts', cache_control: MARK }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'Reading it.' }, { type: 'tool_use', id: 'call_2', name: 'read_file', input: { path: 'parse.ts' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_1', content: '1 failing: parse.test.ts', cache_control: MARK },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Reading it.' },
+          { type: 'tool_use', id: 'call_2', name: 'read_file', input: { path: 'parse.ts' } },
+        ],
+      },
       // The whole conversation, written for the next call.
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_2', content: 'export function parse() {}', cache_control: MARK }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_2', content: 'export function parse() {}', cache_control: MARK },
+        ],
+      },
     ]);
     assert.equal(JSON.stringify(out).split('"cache_control"').length - 1, 4);
     // A first turn: no earlier user turn, no tools, no system: one breakpoint.
-    const first = toAnthropicRequest({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] }, 'claude-sonnet-4-5', 4096, 'auto');
-    assert.deepEqual([first.system, first.messages], [undefined, [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: MARK }] }]]);
+    const first = toAnthropicRequest(
+      { model: 'm', messages: [{ role: 'user', content: 'Hi' }] },
+      'claude-sonnet-4-5',
+      4096,
+      'auto',
+    );
+    assert.deepEqual(
+      [first.system, first.messages],
+      [undefined, [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: MARK }] }]],
+    );
   });
 
   test("off, or the caller's own breakpoints: the gateway marks none, and the caller's are kept where it put them", () => {
@@ -67,9 +123,25 @@ describe('prompt-cache breakpoints of a chat request translated for Anthropic (p
         model: 'claude',
         tools: [{ ...TOOLS[0], cache_control: { type: 'ephemeral', ttl: '1h' } }, TOOLS[1]],
         messages: [
-          { role: 'system', content: [{ type: 'text', text: 'Rules.', cache_control: MARK }, { type: 'text', text: 'Today is Monday.' }] },
-          { role: 'user', content: [{ type: 'text', text: 'A long document', cache_control: MARK }, { type: 'text', text: 'Summarise it.' }] },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'read_file', arguments: '{}' } }] },
+          {
+            role: 'system',
+            content: [
+              { type: 'text', text: 'Rules.', cache_control: MARK },
+              { type: 'text', text: 'Today is Monday.' },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'A long document', cache_control: MARK },
+              { type: 'text', text: 'Summarise it.' },
+            ],
+          },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 'read_file', arguments: '{}' } }],
+          },
           { role: 'tool', tool_call_id: 'c', content: [{ type: 'text', text: 'contents', cache_control: MARK }] },
         ],
       },
@@ -77,10 +149,22 @@ describe('prompt-cache breakpoints of a chat request translated for Anthropic (p
       4096,
       'auto',
     );
-    assert.deepEqual((own.tools as Array<{ cache_control?: unknown }>).map((t) => t.cache_control), [{ type: 'ephemeral', ttl: '1h' }, undefined]);
-    assert.deepEqual(own.system, [{ type: 'text', text: 'Rules.', cache_control: MARK }, { type: 'text', text: 'Today is Monday.' }]);
+    assert.deepEqual(
+      (own.tools as Array<{ cache_control?: unknown }>).map((t) => t.cache_control),
+      [{ type: 'ephemeral', ttl: '1h' }, undefined],
+    );
+    assert.deepEqual(own.system, [
+      { type: 'text', text: 'Rules.', cache_control: MARK },
+      { type: 'text', text: 'Today is Monday.' },
+    ]);
     assert.deepEqual(own.messages, [
-      { role: 'user', content: [{ type: 'text', text: 'A long document', cache_control: MARK }, { type: 'text', text: 'Summarise it.' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'A long document', cache_control: MARK },
+          { type: 'text', text: 'Summarise it.' },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 'read_file', input: {} }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c', content: 'contents', cache_control: MARK }] },
     ]);
@@ -98,19 +182,44 @@ describe('prompt-cache breakpoints of a chat request translated for Anthropic (p
       { role: 'user', content: [{ ...image, cache_control: MARK }] },
       { role: 'assistant', content: [{ type: 'text', text: 'Sure.', cache_control: MARK }, thinking] },
     ]);
-    assert.deepEqual(image, { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }, "the caller's part unchanged");
-    const blank = toAnthropicRequest({ model: 'm', messages: [{ role: 'system', content: '  ' }, { role: 'assistant', content: '' }] }, 'claude-sonnet-4-5', 4096, 'auto');
-    assert.deepEqual([blank.system, blank.messages], ['  ', [{ role: 'assistant', content: [{ type: 'text', text: ' ' }] }]]);
+    assert.deepEqual(
+      image,
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } },
+      "the caller's part unchanged",
+    );
+    const blank = toAnthropicRequest(
+      {
+        model: 'm',
+        messages: [
+          { role: 'system', content: '  ' },
+          { role: 'assistant', content: '' },
+        ],
+      },
+      'claude-sonnet-4-5',
+      4096,
+      'auto',
+    );
+    assert.deepEqual(
+      [blank.system, blank.messages],
+      ['  ', [{ role: 'assistant', content: [{ type: 'text', text: ' ' }] }]],
+    );
   });
 
   test('the model option: prompt_cache is auto unless set; only auto and off are taken', () => {
     const models = (extra: string) => {
       const dir = mkdtempSync(join(tmpdir(), 'gw-prompt-cache-'));
-      const lines = ['upstreams: [{ name: a, kind: anthropic, base_url: "http://127.0.0.1:9/v1" }]', 'models:', `  - { id: c, upstream: a${extra} }`];
+      const lines = [
+        'upstreams: [{ name: a, kind: anthropic, base_url: "http://127.0.0.1:9/v1" }]',
+        'models:',
+        `  - { id: c, upstream: a${extra} }`,
+      ];
       writeFileSync(join(dir, 'c.yaml'), lines.join('\n'));
       return loadConfig({ GATEWAY_CONFIG: join(dir, 'c.yaml') }).models.map((m) => m.promptCache);
     };
-    assert.deepEqual([models(''), models(', prompt_cache: off'), models(', prompt_cache: auto')], [['auto'], ['off'], ['auto']]);
+    assert.deepEqual(
+      [models(''), models(', prompt_cache: off'), models(', prompt_cache: auto')],
+      [['auto'], ['off'], ['auto']],
+    );
     assert.throws(
       () => models(', prompt_cache: always'),
       (error: unknown) => error instanceof ConfigError && error.problems.some((p) => p.includes('prompt_cache')),
@@ -119,7 +228,10 @@ describe('prompt-cache breakpoints of a chat request translated for Anthropic (p
 });
 
 /** About 2,300 tokens of instructions: above the 1,024-token minimum, as an agent's system prompt is. */
-const SYSTEM_PROMPT = Array.from({ length: 120 }, (_, i) => `Rule ${i + 1}: keep every change small, tested and explained in the commit message.`).join('\n');
+const SYSTEM_PROMPT = Array.from(
+  { length: 120 },
+  (_, i) => `Rule ${i + 1}: keep every change small, tested and explained in the commit message.`,
+).join('\n');
 /** A tool's output the agent sends back: about 300 tokens. */
 const toolOutput = (step: number) => `step ${step}: ` + 'ok '.repeat(400);
 
@@ -136,7 +248,8 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
   before(async () => {
     up = await startPromptCacheUpstream();
     oai = await startMockUpstream();
-    const pricing = 'pricing: { input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75 }';
+    const pricing =
+      'pricing: { input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75 }';
     gw = await startGateway({
       env: { CACHE_KEY: KEY },
       configFile: {
@@ -162,7 +275,12 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
   });
 
   const recordOf = async (requestId: string): Promise<UsageRecord> =>
-    (await waitForValue(`the usage record of ${requestId}`, async () => (await usage.recent(1_000, false)).find((r) => r.requestId === requestId), (r) => r !== undefined, 5_000)) as UsageRecord;
+    (await waitForValue(
+      `the usage record of ${requestId}`,
+      async () => (await usage.recent(1_000, false)).find((r) => r.requestId === requestId),
+      (r) => r !== undefined,
+      5_000,
+    )) as UsageRecord;
 
   /** Runs the agent: each tool call answered with its output, until the model answers in text; turn 3 streamed. */
   async function agentLoop(model: string): Promise<Turn[]> {
@@ -174,15 +292,26 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
     for (let turn = 1; turn <= 10; turn++) {
       const before = up.usages.length;
       const body = { model, messages, tools: TOOLS, max_tokens: 1024 };
-      let message: { content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> };
+      let message: {
+        content: string | null;
+        tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+      };
       let requestId: string;
       if (turn === 3) {
-        const answer = await readStream(`${gw.url}/v1/chat/completions`, JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }), authHeaders());
+        const answer = await readStream(
+          `${gw.url}/v1/chat/completions`,
+          JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }),
+          authHeaders(),
+        );
         assert.equal(answer.status, 200, answer.text.slice(0, 400));
         requestId = String(answer.headers['x-request-id']);
         message = assembled(answer.text);
       } else {
-        const answer = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
+        const answer = await call(`${gw.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: authHeaders(),
+          body: JSON.stringify(body),
+        });
         assert.equal(answer.status, 200, answer.text.slice(0, 400));
         requestId = String(answer.headers['x-request-id']);
         message = (answer.json.choices as Array<{ message: typeof message }>)[0]?.message as typeof message;
@@ -191,7 +320,8 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
       turns.push({ requestId, usage: up.usages.at(-1) as CacheUsage });
       if (!message.tool_calls) break;
       messages.push({ role: 'assistant', content: message.content, tool_calls: message.tool_calls });
-      for (const toolCall of message.tool_calls) messages.push({ role: 'tool', tool_call_id: toolCall.id, content: toolOutput(turn) });
+      for (const toolCall of message.tool_calls)
+        messages.push({ role: 'tool', tool_call_id: toolCall.id, content: toolOutput(turn) });
     }
     return turns;
   }
@@ -209,13 +339,34 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
 
     // What the upstream received: exactly these breakpoints, in the body's bytes.
     const marks = (text: string) => text.split('"cache_control":{"type":"ephemeral"}').length - 1;
-    assert.deepEqual(cachedRequests.map((r) => marks(r.text)), [3, 4, 4, 4, 4], 'turn 1 has no earlier user turn');
-    assert.deepEqual(cachedRequests.map((r) => r.text.split('cache_control').length - 1), [3, 4, 4, 4, 4], 'no other mark');
-    assert.deepEqual(plainRequests.map((r) => r.text.includes('cache_control')), [false, false, false, false, false], 'prompt_cache: off sends none');
-    const last = cachedRequests[4]?.body as { tools: Array<Record<string, unknown>>; system: unknown; messages: Array<{ role: string; content: Array<Record<string, unknown>> }> };
-    assert.deepEqual(last.tools.map((tool) => tool.cache_control), [undefined, undefined, MARK]);
+    assert.deepEqual(
+      cachedRequests.map((r) => marks(r.text)),
+      [3, 4, 4, 4, 4],
+      'turn 1 has no earlier user turn',
+    );
+    assert.deepEqual(
+      cachedRequests.map((r) => r.text.split('cache_control').length - 1),
+      [3, 4, 4, 4, 4],
+      'no other mark',
+    );
+    assert.deepEqual(
+      plainRequests.map((r) => r.text.includes('cache_control')),
+      [false, false, false, false, false],
+      'prompt_cache: off sends none',
+    );
+    const last = cachedRequests[4]?.body as {
+      tools: Array<Record<string, unknown>>;
+      system: unknown;
+      messages: Array<{ role: string; content: Array<Record<string, unknown>> }>;
+    };
+    assert.deepEqual(
+      last.tools.map((tool) => tool.cache_control),
+      [undefined, undefined, MARK],
+    );
     assert.deepEqual(last.system, [{ type: 'text', text: SYSTEM_PROMPT, cache_control: MARK }]);
-    const marked = last.messages.flatMap((m, i) => m.content.flatMap((b, j) => (b.cache_control ? [[i, j, m.role, b.type, b.tool_use_id]] : [])));
+    const marked = last.messages.flatMap((m, i) =>
+      m.content.flatMap((b, j) => (b.cache_control ? [[i, j, m.role, b.type, b.tool_use_id]] : [])),
+    );
     assert.deepEqual(marked, [
       [6, 0, 'user', 'tool_result', 'toolu_step2_0'],
       [8, 0, 'user', 'tool_result', 'toolu_step3_0'],
@@ -223,20 +374,39 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
 
     // The same prompts, split differently: every turn's prompt is the same size either way.
     const prompt = (u: CacheUsage) => u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
-    assert.deepEqual(cached.map((turn) => prompt(turn.usage)), plain.map((turn) => prompt(turn.usage)));
+    assert.deepEqual(
+      cached.map((turn) => prompt(turn.usage)),
+      plain.map((turn) => prompt(turn.usage)),
+    );
     // Cached: turn 1 writes its whole prompt; each later turn reads all the previous one sent and writes only what it added.
     cached.forEach((turn, i) => {
       const previous = cached[i - 1];
-      assert.equal(turn.usage.cache_read_input_tokens, previous ? prompt(previous.usage) : 0, `turn ${i + 1} reads the previous prompt`);
-      assert.equal(turn.usage.cache_creation_input_tokens, prompt(turn.usage) - turn.usage.cache_read_input_tokens, `turn ${i + 1} writes the rest`);
+      assert.equal(
+        turn.usage.cache_read_input_tokens,
+        previous ? prompt(previous.usage) : 0,
+        `turn ${i + 1} reads the previous prompt`,
+      );
+      assert.equal(
+        turn.usage.cache_creation_input_tokens,
+        prompt(turn.usage) - turn.usage.cache_read_input_tokens,
+        `turn ${i + 1} writes the rest`,
+      );
       assert.equal(turn.usage.input_tokens, 0, 'nothing after the last breakpoint');
     });
-    assert.ok(plain.every((turn) => turn.usage.cache_read_input_tokens === 0 && turn.usage.cache_creation_input_tokens === 0));
+    assert.ok(
+      plain.every((turn) => turn.usage.cache_read_input_tokens === 0 && turn.usage.cache_creation_input_tokens === 0),
+    );
 
     // The usage records: the parts and the cost as Anthropic bills them.
     const records = async (turns: Turn[]) => Promise.all(turns.map(async (turn) => recordOf(turn.requestId)));
     const [withCache, without] = [await records(cached), await records(plain)];
-    const row = (r: UsageRecord) => [r.promptTokens, r.cacheReadTokens ?? 0, r.cacheWriteTokens ?? 0, r.completionTokens, r.costUsd];
+    const row = (r: UsageRecord) => [
+      r.promptTokens,
+      r.cacheReadTokens ?? 0,
+      r.cacheWriteTokens ?? 0,
+      r.completionTokens,
+      r.costUsd,
+    ];
     assert.deepEqual(withCache.map(row), [
       [2521, 0, 2521, 60, 0.01035375],
       [2862, 2521, 341, 60, 0.00293505],
@@ -267,13 +437,26 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
       const start = up.requests.length;
       const turns = (await agentLoop('claude')).map((turn) => turn.usage);
       const sent = up.requests[start + 2]?.body as { messages: Array<{ role: string; content: unknown[] }> };
-      assert.deepEqual(sent.messages.map((m) => [m.role, m.content.length]), [['user', 1], ['assistant', 12], ['user', 12], ['assistant', 12], ['user', 12]]);
+      assert.deepEqual(
+        sent.messages.map((m) => [m.role, m.content.length]),
+        [
+          ['user', 1],
+          ['assistant', 12],
+          ['user', 12],
+          ['assistant', 12],
+          ['user', 12],
+        ],
+      );
       // Each turn reads the previous call's whole prompt. Anthropic's lookback from the last block (20 blocks) would not
       // reach it: without that breakpoint the third turn reads 2,504 tokens (tools and system) and writes 8,215.
       const prompt = (u: CacheUsage) => u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
       assert.deepEqual(
         turns.map((u) => [u.cache_read_input_tokens, u.cache_creation_input_tokens, u.input_tokens]),
-        turns.map((u, i) => [i === 0 ? 0 : prompt(turns[i - 1] as CacheUsage), prompt(u) - (i === 0 ? 0 : prompt(turns[i - 1] as CacheUsage)), 0]),
+        turns.map((u, i) => [
+          i === 0 ? 0 : prompt(turns[i - 1] as CacheUsage),
+          prompt(u) - (i === 0 ? 0 : prompt(turns[i - 1] as CacheUsage)),
+          0,
+        ]),
       );
       assert.equal(turns.length, 3);
     } finally {
@@ -283,33 +466,60 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
   });
 
   test('prompt_cache_key and prompt_cache_retention reach an OpenAI upstream as they are; an Anthropic upstream gets neither (it has no such field)', async () => {
-    const body = JSON.stringify({ model: 'gpt-5', messages: [{ role: 'user', content: 'Hi' }], prompt_cache_key: 'agent-7f3a', prompt_cache_retention: '24h' });
+    const body = JSON.stringify({
+      model: 'gpt-5',
+      messages: [{ role: 'user', content: 'Hi' }],
+      prompt_cache_key: 'agent-7f3a',
+      prompt_cache_retention: '24h',
+    });
     oai.reset();
     const same = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: authHeaders(), body });
     assert.equal(same.status, 200, same.text);
     assert.equal(oai.chatRequests()[0]?.body, body, 'the caller bytes, forwarded as they are');
     // Renamed for the upstream (the body is written again): the fields are still there.
-    const renamed = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: authHeaders(), body: body.replace('"gpt-5"', '"gpt"') });
+    const renamed = await call(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body.replace('"gpt-5"', '"gpt"'),
+    });
     assert.equal(renamed.status, 200, renamed.text);
     const sent = oai.chatRequests()[1]?.json as Record<string, unknown>;
     assert.deepEqual([sent.model, sent.prompt_cache_key, sent.prompt_cache_retention], ['gpt-5', 'agent-7f3a', '24h']);
 
     const start = up.requests.length;
-    const anthropic = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: authHeaders(), body: body.replace('"gpt-5"', '"claude"') });
+    const anthropic = await call(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body.replace('"gpt-5"', '"claude"'),
+    });
     assert.equal(anthropic.status, 200, anthropic.text);
     const toClaude = up.requests[start]?.body as Record<string, unknown>;
     assert.deepEqual([toClaude.prompt_cache_key, toClaude.prompt_cache_retention], [undefined, undefined]);
-    assert.equal(anthropic.headers['x-gateway-dropped-fields'], undefined, 'the chat surface leaves out what a provider has no field for, as it always has');
+    assert.equal(
+      anthropic.headers['x-gateway-dropped-fields'],
+      undefined,
+      'the chat surface leaves out what a provider has no field for, as it always has',
+    );
   });
 });
 
 /** A streamed chat answer's message: its text and its tool calls, assembled from the chunks. */
-function assembled(text: string): { content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> } {
+function assembled(text: string): {
+  content: string | null;
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+} {
   let content: string | null = null;
   const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
   for (const frame of dataFrames(text)) {
     if (frame === '[DONE]') continue;
-    const chunk = JSON.parse(frame) as { choices: Array<{ delta: { content?: string | null; tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }> } }> };
+    const chunk = JSON.parse(frame) as {
+      choices: Array<{
+        delta: {
+          content?: string | null;
+          tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }>;
+        };
+      }>;
+    };
     const delta = chunk.choices[0]?.delta;
     if (typeof delta?.content === 'string') content = (content ?? '') + delta.content;
     for (const piece of delta?.tool_calls ?? []) {

@@ -20,7 +20,7 @@ function example(): string {
   return code.replace("from 'llm-gateway';", `from ${JSON.stringify(join(ROOT, 'src', 'index.js'))};`);
 }
 
-test('the example of the public API compiles under the project\'s strict settings', (t) => {
+test("the example of the public API compiles under the project's strict settings", (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-example-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'example.mts');
@@ -51,17 +51,28 @@ test('the example runs: config, stores, app, listen, close (port 0, in a scratch
     [
       "await app.listen({ port: 0, host: '127.0.0.1' });",
       'const { port } = app.server.address() as { port: number };',
-      "const health = await fetch(`http://127.0.0.1:${port}/v1/?route=health`);",
+      'const health = await fetch(`http://127.0.0.1:${port}/v1/?route=health`);',
       "process.stdout.write(JSON.stringify({ status: health.status, body: await health.json() }) + '\\n');",
     ].join('\n'),
   );
   const file = join(dir, 'example.mts');
   writeFileSync(file, runnable);
-  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), file], { cwd: dir, encoding: 'utf8', timeout: 30_000, env: { ...process.env, NODE_PATH: '' } });
+  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), file], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, NODE_PATH: '' },
+  });
   assert.equal(run.status, 0, run.stderr);
   const line = run.stdout.split('\n').find((l) => l.startsWith('{"status"'));
   assert.ok(line, `the example printed its health check: ${run.stdout.slice(0, 500)}`);
-  const result = JSON.parse(line) as { status: number; body: { status?: string; checks?: { store?: { kind?: string } } } };
+  const result = JSON.parse(line) as {
+    status: number;
+    body: { status?: string; checks?: { store?: { kind?: string } } };
+  };
   assert.equal(result.body.checks?.store?.kind, 'sqlite');
-  assert.ok([200, 503].includes(result.status), `health answered (the example's upstream at :11434 need not exist): ${line}`);
+  assert.ok(
+    [200, 503].includes(result.status),
+    `health answered (the example's upstream at :11434 need not exist): ${line}`,
+  );
 });

@@ -2,7 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bindingLimit, rateLimitHeaders, type AppliedLimit } from '../src/core/rate-limit-headers.js';
 
-const limit = (name: string, l: number, remaining: number, extra: Partial<AppliedLimit['decision']> = {}, windowMs = 60_000): AppliedLimit => ({
+const limit = (
+  name: string,
+  l: number,
+  remaining: number,
+  extra: Partial<AppliedLimit['decision']> = {},
+  windowMs = 60_000,
+): AppliedLimit => ({
   name,
   windowMs,
   decision: { allowed: true, limit: l, remaining, resetMs: 6_000, retryAfterMs: 0, ...extra },
@@ -18,10 +24,16 @@ test('one allowed limit: the four headers, no Retry-After', () => {
 });
 
 test('several limits: the one closest to refusing is reported, every policy is listed', () => {
-  const headers = rateLimitHeaders([limit('requests per caller', 100, 90), limit('requests per model', 10, 2, {}, 1000)]);
+  const headers = rateLimitHeaders([
+    limit('requests per caller', 100, 90),
+    limit('requests per model', 10, 2, {}, 1000),
+  ]);
   assert.equal(headers['ratelimit-limit'], '10');
   assert.equal(headers['ratelimit-remaining'], '2');
-  assert.equal(headers['ratelimit-policy'], '100;w=60;comment="requests per caller", 10;w=1;comment="requests per model"');
+  assert.equal(
+    headers['ratelimit-policy'],
+    '100;w=60;comment="requests per caller", 10;w=1;comment="requests per model"',
+  );
 });
 
 test('a refusal: the longest wait wins and Retry-After is at least one second', () => {

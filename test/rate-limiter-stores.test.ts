@@ -98,7 +98,8 @@ describe('SqliteRateLimiter housekeeping', () => {
     const store = await openSqliteStore(':memory:');
     try {
       const limiter = new SqliteRateLimiter(store.db);
-      const count = (table: string) => (store.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+      const count = (table: string) =>
+        (store.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
       for (let i = 0; i < 5; i++) await limiter.consume(`old-${i}`, 10, 1000, 1, 1000); // expire at 1100
       await limiter.acquire('old-lease', 'a', 1, 500, 1000); // ends at 1500
       for (let i = 0; i < 993; i++) await limiter.consume('hot', 10, 1000, 1, 1_000_000);
@@ -116,7 +117,10 @@ describe('SqliteRateLimiter housekeeping', () => {
 /** Starts `jobs.length` worker processes, releases them together, and returns how many units each was allowed. */
 async function runWorkers(jobs: WorkerJob[]): Promise<number[]> {
   const workers = jobs.map((job) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(job)], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(job)], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -157,8 +161,13 @@ describe('cross-process: separate OS processes on one key admit exactly the limi
     t.diagnostic(`allowed per process: ${allowed.join(' + ')}`);
     // Each process asks for more than the whole limit: had they run one after the other, the first would have
     // taken everything and the second nothing. Both admitted some, so their decisions interleaved on the key.
-    for (const [i, n] of allowed.entries()) assert.ok(n > 0, `process ${i + 1} was admitted nothing: the processes did not overlap (${allowed.join(', ')})`);
-    assert.equal(allowed.reduce((a, b) => a + b, 0), job.limit, `allowed per process: ${allowed.join(', ')}`);
+    for (const [i, n] of allowed.entries())
+      assert.ok(n > 0, `process ${i + 1} was admitted nothing: the processes did not overlap (${allowed.join(', ')})`);
+    assert.equal(
+      allowed.reduce((a, b) => a + b, 0),
+      job.limit,
+      `allowed per process: ${allowed.join(', ')}`,
+    );
   }
 
   test('sqlite file shared by two processes', { timeout: 60_000 }, async (t) => {

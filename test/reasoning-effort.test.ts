@@ -14,39 +14,83 @@ import { startMockGemini, type MockGemini } from './helpers/mock-gemini-upstream
 import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 
-const target = (model: string, extra: Partial<ThinkingTarget> = {}): ThinkingTarget => ({ model, maxTokens: 32_000, defaultMaxTokens: 4096, unsignedToolTurn: false, ...extra });
+const target = (model: string, extra: Partial<ThinkingTarget> = {}): ThinkingTarget => ({
+  model,
+  maxTokens: 32_000,
+  defaultMaxTokens: 4096,
+  unsignedToolTurn: false,
+  ...extra,
+});
 
 describe('reasoning_effort as Anthropic thinking (pure)', () => {
   test('Claude 4.6 and later: adaptive thinking with the effort of the same name (minimal is low); none turns thinking off', () => {
     for (const model of ['claude-opus-4-6', 'claude-opus-4-8', 'claude-sonnet-5', 'claude-opus-5-5-20261101']) {
-      assert.deepEqual(thinkingFor('high', target(model)), { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }, model);
+      assert.deepEqual(
+        thinkingFor('high', target(model)),
+        { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } },
+        model,
+      );
     }
-    assert.deepEqual(thinkingFor('minimal', target('claude-opus-4-8')), { thinking: { type: 'adaptive' }, output_config: { effort: 'low' } });
-    assert.deepEqual(thinkingFor('xhigh', target('claude-opus-4-8')), { thinking: { type: 'adaptive' }, output_config: { effort: 'xhigh' } });
+    assert.deepEqual(thinkingFor('minimal', target('claude-opus-4-8')), {
+      thinking: { type: 'adaptive' },
+      output_config: { effort: 'low' },
+    });
+    assert.deepEqual(thinkingFor('xhigh', target('claude-opus-4-8')), {
+      thinking: { type: 'adaptive' },
+      output_config: { effort: 'xhigh' },
+    });
     assert.deepEqual(thinkingFor('none', target('claude-opus-4-8')), { thinking: { type: 'disabled' } });
   });
 
   test('earlier or unnamed models: enabled with a budget below max_tokens, or max_tokens grown by it when the caller set none', () => {
-    for (const model of ['claude-sonnet-4-5-20250929', 'claude-haiku-4-5', 'claude-opus-4-20250514', 'claude-3-7-sonnet-latest', 'kimi-k2']) {
-      assert.deepEqual(thinkingFor('medium', target(model)), { thinking: { type: 'enabled', budget_tokens: 8192 } }, model);
+    for (const model of [
+      'claude-sonnet-4-5-20250929',
+      'claude-haiku-4-5',
+      'claude-opus-4-20250514',
+      'claude-3-7-sonnet-latest',
+      'kimi-k2',
+    ]) {
+      assert.deepEqual(
+        thinkingFor('medium', target(model)),
+        { thinking: { type: 'enabled', budget_tokens: 8192 } },
+        model,
+      );
     }
-    assert.deepEqual(thinkingFor('high', target('claude-sonnet-4-5', { maxTokens: 2000 })), { thinking: { type: 'enabled', budget_tokens: 1999 } });
-    assert.equal(thinkingFor('high', target('claude-sonnet-4-5', { maxTokens: 1024 })), undefined, 'no budget of 1,024 fits below 1,024');
-    assert.deepEqual(thinkingFor('low', target('claude-sonnet-4-5', { maxTokens: undefined })), { thinking: { type: 'enabled', budget_tokens: 2048 }, max_tokens: 4096 + 2048 });
+    assert.deepEqual(thinkingFor('high', target('claude-sonnet-4-5', { maxTokens: 2000 })), {
+      thinking: { type: 'enabled', budget_tokens: 1999 },
+    });
+    assert.equal(
+      thinkingFor('high', target('claude-sonnet-4-5', { maxTokens: 1024 })),
+      undefined,
+      'no budget of 1,024 fits below 1,024',
+    );
+    assert.deepEqual(thinkingFor('low', target('claude-sonnet-4-5', { maxTokens: undefined })), {
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      max_tokens: 4096 + 2048,
+    });
     assert.equal(thinkingFor('unheard-of', target('claude-sonnet-4-5')), undefined);
     assert.equal(thinkingFor(undefined, target('claude-sonnet-4-5')), undefined);
   });
 
   test('in the middle of a tool loop (the last assistant turn called tools, no thinking block): thinking off, the effort kept', () => {
-    assert.deepEqual(thinkingFor('high', target('claude-opus-4-8', { unsignedToolTurn: true })), { thinking: { type: 'disabled' }, output_config: { effort: 'high' } });
-    assert.deepEqual(thinkingFor('high', target('claude-sonnet-4-5', { unsignedToolTurn: true })), { thinking: { type: 'disabled' } });
+    assert.deepEqual(thinkingFor('high', target('claude-opus-4-8', { unsignedToolTurn: true })), {
+      thinking: { type: 'disabled' },
+      output_config: { effort: 'high' },
+    });
+    assert.deepEqual(thinkingFor('high', target('claude-sonnet-4-5', { unsignedToolTurn: true })), {
+      thinking: { type: 'disabled' },
+    });
     const loop = toAnthropicRequest(
       {
         model: 'm',
         reasoning_effort: 'high',
         messages: [
           { role: 'user', content: 'list files' },
-          { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'ls', arguments: '{}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'ls', arguments: '{}' } }],
+          },
           { role: 'tool', tool_call_id: 't1', content: 'a.txt' },
         ],
       },
@@ -56,7 +100,16 @@ describe('reasoning_effort as Anthropic thinking (pure)', () => {
   });
 
   test("toAnthropicRequest: the caller's own Anthropic `thinking` wins over reasoning_effort", () => {
-    const own = toAnthropicRequest({ model: 'm', max_tokens: 9000, reasoning_effort: 'low', thinking: { type: 'enabled', budget_tokens: 4000 }, messages: [{ role: 'user', content: 'x' }] }, 'claude-sonnet-4-5');
+    const own = toAnthropicRequest(
+      {
+        model: 'm',
+        max_tokens: 9000,
+        reasoning_effort: 'low',
+        thinking: { type: 'enabled', budget_tokens: 4000 },
+        messages: [{ role: 'user', content: 'x' }],
+      },
+      'claude-sonnet-4-5',
+    );
     assert.deepEqual(own.thinking, { type: 'enabled', budget_tokens: 4000 });
     assert.equal(own.output_config, undefined);
   });
@@ -77,8 +130,14 @@ describe('reasoning_effort as Gemini thinkingConfig (pure)', () => {
       ['gemma-3-27b-it', 'high', undefined],
       ['gemini-3.1-pro-preview', 'unheard-of', undefined],
     ];
-    for (const [model, effort, expected] of cases) assert.deepEqual(thinkingConfigFor(effort, model), expected, `${model} ${effort}`);
-    const request = toGeminiRequest({ model: 'gemini-2.5-flash', max_tokens: 100, reasoning_effort: 'medium', messages: [{ role: 'user', content: 'x' }] });
+    for (const [model, effort, expected] of cases)
+      assert.deepEqual(thinkingConfigFor(effort, model), expected, `${model} ${effort}`);
+    const request = toGeminiRequest({
+      model: 'gemini-2.5-flash',
+      max_tokens: 100,
+      reasoning_effort: 'medium',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     assert.deepEqual(request.generationConfig, { maxOutputTokens: 100, thinkingConfig: { thinkingBudget: 8192 } });
   });
 
@@ -88,7 +147,14 @@ describe('reasoning_effort as Gemini thinkingConfig (pure)', () => {
         model,
         messages: [
           { role: 'user', content: 'both' },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }, { id: 'b', type: 'function', function: { name: 'g', arguments: '{}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } },
+              { id: 'b', type: 'function', function: { name: 'g', arguments: '{}' } },
+            ],
+          },
           { role: 'tool', tool_call_id: 'a', content: '1' },
           { role: 'tool', tool_call_id: 'b', content: '2' },
         ],
@@ -102,16 +168,35 @@ describe('reasoning_effort as Gemini thinkingConfig (pure)', () => {
 
 describe('reasoning_effort of a chat caller, to an Anthropic upstream (real sockets)', () => {
   const KEY = 'sk-ant-effort-0123456789';
-  const fx = useAnthropicGateway(KEY, ['- { id: opus, upstream: claude, upstream_model: claude-opus-4-8 }', '- { id: sonnet, upstream: claude, upstream_model: claude-sonnet-4-5-20250929 }']);
+  const fx = useAnthropicGateway(KEY, [
+    '- { id: opus, upstream: claude, upstream_model: claude-opus-4-8 }',
+    '- { id: sonnet, upstream: claude, upstream_model: claude-sonnet-4-5-20250929 }',
+  ]);
 
   test('what Anthropic receives: adaptive + effort for Opus 4.8, a budget for Sonnet 4.5', async () => {
-    const chat = (model: string) => call(`${fx.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model, max_tokens: 20_000, reasoning_effort: 'high', messages: [{ role: 'user', content: 'Hi' }] }) });
+    const chat = (model: string) =>
+      call(`${fx.gw.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: JSON.stringify({
+          model,
+          max_tokens: 20_000,
+          reasoning_effort: 'high',
+          messages: [{ role: 'user', content: 'Hi' }],
+        }),
+      });
     assert.equal((await chat('opus')).status, 200);
     const opus = fx.mock.messageRequests().at(-1)?.body;
-    assert.deepEqual([opus?.thinking, opus?.output_config, opus?.max_tokens, 'reasoning_effort' in (opus ?? {})], [{ type: 'adaptive' }, { effort: 'high' }, 20_000, false]);
+    assert.deepEqual(
+      [opus?.thinking, opus?.output_config, opus?.max_tokens, 'reasoning_effort' in (opus ?? {})],
+      [{ type: 'adaptive' }, { effort: 'high' }, 20_000, false],
+    );
     assert.equal((await chat('sonnet')).status, 200);
     const sonnet = fx.mock.messageRequests().at(-1)?.body;
-    assert.deepEqual([sonnet?.thinking, sonnet?.output_config, sonnet?.max_tokens], [{ type: 'enabled', budget_tokens: 16_384 }, undefined, 20_000]);
+    assert.deepEqual(
+      [sonnet?.thinking, sonnet?.output_config, sonnet?.max_tokens],
+      [{ type: 'enabled', budget_tokens: 16_384 }, undefined, 20_000],
+    );
   });
 });
 
@@ -123,7 +208,15 @@ describe('reasoning_effort of a chat caller, to a Gemini upstream (real sockets)
     mock = await startMockGemini({ requiredKey: KEY });
     gw = await startGateway({
       env: { GEMINI_EFFORT_KEY: KEY },
-      configFile: { name: 'g.yaml', text: ['upstreams:', `  - { name: google, kind: gemini, base_url: "${mock.baseUrl}", api_key_env: GEMINI_EFFORT_KEY }`, 'models:', '  - { id: g3, upstream: google, upstream_model: gemini-3.1-pro-preview }'].join('\n') },
+      configFile: {
+        name: 'g.yaml',
+        text: [
+          'upstreams:',
+          `  - { name: google, kind: gemini, base_url: "${mock.baseUrl}", api_key_env: GEMINI_EFFORT_KEY }`,
+          'models:',
+          '  - { id: g3, upstream: google, upstream_model: gemini-3.1-pro-preview }',
+        ].join('\n'),
+      },
     });
   });
   after(async () => {
@@ -133,8 +226,14 @@ describe('reasoning_effort of a chat caller, to a Gemini upstream (real sockets)
   beforeEach(() => mock.reset());
 
   test('generationConfig.thinkingConfig carries the level', async () => {
-    const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'g3', reasoning_effort: 'low', messages: [{ role: 'user', content: 'Hi' }] }) });
+    const answer = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ model: 'g3', reasoning_effort: 'low', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
     assert.equal(answer.status, 200, answer.text);
-    assert.deepEqual((mock.generateRequests()[0]?.body as { generationConfig: unknown }).generationConfig, { thinkingConfig: { thinkingLevel: 'LOW' } });
+    assert.deepEqual((mock.generateRequests()[0]?.body as { generationConfig: unknown }).generationConfig, {
+      thinkingConfig: { thinkingLevel: 'LOW' },
+    });
   });
 });

@@ -39,8 +39,12 @@ describe('Redis goes away and comes back', { skip }, () => {
   });
 
   test('fail open for limits, closed for idempotency, and recovery without a gateway restart', async () => {
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url }, configFile: { name: 'l.yaml', text: LIMITS('open') } });
-    const chat = (headers: Record<string, string> = {}) => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(headers), body: chatBody() });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url },
+      configFile: { name: 'l.yaml', text: LIMITS('open') },
+    });
+    const chat = (headers: Record<string, string> = {}) =>
+      call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(headers), body: chatBody() });
 
     const healthy = await chat();
     assert.equal(healthy.status, 200);
@@ -69,21 +73,39 @@ describe('Redis goes away and comes back', { skip }, () => {
 
   test('with on_store_failure: closed, limited calls are refused while Redis is down', async () => {
     await gw.close();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url }, configFile: { name: 'l.yaml', text: LIMITS('closed') } });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url },
+      configFile: { name: 'l.yaml', text: LIMITS('closed') },
+    });
     await redis.stop();
     const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
     assert.equal(refused.status, 503);
     assert.equal(refused.json.code, 'rate_limit_store_unavailable');
     await redis.start();
-    await eventually(async () => (await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status === 200);
+    await eventually(
+      async () =>
+        (await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status ===
+        200,
+    );
   });
 
   test('a gateway started while Redis is down still starts, and uses Redis once it is up', async () => {
     await gw.close();
     await redis.stop();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url }, configFile: { name: 'l.yaml', text: LIMITS('open') } });
-    assert.equal((await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status, 200);
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url },
+      configFile: { name: 'l.yaml', text: LIMITS('open') },
+    });
+    assert.equal(
+      (await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status,
+      200,
+    );
     await redis.start();
-    await eventually(async () => (await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).headers['ratelimit-limit'] === '1000');
+    await eventually(
+      async () =>
+        (await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).headers[
+          'ratelimit-limit'
+        ] === '1000',
+    );
   });
 });

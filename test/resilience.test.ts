@@ -16,11 +16,24 @@ import { readStream } from './helpers/sse-client.js';
 describe('retry policy and circuit breaker (units)', () => {
   test('full jitter within an exponential ceiling, never below Retry-After', () => {
     const policy = { attempts: 5, baseDelayMs: 100, maxDelayMs: 1000, deadlineMs: 60_000 };
-    assert.equal(retryDelayMs(1, policy, undefined, 0, () => 0.999), 99);
-    assert.equal(retryDelayMs(3, policy, undefined, 0, () => 0.5), 200);
-    assert.equal(retryDelayMs(10, policy, undefined, 0, () => 0.999), 999, 'capped by maxDelayMs');
+    assert.equal(
+      retryDelayMs(1, policy, undefined, 0, () => 0.999),
+      99,
+    );
+    assert.equal(
+      retryDelayMs(3, policy, undefined, 0, () => 0.5),
+      200,
+    );
+    assert.equal(
+      retryDelayMs(10, policy, undefined, 0, () => 0.999),
+      999,
+      'capped by maxDelayMs',
+    );
     const limited = new GatewayError('upstream_rate_limited', {}, { headers: { 'retry-after': '2' } });
-    assert.equal(retryDelayMs(1, policy, limited, 0, () => 0), 2000);
+    assert.equal(
+      retryDelayMs(1, policy, limited, 0, () => 0),
+      2000,
+    );
   });
 
   test('opens after the threshold, lets one probe through after the cooldown, closes on success', () => {
@@ -71,7 +84,8 @@ describe('routing over two real upstreams', () => {
       'circuit_breaker: { failure_threshold: 2, cooldown_seconds: 1 }',
       'limits: { upstream_pause_max_seconds: 0 }',
     ].join('\n');
-  const chat = (model: string, extra: Record<string, unknown> = {}) => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model, ...extra }) });
+  const chat = (model: string, extra: Record<string, unknown> = {}) =>
+    call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model, ...extra }) });
   const reset = () => {
     a.reset();
     b.reset();
@@ -117,7 +131,11 @@ describe('routing over two real upstreams', () => {
     reset();
     a.enqueue({ kind: 'reset', afterChunks: 0 });
     b.enqueue({ kind: 'stream' });
-    const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'with-fallback', stream: true }), authHeaders());
+    const answer = await readStream(
+      `${gw.url}${CHAT_PATH}`,
+      chatBody({ model: 'with-fallback', stream: true }),
+      authHeaders(),
+    );
     assert.equal(answer.status, 200);
     assert.ok(answer.text.endsWith('data: [DONE]\n\n'));
     assert.ok(!answer.text.includes('event: error'));
@@ -128,7 +146,11 @@ describe('routing over two real upstreams', () => {
     reset();
     a.enqueue({ kind: 'malformed', afterChunks: 2 });
     b.enqueue({ kind: 'stream' });
-    const answer = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'with-fallback', stream: true }), authHeaders());
+    const answer = await readStream(
+      `${gw.url}${CHAT_PATH}`,
+      chatBody({ model: 'with-fallback', stream: true }),
+      authHeaders(),
+    );
     assert.match(answer.text, /event: error/);
     assert.ok(!answer.text.includes('[DONE]'));
     assert.deepEqual([a.chatRequests().length, b.chatRequests().length], [1, 0]);
@@ -156,13 +178,19 @@ describe('routing over two real upstreams', () => {
     assert.equal(b.chatRequests().length, 2, 'the third call never reached b');
     const health = await call(`${gw.url}/v1/?route=health`);
     assert.equal(health.json.status, 'degraded');
-    assert.equal((health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit, 'open');
+    assert.equal(
+      (health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit,
+      'open',
+    );
 
     await new Promise((r) => setTimeout(r, 1_050));
     const probe = await chat('fragile');
     assert.equal(probe.status, 200, 'the half-open probe went through and succeeded');
     assert.equal((probe.json.choices as Array<{ message: { content: string } }>)[0]?.message.content, MOCK_CONTENT);
     const closed = await call(`${gw.url}/v1/?route=health`);
-    assert.equal((closed.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit, undefined);
+    assert.equal(
+      (closed.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit,
+      undefined,
+    );
   });
 });

@@ -51,7 +51,13 @@ describe('the Redis response cache recovers a drifted byte counter', { skip }, (
     const prefix = `test:cache:{${randomUUID()}}:`;
     try {
       const cache = new RedisResponseCache(client, 10_000, prefix);
-      const entry = (body: string) => ({ status: 200, headers: {}, kind: 'json' as const, body, storedAt: new Date().toISOString() });
+      const entry = (body: string) => ({
+        status: 200,
+        headers: {},
+        kind: 'json' as const,
+        body,
+        storedAt: new Date().toISOString(),
+      });
       await cache.put('a', entry('a'.repeat(300)), 60_000);
       await cache.put('b', entry('b'.repeat(200)), 60_000);
       await client.set(`${prefix}bytes`, '-4000');

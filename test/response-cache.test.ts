@@ -38,14 +38,31 @@ interface Completion {
 }
 
 describe('the exact response cache (embedded store)', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: 'sk-cache-upstream-0123456789abcdef' }, configFile: { name: 'cache.yaml', text: CONFIG } });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: 'sk-cache-upstream-0123456789abcdef' },
+    configFile: { name: 'cache.yaml', text: CONFIG },
+  });
   const upstreamCalls = () => fixture.mock.chatRequests().length;
   /** A request body of its own per test (a nonce in the prompt): tests never see each other's entries. */
-  const body = (model: string, extra: Record<string, unknown> = {}, nonce = randomUUID()) => ({ model, temperature: 0, messages: [{ role: 'user', content: `what is 2+2? ${nonce}` }], ...extra });
+  const body = (model: string, extra: Record<string, unknown> = {}, nonce = randomUUID()) => ({
+    model,
+    temperature: 0,
+    messages: [{ role: 'user', content: `what is 2+2? ${nonce}` }],
+    ...extra,
+  });
   const chat = (payload: unknown, headers: Record<string, string> = authHeaders()) =>
-    call(fixture.url(CHAT), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(payload) });
+    call(fixture.url(CHAT), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(payload),
+    });
   const newKey = async (rights: Record<string, unknown> = {}) => {
-    const created = await call(fixture.url('/v1/?route=keys'), { method: 'POST', headers: authHeaders(), disclosesKey: true, body: JSON.stringify({ name: `cache-${randomUUID().slice(0, 8)}`, models: ['*'], ...rights }) });
+    const created = await call(fixture.url('/v1/?route=keys'), {
+      method: 'POST',
+      headers: authHeaders(),
+      disclosesKey: true,
+      body: JSON.stringify({ name: `cache-${randomUUID().slice(0, 8)}`, models: ['*'], ...rights }),
+    });
     assert.equal(created.status, 201, created.text);
     return { authorization: `Bearer ${(created.json as unknown as { key: string }).key}` };
   };
@@ -77,14 +94,19 @@ describe('the exact response cache (embedded store)', () => {
   test('through the openai SDK: a stream and a completion each hit on the second call, the SDK none the wiser', async () => {
     const client = new OpenAI({ baseURL: fixture.url('/v1'), apiKey: ADMIN_TOKEN, maxRetries: 0 });
     const prompt = `sdk ${randomUUID()}`;
-    const ask = () => client.chat.completions.create({ model: 'cached', temperature: 0, messages: [{ role: 'user', content: prompt }] }).withResponse();
+    const ask = () =>
+      client.chat.completions
+        .create({ model: 'cached', temperature: 0, messages: [{ role: 'user', content: prompt }] })
+        .withResponse();
     const first = await ask();
     const second = await ask();
     assert.equal(second.response.headers.get('x-cache'), 'hit');
     assert.deepEqual(second.data, first.data);
     fixture.mock.defaultBehavior = { kind: 'stream' };
     const streamed = async () => {
-      const { data, response } = await client.chat.completions.create({ model: 'cached', temperature: 0, stream: true, messages: [{ role: 'user', content: prompt }] }).withResponse();
+      const { data, response } = await client.chat.completions
+        .create({ model: 'cached', temperature: 0, stream: true, messages: [{ role: 'user', content: prompt }] })
+        .withResponse();
       let text = '';
       for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? '';
       return { text, cache: response.headers.get('x-cache') };
@@ -103,7 +125,11 @@ describe('the exact response cache (embedded store)', () => {
     const a = await chat(request, alice);
     const b = await chat(request, bob);
     assert.equal(b.headers['x-cache'], 'miss', "bob never gets alice's answer");
-    assert.notEqual((b.json as unknown as Completion).id, (a.json as unknown as Completion).id, 'a second upstream answer');
+    assert.notEqual(
+      (b.json as unknown as Completion).id,
+      (a.json as unknown as Completion).id,
+      'a second upstream answer',
+    );
     assert.equal(upstreamCalls(), 2);
     assert.equal((await chat(request, alice)).headers['x-cache'], 'hit', 'each caller hits its own entry');
     assert.equal((await chat(request, bob)).headers['x-cache'], 'hit');
@@ -112,8 +138,16 @@ describe('the exact response cache (embedded store)', () => {
 
     // The same gateway credential with a caller's own provider key is another scope, and two such keys are two.
     const ownKey = (key: string) => authHeaders({ 'x-upstream-key': key });
-    assert.equal((await chat(request, ownKey('sk-own-account-a-0123456789'))).headers['x-cache'], 'miss', 'not the admin entry');
-    assert.equal((await chat(request, ownKey('sk-own-account-b-0123456789'))).headers['x-cache'], 'miss', 'nor account a');
+    assert.equal(
+      (await chat(request, ownKey('sk-own-account-a-0123456789'))).headers['x-cache'],
+      'miss',
+      'not the admin entry',
+    );
+    assert.equal(
+      (await chat(request, ownKey('sk-own-account-b-0123456789'))).headers['x-cache'],
+      'miss',
+      'nor account a',
+    );
     assert.equal((await chat(request, ownKey('sk-own-account-a-0123456789'))).headers['x-cache'], 'hit');
     assert.equal(fixture.mock.chatRequests().at(-1)?.headers.authorization, 'Bearer sk-own-account-b-0123456789');
     assert.equal(upstreamCalls(), 5);
@@ -130,7 +164,9 @@ describe('the exact response cache (embedded store)', () => {
     for (const request of [
       body('cached', { temperature: undefined }),
       body('cached', { temperature: 0.7 }),
-      body('cached', { tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {} } } }] }),
+      body('cached', {
+        tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {} } } }],
+      }),
     ]) {
       const before = upstreamCalls();
       const first = await chat(request);
@@ -236,12 +272,29 @@ describe('the exact response cache (embedded store)', () => {
     const hitRecord = records.find((r) => r.requestId === hit.headers['x-request-id']);
     assert.equal(missRecord?.cacheHit, false);
     assert.ok((missRecord?.promptTokens ?? 0) > 0);
-    assert.deepEqual([hitRecord?.cacheHit, hitRecord?.status, hitRecord?.promptTokens, hitRecord?.costUsd, hitRecord?.upstream, hitRecord?.attempts], [true, 200, null, null, null, 0]);
+    assert.deepEqual(
+      [
+        hitRecord?.cacheHit,
+        hitRecord?.status,
+        hitRecord?.promptTokens,
+        hitRecord?.costUsd,
+        hitRecord?.upstream,
+        hitRecord?.attempts,
+      ],
+      [true, 200, null, null, null, 0],
+    );
 
     await chat(body('cached', { temperature: 0.5 })); // not cacheable: not looked up
     const metrics = await call(fixture.url('/metrics'), { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    const count = (result: string) => Number(new RegExp(`llmgw_cache_lookups_total\\{model="cached",result="${result}"\\} (\\d+)`).exec(metrics.text)?.[1] ?? Number.NaN);
-    const lines = metrics.text.split('\n').filter((l) => l.includes('cache')).join('\n');
+    const count = (result: string) =>
+      Number(
+        new RegExp(`llmgw_cache_lookups_total\\{model="cached",result="${result}"\\} (\\d+)`).exec(metrics.text)?.[1] ??
+          Number.NaN,
+      );
+    const lines = metrics.text
+      .split('\n')
+      .filter((l) => l.includes('cache'))
+      .join('\n');
     assert.ok(count('hit') >= 1 && count('miss') >= 1 && count('bypass') >= 1, lines);
   });
 
@@ -250,7 +303,9 @@ describe('the exact response cache (embedded store)', () => {
     const requests = Array.from({ length: 24 }, () => body('cached'));
     for (const request of requests) assert.equal((await chat(request)).status, 200);
     const size = db.prepare('SELECT bytes FROM response_cache_size').get() as { bytes: number };
-    const summed = db.prepare('SELECT coalesce(sum(bytes), 0) AS bytes, count(*) AS entries FROM response_cache').get() as { bytes: number; entries: number };
+    const summed = db
+      .prepare('SELECT coalesce(sum(bytes), 0) AS bytes, count(*) AS entries FROM response_cache')
+      .get() as { bytes: number; entries: number };
     assert.ok(size.bytes <= 4096, `held ${size.bytes} bytes, bound 4096`);
     assert.equal(size.bytes, summed.bytes, 'the running total matches the rows');
     assert.ok(summed.entries < 24, `some were evicted (${summed.entries} left)`);
@@ -262,7 +317,12 @@ describe('the exact response cache (embedded store)', () => {
 
   test('embeddings are always cacheable (nothing is drawn); the Messages API is cached like chat', async () => {
     const embeddingCalls = () => fixture.mock.requests.filter((r) => r.path === '/v1/embeddings').length;
-    const embed = (input: string) => call(fixture.url('/v1/embeddings'), { method: 'POST', headers: { ...authHeaders(), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'embed-cached', input }) });
+    const embed = (input: string) =>
+      call(fixture.url('/v1/embeddings'), {
+        method: 'POST',
+        headers: { ...authHeaders(), 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'embed-cached', input }),
+      });
     const input = `vectorise ${randomUUID()}`;
     const first = await embed(input);
     assert.equal(first.status, 200, first.text);
@@ -271,8 +331,18 @@ describe('the exact response cache (embedded store)', () => {
     assert.equal(second.text, first.text);
     assert.equal(embeddingCalls(), 1);
 
-    const messages = (payload: unknown) => call(fixture.url('/v1/messages'), { method: 'POST', headers: { ...authHeaders(), 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(payload) });
-    const request = { model: 'cached', max_tokens: 64, temperature: 0, messages: [{ role: 'user', content: `hello ${randomUUID()}` }] };
+    const messages = (payload: unknown) =>
+      call(fixture.url('/v1/messages'), {
+        method: 'POST',
+        headers: { ...authHeaders(), 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify(payload),
+      });
+    const request = {
+      model: 'cached',
+      max_tokens: 64,
+      temperature: 0,
+      messages: [{ role: 'user', content: `hello ${randomUUID()}` }],
+    };
     const a = await messages(request);
     assert.equal(a.status, 200, a.text);
     assert.equal((a.json as { type: string }).type, 'message');
@@ -280,11 +350,20 @@ describe('the exact response cache (embedded store)', () => {
     assert.equal(b.headers['x-cache'], 'hit');
     assert.equal(b.text, a.text);
     assert.equal(upstreamCalls(), 1);
-    assert.equal((await messages({ ...request, temperature: undefined })).headers['x-cache'], 'miss', 'Anthropic samples by default too');
+    assert.equal(
+      (await messages({ ...request, temperature: undefined })).headers['x-cache'],
+      'miss',
+      'Anthropic samples by default too',
+    );
   });
 
   test('the Responses API: a request with store: false is cached; a stored response (the default) never is', async () => {
-    const responses = (payload: unknown) => call(fixture.url('/v1/responses'), { method: 'POST', headers: { ...authHeaders(), 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+    const responses = (payload: unknown) =>
+      call(fixture.url('/v1/responses'), {
+        method: 'POST',
+        headers: { ...authHeaders(), 'content-type': 'application/json' },
+        body: JSON.stringify(payload),
+      });
     const unstored = { model: 'cached', input: `hello ${randomUUID()}`, temperature: 0, store: false };
     const first = await responses(unstored);
     assert.equal(first.status, 200, first.text);
@@ -295,7 +374,11 @@ describe('the exact response cache (embedded store)', () => {
     const a = await responses(stored);
     const b = await responses(stored);
     assert.equal(b.headers['x-cache'], 'miss');
-    assert.notEqual((a.json as { id: string }).id, (b.json as { id: string }).id, 'each stored response is its own object');
+    assert.notEqual(
+      (a.json as { id: string }).id,
+      (b.json as { id: string }).id,
+      'each stored response is its own object',
+    );
   });
 });
 
@@ -307,7 +390,12 @@ describe('the exact response cache shared by two instances through Redis', async
     if (skip) return;
     mock = await startMockUpstream();
     for (let i = 0; i < 2; i++) {
-      gateways.push(await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-cache-upstream-0123456789abcdef', REDIS_URL }, configFile: { name: 'cache.yaml', text: CONFIG } }));
+      gateways.push(
+        await startGateway({
+          env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-cache-upstream-0123456789abcdef', REDIS_URL },
+          configFile: { name: 'cache.yaml', text: CONFIG },
+        }),
+      );
     }
   });
   after(async () => {
@@ -315,22 +403,40 @@ describe('the exact response cache shared by two instances through Redis', async
     await mock?.close();
   });
 
-  test('one instance stores, the other answers from the cache; the scope still holds across instances', { skip }, async () => {
-    const [one, two] = gateways as [TestGateway, TestGateway];
-    const payload = JSON.stringify({ model: 'cached', temperature: 0, messages: [{ role: 'user', content: `shared ${randomUUID()}` }] });
-    const post = (gw: TestGateway, headers: Record<string, string> = authHeaders()) => call(`${gw.url}${CHAT}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
-    const first = await post(one);
-    assert.equal(first.headers['x-cache'], 'miss');
-    const second = await post(two);
-    assert.equal(second.headers['x-cache'], 'hit', 'the second instance found the first one’s entry');
-    assert.equal(second.text, first.text);
-    assert.equal(started(mock, 'mock').chatRequests().length, 1);
+  test(
+    'one instance stores, the other answers from the cache; the scope still holds across instances',
+    { skip },
+    async () => {
+      const [one, two] = gateways as [TestGateway, TestGateway];
+      const payload = JSON.stringify({
+        model: 'cached',
+        temperature: 0,
+        messages: [{ role: 'user', content: `shared ${randomUUID()}` }],
+      });
+      const post = (gw: TestGateway, headers: Record<string, string> = authHeaders()) =>
+        call(`${gw.url}${CHAT}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: payload,
+        });
+      const first = await post(one);
+      assert.equal(first.headers['x-cache'], 'miss');
+      const second = await post(two);
+      assert.equal(second.headers['x-cache'], 'hit', 'the second instance found the first one’s entry');
+      assert.equal(second.text, first.text);
+      assert.equal(started(mock, 'mock').chatRequests().length, 1);
 
-    const created = await call(`${two.url}/v1/?route=keys`, { method: 'POST', headers: authHeaders(), disclosesKey: true, body: JSON.stringify({ name: 'other-tenant', models: ['*'] }) });
-    const other = await post(two, { authorization: `Bearer ${(created.json as unknown as { key: string }).key}` });
-    assert.equal(other.headers['x-cache'], 'miss', 'another caller on another instance does not see it');
-    assert.equal(started(mock, 'mock').chatRequests().length, 2);
-  });
+      const created = await call(`${two.url}/v1/?route=keys`, {
+        method: 'POST',
+        headers: authHeaders(),
+        disclosesKey: true,
+        body: JSON.stringify({ name: 'other-tenant', models: ['*'] }),
+      });
+      const other = await post(two, { authorization: `Bearer ${(created.json as unknown as { key: string }).key}` });
+      assert.equal(other.headers['x-cache'], 'miss', 'another caller on another instance does not see it');
+      assert.equal(started(mock, 'mock').chatRequests().length, 2);
+    },
+  );
 });
 
 describe('the response cache when its Redis stalls', async () => {
@@ -344,7 +450,10 @@ describe('the response cache when its Redis stalls', async () => {
     mock = await startMockUpstream();
     redis = new OwnRedis(await freePort());
     await redis.start();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url }, configFile: { name: 'cache.yaml', text: CONFIG } });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL: redis.url },
+      configFile: { name: 'cache.yaml', text: CONFIG },
+    });
   });
   after(async () => {
     redis?.resume();
@@ -353,33 +462,55 @@ describe('the response cache when its Redis stalls', async () => {
     await mock?.close();
   });
 
-  test('a Redis that keeps the connection but answers nothing costs a call at most the store timeout: answered from upstream as a miss', { skip }, async () => {
-    const post = (content: string) =>
-      call(`${started(gw, 'gateway').url}${CHAT}`, {
-        method: 'POST',
-        headers: { ...authHeaders(), 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'cached', temperature: 0, messages: [{ role: 'user', content }] }),
-      });
-    assert.equal((await post('before the stall')).headers['x-cache'], 'miss');
-    assert.equal((await post('before the stall')).headers['x-cache'], 'hit');
-    started(redis, 'redis').pause();
-    const during = await Promise.race([post('before the stall'), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000))]);
-    assert.ok(during, 'answered although the cache store answers nothing');
-    assert.equal(during.status, 200);
-    assert.equal(during.headers['x-cache'], 'miss');
-    assert.equal(started(mock, 'mock').chatRequests().length, 2, 'the upstream answered it');
-    // While the store is unwell the cache is not consulted at all: nothing queues behind it.
-    const next = await Promise.race([post('another question'), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000))]);
-    assert.equal(next?.status, 200);
-    assert.ok(started(gw, 'gateway').logLines.some((line) => line.includes('response cache lookup failed')), 'the failure is logged');
-  });
+  test(
+    'a Redis that keeps the connection but answers nothing costs a call at most the store timeout: answered from upstream as a miss',
+    { skip },
+    async () => {
+      const post = (content: string) =>
+        call(`${started(gw, 'gateway').url}${CHAT}`, {
+          method: 'POST',
+          headers: { ...authHeaders(), 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'cached', temperature: 0, messages: [{ role: 'user', content }] }),
+        });
+      assert.equal((await post('before the stall')).headers['x-cache'], 'miss');
+      assert.equal((await post('before the stall')).headers['x-cache'], 'hit');
+      started(redis, 'redis').pause();
+      const during = await Promise.race([
+        post('before the stall'),
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000)),
+      ]);
+      assert.ok(during, 'answered although the cache store answers nothing');
+      assert.equal(during.status, 200);
+      assert.equal(during.headers['x-cache'], 'miss');
+      assert.equal(started(mock, 'mock').chatRequests().length, 2, 'the upstream answered it');
+      // While the store is unwell the cache is not consulted at all: nothing queues behind it.
+      const next = await Promise.race([
+        post('another question'),
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 3_000)),
+      ]);
+      assert.equal(next?.status, 200);
+      assert.ok(
+        started(gw, 'gateway').logLines.some((line) => line.includes('response cache lookup failed')),
+        'the failure is logged',
+      );
+    },
+  );
 });
 
 describe('the response cache for every model (cache.enabled: true), declared or not', () => {
   const fixture = useMockedGateway({ configFile: { name: 'cache-all.yaml', text: 'cache: { enabled: true }\n' } });
   test('a pass-through model id to the default upstream is cached too', async () => {
-    const payload = JSON.stringify({ model: 'gpt-4o-mini', temperature: 0, messages: [{ role: 'user', content: `any model ${randomUUID()}` }] });
-    const post = () => call(fixture.url(CHAT), { method: 'POST', headers: { ...authHeaders(), 'content-type': 'application/json' }, body: payload });
+    const payload = JSON.stringify({
+      model: 'gpt-4o-mini',
+      temperature: 0,
+      messages: [{ role: 'user', content: `any model ${randomUUID()}` }],
+    });
+    const post = () =>
+      call(fixture.url(CHAT), {
+        method: 'POST',
+        headers: { ...authHeaders(), 'content-type': 'application/json' },
+        body: payload,
+      });
     assert.equal((await post()).headers['x-cache'], 'miss');
     const second = await post();
     assert.equal(second.headers['x-cache'], 'hit');

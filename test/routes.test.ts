@@ -32,7 +32,11 @@ describe('routes, pages and versioning', () => {
   });
 
   test('a POST to / is redirected with 308 so the method and body are kept', async () => {
-    const answer = await call(`${fixture.gw.url}/?route=chat`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+    const answer = await call(`${fixture.gw.url}/?route=chat`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody(),
+    });
     assert.equal(answer.status, 308);
     assert.equal(answer.headers.location, '/v1/?route=chat');
   });
@@ -42,9 +46,14 @@ describe('routes, pages and versioning', () => {
     assert.equal(json.status, 200);
     assert.equal(json.json.api_version, 'v1');
     const routes = json.json.routes as Array<{ route: string; methods: string[] }>;
-    assert.deepEqual(routes.map((r) => r.route), ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings']);
+    assert.deepEqual(
+      routes.map((r) => r.route),
+      ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings'],
+    );
     assert.deepEqual(routes.find((r) => r.route === 'chat')?.methods, ['POST']);
-    const html = await call(`${fixture.gw.url}/v1/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    const html = await call(`${fixture.gw.url}/v1/`, {
+      headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+    });
     assert.match(String(html.headers['content-type']), /^text\/html/);
     assert.match(html.text, /\/v1\/\?route=chat/);
     const bare = await call(`${fixture.gw.url}/v1`);
@@ -55,7 +64,15 @@ describe('routes, pages and versioning', () => {
     const answer = await call(`${fixture.gw.url}/v1/?route=nope`, { headers: authHeaders() });
     assert.equal(answer.status, 404);
     assert.equal(answer.json.code, 'route_not_found');
-    assert.deepEqual(answer.json.details?.routes, ['health', 'models', 'chat', 'responses', 'messages', 'keys', 'embeddings']);
+    assert.deepEqual(answer.json.details?.routes, [
+      'health',
+      'models',
+      'chat',
+      'responses',
+      'messages',
+      'keys',
+      'embeddings',
+    ]);
     for (const path of ['/v2/?route=health', '/nothing', '/v1/chat']) {
       const other = await call(`${fixture.gw.url}${path}`);
       assert.equal(other.status, 404, path);
@@ -123,13 +140,17 @@ describe('routes, pages and versioning', () => {
 
   describe('versioning by media type', () => {
     test('Accept: application/vnd.llmgw.v1+json is served as v1 and answered in that media type', async () => {
-      const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: { accept: 'application/vnd.llmgw.v1+json' } });
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`, {
+        headers: { accept: 'application/vnd.llmgw.v1+json' },
+      });
       assert.equal(answer.status, 200);
       assert.equal(answer.headers['content-type'], 'application/vnd.llmgw.v1+json; charset=utf-8');
     });
 
     test('the media type selects v1 without the path prefix', async () => {
-      const health = await call(`${fixture.gw.url}/?route=health`, { headers: { accept: 'application/vnd.llmgw.v1+json' } });
+      const health = await call(`${fixture.gw.url}/?route=health`, {
+        headers: { accept: 'application/vnd.llmgw.v1+json' },
+      });
       assert.equal(health.status, 200);
       assert.ok(['ok', 'degraded'].includes(String(health.json.status)));
       const chat = await call(`${fixture.gw.url}/?route=chat`, {
@@ -142,7 +163,11 @@ describe('routes, pages and versioning', () => {
     });
 
     test('a version we do not serve is a 406 naming the supported ones', async () => {
-      for (const accept of ['application/vnd.llmgw.v2+json', 'application/vnd.llmgw+json', 'application/vnd.llmgw.v1+xml']) {
+      for (const accept of [
+        'application/vnd.llmgw.v2+json',
+        'application/vnd.llmgw+json',
+        'application/vnd.llmgw.v1+xml',
+      ]) {
         const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: { accept } });
         assert.equal(answer.status, 406, accept);
         assert.equal(answer.json.code, 'unsupported_version');
@@ -177,7 +202,9 @@ describe('routes, pages and versioning', () => {
     test('reports ok, version, ISO UTC time, uptime and a check per dependency, without a token', async () => {
       const answer = await call(`${fixture.gw.url}/v1/?route=health`);
       assert.equal(answer.status, 200);
-      const body = answer.json as Record<string, unknown> & { checks: { store: Record<string, unknown>; upstreams: Record<string, Record<string, unknown>> } };
+      const body = answer.json as Record<string, unknown> & {
+        checks: { store: Record<string, unknown>; upstreams: Record<string, Record<string, unknown>> };
+      };
       assert.equal(body.status, 'ok');
       assert.equal(body.version, '0.0.0-test');
       assert.match(String(body.time), ISO_UTC);
@@ -206,7 +233,8 @@ describe('routes, pages and versioning', () => {
       const answer = await call(`${fixture.gw.url}/v1/?route=health`);
       assert.equal(answer.status, 200);
       assert.equal(answer.json.status, 'degraded');
-      const upstreams = (answer.json.checks as { upstreams: Record<string, { status: string; code: string }> }).upstreams;
+      const upstreams = (answer.json.checks as { upstreams: Record<string, { status: string; code: string }> })
+        .upstreams;
       assert.equal(upstreams.default?.status, 'fail');
       assert.equal(upstreams.default?.code, 'upstream_error');
     });
@@ -224,7 +252,10 @@ describe('routes, pages and versioning', () => {
       const answer = await call(`${fixture.gw.url}/v1/?route=models`, { headers: authHeaders() });
       assert.equal(answer.status, 200);
       const data = answer.json.data as Array<Record<string, unknown>>;
-      assert.deepEqual(data.map((m) => m.id), ['echo', 'gpt-4o', 'gpt-4o-mini', 'house-model']);
+      assert.deepEqual(
+        data.map((m) => m.id),
+        ['echo', 'gpt-4o', 'gpt-4o-mini', 'house-model'],
+      );
       const house = data.find((m) => m.id === 'house-model');
       assert.deepEqual(house, {
         id: 'house-model',

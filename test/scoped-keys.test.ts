@@ -23,7 +23,12 @@ const CONFIG = {
     models: [
       { id: 'fast', upstream: 'default', upstream_model: 'gpt-4o-mini', aliases: ['fast-latest'] },
       // $0.001 per token either way: a $1 budget is about 1,000 tokens.
-      { id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1000, output_per_million: 1000 } },
+      {
+        id: 'priced',
+        upstream: 'default',
+        upstream_model: 'gpt-4o-mini',
+        pricing: { input_per_million: 1000, output_per_million: 1000 },
+      },
     ],
   }),
 };
@@ -31,7 +36,10 @@ const CONFIG = {
 /** A chat completion reporting this usage (the gateway charges budgets with the provider's usage). */
 function completionWithUsage(prompt: number, completion: number): Record<string, unknown> {
   return {
-    id: 'chatcmpl-usage', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
+    id: 'chatcmpl-usage',
+    object: 'chat.completion',
+    created: 1,
+    model: 'gpt-4o-mini',
     choices: [{ index: 0, message: { role: 'assistant', content: 'A long answer.' }, finish_reason: 'stop' }],
     usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
   };
@@ -51,11 +59,18 @@ describe('scoped API keys', () => {
     return { code, ...(key ? { key } : {}), lines: [...output] };
   };
   const chatWith = (key: string, body = chatBody({ model: 'fast' })) =>
-    call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+    call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+    });
 
   before(async () => {
     mock = await startMockUpstream();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-upstream-configured-key' }, configFile: CONFIG });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-upstream-configured-key' },
+      configFile: CONFIG,
+    });
     keys = new SqliteKeyStore(gw.store.db);
   });
   after(async () => {
@@ -72,9 +87,15 @@ describe('scoped API keys', () => {
     const keyId = key.split('_')[2] ?? '';
     const stored = await keys.get(keyId);
     assert.equal(stored?.hash, hashApiKey(key));
-    assert.ok(!JSON.stringify(stored).includes(key.split('_').slice(3).join('_') || 'x'), 'the secret part is not stored'); // the secret may itself contain '_'
+    assert.ok(
+      !JSON.stringify(stored).includes(key.split('_').slice(3).join('_') || 'x'),
+      'the secret part is not stored',
+    ); // the secret may itself contain '_'
     const listed = await cli('list');
-    assert.ok(listed.lines.some((l) => l.startsWith(`${keyId}  active`)), listed.lines.join('\n'));
+    assert.ok(
+      listed.lines.some((l) => l.startsWith(`${keyId}  active`)),
+      listed.lines.join('\n'),
+    );
     assert.ok(!listed.lines.join('\n').includes(key));
 
     const answer = await chatWith(key);
@@ -83,7 +104,9 @@ describe('scoped API keys', () => {
     const viaAlias = await chatWith(key, chatBody({ model: 'fast-latest' }));
     assert.equal(viaAlias.status, 200, 'an alias of an allowed model is allowed');
     await new Promise((r) => setTimeout(r, 20));
-    const line = gw.logLines.map((l) => JSON.parse(l) as { msg?: string; request_id?: string; caller?: string }).find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
+    const line = gw.logLines
+      .map((l) => JSON.parse(l) as { msg?: string; request_id?: string; caller?: string })
+      .find((l) => l.msg === 'request' && l.request_id === answer.headers['x-request-id']);
     assert.equal(line?.caller, `key:${keyId}`);
   });
 
@@ -91,58 +114,107 @@ describe('scoped API keys', () => {
     const { key = '' } = await cli('create', '--name', 'narrow', '--models', 'fast', '--routes', 'chat');
     const otherModel = await chatWith(key, chatBody({ model: 'gpt-4o' }));
     assert.equal(otherModel.status, 403);
-    assert.deepEqual([otherModel.json.code, otherModel.json.details?.model, otherModel.json.details?.allowed_models], ['model_not_allowed', 'gpt-4o', ['fast']]);
+    assert.deepEqual(
+      [otherModel.json.code, otherModel.json.details?.model, otherModel.json.details?.allowed_models],
+      ['model_not_allowed', 'gpt-4o', ['fast']],
+    );
     assert.equal(mock.chatRequests().length, 0, 'refused before any upstream call');
     const models = await call(`${gw.url}/v1/?route=models`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(models.status, 403);
-    assert.deepEqual([models.json.code, models.json.details?.route, models.json.details?.allowed_routes], ['route_not_allowed', 'models', ['chat']]);
+    assert.deepEqual(
+      [models.json.code, models.json.details?.route, models.json.details?.allowed_routes],
+      ['route_not_allowed', 'models', ['chat']],
+    );
     const tampered = `${key.slice(0, -4)}AAAA`;
     const refused = await chatWith(tampered);
     assert.deepEqual([refused.status, refused.json.code], [401, 'invalid_token']);
     assert.equal((await chatWith(newApiKey('dev').key)).json.code, 'invalid_token', 'well-formed but unknown');
     assert.equal((await chatWith('gwk_dev_short')).json.code, 'invalid_token');
     // OpenAI drop-in path: same rights
-    const dropIn = await call(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: chatBody({ model: 'gpt-4o' }) });
-    assert.deepEqual([dropIn.status, dropIn.json.code, (dropIn.json.error as { code?: string })?.code], [403, 'model_not_allowed', 'model_not_allowed']);
+    const dropIn = await call(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: chatBody({ model: 'gpt-4o' }),
+    });
+    assert.deepEqual(
+      [dropIn.status, dropIn.json.code, (dropIn.json.error as { code?: string })?.code],
+      [403, 'model_not_allowed', 'model_not_allowed'],
+    );
   });
 
   test('the models a key lists are only those it may call; any other is a 404, like an unknown model', async () => {
-    const get = (key: string, path: string) => call(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
-    const ids = (answer: { json: Record<string, unknown> }) => (answer.json.data as Array<{ id: string }>).map((m) => m.id);
+    const get = (key: string, path: string) =>
+      call(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    const ids = (answer: { json: Record<string, unknown> }) =>
+      (answer.json.data as Array<{ id: string }>).map((m) => m.id);
     const everything = ids(await get(ADMIN_TOKEN, '/v1/?route=models'));
-    assert.ok(everything.includes('priced') && everything.includes('echo') && everything.length > 3, `the admin sees all: ${everything.join(', ')}`);
+    assert.ok(
+      everything.includes('priced') && everything.includes('echo') && everything.length > 3,
+      `the admin sees all: ${everything.join(', ')}`,
+    );
 
     const { key: one = '' } = await cli('create', '--name', 'lister', '--models', 'fast', '--routes', 'chat,models');
     const listed = await get(one, '/v1/?route=models');
     assert.equal(listed.status, 200, listed.text);
     assert.deepEqual(ids(listed), ['fast']);
-    assert.deepEqual((listed.json.data as Array<{ aliases?: string[] }>)[0]?.aliases, ['fast-latest'], 'its aliases are callable too');
+    assert.deepEqual(
+      (listed.json.data as Array<{ aliases?: string[] }>)[0]?.aliases,
+      ['fast-latest'],
+      'its aliases are callable too',
+    );
     assert.equal(listed.json.next_token, undefined);
     assert.deepEqual(ids(await get(one, '/v1/?route=models&limit=1')), ['fast']);
     assert.deepEqual(ids(await get(one, '/v1/models')), ['fast']);
     assert.equal((await get(one, '/v1/models/fast')).status, 200);
     for (const hidden of ['priced', 'echo', 'gpt-4o-mini', 'no-such-model']) {
       const answer = await get(one, `/v1/models/${hidden}`);
-      assert.deepEqual([answer.status, answer.json.code, answer.json.details], [404, 'model_not_found', { model: hidden }], `${hidden}: the same answer as an unknown model`);
+      assert.deepEqual(
+        [answer.status, answer.json.code, answer.json.details],
+        [404, 'model_not_found', { model: hidden }],
+        `${hidden}: the same answer as an unknown model`,
+      );
     }
 
     // Allowed only an alias of a model (and another model): it sees the alias, never the id it could not call.
-    const { key: alias = '' } = await cli('create', '--name', 'alias-lister', '--models', 'fast-latest,priced', '--routes', 'chat,models');
+    const { key: alias = '' } = await cli(
+      'create',
+      '--name',
+      'alias-lister',
+      '--models',
+      'fast-latest,priced',
+      '--routes',
+      'chat,models',
+    );
     const seen = await get(alias, '/v1/models');
     assert.deepEqual(ids(seen), ['fast-latest', 'priced']);
     assert.equal((seen.json.data as Array<{ aliases?: string[] }>)[0]?.aliases, undefined);
     assert.equal((await get(alias, '/v1/models/fast-latest')).status, 200);
     assert.equal((await get(alias, '/v1/models/fast')).status, 404);
-    assert.equal((await chatWith(alias, chatBody({ model: 'fast-latest' }))).status, 200, 'what is listed can be called');
+    assert.equal(
+      (await chatWith(alias, chatBody({ model: 'fast-latest' }))).status,
+      200,
+      'what is listed can be called',
+    );
     assert.equal((await chatWith(alias, chatBody({ model: 'fast' }))).status, 403);
   });
 
   test('a key of another environment is refused as wrong_environment, even when it is otherwise valid', async () => {
     const staging = newApiKey('staging');
-    await keys.create({ keyId: staging.keyId, environment: 'staging', name: 'staging', hash: staging.hash, routes: ['chat'], models: ['*'], createdMs: Date.now() });
+    await keys.create({
+      keyId: staging.keyId,
+      environment: 'staging',
+      name: 'staging',
+      hash: staging.hash,
+      routes: ['chat'],
+      models: ['*'],
+      createdMs: Date.now(),
+    });
     const answer = await chatWith(staging.key);
     assert.equal(answer.status, 403);
-    assert.deepEqual([answer.json.code, answer.json.details?.key_environment, answer.json.details?.gateway_environment], ['wrong_environment', 'staging', 'dev']);
+    assert.deepEqual(
+      [answer.json.code, answer.json.details?.key_environment, answer.json.details?.gateway_environment],
+      ['wrong_environment', 'staging', 'dev'],
+    );
   });
 
   test('rotation: the successor works at once, the old key until the grace period ends (then key_expired); revocation: key_revoked', async () => {
@@ -176,14 +248,31 @@ describe('scoped API keys', () => {
     assert.equal((await chatWith(limited)).status, 200);
     const third = await chatWith(limited);
     assert.equal(third.status, 429);
-    assert.deepEqual([third.json.code, third.json.details?.scope, third.json.details?.scope_id], ['rate_limited', 'caller', `key:${id}`]);
+    assert.deepEqual(
+      [third.json.code, third.json.details?.scope, third.json.details?.scope_id],
+      ['rate_limited', 'caller', `key:${id}`],
+    );
     assert.equal((await chatWith(other)).status, 200, 'another key has its own budget of requests');
     const admin = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
-    assert.deepEqual([admin.status, admin.headers['ratelimit-limit']], [200, undefined], 'the admin has no limit configured');
+    assert.deepEqual(
+      [admin.status, admin.headers['ratelimit-limit']],
+      [200, undefined],
+      'the admin has no limit configured',
+    );
   });
 
   test('a token budget admits every call while some of it is left (the first without max_tokens too), may be overdrawn by one call, then 429', async () => {
-    const { key = '' } = await cli('create', '--name', 'budgeted', '--models', '*', '--budget-tokens', '1000', '--budget-period', '1d');
+    const { key = '' } = await cli(
+      'create',
+      '--name',
+      'budgeted',
+      '--models',
+      '*',
+      '--budget-tokens',
+      '1000',
+      '--budget-period',
+      '1d',
+    );
     // Estimated at prompt + 1024 > 1000: a fresh budget must not refuse it.
     const first = await chatWith(key);
     assert.equal(first.status, 200, first.text);
@@ -193,8 +282,12 @@ describe('scoped API keys', () => {
     assert.equal(big.status, 200, big.text);
     // Charged 5,006 at admission (6 days of the budget's rate), corrected to 2,010 when the call ended.
     const budgetKey = `tokens:budget:key:${key.split('_')[2] ?? ''}:86400000`; // keyed by its period (1 d) too
-    const aheadMs = () => ((gw.store.db.prepare('SELECT tat_ms FROM rate_limits WHERE key = ?').get(budgetKey) as { tat_ms: number } | undefined)?.tat_ms ?? 0) - Date.now();
-    for (const deadline = Date.now() + 2_000; aheadMs() > 3 * 86_400_000; ) {
+    const aheadMs = () =>
+      ((
+        gw.store.db.prepare('SELECT tat_ms FROM rate_limits WHERE key = ?').get(budgetKey) as
+          { tat_ms: number } | undefined
+      )?.tat_ms ?? 0) - Date.now();
+    for (const deadline = Date.now() + 2_000; aheadMs() > 3 * 86_400_000;) {
       assert.ok(Date.now() < deadline, 'the correction to the real usage is written');
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -210,8 +303,18 @@ describe('scoped API keys', () => {
     assert.equal(mock.chatRequests().length, 2);
   });
 
-  test('a cost budget: charged at the model\'s prices (estimate first, real cost after); admitted while some is left, then budget_exceeded', async () => {
-    const { key = '', lines } = await cli('create', '--name', 'dollars', '--models', '*', '--budget-usd', '1', '--budget-period', '1d');
+  test("a cost budget: charged at the model's prices (estimate first, real cost after); admitted while some is left, then budget_exceeded", async () => {
+    const { key = '', lines } = await cli(
+      'create',
+      '--name',
+      'dollars',
+      '--models',
+      '*',
+      '--budget-usd',
+      '1',
+      '--budget-period',
+      '1d',
+    );
     assert.ok(key, lines.join('\n'));
     // Five estimates of ~$0.21 add up to more than $1: each is admitted while some of the budget is left, and
     // corrected to the real (small) usage afterwards.
@@ -224,14 +327,26 @@ describe('scoped API keys', () => {
     assert.equal((await chatWith(key, chatBody({ model: 'priced', max_tokens: 1_500 }))).status, 200);
     const spent = await chatWith(key, chatBody({ model: 'priced', max_tokens: 10 }));
     assert.deepEqual([spent.status, spent.json.code, spent.json.details?.budget_usd], [429, 'budget_exceeded', 1]);
-    assert.equal((await chatWith(key, chatBody({ model: 'fast', max_tokens: 1_500 }))).status, 200, 'a model without prices costs nothing against it');
+    assert.equal(
+      (await chatWith(key, chatBody({ model: 'fast', max_tokens: 1_500 }))).status,
+      200,
+      'a model without prices costs nothing against it',
+    );
   });
 
   test('the CLI refuses bad input with a clear message and exit code 2', async () => {
-    assert.deepEqual((await cli('create', '--models', '*')).lines, ['ERR --name is required (who or what the key is for)']);
+    assert.deepEqual((await cli('create', '--models', '*')).lines, [
+      'ERR --name is required (who or what the key is for)',
+    ]);
     assert.equal((await cli('create', '--name', 'x')).code, 2);
-    assert.match((await cli('create', '--name', 'x', '--models', '*', '--routes', 'admin')).lines[0] ?? '', /--routes: a comma-separated list of chat, models/);
-    assert.match((await cli('create', '--name', 'x', '--models', '*', '--rpm', '0')).lines[0] ?? '', /--rpm takes a whole number/);
+    assert.match(
+      (await cli('create', '--name', 'x', '--models', '*', '--routes', 'admin')).lines[0] ?? '',
+      /--routes: a comma-separated list of chat, models/,
+    );
+    assert.match(
+      (await cli('create', '--name', 'x', '--models', '*', '--rpm', '0')).lines[0] ?? '',
+      /--rpm takes a whole number/,
+    );
     assert.equal((await cli('revoke', 'nokey')).code, 2);
   });
 });
@@ -244,7 +359,8 @@ describe('scoped keys across instances sharing Redis', { skip: redisSkip }, () =
   const created: string[] = [];
   before(async () => {
     mock = await startMockUpstream();
-    for (let i = 0; i < 2; i++) gateways.push(await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL }, configFile: CONFIG }));
+    for (let i = 0; i < 2; i++)
+      gateways.push(await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL }, configFile: CONFIG }));
   });
   after(async () => {
     for (const g of gateways) await g.close();
@@ -264,14 +380,26 @@ describe('scoped keys across instances sharing Redis', { skip: redisSkip }, () =
     const keys = new RedisKeyStore(client, 'gw:keys:dev');
     try {
       const lines: string[] = [];
-      await keysCommand(keys, 'dev', ['create', '--name', 'shared', '--models', '*', '--rpm', '3'], { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+      await keysCommand(keys, 'dev', ['create', '--name', 'shared', '--models', '*', '--rpm', '3'], {
+        out: (l) => lines.push(l),
+        err: (l) => lines.push(l),
+      });
       const key = lines.find((l) => l.startsWith('key: '))?.slice(5) ?? '';
       const keyId = key.split('_')[2] ?? '';
       created.push(keyId);
-      const on = (i: number) => call(`${gateways[i]?.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: chatBody() });
+      const on = (i: number) =>
+        call(`${gateways[i]?.url}${CHAT_PATH}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: chatBody(),
+        });
       assert.deepEqual([(await on(0)).status, (await on(1)).status, (await on(0)).status], [200, 200, 200]);
       const fourth = await on(1);
-      assert.deepEqual([fourth.status, fourth.json.code], [429, 'rate_limited'], 'the 3 per minute are counted across both instances');
+      assert.deepEqual(
+        [fourth.status, fourth.json.code],
+        [429, 'rate_limited'],
+        'the 3 per minute are counted across both instances',
+      );
       await keys.update(keyId, { revokedMs: Date.now() });
       assert.deepEqual([(await on(0)).json.code, (await on(1)).json.code], ['key_revoked', 'key_revoked']);
     } finally {
@@ -284,16 +412,33 @@ describe('scoped keys across instances sharing Redis', { skip: redisSkip }, () =
     const keys = new RedisKeyStore(client, 'gw:keys:dev');
     try {
       const lines: string[] = [];
-      await keysCommand(keys, 'dev', ['create', '--name', 'budget', '--models', '*', '--budget-tokens', '1000', '--budget-period', '1d'], { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+      await keysCommand(
+        keys,
+        'dev',
+        ['create', '--name', 'budget', '--models', '*', '--budget-tokens', '1000', '--budget-period', '1d'],
+        { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+      );
       const key = lines.find((l) => l.startsWith('key: '))?.slice(5) ?? '';
       created.push(key.split('_')[2] ?? '');
-      const on = (i: number, body = chatBody()) => call(`${gateways[i]?.url}${CHAT_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+      const on = (i: number, body = chatBody()) =>
+        call(`${gateways[i]?.url}${CHAT_PATH}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body,
+        });
       const first = await on(0);
       assert.equal(first.status, 200, `estimated at prompt + 1024 > 1000, yet the budget is untouched: ${first.text}`);
       mock.enqueue({ kind: 'json', body: completionWithUsage(10, 2_000) });
-      assert.equal((await on(1, chatBody({ max_tokens: 5_000 }))).status, 200, 'more than the whole budget, admitted while some is left');
+      assert.equal(
+        (await on(1, chatBody({ max_tokens: 5_000 }))).status,
+        200,
+        'more than the whole budget, admitted while some is left',
+      );
       const [a, b] = [await on(0), await on(1)];
-      assert.deepEqual([a.status, a.json.code, b.status, b.json.code], [429, 'budget_exceeded', 429, 'budget_exceeded']);
+      assert.deepEqual(
+        [a.status, a.json.code, b.status, b.json.code],
+        [429, 'budget_exceeded', 429, 'budget_exceeded'],
+      );
     } finally {
       await client.quit();
     }

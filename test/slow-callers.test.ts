@@ -33,7 +33,11 @@ function dribble(port: number, head: string, options: { everyMs?: number; giveUp
     const giveUp = setTimeout(() => {
       clearInterval(drip);
       socket.destroy();
-      reject(new Error(`the gateway still held the socket after ${options.giveUpMs} ms; it had answered: ${JSON.stringify(answer.slice(0, 300))}`));
+      reject(
+        new Error(
+          `the gateway still held the socket after ${options.giveUpMs} ms; it had answered: ${JSON.stringify(answer.slice(0, 300))}`,
+        ),
+      );
     }, options.giveUpMs);
     const finish = () => {
       if (ended) return;
@@ -54,12 +58,20 @@ function statusOf(raw: string): number {
   return Number(/^HTTP\/1\.1 (\d{3}) /.exec(raw)?.[1]);
 }
 
-function jsonOf(raw: string): { code?: string; message?: string; details?: Record<string, unknown>; error?: { message?: string; code?: string } } {
+function jsonOf(raw: string): {
+  code?: string;
+  message?: string;
+  details?: Record<string, unknown>;
+  error?: { message?: string; code?: string };
+} {
   return JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as ReturnType<typeof jsonOf>;
 }
 
 /** Waits for the access line matching `match` (it is written when the request ends, after the socket closed). */
-async function accessLine(gw: TestGateway, match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+async function accessLine(
+  gw: TestGateway,
+  match: (line: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
   for (let waited = 0; waited < 3000; waited += 20) {
     for (const text of gw.logLines) {
       const line = JSON.parse(text) as Record<string, unknown>;
@@ -86,12 +98,16 @@ describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
   });
 
   test('an authenticated chat body sent one byte at a time: 408 request_timeout (JSON, OpenAI error too), then closed', async () => {
-    const { answer, closedAfterMs } = await dribble(gw.port, post('/v1/chat/completions', `Authorization: Bearer ${ADMIN_TOKEN}\r\n`), { giveUpMs: 6000 });
+    const { answer, closedAfterMs } = await dribble(
+      gw.port,
+      post('/v1/chat/completions', `Authorization: Bearer ${ADMIN_TOKEN}\r\n`),
+      { giveUpMs: 6000 },
+    );
     assert.equal(statusOf(answer), 408, answer);
     assert.match(answer, /connection: close/i);
     const body = jsonOf(answer);
     assert.equal(body.code, 'request_timeout');
-    assert.equal(body.error?.code, 'request_timeout', 'the drop-in path carries OpenAI\'s error object');
+    assert.equal(body.error?.code, 'request_timeout', "the drop-in path carries OpenAI's error object");
     assert.ok(closedAfterMs >= 900 && closedAfterMs < 3000, `closed after ${closedAfterMs} ms`);
     assert.equal(mock.chatRequests().length, 0);
     const line = await accessLine(gw, (l) => l.url === '/v1/chat/completions');
@@ -103,7 +119,9 @@ describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
   test('a caller that leaves in the middle of its body: logged 499, not an internal error', async () => {
     await new Promise<void>((resolve) => {
       const socket = connect(gw.port, '127.0.0.1');
-      socket.write(post('/v1/?route=chat&left=1', `Authorization: Bearer ${ADMIN_TOKEN}\r\n`), () => setTimeout(() => socket.destroy(), 100));
+      socket.write(post('/v1/?route=chat&left=1', `Authorization: Bearer ${ADMIN_TOKEN}\r\n`), () =>
+        setTimeout(() => socket.destroy(), 100),
+      );
       socket.on('close', () => resolve());
     });
     const line = await accessLine(gw, (l) => String(l.url).includes('left='));
@@ -123,7 +141,9 @@ describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
   });
 
   test('headers sent one byte at a time (slowloris) are cut too', async () => {
-    const { answer, closedAfterMs } = await dribble(gw.port, 'GET /v1/?route=health HTTP/1.1\r\nHost: x\r\nX-Slow: ', { giveUpMs: 6000 });
+    const { answer, closedAfterMs } = await dribble(gw.port, 'GET /v1/?route=health HTTP/1.1\r\nHost: x\r\nX-Slow: ', {
+      giveUpMs: 6000,
+    });
     assert.equal(statusOf(answer), 408, answer);
     assert.equal(jsonOf(answer).code, 'request_timeout');
     assert.ok(closedAfterMs < 3000, `closed after ${closedAfterMs} ms`);
@@ -131,17 +151,24 @@ describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
 
   test('50 callers that send their headers and then go silent, their side left open: each gets its 408 and the gateway closes every socket (none left half-closed)', async () => {
     const server = gw.gateway.app.server;
-    const openNow = () => new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const openNow = () =>
+      new Promise<number>((resolve, reject) =>
+        server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      );
     const head = `POST /v1/?route=chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
     const sockets = await Promise.all(
-      Array.from({ length: 50 }, () => new Promise<{ socket: ReturnType<typeof connect>; answer: () => string }>((resolve) => {
-        // allowHalfOpen: the peer never ends its own side, as a silent or hostile caller would not.
-        const socket = connect({ port: gw.port, host: '127.0.0.1', allowHalfOpen: true });
-        let text = '';
-        socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-        socket.on('error', () => {});
-        socket.write(head, () => resolve({ socket, answer: () => text }));
-      })),
+      Array.from(
+        { length: 50 },
+        () =>
+          new Promise<{ socket: ReturnType<typeof connect>; answer: () => string }>((resolve) => {
+            // allowHalfOpen: the peer never ends its own side, as a silent or hostile caller would not.
+            const socket = connect({ port: gw.port, host: '127.0.0.1', allowHalfOpen: true });
+            let text = '';
+            socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+            socket.on('error', () => {});
+            socket.write(head, () => resolve({ socket, answer: () => text }));
+          }),
+      ),
     );
     try {
       await waitFor('every silent caller answered 408', () => sockets.every((s) => statusOf(s.answer()) === 408), 6000);
@@ -191,9 +218,19 @@ describe('an answer sent before the body was read closes the connection', () => 
 
   const cases = [
     { name: 'no token on chat: 401', head: post('/v1/?route=chat', ''), status: 401, code: 'authentication_required' },
-    { name: 'a wrong token on the drop-in path: 401', head: post('/v1/chat/completions', 'Authorization: Bearer wrong-token-123456\r\n'), status: 401, code: 'invalid_token' },
+    {
+      name: 'a wrong token on the drop-in path: 401',
+      head: post('/v1/chat/completions', 'Authorization: Bearer wrong-token-123456\r\n'),
+      status: 401,
+      code: 'invalid_token',
+    },
     { name: 'an unknown path: 404', head: post('/nowhere', ''), status: 404, code: 'not_found' },
-    { name: 'a declared body over the limit: 413', head: post('/v1/?route=chat', `Authorization: Bearer ${ADMIN_TOKEN}\r\n`, 50_000_000), status: 413, code: 'payload_too_large' },
+    {
+      name: 'a declared body over the limit: 413',
+      head: post('/v1/?route=chat', `Authorization: Bearer ${ADMIN_TOKEN}\r\n`, 50_000_000),
+      status: 413,
+      code: 'payload_too_large',
+    },
     { name: 'a wrong method: 405', head: post('/v1/?route=models', ''), status: 405, code: 'method_not_allowed' },
   ];
   for (const c of cases) {

@@ -17,7 +17,10 @@ test('prepare: positional and @named parameters (keys naming no parameter ignore
   const insert = db.prepare<[{ k: string; v: number; unused: string }]>('INSERT INTO t (k, v) VALUES (@k, @v)');
   assert.equal(insert.run({ k: 'a', v: 1, unused: 'ignored as better-sqlite3 did' }).changes, 1);
   db.prepare<[string, number]>('INSERT INTO t (k, v) VALUES (?, ?)').run('b', 2);
-  assert.deepEqual({ ...db.prepare<[string], { k: string; v: number }>('SELECT k, v FROM t WHERE k = ?').get('a') }, { k: 'a', v: 1 });
+  assert.deepEqual(
+    { ...db.prepare<[string], { k: string; v: number }>('SELECT k, v FROM t WHERE k = ?').get('a') },
+    { k: 'a', v: 1 },
+  );
   assert.equal(db.prepare('SELECT v FROM t WHERE k = ?').get('zzz'), undefined);
   const values = db.prepare<[], number>('SELECT v FROM t ORDER BY k').pluck();
   assert.deepEqual(values.all(), [1, 2]);

@@ -17,8 +17,14 @@ test('the embedded store: WAL mode, migrations applied once, reopened without ch
     await first.close();
 
     const second = await openSqliteStore(dir); // a restart on the same data directory
-    const rows = second.db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all() as Array<{ version: number; applied_at: string }>;
-    assert.deepEqual(rows.map((r) => r.version), SQLITE_MIGRATIONS.map((m) => m.version), 'each migration recorded exactly once');
+    const rows = second.db
+      .prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version')
+      .all() as Array<{ version: number; applied_at: string }>;
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      SQLITE_MIGRATIONS.map((m) => m.version),
+      'each migration recorded exactly once',
+    );
     assert.match(rows[0]?.applied_at ?? '', /Z$/, 'ISO 8601 UTC');
     assert.ok(second.db.prepare("SELECT name FROM sqlite_master WHERE name = 'gateway_meta'").get());
     await second.close();

@@ -61,7 +61,11 @@ test('a work that throws is rolled back alone and rejects only its own promise',
   );
   const failure = outcomes[1];
   assert.ok(failure?.status === 'rejected' && /UNIQUE constraint failed/.test(String(failure.reason)));
-  assert.deepEqual(db.prepare('SELECT k FROM t ORDER BY k').pluck().all(), ['x', 'z'], "y was rolled back with the failed work's savepoint");
+  assert.deepEqual(
+    db.prepare('SELECT k FROM t ORDER BY k').pluck().all(),
+    ['x', 'z'],
+    "y was rolled back with the failed work's savepoint",
+  );
   db.close();
 });
 

@@ -1,6 +1,12 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_SSE_EVENT_BYTES, MAX_SSE_LINE_BYTES, SseLimitError, SseParser, parseSseStream } from '../src/streaming/sse-parser.js';
+import {
+  MAX_SSE_EVENT_BYTES,
+  MAX_SSE_LINE_BYTES,
+  SseLimitError,
+  SseParser,
+  parseSseStream,
+} from '../src/streaming/sse-parser.js';
 import type { SseEvent } from '../src/streaming/sse-parser.js';
 
 const enc = new TextEncoder();
@@ -159,14 +165,17 @@ void describe('fields', () => {
   });
 
   void test('id persists across events, can be reset to empty, and is ignored if it contains NULL', () => {
-    assertAllSplits('data: 0\n\nid: 1\ndata: a\n\ndata: b\n\nid: 2\0x\ndata: c\n\nid\ndata: d\n\nid: 3\n\ndata: e\n\n', [
-      ev('0', 'message', undefined),
-      ev('a', 'message', '1'),
-      ev('b', 'message', '1'),
-      ev('c', 'message', '1'),
-      ev('d', 'message', ''),
-      ev('e', 'message', '3'),
-    ]);
+    assertAllSplits(
+      'data: 0\n\nid: 1\ndata: a\n\ndata: b\n\nid: 2\0x\ndata: c\n\nid\ndata: d\n\nid: 3\n\ndata: e\n\n',
+      [
+        ev('0', 'message', undefined),
+        ev('a', 'message', '1'),
+        ev('b', 'message', '1'),
+        ev('c', 'message', '1'),
+        ev('d', 'message', ''),
+        ev('e', 'message', '3'),
+      ],
+    );
   });
 
   void test('NULL is fine anywhere but in an id', () => {
@@ -225,13 +234,19 @@ void describe('partial frames across TCP packets', () => {
     chunk(null, 'stop'),
     'data: [DONE]\n\n',
   ].join('');
-  const expected = [...contents.map((c) => ev(chunk(c, null).slice(6, -2))), ev(chunk(null, 'stop').slice(6, -2)), ev('[DONE]')];
+  const expected = [
+    ...contents.map((c) => ev(chunk(c, null).slice(6, -2))),
+    ev(chunk(null, 'stop').slice(6, -2)),
+    ev('[DONE]'),
+  ];
 
   void test('an OpenAI stream split at every byte offset, and byte by byte, gives the same events', () => {
     assertAllSplits(stream, expected);
     const deltas = parse(stream)
       .events.filter((e) => e.data !== '[DONE]')
-      .map((e) => (JSON.parse(e.data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? '');
+      .map(
+        (e) => (JSON.parse(e.data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? '',
+      );
     assert.equal(deltas.join(''), 'Hello, wörld 🌍: 你好');
   });
 
@@ -240,7 +255,8 @@ void describe('partial frames across TCP packets', () => {
   });
 
   void test('an Anthropic-style stream with event names, at every split', () => {
-    const s = 'event: message_start\ndata: {"type":"message_start"}\n\nevent: ping\ndata: {"type": "ping"}\n\n' +
+    const s =
+      'event: message_start\ndata: {"type":"message_start"}\n\nevent: ping\ndata: {"type": "ping"}\n\n' +
       'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"Hi"}}\n\n';
     assertAllSplits(s, [
       ev('{"type":"message_start"}', 'message_start'),

@@ -16,7 +16,10 @@ describe('chat route, streamed', () => {
   const fixture = useMockedGateway({
     env: { UPSTREAM_API_KEY: 'sk-stream-test-upstream-key', UPSTREAM_IDLE_TIMEOUT_MS: '300' },
     // A 429 test below must not pause the upstream for the tests after it (pauses: upstream-pauses.test.ts).
-    configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n' },
+    configFile: {
+      name: 'no-pause.yaml',
+      text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker:\n  failure_threshold: 1000\n',
+    },
   });
 
   const url = () => `${fixture.gw.url}${CHAT_PATH}`;
@@ -69,11 +72,21 @@ describe('chat route, streamed', () => {
 
   test('tool-call deltas stream through unchanged', async () => {
     fixture.mock.enqueue({ kind: 'stream' });
-    const body = chatBody({ stream: true, tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }] });
+    const body = chatBody({
+      stream: true,
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+    });
     const answer = await readStream(url(), body, authHeaders());
     const args = dataFrames(answer.text)
       .filter((d) => d.startsWith('{'))
-      .map((d) => (JSON.parse(d) as { choices: Array<{ delta: { tool_calls?: Array<{ function?: { arguments?: string } }> } }> }).choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? '')
+      .map(
+        (d) =>
+          (
+            JSON.parse(d) as {
+              choices: Array<{ delta: { tool_calls?: Array<{ function?: { arguments?: string } }> } }>;
+            }
+          ).choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? '',
+      )
       .join('');
     assert.equal(args, '{"location":"Paris"}');
     assert.ok(answer.text.endsWith('data: [DONE]\n\n'));
@@ -91,9 +104,17 @@ describe('chat route, streamed', () => {
   const midStreamFailures: Array<{ name: string; behavior: Parameters<MockUpstream['enqueue']>[0]; code: string }> = [
     { name: 'a connection reset', behavior: { kind: 'reset', afterChunks: 2 }, code: 'upstream_connection_reset' },
     { name: 'a malformed frame', behavior: { kind: 'malformed', afterChunks: 2 }, code: 'upstream_stream_malformed' },
-    { name: 'an error event from the provider', behavior: { kind: 'stream-error-event', afterChunks: 2 }, code: 'upstream_stream_error' },
+    {
+      name: 'an error event from the provider',
+      behavior: { kind: 'stream-error-event', afterChunks: 2 },
+      code: 'upstream_stream_error',
+    },
     { name: 'a stall (idle timeout)', behavior: { kind: 'stall', afterChunks: 2 }, code: 'upstream_idle_timeout' },
-    { name: 'an end without [DONE]', behavior: { kind: 'stream', content: ['a', 'b'], done: false }, code: 'upstream_stream_truncated' },
+    {
+      name: 'an end without [DONE]',
+      behavior: { kind: 'stream', content: ['a', 'b'], done: false },
+      code: 'upstream_stream_truncated',
+    },
   ];
   for (const failure of midStreamFailures) {
     test(`${failure.name} mid-stream ends with one error event and never [DONE]`, async () => {
@@ -105,22 +126,38 @@ describe('chat route, streamed', () => {
       const last = frames[frames.length - 1] ?? '';
       assert.match(last, /^event: error\ndata: /);
       assert.equal(frames.filter((f) => f.startsWith('event: error')).length, 1);
-      const error = JSON.parse(last.split('\n')[1]?.slice(6) ?? '') as { code: string; message: string; details: Record<string, unknown> };
+      const error = JSON.parse(last.split('\n')[1]?.slice(6) ?? '') as {
+        code: string;
+        message: string;
+        details: Record<string, unknown>;
+      };
       assert.equal(error.code, failure.code);
       assert.equal(typeof error.message, 'string');
       assert.equal(error.details.upstream, 'default');
-      assert.ok(assembleContent(frames.slice(0, -1).join('\n\n') + '\n\n').length > 0, 'content before the failure was delivered');
+      assert.ok(
+        assembleContent(frames.slice(0, -1).join('\n\n') + '\n\n').length > 0,
+        'content before the failure was delivered',
+      );
       if (failure.code === 'upstream_stream_error') {
         assert.equal(error.details.upstream_message, MOCK_STREAM_ERROR.error.message);
       }
-      await waitFor(`the access line with ${failure.code}`, () => fixture.gw.logLines.some((l) => l.includes(`"code":"${failure.code}"`) && l.includes('"msg":"request"')), 3000);
+      await waitFor(
+        `the access line with ${failure.code}`,
+        () => fixture.gw.logLines.some((l) => l.includes(`"code":"${failure.code}"`) && l.includes('"msg":"request"')),
+        3000,
+      );
     });
   }
 
   test('a client that leaves mid-stream cancels the upstream stream', async () => {
     fixture.mock.enqueue({ kind: 'stall', afterChunks: 1 });
     const aborter = new AbortController();
-    const response = await request(url(), { method: 'POST', headers: authHeaders(), body: STREAM_BODY, signal: aborter.signal });
+    const response = await request(url(), {
+      method: 'POST',
+      headers: authHeaders(),
+      body: STREAM_BODY,
+      signal: aborter.signal,
+    });
     for await (const chunk of response.body) {
       if ((chunk as Buffer).length > 0) break;
     }
@@ -128,7 +165,11 @@ describe('chat route, streamed', () => {
     const received = fixture.mock.chatRequests()[0];
     assert.ok(received);
     assert.equal(await Promise.race([received.aborted, sleep(2000).then(() => 'timeout')]), true);
-    await waitFor('the 499 access line', () => fixture.gw.logLines.some((l) => l.includes('"status":499') && l.includes('client_closed_request')), 3000);
+    await waitFor(
+      'the 499 access line',
+      () => fixture.gw.logLines.some((l) => l.includes('"status":499') && l.includes('client_closed_request')),
+      3000,
+    );
   });
 
   test('a slow reader holds the upstream back (backpressure) instead of growing memory', async () => {
@@ -174,4 +215,3 @@ describe('chat route, streamed', () => {
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
-

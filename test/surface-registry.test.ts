@@ -8,13 +8,23 @@
  */
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, MOCK_CONTENT, MOCK_STREAM_CONTENT, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import {
+  startMockUpstream,
+  MOCK_CONTENT,
+  MOCK_STREAM_CONTENT,
+  type MockUpstream,
+} from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
 import { verifyWebhook } from '../src/webhooks/verify.js';
 import { SURFACES } from '../src/surfaces/registry.js';
-import { DEFAULT_OAUTH_SCOPES, GRANTABLE_ROUTES, WEBHOOK_EVENT_KINDS, type GrantableRoute } from '../src/config/schema.js';
+import {
+  DEFAULT_OAUTH_SCOPES,
+  GRANTABLE_ROUTES,
+  WEBHOOK_EVENT_KINDS,
+  type GrantableRoute,
+} from '../src/config/schema.js';
 import type { SurfaceDescriptor, StreamMode } from '../src/surfaces/descriptor.js';
 import type { ApiSurface, StreamEncoder, SurfaceRequest } from '../src/surfaces/surface.js';
 import type { ErrorShape } from '../src/request/request-state.js';
@@ -29,8 +39,12 @@ describe('the surface registry', () => {
     for (const surface of SURFACES) {
       assert.ok((GRANTABLE_ROUTES as readonly string[]).includes(surface.route), surface.route);
       assert.deepEqual(DEFAULT_OAUTH_SCOPES[surface.oauthScope], [surface.route], surface.oauthScope);
-      for (const kind of [surface.events.completed, surface.events.failed]) assert.ok((WEBHOOK_EVENT_KINDS as readonly string[]).includes(kind), kind);
-      assert.ok(surface.endpoints.some((e) => e.operation === 'generate'), `${surface.route} has a generate endpoint`);
+      for (const kind of [surface.events.completed, surface.events.failed])
+        assert.ok((WEBHOOK_EVENT_KINDS as readonly string[]).includes(kind), kind);
+      assert.ok(
+        surface.endpoints.some((e) => e.operation === 'generate'),
+        `${surface.route} has a generate endpoint`,
+      );
     }
   });
 });
@@ -49,7 +63,10 @@ const streamOf = (request: SurfaceRequest): StreamMode | false => {
   return alt === 'sse' ? 'sse' : alt === 'array' ? 'json-array' : false;
 };
 const textOf = (body: unknown): string => (body as { text: string }).text;
-const asChat = (request: SurfaceRequest): ChatRequestBody => ({ model: modelOf(request), messages: [{ role: 'user', content: textOf(request.body) }] });
+const asChat = (request: SurfaceRequest): ChatRequestBody => ({
+  model: modelOf(request),
+  messages: [{ role: 'user', content: textOf(request.body) }],
+});
 
 function parrotEncoder(mode: StreamMode | false): StreamEncoder {
   let first = true;
@@ -65,7 +82,10 @@ function parrotEncoder(mode: StreamMode | false): StreamEncoder {
       return typeof text === 'string' && text !== '' ? element(JSON.stringify({ said: text })) : '';
     },
     end: () => (mode === 'json-array' ? ']' : 'data: {"done":true}\n\n'),
-    fail: (error, shape) => (mode === 'json-array' ? `${element(JSON.stringify(shape.body(error.toBody(), error.status)))}]` : shape.streamFrame(error.toBody(), error.status)),
+    fail: (error, shape) =>
+      mode === 'json-array'
+        ? `${element(JSON.stringify(shape.body(error.toBody(), error.status)))}]`
+        : shape.streamFrame(error.toBody(), error.status),
   };
 }
 
@@ -73,8 +93,16 @@ const PARROT_TRANSLATION: ApiSurface = {
   route: 'models',
   forwardsRawBody: false,
   // What the descriptor read of the URL comes with the call: the model and the stream's form.
-  toChat: (body, call) => ({ model: call.pathModel as string, messages: [{ role: 'user', content: textOf(body) }], ...(call.pathStream ? { stream: true } : {}) }),
-  answer: (completion) => JSON.stringify({ said: (JSON.parse(completion.toString('utf8')) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content }),
+  toChat: (body, call) => ({
+    model: call.pathModel as string,
+    messages: [{ role: 'user', content: textOf(body) }],
+    ...(call.pathStream ? { stream: true } : {}),
+  }),
+  answer: (completion) =>
+    JSON.stringify({
+      said: (JSON.parse(completion.toString('utf8')) as { choices: Array<{ message: { content: string } }> }).choices[0]
+        ?.message.content,
+    }),
   encoder: (call) => parrotEncoder(call.pathStream ?? false),
   isCompleteEnd: (frame) => frame === ']' || frame === 'data: {"done":true}\n\n',
 };
@@ -98,7 +126,13 @@ const PARROT: SurfaceDescriptor = {
   },
   endpoints: [
     { method: 'POST', path: '/parrot/v1/birds/:call', action: 'say', operation: 'generate', bodySchema: textSchema },
-    { method: 'POST', path: '/parrot/v1/birds/:call', action: 'count', operation: 'count_tokens', bodySchema: textSchema },
+    {
+      method: 'POST',
+      path: '/parrot/v1/birds/:call',
+      action: 'count',
+      operation: 'count_tokens',
+      bodySchema: textSchema,
+    },
   ],
   credential: (headers) => {
     const key = headers['x-parrot-key'];
@@ -106,7 +140,11 @@ const PARROT: SurfaceDescriptor = {
   },
   modelOf,
   streamOf,
-  events: { completed: 'parrot.completed', failed: 'parrot.failed', prompt: (body) => ({ text: (body as { text?: unknown } | undefined)?.text ?? null }) },
+  events: {
+    completed: 'parrot.completed',
+    failed: 'parrot.failed',
+    prompt: (body) => ({ text: (body as { text?: unknown } | undefined)?.text ?? null }),
+  },
   // Everything of the URL that changes the answer: the model and action, and the stream's form.
   cache: { cacheable: () => true, keyOf: (request) => `${pathCall(request)} ${String(streamOf(request))}` },
   translation: () => PARROT_TRANSLATION,
@@ -131,7 +169,15 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
         poll_interval_ms: 50,
         // A kind a new release adds starts `off` (docs/webhooks.md): the operator turns it on.
         rollout: { 'parrot.completed': 'all' },
-        subscriptions: [{ id: 'rx', url: receiver.url, secrets: [{ env: 'WH_SECRET' }], events: ['parrot.completed'], include_content: true }],
+        subscriptions: [
+          {
+            id: 'rx',
+            url: receiver.url,
+            secrets: [{ env: 'WH_SECRET' }],
+            events: ['parrot.completed'],
+            include_content: true,
+          },
+        ],
       },
     };
     gw = await startGateway({
@@ -148,21 +194,36 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
   afterEach(() => mock.reset());
 
   test('its path runs the chat pipeline: the model from the path, the body translated, the answer in its shape, its event', async () => {
-    const answer = await call(`${gw.url}${SAY}`, { method: 'POST', headers: parrotHeaders, body: JSON.stringify({ text: 'polly wants a cracker' }) });
+    const answer = await call(`${gw.url}${SAY}`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: JSON.stringify({ text: 'polly wants a cracker' }),
+    });
     assert.equal(answer.status, 200, answer.text);
     assert.deepEqual(answer.json, { said: MOCK_CONTENT });
     const [upstream] = mock.chatRequests();
-    assert.deepEqual(upstream?.json, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'polly wants a cracker' }] });
+    assert.deepEqual(upstream?.json, {
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'polly wants a cracker' }],
+    });
     const [delivery] = await receiver.waitFor(1);
     assert.ok(delivery);
-    const event = verifyWebhook({ body: delivery.body, headers: delivery.headers, secret: 'parrot-webhook-secret-0123456789' });
+    const event = verifyWebhook({
+      body: delivery.body,
+      headers: delivery.headers,
+      secret: 'parrot-webhook-secret-0123456789',
+    });
     assert.equal(event.event, 'parrot.completed');
     assert.equal(event.data.model, 'gpt-4o-mini');
     assert.deepEqual(event.data.content, { text: 'polly wants a cracker', answer: MOCK_CONTENT });
   });
 
   test('its errors are in its shape: no credential, a bad body, an action it does not have', async () => {
-    const unauthenticated = await call(`${gw.url}${SAY}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"hi"}' });
+    const unauthenticated = await call(`${gw.url}${SAY}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"text":"hi"}',
+    });
     assert.equal(unauthenticated.status, 401);
     assert.equal(unauthenticated.json.code, 'authentication_required');
     assert.deepEqual(unauthenticated.json.squawk, { status: 401, said: unauthenticated.json.message });
@@ -170,7 +231,11 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
     assert.equal(invalid.status, 400);
     assert.equal(invalid.json.code, 'validation_failed');
     assert.equal((invalid.json.squawk as { status: number }).status, 400);
-    const unknown = await call(`${gw.url}/parrot/v1/birds/gpt-4o-mini:sing`, { method: 'POST', headers: parrotHeaders, body: '{"text":"hi"}' });
+    const unknown = await call(`${gw.url}/parrot/v1/birds/gpt-4o-mini:sing`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{"text":"hi"}',
+    });
     assert.equal(unknown.status, 404);
     assert.deepEqual(unknown.json.details?.actions, ['say', 'count']);
     assert.equal((unknown.json.squawk as { status: number }).status, 404);
@@ -178,11 +243,23 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
   });
 
   test('its own query names are not credentials there (elsewhere they are), and a refusal carries its hint', async () => {
-    const paged = await call(`${gw.url}${SAY}?pageToken=abc`, { method: 'POST', headers: parrotHeaders, body: '{"text":"hi"}' });
+    const paged = await call(`${gw.url}${SAY}?pageToken=abc`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{"text":"hi"}',
+    });
     assert.equal(paged.status, 200, paged.text);
-    const onChat = await call(`${gw.url}/v1/chat/completions?pageToken=abc`, { method: 'POST', headers: parrotHeaders, body: '{}' });
+    const onChat = await call(`${gw.url}/v1/chat/completions?pageToken=abc`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{}',
+    });
     assert.equal(onChat.json.code, 'credentials_in_query');
-    const keyInUrl = await call(`${gw.url}${SAY}?api_key=abc`, { method: 'POST', headers: parrotHeaders, body: '{"text":"hi"}' });
+    const keyInUrl = await call(`${gw.url}${SAY}?api_key=abc`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{"text":"hi"}',
+    });
     assert.equal(keyInUrl.status, 400);
     assert.equal(keyInUrl.json.code, 'credentials_in_query');
     assert.equal(keyInUrl.json.details?.hint, 'send the key as "x-parrot-key: <key>"');
@@ -191,12 +268,23 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
 
   test('a JSON-array stream goes out as application/json; an SSE one fails with its own data-only error frame', async () => {
     mock.enqueue({ kind: 'stream' });
-    const array = await call(`${gw.url}${SAY}?alt=array`, { method: 'POST', headers: parrotHeaders, body: '{"text":"hi"}' });
+    const array = await call(`${gw.url}${SAY}?alt=array`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{"text":"hi"}',
+    });
     assert.equal(array.status, 200, array.text);
     assert.match(String(array.headers['content-type']), /^application\/json/);
-    assert.deepEqual(array.json, MOCK_STREAM_CONTENT.map((said) => ({ said })));
+    assert.deepEqual(
+      array.json,
+      MOCK_STREAM_CONTENT.map((said) => ({ said })),
+    );
     mock.enqueue({ kind: 'stream-error-event', afterChunks: 1 });
-    const failed = await call(`${gw.url}${SAY}?alt=sse`, { method: 'POST', headers: parrotHeaders, body: '{"text":"hi"}' });
+    const failed = await call(`${gw.url}${SAY}?alt=sse`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{"text":"hi"}',
+    });
     assert.match(String(failed.headers['content-type']), /^text\/event-stream/);
     const frames = failed.text.split('\n\n').filter((f) => f !== '');
     assert.equal(frames[0], `data: ${JSON.stringify({ said: MOCK_STREAM_CONTENT[0] })}`);
@@ -205,7 +293,11 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
   });
 
   test('its token count answers in its shape without an upstream call', async () => {
-    const counted = await call(`${gw.url}/parrot/v1/birds/gpt-4o-mini:count`, { method: 'POST', headers: parrotHeaders, body: '{"text":"how many tokens is this"}' });
+    const counted = await call(`${gw.url}/parrot/v1/birds/gpt-4o-mini:count`, {
+      method: 'POST',
+      headers: parrotHeaders,
+      body: '{"text":"how many tokens is this"}',
+    });
     assert.equal(counted.status, 200, counted.text);
     assert.equal(typeof counted.json.tokens, 'number');
     assert.ok((counted.json.tokens as number) > 0);
@@ -216,24 +308,40 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
     const body = JSON.stringify({ text: `cache me ${Date.now()}` });
     const post = (path: string) => call(`${gw.url}${path}`, { method: 'POST', headers: parrotHeaders, body });
     mock.enqueue({ kind: 'json' }, { kind: 'json' }, { kind: 'stream' });
-    const answers = [await post(SAY), await post(SAY), await post('/parrot/v1/birds/gpt-4o:say'), await post(`${SAY}?alt=array`), await post(`${SAY}?alt=array`)];
+    const answers = [
+      await post(SAY),
+      await post(SAY),
+      await post('/parrot/v1/birds/gpt-4o:say'),
+      await post(`${SAY}?alt=array`),
+      await post(`${SAY}?alt=array`),
+    ];
     assert.deepEqual(
       answers.map((a) => a.headers['x-cache']),
       ['miss', 'hit', 'miss', 'miss', 'hit'],
     );
-    assert.deepEqual(mock.chatRequests().map((r) => (r.json as { model: string }).model), ['gpt-4o-mini', 'gpt-4o', 'gpt-4o-mini']);
+    assert.deepEqual(
+      mock.chatRequests().map((r) => (r.json as { model: string }).model),
+      ['gpt-4o-mini', 'gpt-4o', 'gpt-4o-mini'],
+    );
     // A stored JSON-array stream is replayed with its own content type.
     assert.match(String(answers[4]?.headers['content-type']), /^application\/json/);
     assert.deepEqual(answers[4]?.json, answers[3]?.json);
   });
 
   test('an Idempotency-Key covers its URL too: the same key and body to another model is another request', async () => {
-    const headers = { ...parrotHeaders, 'idempotency-key': `parrot-${Date.now()}`, 'cache-control': 'no-store, no-cache' };
+    const headers = {
+      ...parrotHeaders,
+      'idempotency-key': `parrot-${Date.now()}`,
+      'cache-control': 'no-store, no-cache',
+    };
     const body = '{"text":"once"}';
     const first = await call(`${gw.url}${SAY}`, { method: 'POST', headers, body });
     const replayed = await call(`${gw.url}${SAY}`, { method: 'POST', headers, body });
     const otherModel = await call(`${gw.url}/parrot/v1/birds/gpt-4o:say`, { method: 'POST', headers, body });
-    assert.deepEqual([first.status, replayed.status, replayed.headers['idempotent-replayed'], otherModel.status], [200, 200, 'true', 422]);
+    assert.deepEqual(
+      [first.status, replayed.status, replayed.headers['idempotent-replayed'], otherModel.status],
+      [200, 200, 'true', 422],
+    );
     assert.equal(otherModel.json.code, 'idempotency_key_mismatch');
     assert.ok('squawk' in otherModel.json);
     assert.equal(mock.chatRequests().length, 1);

@@ -73,7 +73,11 @@ describe('upstream timeouts and unreachable upstreams', () => {
     const gwTotal = await startGateway({ env: { UPSTREAM_BASE_URL: slow.baseUrl, UPSTREAM_TOTAL_TIMEOUT_MS: '300' } });
     try {
       slow.enqueue({ kind: 'json', delayMs: 1500 });
-      const answer = await call(`${gwTotal.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+      const answer = await call(`${gwTotal.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: chatBody(),
+      });
       assert.equal(answer.status, 504);
       assert.equal(answer.json.code, 'upstream_total_timeout');
       assert.equal(answer.json.details?.timeout_ms, 300);
@@ -90,9 +94,15 @@ describe('upstream timeouts and unreachable upstreams', () => {
     });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const port = (silent.address() as { port: number }).port;
-    const gwConnect = await startGateway({ env: { UPSTREAM_BASE_URL: `https://127.0.0.1:${port}/v1`, UPSTREAM_CONNECT_TIMEOUT_MS: '300' } });
+    const gwConnect = await startGateway({
+      env: { UPSTREAM_BASE_URL: `https://127.0.0.1:${port}/v1`, UPSTREAM_CONNECT_TIMEOUT_MS: '300' },
+    });
     try {
-      const answer = await call(`${gwConnect.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+      const answer = await call(`${gwConnect.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: chatBody(),
+      });
       assert.equal(answer.status, 504);
       assert.equal(answer.json.code, 'upstream_connect_timeout');
     } finally {
@@ -109,7 +119,11 @@ describe('upstream timeouts and unreachable upstreams', () => {
     await new Promise((r) => probe.close(r));
     const gwDown = await startGateway({ env: { UPSTREAM_BASE_URL: `http://127.0.0.1:${port}/v1` } });
     try {
-      const answer = await call(`${gwDown.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+      const answer = await call(`${gwDown.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: chatBody(),
+      });
       assert.equal(answer.status, 503);
       assert.equal(answer.json.code, 'upstream_unreachable');
       assert.equal(answer.json.details?.reason, 'ECONNREFUSED');
@@ -123,11 +137,19 @@ describe('upstream timeouts and unreachable upstreams', () => {
   test('with no upstream configured, chat is 503 no_upstream_configured telling how to configure one', async () => {
     const bare = await startGateway({ env: { GATEWAY_ENV: 'staging' } });
     try {
-      const answer = await call(`${bare.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
+      const answer = await call(`${bare.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: chatBody(),
+      });
       assert.equal(answer.status, 503);
       assert.equal(answer.json.code, 'no_upstream_configured');
       assert.match(String(answer.json.details?.configure), /UPSTREAM_BASE_URL/);
-      const echo = await call(`${bare.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'echo' }) });
+      const echo = await call(`${bare.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: chatBody({ model: 'echo' }),
+      });
       assert.equal(echo.status, 503, 'the echo model is never served outside dev');
       const health = await call(`${bare.url}/v1/?route=health`);
       assert.equal(health.json.status, 'degraded');

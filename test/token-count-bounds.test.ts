@@ -10,7 +10,17 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, HEALTH_PATH, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess, type GatewayProcess, type HttpAnswer } from './helpers/spawn-gateway.js';
+import {
+  CHAT_PATH,
+  HEALTH_PATH,
+  httpCall,
+  killAllGateways,
+  makeTempDir,
+  removeTempDirs,
+  startGatewayProcess,
+  type GatewayProcess,
+  type HttpAnswer,
+} from './helpers/spawn-gateway.js';
 
 const TOKEN = 'count-bounds-admin-token-0123456789abcdef';
 /** The slowest a health answer may be while a count runs (old code: the whole count, seconds to minutes). */
@@ -25,10 +35,20 @@ before(async () => {
   mock = await startMockUpstream();
   const dataDir = makeTempDir();
   const configPath = join(dataDir, 'models.yaml');
-  writeFileSync(configPath, 'models:\n  - { id: small, upstream: default, upstream_model: gpt-4o, context_window: 1000 }\n');
+  writeFileSync(
+    configPath,
+    'models:\n  - { id: small, upstream: default, upstream_model: gpt-4o, context_window: 1000 }\n',
+  );
   gw = await startGatewayProcess({
     dataDir,
-    env: { GATEWAY_ENV: 'dev', ADMIN_TOKEN: TOKEN, UPSTREAM_BASE_URL: mock.baseUrl, GATEWAY_CONFIG: configPath, BODY_LIMIT_BYTES: String(4 * 1024 * 1024), LOG_LEVEL: 'warn' },
+    env: {
+      GATEWAY_ENV: 'dev',
+      ADMIN_TOKEN: TOKEN,
+      UPSTREAM_BASE_URL: mock.baseUrl,
+      GATEWAY_CONFIG: configPath,
+      BODY_LIMIT_BYTES: String(4 * 1024 * 1024),
+      LOG_LEVEL: 'warn',
+    },
   });
 });
 
@@ -38,13 +58,26 @@ after(async () => {
   removeTempDirs();
 });
 
-const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
+const headers = {
+  authorization: `Bearer ${TOKEN}`,
+  'content-type': 'application/json',
+  'anthropic-version': '2023-06-01',
+};
 const post = (path: string, body: unknown, extra: Record<string, string> = {}) =>
-  httpCall(`${gw.url}${path}`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body), timeoutMs: COUNT_BOUND_MS });
-const countTokens = (content: string) => post('/v1/messages/count_tokens', { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
+  httpCall(`${gw.url}${path}`, {
+    method: 'POST',
+    headers: { ...headers, ...extra },
+    body: JSON.stringify(body),
+    timeoutMs: COUNT_BOUND_MS,
+  });
+const countTokens = (content: string) =>
+  post('/v1/messages/count_tokens', { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
 
 /** Asks for health on a new connection, one call after another, for as long as `work` runs; the slowest answer. */
-async function slowestHealthWhile(work: Promise<HttpAnswer>, diagnostic?: (message: string) => void): Promise<{ answer: HttpAnswer; ms: number; wallMs: number; probes: number }> {
+async function slowestHealthWhile(
+  work: Promise<HttpAnswer>,
+  diagnostic?: (message: string) => void,
+): Promise<{ answer: HttpAnswer; ms: number; wallMs: number; probes: number }> {
   const started = performance.now();
   let done = false;
   let slowest = 0;
@@ -63,7 +96,9 @@ async function slowestHealthWhile(work: Promise<HttpAnswer>, diagnostic?: (messa
   const answer = await settled;
   const wallMs = performance.now() - started;
   await probing;
-  diagnostic?.(`answered in ${Math.round(wallMs)} ms; the slowest of ${probes} health answers meanwhile: ${Math.round(slowest)} ms`);
+  diagnostic?.(
+    `answered in ${Math.round(wallMs)} ms; the slowest of ${probes} health answers meanwhile: ${Math.round(slowest)} ms`,
+  );
   return { answer, ms: Math.round(slowest), wallMs: Math.round(wallMs), probes };
 }
 
@@ -75,7 +110,9 @@ function expectedRunTokens(letter: string, n: number): number {
 
 describe('token counting is bounded and off the event loop', () => {
   test('count_tokens of a million times one letter (1 MB): answered in seconds, health promptly all along', async (t) => {
-    const { answer, ms, wallMs, probes } = await slowestHealthWhile(countTokens('k'.repeat(1_000_000)), (m) => t.diagnostic(m));
+    const { answer, ms, wallMs, probes } = await slowestHealthWhile(countTokens('k'.repeat(1_000_000)), (m) =>
+      t.diagnostic(m),
+    );
     assert.equal(answer.status, 200, answer.text);
     const tokens = (JSON.parse(answer.text) as { input_tokens: number }).input_tokens;
     const expected = expectedRunTokens('k', 1_000_000) + 6; // 3 to prime the reply, 3 for the message
@@ -94,13 +131,23 @@ describe('token counting is bounded and off the event loop', () => {
 
   test("chat over a model's context window (300,000 of one letter): the 400 comes at once, health promptly, nothing sent upstream", async (t) => {
     const content = 'v'.repeat(300_000);
-    const { answer, ms, probes } = await slowestHealthWhile(post(CHAT_PATH, { model: 'small', messages: [{ role: 'user', content }] }), (m) => t.diagnostic(m));
+    const { answer, ms, probes } = await slowestHealthWhile(
+      post(CHAT_PATH, { model: 'small', messages: [{ role: 'user', content }] }),
+      (m) => t.diagnostic(m),
+    );
     assert.equal(answer.status, 400, answer.text);
-    const body = JSON.parse(answer.text) as { code: string; details: { prompt_tokens: number; context_window: number } };
+    const body = JSON.parse(answer.text) as {
+      code: string;
+      details: { prompt_tokens: number; context_window: number };
+    };
     assert.equal(body.code, 'context_length_exceeded');
     assert.equal(body.details.context_window, 1000);
     const counted = JSON.parse((await countTokens(content)).text) as { input_tokens: number };
-    assert.equal(body.details.prompt_tokens, counted.input_tokens, 'the same count as count_tokens (the same BPE and framing)');
+    assert.equal(
+      body.details.prompt_tokens,
+      counted.input_tokens,
+      'the same count as count_tokens (the same BPE and framing)',
+    );
     assert.ok(ms < HEALTH_BOUND_MS, `the slowest of ${probes} health answers took ${ms} ms`);
     assert.equal(mock.chatRequests().length, 0);
   });
@@ -111,8 +158,15 @@ describe('token counting is bounded and off the event loop', () => {
       { role: 'user', content: `question ${i}: what is ${i} times ${i}?` },
       { role: 'assistant', content: `${i * i}, as it happens` },
     ]).flat();
-    const messages = [{ role: 'system', content: 'Be brief.' }, ...turns, { role: 'user', content: 'and the last question?' }];
-    const { answer, ms, wallMs, probes } = await slowestHealthWhile(post(CHAT_PATH, { model: 'small', messages }, { 'x-context-overflow': 'truncate' }), (m) => t.diagnostic(m));
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      ...turns,
+      { role: 'user', content: 'and the last question?' },
+    ];
+    const { answer, ms, wallMs, probes } = await slowestHealthWhile(
+      post(CHAT_PATH, { model: 'small', messages }, { 'x-context-overflow': 'truncate' }),
+      (m) => t.diagnostic(m),
+    );
     assert.equal(answer.status, 200, answer.text);
     assert.ok(wallMs < 5_000, `${wallMs} ms`);
     assert.ok(ms < HEALTH_BOUND_MS, `the slowest of ${probes} health answers took ${ms} ms`);
@@ -127,7 +181,11 @@ describe('token counting is bounded and off the event loop', () => {
     const counted = await countTokens('say <|endoftext|> and <|im_start|> please');
     assert.equal(counted.status, 200, counted.text);
     assert.ok((JSON.parse(counted.text) as { input_tokens: number }).input_tokens > 10);
-    const chat = await post(CHAT_PATH, { model: 'small', max_tokens: 999, messages: [{ role: 'user', content: 'a <|endoftext|> b' }] });
+    const chat = await post(CHAT_PATH, {
+      model: 'small',
+      max_tokens: 999,
+      messages: [{ role: 'user', content: 'a <|endoftext|> b' }],
+    });
     assert.equal(chat.status, 400, chat.text);
     assert.equal((JSON.parse(chat.text) as { code: string }).code, 'context_length_exceeded');
   });

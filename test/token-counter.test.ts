@@ -97,7 +97,11 @@ describe('the counting thread, seen from the gateway', () => {
     );
     assert.ok(refused instanceof GatewayError && refused.code === 'tokenizer_busy', String(refused));
     assert.equal(refused.status, 503);
-    assert.deepEqual(refused.details, { characters: 200_000, backlog_characters: 300_000, max_backlog_characters: 400_000 });
+    assert.deepEqual(refused.details, {
+      characters: 200_000,
+      backlog_characters: 300_000,
+      max_backlog_characters: 400_000,
+    });
     assert.equal(refused.headers?.['retry-after'], '1');
     let bigDone = false;
     void big.then(() => (bigDone = true));
@@ -106,7 +110,7 @@ describe('the counting thread, seen from the gateway', () => {
     assert.ok(((await big)[0] as number) > 100_000);
   });
 
-  test("a count whose caller left is dropped: it fails with ClientGoneError and the thread goes on to the next", async () => {
+  test('a count whose caller left is dropped: it fails with ClientGoneError and the thread goes on to the next', async () => {
     const counter = new TokenCounter();
     await counter.count('o200k_base', ['warm'], undefined);
     const client = { gone: false };

@@ -80,7 +80,11 @@ describe('every upstream attempt is counted, logged when it failed, and shown on
     primary.defaultBehavior = { kind: 'error', status: 500, body: echo };
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const answer = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders({ 'x-upstream-key': CALLER_KEY }), body: chatBody({ model: 'resilient' }) });
+      const answer = await call(`${gw.url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: authHeaders({ 'x-upstream-key': CALLER_KEY }),
+        body: chatBody({ model: 'resilient' }),
+      });
       assert.equal(answer.status, 200, answer.text);
       ids.push(String(answer.headers['x-request-id']));
     }
@@ -98,7 +102,16 @@ describe('every upstream attempt is counted, logged when it failed, and shown on
     for (const [i, line] of lines.entries()) {
       assert.equal(line.level, 40, 'warn');
       assert.deepEqual(
-        [line.request_id, line.upstream, line.upstream_model, line.model, line.code, line.upstream_status, line.next, line.try],
+        [
+          line.request_id,
+          line.upstream,
+          line.upstream_model,
+          line.model,
+          line.code,
+          line.upstream_status,
+          line.next,
+          line.try,
+        ],
         [ids[i], 'primary', 'model-p', 'resilient', 'upstream_error', 500, 'fallback', 1],
       );
       assert.equal(line.msg, 'upstream attempt failed; trying the next target');
@@ -109,7 +122,11 @@ describe('every upstream attempt is counted, logged when it failed, and shown on
     const upstreams = await overviewUpstreams();
     const byName = Object.fromEntries(upstreams.map((u) => [u.name, u]));
     assert.equal(byName.primary?.status, 'ok', 'the token-free probe still answers...');
-    assert.deepEqual({ ...byName.primary?.attempts, lastFailure: undefined }, { attempts: 3, ok: 0, failed: 3, failovers: 3, lastFailure: undefined }, '...but every call to it failed');
+    assert.deepEqual(
+      { ...byName.primary?.attempts, lastFailure: undefined },
+      { attempts: 3, ok: 0, failed: 3, failovers: 3, lastFailure: undefined },
+      '...but every call to it failed',
+    );
     assert.equal((byName.primary?.attempts.lastFailure as { code?: string } | null)?.code, 'upstream_error');
     assert.deepEqual(byName.backup?.attempts, { attempts: 3, ok: 3, failed: 0, failovers: 0, lastFailure: null });
   });
@@ -117,11 +134,19 @@ describe('every upstream attempt is counted, logged when it failed, and shown on
   test('streams: a failure before the first chunk fails over; a cut mid-way is a failed attempt with no next try', async () => {
     primary.enqueue({ kind: 'reset', afterChunks: 0 });
     fallback.enqueue({ kind: 'stream' });
-    const failedOver = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'resilient', stream: true }), authHeaders());
+    const failedOver = await readStream(
+      `${gw.url}${CHAT_PATH}`,
+      chatBody({ model: 'resilient', stream: true }),
+      authHeaders(),
+    );
     assert.ok(failedOver.text.endsWith('data: [DONE]\n\n'));
 
     primary.enqueue({ kind: 'reset', afterChunks: 1 });
-    const cut = await readStream(`${gw.url}${CHAT_PATH}`, chatBody({ model: 'resilient', stream: true }), authHeaders());
+    const cut = await readStream(
+      `${gw.url}${CHAT_PATH}`,
+      chatBody({ model: 'resilient', stream: true }),
+      authHeaders(),
+    );
     assert.match(cut.text, /event: error/);
 
     const lines = attemptLines().map((l) => [l.upstream, l.code, l.next]);
@@ -130,14 +155,21 @@ describe('every upstream attempt is counted, logged when it failed, and shown on
       ['primary', 'upstream_connection_reset', 'none'],
     ]);
     const metrics = await metricsText();
-    assert.equal(sample(metrics, 'llmgw_upstream_attempts_total{upstream="primary",outcome="upstream_connection_reset"}'), 2);
+    assert.equal(
+      sample(metrics, 'llmgw_upstream_attempts_total{upstream="primary",outcome="upstream_connection_reset"}'),
+      2,
+    );
     assert.equal(sample(metrics, 'llmgw_upstream_attempts_total{upstream="backup",outcome="ok"}'), 1);
     assert.equal(sample(metrics, 'llmgw_upstream_failovers_total{upstream="primary",reason="failed"}'), 1);
   });
 
   test("a caller's own mistake refused by the upstream is counted and logged at info, not warn; no failover", async () => {
     primary.enqueue({ kind: 'error', status: 400 });
-    const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'resilient' }) });
+    const refused = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody({ model: 'resilient' }),
+    });
     assert.equal(refused.status, 400);
     const [line, ...more] = attemptLines();
     assert.equal(more.length, 0);
@@ -156,7 +188,15 @@ describe('UpstreamAttemptStats (unit)', () => {
     stats.attempt('a', 'client_closed_request');
     stats.failover('a', 'failed');
     stats.failover('a', 'circuit_open');
-    assert.deepEqual(stats.summary(), { a: { attempts: 3, ok: 1, failed: 1, failovers: 2, lastFailure: { code: 'upstream_error', at: '2026-01-02T03:04:05.000Z' } } });
+    assert.deepEqual(stats.summary(), {
+      a: {
+        attempts: 3,
+        ok: 1,
+        failed: 1,
+        failovers: 2,
+        lastFailure: { code: 'upstream_error', at: '2026-01-02T03:04:05.000Z' },
+      },
+    });
     assert.deepEqual(stats.failoverSamples(), [
       { labels: { upstream: 'a', reason: 'failed' }, value: 1 },
       { labels: { upstream: 'a', reason: 'circuit_open' }, value: 1 },

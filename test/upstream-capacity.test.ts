@@ -51,7 +51,9 @@ async function startHoldingUpstream(options: { headersAtOnce?: boolean } = {}): 
     req.on('data', (part: string) => (body += part));
     req.on('end', () => {
       if (req.url === '/v1/models') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"object":"list","data":[{"id":"gpt-4o-mini","object":"model"}]}');
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"object":"list","data":[{"id":"gpt-4o-mini","object":"model"}]}');
         return;
       }
       const json = JSON.parse(body) as { stream?: boolean; stream_options?: { include_usage?: boolean } };
@@ -69,7 +71,16 @@ async function startHoldingUpstream(options: { headersAtOnce?: boolean } = {}): 
   const answer = ({ res, stream, usage }: { res: ServerResponse; stream: boolean; usage: boolean }) => {
     if (!stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'chatcmpl-held', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: CONTENT }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } }));
+      res.end(
+        JSON.stringify({
+          id: 'chatcmpl-held',
+          object: 'chat.completion',
+          created: 1,
+          model: 'gpt-4o-mini',
+          choices: [{ index: 0, message: { role: 'assistant', content: CONTENT }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 },
+        }),
+      );
       return;
     }
     if (!res.headersSent) {
@@ -78,7 +89,10 @@ async function startHoldingUpstream(options: { headersAtOnce?: boolean } = {}): 
     }
     for (const piece of PIECES) res.write(frame({ content: piece }, null));
     res.write(frame({}, 'stop'));
-    if (usage) res.write(`data: ${JSON.stringify({ id: 'chatcmpl-held', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })}\n\n`);
+    if (usage)
+      res.write(
+        `data: ${JSON.stringify({ id: 'chatcmpl-held', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })}\n\n`,
+      );
     res.end('data: [DONE]\n\n');
   };
   return {
@@ -99,9 +113,15 @@ async function startHoldingUpstream(options: { headersAtOnce?: boolean } = {}): 
 const streamBody = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
 const jsonBody = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 
-async function health(gw: TestGateway): Promise<{ in_flight: number; queued: number; max_concurrent?: number } | undefined> {
+async function health(
+  gw: TestGateway,
+): Promise<{ in_flight: number; queued: number; max_concurrent?: number } | undefined> {
   const answer = await call(`${gw.url}/v1/?route=health`);
-  return (answer.json as { checks: { upstreams: Record<string, { load?: { in_flight: number; queued: number; max_concurrent?: number } }> } }).checks.upstreams.default?.load;
+  return (
+    answer.json as {
+      checks: { upstreams: Record<string, { load?: { in_flight: number; queued: number; max_concurrent?: number } }> };
+    }
+  ).checks.upstreams.default?.load;
 }
 
 async function metricValue(gw: TestGateway, name: string): Promise<number | undefined> {
@@ -119,7 +139,9 @@ void describe('default settings: no hidden bound on an upstream', () => {
   void test('400 concurrent streams all reach the upstream at once and all complete', { timeout: 60_000 }, async () => {
     const N = 400;
     const upstream = await startHoldingUpstream();
-    const gw = await startGateway({ env: { UPSTREAM_BASE_URL: upstream.baseUrl, UPSTREAM_API_KEY: 'sk-capacity-test-key' } });
+    const gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstream.baseUrl, UPSTREAM_API_KEY: 'sk-capacity-test-key' },
+    });
     try {
       // undici's global dispatcher opens one connection per concurrent call, as 400 separate callers would.
       const answers = Array.from({ length: N }, () => readStream(`${gw.url}${CHAT}`, streamBody, AUTH));
@@ -160,56 +182,77 @@ const boundedConfig = (baseUrl: string, extra: string) => ({
 });
 
 void describe('a configured bound: a short visible wait, then 503 upstream_busy', () => {
-  void test('past max_concurrent a call waits queue_timeout_ms, then gets 503 upstream_busy with Retry-After and details', { timeout: 30_000 }, async () => {
-    const upstream = await startHoldingUpstream();
-    const gw = await startGateway({ configFile: boundedConfig(upstream.baseUrl, 'max_concurrent: 2\nqueue_timeout_ms: 300') });
-    try {
-      const first = [readStream(`${gw.url}${CHAT}`, streamBody, AUTH), readStream(`${gw.url}${CHAT}`, streamBody, AUTH)];
-      await waitFor('two streams held', () => upstream.held() === 2);
-      assert.deepEqual(await health(gw), { in_flight: 2, queued: 0, max_concurrent: 2 });
+  void test(
+    'past max_concurrent a call waits queue_timeout_ms, then gets 503 upstream_busy with Retry-After and details',
+    { timeout: 30_000 },
+    async () => {
+      const upstream = await startHoldingUpstream();
+      const gw = await startGateway({
+        configFile: boundedConfig(upstream.baseUrl, 'max_concurrent: 2\nqueue_timeout_ms: 300'),
+      });
+      try {
+        const first = [
+          readStream(`${gw.url}${CHAT}`, streamBody, AUTH),
+          readStream(`${gw.url}${CHAT}`, streamBody, AUTH),
+        ];
+        await waitFor('two streams held', () => upstream.held() === 2);
+        assert.deepEqual(await health(gw), { in_flight: 2, queued: 0, max_concurrent: 2 });
 
-      const started = performance.now();
-      const refused = await call(`${gw.url}${CHAT}`, { method: 'POST', headers: AUTH, body: jsonBody });
-      const waited = performance.now() - started;
-      assert.equal(refused.status, 503, refused.text);
-      assert.equal(refused.headers['retry-after'], '1');
-      // The drop-in path answers with our code and details, and OpenAI's error object alongside.
-      assert.equal(refused.json.code, 'upstream_busy');
-      assert.equal((refused.json as unknown as { error: { code: string } }).error.code, 'upstream_busy');
-      assert.deepEqual(refused.json.details, { upstream: 'default', in_flight: 2, queued: 0, bound: 2, waited_ms: refused.json.details?.waited_ms, queue_timeout_ms: 300 });
-      assert.ok((refused.json.details?.waited_ms as number) >= 299);
-      assert.ok(waited >= 290 && waited < 5_000, `waited ${waited.toFixed(0)} ms`);
-      // The refused call never reached the provider.
-      assert.equal(upstream.received(), 2);
+        const started = performance.now();
+        const refused = await call(`${gw.url}${CHAT}`, { method: 'POST', headers: AUTH, body: jsonBody });
+        const waited = performance.now() - started;
+        assert.equal(refused.status, 503, refused.text);
+        assert.equal(refused.headers['retry-after'], '1');
+        // The drop-in path answers with our code and details, and OpenAI's error object alongside.
+        assert.equal(refused.json.code, 'upstream_busy');
+        assert.equal((refused.json as unknown as { error: { code: string } }).error.code, 'upstream_busy');
+        assert.deepEqual(refused.json.details, {
+          upstream: 'default',
+          in_flight: 2,
+          queued: 0,
+          bound: 2,
+          waited_ms: refused.json.details?.waited_ms,
+          queue_timeout_ms: 300,
+        });
+        assert.ok((refused.json.details?.waited_ms as number) >= 299);
+        assert.ok(waited >= 290 && waited < 5_000, `waited ${waited.toFixed(0)} ms`);
+        // The refused call never reached the provider.
+        assert.equal(upstream.received(), 2);
 
-      // On /v1/?route=chat the same refusal is our own error shape.
-      const native = await call(`${gw.url}/v1/?route=chat`, { method: 'POST', headers: AUTH, body: jsonBody });
-      assert.equal(native.status, 503);
-      assert.equal(native.json.code, 'upstream_busy');
-      assert.equal(native.json.details?.bound, 2);
+        // On /v1/?route=chat the same refusal is our own error shape.
+        const native = await call(`${gw.url}/v1/?route=chat`, { method: 'POST', headers: AUTH, body: jsonBody });
+        assert.equal(native.status, 503);
+        assert.equal(native.json.code, 'upstream_busy');
+        assert.equal(native.json.details?.bound, 2);
 
-      // A queued call gets the slot a finished stream frees, within its wait.
-      const queued = call(`${gw.url}${CHAT}`, { method: 'POST', headers: AUTH, body: jsonBody });
-      await waitFor('one call queued', async () => (await health(gw))?.queued === 1);
-      assert.equal(await metricValue(gw, 'llmgw_upstream_queued'), 1);
-      upstream.release(1);
-      await waitFor('the queued call reached the upstream', () => upstream.received() === 3);
-      upstream.release();
-      const late = await queued;
-      assert.equal(late.status, 200, late.text);
-      for (const answer of await Promise.all(first)) assert.equal(assembleContent(answer.text), CONTENT);
-      assert.deepEqual(await health(gw), { in_flight: 0, queued: 0, max_concurrent: 2 });
-    } finally {
-      // The gateway's close waits for its calls in flight: the upstream ends them first (answers or cuts them).
-      upstream.release();
-      await upstream.close();
-      await gw.close();
-    }
-  });
+        // A queued call gets the slot a finished stream frees, within its wait.
+        const queued = call(`${gw.url}${CHAT}`, { method: 'POST', headers: AUTH, body: jsonBody });
+        await waitFor('one call queued', async () => (await health(gw))?.queued === 1);
+        assert.equal(await metricValue(gw, 'llmgw_upstream_queued'), 1);
+        upstream.release(1);
+        await waitFor('the queued call reached the upstream', () => upstream.received() === 3);
+        upstream.release();
+        const late = await queued;
+        assert.equal(late.status, 200, late.text);
+        for (const answer of await Promise.all(first)) assert.equal(assembleContent(answer.text), CONTENT);
+        assert.deepEqual(await health(gw), { in_flight: 0, queued: 0, max_concurrent: 2 });
+      } finally {
+        // The gateway's close waits for its calls in flight: the upstream ends them first (answers or cuts them).
+        upstream.release();
+        await upstream.close();
+        await gw.close();
+      }
+    },
+  );
 
   void test('time spent queued does not count against the first-byte timeout', { timeout: 30_000 }, async () => {
     const upstream = await startHoldingUpstream({ headersAtOnce: true });
-    const gw = await startGateway({ configFile: boundedConfig(upstream.baseUrl, 'max_concurrent: 1\nqueue_timeout_ms: 5000\ntimeouts: { first_byte_ms: 400 }') });
+    const gw = await startGateway({
+      configFile: boundedConfig(
+        upstream.baseUrl,
+        'max_concurrent: 1\nqueue_timeout_ms: 5000\ntimeouts: { first_byte_ms: 400 }',
+      ),
+    });
     try {
       // The held stream gets its headers at once (its first byte is on time) and then keeps its slot.
       const holder = readStream(`${gw.url}${CHAT}`, streamBody, AUTH);
@@ -236,26 +279,32 @@ void describe('a configured bound: a short visible wait, then 503 upstream_busy'
     }
   });
 
-  void test('max_connections bounds the calls in flight the same way (no hidden queue in the pool)', { timeout: 30_000 }, async () => {
-    const upstream = await startHoldingUpstream();
-    const gw = await startGateway({ configFile: boundedConfig(upstream.baseUrl, 'max_connections: 1\nqueue_timeout_ms: 0') });
-    try {
-      const holder = readStream(`${gw.url}${CHAT}`, streamBody, AUTH);
-      await waitFor('one stream held', () => upstream.held() === 1);
-      const refused = await call(`${gw.url}/v1/?route=chat`, { method: 'POST', headers: AUTH, body: jsonBody });
-      assert.equal(refused.status, 503);
-      assert.equal(refused.json.code, 'upstream_busy');
-      assert.equal(refused.json.details?.bound, 1);
-      assert.equal(refused.json.details?.waited_ms, 0);
-      upstream.release();
-      assert.equal((await holder).status, 200);
-    } finally {
-      // The gateway's close waits for its calls in flight: the upstream ends them first (answers or cuts them).
-      upstream.release();
-      await upstream.close();
-      await gw.close();
-    }
-  });
+  void test(
+    'max_connections bounds the calls in flight the same way (no hidden queue in the pool)',
+    { timeout: 30_000 },
+    async () => {
+      const upstream = await startHoldingUpstream();
+      const gw = await startGateway({
+        configFile: boundedConfig(upstream.baseUrl, 'max_connections: 1\nqueue_timeout_ms: 0'),
+      });
+      try {
+        const holder = readStream(`${gw.url}${CHAT}`, streamBody, AUTH);
+        await waitFor('one stream held', () => upstream.held() === 1);
+        const refused = await call(`${gw.url}/v1/?route=chat`, { method: 'POST', headers: AUTH, body: jsonBody });
+        assert.equal(refused.status, 503);
+        assert.equal(refused.json.code, 'upstream_busy');
+        assert.equal(refused.json.details?.bound, 1);
+        assert.equal(refused.json.details?.waited_ms, 0);
+        upstream.release();
+        assert.equal((await holder).status, 200);
+      } finally {
+        // The gateway's close waits for its calls in flight: the upstream ends them first (answers or cuts them).
+        upstream.release();
+        await upstream.close();
+        await gw.close();
+      }
+    },
+  );
 
   void test('a busy upstream falls over to the next target, which answers', { timeout: 30_000 }, async () => {
     const busy = await startHoldingUpstream();
@@ -375,12 +424,19 @@ void describe('UpstreamCapacity', () => {
 });
 
 void describe('the open-file limit', () => {
-  void test('is read from /proc/self/limits (Node raises the soft limit to the hard one at start)', { skip: process.platform !== 'linux' }, () => {
-    const limit = readOpenFileLimit();
-    assert.ok(limit && limit.soft > 0 && limit.soft === limit.hard, JSON.stringify(limit));
-    assert.deepEqual(readOpenFileLimit('Max open files            1024                 unlimited            files\n'), { soft: 1024, hard: Infinity });
-    assert.equal(readOpenFileLimit('nothing here'), undefined);
-  });
+  void test(
+    'is read from /proc/self/limits (Node raises the soft limit to the hard one at start)',
+    { skip: process.platform !== 'linux' },
+    () => {
+      const limit = readOpenFileLimit();
+      assert.ok(limit && limit.soft > 0 && limit.soft === limit.hard, JSON.stringify(limit));
+      assert.deepEqual(
+        readOpenFileLimit('Max open files            1024                 unlimited            files\n'),
+        { soft: 1024, hard: Infinity },
+      );
+      assert.equal(readOpenFileLimit('nothing here'), undefined);
+    },
+  );
 
   void test('the verdict: two descriptors per stream; a warning when the bounds (or no bound) ask for more', () => {
     assert.equal(streamsAllowed(20_000), 9_872);
@@ -388,27 +444,50 @@ void describe('the open-file limit', () => {
     assert.equal(judgeFileLimit({ soft: 1_000, hard: 1_000 }, [100, 200]).warning, undefined);
     const short = judgeFileLimit({ soft: 1_024, hard: 1_024 }, [undefined]);
     assert.equal(short.streams, 384);
-    assert.match(short.warning ?? '', /allows about 384 concurrent streams per process .* an upstream has no bound .* The hard limit is 1024 too/);
+    assert.match(
+      short.warning ?? '',
+      /allows about 384 concurrent streams per process .* an upstream has no bound .* The hard limit is 1024 too/,
+    );
     assert.match(judgeFileLimit({ soft: 1_024, hard: 1_024 }, [300, 300]).warning ?? '', /bounds add up to 600/);
   });
 
-  void test('a gateway started under a low limit says so once, at start', { timeout: 30_000, skip: process.platform !== 'linux' }, async () => {
-    const gw = await startGatewayProcess({ wrapper: ['prlimit', '--nofile=700:700', '--'], env: { GATEWAY_ENV: 'dev', ADMIN_TOKEN: 'file-limit-admin-token-0123456789', UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' } });
-    try {
-      const health = await call(`${gw.url}${HEALTH_PATH}`);
-      assert.equal(health.status, 200);
-      const said = () => gw.stdout().split('\n').filter((l) => l.includes('open-file limit') || l.includes('EMFILE'));
-      // Log lines are batched and flushed within a second: wait for the start line, which follows the warning.
-      await waitFor('the start line in the log', () => gw.stdout().includes('gateway started'));
-      const lines = said();
-      assert.equal(lines.length, 1, gw.stdout());
-      const line = JSON.parse(lines[0] as string) as { level: number; open_files_soft: number; streams_per_process: number; msg: string };
-      assert.equal(line.level, 40);
-      assert.equal(line.open_files_soft, 700);
-      assert.equal(line.streams_per_process, 222);
-      assert.match(line.msg, /allows about 222 concurrent streams per process/);
-    } finally {
-      await gw.kill();
-    }
-  });
+  void test(
+    'a gateway started under a low limit says so once, at start',
+    { timeout: 30_000, skip: process.platform !== 'linux' },
+    async () => {
+      const gw = await startGatewayProcess({
+        wrapper: ['prlimit', '--nofile=700:700', '--'],
+        env: {
+          GATEWAY_ENV: 'dev',
+          ADMIN_TOKEN: 'file-limit-admin-token-0123456789',
+          UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1',
+        },
+      });
+      try {
+        const health = await call(`${gw.url}${HEALTH_PATH}`);
+        assert.equal(health.status, 200);
+        const said = () =>
+          gw
+            .stdout()
+            .split('\n')
+            .filter((l) => l.includes('open-file limit') || l.includes('EMFILE'));
+        // Log lines are batched and flushed within a second: wait for the start line, which follows the warning.
+        await waitFor('the start line in the log', () => gw.stdout().includes('gateway started'));
+        const lines = said();
+        assert.equal(lines.length, 1, gw.stdout());
+        const line = JSON.parse(lines[0] as string) as {
+          level: number;
+          open_files_soft: number;
+          streams_per_process: number;
+          msg: string;
+        };
+        assert.equal(line.level, 40);
+        assert.equal(line.open_files_soft, 700);
+        assert.equal(line.streams_per_process, 222);
+        assert.match(line.msg, /allows about 222 concurrent streams per process/);
+      } finally {
+        await gw.kill();
+      }
+    },
+  );
 });

@@ -66,7 +66,11 @@ const OTHER = pauseScopeName('up', 'model-2', undefined);
 describe('pause scope names', () => {
   test('(upstream, upstream model, key) read back from the name; the caller key is never in it', () => {
     const odd = 'org/model name:with spaces';
-    assert.deepEqual(parsePauseScope(pauseScopeName('up-1', odd, undefined)), { upstream: 'up-1', upstreamModel: odd, key: 'configured' });
+    assert.deepEqual(parsePauseScope(pauseScopeName('up-1', odd, undefined)), {
+      upstream: 'up-1',
+      upstreamModel: odd,
+      key: 'configured',
+    });
     const keyed = pauseScopeName('up-1', 'm', 'sk-secret-caller-key');
     assert.deepEqual(parsePauseScope(keyed), { upstream: 'up-1', upstreamModel: 'm', key: 'caller' });
     assert.ok(!keyed.includes('sk-secret'));
@@ -106,7 +110,13 @@ describe('UpstreamPauses', () => {
   test("another instance's pause is seen once this one's view is older than refreshMs; reads are rationed", async () => {
     let now = 2_000_000;
     const store = memoryStore();
-    const pauses = new UpstreamPauses({ store, maxPauseMs: 60_000, refreshMs: 1_000, onStoreError: () => {}, now: () => now });
+    const pauses = new UpstreamPauses({
+      store,
+      maxPauseMs: 60_000,
+      refreshMs: 1_000,
+      onStoreError: () => {},
+      now: () => now,
+    });
     assert.equal(await refusal(() => pauses.check(UP)), undefined);
     assert.equal(store.reads, 1);
     store.data.set(UP, now + 5_000); // recorded by another instance
@@ -136,7 +146,13 @@ describe('UpstreamPauses', () => {
   test('active(): the pauses in force, from the store and from memory, grouped by (upstream, model, kind of key)', async () => {
     let now = 3_000_000;
     const store = memoryStore();
-    const pauses = new UpstreamPauses({ store, maxPauseMs: 60_000, refreshMs: 1_000, onStoreError: () => {}, now: () => now });
+    const pauses = new UpstreamPauses({
+      store,
+      maxPauseMs: 60_000,
+      refreshMs: 1_000,
+      onStoreError: () => {},
+      now: () => now,
+    });
     await pauses.record(UP, '10');
     // Recorded by other instances: two callers' own keys for model-2, and a name of an older version.
     store.data.set(pauseScopeName('up', 'model-2', 'sk-one-caller-key'), now + 5_000);
@@ -232,7 +248,10 @@ describe('an upstream 429 with Retry-After pauses that upstream (gateway, SQLite
     assert.equal((await chat()).status, 429);
     assert.equal((await chat()).status, 200);
     await gw.close();
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl }, configFile: { name: 'g.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' } });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl },
+      configFile: { name: 'g.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },
+    });
     mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '30' } });
     assert.equal((await chat()).status, 429);
     assert.equal((await chat()).status, 200);
@@ -252,7 +271,11 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
       '  - { id: beta, upstream: shared, upstream_model: model-b }',
     ].join('\n');
   const chat = (model: string, headers: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
-    call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(headers), body: chatBody({ model, ...extra }) });
+    call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(headers),
+      body: chatBody({ model, ...extra }),
+    });
   const modelsReceived = () => mock.chatRequests().map((r) => (r.json as { model?: string }).model);
   before(async () => {
     mock = await startMockUpstream();
@@ -274,7 +297,14 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
     assert.equal(heldA.status, 429);
     assert.deepEqual(
       { ...heldA.json.details, paused_until: undefined, retry_after_seconds: undefined },
-      { upstream: 'shared', upstream_model: 'model-a', key: 'configured', paused: true, paused_until: undefined, retry_after_seconds: undefined },
+      {
+        upstream: 'shared',
+        upstream_model: 'model-a',
+        key: 'configured',
+        paused: true,
+        paused_until: undefined,
+        retry_after_seconds: undefined,
+      },
     );
     assert.equal((await chat('alpha', {}, { stream: true })).status, 429, 'streams of A are held too');
     mock.enqueue({ kind: 'stream' });
@@ -282,18 +312,29 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
     assert.equal(streamB.status, 200, streamB.text);
     const ownKeyA = await chat('alpha', { 'x-upstream-key': 'sk-caller-own-key-123' });
     assert.equal(ownKeyA.status, 200, "a caller's own key is not held by the configured key's pause");
-    assert.deepEqual(modelsReceived(), ['model-a', 'model-b', 'model-b', 'model-a'], 'held calls never reached the upstream');
+    assert.deepEqual(
+      modelsReceived(),
+      ['model-a', 'model-b', 'model-b', 'model-a'],
+      'held calls never reached the upstream',
+    );
 
     const health = await call(`${gw.url}/v1/?route=health`);
-    const shared = (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams.shared;
+    const shared = (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> })
+      .upstreams.shared;
     assert.equal(shared?.paused?.length, 1, JSON.stringify(shared));
     const pause = shared?.paused?.[0] ?? {};
     assert.deepEqual([pause.upstream_model, pause.key, pause.keys], ['model-a', 'configured', 1]);
-    assert.ok(Number(pause.retry_after_seconds) >= 28 && Number(pause.retry_after_seconds) <= 30, JSON.stringify(pause));
+    assert.ok(
+      Number(pause.retry_after_seconds) >= 28 && Number(pause.retry_after_seconds) <= 30,
+      JSON.stringify(pause),
+    );
     assert.equal(pause.paused_until, heldA.json.details?.paused_until);
 
     const metrics = await call(`${gw.url}/metrics`, { headers: authHeaders() });
-    assert.match(metrics.text, /^llmgw_upstream_paused\{upstream="shared",upstream_model="model-a",key="configured"\} 1$/m);
+    assert.match(
+      metrics.text,
+      /^llmgw_upstream_paused\{upstream="shared",upstream_model="model-a",key="configured"\} 1$/m,
+    );
     assert.doesNotMatch(metrics.text, /llmgw_upstream_paused\{[^}]*model-b/);
   });
 
@@ -303,57 +344,80 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
     const key = { 'x-upstream-key': 'sk-caller-b-000000000' };
     assert.equal((await chat('beta', key)).status, 429);
     const held = await chat('beta', key);
-    assert.deepEqual([held.status, held.json.details?.upstream_model, held.json.details?.key], [429, 'model-b', 'caller']);
+    assert.deepEqual(
+      [held.status, held.json.details?.upstream_model, held.json.details?.key],
+      [429, 'model-b', 'caller'],
+    );
     assert.ok(!held.text.includes('sk-caller-b'), 'the key is never echoed');
     assert.equal((await chat('beta')).status, 200, 'the configured key still reaches B');
-    assert.equal((await chat('beta', { 'x-upstream-key': 'sk-caller-c-000000000' })).status, 200, 'another caller key too');
+    assert.equal(
+      (await chat('beta', { 'x-upstream-key': 'sk-caller-c-000000000' })).status,
+      200,
+      'another caller key too',
+    );
     assert.equal(mock.chatRequests().length, 3);
     const health = await call(`${gw.url}/v1/?route=health`);
-    const paused = (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams.shared?.paused ?? [];
-    assert.deepEqual(
-      paused.map((p) => [p.upstream_model, p.key, p.keys]).sort(),
-      [
-        ['model-a', 'configured', 1],
-        ['model-b', 'caller', 1],
-      ],
-    );
+    const paused =
+      (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams
+        .shared?.paused ?? [];
+    assert.deepEqual(paused.map((p) => [p.upstream_model, p.key, p.keys]).sort(), [
+      ['model-a', 'configured', 1],
+      ['model-b', 'caller', 1],
+    ]);
     assert.ok(!health.text.includes('caller:'), 'no key digest on the unauthenticated health route');
   });
 });
 
-describe('two instances sharing Redis: a pause of one model is exact on both', { skip: await redisSkipReason() }, () => {
-  let mock: MockUpstream;
-  const gateways: TestGateway[] = [];
-  // Redis is shared with other tests: model names of this run only.
-  const run = randomUUID().slice(0, 8);
-  const [modelA, modelB] = [`model-a-${run}`, `model-b-${run}`];
-  const chat = (gw: TestGateway, model: string) => call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model }) });
-  before(async () => {
-    mock = await startMockUpstream();
-    const text = ['upstreams:', `  - { name: shared, base_url: "${mock.baseUrl}" }`, 'models:', `  - { id: alpha, upstream: shared, upstream_model: ${modelA} }`, `  - { id: beta, upstream: shared, upstream_model: ${modelB} }`].join('\n');
-    for (let i = 0; i < 2; i++) gateways.push(await startGateway({ env: { REDIS_URL }, configFile: { name: 'shared.yaml', text } }));
-  });
-  after(async () => {
-    for (const gw of gateways) await gw.close();
-    await mock.close();
-  });
+describe(
+  'two instances sharing Redis: a pause of one model is exact on both',
+  { skip: await redisSkipReason() },
+  () => {
+    let mock: MockUpstream;
+    const gateways: TestGateway[] = [];
+    // Redis is shared with other tests: model names of this run only.
+    const run = randomUUID().slice(0, 8);
+    const [modelA, modelB] = [`model-a-${run}`, `model-b-${run}`];
+    const chat = (gw: TestGateway, model: string) =>
+      call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model }) });
+    before(async () => {
+      mock = await startMockUpstream();
+      const text = [
+        'upstreams:',
+        `  - { name: shared, base_url: "${mock.baseUrl}" }`,
+        'models:',
+        `  - { id: alpha, upstream: shared, upstream_model: ${modelA} }`,
+        `  - { id: beta, upstream: shared, upstream_model: ${modelB} }`,
+      ].join('\n');
+      for (let i = 0; i < 2; i++)
+        gateways.push(await startGateway({ env: { REDIS_URL }, configFile: { name: 'shared.yaml', text } }));
+    });
+    after(async () => {
+      for (const gw of gateways) await gw.close();
+      await mock.close();
+    });
 
-  test("the other instance holds A at once (its first call reads the store) and not B; its health lists A's pause", async () => {
-    const [one, two] = gateways as [TestGateway, TestGateway];
-    mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '20' } });
-    assert.equal((await chat(one, 'alpha')).status, 429);
-    const heldOnTwo = await chat(two, 'alpha');
-    assert.deepEqual([heldOnTwo.status, heldOnTwo.json.details?.paused, heldOnTwo.json.details?.upstream_model], [429, true, modelA]);
-    assert.equal((await chat(two, 'beta')).status, 200);
-    assert.deepEqual(
-      mock.chatRequests().map((r) => (r.json as { model?: string }).model),
-      [modelA, modelB],
-    );
-    const health = await call(`${two.url}/v1/?route=health`);
-    const paused = (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams.shared?.paused ?? [];
-    assert.deepEqual(
-      paused.filter((p) => String(p.upstream_model).endsWith(run)).map((p) => [p.upstream_model, p.key]),
-      [[modelA, 'configured']],
-    );
-  });
-});
+    test("the other instance holds A at once (its first call reads the store) and not B; its health lists A's pause", async () => {
+      const [one, two] = gateways as [TestGateway, TestGateway];
+      mock.enqueue({ kind: 'error', status: 429, headers: { 'retry-after': '20' } });
+      assert.equal((await chat(one, 'alpha')).status, 429);
+      const heldOnTwo = await chat(two, 'alpha');
+      assert.deepEqual(
+        [heldOnTwo.status, heldOnTwo.json.details?.paused, heldOnTwo.json.details?.upstream_model],
+        [429, true, modelA],
+      );
+      assert.equal((await chat(two, 'beta')).status, 200);
+      assert.deepEqual(
+        mock.chatRequests().map((r) => (r.json as { model?: string }).model),
+        [modelA, modelB],
+      );
+      const health = await call(`${two.url}/v1/?route=health`);
+      const paused =
+        (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams
+          .shared?.paused ?? [];
+      assert.deepEqual(
+        paused.filter((p) => String(p.upstream_model).endsWith(run)).map((p) => [p.upstream_model, p.key]),
+        [[modelA, 'configured']],
+      );
+    });
+  },
+);

@@ -36,15 +36,37 @@ const record = (i: number, extra: Partial<UsageRecord> = {}): UsageRecord => ({
   attempts: 1,
   replay: false,
   cacheHit: false,
-  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
+  usageAnomaly: false,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  cacheSavingsUsd: null,
   ...extra,
 });
 
 describe('usage columns', () => {
   test('give back exactly the records pushed, absent values as null, in order', () => {
     const columns = new UsageColumns(3);
-    const full = record(1, { stream: true, ttfbMs: 3.5, replay: true, attempts: 3, status: 502, code: 'upstream_unavailable', cacheReadTokens: 8, cacheSavingsUsd: -0.00000125 });
-    const sparse = record(2, { model: null, upstream: null, promptTokens: null, completionTokens: null, costUsd: null, status: 401, code: 'unauthorized', attempts: 0 });
+    const full = record(1, {
+      stream: true,
+      ttfbMs: 3.5,
+      replay: true,
+      attempts: 3,
+      status: 502,
+      code: 'upstream_unavailable',
+      cacheReadTokens: 8,
+      cacheSavingsUsd: -0.00000125,
+    });
+    const sparse = record(2, {
+      model: null,
+      upstream: null,
+      promptTokens: null,
+      completionTokens: null,
+      costUsd: null,
+      status: 401,
+      code: 'unauthorized',
+      attempts: 0,
+    });
     const zeroes = record(3, { promptTokens: 0, completionTokens: 0, costUsd: 0, latencyMs: 0 });
     columns.pushRecord(full);
     columns.pushRecord(sparse);
@@ -63,8 +85,26 @@ describe('usage columns', () => {
 
   test("write each row's values in the store's column order, as the record's own values would be", () => {
     const records = [
-      record(1, { stream: true, ttfbMs: 3.5, replay: true, cacheHit: true, attempts: 3, status: 502, code: 'upstream_unavailable', cacheSavingsUsd: -0.0000125 }),
-      record(2, { model: null, upstream: null, promptTokens: null, completionTokens: null, costUsd: null, status: 401, code: 'unauthorized', attempts: 0 }),
+      record(1, {
+        stream: true,
+        ttfbMs: 3.5,
+        replay: true,
+        cacheHit: true,
+        attempts: 3,
+        status: 502,
+        code: 'upstream_unavailable',
+        cacheSavingsUsd: -0.0000125,
+      }),
+      record(2, {
+        model: null,
+        upstream: null,
+        promptTokens: null,
+        completionTokens: null,
+        costUsd: null,
+        status: 401,
+        code: 'unauthorized',
+        attempts: 0,
+      }),
     ];
     const columns = new UsageColumns(2);
     for (const r of records) columns.pushRecord(r);
@@ -75,7 +115,31 @@ describe('usage columns', () => {
       writeRecordValues(records[i] as UsageRecord, fromRecords, i * USAGE_COLUMNS.length);
     }
     assert.deepEqual(fromColumns, fromRecords);
-    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [1_790_000_000_001, 'req-1', 'key:k1', 'prod', 'chat', 'gpt-4o-mini', 'default', 502, 'upstream_unavailable', 12.34, 3.5, 1, 10, 20, 0.000123, 3, 1, 1, 0, 0, 0, 0, -0.0000125]);
+    assert.deepEqual(fromColumns.slice(0, USAGE_COLUMNS.length), [
+      1_790_000_000_001,
+      'req-1',
+      'key:k1',
+      'prod',
+      'chat',
+      'gpt-4o-mini',
+      'default',
+      502,
+      'upstream_unavailable',
+      12.34,
+      3.5,
+      1,
+      10,
+      20,
+      0.000123,
+      3,
+      1,
+      1,
+      0,
+      0,
+      0,
+      0,
+      -0.0000125,
+    ]);
   });
 });
 
@@ -84,7 +148,10 @@ describe('usage recorder (SQLite)', () => {
   let sqlite: SqliteStore;
   let store: SqliteUsageStore;
   const warnings: Array<{ fields: Record<string, unknown>; msg: string }> = [];
-  const log = { warn: (fields: Record<string, unknown>, msg: string) => warnings.push({ fields, msg }), error: (fields: Record<string, unknown>, msg: string) => warnings.push({ fields, msg }) };
+  const log = {
+    warn: (fields: Record<string, unknown>, msg: string) => warnings.push({ fields, msg }),
+    error: (fields: Record<string, unknown>, msg: string) => warnings.push({ fields, msg }),
+  };
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'usage-recorder-'));
@@ -127,7 +194,10 @@ describe('usage recorder (SQLite)', () => {
     try {
       for (let i = 0; i < 20_050; i++) recorder.add(record(i));
       await recorder.flush();
-      assert.ok(warnings.some((w) => w.msg.includes('could not be written')), 'the failed write is logged');
+      assert.ok(
+        warnings.some((w) => w.msg.includes('could not be written')),
+        'the failed write is logged',
+      );
       assert.deepEqual(await storedIds(), []);
     } finally {
       locker.exec('ROLLBACK');

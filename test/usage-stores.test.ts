@@ -15,7 +15,10 @@ usageContract('sqlite', async () => {
 
 describe('postgres', { skip }, () => {
   usageContract('postgres', async () => {
-    const usage = await PostgresUsageStore.open(DATABASE_URL, `usage_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`);
+    const usage = await PostgresUsageStore.open(
+      DATABASE_URL,
+      `usage_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+    );
     return {
       usage,
       close: async () => {

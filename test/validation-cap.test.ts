@@ -12,14 +12,22 @@ describe('validation_failed is capped at 50 problems', () => {
   const cases = [
     // Valid for the schema, wrong for the conversation rules (chat-rules.ts): tool results for calls never made.
     // Each is cheap to find: every one is counted.
-    { name: 'conversation rules', message: { role: 'tool', tool_call_id: 'call_never_made', content: 'r' }, field: 'tool_call_id', counted: 'all' },
+    {
+      name: 'conversation rules',
+      message: { role: 'tool', tool_call_id: 'call_never_made', content: 'r' },
+      field: 'tool_call_id',
+      counted: 'all',
+    },
     // Wrong for the schema: all problems are looked for in the body's first 1,024 values only (schema-view.ts), and
     // the answer says there may be more (test/validation-bounds.test.ts).
     { name: 'the schema', message: { role: 'wizard', content: 'x' }, field: 'role', counted: 'view' },
   ];
   for (const c of cases) {
     test(`${many} bad messages for ${c.name}: 50 problems, errors_omitted counts the rest ${c.counted === 'all' ? 'exactly' : 'found'}, a small body`, async () => {
-      const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }, ...Array.from({ length: many }, () => c.message)] });
+      const body = JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x' }, ...Array.from({ length: many }, () => c.message)],
+      });
       const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
       assert.equal(answer.status, 400);
       assert.equal(answer.json.code, 'validation_failed');
@@ -40,7 +48,13 @@ describe('validation_failed is capped at 50 problems', () => {
   }
 
   test('under the cap, nothing is said about omissions', async () => {
-    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'nope', content: 'r' }] });
+    const body = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'tool', tool_call_id: 'nope', content: 'r' },
+      ],
+    });
     const answer = await call(`${fixture.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body });
     assert.equal(answer.status, 400);
     assert.deepEqual(Object.keys(answer.json.details ?? {}), ['errors']);

@@ -8,7 +8,15 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
-import { CHAT_PATH, bearer, httpCall, killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';
+import {
+  CHAT_PATH,
+  bearer,
+  httpCall,
+  killAllGateways,
+  makeTempDir,
+  removeTempDirs,
+  startGatewayProcess,
+} from './helpers/spawn-gateway.js';
 import { authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
@@ -47,36 +55,60 @@ describe('webhook durability', () => {
     await mock.close();
   });
 
-  test('kill -9 while deliveries are being retried: the restarted gateway delivers every one, same ids', { timeout: 60_000 }, async () => {
-    receiver.setDefault(503);
-    const configFile = join(makeTempDir('gw-wh-kill-'), 'gateway.json');
-    writeFileSync(configFile, config(receiver.url));
-    const env = { GATEWAY_ENV: 'prod', ADMIN_TOKEN: TOKEN, UPSTREAM_BASE_URL: mock.baseUrl, GATEWAY_CONFIG: configFile, WH_SECRET: SECRET, LOG_LEVEL: 'warn' };
-    const first = await startGatewayProcess({ env });
-    for (let i = 0; i < 5; i++) {
-      const answer = await httpCall(`${first.url}${CHAT_PATH}`, { method: 'POST', headers: bearer(TOKEN, { 'content-type': 'application/json' }), body: chatBody() });
-      assert.equal(answer.status, 200);
-    }
-    // Every event has been tried (and refused) at least twice before the kill.
-    const ids = () => new Set(receiver.deliveries.map((d) => String(d.headers['x-webhook-id'])));
-    await until(() => ids().size === 5 && [...ids()].every((id) => receiver.deliveries.filter((d) => d.headers['x-webhook-id'] === id).length >= 2));
-    first.signal('SIGKILL');
-    const exit = await first.waitForExit(5_000);
-    assert.equal(exit.signal, 'SIGKILL');
-    const eventIds = ids();
-    const before = receiver.deliveries.length;
-    assert.ok(receiver.deliveries.every((d) => d.answered === 503), 'nothing was delivered before the kill');
-    receiver.setDefault(200);
+  test(
+    'kill -9 while deliveries are being retried: the restarted gateway delivers every one, same ids',
+    { timeout: 60_000 },
+    async () => {
+      receiver.setDefault(503);
+      const configFile = join(makeTempDir('gw-wh-kill-'), 'gateway.json');
+      writeFileSync(configFile, config(receiver.url));
+      const env = {
+        GATEWAY_ENV: 'prod',
+        ADMIN_TOKEN: TOKEN,
+        UPSTREAM_BASE_URL: mock.baseUrl,
+        GATEWAY_CONFIG: configFile,
+        WH_SECRET: SECRET,
+        LOG_LEVEL: 'warn',
+      };
+      const first = await startGatewayProcess({ env });
+      for (let i = 0; i < 5; i++) {
+        const answer = await httpCall(`${first.url}${CHAT_PATH}`, {
+          method: 'POST',
+          headers: bearer(TOKEN, { 'content-type': 'application/json' }),
+          body: chatBody(),
+        });
+        assert.equal(answer.status, 200);
+      }
+      // Every event has been tried (and refused) at least twice before the kill.
+      const ids = () => new Set(receiver.deliveries.map((d) => String(d.headers['x-webhook-id'])));
+      await until(
+        () =>
+          ids().size === 5 &&
+          [...ids()].every((id) => receiver.deliveries.filter((d) => d.headers['x-webhook-id'] === id).length >= 2),
+      );
+      first.signal('SIGKILL');
+      const exit = await first.waitForExit(5_000);
+      assert.equal(exit.signal, 'SIGKILL');
+      const eventIds = ids();
+      const before = receiver.deliveries.length;
+      assert.ok(
+        receiver.deliveries.every((d) => d.answered === 503),
+        'nothing was delivered before the kill',
+      );
+      receiver.setDefault(200);
 
-    const second = await startGatewayProcess({ env, dataDir: first.dataDir });
-    const delivered = () => new Set(receiver.deliveries.filter((d) => d.answered === 200).map((d) => String(d.headers['x-webhook-id'])));
-    await until(() => delivered().size === 5, 20_000);
-    assert.deepEqual([...delivered()].sort(), [...eventIds].sort(), 'the same events, under the same ids');
-    for (const d of receiver.deliveries.slice(before)) assert.equal(verifyWebhook({ body: d.body, headers: d.headers, secret: SECRET }).event, 'chat.completed');
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal(receiver.deliveries.filter((d) => d.answered === 200).length, 5, 'each delivered once');
-    await second.kill();
-  });
+      const second = await startGatewayProcess({ env, dataDir: first.dataDir });
+      const delivered = () =>
+        new Set(receiver.deliveries.filter((d) => d.answered === 200).map((d) => String(d.headers['x-webhook-id'])));
+      await until(() => delivered().size === 5, 20_000);
+      assert.deepEqual([...delivered()].sort(), [...eventIds].sort(), 'the same events, under the same ids');
+      for (const d of receiver.deliveries.slice(before))
+        assert.equal(verifyWebhook({ body: d.body, headers: d.headers, secret: SECRET }).event, 'chat.completed');
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(receiver.deliveries.filter((d) => d.answered === 200).length, 5, 'each delivered once');
+      await second.kill();
+    },
+  );
 });
 
 const skip = await redisSkipReason();
@@ -109,7 +141,9 @@ describe('webhooks across instances sharing Redis', { skip }, () => {
         }),
       );
     }
-    const calls = Array.from({ length: 30 }, (_, i) => call(`${gateways[i % 2]?.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() }));
+    const calls = Array.from({ length: 30 }, (_, i) =>
+      call(`${gateways[i % 2]?.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() }),
+    );
     const answers = await Promise.all(calls);
     assert.deepEqual([...new Set(answers.map((a) => a.status))], [200]);
     const requestIds = new Set(answers.map((a) => String(a.headers['x-request-id'])));

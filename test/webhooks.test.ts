@@ -29,7 +29,10 @@ interface SubscriptionSpec {
   secrets?: Array<{ env: string }>;
 }
 
-function webhookConfig(subscriptions: SubscriptionSpec[], extra: Record<string, unknown> = {}): { name: string; text: string } {
+function webhookConfig(
+  subscriptions: SubscriptionSpec[],
+  extra: Record<string, unknown> = {},
+): { name: string; text: string } {
   return {
     name: 'webhooks.json',
     text: JSON.stringify({
@@ -42,7 +45,12 @@ function webhookConfig(subscriptions: SubscriptionSpec[], extra: Record<string, 
         max_delay_ms: 5_000,
         timeout_ms: 2_000,
         ...extra,
-        subscriptions: subscriptions.map((s) => ({ id: s.id ?? 'rx', secrets: [{ env: 'WH_SECRET' }], events: ['*'], ...s })),
+        subscriptions: subscriptions.map((s) => ({
+          id: s.id ?? 'rx',
+          secrets: [{ env: 'WH_SECRET' }],
+          events: ['*'],
+          ...s,
+        })),
       },
     }),
   };
@@ -84,7 +92,11 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
   test('a chat call is reported as chat.completed: signed, verifiable, with usage and no prompt text', async () => {
     receiver = await startWebhookReceiver();
     const g = await start(webhookConfig([{ url: receiver.url, events: ['chat.completed'] }]));
-    const answer = await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ messages: [{ role: 'user', content: 'my secret plan' }] }) });
+    const answer = await call(`${g.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody({ messages: [{ role: 'user', content: 'my secret plan' }] }),
+    });
     assert.equal(answer.status, 200);
     const [delivery] = await receiver.waitFor(1);
     assert.ok(delivery);
@@ -106,7 +118,14 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
       stream: false,
       status: 200,
       duration_ms: event.data.duration_ms,
-      usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 },
+      usage: {
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        total_tokens: usage.total_tokens,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+      },
       cost_usd: null,
       cache_savings_usd: null,
     });
@@ -119,15 +138,30 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
 
   test('the Responses API and embeddings have their own events: response.completed (with content) and embeddings.completed', async () => {
     receiver = await startWebhookReceiver();
-    const g = await start(webhookConfig([{ url: receiver.url, events: ['response.completed', 'embeddings.completed'], include_content: true }]));
+    const g = await start(
+      webhookConfig([
+        { url: receiver.url, events: ['response.completed', 'embeddings.completed'], include_content: true },
+      ]),
+    );
     mock.enqueue({ kind: 'stream', content: ['Hi', ' back'] });
-    const streamed = await readStream(`${g.url}/v1/responses`, JSON.stringify({ model: 'gpt-4o-mini', input: 'hello there', stream: true }), authHeaders());
+    const streamed = await readStream(
+      `${g.url}/v1/responses`,
+      JSON.stringify({ model: 'gpt-4o-mini', input: 'hello there', stream: true }),
+      authHeaders(),
+    );
     assert.ok(streamed.text.includes('event: response.completed'));
-    const embedded = await call(`${g.url}/v1/embeddings`, { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }) });
+    const embedded = await call(`${g.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }),
+    });
     assert.equal(embedded.status, 200);
     const deliveries = await receiver.waitFor(2);
     const events = deliveries.map((d) => verify(d)).sort((a, b) => a.event.localeCompare(b.event));
-    assert.deepEqual(events.map((e) => e.event), ['embeddings.completed', 'response.completed']);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      ['embeddings.completed', 'response.completed'],
+    );
     assert.deepEqual(events[1]?.data.content, { input: 'hello there', answer: 'Hi back' });
     assert.equal(events[1]?.data.stream, true);
     assert.equal((events[0]?.data.usage as { prompt_tokens: number; completion_tokens: number }).completion_tokens, 0);
@@ -138,7 +172,11 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     receiver = await startWebhookReceiver();
     const g = await start(webhookConfig([{ url: receiver.url, events: ['chat.completed'], include_content: true }]));
     mock.enqueue({ kind: 'stream', content: ['Hel', 'lo ', 'there'] });
-    const streamed = await readStream(`${g.url}${CHAT_PATH}`, chatBody({ stream: true, messages: [{ role: 'user', content: 'say hello' }] }), authHeaders());
+    const streamed = await readStream(
+      `${g.url}${CHAT_PATH}`,
+      chatBody({ stream: true, messages: [{ role: 'user', content: 'say hello' }] }),
+      authHeaders(),
+    );
     assert.ok(streamed.text.endsWith('data: [DONE]\n\n'));
     const [delivery] = await receiver.waitFor(1);
     const event = verify(delivery as Delivery);
@@ -161,7 +199,9 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
 
   test('several secrets (rotation): one signature per secret, either one verifies; a wrong secret does not', async () => {
     receiver = await startWebhookReceiver();
-    const g = await start(webhookConfig([{ url: receiver.url, secrets: [{ env: 'WH_SECRET' }, { env: 'WH_OLD_SECRET' }] }]));
+    const g = await start(
+      webhookConfig([{ url: receiver.url, secrets: [{ env: 'WH_SECRET' }, { env: 'WH_OLD_SECRET' }] }]),
+    );
     await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
     const [delivery] = await receiver.waitFor(1);
     assert.ok(delivery);
@@ -169,7 +209,10 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     assert.equal(verify(delivery, SECRET).event, 'chat.completed');
     assert.equal(verify(delivery, OLD_SECRET).event, 'chat.completed');
     assert.equal(verify(delivery, ['unrelated-secret-0000000', OLD_SECRET]).event, 'chat.completed');
-    assert.equal(verificationCode(() => verify(delivery, 'unrelated-secret-0000000')), 'signature_mismatch');
+    assert.equal(
+      verificationCode(() => verify(delivery, 'unrelated-secret-0000000')),
+      'signature_mismatch',
+    );
   });
 
   test('verifyWebhook refuses a tampered body, a swapped id, stale and far-future timestamps, missing headers', async () => {
@@ -180,14 +223,48 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     assert.ok(d);
     const stamp = Number(d.headers['x-webhook-timestamp']) * 1000;
     assert.equal(verify(d, SECRET, stamp + 299_000).event, 'chat.completed', 'inside the 5-minute window');
-    assert.equal(verificationCode(() => verify({ ...d, body: d.body.replace('"status":200', '"status":201') })), 'signature_mismatch');
-    assert.equal(verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-webhook-id': 'evt_other' } })), 'signature_mismatch');
-    assert.equal(verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-webhook-timestamp': String(stamp / 1000 + 1) } })), 'signature_mismatch');
-    assert.equal(verificationCode(() => verify(d, SECRET, stamp + 301_000)), 'timestamp_too_old');
-    assert.equal(verificationCode(() => verify(d, SECRET, stamp - 301_000)), 'timestamp_in_future');
-    assert.equal(verificationCode(() => verifyWebhook({ body: d.body, headers: d.headers, secret: SECRET, toleranceSeconds: 10, nowMs: stamp + 11_000 })), 'timestamp_too_old');
-    assert.equal(verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-signature': undefined } })), 'missing_header');
-    assert.equal(verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-signature': 'sha256=abc' } })), 'malformed_header');
+    assert.equal(
+      verificationCode(() => verify({ ...d, body: d.body.replace('"status":200', '"status":201') })),
+      'signature_mismatch',
+    );
+    assert.equal(
+      verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-webhook-id': 'evt_other' } })),
+      'signature_mismatch',
+    );
+    assert.equal(
+      verificationCode(() =>
+        verify({ ...d, headers: { ...d.headers, 'x-webhook-timestamp': String(stamp / 1000 + 1) } }),
+      ),
+      'signature_mismatch',
+    );
+    assert.equal(
+      verificationCode(() => verify(d, SECRET, stamp + 301_000)),
+      'timestamp_too_old',
+    );
+    assert.equal(
+      verificationCode(() => verify(d, SECRET, stamp - 301_000)),
+      'timestamp_in_future',
+    );
+    assert.equal(
+      verificationCode(() =>
+        verifyWebhook({
+          body: d.body,
+          headers: d.headers,
+          secret: SECRET,
+          toleranceSeconds: 10,
+          nowMs: stamp + 11_000,
+        }),
+      ),
+      'timestamp_too_old',
+    );
+    assert.equal(
+      verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-signature': undefined } })),
+      'missing_header',
+    );
+    assert.equal(
+      verificationCode(() => verify({ ...d, headers: { ...d.headers, 'x-signature': 'sha256=abc' } })),
+      'malformed_header',
+    );
     // fetch-style Headers work too
     const headers = new Headers(Object.entries(d.headers).map(([k, v]) => [k, String(v)]));
     assert.equal(verifyWebhook({ body: Buffer.from(d.body), headers, secret: SECRET }).id, d.headers['x-webhook-id']);
@@ -227,7 +304,10 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     const lines: string[] = [];
     const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(`ERR ${l}`) };
     assert.equal(await listDeadLetters(outbox, 10, false, io), 0);
-    assert.match(lines.join('\n'), new RegExp(`${id}  chat.completed  subscription=rx  attempts=2 .*last_error=HTTP 503 \\(after 2 attempts\\)`));
+    assert.match(
+      lines.join('\n'),
+      new RegExp(`${id}  chat.completed  subscription=rx  attempts=2 .*last_error=HTTP 503 \\(after 2 attempts\\)`),
+    );
     receiver.setDefault(200);
     lines.length = 0;
     assert.equal(await redeliver(outbox, [], true, io), 0);
@@ -259,7 +339,10 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
       assert.equal(failed.status, 502);
       await receiver.waitFor(1);
       await new Promise((r) => setTimeout(r, 300));
-      assert.deepEqual(receiver.deliveries.map((d) => verify(d).event), ['chat.completed']);
+      assert.deepEqual(
+        receiver.deliveries.map((d) => verify(d).event),
+        ['chat.completed'],
+      );
       assert.equal(other.deliveries.length, 0, 'not canary: nothing in canary, and chat.failed is off');
     } finally {
       await other.close();
@@ -268,39 +351,66 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
 
   test('events for rate limits and for an upstream going unhealthy and recovering', async () => {
     receiver = await startWebhookReceiver();
-    const config = webhookConfig([{ url: receiver.url, events: ['ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered', 'chat.failed'] }]);
+    const config = webhookConfig([
+      { url: receiver.url, events: ['ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered', 'chat.failed'] },
+    ]);
     const text = JSON.parse(config.text) as Record<string, unknown>;
     text.limits = { upstream_pause_max_seconds: 0, caller: { requests: { limit: 4, window_seconds: 60 } } };
     text.circuit_breaker = { failure_threshold: 2, cooldown_seconds: 1 };
     const g = await start({ name: 'wh-events.json', text: JSON.stringify(text) });
     for (let i = 0; i < 2; i++) {
       mock.enqueue({ kind: 'json', status: 500, body: { error: { message: 'down' } } });
-      assert.equal((await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status, 502);
+      assert.equal(
+        (await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status,
+        502,
+      );
     }
     await new Promise((r) => setTimeout(r, 1_100)); // the cooldown: the next call is the half-open probe
-    assert.equal((await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status, 200);
-    assert.equal((await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status, 200);
+    assert.equal(
+      (await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status,
+      200,
+    );
+    assert.equal(
+      (await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })).status,
+      200,
+    );
     const limited = await call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() });
     assert.equal(limited.status, 429);
     await receiver.waitFor(6);
     const events = receiver.deliveries.map((d) => verify(d));
     const byKind = (kind: string) => events.filter((e) => e.event === kind);
     assert.equal(byKind('upstream.unhealthy').length, 1);
-    assert.deepEqual({ ...byKind('upstream.unhealthy')[0]?.data, instance: 'x' }, { upstream: 'default', consecutive_failures: 2, cooldown_seconds: 1, instance: 'x' });
+    assert.deepEqual(
+      { ...byKind('upstream.unhealthy')[0]?.data, instance: 'x' },
+      { upstream: 'default', consecutive_failures: 2, cooldown_seconds: 1, instance: 'x' },
+    );
     assert.equal(byKind('upstream.recovered')[0]?.data.upstream, 'default');
     assert.deepEqual(
       byKind('chat.failed').map((e) => [e.data.status, e.data.code]),
-      [[502, 'upstream_error'], [502, 'upstream_error'], [429, 'rate_limited']],
+      [
+        [502, 'upstream_error'],
+        [502, 'upstream_error'],
+        [429, 'rate_limited'],
+      ],
     );
     const rate = byKind('ratelimit.exceeded')[0]?.data;
-    assert.deepEqual([rate?.request_id, rate?.scope, rate?.limit, rate?.max, rate?.window_seconds], [limited.headers['x-request-id'], 'caller', 'requests', 4, 60]);
+    assert.deepEqual(
+      [rate?.request_id, rate?.scope, rate?.limit, rate?.max, rate?.window_seconds],
+      [limited.headers['x-request-id'], 'caller', 'requests', 4, 60],
+    );
   });
 
   test('a receiver that never answers costs the chat path nothing, and gets at most max_concurrency connections', async () => {
     receiver = await startWebhookReceiver();
     receiver.setDefault('hang');
-    const g = await start(webhookConfig([{ url: receiver.url, events: ['chat.completed'], max_concurrency: 2 }], { timeout_ms: 5_000 }));
-    const answers = await Promise.all(Array.from({ length: 20 }, () => call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() })));
+    const g = await start(
+      webhookConfig([{ url: receiver.url, events: ['chat.completed'], max_concurrency: 2 }], { timeout_ms: 5_000 }),
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        call(`${g.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody() }),
+      ),
+    );
     assert.deepEqual([...new Set(answers.map((a) => a.status))], [200]);
     await receiver.waitFor(2);
     await new Promise((r) => setTimeout(r, 300));
@@ -310,7 +420,10 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
 
   test('the CLI test command sends a signed webhook.test event and reports the answer', async () => {
     receiver = await startWebhookReceiver();
-    const config = loadConfig({ ...SECRET_ENV, GATEWAY_CONFIG: writeTemp(webhookConfig([{ id: 'billing', url: receiver.url }])) });
+    const config = loadConfig({
+      ...SECRET_ENV,
+      GATEWAY_CONFIG: writeTemp(webhookConfig([{ id: 'billing', url: receiver.url }])),
+    });
     const lines: string[] = [];
     const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(`ERR ${l}`) };
     assert.equal(await sendTestEvent(config, 'billing', io), 0);
@@ -326,7 +439,18 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
 
 describe('webhook receivers and server-side request forgery', () => {
   const config = (url: string, allow = false) =>
-    loadConfig({ ...SECRET_ENV, GATEWAY_CONFIG: writeTemp({ name: 'ssrf.json', text: JSON.stringify({ webhooks: { allow_private_addresses: allow, subscriptions: [{ id: 'x', url, secrets: [{ env: 'WH_SECRET' }], events: ['*'] }] } }) }) });
+    loadConfig({
+      ...SECRET_ENV,
+      GATEWAY_CONFIG: writeTemp({
+        name: 'ssrf.json',
+        text: JSON.stringify({
+          webhooks: {
+            allow_private_addresses: allow,
+            subscriptions: [{ id: 'x', url, secrets: [{ env: 'WH_SECRET' }], events: ['*'] }],
+          },
+        }),
+      }),
+    });
   const problems = (url: string): string[] => {
     try {
       config(url);
@@ -338,7 +462,16 @@ describe('webhook receivers and server-side request forgery', () => {
   };
 
   test('loopback, private, link-local and localhost URLs are refused at start unless allowed', () => {
-    for (const url of ['http://127.0.0.1:9/h', 'http://localhost/h', 'http://10.1.2.3/h', 'http://192.168.0.10/h', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/h', 'http://[::ffff:127.0.0.1]/h', 'http://[fd00::1]/h']) {
+    for (const url of [
+      'http://127.0.0.1:9/h',
+      'http://localhost/h',
+      'http://10.1.2.3/h',
+      'http://192.168.0.10/h',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]/h',
+      'http://[::ffff:127.0.0.1]/h',
+      'http://[fd00::1]/h',
+    ]) {
       const found = problems(url);
       assert.equal(found.length, 1, `${url}: ${found.join('; ')}`);
       assert.match(found[0] ?? '', /^webhooks\.subscriptions\[0\]\.url: .*allow_private_addresses/);
@@ -352,7 +485,10 @@ describe('webhook receivers and server-side request forgery', () => {
     const sender = new WebhookSender({ timeoutMs: 2_000, allowPrivateAddresses: false, userAgent: 'test' });
     try {
       const url = receiver.url.replace('127.0.0.1', 'localhost');
-      const result = await sender.send({ id: 'x', url, secrets: [SECRET], events: ['*'], canary: false, includeContent: false, maxConcurrency: 1 }, { eventId: 'evt_1', event: 'x', body: '{}' });
+      const result = await sender.send(
+        { id: 'x', url, secrets: [SECRET], events: ['*'], canary: false, includeContent: false, maxConcurrency: 1 },
+        { eventId: 'evt_1', event: 'x', body: '{}' },
+      );
       assert.equal(result.ok, false);
       assert.match(result.error ?? '', /resolves to (127\.0\.0\.1|::1), a loopback, private or link-local address/);
       assert.equal(receiver.deliveries.length, 0, 'nothing reached the receiver');

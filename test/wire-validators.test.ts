@@ -6,7 +6,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chatAnswer, messagesAnswer, responsesAnswer, type ScriptedReply } from './helpers/scripted-replies.js';
-import { validateChatJson, validateChatStream, validateMessagesJson, validateMessagesStream } from './helpers/wire-validators.js';
+import {
+  validateChatJson,
+  validateChatStream,
+  validateMessagesJson,
+  validateMessagesStream,
+} from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
 
 const CALL: ScriptedReply = { type: 'tool_call', id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' };
@@ -30,41 +35,100 @@ function edited(text: string, index: number, edit: (frame: string) => string | u
 describe('wire validators', () => {
   test('chat: a good stream and answer pass; a missing [DONE], a second finish, a call without its id, content after finish, a changed id fail', () => {
     const stream = streamOf(chatAnswer(CALL, { stream: true, stream_options: { include_usage: true } }, 1));
-    assert.deepEqual(validateChatStream(stream), { text: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }], stop: 'tool_calls' });
+    assert.deepEqual(validateChatStream(stream), {
+      text: '',
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }],
+      stop: 'tool_calls',
+    });
     assert.equal(validateChatStream(streamOf(chatAnswer(TEXT, { stream: true }, 1))).text, 'It is sunny.');
-    assert.equal(validateChatJson(JSON.stringify((chatAnswer(CALL, {}, 1) as { json: unknown }).json)).toolCalls[0]?.name, 'get_weather');
+    assert.equal(
+      validateChatJson(JSON.stringify((chatAnswer(CALL, {}, 1) as { json: unknown }).json)).toolCalls[0]?.name,
+      'get_weather',
+    );
     assert.throws(() => validateChatStream(edited(stream, -1, () => undefined)), /\[DONE\]/);
-    assert.throws(() => validateChatStream(edited(stream, 1, (f) => f.replace('"finish_reason":null', '"finish_reason":"stop"'))), /finish_reason/);
-    assert.throws(() => validateChatStream(edited(stream, 0, (f) => f.replace('"id":"call_1",', ''))), /opens with its id/);
-    assert.throws(() => validateChatStream(edited(stream, 0, (f) => f.replace('chatcmpl-scripted0001', 'other'))), /stream's id/);
+    assert.throws(
+      () => validateChatStream(edited(stream, 1, (f) => f.replace('"finish_reason":null', '"finish_reason":"stop"'))),
+      /finish_reason/,
+    );
+    assert.throws(
+      () => validateChatStream(edited(stream, 0, (f) => f.replace('"id":"call_1",', ''))),
+      /opens with its id/,
+    );
+    assert.throws(
+      () => validateChatStream(edited(stream, 0, (f) => f.replace('chatcmpl-scripted0001', 'other'))),
+      /stream's id/,
+    );
     const text = streamOf(chatAnswer(TEXT, { stream: true }, 1));
-    const late = (f: string): string => f + f.replace('"delta":{}', '"delta":{"content":"late"}').replace('"finish_reason":"stop"', '"finish_reason":null');
+    const late = (f: string): string =>
+      f +
+      f.replace('"delta":{}', '"delta":{"content":"late"}').replace('"finish_reason":"stop"', '"finish_reason":null');
     assert.throws(() => validateChatStream(edited(text, -2, late)), /after finish_reason/);
   });
 
   test('messages: a good stream and answer pass; no message_stop, a block never closed, an index skipped, a delta of the wrong kind, bad tool input fail', () => {
     const stream = streamOf(messagesAnswer(CALL, { stream: true }, 1));
-    assert.deepEqual(validateMessagesStream(stream), { text: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }], stop: 'tool_use' });
+    assert.deepEqual(validateMessagesStream(stream), {
+      text: '',
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }],
+      stop: 'tool_use',
+    });
     assert.equal(validateMessagesStream(streamOf(messagesAnswer(TEXT, { stream: true }, 1))).stop, 'end_turn');
-    assert.equal(validateMessagesJson(JSON.stringify((messagesAnswer(CALL, {}, 1) as { json: unknown }).json)).toolCalls.length, 1);
+    assert.equal(
+      validateMessagesJson(JSON.stringify((messagesAnswer(CALL, {}, 1) as { json: unknown }).json)).toolCalls.length,
+      1,
+    );
     assert.throws(() => validateMessagesStream(edited(stream, -1, () => undefined)), /message_stop/);
-    assert.throws(() => validateMessagesStream(stream.replace(/event: content_block_stop\n[^\n]*\n\n/, '')), /still open/);
+    assert.throws(
+      () => validateMessagesStream(stream.replace(/event: content_block_stop\n[^\n]*\n\n/, '')),
+      /still open/,
+    );
     assert.throws(() => validateMessagesStream(stream.replaceAll('"index":0', '"index":1')), /indexes go 0, 1, 2/);
-    assert.throws(() => validateMessagesStream(stream.replace('"type":"input_json_delta","partial_json":""', '"type":"text_delta","text":""')), /a text_delta in a tool_use block/);
-    assert.throws(() => validateMessagesStream(stream.replace('"partial_json":""', '"partial_json":"["')), /JSON|object/);
-    assert.throws(() => validateMessagesStream(stream.replace('event: message_start', 'event: message_begin')), /event name/);
+    assert.throws(
+      () =>
+        validateMessagesStream(
+          stream.replace('"type":"input_json_delta","partial_json":""', '"type":"text_delta","text":""'),
+        ),
+      /a text_delta in a tool_use block/,
+    );
+    assert.throws(
+      () => validateMessagesStream(stream.replace('"partial_json":""', '"partial_json":"["')),
+      /JSON|object/,
+    );
+    assert.throws(
+      () => validateMessagesStream(stream.replace('event: message_start', 'event: message_begin')),
+      /event name/,
+    );
   });
 
   test('responses: a good stream and answer pass; no response.completed, an item never done, deltas that do not add up, sequence numbers going back fail', () => {
     const stream = streamOf(responsesAnswer(CALL, { stream: true }, 1));
-    assert.deepEqual(validateResponsesStream(stream), { text: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }], stop: 'tool_call' });
+    assert.deepEqual(validateResponsesStream(stream), {
+      text: '',
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }],
+      stop: 'tool_call',
+    });
     assert.equal(validateResponsesStream(streamOf(responsesAnswer(TEXT, { stream: true }, 1))).text, 'It is sunny.');
-    assert.equal(validateResponsesJson(JSON.stringify((responsesAnswer(TEXT, {}, 1) as { json: unknown }).json)).text, 'It is sunny.');
+    assert.equal(
+      validateResponsesJson(JSON.stringify((responsesAnswer(TEXT, {}, 1) as { json: unknown }).json)).text,
+      'It is sunny.',
+    );
     assert.throws(() => validateResponsesStream(edited(stream, -1, () => undefined)), /response.completed/);
-    assert.throws(() => validateResponsesStream(stream.replace(/event: response.output_item.done\n[^\n]*\n\n/, '')), /never done|output = the items done/);
-    assert.throws(() => validateResponsesStream(stream.replace('"delta":"{\\"locat"', '"delta":"{\\"LOCAT"')), /arguments = the deltas/);
-    assert.throws(() => validateResponsesStream(stream.replace('"sequence_number":3', '"sequence_number":1')), /sequence_number/);
+    assert.throws(
+      () => validateResponsesStream(stream.replace(/event: response.output_item.done\n[^\n]*\n\n/, '')),
+      /never done|output = the items done/,
+    );
+    assert.throws(
+      () => validateResponsesStream(stream.replace('"delta":"{\\"locat"', '"delta":"{\\"LOCAT"')),
+      /arguments = the deltas/,
+    );
+    assert.throws(
+      () => validateResponsesStream(stream.replace('"sequence_number":3', '"sequence_number":1')),
+      /sequence_number/,
+    );
     const text = streamOf(responsesAnswer(TEXT, { stream: true }, 1));
-    assert.throws(() => validateResponsesStream(text.replace('"delta":"It i"', '"delta":"It was"')), /text = the deltas|content = the deltas/);
+    assert.throws(
+      () => validateResponsesStream(text.replace('"delta":"It i"', '"delta":"It was"')),
+      /text = the deltas|content = the deltas/,
+    );
   });
 });

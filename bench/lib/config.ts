@@ -84,7 +84,11 @@ export const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
 /** The same question through the Responses API, and an embeddings call of one short text. */
 const RESPONSES = { model: 'bench-model', input: 'Say hello to the benchmark.', max_output_tokens: 32 };
 const EMBEDDINGS = { model: 'bench-model', input: 'Say hello to the benchmark.' };
-const MESSAGES = { model: 'bench-model', max_tokens: 32, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };
+const MESSAGES = {
+  model: 'bench-model',
+  max_tokens: 32,
+  messages: [{ role: 'user', content: 'Say hello to the benchmark.' }],
+};
 
 /** What one target's load sends: path, JSON body, streamed body, and how a complete stream ends (none: no stream probe). */
 export interface LoadShape {
@@ -96,12 +100,23 @@ export interface LoadShape {
 
 export function loadShapeOf(spec: TargetSpec, chatPath: string): LoadShape {
   if (spec.api === 'responses') {
-    return { path: '/v1/?route=responses', body: JSON.stringify(RESPONSES), streamBody: JSON.stringify({ ...RESPONSES, stream: true }), streamEnd: '"type":"response.completed"' };
+    return {
+      path: '/v1/?route=responses',
+      body: JSON.stringify(RESPONSES),
+      streamBody: JSON.stringify({ ...RESPONSES, stream: true }),
+      streamEnd: '"type":"response.completed"',
+    };
   }
   if (spec.api === 'messages') {
-    return { path: '/v1/?route=messages', body: JSON.stringify(MESSAGES), streamBody: JSON.stringify({ ...MESSAGES, stream: true }), streamEnd: '"type":"message_stop"' };
+    return {
+      path: '/v1/?route=messages',
+      body: JSON.stringify(MESSAGES),
+      streamBody: JSON.stringify({ ...MESSAGES, stream: true }),
+      streamEnd: '"type":"message_stop"',
+    };
   }
-  if (spec.api === 'embeddings') return { path: '/v1/?route=embeddings', body: JSON.stringify(EMBEDDINGS), streamBody: undefined, streamEnd: '' };
+  if (spec.api === 'embeddings')
+    return { path: '/v1/?route=embeddings', body: JSON.stringify(EMBEDDINGS), streamBody: undefined, streamEnd: '' };
   return { path: chatPath, body: CHAT_BODY, streamBody: STREAM_BODY, streamEnd: 'data: [DONE]\n\n' };
 }
 export const CLIENT_HEADERS: Record<string, string> = {

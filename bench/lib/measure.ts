@@ -46,7 +46,12 @@ export async function measureUpstream(origin: string): Promise<Reference> {
   return { latency, stream };
 }
 
-async function throughput(spec: TargetSpec, server: RunningServer, upstream: Upstream, result: TargetResult): Promise<void> {
+async function throughput(
+  spec: TargetSpec,
+  server: RunningServer,
+  upstream: Upstream,
+  result: TargetResult,
+): Promise<void> {
   log(
     `   throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s, ${S.connections} connections` +
       `${S.pipelining > 1 ? `, pipelining ${S.pipelining}` : ''}`,
@@ -132,7 +137,9 @@ export async function measurePass(
   let server: RunningServer | undefined;
   try {
     server = await startTarget(spec, upstream.origin, workDir);
-    log(`   listening on ${server.origin} (pid ${String(server.child.pid)})${server.logPath ? `, log ${server.logPath}` : ''}`);
+    log(
+      `   listening on ${server.origin} (pid ${String(server.child.pid)})${server.logPath ? `, log ${server.logPath}` : ''}`,
+    );
     await throughput(spec, server, upstream, result);
     if (withProbes) await probes(spec, server, result);
     if (!isAlive(server.child)) result.problems.push(`${spec.name}: server process died during the run`);

@@ -62,7 +62,13 @@ function median(values: number[]): number {
 /** Both sides' processes: `copies` of A then `copies` of B (index `side * copies + k`). */
 type Sides = RunningServer[];
 
-async function startSides(specs: readonly [TargetSpec, TargetSpec], copies: number, upstreamOrigin: string, tmp: string, round: number): Promise<Sides> {
+async function startSides(
+  specs: readonly [TargetSpec, TargetSpec],
+  copies: number,
+  upstreamOrigin: string,
+  tmp: string,
+  round: number,
+): Promise<Sides> {
   const started: RunningServer[] = [];
   try {
     const bySlot: Array<RunningServer | undefined> = new Array(2 * copies).fill(undefined);
@@ -83,7 +89,12 @@ async function startSides(specs: readonly [TargetSpec, TargetSpec], copies: numb
   }
 }
 
-async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetSpec], options: PairOptions, warmupSeconds: number): Promise<PairRound> {
+async function measureRound(
+  servers: Sides,
+  specs: readonly [TargetSpec, TargetSpec],
+  options: PairOptions,
+  warmupSeconds: number,
+): Promise<PairRound> {
   const copies = servers.length / 2;
   const sideOf = (slot: number) => (slot < copies ? 0 : 1);
   const before = servers.map((s) => sampleCpu(s.child.pid));
@@ -110,7 +121,9 @@ async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetS
           seconds: options.seconds,
           windowStartEpochMs,
           windowEndEpochMs,
-          ...(specs[side]?.idempotencyKeys ? { idempotencyKeyPrefix: `pair-${slot}-${process.pid}-${Date.now()}` } : {}),
+          ...(specs[side]?.idempotencyKeys
+            ? { idempotencyKeyPrefix: `pair-${slot}-${process.pid}-${Date.now()}` }
+            : {}),
         },
         { core: LOAD_CORE, serverPid: server.child.pid, upstreamPid: options.upstreamPid },
       );
@@ -118,7 +131,11 @@ async function measureRound(servers: Sides, specs: readonly [TargetSpec, TargetS
   );
   const after = servers.map((s) => sampleCpu(s.child.pid));
   const done = runs as Array<NonNullable<(typeof runs)[0]>>;
-  const problems = done.flatMap((r, slot) => (r.load.non2xx + r.load.errors > 0 ? [`${specs[sideOf(slot)]?.name}: non-2xx ${r.load.non2xx}, errors ${r.load.errors}`] : []));
+  const problems = done.flatMap((r, slot) =>
+    r.load.non2xx + r.load.errors > 0
+      ? [`${specs[sideOf(slot)]?.name}: non-2xx ${r.load.non2xx}, errors ${r.load.errors}`]
+      : [],
+  );
   if (problems.length > 0) throw new Error(problems.join('; '));
   // Per side: the sum of its processes' throughput; CPU over the whole load (warm-up included) of all its
   // processes divided by every request they answered in it.
@@ -170,7 +187,10 @@ export async function runPaired(specs: readonly [TargetSpec, TargetSpec], option
       const warmup = options.fresh || round === 1 ? options.warmupSeconds : 1;
       const measured = await measureRound(servers, placed, options, warmup);
       const r: PairRound = swapped
-        ? { rps: [measured.rps[1], measured.rps[0]], usPerRequest: [measured.usPerRequest[1], measured.usPerRequest[0]] }
+        ? {
+            rps: [measured.rps[1], measured.rps[0]],
+            usPerRequest: [measured.usPerRequest[1], measured.usPerRequest[0]],
+          }
         : measured;
       rounds.push(r);
       log(

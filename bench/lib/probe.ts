@@ -120,7 +120,11 @@ export async function probeStream(t: ProbeTarget, o: ProbeOptions): Promise<Stre
         if (res.statusCode < 200 || res.statusCode > 299) {
           f.bad++;
           f.firstProblem ??= `HTTP ${res.statusCode}: ${text.slice(0, 300)}`;
-        } else if (!(t.streamEnd === undefined ? text.endsWith(DONE) : text.lastIndexOf(t.streamEnd) > text.lastIndexOf('\n\nevent: '))) {
+        } else if (
+          !(t.streamEnd === undefined
+            ? text.endsWith(DONE)
+            : text.lastIndexOf(t.streamEnd) > text.lastIndexOf('\n\nevent: '))
+        ) {
           f.bad++;
           f.firstProblem ??= `stream did not end with ${JSON.stringify(t.streamEnd ?? DONE)}: ${JSON.stringify(text.slice(-200))}`;
         } else if (i >= o.warmup && first !== undefined) {

@@ -98,8 +98,10 @@ export function renderComparison(targets: readonly TargetResult[], upstream: Ref
       ms(upstream.stream?.ttfb.p99),
       ms(upstream.stream?.total.p50),
       ms(upstream.stream?.total.p99),
-      String((upstream.latency ? upstream.latency.bad + upstream.latency.errors : 0) +
-        (upstream.stream ? upstream.stream.bad + upstream.stream.errors : 0)),
+      String(
+        (upstream.latency ? upstream.latency.bad + upstream.latency.errors : 0) +
+          (upstream.stream ? upstream.stream.bad + upstream.stream.errors : 0),
+      ),
     ]),
   );
   return lines.join('\n');
@@ -112,7 +114,8 @@ export function bottleneckNote(t: TargetResult, serverCore: number, loadCore: nu
   const load = run?.cores?.[loadCore];
   if (server === undefined || load === undefined) return undefined;
   const cores = `core ${serverCore} (server) ${pct(server)} busy, core ${loadCore} (autocannon + upstream) ${pct(load)}`;
-  if (server >= 90 && load >= 90) return `${t.name}: both cores saturated (${cores}) — server-bound, but the load generator is at its limit too.`;
+  if (server >= 90 && load >= 90)
+    return `${t.name}: both cores saturated (${cores}) — server-bound, but the load generator is at its limit too.`;
   if (server >= 90) return `${t.name}: server-bound (${cores}) — the number measures the server.`;
   if (load >= 90) {
     return `${t.name}: LOAD-GENERATOR-BOUND (${cores}) — req/s is only a lower bound for the server; see bench/README.md.`;
@@ -133,7 +136,9 @@ export function foreignLoadNote(t: TargetResult, serverCore: number, loadCore: n
     const other0 = c0 - run.serverCpu;
     const other1 = c1 - run.load.cpuPercent - (run.upstreamCpu ?? 0);
     if (other0 > 20 || other1 > 20) {
-      skewed.push(`${t.runs.length > 1 ? `round ${i + 1}: ` : ''}${pct(other0)} of core ${serverCore}, ${pct(other1)} of core ${loadCore}`);
+      skewed.push(
+        `${t.runs.length > 1 ? `round ${i + 1}: ` : ''}${pct(other0)} of core ${serverCore}, ${pct(other1)} of core ${loadCore}`,
+      );
     }
   }
   if (skewed.length === 0) return undefined;
@@ -177,16 +182,30 @@ export function renderCpu(targets: readonly TargetResult[], serverCore: number, 
  * per-round ratios is the number to quote for "how much slower is B than A"; the medians of the table above
  * can come from different rounds.
  */
-export function renderPairedRatios(targets: readonly TargetResult[], referenceNames: readonly string[]): string | undefined {
+export function renderPairedRatios(
+  targets: readonly TargetResult[],
+  referenceNames: readonly string[],
+): string | undefined {
   const rounds = Math.min(...targets.map((t) => t.runs.length));
   if (!Number.isFinite(rounds) || rounds < 2) return undefined;
   const lines = [row(['target', 'compared with', 'per round', 'median']), row(['---', '---', '---', '---:'])];
   for (const reference of targets.filter((t) => referenceNames.includes(t.name) && t.problems.length === 0)) {
     for (const t of targets) {
-      if (t === reference || t.isBaseline || t.problems.length > 0 || (referenceNames.includes(t.name) && !reference.isBaseline)) continue;
-      const ratios = t.runs.slice(0, rounds).map((run, i) => (run.load.requestsPerSecMean / (reference.runs[i]?.load.requestsPerSecMean ?? NaN)) * 100);
+      if (
+        t === reference ||
+        t.isBaseline ||
+        t.problems.length > 0 ||
+        (referenceNames.includes(t.name) && !reference.isBaseline)
+      )
+        continue;
+      const ratios = t.runs
+        .slice(0, rounds)
+        .map((run, i) => (run.load.requestsPerSecMean / (reference.runs[i]?.load.requestsPerSecMean ?? NaN)) * 100);
       const sorted = [...ratios].sort((a, b) => a - b);
-      const median = sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : ((sorted[sorted.length / 2 - 1] ?? 0) + (sorted[sorted.length / 2] ?? 0)) / 2;
+      const median =
+        sorted.length % 2 === 1
+          ? sorted[(sorted.length - 1) / 2]
+          : ((sorted[sorted.length / 2 - 1] ?? 0) + (sorted[sorted.length / 2] ?? 0)) / 2;
       lines.push(row([t.name, reference.name, ratios.map((r) => pct(r)).join(', '), `**${pct(median)}**`]));
     }
   }

@@ -24,7 +24,10 @@ export function baseEnv(): Record<string, string> {
   return env;
 }
 
-export async function startMockUpstream(script = 'bench/mock-upstream.ts', env: Record<string, string> = {}): Promise<{ child: ChildProcess; origin: string }> {
+export async function startMockUpstream(
+  script = 'bench/mock-upstream.ts',
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; origin: string }> {
   const child = spawnPinned({
     core: LOAD_CORE,
     cmd: process.execPath,

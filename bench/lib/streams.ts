@@ -43,7 +43,8 @@ function treeRssKb(pid: number): { kb: number; processes: number } {
       const status = readFileSync(`/proc/${p}/status`, 'utf8');
       kb += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
       processes += 1;
-      for (const task of readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(task));
+      for (const task of readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean))
+        visit(Number(task));
     } catch {
       // gone
     }
@@ -53,7 +54,10 @@ function treeRssKb(pid: number): { kb: number; processes: number } {
 }
 
 /** Descriptors each side needs for `n` streams, and the largest `n` this machine's limit allows. */
-export function descriptorPlan(n: number, workers: number): { hard: number; maxPassthrough: number; maxGateway: number; text: string } {
+export function descriptorPlan(
+  n: number,
+  workers: number,
+): { hard: number; maxPassthrough: number; maxGateway: number; text: string } {
   const limit = readOpenFileLimit();
   const hard = limit ? Math.min(limit.hard, 1 << 30) : 1024;
   // Node raises each process's soft limit to the hard one; the load generator and the upstream hold one socket
@@ -86,7 +90,11 @@ async function runLoad(cfg: StreamsLoadConfig): Promise<StreamsLoadResult> {
   return JSON.parse(line.slice('RESULT '.length)) as StreamsLoadResult;
 }
 
-async function measureTarget(spec: TargetSpec, upstreamOrigin: string, options: StreamsOptions): Promise<TargetOutcome> {
+async function measureTarget(
+  spec: TargetSpec,
+  upstreamOrigin: string,
+  options: StreamsOptions,
+): Promise<TargetOutcome> {
   const dir = path.join(options.workDir, `streams-${spec.id}`);
   mkdirSync(dir, { recursive: true });
   const server = await startTarget(spec, upstreamOrigin, dir);
@@ -102,7 +110,9 @@ async function measureTarget(spec: TargetSpec, upstreamOrigin: string, options: 
       if (now.kb > peakKb) peakKb = now.kb;
       processes = Math.max(processes, now.processes);
     }, 200);
-    log(`   ${spec.name}: ${int(options.streams)} streams at once (${options.chunks} chunks, ${options.intervalMs} ms apart); idle RSS ${(idle.kb / 1024).toFixed(0)} MB`);
+    log(
+      `   ${spec.name}: ${int(options.streams)} streams at once (${options.chunks} chunks, ${options.intervalMs} ms apart); idle RSS ${(idle.kb / 1024).toFixed(0)} MB`,
+    );
     try {
       const result = await runLoad({
         url: `${server.origin}${server.chatPath}`,
@@ -124,11 +134,20 @@ async function measureTarget(spec: TargetSpec, upstreamOrigin: string, options: 
 
 function renderStreams(outcomes: TargetOutcome[], options: StreamsOptions, plan: string, wallNote: string): string {
   const rows = outcomes.map((o) => {
-    if (o.skipped !== undefined || o.result === undefined) return `| ${o.name} | – | – | – | – | – | – | – | SKIPPED: ${o.skipped ?? 'no result'} |`;
+    if (o.skipped !== undefined || o.result === undefined)
+      return `| ${o.name} | – | – | – | – | – | – | – | SKIPPED: ${o.skipped ?? 'no result'} |`;
     const r = o.result;
     const fb = r.firstByteMs;
-    const perStreamKb = o.peakRssMb !== undefined && o.idleRssMb !== undefined ? ((o.peakRssMb - o.idleRssMb) * 1024) / options.streams : undefined;
-    const lost = r.lost === 0 ? '0' : `**${int(r.lost)}** (${Object.entries(r.reasons).map(([k, v]) => `${int(v)} × ${k}`).join(', ')})`;
+    const perStreamKb =
+      o.peakRssMb !== undefined && o.idleRssMb !== undefined
+        ? ((o.peakRssMb - o.idleRssMb) * 1024) / options.streams
+        : undefined;
+    const lost =
+      r.lost === 0
+        ? '0'
+        : `**${int(r.lost)}** (${Object.entries(r.reasons)
+            .map(([k, v]) => `${int(v)} × ${k}`)
+            .join(', ')})`;
     return (
       `| ${o.name} | ${int(r.completed)} | ${lost} | ${fb.length > 0 ? percentile(fb, 50).toFixed(0) : '–'} | ${fb.length > 0 ? percentile(fb, 99).toFixed(0) : '–'} | ` +
       `${(r.wallMs / 1000).toFixed(1)} | ${o.idleRssMb?.toFixed(0) ?? '–'} (${o.processes ?? '?'} proc.) | ${o.peakRssMb?.toFixed(0) ?? '–'} | ${perStreamKb?.toFixed(1) ?? '–'} |`
@@ -151,7 +170,10 @@ export async function runStreamsSection(options: StreamsOptions): Promise<{ mark
   const plan = descriptorPlan(options.streams, options.workers);
   log(`\n== streams: ${plan.text}`);
   const outcomes: TargetOutcome[] = [];
-  const upstream = await startMockUpstream('bench/slow-upstream.ts', { STREAM_CHUNKS: String(options.chunks), STREAM_INTERVAL_MS: String(options.intervalMs) });
+  const upstream = await startMockUpstream('bench/slow-upstream.ts', {
+    STREAM_CHUNKS: String(options.chunks),
+    STREAM_INTERVAL_MS: String(options.intervalMs),
+  });
   try {
     for (const target of options.targets) {
       if (target === 'passthrough') {
@@ -171,8 +193,12 @@ export async function runStreamsSection(options: StreamsOptions): Promise<{ mark
         name: `gateway (WORKERS=${options.workers})`,
         kind: 'gateway',
         env: { WORKERS: String(options.workers) },
-        ...(options.workers > 1 ? { cores: Array.from({ length: Math.min(options.workers, os.cpus().length) }, (_, i) => i).join(',') } : {}),
-        ...(config ? { configText: (origin: string) => readFileSync(config, 'utf8').replaceAll('${UPSTREAM_ORIGIN}', origin) } : {}),
+        ...(options.workers > 1
+          ? { cores: Array.from({ length: Math.min(options.workers, os.cpus().length) }, (_, i) => i).join(',') }
+          : {}),
+        ...(config
+          ? { configText: (origin: string) => readFileSync(config, 'utf8').replaceAll('${UPSTREAM_ORIGIN}', origin) }
+          : {}),
       };
       if (options.streams > plan.maxGateway) {
         const why = `${int(options.streams)} streams need more descriptors than WORKERS=${options.workers} have (at most ${int(plan.maxGateway)}); raise the hard limit or the workers`;
@@ -186,7 +212,12 @@ export async function runStreamsSection(options: StreamsOptions): Promise<{ mark
     await stopChild(upstream.child);
   }
   const ideal = (options.chunks * options.intervalMs) / 1000;
-  const markdown = renderStreams(outcomes, options, plan.text, `A stream alone takes ~${ideal.toFixed(0)} s (${options.chunks} × ${options.intervalMs} ms); wall is the whole run, first call sent to last stream ended.`);
+  const markdown = renderStreams(
+    outcomes,
+    options,
+    plan.text,
+    `A stream alone takes ~${ideal.toFixed(0)} s (${options.chunks} × ${options.intervalMs} ms); wall is the whole run, first call sent to last stream ended.`,
+  );
   const failed = outcomes.some((o) => o.result !== undefined && o.result.lost > 0);
   return { markdown, failed };
 }

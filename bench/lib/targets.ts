@@ -11,7 +11,14 @@ const webhookConfig = (path: string) => (origin: string) =>
     webhooks: {
       allow_private_addresses: true,
       timeout_ms: 10_000,
-      subscriptions: [{ id: 'bench', url: `${origin}${path}`, secrets: [{ env: 'BENCH_WEBHOOK_SECRET' }], events: ['chat.completed'] }],
+      subscriptions: [
+        {
+          id: 'bench',
+          url: `${origin}${path}`,
+          secrets: [{ env: 'BENCH_WEBHOOK_SECRET' }],
+          events: ['chat.completed'],
+        },
+      ],
     },
   });
 const WEBHOOK_ENV = { BENCH_WEBHOOK_SECRET: 'bench-webhook-secret-0123456789' };
@@ -21,7 +28,13 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
   { id: 'responses', name: 'gateway, Responses API (translated to chat)', kind: 'gateway', api: 'responses' },
   { id: 'embeddings', name: 'gateway, embeddings', kind: 'gateway', api: 'embeddings' },
-  { id: 'messages', name: "gateway, Anthropic's Messages API (translated to chat)", kind: 'gateway', api: 'messages', onlyWhenNamed: true },
+  {
+    id: 'messages',
+    name: "gateway, Anthropic's Messages API (translated to chat)",
+    kind: 'gateway',
+    api: 'messages',
+    onlyWhenNamed: true,
+  },
   {
     id: 'responses-unstored',
     name: 'gateway, Responses API, responses.store: false (the translation alone)',
@@ -34,7 +47,8 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     id: 'cache-hit',
     name: 'gateway, chat answered from the response cache (SQLite), every call after the first a hit',
     kind: 'gateway',
-    configText: () => JSON.stringify({ cache: { enabled: true, sampled: true }, models: [{ id: 'bench-model', upstream: 'default' }] }),
+    configText: () =>
+      JSON.stringify({ cache: { enabled: true, sampled: true }, models: [{ id: 'bench-model', upstream: 'default' }] }),
     onlyWhenNamed: true,
   },
   {

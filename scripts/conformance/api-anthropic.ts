@@ -28,25 +28,40 @@ export function parseMessages(body: Record<string, unknown>): ParsedTurn & { thi
 /** Content blocks of the answer: a signed thinking block when thinking is on (as Anthropic sends it), then the reply. */
 function blocksOf(reply: Reply, thinking: boolean): Array<Record<string, unknown>> {
   const blocks: Array<Record<string, unknown>> = [];
-  if (thinking) blocks.push({ type: 'thinking', thinking: 'Reading the file.', signature: 'c2lnbmF0dXJlLWNvbmZvcm1hbmNl' });
+  if (thinking)
+    blocks.push({ type: 'thinking', thinking: 'Reading the file.', signature: 'c2lnbmF0dXJlLWNvbmZvcm1hbmNl' });
   if (reply.kind === 'text') blocks.push({ type: 'text', text: reply.text });
-  else blocks.push({ type: 'tool_use', id: reply.callId ?? freshId('toolu_'), name: reply.tool.name, input: reply.args });
+  else
+    blocks.push({ type: 'tool_use', id: reply.callId ?? freshId('toolu_'), name: reply.tool.name, input: reply.args });
   return blocks;
 }
 
 function eventsOfBlock(block: Record<string, unknown>, index: number): SseEvent[] {
-  const delta = (value: Record<string, unknown>): SseEvent => ['content_block_delta', { type: 'content_block_delta', index, delta: value }];
+  const delta = (value: Record<string, unknown>): SseEvent => [
+    'content_block_delta',
+    { type: 'content_block_delta', index, delta: value },
+  ];
   const events: SseEvent[] = [];
   if (block.type === 'thinking') {
-    events.push(['content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }]);
+    events.push([
+      'content_block_start',
+      { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } },
+    ]);
     events.push(delta({ type: 'thinking_delta', thinking: block.thinking }));
     events.push(delta({ type: 'signature_delta', signature: block.signature }));
   } else if (block.type === 'text') {
-    events.push(['content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }]);
+    events.push([
+      'content_block_start',
+      { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+    ]);
     events.push(delta({ type: 'text_delta', text: block.text }));
   } else {
-    events.push(['content_block_start', { type: 'content_block_start', index, content_block: { ...block, input: {} } }]);
-    for (const piece of twoPieces(JSON.stringify(block.input))) events.push(delta({ type: 'input_json_delta', partial_json: piece }));
+    events.push([
+      'content_block_start',
+      { type: 'content_block_start', index, content_block: { ...block, input: {} } },
+    ]);
+    for (const piece of twoPieces(JSON.stringify(block.input)))
+      events.push(delta({ type: 'input_json_delta', partial_json: piece }));
   }
   events.push(['content_block_stop', { type: 'content_block_stop', index }]);
   return events;
@@ -57,14 +72,32 @@ export function answerMessages(res: ServerResponse, turn: ParsedTurn & { thinkin
   const stopReason = reply.kind === 'tool' ? 'tool_use' : 'end_turn';
   const message = { id: freshId('msg_'), type: 'message', role: 'assistant', model: turn.model, stop_sequence: null };
   if (!turn.stream) {
-    writeJson(res, 200, { ...message, content: blocks, stop_reason: stopReason, usage: { input_tokens: USAGE.input, output_tokens: USAGE.output } });
+    writeJson(res, 200, {
+      ...message,
+      content: blocks,
+      stop_reason: stopReason,
+      usage: { input_tokens: USAGE.input, output_tokens: USAGE.output },
+    });
     return;
   }
   const events: SseEvent[] = [
-    ['message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: USAGE.input, output_tokens: 1 } } }],
+    [
+      'message_start',
+      {
+        type: 'message_start',
+        message: { ...message, content: [], stop_reason: null, usage: { input_tokens: USAGE.input, output_tokens: 1 } },
+      },
+    ],
   ];
   blocks.forEach((block, index) => events.push(...eventsOfBlock(block, index)));
-  events.push(['message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: USAGE.output } }]);
+  events.push([
+    'message_delta',
+    {
+      type: 'message_delta',
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: USAGE.output },
+    },
+  ]);
   events.push(['message_stop', { type: 'message_stop' }]);
   writeSse(res, events);
 }

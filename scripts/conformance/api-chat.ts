@@ -27,26 +27,55 @@ const usage = { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, tot
 export function answerChat(res: ServerResponse, turn: ParsedTurn & { includeUsage: boolean }, reply: Reply): void {
   const id = freshId('chatcmpl-');
   const created = Math.floor(Date.now() / 1000);
-  const call = reply.kind === 'tool' ? { id: reply.callId ?? freshId('call_'), type: 'function', function: { name: reply.tool.name, arguments: JSON.stringify(reply.args) } } : undefined;
+  const call =
+    reply.kind === 'tool'
+      ? {
+          id: reply.callId ?? freshId('call_'),
+          type: 'function',
+          function: { name: reply.tool.name, arguments: JSON.stringify(reply.args) },
+        }
+      : undefined;
   const finish = call ? 'tool_calls' : 'stop';
   if (!turn.stream) {
-    const message = call ? { role: 'assistant', content: null, tool_calls: [call] } : { role: 'assistant', content: reply.kind === 'text' ? reply.text : '' };
-    writeJson(res, 200, { id, object: 'chat.completion', created, model: turn.model, choices: [{ index: 0, message, finish_reason: finish }], usage });
+    const message = call
+      ? { role: 'assistant', content: null, tool_calls: [call] }
+      : { role: 'assistant', content: reply.kind === 'text' ? reply.text : '' };
+    writeJson(res, 200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model: turn.model,
+      choices: [{ index: 0, message, finish_reason: finish }],
+      usage,
+    });
     return;
   }
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null): SseEvent => [
     undefined,
-    { id, object: 'chat.completion.chunk', created, model: turn.model, choices: [{ index: 0, delta, finish_reason: finishReason }] },
+    {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model: turn.model,
+      choices: [{ index: 0, delta, finish_reason: finishReason }],
+    },
   ];
   const events: SseEvent[] = [chunk({ role: 'assistant', content: '' })];
   if (call) {
     const [first, second] = twoPieces(call.function.arguments);
-    events.push(chunk({ tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.function.name, arguments: first } }] }));
+    events.push(
+      chunk({
+        tool_calls: [
+          { index: 0, id: call.id, type: 'function', function: { name: call.function.name, arguments: first } },
+        ],
+      }),
+    );
     events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: second } }] }));
   } else if (reply.kind === 'text') {
     events.push(chunk({ content: reply.text }));
   }
   events.push(chunk({}, finish));
-  if (turn.includeUsage) events.push([undefined, { id, object: 'chat.completion.chunk', created, model: turn.model, choices: [], usage }]);
+  if (turn.includeUsage)
+    events.push([undefined, { id, object: 'chat.completion.chunk', created, model: turn.model, choices: [], usage }]);
   writeSse(res, events, true);
 }

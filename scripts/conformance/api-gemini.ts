@@ -9,7 +9,10 @@ export function parseGemini(body: Record<string, unknown>, path: string): Parsed
     .flatMap((tool) => asArray(asRecord(tool).functionDeclarations))
     .map(asRecord)
     .filter((declaration) => typeof declaration.name === 'string')
-    .map((declaration) => ({ name: declaration.name as string, stringParams: stringParamsOf(declaration.parametersJsonSchema ?? declaration.parameters) }));
+    .map((declaration) => ({
+      name: declaration.name as string,
+      stringParams: stringParamsOf(declaration.parametersJsonSchema ?? declaration.parameters),
+    }));
   const toolResults: string[] = [];
   for (const content of asArray(body.contents).map(asRecord)) {
     for (const part of asArray(content.parts).map(asRecord)) {
@@ -32,12 +35,23 @@ export function answerGemini(res: ServerResponse, turn: ParsedTurn & { jsonAsked
   else {
     // A side request that asks for JSON (Gemini CLI's model router): a JSON object, whatever its schema wants. The
     // reply is that text, so that a recording (record.ts) holds what the client really got.
-    if (turn.jsonAsked) reply.text = JSON.stringify({ reasoning: 'simple', complexity_reasoning: 'simple', complexity_score: 1, model_choice: 'flash', next_speaker: 'user' });
+    if (turn.jsonAsked)
+      reply.text = JSON.stringify({
+        reasoning: 'simple',
+        complexity_reasoning: 'simple',
+        complexity_score: 1,
+        model_choice: 'flash',
+        next_speaker: 'user',
+      });
     part = { text: reply.text };
   }
   const answer = {
     candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
-    usageMetadata: { promptTokenCount: USAGE.input, candidatesTokenCount: USAGE.output, totalTokenCount: USAGE.input + USAGE.output },
+    usageMetadata: {
+      promptTokenCount: USAGE.input,
+      candidatesTokenCount: USAGE.output,
+      totalTokenCount: USAGE.input + USAGE.output,
+    },
     modelVersion: turn.model,
   };
   if (turn.stream) writeSse(res, [[undefined, answer]]);

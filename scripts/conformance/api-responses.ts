@@ -10,7 +10,13 @@ function declaredTools(tools: unknown, namespace?: string): DeclaredTool[] {
   for (const tool of asArray(tools).map(asRecord)) {
     if (typeof tool.name !== 'string') continue;
     if (tool.type === 'namespace') out.push(...declaredTools(tool.tools, tool.name));
-    else out.push({ name: tool.name, ...(namespace ? { namespace } : {}), freeform: tool.type === 'custom', stringParams: stringParamsOf(tool.parameters) });
+    else
+      out.push({
+        name: tool.name,
+        ...(namespace ? { namespace } : {}),
+        freeform: tool.type === 'custom',
+        stringParams: stringParamsOf(tool.parameters),
+      });
   }
   return out;
 }
@@ -32,11 +38,23 @@ export function parseResponses(body: Record<string, unknown>): ParsedTurn {
 function itemOf(reply: Reply): Record<string, unknown> {
   if (reply.kind === 'tool') {
     const { name, namespace } = reply.tool;
-    const call = { id: freshId('fc_'), call_id: reply.callId ?? freshId('call_'), name, ...(namespace ? { namespace } : {}), status: 'completed' };
+    const call = {
+      id: freshId('fc_'),
+      call_id: reply.callId ?? freshId('call_'),
+      name,
+      ...(namespace ? { namespace } : {}),
+      status: 'completed',
+    };
     if (reply.input !== undefined) return { type: 'custom_tool_call', ...call, input: reply.input };
     return { type: 'function_call', ...call, arguments: JSON.stringify(reply.args) };
   }
-  return { type: 'message', id: freshId('msg_'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: reply.text, annotations: [] }] };
+  return {
+    type: 'message',
+    id: freshId('msg_'),
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text: reply.text, annotations: [] }],
+  };
 }
 
 /** The events of one output item, from `output_item.added` to `output_item.done`. */
@@ -75,8 +93,21 @@ function itemEvents(item: Record<string, unknown>): Array<Record<string, unknown
 
 export function answerResponses(res: ServerResponse, turn: ParsedTurn, reply: Reply): void {
   const item = itemOf(reply);
-  const base = { id: freshId('resp_'), object: 'response', created_at: Math.floor(Date.now() / 1000), model: turn.model, status: 'in_progress', output: [] as unknown[] };
-  const usage = { input_tokens: USAGE.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: USAGE.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: USAGE.input + USAGE.output };
+  const base = {
+    id: freshId('resp_'),
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    model: turn.model,
+    status: 'in_progress',
+    output: [] as unknown[],
+  };
+  const usage = {
+    input_tokens: USAGE.input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: USAGE.output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: USAGE.input + USAGE.output,
+  };
   const done = { ...base, status: 'completed', output: [item], usage };
   if (!turn.stream) {
     writeJson(res, 200, done);
@@ -88,6 +119,9 @@ export function answerResponses(res: ServerResponse, turn: ParsedTurn, reply: Re
     ...itemEvents(item),
     { type: 'response.completed', response: done },
   ];
-  const events: SseEvent[] = payloads.map((payload, sequence) => [payload.type as string, { ...payload, sequence_number: sequence }]);
+  const events: SseEvent[] = payloads.map((payload, sequence) => [
+    payload.type as string,
+    { ...payload, sequence_number: sequence },
+  ]);
   writeSse(res, events);
 }

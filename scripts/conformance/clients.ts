@@ -97,7 +97,12 @@ function geminiCli(home: string, endpoint: Endpoint): ClientRun {
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify(settings, null, 2));
   return {
     args: ['-p', TASK_PROMPT],
-    env: { ...baseEnv(home), GEMINI_API_KEY: endpoint.key, GOOGLE_GEMINI_BASE_URL: endpoint.origin, GEMINI_CLI_TRUST_WORKSPACE: 'true' },
+    env: {
+      ...baseEnv(home),
+      GEMINI_API_KEY: endpoint.key,
+      GOOGLE_GEMINI_BASE_URL: endpoint.origin,
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+    },
   };
 }
 
@@ -110,7 +115,11 @@ export function prepareClient(client: ClientId, home: string, endpoint: Endpoint
 
 /** Claude Code's `--output-format json` result: `{type: "result", is_error, result, ...}`. */
 function claudeResult(stdout: string): { text: string; error: boolean } | undefined {
-  const line = stdout.trim().split('\n').reverse().find((candidate) => candidate.startsWith('{'));
+  const line = stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((candidate) => candidate.startsWith('{'));
   if (line === undefined) return undefined;
   try {
     const parsed = JSON.parse(line) as { result?: unknown; is_error?: unknown };
@@ -134,9 +143,17 @@ export function shortenError(line: string): string {
   const start = line.indexOf('{');
   if (start === -1) return line;
   try {
-    const body = JSON.parse(line.slice(start)) as { code?: unknown; message?: unknown; details?: { errors?: Array<{ field?: unknown; problem?: unknown }> }; error?: { message?: unknown } };
+    const body = JSON.parse(line.slice(start)) as {
+      code?: unknown;
+      message?: unknown;
+      details?: { errors?: Array<{ field?: unknown; problem?: unknown }> };
+      error?: { message?: unknown };
+    };
     const errors = body.details?.errors ?? [];
-    const what = errors.length > 0 ? errors.map((error) => `${String(error.field)} ${String(error.problem)}`).join('; ') : String(body.message ?? body.error?.message ?? '');
+    const what =
+      errors.length > 0
+        ? errors.map((error) => `${String(error.field)} ${String(error.problem)}`).join('; ')
+        : String(body.message ?? body.error?.message ?? '');
     return `${line.slice(0, start).trim()} ${typeof body.code === 'string' ? `${body.code}: ` : ''}${what}`.trim();
   } catch {
     return line;
@@ -149,7 +166,10 @@ export function clientError(client: ClientId, output: ClientOutput): string {
     const result = claudeResult(output.stdout);
     if (result?.error === true) return shortenError(result.text);
   }
-  const lines = `${output.stderr}\n${output.stdout}`.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  const lines = `${output.stderr}\n${output.stdout}`
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
   const marked = lines.filter((line) => /error|unexpected status|failed/i.test(line));
   return shortenError(marked.at(-1) ?? lines.at(-1) ?? '');
 }

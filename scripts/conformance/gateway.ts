@@ -73,7 +73,8 @@ async function waitUntilHealthy(url: string, child: ChildProcess, timeoutMs: num
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer yet';
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) return `exited (${String(child.exitCode ?? child.signalCode)}) before it was ready`;
+    if (child.exitCode !== null || child.signalCode !== null)
+      return `exited (${String(child.exitCode ?? child.signalCode)}) before it was ready`;
     try {
       const answer = await fetch(`${url}/v1/?route=health`, { signal: AbortSignal.timeout(2_000) });
       await answer.arrayBuffer();

@@ -56,10 +56,17 @@ function commandIn(pin: ClientPin, dir: string): string[] | undefined {
 }
 
 /** Runs a command to its end (bounded), returning its exit code and output. */
-export function runCommand(command: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<{ code: number | null; out: string }> {
+export function runCommand(
+  command: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const [program, ...args] = command;
-    const child = spawn(program as string, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(program as string, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const keep = (chunk: Buffer): void => {
       if (out.length < 1_000_000) out += chunk.toString('utf8');
@@ -105,10 +112,25 @@ export async function ensureInstalled(pin: ClientPin, log: (line: string) => voi
   rmSync(staging, { recursive: true, force: true });
   log(`installing ${pin.package}@${pin.version} into ${dir}`);
   const started = Date.now();
-  const npm = [...npmCommand(), 'install', '--prefix', staging, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', `${pin.package}@${pin.version}`];
+  const npm = [
+    ...npmCommand(),
+    'install',
+    '--prefix',
+    staging,
+    '--no-save',
+    '--no-package-lock',
+    '--no-audit',
+    '--no-fund',
+    '--ignore-scripts',
+    '--loglevel=error',
+    `${pin.package}@${pin.version}`,
+  ];
   const result = await runCommand(npm, { timeoutMs: INSTALL_TIMEOUT_MS });
   const command = result.code === 0 ? commandIn(pin, staging) : undefined;
-  const problem = command === undefined ? `npm install exited ${String(result.code)}; no CLI found: ${result.out.trim().slice(-500)}` : await checkVersion(pin, command);
+  const problem =
+    command === undefined
+      ? `npm install exited ${String(result.code)}; no CLI found: ${result.out.trim().slice(-500)}`
+      : await checkVersion(pin, command);
   if (problem !== undefined) {
     rmSync(staging, { recursive: true, force: true });
     throw new Error(`${pin.package}@${pin.version}: ${problem}`);

@@ -40,7 +40,8 @@ function oneLine(text: string, max = 400): string {
 /** `responses ×2` / `chat ×1`: the APIs the upstream was called in (readiness and health checks left out). */
 function apisSeen(requests: Recorded[]): string {
   const counts = new Map<string, number>();
-  for (const request of requests) if (request.api !== 'other') counts.set(request.api, (counts.get(request.api) ?? 0) + 1);
+  for (const request of requests)
+    if (request.api !== 'other') counts.set(request.api, (counts.get(request.api) ?? 0) + 1);
   return [...counts].map(([api, count]) => `${api} ×${count}`).join(', ') || 'nothing';
 }
 
@@ -56,7 +57,13 @@ function refusalsOf(exchanges: Exchange[]): string {
 export function judge(path: PathSpec, evidence: RunEvidence): { outcome: Outcome; note: string } {
   const { output, token, upstream, exchanges } = evidence;
   const refusals = refusalsOf(exchanges);
-  const dropped = [...new Set(exchanges.flatMap((exchange) => (exchange.droppedFields ?? '').split(',').map((field) => field.trim())).filter((field) => field !== ''))];
+  const dropped = [
+    ...new Set(
+      exchanges
+        .flatMap((exchange) => (exchange.droppedFields ?? '').split(',').map((field) => field.trim()))
+        .filter((field) => field !== ''),
+    ),
+  ];
   const resultArrived = upstream.some((request) => request.toolResults.some((result) => result.includes(token)));
   const answered = finalText(path.client, output).includes(token);
   const exitedOk = evidence.timedOutAfterS === undefined && output.code === 0;
@@ -76,7 +83,12 @@ export function judge(path: PathSpec, evidence: RunEvidence): { outcome: Outcome
     const said = clientError(path.client, output);
     if (said !== '') problems.push(`client: ${said}`);
   }
-  if (!resultArrived) problems.push(upstream.some((request) => request.answered.startsWith('tool:')) ? 'the tool result never reached the upstream' : 'the upstream never asked for the tool');
+  if (!resultArrived)
+    problems.push(
+      upstream.some((request) => request.answered.startsWith('tool:'))
+        ? 'the tool result never reached the upstream'
+        : 'the upstream never asked for the tool',
+    );
   else if (!answered) problems.push('the final answer lacks the tool output');
   if (wrongApi.length > 0) problems.push(`the upstream was called in ${wrongApi[0]?.api ?? '?'}, not ${path.api}`);
   if (evidence.elsewhere.length > 0) problems.push(`${evidence.elsewhere.length} call(s) went to another upstream`);

@@ -12,7 +12,10 @@ function cell(text: string): string {
   return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 }
 
-export function matrixMarkdown(results: CellResult[], meta: { date: string; totalSeconds: number; node: string; platform: string; network: string }): string {
+export function matrixMarkdown(
+  results: CellResult[],
+  meta: { date: string; totalSeconds: number; node: string; platform: string; network: string },
+): string {
   const rows = results.map((result) => {
     const seconds = result.outcome === 'not-yet' ? '–' : result.seconds.toFixed(1);
     return `| ${result.path.client} | ${result.version} | ${cell(result.path.label)} | ${MARK[result.outcome]} | ${seconds} | ${cell(result.note)} |`;
@@ -40,7 +43,8 @@ export function writeMatrix(file: string, markdown: string): void {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : SKELETON;
   const begin = text.indexOf(BEGIN);
   const end = text.indexOf(END);
-  if (begin === -1 || end === -1 || end < begin) throw new Error(`${file}: the markers ${BEGIN} ... ${END} are missing or out of order`);
+  if (begin === -1 || end === -1 || end < begin)
+    throw new Error(`${file}: the markers ${BEGIN} ... ${END} are missing or out of order`);
   writeFileSync(file, `${text.slice(0, begin + BEGIN.length)}\n${markdown}\n${text.slice(end)}`);
 }
 
@@ -54,7 +58,14 @@ export function committedResults(file: string): Map<string, string> {
     const cells = line.split(/(?<!\\)\|/).map((part) => part.trim());
     // ['', client, version, path, result, seconds, notes, '']
     const [, client, , path, result] = cells;
-    if (client === undefined || path === undefined || result === undefined || client === 'client' || client.startsWith('---')) continue;
+    if (
+      client === undefined ||
+      path === undefined ||
+      result === undefined ||
+      client === 'client' ||
+      client.startsWith('---')
+    )
+      continue;
     results.set(`${client}|${path.replaceAll('\\|', '|')}`, result.replace(/^\S+\s/, ''));
   }
   return results;
@@ -70,7 +81,10 @@ export function resultKey(result: CellResult): string {
  * only, so a failure waiting for its fix does not hide every other result, and a fixed cell is named so that the
  * new matrix gets committed and guards it from then on.
  */
-export function verdict(results: CellResult[], committed: Map<string, string>): { regressions: CellResult[]; known: CellResult[]; fixed: CellResult[] } {
+export function verdict(
+  results: CellResult[],
+  committed: Map<string, string>,
+): { regressions: CellResult[]; known: CellResult[]; fixed: CellResult[] } {
   const failed = results.filter((result) => result.outcome === 'fail');
   return {
     regressions: failed.filter((result) => committed.get(resultKey(result)) !== 'fail'),

@@ -38,8 +38,21 @@ function playedReply(reply: Reply): PlayedReply {
   if (reply.kind === 'text') return { type: 'text', text: reply.text };
   const namespace = reply.tool.namespace === undefined ? {} : { namespace: reply.tool.namespace };
   // A freeform (custom) tool's call carries raw text, not JSON arguments (the fixture format's custom_tool_call).
-  if (reply.input !== undefined) return { type: 'custom_tool_call', id: reply.callId ?? '', name: reply.tool.name, input: reply.input, ...namespace };
-  return { type: 'tool_call', id: reply.callId ?? '', name: reply.tool.name, arguments: JSON.stringify(reply.args), ...namespace };
+  if (reply.input !== undefined)
+    return {
+      type: 'custom_tool_call',
+      id: reply.callId ?? '',
+      name: reply.tool.name,
+      input: reply.input,
+      ...namespace,
+    };
+  return {
+    type: 'tool_call',
+    id: reply.callId ?? '',
+    name: reply.tool.name,
+    arguments: JSON.stringify(reply.args),
+    ...namespace,
+  };
 }
 
 export interface MockUpstream {
@@ -87,15 +100,31 @@ function answerOther(res: ServerResponse, method: string, path: string): string 
   if (path.endsWith('/count_tokens')) return (writeJson(res, 200, { input_tokens: 42 }), '200');
   if (path.endsWith(':countTokens')) return (writeJson(res, 200, { totalTokens: 42 }), '200');
   if (method === 'GET' && path.endsWith('/models')) {
-    return (writeJson(res, 200, { object: 'list', data: [{ id: 'mock-model', object: 'model', created: 0, owned_by: 'mock' }], models: [] }), '200');
+    return (
+      writeJson(res, 200, {
+        object: 'list',
+        data: [{ id: 'mock-model', object: 'model', created: 0, owned_by: 'mock' }],
+        models: [],
+      }),
+      '200'
+    );
   }
   if ((method === 'HEAD' || method === 'GET') && path === '/') return (writeJson(res, 200, {}), '200');
   writeJson(res, 404, { error: { type: 'not_found_error', message: `mock: no ${method} ${path}` } });
   return '404';
 }
 
-function play(api: Api, res: ServerResponse, body: Record<string, unknown>, path: string, task: Task | undefined): { turn: ParsedTurn; reply: Reply } {
-  const answerWith = <T extends ParsedTurn>(turn: T, answer: (res: ServerResponse, turn: T, reply: Reply) => void): { turn: ParsedTurn; reply: Reply } => {
+function play(
+  api: Api,
+  res: ServerResponse,
+  body: Record<string, unknown>,
+  path: string,
+  task: Task | undefined,
+): { turn: ParsedTurn; reply: Reply } {
+  const answerWith = <T extends ParsedTurn>(
+    turn: T,
+    answer: (res: ServerResponse, turn: T, reply: Reply) => void,
+  ): { turn: ParsedTurn; reply: Reply } => {
     const reply = decide(turn.tools, turn.toolResults, task);
     if (reply.kind === 'tool') reply.callId = freshId(CALL_ID_PREFIX[api]);
     answer(res, turn, reply);
@@ -107,7 +136,11 @@ function play(api: Api, res: ServerResponse, body: Record<string, unknown>, path
   return answerWith(parseGemini(body, path), answerGemini);
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, state: { task: Task | undefined; requests: Recorded[] }): Promise<void> {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  state: { task: Task | undefined; requests: Recorded[] },
+): Promise<void> {
   const method = req.method ?? 'GET';
   const url = req.url ?? '/';
   const path = new URL(url, 'http://mock').pathname;

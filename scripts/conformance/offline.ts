@@ -24,10 +24,14 @@ export function netnsAvailable(): boolean {
 /** Runs this script again inside a loopback-only namespace, output inherited; resolves with its exit code. */
 export function rerunInNetns(script: string, args: string[]): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn('unshare', ['-rn', 'sh', '-c', LOOPBACK_UP, process.execPath, '--import', 'tsx', script, ...args], {
-      stdio: 'inherit',
-      env: { ...process.env, [IN_NETNS_ENV]: '1' },
-    });
+    const child = spawn(
+      'unshare',
+      ['-rn', 'sh', '-c', LOOPBACK_UP, process.execPath, '--import', 'tsx', script, ...args],
+      {
+        stdio: 'inherit',
+        env: { ...process.env, [IN_NETNS_ENV]: '1' },
+      },
+    );
     // Interrupted, this process passes the signal on as SIGTERM: the run inside stops its clients and gateways.
     track(child, { signal: 'SIGTERM' });
     child.once('error', () => resolve(2));

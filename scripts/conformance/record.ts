@@ -20,11 +20,32 @@ import { asRecord, TASK_FILE, TASK_PROMPT } from './task.js';
 export const RECORDED_FLOW = 'conformance-tool-loop';
 const FORMAT = 'llm-gateway/client-traffic@1';
 const API_KEY_PLACEHOLDER = '<API_KEY>';
-const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'api-key', 'x-goog-api-key', 'cookie', 'proxy-authorization', 'openai-organization', 'openai-project']);
+const CREDENTIAL_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'x-goog-api-key',
+  'cookie',
+  'proxy-authorization',
+  'openai-organization',
+  'openai-project',
+]);
 /** Headers that differ from machine to machine or run to run (kept as sent, named in `volatile_headers`). */
 const VOLATILE_HEADERS = new Set([
-  'host', 'content-length', 'user-agent', 'traceparent', 'tracestate', 'baggage',
-  'x-claude-code-session-id', 'session_id', 'session-id', 'thread-id', 'conversation_id', 'x-client-request-id', 'x-codex-turn-metadata', 'x-codex-window-id',
+  'host',
+  'content-length',
+  'user-agent',
+  'traceparent',
+  'tracestate',
+  'baggage',
+  'x-claude-code-session-id',
+  'session_id',
+  'session-id',
+  'thread-id',
+  'conversation_id',
+  'x-client-request-id',
+  'x-codex-turn-metadata',
+  'x-codex-window-id',
 ]);
 const LONG_TEXT = 1_000;
 const KEEP_TEXT = 200;
@@ -54,7 +75,9 @@ function shorten(value: unknown, path: string, shortened: string[]): unknown {
   }
   if (Array.isArray(value)) return value.map((item, i) => shorten(item, `${path}[${i}]`, shortened));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, shorten(item, path === '' ? key : `${path}.${key}`, shortened)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, shorten(item, path === '' ? key : `${path}.${key}`, shortened)]),
+    );
   }
   return value;
 }
@@ -64,7 +87,8 @@ function headersOf(sent: SentRequest): Record<string, string> {
   for (const [name, raw] of Object.entries(sent.headers)) {
     if (raw === undefined) continue;
     const value = Array.isArray(raw) ? raw.join(', ') : raw;
-    if (CREDENTIAL_HEADERS.has(name)) headers[name] = /^bearer /i.test(value) ? `Bearer ${API_KEY_PLACEHOLDER}` : API_KEY_PLACEHOLDER;
+    if (CREDENTIAL_HEADERS.has(name))
+      headers[name] = /^bearer /i.test(value) ? `Bearer ${API_KEY_PLACEHOLDER}` : API_KEY_PLACEHOLDER;
     else headers[name] = withoutKey(value);
   }
   return headers;
@@ -98,7 +122,16 @@ function fixtureRequest(sent: SentRequest, reply: Recorded['reply']): Record<str
   const shortened: string[] = [];
   const body = shorten(parsedBody(sent.body), '', shortened);
   const volatile = Object.keys(headers).filter((name) => VOLATILE_HEADERS.has(name) || name.startsWith('x-stainless-'));
-  return { method: sent.method, path: url.pathname, query, headers, volatile_headers: volatile.sort(), body, shortened, ...(reply ? { reply } : {}) };
+  return {
+    method: sent.method,
+    path: url.pathname,
+    query,
+    headers,
+    volatile_headers: volatile.sort(),
+    body,
+    shortened,
+    ...(reply ? { reply } : {}),
+  };
 }
 
 /** Pairs the client's model calls with the mock's answers, in order; throws when they do not match one to one. */
@@ -113,7 +146,8 @@ function requestsOf(sent: SentRequest[], upstream: Recorded[]): Array<Record<str
     next += 1;
     const body = parsedBody(request.body);
     if (match === undefined) throw new Error(`model call ${next} of the client reached no upstream`);
-    if (JSON.stringify(toolResultsOf(api, body, pathname)) !== JSON.stringify(toolResultsOf(api, match.body, pathname))) throw new Error(`model call ${next}: the upstream call in its place carries other tool results`);
+    if (JSON.stringify(toolResultsOf(api, body, pathname)) !== JSON.stringify(toolResultsOf(api, match.body, pathname)))
+      throw new Error(`model call ${next}: the upstream call in its place carries other tool results`);
     return fixtureRequest(request, match.reply);
   });
   if (next !== answered.length) throw new Error(`${next} model calls sent, ${answered.length} answered upstream`);
@@ -125,11 +159,17 @@ function requestsOf(sent: SentRequest[], upstream: Recorded[]): Array<Record<str
 export function writeFixture(pin: ClientPin, path: PathSpec, sent: SentRequest[], upstream: Recorded[]): string {
   const fixture = {
     format: FORMAT,
-    client: { name: pin.id, version: pin.version, packages: { [pin.package]: pin.version }, runtime: 'the CLI as npm installs it' },
+    client: {
+      name: pin.id,
+      version: pin.version,
+      packages: { [pin.package]: pin.version },
+      runtime: 'the CLI as npm installs it',
+    },
     flow: RECORDED_FLOW,
     description: `npm run conformance's one-tool task (read ${TASK_FILE}, answer with what it says), on the client's default settings, ${path.via === 'gateway' ? `through the gateway's ${path.label}` : `on the ${path.label} (the gateway cannot serve its API yet)`}`,
     recorded_with: `npm run conformance -- --record ${pin.id}@${pin.version}`,
-    edited: 'credentials replaced by <API_KEY>; strings over 1,000 characters shortened (listed in `shortened`); everything else as the client sent it',
+    edited:
+      'credentials replaced by <API_KEY>; strings over 1,000 characters shortened (listed in `shortened`); everything else as the client sent it',
     script: { prompt: TASK_PROMPT, tool_result: 'the random token the task file holds' },
     requests: requestsOf(sent, upstream),
   };

@@ -35,7 +35,12 @@ export function extraEnv(): Record<string, string> {
 }
 
 /** Runs the client to its end or kills it (and its process group) after `timeoutMs`. */
-function runClient(command: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<{ output: ClientOutput; timedOut: boolean }> {
+function runClient(
+  command: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ output: ClientOutput; timedOut: boolean }> {
   return new Promise((resolve) => {
     const [program, ...args] = command;
     const child = spawn(program as string, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -71,7 +76,14 @@ function since(mock: MockUpstream, from: number): MockUpstream['requests'] {
 }
 
 /** `record`: a passing run's traffic is written as a fixture (record.ts). */
-export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mocks, runsDir: string, timeoutMs: number, record = false): Promise<CellResult> {
+export async function runPath(
+  path: PathSpec,
+  client: InstalledClient,
+  mocks: Mocks,
+  runsDir: string,
+  timeoutMs: number,
+  record = false,
+): Promise<CellResult> {
   const version = client.pin.version;
   const dir = join(runsDir, `${path.client}-${path.id}`);
   const workDir = join(dir, 'work');
@@ -87,10 +99,19 @@ export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mo
   try {
     gateway = path.via === 'gateway' ? await startGateway(dir, mocks, path.upstream) : undefined;
     // The control path has a tap only when recording (its exchanges are then the client's with the mock).
-    tap = gateway ? await startTap(gateway.url, { record }) : record ? await startTap(mocks[path.upstream].origin, { record }) : undefined;
+    tap = gateway
+      ? await startTap(gateway.url, { record })
+      : record
+        ? await startTap(mocks[path.upstream].origin, { record })
+        : undefined;
     const origin = tap?.origin ?? mocks[path.upstream].origin;
     const prepared = prepareClient(path.client, join(dir, 'home'), { origin, key: GATEWAY_KEY });
-    const { output, timedOut } = await runClient([...client.command, ...prepared.args], workDir, { ...prepared.env, ...extraEnv() }, timeoutMs);
+    const { output, timedOut } = await runClient(
+      [...client.command, ...prepared.args],
+      workDir,
+      { ...prepared.env, ...extraEnv() },
+      timeoutMs,
+    );
     const seconds = (Date.now() - started) / 1000;
     const target = mocks[path.upstream];
     const evidence = {
@@ -98,18 +119,38 @@ export async function runPath(path: PathSpec, client: InstalledClient, mocks: Mo
       timedOutAfterS: timedOut ? timeoutMs / 1000 : undefined,
       token: task.token,
       upstream: since(target, marks.get(target) ?? 0),
-      elsewhere: all.filter((mock) => mock !== target).flatMap((mock) => since(mock, marks.get(mock) ?? 0)).filter((request) => request.api !== 'other'),
+      elsewhere: all
+        .filter((mock) => mock !== target)
+        .flatMap((mock) => since(mock, marks.get(mock) ?? 0))
+        .filter((request) => request.api !== 'other'),
       exchanges: gateway ? (tap?.exchanges ?? []) : [],
     };
     writeFileSync(join(dir, 'client.stdout'), output.stdout);
     writeFileSync(join(dir, 'client.stderr'), output.stderr);
-    writeFileSync(join(dir, 'upstream-requests.json'), JSON.stringify(all.map((mock) => ({ mock: mock.label, requests: since(mock, marks.get(mock) ?? 0) })), null, 1));
+    writeFileSync(
+      join(dir, 'upstream-requests.json'),
+      JSON.stringify(
+        all.map((mock) => ({ mock: mock.label, requests: since(mock, marks.get(mock) ?? 0) })),
+        null,
+        1,
+      ),
+    );
     const { outcome, note } = judge(path, evidence);
-    const recorded = record && outcome === 'pass' && tap !== undefined ? `; recorded ${writeFixture(client.pin, path, tap.sent, evidence.upstream)}` : '';
+    const recorded =
+      record && outcome === 'pass' && tap !== undefined
+        ? `; recorded ${writeFixture(client.pin, path, tap.sent, evidence.upstream)}`
+        : '';
     return { path, version, outcome, seconds, note: `${note}${recorded}`, dir };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { path, version, outcome: 'fail', seconds: (Date.now() - started) / 1000, note: `harness: ${message.split('\n')[0] ?? ''}`, dir };
+    return {
+      path,
+      version,
+      outcome: 'fail',
+      seconds: (Date.now() - started) / 1000,
+      note: `harness: ${message.split('\n')[0] ?? ''}`,
+      dir,
+    };
   } finally {
     for (const mock of all) mock.setTask(undefined);
     await tap?.close();

@@ -46,20 +46,30 @@ function selectedPins(args: string[]): { pins: ClientPin[]; full: boolean } {
   const pins = named.map((arg) => {
     const [id, version] = arg.split('@');
     const pin = PINS.find((candidate) => candidate.id === id);
-    if (pin === undefined) throw new Error(`unknown client ${JSON.stringify(id)}: one of ${PINS.map((candidate) => candidate.id).join(', ')}`);
+    if (pin === undefined)
+      throw new Error(
+        `unknown client ${JSON.stringify(id)}: one of ${PINS.map((candidate) => candidate.id).join(', ')}`,
+      );
     if (version === undefined || version === '') return pin;
     // An exact version: it names the cache directory (a tag such as `latest` would be reused forever) and the
     // install checks that `--version` prints it.
-    if (!/^\d+\.\d+\.\d+[0-9A-Za-z.+-]{0,40}$/.test(version)) throw new Error(`${arg}: not an exact version (like 2.1.332)`);
+    if (!/^\d+\.\d+\.\d+[0-9A-Za-z.+-]{0,40}$/.test(version))
+      throw new Error(`${arg}: not an exact version (like 2.1.332)`);
     return { ...pin, version };
   });
-  return { pins, full: pins.length === PINS.length && pins.every((pin) => PINS.some((candidate) => candidate.id === pin.id && candidate.version === pin.version)) };
+  return {
+    pins,
+    full:
+      pins.length === PINS.length &&
+      pins.every((pin) => PINS.some((candidate) => candidate.id === pin.id && candidate.version === pin.version)),
+  };
 }
 
 function timeoutMs(): number {
   const raw = process.env.CONFORMANCE_TIMEOUT_S;
   const seconds = raw === undefined || raw === '' ? 90 : Number(raw);
-  if (!Number.isFinite(seconds) || seconds < 5 || seconds > 3_600) throw new Error(`CONFORMANCE_TIMEOUT_S must be 5–3600, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(seconds) || seconds < 5 || seconds > 3_600)
+    throw new Error(`CONFORMANCE_TIMEOUT_S must be 5–3600, got ${JSON.stringify(raw)}`);
   return seconds * 1000;
 }
 
@@ -91,14 +101,31 @@ function pathsOf(pin: ClientPin, record: boolean): PathSpec[] {
   return native.length > 0 ? native : mine.filter((candidate) => candidate.via === 'direct');
 }
 
-async function runClientPaths(pin: ClientPin, installed: InstalledClient | string | undefined, mocks: Mocks, runsDir: string, bound: number, record: boolean): Promise<CellResult[]> {
+async function runClientPaths(
+  pin: ClientPin,
+  installed: InstalledClient | string | undefined,
+  mocks: Mocks,
+  runsDir: string,
+  bound: number,
+  record: boolean,
+): Promise<CellResult[]> {
   const results: CellResult[] = [];
   for (const path of pathsOf(pin, record)) {
     let result: CellResult;
-    if (path.notYet !== undefined) result = { path, version: pin.version, outcome: 'not-yet', seconds: 0, note: path.notYet };
-    else if (typeof installed !== 'object') result = { path, version: pin.version, outcome: 'fail', seconds: 0, note: `install failed: ${(installed ?? '').split('\n')[0] ?? ''}` };
+    if (path.notYet !== undefined)
+      result = { path, version: pin.version, outcome: 'not-yet', seconds: 0, note: path.notYet };
+    else if (typeof installed !== 'object')
+      result = {
+        path,
+        version: pin.version,
+        outcome: 'fail',
+        seconds: 0,
+        note: `install failed: ${(installed ?? '').split('\n')[0] ?? ''}`,
+      };
     else result = await runPath(path, installed, mocks, runsDir, bound, record);
-    log(`${result.outcome.padEnd(7)} ${pin.id}@${pin.version} ${result.path.label} (${result.seconds.toFixed(1)} s) ${result.note}`);
+    log(
+      `${result.outcome.padEnd(7)} ${pin.id}@${pin.version} ${result.path.label} (${result.seconds.toFixed(1)} s) ${result.note}`,
+    );
     results.push(result);
   }
   return results;
@@ -110,16 +137,21 @@ const DOCS = join(ROOT, 'docs', 'compatibility.md');
 function exitCodeOf(results: CellResult[], regressionsOnly: boolean): number {
   if (!regressionsOnly) return results.some((result) => result.outcome === 'fail') ? 1 : 0;
   const { regressions, known, fixed } = verdict(results, committedResults(DOCS));
-  for (const result of known) log(`known failure (the committed matrix shows it): ${result.path.client} ${result.path.label}`);
+  for (const result of known)
+    log(`known failure (the committed matrix shows it): ${result.path.client} ${result.path.label}`);
   for (const result of regressions) log(`REGRESSION: ${result.path.client} ${result.path.label}`);
-  for (const result of fixed) log(`now passing: ${result.path.client} ${result.path.label} (run \`npm run conformance\` and commit docs/compatibility.md)`);
+  for (const result of fixed)
+    log(
+      `now passing: ${result.path.client} ${result.path.label} (run \`npm run conformance\` and commit docs/compatibility.md)`,
+    );
   return regressions.length > 0 ? 1 : 0;
 }
 
 /** Removes what the passing runs produced (~1 MB each), and the whole directory when nothing failed. */
 function keepFailuresOnly(results: CellResult[], runsDir: string): void {
   if (process.env.CONFORMANCE_KEEP === '1') return;
-  for (const result of results) if (result.outcome === 'pass' && result.dir !== undefined) rmSync(result.dir, { recursive: true, force: true });
+  for (const result of results)
+    if (result.outcome === 'pass' && result.dir !== undefined) rmSync(result.dir, { recursive: true, force: true });
   if (!results.some((result) => result.outcome === 'fail')) rmSync(runsDir, { recursive: true, force: true });
 }
 
@@ -146,7 +178,9 @@ async function main(): Promise<number> {
     log('running the clients in a network namespace with loopback only (unshare -rn)');
     return rerunInNetns(fileURLToPath(import.meta.url), args);
   }
-  const network = insideNetns() ? 'loopback only (own network namespace)' : 'the machine\'s network (offline not enforced: no unshare)';
+  const network = insideNetns()
+    ? 'loopback only (own network namespace)'
+    : "the machine's network (offline not enforced: no unshare)";
   const runsDir = mkdtempSync(join(tmpdir(), 'llm-gateway-conformance-'));
   log(`failed runs are kept in ${runsDir} (every run with CONFORMANCE_KEEP=1)`);
   const mocks: Mocks = {
@@ -157,19 +191,28 @@ async function main(): Promise<number> {
   };
   const results: CellResult[] = [];
   try {
-    for (const pin of pins) results.push(...(await runClientPaths(pin, installs.get(pin), mocks, runsDir, bound, record)));
+    for (const pin of pins)
+      results.push(...(await runClientPaths(pin, installs.get(pin), mocks, runsDir, bound, record)));
   } finally {
     await Promise.all(Object.values(mocks).map((mock) => mock.close()));
   }
   keepFailuresOnly(results, runsDir);
   const totalSeconds = (Date.now() - started) / 1000;
-  const markdown = matrixMarkdown(results, { date: new Date().toISOString().slice(0, 10), totalSeconds, node: process.version, platform: `${process.platform}-${process.arch}`, network });
+  const markdown = matrixMarkdown(results, {
+    date: new Date().toISOString().slice(0, 10),
+    totalSeconds,
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    network,
+  });
   log(`\n${markdown}\n`);
   if (full && !record && !args.includes('--no-write') && Object.keys(extraEnv()).length === 0) {
     writeMatrix(DOCS, markdown);
     log('written to docs/compatibility.md');
   } else {
-    log('docs/compatibility.md not written: only a full run of the pinned versions on default settings writes it (not with --no-write or --record)');
+    log(
+      'docs/compatibility.md not written: only a full run of the pinned versions on default settings writes it (not with --no-write or --record)',
+    );
   }
   return exitCodeOf(results, args.includes('--regressions-only'));
 }

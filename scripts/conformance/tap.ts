@@ -36,7 +36,12 @@ const ERROR_BODY_LIMIT = 64 * 1024;
 const RECORD_BODY_LIMIT = 16 * 1024 * 1024;
 
 function keep(req: IncomingMessage, sent: SentRequest[]): void {
-  const request: SentRequest = { method: req.method ?? '', url: req.url ?? '', headers: { ...req.headers }, body: undefined };
+  const request: SentRequest = {
+    method: req.method ?? '',
+    url: req.url ?? '',
+    headers: { ...req.headers },
+    body: undefined,
+  };
   sent.push(request);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -50,22 +55,43 @@ function keep(req: IncomingMessage, sent: SentRequest[]): void {
 }
 
 function relay(req: IncomingMessage, res: ServerResponse, target: URL, exchanges: Exchange[]): void {
-  const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } }, (answer) => {
-    const status = answer.statusCode ?? 502;
-    const dropped = answer.headers['x-gateway-dropped-fields'];
-    const exchange: Exchange = { method: req.method ?? '', url: req.url ?? '', status, droppedFields: typeof dropped === 'string' ? dropped : undefined, errorBody: undefined };
-    exchanges.push(exchange);
-    res.writeHead(status, answer.headers);
-    if (status >= 400) {
-      exchange.errorBody = '';
-      answer.on('data', (chunk: Buffer) => {
-        if ((exchange.errorBody?.length ?? 0) < ERROR_BODY_LIMIT) exchange.errorBody += chunk.toString('utf8');
-      });
-    }
-    answer.pipe(res);
-  });
+  const upstream = httpRequest(
+    {
+      host: target.hostname,
+      port: target.port,
+      method: req.method,
+      path: req.url,
+      headers: { ...req.headers, host: target.host },
+    },
+    (answer) => {
+      const status = answer.statusCode ?? 502;
+      const dropped = answer.headers['x-gateway-dropped-fields'];
+      const exchange: Exchange = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        status,
+        droppedFields: typeof dropped === 'string' ? dropped : undefined,
+        errorBody: undefined,
+      };
+      exchanges.push(exchange);
+      res.writeHead(status, answer.headers);
+      if (status >= 400) {
+        exchange.errorBody = '';
+        answer.on('data', (chunk: Buffer) => {
+          if ((exchange.errorBody?.length ?? 0) < ERROR_BODY_LIMIT) exchange.errorBody += chunk.toString('utf8');
+        });
+      }
+      answer.pipe(res);
+    },
+  );
   upstream.on('error', (error) => {
-    exchanges.push({ method: req.method ?? '', url: req.url ?? '', status: 0, droppedFields: undefined, errorBody: `relay: ${error.message}` });
+    exchanges.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      status: 0,
+      droppedFields: undefined,
+      errorBody: `relay: ${error.message}`,
+    });
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
     res.end();
   });

@@ -64,12 +64,21 @@ function freeform(tool: DeclaredTool, text: string): ToolCall {
  * Codex: `shell` (argv); on its default model (code mode): `exec`, JavaScript that calls `tools.exec_command`.
  * Gemini CLI: `read_file`. A translated tool may carry its namespace in its name (`functions__exec`), hence the suffix.
  */
-const TOOL_PLANS: ReadonlyArray<{ matches: (name: string) => boolean; call: (task: Task, tool: DeclaredTool) => ToolCall }> = [
+const TOOL_PLANS: ReadonlyArray<{
+  matches: (name: string) => boolean;
+  call: (task: Task, tool: DeclaredTool) => ToolCall;
+}> = [
   { matches: (name) => name === 'Read', call: (task) => ({ args: { file_path: `${task.workDir}/${TASK_FILE}` } }) },
-  { matches: (name) => name === 'read_file', call: (task) => ({ args: { file_path: `${task.workDir}/${TASK_FILE}` } }) },
+  {
+    matches: (name) => name === 'read_file',
+    call: (task) => ({ args: { file_path: `${task.workDir}/${TASK_FILE}` } }),
+  },
   { matches: (name) => name === 'exec_command', call: () => ({ args: { cmd: `cat ${TASK_FILE}` } }) },
   { matches: (name) => name === 'shell', call: () => ({ args: { command: ['cat', TASK_FILE] } }) },
-  { matches: (name) => name === 'Bash', call: () => ({ args: { command: `cat ${TASK_FILE}`, description: 'Read the task file' } }) },
+  {
+    matches: (name) => name === 'Bash',
+    call: () => ({ args: { command: `cat ${TASK_FILE}`, description: 'Read the task file' } }),
+  },
   { matches: (name) => name === 'run_shell_command', call: () => ({ args: { command: `cat ${TASK_FILE}` } }) },
   { matches: (name) => /(^|[._-])exec$/.test(name), call: (_task, tool) => freeform(tool, CODE_MODE_SOURCE) },
 ];

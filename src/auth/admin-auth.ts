@@ -32,7 +32,11 @@ export class AdminAuthenticator {
     let match = false;
     for (const expected of this.digests) match = timingSafeEqual(candidate, expected) || match;
     if (!match) {
-      throw new GatewayError('invalid_token', {}, { headers: { 'www-authenticate': 'Bearer realm="llm-gateway", error="invalid_token"' } });
+      throw new GatewayError(
+        'invalid_token',
+        {},
+        { headers: { 'www-authenticate': 'Bearer realm="llm-gateway", error="invalid_token"' } },
+      );
     }
   }
 }

@@ -10,7 +10,6 @@ import { hashApiKey, looksLikeApiKey, parseApiKey } from './api-key.js';
 import { looksLikeJwt, type OAuthVerifier } from './oauth.js';
 import { ADMIN, type Principal } from './principal.js';
 
-
 const MAX_CACHED_KEYS = 10_000;
 const BASIC_CACHE_MS = 5 * 60_000;
 /** A real hash of a random password: unknown users cost one verification too. */
@@ -48,22 +47,29 @@ export class Authenticator {
    * `route`: the route right the call needs, or several of which any one will do (Anthropic's models API: `models`
    * or `messages`). `secure`: the request came over HTTPS (our TLS listener, or a trusted proxy's X-Forwarded-Proto).
    */
-  async authenticate(authorization: string | undefined, route: string | readonly string[], secure = false): Promise<Principal> {
+  async authenticate(
+    authorization: string | undefined,
+    route: string | readonly string[],
+    secure = false,
+  ): Promise<Principal> {
     const token = authorization === undefined ? undefined : bearerToken(authorization);
     let principal: Principal;
     // Basic only where users are configured; elsewhere it is just another scheme this gateway does not take.
     if (authorization !== undefined && (this.options.basicUsers?.length ?? 0) > 0 && /^basic /i.test(authorization)) {
       principal = await this.fromBasic(authorization.slice(6).trim(), secure);
-    }
-    else if (token !== undefined && looksLikeApiKey(token)) principal = await this.fromKey(token);
-    else if (token !== undefined && this.options.oauth && looksLikeJwt(token)) principal = await this.options.oauth.verify(token);
+    } else if (token !== undefined && looksLikeApiKey(token)) principal = await this.fromKey(token);
+    else if (token !== undefined && this.options.oauth && looksLikeJwt(token))
+      principal = await this.options.oauth.verify(token);
     else {
       this.admin.authenticate(authorization);
       principal = ADMIN;
     }
     const granted = principal.routes;
     if (granted && !(typeof route === 'string' ? granted.has(route) : route.some((r) => granted.has(r)))) {
-      throw new GatewayError('route_not_allowed', { route: typeof route === 'string' ? route : route.join(' or '), allowed_routes: [...granted] });
+      throw new GatewayError('route_not_allowed', {
+        route: typeof route === 'string' ? route : route.join(' or '),
+        allowed_routes: [...granted],
+      });
     }
     return principal;
   }
@@ -76,7 +82,10 @@ export class Authenticator {
     const parsed = parseApiKey(token);
     if (!parsed) throw new GatewayError('invalid_token', { reason: 'not a well-formed gateway key' }, INVALID);
     if (parsed.environment !== this.options.environment) {
-      throw new GatewayError('wrong_environment', { key_environment: parsed.environment, gateway_environment: this.options.environment });
+      throw new GatewayError('wrong_environment', {
+        key_environment: parsed.environment,
+        gateway_environment: this.options.environment,
+      });
     }
     const record = await this.record(parsed.keyId);
     const offered = Buffer.from(hashApiKey(token), 'hex');
@@ -85,10 +94,18 @@ export class Authenticator {
     if (!record || !matches) throw new GatewayError('invalid_token', {}, INVALID);
     const now = this.now();
     if (record.revokedMs !== undefined && record.revokedMs <= now) {
-      throw new GatewayError('key_revoked', { key_id: record.keyId, revoked_at: new Date(record.revokedMs).toISOString() }, INVALID);
+      throw new GatewayError(
+        'key_revoked',
+        { key_id: record.keyId, revoked_at: new Date(record.revokedMs).toISOString() },
+        INVALID,
+      );
     }
     if (record.expiresMs !== undefined && record.expiresMs <= now) {
-      throw new GatewayError('key_expired', { key_id: record.keyId, expired_at: new Date(record.expiresMs).toISOString() }, INVALID);
+      throw new GatewayError(
+        'key_expired',
+        { key_id: record.keyId, expired_at: new Date(record.expiresMs).toISOString() },
+        INVALID,
+      );
     }
     return principalOf(record);
   }
@@ -99,7 +116,11 @@ export class Authenticator {
    * (user, password) pair is remembered for 5 minutes so the slow hash is not paid on every request.
    */
   private async fromBasic(encoded: string, secure: boolean): Promise<Principal> {
-    if (!secure) throw new GatewayError('basic_auth_requires_https', { scheme: 'Basic', hint: 'use https://, or a bearer token; change that password if this request crossed a network' });
+    if (!secure)
+      throw new GatewayError('basic_auth_requires_https', {
+        scheme: 'Basic',
+        hint: 'use https://, or a bearer token; change that password if this request crossed a network',
+      });
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     const username = colon > 0 ? decoded.slice(0, colon) : '';
@@ -110,11 +131,14 @@ export class Authenticator {
       await verifyPassword(password, DUMMY_HASH); // same cost for unknown users: no user enumeration by timing
       throw new GatewayError('invalid_credentials', {}, challenge);
     }
-    const cacheKey = createHash('sha256').update(`${username}\u0000${password}\u0000${user.passwordHash}`).digest('base64');
+    const cacheKey = createHash('sha256')
+      .update(`${username}\u0000${password}\u0000${user.passwordHash}`)
+      .digest('base64');
     const now = this.now();
     const until = this.basicCache.get(cacheKey);
     if (until === undefined || until <= now) {
-      if (!(await verifyPassword(password, user.passwordHash))) throw new GatewayError('invalid_credentials', {}, challenge);
+      if (!(await verifyPassword(password, user.passwordHash)))
+        throw new GatewayError('invalid_credentials', {}, challenge);
       if (this.basicCache.size >= MAX_CACHED_KEYS) this.basicCache.clear();
       this.basicCache.set(cacheKey, now + BASIC_CACHE_MS);
     }
@@ -151,8 +175,14 @@ export class Authenticator {
 function principalOf(record: ApiKeyRecord): Principal {
   const limits: LimitSet | undefined = record.limits
     ? {
-        requests: record.limits.requests_per_minute !== undefined ? { limit: record.limits.requests_per_minute, windowMs: 60_000 } : undefined,
-        tokens: record.limits.tokens_per_minute !== undefined ? { limit: record.limits.tokens_per_minute, windowMs: 60_000 } : undefined,
+        requests:
+          record.limits.requests_per_minute !== undefined
+            ? { limit: record.limits.requests_per_minute, windowMs: 60_000 }
+            : undefined,
+        tokens:
+          record.limits.tokens_per_minute !== undefined
+            ? { limit: record.limits.tokens_per_minute, windowMs: 60_000 }
+            : undefined,
         concurrent: record.limits.concurrent,
       }
     : undefined;

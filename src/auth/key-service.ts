@@ -63,7 +63,16 @@ export const KEY_LIMIT_MAXIMA = {
 } as const;
 
 const NO_USAGE: KeyUsage = {
-  requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheReadShare: null, costUsd: 0, cacheSavingsUsd: 0,
+  requests: 0,
+  errors: 0,
+  promptTokens: 0,
+  completionTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  cacheReadShare: null,
+  costUsd: 0,
+  cacheSavingsUsd: 0,
 };
 
 export function stateOf(record: Pick<ApiKeyRecord, 'revokedMs' | 'expiresMs'>, nowMs: number): KeyState {
@@ -113,9 +122,15 @@ export class KeyService {
   async budgetsLeft(views: readonly KeyView[], nowMs = Date.now()): Promise<Map<string, BudgetLeft>> {
     const out = new Map<string, BudgetLeft>();
     const byPeriod = new Map<number, KeyView[]>();
-    for (const view of views) if (view.budget) byPeriod.set(view.budget.period_seconds, [...(byPeriod.get(view.budget.period_seconds) ?? []), view]);
+    for (const view of views)
+      if (view.budget)
+        byPeriod.set(view.budget.period_seconds, [...(byPeriod.get(view.budget.period_seconds) ?? []), view]);
     for (const [periodSeconds, group] of byPeriod) {
-      const rows = await this.callerRows(group.map((v) => v.keyId), nowMs - periodSeconds * 1000, nowMs + 1);
+      const rows = await this.callerRows(
+        group.map((v) => v.keyId),
+        nowMs - periodSeconds * 1000,
+        nowMs + 1,
+      );
       for (const view of group) {
         const used = rows.get(`key:${view.keyId}`) ?? NO_USAGE;
         const tokensUsed = used.promptTokens + used.completionTokens;
@@ -133,9 +148,17 @@ export class KeyService {
   }
 
   private async callerRows(keyIds: readonly string[], fromMs: number, toMs: number): Promise<Map<string, KeyUsage>> {
-    if (!this.usage) throw new GatewayError('capability_not_supported', { feature: 'key usage', problem: 'this gateway keeps no usage records (usage.enabled: false)' });
+    if (!this.usage)
+      throw new GatewayError('capability_not_supported', {
+        feature: 'key usage',
+        problem: 'this gateway keeps no usage records (usage.enabled: false)',
+      });
     await this.usage.flush();
-    const rows: UsageSummaryRow[] = await this.usage.store.summarizeCallers(keyIds.map((id) => `key:${id}`), fromMs, toMs);
+    const rows: UsageSummaryRow[] = await this.usage.store.summarizeCallers(
+      keyIds.map((id) => `key:${id}`),
+      fromMs,
+      toMs,
+    );
     const usageOf = (r: UsageSummaryRow): KeyUsage => ({
       requests: r.requests,
       errors: r.errors,
@@ -154,7 +177,13 @@ export class KeyService {
   async create(rights: KeyRights, nowMs = Date.now()): Promise<{ key: string; view: KeyView }> {
     checkRights(rights, nowMs);
     const { key, keyId, hash } = newApiKey(this.environment);
-    const record: ApiKeyRecord = { keyId, environment: this.environment, hash, createdMs: nowMs, ...withoutUndefined(rights) };
+    const record: ApiKeyRecord = {
+      keyId,
+      environment: this.environment,
+      hash,
+      createdMs: nowMs,
+      ...withoutUndefined(rights),
+    };
     await this.keys.create(record);
     return { key, view: viewOf(record, nowMs) };
   }
@@ -174,9 +203,14 @@ export class KeyService {
    * key, or one replaced by a rotation, cannot be changed. `changed` names the fields whose value changed (none:
    * nothing was written).
    */
-  async update(keyId: string, patch: Partial<{ [K in keyof KeyRights]: KeyRights[K] | null }>, nowMs = Date.now()): Promise<{ view: KeyView; changed: string[] }> {
+  async update(
+    keyId: string,
+    patch: Partial<{ [K in keyof KeyRights]: KeyRights[K] | null }>,
+    nowMs = Date.now(),
+  ): Promise<{ view: KeyView; changed: string[] }> {
     const current = await this.record(keyId);
-    if (stateOf(current, nowMs) === 'revoked') throw new GatewayError('key_not_active', { key_id: keyId, state: 'revoked' });
+    if (stateOf(current, nowMs) === 'revoked')
+      throw new GatewayError('key_not_active', { key_id: keyId, state: 'revoked' });
     await this.refuseIfRotated(current);
     const next: ApiKeyRecord = { ...current };
     const changed: string[] = [];
@@ -199,7 +233,11 @@ export class KeyService {
   }
 
   /** A new key with the same rights; the old one works until `graceMs` from now (or its own expiry, if sooner). */
-  async rotate(keyId: string, graceMs: number, nowMs = Date.now()): Promise<{ key: string; view: KeyView; previous: KeyView }> {
+  async rotate(
+    keyId: string,
+    graceMs: number,
+    nowMs = Date.now(),
+  ): Promise<{ key: string; view: KeyView; previous: KeyView }> {
     const old = await this.record(keyId);
     const state = stateOf(old, nowMs);
     if (state !== 'active') throw new GatewayError('key_not_active', { key_id: keyId, state });
@@ -207,7 +245,14 @@ export class KeyService {
     await this.refuseIfRotated(old);
     const { key, keyId: newId, hash } = newApiKey(this.environment);
     const { keyId: _id, hash: _hash, createdMs: _created, rotatedFrom: _from, ...rights } = old;
-    const record: ApiKeyRecord = { ...rights, keyId: newId, hash, createdMs: nowMs, rotatedFrom: old.keyId, environment: this.environment };
+    const record: ApiKeyRecord = {
+      ...rights,
+      keyId: newId,
+      hash,
+      createdMs: nowMs,
+      rotatedFrom: old.keyId,
+      environment: this.environment,
+    };
     await this.keys.create(record);
     const ends = Math.min(old.expiresMs ?? Number.POSITIVE_INFINITY, nowMs + graceMs);
     await this.keys.update(old.keyId, { expiresMs: ends });
@@ -227,12 +272,19 @@ export class KeyService {
   /** A key replaced by a rotation is on its way out: neither changed nor rotated again (its successor is). */
   private async refuseIfRotated(record: ApiKeyRecord): Promise<void> {
     const successor = (await this.keys.list()).find((r) => r.rotatedFrom === record.keyId);
-    if (successor) throw new GatewayError('key_not_active', { key_id: record.keyId, state: 'rotated', successor: successor.keyId, problem: 'this key was replaced by a rotation: change or rotate its successor' });
+    if (successor)
+      throw new GatewayError('key_not_active', {
+        key_id: record.keyId,
+        state: 'rotated',
+        successor: successor.keyId,
+        problem: 'this key was replaced by a rotation: change or rotate its successor',
+      });
   }
 
   private async record(keyId: string): Promise<ApiKeyRecord> {
     const record = await this.keys.get(keyId);
-    if (!record || record.environment !== this.environment) throw new GatewayError('key_not_found', { key_id: keyId.slice(0, 64) });
+    if (!record || record.environment !== this.environment)
+      throw new GatewayError('key_not_found', { key_id: keyId.slice(0, 64) });
     return record;
   }
 }
@@ -242,28 +294,56 @@ function checkRights(rights: KeyRights, nowMs: number, only?: ReadonlySet<string
   const checks = (field: keyof KeyRights) => only === undefined || only.has(field);
   const errors: Array<{ field: string; problem: string; allowed?: unknown[] }> = [];
   if (rights.name.trim() === '') errors.push({ field: 'name', problem: 'must say who or what the key is for' });
-  if (rights.routes.length === 0) errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
+  if (rights.routes.length === 0)
+    errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
   rights.routes.forEach((route, i) => {
-    if (!(GRANTABLE_ROUTES as readonly string[]).includes(route)) errors.push({ field: `routes[${i}]`, problem: `"${route.slice(0, 40)}" is not a route a key can be given`, allowed: [...GRANTABLE_ROUTES] });
+    if (!(GRANTABLE_ROUTES as readonly string[]).includes(route))
+      errors.push({
+        field: `routes[${i}]`,
+        problem: `"${route.slice(0, 40)}" is not a route a key can be given`,
+        allowed: [...GRANTABLE_ROUTES],
+      });
   });
-  if (rights.models.length === 0) errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
-  if (checks('expiresMs') && rights.expiresMs !== undefined && !Number.isFinite(rights.expiresMs)) errors.push({ field: 'expires_at', problem: 'not a time this gateway can read (e.g. a leap second): use 2027-01-01T00:00:00Z' });
-  else if (checks('expiresMs') && rights.expiresMs !== undefined && rights.expiresMs <= nowMs) errors.push({ field: 'expires_at', problem: 'must be in the future' });
+  if (rights.models.length === 0)
+    errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
+  if (checks('expiresMs') && rights.expiresMs !== undefined && !Number.isFinite(rights.expiresMs))
+    errors.push({
+      field: 'expires_at',
+      problem: 'not a time this gateway can read (e.g. a leap second): use 2027-01-01T00:00:00Z',
+    });
+  else if (checks('expiresMs') && rights.expiresMs !== undefined && rights.expiresMs <= nowMs)
+    errors.push({ field: 'expires_at', problem: 'must be in the future' });
   // The same bounds as the API's schema, for every caller of the service (the CLI's flags too).
   const budget = checks('budget') ? rights.budget : undefined;
   if (budget) {
-    if (budget.tokens === undefined && budget.cost_usd === undefined) errors.push({ field: 'budget', problem: 'must set tokens, cost_usd or both' });
-    if (!(budget.period_seconds >= 60 && budget.period_seconds <= KEY_LIMIT_MAXIMA.periodSeconds)) errors.push({ field: 'budget.period_seconds', problem: `from 60 to ${KEY_LIMIT_MAXIMA.periodSeconds} (366 days)` });
-    if (budget.tokens !== undefined && !(budget.tokens >= 1 && budget.tokens <= KEY_LIMIT_MAXIMA.budgetTokens)) errors.push({ field: 'budget.tokens', problem: `from 1 to ${KEY_LIMIT_MAXIMA.budgetTokens}` });
-    if (budget.cost_usd !== undefined && !(budget.cost_usd > 0 && budget.cost_usd <= KEY_LIMIT_MAXIMA.budgetUsd)) errors.push({ field: 'budget.cost_usd', problem: `above 0, at most ${KEY_LIMIT_MAXIMA.budgetUsd}` });
+    if (budget.tokens === undefined && budget.cost_usd === undefined)
+      errors.push({ field: 'budget', problem: 'must set tokens, cost_usd or both' });
+    if (!(budget.period_seconds >= 60 && budget.period_seconds <= KEY_LIMIT_MAXIMA.periodSeconds))
+      errors.push({
+        field: 'budget.period_seconds',
+        problem: `from 60 to ${KEY_LIMIT_MAXIMA.periodSeconds} (366 days)`,
+      });
+    if (budget.tokens !== undefined && !(budget.tokens >= 1 && budget.tokens <= KEY_LIMIT_MAXIMA.budgetTokens))
+      errors.push({ field: 'budget.tokens', problem: `from 1 to ${KEY_LIMIT_MAXIMA.budgetTokens}` });
+    if (budget.cost_usd !== undefined && !(budget.cost_usd > 0 && budget.cost_usd <= KEY_LIMIT_MAXIMA.budgetUsd))
+      errors.push({ field: 'budget.cost_usd', problem: `above 0, at most ${KEY_LIMIT_MAXIMA.budgetUsd}` });
   }
   const limits = checks('limits') ? rights.limits : undefined;
   if (limits) {
-    const bounds = { requests_per_minute: KEY_LIMIT_MAXIMA.requestsPerMinute, tokens_per_minute: KEY_LIMIT_MAXIMA.tokensPerMinute, concurrent: KEY_LIMIT_MAXIMA.concurrent } as const;
-    if (Object.values(limits).every((v) => v === undefined)) errors.push({ field: 'limits', problem: 'must set at least one of requests_per_minute, tokens_per_minute, concurrent' });
+    const bounds = {
+      requests_per_minute: KEY_LIMIT_MAXIMA.requestsPerMinute,
+      tokens_per_minute: KEY_LIMIT_MAXIMA.tokensPerMinute,
+      concurrent: KEY_LIMIT_MAXIMA.concurrent,
+    } as const;
+    if (Object.values(limits).every((v) => v === undefined))
+      errors.push({
+        field: 'limits',
+        problem: 'must set at least one of requests_per_minute, tokens_per_minute, concurrent',
+      });
     for (const [field, max] of Object.entries(bounds) as Array<[keyof typeof bounds, number]>) {
       const value = limits[field];
-      if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max)) errors.push({ field: `limits.${field}`, problem: `a whole number from 1 to ${max}` });
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max))
+        errors.push({ field: `limits.${field}`, problem: `a whole number from 1 to ${max}` });
     }
   }
   if (errors.length > 0) throw new GatewayError('validation_failed', { errors });

@@ -3,8 +3,9 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { OAuthConfig } from '../config/types.js';
 import type { Principal } from './principal.js';
 
-
-const CHALLENGE = (error: string) => ({ headers: { 'www-authenticate': `Bearer realm="llm-gateway", error="${error}"` } });
+const CHALLENGE = (error: string) => ({
+  headers: { 'www-authenticate': `Bearer realm="llm-gateway", error="${error}"` },
+});
 
 /** A compact JWS (three base64url parts); only such tokens are tried as OAuth access tokens. */
 export function looksLikeJwt(token: string): boolean {
@@ -21,7 +22,11 @@ export class OAuthVerifier {
   private readonly jwks: ReturnType<typeof createRemoteJWKSet>;
 
   constructor(private readonly config: OAuthConfig) {
-    this.jwks = createRemoteJWKSet(new URL(config.jwksUrl), { cooldownDuration: config.jwksCooldownMs, cacheMaxAge: 10 * 60_000, timeoutDuration: 5_000 });
+    this.jwks = createRemoteJWKSet(new URL(config.jwksUrl), {
+      cooldownDuration: config.jwksCooldownMs,
+      cacheMaxAge: 10 * 60_000,
+      timeoutDuration: 5_000,
+    });
   }
 
   async verify(token: string): Promise<Principal> {
@@ -32,7 +37,11 @@ export class OAuthVerifier {
       throw new GatewayError('invalid_token', { reason: 'the JWT header cannot be read' }, CHALLENGE('invalid_token'));
     }
     if (alg === undefined || alg === 'none' || alg.startsWith('HS') || !this.config.algorithms.includes(alg)) {
-      throw new GatewayError('token_algorithm_not_allowed', { alg: alg ?? null, allowed: this.config.algorithms }, CHALLENGE('invalid_token'));
+      throw new GatewayError(
+        'token_algorithm_not_allowed',
+        { alg: alg ?? null, allowed: this.config.algorithms },
+        CHALLENGE('invalid_token'),
+      );
     }
     let payload: JWTPayload;
     try {
@@ -60,8 +69,13 @@ function refusal(error: unknown): GatewayError {
     case 'ERR_JWT_EXPIRED':
       return new GatewayError('token_expired', {}, CHALLENGE('invalid_token'));
     case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
-      if (e.claim === 'nbf' || e.claim === 'iat') return new GatewayError('token_not_yet_valid', { claim: e.claim }, CHALLENGE('invalid_token'));
-      return new GatewayError('token_claim_invalid', { claim: e.claim ?? null, reason: e.reason ?? null }, CHALLENGE('invalid_token'));
+      if (e.claim === 'nbf' || e.claim === 'iat')
+        return new GatewayError('token_not_yet_valid', { claim: e.claim }, CHALLENGE('invalid_token'));
+      return new GatewayError(
+        'token_claim_invalid',
+        { claim: e.claim ?? null, reason: e.reason ?? null },
+        CHALLENGE('invalid_token'),
+      );
     case 'ERR_JWKS_NO_MATCHING_KEY':
       return new GatewayError('token_key_unknown', {}, CHALLENGE('invalid_token'));
     case 'ERR_JOSE_ALG_NOT_ALLOWED':
@@ -70,6 +84,10 @@ function refusal(error: unknown): GatewayError {
     case 'ERR_JOSE_GENERIC':
       return new GatewayError('oauth_jwks_unavailable', {}, { cause: error });
     default:
-      return new GatewayError('invalid_token', { reason: 'the token signature or format is not valid' }, CHALLENGE('invalid_token'));
+      return new GatewayError(
+        'invalid_token',
+        { reason: 'the token signature or format is not valid' },
+        CHALLENGE('invalid_token'),
+      );
   }
 }

@@ -44,25 +44,41 @@ function positiveInt(flags: Record<string, string>, name: string): number | unde
   return n;
 }
 
-function rightsFrom(flags: Record<string, string>, nowMs: number): Omit<ApiKeyRecord, 'keyId' | 'environment' | 'hash' | 'createdMs'> {
+function rightsFrom(
+  flags: Record<string, string>,
+  nowMs: number,
+): Omit<ApiKeyRecord, 'keyId' | 'environment' | 'hash' | 'createdMs'> {
   const name = flags.name;
   if (!name || name === 'true') throw new UsageError('--name is required (who or what the key is for)');
-  const routes = (flags.routes ?? 'chat').split(',').map((r) => r.trim()).filter(Boolean);
+  const routes = (flags.routes ?? 'chat')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
   const unknown = routes.filter((r) => !ROUTES.includes(r));
-  if (unknown.length > 0 || routes.length === 0) throw new UsageError(`--routes: a comma-separated list of ${ROUTES.join(', ')} (got "${flags.routes}")`);
-  const models = (flags.models ?? '').split(',').map((m) => m.trim()).filter(Boolean);
-  if (models.length === 0) throw new UsageError('--models is required: a comma-separated list of model ids, or "*" for every model');
+  if (unknown.length > 0 || routes.length === 0)
+    throw new UsageError(`--routes: a comma-separated list of ${ROUTES.join(', ')} (got "${flags.routes}")`);
+  const models = (flags.models ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
+  if (models.length === 0)
+    throw new UsageError('--models is required: a comma-separated list of model ids, or "*" for every model');
   const rpm = positiveInt(flags, 'rpm');
   const tpm = positiveInt(flags, 'tpm');
   const concurrent = positiveInt(flags, 'concurrent');
   const budgetTokens = positiveInt(flags, 'budget-tokens');
   const budgetUsd = flags['budget-usd'] === undefined ? undefined : Number(flags['budget-usd']);
-  if (budgetUsd !== undefined && !(Number.isFinite(budgetUsd) && budgetUsd > 0)) throw new UsageError(`--budget-usd takes an amount above 0 (got "${flags['budget-usd']}")`);
+  if (budgetUsd !== undefined && !(Number.isFinite(budgetUsd) && budgetUsd > 0))
+    throw new UsageError(`--budget-usd takes an amount above 0 (got "${flags['budget-usd']}")`);
   let budget: ApiKeyRecord['budget'];
   if (budgetTokens !== undefined || budgetUsd !== undefined) {
     const period = parseDuration(flags['budget-period'] ?? '30d');
     if (period === undefined) throw new UsageError('--budget-period: a duration like 1d or 30d');
-    budget = { ...(budgetTokens !== undefined ? { tokens: budgetTokens } : {}), ...(budgetUsd !== undefined ? { cost_usd: budgetUsd } : {}), period_seconds: period / 1000 };
+    budget = {
+      ...(budgetTokens !== undefined ? { tokens: budgetTokens } : {}),
+      ...(budgetUsd !== undefined ? { cost_usd: budgetUsd } : {}),
+      period_seconds: period / 1000,
+    };
   }
   let expiresMs: number | undefined;
   if (flags.expires !== undefined) {
@@ -76,7 +92,13 @@ function rightsFrom(flags: Record<string, string>, nowMs: number): Omit<ApiKeyRe
     routes,
     models,
     ...(rpm !== undefined || tpm !== undefined || concurrent !== undefined
-      ? { limits: { ...(rpm !== undefined ? { requests_per_minute: rpm } : {}), ...(tpm !== undefined ? { tokens_per_minute: tpm } : {}), ...(concurrent !== undefined ? { concurrent } : {}) } }
+      ? {
+          limits: {
+            ...(rpm !== undefined ? { requests_per_minute: rpm } : {}),
+            ...(tpm !== undefined ? { tokens_per_minute: tpm } : {}),
+            ...(concurrent !== undefined ? { concurrent } : {}),
+          },
+        }
       : {}),
     ...(budget ? { budget } : {}),
     ...(expiresMs !== undefined ? { expiresMs } : {}),
@@ -87,7 +109,13 @@ function rightsFrom(flags: Record<string, string>, nowMs: number): Omit<ApiKeyRe
  * `gateway keys create|list|rotate|revoke`. The secret is printed once, at creation (and rotation), and stored
  * only as its SHA-256.
  */
-export async function keysCommand(keys: KeyStore, environment: GatewayEnvironment, args: string[], io: CliOutput, nowMs = Date.now()): Promise<number> {
+export async function keysCommand(
+  keys: KeyStore,
+  environment: GatewayEnvironment,
+  args: string[],
+  io: CliOutput,
+  nowMs = Date.now(),
+): Promise<number> {
   const [command, ...rest] = args;
   const { flags, positionals } = parseFlags(rest);
   const service = new KeyService(keys, environment); // the same service code as the admin API
@@ -96,7 +124,9 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
       case 'create': {
         const rights = rightsFrom(flags, nowMs);
         const { key, view } = await service.create(rights, nowMs);
-        io.out(`created key ${view.keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`);
+        io.out(
+          `created key ${view.keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`,
+        );
         io.out(`key: ${key}`);
         io.out('Store it now: it is shown only once.');
         return 0;
@@ -121,24 +151,30 @@ export async function keysCommand(keys: KeyStore, environment: GatewayEnvironmen
         const [keyId] = positionals;
         const old = keyId === undefined ? undefined : await keys.get(keyId);
         if (!old) throw new UsageError(`usage: gateway keys rotate <key id> [--grace 24h]; no key "${keyId ?? ''}"`);
-        if (stateOf(old, nowMs) !== 'active') throw new UsageError(`key ${old.keyId} is ${stateOf(old, nowMs)}: only an active key can be rotated`);
+        if (stateOf(old, nowMs) !== 'active')
+          throw new UsageError(`key ${old.keyId} is ${stateOf(old, nowMs)}: only an active key can be rotated`);
         const grace = parseDuration(flags.grace ?? '24h');
         if (grace === undefined) throw new UsageError('--grace: a duration like 1h or 7d');
         const { key, view, previous } = await service.rotate(old.keyId, grace, nowMs);
-        io.out(`created key ${view.keyId} replacing ${old.keyId}, same rights; ${old.keyId} keeps working until ${new Date(previous.expiresMs ?? nowMs).toISOString()}`);
+        io.out(
+          `created key ${view.keyId} replacing ${old.keyId}, same rights; ${old.keyId} keeps working until ${new Date(previous.expiresMs ?? nowMs).toISOString()}`,
+        );
         io.out(`key: ${key}`);
         io.out('Store it now: it is shown only once.');
         return 0;
       }
       case 'revoke': {
         const [keyId] = positionals;
-        if (keyId === undefined || !(await keys.get(keyId))) throw new UsageError(`usage: gateway keys revoke <key id>; no key "${keyId ?? ''}"`);
+        if (keyId === undefined || !(await keys.get(keyId)))
+          throw new UsageError(`usage: gateway keys revoke <key id>; no key "${keyId ?? ''}"`);
         await service.revoke(keyId, nowMs);
         io.out(`revoked ${keyId} (every instance refuses it within 5 s)`);
         return 0;
       }
       default:
-        throw new UsageError('usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>');
+        throw new UsageError(
+          'usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>',
+        );
     }
   } catch (error) {
     if (error instanceof UsageError) {

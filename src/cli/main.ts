@@ -10,7 +10,10 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const io: CliOutput = { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) };
+const io: CliOutput = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
 // `usage tail` runs until Ctrl-C or SIGTERM and then ends cleanly (exit 0); every other command keeps Node's
 // default (a signal ends it at once).
 const unsupported = unsupportedNode();
@@ -20,7 +23,8 @@ if (unsupported) {
 }
 const argv = process.argv.slice(2);
 const stop = new AbortController();
-if (argv[0] === 'usage' && argv[1] === 'tail') for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
+if (argv[0] === 'usage' && argv[1] === 'tail')
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
 runCli(argv, process.env, io, readStdin, stop.signal).then(
   (code) => process.exit(code),
   (error: unknown) => {

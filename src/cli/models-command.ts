@@ -30,20 +30,43 @@ export function modelsCommand(config: GatewayConfig, args: string[], io: CliOutp
   const rows = ids.map((id) => row(config, book.describe(id), withPrices));
   const catalog = config.priceCatalog;
   if (format === 'json') {
-    const about = catalog ? { file: catalog.file, as_of: catalog.asOf, age_days: ageDays(catalog.asOf, nowMs), models: catalog.models } : null;
+    const about = catalog
+      ? { file: catalog.file, as_of: catalog.asOf, age_days: ageDays(catalog.asOf, nowMs), models: catalog.models }
+      : null;
     io.out(JSON.stringify({ models: rows, price_catalog: about, undeclared: undeclaredNote(config) }));
     return 0;
   }
-  const header = ['model', 'upstream', 'upstream_model', ...(withPrices ? PRICE_COLUMNS : []), 'context_window', 'window_source', ...(withPrices ? ['catalog_entry'] : [])];
+  const header = [
+    'model',
+    'upstream',
+    'upstream_model',
+    ...(withPrices ? PRICE_COLUMNS : []),
+    'context_window',
+    'window_source',
+    ...(withPrices ? ['catalog_entry'] : []),
+  ];
   const table = [header, ...rows.map((r) => header.map((column) => cell(r[column])))];
   const widths = header.map((_, i) => Math.max(...table.map((cells) => (cells[i] ?? '').length)));
   const left = header.map((column) => TEXT_COLUMNS.has(column));
-  for (const cells of table) io.out(cells.map((text, i) => (left[i] ? text.padEnd(widths[i] ?? 0) : text.padStart(widths[i] ?? 0))).join('  ').trimEnd());
+  for (const cells of table)
+    io.out(
+      cells
+        .map((text, i) => (left[i] ? text.padEnd(widths[i] ?? 0) : text.padStart(widths[i] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    );
   if (rows.length === 0) io.out('(no model declared: name one on the command line to see how it would be priced)');
   io.out('');
-  io.out(catalog ? `price catalog: ${shown(catalog.file)}, as of ${catalog.asOf} (${ageDays(catalog.asOf, nowMs)} days ago), ${catalog.models} models` : 'price catalog: none (price_catalog: false)');
+  io.out(
+    catalog
+      ? `price catalog: ${shown(catalog.file)}, as of ${catalog.asOf} (${ageDays(catalog.asOf, nowMs)} days ago), ${catalog.models} models`
+      : 'price catalog: none (price_catalog: false)',
+  );
   io.out(undeclaredNote(config));
-  if (withPrices) io.out('USD per million tokens; a cache price shown as - is billed at the input price (cache_write_1h: at cache_write). docs/usage.md');
+  if (withPrices)
+    io.out(
+      'USD per million tokens; a cache price shown as - is billed at the input price (cache_write_1h: at cache_write). docs/usage.md',
+    );
   return 0;
 }
 
@@ -51,7 +74,9 @@ type Row = Record<string, string | number | null>;
 
 function row(config: GatewayConfig, facts: ModelFacts, withPrices: boolean): Row {
   const declared = config.models.find((m) => m.id === facts.id);
-  const upstream = declared?.upstream ?? (facts.id === ECHO_MODEL_ID && config.devEchoModel ? 'echo (built in)' : config.defaultUpstream ?? null);
+  const upstream =
+    declared?.upstream ??
+    (facts.id === ECHO_MODEL_ID && config.devEchoModel ? 'echo (built in)' : (config.defaultUpstream ?? null));
   const p = facts.pricing;
   const prices: Row = withPrices
     ? {
@@ -80,7 +105,12 @@ function undeclaredNote(config: GatewayConfig): string {
   if (name === undefined) return 'models not declared: refused (no default_upstream)';
   const kind = config.upstreams.find((u) => u.name === name)?.kind ?? 'unknown';
   const family = providerKind(kind)?.priceFamily;
-  const how = family === undefined ? 'no catalog price (what this kind of server charges is not known)' : family === 'by-vendor' ? "priced by the catalog family of the name's vendor prefix" : `priced by the catalog's ${family} family, by name`;
+  const how =
+    family === undefined
+      ? 'no catalog price (what this kind of server charges is not known)'
+      : family === 'by-vendor'
+        ? "priced by the catalog family of the name's vendor prefix"
+        : `priced by the catalog's ${family} family, by name`;
   return `models not declared: sent to ${name} (${kind}) under their own name; ${how}`;
 }
 

@@ -52,8 +52,14 @@ Every command reads the same environment as the server (GATEWAY_ENV, GATEWAY_CON
 DATABASE_URL). \`gateway <command> --help\` for details.`;
 
 /** The operators' command line, free of process globals: the entry point passes argv, env and the output. */
-// eslint-disable-next-line max-lines-per-function -- the command dispatch: one short case per command, read top to bottom
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutput, readStdin: () => Promise<string>, stop?: AbortSignal): Promise<number> {
+
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  io: CliOutput,
+  readStdin: () => Promise<string>,
+  stop?: AbortSignal,
+): Promise<number> {
   const [area, command, ...rest] = argv;
   if (area === undefined || area === 'help' || area === '--help' || area === '-h') {
     io.out(USAGE);
@@ -111,7 +117,11 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutp
       const opened = await openUsageStore({ ...config, usage: { ...config.usage, enabled: true } }, sqlite);
       try {
         if (!opened) return 2;
-        if (command === 'tail') return await tailUsage(opened.store, rest, io, { signal: stop ?? new AbortController().signal, usageEnabled: config.usage.enabled });
+        if (command === 'tail')
+          return await tailUsage(opened.store, rest, io, {
+            signal: stop ?? new AbortController().signal,
+            usageEnabled: config.usage.enabled,
+          });
         return await usageCommand(opened.store, [command ?? '', ...rest].filter(Boolean), io);
       } finally {
         await opened?.close();
@@ -128,7 +138,13 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, io: CliOutp
       }
       return await listDeadLetters(state.outbox, limit, rest.includes('--json'), io);
     }
-    if (command === 'redeliver') return await redeliver(state.outbox, rest.filter((a) => !a.startsWith('--')), rest.includes('--all'), io);
+    if (command === 'redeliver')
+      return await redeliver(
+        state.outbox,
+        rest.filter((a) => !a.startsWith('--')),
+        rest.includes('--all'),
+        io,
+      );
     io.err(help);
     return 2;
   } finally {
@@ -153,15 +169,31 @@ function loadOrExplain(env: NodeJS.ProcessEnv, io: CliOutput): GatewayConfig | u
 function configCheck(env: NodeJS.ProcessEnv, io: CliOutput): number {
   const config = loadOrExplain(env, io);
   if (!config) {
-    io.err('\nEach line names the field (or environment variable) and what is wrong with it; docs/config.md lists every setting.');
+    io.err(
+      '\nEach line names the field (or environment variable) and what is wrong with it; docs/config.md lists every setting.',
+    );
     return 2;
   }
-  io.out(`ok: ${env.GATEWAY_CONFIG ?? '(no config file: environment only)'} is valid for environment ${config.environment}`);
-  io.out(`  upstreams: ${config.upstreams.map((u) => `${u.name} (${u.kind}, ${new URL(u.baseUrl).host})`).join(', ') || 'none'}`);
-  io.out(`  models: ${config.models.map((m) => m.id).join(', ') || 'none declared'}${config.defaultUpstream ? `; others go to ${config.defaultUpstream}` : ''}`);
-  io.out(`  price catalog: ${config.priceCatalog ? `as of ${config.priceCatalog.asOf}, ${config.priceCatalog.models} models (gateway models --prices)` : 'none'}`);
-  io.out(`  limits: ${config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? 'configured' : 'none'}; store: ${config.redisUrl ? 'Redis' : 'SQLite'}; usage records: ${config.usage.enabled ? (config.databaseUrl ? 'PostgreSQL' : 'SQLite') : 'off'}`);
-  io.out(`  metrics: ${config.metricsEnabled ? 'GET /metrics' : 'off'}; tracing: ${config.tracing ? `OTLP to ${new URL(config.tracing.endpoint).host}` : 'off'}; dashboard: ${config.dashboard.enabled ? '/dashboard' : 'off'}`);
-  io.out(`  webhooks: ${config.webhooks.subscriptions.map((s) => s.id).join(', ') || 'none'}; OAuth: ${config.oauth ? config.oauth.issuer : 'off'}; Basic users: ${config.basicUsers.length}; HTTPS: ${config.tls ? 'on' : 'off'}`);
+  io.out(
+    `ok: ${env.GATEWAY_CONFIG ?? '(no config file: environment only)'} is valid for environment ${config.environment}`,
+  );
+  io.out(
+    `  upstreams: ${config.upstreams.map((u) => `${u.name} (${u.kind}, ${new URL(u.baseUrl).host})`).join(', ') || 'none'}`,
+  );
+  io.out(
+    `  models: ${config.models.map((m) => m.id).join(', ') || 'none declared'}${config.defaultUpstream ? `; others go to ${config.defaultUpstream}` : ''}`,
+  );
+  io.out(
+    `  price catalog: ${config.priceCatalog ? `as of ${config.priceCatalog.asOf}, ${config.priceCatalog.models} models (gateway models --prices)` : 'none'}`,
+  );
+  io.out(
+    `  limits: ${config.limits.caller || config.limits.models.size > 0 || config.limits.upstreams.size > 0 ? 'configured' : 'none'}; store: ${config.redisUrl ? 'Redis' : 'SQLite'}; usage records: ${config.usage.enabled ? (config.databaseUrl ? 'PostgreSQL' : 'SQLite') : 'off'}`,
+  );
+  io.out(
+    `  metrics: ${config.metricsEnabled ? 'GET /metrics' : 'off'}; tracing: ${config.tracing ? `OTLP to ${new URL(config.tracing.endpoint).host}` : 'off'}; dashboard: ${config.dashboard.enabled ? '/dashboard' : 'off'}`,
+  );
+  io.out(
+    `  webhooks: ${config.webhooks.subscriptions.map((s) => s.id).join(', ') || 'none'}; OAuth: ${config.oauth ? config.oauth.issuer : 'off'}; Basic users: ${config.basicUsers.length}; HTTPS: ${config.tls ? 'on' : 'off'}`,
+  );
   return 0;
 }

@@ -6,11 +6,32 @@ import type { CliOutput } from './webhooks-command.js';
 const GROUPINGS: readonly UsageGrouping[] = ['model', 'caller', 'route', 'day'];
 /** The fields of a summary row as CSV and JSON name them (docs/usage.md, "Summaries"). */
 const HEADER = [
-  'requests', 'errors', 'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens',
-  'cache_read_share', 'cost_usd', 'cache_savings_usd', 'avg_latency_ms',
+  'requests',
+  'errors',
+  'prompt_tokens',
+  'completion_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'cache_read_share',
+  'cost_usd',
+  'cache_savings_usd',
+  'avg_latency_ms',
 ];
 /** The same columns in the table, named shortly: a row is about 105 characters and the group (it was 135 and the group). */
-const TABLE_HEADER = ['requests', 'errors', 'prompt', 'completion', 'cache_read', 'cache_write', 'reasoning', 'read_share', 'cost_usd', 'saved_usd', 'avg_ms'];
+const TABLE_HEADER = [
+  'requests',
+  'errors',
+  'prompt',
+  'completion',
+  'cache_read',
+  'cache_write',
+  'reasoning',
+  'read_share',
+  'cost_usd',
+  'saved_usd',
+  'avg_ms',
+];
 const SHARE = HEADER.indexOf('cache_read_share');
 const DOLLARS = new Set([HEADER.indexOf('cost_usd'), HEADER.indexOf('cache_savings_usd')]);
 
@@ -18,7 +39,12 @@ const DOLLARS = new Set([HEADER.indexOf('cost_usd'), HEADER.indexOf('cache_savin
  * `gateway usage [--by model|caller|route|day] [--since 7d] [--format table|csv|json]`: totals per group over a period
  * ending now (callers are `admin`, `key:<id>`, `oauth:<sub>`, `basic:<user>`).
  */
-export async function usageCommand(store: UsageStore, args: string[], io: CliOutput, nowMs = Date.now()): Promise<number> {
+export async function usageCommand(
+  store: UsageStore,
+  args: string[],
+  io: CliOutput,
+  nowMs = Date.now(),
+): Promise<number> {
   const { flags } = parseFlags(args);
   const by = (flags.by ?? 'day') as UsageGrouping;
   if (!GROUPINGS.includes(by)) {
@@ -37,18 +63,36 @@ export async function usageCommand(store: UsageStore, args: string[], io: CliOut
   }
   const rows = await store.summarize(by, nowMs - since, nowMs + 1);
   const values = (r: UsageSummaryRow) => [
-    r.requests, r.errors, r.promptTokens, r.completionTokens, r.cacheReadTokens, r.cacheWriteTokens, r.reasoningTokens,
-    r.cacheReadShare, r.costUsd, r.cacheSavingsUsd, r.avgLatencyMs,
+    r.requests,
+    r.errors,
+    r.promptTokens,
+    r.completionTokens,
+    r.cacheReadTokens,
+    r.cacheWriteTokens,
+    r.reasoningTokens,
+    r.cacheReadShare,
+    r.costUsd,
+    r.cacheSavingsUsd,
+    r.avgLatencyMs,
   ];
   if (format === 'json') {
-    io.out(JSON.stringify(rows.map((r) => Object.fromEntries([['group', r.group], ...HEADER.map((h, i) => [h, values(r)[i]])]))));
+    io.out(
+      JSON.stringify(
+        rows.map((r) => Object.fromEntries([['group', r.group], ...HEADER.map((h, i) => [h, values(r)[i]])])),
+      ),
+    );
   } else if (format === 'csv') {
     io.out([by, ...HEADER].join(','));
     for (const r of rows) io.out([csv(printable(r.group)), ...values(r)].join(','));
   } else {
     const table = [[by, ...TABLE_HEADER], ...rows.map((r) => [printable(r.group), ...values(r).map(shown)])];
     const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => String(row[i]).length))) ?? [];
-    for (const row of table) io.out(row.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i] ?? 0) : String(cell).padStart(widths[i] ?? 0))).join('  '));
+    for (const row of table)
+      io.out(
+        row
+          .map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i] ?? 0) : String(cell).padStart(widths[i] ?? 0)))
+          .join('  '),
+      );
     if (rows.length === 0) io.out('(no requests in this period)');
   }
   return 0;
@@ -82,7 +126,12 @@ const TAIL_LOOKBACK = 1000;
  * `gateway usage tail [--failures] [--interval 2] [--format table|json]`: live output — the last 10 records,
  * then every new one as the gateway writes it (polling the store), until interrupted. JSON is one object per line.
  */
-export async function tailUsage(store: UsageStore, args: string[], io: CliOutput, options: TailOptions): Promise<number> {
+export async function tailUsage(
+  store: UsageStore,
+  args: string[],
+  io: CliOutput,
+  options: TailOptions,
+): Promise<number> {
   const { flags } = parseFlags(args);
   const interval = Number(flags.interval ?? '2');
   if (!Number.isFinite(interval) || interval < 0.05 || interval > 3600) {
@@ -100,7 +149,8 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
     else io.out(tailLine(r));
   };
   if (format === 'table') io.out(TAIL_HEADER);
-  if (options.usageEnabled === false) io.err('note: usage records are off in this configuration (usage.enabled: false): nothing new will be recorded');
+  if (options.usageEnabled === false)
+    io.err('note: usage records are off in this configuration (usage.enabled: false): nothing new will be recorded');
   const wanted = (r: UsageRecord) => !failuresOnly || r.status >= 400 || r.code !== null;
   // Follows the table by storage position, not by request time: a long stream stored after shorter calls is
   // still printed. Each poll re-reads the last LOOKBACK positions too, because with PostgreSQL another instance's
@@ -137,7 +187,18 @@ export async function tailUsage(store: UsageStore, args: string[], io: CliOutput
   return 0;
 }
 
-const TAIL_HEADER = ['time (UTC)'.padEnd(24), 'status', 'code'.padEnd(24), 'route'.padEnd(10), 'model'.padEnd(20), 'upstream'.padEnd(12), 'caller'.padEnd(16), 'latency_ms'.padStart(10), 'tokens'.padStart(7), 'request_id'].join(' ');
+const TAIL_HEADER = [
+  'time (UTC)'.padEnd(24),
+  'status',
+  'code'.padEnd(24),
+  'route'.padEnd(10),
+  'model'.padEnd(20),
+  'upstream'.padEnd(12),
+  'caller'.padEnd(16),
+  'latency_ms'.padStart(10),
+  'tokens'.padStart(7),
+  'request_id',
+].join(' ');
 
 /** Caller-chosen text (model ids) printed to a terminal: control characters (escape sequences) become `?`. */
 function printable(text: string): string {
@@ -151,8 +212,12 @@ function tailLine(r: UsageRecord): string {
     String(r.status).padEnd(6),
     (r.code ?? '-').padEnd(24),
     r.route.padEnd(10),
-    printable(r.model ?? '-').slice(0, 20).padEnd(20),
-    printable(r.upstream ?? '-').slice(0, 12).padEnd(12),
+    printable(r.model ?? '-')
+      .slice(0, 20)
+      .padEnd(20),
+    printable(r.upstream ?? '-')
+      .slice(0, 12)
+      .padEnd(12),
     printable(r.caller).slice(0, 16).padEnd(16),
     r.latencyMs.toFixed(1).padStart(10),
     tokens.padStart(7),

@@ -19,7 +19,9 @@ export const TEST_EVENT = 'webhook.test';
 export async function sendTestEvent(config: GatewayConfig, subscriptionId: string, io: CliOutput): Promise<number> {
   const subscription = config.webhooks.subscriptions.find((s) => s.id === subscriptionId);
   if (!subscription) {
-    io.err(`no subscription "${subscriptionId}" in environment ${config.environment}; known: ${config.webhooks.subscriptions.map((s) => s.id).join(', ') || '(none)'}`);
+    io.err(
+      `no subscription "${subscriptionId}" in environment ${config.environment}; known: ${config.webhooks.subscriptions.map((s) => s.id).join(', ') || '(none)'}`,
+    );
     return 2;
   }
   const id = newEventId();
@@ -30,9 +32,15 @@ export async function sendTestEvent(config: GatewayConfig, subscriptionId: strin
     environment: config.environment,
     data: { subscription: subscription.id, message: 'A test event sent by `gateway webhooks test`.' },
   });
-  const sender = new WebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivateAddresses: config.webhooks.allowPrivateAddresses, userAgent: `llm-gateway-webhooks/${config.version}` });
+  const sender = new WebhookSender({
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivateAddresses: config.webhooks.allowPrivateAddresses,
+    userAgent: `llm-gateway-webhooks/${config.version}`,
+  });
   try {
-    io.out(`POST ${subscription.url}  (event ${TEST_EVENT}, id ${id}, ${subscription.secrets.length} signature${subscription.secrets.length === 1 ? '' : 's'})`);
+    io.out(
+      `POST ${subscription.url}  (event ${TEST_EVENT}, id ${id}, ${subscription.secrets.length} signature${subscription.secrets.length === 1 ? '' : 's'})`,
+    );
     const result = await sender.send(subscription, { eventId: id, event: TEST_EVENT, body });
     if (result.status !== undefined) io.out(`answer: HTTP ${result.status}`);
     if (result.answer) io.out(`body: ${result.answer}`);
@@ -44,10 +52,19 @@ export async function sendTestEvent(config: GatewayConfig, subscriptionId: strin
 }
 
 /** `gateway webhooks dead [--limit N] [--json]`: the dead letters, oldest first. */
-export async function listDeadLetters(outbox: OutboxStore, limit: number, json: boolean, io: CliOutput): Promise<number> {
+export async function listDeadLetters(
+  outbox: OutboxStore,
+  limit: number,
+  json: boolean,
+  io: CliOutput,
+): Promise<number> {
   const dead = await outbox.listDead(limit);
   if (json) {
-    io.out(JSON.stringify(dead.map(({ body: _body, ...rest }) => ({ ...rest, created_at: new Date(rest.createdMs).toISOString() }))));
+    io.out(
+      JSON.stringify(
+        dead.map(({ body: _body, ...rest }) => ({ ...rest, created_at: new Date(rest.createdMs).toISOString() })),
+      ),
+    );
     return 0;
   }
   if (dead.length === 0) {
@@ -56,7 +73,9 @@ export async function listDeadLetters(outbox: OutboxStore, limit: number, json: 
   }
   for (const d of dead) {
     const event = eventKindOf(d.body);
-    io.out(`${d.id}  ${event}  subscription=${d.subscription}  attempts=${d.attempts}  created=${new Date(d.createdMs).toISOString()}  last_error=${d.lastError ?? ''}`);
+    io.out(
+      `${d.id}  ${event}  subscription=${d.subscription}  attempts=${d.attempts}  created=${new Date(d.createdMs).toISOString()}  last_error=${d.lastError ?? ''}`,
+    );
   }
   return 0;
 }
@@ -72,6 +91,8 @@ export async function redeliver(outbox: OutboxStore, ids: string[], all: boolean
     return all ? 0 : 2;
   }
   const count = await outbox.redeliver(targets);
-  io.out(`${count} of ${targets.length} queued for redelivery${count < targets.length ? ' (the others were not dead letters)' : ''}`);
+  io.out(
+    `${count} of ${targets.length} queued for redelivery${count < targets.length ? ' (the others were not dead letters)' : ''}`,
+  );
   return 0;
 }

@@ -22,7 +22,9 @@ export function checkAdminTokens(environment: GatewayEnvironment, tokens: string
   if (tokens.length === 0) {
     problems.push(`ADMIN_TOKEN: required when GATEWAY_ENV=${environment} (comma-separate several tokens to rotate)`);
   } else if (tokens.some((t) => t.length < MIN_ADMIN_TOKEN_LENGTH)) {
-    problems.push(`ADMIN_TOKEN: every token must have at least ${MIN_ADMIN_TOKEN_LENGTH} characters when GATEWAY_ENV=${environment}`);
+    problems.push(
+      `ADMIN_TOKEN: every token must have at least ${MIN_ADMIN_TOKEN_LENGTH} characters when GATEWAY_ENV=${environment}`,
+    );
   }
 }
 
@@ -42,7 +44,13 @@ export function envTimeouts(env: Env, problems: string[]): Partial<Timeouts> {
   };
 }
 
-export function parseIntEnv(env: Env, name: string, problems: string[], min = 1, max = Number.MAX_SAFE_INTEGER): number | undefined {
+export function parseIntEnv(
+  env: Env,
+  name: string,
+  problems: string[],
+  min = 1,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);

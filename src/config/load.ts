@@ -5,10 +5,29 @@ import type { z } from 'zod';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
-import { checkAdminTokens, envTimeouts, parseAdminTokens, parseEnvironment, parseIntEnv, parseLogLevel, parseWorkers } from './env-values.js';
+import {
+  checkAdminTokens,
+  envTimeouts,
+  parseAdminTokens,
+  parseEnvironment,
+  parseIntEnv,
+  parseLogLevel,
+  parseWorkers,
+} from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
-import { checkLimitModels, toBasicUsers, toCachePolicy, toLimits, toModel, toOAuth, toResponses, toRetry, toTracing, toWebhooks } from './sections.js';
+import {
+  checkLimitModels,
+  toBasicUsers,
+  toCachePolicy,
+  toLimits,
+  toModel,
+  toOAuth,
+  toResponses,
+  toRetry,
+  toTracing,
+  toWebhooks,
+} from './sections.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A 1 MiB body needs 30 s only below ~35 KB/s; a caller slower than that is holding a socket, not sending. */
@@ -34,7 +53,9 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const problems: string[] = [];
   const environment = parseEnvironment(env.GATEWAY_ENV, problems);
   // No file: the schema's defaults, as for a file that sets nothing.
-  const file = env.GATEWAY_CONFIG ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems) : configFileSchema.parse({});
+  const file = env.GATEWAY_CONFIG
+    ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems)
+    : configFileSchema.parse({});
   const fileDir = env.GATEWAY_CONFIG ? dirname(resolve(cwd, env.GATEWAY_CONFIG)) : cwd;
 
   const envSection = file.environments?.[environment];
@@ -53,18 +74,31 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
 
   const port = parseIntEnv(env, 'PORT', problems, 0, 65535) ?? file.server?.port ?? 8080;
   const bodyLimitBytes =
-    parseIntEnv(env, 'BODY_LIMIT_BYTES', problems, 1024, 64 * 1024 * 1024) ?? file.server?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES;
+    parseIntEnv(env, 'BODY_LIMIT_BYTES', problems, 1024, 64 * 1024 * 1024) ??
+    file.server?.body_limit_bytes ??
+    DEFAULT_BODY_LIMIT_BYTES;
   const requestTimeoutSeconds =
-    parseIntEnv(env, 'REQUEST_TIMEOUT_SECONDS', problems, 1, 3600) ?? file.server?.request_timeout_seconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS;
+    parseIntEnv(env, 'REQUEST_TIMEOUT_SECONDS', problems, 1, 3600) ??
+    file.server?.request_timeout_seconds ??
+    DEFAULT_REQUEST_TIMEOUT_SECONDS;
   const logLevel = parseLogLevel(env.LOG_LEVEL, problems);
   const shutdownGraceMs = parseIntEnv(env, 'SHUTDOWN_GRACE_MS', problems) ?? file.server?.shutdown_grace_ms ?? 10_000;
-  const workers = parseWorkers(env.WORKERS ?? (file.server?.workers === undefined ? undefined : String(file.server.workers)), problems);
+  const workers = parseWorkers(
+    env.WORKERS ?? (file.server?.workers === undefined ? undefined : String(file.server.workers)),
+    problems,
+  );
   const adminTokens = parseAdminTokens(env.ADMIN_TOKEN);
   checkAdminTokens(environment, adminTokens, problems);
   const oauth = toOAuth(file.auth.oauth, problems);
   const basicUsers = toBasicUsers(file.auth.basic_users ?? [], env, fileDir, problems);
   const tracing = toTracing(file.tracing, env, problems);
-  const priceCatalog = file.price_catalog === false ? undefined : readPriceCatalog(file.price_catalog === undefined ? DEFAULT_PRICE_CATALOG_FILE : resolve(fileDir, file.price_catalog), problems);
+  const priceCatalog =
+    file.price_catalog === false
+      ? undefined
+      : readPriceCatalog(
+          file.price_catalog === undefined ? DEFAULT_PRICE_CATALOG_FILE : resolve(fileDir, file.price_catalog),
+          problems,
+        );
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -110,7 +144,9 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     metricsEnabled: file.metrics.enabled,
     dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },
     tracing,
-    tls: file.server?.tls ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) } : undefined,
+    tls: file.server?.tls
+      ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) }
+      : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
     basicUsers,
   };
@@ -162,12 +198,19 @@ function checkReferences(
   const ids = new Set<string>();
   models.forEach((m, i) => {
     m.aliases.forEach((alias, j) => {
-      if (ids.has(alias) || models.some((other) => other.id === alias)) problems.push(`models[${i}].aliases[${j}]: "${alias}" is already a model id or alias`);
+      if (ids.has(alias) || models.some((other) => other.id === alias))
+        problems.push(`models[${i}].aliases[${j}]: "${alias}" is already a model id or alias`);
       ids.add(alias);
     });
-    for (const [list, targets] of [['targets', m.targets], ['fallbacks', m.fallbacks]] as const) {
+    for (const [list, targets] of [
+      ['targets', m.targets],
+      ['fallbacks', m.fallbacks],
+    ] as const) {
       targets.forEach((t, j) => {
-        if (!names.has(t.upstream)) problems.push(`models[${i}].${m.targets.length === 1 && list === 'targets' ? 'upstream' : `${list}[${j}].upstream`}: no upstream named "${t.upstream}"`);
+        if (!names.has(t.upstream))
+          problems.push(
+            `models[${i}].${m.targets.length === 1 && list === 'targets' ? 'upstream' : `${list}[${j}].upstream`}: no upstream named "${t.upstream}"`,
+          );
       });
     }
     if (ids.has(m.id)) problems.push(`models[${i}].id: "${m.id}" is defined twice`);

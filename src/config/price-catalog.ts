@@ -108,8 +108,14 @@ export function readPriceCatalog(file: string, problems: string[]): PriceCatalog
   const parsed = catalogSchema.safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('').slice(1);
-      const known = issue.code === 'unrecognized_keys' && path === 'families' ? ` (the families are ${PRICE_FAMILIES.join(', ')})` : '';
+      const path = issue.path
+        .map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`))
+        .join('')
+        .slice(1);
+      const known =
+        issue.code === 'unrecognized_keys' && path === 'families'
+          ? ` (the families are ${PRICE_FAMILIES.join(', ')})`
+          : '';
       problems.push(`${file}: ${path || '(root)'}: ${issue.message}${known}`);
     }
     return undefined;
@@ -137,7 +143,10 @@ export function readPriceCatalog(file: string, problems: string[]): PriceCatalog
       for (const name of [model, ...(entry.aliases ?? [])]) {
         const key = name.toLowerCase();
         const taken = byName.get(key);
-        if (taken) problems.push(`${file}: families.${family}.models.${model}: "${name}" is already ${taken.entry} (names match without regard to case)`);
+        if (taken)
+          problems.push(
+            `${file}: families.${family}.models.${model}: "${name}" is already ${taken.entry} (names match without regard to case)`,
+          );
         else byName.set(key, prices);
       }
     }

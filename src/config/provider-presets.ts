@@ -37,20 +37,52 @@ export interface ProviderKind {
 }
 
 /** An aggregator's vendor prefixes (`google/gemini-2.5-pro`) and the catalog family that prices them. */
-export const VENDOR_PRICE_FAMILIES: Readonly<Record<string, string>> = { openai: 'openai', anthropic: 'anthropic', google: 'gemini', mistralai: 'mistral', deepseek: 'deepseek' };
+export const VENDOR_PRICE_FAMILIES: Readonly<Record<string, string>> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  google: 'gemini',
+  mistralai: 'mistral',
+  deepseek: 'deepseek',
+};
 export const BY_VENDOR = 'by-vendor';
 /** Every family a kind can name: what a price catalog file may hold. */
 export const PRICE_FAMILIES = ['openai', 'anthropic', 'gemini', 'mistral', 'deepseek', 'groq', 'together'] as const;
 
-const openAi = (baseUrl: string | undefined, streamUsage: StreamUsageMode = 'on', priceFamily?: string): ProviderKind => ({ wire: 'openai', baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage, ...(priceFamily ? { priceFamily } : {}) });
+const openAi = (
+  baseUrl: string | undefined,
+  streamUsage: StreamUsageMode = 'on',
+  priceFamily?: string,
+): ProviderKind => ({
+  wire: 'openai',
+  baseUrl,
+  auth: 'bearer',
+  deploymentInPath: false,
+  streamUsage,
+  ...(priceFamily ? { priceFamily } : {}),
+});
 // Native wire formats: the key goes in their own header, and usage always arrives (stream_usage does not apply).
-const native = (wire: WireFormat, baseUrl: string, priceFamily: string): ProviderKind => ({ wire, baseUrl, auth: 'bearer', deploymentInPath: false, streamUsage: 'off', priceFamily });
+const native = (wire: WireFormat, baseUrl: string, priceFamily: string): ProviderKind => ({
+  wire,
+  baseUrl,
+  auth: 'bearer',
+  deploymentInPath: false,
+  streamUsage: 'off',
+  priceFamily,
+});
 
 export const PROVIDER_KINDS = {
   'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
   openai: { ...openAi('https://api.openai.com/v1', 'on', 'openai'), nativeResponses: true, chatWebSearch: true },
   // Azure's global deployments cost what OpenAI's models do; a deployment is priced when it is named like its model.
-  azure: { wire: 'openai', baseUrl: undefined, auth: 'api-key', deploymentInPath: true, streamUsage: 'on', nativeResponses: true, priceFamily: 'openai' },
+  azure: {
+    wire: 'openai',
+    baseUrl: undefined,
+    auth: 'api-key',
+    deploymentInPath: true,
+    streamUsage: 'on',
+    nativeResponses: true,
+    priceFamily: 'openai',
+  },
   groq: openAi('https://api.groq.com/openai/v1', 'on', 'groq'),
   mistral: openAi('https://api.mistral.ai/v1', 'off', 'mistral'), // sends usage in its last chunk unasked
   deepseek: openAi('https://api.deepseek.com/v1', 'on', 'deepseek'),

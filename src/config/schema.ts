@@ -55,12 +55,16 @@ export const upstreamSchema = z
      */
     stream_usage: z.union([z.boolean(), z.literal('auto')]).optional(),
     /** Azure OpenAI: the `api-version` query parameter. */
-    api_version: z.string().regex(/^[0-9a-z.-]{1,40}$/).optional(),
-    api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),
-    api_key_file: z.string().min(1).optional(),
-    api_key: z
-      .never({ error: 'secrets do not belong in the config file: use api_key_env or api_key_file' })
+    api_version: z
+      .string()
+      .regex(/^[0-9a-z.-]{1,40}$/)
       .optional(),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name')
+      .optional(),
+    api_key_file: z.string().min(1).optional(),
+    api_key: z.never({ error: 'secrets do not belong in the config file: use api_key_env or api_key_file' }).optional(),
     /**
      * Keep-alive connections to this upstream (per process), at most; one call uses one. Unset: no bound (as many
      * as the machine holds). Set, it also bounds the calls in flight, like `max_concurrent`.
@@ -105,8 +109,18 @@ export const modelCacheSchema = z
   .object({
     /** Cache this model's answers (a model's `cache` section enables it unless it says false). */
     enabled: z.boolean().default(true),
-    ttl_seconds: z.number().int().min(1).max(30 * 86_400).optional(),
-    max_entry_bytes: z.number().int().min(256).max(32 * 1024 * 1024).optional(),
+    ttl_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .optional(),
+    max_entry_bytes: z
+      .number()
+      .int()
+      .min(256)
+      .max(32 * 1024 * 1024)
+      .optional(),
     shared: z.boolean().optional(),
     sampled: z.boolean().optional(),
   })
@@ -120,7 +134,10 @@ export const modelSchema = z
     upstream_model: z.string().min(1).max(256).optional(),
     targets: z.array(targetSchema).min(1).max(32).optional(),
     /** Tried in this order when every target failed (before any byte went to the caller). */
-    fallbacks: z.array(targetSchema.omit({ weight: true })).max(32).optional(),
+    fallbacks: z
+      .array(targetSchema.omit({ weight: true }))
+      .max(32)
+      .optional(),
     retry: retrySchema.optional(),
     /** Other ids callers may use for this model (listed with it, routed like it). */
     aliases: z.array(z.string().min(1).max(256)).max(32).optional(),
@@ -159,7 +176,9 @@ export const modelSchema = z
     description: z.string().max(1000).optional(),
   })
   .strict()
-  .refine((m) => (m.upstream === undefined) !== (m.targets === undefined), { message: 'give either upstream or targets' });
+  .refine((m) => (m.upstream === undefined) !== (m.targets === undefined), {
+    message: 'give either upstream or targets',
+  });
 
 const windowLimit = z
   .object({
@@ -199,7 +218,9 @@ export const tracingSchema = z
   .object({
     enabled: z.boolean().default(false),
     /** The collector's OTLP/HTTP traces endpoint. */
-    endpoint: z.url({ protocol: /^https?$/, error: 'must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces' }).optional(),
+    endpoint: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s):// URL, e.g. http://127.0.0.1:4318/v1/traces' })
+      .optional(),
     service_name: z.string().min(1).max(200).optional(),
     /** Share of new traces kept (0..1); a caller's sampled `traceparent` is always followed. */
     sample_ratio: z.number().min(0).max(1).default(1),
@@ -208,14 +229,29 @@ export const tracingSchema = z
   })
   .strict();
 
-export const WEBHOOK_EVENT_KINDS = ['chat.completed', 'chat.failed', 'response.completed', 'response.failed', 'message.completed', 'message.failed', 'embeddings.completed', 'embeddings.failed', 'ratelimit.exceeded', 'upstream.unhealthy', 'upstream.recovered'] as const;
+export const WEBHOOK_EVENT_KINDS = [
+  'chat.completed',
+  'chat.failed',
+  'response.completed',
+  'response.failed',
+  'message.completed',
+  'message.failed',
+  'embeddings.completed',
+  'embeddings.failed',
+  'ratelimit.exceeded',
+  'upstream.unhealthy',
+  'upstream.recovered',
+] as const;
 /** Kinds added after the first release: they start in the canary stage (docs/webhooks.md, "Rollout of event kinds"). */
 export const CANARY_EVENT_KINDS = ['key.created', 'key.updated', 'key.rotated', 'key.revoked'] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z
   .object({
-    env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional(),
+    env: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name')
+      .optional(),
     file: z.string().min(1).optional(),
   })
   .strict()
@@ -227,7 +263,9 @@ export const webhookSubscriptionSchema = z
     url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
     /** Signing secrets, by reference; several during a rotation (one signature each). */
     secrets: z.array(secretRef).min(1).max(4),
-    secret: z.never({ error: 'secrets do not belong in the config file: use secrets: [{ env: NAME }] or [{ file: path }]' }).optional(),
+    secret: z
+      .never({ error: 'secrets do not belong in the config file: use secrets: [{ env: NAME }] or [{ file: path }]' })
+      .optional(),
     /** Event kinds wanted; `*` for every kind. */
     events: z.array(z.string().min(1).max(64)).min(1),
     /** Receives kinds in the canary rollout stage. */
@@ -248,7 +286,12 @@ export const webhooksSchema = z
     allow_private_addresses: z.boolean().default(false),
     max_attempts: z.number().int().min(1).max(100).default(12),
     /** An event older than this is dead-lettered instead of tried again. */
-    max_age_seconds: z.number().int().min(1).max(30 * 86_400).default(3 * 86_400),
+    max_age_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .default(3 * 86_400),
     base_delay_ms: z.number().int().min(1).max(3_600_000).default(5_000),
     max_delay_ms: z.number().int().min(1).max(86_400_000).default(3_600_000),
     /** One attempt's budget: connect, send, and the receiver's answer. */
@@ -271,13 +314,21 @@ export const configFileSchema = z
       .object({
         host: z.string().min(1).optional(),
         port: z.number().int().min(0).max(65535).optional(),
-        body_limit_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+        body_limit_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(64 * 1024 * 1024)
+          .optional(),
         shutdown_grace_ms: positiveMs.optional(),
         /** The longest a caller may take to send one whole request (headers and body); then 408 and close. */
         request_timeout_seconds: z.number().int().min(1).max(3600).optional(),
         workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).optional(),
         /** Serve HTTPS (TLS 1.2 or newer) with this certificate; reloaded when the files change or on SIGHUP. */
-        tls: z.object({ cert_file: z.string().min(1), key_file: z.string().min(1) }).strict().optional(),
+        tls: z
+          .object({ cert_file: z.string().min(1), key_file: z.string().min(1) })
+          .strict()
+          .optional(),
         /** Proxies (addresses or CIDRs) whose X-Forwarded-Proto / -For are believed. */
         trusted_proxies: z.array(z.string().min(1)).max(64).optional(),
       })
@@ -291,7 +342,10 @@ export const configFileSchema = z
      */
     price_catalog: z.union([z.literal(false), z.string().min(1).max(4096)]).optional(),
     /** Prometheus metrics at GET /metrics (admin token). */
-    metrics: z.object({ enabled: z.boolean().default(true) }).strict().prefault({}),
+    metrics: z
+      .object({ enabled: z.boolean().default(true) })
+      .strict()
+      .prefault({}),
     /** The operators' web page at /dashboard (admin token login). */
     dashboard: z
       .object({
@@ -323,7 +377,10 @@ export const configFileSchema = z
             issuer: z.string().min(1),
             audience: z.string().min(1),
             jwks_url: z.url({ protocol: /^https?$/, error: 'must be an https:// URL (http:// only for loopback)' }),
-            algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
+            algorithms: z
+              .array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']))
+              .min(1)
+              .default(['RS256', 'PS256', 'ES256', 'EdDSA']),
             clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
             /** Scope -> routes. Default: `<route>:write` (chat, responses, messages, embeddings...), models:read -> the route of that name. */
             scopes: z
@@ -339,7 +396,10 @@ export const configFileSchema = z
             z
               .object({
                 username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'letters, digits, . _ @ - (1-64)'),
-                password_hash_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+                password_hash_env: z
+                  .string()
+                  .regex(/^[A-Z_][A-Z0-9_]*$/)
+                  .optional(),
                 password_hash_file: z.string().min(1).optional(),
                 routes: z.array(z.enum(GRANTABLE_ROUTES)).min(1).default(['chat', 'models']),
                 models: z.array(z.string().min(1)).min(1).default(['*']),
@@ -371,11 +431,26 @@ export const configFileSchema = z
         /** Every model's default (a model's own `cache.enabled` overrides it). */
         enabled: z.boolean().default(false),
         /** How long an answer is served from the cache. */
-        ttl_seconds: z.number().int().min(1).max(30 * 86_400).default(300),
+        ttl_seconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(30 * 86_400)
+          .default(300),
         /** The largest answer kept (JSON body, or a stream's whole event text, UTF-8 bytes). */
-        max_entry_bytes: z.number().int().min(256).max(32 * 1024 * 1024).default(1024 * 1024),
+        max_entry_bytes: z
+          .number()
+          .int()
+          .min(256)
+          .max(32 * 1024 * 1024)
+          .default(1024 * 1024),
         /** The bound on all entries' bytes together (per environment, in the state store); least recently used go first. */
-        max_total_bytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
+        max_total_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(64 * 1024 * 1024 * 1024)
+          .default(256 * 1024 * 1024),
         /** One cache for every caller of a model. Off: each caller (admin, key, OAuth subject, user) has its own. */
         shared: z.boolean().default(false),
         /**
@@ -389,7 +464,12 @@ export const configFileSchema = z
     idempotency: z
       .object({
         /** How long a completed answer is kept for replay. */
-        ttl_seconds: z.number().int().min(60).max(7 * 86_400).default(86_400),
+        ttl_seconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(7 * 86_400)
+          .default(86_400),
         /** When the idempotency store cannot be reached: refuse keyed calls (503) or run them unprotected. */
         on_store_failure: z.enum(['open', 'closed']).default('closed'),
         /** A running call's claim, renewed every third of it; a crashed holder's keys are free again after it. */
@@ -398,7 +478,12 @@ export const configFileSchema = z
          * The largest answer (JSON body or whole event stream, UTF-8 bytes) kept for replay. A larger one still
          * reaches its caller, but is not stored: the key is freed when the call ends and a retry runs again.
          */
-        max_replay_bytes: z.number().int().min(1024).max(32 * 1024 * 1024).default(DEFAULT_MAX_REPLAY_BYTES),
+        max_replay_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(32 * 1024 * 1024)
+          .default(DEFAULT_MAX_REPLAY_BYTES),
       })
       .strict()
       // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.
@@ -409,15 +494,35 @@ export const configFileSchema = z
         /** Whether responses are kept at all (a request's own `store: false` always keeps nothing). */
         store: z.boolean().default(true),
         /** How long a stored response can be read or continued. */
-        ttl_seconds: z.number().int().min(60).max(90 * 86_400).default(7 * 86_400),
+        ttl_seconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(90 * 86_400)
+          .default(7 * 86_400),
         /** The largest stored turn (its own input items, messages and response), UTF-8 bytes. */
-        max_stored_bytes: z.number().int().min(4096).max(64 * 1024 * 1024).default(16 * 1024 * 1024),
+        max_stored_bytes: z
+          .number()
+          .int()
+          .min(4096)
+          .max(64 * 1024 * 1024)
+          .default(16 * 1024 * 1024),
         /** A conversation whose stored part is larger cannot be continued (400 conversation_too_large). */
-        max_conversation_bytes: z.number().int().min(4096).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
+        max_conversation_bytes: z
+          .number()
+          .int()
+          .min(4096)
+          .max(256 * 1024 * 1024)
+          .default(16 * 1024 * 1024),
         /** A conversation of this many turns cannot be continued (400 conversation_too_large). */
         max_conversation_turns: z.number().int().min(2).max(100_000).default(1_000),
         /** What one caller keeps stored, UTF-8 bytes; past it its least recently continued turns are evicted. */
-        max_caller_bytes: z.number().int().min(64 * 1024).max(64 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
+        max_caller_bytes: z
+          .number()
+          .int()
+          .min(64 * 1024)
+          .max(64 * 1024 * 1024 * 1024)
+          .default(256 * 1024 * 1024),
       })
       .strict()
       .prefault({}),

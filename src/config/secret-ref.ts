@@ -16,7 +16,13 @@ export interface SecretRef {
  * The referenced secret, or undefined when there is none. An unset (or empty) variable and an unreadable file are
  * problems, reported at the field that named them (`fields.env`, `fields.file`).
  */
-export function resolveSecretRef(ref: SecretRef, fields: { env: string; file: string }, env: Env, fileDir: string, problems: string[]): string | undefined {
+export function resolveSecretRef(
+  ref: SecretRef,
+  fields: { env: string; file: string },
+  env: Env,
+  fileDir: string,
+  problems: string[],
+): string | undefined {
   if (ref.env !== undefined) {
     const value = env[ref.env];
     if (!value) problems.push(`${fields.env}: environment variable ${ref.env} is not set`);

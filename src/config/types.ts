@@ -15,7 +15,6 @@ export interface Timeouts {
   totalMs: number;
 }
 
-
 export interface UpstreamConfig {
   name: string;
   /** Which wire format the upstream speaks: `anthropic`, or an OpenAI-compatible preset name. */
@@ -81,7 +80,13 @@ export interface ModelConfig {
   aliases: string[];
   /** USD per million input / output tokens, and cache reads / 5-minute writes / 1-hour writes (absent: core/pricing.ts). */
   pricing:
-    | { inputPerMillion: number; outputPerMillion: number; cacheReadPerMillion: number | undefined; cacheWritePerMillion: number | undefined; cacheWrite1hPerMillion: number | undefined }
+    | {
+        inputPerMillion: number;
+        outputPerMillion: number;
+        cacheReadPerMillion: number | undefined;
+        cacheWritePerMillion: number | undefined;
+        cacheWrite1hPerMillion: number | undefined;
+      }
     | undefined;
   contextWindow: number | undefined;
   /** A translated request's fields that have no equivalent: dropped and named (tolerant) or refused (strict). */
@@ -199,7 +204,6 @@ export interface BasicUser {
   routes: string[];
   models: string[];
 }
-
 
 export type RolloutStage = 'off' | 'canary' | 'all';
 

@@ -44,7 +44,9 @@ export function toUpstream(
   const baseUrl = entry.base_url ?? preset?.baseUrl;
   if (!baseUrl) problems.push(`upstreams[${index}].base_url: required for kind ${entry.kind}`);
   else if (insecure(baseUrl) && !entry.allow_insecure_http) {
-    problems.push(`upstreams[${index}].base_url: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set allow_insecure_http: true for a trusted private network`);
+    problems.push(
+      `upstreams[${index}].base_url: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set allow_insecure_http: true for a trusted private network`,
+    );
   }
   return {
     name: entry.name,
@@ -52,7 +54,14 @@ export function toUpstream(
     auth: preset?.auth ?? 'bearer',
     deploymentInPath: preset?.deploymentInPath ?? false,
     apiVersion: preset?.deploymentInPath ? (entry.api_version ?? DEFAULT_AZURE_API_VERSION) : entry.api_version,
-    streamUsage: entry.stream_usage === undefined ? (preset?.streamUsage ?? 'off') : entry.stream_usage === 'auto' ? 'auto' : entry.stream_usage ? 'on' : 'off',
+    streamUsage:
+      entry.stream_usage === undefined
+        ? (preset?.streamUsage ?? 'off')
+        : entry.stream_usage === 'auto'
+          ? 'auto'
+          : entry.stream_usage
+            ? 'on'
+            : 'off',
     baseUrl: (baseUrl ?? 'http://invalid').replace(/\/+$/, ''),
     apiKey,
     maxConnections: entry.max_connections,
@@ -81,7 +90,9 @@ export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: 
     return false;
   }
   if (insecure(baseUrl) && env.UPSTREAM_ALLOW_INSECURE_HTTP !== 'true') {
-    problems.push('UPSTREAM_BASE_URL: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set UPSTREAM_ALLOW_INSECURE_HTTP=true for a trusted private network');
+    problems.push(
+      'UPSTREAM_BASE_URL: plain http:// to a host that is not loopback; use https:// (TLS 1.2+), or set UPSTREAM_ALLOW_INSECURE_HTTP=true for a trusted private network',
+    );
     return false;
   }
   const kind = env.UPSTREAM_KIND || 'openai-compatible';
@@ -98,13 +109,17 @@ export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: 
     kind,
     base_url: baseUrl,
     allow_insecure_http: true, // checked above, against UPSTREAM_ALLOW_INSECURE_HTTP
-    ...(preset?.deploymentInPath && env.UPSTREAM_API_VERSION !== undefined ? { api_version: env.UPSTREAM_API_VERSION } : {}),
+    ...(preset?.deploymentInPath && env.UPSTREAM_API_VERSION !== undefined
+      ? { api_version: env.UPSTREAM_API_VERSION }
+      : {}),
     ...(env.UPSTREAM_API_KEY ? { api_key_env: 'UPSTREAM_API_KEY' } : {}),
     ...(maxConcurrent !== undefined ? { max_concurrent: maxConcurrent } : {}),
     ...(queueTimeoutMs !== undefined ? { queue_timeout_ms: queueTimeoutMs } : {}),
   });
   if (!entry.success) {
-    problems.push(...entry.error.issues.map((issue) => `UPSTREAM_* (${issue.path.join('.') || 'upstream'}): ${issue.message}`));
+    problems.push(
+      ...entry.error.issues.map((issue) => `UPSTREAM_* (${issue.path.join('.') || 'upstream'}): ${issue.message}`),
+    );
     return false;
   }
   upstreams.push(toUpstream(entry.data, 0, timeouts, env, '.', problems));

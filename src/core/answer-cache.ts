@@ -72,7 +72,11 @@ export class AnswerCache {
     // Canonical JSON holds no raw newline, so the newline-separated parts cannot be forged by any one of them (the
     // URL's part, last and only on the routes that have one, is JSON too).
     const url = parts.extra === undefined ? '' : `\n${JSON.stringify(parts.extra)}`;
-    return hash('sha256', `${this.options.environment}\n${scope}\n${rule.route}\n${parts.vary}\n${canonicalJson(body)}${url}`, 'hex');
+    return hash(
+      'sha256',
+      `${this.options.environment}\n${scope}\n${rule.route}\n${parts.vary}\n${canonicalJson(body)}${url}`,
+      'hex',
+    );
   }
 
   /** The stored answer, undefined when there is none, or STORE_FAILED (then the cache cools down). */
@@ -89,13 +93,17 @@ export class AnswerCache {
   recorder(key: string, policy: CachePolicy, requestId: string): AnswerRecorder {
     const put = async (response: StoredResponse) => {
       if (Buffer.byteLength(response.body) > policy.maxEntryBytes || this.cooling()) return;
-      await this.bounded(this.options.store.put(key, response, policy.ttlMs)).catch((error: unknown) => this.failed(error, requestId, 'response cache write failed'));
+      await this.bounded(this.options.store.put(key, response, policy.ttlMs)).catch((error: unknown) =>
+        this.failed(error, requestId, 'response cache write failed'),
+      );
     };
     const nothing = async () => undefined;
     return {
       maxBytes: policy.maxEntryBytes,
-      json: (status, headers, body) => (status === 200 ? put({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }) : nothing()),
-      stream: (headers, text) => put({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
+      json: (status, headers, body) =>
+        status === 200 ? put({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }) : nothing(),
+      stream: (headers, text) =>
+        put({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
       tooLarge: () => undefined,
       failed: nothing,
     };
@@ -105,7 +113,10 @@ export class AnswerCache {
   private bounded<T>(work: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the cache store did not answer within ${CACHE_STORE_TIMEOUT_MS} ms`)), CACHE_STORE_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`the cache store did not answer within ${CACHE_STORE_TIMEOUT_MS} ms`)),
+        CACHE_STORE_TIMEOUT_MS,
+      );
     });
     return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
   }

@@ -15,7 +15,10 @@ export interface AnswerRecorder {
 }
 
 /** One recorder feeding two (Idempotency-Key and the cache): each keeps what fits its own bound. */
-export function bothRecorders(a: AnswerRecorder | undefined, b: AnswerRecorder | undefined): AnswerRecorder | undefined {
+export function bothRecorders(
+  a: AnswerRecorder | undefined,
+  b: AnswerRecorder | undefined,
+): AnswerRecorder | undefined {
   if (!a || !b) return a ?? b;
   return {
     maxBytes: Math.max(a.maxBytes, b.maxBytes),

@@ -65,7 +65,11 @@ export class CallPipeline implements CallMachinery {
   planNative(api: NativeApiName, model: string, input: CallInput): ModelCall {
     const plan = this.router.plan(model, this.random);
     const candidates = plan.candidates.filter((target) => target.provider.native?.[api] !== undefined);
-    if (candidates.length === 0) throw new GatewayError('capability_not_supported', { field: 'model', problem: `no upstream of this model serves the ${api} API natively` });
+    if (candidates.length === 0)
+      throw new GatewayError('capability_not_supported', {
+        field: 'model',
+        problem: `no upstream of this model serves the ${api} API natively`,
+      });
     return new ModelCall(this, model, input, { ...plan, candidates });
   }
 
@@ -78,7 +82,11 @@ export class CallPipeline implements CallMachinery {
   requireType(model: string, wanted: 'chat' | 'embedding'): void {
     const declared = this.router.declared(model)?.type;
     if (declared !== undefined && declared !== wanted) {
-      throw new GatewayError('capability_not_supported', { field: 'model', problem: `"${model.slice(0, 200)}" is declared as a ${declared} model`, route: wanted === 'chat' ? 'chat' : 'embeddings' });
+      throw new GatewayError('capability_not_supported', {
+        field: 'model',
+        problem: `"${model.slice(0, 200)}" is declared as a ${declared} model`,
+        route: wanted === 'chat' ? 'chat' : 'embeddings',
+      });
     }
   }
 

@@ -1,5 +1,12 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import type { ChatCompletionResult, ChatExtra, ChatRequestBody, NativeApi, NativeApiName, NativeBody } from '../providers/contract.js';
+import type {
+  ChatCompletionResult,
+  ChatExtra,
+  ChatRequestBody,
+  NativeApi,
+  NativeApiName,
+  NativeBody,
+} from '../providers/contract.js';
 import type { ClientWatch } from './call-scope.js';
 import type { CallPipeline } from './call-pipeline.js';
 import { fitContextWindow } from './context-window.js';
@@ -49,7 +56,10 @@ export class ChatService {
     return call.start((target, scope, trace) => {
       const unchanged = target.upstreamModel === body.model && body.stream === true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
-      return openStream(target, target.provider.streamChat(upstreamBody, call.contextFor(target, scope, trace, unchanged)));
+      return openStream(
+        target,
+        target.provider.streamChat(upstreamBody, call.contextFor(target, scope, trace, unchanged)),
+      );
     });
   }
 
@@ -58,10 +68,16 @@ export class ChatService {
    * Responses API to OpenAI and Azure, the Messages API to Anthropic). The same plan, admission (`estimate`: the
    * surface's, from the request's size and its maximum output), retries, fallbacks and circuits as a chat call.
    */
-  async forwardNative(api: NativeApiName, body: NativeBody, input: CallInput, estimate: TokenEstimate): Promise<CompletedChat | StartedStream> {
+  async forwardNative(
+    api: NativeApiName,
+    body: NativeBody,
+    input: CallInput,
+    estimate: TokenEstimate,
+  ): Promise<CompletedChat | StartedStream> {
     const call = this.calls.planNative(api, body.model, input);
     if (call.admits) await call.admit(estimate);
-    const upstreamBody = (target: ChatTarget) => (target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel });
+    const upstreamBody = (target: ChatTarget) =>
+      target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
     const forwarded = (target: ChatTarget) => target.provider.native?.[api] as NativeApi;
     if (body.stream === true) {
       return call.start((target, scope, trace) => {
@@ -83,7 +99,9 @@ export class ChatService {
 
   /** Whether every upstream the model may be sent to carries the chat field `field` (providers/contract.ts ChatExtra). */
   carries(model: string, field: ChatExtra): boolean {
-    return this.calls.router.plan(model, () => 0.5).candidates.every((target) => target.provider.chatExtras?.has(field) === true);
+    return this.calls.router
+      .plan(model, () => 0.5)
+      .candidates.every((target) => target.provider.chatExtras?.has(field) === true);
   }
 
   /** How a translated request to `model` treats fields without an equivalent (its config's `translation`). */
@@ -112,11 +130,17 @@ export class ChatService {
   }
 
   /** A chat call planned and admitted, on its body fitted to the model's window (no longer the raw one if truncated). */
-  private async planChat(original: ChatRequestBody, originalInput: CallInput): Promise<{ body: ChatRequestBody; call: ModelCall }> {
+  private async planChat(
+    original: ChatRequestBody,
+    originalInput: CallInput,
+  ): Promise<{ body: ChatRequestBody; call: ModelCall }> {
     this.calls.requireType(original.model, 'chat');
     const fitting = this.fitContext(original, originalInput);
     const body = fitting === original ? original : await fitting;
-    const call = this.calls.plan(body.model, body === original ? originalInput : { ...originalInput, rawBody: undefined });
+    const call = this.calls.plan(
+      body.model,
+      body === original ? originalInput : { ...originalInput, rawBody: undefined },
+    );
     if (call.admits) await call.admit(estimateTokens(body.messages, body.tools, body.max_tokens));
     return { body, call };
   }
@@ -131,7 +155,8 @@ export class ChatService {
   private fitContext(body: ChatRequestBody, input: CallInput): ChatRequestBody | Promise<ChatRequestBody> {
     const facts = this.calls.prices.of(body.model);
     if (facts.contextWindowSource === undefined) return body;
-    if (facts.contextWindowSource === 'config') return fitContextWindow(body, facts, input.contextOverflow, input.client);
+    if (facts.contextWindowSource === 'config')
+      return fitContextWindow(body, facts, input.contextOverflow, input.client);
     if (input.contextOverflow !== 'truncate') return body;
     return fitContextWindow(body, facts, 'truncate', input.client).catch((error: unknown) => {
       if (error instanceof GatewayError && error.code === 'context_length_exceeded') return body;

@@ -48,7 +48,11 @@ export class CircuitBreakers {
   private probes = 0;
 
   constructor(
-    private readonly options: { failureThreshold: number; cooldownMs: number; onTransition?: (transition: CircuitTransition) => void },
+    private readonly options: {
+      failureThreshold: number;
+      cooldownMs: number;
+      onTransition?: (transition: CircuitTransition) => void;
+    },
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -89,7 +93,11 @@ export class CircuitBreakers {
     const circuit = this.circuits.get(upstream);
     this.circuits.delete(upstream);
     if (circuit && circuit.failures >= this.options.failureThreshold) {
-      this.options.onTransition?.({ kind: 'closed', upstream, openForMs: this.now() - (circuit.firstOpenedAt ?? circuit.openedAt) });
+      this.options.onTransition?.({
+        kind: 'closed',
+        upstream,
+        openForMs: this.now() - (circuit.firstOpenedAt ?? circuit.openedAt),
+      });
     }
   }
 
@@ -103,7 +111,12 @@ export class CircuitBreakers {
     this.circuits.set(upstream, circuit);
     if (circuit.failures === this.options.failureThreshold) {
       circuit.firstOpenedAt = circuit.openedAt;
-      this.options.onTransition?.({ kind: 'opened', upstream, failures: circuit.failures, cooldownMs: this.options.cooldownMs });
+      this.options.onTransition?.({
+        kind: 'opened',
+        upstream,
+        failures: circuit.failures,
+        cooldownMs: this.options.cooldownMs,
+      });
     }
   }
 

@@ -26,12 +26,20 @@ interface PromptSize {
  * OpenAI's framing (3 tokens per message, 3 to prime the reply). Other models: a documented estimate, 1 token per 4
  * characters plus 4 per message (their tokenizers are not public; the provider's own count is what is billed).
  */
-async function measurePrompt(messages: readonly ChatMessage[], upstreamModel: string, tools: unknown, client: CountClient | undefined): Promise<PromptSize> {
+async function measurePrompt(
+  messages: readonly ChatMessage[],
+  upstreamModel: string,
+  tools: unknown,
+  client: CountClient | undefined,
+): Promise<PromptSize> {
   const encoding = encodingFor(upstreamModel);
   const toolText = toolsText(tools);
   if (!encoding) {
     // The same figure as estimatePromptTokens, shared out by message.
-    return { each: messages.map((m) => messageText(m).length), total: (sum, count) => Math.ceil((sum + toolText.length) / 4) + 4 * count };
+    return {
+      each: messages.map((m) => messageText(m).length),
+      total: (sum, count) => Math.ceil((sum + toolText.length) / 4) + 4 * count,
+    };
   }
   const counts = await countTexts(encoding, [...messages.map(messageText), toolText], client);
   const toolTokens = counts.pop() ?? 0;
@@ -39,7 +47,12 @@ async function measurePrompt(messages: readonly ChatMessage[], upstreamModel: st
 }
 
 /** Prompt tokens of a conversation (see measurePrompt). */
-export async function countPromptTokens(messages: readonly ChatMessage[], upstreamModel: string, tools: unknown, client?: CountClient): Promise<number> {
+export async function countPromptTokens(
+  messages: readonly ChatMessage[],
+  upstreamModel: string,
+  tools: unknown,
+  client?: CountClient,
+): Promise<number> {
   const size = await measurePrompt(messages, upstreamModel, tools, client);
   return size.total(sum(size.each), messages.length);
 }
@@ -74,7 +87,8 @@ export async function fitContextWindow(
 ): Promise<ChatRequestBody> {
   const window = model.contextWindow;
   if (window === undefined) return body;
-  const maxTokens = body.max_tokens ?? (typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : 0);
+  const maxTokens =
+    body.max_tokens ?? (typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : 0);
   if (byteBound(body.messages, body.tools) + maxTokens <= window) return body;
   const size = await measurePrompt(body.messages, model.upstreamModel, body.tools, client);
   let prompt = size.total(sum(size.each), body.messages.length);
@@ -89,7 +103,9 @@ export async function fitContextWindow(
     context_window: window,
     prompt_tokens: prompt,
     max_tokens: maxTokens,
-    ...(overflow === 'truncate' ? { truncated_to_last_turn: true } : { hint: `send ${CONTEXT_OVERFLOW_HEADER}: truncate to drop the oldest turns` }),
+    ...(overflow === 'truncate'
+      ? { truncated_to_last_turn: true }
+      : { hint: `send ${CONTEXT_OVERFLOW_HEADER}: truncate to drop the oldest turns` }),
   });
 }
 
@@ -98,7 +114,11 @@ export async function fitContextWindow(
  * from the first user message up to a later one are dropped), or, when even the last turn alone is too long, that
  * turn's prompt tokens. One pass: each dropped turn subtracts its messages' shares.
  */
-function dropOldestTurns(messages: readonly ChatMessage[], size: PromptSize, room: number): { messages: ChatMessage[] } | { prompt: number } {
+function dropOldestTurns(
+  messages: readonly ChatMessage[],
+  size: PromptSize,
+  room: number,
+): { messages: ChatMessage[] } | { prompt: number } {
   const turnStarts: number[] = [];
   messages.forEach((m, i) => {
     if (m.role === 'user') turnStarts.push(i);

@@ -32,10 +32,17 @@ export class EmbeddingService {
       const unchanged = target.upstreamModel === body.model;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel };
       const embed = target.provider.embed?.bind(target.provider);
-      if (!embed) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream has no embeddings', upstream: target.upstream });
+      if (!embed)
+        throw new GatewayError('capability_not_supported', {
+          field: 'model',
+          problem: 'its upstream has no embeddings',
+          upstream: target.upstream,
+        });
       return embed(upstreamBody, call.contextFor(target, scope, trace, unchanged));
     });
-    const usage = call.settle(answered.value.usage ?? { prompt_tokens: estimate, completion_tokens: 0, total_tokens: estimate });
+    const usage = call.settle(
+      answered.value.usage ?? { prompt_tokens: estimate, completion_tokens: 0, total_tokens: estimate },
+    );
     return { result: answered.value, headers: call.headers, upstream: answered.target.upstream, usage };
   }
 }
@@ -45,7 +52,12 @@ function withEmbeddings(plan: RoutePlan, model: string): RoutePlan {
   const candidates = plan.candidates.filter((target) => typeof target.provider.embed === 'function');
   const first = plan.candidates[0];
   if (candidates.length === 0 && first) {
-    throw new GatewayError('capability_not_supported', { field: 'model', problem: `the upstream serving "${model.slice(0, 200)}" has no embeddings API`, upstream: first.upstream, kind: first.provider.kind });
+    throw new GatewayError('capability_not_supported', {
+      field: 'model',
+      problem: `the upstream serving "${model.slice(0, 200)}" has no embeddings API`,
+      upstream: first.upstream,
+      kind: first.provider.kind,
+    });
   }
   return { ...plan, candidates };
 }

@@ -14,7 +14,13 @@ export interface UpstreamCheck {
    * The upstream's models held after its 429 + Retry-After, per kind of key (`configured`, or `caller`: callers'
    * own X-Upstream-Key, `keys` of them). A pause holds one model, so it does not make the upstream unhealthy.
    */
-  paused?: Array<{ upstream_model: string; key: 'configured' | 'caller'; keys: number; paused_until: string; retry_after_seconds: number }>;
+  paused?: Array<{
+    upstream_model: string;
+    key: 'configured' | 'caller';
+    keys: number;
+    paused_until: string;
+    retry_after_seconds: number;
+  }>;
   /**
    * Calls to this upstream in flight and waiting for a slot in the process that answered (with WORKERS > 1, one
    * worker's share; /metrics adds them up), and its bound (`max_concurrent` / `max_connections`) when one is set.
@@ -71,13 +77,22 @@ export class HealthService {
   constructor(private readonly options: HealthServiceOptions) {}
 
   async report(): Promise<HealthReport> {
-    const [store, upstreamEntries, pauses] = await Promise.all([this.checkStore(), this.checkUpstreams(), this.options.pauses?.() ?? []]);
+    const [store, upstreamEntries, pauses] = await Promise.all([
+      this.checkStore(),
+      this.checkUpstreams(),
+      this.options.pauses?.() ?? [],
+    ]);
     const circuits = this.options.circuits?.() ?? {};
     const loads = new Map(this.options.loads?.() ?? []);
     const nowMs = Date.now();
     for (const [name, check] of upstreamEntries) {
       const load = loads.get(name);
-      if (load) check.load = { in_flight: load.inFlight, queued: load.queued, ...(load.bound === undefined ? {} : { max_concurrent: load.bound }) };
+      if (load)
+        check.load = {
+          in_flight: load.inFlight,
+          queued: load.queued,
+          ...(load.bound === undefined ? {} : { max_concurrent: load.bound }),
+        };
       const circuit = circuits[name];
       if (circuit === 'open' || circuit === 'half_open') check.circuit = circuit;
       const paused = pauses.filter((p) => p.upstream === name && p.untilMs > nowMs);
@@ -97,7 +112,10 @@ export class HealthService {
     const limits = this.options.limits;
     const limitsOk = limits === undefined || limits.isHealthy();
     const healthy =
-      store.status === 'ok' && limitsOk && upstreamEntries.length > 0 && upstreamEntries.every(([, c]) => c.status !== 'fail' && c.circuit === undefined);
+      store.status === 'ok' &&
+      limitsOk &&
+      upstreamEntries.length > 0 &&
+      upstreamEntries.every(([, c]) => c.status !== 'fail' && c.circuit === undefined);
     const now = new Date();
     const report: HealthReport = {
       status: this.options.isShuttingDown() ? 'shutting_down' : healthy ? 'ok' : 'degraded',
@@ -110,7 +128,12 @@ export class HealthService {
     };
     if (limits) report.checks.rate_limits = { status: limitsOk ? 'ok' : 'fail', store: limits.kind };
     const catalog = this.options.priceCatalog;
-    if (catalog) report.price_catalog = { as_of: catalog.asOf, age_days: Math.max(0, Math.floor((now.getTime() - Date.parse(catalog.asOf)) / 86_400_000)), models: catalog.models };
+    if (catalog)
+      report.price_catalog = {
+        as_of: catalog.asOf,
+        age_days: Math.max(0, Math.floor((now.getTime() - Date.parse(catalog.asOf)) / 86_400_000)),
+        models: catalog.models,
+      };
     if (notes.length > 0) report.notes = notes;
     return report;
   }

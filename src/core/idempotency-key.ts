@@ -20,7 +20,10 @@ export function readIdempotencyKey(header: string | string[] | undefined): strin
     });
   }
   if (/[\u0000-\u001f\u007f]/.test(header)) {
-    throw new GatewayError('invalid_idempotency_key', { header: 'idempotency-key', problem: 'must not contain control characters' });
+    throw new GatewayError('invalid_idempotency_key', {
+      header: 'idempotency-key',
+      problem: 'must not contain control characters',
+    });
   }
   return header;
 }

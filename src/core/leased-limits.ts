@@ -113,7 +113,9 @@ export class LeasedLimits implements AdmissionStore {
     if (plan.every((step) => step.how === 'local-rate' || step.how === 'local-slot')) {
       return { admitted: true, outcomes: plan.map((step) => this.takeLocal(step, this.now())) };
     }
-    const buying = plan.flatMap((step) => (step.how === 'buy-rate' || step.how === 'buy-slots' ? [purchaseKey(step.limit)] : []));
+    const buying = plan.flatMap((step) =>
+      step.how === 'buy-rate' || step.how === 'buy-slots' ? [purchaseKey(step.limit)] : [],
+    );
     let done = () => {};
     const purchase = new Promise<void>((resolve) => (done = resolve));
     for (const key of buying) this.purchases.set(key, purchase);
@@ -137,7 +139,10 @@ export class LeasedLimits implements AdmissionStore {
       }
     }
     const outcomes: LimitOutcome[] = [];
-    for (const limit of limits) outcomes.push(this.takeLocal(limit.kind === 'rate' ? { how: 'local-rate', limit } : { how: 'local-slot', limit }, now));
+    for (const limit of limits)
+      outcomes.push(
+        this.takeLocal(limit.kind === 'rate' ? { how: 'local-rate', limit } : { how: 'local-slot', limit }, now),
+      );
     return { admitted: true, outcomes };
   }
 
@@ -156,7 +161,12 @@ export class LeasedLimits implements AdmissionStore {
     return undefined;
   }
 
-  private async admitThroughStore(limits: readonly AdmissionLimit[], plan: Step[], token: string, now: number): Promise<AdmissionResult> {
+  private async admitThroughStore(
+    limits: readonly AdmissionLimit[],
+    plan: Step[],
+    token: string,
+    now: number,
+  ): Promise<AdmissionResult> {
     try {
       let asked = this.storeRequest(limits, plan, true);
       let result = await this.store.admit(asked.items, token, now);
@@ -167,7 +177,10 @@ export class LeasedLimits implements AdmissionStore {
       }
       if (!result.admitted) {
         this.unreserve(plan);
-        return { admitted: false, outcomes: plan.map((step, i) => this.outcomeOfRefusal(step, asked.at[i] ?? [], result.outcomes, now)) };
+        return {
+          admitted: false,
+          outcomes: plan.map((step, i) => this.outcomeOfRefusal(step, asked.at[i] ?? [], result.outcomes, now)),
+        };
       }
       const outcomes = plan.map((step, i) => this.apply(step, asked, i, result.outcomes, now));
       this.startTimers();
@@ -203,7 +216,13 @@ export class LeasedLimits implements AdmissionStore {
       lease.available -= item.delta;
       lease.lastUsed = now;
       if (lease.available < 0) {
-        forStore.push({ kind: 'rate', key: item.key, limit: lease.limit, windowMs: lease.windowMs, delta: -lease.available });
+        forStore.push({
+          kind: 'rate',
+          key: item.key,
+          limit: lease.limit,
+          windowMs: lease.windowMs,
+          delta: -lease.available,
+        });
         lease.available = 0;
       }
     }
@@ -262,7 +281,9 @@ export class LeasedLimits implements AdmissionStore {
         items.push(limit);
       } else if (step.how === 'buy-rate') {
         const need = step.limit.cost - step.reserved;
-        const extra = withChunk ? Math.max(0, Math.min(chunkUnits(step.limit, this.chunkMs), step.limit.limit - need)) : 0;
+        const extra = withChunk
+          ? Math.max(0, Math.min(chunkUnits(step.limit, this.chunkMs), step.limit.limit - need))
+          : 0;
         bought ||= extra > 0;
         indexes.push(items.length);
         items.push({ ...step.limit, cost: need + extra });
@@ -271,7 +292,13 @@ export class LeasedLimits implements AdmissionStore {
         bought ||= count > 1;
         for (let n = 0; n < count; n++) {
           indexes.push(items.length);
-          items.push({ kind: 'concurrency', key: step.limit.key, max: step.limit.max, leaseMs: this.slotLeaseMs, token: this.slotToken() });
+          items.push({
+            kind: 'concurrency',
+            key: step.limit.key,
+            max: step.limit.max,
+            leaseMs: this.slotLeaseMs,
+            token: this.slotToken(),
+          });
         }
       }
     });
@@ -309,13 +336,26 @@ export class LeasedLimits implements AdmissionStore {
       const units = bought?.kind === 'rate' ? bought.cost : limit.cost - step.reserved;
       let lease = this.rates.get(limit.key);
       if (!lease) {
-        lease = { available: 0, limit: limit.limit, windowMs: limit.windowMs, lastUsed: now, base: first.decision, baseAt: now };
+        lease = {
+          available: 0,
+          limit: limit.limit,
+          windowMs: limit.windowMs,
+          lastUsed: now,
+          base: first.decision,
+          baseAt: now,
+        };
         this.rates.set(limit.key, lease);
       }
       // Reserved + bought units pay for this request; the rest is held for the next ones.
       lease.available += step.reserved + units - limit.cost;
       step.reserved = 0;
-      Object.assign(lease, { limit: limit.limit, windowMs: limit.windowMs, base: first.decision, baseAt: now, lastUsed: now });
+      Object.assign(lease, {
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        base: first.decision,
+        baseAt: now,
+        lastUsed: now,
+      });
       return { kind: 'rate', decision: estimate(lease, now) };
     }
     let block = this.blocks.get(step.limit.key);
@@ -338,7 +378,8 @@ export class LeasedLimits implements AdmissionStore {
       const lease = this.rates.get(step.limit.key);
       return { kind: 'rate', decision: lease ? estimate(lease, now) : allowedAlone(step.limit) };
     }
-    if (step.how === 'local-slot') return { kind: 'concurrency', acquired: true, inFlight: this.blocks.get(step.limit.key)?.inUse ?? 1 };
+    if (step.how === 'local-slot')
+      return { kind: 'concurrency', acquired: true, inFlight: this.blocks.get(step.limit.key)?.inUse ?? 1 };
     // Several items (a block of slots): the refusing one speaks for the step.
     const answered = at.map((i) => outcomes[i]).filter((o): o is LimitOutcome => o !== undefined);
     const refusing = answered.find((o) => (o.kind === 'rate' ? !o.decision.allowed : !o.acquired));
@@ -369,7 +410,8 @@ export class LeasedLimits implements AdmissionStore {
     const items: AdmissionSettlement[] = [];
     for (const [key, lease] of this.rates) {
       if (now - lease.lastUsed < idleMs) continue;
-      if (lease.available !== 0) items.push({ kind: 'rate', key, limit: lease.limit, windowMs: lease.windowMs, delta: -lease.available });
+      if (lease.available !== 0)
+        items.push({ kind: 'rate', key, limit: lease.limit, windowMs: lease.windowMs, delta: -lease.available });
       this.rates.delete(key);
     }
     for (const [key, block] of this.blocks) {
@@ -389,7 +431,13 @@ export class LeasedLimits implements AdmissionStore {
     const now = this.now();
     for (const [key, block] of this.blocks) {
       if (block.tokens.length === 0) continue;
-      const items: AdmissionLimit[] = block.tokens.map((token) => ({ kind: 'concurrency', key, max: block.max, leaseMs: this.slotLeaseMs, token }));
+      const items: AdmissionLimit[] = block.tokens.map((token) => ({
+        kind: 'concurrency',
+        key,
+        max: block.max,
+        leaseMs: this.slotLeaseMs,
+        token,
+      }));
       await this.store.admit(items, this.instance, now).catch(this.options.onStoreError);
     }
   }
@@ -407,7 +455,13 @@ function chunkUnits(limit: RateLimit, chunkMs: number): number {
 /** This instance's view of a leased limit: the shared remainder when units were bought, plus what it holds. */
 function estimate(lease: RateLease, now: number): RateLimitDecision {
   const remaining = Math.max(0, Math.min(lease.limit, Math.floor(lease.base.remaining + Math.max(0, lease.available))));
-  return { allowed: true, limit: lease.limit, remaining, resetMs: Math.max(0, lease.base.resetMs - (now - lease.baseAt)), retryAfterMs: 0 };
+  return {
+    allowed: true,
+    limit: lease.limit,
+    remaining,
+    resetMs: Math.max(0, lease.base.resetMs - (now - lease.baseAt)),
+    retryAfterMs: 0,
+  };
 }
 
 function allowedAlone(limit: RateLimit): RateLimitDecision {

@@ -103,7 +103,10 @@ export class ModelCall {
   /** Whether the call is admitted at all: only when some limit or budget applies (and there is a target). */
   get admits(): boolean {
     const { input } = this;
-    return (this.shared.limits.enabled || input.callerLimits !== undefined || input.budget !== undefined) && this.plan.candidates.length > 0;
+    return (
+      (this.shared.limits.enabled || input.callerLimits !== undefined || input.budget !== undefined) &&
+      this.plan.candidates.length > 0
+    );
   }
 
   /** RateLimit-* headers for the answer. */
@@ -157,7 +160,14 @@ export class ModelCall {
     }
     this.answer = answered;
     const { value } = answered;
-    return { upstream: answered.target.upstream, scope: answered.scope, first: value.first, chunks: value.chunks, headers: this.headers, call: this };
+    return {
+      upstream: answered.target.upstream,
+      scope: answered.scope,
+      first: value.first,
+      chunks: value.chunks,
+      headers: this.headers,
+      call: this,
+    };
   }
 
   /**
@@ -181,7 +191,12 @@ export class ModelCall {
   }
 
   /** What a provider is told of one try: its signal, the caller's key and headers, the raw body when it went unchanged. */
-  contextFor(target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined, bodyUnchanged: boolean): CallContext {
+  contextFor(
+    target: ChatTarget,
+    scope: CallScope,
+    trace: AttemptTrace | undefined,
+    bodyUnchanged: boolean,
+  ): CallContext {
     const { input } = this;
     return {
       apiKeyOverride: input.upstreamKey,
@@ -201,7 +216,11 @@ export async function openStream(target: ChatTarget, stream: AsyncIterable<Strea
   const chunks = stream[Symbol.asyncIterator]();
   try {
     const first = await chunks.next();
-    if (first.done === true) throw new GatewayError('upstream_stream_truncated', { upstream: target.upstream, reason: 'the stream ended before any chunk' });
+    if (first.done === true)
+      throw new GatewayError('upstream_stream_truncated', {
+        upstream: target.upstream,
+        reason: 'the stream ended before any chunk',
+      });
     return { chunks, first };
   } catch (error) {
     await chunks.return?.().catch(() => undefined);

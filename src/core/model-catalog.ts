@@ -103,7 +103,8 @@ export class ModelCatalog {
     const unavailable: Array<{ upstream: string; code: string }> = [];
     if (this.defaultProbe) {
       const probe = await this.defaultProbe.check();
-      if (!probe.ok) unavailable.push({ upstream: this.defaultProbe.provider.name, code: probe.code ?? 'upstream_error' });
+      if (!probe.ok)
+        unavailable.push({ upstream: this.defaultProbe.provider.name, code: probe.code ?? 'upstream_error' });
       for (const m of probe.models) {
         if (byId.has(m.id)) continue;
         byId.set(m.id, {
@@ -149,8 +150,12 @@ export class ModelCatalog {
               input_per_million_tokens: p.inputPerMillion,
               output_per_million_tokens: p.outputPerMillion,
               ...(p.cacheReadPerMillion !== undefined ? { cache_read_per_million_tokens: p.cacheReadPerMillion } : {}),
-              ...(p.cacheWritePerMillion !== undefined ? { cache_write_per_million_tokens: p.cacheWritePerMillion } : {}),
-              ...(p.cacheWrite1hPerMillion !== undefined ? { cache_write_1h_per_million_tokens: p.cacheWrite1hPerMillion } : {}),
+              ...(p.cacheWritePerMillion !== undefined
+                ? { cache_write_per_million_tokens: p.cacheWritePerMillion }
+                : {}),
+              ...(p.cacheWrite1hPerMillion !== undefined
+                ? { cache_write_1h_per_million_tokens: p.cacheWrite1hPerMillion }
+                : {}),
               currency: 'USD' as const,
               source: facts.pricingSource,
               ...(fromCatalog && this.prices.catalog ? { as_of: this.prices.catalog.asOf } : {}),

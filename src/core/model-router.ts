@@ -52,7 +52,9 @@ export class ModelRouter {
     }
     const ordered = declared.targets.length === 1 ? declared.targets : weightedOrder(declared.targets, random);
     return {
-      candidates: [...ordered, ...declared.fallbacks].map((t) => this.target(t.upstream, t.upstreamModel, declared.promptCache)),
+      candidates: [...ordered, ...declared.fallbacks].map((t) =>
+        this.target(t.upstream, t.upstreamModel, declared.promptCache),
+      ),
       retry: declared.retry ?? this.config.retry,
     };
   }
@@ -72,7 +74,14 @@ export class ModelRouter {
     const declared = this.models.get(modelId);
     if (declared) return this.target(declared.upstream, declared.upstreamModel, declared.promptCache);
     const builtin = this.providers.builtins.get(modelId);
-    if (builtin) return { upstream: builtin.provider.name, provider: builtin.provider, upstreamModel: builtin.id, totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS, promptCache: 'auto' };
+    if (builtin)
+      return {
+        upstream: builtin.provider.name,
+        provider: builtin.provider,
+        upstreamModel: builtin.id,
+        totalTimeoutMs: BUILTIN_TOTAL_TIMEOUT_MS,
+        promptCache: 'auto',
+      };
     if (this.config.defaultUpstream !== undefined) return this.target(this.config.defaultUpstream, modelId, 'auto');
     if (this.providers.upstreams.size === 0) {
       throw new GatewayError('no_upstream_configured', {

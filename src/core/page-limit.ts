@@ -9,7 +9,10 @@ export function parsePageLimit(raw: unknown, page: { fallback: number; max: numb
   if (raw === undefined) return page.fallback;
   const value = typeof raw === 'string' && /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(value >= 1 && value <= page.max)) {
-    throw new GatewayError('invalid_query_parameter', { parameter: 'limit', problem: `must be a whole number from 1 to ${page.max}, in decimal digits` });
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'limit',
+      problem: `must be a whole number from 1 to ${page.max}, in decimal digits`,
+    });
   }
   return value;
 }

@@ -21,7 +21,10 @@ const CALLER = 'caller:';
  * the name still reads back (health and metrics list the pauses from the shared store).
  */
 export function pauseScopeName(upstream: string, upstreamModel: string, callerKey: string | undefined): string {
-  const key = callerKey === undefined ? CONFIGURED : `${CALLER}${createHash('sha256').update(callerKey).digest('base64url').slice(0, 22)}`;
+  const key =
+    callerKey === undefined
+      ? CONFIGURED
+      : `${CALLER}${createHash('sha256').update(callerKey).digest('base64url').slice(0, 22)}`;
   return `${upstream} ${key} ${upstreamModel}`;
 }
 
@@ -32,5 +35,9 @@ export function parsePauseScope(name: string): PauseScope | undefined {
   if (first <= 0 || second === -1) return undefined;
   const key = name.slice(first + 1, second);
   if (key !== CONFIGURED && !key.startsWith(CALLER)) return undefined;
-  return { upstream: name.slice(0, first), upstreamModel: name.slice(second + 1), key: key === CONFIGURED ? 'configured' : 'caller' };
+  return {
+    upstream: name.slice(0, first),
+    upstreamModel: name.slice(second + 1),
+    key: key === CONFIGURED ? 'configured' : 'caller',
+  };
 }

@@ -110,7 +110,9 @@ export class PriceBook {
   priced(modelId: string, usage: Usage | undefined): PricedUsage | undefined {
     if (!usage) return undefined;
     const pricing = this.of(modelId).pricing;
-    return pricing ? { ...usage, cost_usd: costUsd(usage, pricing), cache_savings_usd: cacheSavingsUsd(usage, pricing) } : usage;
+    return pricing
+      ? { ...usage, cost_usd: costUsd(usage, pricing), cache_savings_usd: cacheSavingsUsd(usage, pricing) }
+      : usage;
   }
 
   /** The same as `of`, without keeping anything (for listings: the default upstream's whole model list). */
@@ -125,17 +127,34 @@ export class PriceBook {
 
   private declaredFacts(model: ModelConfig): ModelFacts {
     const kind = this.kindOf(model.upstream);
-    const found = model.pricing && model.contextWindow !== undefined ? undefined : kind === undefined ? undefined : catalogPrice(this.config.priceCatalog, kind, model.upstreamModel);
+    const found =
+      model.pricing && model.contextWindow !== undefined
+        ? undefined
+        : kind === undefined
+          ? undefined
+          : catalogPrice(this.config.priceCatalog, kind, model.upstreamModel);
     return facts(model.id, model.upstreamModel, model.pricing, model.contextWindow, found);
   }
 
   private undeclaredFacts(modelId: string): ModelFacts {
     const served = this.defaultKind !== undefined && !this.builtins.has(modelId);
-    return facts(modelId, modelId, undefined, undefined, served ? catalogPrice(this.config.priceCatalog, this.defaultKind as string, modelId) : undefined);
+    return facts(
+      modelId,
+      modelId,
+      undefined,
+      undefined,
+      served ? catalogPrice(this.config.priceCatalog, this.defaultKind as string, modelId) : undefined,
+    );
   }
 }
 
-function facts(id: string, upstreamModel: string, pricing: Pricing | undefined, contextWindow: number | undefined, found: CatalogPrice | undefined): ModelFacts {
+function facts(
+  id: string,
+  upstreamModel: string,
+  pricing: Pricing | undefined,
+  contextWindow: number | undefined,
+  found: CatalogPrice | undefined,
+): ModelFacts {
   const price = pricing ?? found;
   const window = contextWindow ?? found?.contextWindow;
   return {

@@ -69,5 +69,11 @@ export function cacheSavingsUsd(usage: Usage, pricing: Pricing): number {
 
 /** The dearest price per token a call's tokens can have (what a cost budget charges up front per estimated token). */
 export function dearestPerMillion(pricing: Pricing): number {
-  return Math.max(pricing.inputPerMillion, pricing.outputPerMillion, pricing.cacheReadPerMillion ?? 0, pricing.cacheWritePerMillion ?? 0, pricing.cacheWrite1hPerMillion ?? 0);
+  return Math.max(
+    pricing.inputPerMillion,
+    pricing.outputPerMillion,
+    pricing.cacheReadPerMillion ?? 0,
+    pricing.cacheWritePerMillion ?? 0,
+    pricing.cacheWrite1hPerMillion ?? 0,
+  );
 }

@@ -23,7 +23,8 @@ export function rateLimitHeaders(limits: readonly AppliedLimit[], policy?: strin
     'ratelimit-remaining': String(Math.max(0, decision.remaining)),
     'ratelimit-reset': String(Math.ceil(Math.max(0, decision.resetMs) / 1000)),
     // Callers that apply the same limits to many requests pass the policy they computed once.
-    'ratelimit-policy': policy ?? rateLimitPolicy(limits.map((l) => ({ limit: l.decision.limit, windowMs: l.windowMs, name: l.name }))),
+    'ratelimit-policy':
+      policy ?? rateLimitPolicy(limits.map((l) => ({ limit: l.decision.limit, windowMs: l.windowMs, name: l.name }))),
   };
   if (!decision.allowed) headers['retry-after'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
   return headers;
@@ -47,5 +48,7 @@ export function bindingLimit(limits: readonly AppliedLimit[]): AppliedLimit | un
 
 /** `RateLimit-Policy`: every limit that applies, as `<limit>;w=<window seconds>;comment="<name>"`. */
 export function rateLimitPolicy(limits: ReadonlyArray<{ limit: number; windowMs: number; name: string }>): string {
-  return limits.map((l) => `${l.limit};w=${Math.ceil(l.windowMs / 1000)};comment="${l.name.replace(/["\\]/g, '')}"`).join(', ');
+  return limits
+    .map((l) => `${l.limit};w=${Math.ceil(l.windowMs / 1000)};comment="${l.name.replace(/["\\]/g, '')}"`)
+    .join(', ');
 }

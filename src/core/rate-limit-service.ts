@@ -112,10 +112,23 @@ export class RateLimitService {
     const scopes: Scope[] = [];
     const callerLimits = request.callerLimits ?? config.caller;
     if (request.requestsOnly) {
-      return callerLimits?.requests ? [{ kind: 'caller', id: request.caller, limits: { requests: callerLimits.requests, tokens: undefined, concurrent: undefined } }] : [];
+      return callerLimits?.requests
+        ? [
+            {
+              kind: 'caller',
+              id: request.caller,
+              limits: { requests: callerLimits.requests, tokens: undefined, concurrent: undefined },
+            },
+          ]
+        : [];
     }
     if (callerLimits) scopes.push({ kind: 'caller', id: request.caller, limits: callerLimits });
-    if (request.budget?.tokens) scopes.push({ kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: request.budget.tokens, concurrent: undefined } });
+    if (request.budget?.tokens)
+      scopes.push({
+        kind: 'budget',
+        id: request.caller,
+        limits: { requests: undefined, tokens: request.budget.tokens, concurrent: undefined },
+      });
     const model = config.models.get(request.model);
     if (model) scopes.push({ kind: 'model', id: request.model, limits: model });
     const upstream = config.upstreams.get(request.upstream);
@@ -127,7 +140,8 @@ export class RateLimitService {
   private planFor(scopes: Scope[], request: AdmissionRequest): LimitPlan {
     // A key's own limits and budget are part of the signature: changed through the keys API, they take effect
     // (on every instance, within the key cache) instead of a plan built from the old values.
-    const own = request.callerLimits || request.budget ? `\u0000${JSON.stringify([request.callerLimits, request.budget])}` : '';
+    const own =
+      request.callerLimits || request.budget ? `\u0000${JSON.stringify([request.callerLimits, request.budget])}` : '';
     const signature = `${request.caller}\u0000${request.model}\u0000${request.upstream}${request.requestsOnly ? '\u0000requests' : ''}${own}`;
     let plan = this.plans.get(signature);
     if (plan) return plan;
@@ -136,26 +150,42 @@ export class RateLimitService {
     for (const scope of scopes) {
       const { requests, tokens, concurrent } = scope.limits;
       if (requests) {
-        items.push({ kind: 'rate', key: `requests:${scope.kind}:${scope.id}`, limit: requests.limit, windowMs: requests.windowMs, cost: 1 });
+        items.push({
+          kind: 'rate',
+          key: `requests:${scope.kind}:${scope.id}`,
+          limit: requests.limit,
+          windowMs: requests.windowMs,
+          cost: 1,
+        });
         described.push({ scope, what: 'requests', name: `requests per ${scope.kind}` });
       }
       if (tokens) {
         // A budget's counter is keyed by its period too: a key whose period is changed starts a fresh window rather
         // than carry a debt measured in the old, longer one (which would block it for longer than its new period).
-        const key = scope.kind === 'budget' ? `tokens:budget:${scope.id}:${tokens.windowMs}` : `tokens:${scope.kind}:${scope.id}`;
+        const key =
+          scope.kind === 'budget' ? `tokens:budget:${scope.id}:${tokens.windowMs}` : `tokens:${scope.kind}:${scope.id}`;
         items.push({ kind: 'rate', key, limit: tokens.limit, windowMs: tokens.windowMs, cost: 1 });
         described.push({ scope, what: 'tokens', name: `tokens per ${scope.kind}` });
       }
       if (concurrent !== undefined) {
-        items.push({ kind: 'concurrency', key: `concurrent:${scope.kind}:${scope.id}`, max: concurrent, leaseMs: request.leaseMs });
+        items.push({
+          kind: 'concurrency',
+          key: `concurrent:${scope.kind}:${scope.id}`,
+          max: concurrent,
+          leaseMs: request.leaseMs,
+        });
         described.push({ scope, what: 'concurrent', name: 'concurrent requests' });
       }
     }
-    const rateItems = items.flatMap((item, i) => (item.kind === 'rate' ? [{ item, name: described[i]?.name ?? '' }] : []));
+    const rateItems = items.flatMap((item, i) =>
+      item.kind === 'rate' ? [{ item, name: described[i]?.name ?? '' }] : [],
+    );
     plan = {
       items,
       described,
-      policy: rateLimitPolicy(rateItems.map(({ item, name }) => ({ limit: item.limit, windowMs: item.windowMs, name }))),
+      policy: rateLimitPolicy(
+        rateItems.map(({ item, name }) => ({ limit: item.limit, windowMs: item.windowMs, name })),
+      ),
       hasTokens: described.some((d) => d.what === 'tokens'),
     };
     if (this.plans.size >= MAX_PLANS) this.plans.clear(); // model ids come from callers: keep the cache bounded
@@ -187,9 +217,23 @@ export class RateLimitService {
     if (costBudget && request.pricing) {
       // Charged up front at the dearest of its prices for every estimated token, corrected with the real cost.
       const perToken = dearestPerMillion(request.pricing);
-      const scope: Scope = { kind: 'budget', id: request.caller, limits: { requests: undefined, tokens: undefined, concurrent: undefined } };
+      const scope: Scope = {
+        kind: 'budget',
+        id: request.caller,
+        limits: { requests: undefined, tokens: undefined, concurrent: undefined },
+      };
       const cost = Math.ceil(tokensOf(estimate) * perToken);
-      limits = [...limits, { kind: 'rate', key: `cost:budget:${request.caller}:${costBudget.windowMs}`, limit: costBudget.limit, windowMs: costBudget.windowMs, cost, need: Math.min(1, cost) }];
+      limits = [
+        ...limits,
+        {
+          kind: 'rate',
+          key: `cost:budget:${request.caller}:${costBudget.windowMs}`,
+          limit: costBudget.limit,
+          windowMs: costBudget.windowMs,
+          cost,
+          need: Math.min(1, cost),
+        },
+      ];
       described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
@@ -213,15 +257,29 @@ export class RateLimitService {
           const what = described[i]?.what;
           if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
           else if (limit && actualTokens !== undefined && what === 'tokens') {
-            items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: Math.max(0, actualTokens) - limit.cost });
+            items.push({
+              kind: 'rate',
+              key: limit.key,
+              limit: limit.limit,
+              windowMs: limit.windowMs,
+              delta: Math.max(0, actualTokens) - limit.cost,
+            });
           } else if (limit && usage && what === 'cost') {
             // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
             const micros = request.pricing ? Math.round(costMicros(usage, request.pricing)) : 0;
-            items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta: micros - limit.cost });
+            items.push({
+              kind: 'rate',
+              key: limit.key,
+              limit: limit.limit,
+              windowMs: limit.windowMs,
+              delta: micros - limit.cost,
+            });
           }
         }
         if (items.length === 0) return;
-        await limiter.settle(items, request.requestId).catch((error: unknown) => this.options.onStoreHealth(false, error));
+        await limiter
+          .settle(items, request.requestId)
+          .catch((error: unknown) => this.options.onStoreHealth(false, error));
       },
     };
   }
@@ -237,7 +295,8 @@ export class RateLimitService {
     const outcome = outcomes[index];
     const limit = limits[index];
     const about = described[index];
-    if (!outcome || !limit || !about) return new GatewayError('rate_limited', {}, { headers: rateLimitHeaders(applied) });
+    if (!outcome || !limit || !about)
+      return new GatewayError('rate_limited', {}, { headers: rateLimitHeaders(applied) });
     const { scope, what } = about;
     if (scope.kind === 'budget' && outcome.kind === 'rate' && limit.kind === 'rate') {
       return new GatewayError(
@@ -248,13 +307,24 @@ export class RateLimitService {
           period_seconds: Math.ceil(limit.windowMs / 1000),
           retry_after_seconds: Math.max(1, Math.ceil(outcome.decision.retryAfterMs / 1000)),
         },
-        { headers: { ...rateLimitHeaders(applied), 'retry-after': String(Math.max(1, Math.ceil(outcome.decision.retryAfterMs / 1000))) } },
+        {
+          headers: {
+            ...rateLimitHeaders(applied),
+            'retry-after': String(Math.max(1, Math.ceil(outcome.decision.retryAfterMs / 1000))),
+          },
+        },
       );
     }
     if (outcome.kind === 'concurrency' && limit.kind === 'concurrency') {
       return new GatewayError(
         'rate_limited',
-        { limit: 'concurrent requests', scope: scope.kind, scope_id: scope.id, max: limit.max, in_flight: outcome.inFlight },
+        {
+          limit: 'concurrent requests',
+          scope: scope.kind,
+          scope_id: scope.id,
+          max: limit.max,
+          in_flight: outcome.inFlight,
+        },
         { headers: { ...rateLimitHeaders(applied), 'retry-after': '1' } },
       );
     }
@@ -290,7 +360,11 @@ export const DEFAULT_COMPLETION_TOKENS = 1024;
  * tool calls and tool definitions), plus `max_tokens` (or DEFAULT_COMPLETION_TOKENS when the caller sets none).
  * Corrected with the provider's reported usage when the call ends.
  */
-export function estimateTokens(messages: readonly ChatMessage[], tools: unknown, maxTokens: number | undefined): TokenEstimate {
+export function estimateTokens(
+  messages: readonly ChatMessage[],
+  tools: unknown,
+  maxTokens: number | undefined,
+): TokenEstimate {
   return { prompt: estimatePromptTokens(messages, tools), maxTokens };
 }
 
@@ -310,7 +384,12 @@ function windowNeed(estimate: TokenEstimate, cost: number): number {
 }
 
 /** A call that needs more than a whole window can ever hold: a 400 that says so, not a 429 whose wait cannot help. */
-function exceedsLimit(about: Described, limit: { limit: number; windowMs: number }, need: number, estimate: TokenEstimate): GatewayError {
+function exceedsLimit(
+  about: Described,
+  limit: { limit: number; windowMs: number },
+  need: number,
+  estimate: TokenEstimate,
+): GatewayError {
   return new GatewayError('request_exceeds_limit', {
     limit: about.what,
     scope: about.scope.kind,

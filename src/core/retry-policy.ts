@@ -13,7 +13,13 @@ export function isRetryable(error: unknown): boolean {
  * jitter (a uniform draw in [0, min(max, base * 2^(attempt-1))], AWS's "full jitter"), but never less than the
  * upstream's own Retry-After.
  */
-export function retryDelayMs(attempt: number, policy: RetryPolicy, error: unknown, now: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempt: number,
+  policy: RetryPolicy,
+  error: unknown,
+  now: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   const jitter = Math.floor(random() * ceiling);
   const retryAfter = isGatewayError(error) ? parseRetryAfter(error.headers?.['retry-after'], now) : undefined;

@@ -29,7 +29,9 @@ const AS_TEXT = { disallowedSpecial: new Set<string>() };
 const SLICE_MS = 5;
 
 function loadEncoder(encoding: Encoding): Promise<Encoder> {
-  return encoding === 'o200k_base' ? import('gpt-tokenizer/encoding/o200k_base') : import('gpt-tokenizer/encoding/cl100k_base');
+  return encoding === 'o200k_base'
+    ? import('gpt-tokenizer/encoding/o200k_base')
+    : import('gpt-tokenizer/encoding/cl100k_base');
 }
 
 /** One request's count, resumable: the text it is in and that text's remaining pieces. */
@@ -114,7 +116,8 @@ export function serveTokenCounts(port: CountPort, load: (encoding: Encoding) => 
       },
       (error: unknown) => {
         encoders.delete(message.encoding);
-        if (waiting.delete(message.id)) port.postMessage({ id: message.id, error: `loading ${message.encoding}: ${String(error)}` });
+        if (waiting.delete(message.id))
+          port.postMessage({ id: message.id, error: `loading ${message.encoding}: ${String(error)}` });
       },
     );
   });

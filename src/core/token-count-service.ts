@@ -26,7 +26,12 @@ export class TokenCountService {
     const answered = await call.run((target, scope, trace) => {
       const upstreamBody = target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
       const count = target.provider.native?.[api]?.countTokens;
-      if (!count) throw new GatewayError('capability_not_supported', { field: 'model', problem: 'its upstream cannot count tokens', upstream: target.upstream });
+      if (!count)
+        throw new GatewayError('capability_not_supported', {
+          field: 'model',
+          problem: 'its upstream cannot count tokens',
+          upstream: target.upstream,
+        });
       return count(upstreamBody, call.contextFor(target, scope, trace, upstreamBody === body));
     });
     call.settle(undefined);

@@ -55,9 +55,12 @@ export class TokenCounter {
     const worker = this.started();
     const id = this.nextId++;
     this.backlog += chars;
-    const counted = new Promise<number[]>((resolve, reject) => this.pending.set(id, { resolve, reject, chars, client }));
+    const counted = new Promise<number[]>((resolve, reject) =>
+      this.pending.set(id, { resolve, reject, chars, client }),
+    );
     worker.postMessage({ id, encoding, texts } satisfies CountRequest);
-    if (client && !this.clientTimer) this.clientTimer = setInterval(() => this.dropGoneClients(), CLIENT_CHECK_MS).unref();
+    if (client && !this.clientTimer)
+      this.clientTimer = setInterval(() => this.dropGoneClients(), CLIENT_CHECK_MS).unref();
     return counted;
   }
 
@@ -123,7 +126,8 @@ export class TokenCounter {
   private lost(worker: Worker, error: Error): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
-    for (const id of [...this.pending.keys()]) this.finish(id)?.reject(new GatewayError('internal_error', {}, { cause: error }));
+    for (const id of [...this.pending.keys()])
+      this.finish(id)?.reject(new GatewayError('internal_error', {}, { cause: error }));
     clearTimeout(this.idleTimer);
   }
 }
@@ -134,7 +138,11 @@ function loaderArguments(execArgv: readonly string[]): string[] {
   for (let i = 0; i < execArgv.length; i++) {
     const arg = execArgv[i] as string;
     if (/^--(import|require|loader|experimental-loader|conditions)=/.test(arg)) kept.push(arg);
-    else if (/^(--import|--require|-r|--loader|--experimental-loader|--conditions|-C)$/.test(arg) && i + 1 < execArgv.length) kept.push(arg, execArgv[++i] as string);
+    else if (
+      /^(--import|--require|-r|--loader|--experimental-loader|--conditions|-C)$/.test(arg) &&
+      i + 1 < execArgv.length
+    )
+      kept.push(arg, execArgv[++i] as string);
   }
   return kept;
 }

@@ -12,7 +12,12 @@ export function estimatePromptTokens(messages: readonly ChatMessage[], tools: un
 
 /** What of a message is counted: its text (content parts as their JSON) and its tool calls' names and arguments. */
 export function messageText(message: ChatMessage): string {
-  let text = typeof message.content === 'string' ? message.content : Array.isArray(message.content) ? JSON.stringify(message.content) : '';
+  let text =
+    typeof message.content === 'string'
+      ? message.content
+      : Array.isArray(message.content)
+        ? JSON.stringify(message.content)
+        : '';
   for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments;
   return text;
 }
@@ -23,9 +28,12 @@ export function toolsText(tools: unknown): string {
 }
 
 /** The tokens of an embeddings input: texts by the same estimate (four characters a token), token arrays exactly. */
-export function estimateInputTokens(input: string | readonly string[] | readonly number[] | readonly (readonly number[])[]): number {
+export function estimateInputTokens(
+  input: string | readonly string[] | readonly number[] | readonly (readonly number[])[],
+): number {
   if (typeof input === 'string') return Math.ceil(input.length / 4);
   let tokens = 0;
-  for (const item of input) tokens += typeof item === 'string' ? Math.ceil(item.length / 4) : Array.isArray(item) ? item.length : 1;
+  for (const item of input)
+    tokens += typeof item === 'string' ? Math.ceil(item.length / 4) : Array.isArray(item) ? item.length : 1;
   return tokens;
 }

@@ -84,8 +84,23 @@ export class TargetRunner {
    * settles the circuit permit — a JSON answer at once; a stream's first chunk only proves the upstream answers
    * (`answered`), and the stream's end settles the rest through `Answered.end`.
    */
-  async run<T>(plan: RoutePlan, call: TargetCall, model: string, attempt: Attempt<T>, settle: 'success' | 'answered'): Promise<Answered<T>> {
-    const run: Run<T> = { call, model, policy: plan.retry, deadline: Date.now() + plan.retry.deadlineMs, attempt, settle, lastError: undefined, skipped: [] };
+  async run<T>(
+    plan: RoutePlan,
+    call: TargetCall,
+    model: string,
+    attempt: Attempt<T>,
+    settle: 'success' | 'answered',
+  ): Promise<Answered<T>> {
+    const run: Run<T> = {
+      call,
+      model,
+      policy: plan.retry,
+      deadline: Date.now() + plan.retry.deadlineMs,
+      attempt,
+      settle,
+      lastError: undefined,
+      skipped: [],
+    };
     const { candidates } = plan;
     let leaving: { upstream: string; reason: FailoverReason } | undefined;
     for (let i = 0; i < candidates.length; i++) {
@@ -112,7 +127,9 @@ export class TargetRunner {
    */
   private async tryTarget<T>(run: Run<T>, target: ChatTarget, hasNext: boolean): Promise<Answered<T> | FailoverReason> {
     const { call } = run;
-    const pauseScope = this.options.pauses.enabled ? pauseScopeName(target.upstream, target.upstreamModel, call.upstreamKey) : '';
+    const pauseScope = this.options.pauses.enabled
+      ? pauseScopeName(target.upstream, target.upstreamModel, call.upstreamKey)
+      : '';
     try {
       const check = this.options.pauses.check(pauseScope);
       if (check) await check;
@@ -131,7 +148,10 @@ export class TargetRunner {
     const capacity = this.options.capacity?.of(target.upstream);
     try {
       for (let tries = 1; ; tries++) {
-        const scope = new CallScope(Math.max(1, Math.min(target.totalTimeoutMs, run.deadline - Date.now())), target.upstream);
+        const scope = new CallScope(
+          Math.max(1, Math.min(target.totalTimeoutMs, run.deadline - Date.now())),
+          target.upstream,
+        );
         call.client?.follow(scope);
         const trace = call.trace?.attempt(target.upstream, target.provider.kind, target.upstreamModel, tries);
         const slot = new CapacitySlot(capacity);
@@ -146,7 +166,8 @@ export class TargetRunner {
           scope.dispose();
           slot.release();
           trace?.failed(error);
-          const report = (next: AttemptReport['next']) => reportAttempt(this.options.observer, run, target, tries, error, scope, next);
+          const report = (next: AttemptReport['next']) =>
+            reportAttempt(this.options.observer, run, target, tries, error, scope, next);
           if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) {
             report('none');
             throw error;
@@ -165,7 +186,10 @@ export class TargetRunner {
             throw error; // the caller's own mistake, or the call's deadline: no other target can fix it
           }
           run.lastError = await this.noteRateLimit(pauseScope, error);
-          const wait = tries < run.policy.attempts ? retryDelayMs(tries, run.policy, error, Date.now(), this.options.random) : undefined;
+          const wait =
+            tries < run.policy.attempts
+              ? retryDelayMs(tries, run.policy, error, Date.now(), this.options.random)
+              : undefined;
           if (wait === undefined || Date.now() + wait >= run.deadline) {
             report(hasNext && Date.now() < run.deadline ? 'fallback' : 'none');
             return 'failed';
@@ -184,7 +208,16 @@ export class TargetRunner {
   }
 
   /** A JSON answer settles its permit and is reported now; a stream's, when it ends (`Answered.end`). */
-  private answered<T>(run: Run<T>, target: ChatTarget, tries: number, permit: CircuitPermit, value: T, trace: AttemptTrace | undefined, scope: CallScope, slot: CapacitySlot): Answered<T> {
+  private answered<T>(
+    run: Run<T>,
+    target: ChatTarget,
+    tries: number,
+    permit: CircuitPermit,
+    value: T,
+    trace: AttemptTrace | undefined,
+    scope: CallScope,
+    slot: CapacitySlot,
+  ): Answered<T> {
     if (run.settle === 'success') {
       scope.dispose();
       slot.release();
@@ -205,7 +238,10 @@ export class TargetRunner {
     const raw = error.headers?.['retry-after'];
     await this.options.pauses.record(pauseScope, raw);
     const seconds = String(this.options.pauses.retryAfterSeconds(raw));
-    return new GatewayError('upstream_rate_limited', error.details, { headers: { ...error.headers, 'retry-after': seconds }, cause: error.cause });
+    return new GatewayError('upstream_rate_limited', error.details, {
+      headers: { ...error.headers, 'retry-after': seconds },
+      cause: error.cause,
+    });
   }
 }
 
@@ -239,7 +275,8 @@ class OpenAnswer<T> implements Answered<T> {
     // The stream's own outcome: a cut mid-way counts against the upstream like a failed call; a caller who left,
     // or a translation that failed on what the upstream sent well formed, tells nothing about it.
     if (failure === undefined) permit.success();
-    else if (translation || failure instanceof ClientGoneError || this.scope.signal.reason instanceof ClientGoneError) permit.release();
+    else if (translation || failure instanceof ClientGoneError || this.scope.signal.reason instanceof ClientGoneError)
+      permit.release();
     else settleFailed(permit, failure);
     reportAttempt(observer, run, this.target, tries, failure, this.scope, 'none', translation);
   }
@@ -260,7 +297,8 @@ function reportAttempt<T>(
   translation = false,
 ): void {
   if (!observer) return;
-  const gone = error instanceof ClientGoneError || (error !== undefined && scope.signal.reason instanceof ClientGoneError);
+  const gone =
+    error instanceof ClientGoneError || (error !== undefined && scope.signal.reason instanceof ClientGoneError);
   const status = isGatewayError(error) ? error.details.upstream_status : undefined;
   observer.attempt({
     requestId: run.call.requestId,
@@ -268,7 +306,14 @@ function reportAttempt<T>(
     upstream: target.upstream,
     upstreamModel: target.upstreamModel,
     tryNumber,
-    outcome: error === undefined ? 'ok' : gone ? 'client_closed_request' : isGatewayError(error) ? error.code : 'internal_error',
+    outcome:
+      error === undefined
+        ? 'ok'
+        : gone
+          ? 'client_closed_request'
+          : isGatewayError(error)
+            ? error.code
+            : 'internal_error',
     ...(typeof status === 'number' ? { upstreamStatus: status } : {}),
     upstreamFault: error !== undefined && !gone && !translation && blamesUpstream(error),
     next,

@@ -73,7 +73,10 @@ export class UpstreamCapacity {
         },
       };
       const onAbort = () => this.giveUp(waiter, () => signal.reason as unknown);
-      const timer = setTimeout(() => this.giveUp(waiter, () => this.busy(Math.round(performance.now() - started))), timeoutMs);
+      const timer = setTimeout(
+        () => this.giveUp(waiter, () => this.busy(Math.round(performance.now() - started))),
+        timeoutMs,
+      );
       const finish = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
@@ -133,7 +136,14 @@ export class UpstreamCapacity {
   private busy(waitedMs: number): GatewayError {
     return new GatewayError(
       'upstream_busy',
-      { upstream: this.upstream, in_flight: this.inFlight, queued: this.queued, bound: this.settings.bound, waited_ms: waitedMs, queue_timeout_ms: this.settings.queueTimeoutMs },
+      {
+        upstream: this.upstream,
+        in_flight: this.inFlight,
+        queued: this.queued,
+        bound: this.settings.bound,
+        waited_ms: waitedMs,
+        queue_timeout_ms: this.settings.queueTimeoutMs,
+      },
       { headers: { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) } },
     );
   }
@@ -203,5 +213,7 @@ export function callBound(upstream: Pick<UpstreamConfig, 'maxConcurrent' | 'maxC
 
 /** Every configured upstream's capacity settings. */
 export function capacitiesOf(upstreams: ReadonlyArray<UpstreamConfig>): UpstreamCapacities {
-  return new UpstreamCapacities(upstreams.map((u) => [u.name, { bound: callBound(u), queueTimeoutMs: u.queueTimeoutMs }]));
+  return new UpstreamCapacities(
+    upstreams.map((u) => [u.name, { bound: callBound(u), queueTimeoutMs: u.queueTimeoutMs }]),
+  );
 }

@@ -125,7 +125,8 @@ export class UpstreamPauses {
     const until = new Map<string, number>();
     for (const [scope, end] of this.until) if (end > now) until.set(scope, end);
     try {
-      for (const { scope, untilMs } of await this.options.store.list(now, MAX_LISTED)) until.set(scope, Math.max(untilMs, until.get(scope) ?? 0));
+      for (const { scope, untilMs } of await this.options.store.list(now, MAX_LISTED))
+        until.set(scope, Math.max(untilMs, until.get(scope) ?? 0));
     } catch (error) {
       this.options.onStoreError(error); // this instance's own view still shows
     }
@@ -167,13 +168,16 @@ export class UpstreamPauses {
     }
     const seconds = Math.max(1, Math.ceil((until - now) / 1000));
     const parsed = parsePauseScope(scope);
-    const what = parsed ? { upstream: parsed.upstream, upstream_model: parsed.upstreamModel, key: parsed.key } : { scope };
+    const what = parsed
+      ? { upstream: parsed.upstream, upstream_model: parsed.upstreamModel, key: parsed.key }
+      : { scope };
     throw new GatewayError(
       'upstream_rate_limited',
       { ...what, paused: true, paused_until: new Date(until).toISOString(), retry_after_seconds: seconds },
       {
         headers: { 'retry-after': String(seconds) },
-        message: 'The upstream answered 429 with Retry-After for this model; the gateway holds its calls to that model until then.',
+        message:
+          'The upstream answered 429 with Retry-After for this model; the gateway holds its calls to that model until then.',
       },
     );
   }

@@ -2,7 +2,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyRights, KeyService, KeyState, KeyView } from '../auth/key-service.js';
 import { GRANTABLE_ROUTES } from '../config/schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { budgetShown, createKeySchema, keyChanged, rightsOf, rotateKeySchema, shown, usageShown, type KeyChange } from '../routes/keys.js';
+import {
+  budgetShown,
+  createKeySchema,
+  keyChanged,
+  rightsOf,
+  rotateKeySchema,
+  shown,
+  usageShown,
+  type KeyChange,
+} from '../routes/keys.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 /** The Keys page's usage period: the last 30 days. */
@@ -23,7 +32,11 @@ export interface DashboardKeysOptions {
   now: () => number;
 }
 
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: '^[A-Za-z0-9]{1,64}$' } } } as const;
+const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: '^[A-Za-z0-9]{1,64}$' } },
+} as const;
 const emptyBody = { type: 'object', additionalProperties: false, properties: {} } as const;
 
 /**
@@ -34,7 +47,11 @@ const emptyBody = { type: 'object', additionalProperties: false, properties: {} 
  */
 export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysOptions): void {
   const service = (): KeyService => {
-    if (!options.keys) throw new GatewayError('capability_not_supported', { feature: 'dashboard keys', problem: 'this gateway runs without a key store' });
+    if (!options.keys)
+      throw new GatewayError('capability_not_supported', {
+        feature: 'dashboard keys',
+        problem: 'this gateway runs without a key store',
+      });
     return options.keys;
   };
   // onRequest: before the body is read or validated, so a refused caller learns nothing about the body rules.
@@ -46,7 +63,8 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
   };
   const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store');
 
-  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView) => keyChanged(request, options.webhooks, action, 'dashboard', view, previous);
+  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView) =>
+    keyChanged(request, options.webhooks, action, 'dashboard', view, previous);
 
   app.get('/dashboard/api/keys', { onRequest: reading }, async (request, reply) => {
     const state = stateOf((request.query as Record<string, unknown>).state);
@@ -54,8 +72,16 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
     const nowMs = options.now();
     const fromMs = nowMs - KEY_USAGE_MS;
     // Newest first: a key just created or rotated is at the top.
-    const views = (await keys.list(nowMs)).filter((k) => state === undefined || k.state === state).sort((a, b) => b.createdMs - a.createdMs || a.keyId.localeCompare(b.keyId));
-    const usage = keys.reportsUsage ? await keys.usageOf(views.map((v) => v.keyId), fromMs, nowMs + 1) : undefined;
+    const views = (await keys.list(nowMs))
+      .filter((k) => state === undefined || k.state === state)
+      .sort((a, b) => b.createdMs - a.createdMs || a.keyId.localeCompare(b.keyId));
+    const usage = keys.reportsUsage
+      ? await keys.usageOf(
+          views.map((v) => v.keyId),
+          fromMs,
+          nowMs + 1,
+        )
+      : undefined;
     const budgets = keys.reportsUsage ? await keys.budgetsLeft(views, nowMs) : undefined;
     return noStore(reply).send({
       object: 'list',
@@ -71,27 +97,46 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
     });
   });
 
-  app.post('/dashboard/api/keys', { onRequest: mutating, schema: { body: createKeySchema } }, async (request, reply) => {
-    const { key, view } = await service().create(rightsOf(request.body as Record<string, unknown>, true) as KeyRights, options.now());
-    changed(request, 'key.created', view);
-    return noStore(reply).code(201).send({ key, ...shown(view) });
-  });
+  app.post(
+    '/dashboard/api/keys',
+    { onRequest: mutating, schema: { body: createKeySchema } },
+    async (request, reply) => {
+      const { key, view } = await service().create(
+        rightsOf(request.body as Record<string, unknown>, true) as KeyRights,
+        options.now(),
+      );
+      changed(request, 'key.created', view);
+      return noStore(reply)
+        .code(201)
+        .send({ key, ...shown(view) });
+    },
+  );
 
-  app.post('/dashboard/api/keys/:id/rotate', { onRequest: mutating, schema: { params: idParams, body: rotateKeySchema } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const grace = (request.body as { grace_seconds?: number } | undefined)?.grace_seconds ?? DEFAULT_GRACE_SECONDS;
-    const { key, view, previous } = await service().rotate(id, grace * 1000, options.now());
-    changed(request, 'key.rotated', view, previous);
-    return noStore(reply).code(201).send({ key, ...shown(view), previous: shown(previous) });
-  });
+  app.post(
+    '/dashboard/api/keys/:id/rotate',
+    { onRequest: mutating, schema: { params: idParams, body: rotateKeySchema } },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const grace = (request.body as { grace_seconds?: number } | undefined)?.grace_seconds ?? DEFAULT_GRACE_SECONDS;
+      const { key, view, previous } = await service().rotate(id, grace * 1000, options.now());
+      changed(request, 'key.rotated', view, previous);
+      return noStore(reply)
+        .code(201)
+        .send({ key, ...shown(view), previous: shown(previous) });
+    },
+  );
 
-  app.post('/dashboard/api/keys/:id/revoke', { onRequest: mutating, schema: { params: idParams, body: emptyBody } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const { view, changed: revokedNow } = await service().revoke(id, options.now());
-    // Revoking a revoked key changes nothing: no second audit line or event.
-    if (revokedNow) changed(request, 'key.revoked', view);
-    return noStore(reply).send(shown(view));
-  });
+  app.post(
+    '/dashboard/api/keys/:id/revoke',
+    { onRequest: mutating, schema: { params: idParams, body: emptyBody } },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { view, changed: revokedNow } = await service().revoke(id, options.now());
+      // Revoking a revoked key changes nothing: no second audit line or event.
+      if (revokedNow) changed(request, 'key.revoked', view);
+      return noStore(reply).send(shown(view));
+    },
+  );
 }
 
 /**
@@ -102,7 +147,8 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
 function requireJson(request: FastifyRequest): void {
   const type = request.headers['content-type'];
   const essence = type?.split(';')[0]?.trim().toLowerCase();
-  if (essence !== 'application/json') throw new GatewayError('unsupported_media_type', { accepted: ['application/json'] });
+  if (essence !== 'application/json')
+    throw new GatewayError('unsupported_media_type', { accepted: ['application/json'] });
 }
 
 function stateOf(value: unknown): KeyState | undefined {

@@ -53,7 +53,11 @@ export interface DashboardOverview {
   byCaller: UsageSummaryRow[];
   /** Requests, tokens and cost per API route (chat, responses, embeddings, models). */
   byRoute: UsageSummaryRow[];
-  recentFailures: Array<Pick<UsageRecord, 'requestId' | 'route' | 'model' | 'upstream' | 'status' | 'code' | 'caller' | 'latencyMs'> & { time: string }>;
+  recentFailures: Array<
+    Pick<UsageRecord, 'requestId' | 'route' | 'model' | 'upstream' | 'status' | 'code' | 'caller' | 'latencyMs'> & {
+      time: string;
+    }
+  >;
   upstreams: Array<{
     name: string;
     status: string;
@@ -68,7 +72,14 @@ export interface DashboardOverview {
   }>;
   webhooks: {
     subscriptions: Array<{ id: string; backlog: number }>;
-    deadLetters: Array<{ id: string; subscription: string; event: string; attempts: number; lastError: string | null; createdAt: string }>;
+    deadLetters: Array<{
+      id: string;
+      subscription: string;
+      event: string;
+      attempts: number;
+      lastError: string | null;
+      createdAt: string;
+    }>;
   } | null;
 }
 
@@ -87,7 +98,11 @@ const RECENT_FAILURES = 20;
 const DEAD_LETTERS = 20;
 
 /** Everything the dashboard page shows, in one JSON document (GET /dashboard/api/overview). */
-export async function buildOverview(sources: OverviewSources, window: WindowName, nowMs: number): Promise<DashboardOverview> {
+export async function buildOverview(
+  sources: OverviewSources,
+  window: WindowName,
+  nowMs: number,
+): Promise<DashboardOverview> {
   const { spanMs, bucketMs } = WINDOWS[window];
   const count = Math.round(spanMs / bucketMs);
   const fromMs = Math.floor(nowMs / bucketMs) * bucketMs - (count - 1) * bucketMs;
@@ -162,11 +177,32 @@ async function webhookState(sources: OverviewSources): Promise<DashboardOverview
 }
 
 /** Fills empty buckets with zeros and reads percentiles from the latency bins of each bucket and of the whole window. */
-export function summarizeTimeline(rows: readonly UsageTimelineRow[], fromMs: number, bucketMs: number, count: number): Pick<DashboardOverview, 'series' | 'totals'> {
+export function summarizeTimeline(
+  rows: readonly UsageTimelineRow[],
+  fromMs: number,
+  bucketMs: number,
+  count: number,
+): Pick<DashboardOverview, 'series' | 'totals'> {
   const bins = LATENCY_BIN_EDGES_MS.length + 1;
-  const perBucket = Array.from({ length: count }, () => ({ requests: 0, serverErrors: 0, clientErrors: 0, tokens: 0, costUsd: 0, bins: new Array<number>(bins).fill(0) }));
+  const perBucket = Array.from({ length: count }, () => ({
+    requests: 0,
+    serverErrors: 0,
+    clientErrors: 0,
+    tokens: 0,
+    costUsd: 0,
+    bins: new Array<number>(bins).fill(0),
+  }));
   const all = new Array<number>(bins).fill(0);
-  const totals = { requests: 0, serverErrors: 0, clientErrors: 0, promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, costUsd: 0, cacheSavingsUsd: 0 };
+  const totals = {
+    requests: 0,
+    serverErrors: 0,
+    clientErrors: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    cacheReadTokens: 0,
+    costUsd: 0,
+    cacheSavingsUsd: 0,
+  };
   for (const row of rows) {
     const bucket = perBucket[Math.floor((row.bucketMs - fromMs) / bucketMs)];
     if (!bucket) continue;

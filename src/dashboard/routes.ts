@@ -17,7 +17,8 @@ const ASSETS = {
 
 const PAGE_HEADERS = {
   // Only this origin's own script and style; no inline script, no framing, no form posts elsewhere.
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
@@ -44,7 +45,9 @@ export function mountDashboard(app: FastifyInstance, options: DashboardOptions):
   const now = options.now ?? Date.now;
   const sessions = new DashboardSessions(options.adminTokens, options.sessionTtlMs, now);
   const directory = new URL('../../public/dashboard/', import.meta.url);
-  const files = new Map(Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, directory)) }]));
+  const files = new Map(
+    Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, directory)) }]),
+  );
 
   const serve = (name: keyof typeof ASSETS) => async (_request: FastifyRequest, reply: FastifyReply) => {
     const file = files.get(name);
@@ -71,13 +74,21 @@ export function mountDashboard(app: FastifyInstance, options: DashboardOptions):
       checkOrigin(request);
       options.admin.authenticate(`Bearer ${(request.body as { token: string }).token}`);
       request.log.info({ event: 'dashboard_login' }, 'dashboard session opened');
-      return reply.header('set-cookie', cookie(request, sessions.issue(), Math.floor(options.sessionTtlMs / 1000))).header('cache-control', 'no-store').code(204).send();
+      return reply
+        .header('set-cookie', cookie(request, sessions.issue(), Math.floor(options.sessionTtlMs / 1000)))
+        .header('cache-control', 'no-store')
+        .code(204)
+        .send();
     },
   );
 
   app.post('/dashboard/logout', async (request, reply) => {
     checkOrigin(request);
-    return reply.header('set-cookie', cookie(request, '', 0)).header('cache-control', 'no-store').code(204).send();
+    return reply
+      .header('set-cookie', cookie(request, '', 0))
+      .header('cache-control', 'no-store')
+      .code(204)
+      .send();
   });
 
   /** The data API's check: a valid session cookie, or else the admin bearer token (for scripts). */
@@ -85,7 +96,10 @@ export function mountDashboard(app: FastifyInstance, options: DashboardOptions):
     const session = cookieValue(request.headers.cookie, SESSION_COOKIE);
     if (sessions.valid(session)) return;
     if (request.headers.authorization !== undefined) options.admin.authenticate(request.headers.authorization);
-    else throw new GatewayError('authentication_required', { login: 'POST /dashboard/login with {"token": "<ADMIN_TOKEN>"}, or send Authorization: Bearer <ADMIN_TOKEN>' });
+    else
+      throw new GatewayError('authentication_required', {
+        login: 'POST /dashboard/login with {"token": "<ADMIN_TOKEN>"}, or send Authorization: Bearer <ADMIN_TOKEN>',
+      });
   };
 
   app.get('/dashboard/api/overview', async (request, reply) => {
@@ -100,7 +114,11 @@ export function mountDashboard(app: FastifyInstance, options: DashboardOptions):
 function readWindow(value: unknown): WindowName {
   if (value === undefined) return '1h';
   if (typeof value === 'string' && Object.hasOwn(WINDOWS, value)) return value as WindowName;
-  throw new GatewayError('invalid_query_parameter', { parameter: 'window', allowed: Object.keys(WINDOWS), got: String(value).slice(0, 40) });
+  throw new GatewayError('invalid_query_parameter', {
+    parameter: 'window',
+    allowed: Object.keys(WINDOWS),
+    got: String(value).slice(0, 40),
+  });
 }
 
 /** `Secure` whenever the page came over HTTPS (directly, or through a trusted proxy's X-Forwarded-Proto). */
@@ -125,7 +143,10 @@ function checkOrigin(request: FastifyRequest): void {
   }
   const own = withoutDefaultPort(request.host, request.protocol);
   if (originHost === undefined || originHost.toLowerCase() !== own.toLowerCase()) {
-    throw new GatewayError('bad_request', { reason: 'cross-origin dashboard request refused', origin: origin.slice(0, 200) });
+    throw new GatewayError('bad_request', {
+      reason: 'cross-origin dashboard request refused',
+      origin: origin.slice(0, 200),
+    });
   }
 }
 

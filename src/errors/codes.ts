@@ -34,7 +34,8 @@ export const ERROR_CODES = {
   validation_failed: { status: 400, message: 'The request has invalid fields; see details.errors.' },
   conversation_too_large: {
     status: 400,
-    message: 'The stored conversation previous_response_id continues is past a bound of this gateway; start a new one (see details).',
+    message:
+      'The stored conversation previous_response_id continues is past a bound of this gateway; start a new one (see details).',
   },
   credentials_in_query: {
     status: 400,
@@ -43,7 +44,8 @@ export const ERROR_CODES = {
   invalid_query_parameter: { status: 400, message: 'A query parameter is invalid; see details.' },
   capability_not_supported: {
     status: 400,
-    message: 'The request asks for something this route cannot do with the upstream that serves the model; see details.',
+    message:
+      'The request asks for something this route cannot do with the upstream that serves the model; see details.',
   },
   invalid_pagination_token: { status: 400, message: 'The next_token is not one this gateway issued.' },
   invalid_header: { status: 400, message: 'A request header is invalid; see details.' },
@@ -66,29 +68,52 @@ export const ERROR_CODES = {
   invalid_token: { status: 401, message: 'The bearer token is not valid for this gateway.' },
   token_expired: { status: 401, message: 'The access token has expired; get a new one from the issuer.' },
   token_not_yet_valid: { status: 401, message: 'The access token is not valid yet (nbf or iat in the future).' },
-  token_claim_invalid: { status: 401, message: 'The access token was issued by another issuer or for another audience; see details.claim.' },
+  token_claim_invalid: {
+    status: 401,
+    message: 'The access token was issued by another issuer or for another audience; see details.claim.',
+  },
   token_key_unknown: { status: 401, message: "The access token is signed with a key the issuer's JWKS does not list." },
-  token_algorithm_not_allowed: { status: 401, message: 'The access token uses a signing algorithm this gateway does not accept.' },
-  oauth_jwks_unavailable: { status: 503, message: "The issuer's signing keys (JWKS) could not be fetched; try again shortly." },
-  basic_auth_requires_https: { status: 401, message: 'Basic authentication is accepted over HTTPS only: the password must not cross a network in clear text.' },
+  token_algorithm_not_allowed: {
+    status: 401,
+    message: 'The access token uses a signing algorithm this gateway does not accept.',
+  },
+  oauth_jwks_unavailable: {
+    status: 503,
+    message: "The issuer's signing keys (JWKS) could not be fetched; try again shortly.",
+  },
+  basic_auth_requires_https: {
+    status: 401,
+    message: 'Basic authentication is accepted over HTTPS only: the password must not cross a network in clear text.',
+  },
   invalid_credentials: { status: 401, message: 'Unknown user or wrong password.' },
-  key_expired: { status: 401, message: 'This API key has expired; ask for a new one (its successor, if it was rotated).' },
+  key_expired: {
+    status: 401,
+    message: 'This API key has expired; ask for a new one (its successor, if it was rotated).',
+  },
   key_revoked: { status: 401, message: 'This API key has been revoked.' },
   wrong_environment: { status: 403, message: "This API key belongs to another environment than this gateway's." },
   route_not_allowed: { status: 403, message: 'This API key may not use this route; see details.allowed_routes.' },
   model_not_allowed: { status: 403, message: 'This API key may not use this model; see details.allowed_models.' },
-  budget_exceeded: { status: 429, message: "This API key's token budget for the period is spent; Retry-After says when some returns." },
+  budget_exceeded: {
+    status: 429,
+    message: "This API key's token budget for the period is spent; Retry-After says when some returns.",
+  },
   request_exceeds_limit: {
     status: 400,
-    message: 'This request alone needs more tokens than a whole limit allows, so waiting cannot help: lower max_tokens or shorten the prompt; see details.',
+    message:
+      'This request alone needs more tokens than a whole limit allows, so waiting cannot help: lower max_tokens or shorten the prompt; see details.',
   },
   not_found: { status: 404, message: 'No such path; the API lives under /v1/.' },
   route_not_found: { status: 404, message: 'Unknown route; see details.routes for the routes this gateway serves.' },
   key_not_found: { status: 404, message: 'No API key has this id in this environment.' },
-  key_not_active: { status: 409, message: 'The API key cannot be changed or rotated in its state (revoked, expired, or replaced by a rotation); see details.state.' },
+  key_not_active: {
+    status: 409,
+    message:
+      'The API key cannot be changed or rotated in its state (revoked, expired, or replaced by a rotation); see details.state.',
+  },
   response_not_found: {
     status: 404,
-    message: 'No stored response has this id for this caller (never stored, expired, deleted, or another caller\'s).',
+    message: "No stored response has this id for this caller (never stored, expired, deleted, or another caller's).",
   },
   model_not_found: { status: 404, message: 'The model is not served by this gateway; list models with ?route=models.' },
   method_not_allowed: { status: 405, message: 'This route does not accept that method; see the Allow header.' },
@@ -109,7 +134,8 @@ export const ERROR_CODES = {
   },
   context_length_exceeded: {
     status: 400,
-    message: "The prompt and max_tokens exceed the model's context window; see details, or send X-Context-Overflow: truncate.",
+    message:
+      "The prompt and max_tokens exceed the model's context window; see details, or send X-Context-Overflow: truncate.",
   },
   upstream_content_blocked: {
     status: 400,
@@ -124,7 +150,8 @@ export const ERROR_CODES = {
     status: 429,
     message: 'A rate limit of this gateway is exhausted; retry after the time in Retry-After. details names the limit.',
   },
-  upstream_rate_limited: { upstream: { retried: true, opensCircuit: false },
+  upstream_rate_limited: {
+    upstream: { retried: true, opensCircuit: false },
     status: 429,
     message: 'The upstream provider is rate limiting; retry after the time in Retry-After.',
   },
@@ -135,31 +162,64 @@ export const ERROR_CODES = {
   },
 
   // --- ours or the upstream's fault (5xx) ---
-  internal_error: { status: 500, message: 'The gateway failed unexpectedly; the request id identifies it in the logs.' },
-  upstream_error: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream provider answered with a server error.' },
+  internal_error: {
+    status: 500,
+    message: 'The gateway failed unexpectedly; the request id identifies it in the logs.',
+  },
+  upstream_error: {
+    upstream: RETRIED_FAILURE,
+    status: 502,
+    message: 'The upstream provider answered with a server error.',
+  },
   upstream_circuit_open: {
     status: 503,
-    message: 'Every upstream of this model failed repeatedly and is skipped for now (circuit open); retry after Retry-After.',
+    message:
+      'Every upstream of this model failed repeatedly and is skipped for now (circuit open); retry after Retry-After.',
   },
   upstream_busy: {
     status: 503,
     message:
-      "The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.",
+      'The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.',
   },
   tokenizer_busy: {
     status: 503,
     message: 'The gateway is counting too many large prompts at once to take this one; retry after Retry-After.',
   },
-  upstream_auth_failed: { upstream: RETRIED_FAILURE,
+  upstream_auth_failed: {
+    upstream: RETRIED_FAILURE,
     status: 502,
     message: "The upstream provider refused the gateway's configured credential; the operator must fix it.",
   },
-  upstream_invalid_response: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream provider sent a response the gateway cannot read.' },
-  upstream_connection_reset: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream connection closed before the answer was complete.' },
-  upstream_stream_truncated: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream stream ended before its end-of-stream marker; the answer is incomplete.' },
-  upstream_stream_malformed: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream stream carried a frame that is not valid JSON.' },
-  upstream_stream_error: { upstream: RETRIED_FAILURE, status: 502, message: 'The upstream provider reported an error in the middle of the stream.' },
-  upstream_unreachable: { upstream: RETRIED_FAILURE, status: 503, message: 'The upstream provider could not be reached.' },
+  upstream_invalid_response: {
+    upstream: RETRIED_FAILURE,
+    status: 502,
+    message: 'The upstream provider sent a response the gateway cannot read.',
+  },
+  upstream_connection_reset: {
+    upstream: RETRIED_FAILURE,
+    status: 502,
+    message: 'The upstream connection closed before the answer was complete.',
+  },
+  upstream_stream_truncated: {
+    upstream: RETRIED_FAILURE,
+    status: 502,
+    message: 'The upstream stream ended before its end-of-stream marker; the answer is incomplete.',
+  },
+  upstream_stream_malformed: {
+    upstream: RETRIED_FAILURE,
+    status: 502,
+    message: 'The upstream stream carried a frame that is not valid JSON.',
+  },
+  upstream_stream_error: {
+    upstream: RETRIED_FAILURE,
+    status: 502,
+    message: 'The upstream provider reported an error in the middle of the stream.',
+  },
+  upstream_unreachable: {
+    upstream: RETRIED_FAILURE,
+    status: 503,
+    message: 'The upstream provider could not be reached.',
+  },
   no_upstream_configured: {
     status: 503,
     message:
@@ -169,15 +229,34 @@ export const ERROR_CODES = {
     status: 503,
     message: 'The idempotency store cannot be reached; a call with an Idempotency-Key cannot be protected now.',
   },
-  response_store_unavailable: { status: 503, message: 'The store of Responses API responses cannot be reached; try again shortly.' },
+  response_store_unavailable: {
+    status: 503,
+    message: 'The store of Responses API responses cannot be reached; try again shortly.',
+  },
   rate_limit_store_unavailable: {
     status: 503,
     message: 'The rate-limit store cannot be reached and the gateway is configured to refuse traffic then.',
   },
-  upstream_connect_timeout: { upstream: RETRIED_FAILURE, status: 504, message: 'Connecting to the upstream provider timed out.' },
-  upstream_first_byte_timeout: { upstream: RETRIED_FAILURE, status: 504, message: 'The upstream provider did not start answering in time.' },
-  upstream_idle_timeout: { upstream: RETRIED_FAILURE, status: 504, message: 'The upstream provider stopped sending data mid-answer.' },
-  upstream_total_timeout: { upstream: { retried: false, opensCircuit: true }, status: 504, message: 'The upstream call exceeded its total time budget.' },
+  upstream_connect_timeout: {
+    upstream: RETRIED_FAILURE,
+    status: 504,
+    message: 'Connecting to the upstream provider timed out.',
+  },
+  upstream_first_byte_timeout: {
+    upstream: RETRIED_FAILURE,
+    status: 504,
+    message: 'The upstream provider did not start answering in time.',
+  },
+  upstream_idle_timeout: {
+    upstream: RETRIED_FAILURE,
+    status: 504,
+    message: 'The upstream provider stopped sending data mid-answer.',
+  },
+  upstream_total_timeout: {
+    upstream: { retried: false, opensCircuit: true },
+    status: 504,
+    message: 'The upstream call exceeded its total time budget.',
+  },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -29,7 +29,10 @@ export function isAnthropicModelsCall(url: string, headers: IncomingHttpHeaders)
 
 /** True for `/v1/messages` and below: answers there carry Anthropic's error shape. */
 export function isAnthropicPath(url: string): boolean {
-  return url.startsWith(ANTHROPIC_MESSAGES_PATH) && (url.length === ANTHROPIC_MESSAGES_PATH.length || '/?'.includes(url.charAt(ANTHROPIC_MESSAGES_PATH.length)));
+  return (
+    url.startsWith(ANTHROPIC_MESSAGES_PATH) &&
+    (url.length === ANTHROPIC_MESSAGES_PATH.length || '/?'.includes(url.charAt(ANTHROPIC_MESSAGES_PATH.length)))
+  );
 }
 
 /** Anthropic's error body (`{type: "error", error: {type, message}}`) with our code, message and details kept beside it. */

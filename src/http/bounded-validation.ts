@@ -6,7 +6,13 @@ import { boundedView, viewPlan, type ViewPlan } from './schema-view.js';
 import { describeViolations, type ProblemDetails } from './validation-details.js';
 
 /** No type coercion (a string "0.5" is not a number), unknown fields passed through, nothing filled in. */
-const AJV_OPTIONS: Options = { coerceTypes: false, allowUnionTypes: true, removeAdditional: false, useDefaults: false, addUsedSchema: false };
+const AJV_OPTIONS: Options = {
+  coerceTypes: false,
+  allowUnionTypes: true,
+  removeAdditional: false,
+  useDefaults: false,
+  addUsedSchema: false,
+};
 
 function ajv(allErrors: boolean): Ajv {
   const instance = new Ajv({ ...AJV_OPTIONS, allErrors });
@@ -45,7 +51,13 @@ export function boundedValidatorCompiler(): FastifySchemaCompiler<unknown> {
   };
 }
 
-function problemsOf(data: unknown, first: ErrorObject[], full: ValidateFunction, plan: ViewPlan, root: string): ProblemDetails {
+function problemsOf(
+  data: unknown,
+  first: ErrorObject[],
+  full: ValidateFunction,
+  plan: ViewPlan,
+  root: string,
+): ProblemDetails {
   const view = boundedView(data, plan);
   if (!view.clipped) {
     full(data);
@@ -60,6 +72,10 @@ function problemsOf(data: unknown, first: ErrorObject[], full: ValidateFunction,
 export function assertValid(validate: ReturnType<FastifySchemaCompiler<unknown>>, value: unknown): void {
   const result = validate(value);
   if (result === true) return;
-  if (typeof result === 'object' && result !== null && 'error' in result && result.error instanceof Error) throw result.error;
-  throw new GatewayError('validation_failed', describeViolations((validate.errors ?? []) as FastifySchemaValidationError[]));
+  if (typeof result === 'object' && result !== null && 'error' in result && result.error instanceof Error)
+    throw result.error;
+  throw new GatewayError(
+    'validation_failed',
+    describeViolations((validate.errors ?? []) as FastifySchemaValidationError[]),
+  );
 }

@@ -69,6 +69,9 @@ export function makeErrorHandler(bodyLimitBytes: number) {
     if (gatewayError.headers) void reply.headers(gatewayError.headers);
     closeIfBodyUnread(request, reply);
     const body = gatewayError.toBody();
-    void reply.code(gatewayError.status).type(request.responseType).send(shapedError(body, gatewayError.status, request.errorShape, gatewayError.headers));
+    void reply
+      .code(gatewayError.status)
+      .type(request.responseType)
+      .send(shapedError(body, gatewayError.status, request.errorShape, gatewayError.headers));
   };
 }

@@ -11,7 +11,12 @@ export const GATEWAY_ERRORS: ErrorShape = {
 };
 
 /** Our error body, plus the error object of the API whose path was called (what that API's SDKs read). */
-export function shapedError(body: ErrorBody, status: number, shape: ErrorShape, headers?: Readonly<Record<string, string>>): ErrorBody {
+export function shapedError(
+  body: ErrorBody,
+  status: number,
+  shape: ErrorShape,
+  headers?: Readonly<Record<string, string>>,
+): ErrorBody {
   return shape.body(body, status, headers);
 }
 

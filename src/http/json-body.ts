@@ -12,10 +12,19 @@ const BYTE_ORDER_MARK = 0xfeff;
  */
 export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number): void {
   app.removeAllContentTypeParsers();
-  const parse = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
+  const parse = (
+    request: FastifyRequest,
+    body: string | Buffer,
+    done: (err: Error | null, value?: unknown) => void,
+  ) => {
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      done(new GatewayError('unsupported_media_type', { accepted: ['application/json'], content_encoding: 'only identity (no compression) is accepted' }));
+      done(
+        new GatewayError('unsupported_media_type', {
+          accepted: ['application/json'],
+          content_encoding: 'only identity (no compression) is accepted',
+        }),
+      );
       return;
     }
     let text = typeof body === 'string' ? body : body.toString('utf8');
@@ -47,7 +56,6 @@ export function registerJsonParser(app: FastifyInstance, bodyLimitBytes: number)
   app.addContentTypeParser(/^application\/[\w.+-]+\+json$/, { parseAs: 'string', bodyLimit: bodyLimitBytes }, parse);
 }
 
-
 function describeShape(text: string, problem: JsonShapeProblem): Record<string, unknown> {
   const where = { position: problem.position, ...lineAndColumn(text, problem.position) };
   if (problem.kind === 'too_deep') {
@@ -56,7 +64,12 @@ function describeShape(text: string, problem: JsonShapeProblem): Record<string, 
   const key = problem.key.slice(0, 100);
   const path = problem.path.slice(0, 200);
   const place = path === '' ? 'at the top level' : `in ${path}`;
-  return { reason: `the key "${key}" appears more than once ${place} (each field must be sent once)`, key, path, ...where };
+  return {
+    reason: `the key "${key}" appears more than once ${place} (each field must be sent once)`,
+    key,
+    path,
+    ...where,
+  };
 }
 
 function describeFailure(text: string, error: unknown): Record<string, unknown> {

@@ -21,7 +21,6 @@ class Stop extends Error {
   }
 }
 
-// eslint-disable-next-line max-lines-per-function -- one recursive-descent scanner: its helpers share the position and depth, and split apart they would pass both around
 export function locateJsonError(text: string, maxDepth = MAX_JSON_DEPTH): JsonSyntaxProblem {
   let i = 0;
   // The scanner recurses once per level: it stops at the depth the gateway refuses anyway (json-shape.ts), so

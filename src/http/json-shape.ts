@@ -20,8 +20,7 @@
 export const MAX_JSON_DEPTH = 128;
 
 export type JsonShapeProblem =
-  | { kind: 'too_deep'; position: number }
-  | { kind: 'duplicate_key'; key: string; position: number; path: string };
+  { kind: 'too_deep'; position: number } | { kind: 'duplicate_key'; key: string; position: number; path: string };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -92,7 +91,11 @@ class OpenObjects {
     }
     const length = end - start;
     for (let k = base; k < this.top; k++) {
-      if ((this.ends[k] as number) - (this.starts[k] as number) === length && this.sameText(this.starts[k] as number, start, length)) return false;
+      if (
+        (this.ends[k] as number) - (this.starts[k] as number) === length &&
+        this.sameText(this.starts[k] as number, start, length)
+      )
+        return false;
     }
     this.push(start, end);
     return true;

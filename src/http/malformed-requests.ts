@@ -12,7 +12,10 @@ export const MAX_PATH_SEGMENT = 1024;
 /** What Fastify's router refuses before routing, in words (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH). */
 const FRAMEWORK_REASONS: Record<string, Record<string, unknown>> = {
   FST_ERR_BAD_URL: { reason: 'the URL is not valid (bad percent-encoding)' },
-  FST_ERR_MAX_PARAM_LENGTH: { reason: `a path segment is longer than ${MAX_PATH_SEGMENT} characters`, max_segment_length: MAX_PATH_SEGMENT },
+  FST_ERR_MAX_PARAM_LENGTH: {
+    reason: `a path segment is longer than ${MAX_PATH_SEGMENT} characters`,
+    max_segment_length: MAX_PATH_SEGMENT,
+  },
 };
 
 /**
@@ -21,7 +24,11 @@ const FRAMEWORK_REASONS: Record<string, Record<string, unknown>> = {
  * check, and their URL is never echoed (Fastify's default message quotes it).
  */
 export function frameworkErrorHandler(apis: CallerApis) {
-  return function onFrameworkError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+  return function onFrameworkError(
+    error: Error & { code?: string },
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
     request.receivedAt = performance.now();
     const api = apis.of(request.url, undefined);
     request.errorShape = api.errors;
@@ -35,7 +42,11 @@ export function frameworkErrorHandler(apis: CallerApis) {
     request.errorCode = failure.code;
     closeIfBodyUnread(request, reply);
     const body = shapedError(failure.toBody(), failure.status, request.errorShape);
-    void reply.header('x-request-id', request.id).code(failure.status).type('application/json; charset=utf-8').send(body);
+    void reply
+      .header('x-request-id', request.id)
+      .code(failure.status)
+      .type('application/json; charset=utf-8')
+      .send(body);
   };
 }
 
@@ -72,7 +83,10 @@ export const timedOutRequests = new WeakSet<IncomingMessage>();
  * can be written there: the socket is just closed.
  */
 export function clientErrorHandler(apis: CallerApis) {
-  return function onClientError(error: Error & { code?: string; reason?: string; rawPacket?: unknown }, socket: ServerSocket): void {
+  return function onClientError(
+    error: Error & { code?: string; reason?: string; rawPacket?: unknown },
+    socket: ServerSocket,
+  ): void {
     if (!socket.writable || error.code === 'ECONNRESET' || socket._httpMessage?.headersSent === true) {
       socket.destroy();
       return;
@@ -81,7 +95,11 @@ export function clientErrorHandler(apis: CallerApis) {
     const incoming = socket.parser?.incoming;
     if (incoming && failure.code === 'request_timeout') timedOutRequests.add(incoming);
     const url = incoming?.url ?? requestTarget(error.rawPacket);
-    const answer = shapedError(failure.toBody(), failure.status, url === undefined ? GATEWAY_ERRORS : apis.of(url, undefined).errors);
+    const answer = shapedError(
+      failure.toBody(),
+      failure.status,
+      url === undefined ? GATEWAY_ERRORS : apis.of(url, undefined).errors,
+    );
     const body = JSON.stringify(answer);
     socket.end(
       `HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status] ?? 'Bad Request'}\r\n` +
@@ -97,10 +115,14 @@ export function clientErrorHandler(apis: CallerApis) {
 
 function describeClientError(error: Error & { code?: string; reason?: string }): GatewayError {
   const code = error.code ?? 'unknown';
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new GatewayError('request_timeout', { reason: 'the request headers and body were not received in time' });
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return new GatewayError('request_timeout', { reason: 'the request headers and body were not received in time' });
   if (code === 'HPE_HEADER_OVERFLOW') return new GatewayError('headers_too_large', { reason: PARSER_REASONS[code] });
   const bothLengths = code === 'HPE_INVALID_TRANSFER_ENCODING' && /content-length/i.test(error.reason ?? '');
-  return new GatewayError('bad_request', { reason: bothLengths ? BOTH_LENGTHS : (PARSER_REASONS[code] ?? 'the HTTP request is malformed'), parser_code: code });
+  return new GatewayError('bad_request', {
+    reason: bothLengths ? BOTH_LENGTHS : (PARSER_REASONS[code] ?? 'the HTTP request is malformed'),
+    parser_code: code,
+  });
 }
 
 /** The request target of the request line at the start of a raw packet, if it is there. */

@@ -10,7 +10,15 @@ export const OPENAI_MODELS_PATH = '/v1/models';
 export const OPENAI_RESPONSES_PATH = '/v1/responses';
 export const OPENAI_EMBEDDINGS_PATH = '/v1/embeddings';
 /** What the drop-in paths serve, for the 404 of any other /v1/<path> (an SDK calling /v1/embeddings...). */
-export const OPENAI_PATHS = ['POST /v1/chat/completions', 'POST /v1/responses', 'POST /v1/embeddings', 'GET|DELETE /v1/responses/{id}', 'GET /v1/responses/{id}/input_items', 'GET /v1/models', 'GET /v1/models/{id}'];
+export const OPENAI_PATHS = [
+  'POST /v1/chat/completions',
+  'POST /v1/responses',
+  'POST /v1/embeddings',
+  'GET|DELETE /v1/responses/{id}',
+  'GET /v1/responses/{id}/input_items',
+  'GET /v1/models',
+  'GET /v1/models/{id}',
+];
 export const OPENAI_NOT_FOUND_MESSAGE = `This OpenAI API path is not served by this gateway; it serves ${OPENAI_PATHS.join(', ')}.`;
 
 /**
@@ -34,7 +42,15 @@ export function openAiPathMethods(path: string): string[] | undefined {
 /** Our error body plus OpenAI's `error` object, for the drop-in paths. */
 export function withOpenAiError(body: ErrorBody, status: number): ErrorBody & { error: Record<string, unknown> } {
   const param = (body.details as { errors?: Array<{ field?: unknown }> }).errors?.[0]?.field;
-  return { ...body, error: { message: body.message, type: openAiErrorType(status), code: body.code, param: typeof param === 'string' ? param : null } };
+  return {
+    ...body,
+    error: {
+      message: body.message,
+      type: openAiErrorType(status),
+      code: body.code,
+      param: typeof param === 'string' ? param : null,
+    },
+  };
 }
 
 /** OpenAI's error shape: its `error` object beside ours; in a stream, one `event: error` frame of that body. */

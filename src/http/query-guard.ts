@@ -2,7 +2,8 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { isSecretParameterName, queryParameters } from '../secrets/redact.js';
 import type { CallerApi } from './error-shape.js';
 
-const HINT = 'send the admin token as "Authorization: Bearer <token>" and upstream keys as "X-Upstream-Key"; rotate any secret that was sent in a URL';
+const HINT =
+  'send the admin token as "Authorization: Bearer <token>" and upstream keys as "X-Upstream-Key"; rotate any secret that was sent in a URL';
 
 /**
  * SPEC "Authentication" rule 1: secrets never travel in a URL. A request whose query string has a parameter that

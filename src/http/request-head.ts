@@ -29,14 +29,23 @@ export function checkRequestHead(raw: IncomingMessage): void {
     seen |= bit;
   }
   if ((seen & 1) === 0 && raw.httpVersionMajor === 1 && raw.httpVersionMinor >= 1) {
-    throw new GatewayError('bad_request', { header: 'host', reason: 'an HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2)' }, { headers: { connection: 'close' } });
+    throw new GatewayError(
+      'bad_request',
+      { header: 'host', reason: 'an HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2)' },
+      { headers: { connection: 'close' } },
+    );
   }
 }
 
 function repeated(header: string): GatewayError {
   const problem = 'must be sent once (it was sent more than once)';
   if (header === 'idempotency-key') return new GatewayError('invalid_idempotency_key', { header, problem });
-  if (header === 'host') return new GatewayError('bad_request', { header, reason: `the Host header ${problem} (RFC 9112 section 3.2)` }, { headers: { connection: 'close' } });
+  if (header === 'host')
+    return new GatewayError(
+      'bad_request',
+      { header, reason: `the Host header ${problem} (RFC 9112 section 3.2)` },
+      { headers: { connection: 'close' } },
+    );
   return new GatewayError('invalid_header', { header, problem });
 }
 

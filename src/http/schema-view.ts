@@ -28,12 +28,49 @@ export interface ViewPlan {
   keepKeys: number;
 }
 
-const UNSAFE = new Set(['not', 'oneOf', 'contains', 'minContains', 'maxContains', 'dependentRequired', 'dependentSchemas', 'dependencies', 'unevaluatedItems', 'unevaluatedProperties', '$ref', '$dynamicRef', '$recursiveRef']);
+const UNSAFE = new Set([
+  'not',
+  'oneOf',
+  'contains',
+  'minContains',
+  'maxContains',
+  'dependentRequired',
+  'dependentSchemas',
+  'dependencies',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  '$ref',
+  '$dynamicRef',
+  '$recursiveRef',
+]);
 /** What an `if` must not look at: a clipped array or object could turn its answer around. */
-const SIZE_KEYWORDS = new Set(['items', 'prefixItems', 'additionalItems', 'minItems', 'maxItems', 'uniqueItems', 'minProperties', 'maxProperties', 'additionalProperties', 'patternProperties', 'propertyNames']);
+const SIZE_KEYWORDS = new Set([
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minProperties',
+  'maxProperties',
+  'additionalProperties',
+  'patternProperties',
+  'propertyNames',
+]);
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
 const SCHEMA_LISTS = ['anyOf', 'allOf', 'oneOf', 'prefixItems'];
-const SUBSCHEMAS = ['additionalProperties', 'items', 'additionalItems', 'contains', 'not', 'then', 'else', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties'];
+const SUBSCHEMAS = [
+  'additionalProperties',
+  'items',
+  'additionalItems',
+  'contains',
+  'not',
+  'then',
+  'else',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+];
 
 /** What clipping a value for `schema` may keep and drop, and whether it is safe at all. Computed once per schema. */
 export function viewPlan(schema: unknown): ViewPlan {
@@ -55,10 +92,12 @@ function walkSchema(schema: unknown, plan: ViewPlan, inIf: boolean): void {
   if (typeof s.minItems === 'number') plan.keepItems = Math.max(plan.keepItems, s.minItems);
   if (typeof s.minProperties === 'number') plan.keepKeys = Math.max(plan.keepKeys, s.minProperties);
   if (Array.isArray(s.required)) for (const name of s.required) plan.named.add(String(name));
-  if (typeof s.properties === 'object' && s.properties !== null) for (const name of Object.keys(s.properties)) plan.named.add(name);
+  if (typeof s.properties === 'object' && s.properties !== null)
+    for (const name of Object.keys(s.properties)) plan.named.add(name);
   for (const map of SCHEMA_MAPS) {
     const inner = s[map];
-    if (typeof inner === 'object' && inner !== null) for (const sub of Object.values(inner)) walkSchema(sub, plan, inIf);
+    if (typeof inner === 'object' && inner !== null)
+      for (const sub of Object.values(inner)) walkSchema(sub, plan, inIf);
   }
   for (const list of [...SCHEMA_LISTS, 'items']) {
     const inner = s[list];
@@ -83,7 +122,9 @@ export function boundedView(value: unknown, plan: ViewPlan): { value: unknown; c
 function viewOf(value: unknown, plan: ViewPlan, walk: Walk): unknown {
   walk.left--;
   if (typeof value !== 'object' || value === null) return value;
-  return Array.isArray(value) ? viewOfArray(value, plan, walk) : viewOfObject(value as Record<string, unknown>, plan, walk);
+  return Array.isArray(value)
+    ? viewOfArray(value, plan, walk)
+    : viewOfObject(value as Record<string, unknown>, plan, walk);
 }
 
 function viewOfArray(items: unknown[], plan: ViewPlan, walk: Walk): unknown[] {

@@ -48,7 +48,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const apis = options.apis ?? new CallerApis([]);
   const v1Routes = options.v1Routes ?? v1RouteTable([]);
   const app = Fastify({
-    ...(options.https ? { https: { key: options.https.key, cert: options.https.cert, minVersion: 'TLSv1.2' as const } } : {}),
+    ...(options.https
+      ? { https: { key: options.https.key, cert: options.https.cert, minVersion: 'TLSv1.2' as const } }
+      : {}),
     ...(options.trustedProxies && options.trustedProxies.length > 0 ? { trustProxy: options.trustedProxies } : {}),
     loggerInstance: options.logger as FastifyBaseLogger,
     // One access line per request, written in onResponse below, instead of Fastify's two.
@@ -119,10 +121,18 @@ function notFoundOf(v1Routes: V1RouteTable) {
     // for an Anthropic client).
     const methods = request.errorShape === GATEWAY_ERRORS ? undefined : openAiPathMethods(path);
     if (methods) {
-      throw new GatewayError('method_not_allowed', { method: request.method, allowed: methods }, { headers: { allow: methods.join(', ') } });
+      throw new GatewayError(
+        'method_not_allowed',
+        { method: request.method, allowed: methods },
+        { headers: { allow: methods.join(', ') } },
+      );
     }
     if (request.errorShape === OPENAI_ERRORS) {
-      throw new GatewayError('not_found', { path: path.slice(0, 200), openai_paths: OPENAI_PATHS, api: '/v1/' }, { message: OPENAI_NOT_FOUND_MESSAGE });
+      throw new GatewayError(
+        'not_found',
+        { path: path.slice(0, 200), openai_paths: OPENAI_PATHS, api: '/v1/' },
+        { message: OPENAI_NOT_FOUND_MESSAGE },
+      );
     }
     throw new GatewayError('not_found', { path: path.slice(0, 200), api: '/v1/' });
   };

@@ -43,7 +43,10 @@ export class CertificateReloader {
       this.log.info({ cert_file: this.files.certFile }, 'TLS certificate reloaded');
       return true;
     } catch (error) {
-      this.log.warn({ err: error, cert_file: this.files.certFile }, 'TLS certificate could not be reloaded; keeping the current one');
+      this.log.warn(
+        { err: error, cert_file: this.files.certFile },
+        'TLS certificate could not be reloaded; keeping the current one',
+      );
       return false;
     }
   }

@@ -34,7 +34,8 @@ const OWN_AFTER: readonly RouteSpec[] = [
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
     admin: true,
     auth: 'Bearer <ADMIN_TOKEN> (the admin token only)',
-    description: 'Scoped API keys: list (or one with id), create, rotate (id, action=rotate), change (PATCH), revoke (DELETE); docs/keys-api.md',
+    description:
+      'Scoped API keys: list (or one with id), create, rotate (id, action=rotate), change (PATCH), revoke (DELETE); docs/keys-api.md',
   },
   {
     route: 'embeddings',
@@ -84,7 +85,11 @@ export function makeV1Guard(auth: Authenticator, mount: 'v1' | 'root', table: V1
     const answered = checkMethod(request, reply, spec.methods);
     if (answered) return answered;
     if (spec.admin) {
-      const principal = await auth.authenticate(request.headers.authorization, spec.route, request.protocol === 'https');
+      const principal = await auth.authenticate(
+        request.headers.authorization,
+        spec.route,
+        request.protocol === 'https',
+      );
       request.caller = principal.caller;
       request.principal = principal;
     }
@@ -97,7 +102,11 @@ export function allowedMethods(table: V1RouteTable, route: unknown): readonly st
   return (typeof route === 'string' ? table.get(route)?.methods : undefined) ?? INDEX_METHODS;
 }
 
-function checkMethod(request: FastifyRequest, reply: FastifyReply, methods: readonly string[]): FastifyReply | undefined {
+function checkMethod(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  methods: readonly string[],
+): FastifyReply | undefined {
   if (methods.includes(request.method)) return undefined;
   const allow = [...methods, 'OPTIONS'].join(', ');
   if (request.method === 'OPTIONS') {

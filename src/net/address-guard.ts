@@ -67,7 +67,9 @@ export function guardedLookup(hostname: string, options: object, callback: Looku
     const list = addresses as LookupAddress[];
     const bad = list.find((a) => isPrivateAddress(a.address));
     if (bad) {
-      const refused: NodeJS.ErrnoException = new Error(`webhook receiver ${hostname} resolves to ${bad.address}, a loopback, private or link-local address`);
+      const refused: NodeJS.ErrnoException = new Error(
+        `webhook receiver ${hostname} resolves to ${bad.address}, a loopback, private or link-local address`,
+      );
       refused.code = 'EPRIVATEADDRESS';
       callback(refused, []);
       return;

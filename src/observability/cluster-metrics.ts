@@ -54,7 +54,10 @@ export function serveClusterMetrics(logger: Logger, workers: () => Worker[]): vo
     const targets = workers().filter((w) => w.isConnected());
     const samples: object[] = [];
     const waiting = new Set(targets.map((w) => w.id));
-    const timer = setTimeout(() => finish(`no answer from worker(s) ${[...waiting].join(', ')} within ${CLUSTER_SCRAPE_TIMEOUT_MS} ms`), CLUSTER_SCRAPE_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => finish(`no answer from worker(s) ${[...waiting].join(', ')} within ${CLUSTER_SCRAPE_TIMEOUT_MS} ms`),
+      CLUSTER_SCRAPE_TIMEOUT_MS,
+    );
     const finish = (error?: string) => {
       if (!pending.delete(id)) return;
       clearTimeout(timer);
@@ -76,7 +79,8 @@ export function serveClusterMetrics(logger: Logger, workers: () => Worker[]): vo
   // A worker that dies mid-scrape takes its counters with it (as a restarted single process would): answer
   // with the others instead of waiting for the timeout.
   cluster.on('exit', (worker) => {
-    for (const collect of pending.values()) if (collect.waiting.delete(worker.id) && collect.waiting.size === 0) collect.done();
+    for (const collect of pending.values())
+      if (collect.waiting.delete(worker.id) && collect.waiting.size === 0) collect.done();
   });
 }
 

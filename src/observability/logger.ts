@@ -4,7 +4,15 @@ import { REDACTED, SecretScrubber, redactUrl } from '../secrets/redact.js';
 export type { Logger };
 
 /** Header names whose values are credentials. */
-const SECRET_HEADERS = new Set(['authorization', 'x-upstream-key', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'api-key']);
+const SECRET_HEADERS = new Set([
+  'authorization',
+  'x-upstream-key',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'api-key',
+]);
 /** Object keys whose values are credentials, wherever they are logged. */
 const SECRET_KEYS = new Set(['apiKey', 'api_key', 'token', 'adminTokens', 'authorization', 'password', 'secret']);
 
@@ -30,7 +38,11 @@ export function redactSecretKeys(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map((v) => redactSecretKeys(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
-    out[key] = SECRET_KEYS.has(key) ? REDACTED : key === 'headers' ? redactHeaders(inner) : redactSecretKeys(inner, depth + 1);
+    out[key] = SECRET_KEYS.has(key)
+      ? REDACTED
+      : key === 'headers'
+        ? redactHeaders(inner)
+        : redactSecretKeys(inner, depth + 1);
   }
   return out;
 }

@@ -66,10 +66,32 @@ export class GatewayMetrics {
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
     const r = this.registry;
-    this.requests = new FastCounter('llmgw_requests_total', 'API requests by route, model, status and error code', ['route', 'model', 'status', 'code'], r);
-    this.duration = new FastHistogram('llmgw_request_duration_seconds', 'Arrival to last byte, by route and model', ['route', 'model'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], r);
-    this.ttfb = new FastHistogram('llmgw_stream_ttfb_seconds', 'Streams: arrival to first byte, by model', ['model'], [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], r);
-    this.tokens = new FastCounter('llmgw_tokens_total', 'Tokens by model and kind (prompt, completion)', ['model', 'kind'], r);
+    this.requests = new FastCounter(
+      'llmgw_requests_total',
+      'API requests by route, model, status and error code',
+      ['route', 'model', 'status', 'code'],
+      r,
+    );
+    this.duration = new FastHistogram(
+      'llmgw_request_duration_seconds',
+      'Arrival to last byte, by route and model',
+      ['route', 'model'],
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      r,
+    );
+    this.ttfb = new FastHistogram(
+      'llmgw_stream_ttfb_seconds',
+      'Streams: arrival to first byte, by model',
+      ['model'],
+      [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      r,
+    );
+    this.tokens = new FastCounter(
+      'llmgw_tokens_total',
+      'Tokens by model and kind (prompt, completion)',
+      ['model', 'kind'],
+      r,
+    );
     this.tokenKinds = new FastCounter(
       'llmgw_tokens_by_kind_total',
       'Tokens by model and kind, each token in one kind (the kinds add up to prompt + completion): input (uncached input: prompt less cache reads and writes), cache_read, cache_write (input read from / written to the provider prompt cache), output (completion less reasoning), reasoning (billed as output)',
@@ -77,16 +99,52 @@ export class GatewayMetrics {
       r,
     );
     this.cost = new FastCounter('llmgw_cost_usd_total', 'Cost in USD at the registry prices, by model', ['model'], r);
-    this.upstreamErrors = new FastCounter('llmgw_upstream_errors_total', 'Requests that failed on the upstream side, by upstream and code', ['upstream', 'code'], r);
-    this.cacheLookups = new FastCounter('llmgw_cache_lookups_total', 'Response cache results by model: hit, miss (looked up, not found), bypass (not looked up: not cacheable, no-cache, store unwell); the hit ratio is hit / (hit + miss)', ['model', 'result'], r);
-    this.refusals = new FastCounter('llmgw_limit_refusals_total', 'Requests refused by a rate limit or a budget', ['code'], r);
-    this.usageAnomalies = new FastCounter('llmgw_usage_anomalies_total', 'Requests whose upstream reported a usage figure the gateway corrected, by upstream and kind (not_a_number, negative, too_large, fractional)', ['upstream', 'kind'], r);
+    this.upstreamErrors = new FastCounter(
+      'llmgw_upstream_errors_total',
+      'Requests that failed on the upstream side, by upstream and code',
+      ['upstream', 'code'],
+      r,
+    );
+    this.cacheLookups = new FastCounter(
+      'llmgw_cache_lookups_total',
+      'Response cache results by model: hit, miss (looked up, not found), bypass (not looked up: not cacheable, no-cache, store unwell); the hit ratio is hit / (hit + miss)',
+      ['model', 'result'],
+      r,
+    );
+    this.refusals = new FastCounter(
+      'llmgw_limit_refusals_total',
+      'Requests refused by a rate limit or a budget',
+      ['code'],
+      r,
+    );
+    this.usageAnomalies = new FastCounter(
+      'llmgw_usage_anomalies_total',
+      'Requests whose upstream reported a usage figure the gateway corrected, by upstream and kind (not_a_number, negative, too_large, fractional)',
+      ['upstream', 'kind'],
+      r,
+    );
     const deadLettered = sources.deadLetteredUsage;
-    if (deadLettered) new CollectedCounter('llmgw_usage_records_dead_lettered_total', 'Usage records the usage store refused, set aside (logged whole) instead of stored', () => [{ labels: {}, value: deadLettered() }], r);
+    if (deadLettered)
+      new CollectedCounter(
+        'llmgw_usage_records_dead_lettered_total',
+        'Usage records the usage store refused, set aside (logged whole) instead of stored',
+        () => [{ labels: {}, value: deadLettered() }],
+        r,
+      );
     const attempts = sources.attempts;
     if (attempts) {
-      new CollectedCounter('llmgw_upstream_attempts_total', 'Upstream attempts (retries and fallbacks included) by upstream and outcome (ok, or the error code)', () => attempts.attemptSamples(), r);
-      new CollectedCounter('llmgw_upstream_failovers_total', 'Calls that moved on from an upstream to the next target, by upstream and reason (failed, circuit_open, paused)', () => attempts.failoverSamples(), r);
+      new CollectedCounter(
+        'llmgw_upstream_attempts_total',
+        'Upstream attempts (retries and fallbacks included) by upstream and outcome (ok, or the error code)',
+        () => attempts.attemptSamples(),
+        r,
+      );
+      new CollectedCounter(
+        'llmgw_upstream_failovers_total',
+        'Calls that moved on from an upstream to the next target, by upstream and reason (failed, circuit_open, paused)',
+        () => attempts.failoverSamples(),
+        r,
+      );
     }
     new Gauge({
       name: 'llmgw_circuit_state',
@@ -97,7 +155,8 @@ export class GatewayMetrics {
       aggregator: 'max',
       collect() {
         this.reset();
-        for (const [upstream, state] of Object.entries(sources.circuits())) this.set({ upstream }, CIRCUIT_VALUE[state]);
+        for (const [upstream, state] of Object.entries(sources.circuits()))
+          this.set({ upstream }, CIRCUIT_VALUE[state]);
       },
     });
     if (sources.pauses) {
@@ -112,7 +171,9 @@ export class GatewayMetrics {
         async collect() {
           this.reset();
           const now = Date.now();
-          for (const p of await pauses()) if (p.untilMs > now) this.set({ upstream: p.upstream, upstream_model: p.upstreamModel, key: p.key }, p.keys);
+          for (const p of await pauses())
+            if (p.untilMs > now)
+              this.set({ upstream: p.upstream, upstream_model: p.upstreamModel, key: p.key }, p.keys);
         },
       });
     }
@@ -192,7 +253,8 @@ export class GatewayMetrics {
       const anomalies = usage[USAGE_ANOMALIES];
       if (anomalies) for (const kind of anomalies) this.usageAnomalies.labels(record.upstream ?? 'unknown', kind).inc();
     }
-    if (record.cacheResult !== undefined) this.cacheLookups.labels(this.modelLabel(record.model), record.cacheResult).inc();
+    if (record.cacheResult !== undefined)
+      this.cacheLookups.labels(this.modelLabel(record.model), record.cacheResult).inc();
     if (code.startsWith('upstream_')) {
       this.upstreamErrors.labels(record.upstream ?? 'unknown', code).inc();
     } else if (code === 'rate_limited' || code === 'budget_exceeded') {

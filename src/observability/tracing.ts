@@ -1,8 +1,24 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { parseTraceParent } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
+import {
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/types.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import { ClientGoneError } from '../errors/client-gone.js';
@@ -28,11 +44,25 @@ export class GatewayTracing {
   private readonly tracer: Tracer;
 
   constructor(config: TracingConfig, version: string, environment: string, log: WarnLog) {
-    const exporter = new WarningExporter(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers, timeoutMillis: config.exportTimeoutMs }), log);
+    const exporter = new WarningExporter(
+      new OTLPTraceExporter({ url: config.endpoint, headers: config.headers, timeoutMillis: config.exportTimeoutMs }),
+      log,
+    );
     this.provider = new TracerProvider({
-      resource: resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': version, 'deployment.environment.name': environment }),
+      resource: resourceFromAttributes({
+        'service.name': config.serviceName,
+        'service.version': version,
+        'deployment.environment.name': environment,
+      }),
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
-      spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.exportDelayMs, maxQueueSize: 4096, maxExportBatchSize: 512 })],
+      spanProcessors: [
+        new BatchSpanProcessor({
+          exporter,
+          scheduledDelayMillis: config.exportDelayMs,
+          maxQueueSize: 4096,
+          maxExportBatchSize: 512,
+        }),
+      ],
     });
     this.tracer = this.provider.getTracer('llm-gateway', version);
   }
@@ -45,7 +75,11 @@ export class GatewayTracing {
       {
         kind: SpanKind.SERVER,
         startTime: arrivedAtMs,
-        attributes: { 'http.request.method': head.method, 'http.route': `/v1/?route=${head.route ?? 'unknown'}`, 'llmgw.request_id': head.id },
+        attributes: {
+          'http.request.method': head.method,
+          'http.route': `/v1/?route=${head.route ?? 'unknown'}`,
+          'llmgw.request_id': head.id,
+        },
       },
       parent,
     );
@@ -54,7 +88,9 @@ export class GatewayTracing {
 
   /** Closes the request's span when its answer was sent (opened here if the request failed before its handler). */
   end(record: RequestRecord): void {
-    const requestTrace = (record.trace as RequestSpan | undefined) ?? (this.begin(record, record.endedAtMs - record.latencyMs) as RequestSpan);
+    const requestTrace =
+      (record.trace as RequestSpan | undefined) ??
+      (this.begin(record, record.endedAtMs - record.latencyMs) as RequestSpan);
     const span = requestTrace.span;
     const { status } = record;
     const attributes: Attributes = {
@@ -70,7 +106,8 @@ export class GatewayTracing {
     if (record.code !== undefined) {
       attributes['error.type'] = record.code;
       // A 4xx is the caller's mistake, not a failure of this span; a stream that failed after its 200 is one.
-      if (status < 400 || status >= 500 || status === 499) span.setStatus({ code: SpanStatusCode.ERROR, message: record.code });
+      if (status < 400 || status >= 500 || status === 499)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: record.code });
     }
     span.setAttributes(attributes);
     span.end();
@@ -139,7 +176,11 @@ class AttemptSpan implements AttemptTrace {
   failed(error: unknown): void {
     if (this.ended) return;
     this.ended = true;
-    const code = isGatewayError(error) ? error.code : error instanceof ClientGoneError ? 'client_closed_request' : 'internal_error';
+    const code = isGatewayError(error)
+      ? error.code
+      : error instanceof ClientGoneError
+        ? 'client_closed_request'
+        : 'internal_error';
     const attributes: Attributes = { 'error.type': code };
     if (isGatewayError(error)) {
       const upstreamStatus = error.details.upstream_status;
@@ -151,7 +192,10 @@ class AttemptSpan implements AttemptTrace {
   }
 }
 
-function addUsage(attributes: Attributes, usage: { prompt_tokens: number; completion_tokens: number; cost_usd?: number } | undefined): void {
+function addUsage(
+  attributes: Attributes,
+  usage: { prompt_tokens: number; completion_tokens: number; cost_usd?: number } | undefined,
+): void {
   if (!usage) return;
   attributes['gen_ai.usage.input_tokens'] = usage.prompt_tokens;
   attributes['gen_ai.usage.output_tokens'] = usage.completion_tokens;

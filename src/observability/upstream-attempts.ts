@@ -42,12 +42,16 @@ export class UpstreamAttemptStats {
 
   /** Samples of `llmgw_upstream_attempts_total{upstream, outcome}`. */
   attemptSamples(): Array<{ labels: { upstream: string; outcome: string }; value: number }> {
-    return [...this.upstreams].flatMap(([upstream, t]) => [...t.outcomes].map(([outcome, value]) => ({ labels: { upstream, outcome }, value })));
+    return [...this.upstreams].flatMap(([upstream, t]) =>
+      [...t.outcomes].map(([outcome, value]) => ({ labels: { upstream, outcome }, value })),
+    );
   }
 
   /** Samples of `llmgw_upstream_failovers_total{upstream, reason}`. */
   failoverSamples(): Array<{ labels: { upstream: string; reason: string }; value: number }> {
-    return [...this.upstreams].flatMap(([upstream, t]) => [...t.failovers].map(([reason, value]) => ({ labels: { upstream, reason }, value })));
+    return [...this.upstreams].flatMap(([upstream, t]) =>
+      [...t.failovers].map(([reason, value]) => ({ labels: { upstream, reason }, value })),
+    );
   }
 
   summary(): Record<string, UpstreamAttemptSummary> {
@@ -63,7 +67,9 @@ export class UpstreamAttemptStats {
         ok,
         failed: attempts - ok - (t.outcomes.get(GONE) ?? 0),
         failovers,
-        lastFailure: t.lastFailure ? { code: t.lastFailure.code, at: new Date(t.lastFailure.atMs).toISOString() } : null,
+        lastFailure: t.lastFailure
+          ? { code: t.lastFailure.code, at: new Date(t.lastFailure.atMs).toISOString() }
+          : null,
       };
     }
     return out;

@@ -59,8 +59,13 @@ export function judgeFileLimit(limit: OpenFileLimit, bounds: ReadonlyArray<numbe
   const short = Number.isFinite(wanted) ? streams < wanted : streams < UNBOUNDED_STREAMS_WANTED;
   let warning: string | undefined;
   if (short) {
-    const asked = Number.isFinite(wanted) ? `the upstreams' bounds add up to ${wanted}` : 'an upstream has no bound (max_concurrent)';
-    const raise = limit.hard > limit.soft ? '' : ` The hard limit is ${String(limit.hard)} too: raise it (LimitNOFILE= in a systemd unit, nofile in /etc/security/limits.conf, --ulimit nofile= for docker).`;
+    const asked = Number.isFinite(wanted)
+      ? `the upstreams' bounds add up to ${wanted}`
+      : 'an upstream has no bound (max_concurrent)';
+    const raise =
+      limit.hard > limit.soft
+        ? ''
+        : ` The hard limit is ${String(limit.hard)} too: raise it (LimitNOFILE= in a systemd unit, nofile in /etc/security/limits.conf, --ulimit nofile= for docker).`;
     warning =
       `The open-file limit (${limit.soft}) allows about ${streams} concurrent streams per process (two descriptors each, ${RESERVED_DESCRIPTORS} reserved) but ${asked}: ` +
       `past it new calls fail with EMFILE.${raise} Sizing: docs/capacity.md.`;

@@ -34,7 +34,9 @@ export function runPrimary(config: GatewayConfig, logger: Logger): Promise<numbe
   const fork = (): void => {
     forkedAt.set(cluster.fork().id, Date.now());
   };
-  serveClusterMetrics(logger, () => [...listening].map((id) => cluster.workers?.[id]).filter((w): w is Worker => w !== undefined));
+  serveClusterMetrics(logger, () =>
+    [...listening].map((id) => cluster.workers?.[id]).filter((w): w is Worker => w !== undefined),
+  );
 
   return new Promise<number>((resolve) => {
     const finishIfDone = () => {
@@ -73,10 +75,16 @@ export function runPrimary(config: GatewayConfig, logger: Logger): Promise<numbe
       }
       const delayMs = policy.died(started, livedMs);
       if (delayMs === undefined) {
-        giveUp(1, `${policy.startFailures} workers in a row died before they could listen; giving up (see the log above)`);
+        giveUp(
+          1,
+          `${policy.startFailures} workers in a row died before they could listen; giving up (see the log above)`,
+        );
         return;
       }
-      logger.error({ worker: worker.process.pid, code, signal, lived_ms: livedMs, was_listening: started, respawn_in_ms: delayMs }, 'worker died; starting a new one');
+      logger.error(
+        { worker: worker.process.pid, code, signal, lived_ms: livedMs, was_listening: started, respawn_in_ms: delayMs },
+        'worker died; starting a new one',
+      );
       const timer = setTimeout(() => {
         respawns.delete(timer);
         if (!stopping) fork();
@@ -89,7 +97,10 @@ export function runPrimary(config: GatewayConfig, logger: Logger): Promise<numbe
       stopping = true;
       for (const timer of respawns) clearTimeout(timer);
       respawns.clear();
-      logger.info({ signal, workers: Object.keys(cluster.workers ?? {}).length }, 'stopping: asking every worker to drain');
+      logger.info(
+        { signal, workers: Object.keys(cluster.workers ?? {}).length },
+        'stopping: asking every worker to drain',
+      );
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
       // A worker that ignores SIGTERM past its own grace period (plus a margin) is killed.
       setTimeout(() => {

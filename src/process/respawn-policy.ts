@@ -38,6 +38,9 @@ export class RespawnPolicy {
     else this.failures += 1;
     if (this.failures >= MAX_START_FAILURES) return undefined;
     this.quickDeaths = livedMs < QUICK_DEATH_MS ? this.quickDeaths + 1 : 0;
-    return Math.min(BASE_DELAY_MS * 2 ** Math.max(0, this.quickDeaths - 1), wasListening ? MAX_SERVING_DELAY_MS : MAX_START_DELAY_MS);
+    return Math.min(
+      BASE_DELAY_MS * 2 ** Math.max(0, this.quickDeaths - 1),
+      wasListening ? MAX_SERVING_DELAY_MS : MAX_START_DELAY_MS,
+    );
   }
 }

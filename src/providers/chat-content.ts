@@ -16,7 +16,12 @@ export function parseToolArguments(text: string, id: string, provider: string): 
     return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
   } catch {
     throw new GatewayError('validation_failed', {
-      errors: [{ field: 'messages[].tool_calls[].function.arguments', problem: `tool call ${id}: arguments must be a JSON object for ${provider}` }],
+      errors: [
+        {
+          field: 'messages[].tool_calls[].function.arguments',
+          problem: `tool call ${id}: arguments must be a JSON object for ${provider}`,
+        },
+      ],
     });
   }
 }

@@ -44,7 +44,10 @@ function usageJson(u: ChatUsageObject): string {
   const p = u.prompt_tokens_details;
   const write = p?.cache_write_tokens === undefined ? '' : `,"cache_write_tokens":${num(p.cache_write_tokens)}`;
   const prompt = p === undefined ? '' : `,"prompt_tokens_details":{"cached_tokens":${num(p.cached_tokens)}${write}}`;
-  const completion = u.completion_tokens_details === undefined ? '' : `,"completion_tokens_details":{"reasoning_tokens":${num(u.completion_tokens_details.reasoning_tokens)}}`;
+  const completion =
+    u.completion_tokens_details === undefined
+      ? ''
+      : `,"completion_tokens_details":{"reasoning_tokens":${num(u.completion_tokens_details.reasoning_tokens)}}`;
   return `{"prompt_tokens":${num(u.prompt_tokens)},"completion_tokens":${num(u.completion_tokens)},"total_tokens":${num(u.total_tokens)}${prompt}${completion}}`;
 }
 

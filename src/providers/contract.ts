@@ -134,7 +134,9 @@ export interface EmbeddingsRequestBody {
  * An embeddings answer: the upstream's own OpenAI-shaped bytes (passed through), or vectors a translating provider
  * read from its own format, which the route writes in OpenAI's shape. `usage` when the upstream reported it.
  */
-export type EmbeddingsResult = { kind: 'openai'; body: Buffer; usage: Usage | undefined } | { kind: 'vectors'; vectors: number[][]; usage: Usage | undefined };
+export type EmbeddingsResult =
+  | { kind: 'openai'; body: Buffer; usage: Usage | undefined }
+  | { kind: 'vectors'; vectors: number[][]; usage: Usage | undefined };
 
 /** A request forwarded as it is (the native path: Responses, Messages): only what the gateway reads is typed. */
 export interface NativeBody {
@@ -199,10 +201,24 @@ export interface UpstreamModel {
  * Anthropic's web search tool, the Gemini provider Google Search grounding, OpenAI's own chat API takes it as it is.
  * `parallel_tool_calls` means its `false` (one call at a time); `true` is every upstream's default.
  */
-export type ChatExtra = 'web_search_options' | 'prompt_cache_key' | 'service_tier' | 'verbosity' | 'parallel_tool_calls' | 'user' | 'safety_identifier';
+export type ChatExtra =
+  | 'web_search_options'
+  | 'prompt_cache_key'
+  | 'service_tier'
+  | 'verbosity'
+  | 'parallel_tool_calls'
+  | 'user'
+  | 'safety_identifier';
 
 /** What an OpenAI-compatible server takes: every chat field of OpenAI's API, its web search only where known. */
-export const OPENAI_CHAT_EXTRAS: ReadonlySet<ChatExtra> = new Set(['prompt_cache_key', 'service_tier', 'verbosity', 'parallel_tool_calls', 'user', 'safety_identifier']);
+export const OPENAI_CHAT_EXTRAS: ReadonlySet<ChatExtra> = new Set([
+  'prompt_cache_key',
+  'service_tier',
+  'verbosity',
+  'parallel_tool_calls',
+  'user',
+  'safety_identifier',
+]);
 
 export interface Provider {
   /** The upstream's configured name (e.g. "openai"), used in health, logs and error details. */

@@ -7,7 +7,12 @@ const FRAME_PREVIEW_CHARS = 120;
  * `upstream_stream_malformed` for a frame an upstream stream should never carry (the OpenAI-compatible decoder's
  * frames, the native passthroughs' events), with the start of the frame for the operator.
  */
-export function malformedFrame(upstream: string, reason: string, frame: string, secrets: ReadonlyArray<string | undefined>): GatewayError {
+export function malformedFrame(
+  upstream: string,
+  reason: string,
+  frame: string,
+  secrets: ReadonlyArray<string | undefined>,
+): GatewayError {
   return new GatewayError('upstream_stream_malformed', {
     upstream,
     reason,

@@ -2,15 +2,46 @@ import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
 import { scrubAnswer, scrubText } from '../secrets/redact.js';
 import type { SseEvent } from '../streaming/sse-parser.js';
-import type { CallContext, ChatCompletionChunk, ChatCompletionResult, NativeApi, NativeBody, StreamBatch, StreamChunk, Usage } from './contract.js';
+import type {
+  CallContext,
+  ChatCompletionChunk,
+  ChatCompletionResult,
+  NativeApi,
+  NativeBody,
+  StreamBatch,
+  StreamChunk,
+  Usage,
+} from './contract.js';
 import { malformedFrame } from './malformed-frame.js';
 import { providerErrorDetails } from './upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from './upstream-client.js';
 import { readEventStream } from './event-stream-reader.js';
-import { RESPONSES_COUNTS, anomaliesOf, anthropicUsage, correctInPlace, countsOf, saneTokens, withAnomalies, withParts } from './usage-figures.js';
-import { ANTHROPIC_USAGE_FIGURES, containerIdOf, eventContainerId, eventUsage, isMessageObject } from '../wire/anthropic.js';
+import {
+  RESPONSES_COUNTS,
+  anomaliesOf,
+  anthropicUsage,
+  correctInPlace,
+  countsOf,
+  saneTokens,
+  withAnomalies,
+  withParts,
+} from './usage-figures.js';
+import {
+  ANTHROPIC_USAGE_FIGURES,
+  containerIdOf,
+  eventContainerId,
+  eventUsage,
+  isMessageObject,
+} from '../wire/anthropic.js';
 import { objectOf } from '../wire/json.js';
-import { RESPONSES_FAILURE_EVENTS, RESPONSES_FINAL_EVENTS, eventResponse, failureError, isResponseObject, responseIdCandidates } from '../wire/openai-responses.js';
+import {
+  RESPONSES_FAILURE_EVENTS,
+  RESPONSES_FINAL_EVENTS,
+  eventResponse,
+  failureError,
+  isResponseObject,
+  responseIdCandidates,
+} from '../wire/openai-responses.js';
 
 /** What the gateway needs to know of an API it forwards untranslated (OpenAI's Responses, Anthropic's Messages). */
 export interface NativeWire {
@@ -61,7 +92,12 @@ interface Upstream {
 export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeApi {
   const send = (body: NativeBody, context: CallContext): Promise<Dispatcher.ResponseData> =>
     upstream.http.send(
-      { method: 'POST', path: upstream.path + (context.forwardQuery ?? ''), headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) },
+      {
+        method: 'POST',
+        path: upstream.path + (context.forwardQuery ?? ''),
+        headers: upstream.headers(context),
+        body: context.bodyJson ?? JSON.stringify(body),
+      },
       context.signal,
       context.apiKeyOverride,
     );
@@ -71,22 +107,42 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
       ? {}
       : {
           async countTokens(body: NativeBody, context: CallContext): Promise<number> {
-            const request = { method: 'POST' as const, path: countPath + (context.forwardQuery ?? ''), headers: upstream.headers(context), body: context.bodyJson ?? JSON.stringify(body) };
-            const { value } = await upstream.http.readJson(await upstream.http.send(request, context.signal, context.apiKeyOverride), context.signal);
+            const request = {
+              method: 'POST' as const,
+              path: countPath + (context.forwardQuery ?? ''),
+              headers: upstream.headers(context),
+              body: context.bodyJson ?? JSON.stringify(body),
+            };
+            const { value } = await upstream.http.readJson(
+              await upstream.http.send(request, context.signal, context.apiKeyOverride),
+              context.signal,
+            );
             const tokens = objectOf(value)?.input_tokens;
-            if (typeof tokens !== 'number') throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'no input_tokens in the count' });
+            if (typeof tokens !== 'number')
+              throw new GatewayError('upstream_invalid_response', {
+                upstream: upstream.name,
+                reason: 'no input_tokens in the count',
+              });
             // Shown to the caller as it is: the count is checked like every figure of usage.
             return saneTokens(tokens);
           },
         }),
     async complete(body, context): Promise<ChatCompletionResult> {
       const { bytes, text, value } = await upstream.http.readJson(await send(body, context), context.signal);
-      if (!wire.isAnswer(value)) throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not an answer of this API' });
+      if (!wire.isAnswer(value))
+        throw new GatewayError('upstream_invalid_response', {
+          upstream: upstream.name,
+          reason: 'not an answer of this API',
+        });
       const usage = wire.answerUsage(value);
       const ids = wire.answerIds(value);
       // A corrected usage figure means the answer is written again; either way it never carries a key.
       const json = anomaliesOf(usage) ? JSON.stringify(value) : undefined;
-      const answer = scrubAnswer(json === undefined ? bytes : Buffer.from(json), json ?? text, upstream.secrets(context));
+      const answer = scrubAnswer(
+        json === undefined ? bytes : Buffer.from(json),
+        json ?? text,
+        upstream.secrets(context),
+      );
       return { body: answer, usage, ...(ids.length > 0 ? { serverIds: ids } : {}) };
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
@@ -107,7 +163,10 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
         },
         end: (ending) => {
           if (ending === 'marker') return undefined;
-          throw new GatewayError('upstream_stream_truncated', { upstream: upstream.name, reason: 'the stream ended before its final event' });
+          throw new GatewayError('upstream_stream_truncated', {
+            upstream: upstream.name,
+            reason: 'the stream ended before its final event',
+          });
         },
       });
     },
@@ -122,12 +181,22 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
  * text, a `[DONE]`, a cut line — and ends the stream as `upstream_stream_malformed`, as a bad frame does on the
  * translated path, instead of reaching the caller's SDK as an event it cannot read.
  */
-function forwardedEvent(event: SseEvent, upstream: string, secrets: ReadonlyArray<string | undefined>, wire: NativeWire, totals: Usage): StreamChunk {
+function forwardedEvent(
+  event: SseEvent,
+  upstream: string,
+  secrets: ReadonlyArray<string | undefined>,
+  wire: NativeWire,
+  totals: Usage,
+): StreamChunk {
   if (wire.failureEvents.has(event.event)) {
-    throw new GatewayError('upstream_stream_error', { upstream, ...providerErrorDetails(failureText(event.data), secrets) });
+    throw new GatewayError('upstream_stream_error', {
+      upstream,
+      ...providerErrorDetails(failureText(event.data), secrets),
+    });
   }
   if (event.event === 'message') throw malformedFrame(upstream, 'an event with no event name', event.data, secrets);
-  if (!objectShaped(event.data)) throw malformedFrame(upstream, `the ${event.event} event's data is not a JSON object`, event.data, secrets);
+  if (!objectShaped(event.data))
+    throw malformedFrame(upstream, `the ${event.event} event's data is not a JSON object`, event.data, secrets);
   const data = scrubText(event.data, secrets);
   const chunk: ChatCompletionChunk = { object: 'chat.completion.chunk', choices: [] };
   const forwarded: StreamChunk = { chunk, json: data, event: event.event };
@@ -138,14 +207,18 @@ function forwardedEvent(event: SseEvent, upstream: string, secrets: ReadonlyArra
     try {
       parsed = JSON.parse(data);
     } catch {
-      throw new GatewayError('upstream_stream_malformed', { upstream, reason: `the ${event.event} event is not valid JSON` });
+      throw new GatewayError('upstream_stream_malformed', {
+        upstream,
+        reason: `the ${event.event} event is not valid JSON`,
+      });
     }
     // A usage figure out of range is corrected in the event's data, which then goes out written again.
     if (usage && wire.addUsage(event.event, parsed, totals)) forwarded.json = JSON.stringify(parsed);
     const named = ids ? wire.eventIds(event.event, parsed) : [];
     if (named.length > 0) forwarded.serverIds = named;
   }
-  if (wire.finalEvents.has(event.event) && (totals.total_tokens > 0 || anomaliesOf(totals))) chunk.usage = { ...totals };
+  if (wire.finalEvents.has(event.event) && (totals.total_tokens > 0 || anomaliesOf(totals)))
+    chunk.usage = { ...totals };
   return forwarded;
 }
 
@@ -158,7 +231,8 @@ const MAX_SERVER_ID_CHARS = 256;
 function serverIds(candidates: readonly unknown[]): string[] {
   const ids: string[] = [];
   for (const candidate of candidates) {
-    if (typeof candidate === 'string' && candidate !== '' && candidate.length <= MAX_SERVER_ID_CHARS) ids.push(candidate);
+    if (typeof candidate === 'string' && candidate !== '' && candidate.length <= MAX_SERVER_ID_CHARS)
+      ids.push(candidate);
     if (ids.length === MAX_SERVER_IDS) break;
   }
   return ids;
@@ -254,7 +328,10 @@ function addMessagesUsage(value: unknown, totals: Usage): boolean {
   const usage = objectOf(value);
   if (!usage) return false;
   const found = correctInPlace(usage, ANTHROPIC_USAGE_FIGURES) ?? [];
-  const input = saneTokens(usage.input_tokens) + saneTokens(usage.cache_creation_input_tokens) + saneTokens(usage.cache_read_input_tokens);
+  const input =
+    saneTokens(usage.input_tokens) +
+    saneTokens(usage.cache_creation_input_tokens) +
+    saneTokens(usage.cache_read_input_tokens);
   // The input and cache figures of the event that reports the input (message_start; a message_delta may repeat them).
   if (input > 0) {
     const read = anthropicUsage(usage, found);
@@ -262,7 +339,11 @@ function addMessagesUsage(value: unknown, totals: Usage): boolean {
     delete totals.cache_read_tokens;
     delete totals.cache_write_tokens;
     delete totals.cache_write_1h_tokens;
-    withParts(totals, { cacheRead: read.cache_read_tokens, cacheWrite: read.cache_write_tokens, cacheWrite1h: read.cache_write_1h_tokens });
+    withParts(totals, {
+      cacheRead: read.cache_read_tokens,
+      cacheWrite: read.cache_write_tokens,
+      cacheWrite1h: read.cache_write_1h_tokens,
+    });
   }
   if (usage.output_tokens != null) totals.completion_tokens = saneTokens(usage.output_tokens);
   totals.total_tokens = totals.prompt_tokens + totals.completion_tokens;

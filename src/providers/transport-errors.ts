@@ -28,8 +28,10 @@ const TRANSPORT_CODES: Record<string, ErrorCode> = {
 
 /** Codes whose name alone would mislead an operator: what the upstream actually did. */
 const TRANSPORT_REASONS: Record<string, string> = {
-  UND_ERR_HEADERS_OVERFLOW: 'the response header block is larger than the 16 KiB the gateway reads (UND_ERR_HEADERS_OVERFLOW)',
-  UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE: 'the response body is larger than the gateway accepts (UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE)',
+  UND_ERR_HEADERS_OVERFLOW:
+    'the response header block is larger than the 16 KiB the gateway reads (UND_ERR_HEADERS_OVERFLOW)',
+  UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE:
+    'the response body is larger than the gateway accepts (UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE)',
 };
 
 /**
@@ -46,11 +48,16 @@ export function toUpstreamError(error: unknown, upstream: string, signal: AbortS
   }
   if (isGatewayError(error) || error instanceof ClientGoneError) return error;
   if (error instanceof SseLimitError) {
-    return new GatewayError('upstream_stream_malformed', { upstream, reason: error.message, limit_bytes: error.limitBytes });
+    return new GatewayError('upstream_stream_malformed', {
+      upstream,
+      reason: error.message,
+      limit_bytes: error.limitBytes,
+    });
   }
   const code = transportCode(error);
   const mapped = code === undefined ? undefined : TRANSPORT_CODES[code];
-  if (mapped && code !== undefined) return new GatewayError(mapped, { upstream, reason: TRANSPORT_REASONS[code] ?? code }, { cause: error });
+  if (mapped && code !== undefined)
+    return new GatewayError(mapped, { upstream, reason: TRANSPORT_REASONS[code] ?? code }, { cause: error });
   if (code !== undefined && /CERT|TLS|SSL/.test(code)) {
     return new GatewayError('upstream_unreachable', { upstream, reason: code }, { cause: error });
   }

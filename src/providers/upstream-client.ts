@@ -45,7 +45,13 @@ export class UpstreamClient {
     try {
       // Spelled out, not `{ ...request, signal }`: undici's Request constructor measured ~4x slower on the spread
       // object (a different shape on the hot path).
-      response = await this.pool.request({ method: request.method, path: request.path, headers: request.headers, body: request.body, signal });
+      response = await this.pool.request({
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body: request.body,
+        signal,
+      });
     } catch (error) {
       throw toUpstreamError(error, this.config.name, signal);
     }
@@ -66,7 +72,10 @@ export class UpstreamClient {
    * A 2xx answer's body as bytes, as text and parsed JSON; unreadable or non-JSON bodies are
    * `upstream_invalid_response`. (The text is the one the parse read: searching it costs no second decoding.)
    */
-  async readJson(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<{ bytes: Buffer; text: string; value: unknown }> {
+  async readJson(
+    response: Dispatcher.ResponseData,
+    signal: AbortSignal,
+  ): Promise<{ bytes: Buffer; text: string; value: unknown }> {
     let bytes: Buffer;
     try {
       bytes = await readBodyBytes(response.body, MAX_ANSWER_BYTES);
@@ -82,11 +91,19 @@ export class UpstreamClient {
   }
 
   /** GET a model list and return the objects of its `field` array (`data`, `models`...), or fail as unreadable. */
-  async getList(path: string, headers: Record<string, string>, field: string, signal: AbortSignal): Promise<Array<Record<string, unknown>>> {
+  async getList(
+    path: string,
+    headers: Record<string, string>,
+    field: string,
+    signal: AbortSignal,
+  ): Promise<Array<Record<string, unknown>>> {
     const { value } = await this.readJson(await this.send({ method: 'GET', path, headers }, signal, undefined), signal);
     const list = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
     if (!Array.isArray(list)) {
-      throw new GatewayError('upstream_invalid_response', { upstream: this.config.name, reason: `the model list has no ${field} array` });
+      throw new GatewayError('upstream_invalid_response', {
+        upstream: this.config.name,
+        reason: `the model list has no ${field} array`,
+      });
     }
     return list.filter((item): item is Record<string, unknown> => typeof item === 'object' && item !== null);
   }
@@ -97,11 +114,18 @@ export class UpstreamClient {
 }
 
 /** A stream answer must be an event stream: anything else is drained and refused as unreadable. */
-export function expectEventStream(response: Dispatcher.ResponseData, upstream: string, secrets: ReadonlyArray<string | undefined>): void {
+export function expectEventStream(
+  response: Dispatcher.ResponseData,
+  upstream: string,
+  secrets: ReadonlyArray<string | undefined>,
+): void {
   const contentType = String(response.headers['content-type'] ?? '');
   if (contentType.startsWith('text/event-stream')) return;
   drainQuietly(response.body);
   // The header is the upstream's text like any other: scrubbed, then cut.
   const got = scrubText(contentType.split(';')[0] ?? '', secrets).slice(0, 100);
-  throw new GatewayError('upstream_invalid_response', { upstream, reason: `expected text/event-stream, got ${got || 'no content type'}` });
+  throw new GatewayError('upstream_invalid_response', {
+    upstream,
+    reason: `expected text/event-stream, got ${got || 'no content type'}`,
+  });
 }

@@ -23,7 +23,11 @@ export interface UpstreamHttpFailure {
  */
 export function mapUpstreamHttpError(failure: UpstreamHttpFailure): GatewayError {
   const { status, upstream } = failure;
-  const details: Record<string, unknown> = { upstream, upstream_status: status, ...providerErrorDetails(failure.bodyText, failure.secrets) };
+  const details: Record<string, unknown> = {
+    upstream,
+    upstream_status: status,
+    ...providerErrorDetails(failure.bodyText, failure.secrets),
+  };
 
   if (status === 429) {
     const headers = failure.retryAfter ? { 'retry-after': failure.retryAfter } : undefined;
@@ -52,7 +56,15 @@ interface ProviderError {
  */
 export function providerErrorDetails(text: string, secrets: ReadonlyArray<string | undefined>): Record<string, string> {
   const parsed = parseProviderError(text);
-  return upstreamFieldDetails({ upstream_code: parsed.code, upstream_type: parsed.type, upstream_param: parsed.param, upstream_message: parsed.message }, secrets);
+  return upstreamFieldDetails(
+    {
+      upstream_code: parsed.code,
+      upstream_type: parsed.type,
+      upstream_param: parsed.param,
+      upstream_message: parsed.message,
+    },
+    secrets,
+  );
 }
 
 /**
@@ -60,11 +72,18 @@ export function providerErrorDetails(text: string, secrets: ReadonlyArray<string
  * as text), scrubbed of the call's secrets and then cut (a message to 2,000 characters, anything else to 200);
  * other values dropped.
  */
-export function upstreamFieldDetails(fields: Record<string, unknown>, secrets: ReadonlyArray<string | undefined>): Record<string, string> {
+export function upstreamFieldDetails(
+  fields: Record<string, unknown>,
+  secrets: ReadonlyArray<string | undefined>,
+): Record<string, string> {
   const details: Record<string, string> = {};
   for (const [name, raw] of Object.entries(fields)) {
     const value = stringOrUndefined(raw);
-    if (value !== undefined) details[name] = scrubText(value, secrets).slice(0, name === 'upstream_message' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS);
+    if (value !== undefined)
+      details[name] = scrubText(value, secrets).slice(
+        0,
+        name === 'upstream_message' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS,
+      );
   }
   return details;
 }

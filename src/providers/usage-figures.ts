@@ -1,4 +1,10 @@
-import { USAGE_ANOMALIES, type ChatCompletionChunk, type StreamChunk, type Usage, type UsageAnomaly } from './contract.js';
+import {
+  USAGE_ANOMALIES,
+  type ChatCompletionChunk,
+  type StreamChunk,
+  type Usage,
+  type UsageAnomaly,
+} from './contract.js';
 import type { JsonObject } from '../wire/json.js';
 import { chatUsageOf } from './usage-shapes.js';
 
@@ -69,10 +75,18 @@ export function anomaliesOf(usage: Usage | null | undefined): readonly UsageAnom
  * Anthropic's input and cache tokens: the sum is bounded too). The total is the upstream's (bounded) when it
  * reported a larger one than prompt + completion (Gemini counts tool-use prompts there), else that sum.
  */
-export function usageFrom(prompt: number, completion: number, total: number | undefined, found: UsageAnomaly[] | undefined): Usage {
+export function usageFrom(
+  prompt: number,
+  completion: number,
+  total: number | undefined,
+  found: UsageAnomaly[] | undefined,
+): Usage {
   const p = saneTokens(prompt, found);
   const c = saneTokens(completion, found);
-  return withAnomalies({ prompt_tokens: p, completion_tokens: c, total_tokens: Math.max(saneTokens(total, found), p + c) }, found);
+  return withAnomalies(
+    { prompt_tokens: p, completion_tokens: c, total_tokens: Math.max(saneTokens(total, found), p + c) },
+    found,
+  );
 }
 
 /** The parts of a usage an upstream reported, each already through saneTokens (absent or 0: none). */
@@ -130,8 +144,14 @@ export function openAiParts(usage: Record<string, unknown>, names: CountNames, f
  * input with the cache reads and writes, which Anthropic counts apart from it; the parts as anthropicParts reads them.
  */
 export function anthropicUsage(usage: JsonObject, found: UsageAnomaly[]): Usage {
-  const prompt = saneTokens(usage.input_tokens, found) + saneTokens(usage.cache_read_input_tokens, found) + saneTokens(usage.cache_creation_input_tokens, found);
-  return withParts(usageFrom(prompt, saneTokens(usage.output_tokens, found), undefined, found), anthropicParts(usage, found));
+  const prompt =
+    saneTokens(usage.input_tokens, found) +
+    saneTokens(usage.cache_read_input_tokens, found) +
+    saneTokens(usage.cache_creation_input_tokens, found);
+  return withParts(
+    usageFrom(prompt, saneTokens(usage.output_tokens, found), undefined, found),
+    anthropicParts(usage, found),
+  );
 }
 
 /**
@@ -190,7 +210,10 @@ export function countsOf(value: unknown, names: CountNames = CHAT_COUNTS): Usage
   if (usage[prompt] == null && usage[completion] == null) return undefined;
   const found = correctCounts(usage, names);
   const anomalies = found && [...found];
-  return withParts(usageFrom(saneTokens(usage[prompt]), saneTokens(usage[completion]), saneTokens(usage[total]), anomalies), openAiParts(usage, names, anomalies));
+  return withParts(
+    usageFrom(saneTokens(usage[prompt]), saneTokens(usage[completion]), saneTokens(usage[total]), anomalies),
+    openAiParts(usage, names, anomalies),
+  );
 }
 
 /**
@@ -201,11 +224,18 @@ export function countsOf(value: unknown, names: CountNames = CHAT_COUNTS): Usage
  */
 export function checkedUsage(usage: Usage): Usage {
   const { prompt_tokens: p, completion_tokens: c, total_tokens: t } = usage;
-  const countsSane = isSane(p) && isSane(c) && typeof t === 'number' && Number.isInteger(t) && t >= p + c && t <= Math.max(MAX_USAGE_TOKENS, p + c);
+  const countsSane =
+    isSane(p) &&
+    isSane(c) &&
+    typeof t === 'number' &&
+    Number.isInteger(t) &&
+    t >= p + c &&
+    t <= Math.max(MAX_USAGE_TOKENS, p + c);
   // An OpenAI chunk's own usage object (a streamed chat answer passed through) carries its parts in `*_details`
   // (DeepSeek's cache reads in `prompt_cache_hit_tokens`).
   const raw = usage as unknown as Record<string, unknown>;
-  const fromDetails = raw.prompt_tokens_details != null || raw.completion_tokens_details != null || raw.prompt_cache_hit_tokens != null;
+  const fromDetails =
+    raw.prompt_tokens_details != null || raw.completion_tokens_details != null || raw.prompt_cache_hit_tokens != null;
   if (countsSane && !fromDetails && partsSane(usage)) return usage;
   const found: UsageAnomaly[] = [];
   const prompt = saneTokens(p, found);
@@ -227,6 +257,19 @@ export function checkedUsage(usage: Usage): Usage {
 
 /** Whether a usage's parts are each absent or sane, and no more than what they are parts of. */
 function partsSane(usage: Usage): boolean {
-  const { cache_read_tokens: read = 0, cache_write_tokens: write = 0, cache_write_1h_tokens: write1h = 0, reasoning_tokens: reasoning = 0 } = usage;
-  return isSane(read) && isSane(write) && isSane(write1h) && isSane(reasoning) && read + write <= usage.prompt_tokens && write1h <= write && reasoning <= usage.completion_tokens;
+  const {
+    cache_read_tokens: read = 0,
+    cache_write_tokens: write = 0,
+    cache_write_1h_tokens: write1h = 0,
+    reasoning_tokens: reasoning = 0,
+  } = usage;
+  return (
+    isSane(read) &&
+    isSane(write) &&
+    isSane(write1h) &&
+    isSane(reasoning) &&
+    read + write <= usage.prompt_tokens &&
+    write1h <= write &&
+    reasoning <= usage.completion_tokens
+  );
 }

@@ -16,9 +16,15 @@ export type { AnthropicUsage, ChatUsageObject, ResponsesUsageObject };
 
 /** OpenAI chat's usage object (src/wire/openai-chat.ts: `prompt_tokens` all input; the details only when there are some). */
 export function chatUsageOf(usage: Usage): ChatUsageObject {
-  const shown: ChatUsageObject = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
+  const shown: ChatUsageObject = {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    total_tokens: usage.total_tokens,
+  };
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0, reasoning_tokens: reasoning = 0 } = usage;
-  if (read > 0 || write > 0) shown.prompt_tokens_details = write > 0 ? { cached_tokens: read, cache_write_tokens: write } : { cached_tokens: read };
+  if (read > 0 || write > 0)
+    shown.prompt_tokens_details =
+      write > 0 ? { cached_tokens: read, cache_write_tokens: write } : { cached_tokens: read };
   if (reasoning > 0) shown.completion_tokens_details = { reasoning_tokens: reasoning };
   return shown;
 }
@@ -42,7 +48,10 @@ export function responsesUsageOf(usage: Usage): ResponsesUsageObject {
  */
 export function messagesUsageOf(usage: Usage): AnthropicUsage {
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0 } = usage;
-  const shown: AnthropicUsage = { input_tokens: usage.prompt_tokens - read - write, output_tokens: usage.completion_tokens };
+  const shown: AnthropicUsage = {
+    input_tokens: usage.prompt_tokens - read - write,
+    output_tokens: usage.completion_tokens,
+  };
   if (write > 0) shown.cache_creation_input_tokens = write;
   if (read > 0) shown.cache_read_input_tokens = read;
   return shown;
@@ -56,7 +65,11 @@ export function messagesUsageOf(usage: Usage): AnthropicUsage {
  */
 export function geminiUsageOf(usage: Usage): GeminiUsageMetadata {
   const { cache_read_tokens: read = 0, reasoning_tokens: reasoning = 0 } = usage;
-  const shown: GeminiUsageMetadata = { promptTokenCount: usage.prompt_tokens, candidatesTokenCount: usage.completion_tokens - reasoning, totalTokenCount: usage.total_tokens };
+  const shown: GeminiUsageMetadata = {
+    promptTokenCount: usage.prompt_tokens,
+    candidatesTokenCount: usage.completion_tokens - reasoning,
+    totalTokenCount: usage.total_tokens,
+  };
   if (read > 0) shown.cachedContentTokenCount = read;
   if (reasoning > 0) shown.thoughtsTokenCount = reasoning;
   return shown;

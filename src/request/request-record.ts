@@ -16,7 +16,12 @@ export interface RequestHead {
 
 export function headOf(request: FastifyRequest): RequestHead {
   const traceparent = request.headers.traceparent;
-  return { method: request.method, route: request.routeName, id: request.id, traceparent: typeof traceparent === 'string' ? traceparent : undefined };
+  return {
+    method: request.method,
+    route: request.routeName,
+    id: request.id,
+    traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+  };
 }
 
 /**

@@ -46,7 +46,11 @@ export async function beginClaim(
   if (begun.state === 'mismatch') throw new GatewayError('idempotency_key_mismatch', { header: 'idempotency-key' });
   if (begun.state === 'in_progress') {
     const seconds = Math.max(1, Math.ceil(begun.retryAfterMs / 1000));
-    throw new GatewayError('idempotency_in_progress', { retry_after_seconds: seconds }, { headers: { 'retry-after': String(seconds) } });
+    throw new GatewayError(
+      'idempotency_in_progress',
+      { retry_after_seconds: seconds },
+      { headers: { 'retry-after': String(seconds) } },
+    );
   }
   return begun;
 }
@@ -106,7 +110,13 @@ export class ChatIdempotency {
    * Returns the recorder of a freshly claimed call, `'answered'` when a replay or refusal was sent, or undefined
    * when the call runs unprotected (the store is down and the policy is `open`).
    */
-  async begin(request: FastifyRequest, reply: FastifyReply, key: string, body: unknown, extra?: string): Promise<AnswerRecorder | 'answered' | undefined> {
+  async begin(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    key: string,
+    body: unknown,
+    extra?: string,
+  ): Promise<AnswerRecorder | 'answered' | undefined> {
     const scope = request.caller;
     // Scoped by route too: the same key and body sent to chat and to the Responses route are two requests.
     const fingerprint = requestFingerprint(request.routeName ?? 'chat', body, requestHeadersPart(request, extra));
@@ -120,7 +130,11 @@ export class ChatIdempotency {
   /** Records the outcome of a thrown error: a replayable 4xx is stored, anything else frees the key. */
   async settleError(recorder: AnswerRecorder, error: unknown, responseType: string): Promise<void> {
     if (isGatewayError(error) && replayable(error.status)) {
-      await recorder.json(error.status, { 'content-type': responseType, ...(error.headers ?? {}) }, JSON.stringify(error.toBody()));
+      await recorder.json(
+        error.status,
+        { 'content-type': responseType, ...(error.headers ?? {}) },
+        JSON.stringify(error.toBody()),
+      );
     } else {
       await recorder.failed();
     }
@@ -144,12 +158,16 @@ export class ChatIdempotency {
         return failed();
       }
       this.running.delete(claim);
-      await store.complete(scope, key, fingerprint, response, ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
+      await store
+        .complete(scope, key, fingerprint, response, ttlMs)
+        .catch((error: unknown) => this.options.onStoreHealth(false, error));
     };
     return {
       maxBytes: maxReplayBytes,
-      json: (status, headers, body) => save({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }),
-      stream: (headers, text) => save({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
+      json: (status, headers, body) =>
+        save({ status, headers, kind: 'json', body, storedAt: new Date().toISOString() }),
+      stream: (headers, text) =>
+        save({ status: 200, headers, kind: 'sse', body: text, storedAt: new Date().toISOString() }),
       tooLarge,
       failed,
     };

@@ -39,7 +39,14 @@ export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurfa
     const mode = streamOf(request);
     const model = modelOf(request);
     const notes = new TranslationNotes(chat.translationOf(model));
-    const surfaceCall: SurfaceCall = { caller: request.caller, body: request.body, rawBody: request.rawBody, notes, pathModel: model, pathStream: mode === false ? undefined : mode };
+    const surfaceCall: SurfaceCall = {
+      caller: request.caller,
+      body: request.body,
+      rawBody: request.rawBody,
+      notes,
+      pathModel: model,
+      pathStream: mode === false ? undefined : mode,
+    };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
     if (notes.dropped) {
@@ -47,7 +54,8 @@ export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurfa
       void reply.header(DROPPED_FIELDS_HEADER, notes.dropped.join(', '));
     }
     request.streamed = mode !== false;
-    if (body instanceof NativeForward) return forwardNatively(body, { ...forward, call: surfaceCall, mode }, request, reply, deps);
+    if (body instanceof NativeForward)
+      return forwardNatively(body, { ...forward, call: surfaceCall, mode }, request, reply, deps);
     request.chatModel = body.model;
     checkConversation(body);
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
@@ -59,7 +67,13 @@ export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurfa
     try {
       if (body.stream === true) {
         const started = await chat.stream(body, call);
-        return await streamAnswer(request, reply, started, { encoder: surface.encoder(surfaceCall), bodyLimitBytes, captureAnswer, mode }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
+        return await streamAnswer(
+          request,
+          reply,
+          started,
+          { encoder: surface.encoder(surfaceCall), bodyLimitBytes, captureAnswer, mode },
+          recorder && { recorder, isCompleteEnd: surface.isCompleteEnd },
+        );
       }
       const { result, headers, upstream, usage } = await chat.complete(body, call);
       request.upstreamName = upstream;
@@ -67,7 +81,11 @@ export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurfa
       if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);
       const translatedAnswer = surface.answer(result.body, surfaceCall);
       const answer = translatedAnswer instanceof Promise ? await translatedAnswer : translatedAnswer;
-      await recorder?.json(200, { 'content-type': request.responseType }, typeof answer === 'string' ? answer : answer.toString('utf8'));
+      await recorder?.json(
+        200,
+        { 'content-type': request.responseType },
+        typeof answer === 'string' ? answer : answer.toString('utf8'),
+      );
       return reply.headers(headers).type(request.responseType).send(answer);
     } catch (error) {
       if (recorder) await idempotency.settleError(recorder, error, request.responseType);
@@ -108,7 +126,13 @@ interface ForwardSpec {
  */
 async function forwardNatively(
   native: NativeForward,
-  { surface, answerKey, native: spec, call: surfaceCall, mode }: ForwardSpec & { call: SurfaceCall; mode: StreamMode | false },
+  {
+    surface,
+    answerKey,
+    native: spec,
+    call: surfaceCall,
+    mode,
+  }: ForwardSpec & { call: SurfaceCall; mode: StreamMode | false },
   request: FastifyRequest,
   reply: FastifyReply,
   deps: PipelineDeps,
@@ -136,7 +160,13 @@ async function forwardNatively(
     if ('chunks' in answered) {
       const encoder = surface.nativeEncoder?.(surfaceCall) as StreamEncoder;
       const started = own ? await ownedStream(answered, own) : answered;
-      return await streamAnswer(request, reply, started, { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false, mode }, recorder && { recorder, isCompleteEnd: surface.isCompleteEnd });
+      return await streamAnswer(
+        request,
+        reply,
+        started,
+        { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false, mode },
+        recorder && { recorder, isCompleteEnd: surface.isCompleteEnd },
+      );
     }
     if (own && answered.result.serverIds) await own(answered.result.serverIds);
     request.upstreamName = answered.upstream;
@@ -153,7 +183,10 @@ async function forwardNatively(
  * A forwarded stream whose batches go on only once the ids they name are recorded as the caller's (at most a few
  * events of a stream name any: `response.created`, the final event).
  */
-async function ownedStream(started: StartedStream, own: (ids: readonly string[]) => Promise<void>): Promise<StartedStream> {
+async function ownedStream(
+  started: StartedStream,
+  own: (ids: readonly string[]) => Promise<void>,
+): Promise<StartedStream> {
   const ownIn = (batch: StreamBatch): Promise<void> | undefined => {
     let ids: string[] | undefined;
     for (const item of batch) if (item.serverIds) (ids ??= []).push(...item.serverIds);
@@ -205,11 +238,18 @@ async function streamAnswer(
   const contentType = options.mode === 'json-array' ? JSON_ARRAY_CONTENT_TYPE : SSE_HEADERS['content-type'];
   if (options.mode === 'json-array') void reply.header('content-type', contentType);
   const frames = sseFrames(started, request, options);
-  await writeEventStream(reply, replay ? recordStream(frames, replay.recorder, replay.isCompleteEnd, contentType) : frames);
+  await writeEventStream(
+    reply,
+    replay ? recordStream(frames, replay.recorder, replay.isCompleteEnd, contentType) : frames,
+  );
   return reply;
 }
 
-async function* sseFrames(started: StartedStream, request: FastifyRequest, options: StreamOptions): AsyncGenerator<string> {
+async function* sseFrames(
+  started: StartedStream,
+  request: FastifyRequest,
+  options: StreamOptions,
+): AsyncGenerator<string> {
   const { chunks, scope, first } = started;
   const { encoder, captureAnswer } = options;
   let finished = false;
@@ -250,7 +290,8 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
     failure = gatewayError;
     request.errorCode = gatewayError.code;
     request.errorDetails = gatewayError.details;
-    if (gatewayError.code === 'internal_error') request.log.error({ err: error, code: gatewayError.code }, 'stream failed after it started: unexpected error');
+    if (gatewayError.code === 'internal_error')
+      request.log.error({ err: error, code: gatewayError.code }, 'stream failed after it started: unexpected error');
     else request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
     // The events already produced (earlier chunks of this read, and what the failing one made before it threw), then
     // the one terminal error frame.
@@ -271,7 +312,8 @@ async function* sseFrames(started: StartedStream, request: FastifyRequest, optio
 /** The first choice's text of a `chat.completion` body (for webhook subscriptions that opted in to content). */
 function answerTextOf(body: Buffer): string | undefined {
   try {
-    const content = (JSON.parse(body.toString('utf8')) as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
+    const content = (JSON.parse(body.toString('utf8')) as { choices?: Array<{ message?: { content?: unknown } }> })
+      .choices?.[0]?.message?.content;
     return typeof content === 'string' ? content : undefined;
   } catch {
     return undefined;

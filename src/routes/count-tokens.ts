@@ -13,7 +13,13 @@ import { callInputOf, pickHeaders, pickQuery, watchClient } from './model-call.j
  * by the gateway, without an upstream call, on the request as it would be translated (`spec.toChat`): OpenAI
  * families with their tokenizer (on its own thread: core/token-counter.ts), others by the documented estimate.
  */
-export function makeCountTokensHandler(tokens: TokenCountService, chat: ChatService, descriptor: SurfaceDescriptor, spec: TokenCountSpec, surface: ApiSurface) {
+export function makeCountTokensHandler(
+  tokens: TokenCountService,
+  chat: ChatService,
+  descriptor: SurfaceDescriptor,
+  spec: TokenCountSpec,
+  surface: ApiSurface,
+) {
   const api = descriptor.native?.api;
   return async function handleCountTokens(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const model = descriptor.modelOf(request);
@@ -22,7 +28,11 @@ export function makeCountTokensHandler(tokens: TokenCountService, chat: ChatServ
       const call = callInputOf(request, reply, request.rawBody);
       const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
       const forwardQuery = pickQuery(request, surface.nativeQuery);
-      const counted = await tokens.countUpstream(api, request.body as NativeBody, { ...call, ...(forwardHeaders ? { forwardHeaders } : {}), ...(forwardQuery ? { forwardQuery } : {}) });
+      const counted = await tokens.countUpstream(api, request.body as NativeBody, {
+        ...call,
+        ...(forwardHeaders ? { forwardHeaders } : {}),
+        ...(forwardQuery ? { forwardQuery } : {}),
+      });
       return reply.type(request.responseType).send(spec.answer(counted));
     }
     const counted = await tokens.countLocally(spec.toChat(request), watchClient(reply));

@@ -14,7 +14,8 @@ import type { ResponseCache } from './response-cache.js';
 /** OpenAI's own embeddings API: the body is the request, the answer passes through or is written in its shape. */
 const OPENAI_EMBEDDINGS: EmbeddingsSpec = {
   toEmbeddings: ({ body }) => body as EmbeddingsRequestBody,
-  answer: (result, body, usage) => (result.kind === 'openai' ? result.body : embeddingsJson(result.vectors, body, usage)),
+  answer: (result, body, usage) =>
+    result.kind === 'openai' ? result.body : embeddingsJson(result.vectors, body, usage),
 };
 
 /**
@@ -38,7 +39,10 @@ export function makeEmbeddingsHandler(
   // A vector is a function of its input (nothing is drawn): always cacheable, keyed under the route it was asked on.
   const keyOf = surface?.descriptor.cache.keyOf;
   const answerKey: AnswerKey = surface
-    ? { rule: { route: surface.descriptor.route, cacheable: (body) => isObjectBody(body) }, ...(keyOf ? { keyOf } : {}) }
+    ? {
+        rule: { route: surface.descriptor.route, cacheable: (body) => isObjectBody(body) },
+        ...(keyOf ? { keyOf } : {}),
+      }
     : { rule: EMBEDDINGS_CACHE_RULE };
   return async function handleEmbeddings(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = spec.toEmbeddings(request);
@@ -46,7 +50,14 @@ export function makeEmbeddingsHandler(
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = callInputOf(request, reply, surface ? undefined : request.rawBody);
-    const recording = recorderOf(request, reply, { chat, idempotency, ...(cache ? { cache } : {}) }, answerKey, body.model, call);
+    const recording = recorderOf(
+      request,
+      reply,
+      { chat, idempotency, ...(cache ? { cache } : {}) },
+      answerKey,
+      body.model,
+      call,
+    );
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
@@ -54,7 +65,11 @@ export function makeEmbeddingsHandler(
       request.upstreamName = upstream;
       request.usage = usage;
       const answer = spec.answer(result, body, usage, request);
-      await recorder?.json(200, { 'content-type': request.responseType }, typeof answer === 'string' ? answer : answer.toString('utf8'));
+      await recorder?.json(
+        200,
+        { 'content-type': request.responseType },
+        typeof answer === 'string' ? answer : answer.toString('utf8'),
+      );
       return reply.headers(headers).type(request.responseType).send(answer);
     } catch (error) {
       if (recorder) await idempotency.settleError(recorder, error, request.responseType);
@@ -64,11 +79,24 @@ export function makeEmbeddingsHandler(
 }
 
 /** OpenAI's embeddings list from vectors. */
-export function embeddingsJson(vectors: readonly number[][], body: EmbeddingsRequestBody, usage: PricedUsage | undefined): string {
+export function embeddingsJson(
+  vectors: readonly number[][],
+  body: EmbeddingsRequestBody,
+  usage: PricedUsage | undefined,
+): string {
   const base64 = body.encoding_format === 'base64';
-  const data = vectors.map((vector, index) => ({ object: 'embedding', index, embedding: base64 ? float32Base64(vector) : vector }));
+  const data = vectors.map((vector, index) => ({
+    object: 'embedding',
+    index,
+    embedding: base64 ? float32Base64(vector) : vector,
+  }));
   const tokens = usage?.prompt_tokens ?? 0;
-  return JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+  return JSON.stringify({
+    object: 'list',
+    data,
+    model: body.model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
 }
 
 /** A vector as OpenAI's base64: the float32 values, little-endian, one after another. */

@@ -1,5 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { KEY_LIMIT_MAXIMA, type BudgetLeft, type KeyRights, type KeyService, type KeyState, type KeyUsage, type KeyView } from '../auth/key-service.js';
+import {
+  KEY_LIMIT_MAXIMA,
+  type BudgetLeft,
+  type KeyRights,
+  type KeyService,
+  type KeyState,
+  type KeyUsage,
+  type KeyView,
+} from '../auth/key-service.js';
 import { parsePageLimit } from '../core/page-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
@@ -32,7 +40,13 @@ export interface KeyHandlerOptions {
 const rightsProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200 },
   routes: { type: 'array', minItems: 1, maxItems: 16, uniqueItems: true, items: { type: 'string' } },
-  models: { type: 'array', minItems: 1, maxItems: 1000, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 256 } },
+  models: {
+    type: 'array',
+    minItems: 1,
+    maxItems: 1000,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 256 },
+  },
   limits: {
     type: ['object', 'null'],
     additionalProperties: false,
@@ -58,11 +72,25 @@ const rightsProperties = {
 } as const;
 
 /** The body of a new key. */
-export const createKeySchema = { type: 'object', additionalProperties: false, required: ['name', 'models'], properties: rightsProperties } as const;
+export const createKeySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'models'],
+  properties: rightsProperties,
+} as const;
 /** A change: any of the same fields; `null` removes limits, budget or expiry. */
-export const updateKeySchema = { type: 'object', additionalProperties: false, minProperties: 1, properties: rightsProperties } as const;
+export const updateKeySchema = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: rightsProperties,
+} as const;
 /** A rotation: how long the old key keeps working (default one day). */
-export const rotateKeySchema = { type: 'object', additionalProperties: false, properties: { grace_seconds: { type: 'integer', minimum: 0, maximum: 30 * 86_400 } } } as const;
+export const rotateKeySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { grace_seconds: { type: 'integer', minimum: 0, maximum: 30 * 86_400 } },
+} as const;
 
 /**
  * The admin keys API, `?route=keys` (admin token only: no scoped key, OAuth scope or Basic user can be given this
@@ -72,23 +100,39 @@ export const rotateKeySchema = { type: 'object', additionalProperties: false, pr
  */
 export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandlerOptions): KeyHandlers {
   const keyService = (): KeyService => {
-    if (!store) throw new GatewayError('capability_not_supported', { route: 'keys', problem: 'this gateway runs without a key store' });
+    if (!store)
+      throw new GatewayError('capability_not_supported', {
+        route: 'keys',
+        problem: 'this gateway runs without a key store',
+      });
     return store;
   };
-  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView, fields?: string[]) => keyChanged(request, options.webhooks, action, request.caller, view, previous, fields);
+  const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView, fields?: string[]) =>
+    keyChanged(request, options.webhooks, action, request.caller, view, previous, fields);
   return {
     async read(request, reply) {
       requireAdmin(request);
       void reply.header('cache-control', 'no-store');
       const query = request.query as Record<string, unknown>;
-      if (query.action === 'usage') return reply.type(request.responseType).send(await usageReport(keyService(), idOf(query), query));
-      if (query.action !== undefined) throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['usage'], problem: 'GET with an id reads a key, or its usage with action=usage' });
-      if (query.id !== undefined) return reply.type(request.responseType).send(shown(await keyService().get(idOf(query))));
+      if (query.action === 'usage')
+        return reply.type(request.responseType).send(await usageReport(keyService(), idOf(query), query));
+      if (query.action !== undefined)
+        throw new GatewayError('invalid_query_parameter', {
+          parameter: 'action',
+          allowed: ['usage'],
+          problem: 'GET with an id reads a key, or its usage with action=usage',
+        });
+      if (query.id !== undefined)
+        return reply.type(request.responseType).send(shown(await keyService().get(idOf(query))));
       const { limit, after, state } = pageOf(query);
       const environment = query.environment;
       if (environment !== undefined && environment !== keyService().managedEnvironment) {
         // Environments are kept apart: this gateway neither sees nor manages another environment's keys.
-        throw new GatewayError('invalid_query_parameter', { parameter: 'environment', allowed: [keyService().managedEnvironment], problem: "a gateway manages its own environment's keys only: ask that environment's gateway" });
+        throw new GatewayError('invalid_query_parameter', {
+          parameter: 'environment',
+          allowed: [keyService().managedEnvironment],
+          problem: "a gateway manages its own environment's keys only: ask that environment's gateway",
+        });
       }
       const all = (await keyService().list()).filter((k) => state === undefined || k.state === state).sort(byCreation);
       // The cursor is a position in creation order, not a key of the page: a key that changes state (or goes)
@@ -97,7 +141,11 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
       const rest = start === -1 ? [] : all.slice(start);
       const data = rest.slice(0, limit);
       const last = data[data.length - 1];
-      return reply.type(request.responseType).send({ object: 'list', data: data.map(shown), ...(last && rest.length > limit ? { next_token: cursorOf(last) } : {}) });
+      return reply.type(request.responseType).send({
+        object: 'list',
+        data: data.map(shown),
+        ...(last && rest.length > limit ? { next_token: cursorOf(last) } : {}),
+      });
     },
     async write(request, reply) {
       requireAdmin(request);
@@ -114,7 +162,9 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
       }
       checkKeyWriteQuery(query);
       return options.idempotency.run(request, reply, { action: 'create', body: request.body }, async () => {
-        const { key, view } = await keyService().create(rightsOf(request.body as Record<string, unknown>, true) as KeyRights);
+        const { key, view } = await keyService().create(
+          rightsOf(request.body as Record<string, unknown>, true) as KeyRights,
+        );
         changed(request, 'key.created', view);
         return { status: 201, body: { key, ...shown(view) } };
       });
@@ -124,7 +174,10 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
       void reply.header('cache-control', 'no-store');
       const id = idOf(request.query as Record<string, unknown>);
       assertValid(request.compileValidationSchema(updateKeySchema, 'body'), request.body);
-      const { view, changed: fields } = await keyService().update(id, rightsOf(request.body as Record<string, unknown>, false) as Parameters<KeyService['update']>[1]);
+      const { view, changed: fields } = await keyService().update(
+        id,
+        rightsOf(request.body as Record<string, unknown>, false) as Parameters<KeyService['update']>[1],
+      );
       // A change that changes nothing writes nothing: no audit line, no event.
       if (fields.length > 0) changed(request, 'key.updated', view, undefined, fields);
       return reply.type(request.responseType).send(shown(view));
@@ -147,23 +200,60 @@ export type KeyChange = 'key.created' | 'key.updated' | 'key.rotated' | 'key.rev
  * A key changed (the admin API or the dashboard): one audit line, and the change's signed event (created,
  * rotated, revoked; never the secret: events carry the key as listed).
  */
-export function keyChanged(request: FastifyRequest, webhooks: Webhooks | undefined, action: KeyChange, by: string, view: KeyView, previous?: KeyView, fields?: string[]): void {
+export function keyChanged(
+  request: FastifyRequest,
+  webhooks: Webhooks | undefined,
+  action: KeyChange,
+  by: string,
+  view: KeyView,
+  previous?: KeyView,
+  fields?: string[],
+): void {
   const changedFields = fields?.map((f) => (f === 'expiresMs' ? 'expires_at' : f));
-  request.server.log.info({ audit: action, key_id: view.keyId, key_name: view.name, by, request_id: request.id, ...(changedFields ? { changed: changedFields } : {}) }, 'api key changed');
+  request.server.log.info(
+    {
+      audit: action,
+      key_id: view.keyId,
+      key_name: view.name,
+      by,
+      request_id: request.id,
+      ...(changedFields ? { changed: changedFields } : {}),
+    },
+    'api key changed',
+  );
   const kind = EVENT_OF[action];
   if (webhooks?.wants(kind)) {
-    void webhooks.emit(kind, { request_id: request.id, by, key: shown(view), ...(previous ? { previous: shown(previous) } : {}), ...(changedFields ? { changed: changedFields } : {}) });
+    void webhooks.emit(kind, {
+      request_id: request.id,
+      by,
+      key: shown(view),
+      ...(previous ? { previous: shown(previous) } : {}),
+      ...(changedFields ? { changed: changedFields } : {}),
+    });
   }
 }
 
-const EVENT_OF: Record<KeyChange, string> = { 'key.created': EVENT.keyCreated, 'key.updated': EVENT.keyUpdated, 'key.rotated': EVENT.keyRotated, 'key.revoked': EVENT.keyRevoked };
+const EVENT_OF: Record<KeyChange, string> = {
+  'key.created': EVENT.keyCreated,
+  'key.updated': EVENT.keyUpdated,
+  'key.rotated': EVENT.keyRotated,
+  'key.revoked': EVENT.keyRevoked,
+};
 
 /** A POST's query: none (create) or `id` + `action=rotate`; checked before the body, so a wrong action is named as such. */
 export function checkKeyWriteQuery(query: Record<string, unknown>): void {
   if (query.action === 'rotate' && query.id !== undefined) return;
   if (query.action === undefined && query.id === undefined) return;
-  if (query.action !== undefined && query.action !== 'rotate') throw new GatewayError('invalid_query_parameter', { parameter: 'action', allowed: ['rotate'], problem: 'POST with an id rotates (action=rotate); without one it creates' });
-  throw new GatewayError('invalid_query_parameter', { parameter: query.id === undefined ? 'id' : 'action', problem: 'POST with an id rotates (action=rotate); without one it creates' });
+  if (query.action !== undefined && query.action !== 'rotate')
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'action',
+      allowed: ['rotate'],
+      problem: 'POST with an id rotates (action=rotate); without one it creates',
+    });
+  throw new GatewayError('invalid_query_parameter', {
+    parameter: query.id === undefined ? 'id' : 'action',
+    problem: 'POST with an id rotates (action=rotate); without one it creates',
+  });
 }
 
 /** Creation order: oldest first, ties by id. `b` may be a cursor (its creation time and id). */
@@ -176,15 +266,27 @@ function cursorOf(view: Pick<KeyView, 'createdMs' | 'keyId'>): string {
 }
 
 /** `GET ?route=keys&id=<id>&action=usage[&from=<ISO>][&to=<ISO>]`: requests, tokens and spend, and budget left. */
-async function usageReport(service: KeyService, id: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function usageReport(
+  service: KeyService,
+  id: string,
+  query: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   const nowMs = Date.now();
   const toMs = timeOf(query, 'to') ?? nowMs;
   const fromMs = timeOf(query, 'from') ?? toMs - DEFAULT_USAGE_MS;
-  if (fromMs >= toMs) throw new GatewayError('invalid_query_parameter', { parameter: 'from', problem: 'must be before to' });
+  if (fromMs >= toMs)
+    throw new GatewayError('invalid_query_parameter', { parameter: 'from', problem: 'must be before to' });
   const view = await service.get(id, nowMs);
   const usage = (await service.usageOf([id], fromMs, toMs)).get(id) as KeyUsage;
   const budget = (await service.budgetsLeft([view], nowMs)).get(id);
-  return { object: 'key.usage', id, from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), ...usageShown(usage), budget: budget ? budgetShown(budget) : null };
+  return {
+    object: 'key.usage',
+    id,
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    ...usageShown(usage),
+    budget: budget ? budgetShown(budget) : null,
+  };
 }
 
 export function usageShown(usage: KeyUsage): Record<string, number | null> {
@@ -204,45 +306,75 @@ export function usageShown(usage: KeyUsage): Record<string, number | null> {
 }
 
 export function budgetShown(left: BudgetLeft): Record<string, number | null> {
-  return { period_seconds: left.periodSeconds, tokens_used: left.tokensUsed, tokens_left: left.tokensLeft, cost_used_usd: left.costUsedUsd, cost_left_usd: left.costLeftUsd };
+  return {
+    period_seconds: left.periodSeconds,
+    tokens_used: left.tokensUsed,
+    tokens_left: left.tokensLeft,
+    cost_used_usd: left.costUsedUsd,
+    cost_left_usd: left.costLeftUsd,
+  };
 }
 
 function timeOf(query: Record<string, unknown>, parameter: 'from' | 'to'): number | undefined {
   const value = query[parameter];
   if (value === undefined) return undefined;
-  const parts = typeof value === 'string' ? /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.exec(value) : null;
+  const parts =
+    typeof value === 'string'
+      ? /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.exec(value)
+      : null;
   // A calendar date that exists (2026-02-30 is refused, not rolled over into March).
   const [year, month, day] = parts ? [Number(parts[1]), Number(parts[2]), Number(parts[3])] : [0, 0, 0];
-  const real = parts !== null && new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day && month >= 1 && month <= 12;
+  const real =
+    parts !== null && new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day && month >= 1 && month <= 12;
   const ms = real ? Date.parse(value as string) : Number.NaN;
   if (!Number.isFinite(ms)) {
-    throw new GatewayError('invalid_query_parameter', { parameter, problem: 'an ISO 8601 date, or date and time with Z or an offset (URL-encode "+" as %2B), e.g. 2026-11-01 or 2026-11-01T00:00:00Z' });
+    throw new GatewayError('invalid_query_parameter', {
+      parameter,
+      problem:
+        'an ISO 8601 date, or date and time with Z or an offset (URL-encode "+" as %2B), e.g. 2026-11-01 or 2026-11-01T00:00:00Z',
+    });
   }
   return ms;
 }
 
 /** Only the administrator token manages keys (the route right alone is not enough, whatever grants it). */
 function requireAdmin(request: FastifyRequest): void {
-  if (request.principal?.kind !== 'admin') throw new GatewayError('route_not_allowed', { route: 'keys', problem: 'only the administrator token manages keys' });
+  if (request.principal?.kind !== 'admin')
+    throw new GatewayError('route_not_allowed', {
+      route: 'keys',
+      problem: 'only the administrator token manages keys',
+    });
 }
 
 function idOf(query: Record<string, unknown>): string {
   const id = query.id;
-  if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,64}$/.test(id)) throw new GatewayError('invalid_query_parameter', { parameter: 'id', problem: 'the id of a key is required (letters and digits), given once' });
+  if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,64}$/.test(id))
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'id',
+      problem: 'the id of a key is required (letters and digits), given once',
+    });
   return id;
 }
 
-function pageOf(query: Record<string, unknown>): { limit: number; after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined; state: KeyState | undefined } {
+function pageOf(query: Record<string, unknown>): {
+  limit: number;
+  after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined;
+  state: KeyState | undefined;
+} {
   const limit = parsePageLimit(query.limit, { fallback: DEFAULT_PAGE, max: MAX_PAGE });
   const token = query.next_token;
   let after: Pick<KeyView, 'createdMs' | 'keyId'> | undefined;
   if (token !== undefined) {
-    const match = typeof token === 'string' && token.length <= 200 ? /^(\d{1,16}):([A-Za-z0-9]{1,64})$/.exec(Buffer.from(token, 'base64url').toString('utf8')) : null;
+    const match =
+      typeof token === 'string' && token.length <= 200
+        ? /^(\d{1,16}):([A-Za-z0-9]{1,64})$/.exec(Buffer.from(token, 'base64url').toString('utf8'))
+        : null;
     if (!match) throw new GatewayError('invalid_pagination_token', { parameter: 'next_token' });
     after = { createdMs: Number(match[1]), keyId: match[2] as string };
   }
   const state = query.state;
-  if (state !== undefined && !STATES.includes(state as KeyState)) throw new GatewayError('invalid_query_parameter', { parameter: 'state', allowed: [...STATES] });
+  if (state !== undefined && !STATES.includes(state as KeyState))
+    throw new GatewayError('invalid_query_parameter', { parameter: 'state', allowed: [...STATES] });
   return { limit, after, state: state as KeyState | undefined };
 }
 
@@ -253,11 +385,20 @@ export function rightsOf(body: Record<string, unknown>, creating: boolean): Part
   if (body.routes !== undefined) out.routes = body.routes;
   else if (creating) out.routes = ['chat'];
   if (body.models !== undefined) out.models = body.models;
-  for (const field of ['limits', 'budget'] as const) if (body[field] !== undefined) out[field] = body[field] === null && creating ? undefined : body[field];
+  for (const field of ['limits', 'budget'] as const)
+    if (body[field] !== undefined) out[field] = body[field] === null && creating ? undefined : body[field];
   if (body.expires_at !== undefined) {
     const ms = body.expires_at === null ? null : Date.parse(body.expires_at as string);
     // The schema's date-time admits a leap second (…T23:59:60Z), which Date cannot read: refused, never stored as NaN.
-    if (ms !== null && !Number.isFinite(ms)) throw new GatewayError('validation_failed', { errors: [{ field: 'expires_at', problem: 'not a time this gateway can read (e.g. a leap second): use 2027-01-01T00:00:00Z' }] });
+    if (ms !== null && !Number.isFinite(ms))
+      throw new GatewayError('validation_failed', {
+        errors: [
+          {
+            field: 'expires_at',
+            problem: 'not a time this gateway can read (e.g. a leap second): use 2027-01-01T00:00:00Z',
+          },
+        ],
+      });
     out.expiresMs = ms === null ? (creating ? undefined : null) : ms;
   }
   return out;

@@ -37,7 +37,12 @@ export function callInputOf(request: FastifyRequest, reply: FastifyReply, rawBod
  * The request's Idempotency-Key, claimed: a recorder for the answer, `'answered'` when a replay (or refusal) was
  * sent, or undefined without a key (or with the store down under the `open` policy).
  */
-export async function claimIdempotencyKey(request: FastifyRequest, reply: FastifyReply, idempotency: ChatIdempotency, extra?: string): Promise<AnswerRecorder | 'answered' | undefined> {
+export async function claimIdempotencyKey(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  idempotency: ChatIdempotency,
+  extra?: string,
+): Promise<AnswerRecorder | 'answered' | undefined> {
   const key = readIdempotencyKey(request.headers['idempotency-key']);
   if (key === undefined) return undefined;
   const begun = await idempotency.begin(request, reply, key, request.body, extra);
@@ -145,11 +150,15 @@ export function pickQuery(request: FastifyRequest, names: readonly string[] | un
 }
 
 /** The named caller headers that are present (single values only), or undefined when none is. */
-export function pickHeaders(request: FastifyRequest, names: readonly string[] | undefined): Record<string, string> | undefined {
+export function pickHeaders(
+  request: FastifyRequest,
+  names: readonly string[] | undefined,
+): Record<string, string> | undefined {
   let picked: Record<string, string> | undefined;
   for (const name of names ?? []) {
     const value = request.headers[name];
-    if (typeof value === 'string' && value.length <= 1024 && /^[\x20-\x7e]*$/.test(value)) (picked ??= {})[name] = value;
+    if (typeof value === 'string' && value.length <= 1024 && /^[\x20-\x7e]*$/.test(value))
+      (picked ??= {})[name] = value;
   }
   return picked;
 }

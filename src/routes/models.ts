@@ -1,5 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { MAX_PAGE_SIZE, parseLimit, type CatalogModel, type ModelCatalog, type ModelView } from '../core/model-catalog.js';
+import {
+  MAX_PAGE_SIZE,
+  parseLimit,
+  type CatalogModel,
+  type ModelCatalog,
+  type ModelView,
+} from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ADMIN, type Principal } from '../auth/principal.js';
 import type { ModelSource, ModelsSpec } from '../surfaces/descriptor.js';
@@ -29,10 +35,12 @@ export function modelViewOf(principal: Principal): ModelView | undefined {
   if (allowed === undefined) return undefined;
   return function visibleTo(model: CatalogModel): CatalogModel[] {
     if (allowed.has(model.id)) return [model];
-    return (model.aliases ?? []).filter((alias) => allowed.has(alias)).map((alias) => {
-      const { aliases: _all, ...rest } = model;
-      return { ...rest, id: alias };
-    });
+    return (model.aliases ?? [])
+      .filter((alias) => allowed.has(alias))
+      .map((alias) => {
+        const { aliases: _all, ...rest } = model;
+        return { ...rest, id: alias };
+      });
   };
 }
 

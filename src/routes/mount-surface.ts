@@ -58,7 +58,11 @@ export interface SharedModels {
  * embeddings, the models list). Endpoints that share a method and path (Google's `{model}:action`) are one route
  * that picks by the action. An `exclusive` path answers any other method 405 with Allow.
  */
-export function mountSurface(app: FastifyInstance, descriptor: SurfaceDescriptor, deps: SurfaceMountDeps): MountedSurface {
+export function mountSurface(
+  app: FastifyInstance,
+  descriptor: SurfaceDescriptor,
+  deps: SurfaceMountDeps,
+): MountedSurface {
   const translation = descriptor.translation(deps.translationDeps);
   const handlers = new HandlerCache(descriptor, translation, deps);
   const groups = new Map<string, SurfaceEndpoint[]>();
@@ -109,16 +113,25 @@ class HandlerCache {
   private make(endpoint: SurfaceEndpoint): Handler {
     const { descriptor, translation, deps } = this;
     const { chat, pipeline, catalog } = deps;
-    const missing = (field: string) => new Error(`the ${descriptor.route} surface has a ${endpoint.operation} endpoint but no ${field} in its descriptor`);
+    const missing = (field: string) =>
+      new Error(
+        `the ${descriptor.route} surface has a ${endpoint.operation} endpoint but no ${field} in its descriptor`,
+      );
     switch (endpoint.operation) {
       case 'generate':
-        return makeChatHandler(descriptor, translation, { ...pipeline, captureAnswer: deps.wantsContent(descriptor.events.completed) });
+        return makeChatHandler(descriptor, translation, {
+          ...pipeline,
+          captureAnswer: deps.wantsContent(descriptor.events.completed),
+        });
       case 'count_tokens':
         if (!descriptor.tokenCount) throw missing('tokenCount');
         return makeCountTokensHandler(deps.tokens, chat, descriptor, descriptor.tokenCount, translation);
       case 'embed':
         if (!descriptor.embeddings) throw missing('embeddings');
-        return makeEmbeddingsHandler(deps.embeddings, chat, pipeline.idempotency, pipeline.beginTrace, pipeline.cache, { descriptor, spec: descriptor.embeddings });
+        return makeEmbeddingsHandler(deps.embeddings, chat, pipeline.idempotency, pipeline.beginTrace, pipeline.cache, {
+          descriptor,
+          spec: descriptor.embeddings,
+        });
       case 'list_models':
       case 'get_model': {
         if (!descriptor.models) throw missing('models');
@@ -130,7 +143,12 @@ class HandlerCache {
 }
 
 /** The guard of a surface's path: its error shape and route name, its request-id header, its credentials and rights. */
-function guardOf(descriptor: SurfaceDescriptor, auth: Authenticator, routeName: RouteName, rights: string | readonly string[]): Guard {
+function guardOf(
+  descriptor: SurfaceDescriptor,
+  auth: Authenticator,
+  routeName: RouteName,
+  rights: string | readonly string[],
+): Guard {
   const { credential, requestIdHeader } = descriptor;
   const { errors } = descriptor.api;
   return async function surfaceGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -146,10 +164,21 @@ function guardOf(descriptor: SurfaceDescriptor, auth: Authenticator, routeName: 
 function endpointGuard(descriptor: SurfaceDescriptor, endpoint: SurfaceEndpoint, auth: Authenticator): Guard {
   // One right is passed as itself (no array per request), as the route guards always did.
   const rights = endpoint.rights ?? descriptor.route;
-  return guardOf(descriptor, auth, endpoint.routeName ?? descriptor.route, rights.length === 1 && typeof rights !== 'string' ? (rights[0] as string) : rights);
+  return guardOf(
+    descriptor,
+    auth,
+    endpoint.routeName ?? descriptor.route,
+    rights.length === 1 && typeof rights !== 'string' ? (rights[0] as string) : rights,
+  );
 }
 
-function mountGroup(app: FastifyInstance, descriptor: SurfaceDescriptor, endpoints: readonly SurfaceEndpoint[], handlers: HandlerCache, auth: Authenticator): void {
+function mountGroup(
+  app: FastifyInstance,
+  descriptor: SurfaceDescriptor,
+  endpoints: readonly SurfaceEndpoint[],
+  handlers: HandlerCache,
+  auth: Authenticator,
+): void {
   const [first] = endpoints as [SurfaceEndpoint];
   if (endpoints.length === 1 && first.action === undefined) {
     app.route({
@@ -164,9 +193,16 @@ function mountGroup(app: FastifyInstance, descriptor: SurfaceDescriptor, endpoin
   // One route for the path, the endpoint picked by the action its last parameter ends with (`gemini-x:countTokens`).
   const param = /:(\w+)$/.exec(first.path)?.[1];
   if (param === undefined || endpoints.some((e) => e.action === undefined)) {
-    throw new Error(`the ${descriptor.route} surface declares ${first.method} ${first.path} more than once: give each an action, and end the path with a parameter`);
+    throw new Error(
+      `the ${descriptor.route} surface declares ${first.method} ${first.path} more than once: give each an action, and end the path with a parameter`,
+    );
   }
-  const byAction = new Map(endpoints.map((e) => [e.action as string, { endpoint: e, guard: endpointGuard(descriptor, e, auth), handler: handlers.of(e) }]));
+  const byAction = new Map(
+    endpoints.map((e) => [
+      e.action as string,
+      { endpoint: e, guard: endpointGuard(descriptor, e, auth), handler: handlers.of(e) },
+    ]),
+  );
   const actions = [...byAction.keys()];
   const pick = (request: FastifyRequest) => {
     const value = (request.params as Record<string, string | undefined>)[param] ?? '';
@@ -201,7 +237,11 @@ function refuseOtherMethods(app: FastifyInstance, endpoints: readonly SurfaceEnd
       method: REFUSABLE.filter((method) => !taken.has(method)),
       url,
       handler: async (request) => {
-        throw new GatewayError('method_not_allowed', { method: request.method, allowed }, { headers: { allow: allowed.join(', ') } });
+        throw new GatewayError(
+          'method_not_allowed',
+          { method: request.method, allowed },
+          { headers: { allow: allowed.join(', ') } },
+        );
       },
     });
   }

@@ -51,7 +51,13 @@ function callOf(calls: ReadonlyMap<string, V1Call>, route: string | undefined): 
  * redirects everyone else). GET serves health, models and the index; POST serves the model calls, with their body
  * schemas, and the keys API.
  */
-export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1Handlers, version: string, table: V1RouteTable): void {
+export function mountV1(
+  app: FastifyInstance,
+  auth: Authenticator,
+  handlers: V1Handlers,
+  version: string,
+  table: V1RouteTable,
+): void {
   const indexRoutes = [...table.values()];
   const handleIndex = async function handleIndex(request: FastifyRequest, reply: FastifyReply) {
     if (prefersHtml(request.headers.accept)) {
@@ -82,8 +88,12 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
     }
     return handleIndex(request, reply);
   };
-  const handleOtherMethods = async function handleOtherMethods(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    if (request.method === 'DELETE' && request.routeName === 'responses') return handlers.storedResponses.delete(request, reply);
+  const handleOtherMethods = async function handleOtherMethods(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply> {
+    if (request.method === 'DELETE' && request.routeName === 'responses')
+      return handlers.storedResponses.delete(request, reply);
     if (request.routeName === 'keys' && request.method === 'PATCH') return handlers.keys.update(request, reply);
     if (request.routeName === 'keys' && request.method === 'DELETE') return handlers.keys.revoke(request, reply);
     // The guard answers every other method (405, or 204 for OPTIONS) before this could run.
@@ -91,7 +101,10 @@ export function mountV1(app: FastifyInstance, auth: Authenticator, handlers: V1H
   };
 
   const validatePostBody = postBodyValidator(handlers.calls);
-  for (const [url, mount] of [['/v1/', 'v1'], ['/', 'root']] as const) {
+  for (const [url, mount] of [
+    ['/v1/', 'v1'],
+    ['/', 'root'],
+  ] as const) {
     const onRequest = makeV1Guard(auth, mount, table);
     app.get(url, { onRequest }, handleRead);
     app.post(url, { onRequest, preValidation: validatePostBody }, async (request, reply) => {

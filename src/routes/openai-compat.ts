@@ -1,7 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CatalogModel, ModelCatalog } from '../core/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { OPENAI_EMBEDDINGS_PATH, OPENAI_ERRORS, OPENAI_MODELS_PATH, OPENAI_RESPONSES_PATH } from '../http/openai-shape.js';
+import {
+  OPENAI_EMBEDDINGS_PATH,
+  OPENAI_ERRORS,
+  OPENAI_MODELS_PATH,
+  OPENAI_RESPONSES_PATH,
+} from '../http/openai-shape.js';
 import { embeddingsBodySchema } from './embeddings-schema.js';
 import { type Authenticator } from '../auth/authenticator.js';
 import { ADMIN } from '../auth/principal.js';
@@ -43,11 +48,19 @@ export function mountOpenAiCompat(
     const surface = claimedBy(request);
     return surface ? surface.guard(request, reply) : modelsGuard(request);
   };
-  app.post(OPENAI_EMBEDDINGS_PATH, { onRequest: guard('embeddings'), schema: { body: embeddingsBodySchema } }, handlers.embeddings);
+  app.post(
+    OPENAI_EMBEDDINGS_PATH,
+    { onRequest: guard('embeddings'), schema: { body: embeddingsBodySchema } },
+    handlers.embeddings,
+  );
   const responsesGuard = guard('responses');
   app.get(`${OPENAI_RESPONSES_PATH}/:id`, { onRequest: responsesGuard }, handlers.storedResponses.retrieve);
   app.delete(`${OPENAI_RESPONSES_PATH}/:id`, { onRequest: responsesGuard }, handlers.storedResponses.delete);
-  app.get(`${OPENAI_RESPONSES_PATH}/:id/input_items`, { onRequest: responsesGuard }, handlers.storedResponses.inputItems);
+  app.get(
+    `${OPENAI_RESPONSES_PATH}/:id/input_items`,
+    { onRequest: responsesGuard },
+    handlers.storedResponses.inputItems,
+  );
   app.route({
     method: ['GET', 'PUT', 'PATCH', 'DELETE'],
     url: OPENAI_EMBEDDINGS_PATH,
@@ -55,7 +68,11 @@ export function mountOpenAiCompat(
       request.errorShape = OPENAI_ERRORS;
     },
     handler: async (request) => {
-      throw new GatewayError('method_not_allowed', { method: request.method, allowed: ['POST'] }, { headers: { allow: 'POST' } });
+      throw new GatewayError(
+        'method_not_allowed',
+        { method: request.method, allowed: ['POST'] },
+        { headers: { allow: 'POST' } },
+      );
     },
   });
   // Only the models the caller may call; one outside its rights is a 404 like an unknown one (nothing leaks).

@@ -15,7 +15,8 @@ export const CACHE_HEADER = 'x-cache';
 export type ResponseCacheOptions = AnswerCacheOptions;
 
 /** What a lookup found: nothing to do (caching is off for the model), a stored answer, or a miss to record. */
-export type CacheLookup = { kind: 'off' } | { kind: 'hit'; response: StoredResponse } | { kind: 'miss'; recorder: AnswerRecorder | undefined };
+export type CacheLookup =
+  { kind: 'off' } | { kind: 'hit'; response: StoredResponse } | { kind: 'miss'; recorder: AnswerRecorder | undefined };
 
 const OFF: CacheLookup = { kind: 'off' };
 const BYPASS: CacheLookup = { kind: 'miss', recorder: undefined };
@@ -38,7 +39,14 @@ export class ResponseCache {
    * Synchronous for a model without caching (no promise, no microtask on the path of every other call). `extra`: what
    * of the URL changes the answer, for a surface whose model is in its path.
    */
-  lookup(request: FastifyRequest, reply: FastifyReply, rule: CacheRule, model: string, body: unknown, extra?: string): CacheLookup | Promise<CacheLookup> {
+  lookup(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    rule: CacheRule,
+    model: string,
+    body: unknown,
+    extra?: string,
+  ): CacheLookup | Promise<CacheLookup> {
     const policy = this.cache.policyOf(model);
     if (!policy) return OFF;
     void reply.header(CACHE_HEADER, 'miss');
@@ -48,7 +56,12 @@ export class ResponseCache {
       return BYPASS;
     }
     const ownKey = request.headers['x-upstream-key'];
-    const key = this.cache.keyOf(rule, body, { caller: request.caller, ownKey: typeof ownKey === 'string' ? ownKey : undefined, vary: varyOf(request), extra }, policy);
+    const key = this.cache.keyOf(
+      rule,
+      body,
+      { caller: request.caller, ownKey: typeof ownKey === 'string' ? ownKey : undefined, vary: varyOf(request), extra },
+      policy,
+    );
     if (noCache) {
       request.cacheResult = 'bypass';
       return { kind: 'miss', recorder: this.cache.recorder(key, policy, request.id) };
@@ -56,7 +69,12 @@ export class ResponseCache {
     return this.find(request, key, policy, noStore);
   }
 
-  private async find(request: FastifyRequest, key: string, policy: CachePolicy, noStore: boolean): Promise<CacheLookup> {
+  private async find(
+    request: FastifyRequest,
+    key: string,
+    policy: CachePolicy,
+    noStore: boolean,
+  ): Promise<CacheLookup> {
     request.cacheResult = 'miss';
     const response = await this.cache.find(key, request.id);
     if (response === STORE_FAILED) return BYPASS;
@@ -93,11 +111,20 @@ export function readCacheControl(header: string | string[] | undefined): { noCac
  * Sends a cached answer: its status, content type and body (a stream's whole text in one write: the original
  * pacing is not kept), `X-Cache: hit` and `Age` (seconds since it was stored, RFC 9111 §5.1).
  */
-export async function sendCached(reply: FastifyReply, response: StoredResponse, rateLimitHeaders: Record<string, string>): Promise<FastifyReply> {
+export async function sendCached(
+  reply: FastifyReply,
+  response: StoredResponse,
+  rateLimitHeaders: Record<string, string>,
+): Promise<FastifyReply> {
   const age = Math.max(0, Math.floor((Date.now() - Date.parse(response.storedAt)) / 1000));
   // A stream's own content type (stored with it: SSE, or a JSON-array stream's) wins over the SSE default.
   if (response.kind === 'sse') void reply.headers(SSE_HEADERS);
-  void reply.code(response.status).headers(response.headers).headers(rateLimitHeaders).header(CACHE_HEADER, 'hit').header('age', String(age));
+  void reply
+    .code(response.status)
+    .headers(response.headers)
+    .headers(rateLimitHeaders)
+    .header(CACHE_HEADER, 'hit')
+    .header('age', String(age));
   return reply.send(response.body);
 }
 

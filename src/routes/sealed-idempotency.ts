@@ -42,7 +42,12 @@ export class SealedIdempotency {
   constructor(private readonly options: SealedIdempotencyOptions) {}
 
   /** Runs `produce` once per (caller, Idempotency-Key, request); sends its answer, or the sealed copy of it. */
-  async run(request: FastifyRequest, reply: FastifyReply, requestShape: unknown, produce: () => Promise<SealedAnswer>): Promise<FastifyReply> {
+  async run(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    requestShape: unknown,
+    produce: () => Promise<SealedAnswer>,
+  ): Promise<FastifyReply> {
     const key = readIdempotencyKey(request.headers['idempotency-key']);
     if (key === undefined) return send(reply, request, await produce());
     const scope = request.caller;
@@ -55,7 +60,11 @@ export class SealedIdempotency {
       request.replayed = true;
       const { status } = begun.response;
       const body = open(begun.response.body, { idempotencyKey: key, pepper, scope, fingerprint, status });
-      if (body === undefined) throw new GatewayError('internal_error', { problem: 'the stored answer of this Idempotency-Key could not be opened (was the first administrator token changed?)' });
+      if (body === undefined)
+        throw new GatewayError('internal_error', {
+          problem:
+            'the stored answer of this Idempotency-Key could not be opened (was the first administrator token changed?)',
+        });
       if (status >= 400) request.errorCode = errorCodeOf(body);
       return reply.code(status).header(REPLAYED_HEADER, 'true').type(request.responseType).send(body);
     }
@@ -65,19 +74,37 @@ export class SealedIdempotency {
     } catch (error) {
       // A refusal that describes the request is kept like an answer (the same rule as chat); anything else frees the key.
       if (isGatewayError(error) && replayable(error.status)) {
-        await this.complete({ idempotencyKey: key, pepper, scope, fingerprint, status: error.status }, storedKey, JSON.stringify(error.toBody()));
+        await this.complete(
+          { idempotencyKey: key, pepper, scope, fingerprint, status: error.status },
+          storedKey,
+          JSON.stringify(error.toBody()),
+        );
       } else {
-        await this.options.store.abandon(scope, storedKey, fingerprint).catch((e: unknown) => this.options.onStoreHealth(false, e));
+        await this.options.store
+          .abandon(scope, storedKey, fingerprint)
+          .catch((e: unknown) => this.options.onStoreHealth(false, e));
       }
       throw error;
     }
-    await this.complete({ idempotencyKey: key, pepper, scope, fingerprint, status: answer.status }, storedKey, JSON.stringify(answer.body));
+    await this.complete(
+      { idempotencyKey: key, pepper, scope, fingerprint, status: answer.status },
+      storedKey,
+      JSON.stringify(answer.body),
+    );
     return send(reply, request, answer);
   }
 
   private async complete(binding: SealBinding, storedKey: string, body: string): Promise<void> {
-    const response = { status: binding.status, headers: {}, kind: 'json' as const, body: seal(body, binding), storedAt: new Date().toISOString() };
-    await this.options.store.complete(binding.scope, storedKey, binding.fingerprint, response, this.options.ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
+    const response = {
+      status: binding.status,
+      headers: {},
+      kind: 'json' as const,
+      body: seal(body, binding),
+      storedAt: new Date().toISOString(),
+    };
+    await this.options.store
+      .complete(binding.scope, storedKey, binding.fingerprint, response, this.options.ttlMs)
+      .catch((error: unknown) => this.options.onStoreHealth(false, error));
   }
 }
 

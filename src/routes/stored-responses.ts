@@ -43,7 +43,11 @@ export function makeStoredResponseHandlers(history: ResponseHistory | undefined)
       let start = 0;
       if (page.after !== undefined) {
         const at = ordered.findIndex((item) => item.id === page.after);
-        if (at === -1) throw new GatewayError('invalid_query_parameter', { parameter: 'after', problem: 'is not the id of an input item of this response' });
+        if (at === -1)
+          throw new GatewayError('invalid_query_parameter', {
+            parameter: 'after',
+            problem: 'is not the id of an input item of this response',
+          });
         start = at + 1;
       }
       const data = ordered.slice(start, start + page.limit);
@@ -63,15 +67,27 @@ function responseIdOf(request: FastifyRequest): string {
   const fromPath = (request.params as Record<string, unknown> | undefined)?.id;
   const id = typeof fromPath === 'string' ? fromPath : (request.query as Record<string, unknown>).id;
   if (typeof id !== 'string' || id === '' || id.length > 256) {
-    throw new GatewayError('invalid_query_parameter', { parameter: 'id', problem: 'the id of a stored response is required (at most 256 characters), given once' });
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'id',
+      problem: 'the id of a stored response is required (at most 256 characters), given once',
+    });
   }
   return id;
 }
 
-function readItemsPage(query: Record<string, unknown>): { limit: number; order: 'asc' | 'desc'; after: string | undefined } {
+function readItemsPage(query: Record<string, unknown>): {
+  limit: number;
+  order: 'asc' | 'desc';
+  after: string | undefined;
+} {
   const { limit: rawLimit, order = 'desc', after } = query;
   const limit = parsePageLimit(rawLimit, { fallback: DEFAULT_ITEMS_PAGE, max: MAX_ITEMS_PAGE });
-  if (order !== 'asc' && order !== 'desc') throw new GatewayError('invalid_query_parameter', { parameter: 'order', allowed: ['asc', 'desc'] });
-  if (after !== undefined && (typeof after !== 'string' || after === '')) throw new GatewayError('invalid_query_parameter', { parameter: 'after', problem: 'must be an item id, given once' });
+  if (order !== 'asc' && order !== 'desc')
+    throw new GatewayError('invalid_query_parameter', { parameter: 'order', allowed: ['asc', 'desc'] });
+  if (after !== undefined && (typeof after !== 'string' || after === ''))
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'after',
+      problem: 'must be an item id, given once',
+    });
   return { limit, order, after };
 }

@@ -11,7 +11,13 @@ const KEY_LENGTH = 32;
 
 function scrypt(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scryptCallback(password, salt, KEY_LENGTH, { ...options, maxmem: 256 * options.N! * (options.r ?? 8) }, (error, key) => (error ? reject(error) : resolve(key)));
+    scryptCallback(
+      password,
+      salt,
+      KEY_LENGTH,
+      { ...options, maxmem: 256 * options.N! * (options.r ?? 8) },
+      (error, key) => (error ? reject(error) : resolve(key)),
+    );
   });
 }
 

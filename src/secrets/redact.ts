@@ -15,9 +15,30 @@ const LOGGED_AS_IS: ReadonlyMap<string, RegExp> = new Map([
 ]);
 const PLAIN_ROUTE_QUERY = /\?route=[a-z_]{1,32}$/y;
 const SECRET_NAMES = new Set([
-  'key', 'apikey', 'api_key', 'token', 'access_token', 'refresh_token', 'id_token', 'auth', 'authorization',
-  'password', 'passwd', 'pwd', 'secret', 'client_secret', 'signature', 'sig', 'x_upstream_key', 'upstream_key',
-  'bearer', 'credential', 'credentials', 'private_key', 'session', 'jwt',
+  'key',
+  'apikey',
+  'api_key',
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'auth',
+  'authorization',
+  'password',
+  'passwd',
+  'pwd',
+  'secret',
+  'client_secret',
+  'signature',
+  'sig',
+  'x_upstream_key',
+  'upstream_key',
+  'bearer',
+  'credential',
+  'credentials',
+  'private_key',
+  'session',
+  'jwt',
 ]);
 const SECRET_SUFFIX = /(?:^|_)(?:key|token|secret|password|signature|credential)s?$/;
 
@@ -174,7 +195,8 @@ export function scrubText(text: string, secrets: ReadonlyArray<string | undefine
  */
 export function scrubAnswer(bytes: Buffer, text: string, secrets: ReadonlyArray<string | undefined>): Buffer {
   for (const secret of secrets) {
-    if (secret !== undefined && secret.length >= 4 && detectorOf(secret).test(text)) return Buffer.from(scrubText(text, secrets), 'utf8');
+    if (secret !== undefined && secret.length >= 4 && detectorOf(secret).test(text))
+      return Buffer.from(scrubText(text, secrets), 'utf8');
   }
   return bytes;
 }
@@ -193,7 +215,8 @@ function detectorOf(secret: string): RegExp {
   const known = detectors.get(secret);
   if (known) return known;
   const pieces: string[] = [];
-  for (let i = 0; i + SECRET_PIECE_CHARS <= secret.length; i += SECRET_PIECE_CHARS) pieces.push(escapeRegExp(secret.slice(i, i + SECRET_PIECE_CHARS)));
+  for (let i = 0; i + SECRET_PIECE_CHARS <= secret.length; i += SECRET_PIECE_CHARS)
+    pieces.push(escapeRegExp(secret.slice(i, i + SECRET_PIECE_CHARS)));
   const detector = new RegExp(pieces.length > 0 ? pieces.join('|') : escapeRegExp(secret));
   if (detectors.size >= MAX_DETECTORS) detectors.delete(detectors.keys().next().value as string);
   detectors.set(secret, detector);

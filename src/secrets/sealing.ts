@@ -25,7 +25,15 @@ export function sealedKeyName(pepper: string, idempotencyKey: string): string {
 }
 
 function sealingKey(binding: SealBinding): Buffer {
-  return Buffer.from(hkdfSync('sha256', `${binding.pepper}\n${binding.idempotencyKey}`, binding.scope, 'llm-gateway sealed idempotent answer', 32));
+  return Buffer.from(
+    hkdfSync(
+      'sha256',
+      `${binding.pepper}\n${binding.idempotencyKey}`,
+      binding.scope,
+      'llm-gateway sealed idempotent answer',
+      32,
+    ),
+  );
 }
 
 function additionalData(binding: SealBinding): Buffer {

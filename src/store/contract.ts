@@ -51,7 +51,13 @@ export interface RateLimiter {
 /** Requests in flight per key; a lease expires by itself so a crashed process cannot hold a slot forever. */
 export interface ConcurrencyLimiter {
   /** Takes a slot if fewer than `max` are held; `token` identifies this holder. */
-  acquire(key: string, token: string, max: number, leaseMs: number, nowMs?: number): Promise<{ acquired: boolean; inFlight: number }>;
+  acquire(
+    key: string,
+    token: string,
+    max: number,
+    leaseMs: number,
+    nowMs?: number,
+  ): Promise<{ acquired: boolean; inFlight: number }>;
   release(key: string, token: string): Promise<void>;
 }
 
@@ -69,8 +75,7 @@ export type AdmissionLimit =
 
 /** Index-aligned with the limits asked for. */
 export type LimitOutcome =
-  | { kind: 'rate'; decision: RateLimitDecision }
-  | { kind: 'concurrency'; acquired: boolean; inFlight: number };
+  { kind: 'rate'; decision: RateLimitDecision } | { kind: 'concurrency'; acquired: boolean; inFlight: number };
 
 export interface AdmissionResult {
   /** True: every limit allowed and all were taken. False: at least one refused and nothing was taken. */
@@ -145,7 +150,14 @@ export type IdempotencyBegin =
  */
 export interface IdempotencyStore {
   begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs?: number): Promise<IdempotencyBegin>;
-  complete(scope: string, key: string, fingerprint: string, response: StoredResponse, ttlMs: number, nowMs?: number): Promise<void>;
+  complete(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    response: StoredResponse,
+    ttlMs: number,
+    nowMs?: number,
+  ): Promise<void>;
   abandon(scope: string, key: string, fingerprint: string): Promise<void>;
   /**
    * Extends the leases of claims still running (the holder's heartbeat), to `nowMs + leaseMs`. Only a claim still
@@ -212,13 +224,24 @@ export interface StoredUsage {
  */
 export interface ResponseStore {
   /** Stores a turn; resolves to how many of the caller's turns were evicted to make room. */
-  put(caller: string, id: string, turn: StoredConversationTurn, bounds: { ttlMs: number; maxCallerBytes: number }, nowMs?: number): Promise<number>;
+  put(
+    caller: string,
+    id: string,
+    turn: StoredConversationTurn,
+    bounds: { ttlMs: number; maxCallerBytes: number },
+    nowMs?: number,
+  ): Promise<number>;
   get(caller: string, id: string, nowMs?: number): Promise<StoredConversationTurn | undefined>;
   /**
    * The conversation that ends with `id`, at most `maxTurns` turns walked; undefined when `id` is not held. Its
    * turns are read only when its head is within `maxTurns` and `maxBytes` (conversation bytes).
    */
-  conversation(caller: string, id: string, bounds: { maxTurns: number; maxBytes: number }, nowMs?: number): Promise<ConversationRead | undefined>;
+  conversation(
+    caller: string,
+    id: string,
+    bounds: { maxTurns: number; maxBytes: number },
+    nowMs?: number,
+  ): Promise<ConversationRead | undefined>;
   /** True when it existed (and was the caller's). Only that turn goes: a later turn that continued it stays. */
   delete(caller: string, id: string, nowMs?: number): Promise<boolean>;
   usage(caller: string): Promise<StoredUsage>;
@@ -291,7 +314,10 @@ export interface OutboxDelivery {
  * event is lost. Every state change is keyed by delivery id.
  */
 export interface OutboxStore {
-  enqueue(deliveries: ReadonlyArray<Pick<OutboxDelivery, 'id' | 'eventId' | 'subscription' | 'body'>>, nowMs?: number): Promise<void>;
+  enqueue(
+    deliveries: ReadonlyArray<Pick<OutboxDelivery, 'id' | 'eventId' | 'subscription' | 'body'>>,
+    nowMs?: number,
+  ): Promise<void>;
   claim(subscription: string, limit: number, leaseMs: number, nowMs?: number): Promise<OutboxDelivery[]>;
   /** A 2xx from the receiver. */
   delivered(id: string, nowMs?: number): Promise<void>;
@@ -341,7 +367,10 @@ export interface KeyStore {
    * Changes a key: `expiresMs` / `revokedMs`, or (given the whole record) its rights; returns false for an unknown
    * key. The key's id, hash, environment and creation time never change.
    */
-  update(keyId: string, patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>): Promise<boolean>;
+  update(
+    keyId: string,
+    patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>,
+  ): Promise<boolean>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ export function gcraNow(nowMs: number | undefined): number {
 
 export function checkRateLimit(limit: number, windowMs: number, units: number, what: 'cost' | 'delta'): void {
   if (!(Number.isFinite(limit) && limit > 0)) throw new RangeError(`limit must be a positive number, got ${limit}`);
-  if (!(Number.isFinite(windowMs) && windowMs >= 1)) throw new RangeError(`windowMs must be at least 1, got ${windowMs}`);
+  if (!(Number.isFinite(windowMs) && windowMs >= 1))
+    throw new RangeError(`windowMs must be at least 1, got ${windowMs}`);
   if (!Number.isFinite(units) || (what === 'cost' && units < 0)) throw new RangeError(`invalid ${what}: ${units}`);
 }
 
@@ -59,7 +60,13 @@ export function gcraTolerance(windowMs: number): number {
 export function gcraDecision(step: GcraStep, limit: number, windowMs: number, now: number): RateLimitDecision {
   const resetMs = Math.max(0, step.tat - now);
   if (!step.allowed) {
-    return { allowed: false, limit, remaining: 0, resetMs, retryAfterMs: Math.max(1, step.requestedTat - now - gcraTolerance(windowMs)) };
+    return {
+      allowed: false,
+      limit,
+      remaining: 0,
+      resetMs,
+      retryAfterMs: Math.max(1, step.requestedTat - now - gcraTolerance(windowMs)),
+    };
   }
   // floor((tau - (TAT - now)) / T), computed as a product first so a whole answer is not lost to 4.9999...
   const remaining = Math.floor(((gcraTolerance(windowMs) - resetMs) * limit) / windowMs);
@@ -96,7 +103,12 @@ export function checkAdmissionLimit(limit: AdmissionLimit): void {
  * !oversized && max(TAT, now) + need - now <= tau, then writes max(TAT, now) + charge; a refusal reports
  * max(TAT, now) + need as the requested TAT (so Retry-After is the wait until `need` units are back).
  */
-export function rateStepInputs(limit: Extract<AdmissionLimit, { kind: 'rate' }>): { charge: number; need: number; tau: number; oversized: boolean } {
+export function rateStepInputs(limit: Extract<AdmissionLimit, { kind: 'rate' }>): {
+  charge: number;
+  need: number;
+  tau: number;
+  oversized: boolean;
+} {
   const needUnits = unitsNeeded(limit);
   return {
     charge: gcraCharge(limit.cost, limit.limit, limit.windowMs),
@@ -111,7 +123,14 @@ function unitsNeeded(limit: Extract<AdmissionLimit, { kind: 'rate' }>): number {
 }
 
 /** The outcome of a rate limit from its step (an oversized request is reported as `gcraOversized`). */
-export function rateOutcome(limit: Extract<AdmissionLimit, { kind: 'rate' }>, step: GcraStep, now: number): LimitOutcome {
-  const decision = unitsNeeded(limit) > limit.limit ? gcraOversized(step.tat, limit.limit, limit.windowMs, now) : gcraDecision(step, limit.limit, limit.windowMs, now);
+export function rateOutcome(
+  limit: Extract<AdmissionLimit, { kind: 'rate' }>,
+  step: GcraStep,
+  now: number,
+): LimitOutcome {
+  const decision =
+    unitsNeeded(limit) > limit.limit
+      ? gcraOversized(step.tat, limit.limit, limit.windowMs, now)
+      : gcraDecision(step, limit.limit, limit.windowMs, now);
   return { kind: 'rate', decision };
 }

@@ -15,7 +15,13 @@ export abstract class LimitStoreBase implements LimitStore {
   abstract admit(limits: readonly AdmissionLimit[], token: string, nowMs?: number): Promise<AdmissionResult>;
   abstract settle(items: readonly AdmissionSettlement[], token: string, nowMs?: number): Promise<void>;
 
-  async consume(key: string, limit: number, windowMs: number, cost: number, nowMs?: number): Promise<RateLimitDecision> {
+  async consume(
+    key: string,
+    limit: number,
+    windowMs: number,
+    cost: number,
+    nowMs?: number,
+  ): Promise<RateLimitDecision> {
     checkRateLimit(limit, windowMs, cost, 'cost');
     const { outcomes } = await this.admit([{ kind: 'rate', key, limit, windowMs, cost }], '', nowMs);
     const outcome = outcomes[0];
@@ -28,11 +34,18 @@ export abstract class LimitStoreBase implements LimitStore {
     await this.settle([{ kind: 'rate', key, limit, windowMs, delta }], '', nowMs);
   }
 
-  async acquire(key: string, token: string, max: number, leaseMs: number, nowMs?: number): Promise<{ acquired: boolean; inFlight: number }> {
+  async acquire(
+    key: string,
+    token: string,
+    max: number,
+    leaseMs: number,
+    nowMs?: number,
+  ): Promise<{ acquired: boolean; inFlight: number }> {
     checkLease(max, leaseMs);
     const { outcomes } = await this.admit([{ kind: 'concurrency', key, max, leaseMs }], token, nowMs);
     const outcome = outcomes[0];
-    if (outcome?.kind !== 'concurrency') throw new Error('a concurrency limit was answered with another kind of outcome');
+    if (outcome?.kind !== 'concurrency')
+      throw new Error('a concurrency limit was answered with another kind of outcome');
     return { acquired: outcome.acquired, inFlight: outcome.inFlight };
   }
 

@@ -1,5 +1,14 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { IdempotencyStore, KeyStore, LimitStore, NativeOwnerStore, OutboxStore, ResponseCacheStore, ResponseStore, UpstreamPauseStore } from './contract.js';
+import type {
+  IdempotencyStore,
+  KeyStore,
+  LimitStore,
+  NativeOwnerStore,
+  OutboxStore,
+  ResponseCacheStore,
+  ResponseStore,
+  UpstreamPauseStore,
+} from './contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {
@@ -29,7 +38,13 @@ export interface StateStores {
  */
 export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore): Promise<StateStores> {
   if (config.redisUrl) {
-    const [{ connectRedis }, { RedisRateLimiter }, { RedisIdempotencyStore }, { RedisUpstreamPauses }, { RedisOutbox }] = await Promise.all([
+    const [
+      { connectRedis },
+      { RedisRateLimiter },
+      { RedisIdempotencyStore },
+      { RedisUpstreamPauses },
+      { RedisOutbox },
+    ] = await Promise.all([
       import('./redis/connect.js'),
       import('./redis/redis-rate-limiter.js'),
       import('./redis/redis-idempotency-store.js'),
@@ -57,12 +72,13 @@ export async function openStateStores(config: GatewayConfig, sqlite: SqliteStore
       },
     };
   }
-  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }, { SqliteUpstreamPauses }, { SqliteOutbox }] = await Promise.all([
-    import('./sqlite/sqlite-rate-limiter.js'),
-    import('./sqlite/sqlite-idempotency-store.js'),
-    import('./sqlite/sqlite-upstream-pauses.js'),
-    import('./sqlite/sqlite-outbox.js'),
-  ]);
+  const [{ SqliteRateLimiter }, { SqliteIdempotencyStore }, { SqliteUpstreamPauses }, { SqliteOutbox }] =
+    await Promise.all([
+      import('./sqlite/sqlite-rate-limiter.js'),
+      import('./sqlite/sqlite-idempotency-store.js'),
+      import('./sqlite/sqlite-upstream-pauses.js'),
+      import('./sqlite/sqlite-outbox.js'),
+    ]);
   const { SqliteKeyStore } = await import('./sqlite/sqlite-keys.js');
   const { SqliteResponseStore } = await import('./sqlite/sqlite-response-store.js');
   const { SqliteResponseCache } = await import('./sqlite/sqlite-response-cache.js');

@@ -13,7 +13,10 @@ export interface OpenedUsageStore {
  * all traffic; `pg` is imported only then), otherwise the embedded SQLite file. Undefined when usage recording is
  * off.
  */
-export async function openUsageStore(config: GatewayConfig, sqlite: SqliteStore): Promise<OpenedUsageStore | undefined> {
+export async function openUsageStore(
+  config: GatewayConfig,
+  sqlite: SqliteStore,
+): Promise<OpenedUsageStore | undefined> {
   if (!config.usage.enabled) return undefined;
   if (config.databaseUrl) {
     const { PostgresUsageStore } = await import('./postgres/postgres-usage.js');

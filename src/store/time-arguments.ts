@@ -9,6 +9,7 @@ export function wholeMs(name: string, value: number): number {
 
 /** A lease or TTL of zero would expire at once and let every caller claim the key (and PEXPIRE needs > 0). */
 export function durationMs(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds (got ${value})`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new RangeError(`${name} must be a positive number of milliseconds (got ${value})`);
   return Math.ceil(value);
 }

@@ -2,9 +2,29 @@ import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimel
 
 /** The columns of `usage_records`, in the order of `UsageRows.writeValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [
-  'time_ms', 'request_id', 'caller', 'environment', 'route', 'model', 'upstream', 'status', 'code', 'latency_ms',
-  'ttfb_ms', 'stream', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'attempts', 'replay',
-  'cache_hit', 'usage_anomaly', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cache_savings_usd',
+  'time_ms',
+  'request_id',
+  'caller',
+  'environment',
+  'route',
+  'model',
+  'upstream',
+  'status',
+  'code',
+  'latency_ms',
+  'ttfb_ms',
+  'stream',
+  'prompt_tokens',
+  'completion_tokens',
+  'cost_usd',
+  'attempts',
+  'replay',
+  'cache_hit',
+  'usage_anomaly',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'cache_savings_usd',
 ] as const;
 
 /**
@@ -88,7 +108,9 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
 /** The SQL expression a grouping groups by; the UTC day is computed from `time_ms` in each dialect. */
 export function groupExpression(grouping: UsageGrouping, dialect: 'sqlite' | 'postgres'): string {
   if (grouping === 'day') {
-    return dialect === 'sqlite' ? "strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch')" : "to_char(to_timestamp(time_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
+    return dialect === 'sqlite'
+      ? "strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch')"
+      : "to_char(to_timestamp(time_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
   }
   if (grouping === 'caller') return 'caller';
   if (grouping === 'route') return 'route';
@@ -111,7 +133,10 @@ const LATENCY_BIN_SQL = `CASE ${LATENCY_BIN_EDGES_MS.map((edge, i) => `WHEN late
 
 /** Counts per (bucket, latency bin) of records in [from, to). Parameters: SQLite size, size, from, to; PostgreSQL size, from, to. */
 export function timelineSql(table: string, dialect: 'sqlite' | 'postgres'): string {
-  const [size, again, from, to] = dialect === 'sqlite' ? ['CAST(? AS INTEGER)', 'CAST(? AS INTEGER)', '?', '?'] : ['$1::bigint', '$1::bigint', '$2', '$3'];
+  const [size, again, from, to] =
+    dialect === 'sqlite'
+      ? ['CAST(? AS INTEGER)', 'CAST(? AS INTEGER)', '?', '?']
+      : ['$1::bigint', '$1::bigint', '$2', '$3'];
   return `SELECT (time_ms / ${size}) * ${again} AS bucket, ${LATENCY_BIN_SQL} AS bin, COUNT(*) AS requests,
             SUM(CASE WHEN status >= 500 OR (status < 400 AND code IS NOT NULL) THEN 1 ELSE 0 END) AS server_errors,
             SUM(CASE WHEN status >= 400 AND status < 500 THEN 1 ELSE 0 END) AS client_errors,

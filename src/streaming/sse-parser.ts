@@ -167,10 +167,22 @@ export class SseParser {
    */
   private wholeDataEvent(buf: Buffer, start: number, end: number): boolean {
     if (this.pendingLength !== 0 || this.inEvent || end - start < 5) return false;
-    if (buf[start] !== 0x64 || buf[start + 1] !== 0x61 || buf[start + 2] !== 0x74 || buf[start + 3] !== 0x61 || buf[start + 4] !== COLON) return false;
+    if (
+      buf[start] !== 0x64 ||
+      buf[start + 1] !== 0x61 ||
+      buf[start + 2] !== 0x74 ||
+      buf[start + 3] !== 0x61 ||
+      buf[start + 4] !== COLON
+    )
+      return false;
     if (end - start > this.limits.maxLineBytes || end - start >= this.limits.maxEventBytes) return false; // the general path refuses it
     const valueStart = buf[start + 5] === SPACE ? start + 6 : start + 5;
-    this.onEvent({ event: 'message', data: buf.toString('utf8', valueStart, end), id: this.lastEventId, retry: this.retry });
+    this.onEvent({
+      event: 'message',
+      data: buf.toString('utf8', valueStart, end),
+      id: this.lastEventId,
+      retry: this.retry,
+    });
     return true;
   }
 
@@ -255,7 +267,9 @@ export class SseParser {
  * Throws nothing itself; errors of the source propagate. Returns `{ truncated }` as SseParser.end() reports it.
  * Breaking out of the loop early closes `source` (for await calls its return()).
  */
-export async function* parseSseStream(source: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent, { truncated: boolean }> {
+export async function* parseSseStream(
+  source: AsyncIterable<Uint8Array>,
+): AsyncGenerator<SseEvent, { truncated: boolean }> {
   const queue: SseEvent[] = [];
   const parser = new SseParser((event) => {
     queue.push(event);

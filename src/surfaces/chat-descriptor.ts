@@ -20,12 +20,21 @@ export const CHAT_DESCRIPTOR: SurfaceDescriptor = {
   route: 'chat',
   oauthScope: 'chat:write',
   api: OPENAI_API,
-  endpoints: [{ method: 'POST', path: OPENAI_CHAT_PATH, operation: 'generate', bodySchema: chatBodySchema, exclusive: true }],
-  v1Route: { methods: ['POST'], auth: 'Bearer <ADMIN_TOKEN>', description: 'Chat completion (JSON, or SSE when stream is true); optional X-Upstream-Key' },
+  endpoints: [
+    { method: 'POST', path: OPENAI_CHAT_PATH, operation: 'generate', bodySchema: chatBodySchema, exclusive: true },
+  ],
+  v1Route: {
+    methods: ['POST'],
+    auth: 'Bearer <ADMIN_TOKEN>',
+    description: 'Chat completion (JSON, or SSE when stream is true); optional X-Upstream-Key',
+  },
   credential: (headers) => headers.authorization,
   modelOf: modelInBody,
   streamOf: sseIfStreamed,
   events: { completed: EVENT.chatCompleted, failed: EVENT.chatFailed, prompt: promptAsMessages },
-  cache: { cacheable: (body, policy) => isObjectBody(body) && fixedAnswer(policy, body.temperature, [body.tools, body.functions]) },
+  cache: {
+    cacheable: (body, policy) =>
+      isObjectBody(body) && fixedAnswer(policy, body.temperature, [body.tools, body.functions]),
+  },
   translation: () => CHAT_SURFACE,
 };

@@ -4,7 +4,13 @@ import type { CachePolicy } from '../config/types.js';
 import type { CatalogModel, ModelPage } from '../core/model-catalog.js';
 import type { TokenEstimate } from '../core/rate-limit-service.js';
 import type { CallerApi } from '../http/error-shape.js';
-import type { ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApiName } from '../providers/contract.js';
+import type {
+  ChatExtra,
+  ChatRequestBody,
+  EmbeddingsRequestBody,
+  EmbeddingsResult,
+  NativeApiName,
+} from '../providers/contract.js';
 import type { PricedUsage } from '../core/pricing.js';
 import type { RouteName } from '../request/route-name.js';
 import type { RouteEvents } from '../webhooks/gateway-events.js';
@@ -130,7 +136,12 @@ export interface EmbeddingsSpec {
   /** The OpenAI embeddings request a validated request stands for. */
   toEmbeddings(request: SurfaceRequest): EmbeddingsRequestBody;
   /** The caller's JSON answer from the upstream's result (OpenAI's bytes, or vectors in input order). */
-  answer(result: EmbeddingsResult, embeddings: EmbeddingsRequestBody, usage: PricedUsage | undefined, request: SurfaceRequest): string | Buffer;
+  answer(
+    result: EmbeddingsResult,
+    embeddings: EmbeddingsRequestBody,
+    usage: PricedUsage | undefined,
+    request: SurfaceRequest,
+  ): string | Buffer;
 }
 
 export interface ModelsSpec {

@@ -50,7 +50,10 @@ export class NativeOwnership {
     try {
       await this.options.store.claim(caller, ids, this.options.ttlMs);
     } catch (error) {
-      this.options.log.warn({ err: error, ids: ids.length }, 'native ids not recorded: the store failed; they cannot be referred to again');
+      this.options.log.warn(
+        { err: error, ids: ids.length },
+        'native ids not recorded: the store failed; they cannot be referred to again',
+      );
     }
   }
 }

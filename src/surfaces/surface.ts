@@ -32,7 +32,10 @@ export interface ApiSurface {
   /** Whether the caller's bytes are a chat request the provider may forward untouched (false when translated). */
   readonly forwardsRawBody: boolean;
   /** The chat request a validated body stands for (the body itself for chat), or a request to forward natively. */
-  toChat(body: unknown, context: SurfaceCall): Promise<ChatRequestBody | NativeForward> | ChatRequestBody | NativeForward;
+  toChat(
+    body: unknown,
+    context: SurfaceCall,
+  ): Promise<ChatRequestBody | NativeForward> | ChatRequestBody | NativeForward;
   /** The caller's JSON answer from a `chat.completion`'s bytes (the bytes themselves for chat). */
   answer(completion: Buffer, context: SurfaceCall): Promise<Buffer | string> | Buffer | string;
   /** A fresh encoder for one stream. */

@@ -28,7 +28,10 @@ export class TranslationNotes {
    */
   drop(field: string, problem: string): void {
     if (this.mode === 'strict') {
-      throw new GatewayError('capability_not_supported', { field, problem: `${problem}; this model's translation is strict, so it is refused instead of dropped` });
+      throw new GatewayError('capability_not_supported', {
+        field,
+        problem: `${problem}; this model's translation is strict, so it is refused instead of dropped`,
+      });
     }
     this.names ??= [];
     if (this.names.length < MAX_NOTED && !this.names.includes(field)) this.names.push(field);

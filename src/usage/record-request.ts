@@ -52,7 +52,11 @@ export function usageObserver(recorder: UsageRecorder, environment: string): (re
       record.replayed,
       record.cacheHit,
       usage?.[USAGE_ANOMALIES] !== undefined,
-      usage && { cacheRead: usage.cache_read_tokens ?? 0, cacheWrite: usage.cache_write_tokens ?? 0, reasoning: usage.reasoning_tokens ?? 0 },
+      usage && {
+        cacheRead: usage.cache_read_tokens ?? 0,
+        cacheWrite: usage.cache_write_tokens ?? 0,
+        reasoning: usage.reasoning_tokens ?? 0,
+      },
       usage?.cache_savings_usd,
     );
     recorder.added();

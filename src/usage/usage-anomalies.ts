@@ -10,7 +10,9 @@ const MAX_LOGGED = 1_000;
  * enough to find it. Every such request is still flagged (`usage_anomaly` in its access line and usage record)
  * and counted (`llmgw_usage_anomalies_total`).
  */
-export function usageAnomalyLog(log: { warn(fields: Record<string, unknown>, msg: string): void }): (record: RequestRecord) => void {
+export function usageAnomalyLog(log: {
+  warn(fields: Record<string, unknown>, msg: string): void;
+}): (record: RequestRecord) => void {
   const logged = new Set<string>();
   return (record) => {
     const anomalies = record.usage?.[USAGE_ANOMALIES];
@@ -20,7 +22,13 @@ export function usageAnomalyLog(log: { warn(fields: Record<string, unknown>, msg
       if (logged.has(key) || logged.size >= MAX_LOGGED) continue;
       logged.add(key);
       log.warn(
-        { upstream: record.upstream, kind, request_id: record.id, prompt_tokens: record.usage?.prompt_tokens, completion_tokens: record.usage?.completion_tokens },
+        {
+          upstream: record.upstream,
+          kind,
+          request_id: record.id,
+          prompt_tokens: record.usage?.prompt_tokens,
+          completion_tokens: record.usage?.completion_tokens,
+        },
         'an upstream reported a usage figure out of range; it was corrected (docs/usage.md). Not logged again for this upstream and kind: see usage_anomaly in access lines and usage records, and llmgw_usage_anomalies_total',
       );
     }

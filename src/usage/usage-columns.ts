@@ -124,10 +124,28 @@ export class UsageColumns implements UsageRows {
   /** Appends one record given as an object (tests, tools; the request path pushes its fields). */
   pushRecord(r: UsageRecord): void {
     this.push(
-      r.timeMs, r.requestId, r.caller, r.environment, r.route, r.model ?? undefined, r.upstream ?? undefined, r.status, r.code ?? undefined,
-      r.latencyMs, r.ttfbMs ?? undefined, r.stream, r.promptTokens ?? undefined, r.completionTokens ?? undefined, r.costUsd ?? undefined,
-      r.attempts, r.replay, r.cacheHit, r.usageAnomaly,
-      r.cacheReadTokens === null ? undefined : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
+      r.timeMs,
+      r.requestId,
+      r.caller,
+      r.environment,
+      r.route,
+      r.model ?? undefined,
+      r.upstream ?? undefined,
+      r.status,
+      r.code ?? undefined,
+      r.latencyMs,
+      r.ttfbMs ?? undefined,
+      r.stream,
+      r.promptTokens ?? undefined,
+      r.completionTokens ?? undefined,
+      r.costUsd ?? undefined,
+      r.attempts,
+      r.replay,
+      r.cacheHit,
+      r.usageAnomaly,
+      r.cacheReadTokens === null
+        ? undefined
+        : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
       r.cacheSavingsUsd ?? undefined,
     );
   }

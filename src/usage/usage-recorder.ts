@@ -36,7 +36,13 @@ export class UsageRecorder {
   private setAside = 0;
 
   constructor(
-    private readonly options: { store: UsageStore; retentionMs: number; log: UsageLog; flushMs?: number; maxBatch?: number },
+    private readonly options: {
+      store: UsageStore;
+      retentionMs: number;
+      log: UsageLog;
+      flushMs?: number;
+      maxBatch?: number;
+    },
   ) {
     this.batchSize = Math.max(1, options.maxBatch ?? 500);
     this.columns = new UsageColumns(this.batchSize);
@@ -104,18 +110,29 @@ export class UsageRecorder {
     let waiting: UsageRecord[] = [];
     if (failure instanceof UsageRowsRefused) {
       const records = retried.concat(...batches.map((b) => b.toRecords()));
-      ({ unwritten: waiting, error: failure } = await writeAroundRefused(this.options.store, records, failure, (record, error) => this.deadLetter(record, error)));
+      ({ unwritten: waiting, error: failure } = await writeAroundRefused(
+        this.options.store,
+        records,
+        failure,
+        (record, error) => this.deadLetter(record, error),
+      ));
     } else if (failure !== undefined) {
       waiting = retried.concat(...batches.map((b) => b.toRecords()));
     }
     if (waiting.length === 0) {
       if (this.dropped > 0) {
-        this.options.log.warn({ dropped: this.dropped }, 'usage records were dropped while the usage store was unavailable');
+        this.options.log.warn(
+          { dropped: this.dropped },
+          'usage records were dropped while the usage store was unavailable',
+        );
         this.dropped = 0;
       }
       return;
     }
-    this.options.log.warn({ err: failure, records: waiting.length }, 'usage records could not be written; kept for the next batch');
+    this.options.log.warn(
+      { err: failure, records: waiting.length },
+      'usage records could not be written; kept for the next batch',
+    );
     this.pending = waiting.concat(this.pending);
     this.cap();
     if (!this.timer) {
@@ -136,7 +153,9 @@ export class UsageRecorder {
   startRetention(): void {
     const purge = () => {
       const before = Date.now() - this.options.retentionMs;
-      this.options.store.purge(before).catch((error: unknown) => this.options.log.warn({ err: error }, 'old usage records could not be purged'));
+      this.options.store
+        .purge(before)
+        .catch((error: unknown) => this.options.log.warn({ err: error }, 'old usage records could not be purged'));
     };
     purge();
     this.purgeTimer = setInterval(purge, PURGE_EVERY_MS);

@@ -27,9 +27,7 @@ export interface AttemptResult {
 export class WebhookSender {
   private readonly agent: Agent;
 
-  constructor(
-    private readonly options: { timeoutMs: number; allowPrivateAddresses: boolean; userAgent: string },
-  ) {
+  constructor(private readonly options: { timeoutMs: number; allowPrivateAddresses: boolean; userAgent: string }) {
     this.agent = new Agent({
       connect: { timeout: options.timeoutMs, ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup }) },
       headersTimeout: options.timeoutMs,
@@ -38,7 +36,11 @@ export class WebhookSender {
     });
   }
 
-  async send(subscription: WebhookSubscription, delivery: { eventId: string; event: string; body: string }, nowMs = Date.now()): Promise<AttemptResult> {
+  async send(
+    subscription: WebhookSubscription,
+    delivery: { eventId: string; event: string; body: string },
+    nowMs = Date.now(),
+  ): Promise<AttemptResult> {
     const timestamp = Math.floor(nowMs / 1000);
     const signal = AbortSignal.timeout(this.options.timeoutMs);
     try {
@@ -52,7 +54,12 @@ export class WebhookSender {
           [WEBHOOK_HEADERS.id]: delivery.eventId,
           [WEBHOOK_HEADERS.timestamp]: String(timestamp),
           [WEBHOOK_HEADERS.event]: delivery.event,
-          [WEBHOOK_HEADERS.signature]: signatureHeader(subscription.secrets, delivery.eventId, timestamp, delivery.body),
+          [WEBHOOK_HEADERS.signature]: signatureHeader(
+            subscription.secrets,
+            delivery.eventId,
+            timestamp,
+            delivery.body,
+          ),
         },
         body: delivery.body,
       });

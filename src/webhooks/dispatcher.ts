@@ -104,7 +104,10 @@ export class WebhookDispatcher {
       try {
         claimed = await store.claim(subscription.id, free, config.timeoutMs + LEASE_MARGIN_MS, this.now());
       } catch (error) {
-        this.options.log.warn({ err: error, subscription: subscription.id }, 'webhook outbox unavailable; deliveries wait');
+        this.options.log.warn(
+          { err: error, subscription: subscription.id },
+          'webhook outbox unavailable; deliveries wait',
+        );
         continue;
       }
       for (const delivery of claimed) this.launch(subscription, delivery);
@@ -115,7 +118,12 @@ export class WebhookDispatcher {
   private launch(subscription: WebhookSubscription, delivery: OutboxDelivery): void {
     this.inFlight.set(subscription.id, (this.inFlight.get(subscription.id) ?? 0) + 1);
     const run = this.attempt(subscription, delivery)
-      .catch((error: unknown) => this.options.log.warn({ err: error, delivery: delivery.id }, 'webhook attempt could not be recorded; it will be claimed again'))
+      .catch((error: unknown) =>
+        this.options.log.warn(
+          { err: error, delivery: delivery.id },
+          'webhook attempt could not be recorded; it will be claimed again',
+        ),
+      )
       .finally(() => {
         this.inFlight.set(subscription.id, (this.inFlight.get(subscription.id) ?? 1) - 1);
         this.running.delete(run);
@@ -127,9 +135,20 @@ export class WebhookDispatcher {
   private async attempt(subscription: WebhookSubscription, delivery: OutboxDelivery): Promise<void> {
     const { store, config, sender, log } = this.options;
     const event = eventKindOf(delivery.body);
-    const result = await sender.send(subscription, { eventId: delivery.eventId, event, body: delivery.body }, this.now());
+    const result = await sender.send(
+      subscription,
+      { eventId: delivery.eventId, event, body: delivery.body },
+      this.now(),
+    );
     const attempts = delivery.attempts + 1;
-    const fields = { delivery: delivery.id, event_id: delivery.eventId, event, subscription: subscription.id, attempt: attempts, status: result.status };
+    const fields = {
+      delivery: delivery.id,
+      event_id: delivery.eventId,
+      event,
+      subscription: subscription.id,
+      attempt: attempts,
+      status: result.status,
+    };
     if (result.ok) {
       await store.delivered(delivery.id, this.now());
       log.info(fields, 'webhook delivered');
@@ -155,7 +174,12 @@ export class WebhookDispatcher {
  * spreads receivers' retries apart; unlike "full jitter" it keeps each wait close to the nominal one, so a
  * receiver that is down gets steadily longer pauses. A receiver's Retry-After (429/503) is honoured, capped too.
  */
-export function nextDelayMs(attempts: number, config: Pick<WebhooksConfig, 'baseDelayMs' | 'maxDelayMs'>, result: Pick<AttemptResult, 'retryAfterMs'>, random: () => number): number {
+export function nextDelayMs(
+  attempts: number,
+  config: Pick<WebhooksConfig, 'baseDelayMs' | 'maxDelayMs'>,
+  result: Pick<AttemptResult, 'retryAfterMs'>,
+  random: () => number,
+): number {
   const nominal = Math.min(config.maxDelayMs, config.baseDelayMs * 2 ** Math.max(0, attempts - 1));
   const jittered = Math.round(nominal * (0.8 + 0.4 * random()));
   return Math.min(config.maxDelayMs, Math.max(jittered, result.retryAfterMs ?? 0));

@@ -52,7 +52,11 @@ export function promptAsInput(body: unknown): Record<string, unknown> {
 }
 
 /** The embeddings route's events (the gateway's own route; a surface's come from its descriptor). */
-export const EMBEDDINGS_EVENTS: RouteEvents = { completed: EVENT.embeddingsCompleted, failed: EVENT.embeddingsFailed, prompt: promptAsInput };
+export const EMBEDDINGS_EVENTS: RouteEvents = {
+  completed: EVENT.embeddingsCompleted,
+  failed: EVENT.embeddingsFailed,
+  prompt: promptAsInput,
+};
 
 /**
  * Call outcomes as events: a request observer (src/http/request-end.ts), so it runs once the answer has been sent
@@ -61,12 +65,16 @@ export const EMBEDDINGS_EVENTS: RouteEvents = { completed: EVENT.embeddingsCompl
  * emits nothing: nobody asked for that answer any more. Prompt and answer text are put in only when a recipient
  * opted in. Undefined when nobody receives a call event.
  */
-export function chatEventsObserver(webhooks: Webhooks, routes: ReadonlyMap<string, RouteEvents>): ((record: RequestRecord) => void) | undefined {
+export function chatEventsObserver(
+  webhooks: Webhooks,
+  routes: ReadonlyMap<string, RouteEvents>,
+): ((record: RequestRecord) => void) | undefined {
   const kinds = [...routes.values()].flatMap((events) => [events.completed, events.failed]);
   if (![...kinds, EVENT.rateLimitExceeded].some((kind) => webhooks.wants(kind))) return undefined;
   return (record) => {
     const events = record.route === undefined ? undefined : routes.get(record.route);
-    if (events && record.caller !== 'anonymous' && record.code !== 'client_closed_request') emitChatEvents(webhooks, record, events);
+    if (events && record.caller !== 'anonymous' && record.code !== 'client_closed_request')
+      emitChatEvents(webhooks, record, events);
   };
 }
 
@@ -92,14 +100,21 @@ function emitChatEvents(webhooks: Webhooks, record: RequestRecord, kinds: RouteE
           cost_usd: usage?.cost_usd ?? null,
           cache_savings_usd: usage?.cache_savings_usd ?? null,
         };
-    const content = webhooks.wantsContent(kind) ? { ...kinds.prompt(record.body), answer: record.answerText ?? null } : undefined;
+    const content = webhooks.wantsContent(kind)
+      ? { ...kinds.prompt(record.body), answer: record.answerText ?? null }
+      : undefined;
     void webhooks.emit(kind, data, content);
   }
   if (record.code === 'rate_limited' && webhooks.wants(EVENT.rateLimitExceeded)) {
     const details = record.errorDetails ?? {};
     const limit: Record<string, unknown> = {};
     for (const field of RATE_LIMIT_FIELDS) if (details[field] !== undefined) limit[field] = details[field];
-    void webhooks.emit(EVENT.rateLimitExceeded, { request_id: record.id, caller: record.caller, model: common.model, ...limit });
+    void webhooks.emit(EVENT.rateLimitExceeded, {
+      request_id: record.id,
+      caller: record.caller,
+      model: common.model,
+      ...limit,
+    });
   }
 }
 

@@ -24,6 +24,11 @@ export function signPayload(secret: string, id: string, timestamp: number, body:
 }
 
 /** The value of `X-Signature` for these secrets. */
-export function signatureHeader(secrets: readonly string[], id: string, timestamp: number, body: string | Buffer): string {
+export function signatureHeader(
+  secrets: readonly string[],
+  id: string,
+  timestamp: number,
+  body: string | Buffer,
+): string {
   return secrets.map((secret) => `${SIGNATURE_VERSION}=${signPayload(secret, id, timestamp, body)}`).join(', ');
 }

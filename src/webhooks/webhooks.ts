@@ -53,7 +53,11 @@ export class Webhooks {
    * Writes an event for its recipients; resolves with its id (undefined when nobody receives it). `content` is
    * added to `data.content` only for subscriptions that opted in. Never rejects.
    */
-  async emit(kind: string, data: Record<string, unknown>, content?: Record<string, unknown>): Promise<string | undefined> {
+  async emit(
+    kind: string,
+    data: Record<string, unknown>,
+    content?: Record<string, unknown>,
+  ): Promise<string | undefined> {
     const recipients = this.recipients(kind);
     const store = this.options.store;
     if (recipients.length === 0 || !store) return undefined;
@@ -68,13 +72,21 @@ export class Webhooks {
         data: withContent && content ? { ...data, content } : data,
       });
     const plain = envelope(false);
-    const deliveries = recipients.map((s) => ({ id: `${id}:${s.id}`, eventId: id, subscription: s.id, body: s.includeContent && content ? envelope(true) : plain }));
+    const deliveries = recipients.map((s) => ({
+      id: `${id}:${s.id}`,
+      eventId: id,
+      subscription: s.id,
+      body: s.includeContent && content ? envelope(true) : plain,
+    }));
     try {
       await store.enqueue(deliveries, created.getTime());
       this.options.onWritten?.();
       return id;
     } catch (error) {
-      this.options.log.warn({ err: error, event: kind, event_id: id }, 'webhook event could not be written to the outbox');
+      this.options.log.warn(
+        { err: error, event: kind, event_id: id },
+        'webhook event could not be written to the outbox',
+      );
       return undefined;
     }
   }

@@ -9,7 +9,14 @@
  * the readers below): a field of the wrong type reads as absent, never cast.
  */
 import { isJsonObject, objectOf, type JsonObject } from './json.js';
-import { dataUrl, splitDataUrl, type ApproximateLocation, type ChatFunctionTool, type ChatToolChoice, type ChatWebSearchOptions } from './openai-chat.js';
+import {
+  dataUrl,
+  splitDataUrl,
+  type ApproximateLocation,
+  type ChatFunctionTool,
+  type ChatToolChoice,
+  type ChatWebSearchOptions,
+} from './openai-chat.js';
 
 // ---------------------------------------------------------------------------------------------- content blocks
 
@@ -65,10 +72,16 @@ export interface AnthropicRedactedThinkingBlock {
 export type AnthropicPassthroughBlock = JsonObject;
 
 /** A block the gateway sends in a request's message. */
-export type AnthropicContentBlock = AnthropicTextBlock | AnthropicImageBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicPassthroughBlock;
+export type AnthropicContentBlock =
+  | AnthropicTextBlock
+  | AnthropicImageBlock
+  | AnthropicToolUseBlock
+  | AnthropicToolResultBlock
+  | AnthropicPassthroughBlock;
 
 /** A block of a message Anthropic answers with (server tools add others, read as unknown types). */
-export type AnthropicAnswerBlock = AnthropicTextBlock | AnthropicToolUseBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
+export type AnthropicAnswerBlock =
+  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
 
 /**
  * A content block as a caller sent it to the Messages route: an object with a string `type` (all its schema
@@ -86,7 +99,9 @@ export function isTextBlock(block: object): block is AnthropicTextBlock {
 
 /** Whether a block carries a prompt-cache breakpoint (`cache_control` set, not null). */
 export function hasCacheControl(block: object | undefined): boolean {
-  return block !== undefined && 'cache_control' in block && block.cache_control !== undefined && block.cache_control !== null;
+  return (
+    block !== undefined && 'cache_control' in block && block.cache_control !== undefined && block.cache_control !== null
+  );
 }
 
 // ---------------------------------------------------------------------------------------------- the request
@@ -118,7 +133,8 @@ export interface AnthropicToolChoice {
   disable_parallel_tool_use?: boolean;
 }
 
-export type AnthropicThinkingConfig = { type: 'enabled'; budget_tokens: number } | { type: 'adaptive' } | { type: 'disabled' };
+export type AnthropicThinkingConfig =
+  { type: 'enabled'; budget_tokens: number } | { type: 'adaptive' } | { type: 'disabled' };
 
 export interface AnthropicMessageParam {
   role: 'user' | 'assistant';
@@ -176,7 +192,8 @@ export interface AnthropicToolParam {
 
 // ---------------------------------------------------------------------------------------------- the answer
 
-export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';
+export type AnthropicStopReason =
+  'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';
 
 /**
  * Anthropic's usage object. `input_tokens` EXCLUDES the cache reads and writes (the input after the last cache
@@ -193,7 +210,12 @@ export interface AnthropicUsage {
 }
 
 /** The token counts of a usage object, each checked (and corrected in a passed-through answer) where read. */
-export const ANTHROPIC_USAGE_FIGURES = ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'output_tokens'] as const;
+export const ANTHROPIC_USAGE_FIGURES = [
+  'input_tokens',
+  'cache_creation_input_tokens',
+  'cache_read_input_tokens',
+  'output_tokens',
+] as const;
 
 /** A `message` object. */
 export interface AnthropicMessage {
@@ -250,10 +272,16 @@ type Empty = Record<never, never>;
 export interface AnthropicStreamEvents {
   message_start: { message: AnthropicMessage };
   content_block_start: { index: number; content_block: AnthropicTextBlock | AnthropicToolUseBlock };
-  content_block_delta: { index: number; delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string } };
+  content_block_delta: {
+    index: number;
+    delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string };
+  };
   content_block_stop: { index: number };
   ping: Empty;
-  message_delta: { delta: { stop_reason: AnthropicStopReason | null; stop_sequence: string | null; container?: { id: string } | null }; usage: AnthropicUsage };
+  message_delta: {
+    delta: { stop_reason: AnthropicStopReason | null; stop_sequence: string | null; container?: { id: string } | null };
+    usage: AnthropicUsage;
+  };
   message_stop: Empty;
   /** Anthropic's error object; the gateway's own failure adds its code, message and details beside it. */
   error: { error: AnthropicErrorBody['error']; code?: string; message?: string; details?: unknown };
@@ -314,11 +342,16 @@ export function finishReasonOf(stopReason: unknown): string | null {
  * Anthropic's `tool_choice` as chat's (the surface): `any` is `required`, a named tool a named function, and
  * `disable_parallel_tool_use` chat's `parallel_tool_calls: false`. Inverse: anthropicToolChoiceOf.
  */
-export function chatToolChoiceOf(choice: NonNullable<MessagesRequest['tool_choice']>): { tool_choice: ChatToolChoice; parallel_tool_calls?: false } {
-  const parallel: { parallel_tool_calls?: false } = choice.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {};
+export function chatToolChoiceOf(choice: NonNullable<MessagesRequest['tool_choice']>): {
+  tool_choice: ChatToolChoice;
+  parallel_tool_calls?: false;
+} {
+  const parallel: { parallel_tool_calls?: false } =
+    choice.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {};
   if (choice.type === 'any') return { tool_choice: 'required', ...parallel };
   if (choice.type === 'none') return { tool_choice: 'none' };
-  if (choice.type === 'tool' && typeof choice.name === 'string') return { tool_choice: { type: 'function', function: { name: choice.name } }, ...parallel };
+  if (choice.type === 'tool' && typeof choice.name === 'string')
+    return { tool_choice: { type: 'function', function: { name: choice.name } }, ...parallel };
   return { tool_choice: 'auto', ...parallel };
 }
 
@@ -343,7 +376,8 @@ export function anthropicToolChoiceOf(choice: unknown, parallel: unknown): Anthr
  */
 export function imageUrlOf(source: unknown): string | undefined {
   const s = objectOf(source);
-  if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') return dataUrl(s.media_type, s.data);
+  if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string')
+    return dataUrl(s.media_type, s.data);
   if (s?.type === 'url' && typeof s.url === 'string') return s.url;
   return undefined;
 }
@@ -405,7 +439,8 @@ export function anthropicWebSearchTool(options: unknown): AnthropicWebSearchTool
   if (typeof options !== 'object' || options === null) return undefined;
   const tool: AnthropicWebSearchTool = { ...ANTHROPIC_WEB_SEARCH };
   const approximate: unknown = objectOf(Reflect.get(options, 'user_location'))?.approximate;
-  if (typeof approximate === 'object' && approximate !== null) tool.user_location = { type: 'approximate', ...locationParts(approximate) };
+  if (typeof approximate === 'object' && approximate !== null)
+    tool.user_location = { type: 'approximate', ...locationParts(approximate) };
   return tool;
 }
 

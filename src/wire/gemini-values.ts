@@ -46,12 +46,33 @@ export function geminiFinishReasonOf(reason: string | null | undefined): GeminiF
 }
 
 /** Thinking levels by reasoning effort, for Gemini 3 and later (`none` is the lowest: thinking cannot be turned off there). */
-export const THINKING_LEVEL_BY_EFFORT: Readonly<Record<string, GeminiThinkingLevel>> = { none: 'MINIMAL', minimal: 'MINIMAL', low: 'LOW', medium: 'MEDIUM', high: 'HIGH', xhigh: 'HIGH', max: 'HIGH' };
+export const THINKING_LEVEL_BY_EFFORT: Readonly<Record<string, GeminiThinkingLevel>> = {
+  none: 'MINIMAL',
+  minimal: 'MINIMAL',
+  low: 'LOW',
+  medium: 'MEDIUM',
+  high: 'HIGH',
+  xhigh: 'HIGH',
+  max: 'HIGH',
+};
 
 /** Thinking budgets by reasoning effort, for Gemini 2.5 (0 turns thinking off on Flash). */
-export const THINKING_BUDGET_BY_EFFORT: Readonly<Record<string, number>> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 16_384, xhigh: 24_576, max: 24_576 };
+export const THINKING_BUDGET_BY_EFFORT: Readonly<Record<string, number>> = {
+  none: 0,
+  minimal: 512,
+  low: 1024,
+  medium: 8192,
+  high: 16_384,
+  xhigh: 24_576,
+  max: 24_576,
+};
 
-const EFFORT_BY_LEVEL: Readonly<Record<string, string>> = { MINIMAL: 'minimal', LOW: 'low', MEDIUM: 'medium', HIGH: 'high' };
+const EFFORT_BY_LEVEL: Readonly<Record<string, string>> = {
+  MINIMAL: 'minimal',
+  LOW: 'low',
+  MEDIUM: 'medium',
+  HIGH: 'high',
+};
 
 /**
  * A `thinkingConfig` as a chat `reasoning_effort` (the inverse of the tables above), or undefined for the target's
@@ -60,11 +81,13 @@ const EFFORT_BY_LEVEL: Readonly<Record<string, string>> = { MINIMAL: 'minimal', 
  * A level wins over a budget (Gemini refuses both).
  */
 export function effortOfThinking(config: Received<GeminiThinkingConfig>): string | undefined {
-  if (typeof config.thinkingLevel === 'string' && Object.hasOwn(EFFORT_BY_LEVEL, config.thinkingLevel)) return EFFORT_BY_LEVEL[config.thinkingLevel];
+  if (typeof config.thinkingLevel === 'string' && Object.hasOwn(EFFORT_BY_LEVEL, config.thinkingLevel))
+    return EFFORT_BY_LEVEL[config.thinkingLevel];
   const budget = config.thinkingBudget;
   if (typeof budget !== 'number' || budget < 0) return undefined;
   if (budget === 0) return 'none';
-  for (const effort of ['minimal', 'low', 'medium'] as const) if (budget <= (THINKING_BUDGET_BY_EFFORT[effort] as number)) return effort;
+  for (const effort of ['minimal', 'low', 'medium'] as const)
+    if (budget <= (THINKING_BUDGET_BY_EFFORT[effort] as number)) return effort;
   return 'high';
 }
 
@@ -72,11 +95,36 @@ export function effortOfThinking(config: Received<GeminiThinkingConfig>): string
 export const MAX_SCHEMA_DEPTH = 64;
 
 /** Keys whose value is a map of schemas, a list of schemas, or one schema (or a tuple list): followed. */
-const SCHEMA_MAPS: ReadonlySet<string> = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+const SCHEMA_MAPS: ReadonlySet<string> = new Set([
+  'properties',
+  'patternProperties',
+  '$defs',
+  'definitions',
+  'dependentSchemas',
+]);
 const SCHEMA_LISTS: ReadonlySet<string> = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems']);
-const SCHEMA_ONE: ReadonlySet<string> = new Set(['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties']);
+const SCHEMA_ONE: ReadonlySet<string> = new Set([
+  'items',
+  'additionalItems',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+]);
 /** OpenAPI Schema's int64 counts, which the protos' JSON writes as strings. */
-const COUNTS: ReadonlySet<string> = new Set(['minItems', 'maxItems', 'minLength', 'maxLength', 'minProperties', 'maxProperties']);
+const COUNTS: ReadonlySet<string> = new Set([
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'minProperties',
+  'maxProperties',
+]);
 
 class TooDeep extends Error {}
 
@@ -107,13 +155,15 @@ function lowerSchema(node: unknown, depth: number, maxDepth: number): unknown {
       if (type !== undefined) out.type = type;
     } else if (key === 'nullable' && typeof value === 'boolean') continue;
     else if (COUNTS.has(key) && typeof value === 'string' && /^\d{1,15}$/.test(value)) out[key] = Number(value);
-    else if (SCHEMA_MAPS.has(key) && isJsonObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, next(schema)]));
+    else if (SCHEMA_MAPS.has(key) && isJsonObject(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, next(schema)]));
     else if ((SCHEMA_LISTS.has(key) || SCHEMA_ONE.has(key)) && Array.isArray(value)) out[key] = value.map(next);
     else if (SCHEMA_ONE.has(key)) out[key] = next(value);
     else out[key] = value;
   }
   if (node.nullable === true) {
-    if (out.type === undefined) out.nullable = true; // nothing to add "null" to: kept as it was
+    if (out.type === undefined)
+      out.nullable = true; // nothing to add "null" to: kept as it was
     else {
       const types = Array.isArray(out.type) ? (out.type as unknown[]) : [out.type];
       out.type = types.includes('null') ? types : [...types, 'null'];

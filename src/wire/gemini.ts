@@ -67,7 +67,8 @@ export interface GeminiContent {
 }
 
 /** OpenAPI 3.0 Schema as Gemini takes it in `parameters` and `responseSchema`: upper-case types, counts as strings. */
-export type GeminiSchemaType = 'TYPE_UNSPECIFIED' | 'STRING' | 'NUMBER' | 'INTEGER' | 'BOOLEAN' | 'ARRAY' | 'OBJECT' | 'NULL';
+export type GeminiSchemaType =
+  'TYPE_UNSPECIFIED' | 'STRING' | 'NUMBER' | 'INTEGER' | 'BOOLEAN' | 'ARRAY' | 'OBJECT' | 'NULL';
 
 export interface GeminiSchema {
   type?: GeminiSchemaType;
@@ -179,10 +180,26 @@ export interface GeminiGenerateRequest {
 // --------------------------------------------------------------------------------------------------------- response
 
 export type GeminiFinishReason =
-  | 'FINISH_REASON_UNSPECIFIED' | 'STOP' | 'MAX_TOKENS' | 'SAFETY' | 'RECITATION' | 'LANGUAGE' | 'OTHER' | 'BLOCKLIST'
-  | 'PROHIBITED_CONTENT' | 'SPII' | 'MALFORMED_FUNCTION_CALL' | 'IMAGE_SAFETY' | 'UNEXPECTED_TOOL_CALL'
-  | 'TOO_MANY_TOOL_CALLS' | 'IMAGE_PROHIBITED_CONTENT' | 'NO_IMAGE' | 'IMAGE_RECITATION' | 'IMAGE_OTHER'
-  | 'CONTINUATION' | 'MALFORMED_RESPONSE';
+  | 'FINISH_REASON_UNSPECIFIED'
+  | 'STOP'
+  | 'MAX_TOKENS'
+  | 'SAFETY'
+  | 'RECITATION'
+  | 'LANGUAGE'
+  | 'OTHER'
+  | 'BLOCKLIST'
+  | 'PROHIBITED_CONTENT'
+  | 'SPII'
+  | 'MALFORMED_FUNCTION_CALL'
+  | 'IMAGE_SAFETY'
+  | 'UNEXPECTED_TOOL_CALL'
+  | 'TOO_MANY_TOOL_CALLS'
+  | 'IMAGE_PROHIBITED_CONTENT'
+  | 'NO_IMAGE'
+  | 'IMAGE_RECITATION'
+  | 'IMAGE_OTHER'
+  | 'CONTINUATION'
+  | 'MALFORMED_RESPONSE';
 
 export interface GeminiCandidate {
   content?: GeminiContent;
@@ -292,9 +309,22 @@ export interface GeminiListModelsResponse {
 
 /** google.rpc.Code names, as Gemini's `error.status` carries them. */
 export type GeminiStatus =
-  | 'CANCELLED' | 'UNKNOWN' | 'INVALID_ARGUMENT' | 'DEADLINE_EXCEEDED' | 'NOT_FOUND' | 'ALREADY_EXISTS'
-  | 'PERMISSION_DENIED' | 'UNAUTHENTICATED' | 'RESOURCE_EXHAUSTED' | 'FAILED_PRECONDITION' | 'ABORTED'
-  | 'OUT_OF_RANGE' | 'UNIMPLEMENTED' | 'INTERNAL' | 'UNAVAILABLE' | 'DATA_LOSS';
+  | 'CANCELLED'
+  | 'UNKNOWN'
+  | 'INVALID_ARGUMENT'
+  | 'DEADLINE_EXCEEDED'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'PERMISSION_DENIED'
+  | 'UNAUTHENTICATED'
+  | 'RESOURCE_EXHAUSTED'
+  | 'FAILED_PRECONDITION'
+  | 'ABORTED'
+  | 'OUT_OF_RANGE'
+  | 'UNIMPLEMENTED'
+  | 'INTERNAL'
+  | 'UNAVAILABLE'
+  | 'DATA_LOSS';
 
 export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
 export const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
@@ -356,12 +386,24 @@ export const GATEWAY_ERROR_DOMAIN = 'llm-gateway';
  *   a google.rpc.BadRequest naming each field of a 400 (`details.errors`); a google.rpc.RetryInfo when the answer
  *   says when to retry (`Retry-After` in seconds), which Gemini CLI waits for, and gives up on past 300 s.
  */
-export function withGeminiError(body: ErrorBody, status: number, headers?: Readonly<Record<string, string>>): ErrorBody & GeminiErrorBody {
-  const details: GeminiErrorDetail[] = [{ '@type': ERROR_INFO_TYPE, reason: body.code.toUpperCase(), domain: GATEWAY_ERROR_DOMAIN, metadata: { code: body.code } }];
+export function withGeminiError(
+  body: ErrorBody,
+  status: number,
+  headers?: Readonly<Record<string, string>>,
+): ErrorBody & GeminiErrorBody {
+  const details: GeminiErrorDetail[] = [
+    {
+      '@type': ERROR_INFO_TYPE,
+      reason: body.code.toUpperCase(),
+      domain: GATEWAY_ERROR_DOMAIN,
+      metadata: { code: body.code },
+    },
+  ];
   const violations = fieldViolations(body.details.errors);
   if (violations.length > 0) details.push({ '@type': BAD_REQUEST_TYPE, fieldViolations: violations });
   const retryAfter = headers?.['retry-after'];
-  if (retryAfter !== undefined && /^\d{1,9}$/.test(retryAfter)) details.push({ '@type': RETRY_INFO_TYPE, retryDelay: `${Number(retryAfter)}s` });
+  if (retryAfter !== undefined && /^\d{1,9}$/.test(retryAfter))
+    details.push({ '@type': RETRY_INFO_TYPE, retryDelay: `${Number(retryAfter)}s` });
   return { ...body, error: { code: status, message: body.message, status: geminiStatusOf(status), details } };
 }
 
@@ -370,7 +412,8 @@ function fieldViolations(errors: unknown): Array<{ field: string; description: s
   if (!Array.isArray(errors)) return [];
   const out: Array<{ field: string; description: string }> = [];
   for (const entry of errors.slice(0, 50) as unknown[]) {
-    if (isJsonObject(entry) && typeof entry.field === 'string' && typeof entry.problem === 'string') out.push({ field: entry.field, description: entry.problem });
+    if (isJsonObject(entry) && typeof entry.field === 'string' && typeof entry.problem === 'string')
+      out.push({ field: entry.field, description: entry.problem });
   }
   return out;
 }

@@ -77,7 +77,10 @@ export interface ChatUsageObject {
 export interface ChatCompletionAnswer {
   id?: unknown;
   model?: unknown;
-  choices?: Array<{ message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown }; finish_reason?: string | null }>;
+  choices?: Array<{
+    message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown };
+    finish_reason?: string | null;
+  }>;
   usage?: ChatUsageObject | null;
 }
 

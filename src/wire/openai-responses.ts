@@ -229,9 +229,13 @@ export function failureError(data: JsonObject): unknown {
  * How a chat finish reason ends a response: `length` and `content_filter` leave it incomplete, anything else
  * completes it.
  */
-export function endingOf(finishReason: string | null | undefined): { status: ResponseStatus; incomplete_details: { reason: string } | null } {
+export function endingOf(finishReason: string | null | undefined): {
+  status: ResponseStatus;
+  incomplete_details: { reason: string } | null;
+} {
   if (finishReason === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
-  if (finishReason === 'content_filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
+  if (finishReason === 'content_filter')
+    return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
   return { status: 'completed', incomplete_details: null };
 }
 
@@ -247,7 +251,9 @@ export function chatImagePartOf(part: JsonObject): ChatImagePart | undefined {
 
 /** An `input_text` (or `output_text`) part's text as chat's text part; undefined when its text is not a string. */
 export function chatTextPartOf(part: JsonObject): ChatTextPart | undefined {
-  return (part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string' ? { type: 'text', text: part.text } : undefined;
+  return (part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string'
+    ? { type: 'text', text: part.text }
+    : undefined;
 }
 
 /**
@@ -258,7 +264,11 @@ export function inputPartOf(part: JsonObject): InputTextPart | InputImagePart | 
   if (part.type === 'text') return { type: 'input_text', text: part.text };
   if (part.type === 'image_url') {
     const image = objectOf(part.image_url);
-    return { type: 'input_image', image_url: image?.url, ...(image?.detail !== undefined ? { detail: image.detail } : {}) };
+    return {
+      type: 'input_image',
+      image_url: image?.url,
+      ...(image?.detail !== undefined ? { detail: image.detail } : {}),
+    };
   }
   return part;
 }

@@ -5,7 +5,10 @@ import type { GatewayConfig } from '../config/types.js';
 import type { KeyStore } from '../store/contract.js';
 
 /** Who may call: the admin tokens, scoped API keys (when a key store is given), Basic users, OAuth tokens. */
-export function wireAuth(config: GatewayConfig, keys: KeyStore | undefined): { admin: AdminAuthenticator; auth: Authenticator } {
+export function wireAuth(
+  config: GatewayConfig,
+  keys: KeyStore | undefined,
+): { admin: AdminAuthenticator; auth: Authenticator } {
   const admin = new AdminAuthenticator(config.adminTokens);
   const auth = new Authenticator(admin, {
     environment: config.environment,

@@ -5,7 +5,13 @@ import type { WiredLimits } from './limits.js';
 import type { WiredUpstreams } from './upstreams.js';
 
 /** The health report: the store, each upstream's probe, circuit, pause and load, the limit store, draining. */
-export function wireHealth(config: GatewayConfig, store: StoreLifecycle, upstreams: WiredUpstreams, limits: WiredLimits, isShuttingDown: () => boolean): HealthService {
+export function wireHealth(
+  config: GatewayConfig,
+  store: StoreLifecycle,
+  upstreams: WiredUpstreams,
+  limits: WiredLimits,
+  isShuttingDown: () => boolean,
+): HealthService {
   return new HealthService({
     version: config.version,
     environment: config.environment,

@@ -24,7 +24,11 @@ export function wireIdempotency(app: FastifyInstance, config: GatewayConfig, sto
 }
 
 /** `Idempotency-Key` on the admin keys API's create and rotate: the same store, the answer sealed (it holds a secret). */
-export function wireSealedIdempotency(app: FastifyInstance, config: GatewayConfig, store: IdempotencyStore): SealedIdempotency {
+export function wireSealedIdempotency(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  store: IdempotencyStore,
+): SealedIdempotency {
   return new SealedIdempotency({
     store,
     ttlMs: config.idempotency.ttlMs,

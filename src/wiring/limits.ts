@@ -15,7 +15,11 @@ export interface WiredLimits {
  * chunks, so they cost a store step per chunk rather than per request), and the store's health. Closing the app
  * gives leased units back.
  */
-export function wireLimits(app: FastifyInstance, config: GatewayConfig, limiter: { store: LimitStore; kind: string } | undefined): WiredLimits {
+export function wireLimits(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  limiter: { store: LimitStore; kind: string } | undefined,
+): WiredLimits {
   let healthy = true;
   const leased = new LeasedLimits({
     store: limiter?.store ?? missingLimiter(),
@@ -34,7 +38,10 @@ export function wireLimits(app: FastifyInstance, config: GatewayConfig, limiter:
     },
   });
   if (service.enabled && !limiter) throw new Error('limits are configured but buildApp was given no limiter store');
-  return { service, health: service.enabled ? { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy } : undefined };
+  return {
+    service,
+    health: service.enabled ? { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy } : undefined,
+  };
 }
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */

@@ -25,7 +25,14 @@ export function wireMetrics(
     attempts,
     ...(recorder ? { deadLetteredUsage: () => recorder.deadLettered } : {}),
     ...(outbox && config.webhooks.subscriptions.length > 0
-      ? { webhookBacklog: async () => Object.fromEntries(await Promise.all(config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const))) }
+      ? {
+          webhookBacklog: async () =>
+            Object.fromEntries(
+              await Promise.all(
+                config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const),
+              ),
+            ),
+        }
       : {}),
   });
   app.requestObservers.push((record) => metrics.observe(record));

@@ -15,7 +15,10 @@ import { usageAnomalyLog } from '../usage/usage-anomalies.js';
  */
 export async function wireObservers(app: FastifyInstance, config: GatewayConfig, usage: UsageStore | undefined) {
   app.requestObservers.push(usageAnomalyLog(app.log));
-  const recorder = usage && config.usage.enabled ? new UsageRecorder({ store: usage, retentionMs: config.usage.retentionMs, log: app.log }) : undefined;
+  const recorder =
+    usage && config.usage.enabled
+      ? new UsageRecorder({ store: usage, retentionMs: config.usage.retentionMs, log: app.log })
+      : undefined;
   if (recorder) {
     app.requestObservers.push(usageObserver(recorder, config.environment));
     recorder.startRetention();
@@ -28,7 +31,10 @@ export async function wireObservers(app: FastifyInstance, config: GatewayConfig,
 }
 
 /** Loads OpenTelemetry only when tracing is on (it is off by default: no module loaded, nothing on the hot path). */
-async function wireTracing(app: FastifyInstance, config: GatewayConfig): Promise<((request: FastifyRequest) => RequestTrace) | undefined> {
+async function wireTracing(
+  app: FastifyInstance,
+  config: GatewayConfig,
+): Promise<((request: FastifyRequest) => RequestTrace) | undefined> {
   if (!config.tracing) return undefined;
   const { GatewayTracing } = await import('../observability/tracing.js');
   const tracing = new GatewayTracing(config.tracing, config.version, config.environment, app.log);

@@ -14,6 +14,9 @@ export function wireResponses(
   store: ResponseStore | undefined,
 ): { history: ResponseHistory | undefined; stored: StoredResponseHandlers } {
   const { store: keep, ...bounds } = config.responses;
-  const history = store && keep ? new ResponseHistory({ store, bounds: { ...bounds, bodyLimitBytes: config.bodyLimitBytes }, log: app.log }) : undefined;
+  const history =
+    store && keep
+      ? new ResponseHistory({ store, bounds: { ...bounds, bodyLimitBytes: config.bodyLimitBytes }, log: app.log })
+      : undefined;
   return { history, stored: makeStoredResponseHandlers(history) };
 }

@@ -22,12 +22,19 @@ export function surfaceData(surfaces: readonly SurfaceDescriptor[]): SurfaceData
   return {
     apis: new CallerApis(surfaces.map((s) => s.api)),
     v1Routes: v1RouteTable(v1),
-    events: new Map<string, RouteEvents>([...surfaces.map((s): [string, RouteEvents] => [s.route, s.events]), ['embeddings', EMBEDDINGS_EVENTS]]),
+    events: new Map<string, RouteEvents>([
+      ...surfaces.map((s): [string, RouteEvents] => [s.route, s.events]),
+      ['embeddings', EMBEDDINGS_EVENTS],
+    ]),
   };
 }
 
 /** What each surface's translation may need, its native API's questions asked of the chat service. */
-export function translationDeps(chat: ChatService, descriptor: SurfaceDescriptor, shared: Pick<SurfaceDeps, 'ownership' | 'history'>): SurfaceDeps {
+export function translationDeps(
+  chat: ChatService,
+  descriptor: SurfaceDescriptor,
+  shared: Pick<SurfaceDeps, 'ownership' | 'history'>,
+): SurfaceDeps {
   const api = descriptor.native?.api;
   return {
     forwards: (model) => api !== undefined && chat.forwardsNatively(api, model),
@@ -44,13 +51,19 @@ export function mountSurfaces(
   deps: Omit<SurfaceMountDeps, 'translationDeps'>,
   shared: Pick<SurfaceDeps, 'ownership' | 'history'>,
 ): MountedSurface[] {
-  return surfaces.map((descriptor) => mountSurface(app, descriptor, { ...deps, translationDeps: translationDeps(deps.chat, descriptor, shared) }));
+  return surfaces.map((descriptor) =>
+    mountSurface(app, descriptor, { ...deps, translationDeps: translationDeps(deps.chat, descriptor, shared) }),
+  );
 }
 
 /** What `/v1/?route=` POSTs to: each surface's `generate` (those with a `v1Route`), then the gateway's own calls. */
-export function v1Calls(mounted: readonly MountedSurface[], own: Readonly<Record<string, V1Call>>): ReadonlyMap<string, V1Call> {
+export function v1Calls(
+  mounted: readonly MountedSurface[],
+  own: Readonly<Record<string, V1Call>>,
+): ReadonlyMap<string, V1Call> {
   const calls = new Map<string, V1Call>();
-  for (const { descriptor, generate } of mounted) if (generate && descriptor.v1Route) calls.set(descriptor.route, generate);
+  for (const { descriptor, generate } of mounted)
+    if (generate && descriptor.v1Route) calls.set(descriptor.route, generate);
   for (const [route, call] of Object.entries(own)) calls.set(route, call);
   return calls;
 }

@@ -20,7 +20,13 @@ export interface WiredUpstreams {
 }
 
 /** Builds the per-upstream state; a circuit that opens or closes is an event. The providers close with the app. */
-export function wireUpstreams(app: FastifyInstance, config: GatewayConfig, providers: ProviderSet, pauseStore: UpstreamPauseStore, webhooks: Webhooks): WiredUpstreams {
+export function wireUpstreams(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  providers: ProviderSet,
+  pauseStore: UpstreamPauseStore,
+  webhooks: Webhooks,
+): WiredUpstreams {
   app.addHook('onClose', async () => {
     await providers.close();
   });
@@ -28,16 +34,26 @@ export function wireUpstreams(app: FastifyInstance, config: GatewayConfig, provi
     ...config.circuitBreaker,
     onTransition: (t) => {
       if (t.kind === 'opened') {
-        void webhooks.emit(EVENT.upstreamUnhealthy, { upstream: t.upstream, consecutive_failures: t.failures, cooldown_seconds: Math.round(t.cooldownMs / 1000), instance: INSTANCE });
+        void webhooks.emit(EVENT.upstreamUnhealthy, {
+          upstream: t.upstream,
+          consecutive_failures: t.failures,
+          cooldown_seconds: Math.round(t.cooldownMs / 1000),
+          instance: INSTANCE,
+        });
       } else {
-        void webhooks.emit(EVENT.upstreamRecovered, { upstream: t.upstream, unhealthy_for_seconds: Math.round(t.openForMs / 1000), instance: INSTANCE });
+        void webhooks.emit(EVENT.upstreamRecovered, {
+          upstream: t.upstream,
+          unhealthy_for_seconds: Math.round(t.openForMs / 1000),
+          instance: INSTANCE,
+        });
       }
     },
   });
   const pauses = new UpstreamPauses({
     store: pauseStore,
     maxPauseMs: config.limits.upstreamPauseMaxMs,
-    onStoreError: (error) => app.log.warn({ err: error }, 'upstream pause store failing; pauses stay local to this instance'),
+    onStoreError: (error) =>
+      app.log.warn({ err: error }, 'upstream pause store failing; pauses stay local to this instance'),
   });
   const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
   return {

@@ -17,8 +17,14 @@ export interface WiredWebhooks {
  * delivered by the dispatcher, which closes with the app. Call outcomes become events once answered, under each
  * route's names (`routeEvents`: the surfaces' descriptors and embeddings).
  */
-export function wireWebhooks(app: FastifyInstance, config: GatewayConfig, outbox: OutboxStore | undefined, routeEvents: ReadonlyMap<string, RouteEvents>): WiredWebhooks {
-  if (config.webhooks.subscriptions.length > 0 && !outbox) throw new Error('webhook subscriptions are configured but buildApp was given no outbox store');
+export function wireWebhooks(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  outbox: OutboxStore | undefined,
+  routeEvents: ReadonlyMap<string, RouteEvents>,
+): WiredWebhooks {
+  if (config.webhooks.subscriptions.length > 0 && !outbox)
+    throw new Error('webhook subscriptions are configured but buildApp was given no outbox store');
   const dispatcher = outbox
     ? new WebhookDispatcher({
         store: outbox,
@@ -31,7 +37,13 @@ export function wireWebhooks(app: FastifyInstance, config: GatewayConfig, outbox
         log: app.log,
       })
     : undefined;
-  const webhooks = new Webhooks({ config: config.webhooks, environment: config.environment, store: outbox, log: app.log, onWritten: () => dispatcher?.soon() });
+  const webhooks = new Webhooks({
+    config: config.webhooks,
+    environment: config.environment,
+    store: outbox,
+    log: app.log,
+    onWritten: () => dispatcher?.soon(),
+  });
   app.addHook('onClose', async () => {
     await dispatcher?.close();
   });

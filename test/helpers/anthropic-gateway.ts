@@ -23,7 +23,15 @@ export function useAnthropicGateway(key: string, models: string[]): AnthropicGat
       env: { ANTHROPIC_TEST_KEY: key },
       configFile: {
         name: 'anthropic.yaml',
-        text: ['upstreams:', '  - name: claude', '    kind: anthropic', `    base_url: ${mock.baseUrl}`, '    api_key_env: ANTHROPIC_TEST_KEY', 'models:', ...models.map((m) => `  ${m}`)].join('\n'),
+        text: [
+          'upstreams:',
+          '  - name: claude',
+          '    kind: anthropic',
+          `    base_url: ${mock.baseUrl}`,
+          '    api_key_env: ANTHROPIC_TEST_KEY',
+          'models:',
+          ...models.map((m) => `  ${m}`),
+        ].join('\n'),
       },
     });
   });

@@ -18,7 +18,8 @@ export function captureText(kind: 'logs' | 'bodies', text: string): void {
 export function captureSecrets(values: ReadonlyArray<string | undefined>): void {
   if (!dir) return;
   const real = values.filter((v): v is string => typeof v === 'string' && v.length >= 12);
-  if (real.length > 0) appendFileSync(join(dir, `secrets-${process.pid}.txt`), `${real.map((v) => JSON.stringify(v)).join('\n')}\n`);
+  if (real.length > 0)
+    appendFileSync(join(dir, `secrets-${process.pid}.txt`), `${real.map((v) => JSON.stringify(v)).join('\n')}\n`);
 }
 
 /** The credential in an Authorization header: a bearer token, or a Basic password. */

@@ -44,8 +44,13 @@ export interface ClientFixture {
 export function loadClientFixtures(dir = FIXTURES_DIR): { fixtures: ClientFixture[]; invalid: string[] } {
   const fixtures: ClientFixture[] = [];
   const invalid: string[] = [];
-  for (const folder of readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
-    for (const file of readdirSync(join(dir, folder)).filter((f) => f.endsWith('.json')).sort()) {
+  for (const folder of readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort()) {
+    for (const file of readdirSync(join(dir, folder))
+      .filter((f) => f.endsWith('.json'))
+      .sort()) {
       const name = `${folder}/${file.slice(0, -'.json'.length)}`;
       let parsed: Omit<ClientFixture, 'name'>;
       try {
@@ -64,9 +69,19 @@ export function loadClientFixtures(dir = FIXTURES_DIR): { fixtures: ClientFixtur
 
 function formatProblem(parsed: Omit<ClientFixture, 'name'>): string | undefined {
   if (parsed.format !== FIXTURE_FORMAT) return `format is ${JSON.stringify(parsed.format)}, not ${FIXTURE_FORMAT}`;
-  if (typeof parsed.client?.name !== 'string' || typeof parsed.client.version !== 'string') return 'client.name and client.version';
+  if (typeof parsed.client?.name !== 'string' || typeof parsed.client.version !== 'string')
+    return 'client.name and client.version';
   if (!Array.isArray(parsed.requests)) return 'requests[]';
-  const bad = parsed.requests.findIndex((r) => typeof r.method !== 'string' || typeof r.path !== 'string' || typeof r.headers !== 'object' || r.headers === null || typeof r.query !== 'object' || r.query === null || r.body === undefined);
+  const bad = parsed.requests.findIndex(
+    (r) =>
+      typeof r.method !== 'string' ||
+      typeof r.path !== 'string' ||
+      typeof r.headers !== 'object' ||
+      r.headers === null ||
+      typeof r.query !== 'object' ||
+      r.query === null ||
+      r.body === undefined,
+  );
   return bad === -1 ? undefined : `requests[${bad}]: method, path, query, headers and body`;
 }
 
@@ -93,21 +108,31 @@ export function isGeminiOnly(fixture: ClientFixture): boolean {
  * that function (Gemini's calls carry no id of the server's: the client makes its own), then a final text.
  */
 export function assertGeminiLoop(fixture: ClientFixture): void {
-  const calls = fixture.requests.map((r, i) => ({ r, i })).filter((c) => apiOf(c.r.method, c.r.path) === 'gemini' && c.r.body);
+  const calls = fixture.requests
+    .map((r, i) => ({ r, i }))
+    .filter((c) => apiOf(c.r.method, c.r.path) === 'gemini' && c.r.body);
   const toolTurn = calls.find((c) => c.r.reply !== undefined && c.r.reply.type === 'tool_call');
   if (toolTurn === undefined) throw new Error(`${fixture.name}: a turn answered with a function call`);
   const name = (toolTurn.r.reply as { name: string }).name;
   const sendsResult = (body: Json): boolean =>
-    ((body.contents ?? []) as Json[]).some((content) => ((content.parts ?? []) as Json[]).some((part) => (part.functionResponse as Json | undefined)?.name === name));
+    ((body.contents ?? []) as Json[]).some((content) =>
+      ((content.parts ?? []) as Json[]).some((part) => (part.functionResponse as Json | undefined)?.name === name),
+    );
   const answered = calls.find((c) => c.i > toolTurn.i && sendsResult(c.r.body ?? {}));
   if (answered === undefined) throw new Error(`${fixture.name}: a later call sends the functionResponse of ${name}`);
-  if (!calls.some((c) => c.i >= answered.i && c.r.reply?.type === 'text')) throw new Error(`${fixture.name}: a final text`);
+  if (!calls.some((c) => c.i >= answered.i && c.r.reply?.type === 'text'))
+    throw new Error(`${fixture.name}: a final text`);
 }
 
 /** A tool result's text: a string, or a list of parts (`input_text`, `text`, ...) joined. */
 export function resultText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((part) => (part !== null && typeof part === 'object' ? String((part as Json).text ?? (part as Json).output ?? '') : '')).join('');
+  if (Array.isArray(content))
+    return content
+      .map((part) =>
+        part !== null && typeof part === 'object' ? String((part as Json).text ?? (part as Json).output ?? '') : '',
+      )
+      .join('');
   return '';
 }
 
@@ -119,11 +144,20 @@ const inputOf = (body: Json): Json[] => (Array.isArray(body.input) ? (body.input
 /** The tool results a caller's request sends (the call id each answers, and its text), in its own API's terms. */
 export function toolResultsOf(api: CallerApi, body: Json): Array<{ id: string; text: string }> {
   if (api === 'chat') {
-    return ((body.messages ?? []) as Json[]).filter((m) => m.role === 'tool').map((m) => ({ id: String(m.tool_call_id), text: resultText(m.content) }));
+    return ((body.messages ?? []) as Json[])
+      .filter((m) => m.role === 'tool')
+      .map((m) => ({ id: String(m.tool_call_id), text: resultText(m.content) }));
   }
-  if (api === 'responses') return inputOf(body).filter((i) => RESPONSES_RESULTS.has(String(i.type))).map((i) => ({ id: String(i.call_id), text: resultText(i.output) }));
-  const blocks = ((body.messages ?? []) as Json[]).filter((m) => m.role === 'user' && Array.isArray(m.content)).flatMap((m) => m.content as Json[]);
-  return blocks.filter((b) => b.type === 'tool_result').map((b) => ({ id: String(b.tool_use_id), text: resultText(b.content) }));
+  if (api === 'responses')
+    return inputOf(body)
+      .filter((i) => RESPONSES_RESULTS.has(String(i.type)))
+      .map((i) => ({ id: String(i.call_id), text: resultText(i.output) }));
+  const blocks = ((body.messages ?? []) as Json[])
+    .filter((m) => m.role === 'user' && Array.isArray(m.content))
+    .flatMap((m) => m.content as Json[]);
+  return blocks
+    .filter((b) => b.type === 'tool_result')
+    .map((b) => ({ id: String(b.tool_use_id), text: resultText(b.content) }));
 }
 
 /**
@@ -134,7 +168,12 @@ export function toolResultsOf(api: CallerApi, body: Json): Array<{ id: string; t
 export function toolCallsOf(api: CallerApi, body: Json): Array<Exclude<ScriptedReply, { type: 'text' }>> {
   if (api === 'chat') {
     return ((body.messages ?? []) as Json[]).flatMap((m) =>
-      ((m.tool_calls ?? []) as Json[]).map((c) => ({ type: 'tool_call' as const, id: String(c.id), name: String((c.function as Json).name), arguments: String((c.function as Json).arguments ?? '{}') })),
+      ((m.tool_calls ?? []) as Json[]).map((c) => ({
+        type: 'tool_call' as const,
+        id: String(c.id),
+        name: String((c.function as Json).name),
+        arguments: String((c.function as Json).arguments ?? '{}'),
+      })),
     );
   }
   if (api === 'responses') {
@@ -143,11 +182,22 @@ export function toolCallsOf(api: CallerApi, body: Json): Array<Exclude<ScriptedR
       .map((i) => {
         const namespace = typeof i.namespace === 'string' ? { namespace: i.namespace } : {};
         const call = { id: String(i.call_id), name: String(i.name), ...namespace };
-        return i.type === 'custom_tool_call' ? { type: 'custom_tool_call' as const, ...call, input: String(i.input ?? '') } : { type: 'tool_call' as const, ...call, arguments: String(i.arguments ?? '{}') };
+        return i.type === 'custom_tool_call'
+          ? { type: 'custom_tool_call' as const, ...call, input: String(i.input ?? '') }
+          : { type: 'tool_call' as const, ...call, arguments: String(i.arguments ?? '{}') };
       });
   }
-  const blocks = ((body.messages ?? []) as Json[]).filter((m) => m.role === 'assistant' && Array.isArray(m.content)).flatMap((m) => m.content as Json[]);
-  return blocks.filter((b) => b.type === 'tool_use').map((b) => ({ type: 'tool_call' as const, id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) }));
+  const blocks = ((body.messages ?? []) as Json[])
+    .filter((m) => m.role === 'assistant' && Array.isArray(m.content))
+    .flatMap((m) => m.content as Json[]);
+  return blocks
+    .filter((b) => b.type === 'tool_use')
+    .map((b) => ({
+      type: 'tool_call' as const,
+      id: String(b.id),
+      name: String(b.name),
+      arguments: JSON.stringify(b.input ?? {}),
+    }));
 }
 
 /**

@@ -28,30 +28,51 @@ export async function startDashboardFixture(): Promise<DashboardFixture> {
       text: JSON.stringify({
         limits: { upstream_pause_max_seconds: 0 },
         circuit_breaker: { failure_threshold: 1000 },
-        models: [{ id: 'priced', upstream: 'default', upstream_model: 'gpt-4o-mini', pricing: { input_per_million: 1, output_per_million: 2 } }],
+        models: [
+          {
+            id: 'priced',
+            upstream: 'default',
+            upstream_model: 'gpt-4o-mini',
+            pricing: { input_per_million: 1, output_per_million: 2 },
+          },
+        ],
         webhooks: {
           allow_private_addresses: true,
           max_attempts: 1,
           poll_interval_ms: 50,
-          subscriptions: [{ id: 'billing', url: receiver.url, secrets: [{ env: 'WH_SECRET' }], events: ['chat.failed'] }],
+          subscriptions: [
+            { id: 'billing', url: receiver.url, secrets: [{ env: 'WH_SECRET' }], events: ['chat.failed'] },
+          ],
         },
       }),
     },
   });
   const sent = { requests: 0, serverErrors: 0, clientErrors: 0, failedRequestId: '', tokens: 0 };
   for (let i = 0; i < 3; i++) {
-    const ok = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) });
+    const ok = await call(`${gw.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: chatBody({ model: 'priced' }),
+    });
     const usage = ok.json.usage as { total_tokens: number };
     sent.tokens += usage.total_tokens;
     sent.requests += 1;
   }
   mock.enqueue({ kind: 'error', status: 500 });
-  const failed = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model: 'priced' }) });
+  const failed = await call(`${gw.url}${CHAT_PATH}`, {
+    method: 'POST',
+    headers: authHeaders(),
+    body: chatBody({ model: 'priced' }),
+  });
   if (failed.status !== 502) throw new Error(`expected a 502, got ${failed.status}`);
   sent.failedRequestId = String(failed.headers['x-request-id']);
   sent.requests += 1;
   sent.serverErrors += 1;
-  const refused = await call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify({ model: 'priced', messages: 'not a list' }) });
+  const refused = await call(`${gw.url}${CHAT_PATH}`, {
+    method: 'POST',
+    headers: authHeaders(),
+    body: JSON.stringify({ model: 'priced', messages: 'not a list' }),
+  });
   if (refused.status !== 400) throw new Error(`expected a 400, got ${refused.status}`);
   sent.requests += 1;
   sent.clientErrors += 1;

@@ -54,7 +54,11 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   const logLines: string[] = [];
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)],
+    secrets: [
+      ...config.adminTokens,
+      ...config.upstreams.map((u) => u.apiKey),
+      ...config.webhooks.subscriptions.flatMap((s) => s.secrets),
+    ],
     destination: { write: (line: string) => void logLines.push(line) },
   });
   const deps = await openDependencies(config, logger);
@@ -74,7 +78,11 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
     async close() {
       await gateway.app.close();
       captureText('logs', logLines.join('\n'));
-      captureSecrets([...config.adminTokens, ...config.upstreams.map((u) => u.apiKey), ...config.webhooks.subscriptions.flatMap((s) => s.secrets)]);
+      captureSecrets([
+        ...config.adminTokens,
+        ...config.upstreams.map((u) => u.apiKey),
+        ...config.webhooks.subscriptions.flatMap((s) => s.secrets),
+      ]);
       await deps.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

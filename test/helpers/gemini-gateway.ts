@@ -22,7 +22,12 @@ export function useGeminiGateway(key: string): GeminiGateway {
       env: { GEMINI_TEST_KEY: key },
       configFile: {
         name: 'gemini.yaml',
-        text: ['upstreams:', `  - { name: google, kind: gemini, base_url: "${mock.baseUrl}", api_key_env: GEMINI_TEST_KEY }`, 'models:', '  - { id: flash, upstream: google, upstream_model: gemini-2.0-flash }'].join('\n'),
+        text: [
+          'upstreams:',
+          `  - { name: google, kind: gemini, base_url: "${mock.baseUrl}", api_key_env: GEMINI_TEST_KEY }`,
+          'models:',
+          '  - { id: flash, upstream: google, upstream_model: gemini-2.0-flash }',
+        ].join('\n'),
       },
     });
   });

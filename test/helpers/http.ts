@@ -34,7 +34,10 @@ export async function call(
   const text = await response.body.text();
   const headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
   captureSecrets([credentialOf(headers.authorization), headers['x-upstream-key']]);
-  captureText('bodies', options.disclosesKey ? text.replace(/"key":"gwk_[^"]*"/g, '"key":"<shown once, by design>"') : text);
+  captureText(
+    'bodies',
+    options.disclosesKey ? text.replace(/"key":"gwk_[^"]*"/g, '"key":"<shown once, by design>"') : text,
+  );
   let json: Answer['json'];
   try {
     json = JSON.parse(text) as Answer['json'];

@@ -63,7 +63,21 @@ export async function startMockAnthropic(options: { requiredKey?: string } = {})
     }
     if (req.method === 'GET' && path === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' }));
+      res.end(
+        JSON.stringify({
+          data: [
+            {
+              type: 'model',
+              id: 'claude-haiku-4-5',
+              display_name: 'Claude Haiku 4.5',
+              created_at: '2025-10-01T00:00:00Z',
+            },
+          ],
+          has_more: false,
+          first_id: 'claude-haiku-4-5',
+          last_id: 'claude-haiku-4-5',
+        }),
+      );
       return;
     }
     if (req.method === 'POST' && path === '/v1/messages/count_tokens' && body) {
@@ -137,7 +151,11 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  sse(res, 'message_start', `{"type": "message_start", "message": {"id": "${ANTHROPIC_MOCK_ID}", "type": "message", "role": "assistant", "content": [], "model": "${model}", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}`);
+  sse(
+    res,
+    'message_start',
+    `{"type": "message_start", "message": {"id": "${ANTHROPIC_MOCK_ID}", "type": "message", "role": "assistant", "content": [], "model": "${model}", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}`,
+  );
   const useTool = withTools && behavior.text === undefined;
   let sent = 0;
   const maybeFail = (): boolean => {
@@ -150,26 +168,60 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
     return false;
   };
   if (useTool) {
-    sse(res, 'content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}');
-    sse(res, 'content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}');
+    sse(
+      res,
+      'content_block_start',
+      '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}',
+    );
+    sse(
+      res,
+      'content_block_delta',
+      '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}',
+    );
     sse(res, 'content_block_stop', '{"type":"content_block_stop","index":0}');
-    sse(res, 'content_block_start', `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"${ANTHROPIC_TOOL_ID}","name":"get_weather","input":{}}}`);
+    sse(
+      res,
+      'content_block_start',
+      `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"${ANTHROPIC_TOOL_ID}","name":"get_weather","input":{}}}`,
+    );
     for (const piece of ['', '{"location":', ' "Paris"}']) {
       if (maybeFail()) return;
-      sse(res, 'content_block_delta', JSON.stringify({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: piece } }));
+      sse(
+        res,
+        'content_block_delta',
+        JSON.stringify({
+          type: 'content_block_delta',
+          index: 1,
+          delta: { type: 'input_json_delta', partial_json: piece },
+        }),
+      );
     }
     sse(res, 'content_block_stop', '{"type":"content_block_stop","index":1}');
   } else {
-    sse(res, 'content_block_start', '{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}');
+    sse(
+      res,
+      'content_block_start',
+      '{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}',
+    );
     sse(res, 'ping', '{"type": "ping"}');
     for (const piece of behavior.text ?? ['Hello', ' from', ' Claude']) {
       if (maybeFail()) return;
-      sse(res, 'content_block_delta', JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }));
+      sse(
+        res,
+        'content_block_delta',
+        JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }),
+      );
     }
     sse(res, 'content_block_stop', '{"type": "content_block_stop", "index": 0}');
   }
-  const container = behavior.container ? `, "container": {"id": "${behavior.container}", "expires_at": "2030-01-01T00:00:00Z"}` : '';
-  sse(res, 'message_delta', `{"type": "message_delta", "delta": {"stop_reason": "${useTool ? 'tool_use' : 'end_turn'}", "stop_sequence":null${container}}, "usage": {"output_tokens": 15}}`);
+  const container = behavior.container
+    ? `, "container": {"id": "${behavior.container}", "expires_at": "2030-01-01T00:00:00Z"}`
+    : '';
+  sse(
+    res,
+    'message_delta',
+    `{"type": "message_delta", "delta": {"stop_reason": "${useTool ? 'tool_use' : 'end_turn'}", "stop_sequence":null${container}}, "usage": {"output_tokens": 15}}`,
+  );
   if (behavior.cutBeforeStop) {
     res.end();
     return;

@@ -43,13 +43,19 @@ export async function startMockGemini(options: { requiredKey?: string } = {}): P
     }
     if (req.method === 'GET' && url === '/v1beta/models') {
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
-      return res.end(JSON.stringify({ models: [{ name: 'models/gemini-2.0-flash', displayName: 'Gemini 2.0 Flash', inputTokenLimit: 1048576 }] }));
+      return res.end(
+        JSON.stringify({
+          models: [{ name: 'models/gemini-2.0-flash', displayName: 'Gemini 2.0 Flash', inputTokenLimit: 1048576 }],
+        }),
+      );
     }
     const embed = /^\/v1beta\/models\/([^:/]+):batchEmbedContents$/.exec(url);
     if (req.method === 'POST' && embed && body) {
       // One vector per request, 3 numbers (or outputDimensionality), exact in float32: 0.5*(i+1) - 0.25*d.
       const requests = (body.requests as Array<{ outputDimensionality?: number }> | undefined) ?? [];
-      const embeddings = requests.map((r, i) => ({ values: Array.from({ length: r.outputDimensionality ?? 3 }, (_, d) => (i + 1) * 0.5 - d * 0.25) }));
+      const embeddings = requests.map((r, i) => ({
+        values: Array.from({ length: r.outputDimensionality ?? 3 }, (_, d) => (i + 1) * 0.5 - d * 0.25),
+      }));
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
       return res.end(JSON.stringify({ embeddings }));
     }
@@ -93,14 +99,26 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: Ge
   }
   if (behavior.kind === 'blocked') {
     res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
-    res.end(JSON.stringify({ promptFeedback: { blockReason: behavior.reason, safetyRatings: [] }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 }, modelVersion: model }));
+    res.end(
+      JSON.stringify({
+        promptFeedback: { blockReason: behavior.reason, safetyRatings: [] },
+        usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 },
+        modelVersion: model,
+      }),
+    );
     return;
   }
   const call = { functionCall: { name: 'get_weather', args: { location: 'Paris' } } };
   if (behavior.kind === 'answer') {
     res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
     const parts = withTools && behavior.text === undefined ? [call] : [{ text: behavior.text ?? 'Hello from Gemini' }];
-    res.end(JSON.stringify({ candidates: [candidate(parts, behavior.finishReason ?? 'STOP')], usageMetadata: USAGE, modelVersion: model }));
+    res.end(
+      JSON.stringify({
+        candidates: [candidate(parts, behavior.finishReason ?? 'STOP')],
+        usageMetadata: USAGE,
+        modelVersion: model,
+      }),
+    );
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -111,7 +129,11 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: Ge
     const pieces = behavior.text ?? ['Hello', ' from', ' Gemini'];
     pieces.forEach((text, i) => {
       const last = i === pieces.length - 1;
-      events.push({ candidates: [candidate([{ text }], last && !behavior.cutBeforeFinish ? 'STOP' : undefined)], usageMetadata: last ? USAGE : { promptTokenCount: 8, totalTokenCount: 8 }, modelVersion: model });
+      events.push({
+        candidates: [candidate([{ text }], last && !behavior.cutBeforeFinish ? 'STOP' : undefined)],
+        usageMetadata: last ? USAGE : { promptTokenCount: 8, totalTokenCount: 8 },
+        modelVersion: model,
+      });
     });
   }
   for (const event of events) res.write(`data: ${JSON.stringify(event)}\r\n\r\n`);

@@ -239,7 +239,11 @@ function defaultErrorBody(status: number, json: unknown): JsonObject {
     case 429:
       return openAIError('Rate limit reached for requests. Please try again in 1s.', 'requests', 'rate_limit_exceeded');
     case 500:
-      return openAIError('The server had an error while processing your request. Sorry about that!', 'server_error', null);
+      return openAIError(
+        'The server had an error while processing your request. Sorry about that!',
+        'server_error',
+        null,
+      );
     case 503:
       return openAIError('The engine is currently overloaded, please try again later.', 'server_error', null);
     default:
@@ -325,7 +329,9 @@ function toolStreamEvents(c: Completion, name: string): string[] {
   const head = { index: 0, id: 'call_1', type: 'function', function: { name, arguments: '' } };
   return [
     chunkEvent(c, { role: 'assistant', content: null, tool_calls: [head] }),
-    ...TOOL_ARGUMENT_FRAGMENTS.map((args) => chunkEvent(c, { tool_calls: [{ index: 0, function: { arguments: args } }] })),
+    ...TOOL_ARGUMENT_FRAGMENTS.map((args) =>
+      chunkEvent(c, { tool_calls: [{ index: 0, function: { arguments: args } }] }),
+    ),
     chunkEvent(c, {}, 'tool_calls'),
   ];
 }
@@ -449,7 +455,10 @@ async function behaveMalformed(ex: Exchange, b: Extract<Behavior, { kind: 'malfo
   if (await sleep(ex, MALFORMED_LINGER_MS)) ex.res.end();
 }
 
-async function behaveStreamErrorEvent(ex: Exchange, b: Extract<Behavior, { kind: 'stream-error-event' }>): Promise<void> {
+async function behaveStreamErrorEvent(
+  ex: Exchange,
+  b: Extract<Behavior, { kind: 'stream-error-event' }>,
+): Promise<void> {
   startStream(ex);
   const events = [...contentChunkEvents(ex.completion, b.afterChunks, b.content), sse(MOCK_STREAM_ERROR)];
   if (await writeAll(ex, events, b.delayMs)) ex.res.end();
@@ -457,7 +466,10 @@ async function behaveStreamErrorEvent(ex: Exchange, b: Extract<Behavior, { kind:
 
 function behaveError(ex: Exchange, b: Extract<Behavior, { kind: 'error' }>): void {
   const headers: Record<string, string> = b.status === 429 ? { 'retry-after': '1' } : {};
-  sendJson(ex, b.status, b.body === undefined ? defaultErrorBody(b.status, ex.json) : b.body, { ...headers, ...b.headers });
+  sendJson(ex, b.status, b.body === undefined ? defaultErrorBody(b.status, ex.json) : b.body, {
+    ...headers,
+    ...b.headers,
+  });
 }
 
 async function behaveSlowHeaders(ex: Exchange, b: Extract<Behavior, { kind: 'slow-headers' }>): Promise<void> {
@@ -719,7 +731,8 @@ export function mockVector(index: number, dimensions: number): number[] {
  */
 function embeddings(ex: Exchange): void {
   const body = (ex.json ?? {}) as { input?: unknown; dimensions?: unknown; encoding_format?: unknown; model?: unknown };
-  const inputs = Array.isArray(body.input) && body.input.length > 0 && typeof body.input[0] !== 'number' ? body.input : [body.input];
+  const inputs =
+    Array.isArray(body.input) && body.input.length > 0 && typeof body.input[0] !== 'number' ? body.input : [body.input];
   const dimensions = typeof body.dimensions === 'number' ? body.dimensions : 4;
   const data = inputs.map((_, index) => {
     const vector = mockVector(index, dimensions);
@@ -728,7 +741,12 @@ function embeddings(ex: Exchange): void {
     vector.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
     return { object: 'embedding', index, embedding: bytes.toString('base64') };
   });
-  sendJson(ex, 200, { object: 'list', data, model: typeof body.model === 'string' ? body.model : 'mock', usage: { prompt_tokens: 5 * inputs.length, total_tokens: 5 * inputs.length } });
+  sendJson(ex, 200, {
+    object: 'list',
+    data,
+    model: typeof body.model === 'string' ? body.model : 'mock',
+    usage: { prompt_tokens: 5 * inputs.length, total_tokens: 5 * inputs.length },
+  });
 }
 
 /**
@@ -738,25 +756,58 @@ function embeddings(ex: Exchange): void {
  * `response.created` then `response.failed`.
  */
 function nativeResponses(ex: Exchange): void {
-  const body = (ex.json ?? {}) as { model?: unknown; stream?: unknown; tools?: Array<{ type?: unknown }>; metadata?: { fail?: unknown } };
+  const body = (ex.json ?? {}) as {
+    model?: unknown;
+    stream?: unknown;
+    tools?: Array<{ type?: unknown }>;
+    metadata?: { fail?: unknown };
+  };
   const searched = (body.tools ?? []).some((t) => t.type === 'web_search');
-  const message = { type: 'message', id: 'msg_native', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Native answer', annotations: [] }] };
+  const message = {
+    type: 'message',
+    id: 'msg_native',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: 'Native answer', annotations: [] }],
+  };
   const output = [...(searched ? [{ type: 'web_search_call', id: 'ws_native', status: 'completed' }] : []), message];
-  const base = { id: 'resp_native_1', object: 'response', created_at: 1, model: typeof body.model === 'string' ? body.model : 'mock', output: [] as unknown[], status: 'in_progress', usage: null as unknown };
-  const done = { ...base, status: 'completed', output, usage: { input_tokens: 11, output_tokens: 3, total_tokens: 14 } };
+  const base = {
+    id: 'resp_native_1',
+    object: 'response',
+    created_at: 1,
+    model: typeof body.model === 'string' ? body.model : 'mock',
+    output: [] as unknown[],
+    status: 'in_progress',
+    usage: null as unknown,
+  };
+  const done = {
+    ...base,
+    status: 'completed',
+    output,
+    usage: { input_tokens: 11, output_tokens: 3, total_tokens: 14 },
+  };
   if (body.stream !== true) {
     sendJson(ex, 200, done);
     return;
   }
   ex.res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const send = (type: string, data: Record<string, unknown>, n: number) => ex.res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n, ...data })}\n\n`);
+  const send = (type: string, data: Record<string, unknown>, n: number) =>
+    ex.res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n, ...data })}\n\n`);
   send('response.created', { response: base }, 0);
   if (body.metadata?.fail === 'yes') {
-    send('response.failed', { response: { ...base, status: 'failed', error: { code: 'server_error', message: 'native failure' } } }, 1);
+    send(
+      'response.failed',
+      { response: { ...base, status: 'failed', error: { code: 'server_error', message: 'native failure' } } },
+      1,
+    );
     ex.res.end();
     return;
   }
-  send('response.output_text.delta', { item_id: 'msg_native', output_index: output.length - 1, content_index: 0, delta: 'Native answer' }, 1);
+  send(
+    'response.output_text.delta',
+    { item_id: 'msg_native', output_index: output.length - 1, content_index: 0, delta: 'Native answer' },
+    1,
+  );
   send('response.completed', { response: done }, 2);
   ex.res.end();
 }

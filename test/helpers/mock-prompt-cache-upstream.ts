@@ -89,24 +89,48 @@ export async function startPromptCacheUpstream(): Promise<PromptCacheUpstream> {
   let calls = 0;
   const server = await startRecordingServer((req, res) => {
     const body = req.body;
-    if (req.method !== 'POST' || req.url.split('?')[0] !== '/v1/messages' || !body) return error(res, 404, 'not_found_error', 'Not found');
-    if (!req.headers['anthropic-version']) return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (req.method !== 'POST' || req.url.split('?')[0] !== '/v1/messages' || !body)
+      return error(res, 404, 'not_found_error', 'Not found');
+    if (!req.headers['anthropic-version'])
+      return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
     const model = String(body.model ?? '');
     const items = promptItems(body, model);
     const marks = items.filter((item) => item.mark !== undefined).length;
-    if (marks > MAX_BREAKPOINTS) return error(res, 400, 'invalid_request_error', `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${marks}.`);
+    if (marks > MAX_BREAKPOINTS)
+      return error(
+        res,
+        400,
+        'invalid_request_error',
+        `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${marks}.`,
+      );
     const usage = cacheUsage(items, cache, minimumCacheable(model));
     calls += 1;
-    const results = (body.messages as Array<{ content: unknown }>).flatMap((m) => (Array.isArray(m.content) ? (m.content as Block[]) : [])).filter((b) => b.type === 'tool_result').length;
+    const results = (body.messages as Array<{ content: unknown }>)
+      .flatMap((m) => (Array.isArray(m.content) ? (m.content as Block[]) : []))
+      .filter((b) => b.type === 'tool_result').length;
     const tools = Array.isArray(body.tools) ? (body.tools as Block[]) : [];
     const content: Block[] =
       tools.length > 0 && results < state.toolTurns * state.callsPerTurn
-        ? Array.from({ length: state.callsPerTurn }, (_, i) => ({ type: 'tool_use', id: `toolu_step${results}_${i}`, name: String(tools[0]?.name), input: { step: results, part: i } }))
+        ? Array.from({ length: state.callsPerTurn }, (_, i) => ({
+            type: 'tool_use',
+            id: `toolu_step${results}_${i}`,
+            name: String(tools[0]?.name),
+            input: { step: results, part: i },
+          }))
         : [{ type: 'text', text: 'Done: every step ran.' }];
     const toolCall = content[0]?.type === 'tool_use';
     const full: CacheUsage = { ...usage, output_tokens: toolCall ? TOOL_CALL_OUTPUT_TOKENS : TEXT_OUTPUT_TOKENS };
     state.usages.push(full);
-    const message = { id: `msg_cache_${calls}`, type: 'message', role: 'assistant', model, content, stop_reason: toolCall ? 'tool_use' : 'end_turn', stop_sequence: null, usage: full };
+    const message = {
+      id: `msg_cache_${calls}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content,
+      stop_reason: toolCall ? 'tool_use' : 'end_turn',
+      stop_sequence: null,
+      usage: full,
+    };
     if (body.stream === true) stream(res, message, full);
     else {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -125,15 +149,26 @@ function promptItems(body: Record<string, unknown>, model: string): Item[] {
   for (const tool of Array.isArray(body.tools) ? body.tools : []) blocks.push(['tool', tool]);
   if (typeof body.system === 'string') blocks.push(['system', { type: 'text', text: body.system }]);
   else if (Array.isArray(body.system)) for (const block of body.system) blocks.push(['system', block]);
-  for (const message of Array.isArray(body.messages) ? (body.messages as Array<{ role?: unknown; content?: unknown }>) : []) {
-    const content = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : Array.isArray(message.content) ? message.content : [];
+  for (const message of Array.isArray(body.messages)
+    ? (body.messages as Array<{ role?: unknown; content?: unknown }>)
+    : []) {
+    const content =
+      typeof message.content === 'string'
+        ? [{ type: 'text', text: message.content }]
+        : Array.isArray(message.content)
+          ? message.content
+          : [];
     content.forEach((block, i) => blocks.push([`${String(message.role)}${i === 0 ? ' turn' : ''}`, block]));
   }
   const items: Item[] = [];
   let hash = createHash('sha256').update(model).digest('hex');
   let through = 0;
   for (const [where, block] of blocks) {
-    hash = createHash('sha256').update(hash).update(where).update(JSON.stringify(unmarked(block))).digest('hex');
+    hash = createHash('sha256')
+      .update(hash)
+      .update(where)
+      .update(JSON.stringify(unmarked(block)))
+      .digest('hex');
     through += blockTokens(block);
     const mark = (block as Block | null)?.cache_control;
     items.push({ hash, through, mark: typeof mark === 'object' && mark !== null ? (mark as Block) : undefined });
@@ -168,7 +203,12 @@ function cacheUsage(items: Item[], cache: Set<string>, minimum: number): Omit<Ca
     from = item.through;
   }
   const creation = written.ephemeral_5m_input_tokens + written.ephemeral_1h_input_tokens;
-  return { input_tokens: total - read - creation, cache_creation_input_tokens: creation, cache_read_input_tokens: read, cache_creation: written };
+  return {
+    input_tokens: total - read - creation,
+    cache_creation_input_tokens: creation,
+    cache_read_input_tokens: read,
+    cache_creation: written,
+  };
 }
 
 function unmarked(block: unknown): unknown {
@@ -186,18 +226,33 @@ function error(res: ServerResponse, status: number, type: string, message: strin
 function stream(res: ServerResponse, message: Record<string, unknown> & { content: Block[] }, usage: CacheUsage): void {
   const event = (name: string, data: unknown) => res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  event('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  event('message_start', {
+    type: 'message_start',
+    message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } },
+  });
   message.content.forEach((block, index) => {
     if (block.type === 'tool_use') {
       event('content_block_start', { type: 'content_block_start', index, content_block: { ...block, input: {} } });
-      event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+      event('content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) },
+      });
     } else {
       event('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-      event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: block.text } });
+      event('content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'text_delta', text: block.text },
+      });
     }
     event('content_block_stop', { type: 'content_block_stop', index });
   });
-  event('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  event('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: message.stop_reason, stop_sequence: null },
+    usage: { output_tokens: usage.output_tokens },
+  });
   event('message_stop', { type: 'message_stop' });
   res.end();
 }

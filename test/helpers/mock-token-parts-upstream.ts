@@ -33,9 +33,12 @@ export async function startPartsUpstream(usage: PartsUsage): Promise<PartsUpstre
     const u = state.usage;
     const stream = req.body?.stream === true;
     const path = req.url;
-    if (path.startsWith('/openai/v1/chat/completions')) return stream ? chatStream(res, u.chat) : json(res, chatJson(u.chat));
-    if (path.startsWith('/openai/v1/responses')) return stream ? responsesStream(res, u.responses) : json(res, responseObject(u.responses));
-    if (path.startsWith('/anthropic/v1/messages')) return stream ? messagesStream(res, u.messages, u.messagesDelta) : json(res, messagesJson(u.messages));
+    if (path.startsWith('/openai/v1/chat/completions'))
+      return stream ? chatStream(res, u.chat) : json(res, chatJson(u.chat));
+    if (path.startsWith('/openai/v1/responses'))
+      return stream ? responsesStream(res, u.responses) : json(res, responseObject(u.responses));
+    if (path.startsWith('/anthropic/v1/messages'))
+      return stream ? messagesStream(res, u.messages, u.messagesDelta) : json(res, messagesJson(u.messages));
     if (path.includes(':streamGenerateContent')) return sse(res, [`data: ${geminiJson(u.gemini)}\n\n`]);
     if (path.includes(':generateContent')) return json(res, geminiJson(u.gemini));
     if (path.endsWith('/models')) return json(res, '{"object":"list","data":[]}');
@@ -51,8 +54,14 @@ const chatJson = (usage: string) =>
   `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":${usage}}`;
 
 function chatStream(res: ServerResponse, usage: string): void {
-  const chunk = (delta: string, finish: string) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"finish_reason":${finish}}]}\n\n`;
-  sse(res, [chunk('{"role":"assistant","content":"Hi"}', 'null'), chunk('{}', '"stop"'), `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":${usage}}\n\n`, 'data: [DONE]\n\n']);
+  const chunk = (delta: string, finish: string) =>
+    `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"finish_reason":${finish}}]}\n\n`;
+  sse(res, [
+    chunk('{"role":"assistant","content":"Hi"}', 'null'),
+    chunk('{}', '"stop"'),
+    `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":${usage}}\n\n`,
+    'data: [DONE]\n\n',
+  ]);
 }
 
 const responseObject = (usage: string) =>
@@ -74,11 +83,17 @@ function messagesStream(res: ServerResponse, usage: string, deltaUsage?: string)
   const output = (JSON.parse(usage) as { output_tokens: number }).output_tokens;
   const start = JSON.stringify({ ...(JSON.parse(usage) as object), output_tokens: 1 });
   sse(res, [
-    event('message_start', `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":${start}}}`),
+    event(
+      'message_start',
+      `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":${start}}}`,
+    ),
     event('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
     event('content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}'),
     event('content_block_stop', '{"type":"content_block_stop","index":0}'),
-    event('message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":${deltaUsage ?? `{"output_tokens":${output}}`}}`),
+    event(
+      'message_delta',
+      `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":${deltaUsage ?? `{"output_tokens":${output}}`}}`,
+    ),
     event('message_stop', '{"type":"message_stop"}'),
   ]);
 }

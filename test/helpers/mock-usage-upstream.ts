@@ -37,7 +37,11 @@ export async function startUsageUpstream(): Promise<UsageUpstream> {
     const path = req.url;
     if (path.startsWith('/openai/v1/chat/completions')) return stream ? chatStream(res, f) : json(res, chatJson(f));
     if (path.startsWith('/openai/v1/responses')) return stream ? responsesStream(res, f) : json(res, responsesJson(f));
-    if (path.startsWith('/openai/v1/embeddings')) return json(res, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"e","usage":{"prompt_tokens":${f.prompt},"total_tokens":${f.prompt}}}`);
+    if (path.startsWith('/openai/v1/embeddings'))
+      return json(
+        res,
+        `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"e","usage":{"prompt_tokens":${f.prompt},"total_tokens":${f.prompt}}}`,
+      );
     if (path.startsWith('/anthropic/v1/messages/count_tokens')) return json(res, `{"input_tokens":${f.prompt}}`);
     if (path.startsWith('/anthropic/v1/messages')) return stream ? messagesStream(res, f) : json(res, messagesJson(f));
     if (path.includes(':streamGenerateContent')) return geminiStream(res, f);
@@ -54,7 +58,8 @@ export async function startUsageUpstream(): Promise<UsageUpstream> {
       figures = value;
     },
     setAll(figure) {
-      figures = figure === null ? { ...SANE_FIGURES } : { prompt: figure, completion: figure, total: figure, other: figure };
+      figures =
+        figure === null ? { ...SANE_FIGURES } : { prompt: figure, completion: figure, total: figure, other: figure };
     },
     requests: server.requests,
     close: () => server.close(),
@@ -78,7 +83,8 @@ const chatJson = (f: Figures) =>
   `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":${f.prompt},"completion_tokens":${f.completion},"total_tokens":${f.total}}}`;
 
 function chatStream(res: ServerResponse, f: Figures): void {
-  const chunk = (delta: string, finish: string | null) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
+  const chunk = (delta: string, finish: string | null) =>
+    `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
   sse(res, [
     chunk('{"role":"assistant","content":"Hi"}', null),
     chunk('{}', 'stop'),
@@ -105,11 +111,17 @@ const messagesJson = (f: Figures) =>
 function messagesStream(res: ServerResponse, f: Figures): void {
   const event = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
   sse(res, [
-    event('message_start', `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":${f.prompt},"output_tokens":${f.other}}}}`),
+    event(
+      'message_start',
+      `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":${f.prompt},"output_tokens":${f.other}}}}`,
+    ),
     event('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
     event('content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}'),
     event('content_block_stop', '{"type":"content_block_stop","index":0}'),
-    event('message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${f.completion}}}`),
+    event(
+      'message_delta',
+      `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${f.completion}}}`,
+    ),
     event('message_stop', '{"type":"message_stop"}'),
   ]);
 }

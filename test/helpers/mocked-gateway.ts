@@ -28,8 +28,13 @@ export function useMockedGateway(options: MockedGatewayOptions = {}): MockedGate
   before(async () => {
     mock = await startMockUpstream(options.mock);
     const file = options.configFile;
-    const configFile = file ? { name: file.name, text: typeof file.text === 'string' ? file.text : file.text(mock.baseUrl) } : undefined;
-    gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, ...options.env }, ...(configFile ? { configFile } : {}) });
+    const configFile = file
+      ? { name: file.name, text: typeof file.text === 'string' ? file.text : file.text(mock.baseUrl) }
+      : undefined;
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: mock.baseUrl, ...options.env },
+      ...(configFile ? { configFile } : {}),
+    });
   });
   after(async () => {
     await gw?.close();

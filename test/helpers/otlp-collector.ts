@@ -73,13 +73,19 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
     req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
+      if (
+        req.method !== 'POST' ||
+        req.url !== '/v1/traces' ||
+        !String(req.headers['content-type']).startsWith('application/json')
+      ) {
         res.writeHead(404).end();
         return;
       }
       collector.exports.push(req.headers);
       if (collector.status !== 200) {
-        res.writeHead(collector.status, { 'content-type': 'application/json' }).end('{"code":14,"message":"unavailable"}');
+        res
+          .writeHead(collector.status, { 'content-type': 'application/json' })
+          .end('{"code":14,"message":"unavailable"}');
         return;
       }
       const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as OtlpExport;

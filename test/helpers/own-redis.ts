@@ -23,7 +23,11 @@ export class OwnRedis {
 
   async start(): Promise<void> {
     if (!REDIS_SERVER_BIN) throw new Error('redis-server not installed');
-    this.child = spawn(REDIS_SERVER_BIN, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = spawn(
+      REDIS_SERVER_BIN,
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     const until = Date.now() + 5000;
     while (!(await accepts(this.port))) {
       if (Date.now() > until) throw new Error('redis-server did not start');

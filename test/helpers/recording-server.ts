@@ -23,7 +23,9 @@ export interface RecordingServer {
   close(): Promise<void>;
 }
 
-export async function startRecordingServer(handle: (request: RecordedHttpRequest, res: ServerResponse) => void): Promise<RecordingServer> {
+export async function startRecordingServer(
+  handle: (request: RecordedHttpRequest, res: ServerResponse) => void,
+): Promise<RecordingServer> {
   const requests: RecordedHttpRequest[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {

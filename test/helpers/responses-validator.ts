@@ -17,7 +17,10 @@ function turnOf(output: Json[], where: string): Turn {
       for (const part of (item.content ?? []) as Json[]) if (part.type === 'output_text') text += String(part.text);
     }
     if (item.type !== 'function_call' && item.type !== 'custom_tool_call') return;
-    assert.ok(typeof item.call_id === 'string' && typeof item.name === 'string', `${where} output[${i}]: call_id, name`);
+    assert.ok(
+      typeof item.call_id === 'string' && typeof item.name === 'string',
+      `${where} output[${i}]: call_id, name`,
+    );
     assert.ok(item.namespace === undefined || typeof item.namespace === 'string', `${where} output[${i}]: namespace`);
     const namespace = item.namespace === undefined ? {} : { namespace: item.namespace as string };
     if (item.type === 'function_call') {
@@ -60,15 +63,22 @@ class ResponsesStream {
   check(type: string, data: Json, where: string): void {
     assert.equal(this.completed, undefined, `${where}: after response.completed`);
     if (typeof data.sequence_number === 'number') {
-      assert.ok(data.sequence_number > this.sequence, `${where}: sequence_number ${data.sequence_number} after ${this.sequence}`);
+      assert.ok(
+        data.sequence_number > this.sequence,
+        `${where}: sequence_number ${data.sequence_number} after ${this.sequence}`,
+      );
       this.sequence = data.sequence_number;
     }
     if (type === 'response.created') return this.created(data, where);
     assert.ok(this.responseId !== undefined, `${where}: before response.created`);
     if (type === 'response.in_progress') return this.sameResponse(data, where);
     if (type === 'response.completed') return this.complete(data, where);
-    assert.ok(!['response.failed', 'response.incomplete', 'error'].includes(type), `${where}: ${JSON.stringify(data).slice(0, 300)}`);
-    if (type === 'response.output_item.added' || type === 'response.output_item.done') return this.item(type, data, where);
+    assert.ok(
+      !['response.failed', 'response.incomplete', 'error'].includes(type),
+      `${where}: ${JSON.stringify(data).slice(0, 300)}`,
+    );
+    if (type === 'response.output_item.added' || type === 'response.output_item.done')
+      return this.item(type, data, where);
     this.delta(type, data, where);
   }
 
@@ -120,11 +130,23 @@ class ResponsesStream {
   }
 
   private delta(type: string, data: Json, where: string): void {
-    if (type === 'response.function_call_arguments.delta') this.openCall(data, where, 'function_call').arguments += String(data.delta);
-    else if (type === 'response.function_call_arguments.done') assert.equal(data.arguments, this.openCall(data, where, 'function_call').arguments, `${where}: arguments = the deltas`);
+    if (type === 'response.function_call_arguments.delta')
+      this.openCall(data, where, 'function_call').arguments += String(data.delta);
+    else if (type === 'response.function_call_arguments.done')
+      assert.equal(
+        data.arguments,
+        this.openCall(data, where, 'function_call').arguments,
+        `${where}: arguments = the deltas`,
+      );
     // A custom tool call's input streams as its own deltas; kept where a function call's arguments are.
-    else if (type === 'response.custom_tool_call_input.delta') this.openCall(data, where, 'custom_tool_call').arguments += String(data.delta);
-    else if (type === 'response.custom_tool_call_input.done') assert.equal(data.input, this.openCall(data, where, 'custom_tool_call').arguments, `${where}: input = the deltas`);
+    else if (type === 'response.custom_tool_call_input.delta')
+      this.openCall(data, where, 'custom_tool_call').arguments += String(data.delta);
+    else if (type === 'response.custom_tool_call_input.done')
+      assert.equal(
+        data.input,
+        this.openCall(data, where, 'custom_tool_call').arguments,
+        `${where}: input = the deltas`,
+      );
     else if (type === 'response.content_part.added') {
       const open = this.open(data, where);
       assert.equal(data.content_index, open.parts.size, `${where}: content_index in order`);
@@ -132,7 +154,10 @@ class ResponsesStream {
     } else if (type === 'response.output_text.delta') {
       const open = this.open(data, where);
       assert.ok(open.parts.has(data.content_index as number), `${where}: a delta for a part that was not added`);
-      open.parts.set(data.content_index as number, `${open.parts.get(data.content_index as number) ?? ''}${String(data.delta)}`);
+      open.parts.set(
+        data.content_index as number,
+        `${open.parts.get(data.content_index as number) ?? ''}${String(data.delta)}`,
+      );
     } else if (type === 'response.output_text.done' || type === 'response.content_part.done') {
       const open = this.open(data, where);
       const text = type === 'response.output_text.done' ? data.text : (data.part as Json).text;
@@ -148,9 +173,16 @@ class ResponsesStream {
     const response = data.response as Json;
     assert.equal(response.id, this.responseId, `${where}: the same response id`);
     assert.equal(response.status, 'completed', `${where}: status`);
-    assert.ok(this.items.every((i) => i.done), `${where}: an output item was never done`);
+    assert.ok(
+      this.items.every((i) => i.done),
+      `${where}: an output item was never done`,
+    );
     const output = response.output as Json[];
-    assert.deepEqual(output.map((i) => i.id), this.doneItems.map((i) => i.id), `${where}: output = the items done`);
+    assert.deepEqual(
+      output.map((i) => i.id),
+      this.doneItems.map((i) => i.id),
+      `${where}: output = the items done`,
+    );
     this.completed = response;
   }
 }

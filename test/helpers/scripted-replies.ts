@@ -67,28 +67,74 @@ export function chatAnswer(scripted: ScriptedReply, body: Json, serial: number):
   const reply = asFunctionReply(scripted);
   const id = `chatcmpl-scripted${String(serial).padStart(4, '0')}`;
   const model = String(body.model ?? 'model');
-  const usage = { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, total_tokens: USAGE.input + USAGE.output };
+  const usage = {
+    prompt_tokens: USAGE.input,
+    completion_tokens: USAGE.output,
+    total_tokens: USAGE.input + USAGE.output,
+  };
   const finish = reply.type === 'tool_call' ? 'tool_calls' : 'stop';
   if (body.stream !== true) {
     const message =
       reply.type === 'tool_call'
-        ? { role: 'assistant', content: null, tool_calls: [{ id: reply.id, type: 'function', function: { name: reply.name, arguments: reply.arguments } }], refusal: null }
+        ? {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: reply.id, type: 'function', function: { name: reply.name, arguments: reply.arguments } },
+            ],
+            refusal: null,
+          }
         : { role: 'assistant', content: reply.text, refusal: null };
-    return { json: { id, object: 'chat.completion', created: CREATED, model, choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage } };
+    return {
+      json: {
+        id,
+        object: 'chat.completion',
+        created: CREATED,
+        model,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+        usage,
+      },
+    };
   }
   const chunk = (delta: Json, finishReason: string | null = null): string =>
-    data({ id, object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: null, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
+    data({
+      id,
+      object: 'chat.completion.chunk',
+      created: CREATED,
+      model,
+      system_fingerprint: null,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    });
   const frames: string[] = [];
   if (reply.type === 'tool_call') {
-    frames.push(chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: reply.id, type: 'function', function: { name: reply.name, arguments: '' } }], refusal: null }));
-    for (const part of pieces(reply.arguments)) frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
+    frames.push(
+      chunk({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ index: 0, id: reply.id, type: 'function', function: { name: reply.name, arguments: '' } }],
+        refusal: null,
+      }),
+    );
+    for (const part of pieces(reply.arguments))
+      frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
   } else {
     frames.push(chunk({ role: 'assistant', content: '', refusal: null }));
     for (const part of pieces(reply.text)) frames.push(chunk({ content: part }));
   }
   frames.push(chunk({}, finish));
   const options = body.stream_options as { include_usage?: unknown } | undefined;
-  if (options?.include_usage === true) frames.push(data({ id, object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: null, choices: [], usage }));
+  if (options?.include_usage === true)
+    frames.push(
+      data({
+        id,
+        object: 'chat.completion.chunk',
+        created: CREATED,
+        model,
+        system_fingerprint: null,
+        choices: [],
+        usage,
+      }),
+    );
   frames.push('data: [DONE]\n\n');
   return { frames };
 }
@@ -96,36 +142,98 @@ export function chatAnswer(scripted: ScriptedReply, body: Json, serial: number):
 /** OpenAI's Responses API: a function_call (namespaced or not) or custom_tool_call item or a message, with the full event sequence when streamed. */
 export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number): WireAnswer {
   const suffix = String(serial).padStart(4, '0');
-  const base = { id: `resp_scripted${suffix}`, object: 'response', created_at: CREATED, model: String(body.model ?? 'model'), status: 'in_progress', output: [] as unknown[], usage: null as unknown };
-  const usage = { input_tokens: USAGE.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: USAGE.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: USAGE.input + USAGE.output };
+  const base = {
+    id: `resp_scripted${suffix}`,
+    object: 'response',
+    created_at: CREATED,
+    model: String(body.model ?? 'model'),
+    status: 'in_progress',
+    output: [] as unknown[],
+    usage: null as unknown,
+  };
+  const usage = {
+    input_tokens: USAGE.input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: USAGE.output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: USAGE.input + USAGE.output,
+  };
   const namespace = reply.type !== 'text' && reply.namespace !== undefined ? { namespace: reply.namespace } : {};
   const item =
     reply.type === 'tool_call'
-      ? { id: `fc_scripted${suffix}`, type: 'function_call', status: 'completed', arguments: reply.arguments, call_id: reply.id, name: reply.name, ...namespace }
+      ? {
+          id: `fc_scripted${suffix}`,
+          type: 'function_call',
+          status: 'completed',
+          arguments: reply.arguments,
+          call_id: reply.id,
+          name: reply.name,
+          ...namespace,
+        }
       : reply.type === 'custom_tool_call'
-        ? { id: `ctc_scripted${suffix}`, type: 'custom_tool_call', status: 'completed', input: reply.input, call_id: reply.id, name: reply.name, ...namespace }
-        : { id: `msg_scripted${suffix}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], logprobs: [], text: reply.text }] };
+        ? {
+            id: `ctc_scripted${suffix}`,
+            type: 'custom_tool_call',
+            status: 'completed',
+            input: reply.input,
+            call_id: reply.id,
+            name: reply.name,
+            ...namespace,
+          }
+        : {
+            id: `msg_scripted${suffix}`,
+            type: 'message',
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', annotations: [], logprobs: [], text: reply.text }],
+          };
   const done = { ...base, status: 'completed', output: [item], usage };
   if (body.stream !== true) return { json: done };
   let sequence = 0;
   const frames: string[] = [];
-  const send = (type: string, value: Json): void => void frames.push(event(type, { type, sequence_number: sequence++, ...value }));
+  const send = (type: string, value: Json): void =>
+    void frames.push(event(type, { type, sequence_number: sequence++, ...value }));
   send('response.created', { response: base });
   send('response.in_progress', { response: base });
   if (reply.type === 'tool_call') {
     send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', arguments: '' } });
-    for (const part of pieces(reply.arguments)) send('response.function_call_arguments.delta', { item_id: item.id, output_index: 0, delta: part });
+    for (const part of pieces(reply.arguments))
+      send('response.function_call_arguments.delta', { item_id: item.id, output_index: 0, delta: part });
     send('response.function_call_arguments.done', { item_id: item.id, output_index: 0, arguments: reply.arguments });
   } else if (reply.type === 'custom_tool_call') {
     send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', input: '' } });
-    for (const part of pieces(reply.input)) send('response.custom_tool_call_input.delta', { item_id: item.id, output_index: 0, delta: part });
+    for (const part of pieces(reply.input))
+      send('response.custom_tool_call_input.delta', { item_id: item.id, output_index: 0, delta: part });
     send('response.custom_tool_call_input.done', { item_id: item.id, output_index: 0, input: reply.input });
   } else {
     send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
-    send('response.content_part.added', { item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } });
-    for (const part of pieces(reply.text)) send('response.output_text.delta', { item_id: item.id, output_index: 0, content_index: 0, delta: part, logprobs: [] });
-    send('response.output_text.done', { item_id: item.id, output_index: 0, content_index: 0, text: reply.text, logprobs: [] });
-    send('response.content_part.done', { item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: reply.text } });
+    send('response.content_part.added', {
+      item_id: item.id,
+      output_index: 0,
+      content_index: 0,
+      part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+    });
+    for (const part of pieces(reply.text))
+      send('response.output_text.delta', {
+        item_id: item.id,
+        output_index: 0,
+        content_index: 0,
+        delta: part,
+        logprobs: [],
+      });
+    send('response.output_text.done', {
+      item_id: item.id,
+      output_index: 0,
+      content_index: 0,
+      text: reply.text,
+      logprobs: [],
+    });
+    send('response.content_part.done', {
+      item_id: item.id,
+      output_index: 0,
+      content_index: 0,
+      part: { type: 'output_text', annotations: [], logprobs: [], text: reply.text },
+    });
   }
   send('response.output_item.done', { output_index: 0, item });
   send('response.completed', { response: done });
@@ -138,22 +246,48 @@ export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: numb
   const id = `msg_01Scripted${String(serial).padStart(4, '0')}`;
   const model = String(body.model ?? 'claude');
   const stop = reply.type === 'tool_call' ? 'tool_use' : 'end_turn';
-  const usage = { input_tokens: USAGE.input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: USAGE.output };
+  const usage = {
+    input_tokens: USAGE.input,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: USAGE.output,
+  };
   if (body.stream !== true) {
-    const content = reply.type === 'tool_call' ? [{ type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown }] : [{ type: 'text', text: reply.text }];
-    return { json: { id, type: 'message', role: 'assistant', model, content, stop_reason: stop, stop_sequence: null, usage } };
+    const content =
+      reply.type === 'tool_call'
+        ? [{ type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown }]
+        : [{ type: 'text', text: reply.text }];
+    return {
+      json: { id, type: 'message', role: 'assistant', model, content, stop_reason: stop, stop_sequence: null, usage },
+    };
   }
   const frames: string[] = [];
   const send = (type: string, value: Json): void => void frames.push(event(type, { type, ...value }));
-  send('message_start', { message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } });
+  send('message_start', {
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usage, output_tokens: 1 },
+    },
+  });
   if (reply.type === 'tool_call') {
-    send('content_block_start', { index: 0, content_block: { type: 'tool_use', id: reply.id, name: reply.name, input: {} } });
+    send('content_block_start', {
+      index: 0,
+      content_block: { type: 'tool_use', id: reply.id, name: reply.name, input: {} },
+    });
     send('ping', {});
-    for (const part of ['', ...pieces(reply.arguments)]) send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: part } });
+    for (const part of ['', ...pieces(reply.arguments)])
+      send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: part } });
   } else {
     send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
     send('ping', {});
-    for (const part of pieces(reply.text)) send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: part } });
+    for (const part of pieces(reply.text))
+      send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: part } });
   }
   send('content_block_stop', { index: 0 });
   send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: USAGE.output } });
@@ -164,13 +298,28 @@ export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: numb
 /** Gemini's generateContent / streamGenerateContent (`alt=sse`: CRLF framing, no end marker). Gemini has no call ids. */
 export function geminiAnswer(scripted: ScriptedReply, body: Json, stream: boolean, model: string): WireAnswer {
   const reply = asFunctionReply(scripted);
-  const usageMetadata = { promptTokenCount: USAGE.input, candidatesTokenCount: USAGE.output, totalTokenCount: USAGE.input + USAGE.output };
-  const candidate = (parts: unknown[], finish?: string): Json => ({ content: { parts, role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 });
+  const usageMetadata = {
+    promptTokenCount: USAGE.input,
+    candidatesTokenCount: USAGE.output,
+    totalTokenCount: USAGE.input + USAGE.output,
+  };
+  const candidate = (parts: unknown[], finish?: string): Json => ({
+    content: { parts, role: 'model' },
+    ...(finish ? { finishReason: finish } : {}),
+    index: 0,
+  });
   if (reply.type === 'tool_call') {
-    const answer = { candidates: [candidate([{ functionCall: { name: reply.name, args: JSON.parse(reply.arguments) as unknown } }], 'STOP')], usageMetadata, modelVersion: model };
+    const answer = {
+      candidates: [
+        candidate([{ functionCall: { name: reply.name, args: JSON.parse(reply.arguments) as unknown } }], 'STOP'),
+      ],
+      usageMetadata,
+      modelVersion: model,
+    };
     return stream ? { frames: [`data: ${JSON.stringify(answer)}\r\n\r\n`] } : { json: answer };
   }
-  if (!stream) return { json: { candidates: [candidate([{ text: reply.text }], 'STOP')], usageMetadata, modelVersion: model } };
+  if (!stream)
+    return { json: { candidates: [candidate([{ text: reply.text }], 'STOP')], usageMetadata, modelVersion: model } };
   const parts = pieces(reply.text);
   return {
     frames: parts.map((text, i) => {

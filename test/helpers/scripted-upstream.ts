@@ -8,7 +8,14 @@
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
-import { chatAnswer, geminiAnswer, messagesAnswer, responsesAnswer, type ScriptedReply, type WireAnswer } from './scripted-replies.js';
+import {
+  chatAnswer,
+  geminiAnswer,
+  messagesAnswer,
+  responsesAnswer,
+  type ScriptedReply,
+  type WireAnswer,
+} from './scripted-replies.js';
 
 export type WireApi = 'chat' | 'responses' | 'messages' | 'gemini';
 
@@ -34,7 +41,12 @@ export interface ScriptedUpstream {
 
 /** The recorder's script: fixed ids per API (recordings do not change from run to run), one tool call, one answer. */
 export const SCRIPT = {
-  toolCallIds: { chat: 'call_Wq7nT2xKd9LmP4vR8sZb3HcY', responses: 'call_Jf5sV1pQk8RtN3wX6mLa2DzE', messages: 'toolu_01H3kP9vXq2mWn7tRb5sLc4Y', gemini: 'unused' } as Record<WireApi, string>,
+  toolCallIds: {
+    chat: 'call_Wq7nT2xKd9LmP4vR8sZb3HcY',
+    responses: 'call_Jf5sV1pQk8RtN3wX6mLa2DzE',
+    messages: 'toolu_01H3kP9vXq2mWn7tRb5sLc4Y',
+    gemini: 'unused',
+  } as Record<WireApi, string>,
   arguments: '{"location":"Paris"}',
   finalText: 'It is 21 degrees and sunny in Paris.',
 } as const;
@@ -51,16 +63,25 @@ function firstToolName(api: WireApi, body: Record<string, unknown>): string | un
   for (const tool of tools) {
     const fn = tool.function as { name?: unknown } | undefined;
     if (api === 'chat' && typeof fn?.name === 'string') return fn.name;
-    if (api === 'gemini' && Array.isArray(tool.functionDeclarations)) return (tool.functionDeclarations as Array<{ name?: string }>)[0]?.name;
-    if ((api === 'responses' || api === 'messages') && typeof tool.name === 'string' && (tool.type === undefined || tool.type === 'function' || tool.type === 'custom')) return tool.name;
+    if (api === 'gemini' && Array.isArray(tool.functionDeclarations))
+      return (tool.functionDeclarations as Array<{ name?: string }>)[0]?.name;
+    if (
+      (api === 'responses' || api === 'messages') &&
+      typeof tool.name === 'string' &&
+      (tool.type === undefined || tool.type === 'function' || tool.type === 'custom')
+    )
+      return tool.name;
   }
   return undefined;
 }
 
 function hasToolResult(api: WireApi, body: Record<string, unknown>): boolean {
-  const text = JSON.stringify(api === 'responses' ? (body.input ?? []) : api === 'gemini' ? (body.contents ?? []) : (body.messages ?? []));
+  const text = JSON.stringify(
+    api === 'responses' ? (body.input ?? []) : api === 'gemini' ? (body.contents ?? []) : (body.messages ?? []),
+  );
   if (api === 'chat') return text.includes('"role":"tool"');
-  if (api === 'responses') return text.includes('"type":"function_call_output"') || text.includes('"type":"custom_tool_call_output"');
+  if (api === 'responses')
+    return text.includes('"type":"function_call_output"') || text.includes('"type":"custom_tool_call_output"');
   if (api === 'messages') return text.includes('"type":"tool_result"');
   return text.includes('"functionResponse"');
 }
@@ -90,10 +111,13 @@ export async function startScriptedUpstream(initial: Decide = agentLoop): Promis
     const model = /\/models\/([^/:]+):/.exec(request.url)?.[1] ?? 'gemini';
     const stream = api === 'gemini' ? request.url.includes(':streamGenerateContent') : request.body.stream === true;
     const answer =
-      api === 'chat' ? chatAnswer(reply, request.body, serial)
-      : api === 'responses' ? responsesAnswer(reply, request.body, serial)
-      : api === 'messages' ? messagesAnswer(reply, request.body, serial)
-      : geminiAnswer(reply, request.body, stream, model);
+      api === 'chat'
+        ? chatAnswer(reply, request.body, serial)
+        : api === 'responses'
+          ? responsesAnswer(reply, request.body, serial)
+          : api === 'messages'
+            ? messagesAnswer(reply, request.body, serial)
+            : geminiAnswer(reply, request.body, stream, model);
     write(res, answer);
   });
   return {
@@ -129,10 +153,18 @@ function other(request: RecordedHttpRequest, res: ServerResponse): void {
   if (request.method === 'POST' && path.endsWith('/messages/count_tokens')) return json(200, { input_tokens: 42 });
   if (request.method === 'GET' && path.endsWith('/models')) {
     if (request.headers['anthropic-version']) {
-      const model = { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' };
+      const model = {
+        type: 'model',
+        id: 'claude-sonnet-4-5',
+        display_name: 'Claude Sonnet 4.5',
+        created_at: '2025-09-29T00:00:00Z',
+      };
       return json(200, { data: [model], has_more: false, first_id: model.id, last_id: model.id });
     }
-    return json(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_721_260_800, owned_by: 'openai' }] });
+    return json(200, {
+      object: 'list',
+      data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_721_260_800, owned_by: 'openai' }],
+    });
   }
   json(404, { error: { message: `scripted upstream: no ${request.method} ${path}`, type: 'invalid_request_error' } });
 }

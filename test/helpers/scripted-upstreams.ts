@@ -47,12 +47,32 @@ const named = (event: string, value: unknown) => `event: ${event}\ndata: ${JSON.
 function chat(res: ServerResponse, body: Record<string, unknown>, call: ScriptedCall): void {
   const messages = body.messages as Array<{ role: string }>;
   const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: String(body.model) };
-  const chunk = (delta: unknown, finish: string | null = null) => data({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
-  const usage = data({ ...base, choices: [], usage: { prompt_tokens: UPSTREAM_USAGE.prompt, completion_tokens: UPSTREAM_USAGE.completion, total_tokens: UPSTREAM_USAGE.prompt + UPSTREAM_USAGE.completion } });
-  if (messages.at(-1)?.role === 'tool') return sse(res, [chunk({ role: 'assistant', content: '' }), chunk({ content: FINAL_TEXT }), chunk({}, 'stop'), usage, 'data: [DONE]\n\n']);
+  const chunk = (delta: unknown, finish: string | null = null) =>
+    data({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const usage = data({
+    ...base,
+    choices: [],
+    usage: {
+      prompt_tokens: UPSTREAM_USAGE.prompt,
+      completion_tokens: UPSTREAM_USAGE.completion,
+      total_tokens: UPSTREAM_USAGE.prompt + UPSTREAM_USAGE.completion,
+    },
+  });
+  if (messages.at(-1)?.role === 'tool')
+    return sse(res, [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: FINAL_TEXT }),
+      chunk({}, 'stop'),
+      usage,
+      'data: [DONE]\n\n',
+    ]);
   const args = JSON.stringify(call.arguments);
   sse(res, [
-    chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: call.callId, type: 'function', function: { name: call.name, arguments: '' } }] }),
+    chunk({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ index: 0, id: call.callId, type: 'function', function: { name: call.name, arguments: '' } }],
+    }),
     chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(0, 10) } }] }),
     chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(10) } }] }),
     chunk({}, 'tool_calls'),
@@ -64,16 +84,39 @@ function chat(res: ServerResponse, body: Record<string, unknown>, call: Scripted
 function anthropic(res: ServerResponse, body: Record<string, unknown>, call: ScriptedCall): void {
   const last = (body.messages as Array<{ content: Array<{ type: string }> }>).at(-1);
   const answered = last?.content.some((block) => block.type === 'tool_result') === true;
-  const start = named('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: String(body.model), stop_reason: null, usage: { input_tokens: UPSTREAM_USAGE.prompt, output_tokens: 1 } } });
+  const start = named('message_start', {
+    type: 'message_start',
+    message: {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      model: String(body.model),
+      stop_reason: null,
+      usage: { input_tokens: UPSTREAM_USAGE.prompt, output_tokens: 1 },
+    },
+  });
   const end = (reason: string) => [
-    named('message_delta', { type: 'message_delta', delta: { stop_reason: reason, stop_sequence: null }, usage: { output_tokens: UPSTREAM_USAGE.completion } }),
+    named('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: reason, stop_sequence: null },
+      usage: { output_tokens: UPSTREAM_USAGE.completion },
+    }),
     named('message_stop', { type: 'message_stop' }),
   ];
   if (answered) {
     return sse(res, [
       start,
-      named('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-      named('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: FINAL_TEXT } }),
+      named('content_block_start', {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'text', text: '' },
+      }),
+      named('content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'text_delta', text: FINAL_TEXT },
+      }),
       named('content_block_stop', { type: 'content_block_stop', index: 0 }),
       ...end('end_turn'),
     ]);
@@ -81,9 +124,21 @@ function anthropic(res: ServerResponse, body: Record<string, unknown>, call: Scr
   const args = JSON.stringify(call.arguments);
   sse(res, [
     start,
-    named('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: call.callId, name: call.name, input: {} } }),
-    named('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: args.slice(0, 10) } }),
-    named('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: args.slice(10) } }),
+    named('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'tool_use', id: call.callId, name: call.name, input: {} },
+    }),
+    named('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'input_json_delta', partial_json: args.slice(0, 10) },
+    }),
+    named('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'input_json_delta', partial_json: args.slice(10) },
+    }),
     named('content_block_stop', { type: 'content_block_stop', index: 0 }),
     ...end('tool_use'),
   ]);
@@ -91,9 +146,20 @@ function anthropic(res: ServerResponse, body: Record<string, unknown>, call: Scr
 
 function gemini(res: ServerResponse, body: Record<string, unknown>, call: ScriptedCall): void {
   const answered = JSON.stringify(body.contents).includes('"functionResponse"');
-  const usageMetadata = { promptTokenCount: UPSTREAM_USAGE.prompt, candidatesTokenCount: UPSTREAM_USAGE.completion, totalTokenCount: UPSTREAM_USAGE.prompt + UPSTREAM_USAGE.completion };
-  const part = answered ? { text: FINAL_TEXT } : { functionCall: { id: call.callId, name: call.name, args: call.arguments } };
-  sse(res, [data({ candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }], usageMetadata })]);
+  const usageMetadata = {
+    promptTokenCount: UPSTREAM_USAGE.prompt,
+    candidatesTokenCount: UPSTREAM_USAGE.completion,
+    totalTokenCount: UPSTREAM_USAGE.prompt + UPSTREAM_USAGE.completion,
+  };
+  const part = answered
+    ? { text: FINAL_TEXT }
+    : { functionCall: { id: call.callId, name: call.name, args: call.arguments } };
+  sse(res, [
+    data({
+      candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
+      usageMetadata,
+    }),
+  ]);
 }
 
 export async function startScriptedUpstreams(): Promise<ScriptedUpstreams> {
@@ -111,7 +177,11 @@ export async function startScriptedUpstreams(): Promise<ScriptedUpstreams> {
       const body = (raw === '' ? {} : JSON.parse(raw)) as Record<string, unknown>;
       const url = req.url ?? '/';
       requests.push({ method: req.method ?? 'GET', url, headers: req.headers, raw, body });
-      if (url === '/v1/responses') return sse(res, state.nativeEvents.map((event) => named(String(event.type), event)));
+      if (url === '/v1/responses')
+        return sse(
+          res,
+          state.nativeEvents.map((event) => named(String(event.type), event)),
+        );
       if (url === '/v1/chat/completions') return chat(res, body, state.call);
       if (url === '/v1/messages') return anthropic(res, body, state.call);
       if (/^\/v1beta\/models\/[^:]+:streamGenerateContent\?alt=sse$/.test(url)) return gemini(res, body, state.call);

@@ -37,7 +37,8 @@ async function skipReason(name: string, url: string, variable: string): Promise<
 }
 
 export const redisSkipReason = (): Promise<string | undefined> => skipReason('Redis', REDIS_URL, 'REDIS_URL');
-export const postgresSkipReason = (): Promise<string | undefined> => skipReason('PostgreSQL', DATABASE_URL, 'DATABASE_URL');
+export const postgresSkipReason = (): Promise<string | undefined> =>
+  skipReason('PostgreSQL', DATABASE_URL, 'DATABASE_URL');
 
 /** Debian's Chromium (package `chromium`), or the browser CHROMIUM_PATH names. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -58,6 +59,14 @@ export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }

@@ -121,7 +121,12 @@ export async function spawnGateway(options: SpawnOptions = {}): Promise<GatewayP
   const dataDir = options.dataDir ?? makeTempDir();
   const port = options.port ?? (await freePort());
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-  const given: Record<string, string | undefined> = { HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...options.env };
+  const given: Record<string, string | undefined> = {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    ...options.env,
+  };
   for (const [key, value] of Object.entries(given)) if (value !== undefined) env[key] = value;
 
   const command = [...(options.wrapper ?? []), process.execPath, '--import', 'tsx', 'src/main.ts'];
@@ -199,7 +204,9 @@ export async function waitUntilReady(gw: GatewayProcess, timeoutMs: number): Pro
   while (Date.now() < deadline) {
     const info = gw.exitInfo();
     if (info !== undefined) {
-      throw new Error(`gateway exited before it was ready (code ${String(info.code)}, signal ${String(info.signal)}); stderr:\n${gw.stderr()}`);
+      throw new Error(
+        `gateway exited before it was ready (code ${String(info.code)}, signal ${String(info.signal)}); stderr:\n${gw.stderr()}`,
+      );
     }
     try {
       const answer = await httpCall(`${gw.url}${HEALTH_PATH}`, { timeoutMs: 1_000 });
@@ -252,7 +259,13 @@ export interface HttpCallOptions {
 export function httpCall(url: string, options: HttpCallOptions = {}): Promise<HttpAnswer> {
   return new Promise<HttpAnswer>((resolve, reject) => {
     const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false });
-    const timer = setTimeout(() => req.destroy(new Error(`HTTP ${options.method ?? 'GET'} ${url}: no answer within ${options.timeoutMs ?? 10_000} ms`)), options.timeoutMs ?? 10_000);
+    const timer = setTimeout(
+      () =>
+        req.destroy(
+          new Error(`HTTP ${options.method ?? 'GET'} ${url}: no answer within ${options.timeoutMs ?? 10_000} ms`),
+        ),
+      options.timeoutMs ?? 10_000,
+    );
     req.once('error', (error) => {
       clearTimeout(timer);
       reject(error);
@@ -264,7 +277,10 @@ export function httpCall(url: string, options: HttpCallOptions = {}): Promise<Ht
       res.once('end', () => {
         clearTimeout(timer);
         captureText('bodies', text);
-        captureSecrets([credentialOf(options.headers?.authorization ?? options.headers?.Authorization), options.headers?.['x-upstream-key']]);
+        captureSecrets([
+          credentialOf(options.headers?.authorization ?? options.headers?.Authorization),
+          options.headers?.['x-upstream-key'],
+        ]);
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
       });
       res.once('error', (error) => {
@@ -306,7 +322,12 @@ export interface StreamingCall {
 }
 
 /** Starts a POST whose answer is read incrementally, on a new TCP connection. Never rejects; bounded by timeoutMs. */
-export function streamingCall(url: string, headers: Record<string, string>, body: string, timeoutMs = 15_000): StreamingCall {
+export function streamingCall(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs = 15_000,
+): StreamingCall {
   let resolveStatus!: (status: number) => void;
   let rejectStatus!: (error: Error) => void;
   let resolveFirst!: () => void;
@@ -314,7 +335,9 @@ export function streamingCall(url: string, headers: Record<string, string>, body
   let resolveDone!: (value: { text: string; complete: boolean; error: string | undefined }) => void;
   const status = new Promise<number>((resolve, reject) => ((resolveStatus = resolve), (rejectStatus = reject)));
   const firstData = new Promise<void>((resolve, reject) => ((resolveFirst = resolve), (rejectFirst = reject)));
-  const done = new Promise<{ text: string; complete: boolean; error: string | undefined }>((resolve) => (resolveDone = resolve));
+  const done = new Promise<{ text: string; complete: boolean; error: string | undefined }>(
+    (resolve) => (resolveDone = resolve),
+  );
   // Callers may never await some of these; keep an unobserved rejection from failing the run.
   status.catch(() => undefined);
   firstData.catch(() => undefined);
@@ -354,9 +377,13 @@ export function streamingCall(url: string, headers: Record<string, string>, body
 
 /** The `data:` payloads of an SSE text, in order. */
 export function sseData(text: string): string[] {
-  return text
-    .split('\n\n')
-    .flatMap((event) => event.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).slice(0, 1));
+  return text.split('\n\n').flatMap((event) =>
+    event
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => line.slice(6))
+      .slice(0, 1),
+  );
 }
 
 /** Concatenated `choices[0].delta.content` of the chunk events of an SSE text (ignores [DONE] and non-JSON). */
@@ -383,7 +410,8 @@ export function logLines(stdout: string): Array<Record<string, unknown>> {
     .map((line, i) => {
       try {
         const value = JSON.parse(line) as unknown;
-        if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+        if (typeof value === 'object' && value !== null && !Array.isArray(value))
+          return value as Record<string, unknown>;
       } catch {
         // reported below
       }

@@ -56,10 +56,18 @@ for (const pattern of patterns) {
   const alive: unknown[] = [];
   for (let i = 0; i < STATEMENTS; i++) {
     store.db
-      .prepare<[string, string, string]>(`INSERT INTO gateway_meta (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value || '${i % 89}'`)
+      .prepare<[string, string, string]>(
+        `INSERT INTO gateway_meta (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value || '${i % 89}'`,
+      )
       .run(`k${i % 64}`, String(i), '2026-11-23T00:00:00.000Z');
     sum += store.db.prepare<[number], { v: number }>(`SELECT ? + ${i % 997} AS v`).get(i)?.v ?? 0;
-    if (i % 3 === 0) sum += Number(store.db.prepare<[], number>(`SELECT ${i % 13}`).pluck().get());
+    if (i % 3 === 0)
+      sum += Number(
+        store.db
+          .prepare<[], number>(`SELECT ${i % 13}`)
+          .pluck()
+          .get(),
+      );
     if (pattern === 'v8-only' && i % 50 === 0) alive.push(store.db.prepare('SELECT COUNT(*) AS n FROM rate_limits'));
     if (pattern !== 'v8-only' && i % 3_000 === 2_999) {
       if (pattern === 'forced') {
@@ -76,7 +84,9 @@ for (const pattern of patterns) {
 
 // 2. Statements outliving their database: closed while 2,000 are referenced, then they are dropped and collected.
 for (let cycle = 0; cycle < 4; cycle++) {
-  const kept = Array.from({ length: 2_000 }, (_, i) => store.db.prepare(`SELECT ${i} AS x, COUNT(*) AS n FROM rate_limits`));
+  const kept = Array.from({ length: 2_000 }, (_, i) =>
+    store.db.prepare(`SELECT ${i} AS x, COUNT(*) AS n FROM rate_limits`),
+  );
   sum += kept.length;
   await store.close();
   kept.length = 0;
@@ -105,7 +115,11 @@ const usage = (i: number, round: number): UsageRecord => ({
   attempts: 1,
   replay: false,
   cacheHit: false,
-  usageAnomaly: false, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, cacheSavingsUsd: null,
+  usageAnomaly: false,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  cacheSavingsUsd: null,
 });
 let operations = 0;
 for (let round = 0; round < ROUNDS; round++) {
@@ -124,18 +138,35 @@ for (let round = 0; round < ROUNDS; round++) {
     ];
     work.push(
       limiter.admit(limits, token, now + i).then(() =>
-        limiter.settle([{ kind: 'rate', key: `caller:${i % 9}`, limit: 1_000_000, windowMs: 60_000, delta: -1 }, { kind: 'concurrency', key: `inflight:${i % 9}` }], token, now + i),
+        limiter.settle(
+          [
+            { kind: 'rate', key: `caller:${i % 9}`, limit: 1_000_000, windowMs: 60_000, delta: -1 },
+            { kind: 'concurrency', key: `inflight:${i % 9}` },
+          ],
+          token,
+          now + i,
+        ),
       ),
       idempotency.begin('caller', `k${round}-${i % 150}`, `fp${i % 2}`, 30_000, now + i).then((begun) => {
         if (begun.state !== 'claimed') return undefined;
         if (i % 3 === 0) return idempotency.abandon('caller', `k${round}-${i % 150}`, `fp${i % 2}`);
-        const response = { status: 200, headers: { 'content-type': 'application/json' }, kind: 'json' as const, body: `{"i":${i}}`, storedAt: new Date(now).toISOString() };
+        const response = {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          kind: 'json' as const,
+          body: `{"i":${i}}`,
+          storedAt: new Date(now).toISOString(),
+        };
         return idempotency.complete('caller', `k${round}-${i % 150}`, `fp${i % 2}`, response, 60_000, now + i);
       }),
     );
     if (i % 40 === 0) work.push(records.append(Array.from({ length: 60 }, (_, j) => usage(i * 60 + j, round))));
-    if (i % 50 === 0) work.push(pauses.pause(`upstream-${i % 3}`, now + 5_000, now), pauses.pausedUntil(`upstream-${i % 3}`, now));
-    if (i % 25 === 0) work.push(outbox.enqueue([{ id: `d${round}-${i}`, eventId: `e${round}-${i}`, subscription: 's', body: '{}' }], now));
+    if (i % 50 === 0)
+      work.push(pauses.pause(`upstream-${i % 3}`, now + 5_000, now), pauses.pausedUntil(`upstream-${i % 3}`, now));
+    if (i % 25 === 0)
+      work.push(
+        outbox.enqueue([{ id: `d${round}-${i}`, eventId: `e${round}-${i}`, subscription: 's', body: '{}' }], now),
+      );
   }
   await Promise.all(work);
   operations += work.length;
@@ -148,4 +179,6 @@ for (let round = 0; round < ROUNDS; round++) {
 const leftOver: unknown[] = [];
 for (let i = 0; i < 2_000; i++) leftOver.push(store.db.prepare(`SELECT ${i} AS x`));
 await collect();
-process.stdout.write(`${JSON.stringify({ node: process.version, statements: STATEMENTS, rounds: ROUNDS, operations, opens, collections, ms: Date.now() - started, ok: sum > 0 && leftOver.length === 2_000 })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ node: process.version, statements: STATEMENTS, rounds: ROUNDS, operations, opens, collections, ms: Date.now() - started, ok: sum > 0 && leftOver.length === 2_000 })}\n`,
+);

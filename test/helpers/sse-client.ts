@@ -75,6 +75,9 @@ export function namedEvents(text: string): NamedEvent[] {
         .filter((l) => l.startsWith('data: '))
         .map((l) => l.slice(6))
         .join('\n');
-      return { event: lines.find((l) => l.startsWith('event: '))?.slice(7), data: JSON.parse(data) as Record<string, unknown> };
+      return {
+        event: lines.find((l) => l.startsWith('event: '))?.slice(7),
+        data: JSON.parse(data) as Record<string, unknown>,
+      };
     });
 }

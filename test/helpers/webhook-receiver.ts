@@ -43,7 +43,12 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const answer = queue.shift() ?? fallback;
-      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), atMs: Date.now(), answered: answer });
+      deliveries.push({
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        atMs: Date.now(),
+        answered: answer,
+      });
       if (answer === 'hang') {
         hanging.add(res);
         return;
@@ -65,7 +70,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     async waitFor(count, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (deliveries.length < count) {
-        if (Date.now() > deadline) throw new Error(`expected ${count} deliveries, got ${deliveries.length} within ${timeoutMs} ms`);
+        if (Date.now() > deadline)
+          throw new Error(`expected ${count} deliveries, got ${deliveries.length} within ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 10));
       }
       return deliveries.slice(0, count);

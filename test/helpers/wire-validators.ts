@@ -53,7 +53,10 @@ function parse(data: string, where: string): Json {
   } catch {
     assert.fail(`${where}: data is not JSON: ${data.slice(0, 200)}`);
   }
-  assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), `${where}: data is not a JSON object`);
+  assert.ok(
+    value !== null && typeof value === 'object' && !Array.isArray(value),
+    `${where}: data is not a JSON object`,
+  );
   return value as Json;
 }
 
@@ -116,11 +119,18 @@ export function validateChatJson(text: string): Turn {
   assert.equal(message.role, 'assistant');
   const calls = ((message.tool_calls ?? []) as Json[]).map((call, i) => {
     const fn = call.function as Json;
-    assert.ok(typeof call.id === 'string' && typeof fn.name === 'string' && typeof fn.arguments === 'string', `tool_calls[${i}]`);
+    assert.ok(
+      typeof call.id === 'string' && typeof fn.name === 'string' && typeof fn.arguments === 'string',
+      `tool_calls[${i}]`,
+    );
     return { id: call.id, name: fn.name, arguments: fn.arguments } as ToolCall;
   });
   assert.equal(typeof choice.finish_reason, 'string', 'finish_reason');
-  return { text: typeof message.content === 'string' ? message.content : '', toolCalls: calls, stop: choice.finish_reason as string };
+  return {
+    text: typeof message.content === 'string' ? message.content : '',
+    toolCalls: calls,
+    stop: choice.finish_reason as string,
+  };
 }
 
 /** Anthropic's Messages API, JSON. */
@@ -136,14 +146,22 @@ export function validateMessagesJson(text: string): Turn {
     if (block.type === 'text') content += String(block.text);
     if (block.type === 'tool_use') {
       assert.ok(typeof block.id === 'string' && typeof block.name === 'string', 'a tool_use has its id and name');
-      assert.ok(block.input !== null && typeof block.input === 'object' && !Array.isArray(block.input), 'a tool_use input is an object');
+      assert.ok(
+        block.input !== null && typeof block.input === 'object' && !Array.isArray(block.input),
+        'a tool_use input is an object',
+      );
       calls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
     }
   }
   return { text: content, toolCalls: calls, stop: body.stop_reason as string };
 }
 
-const DELTA_OF_BLOCK: Record<string, string[]> = { text: ['text_delta', 'citations_delta'], tool_use: ['input_json_delta'], thinking: ['thinking_delta', 'signature_delta'], server_tool_use: ['input_json_delta'] };
+const DELTA_OF_BLOCK: Record<string, string[]> = {
+  text: ['text_delta', 'citations_delta'],
+  tool_use: ['input_json_delta'],
+  thinking: ['thinking_delta', 'signature_delta'],
+  server_tool_use: ['input_json_delta'],
+};
 
 /** Anthropic's Messages API, streamed: message_start, blocks opened, fed and closed in index order, message_delta, message_stop. */
 export function validateMessagesStream(text: string): Turn {
@@ -164,7 +182,10 @@ export function validateMessagesStream(text: string): Turn {
     if (data.type === 'message_start') {
       assert.ok(!started, `${where}: a second message_start`);
       const message = data.message as Json;
-      assert.ok(typeof message.id === 'string' && message.type === 'message' && message.role === 'assistant', `${where}: the message`);
+      assert.ok(
+        typeof message.id === 'string' && message.type === 'message' && message.role === 'assistant',
+        `${where}: the message`,
+      );
       started = true;
       return;
     }
@@ -174,21 +195,34 @@ export function validateMessagesStream(text: string): Turn {
       assert.equal(open, undefined, `${where}: block ${String(open?.index)} is still open`);
       assert.equal(data.index, nextIndex, `${where}: block indexes go 0, 1, 2...`);
       const block = data.content_block as Json;
-      open = { index: nextIndex, type: String(block.type), json: '', ...(typeof block.id === 'string' ? { id: block.id } : {}), ...(typeof block.name === 'string' ? { name: block.name } : {}) };
-      if (block.type === 'tool_use') assert.ok(open.id && open.name, `${where}: a tool_use block opens with its id and name`);
+      open = {
+        index: nextIndex,
+        type: String(block.type),
+        json: '',
+        ...(typeof block.id === 'string' ? { id: block.id } : {}),
+        ...(typeof block.name === 'string' ? { name: block.name } : {}),
+      };
+      if (block.type === 'tool_use')
+        assert.ok(open.id && open.name, `${where}: a tool_use block opens with its id and name`);
       if (block.type === 'text') content += String(block.text ?? '');
       nextIndex += 1;
     } else if (data.type === 'content_block_delta') {
       assert.ok(open && data.index === open.index, `${where}: a delta for the open block`);
       const delta = data.delta as Json;
-      assert.ok((DELTA_OF_BLOCK[open.type] ?? [String(delta.type)]).includes(String(delta.type)), `${where}: a ${String(delta.type)} in a ${open.type} block`);
+      assert.ok(
+        (DELTA_OF_BLOCK[open.type] ?? [String(delta.type)]).includes(String(delta.type)),
+        `${where}: a ${String(delta.type)} in a ${open.type} block`,
+      );
       if (delta.type === 'text_delta') content += String(delta.text);
       if (delta.type === 'input_json_delta') open.json += String(delta.partial_json);
     } else if (data.type === 'content_block_stop') {
       assert.ok(open && data.index === open.index, `${where}: closes the open block`);
       if (open.type === 'tool_use') {
         const input = JSON.parse(open.json === '' ? '{}' : open.json) as unknown;
-        assert.ok(input !== null && typeof input === 'object' && !Array.isArray(input), `${where}: the tool input is a JSON object`);
+        assert.ok(
+          input !== null && typeof input === 'object' && !Array.isArray(input),
+          `${where}: the tool input is a JSON object`,
+        );
         calls.push({ id: open.id as string, name: open.name as string, arguments: JSON.stringify(input) });
       }
       open = undefined;

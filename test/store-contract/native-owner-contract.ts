@@ -9,7 +9,11 @@ export interface NativeOwnerHarness {
   close(): Promise<void>;
 }
 
-export function nativeOwnerContract(name: string, make: () => Promise<NativeOwnerHarness>, options: { skip?: string | undefined } = {}): void {
+export function nativeOwnerContract(
+  name: string,
+  make: () => Promise<NativeOwnerHarness>,
+  options: { skip?: string | undefined } = {},
+): void {
   describe(`native owner store contract: ${name}`, { skip: options.skip }, () => {
     let harness: NativeOwnerHarness | undefined;
     const store = (): NativeOwnerStore => {

@@ -34,10 +34,17 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       const d = fresh();
       await store().enqueue([d], now);
       const claimed = await store().claim(d.subscription, 10, 30_000, now);
-      assert.deepEqual(claimed.map((c) => [c.id, c.eventId, c.body, c.attempts, c.state]), [[d.id, d.eventId, d.body, 0, 'pending']]);
+      assert.deepEqual(
+        claimed.map((c) => [c.id, c.eventId, c.body, c.attempts, c.state]),
+        [[d.id, d.eventId, d.body, 0, 'pending']],
+      );
       assert.deepEqual(await store().claim(d.subscription, 10, 30_000, now + 29_999), [], 'leased');
       const again = await store().claim(d.subscription, 10, 30_000, now + 30_000);
-      assert.deepEqual(again.map((c) => c.id), [d.id], 'a claim whose holder never reported is due again after the lease');
+      assert.deepEqual(
+        again.map((c) => c.id),
+        [d.id],
+        'a claim whose holder never reported is due again after the lease',
+      );
     });
 
     test('enqueueing the same delivery id twice keeps one', async () => {
@@ -46,7 +53,10 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       await store().enqueue([d], now);
       await store().enqueue([{ ...d, body: '{"changed":true}' }], now);
       const claimed = await store().claim(d.subscription, 10, 1_000, now);
-      assert.deepEqual(claimed.map((c) => c.body), [d.body]);
+      assert.deepEqual(
+        claimed.map((c) => c.body),
+        [d.body],
+      );
     });
 
     test('claims are per subscription and bounded by the limit, oldest first', async () => {
@@ -56,9 +66,15 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       for (const [i, item] of items.entries()) await store().enqueue([item], now + i);
       await store().enqueue([fresh()], now);
       const first = await store().claim(sub, 2, 10_000, now + 10);
-      assert.deepEqual(first.map((c) => c.id), [items[0]?.id, items[1]?.id]);
+      assert.deepEqual(
+        first.map((c) => c.id),
+        [items[0]?.id, items[1]?.id],
+      );
       const rest = await store().claim(sub, 2, 10_000, now + 10);
-      assert.deepEqual(rest.map((c) => c.id), [items[2]?.id]);
+      assert.deepEqual(
+        rest.map((c) => c.id),
+        [items[2]?.id],
+      );
     });
 
     test('retryLater keeps the delivery pending, due at the given time, counting attempts and the last error', async () => {
@@ -69,7 +85,10 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       await store().retryLater(d.id, 1, now + 5_000, 'HTTP 500');
       assert.deepEqual(await store().claim(d.subscription, 1, 60_000, now + 4_999), []);
       const due = await store().claim(d.subscription, 1, 60_000, now + 5_000);
-      assert.deepEqual(due.map((c) => [c.attempts, c.lastError]), [[1, 'HTTP 500']]);
+      assert.deepEqual(
+        due.map((c) => [c.attempts, c.lastError]),
+        [[1, 'HTTP 500']],
+      );
     });
 
     test('delivered: never claimed again; the backlog counts pending deliveries only', async () => {
@@ -96,7 +115,10 @@ export function outboxContract(name: string, make: () => Promise<OutboxHarness>)
       assert.equal(await store().redeliver([d.id, 'no-such-delivery'], now + 2), 1);
       assert.equal(await store().redeliver([d.id], now + 2), 0, 'no longer dead');
       const back = await store().claim(d.subscription, 1, 1_000, now + 2);
-      assert.deepEqual(back.map((c) => [c.id, c.attempts, c.state]), [[d.id, 0, 'pending']]);
+      assert.deepEqual(
+        back.map((c) => [c.id, c.attempts, c.state]),
+        [[d.id, 0, 'pending']],
+      );
     });
 
     test('a delivery finished by one holder cannot be moved by a late report of another', async () => {

@@ -34,7 +34,11 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       // 10 per minute: the emission interval T is 6000 ms, the tolerance a whole minute.
       for (let i = 1; i <= 10; i++) {
         const d = await l.consume('burst', 10, MINUTE, 1, T0);
-        assert.deepEqual(d, { allowed: true, limit: 10, remaining: 10 - i, resetMs: 6000 * i, retryAfterMs: 0 }, `unit ${i}`);
+        assert.deepEqual(
+          d,
+          { allowed: true, limit: 10, remaining: 10 - i, resetMs: 6000 * i, retryAfterMs: 0 },
+          `unit ${i}`,
+        );
       }
       const refused = await l.consume('burst', 10, MINUTE, 1, T0);
       assert.deepEqual(refused, { allowed: false, limit: 10, remaining: 0, resetMs: MINUTE, retryAfterMs: 6000 });
@@ -51,7 +55,8 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       const l = limiter();
       assert.equal((await l.consume('refill', 10, MINUTE, 10, T0)).allowed, true);
       const half = T0 + MINUTE / 2;
-      for (let i = 1; i <= 5; i++) assert.equal((await l.consume('refill', 10, MINUTE, 1, half)).allowed, true, `unit ${i}`);
+      for (let i = 1; i <= 5; i++)
+        assert.equal((await l.consume('refill', 10, MINUTE, 1, half)).allowed, true, `unit ${i}`);
       assert.equal((await l.consume('refill', 10, MINUTE, 1, half)).allowed, false);
       // After a full idle window the bucket is full again, not fuller.
       const later = await l.consume('refill', 10, MINUTE, 1, T0 + 10 * MINUTE);
@@ -70,22 +75,49 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
     test('costs above 1 (token limits); a cost above the limit is never allowed and takes nothing', async () => {
       const l = limiter();
       // 1000 tokens per minute: 60 ms per token.
-      assert.deepEqual(await l.consume('tokens', 1000, MINUTE, 400, T0), { allowed: true, limit: 1000, remaining: 600, resetMs: 24_000, retryAfterMs: 0 });
+      assert.deepEqual(await l.consume('tokens', 1000, MINUTE, 400, T0), {
+        allowed: true,
+        limit: 1000,
+        remaining: 600,
+        resetMs: 24_000,
+        retryAfterMs: 0,
+      });
       assert.equal((await l.consume('tokens', 1000, MINUTE, 600, T0)).remaining, 0);
-      assert.deepEqual(await l.consume('tokens', 1000, MINUTE, 1, T0), { allowed: false, limit: 1000, remaining: 0, resetMs: MINUTE, retryAfterMs: 60 });
+      assert.deepEqual(await l.consume('tokens', 1000, MINUTE, 1, T0), {
+        allowed: false,
+        limit: 1000,
+        remaining: 0,
+        resetMs: MINUTE,
+        retryAfterMs: 60,
+      });
 
       // Documented choice: the wait is the time to a full bucket, and at least one window.
       const tooBig = await l.consume('tokens-big', 1000, MINUTE, 1001, T0);
       assert.deepEqual(tooBig, { allowed: false, limit: 1000, remaining: 0, resetMs: 0, retryAfterMs: MINUTE });
-      assert.equal((await l.consume('tokens-big', 1000, MINUTE, 1001, T0 + 100 * MINUTE)).allowed, false, 'not even later');
+      assert.equal(
+        (await l.consume('tokens-big', 1000, MINUTE, 1001, T0 + 100 * MINUTE)).allowed,
+        false,
+        'not even later',
+      );
       assert.equal((await l.consume('tokens-big', 1000, MINUTE, 1000, T0)).allowed, true, 'the refusal took nothing');
       const whileEmpty = await l.consume('tokens-big', 1000, MINUTE, 5000, T0);
-      assert.deepEqual(whileEmpty, { allowed: false, limit: 1000, remaining: 0, resetMs: MINUTE, retryAfterMs: MINUTE });
+      assert.deepEqual(whileEmpty, {
+        allowed: false,
+        limit: 1000,
+        remaining: 0,
+        resetMs: MINUTE,
+        retryAfterMs: MINUTE,
+      });
     });
 
     test('an interval that is not a whole number of ms still allows exactly `limit` at once', async () => {
       const l = limiter();
-      for (const [limit, windowMs] of [[7, MINUTE], [6, 1000], [3, 1000], [30, 1000]] as const) {
+      for (const [limit, windowMs] of [
+        [7, MINUTE],
+        [6, 1000],
+        [3, 1000],
+        [30, 1000],
+      ] as const) {
         const key = `fraction-${limit}-${windowMs}`;
         let allowed = 0;
         for (let i = 0; i < limit + 3; i++) if ((await l.consume(key, limit, windowMs, 1, T0)).allowed) allowed++;
@@ -115,7 +147,11 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       assert.equal((await l.consume('refund', 10, MINUTE, 1, T0)).allowed, false, 'but not fuller');
       await l.adjust('refund-fresh', 10, MINUTE, -5, T0);
       assert.equal((await l.consume('refund-fresh', 10, MINUTE, 10, T0)).allowed, true);
-      assert.equal((await l.consume('refund-fresh', 10, MINUTE, 1, T0)).allowed, false, 'a fresh key cannot bank units');
+      assert.equal(
+        (await l.consume('refund-fresh', 10, MINUTE, 1, T0)).allowed,
+        false,
+        'a fresh key cannot bank units',
+      );
     });
 
     test('consume then an equal negative adjust cancel exactly (the all-or-nothing undo of admission)', async () => {
@@ -147,8 +183,15 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       const l = limiter();
       const decisions = await Promise.all(Array.from({ length: 50 }, () => l.consume('race', 20, MINUTE, 1, T0)));
       assert.equal(decisions.filter((d) => d.allowed).length, 20);
-      const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b);
-      assert.deepEqual(remaining, Array.from({ length: 20 }, (_, i) => i), 'each allowed call saw its own state');
+      const remaining = decisions
+        .filter((d) => d.allowed)
+        .map((d) => d.remaining)
+        .sort((a, b) => a - b);
+      assert.deepEqual(
+        remaining,
+        Array.from({ length: 20 }, (_, i) => i),
+        'each allowed call saw its own state',
+      );
     });
 
     test('concurrency: max 2 refuses a third, release frees a slot, an expired lease frees itself', async () => {
@@ -161,15 +204,27 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       assert.deepEqual(await l.acquire('slots', 'd', 2, 1000, T0 + 999), { acquired: false, inFlight: 2 });
       // b's lease ends at T0 + 1000: from then on its slot is free without a release.
       assert.deepEqual(await l.acquire('slots', 'd', 2, 1000, T0 + 1000), { acquired: true, inFlight: 2 });
-      assert.deepEqual(await l.acquire('slots', 'e', 2, 1000, T0 + 6000), { acquired: true, inFlight: 1 }, 'c and d expired');
-      assert.deepEqual(await l.acquire('other-slots', 'a', 2, 1000, T0), { acquired: true, inFlight: 1 }, 'keys are independent');
+      assert.deepEqual(
+        await l.acquire('slots', 'e', 2, 1000, T0 + 6000),
+        { acquired: true, inFlight: 1 },
+        'c and d expired',
+      );
+      assert.deepEqual(
+        await l.acquire('other-slots', 'a', 2, 1000, T0),
+        { acquired: true, inFlight: 1 },
+        'keys are independent',
+      );
     });
 
     test('concurrency: the same token renews its lease instead of taking a second slot; releases are idempotent', async () => {
       const l = limiter();
       assert.deepEqual(await l.acquire('renew', 'a', 1, 1000, T0), { acquired: true, inFlight: 1 });
       assert.deepEqual(await l.acquire('renew', 'a', 1, 1000, T0 + 900), { acquired: true, inFlight: 1 });
-      assert.deepEqual(await l.acquire('renew', 'b', 1, 1000, T0 + 1500), { acquired: false, inFlight: 1 }, 'renewed to T0 + 1900');
+      assert.deepEqual(
+        await l.acquire('renew', 'b', 1, 1000, T0 + 1500),
+        { acquired: false, inFlight: 1 },
+        'renewed to T0 + 1900',
+      );
       await l.release('renew', 'a');
       await l.release('renew', 'a');
       await l.release('renew', 'never-held');
@@ -222,7 +277,10 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       assert.equal(refused.admitted, false);
       const [req, tok, cc] = refused.outcomes;
       assert.equal(req?.kind === 'rate' && req.decision.allowed, true, 'the request limit alone would allow');
-      assert.deepEqual(tok, { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 54000, retryAfterMs: 6000 } });
+      assert.deepEqual(tok, {
+        kind: 'rate',
+        decision: { allowed: false, limit: 100, remaining: 0, resetMs: 54000, retryAfterMs: 6000 },
+      });
       assert.deepEqual(cc, { kind: 'concurrency', acquired: true, inFlight: 1 });
       // Nothing was taken: the request limit is full, the slot is free.
       assert.equal((await l.consume('n-req', 10, MINUTE, 10, T0)).allowed, true);
@@ -252,7 +310,10 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
         T0,
       );
       assert.equal(result.admitted, false);
-      assert.deepEqual(result.outcomes[1], { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 0, retryAfterMs: MINUTE } });
+      assert.deepEqual(result.outcomes[1], {
+        kind: 'rate',
+        decision: { allowed: false, limit: 100, remaining: 0, resetMs: 0, retryAfterMs: MINUTE },
+      });
       assert.equal((await l.consume('o-req', 5, MINUTE, 5, T0)).allowed, true);
       assert.deepEqual(await l.admit([], 'me', T0), { admitted: true, outcomes: [] });
     });
@@ -260,31 +321,91 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
     test('need below cost: allowed while `need` units are left, the whole cost is charged (past the limit), then the debt is repaid', async () => {
       const l = limiter();
       // 100 per minute: 600 ms per unit. A cost of 150 with a need of 1 passes on a fresh key and leaves a debt.
-      const first = await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 150, need: 1 }], 'me', T0);
-      assert.deepEqual(first, { admitted: true, outcomes: [{ kind: 'rate', decision: { allowed: true, limit: 100, remaining: 0, resetMs: 90_000, retryAfterMs: 0 } }] });
+      const first = await l.admit(
+        [{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 150, need: 1 }],
+        'me',
+        T0,
+      );
+      assert.deepEqual(first, {
+        admitted: true,
+        outcomes: [
+          { kind: 'rate', decision: { allowed: true, limit: 100, remaining: 0, resetMs: 90_000, retryAfterMs: 0 } },
+        ],
+      });
       // In debt: refused, and the wait is until one unit is back (the debt of 50 units plus one: 30.6 s).
-      const refused = await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }], 'me', T0);
-      assert.deepEqual(refused.outcomes[0], { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 90_000, retryAfterMs: 30_600 } });
-      assert.equal((await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }], 'me', T0 + 30_599)).admitted, false);
-      assert.equal((await l.admit([{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }], 'me', T0 + 30_600)).admitted, true);
+      const refused = await l.admit(
+        [{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }],
+        'me',
+        T0,
+      );
+      assert.deepEqual(refused.outcomes[0], {
+        kind: 'rate',
+        decision: { allowed: false, limit: 100, remaining: 0, resetMs: 90_000, retryAfterMs: 30_600 },
+      });
+      assert.equal(
+        (
+          await l.admit(
+            [{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }],
+            'me',
+            T0 + 30_599,
+          )
+        ).admitted,
+        false,
+      );
+      assert.equal(
+        (
+          await l.admit(
+            [{ kind: 'rate', key: 'od', limit: 100, windowMs: MINUTE, cost: 10, need: 1 }],
+            'me',
+            T0 + 30_600,
+          )
+        ).admitted,
+        true,
+      );
       // Exactly one unit left is enough; none left is not.
       assert.equal((await l.consume('od2', 100, MINUTE, 99, T0)).allowed, true);
-      assert.equal((await l.admit([{ kind: 'rate', key: 'od2', limit: 100, windowMs: MINUTE, cost: 500, need: 1 }], 'me', T0)).admitted, true);
+      assert.equal(
+        (await l.admit([{ kind: 'rate', key: 'od2', limit: 100, windowMs: MINUTE, cost: 500, need: 1 }], 'me', T0))
+          .admitted,
+        true,
+      );
       assert.equal((await l.consume('od3', 100, MINUTE, 100, T0)).allowed, true);
-      assert.equal((await l.admit([{ kind: 'rate', key: 'od3', limit: 100, windowMs: MINUTE, cost: 5, need: 1 }], 'me', T0)).admitted, false);
+      assert.equal(
+        (await l.admit([{ kind: 'rate', key: 'od3', limit: 100, windowMs: MINUTE, cost: 5, need: 1 }], 'me', T0))
+          .admitted,
+        false,
+      );
       // A larger need: 30 units must be left (70 used: allowed; 71 used: refused, wait for one unit).
       assert.equal((await l.consume('od4', 100, MINUTE, 70, T0)).allowed, true);
-      assert.equal((await l.admit([{ kind: 'rate', key: 'od4', limit: 100, windowMs: MINUTE, cost: 1000, need: 30 }], 'me', T0)).admitted, true);
+      assert.equal(
+        (await l.admit([{ kind: 'rate', key: 'od4', limit: 100, windowMs: MINUTE, cost: 1000, need: 30 }], 'me', T0))
+          .admitted,
+        true,
+      );
       assert.equal((await l.consume('od5', 100, MINUTE, 71, T0)).allowed, true);
-      const short = await l.admit([{ kind: 'rate', key: 'od5', limit: 100, windowMs: MINUTE, cost: 1000, need: 30 }], 'me', T0);
-      assert.deepEqual(short.outcomes[0], { kind: 'rate', decision: { allowed: false, limit: 100, remaining: 0, resetMs: 42_600, retryAfterMs: 600 } });
+      const short = await l.admit(
+        [{ kind: 'rate', key: 'od5', limit: 100, windowMs: MINUTE, cost: 1000, need: 30 }],
+        'me',
+        T0,
+      );
+      assert.deepEqual(short.outcomes[0], {
+        kind: 'rate',
+        decision: { allowed: false, limit: 100, remaining: 0, resetMs: 42_600, retryAfterMs: 600 },
+      });
       // A need above the limit can never pass (oversized), and a need above the cost is a bug.
-      const never = await l.admit([{ kind: 'rate', key: 'od6', limit: 100, windowMs: MINUTE, cost: 200, need: 101 }], 'me', T0);
+      const never = await l.admit(
+        [{ kind: 'rate', key: 'od6', limit: 100, windowMs: MINUTE, cost: 200, need: 101 }],
+        'me',
+        T0,
+      );
       assert.equal(never.admitted, false);
-      await assert.rejects(l.admit([{ kind: 'rate', key: 'od7', limit: 100, windowMs: MINUTE, cost: 5, need: 6 }], 'me', T0), RangeError);
+      await assert.rejects(
+        l.admit([{ kind: 'rate', key: 'od7', limit: 100, windowMs: MINUTE, cost: 5, need: 6 }], 'me', T0),
+        RangeError,
+      );
     });
 
-    test('settle: corrects rate limits and releases this token\'s slots in one step', async () => {
+    test("settle: corrects rate limits and releases this token's slots in one step", async () => {
       const l = limiter();
       const limits = [
         { kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, cost: 50 },
@@ -293,11 +414,25 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       assert.equal((await l.admit(limits, 'call-1', T0)).admitted, true);
       assert.equal((await l.admit(limits, 'call-2', T0)).admitted, false, 'the one slot is held');
       // The call used 10 tokens, not the 50 estimated: 40 come back; the slot is freed.
-      await l.settle([{ kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, delta: -40 }, { kind: 'concurrency', key: 's-cc' }], 'call-1', T0);
+      await l.settle(
+        [
+          { kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, delta: -40 },
+          { kind: 'concurrency', key: 's-cc' },
+        ],
+        'call-1',
+        T0,
+      );
       assert.equal((await l.consume('s-tok', 100, MINUTE, 90, T0)).allowed, true, '90 left after the correction');
       assert.deepEqual(await l.acquire('s-cc', 'call-2', 1, 1000, T0), { acquired: true, inFlight: 1 });
       // Another token's settlement does not free call-2's slot; a zero delta changes nothing.
-      await l.settle([{ kind: 'concurrency', key: 's-cc' }, { kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, delta: 0 }], 'call-1', T0);
+      await l.settle(
+        [
+          { kind: 'concurrency', key: 's-cc' },
+          { kind: 'rate', key: 's-tok', limit: 100, windowMs: MINUTE, delta: 0 },
+        ],
+        'call-1',
+        T0,
+      );
       assert.deepEqual(await l.acquire('s-cc', 'call-3', 1, 1000, T0), { acquired: false, inFlight: 1 });
       assert.equal((await l.consume('s-tok', 100, MINUTE, 1, T0)).allowed, false, 'still exhausted');
     });
@@ -324,13 +459,20 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
 
     test('slot blocks: items with their own tokens take several slots of one key at once, never beyond max', async () => {
       const l = limiter();
-      const block = (tokens: string[]) => tokens.map((token) => ({ kind: 'concurrency' as const, key: 'blk', max: 5, leaseMs: 10_000, token }));
+      const block = (tokens: string[]) =>
+        tokens.map((token) => ({ kind: 'concurrency' as const, key: 'blk', max: 5, leaseMs: 10_000, token }));
       const first = await l.admit(block(['i1:0', 'i1:1', 'i1:2']), 'unused', T0);
       assert.equal(first.admitted, true);
-      assert.deepEqual(first.outcomes.map((o) => (o.kind === 'concurrency' ? o.inFlight : -1)), [1, 2, 3]);
+      assert.deepEqual(
+        first.outcomes.map((o) => (o.kind === 'concurrency' ? o.inFlight : -1)),
+        [1, 2, 3],
+      );
       const tooMany = await l.admit(block(['i2:0', 'i2:1', 'i2:2']), 'unused', T0);
       assert.equal(tooMany.admitted, false, '3 + 3 > 5: nothing taken');
-      assert.deepEqual(tooMany.outcomes.map((o) => (o.kind === 'concurrency' ? o.acquired : undefined)), [true, true, false]);
+      assert.deepEqual(
+        tooMany.outcomes.map((o) => (o.kind === 'concurrency' ? o.acquired : undefined)),
+        [true, true, false],
+      );
       assert.equal((await l.admit(block(['i2:0', 'i2:1']), 'unused', T0)).admitted, true, 'exactly up to max');
       assert.deepEqual(await l.acquire('blk', 'other', 5, 1000, T0), { acquired: false, inFlight: 5 });
       // Renewing held tokens takes nothing more; releasing one token frees exactly one slot.

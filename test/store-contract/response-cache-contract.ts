@@ -8,7 +8,11 @@ export interface ResponseCacheHarness {
   close(): Promise<void>;
 }
 
-export function responseCacheContract(name: string, make: (maxBytes: number) => Promise<ResponseCacheHarness>, options: { skip?: string | undefined } = {}): void {
+export function responseCacheContract(
+  name: string,
+  make: (maxBytes: number) => Promise<ResponseCacheHarness>,
+  options: { skip?: string | undefined } = {},
+): void {
   describe(`response cache contract: ${name}`, { skip: options.skip }, () => {
     const open: ResponseCacheHarness[] = [];
     /** A fresh, empty cache with this byte bound per test. */

@@ -18,7 +18,10 @@ const id = () => `resp_${randomUUID().replaceAll('-', '')}`;
 const caller = () => `key:${randomUUID()}`;
 
 /** A turn whose texts carry `text`; a continuation of `parent` when given (depth and sizes follow from it). */
-function turn(text: string, options: { parent?: { id: string; turn: StoredConversationTurn }; bytes?: number } = {}): StoredConversationTurn {
+function turn(
+  text: string,
+  options: { parent?: { id: string; turn: StoredConversationTurn }; bytes?: number } = {},
+): StoredConversationTurn {
   const messages = JSON.stringify([{ role: 'user', content: text }]);
   const parent = options.parent;
   return {
@@ -32,7 +35,11 @@ function turn(text: string, options: { parent?: { id: string; turn: StoredConver
   };
 }
 
-export function responseStoreContract(name: string, make: () => Promise<ResponseStoreHarness>, options: { skip?: string | undefined } = {}): void {
+export function responseStoreContract(
+  name: string,
+  make: () => Promise<ResponseStoreHarness>,
+  options: { skip?: string | undefined } = {},
+): void {
   describe(`response store contract: ${name}`, { skip: options.skip }, () => {
     let harness: ResponseStoreHarness | undefined;
     const store = (): ResponseStore => {
@@ -47,7 +54,12 @@ export function responseStoreContract(name: string, make: () => Promise<Response
     });
 
     /** Writes a chain of `texts` for `who` at `now`, each turn continuing the one before; returns ids and turns. */
-    async function chain(who: string, texts: string[], now = T0, bounds = UNBOUNDED): Promise<Array<{ id: string; turn: StoredConversationTurn }>> {
+    async function chain(
+      who: string,
+      texts: string[],
+      now = T0,
+      bounds = UNBOUNDED,
+    ): Promise<Array<{ id: string; turn: StoredConversationTurn }>> {
       const written: Array<{ id: string; turn: StoredConversationTurn }> = [];
       for (const text of texts) {
         const parent = written.at(-1);
@@ -101,7 +113,10 @@ export function responseStoreContract(name: string, make: () => Promise<Response
       const ids = Array.from({ length: 41 }, () => id());
       await Promise.all(ids.map((r, i) => store().put(`caller-${i % 3}`, r, turn(`n${i}`), UNBOUNDED, T0)));
       const read = await Promise.all(ids.map((r, i) => store().get(`caller-${i % 3}`, r, T0)));
-      assert.deepEqual(read, ids.map((_, i) => turn(`n${i}`)));
+      assert.deepEqual(
+        read,
+        ids.map((_, i) => turn(`n${i}`)),
+      );
     });
 
     test('bad arguments are rejections, not synchronous throws', async () => {
@@ -115,7 +130,10 @@ export function responseStoreContract(name: string, make: () => Promise<Response
       const turns = await chain(who, ['one', 'two', 'three', 'four']);
       const read = await store().conversation(who, turns[3]!.id, { maxTurns: 10, maxBytes: 1e9 }, T0);
       const last = turns[3]!.turn;
-      assert.deepEqual(read, { head: { depth: 4, conversationBytes: last.conversationBytes }, turns: turns.map((t) => t.turn) });
+      assert.deepEqual(read, {
+        head: { depth: 4, conversationBytes: last.conversationBytes },
+        turns: turns.map((t) => t.turn),
+      });
       // Storage is linear in the conversation: every turn counted once, whatever continues it.
       assert.deepEqual(await store().usage(who), { turns: 4, bytes: 400 });
       // From a middle turn: the chain up to it.
@@ -127,9 +145,19 @@ export function responseStoreContract(name: string, make: () => Promise<Response
       const who = caller();
       const turns = await chain(who, ['one', 'two', 'three']);
       const head = { depth: 3, conversationBytes: turns[2]!.turn.conversationBytes };
-      assert.deepEqual(await store().conversation(who, turns[2]!.id, { maxTurns: 2, maxBytes: 1e9 }, T0), { head, turns: undefined });
-      assert.deepEqual(await store().conversation(who, turns[2]!.id, { maxTurns: 3, maxBytes: head.conversationBytes - 1 }, T0), { head, turns: undefined });
-      assert.equal((await store().conversation(who, turns[2]!.id, { maxTurns: 3, maxBytes: head.conversationBytes }, T0))?.turns?.length, 3);
+      assert.deepEqual(await store().conversation(who, turns[2]!.id, { maxTurns: 2, maxBytes: 1e9 }, T0), {
+        head,
+        turns: undefined,
+      });
+      assert.deepEqual(
+        await store().conversation(who, turns[2]!.id, { maxTurns: 3, maxBytes: head.conversationBytes - 1 }, T0),
+        { head, turns: undefined },
+      );
+      assert.equal(
+        (await store().conversation(who, turns[2]!.id, { maxTurns: 3, maxBytes: head.conversationBytes }, T0))?.turns
+          ?.length,
+        3,
+      );
     });
 
     test('continuing a conversation keeps its earlier turns alive as long as the latest', async () => {
@@ -171,17 +199,27 @@ export function responseStoreContract(name: string, make: () => Promise<Response
       assert.equal(evicted, 2);
       assert.equal(await store().get(who, q1[0]!.id, T0 + 30), undefined);
       assert.equal(await store().get(who, p3.id, T0 + 30), undefined);
-      assert.deepEqual((await store().conversation(who, p2!.id, { maxTurns: 10, maxBytes: 1e9 }, T0 + 30))?.turns, [p1!.turn, p2!.turn]);
+      assert.deepEqual((await store().conversation(who, p2!.id, { maxTurns: 10, maxBytes: 1e9 }, T0 + 30))?.turns, [
+        p1!.turn,
+        p2!.turn,
+      ]);
       assert.ok(await store().get(who, r1.id, T0 + 30));
       assert.deepEqual(await store().usage(who), { turns: 3, bytes: 300 });
-      assert.deepEqual(await store().usage(bystander), { turns: 1, bytes: 1_000 }, "another caller's turns are not evicted");
+      assert.deepEqual(
+        await store().usage(bystander),
+        { turns: 1, bytes: 1_000 },
+        "another caller's turns are not evicted",
+      );
     });
 
     test('the chain a put just wrote is never evicted, even past the bound', async () => {
       const who = caller();
       const bounds = { ttlMs: MINUTE, maxCallerBytes: 150 };
       const [s1, s2] = await chain(who, ['s1', 's2'], T0, bounds);
-      assert.deepEqual((await store().conversation(who, s2!.id, { maxTurns: 10, maxBytes: 1e9 }, T0))?.turns, [s1!.turn, s2!.turn]);
+      assert.deepEqual((await store().conversation(who, s2!.id, { maxTurns: 10, maxBytes: 1e9 }, T0))?.turns, [
+        s1!.turn,
+        s2!.turn,
+      ]);
       assert.deepEqual(await store().usage(who), { turns: 2, bytes: 200 });
       // The next put of this caller, later, makes room by evicting them, the later turn first.
       const [s3] = await chain(who, ['s3'], T0 + 1, bounds);

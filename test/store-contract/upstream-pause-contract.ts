@@ -56,15 +56,24 @@ export function upstreamPauseContract(name: string, make: () => Promise<Upstream
       await store().pause(scope(1), now + 6_000, now);
       await store().pause(scope(2), now + 9_000, now);
       await store().pause(scope(3), now + 3_000, now);
-      const mine = (rows: Array<{ scope: string; untilMs: number }>) => rows.filter((r) => r.scope.startsWith('listed '));
+      const mine = (rows: Array<{ scope: string; untilMs: number }>) =>
+        rows.filter((r) => r.scope.startsWith('listed '));
       assert.deepEqual(mine(await store().list(now, 1_000)), [
         { scope: scope(2), untilMs: now + 9_000 },
         { scope: scope(1), untilMs: now + 6_000 },
         { scope: scope(3), untilMs: now + 3_000 },
       ]);
-      assert.deepEqual(mine(await store().list(now + 6_000, 1_000)), [{ scope: scope(2), untilMs: now + 9_000 }], 'over at its end');
+      assert.deepEqual(
+        mine(await store().list(now + 6_000, 1_000)),
+        [{ scope: scope(2), untilMs: now + 9_000 }],
+        'over at its end',
+      );
       await store().pause(scope(3), now + 12_000, now);
-      assert.deepEqual((await store().list(now, 1)).map((r) => r.scope), [scope(3)], 'extended, and the limit holds');
+      assert.deepEqual(
+        (await store().list(now, 1)).map((r) => r.scope),
+        [scope(3)],
+        'extended, and the limit holds',
+      );
     });
   });
 }

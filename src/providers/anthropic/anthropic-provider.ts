@@ -1,7 +1,17 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, NativeApi, NativeApiName, Provider, StreamBatch, UpstreamModel } from '../contract.js';
+import type {
+  CallContext,
+  ChatCompletionResult,
+  ChatExtra,
+  ChatRequestBody,
+  NativeApi,
+  NativeApiName,
+  Provider,
+  StreamBatch,
+  UpstreamModel,
+} from '../contract.js';
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -54,14 +64,18 @@ export class AnthropicProvider implements Provider {
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { value } = await this.http.readJson(await this.send(body, context), context.signal);
     const translated = fromAnthropicMessage(value, body.model, Math.floor(Date.now() / 1000));
-    if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
+    if (!translated)
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     // The usage chunk always comes (limits, cost, a Responses stream's `usage`); hidden when the caller did not ask.
     const asked = objectOf(body.stream_options)?.include_usage === true;
-    const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, true, [context.apiKeyOverride, this.config.apiKey]);
+    const translator = new AnthropicStreamTranslator(body.model, Math.floor(Date.now() / 1000), this.name, true, [
+      context.apiKeyOverride,
+      this.config.apiKey,
+    ]);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -71,14 +85,20 @@ export class AnthropicProvider implements Provider {
         return response;
       },
       translate: (event, batch) => {
-        for (const chunk of translator.translate(event)) batch.push(asked || chunk.choices.length > 0 ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true });
+        for (const chunk of translator.translate(event))
+          batch.push(
+            asked || chunk.choices.length > 0 ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true },
+          );
         return translator.done;
       },
       end: (ending) => {
         if (ending === 'marker') return undefined;
         throw new GatewayError('upstream_stream_truncated', {
           upstream: this.name,
-          reason: ending === 'cut' ? 'the connection closed in the middle of an event' : 'the stream ended without message_stop',
+          reason:
+            ending === 'cut'
+              ? 'the connection closed in the middle of an event'
+              : 'the stream ended without message_stop',
         });
       },
     });
@@ -86,10 +106,19 @@ export class AnthropicProvider implements Provider {
 
   /** `GET {base}/models`: `{data: [{id, display_name, created_at}]}`. */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const data = await this.http.getList(`${this.http.basePath}/models`, this.headers(this.config.apiKey), 'data', signal);
+    const data = await this.http.getList(
+      `${this.http.basePath}/models`,
+      this.headers(this.config.apiKey),
+      'data',
+      signal,
+    );
     return data
       .filter((m): m is { id: string; created_at?: unknown } => typeof m.id === 'string')
-      .map((m) => ({ id: m.id, createdAt: typeof m.created_at === 'string' ? new Date(m.created_at).toISOString() : undefined, ownedBy: 'anthropic' }));
+      .map((m) => ({
+        id: m.id,
+        createdAt: typeof m.created_at === 'string' ? new Date(m.created_at).toISOString() : undefined,
+        ownedBy: 'anthropic',
+      }));
   }
 
   async close(): Promise<void> {

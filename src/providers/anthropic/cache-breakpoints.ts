@@ -5,7 +5,13 @@
  * repeated prefixes on their own, so only this provider needs the gateway to mark them.
  */
 
-import { hasCacheControl, isTextBlock, type AnthropicCacheControl, type AnthropicMessageParam, type AnthropicRequest } from '../../wire/anthropic.js';
+import {
+  hasCacheControl,
+  isTextBlock,
+  type AnthropicCacheControl,
+  type AnthropicMessageParam,
+  type AnthropicRequest,
+} from '../../wire/anthropic.js';
 import { isJsonObject } from '../../wire/json.js';
 
 /**
@@ -42,7 +48,8 @@ export function markBreakpoints(out: AnthropicRequest, messages: AnthropicMessag
   const tools = out.tools;
   const lastTool = tools?.[tools.length - 1];
   if (tools && lastTool) tools[tools.length - 1] = { ...lastTool, cache_control: BREAKPOINT };
-  if (typeof out.system === 'string' && out.system.trim() !== '') out.system = [{ type: 'text', text: out.system, cache_control: BREAKPOINT }];
+  if (typeof out.system === 'string' && out.system.trim() !== '')
+    out.system = [{ type: 'text', text: out.system, cache_control: BREAKPOINT }];
   const last = messages.length - 1;
   if (last < 0) return;
   const lastMessage = messages[last];

@@ -49,7 +49,11 @@ export class AnthropicStreamTranslator {
     }
     // An array has none of the fields read below: it is the event its name says, without them.
     const data: JsonObject | undefined = fieldsOf(parsed);
-    if (!data) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
+    if (!data)
+      throw new GatewayError('upstream_stream_malformed', {
+        upstream: this.upstream,
+        reason: 'an event is not a JSON object',
+      });
     switch (data.type ?? event.event) {
       case 'message_start': {
         const message = objectOf(data.message) ?? {};
@@ -64,9 +68,21 @@ export class AnthropicStreamTranslator {
         if (block.type === 'tool_use') {
           const index = this.toolIndex.size;
           this.toolIndex.set(blockIndex(data.index), index);
-          return [this.chunk({ tool_calls: [{ index, id: textField(block.id), type: 'function', function: { name: textField(block.name), arguments: '' } }] })];
+          return [
+            this.chunk({
+              tool_calls: [
+                {
+                  index,
+                  id: textField(block.id),
+                  type: 'function',
+                  function: { name: textField(block.name), arguments: '' },
+                },
+              ],
+            }),
+          ];
         }
-        if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') return [this.chunk({ content: block.text })];
+        if (block.type === 'text' && typeof block.text === 'string' && block.text !== '')
+          return [this.chunk({ content: block.text })];
         return [];
       }
       case 'content_block_delta': {
@@ -109,12 +125,19 @@ export class AnthropicStreamTranslator {
   /** Input and cache tokens from `message_start` (or a later `message_delta` that reports them), output tokens from the last `message_delta`. */
   usage(): Usage | undefined {
     if (!this.inputUsage) return undefined;
-    const { cache_read_tokens: cacheRead, cache_write_tokens: cacheWrite, cache_write_1h_tokens: cacheWrite1h } = this.inputUsage;
+    const {
+      cache_read_tokens: cacheRead,
+      cache_write_tokens: cacheWrite,
+      cache_write_1h_tokens: cacheWrite1h,
+    } = this.inputUsage;
     const usage = usageFrom(this.inputUsage.prompt_tokens, this.outputTokens, undefined, [...this.found]);
     return withAnomalies(withParts(usage, { cacheRead, cacheWrite, cacheWrite1h }), anomaliesOf(this.inputUsage));
   }
 
-  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk {
+  private chunk(
+    delta: ChatCompletionChunk['choices'][number]['delta'],
+    finishReason: string | null = null,
+  ): ChatCompletionChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',

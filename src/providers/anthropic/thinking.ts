@@ -19,10 +19,24 @@ const ADAPTIVE_FROM = [4, 6] as const;
 const MIN_BUDGET = 1024;
 
 /** Budgets of the form with one, by effort; `max_tokens` caps each (docs/messages.md, "Reasoning effort to Anthropic"). */
-const BUDGETS: Readonly<Record<string, number>> = { minimal: 1024, low: 2048, medium: 8192, high: 16_384, xhigh: 32_768, max: 65_536 };
+const BUDGETS: Readonly<Record<string, number>> = {
+  minimal: 1024,
+  low: 2048,
+  medium: 8192,
+  high: 16_384,
+  xhigh: 32_768,
+  max: 65_536,
+};
 
 /** Anthropic's effort levels; OpenAI's `minimal` is its `low`. */
-const EFFORTS: Readonly<Record<string, string>> = { minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh', max: 'max' };
+const EFFORTS: Readonly<Record<string, string>> = {
+  minimal: 'low',
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'xhigh',
+  max: 'max',
+};
 
 /** What to set on the Anthropic request: `thinking`, maybe `output_config`, and `max_tokens` when it had to grow. */
 export interface AnthropicThinking {
@@ -52,10 +66,12 @@ export function thinkingFor(effort: unknown, target: ThinkingTarget): AnthropicT
   const level = Object.hasOwn(EFFORTS, effort) ? EFFORTS[effort] : undefined;
   if (level === undefined) return undefined;
   const adaptive = takesAdaptive(target.model);
-  if (target.unsignedToolTurn) return { thinking: { type: 'disabled' }, ...(adaptive ? { output_config: { effort: level } } : {}) };
+  if (target.unsignedToolTurn)
+    return { thinking: { type: 'disabled' }, ...(adaptive ? { output_config: { effort: level } } : {}) };
   if (adaptive) return { thinking: { type: 'adaptive' }, output_config: { effort: level } };
   const wanted = BUDGETS[effort] ?? MIN_BUDGET;
-  if (target.maxTokens === undefined) return { thinking: { type: 'enabled', budget_tokens: wanted }, max_tokens: target.defaultMaxTokens + wanted };
+  if (target.maxTokens === undefined)
+    return { thinking: { type: 'enabled', budget_tokens: wanted }, max_tokens: target.defaultMaxTokens + wanted };
   // Thinking counts toward max_tokens, as reasoning counts toward OpenAI's max_completion_tokens: the caller's limit stays.
   const budget = Math.min(wanted, target.maxTokens - 1);
   return budget >= MIN_BUDGET ? { thinking: { type: 'enabled', budget_tokens: budget } } : undefined;

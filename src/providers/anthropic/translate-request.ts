@@ -39,7 +39,9 @@ export function toAnthropicRequest(
   promptCache: PromptCacheMode = 'off',
 ): AnthropicRequest {
   if (typeof body.n === 'number' && body.n !== 1) {
-    throw new GatewayError('validation_failed', { errors: [{ field: 'n', problem: 'Anthropic answers one choice per call: n must be 1' }] });
+    throw new GatewayError('validation_failed', {
+      errors: [{ field: 'n', problem: 'Anthropic answers one choice per call: n must be 1' }],
+    });
   }
   const system: string[] = [];
   let systemMarked = false;
@@ -66,7 +68,8 @@ export function toAnthropicRequest(
   else if (system.length > 0) out.system = system.join('\n\n');
   if (body.temperature !== undefined) out.temperature = body.temperature;
   if (body.top_p !== undefined) out.top_p = body.top_p;
-  if (body.stop !== undefined && body.stop !== null) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  if (body.stop !== undefined && body.stop !== null)
+    out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
   if (body.stream === true) out.stream = true;
   const tools: AnthropicTool[] = Array.isArray(body.tools) ? body.tools.map(toAnthropicTool) : [];
   const search = anthropicWebSearchTool(body.web_search_options);
@@ -78,7 +81,12 @@ export function toAnthropicRequest(
   for (const key of SAME_NAME) if (body[key] !== undefined) out[key] = body[key];
   // reasoning_effort as thinking, unless the caller set Anthropic's own `thinking` (passed on above).
   if (out.thinking === undefined) {
-    const target = { model: upstreamModel, maxTokens: callerMaxTokens(body), defaultMaxTokens, unsignedToolTurn: unsignedToolTurn(messages) };
+    const target = {
+      model: upstreamModel,
+      maxTokens: callerMaxTokens(body),
+      defaultMaxTokens,
+      unsignedToolTurn: unsignedToolTurn(messages),
+    };
     Object.assign(out, thinkingFor(body.reasoning_effort, target));
   }
   if (promptCache === 'auto' && !callerMarked(out)) markBreakpoints(out, messages);
@@ -96,7 +104,11 @@ function systemBlocks(messages: readonly ChatMessage[]): AnthropicTextBlock[] {
     }
     for (const part of message.content ?? []) {
       if (part.type !== 'text' || typeof part.text !== 'string' || part.text === '') continue;
-      blocks.push(isMark(part.cache_control) ? { type: 'text', text: part.text, cache_control: part.cache_control } : { type: 'text', text: part.text });
+      blocks.push(
+        isMark(part.cache_control)
+          ? { type: 'text', text: part.text, cache_control: part.cache_control }
+          : { type: 'text', text: part.text },
+      );
     }
   }
   return blocks;
@@ -106,7 +118,12 @@ function systemBlocks(messages: readonly ChatMessage[]): AnthropicTextBlock[] {
 function unsignedToolTurn(messages: AnthropicMessageParam[]): boolean {
   const last = messages.findLast((m) => m.role === 'assistant');
   const first = last?.content[0]?.type;
-  return last !== undefined && first !== 'thinking' && first !== 'redacted_thinking' && last.content.some((b) => b.type === 'tool_use');
+  return (
+    last !== undefined &&
+    first !== 'thinking' &&
+    first !== 'redacted_thinking' &&
+    last.content.some((b) => b.type === 'tool_use')
+  );
 }
 
 function callerMaxTokens(body: ChatRequestBody): number | undefined {
@@ -115,9 +132,15 @@ function callerMaxTokens(body: ChatRequestBody): number | undefined {
 
 function blocksOf(message: ChatMessage): AnthropicContentBlock[] {
   if (message.role === 'tool') {
-    const result: AnthropicToolResultBlock = { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) };
+    const result: AnthropicToolResultBlock = {
+      type: 'tool_result',
+      tool_use_id: message.tool_call_id ?? '',
+      content: textOf(message.content),
+    };
     // A breakpoint on a part of the result marks the result (its text is one block upstream).
-    const mark = Array.isArray(message.content) ? message.content.findLast((part) => isMark(part.cache_control))?.cache_control : undefined;
+    const mark = Array.isArray(message.content)
+      ? message.content.findLast((part) => isMark(part.cache_control))?.cache_control
+      : undefined;
     if (mark !== undefined) result.cache_control = mark;
     return [result];
   }
@@ -128,7 +151,12 @@ function blocksOf(message: ChatMessage): AnthropicContentBlock[] {
     for (const part of message.content) blocks.push(toAnthropicPart(part));
   }
   for (const call of message.tool_calls ?? []) {
-    blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseToolArguments(call.function.arguments, call.id, 'Anthropic') });
+    blocks.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function.name,
+      input: parseToolArguments(call.function.arguments, call.id, 'Anthropic'),
+    });
   }
   // An assistant turn with neither text nor tool calls would be refused upstream; an empty text is not allowed.
   if (blocks.length === 0) blocks.push({ type: 'text', text: ' ' });

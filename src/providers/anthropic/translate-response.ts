@@ -24,7 +24,11 @@ export interface TranslatedCompletion {
  * normalised (src/providers/openai-compatible/normalise-answer.ts). Returns undefined for a body that is not a
  * message (not an object of `type: "message"` with a `content` array): the upstream's failure.
  */
-export function fromAnthropicMessage(message: unknown, upstreamModel: string, created: number): TranslatedCompletion | undefined {
+export function fromAnthropicMessage(
+  message: unknown,
+  upstreamModel: string,
+  created: number,
+): TranslatedCompletion | undefined {
   const m = objectOf(message);
   if (m?.type !== 'message' || !Array.isArray(m.content)) return undefined;
   let text = '';
@@ -33,11 +37,18 @@ export function fromAnthropicMessage(message: unknown, upstreamModel: string, cr
     if (!isJsonObject(block)) continue;
     if (block.type === 'text' && typeof block.text === 'string') text += block.text;
     else if (block.type === 'tool_use') {
-      toolCalls.push({ id: textField(block.id), type: 'function', function: { name: textField(block.name), arguments: JSON.stringify(block.input ?? {}) } });
+      toolCalls.push({
+        id: textField(block.id),
+        type: 'function',
+        function: { name: textField(block.name), arguments: JSON.stringify(block.input ?? {}) },
+      });
     }
   }
   const usage = usageOf(m.usage);
-  const messageOut: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content: toolCalls.length > 0 && text === '' ? null : text };
+  const messageOut: ChatCompletion['choices'][number]['message'] = {
+    role: 'assistant',
+    content: toolCalls.length > 0 && text === '' ? null : text,
+  };
   if (toolCalls.length > 0) messageOut.tool_calls = toolCalls;
   const completion: ChatCompletion = {
     id: typeof m.id === 'string' ? m.id : 'msg',

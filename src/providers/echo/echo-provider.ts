@@ -46,7 +46,11 @@ export class EchoProvider implements Provider {
 
   async *streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
     const content = echoText(body.messages);
-    const base = { id: `chatcmpl-echo-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: ECHO_MODEL_ID };
+    const base = {
+      id: `chatcmpl-echo-${Date.now().toString(36)}`,
+      created: Math.floor(Date.now() / 1000),
+      model: ECHO_MODEL_ID,
+    };
     const chunk = (delta: Record<string, string>, finish: string | null): StreamChunk => ({
       chunk: { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] },
     });

@@ -2,7 +2,19 @@ import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { CallContext, ChatCompletionResult, ChatExtra, ChatRequestBody, EmbeddingsRequestBody, EmbeddingsResult, NativeApi, NativeApiName, Provider, StreamBatch, UpstreamModel } from '../contract.js';
+import type {
+  CallContext,
+  ChatCompletionResult,
+  ChatExtra,
+  ChatRequestBody,
+  EmbeddingsRequestBody,
+  EmbeddingsResult,
+  NativeApi,
+  NativeApiName,
+  Provider,
+  StreamBatch,
+  UpstreamModel,
+} from '../contract.js';
 import { nativeGemini } from './native-gemini.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
@@ -45,8 +57,16 @@ export class GeminiProvider implements Provider {
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
-    const translated = fromGeminiResponse(value, body.model, this.name, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.secrets(context));
-    if (!translated) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
+    const translated = fromGeminiResponse(
+      value,
+      body.model,
+      this.name,
+      `chatcmpl-${randomUUID()}`,
+      Math.floor(Date.now() / 1000),
+      this.secrets(context),
+    );
+    if (!translated)
+      throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
     return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
   }
 
@@ -54,7 +74,14 @@ export class GeminiProvider implements Provider {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     // The usage chunk always comes (limits, cost, a Responses stream's `usage`); hidden when the caller did not ask.
     const asked = options?.include_usage === true;
-    const translator = new GeminiStreamTranslator(body.model, `chatcmpl-${randomUUID()}`, Math.floor(Date.now() / 1000), this.name, true, this.secrets(context));
+    const translator = new GeminiStreamTranslator(
+      body.model,
+      `chatcmpl-${randomUUID()}`,
+      Math.floor(Date.now() / 1000),
+      this.name,
+      true,
+      this.secrets(context),
+    );
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -72,10 +99,15 @@ export class GeminiProvider implements Provider {
         if (ending !== 'clean' || !translator.finished) {
           throw new GatewayError('upstream_stream_truncated', {
             upstream: this.name,
-            reason: ending === 'clean' ? 'the stream ended before the answer finished' : 'the connection closed in the middle of an event',
+            reason:
+              ending === 'clean'
+                ? 'the stream ended before the answer finished'
+                : 'the connection closed in the middle of an event',
           });
         }
-        return translator.final().map((chunk) => (asked ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true }));
+        return translator
+          .final()
+          .map((chunk) => (asked ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true }));
       },
     });
   }
@@ -87,7 +119,12 @@ export class GeminiProvider implements Provider {
 
   /** `GET {base}/models`: `{models: [{name: "models/<id>", inputTokenLimit, ...}]}`. */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const models = await this.http.getList(`${this.http.basePath}/models`, this.headers(this.config.apiKey), 'models', signal);
+    const models = await this.http.getList(
+      `${this.http.basePath}/models`,
+      this.headers(this.config.apiKey),
+      'models',
+      signal,
+    );
     return models
       .filter((m): m is { name: string } => typeof m.name === 'string')
       .map((m) => ({ id: m.name.replace(/^models\//, ''), createdAt: undefined, ownedBy: 'google' }));
@@ -99,10 +136,18 @@ export class GeminiProvider implements Provider {
     const request = toGeminiEmbedRequest(body, model);
     const path = `${this.http.basePath}/models/${encodeURIComponent(model)}:batchEmbedContents`;
     const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
-    const response = await this.http.send({ method: 'POST', path, headers, body: JSON.stringify(request) }, context.signal, context.apiKeyOverride);
+    const response = await this.http.send(
+      { method: 'POST', path, headers, body: JSON.stringify(request) },
+      context.signal,
+      context.apiKeyOverride,
+    );
     const { value } = await this.http.readJson(response, context.signal);
     const vectors = fromGeminiEmbedResponse(value, request.requests.length);
-    if (!vectors) throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not one embedding of numbers per input' });
+    if (!vectors)
+      throw new GatewayError('upstream_invalid_response', {
+        upstream: this.name,
+        reason: 'not one embedding of numbers per input',
+      });
     return { kind: 'vectors', vectors, usage: undefined };
   }
 
@@ -113,16 +158,27 @@ export class GeminiProvider implements Provider {
   private async send(body: ChatRequestBody, context: CallContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const model = encodeURIComponent(body.model.replace(/^models\//, ''));
     const base = this.http.basePath;
-    const path = stream ? `${base}/models/${model}:streamGenerateContent?alt=sse` : `${base}/models/${model}:generateContent`;
+    const path = stream
+      ? `${base}/models/${model}:streamGenerateContent?alt=sse`
+      : `${base}/models/${model}:generateContent`;
     return this.http.send(
-      { method: 'POST', path, headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context), body: JSON.stringify(toGeminiRequest(body)) },
+      {
+        method: 'POST',
+        path,
+        headers: this.headers(context.apiKeyOverride ?? this.config.apiKey, context),
+        body: JSON.stringify(toGeminiRequest(body)),
+      },
       context.signal,
       context.apiKeyOverride,
     );
   }
 
   private headers(apiKey: string | undefined, call?: CallContext): Record<string, string> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'user-agent': this.options.userAgent };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'user-agent': this.options.userAgent,
+    };
     if (apiKey) headers['x-goog-api-key'] = apiKey;
     if (call) {
       headers['x-request-id'] = call.requestId;

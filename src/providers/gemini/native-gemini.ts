@@ -3,7 +3,15 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubAnswer, scrubText } from '../../secrets/redact.js';
 import type { GeminiGenerateResponse } from '../../wire/gemini.js';
 import { isJsonObject, type Received } from '../../wire/received.js';
-import type { CallContext, ChatCompletionResult, NativeApi, NativeBody, StreamBatch, StreamChunk, Usage } from '../contract.js';
+import type {
+  CallContext,
+  ChatCompletionResult,
+  NativeApi,
+  NativeBody,
+  StreamBatch,
+  StreamChunk,
+  Usage,
+} from '../contract.js';
 import { readEventStream } from '../event-stream-reader.js';
 import { malformedFrame } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
@@ -31,22 +39,43 @@ export interface GeminiUpstream {
 export function nativeGemini(upstream: GeminiUpstream): NativeApi {
   const send = (body: NativeBody, context: CallContext, action: string): Promise<Dispatcher.ResponseData> =>
     upstream.http.send(
-      { method: 'POST', path: pathOf(upstream.http.basePath, body.model, action), headers: upstream.headers(context), body: context.bodyJson ?? geminiBytes(body) },
+      {
+        method: 'POST',
+        path: pathOf(upstream.http.basePath, body.model, action),
+        headers: upstream.headers(context),
+        body: context.bodyJson ?? geminiBytes(body),
+      },
       context.signal,
       context.apiKeyOverride,
     );
   return {
     async countTokens(body, context): Promise<number> {
-      const request = { contents: body.contents, ...(body.systemInstruction === undefined ? {} : { systemInstruction: body.systemInstruction }) };
-      const counted = await upstream.http.readJson(await send({ ...request, model: body.model }, { ...context, bodyJson: undefined }, 'countTokens'), context.signal);
+      const request = {
+        contents: body.contents,
+        ...(body.systemInstruction === undefined ? {} : { systemInstruction: body.systemInstruction }),
+      };
+      const counted = await upstream.http.readJson(
+        await send({ ...request, model: body.model }, { ...context, bodyJson: undefined }, 'countTokens'),
+        context.signal,
+      );
       const value = counted.value as { totalTokens?: unknown } | null;
-      if (typeof value?.totalTokens !== 'number') throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'no totalTokens in the count' });
+      if (typeof value?.totalTokens !== 'number')
+        throw new GatewayError('upstream_invalid_response', {
+          upstream: upstream.name,
+          reason: 'no totalTokens in the count',
+        });
       return saneTokens(value.totalTokens);
     },
     async complete(body, context): Promise<ChatCompletionResult> {
-      const { bytes, text, value } = await upstream.http.readJson(await send(body, context, 'generateContent'), context.signal);
+      const { bytes, text, value } = await upstream.http.readJson(
+        await send(body, context, 'generateContent'),
+        context.signal,
+      );
       if (!isJsonObject(value) || !Array.isArray((value as Received<GeminiGenerateResponse>).candidates)) {
-        throw new GatewayError('upstream_invalid_response', { upstream: upstream.name, reason: 'not a GenerateContentResponse' });
+        throw new GatewayError('upstream_invalid_response', {
+          upstream: upstream.name,
+          reason: 'not a GenerateContentResponse',
+        });
       }
       const usage = usageOf((value as Received<GeminiGenerateResponse>).usageMetadata);
       return { body: scrubAnswer(bytes, text, upstream.secrets(context)), usage };
@@ -74,11 +103,16 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
           if (ending !== 'clean' || !finished) {
             throw new GatewayError('upstream_stream_truncated', {
               upstream: upstream.name,
-              reason: ending === 'clean' ? 'the stream ended before a candidate finished' : 'the connection closed in the middle of an event',
+              reason:
+                ending === 'clean'
+                  ? 'the stream ended before a candidate finished'
+                  : 'the connection closed in the middle of an event',
             });
           }
           // The usage rides on a chunk of its own that writes nothing (the events already carried it to the caller).
-          return usage ? [{ chunk: { object: 'chat.completion.chunk', choices: [], usage }, internal: true }] : undefined;
+          return usage
+            ? [{ chunk: { object: 'chat.completion.chunk', choices: [], usage }, internal: true }]
+            : undefined;
         },
       });
     },
@@ -97,7 +131,11 @@ function geminiBytes(body: NativeBody): string {
 }
 
 /** One upstream event: passed on as it came (scrubbed), read for its usage and whether a candidate finished. */
-function readEvent(data: string, upstream: string, secrets: ReadonlyArray<string | undefined>): { chunk: StreamChunk; usage: Usage | undefined; finished: boolean } {
+function readEvent(
+  data: string,
+  upstream: string,
+  secrets: ReadonlyArray<string | undefined>,
+): { chunk: StreamChunk; usage: Usage | undefined; finished: boolean } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(data);
@@ -106,9 +144,20 @@ function readEvent(data: string, upstream: string, secrets: ReadonlyArray<string
   }
   if (!isJsonObject(parsed)) throw malformedFrame(upstream, "an event's data is not a JSON object", data, secrets);
   const response = parsed as Received<GeminiGenerateResponse> & { error?: unknown };
-  if (response.error !== undefined) throw new GatewayError('upstream_stream_error', { upstream, ...providerErrorDetails(JSON.stringify({ error: response.error }), secrets) });
+  if (response.error !== undefined)
+    throw new GatewayError('upstream_stream_error', {
+      upstream,
+      ...providerErrorDetails(JSON.stringify({ error: response.error }), secrets),
+    });
   const candidates = Array.isArray(response.candidates) ? (response.candidates as unknown[]) : [];
-  const finished = candidates.some((candidate) => isJsonObject(candidate) && typeof (candidate as { finishReason?: unknown }).finishReason === 'string');
+  const finished = candidates.some(
+    (candidate) =>
+      isJsonObject(candidate) && typeof (candidate as { finishReason?: unknown }).finishReason === 'string',
+  );
   const usage = usageOf(response.usageMetadata);
-  return { chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubText(data, secrets) }, usage, finished };
+  return {
+    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubText(data, secrets) },
+    usage,
+    finished,
+  };
 }

@@ -7,7 +7,10 @@ import { received } from '../../wire/received.js';
 export function toGeminiEmbedRequest(body: EmbeddingsRequestBody, model: string): GeminiBatchEmbedRequest {
   const texts = typeof body.input === 'string' ? [body.input] : body.input;
   if (!texts.every((t): t is string => typeof t === 'string')) {
-    throw new GatewayError('capability_not_supported', { field: 'input', problem: 'Gemini embeds text only: send strings, not token arrays' });
+    throw new GatewayError('capability_not_supported', {
+      field: 'input',
+      problem: 'Gemini embeds text only: send strings, not token arrays',
+    });
   }
   return {
     requests: texts.map((text) => ({

@@ -1,7 +1,17 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
-import type { GeminiContent, GeminiFunctionDeclaration, GeminiGenerateRequest, GeminiGenerationConfig, GeminiPart, GeminiRole, GeminiSchema, GeminiTool, GeminiToolConfig } from '../../wire/gemini.js';
+import type {
+  GeminiContent,
+  GeminiFunctionDeclaration,
+  GeminiGenerateRequest,
+  GeminiGenerationConfig,
+  GeminiPart,
+  GeminiRole,
+  GeminiSchema,
+  GeminiTool,
+  GeminiToolConfig,
+} from '../../wire/gemini.js';
 import { UNSIGNED_CALL_SIGNATURE, signsFunctionCalls, thinkingConfigFor } from './thinking.js';
 
 /**
@@ -33,7 +43,8 @@ export function toGeminiRequest(body: ChatRequestBody): GeminiGenerateRequest {
   if (body.top_p !== undefined) generation.topP = body.top_p;
   const maxTokens = body.max_tokens ?? body.max_completion_tokens;
   if (typeof maxTokens === 'number') generation.maxOutputTokens = maxTokens;
-  if (body.stop !== undefined && body.stop !== null) generation.stopSequences = (Array.isArray(body.stop) ? body.stop : [body.stop]) as string[];
+  if (body.stop !== undefined && body.stop !== null)
+    generation.stopSequences = (Array.isArray(body.stop) ? body.stop : [body.stop]) as string[];
   if (typeof body.n === 'number') generation.candidateCount = body.n;
   if (typeof body.seed === 'number') generation.seed = body.seed;
   if (typeof body.presence_penalty === 'number') generation.presencePenalty = body.presence_penalty;
@@ -41,11 +52,16 @@ export function toGeminiRequest(body: ChatRequestBody): GeminiGenerateRequest {
   const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
   if (format?.type === 'json_object') generation.responseMimeType = 'application/json';
   // The chat body's JSON Schema, sent as it came (the caller's schema is Gemini's to judge).
-  if (format?.type === 'json_schema') Object.assign(generation, { responseMimeType: 'application/json', responseSchema: format.json_schema?.schema as GeminiSchema | undefined });
+  if (format?.type === 'json_schema')
+    Object.assign(generation, {
+      responseMimeType: 'application/json',
+      responseSchema: format.json_schema?.schema as GeminiSchema | undefined,
+    });
   const thinkingConfig = thinkingConfigFor(body.reasoning_effort, body.model);
   if (thinkingConfig) generation.thinkingConfig = thinkingConfig;
   if (Object.keys(generation).length > 0) out.generationConfig = generation;
-  const tools: GeminiTool[] = Array.isArray(body.tools) && body.tools.length > 0 ? [{ functionDeclarations: body.tools.map(toDeclaration) }] : [];
+  const tools: GeminiTool[] =
+    Array.isArray(body.tools) && body.tools.length > 0 ? [{ functionDeclarations: body.tools.map(toDeclaration) }] : [];
   // Chat's `web_search_options` (the gateway's built-in web search) is Google Search grounding; it has no options here.
   if (typeof body.web_search_options === 'object' && body.web_search_options !== null) tools.push({ googleSearch: {} });
   if (tools.length > 0) out.tools = tools;
@@ -60,7 +76,12 @@ function partsOf(message: ChatMessage, callNames: Map<string, string>, signed: b
     const name = callNames.get(id);
     if (!name) {
       throw new GatewayError('validation_failed', {
-        errors: [{ field: 'messages[].tool_call_id', problem: `no earlier assistant tool call has the id "${id.slice(0, 100)}" (Gemini needs the function name)` }],
+        errors: [
+          {
+            field: 'messages[].tool_call_id',
+            problem: `no earlier assistant tool call has the id "${id.slice(0, 100)}" (Gemini needs the function name)`,
+          },
+        ],
       });
     }
     return [{ functionResponse: { name, response: responseObject(textOf(message.content)) } }];
@@ -99,7 +120,9 @@ function toGeminiPart(part: Record<string, unknown>): GeminiPart {
   if (part.type === 'text') return { text: String(part.text ?? '') };
   if (part.type === 'image_url') {
     const source = imageSource(part);
-    return 'url' in source ? { fileData: { fileUri: source.url } } : { inlineData: { mimeType: source.mediaType, data: source.data } };
+    return 'url' in source
+      ? { fileData: { fileUri: source.url } }
+      : { inlineData: { mimeType: source.mediaType, data: source.data } };
   }
   return part; // a part type chat has and Gemini not: sent as it is, for Gemini to refuse
 }

@@ -5,7 +5,14 @@ import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
 import { saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
-import type { GeminiCandidate, GeminiError, GeminiGenerateResponse, GeminiPart, GeminiPromptFeedback, GeminiUsageMetadata } from '../../wire/gemini.js';
+import type {
+  GeminiCandidate,
+  GeminiError,
+  GeminiGenerateResponse,
+  GeminiPart,
+  GeminiPromptFeedback,
+  GeminiUsageMetadata,
+} from '../../wire/gemini.js';
 import { chatFinishReasonOf } from '../../wire/gemini-values.js';
 import { isJsonObject, received, type Received } from '../../wire/received.js';
 
@@ -17,7 +24,12 @@ export function usageOf(metadata: unknown): Usage | undefined {
   const thoughts = saneTokens(m.thoughtsTokenCount, found);
   const completion = saneTokens(m.candidatesTokenCount, found) + thoughts;
   // Gemini's promptTokenCount already counts the cached content (cachedContentTokenCount is part of it).
-  const usage = usageFrom(saneTokens(m.promptTokenCount, found), completion, saneTokens(m.totalTokenCount, found), found);
+  const usage = usageFrom(
+    saneTokens(m.promptTokenCount, found),
+    completion,
+    saneTokens(m.totalTokenCount, found),
+    found,
+  );
   return withParts(usage, { cacheRead: saneTokens(m.cachedContentTokenCount, found), reasoning: thoughts });
 }
 
@@ -25,12 +37,22 @@ type Candidate = Received<GeminiCandidate>;
 type Response = Received<GeminiGenerateResponse>;
 
 /** A prompt refused by the safety filter has no candidates and says why in `promptFeedback`. */
-export function throwIfBlocked(response: Response, upstream: string, secrets: ReadonlyArray<string | undefined> = []): void {
+export function throwIfBlocked(
+  response: Response,
+  upstream: string,
+  secrets: ReadonlyArray<string | undefined> = [],
+): void {
   const feedback = received<GeminiPromptFeedback>(response.promptFeedback);
-  if (feedback?.blockReason !== undefined && (!Array.isArray(response.candidates) || response.candidates.length === 0)) {
+  if (
+    feedback?.blockReason !== undefined &&
+    (!Array.isArray(response.candidates) || response.candidates.length === 0)
+  ) {
     throw new GatewayError('upstream_content_blocked', {
       upstream,
-      reason: scrubText(typeof feedback.blockReason === 'string' ? feedback.blockReason : JSON.stringify(feedback.blockReason), secrets).slice(0, 200),
+      reason: scrubText(
+        typeof feedback.blockReason === 'string' ? feedback.blockReason : JSON.stringify(feedback.blockReason),
+        secrets,
+      ).slice(0, 200),
       ...upstreamFieldDetails({ upstream_message: feedback.blockReasonMessage }, secrets),
     });
   }
@@ -44,7 +66,11 @@ export function throwIfBlocked(response: Response, upstream: string, secrets: Re
  * a string is absent. `args` that are not an object are passed on as their JSON text, which the Responses and
  * Messages surfaces then refuse (src/surfaces/tool-arguments.ts).
  */
-function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: number): { text: string; calls: ToolCall[] } {
+function readParts(
+  candidate: Candidate,
+  idPrefix: string,
+  firstCallIndex: number,
+): { text: string; calls: ToolCall[] } {
   let text = '';
   const calls: ToolCall[] = [];
   const parts = isJsonObject(candidate.content) ? candidate.content.parts : undefined;
@@ -56,7 +82,11 @@ function readParts(candidate: Candidate, idPrefix: string, firstCallIndex: numbe
     const call = part.functionCall;
     if (isJsonObject(call)) {
       const id = typeof call.id === 'string' ? call.id : `${idPrefix}_${firstCallIndex + calls.length}`;
-      calls.push({ id, type: 'function', function: { name: typeof call.name === 'string' ? call.name : '', arguments: JSON.stringify(call.args ?? {}) } });
+      calls.push({
+        id,
+        type: 'function',
+        function: { name: typeof call.name === 'string' ? call.name : '', arguments: JSON.stringify(call.args ?? {}) },
+      });
     }
   }
   return { text, calls };
@@ -78,12 +108,26 @@ export function fromGeminiResponse(
   // A candidate that is not an object is dropped, as a chat choice that is not one is.
   const choices = (r.candidates as unknown[]).filter(isJsonObject).map((candidate: Candidate, i): CompletionChoice => {
     const { text, calls } = readParts(candidate, `call_${id}_${i}`, 0);
-    const message: CompletionChoice['message'] = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
+    const message: CompletionChoice['message'] = {
+      role: 'assistant',
+      content: calls.length > 0 && text === '' ? null : text,
+    };
     if (calls.length > 0) message.tool_calls = calls;
-    return { index: typeof candidate.index === 'number' ? candidate.index : i, message, logprobs: null, finish_reason: chatFinishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop' };
+    return {
+      index: typeof candidate.index === 'number' ? candidate.index : i,
+      message,
+      logprobs: null,
+      finish_reason: chatFinishReasonOf(candidate.finishReason, calls.length > 0) ?? 'stop',
+    };
   });
   const usage = usageOf(r.usageMetadata);
-  const completion: ChatCompletion = { id, object: 'chat.completion', created, model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel, choices };
+  const completion: ChatCompletion = {
+    id,
+    object: 'chat.completion',
+    created,
+    model: typeof r.modelVersion === 'string' ? r.modelVersion : upstreamModel,
+    choices,
+  };
   if (usage) completion.usage = chatUsageOf(usage);
   return { completion, usage };
 }
@@ -121,7 +165,11 @@ export class GeminiStreamTranslator {
       throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not JSON' });
     }
     const response = received<GeminiGenerateResponse & { error: unknown }>(parsed);
-    if (!response) throw new GatewayError('upstream_stream_malformed', { upstream: this.upstream, reason: 'an event is not a JSON object' });
+    if (!response)
+      throw new GatewayError('upstream_stream_malformed', {
+        upstream: this.upstream,
+        reason: 'an event is not a JSON object',
+      });
     if (response.error !== undefined) {
       const error: Received<GeminiError> = received<GeminiError>(response.error) ?? {};
       throw new GatewayError('upstream_stream_error', {
@@ -162,7 +210,16 @@ export class GeminiStreamTranslator {
     return [{ ...this.chunk({}), choices: [], usage: this.usage }];
   }
 
-  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk {
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, finish_reason: finishReason }] };
+  private chunk(
+    delta: ChatCompletionChunk['choices'][number]['delta'],
+    finishReason: string | null = null,
+  ): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: finishReason }],
+    };
   }
 }

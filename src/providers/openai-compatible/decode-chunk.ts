@@ -12,7 +12,11 @@ import { normaliseAnswer } from './normalise-answer.js';
  * event or a frame that is not a chunk. Everything taken from the upstream's text is scrubbed of the keys used
  * for the call, since providers like to echo them.
  */
-export function decodeChunkEvent(event: SseEvent, upstream: string, secrets: ReadonlyArray<string | undefined>): StreamChunk | undefined {
+export function decodeChunkEvent(
+  event: SseEvent,
+  upstream: string,
+  secrets: ReadonlyArray<string | undefined>,
+): StreamChunk | undefined {
   if (event.event === 'error') throw streamError(upstream, event.data, secrets);
   if (event.event !== 'message') return undefined;
   let parsed: unknown;
@@ -26,7 +30,12 @@ export function decodeChunkEvent(event: SseEvent, upstream: string, secrets: Rea
     throw streamError(upstream, event.data, secrets);
   }
   if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
-    throw malformed(upstream, 'the frame is JSON but not a chat.completion.chunk (no choices array)', event.data, secrets);
+    throw malformed(
+      upstream,
+      'the frame is JSON but not a chat.completion.chunk (no choices array)',
+      event.data,
+      secrets,
+    );
   }
   // Made well formed once, here, for every surface (normalise-answer.ts, shared with the non-streamed answer).
   const reshaped = normaliseAnswer(record as { choices: unknown[] }, 'delta');
@@ -42,7 +51,11 @@ export function decodeChunkEvent(event: SseEvent, upstream: string, secrets: Rea
 
 /** A chunk's usage (when it carries one) corrected in place and flagged; whether anything had to be. */
 function correctedUsage(usage: unknown): boolean {
-  return typeof usage === 'object' && usage !== null && correctCounts(usage as Record<string, unknown>, CHAT_COUNTS) !== undefined;
+  return (
+    typeof usage === 'object' &&
+    usage !== null &&
+    correctCounts(usage as Record<string, unknown>, CHAT_COUNTS) !== undefined
+  );
 }
 
 function streamError(upstream: string, data: string, secrets: ReadonlyArray<string | undefined>): GatewayError {

@@ -51,7 +51,10 @@ export class OpenAiCompatibleProvider implements Provider {
     this.userAgent = options.userAgent;
     this.http = new UpstreamClient(config);
     this.basePath = this.http.basePath;
-    this.chatExtras = providerKind(config.kind)?.chatWebSearch === true ? new Set([...OPENAI_CHAT_EXTRAS, 'web_search_options']) : OPENAI_CHAT_EXTRAS;
+    this.chatExtras =
+      providerKind(config.kind)?.chatWebSearch === true
+        ? new Set([...OPENAI_CHAT_EXTRAS, 'web_search_options'])
+        : OPENAI_CHAT_EXTRAS;
     if (providerKind(config.kind)?.nativeResponses === true) {
       this.native = {
         responses: nativePassthrough(
@@ -121,7 +124,10 @@ export class OpenAiCompatibleProvider implements Provider {
         if (ending === 'marker') return undefined;
         throw new GatewayError('upstream_stream_truncated', {
           upstream: this.name,
-          reason: ending === 'cut' ? 'the connection closed in the middle of an event' : 'the stream ended without its end marker',
+          reason:
+            ending === 'cut'
+              ? 'the connection closed in the middle of an event'
+              : 'the stream ended without its end marker',
         });
       },
     });
@@ -136,7 +142,11 @@ export class OpenAiCompatibleProvider implements Provider {
       ? `${this.basePath}/deployments/${encodeURIComponent(body.model)}/embeddings?api-version=${this.apiVersion()}`
       : `${this.basePath}/embeddings`;
     const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
-    const response = await this.http.send({ method: 'POST', path, headers, body: context.bodyJson ?? JSON.stringify(body) }, context.signal, context.apiKeyOverride);
+    const response = await this.http.send(
+      { method: 'POST', path, headers, body: context.bodyJson ?? JSON.stringify(body) },
+      context.signal,
+      context.apiKeyOverride,
+    );
     const { bytes, text, value } = await this.http.readJson(response, context.signal);
     const record = value as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown } } | null;
     if (typeof record !== 'object' || record === null || !Array.isArray(record.data)) {
@@ -144,16 +154,26 @@ export class OpenAiCompatibleProvider implements Provider {
     }
     // Only the prompt counts (an embedding has no completion); its total is the prompt's.
     const usage = record.usage?.prompt_tokens == null ? undefined : countsOf(record.usage);
-    const counted = usage && withAnomalies({ prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens }, anomaliesOf(usage));
+    const counted =
+      usage &&
+      withAnomalies(
+        { prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens },
+        anomaliesOf(usage),
+      );
     // Passed through as it came (unless a usage figure was corrected), but never with a key in it (a server may
     // echo one, in `model` or anywhere).
     const json = anomaliesOf(usage) ? JSON.stringify(record) : undefined;
-    const answer = scrubAnswer(json === undefined ? bytes : Buffer.from(json), json ?? text, [context.apiKeyOverride, this.config.apiKey]);
+    const answer = scrubAnswer(json === undefined ? bytes : Buffer.from(json), json ?? text, [
+      context.apiKeyOverride,
+      this.config.apiKey,
+    ]);
     return { kind: 'openai', body: answer, usage: counted };
   }
 
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const path = this.config.deploymentInPath ? `${this.basePath}/models?api-version=${this.apiVersion()}` : `${this.basePath}/models`;
+    const path = this.config.deploymentInPath
+      ? `${this.basePath}/models?api-version=${this.apiVersion()}`
+      : `${this.basePath}/models`;
     const data = await this.http.getList(path, this.headers(this.config.apiKey), 'data', signal);
     return data
       .filter((m): m is { id: string; created?: unknown; owned_by?: unknown } => typeof m.id === 'string')

@@ -1,5 +1,12 @@
 import type { Pool } from 'pg';
-import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
+import type {
+  UsageGrouping,
+  UsageRecord,
+  UsageRows,
+  UsageStore,
+  UsageSummaryRow,
+  UsageTimelineRow,
+} from '../contract.js';
 import { SUMMARY_AGGREGATES, UsageRowsRefused, summaryRow } from '../usage-sql.js';
 import { migrateUnderLock } from './migrate.js';
 import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
@@ -38,9 +45,29 @@ CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
 
 /** The PostgreSQL type of each of USAGE_COLUMNS, in order (the `unnest` arrays of a batch INSERT). */
 const PG_TYPES = [
-  'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'text', 'double precision',
-  'double precision', 'integer', 'integer', 'integer', 'double precision', 'integer', 'integer',
-  'integer', 'integer', 'integer', 'integer', 'integer', 'double precision',
+  'bigint',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'integer',
+  'text',
+  'double precision',
+  'double precision',
+  'integer',
+  'integer',
+  'integer',
+  'double precision',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'double precision',
 ] as const;
 
 /**
@@ -96,7 +123,10 @@ export class PostgresUsageStore implements UsageStore {
     if ((columns[0] as unknown[]).length === 0) return;
     const arrays = USAGE_COLUMNS.map((_, c) => `$${c + 1}::${PG_TYPES[c]}[]`).join(', ');
     try {
-      await this.pool.query(`INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`, columns);
+      await this.pool.query(
+        `INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`,
+        columns,
+      );
     } catch (error) {
       throw refusesAValue(error) ? new UsageRowsRefused(error) : error;
     }
@@ -121,13 +151,20 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   async timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]> {
-    const result = await this.pool.query(timelineSql(this.table, 'postgres'), [Math.max(1, Math.floor(bucketMs)), fromMs, toMs]);
+    const result = await this.pool.query(timelineSql(this.table, 'postgres'), [
+      Math.max(1, Math.floor(bucketMs)),
+      fromMs,
+      toMs,
+    ]);
     return (result.rows as Array<Record<string, unknown>>).map(timelineRow);
   }
 
   async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {
     const where = failuresOnly ? 'WHERE status >= 400 OR code IS NOT NULL' : '';
-    const result = await this.pool.query(`SELECT ${USAGE_COLUMNS.join(', ')} FROM ${this.table} ${where} ORDER BY time_ms DESC LIMIT $1`, [Math.max(0, Math.floor(limit))]);
+    const result = await this.pool.query(
+      `SELECT ${USAGE_COLUMNS.join(', ')} FROM ${this.table} ${where} ORDER BY time_ms DESC LIMIT $1`,
+      [Math.max(0, Math.floor(limit))],
+    );
     return (result.rows as Array<Record<string, unknown>>).map(recordFromRow);
   }
 
@@ -137,7 +174,10 @@ export class PostgresUsageStore implements UsageStore {
     const result =
       afterSeq === undefined
         ? await this.pool.query(`SELECT ${columns} FROM ${this.table} ORDER BY seq DESC LIMIT $1`, [count])
-        : await this.pool.query(`SELECT ${columns} FROM ${this.table} WHERE seq > $1 ORDER BY seq LIMIT $2`, [afterSeq, count]);
+        : await this.pool.query(`SELECT ${columns} FROM ${this.table} WHERE seq > $1 ORDER BY seq LIMIT $2`, [
+            afterSeq,
+            count,
+          ]);
     const rows = result.rows as Array<Record<string, unknown>>;
     if (afterSeq === undefined) rows.reverse();
     return rows.map((row) => ({ seq: Number(row.seq), record: recordFromRow(row) }));

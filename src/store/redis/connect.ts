@@ -28,6 +28,9 @@ export async function connectRedis(url: string, options: { connectTimeoutMs?: nu
     () => true,
     () => false,
   );
-  await Promise.race([connected, new Promise((resolve) => setTimeout(resolve, options.connectTimeoutMs ?? 2_000).unref())]);
+  await Promise.race([
+    connected,
+    new Promise((resolve) => setTimeout(resolve, options.connectTimeoutMs ?? 2_000).unref()),
+  ]);
   return client;
 }

@@ -57,8 +57,21 @@ return 1
 
 /** The scripts as ioredis client methods (`defineCommand`: EVALSHA, falling back to EVAL once per connection). */
 interface IdempotencyCommands {
-  gwIdempotencyBegin(key: string, fingerprint: string, now: string, leaseEnd: string, leaseMs: string, capMs: string): Promise<unknown>;
-  gwIdempotencyComplete(key: string, fingerprint: string, response: string, expires: string, ttlMs: string): Promise<unknown>;
+  gwIdempotencyBegin(
+    key: string,
+    fingerprint: string,
+    now: string,
+    leaseEnd: string,
+    leaseMs: string,
+    capMs: string,
+  ): Promise<unknown>;
+  gwIdempotencyComplete(
+    key: string,
+    fingerprint: string,
+    response: string,
+    expires: string,
+    ttlMs: string,
+  ): Promise<unknown>;
   gwIdempotencyAbandon(key: string, fingerprint: string): Promise<unknown>;
   gwIdempotencyRenew(key: string, fingerprint: string, leaseEnd: string, now: string): Promise<unknown>;
 }
@@ -95,7 +108,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return `${this.prefix}${Buffer.from(scope, 'utf8').toString('base64url')}:${Buffer.from(key, 'utf8').toString('base64url')}`;
   }
 
-  async begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs = Date.now()): Promise<IdempotencyBegin> {
+  async begin(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    leaseMs: number,
+    nowMs = Date.now(),
+  ): Promise<IdempotencyBegin> {
     const now = wholeMs('nowMs', nowMs);
     const lease = durationMs('leaseMs', leaseMs);
     const reply = await this.commands.gwIdempotencyBegin(
@@ -114,10 +133,23 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * gone (expired) or was taken over by a newer claimant after this one's lease ran out, the newer claimant owns
    * it: overwriting would replay an answer to a request it never saw, so nothing is written.
    */
-  async complete(scope: string, key: string, fingerprint: string, response: StoredResponse, ttlMs: number, nowMs = Date.now()): Promise<void> {
+  async complete(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    response: StoredResponse,
+    ttlMs: number,
+    nowMs = Date.now(),
+  ): Promise<void> {
     const ttl = durationMs('ttlMs', ttlMs);
     const expires = wholeMs('nowMs', nowMs) + ttl;
-    await this.commands.gwIdempotencyComplete(this.redisKey(scope, key), fingerprint, JSON.stringify(response), String(expires), String(ttl));
+    await this.commands.gwIdempotencyComplete(
+      this.redisKey(scope, key),
+      fingerprint,
+      JSON.stringify(response),
+      String(expires),
+      String(ttl),
+    );
   }
 
   /** Frees a key whose call failed, so a retry runs again; never deletes a completed answer or another's claim. */
@@ -129,7 +161,11 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   async renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs = Date.now()): Promise<void> {
     const now = wholeMs('nowMs', nowMs);
     const leaseEnd = String(now + durationMs('leaseMs', leaseMs));
-    await Promise.all(claims.map((c) => this.commands.gwIdempotencyRenew(this.redisKey(c.scope, c.key), c.fingerprint, leaseEnd, String(now))));
+    await Promise.all(
+      claims.map((c) =>
+        this.commands.gwIdempotencyRenew(this.redisKey(c.scope, c.key), c.fingerprint, leaseEnd, String(now)),
+      ),
+    );
   }
 }
 
@@ -139,7 +175,8 @@ function parseBegin(reply: unknown): IdempotencyBegin {
     if (state === 'claimed' || state === 'mismatch') return { state };
     if (state === 'in_progress' && typeof value === 'number') return { state, retryAfterMs: value };
     // Only `complete` writes the response field, from a StoredResponse.
-    if (state === 'completed' && typeof value === 'string') return { state, response: JSON.parse(value) as StoredResponse };
+    if (state === 'completed' && typeof value === 'string')
+      return { state, response: JSON.parse(value) as StoredResponse };
   }
   throw new Error(`idempotency store: unexpected reply from Redis: ${JSON.stringify(reply)}`);
 }

@@ -25,10 +25,24 @@ export class RedisKeyStore implements KeyStore {
       .map((id) => JSON.parse(all[id] as string) as ApiKeyRecord);
   }
 
-  async update(keyId: string, patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>): Promise<boolean> {
+  async update(
+    keyId: string,
+    patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>,
+  ): Promise<boolean> {
     const current = await this.get(keyId);
     if (!current) return false;
-    await this.client.hset(this.hashKey, keyId, JSON.stringify({ ...current, ...patch, keyId: current.keyId, hash: current.hash, environment: current.environment, createdMs: current.createdMs }));
+    await this.client.hset(
+      this.hashKey,
+      keyId,
+      JSON.stringify({
+        ...current,
+        ...patch,
+        keyId: current.keyId,
+        hash: current.hash,
+        environment: current.environment,
+        createdMs: current.createdMs,
+      }),
+    );
     return true;
   }
 }

@@ -68,7 +68,15 @@ return n`;
 interface OutboxCommands {
   gwOutboxEnqueue(...args: Array<string | number>): Promise<unknown>;
   gwOutboxClaim(key: string, prefix: string, now: number, leaseEnd: number, limit: number): Promise<unknown[]>;
-  gwOutboxFinish(prefix: string, id: string, state: string, attempts: number, at: number, error: string, keepSeconds: number): Promise<unknown>;
+  gwOutboxFinish(
+    prefix: string,
+    id: string,
+    state: string,
+    attempts: number,
+    at: number,
+    error: string,
+    keepSeconds: number,
+  ): Promise<unknown>;
   gwOutboxRedeliver(...args: Array<string | number>): Promise<number>;
 }
 
@@ -92,32 +100,69 @@ export class RedisOutbox implements OutboxStore {
     this.commands = client as unknown as OutboxCommands;
   }
 
-  async enqueue(deliveries: ReadonlyArray<Pick<OutboxDelivery, 'id' | 'eventId' | 'subscription' | 'body'>>, nowMs?: number): Promise<void> {
+  async enqueue(
+    deliveries: ReadonlyArray<Pick<OutboxDelivery, 'id' | 'eventId' | 'subscription' | 'body'>>,
+    nowMs?: number,
+  ): Promise<void> {
     if (deliveries.length === 0) return;
     const now = wholeMs('nowMs', nowMs ?? Date.now());
-    await this.commands.gwOutboxEnqueue(this.prefix, now, ...deliveries.flatMap((d) => [d.id, d.eventId, d.subscription, d.body]));
+    await this.commands.gwOutboxEnqueue(
+      this.prefix,
+      now,
+      ...deliveries.flatMap((d) => [d.id, d.eventId, d.subscription, d.body]),
+    );
   }
 
   async claim(subscription: string, limit: number, leaseMs: number, nowMs?: number): Promise<OutboxDelivery[]> {
     const now = wholeMs('nowMs', nowMs ?? Date.now());
     const lease = durationMs('leaseMs', leaseMs);
     if (limit <= 0) return [];
-    const flat = await this.commands.gwOutboxClaim(`${this.prefix}due:${subscription}`, this.prefix, now, now + lease, Math.floor(limit));
+    const flat = await this.commands.gwOutboxClaim(
+      `${this.prefix}due:${subscription}`,
+      this.prefix,
+      now,
+      now + lease,
+      Math.floor(limit),
+    );
     const out: OutboxDelivery[] = [];
     for (let i = 0; i < flat.length; i += 2) out.push(toDelivery(String(flat[i]), flat[i + 1] as string[]));
     return out.sort((a, b) => a.createdMs - b.createdMs || a.id.localeCompare(b.id));
   }
 
   async delivered(id: string, nowMs?: number): Promise<void> {
-    await this.commands.gwOutboxFinish(this.prefix, id, 'delivered', 0, wholeMs('nowMs', nowMs ?? Date.now()), '', DELIVERED_KEPT_SECONDS);
+    await this.commands.gwOutboxFinish(
+      this.prefix,
+      id,
+      'delivered',
+      0,
+      wholeMs('nowMs', nowMs ?? Date.now()),
+      '',
+      DELIVERED_KEPT_SECONDS,
+    );
   }
 
   async retryLater(id: string, attempts: number, nextAttemptMs: number, error: string): Promise<void> {
-    await this.commands.gwOutboxFinish(this.prefix, id, 'retry', attempts, wholeMs('nextAttemptMs', nextAttemptMs), error, 0);
+    await this.commands.gwOutboxFinish(
+      this.prefix,
+      id,
+      'retry',
+      attempts,
+      wholeMs('nextAttemptMs', nextAttemptMs),
+      error,
+      0,
+    );
   }
 
   async deadLetter(id: string, attempts: number, error: string, nowMs?: number): Promise<void> {
-    await this.commands.gwOutboxFinish(this.prefix, id, 'dead', attempts, wholeMs('nowMs', nowMs ?? Date.now()), error, 0);
+    await this.commands.gwOutboxFinish(
+      this.prefix,
+      id,
+      'dead',
+      attempts,
+      wholeMs('nowMs', nowMs ?? Date.now()),
+      error,
+      0,
+    );
   }
 
   async listDead(limit: number): Promise<OutboxDelivery[]> {

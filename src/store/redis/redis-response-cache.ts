@@ -84,10 +84,24 @@ export class RedisResponseCache implements ResponseCacheStore {
 
   async get(key: string, nowMs = Date.now()): Promise<StoredResponse | undefined> {
     const now = wholeMs('nowMs', nowMs);
-    const [status, kind, headers, body, stored, expires] = await this.client.hmget(this.entryPrefix + key, 'status', 'kind', 'headers', 'body', 'stored', 'expires');
+    const [status, kind, headers, body, stored, expires] = await this.client.hmget(
+      this.entryPrefix + key,
+      'status',
+      'kind',
+      'headers',
+      'body',
+      'stored',
+      'expires',
+    );
     if (typeof body !== 'string' || typeof headers !== 'string' || !(Number(expires) > now)) return undefined;
     void this.client.zadd(this.lru, 'XX', now, key).catch(() => undefined);
-    return { status: Number(status), kind: kind === 'sse' ? 'sse' : 'json', headers: JSON.parse(headers) as Record<string, string>, body, storedAt: new Date(Number(stored)).toISOString() };
+    return {
+      status: Number(status),
+      kind: kind === 'sse' ? 'sse' : 'json',
+      headers: JSON.parse(headers) as Record<string, string>,
+      body,
+      storedAt: new Date(Number(stored)).toISOString(),
+    };
   }
 
   async put(key: string, response: StoredResponse, ttlMs: number, nowMs = Date.now()): Promise<number> {
@@ -97,8 +111,22 @@ export class RedisResponseCache implements ResponseCacheStore {
     if (bytes > this.maxBytes) return 0;
     const stored = Date.parse(response.storedAt) || now;
     const evicted = await this.commands.gwCachePut(
-      this.entryPrefix + key, this.lru, this.sizes, this.total,
-      key, String(response.status), response.kind, JSON.stringify(response.headers), response.body, String(bytes), String(stored), String(now + ttl), String(ttl), String(now), String(this.maxBytes), this.entryPrefix,
+      this.entryPrefix + key,
+      this.lru,
+      this.sizes,
+      this.total,
+      key,
+      String(response.status),
+      response.kind,
+      JSON.stringify(response.headers),
+      response.body,
+      String(bytes),
+      String(stored),
+      String(now + ttl),
+      String(ttl),
+      String(now),
+      String(this.maxBytes),
+      this.entryPrefix,
     );
     return Number(evicted);
   }

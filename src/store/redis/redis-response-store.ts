@@ -4,13 +4,35 @@ import type { RedisClient } from './connect.js';
 import { CONVERSATION_LUA, DELETE_LUA, PUT_LUA } from './redis-response-scripts.js';
 
 interface ResponseCommands {
-  gwRespPut(turn: string, order: string, sizes: string, total: string, ...args: Array<string | number>): Promise<number>;
-  gwRespConversation(head: string, base: string, now: number, maxTurns: number, maxBytes: number): Promise<Array<string | number> | null>;
+  gwRespPut(
+    turn: string,
+    order: string,
+    sizes: string,
+    total: string,
+    ...args: Array<string | number>
+  ): Promise<number>;
+  gwRespConversation(
+    head: string,
+    base: string,
+    now: number,
+    maxTurns: number,
+    maxBytes: number,
+  ): Promise<Array<string | number> | null>;
   gwRespDelete(turn: string, order: string, sizes: string, total: string, id: string, now: number): Promise<number>;
 }
 
 /** The fields of a turn hash a single read takes (`conversation`: a turn written before turns were chained). */
-const TURN_FIELDS = ['expires', 'parent', 'depth', 'cbytes', 'bytes', 'response', 'inputItems', 'messages', 'conversation'] as const;
+const TURN_FIELDS = [
+  'expires',
+  'parent',
+  'depth',
+  'cbytes',
+  'bytes',
+  'response',
+  'inputItems',
+  'messages',
+  'conversation',
+] as const;
 const FIELDS_PER_TURN = 7;
 
 /**
@@ -44,23 +66,47 @@ export class RedisResponseStore implements ResponseStore {
     return [`${at}order`, `${at}sizes`, `${at}total`];
   }
 
-  async put(caller: string, id: string, turn: StoredConversationTurn, bounds: { ttlMs: number; maxCallerBytes: number }, nowMs = Date.now()): Promise<number> {
+  async put(
+    caller: string,
+    id: string,
+    turn: StoredConversationTurn,
+    bounds: { ttlMs: number; maxCallerBytes: number },
+    nowMs = Date.now(),
+  ): Promise<number> {
     const now = wholeMs('nowMs', nowMs);
     const ttl = durationMs('ttlMs', bounds.ttlMs);
     const base = this.base(caller);
     const evicted = await this.commands.gwRespPut(
-      base + id, ...this.books(caller),
-      id, base, now, ttl, bounds.maxCallerBytes, turn.response, turn.inputItems, turn.messages,
-      turn.parentId ?? '', turn.depth, turn.conversationBytes, turn.bytes,
+      base + id,
+      ...this.books(caller),
+      id,
+      base,
+      now,
+      ttl,
+      bounds.maxCallerBytes,
+      turn.response,
+      turn.inputItems,
+      turn.messages,
+      turn.parentId ?? '',
+      turn.depth,
+      turn.conversationBytes,
+      turn.bytes,
     );
     return Number(evicted);
   }
 
   async get(caller: string, id: string, nowMs = Date.now()): Promise<StoredConversationTurn | undefined> {
     const now = wholeMs('nowMs', nowMs);
-    const [expires, parent, depth, cbytes, bytes, response, inputItems, messages, conversation] = await this.client.hmget(this.base(caller) + id, ...TURN_FIELDS);
+    const [expires, parent, depth, cbytes, bytes, response, inputItems, messages, conversation] =
+      await this.client.hmget(this.base(caller) + id, ...TURN_FIELDS);
     const own = messages ?? conversation;
-    if (typeof response !== 'string' || typeof inputItems !== 'string' || typeof own !== 'string' || Number(expires) <= now) return undefined;
+    if (
+      typeof response !== 'string' ||
+      typeof inputItems !== 'string' ||
+      typeof own !== 'string' ||
+      Number(expires) <= now
+    )
+      return undefined;
     return {
       response,
       inputItems,
@@ -68,21 +114,45 @@ export class RedisResponseStore implements ResponseStore {
       parentId: parent ? parent : undefined,
       depth: depth ? Number(depth) : 1,
       conversationBytes: cbytes ? Number(cbytes) : Buffer.byteLength(own),
-      bytes: bytes ? Number(bytes) : Buffer.byteLength(response) + Buffer.byteLength(inputItems) + Buffer.byteLength(own),
+      bytes: bytes
+        ? Number(bytes)
+        : Buffer.byteLength(response) + Buffer.byteLength(inputItems) + Buffer.byteLength(own),
     };
   }
 
-  async conversation(caller: string, id: string, bounds: { maxTurns: number; maxBytes: number }, nowMs = Date.now()): Promise<ConversationRead | undefined> {
+  async conversation(
+    caller: string,
+    id: string,
+    bounds: { maxTurns: number; maxBytes: number },
+    nowMs = Date.now(),
+  ): Promise<ConversationRead | undefined> {
     const now = wholeMs('nowMs', nowMs);
     const base = this.base(caller);
-    const reply = await this.commands.gwRespConversation(base + id, base, now, Math.max(0, Math.floor(bounds.maxTurns)), Math.min(bounds.maxBytes, Number.MAX_SAFE_INTEGER));
+    const reply = await this.commands.gwRespConversation(
+      base + id,
+      base,
+      now,
+      Math.max(0, Math.floor(bounds.maxTurns)),
+      Math.min(bounds.maxBytes, Number.MAX_SAFE_INTEGER),
+    );
     if (!reply) return undefined;
     const head = { depth: Number(reply[0]), conversationBytes: Number(reply[1]) };
-    if (reply.length === 2 && (head.depth > bounds.maxTurns || head.conversationBytes > bounds.maxBytes)) return { head, turns: undefined };
+    if (reply.length === 2 && (head.depth > bounds.maxTurns || head.conversationBytes > bounds.maxBytes))
+      return { head, turns: undefined };
     const turns: StoredConversationTurn[] = [];
     for (let i = 2; i + FIELDS_PER_TURN <= reply.length; i += FIELDS_PER_TURN) {
-      const [parent, depth, cbytes, bytes, response, inputItems, messages] = reply.slice(i, i + FIELDS_PER_TURN).map(String) as [string, string, string, string, string, string, string];
-      turns.push({ response, inputItems, messages, parentId: parent === '' ? undefined : parent, depth: Number(depth), conversationBytes: Number(cbytes), bytes: Number(bytes) });
+      const [parent, depth, cbytes, bytes, response, inputItems, messages] = reply
+        .slice(i, i + FIELDS_PER_TURN)
+        .map(String) as [string, string, string, string, string, string, string];
+      turns.push({
+        response,
+        inputItems,
+        messages,
+        parentId: parent === '' ? undefined : parent,
+        depth: Number(depth),
+        conversationBytes: Number(cbytes),
+        bytes: Number(bytes),
+      });
     }
     return { head, turns: turns.reverse() };
   }

@@ -55,7 +55,15 @@ export class RedisUpstreamPauses implements UpstreamPauseStore {
 
   async list(nowMs?: number, limit = 100): Promise<Array<{ scope: string; untilMs: number }>> {
     // `(now`: exclusive, as everywhere else (a pause is over at its end).
-    const flat = await this.client.zrevrangebyscore(this.index, '+inf', `(${gcraNow(nowMs)}`, 'WITHSCORES', 'LIMIT', 0, limit);
+    const flat = await this.client.zrevrangebyscore(
+      this.index,
+      '+inf',
+      `(${gcraNow(nowMs)}`,
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      limit,
+    );
     const out: Array<{ scope: string; untilMs: number }> = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push({ scope: flat[i] as string, untilMs: Number(flat[i + 1]) });
     return out;

@@ -89,13 +89,20 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   /** Inside a write transaction (the batcher's), so the read and the claim cannot interleave with another's. */
   private beginNow(p: ClaimParams): IdempotencyBegin {
     const row = this.select.get(p.scope, p.key);
-    if (row === undefined || row.expires_ms <= p.now || (row.state === 'in_progress' && row.lease_expires_ms <= p.now)) {
+    if (
+      row === undefined ||
+      row.expires_ms <= p.now ||
+      (row.state === 'in_progress' && row.lease_expires_ms <= p.now)
+    ) {
       this.claim.run(p);
       return { state: 'claimed' };
     }
     if (row.fingerprint !== p.fingerprint) return { state: 'mismatch' };
     if (row.state === 'in_progress') {
-      return { state: 'in_progress', retryAfterMs: Math.min(IDEMPOTENCY_RETRY_HINT_CAP_MS, Math.max(1, row.lease_expires_ms - p.now)) };
+      return {
+        state: 'in_progress',
+        retryAfterMs: Math.min(IDEMPOTENCY_RETRY_HINT_CAP_MS, Math.max(1, row.lease_expires_ms - p.now)),
+      };
     }
     return { state: 'completed', response: parseResponse(row.response) };
   }
@@ -103,7 +110,13 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   // The methods are async so that every failure (a closed database, SQLITE_BUSY past busy_timeout, a bad
   // argument) is a rejection, as the contract's promises promise, not a synchronous throw.
 
-  async begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs = Date.now()): Promise<IdempotencyBegin> {
+  async begin(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    leaseMs: number,
+    nowMs = Date.now(),
+  ): Promise<IdempotencyBegin> {
     const now = wholeMs('nowMs', nowMs);
     const leaseEnd = now + durationMs('leaseMs', leaseMs);
     const result = await this.batcher.run(() => this.beginNow({ scope, key, fingerprint, now, leaseEnd }));
@@ -117,7 +130,14 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
    * claimant owns the key: overwriting its row would replay an answer to a request it never saw, so nothing is
    * written.
    */
-  async complete(scope: string, key: string, fingerprint: string, response: StoredResponse, ttlMs: number, nowMs = Date.now()): Promise<void> {
+  async complete(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    response: StoredResponse,
+    ttlMs: number,
+    nowMs = Date.now(),
+  ): Promise<void> {
     const expires = wholeMs('nowMs', nowMs) + durationMs('ttlMs', ttlMs);
     const params = { scope, key, fingerprint, response: JSON.stringify(response), expires };
     await this.batcher.run(() => this.finish.run(params));

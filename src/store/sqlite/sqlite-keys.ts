@@ -28,10 +28,23 @@ export class SqliteKeyStore implements KeyStore {
     return this.all.all().map((text) => JSON.parse(text) as ApiKeyRecord);
   }
 
-  async update(keyId: string, patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>): Promise<boolean> {
+  async update(
+    keyId: string,
+    patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>,
+  ): Promise<boolean> {
     const current = await this.get(keyId);
     if (!current) return false;
-    this.replace.run(JSON.stringify({ ...current, ...patch, keyId: current.keyId, hash: current.hash, environment: current.environment, createdMs: current.createdMs }), keyId);
+    this.replace.run(
+      JSON.stringify({
+        ...current,
+        ...patch,
+        keyId: current.keyId,
+        hash: current.hash,
+        environment: current.environment,
+        createdMs: current.createdMs,
+      }),
+      keyId,
+    );
     return true;
   }
 }

@@ -25,8 +25,12 @@ export class SqliteNativeOwners implements NativeOwnerStore {
       `INSERT INTO native_owners (id, caller, expires_ms) VALUES (?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET caller = excluded.caller, expires_ms = excluded.expires_ms WHERE native_owners.expires_ms <= ?`,
     );
-    this.owner = db.prepare<[string, number], string>('SELECT caller FROM native_owners WHERE id = ? AND expires_ms > ?').pluck();
-    this.purge = db.prepare('DELETE FROM native_owners WHERE id IN (SELECT id FROM native_owners WHERE expires_ms <= ? LIMIT ?)');
+    this.owner = db
+      .prepare<[string, number], string>('SELECT caller FROM native_owners WHERE id = ? AND expires_ms > ?')
+      .pluck();
+    this.purge = db.prepare(
+      'DELETE FROM native_owners WHERE id IN (SELECT id FROM native_owners WHERE expires_ms <= ? LIMIT ?)',
+    );
   }
 
   async claim(caller: string, ids: readonly string[], ttlMs: number, nowMs = Date.now()): Promise<void> {

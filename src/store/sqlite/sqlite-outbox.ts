@@ -68,15 +68,27 @@ export class SqliteOutbox implements OutboxStore {
     this.markDelivered = db.prepare(
       `UPDATE webhook_outbox SET state = 'delivered', attempts = attempts + 1, finished_ms = ?, next_attempt_ms = ?, last_error = NULL WHERE id = ?`,
     );
-    this.markRetry = db.prepare(`UPDATE webhook_outbox SET attempts = ?, next_attempt_ms = ?, last_error = ? WHERE id = ? AND state = 'pending'`);
-    this.markDead = db.prepare(`UPDATE webhook_outbox SET state = 'dead', attempts = ?, last_error = ?, finished_ms = ? WHERE id = ? AND state = 'pending'`);
+    this.markRetry = db.prepare(
+      `UPDATE webhook_outbox SET attempts = ?, next_attempt_ms = ?, last_error = ? WHERE id = ? AND state = 'pending'`,
+    );
+    this.markDead = db.prepare(
+      `UPDATE webhook_outbox SET state = 'dead', attempts = ?, last_error = ?, finished_ms = ? WHERE id = ? AND state = 'pending'`,
+    );
     this.purgeDelivered = db.prepare(`DELETE FROM webhook_outbox WHERE state = 'delivered' AND finished_ms < ?`);
-    this.selectDead = db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM webhook_outbox WHERE state = 'dead' ORDER BY finished_ms, id LIMIT ?`);
-    this.revive = db.prepare(`UPDATE webhook_outbox SET state = 'pending', attempts = 0, next_attempt_ms = ?, finished_ms = NULL WHERE id = ? AND state = 'dead'`);
+    this.selectDead = db.prepare<[number], Row>(
+      `SELECT ${COLUMNS} FROM webhook_outbox WHERE state = 'dead' ORDER BY finished_ms, id LIMIT ?`,
+    );
+    this.revive = db.prepare(
+      `UPDATE webhook_outbox SET state = 'pending', attempts = 0, next_attempt_ms = ?, finished_ms = NULL WHERE id = ? AND state = 'dead'`,
+    );
     this.selectOne = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM webhook_outbox WHERE id = ?`);
-    this.pendingCount = db.prepare<[string], number>(`SELECT COUNT(*) FROM webhook_outbox WHERE subscription = ? AND state = 'pending'`).pluck();
+    this.pendingCount = db
+      .prepare<[string], number>(`SELECT COUNT(*) FROM webhook_outbox WHERE subscription = ? AND state = 'pending'`)
+      .pluck();
     this.anyDue = db
-      .prepare<[string, number], number>(`SELECT EXISTS (SELECT 1 FROM webhook_outbox WHERE subscription = ? AND state = 'pending' AND next_attempt_ms <= ?)`)
+      .prepare<[string, number], number>(
+        `SELECT EXISTS (SELECT 1 FROM webhook_outbox WHERE subscription = ? AND state = 'pending' AND next_attempt_ms <= ?)`,
+      )
       .pluck();
   }
 
@@ -104,7 +116,8 @@ export class SqliteOutbox implements OutboxStore {
     this.waitingCount = 0;
     this.batcher
       .run(() => {
-        for (const w of batch) for (const d of w.deliveries) this.insert.run(d.id, d.eventId, d.subscription, d.body, w.now, w.now);
+        for (const w of batch)
+          for (const d of w.deliveries) this.insert.run(d.id, d.eventId, d.subscription, d.body, w.now, w.now);
       })
       .then(
         () => batch.forEach((w) => w.resolve()),

@@ -41,13 +41,21 @@ export class SqliteResponseCache implements ResponseCacheStore {
     /** The bound on the body bytes of all entries together. */
     private readonly maxBytes: number,
   ) {
-    this.select = db.prepare('SELECT status, kind, headers, body, stored_ms, used_ms FROM response_cache WHERE key = ? AND expires_ms > ?');
+    this.select = db.prepare(
+      'SELECT status, kind, headers, body, stored_ms, used_ms FROM response_cache WHERE key = ? AND expires_ms > ?',
+    );
     this.touch = db.prepare('UPDATE response_cache SET used_ms = ? WHERE key = ? AND used_ms < ?');
     this.remove = db.prepare('DELETE FROM response_cache WHERE key = ?');
-    this.insert = db.prepare('INSERT INTO response_cache (key, status, kind, headers, body, bytes, stored_ms, expires_ms, used_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    this.purgeExpired = db.prepare('DELETE FROM response_cache WHERE key IN (SELECT key FROM response_cache WHERE expires_ms <= ? LIMIT ?)');
+    this.insert = db.prepare(
+      'INSERT INTO response_cache (key, status, kind, headers, body, bytes, stored_ms, expires_ms, used_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.purgeExpired = db.prepare(
+      'DELETE FROM response_cache WHERE key IN (SELECT key FROM response_cache WHERE expires_ms <= ? LIMIT ?)',
+    );
     this.total = db.prepare('SELECT bytes FROM response_cache_size WHERE id = 1');
-    this.evictOldest = db.prepare('DELETE FROM response_cache WHERE key IN (SELECT key FROM response_cache ORDER BY used_ms LIMIT ?)');
+    this.evictOldest = db.prepare(
+      'DELETE FROM response_cache WHERE key IN (SELECT key FROM response_cache ORDER BY used_ms LIMIT ?)',
+    );
     this.count = db.prepare('SELECT count(*) AS entries FROM response_cache');
     this.batcher = writeBatcherFor(db);
   }
@@ -56,8 +64,15 @@ export class SqliteResponseCache implements ResponseCacheStore {
     const now = wholeMs('nowMs', nowMs);
     const row = this.select.get(key, now);
     if (!row) return undefined;
-    if (row.used_ms < now - TOUCH_EVERY_MS) void this.batcher.run(() => this.touch.run(now, key, now - TOUCH_EVERY_MS)).catch(() => undefined);
-    return { status: row.status, kind: row.kind === 'sse' ? 'sse' : 'json', headers: JSON.parse(row.headers) as Record<string, string>, body: row.body, storedAt: new Date(row.stored_ms).toISOString() };
+    if (row.used_ms < now - TOUCH_EVERY_MS)
+      void this.batcher.run(() => this.touch.run(now, key, now - TOUCH_EVERY_MS)).catch(() => undefined);
+    return {
+      status: row.status,
+      kind: row.kind === 'sse' ? 'sse' : 'json',
+      headers: JSON.parse(row.headers) as Record<string, string>,
+      body: row.body,
+      storedAt: new Date(row.stored_ms).toISOString(),
+    };
   }
 
   async put(key: string, response: StoredResponse, ttlMs: number, nowMs = Date.now()): Promise<number> {
@@ -68,7 +83,17 @@ export class SqliteResponseCache implements ResponseCacheStore {
     return this.batcher.run(() => {
       this.remove.run(key);
       this.purgeExpired.run(now, EXPIRED_PER_PUT);
-      this.insert.run(key, response.status, response.kind, JSON.stringify(response.headers), response.body, bytes, Date.parse(response.storedAt) || now, expires, now);
+      this.insert.run(
+        key,
+        response.status,
+        response.kind,
+        JSON.stringify(response.headers),
+        response.body,
+        bytes,
+        Date.parse(response.storedAt) || now,
+        expires,
+        now,
+      );
       let evicted = 0;
       while ((this.total.get()?.bytes ?? 0) > this.maxBytes) {
         const removed = Number(this.evictOldest.run(EVICT_STEP).changes);

@@ -67,14 +67,22 @@ export class SqliteResponseStore implements ResponseStore {
     this.batcher = writeBatcherFor(db);
   }
 
-  async put(caller: string, id: string, turn: StoredConversationTurn, bounds: { ttlMs: number; maxCallerBytes: number }, nowMs = Date.now()): Promise<number> {
+  async put(
+    caller: string,
+    id: string,
+    turn: StoredConversationTurn,
+    bounds: { ttlMs: number; maxCallerBytes: number },
+    nowMs = Date.now(),
+  ): Promise<number> {
     const now = wholeMs('nowMs', nowMs);
     const expires = now + durationMs('ttlMs', bounds.ttlMs);
     if (this.pending.length === 0) {
       if (this.gatherFor > 0) setTimeout(() => this.flush(now), GATHER_MS);
       else setImmediate(() => this.flush(now));
     }
-    return new Promise<number>((resolve, reject) => this.pending.push({ caller, id, turn, now, expires, maxCallerBytes: bounds.maxCallerBytes, resolve, reject }));
+    return new Promise<number>((resolve, reject) =>
+      this.pending.push({ caller, id, turn, now, expires, maxCallerBytes: bounds.maxCallerBytes, resolve, reject }),
+    );
   }
 
   /** One batcher write for every put since the last one. */
@@ -114,7 +122,8 @@ export class SqliteResponseStore implements ResponseStore {
     // Each turn's number keys its texts: appended, with no index of their own to update.
     const rowids = new Map<string, number>();
     inGroups(batch, (group, many) => {
-      for (const row of (many ? s.insertTurns : s.insertTurn).all(...group.flatMap(turnRow))) rowids.set(keyOf(row.caller, row.id), row.turn);
+      for (const row of (many ? s.insertTurns : s.insertTurn).all(...group.flatMap(turnRow)))
+        rowids.set(keyOf(row.caller, row.id), row.turn);
     });
     for (const put of batch) {
       const key = keyOf(put.caller, put.id);
@@ -122,7 +131,12 @@ export class SqliteResponseStore implements ResponseStore {
       s.remove.run(put.caller, put.id); // an id already held: its trigger takes the old texts and bytes with it
       for (const row of s.insertTurn.all(...turnRow(put))) rowids.set(key, row.turn);
     }
-    const textsRow = (put: PendingPut) => [rowids.get(keyOf(put.caller, put.id)), put.turn.response, put.turn.inputItems, put.turn.messages];
+    const textsRow = (put: PendingPut) => [
+      rowids.get(keyOf(put.caller, put.id)),
+      put.turn.response,
+      put.turn.inputItems,
+      put.turn.messages,
+    ];
     inGroups(batch, (group, many) => (many ? s.insertTexts : s.insertText).run(...group.flatMap(textsRow)));
     for (const { caller, turn, expires } of batch) {
       if (turn.parentId !== undefined) s.keepAncestors.run(turn.parentId, caller, turn.depth, expires, caller, expires);
@@ -138,14 +152,19 @@ export class SqliteResponseStore implements ResponseStore {
     const byCaller = new Map<string, { bytes: number; turns: number; oldest: number; last: PendingPut }>();
     for (const put of batch) {
       const entry = byCaller.get(put.caller) ?? { bytes: 0, turns: 0, oldest: put.expires, last: put };
-      byCaller.set(put.caller, { bytes: entry.bytes + put.turn.bytes, turns: entry.turns + 1, oldest: Math.min(entry.oldest, put.expires), last: put });
+      byCaller.set(put.caller, {
+        bytes: entry.bytes + put.turn.bytes,
+        turns: entry.turns + 1,
+        oldest: Math.min(entry.oldest, put.expires),
+        last: put,
+      });
     }
     for (const [caller, added] of byCaller) {
       const { maxCallerBytes, now } = added.last;
       let total = s.addToCaller.get(caller, added.turns, added.bytes)?.bytes ?? 0;
       let count = 0;
       // Only turns this batch did not just touch: the chains it wrote have the latest expiry of all.
-      for (let step = 0; total > maxCallerBytes && step < MAX_EVICTIONS; ) {
+      for (let step = 0; total > maxCallerBytes && step < MAX_EVICTIONS;) {
         const victims = s.evictionCandidates.all(caller, added.oldest, EVICT_STEP);
         if (victims.length === 0) break;
         for (const victim of victims) {
@@ -165,12 +184,18 @@ export class SqliteResponseStore implements ResponseStore {
     return row ? turnOf(row) : undefined;
   }
 
-  async conversation(caller: string, id: string, bounds: { maxTurns: number; maxBytes: number }, nowMs = Date.now()): Promise<ConversationRead | undefined> {
+  async conversation(
+    caller: string,
+    id: string,
+    bounds: { maxTurns: number; maxBytes: number },
+    nowMs = Date.now(),
+  ): Promise<ConversationRead | undefined> {
     const now = wholeMs('nowMs', nowMs);
     const head = this.statements.head.get(caller, id, now);
     if (!head) return undefined;
     const place = { depth: head.depth, conversationBytes: head.conversation_bytes };
-    if (head.depth > bounds.maxTurns || head.conversation_bytes > bounds.maxBytes) return { head: place, turns: undefined };
+    if (head.depth > bounds.maxTurns || head.conversation_bytes > bounds.maxBytes)
+      return { head: place, turns: undefined };
     const rows = this.statements.chain.all(id, caller, now, bounds.maxTurns, caller, now);
     return { head: place, turns: rows.map(turnOf) };
   }
@@ -215,22 +240,34 @@ function inGroups(batch: readonly PendingPut[], write: (group: readonly PendingP
   for (; i < batch.length; i++) write(batch.slice(i, i + 1), false);
 }
 
-const values = (columns: number, rows: number) => Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => '?').join(', ')})`).join(', ');
-const INSERT_TURNS = 'INSERT INTO response_turns (caller, id, parent_id, depth, conversation_bytes, bytes, expires_ms) VALUES ';
+const values = (columns: number, rows: number) =>
+  Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => '?').join(', ')})`).join(', ');
+const INSERT_TURNS =
+  'INSERT INTO response_turns (caller, id, parent_id, depth, conversation_bytes, bytes, expires_ms) VALUES ';
 const INSERT_TEXTS = 'INSERT OR REPLACE INTO response_turn_texts (turn, response, input_items, messages) VALUES ';
 
 function prepare(db: Sqlite.Database) {
   return {
     // An id already held is left alone here (not returned): the caller of these replaces it.
-    insertTurn: db.prepare<unknown[], { turn: number; caller: string; id: string }>(`${INSERT_TURNS}${values(7, 1)} ON CONFLICT DO NOTHING RETURNING turn, caller, id`),
-    insertTurns: db.prepare<unknown[], { turn: number; caller: string; id: string }>(`${INSERT_TURNS}${values(7, ROWS_PER_INSERT)} ON CONFLICT DO NOTHING RETURNING turn, caller, id`),
+    insertTurn: db.prepare<unknown[], { turn: number; caller: string; id: string }>(
+      `${INSERT_TURNS}${values(7, 1)} ON CONFLICT DO NOTHING RETURNING turn, caller, id`,
+    ),
+    insertTurns: db.prepare<unknown[], { turn: number; caller: string; id: string }>(
+      `${INSERT_TURNS}${values(7, ROWS_PER_INSERT)} ON CONFLICT DO NOTHING RETURNING turn, caller, id`,
+    ),
     insertText: db.prepare<unknown[]>(INSERT_TEXTS + values(4, 1)),
     insertTexts: db.prepare<unknown[]>(INSERT_TEXTS + values(4, ROWS_PER_INSERT)),
     // The trigger response_turn_removed takes the texts and the caller's total with it.
     remove: db.prepare<[string, string]>('DELETE FROM response_turns WHERE caller = ? AND id = ?'),
-    evict: db.prepare<[string, string], { bytes: number }>('DELETE FROM response_turns WHERE caller = ? AND id = ? RETURNING bytes'),
-    removeLive: db.prepare<[string, string, number]>('DELETE FROM response_turns WHERE caller = ? AND id = ? AND expires_ms > ?'),
-    purge: db.prepare<[number, number]>('DELETE FROM response_turns WHERE turn IN (SELECT turn FROM response_turns WHERE expires_ms <= ? LIMIT ?)'),
+    evict: db.prepare<[string, string], { bytes: number }>(
+      'DELETE FROM response_turns WHERE caller = ? AND id = ? RETURNING bytes',
+    ),
+    removeLive: db.prepare<[string, string, number]>(
+      'DELETE FROM response_turns WHERE caller = ? AND id = ? AND expires_ms > ?',
+    ),
+    purge: db.prepare<[number, number]>(
+      'DELETE FROM response_turns WHERE turn IN (SELECT turn FROM response_turns WHERE expires_ms <= ? LIMIT ?)',
+    ),
     addToCaller: db.prepare<[string, number, number], { bytes: number }>(
       `INSERT INTO response_callers (caller, turns, bytes) VALUES (?, ?, ?)
        ON CONFLICT (caller) DO UPDATE SET turns = turns + excluded.turns, bytes = bytes + excluded.bytes RETURNING bytes`,
@@ -245,7 +282,9 @@ function prepare(db: Sqlite.Database) {
        )
        UPDATE response_turns SET expires_ms = ?4 WHERE caller = ?5 AND id IN (SELECT id FROM up) AND expires_ms < ?6`,
     ),
-    callerUsage: db.prepare<[string], { turns: number; bytes: number }>('SELECT turns, bytes FROM response_callers WHERE caller = ?'),
+    callerUsage: db.prepare<[string], { turns: number; bytes: number }>(
+      'SELECT turns, bytes FROM response_callers WHERE caller = ?',
+    ),
     // Least recently continued first (expired ones before all), and a later turn before the turn it continues.
     evictionCandidates: db.prepare<[string, number, number], { id: string; expires_ms: number }>(
       'SELECT id, expires_ms FROM response_turns WHERE caller = ? AND expires_ms < ? ORDER BY expires_ms, depth DESC LIMIT ?',

@@ -18,7 +18,9 @@ export class SqliteUpstreamPauses implements UpstreamPauseStore {
       `INSERT INTO upstream_pauses (scope, until_ms) VALUES (?, ?)
        ON CONFLICT (scope) DO UPDATE SET until_ms = MAX(until_ms, excluded.until_ms)`,
     );
-    this.read = db.prepare<[string, number], number>('SELECT until_ms FROM upstream_pauses WHERE scope = ? AND until_ms > ?').pluck();
+    this.read = db
+      .prepare<[string, number], number>('SELECT until_ms FROM upstream_pauses WHERE scope = ? AND until_ms > ?')
+      .pluck();
     this.purge = db.prepare('DELETE FROM upstream_pauses WHERE until_ms <= ?');
     this.active = db.prepare<[number, number], { scope: string; untilMs: number }>(
       'SELECT scope, until_ms AS untilMs FROM upstream_pauses WHERE until_ms > ? ORDER BY until_ms DESC LIMIT ?',

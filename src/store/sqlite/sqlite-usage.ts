@@ -1,8 +1,25 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type * as Sqlite from './database.js';
 import { isRefusedValueError } from './database.js';
-import type { UsageGrouping, UsageRecord, UsageRows, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../contract.js';
-import { SUMMARY_AGGREGATES, USAGE_COLUMNS, UsageRowsRefused, groupExpression, recordFromRow, recordRows, summaryRow, timelineRow, timelineSql } from '../usage-sql.js';
+import type {
+  UsageGrouping,
+  UsageRecord,
+  UsageRows,
+  UsageStore,
+  UsageSummaryRow,
+  UsageTimelineRow,
+} from '../contract.js';
+import {
+  SUMMARY_AGGREGATES,
+  USAGE_COLUMNS,
+  UsageRowsRefused,
+  groupExpression,
+  recordFromRow,
+  recordRows,
+  summaryRow,
+  timelineRow,
+  timelineSql,
+} from '../usage-sql.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 const ROWS_PER_INSERT = 50;
@@ -29,7 +46,9 @@ export class SqliteUsageStore implements UsageStore {
     const row = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
     this.insert = db.prepare(`INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${row}`);
     // Rows in groups of ROWS_PER_INSERT: one statement step for many records (measured ~2x cheaper per record).
-    this.insertMany = db.prepare(`INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => row).join(', ')}`);
+    this.insertMany = db.prepare(
+      `INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => row).join(', ')}`,
+    );
     const values: unknown[] = new Array(ROWS_PER_INSERT * WIDTH);
     this.writeBatches = db.transaction((batches: readonly UsageRows[]) => {
       let filled = 0;
@@ -60,15 +79,23 @@ export class SqliteUsageStore implements UsageStore {
       `SELECT caller AS grp, ${SUMMARY_AGGREGATES} FROM usage_records
        WHERE caller IN (SELECT value FROM json_each(?)) AND time_ms >= ? AND time_ms < ? GROUP BY caller ORDER BY caller`,
     );
-    this.latest = db.prepare<[number], Record<string, unknown>>(`SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY time_ms DESC, rowid DESC LIMIT ?`);
+    this.latest = db.prepare<[number], Record<string, unknown>>(
+      `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
+    );
     this.latestFailures = db.prepare<[number], Record<string, unknown>>(
       `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE status >= 400 OR code IS NOT NULL ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
     );
     this.deleteOld = db.prepare('DELETE FROM usage_records WHERE time_ms < ?');
-    this.lastStored = db.prepare<[number], Record<string, unknown>>(`SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY rowid DESC LIMIT ?`);
-    this.storedAfter = db.prepare<[number, number], Record<string, unknown>>(`SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+    this.lastStored = db.prepare<[number], Record<string, unknown>>(
+      `SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY rowid DESC LIMIT ?`,
+    );
+    this.storedAfter = db.prepare<[number, number], Record<string, unknown>>(
+      `SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+    );
     this.maxSeq = db.prepare<[], { seq: number | null }>('SELECT max(rowid) AS seq FROM usage_records');
-    this.buckets = db.prepare<[number, number, number, number], Record<string, unknown>>(timelineSql('usage_records', 'sqlite'));
+    this.buckets = db.prepare<[number, number, number, number], Record<string, unknown>>(
+      timelineSql('usage_records', 'sqlite'),
+    );
   }
 
   async append(records: readonly UsageRecord[]): Promise<void> {
@@ -123,4 +150,3 @@ export class SqliteUsageStore implements UsageStore {
     return this.batcher.run(() => this.deleteOld.run(beforeMs).changes);
   }
 }
-

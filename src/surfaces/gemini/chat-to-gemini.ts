@@ -37,7 +37,11 @@ export function answerCallId(responseId: string, candidate: number, call: number
 /** A completion as the providers hand it on (src/providers/openai-compatible/normalise-answer.ts); calls read by their types. */
 interface ChatCompletionBody {
   model?: unknown;
-  choices?: Array<{ index?: unknown; message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: string | null }>;
+  choices?: Array<{
+    index?: unknown;
+    message?: { content?: unknown; tool_calls?: unknown };
+    finish_reason?: string | null;
+  }>;
   usage?: Usage | null;
 }
 
@@ -55,7 +59,14 @@ export function completionToGemini(completionText: string, ids: GeminiAnswerIds)
     const text = typeof choice.message?.content === 'string' ? choice.message.content : '';
     const cut = cutShort(choice.finish_reason);
     const calls = completionToolCalls(choice.message?.tool_calls).map((call, k) =>
-      functionCallPart({ id: call.id ?? answerCallId(ids.responseId, index, k), name: call.name ?? '', arguments: call.arguments ?? '' }, cut),
+      functionCallPart(
+        {
+          id: call.id ?? answerCallId(ids.responseId, index, k),
+          name: call.name ?? '',
+          arguments: call.arguments ?? '',
+        },
+        cut,
+      ),
     );
     const parts: GeminiPart[] = text !== '' || calls.length === 0 ? [{ text }, ...calls] : calls;
     return { content: { role: 'model', parts }, finishReason: geminiFinishReasonOf(choice.finish_reason), index };

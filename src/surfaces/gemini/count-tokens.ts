@@ -11,7 +11,9 @@ import { geminiToChat } from './request-to-chat.js';
  */
 export function countTokensToChat(body: GeminiCountTokensRequest, model: string): ChatRequestBody {
   if (body.contents !== undefined && body.generateContentRequest !== undefined) {
-    throw new GatewayError('validation_failed', { errors: [{ field: 'generateContentRequest', problem: 'give contents or generateContentRequest, not both' }] });
+    throw new GatewayError('validation_failed', {
+      errors: [{ field: 'generateContentRequest', problem: 'give contents or generateContentRequest, not both' }],
+    });
   }
   const request = body.generateContentRequest ?? { contents: body.contents ?? [] };
   return geminiToChat(request, model);

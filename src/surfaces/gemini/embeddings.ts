@@ -1,13 +1,18 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { ProblemList } from '../../http/validation-details.js';
 import type { EmbeddingsRequestBody, EmbeddingsResult } from '../../providers/contract.js';
-import type { GeminiBatchEmbedRequest, GeminiBatchEmbedResponse, GeminiEmbedContentRequest, GeminiEmbedContentResponse } from '../../wire/gemini.js';
+import type {
+  GeminiBatchEmbedRequest,
+  GeminiBatchEmbedResponse,
+  GeminiEmbedContentRequest,
+  GeminiEmbedContentResponse,
+} from '../../wire/gemini.js';
 import { isJsonObject } from '../../wire/received.js';
 import type { TranslationNotes } from '../translation-notes.js';
 
 /** Fields of an embed request that only hint how to embed: left out for an embedding model not served by Gemini, named. */
 const HINTS: Readonly<Record<string, string>> = {
-  taskType: 'a task type is Gemini\'s only: the model embeds the text as it is',
+  taskType: "a task type is Gemini's only: the model embeds the text as it is",
   title: "a document title is Gemini's only",
 };
 
@@ -18,16 +23,29 @@ const HINTS: Readonly<Record<string, string>> = {
  * different sizes are refused), `taskType` and `title` left out (named). A batch request's `model`, when given, must
  * be the URL's, as Gemini requires.
  */
-export function embedToEmbeddings(body: GeminiEmbedContentRequest, model: string, notes?: TranslationNotes): EmbeddingsRequestBody {
+export function embedToEmbeddings(
+  body: GeminiEmbedContentRequest,
+  model: string,
+  notes?: TranslationNotes,
+): EmbeddingsRequestBody {
   const request = embeddingsOf([body], model, notes, '');
   return { ...request, input: (request.input as string[])[0] as string };
 }
 
-export function batchEmbedToEmbeddings(body: GeminiBatchEmbedRequest, model: string, notes?: TranslationNotes): EmbeddingsRequestBody {
+export function batchEmbedToEmbeddings(
+  body: GeminiBatchEmbedRequest,
+  model: string,
+  notes?: TranslationNotes,
+): EmbeddingsRequestBody {
   return embeddingsOf(body.requests, model, notes, 'requests');
 }
 
-function embeddingsOf(requests: readonly GeminiEmbedContentRequest[], model: string, notes: TranslationNotes | undefined, root: string): EmbeddingsRequestBody {
+function embeddingsOf(
+  requests: readonly GeminiEmbedContentRequest[],
+  model: string,
+  notes: TranslationNotes | undefined,
+  root: string,
+): EmbeddingsRequestBody {
   const problems = new ProblemList();
   const invalid = new ProblemList();
   const input: string[] = [];
@@ -40,17 +58,32 @@ function embeddingsOf(requests: readonly GeminiEmbedContentRequest[], model: str
     const texts: string[] = [];
     request.content.parts.forEach((part, j) => {
       if (typeof part.text === 'string') texts.push(part.text);
-      else problems.add({ field: at(`content.parts[${j}]`), problem: 'only text is embedded by a non-Gemini upstream' });
+      else
+        problems.add({ field: at(`content.parts[${j}]`), problem: 'only text is embedded by a non-Gemini upstream' });
     });
     input.push(texts.join('\n'));
     const size = request.outputDimensionality;
     if (size !== undefined) {
-      if (dimensions !== undefined && size !== dimensions) problems.add({ field: at('outputDimensionality'), problem: 'one embeddings call has one vector size: send requests of different sizes apart' });
+      if (dimensions !== undefined && size !== dimensions)
+        problems.add({
+          field: at('outputDimensionality'),
+          problem: 'one embeddings call has one vector size: send requests of different sizes apart',
+        });
       dimensions ??= size;
     }
     for (const [key, value] of Object.entries(request)) {
-      if (value === undefined || value === null || key === 'model' || key === 'content' || key === 'outputDimensionality') continue;
-      notes?.drop(at(key.slice(0, 64)), Object.hasOwn(HINTS, key) ? (HINTS[key] as string) : 'has no equivalent for a non-Gemini upstream');
+      if (
+        value === undefined ||
+        value === null ||
+        key === 'model' ||
+        key === 'content' ||
+        key === 'outputDimensionality'
+      )
+        continue;
+      notes?.drop(
+        at(key.slice(0, 64)),
+        Object.hasOwn(HINTS, key) ? (HINTS[key] as string) : 'has no equivalent for a non-Gemini upstream',
+      );
     }
   });
   if (!invalid.empty) throw new GatewayError('validation_failed', invalid.details());
@@ -65,7 +98,8 @@ function embeddingsOf(requests: readonly GeminiEmbedContentRequest[], model: str
  */
 export function embeddingVectors(result: EmbeddingsResult, expected: number): number[][] {
   if (result.kind === 'vectors') {
-    if (result.vectors.length !== expected) throw invalidEmbeddings(`${result.vectors.length} vectors for ${expected} inputs`);
+    if (result.vectors.length !== expected)
+      throw invalidEmbeddings(`${result.vectors.length} vectors for ${expected} inputs`);
     return result.vectors;
   }
   let data: unknown;
@@ -79,8 +113,10 @@ export function embeddingVectors(result: EmbeddingsResult, expected: number): nu
   data.forEach((item: unknown, i) => {
     const index = isJsonObject(item) && typeof item.index === 'number' ? item.index : i;
     const values = isJsonObject(item) ? item.embedding : undefined;
-    if (!Number.isInteger(index) || index < 0 || index >= expected || vectors[index] !== undefined) throw invalidEmbeddings('the embeddings\' indexes are not one per input');
-    if (!Array.isArray(values) || !values.every((v) => typeof v === 'number' && Number.isFinite(v))) throw invalidEmbeddings('an embedding is not a list of numbers');
+    if (!Number.isInteger(index) || index < 0 || index >= expected || vectors[index] !== undefined)
+      throw invalidEmbeddings("the embeddings' indexes are not one per input");
+    if (!Array.isArray(values) || !values.every((v) => typeof v === 'number' && Number.isFinite(v)))
+      throw invalidEmbeddings('an embedding is not a list of numbers');
     vectors[index] = values as number[];
   });
   return vectors;

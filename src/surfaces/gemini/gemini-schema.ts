@@ -31,7 +31,10 @@ export const geminiCountTokensBodySchema = {
   type: 'object',
   properties: {
     contents: { type: 'array', items: content },
-    generateContentRequest: { ...geminiGenerateBodySchema, properties: { ...geminiGenerateBodySchema.properties, model: { type: 'string', maxLength: 256 } } },
+    generateContentRequest: {
+      ...geminiGenerateBodySchema,
+      properties: { ...geminiGenerateBodySchema.properties, model: { type: 'string', maxLength: 256 } },
+    },
   },
 } as const;
 
@@ -40,7 +43,13 @@ const embedRequest = {
   required: ['content'],
   properties: {
     model: { type: 'string', maxLength: 256 },
-    content: { ...content, properties: { ...content.properties, parts: { type: 'array', minItems: 1, items: { type: 'object', properties: { text: { type: 'string' } } } } } },
+    content: {
+      ...content,
+      properties: {
+        ...content.properties,
+        parts: { type: 'array', minItems: 1, items: { type: 'object', properties: { text: { type: 'string' } } } },
+      },
+    },
     taskType: { type: 'string', maxLength: 64 },
     title: { type: 'string' },
     outputDimensionality: { type: 'integer', minimum: 1 },
@@ -69,14 +78,29 @@ const translatedPart = {
     text,
     thought: { type: 'boolean' },
     thoughtSignature: text,
-    inlineData: { type: 'object', required: ['mimeType', 'data'], properties: { mimeType: { type: 'string', maxLength: 256 }, data: text } },
-    fileData: { type: 'object', required: ['fileUri'], properties: { mimeType: { type: 'string', maxLength: 256 }, fileUri: text } },
+    inlineData: {
+      type: 'object',
+      required: ['mimeType', 'data'],
+      properties: { mimeType: { type: 'string', maxLength: 256 }, data: text },
+    },
+    fileData: {
+      type: 'object',
+      required: ['fileUri'],
+      properties: { mimeType: { type: 'string', maxLength: 256 }, fileUri: text },
+    },
     functionCall: { type: 'object', required: ['name'], properties: { id, name, args: { type: 'object' } } },
-    functionResponse: { type: 'object', required: ['name'], properties: { id, name, response: { type: 'object' }, parts: { type: 'array' } } },
+    functionResponse: {
+      type: 'object',
+      required: ['name'],
+      properties: { id, name, response: { type: 'object' }, parts: { type: 'array' } },
+    },
   },
 } as const;
 
-const translatedContent = { ...content, properties: { ...content.properties, parts: { type: 'array', items: translatedPart } } } as const;
+const translatedContent = {
+  ...content,
+  properties: { ...content.properties, parts: { type: 'array', items: translatedPart } },
+} as const;
 
 /**
  * What the translation reads, by type: checked only when the request goes to a non-Gemini upstream (or is counted
@@ -95,7 +119,16 @@ export const translatedGeminiSchema = {
         properties: {
           functionDeclarations: {
             type: 'array',
-            items: { type: 'object', required: ['name'], properties: { name, description: text, parameters: { type: 'object' }, parametersJsonSchema: { type: ['object', 'boolean'] } } },
+            items: {
+              type: 'object',
+              required: ['name'],
+              properties: {
+                name,
+                description: text,
+                parameters: { type: 'object' },
+                parametersJsonSchema: { type: ['object', 'boolean'] },
+              },
+            },
           },
         },
       },
@@ -105,7 +138,10 @@ export const translatedGeminiSchema = {
       properties: {
         functionCallingConfig: {
           type: 'object',
-          properties: { mode: { type: 'string', maxLength: 32 }, allowedFunctionNames: { type: 'array', maxItems: 512, items: name } },
+          properties: {
+            mode: { type: 'string', maxLength: 32 },
+            allowedFunctionNames: { type: 'array', maxItems: 512, items: name },
+          },
         },
       },
     },
@@ -127,7 +163,11 @@ export const translatedGeminiSchema = {
         responseModalities: { type: 'array', maxItems: 8, items: { type: 'string', maxLength: 32 } },
         thinkingConfig: {
           type: 'object',
-          properties: { includeThoughts: { type: 'boolean' }, thinkingBudget: { type: 'integer' }, thinkingLevel: { type: 'string', maxLength: 32 } },
+          properties: {
+            includeThoughts: { type: 'boolean' },
+            thinkingBudget: { type: 'integer' },
+            thinkingLevel: { type: 'string', maxLength: 32 },
+          },
         },
       },
     },

@@ -112,7 +112,8 @@ export class GeminiStream implements GeminiStreamEncoder {
     for (const choice of item.chunk.choices) {
       const index = typeof choice.index === 'number' ? choice.index : 0;
       const { content, tool_calls: calls } = choice.delta;
-      if (typeof content === 'string' && content !== '') candidates.push({ content: { role: 'model', parts: [{ text: content }] }, index });
+      if (typeof content === 'string' && content !== '')
+        candidates.push({ content: { role: 'model', parts: [{ text: content }] }, index });
       if (Array.isArray(calls)) for (const piece of calls) this.toolCall(index, piece);
       if (typeof choice.finish_reason === 'string') this.finishes.set(index, choice.finish_reason);
     }
@@ -124,7 +125,9 @@ export class GeminiStream implements GeminiStreamEncoder {
     const candidates = (indexes.length > 0 ? indexes : [0]).map((index): GeminiCandidate => {
       const reason = this.finishes.get(index);
       const cut = cutShort(reason);
-      const calls = [...(this.calls.get(index)?.values() ?? [])].map((call) => functionCallPart({ id: call.id, name: call.name, arguments: call.args }, cut));
+      const calls = [...(this.calls.get(index)?.values() ?? [])].map((call) =>
+        functionCallPart({ id: call.id, name: call.name, arguments: call.args }, cut),
+      );
       const parts: GeminiPart[] = calls.length > 0 ? calls : [{ text: '' }];
       return { content: { role: 'model', parts }, finishReason: geminiFinishReasonOf(reason), index };
     });
@@ -151,13 +154,18 @@ export class GeminiStream implements GeminiStreamEncoder {
     let call = open.get(index);
     if (!call) {
       if (++this.callCount > MAX_STREAMED_CALLS) throw tooMuch(`more than ${MAX_STREAMED_CALLS} function calls`);
-      call = { id: fields.id ?? answerCallId(this.ids.responseId, candidate, index), name: fields.name ?? '', args: '' };
+      call = {
+        id: fields.id ?? answerCallId(this.ids.responseId, candidate, index),
+        name: fields.name ?? '',
+        args: '',
+      };
       open.set(index, call);
     } else if (call.name === '' && fields.name !== undefined) call.name = fields.name;
     const args = fields.arguments;
     if (args === undefined || args === '') return;
     this.argsChars += args.length;
-    if (this.argsChars > MAX_STREAMED_ARGUMENTS_CHARS) throw tooMuch(`function call arguments over ${MAX_STREAMED_ARGUMENTS_CHARS} characters`);
+    if (this.argsChars > MAX_STREAMED_ARGUMENTS_CHARS)
+      throw tooMuch(`function call arguments over ${MAX_STREAMED_ARGUMENTS_CHARS} characters`);
     call.args += args;
   }
 }

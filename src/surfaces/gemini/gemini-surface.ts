@@ -4,13 +4,26 @@ import type { ChatRequestBody } from '../../providers/contract.js';
 import type { GeminiGenerateRequest } from '../../wire/gemini.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToGemini, type GeminiAnswerIds } from './chat-to-gemini.js';
-import { GeminiStream, geminiPassthroughEncoder, isGeminiCompleteEnd, type GeminiStreamEncoder, type GeminiStreamMode } from './gemini-stream.js';
+import {
+  GeminiStream,
+  geminiPassthroughEncoder,
+  isGeminiCompleteEnd,
+  type GeminiStreamEncoder,
+  type GeminiStreamMode,
+} from './gemini-stream.js';
 import { geminiToChat } from './request-to-chat.js';
 
 /** The actions of `POST .../models/{model}:<action>`. */
-export type GeminiAction = 'generateContent' | 'streamGenerateContent' | 'countTokens' | 'embedContent' | 'batchEmbedContents';
+export type GeminiAction =
+  'generateContent' | 'streamGenerateContent' | 'countTokens' | 'embedContent' | 'batchEmbedContents';
 
-const ACTIONS: ReadonlySet<string> = new Set<GeminiAction>(['generateContent', 'streamGenerateContent', 'countTokens', 'embedContent', 'batchEmbedContents']);
+const ACTIONS: ReadonlySet<string> = new Set<GeminiAction>([
+  'generateContent',
+  'streamGenerateContent',
+  'countTokens',
+  'embedContent',
+  'batchEmbedContents',
+]);
 
 /** The longest model name a Gemini path may carry (the config's own limit on a model id). */
 const MAX_MODEL_CHARS = 256;
@@ -37,7 +50,11 @@ export function geminiCallOf(segment: string, alt: unknown): GeminiUrlCall | und
   if (call.action !== 'streamGenerateContent') return call;
   if (alt === 'sse') call.stream = 'sse';
   else if (alt === undefined || alt === 'json') call.stream = 'json-array';
-  else throw new GatewayError('invalid_query_parameter', { parameter: 'alt', problem: 'must be sse (an event stream) or json (one JSON array), given once' });
+  else
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'alt',
+      problem: 'must be sse (an event stream) or json (one JSON array), given once',
+    });
   return call;
 }
 
@@ -59,14 +76,18 @@ export function newResponseId(): string {
  * caller's). To any other, it is translated into a chat request (request-to-chat.ts), and the chat answer back into
  * a GenerateContentResponse (chat-to-gemini.ts) or a stream of them (gemini-stream.ts).
  */
-export function geminiSurface(forwards: (model: string) => boolean, responseId: () => string = newResponseId): ApiSurface {
+export function geminiSurface(
+  forwards: (model: string) => boolean,
+  responseId: () => string = newResponseId,
+): ApiSurface {
   return {
     route: 'gemini',
     forwardsRawBody: false,
     nativeEncoder: (call?: SurfaceCall): GeminiStreamEncoder => geminiPassthroughEncoder(modeOf(call) ?? 'sse'),
     toChat(body, call): ChatRequestBody | NativeForward {
       const model = call.pathModel;
-      if (model === undefined) throw new Error('the Gemini surface serves a call whose URL names the model (SurfaceCall.pathModel)');
+      if (model === undefined)
+        throw new Error('the Gemini surface serves a call whose URL names the model (SurfaceCall.pathModel)');
       const request = body as GeminiGenerateRequest;
       const mode = call.pathStream;
       call.state = { ids: { responseId: responseId(), model }, mode } satisfies GeminiCallState;
@@ -112,7 +133,10 @@ function countable(request: GeminiGenerateRequest, model: string): ChatRequestBo
  * output (`generationConfig.maxOutputTokens`).
  */
 export function geminiNativeEstimate(body: GeminiGenerateRequest): { prompt: number; maxTokens: number | undefined } {
-  const size = JSON.stringify(body.contents ?? '').length + JSON.stringify(body.systemInstruction ?? '').length + JSON.stringify(body.tools ?? '').length;
+  const size =
+    JSON.stringify(body.contents ?? '').length +
+    JSON.stringify(body.systemInstruction ?? '').length +
+    JSON.stringify(body.tools ?? '').length;
   const max = body.generationConfig?.maxOutputTokens;
   return { prompt: Math.ceil(size / 4), maxTokens: typeof max === 'number' ? max : undefined };
 }

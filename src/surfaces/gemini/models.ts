@@ -13,7 +13,10 @@ const EMBEDDING_METHODS = ['embedContent', 'batchEmbedContents'];
 export function geminiPageSize(raw: unknown): number {
   if (raw === undefined) return GEMINI_PAGE_SIZE.fallback;
   if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) {
-    throw new GatewayError('invalid_query_parameter', { parameter: 'pageSize', problem: 'must be a whole number in decimal digits, given once' });
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'pageSize',
+      problem: 'must be a whole number in decimal digits, given once',
+    });
   }
   const size = Number(raw);
   return size === 0 ? GEMINI_PAGE_SIZE.fallback : Math.min(size, GEMINI_PAGE_SIZE.max);
@@ -21,7 +24,11 @@ export function geminiPageSize(raw: unknown): number {
 
 /** A served model as Gemini's Model: `models/<id>`, its context window as `inputTokenLimit` when declared. */
 export function geminiModel(model: CatalogModel): GeminiModel {
-  const out: GeminiModel = { name: `models/${model.id}`, displayName: model.id, supportedGenerationMethods: model.type === 'embedding' ? EMBEDDING_METHODS : CHAT_METHODS };
+  const out: GeminiModel = {
+    name: `models/${model.id}`,
+    displayName: model.id,
+    supportedGenerationMethods: model.type === 'embedding' ? EMBEDDING_METHODS : CHAT_METHODS,
+  };
   if (model.description !== undefined) out.description = model.description;
   if (model.context_window !== null) out.inputTokenLimit = model.context_window;
   return out;

@@ -1,12 +1,28 @@
 import type { ChatRequestBody } from '../../providers/contract.js';
-import type { GeminiFunctionDeclaration, GeminiGenerationConfig, GeminiTool, GeminiToolConfig } from '../../wire/gemini.js';
+import type {
+  GeminiFunctionDeclaration,
+  GeminiGenerationConfig,
+  GeminiTool,
+  GeminiToolConfig,
+} from '../../wire/gemini.js';
 import { effortOfThinking, jsonSchemaOf, MAX_SCHEMA_DEPTH } from '../../wire/gemini-values.js';
 import type { GeminiContext } from './request-parts.js';
 
 /** `generationConfig` keys the translation maps (below). docs/gemini.md has the same table. */
 const GENERATION_MAPPED: ReadonlySet<string> = new Set([
-  'temperature', 'topP', 'maxOutputTokens', 'stopSequences', 'candidateCount', 'seed', 'presencePenalty', 'frequencyPenalty',
-  'responseMimeType', 'responseSchema', 'responseJsonSchema', 'responseModalities', 'thinkingConfig',
+  'temperature',
+  'topP',
+  'maxOutputTokens',
+  'stopSequences',
+  'candidateCount',
+  'seed',
+  'presencePenalty',
+  'frequencyPenalty',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+  'responseModalities',
+  'thinkingConfig',
 ]);
 
 /** `generationConfig` keys that only tune or hint: left out for a non-Gemini upstream, and named. */
@@ -30,12 +46,20 @@ const TEXT_TYPE = 'text/plain';
  * upper-case types lower-cased) and `reasoning_effort` (`thinkingConfig`). What only tunes is left out, named; what
  * would change the answer and has no chat field (speech, images, another response MIME type) is refused.
  */
-export function mapGenerationConfig(config: GeminiGenerationConfig, chat: ChatRequestBody, context: GeminiContext): void {
+export function mapGenerationConfig(
+  config: GeminiGenerationConfig,
+  chat: ChatRequestBody,
+  context: GeminiContext,
+): void {
   for (const [key, value] of Object.entries(config)) {
     if (GENERATION_MAPPED.has(key) || value === null || value === undefined) continue;
     const dropped = Object.hasOwn(GENERATION_DROPPED, key) ? GENERATION_DROPPED[key] : undefined;
     if (dropped !== undefined) context.notes?.drop(`generationConfig.${key}`, dropped);
-    else context.problems.add({ field: `generationConfig.${key.slice(0, 64)}`, problem: 'is not supported when the model is served by a non-Gemini upstream' });
+    else
+      context.problems.add({
+        field: `generationConfig.${key.slice(0, 64)}`,
+        problem: 'is not supported when the model is served by a non-Gemini upstream',
+      });
   }
   if (config.temperature !== undefined) chat.temperature = config.temperature;
   if (config.topP !== undefined) chat.top_p = config.topP;
@@ -47,15 +71,27 @@ export function mapGenerationConfig(config: GeminiGenerationConfig, chat: ChatRe
   if (config.frequencyPenalty !== undefined) chat.frequency_penalty = config.frequencyPenalty;
   const modalities = config.responseModalities?.filter((modality) => modality !== 'TEXT');
   if (modalities !== undefined && modalities.length > 0) {
-    context.problems.add({ field: 'generationConfig.responseModalities', problem: 'a non-Gemini upstream answers in text only', allowed: ['TEXT'] });
+    context.problems.add({
+      field: 'generationConfig.responseModalities',
+      problem: 'a non-Gemini upstream answers in text only',
+      allowed: ['TEXT'],
+    });
   }
   mapResponseFormat(config, chat, context);
   if (config.thinkingConfig !== undefined) {
     const { includeThoughts, thinkingBudget: _budget, thinkingLevel: _level, ...rest } = config.thinkingConfig;
     const effort = effortOfThinking(config.thinkingConfig);
     if (effort !== undefined) chat.reasoning_effort = effort;
-    if (includeThoughts === true) context.notes?.drop('generationConfig.thinkingConfig.includeThoughts', 'no thoughts come back from a non-Gemini upstream');
-    for (const key of Object.keys(rest)) context.notes?.drop(`generationConfig.thinkingConfig.${key.slice(0, 64)}`, 'has no equivalent for a non-Gemini upstream');
+    if (includeThoughts === true)
+      context.notes?.drop(
+        'generationConfig.thinkingConfig.includeThoughts',
+        'no thoughts come back from a non-Gemini upstream',
+      );
+    for (const key of Object.keys(rest))
+      context.notes?.drop(
+        `generationConfig.thinkingConfig.${key.slice(0, 64)}`,
+        'has no equivalent for a non-Gemini upstream',
+      );
   }
 }
 
@@ -63,17 +99,29 @@ export function mapGenerationConfig(config: GeminiGenerationConfig, chat: ChatRe
 function mapResponseFormat(config: GeminiGenerationConfig, chat: ChatRequestBody, context: GeminiContext): void {
   const mime = config.responseMimeType;
   if (mime !== undefined && mime !== JSON_TYPE && mime !== TEXT_TYPE) {
-    context.problems.add({ field: 'generationConfig.responseMimeType', problem: `a non-Gemini upstream answers in text or JSON, not "${mime.slice(0, 64)}"`, allowed: [TEXT_TYPE, JSON_TYPE] });
+    context.problems.add({
+      field: 'generationConfig.responseMimeType',
+      problem: `a non-Gemini upstream answers in text or JSON, not "${mime.slice(0, 64)}"`,
+      allowed: [TEXT_TYPE, JSON_TYPE],
+    });
     return;
   }
-  const field = config.responseJsonSchema !== undefined ? 'responseJsonSchema' : config.responseSchema !== undefined ? 'responseSchema' : undefined;
+  const field =
+    config.responseJsonSchema !== undefined
+      ? 'responseJsonSchema'
+      : config.responseSchema !== undefined
+        ? 'responseSchema'
+        : undefined;
   if (field === undefined) {
     if (mime === JSON_TYPE) chat.response_format = { type: 'json_object' };
     return;
   }
   const schema = jsonSchemaOf(config[field]);
   if (typeof schema !== 'object' || schema === null) {
-    const problem = schema === undefined ? `nests deeper than ${MAX_SCHEMA_DEPTH} levels` : 'must be an object schema for a non-Gemini upstream';
+    const problem =
+      schema === undefined
+        ? `nests deeper than ${MAX_SCHEMA_DEPTH} levels`
+        : 'must be an object schema for a non-Gemini upstream';
     context.problems.add({ field: `generationConfig.${field}`, problem });
     return;
   }
@@ -93,11 +141,14 @@ export function mapTools(tools: readonly GeminiTool[], chat: ChatRequestBody, co
       const at = `tools[${i}].${key.slice(0, 64)}`;
       if (value === null || value === undefined) continue;
       if (key === 'functionDeclarations') {
-        tool.functionDeclarations?.forEach((declaration, j) => functions.push(functionTool(declaration, `${at}[${j}]`, context)));
+        tool.functionDeclarations?.forEach((declaration, j) =>
+          functions.push(functionTool(declaration, `${at}[${j}]`, context)),
+        );
       } else if (key === 'googleSearch' || key === 'googleSearchRetrieval') {
         if (chat.web_search_options === undefined) chat.web_search_options = {};
         else context.notes?.drop(at, 'a second web search tool: the first one is the search');
-        if (typeof value === 'object' && Object.keys(value).length > 0) context.notes?.drop(`${at}.*`, "the search's settings are Google Search's only");
+        if (typeof value === 'object' && Object.keys(value).length > 0)
+          context.notes?.drop(`${at}.*`, "the search's settings are Google Search's only");
       } else context.problems.add({ field: at, problem: "Gemini's own tools run on Google's side only" });
     }
   });
@@ -107,14 +158,28 @@ export function mapTools(tools: readonly GeminiTool[], chat: ChatRequestBody, co
 function functionTool(declaration: GeminiFunctionDeclaration, at: string, context: GeminiContext): unknown {
   const fn: Record<string, unknown> = { name: declaration.name };
   if (typeof declaration.description === 'string') fn.description = declaration.description;
-  const field = declaration.parametersJsonSchema !== undefined ? 'parametersJsonSchema' : declaration.parameters !== undefined ? 'parameters' : undefined;
+  const field =
+    declaration.parametersJsonSchema !== undefined
+      ? 'parametersJsonSchema'
+      : declaration.parameters !== undefined
+        ? 'parameters'
+        : undefined;
   if (field !== undefined) {
     const schema = jsonSchemaOf(declaration[field]);
-    if (schema === undefined) context.problems.add({ field: `${at}.${field}`, problem: `nests deeper than ${MAX_SCHEMA_DEPTH} levels` });
+    if (schema === undefined)
+      context.problems.add({ field: `${at}.${field}`, problem: `nests deeper than ${MAX_SCHEMA_DEPTH} levels` });
     else fn.parameters = schema;
   }
   for (const [key, value] of Object.entries(declaration)) {
-    if (value === null || value === undefined || key === 'name' || key === 'description' || key === 'parameters' || key === 'parametersJsonSchema') continue;
+    if (
+      value === null ||
+      value === undefined ||
+      key === 'name' ||
+      key === 'description' ||
+      key === 'parameters' ||
+      key === 'parametersJsonSchema'
+    )
+      continue;
     context.notes?.drop(`${at}.${key.slice(0, 64)}`, 'has no equivalent for a non-Gemini upstream');
   }
   return { type: 'function', function: fn };
@@ -127,7 +192,8 @@ function functionTool(declaration: GeminiFunctionDeclaration, at: string, contex
  */
 export function mapToolConfig(config: GeminiToolConfig, chat: ChatRequestBody, context: GeminiContext): void {
   for (const key of Object.keys(config)) {
-    if (key !== 'functionCallingConfig') context.notes?.drop(`toolConfig.${key.slice(0, 64)}`, 'has no equivalent for a non-Gemini upstream');
+    if (key !== 'functionCallingConfig')
+      context.notes?.drop(`toolConfig.${key.slice(0, 64)}`, 'has no equivalent for a non-Gemini upstream');
   }
   const calling = config.functionCallingConfig;
   const names = calling?.allowedFunctionNames ?? [];
@@ -140,7 +206,10 @@ export function mapToolConfig(config: GeminiToolConfig, chat: ChatRequestBody, c
       return;
     case 'VALIDATED':
       chat.tool_choice = 'auto';
-      context.notes?.drop('toolConfig.functionCallingConfig.mode', 'chat has no schema-checked calls: VALIDATED is sent as AUTO');
+      context.notes?.drop(
+        'toolConfig.functionCallingConfig.mode',
+        'chat has no schema-checked calls: VALIDATED is sent as AUTO',
+      );
       break;
     case 'ANY':
       if (names.length === 1) {
@@ -152,5 +221,9 @@ export function mapToolConfig(config: GeminiToolConfig, chat: ChatRequestBody, c
     default:
       break;
   }
-  if (names.length > 0) context.notes?.drop('toolConfig.functionCallingConfig.allowedFunctionNames', 'chat can force one function or any, not a choice among several');
+  if (names.length > 0)
+    context.notes?.drop(
+      'toolConfig.functionCallingConfig.allowedFunctionNames',
+      'chat can force one function or any, not a choice among several',
+    );
 }

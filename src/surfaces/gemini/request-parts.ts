@@ -69,7 +69,12 @@ export function contentsToMessages(contents: readonly GeminiContent[], context: 
     const role = content.role ?? 'user';
     if (role === 'model') messages.push(modelMessage(content.parts, i, context, ledger));
     else if (role === 'user') messages.push(...userMessages(content.parts, at, context, ledger));
-    else context.problems.add({ field: `${at}.role`, problem: `role "${String(role).slice(0, 32)}" cannot be sent to a non-Gemini upstream`, allowed: ['user', 'model'] });
+    else
+      context.problems.add({
+        field: `${at}.role`,
+        problem: `role "${String(role).slice(0, 32)}" cannot be sent to a non-Gemini upstream`,
+        allowed: ['user', 'model'],
+      });
   });
   return messages;
 }
@@ -79,7 +84,11 @@ export function systemText(content: GeminiContent, context: GeminiContext): stri
   const texts: string[] = [];
   content.parts.forEach((part, j) => {
     if (typeof part.text === 'string') texts.push(part.text);
-    else context.problems.add({ field: `systemInstruction.parts[${j}]`, problem: 'only text can be a system instruction for a non-Gemini upstream' });
+    else
+      context.problems.add({
+        field: `systemInstruction.parts[${j}]`,
+        problem: 'only text can be a system instruction for a non-Gemini upstream',
+      });
   });
   return texts.join('\n\n');
 }
@@ -90,7 +99,12 @@ export function systemText(content: GeminiContent, context: GeminiContext): stri
  * echoes): no other provider can read either, and nothing the caller asked for is in them, so they are left out
  * (not named as dropped).
  */
-function modelMessage(parts: readonly GeminiPart[], i: number, context: GeminiContext, ledger: CallLedger): ChatMessage {
+function modelMessage(
+  parts: readonly GeminiPart[],
+  i: number,
+  context: GeminiContext,
+  ledger: CallLedger,
+): ChatMessage {
   let text = '';
   const calls: ToolCall[] = [];
   parts.forEach((part, j) => {
@@ -101,14 +115,28 @@ function modelMessage(parts: readonly GeminiPart[], i: number, context: GeminiCo
       ledger.call(id, call.name);
       calls.push({ id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) } });
     } else if (typeof part.text === 'string') text += part.text;
-    else context.problems.add({ field: `contents[${i}].parts[${j}]`, problem: `a model turn's ${partKind(part)} part cannot be sent to a non-Gemini upstream`, allowed: ['text', 'functionCall', 'thought'] });
+    else
+      context.problems.add({
+        field: `contents[${i}].parts[${j}]`,
+        problem: `a model turn's ${partKind(part)} part cannot be sent to a non-Gemini upstream`,
+        allowed: ['text', 'functionCall', 'thought'],
+      });
   });
-  return { role: 'assistant', content: calls.length > 0 && text === '' ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
+  return {
+    role: 'assistant',
+    content: calls.length > 0 && text === '' ? null : text,
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+  };
 }
 
 type ChatPart = Record<string, unknown>;
 
-function userMessages(parts: readonly GeminiPart[], at: string, context: GeminiContext, ledger: CallLedger): ChatMessage[] {
+function userMessages(
+  parts: readonly GeminiPart[],
+  at: string,
+  context: GeminiContext,
+  ledger: CallLedger,
+): ChatMessage[] {
   const results: ChatMessage[] = [];
   const content: ChatPart[] = [];
   parts.forEach((part, j) => {
@@ -117,29 +145,69 @@ function userMessages(parts: readonly GeminiPart[], at: string, context: GeminiC
       const result = toolResult(part.functionResponse, where, context, ledger);
       if (result) results.push(result);
     } else if (typeof part.text === 'string') content.push({ type: 'text', text: part.text });
-    else if (part.inlineData !== undefined) pushImage(content, part.inlineData.mimeType, `data:${part.inlineData.mimeType};base64,${part.inlineData.data}`, `${where}.inlineData`, context);
-    else if (part.fileData !== undefined) pushImage(content, part.fileData.mimeType, part.fileData.fileUri, `${where}.fileData`, context);
-    else context.problems.add({ field: where, problem: `a user turn's ${partKind(part)} part cannot be sent to a non-Gemini upstream`, allowed: ['text', 'inlineData', 'fileData', 'functionResponse'] });
+    else if (part.inlineData !== undefined)
+      pushImage(
+        content,
+        part.inlineData.mimeType,
+        `data:${part.inlineData.mimeType};base64,${part.inlineData.data}`,
+        `${where}.inlineData`,
+        context,
+      );
+    else if (part.fileData !== undefined)
+      pushImage(content, part.fileData.mimeType, part.fileData.fileUri, `${where}.fileData`, context);
+    else
+      context.problems.add({
+        field: where,
+        problem: `a user turn's ${partKind(part)} part cannot be sent to a non-Gemini upstream`,
+        allowed: ['text', 'inlineData', 'fileData', 'functionResponse'],
+      });
   });
-  if (content.length > 0) results.push({ role: 'user', content: content.length === 1 && content[0]?.type === 'text' ? (content[0].text as string) : content });
+  if (content.length > 0)
+    results.push({
+      role: 'user',
+      content: content.length === 1 && content[0]?.type === 'text' ? (content[0].text as string) : content,
+    });
   return results;
 }
 
 /** An image as chat's `image_url` part (a data URL or the file's URI); other media have no chat part here. */
-function pushImage(content: ChatPart[], mimeType: string | undefined, url: string, at: string, context: GeminiContext): void {
+function pushImage(
+  content: ChatPart[],
+  mimeType: string | undefined,
+  url: string,
+  at: string,
+  context: GeminiContext,
+): void {
   if (mimeType === undefined || mimeType.startsWith('image/')) content.push({ type: 'image_url', image_url: { url } });
-  else context.problems.add({ field: `${at}.mimeType`, problem: `only images are carried to a non-Gemini upstream, not "${mimeType.slice(0, 64)}"` });
+  else
+    context.problems.add({
+      field: `${at}.mimeType`,
+      problem: `only images are carried to a non-Gemini upstream, not "${mimeType.slice(0, 64)}"`,
+    });
 }
 
 /** A function's result as a `tool` message answering its call: the `response` object as JSON text. */
-function toolResult(response: GeminiFunctionResponse, at: string, context: GeminiContext, ledger: CallLedger): ChatMessage | undefined {
-  if (response.parts !== undefined) context.problems.add({ field: `${at}.functionResponse.parts`, problem: 'media in a function result cannot be sent to a non-Gemini upstream' });
+function toolResult(
+  response: GeminiFunctionResponse,
+  at: string,
+  context: GeminiContext,
+  ledger: CallLedger,
+): ChatMessage | undefined {
+  if (response.parts !== undefined)
+    context.problems.add({
+      field: `${at}.functionResponse.parts`,
+      problem: 'media in a function result cannot be sent to a non-Gemini upstream',
+    });
   for (const key of Object.keys(response)) {
-    if (key !== 'id' && key !== 'name' && key !== 'response' && key !== 'parts') context.notes?.drop(`${at}.functionResponse.${key.slice(0, 64)}`, 'has no equivalent for a non-Gemini upstream');
+    if (key !== 'id' && key !== 'name' && key !== 'response' && key !== 'parts')
+      context.notes?.drop(`${at}.functionResponse.${key.slice(0, 64)}`, 'has no equivalent for a non-Gemini upstream');
   }
   const id = ledger.answer(response);
   if (id === undefined) {
-    context.invalid.add({ field: `${at}.functionResponse`, problem: `answers no earlier functionCall named "${response.name.slice(0, 64)}"${response.id === undefined ? '' : ` or with the id "${response.id.slice(0, 64)}"`}` });
+    context.invalid.add({
+      field: `${at}.functionResponse`,
+      problem: `answers no earlier functionCall named "${response.name.slice(0, 64)}"${response.id === undefined ? '' : ` or with the id "${response.id.slice(0, 64)}"`}`,
+    });
     return undefined;
   }
   return { role: 'tool', tool_call_id: id, content: JSON.stringify(response.response ?? {}) };

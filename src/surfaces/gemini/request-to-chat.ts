@@ -9,7 +9,14 @@ import { mapGenerationConfig, mapToolConfig, mapTools } from './request-config.j
 import { contentsToMessages, systemText, type GeminiContext } from './request-parts.js';
 
 /** Top-level fields the translation reads (the model is the URL's; a countTokens `generateContentRequest` names it too). */
-const MAPPED_FIELDS: ReadonlySet<string> = new Set(['contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'model']);
+const MAPPED_FIELDS: ReadonlySet<string> = new Set([
+  'contents',
+  'systemInstruction',
+  'tools',
+  'toolConfig',
+  'generationConfig',
+  'model',
+]);
 
 /** Top-level fields that only tag, hint or point at Google's side: left out for a non-Gemini upstream, named. */
 const DROPPED_FIELDS: Readonly<Record<string, string>> = {
@@ -31,8 +38,17 @@ let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> 
  * 400 validation_failed. Without `notes` (the context-window count of a forwarded request, countTokens) dropped
  * fields are only left out.
  */
-export function geminiToChat(body: GeminiGenerateRequest, model: string, options: { stream?: boolean; notes?: TranslationNotes | undefined } = {}): ChatRequestBody {
-  validateTranslated ??= boundedValidatorCompiler()({ schema: translatedGeminiSchema, method: 'POST', url: '/v1beta/models/{model}:generateContent', httpPart: 'body' });
+export function geminiToChat(
+  body: GeminiGenerateRequest,
+  model: string,
+  options: { stream?: boolean; notes?: TranslationNotes | undefined } = {},
+): ChatRequestBody {
+  validateTranslated ??= boundedValidatorCompiler()({
+    schema: translatedGeminiSchema,
+    method: 'POST',
+    url: '/v1beta/models/{model}:generateContent',
+    httpPart: 'body',
+  });
   assertValid(validateTranslated, body);
   const context: GeminiContext = { problems: new ProblemList(), invalid: new ProblemList(), notes: options.notes };
   topLevelFields(body, context);
@@ -58,6 +74,10 @@ function topLevelFields(body: GeminiGenerateRequest, context: GeminiContext): vo
     if (MAPPED_FIELDS.has(field) || value === null || value === undefined) continue;
     const dropped = Object.hasOwn(DROPPED_FIELDS, field) ? DROPPED_FIELDS[field] : undefined;
     if (dropped !== undefined) context.notes?.drop(field, dropped);
-    else context.problems.add({ field: field.slice(0, 64), problem: 'is not supported when the model is served by a non-Gemini upstream' });
+    else
+      context.problems.add({
+        field: field.slice(0, 64),
+        problem: 'is not supported when the model is served by a non-Gemini upstream',
+      });
   }
 }

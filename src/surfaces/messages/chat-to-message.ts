@@ -37,7 +37,12 @@ export function completionToMessage(completionText: string, id: string, model: s
   completionToolCalls(choice?.message?.tool_calls).forEach((call, i) => {
     // The id a streamed call without one gets (message-stream.ts), by its place among the calls.
     const callId = call.id ?? `toolu_${id}_${i}`;
-    content.push({ type: 'tool_use', id: callId, name: call.name ?? '', input: toolInput(call.arguments ?? '', callId, cut) });
+    content.push({
+      type: 'tool_use',
+      id: callId,
+      name: call.name ?? '',
+      input: toolInput(call.arguments ?? '', callId, cut),
+    });
   });
   return {
     id,

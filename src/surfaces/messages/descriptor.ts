@@ -21,21 +21,37 @@ export const MESSAGES_DESCRIPTOR: SurfaceDescriptor = {
   oauthScope: 'messages:write',
   api: ANTHROPIC_API,
   endpoints: [
-    { method: 'POST', path: ANTHROPIC_MESSAGES_PATH, operation: 'generate', bodySchema: messagesBodySchema, exclusive: true },
+    {
+      method: 'POST',
+      path: ANTHROPIC_MESSAGES_PATH,
+      operation: 'generate',
+      bodySchema: messagesBodySchema,
+      exclusive: true,
+    },
     // The `messages` right, but no model call to record.
-    { method: 'POST', path: `${ANTHROPIC_MESSAGES_PATH}/count_tokens`, operation: 'count_tokens', bodySchema: countTokensBodySchema(), routeName: 'count_tokens' },
+    {
+      method: 'POST',
+      path: `${ANTHROPIC_MESSAGES_PATH}/count_tokens`,
+      operation: 'count_tokens',
+      bodySchema: countTokensBodySchema(),
+      routeName: 'count_tokens',
+    },
   ],
   v1Route: {
     methods: ['POST'],
     auth: 'Bearer <ADMIN_TOKEN> (or x-api-key)',
-    description: "Anthropic's Messages API, translated for any upstream (JSON, or Anthropic's SSE events when stream is true)",
+    description:
+      "Anthropic's Messages API, translated for any upstream (JSON, or Anthropic's SSE events when stream is true)",
   },
   credential: anthropicAuthorization,
   requestIdHeader: 'request-id',
   modelOf: modelInBody,
   streamOf: sseIfStreamed,
   events: { completed: EVENT.messageCompleted, failed: EVENT.messageFailed, prompt: promptAsMessages },
-  cache: { cacheable: (body, policy) => isObjectBody(body) && fixedAnswer(policy, body.temperature, [body.tools, body.functions]) },
+  cache: {
+    cacheable: (body, policy) =>
+      isObjectBody(body) && fixedAnswer(policy, body.temperature, [body.tools, body.functions]),
+  },
   native: {
     api: 'messages',
     estimate: (body) => {
@@ -46,6 +62,9 @@ export const MESSAGES_DESCRIPTOR: SurfaceDescriptor = {
   },
   translation: (deps) => messagesSurface(deps.forwards, deps.ownership),
   // Counted as it would be translated (max_tokens does not count, but the translation wants one).
-  tokenCount: { toChat: ({ body }) => messagesToChat({ ...(body as MessagesRequest), max_tokens: 1 }), answer: (tokens) => ({ input_tokens: tokens }) },
+  tokenCount: {
+    toChat: ({ body }) => messagesToChat({ ...(body as MessagesRequest), max_tokens: 1 }),
+    answer: (tokens) => ({ input_tokens: tokens }),
+  },
   models: ANTHROPIC_MODELS,
 };

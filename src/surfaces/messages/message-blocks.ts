@@ -19,7 +19,10 @@ export interface BlockContext {
  */
 export function noteCacheControl(block: Block, at: string, context: BlockContext): void {
   if (block.cache_control !== undefined && block.cache_control !== null) {
-    context.notes?.drop(`${at}.cache_control`, "a prompt-cache breakpoint is Anthropic's only (other providers cache repeated prefixes on their own)");
+    context.notes?.drop(
+      `${at}.cache_control`,
+      "a prompt-cache breakpoint is Anthropic's only (other providers cache repeated prefixes on their own)",
+    );
   }
 }
 
@@ -50,7 +53,12 @@ export function userMessages(content: string | Block[], at: string, context: Blo
       const image = imagePart(block.source, where, context.problems);
       if (image) parts.push(image);
     } else if (block.type === 'tool_result') results.push(toolResult(block, where, context.problems));
-    else context.problems.add({ field: `${where}.type`, problem: `blocks of type "${String(block.type).slice(0, 64)}" cannot be sent to a non-Anthropic upstream`, allowed: ['text', 'image', 'tool_result'] });
+    else
+      context.problems.add({
+        field: `${where}.type`,
+        problem: `blocks of type "${String(block.type).slice(0, 64)}" cannot be sent to a non-Anthropic upstream`,
+        allowed: ['text', 'image', 'tool_result'],
+      });
   });
   const only = parts.length === 1 ? parts[0] : undefined;
   if (parts.length > 0) results.push({ role: 'user', content: only?.type === 'text' ? only.text : parts });
@@ -74,7 +82,11 @@ function toolResult(block: Block, at: string, problems: ProblemList): ChatMessag
   else if (Array.isArray(block.content)) {
     for (const [k, part] of block.content.entries()) {
       if (isJsonObject(part) && isTextBlock(part)) text += part.text;
-      else problems.add({ field: `${at}.content[${k}].type`, problem: 'only text is carried in a tool result to a non-Anthropic upstream' });
+      else
+        problems.add({
+          field: `${at}.content[${k}].type`,
+          problem: 'only text is carried in a tool result to a non-Anthropic upstream',
+        });
     }
   }
   return { role: 'tool', tool_call_id: id, content: block.is_error === true ? `Error: ${text}` : text };
@@ -93,10 +105,22 @@ export function assistantMessage(content: string | Block[], at: string, context:
     noteCacheControl(block, `${at}.content[${j}]`, context);
     if (isTextBlock(block)) text += block.text;
     else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
-      calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+      calls.push({
+        id: block.id,
+        type: 'function',
+        function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+      });
     } else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') {
-      context.problems.add({ field: `${at}.content[${j}].type`, problem: `blocks of type "${String(block.type).slice(0, 64)}" cannot be sent to a non-Anthropic upstream`, allowed: ['text', 'tool_use', 'thinking'] });
+      context.problems.add({
+        field: `${at}.content[${j}].type`,
+        problem: `blocks of type "${String(block.type).slice(0, 64)}" cannot be sent to a non-Anthropic upstream`,
+        allowed: ['text', 'tool_use', 'thinking'],
+      });
     }
   });
-  return { role: 'assistant', content: calls.length > 0 && text === '' ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
+  return {
+    role: 'assistant',
+    content: calls.length > 0 && text === '' ? null : text,
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+  };
 }

@@ -34,7 +34,16 @@ export class MessageStream implements StreamEncoder {
 
   open(): string {
     this.event('message_start', {
-      message: { id: this.id, type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } },
+      message: {
+        id: this.id,
+        type: 'message',
+        role: 'assistant',
+        model: this.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 0, output_tokens: 0 },
+      },
     });
     return this.take();
   }
@@ -54,7 +63,10 @@ export class MessageStream implements StreamEncoder {
 
   end(usage: Usage | undefined): string {
     this.close(cutShort(this.finishReason));
-    this.event('message_delta', { delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null }, usage: messageUsage(usage) });
+    this.event('message_delta', {
+      delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null },
+      usage: messageUsage(usage),
+    });
     this.event('message_stop', {});
     return this.take();
   }
@@ -77,13 +89,18 @@ export class MessageStream implements StreamEncoder {
     const args = call.arguments;
     if (args === undefined || args === '') return;
     if (block.args.length + args.length > MAX_STREAMED_ARGUMENTS_CHARS) {
-      throw new GatewayError('upstream_invalid_response', { reason: `the arguments of function call ${block.id.slice(0, 64)} exceed ${MAX_STREAMED_ARGUMENTS_CHARS} characters` });
+      throw new GatewayError('upstream_invalid_response', {
+        reason: `the arguments of function call ${block.id.slice(0, 64)} exceed ${MAX_STREAMED_ARGUMENTS_CHARS} characters`,
+      });
     }
     block.args += args;
     this.event('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: args } });
   }
 
-  private start(block: AnthropicStreamEvents['content_block_start']['content_block'], opened: NonNullable<MessageStream['block']>): void {
+  private start(
+    block: AnthropicStreamEvents['content_block_start']['content_block'],
+    opened: NonNullable<MessageStream['block']>,
+  ): void {
     this.close(false);
     this.index += 1;
     this.block = opened;

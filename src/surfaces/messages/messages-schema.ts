@@ -43,15 +43,46 @@ export const translatedMessagesSchema = {
     ...messagesBodySchema.properties,
     tools: {
       type: 'array',
-      items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1, maxLength: 128 }, type: { type: 'string' }, input_schema: { type: 'object' }, description: { type: 'string' } } },
+      items: {
+        type: 'object',
+        required: ['name'],
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 128 },
+          type: { type: 'string' },
+          input_schema: { type: 'object' },
+          description: { type: 'string' },
+        },
+      },
     },
-    tool_choice: { type: 'object', required: ['type'], properties: { type: { type: 'string', enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' }, disable_parallel_tool_use: { type: 'boolean' } } },
+    tool_choice: {
+      type: 'object',
+      required: ['type'],
+      properties: {
+        type: { type: 'string', enum: ['auto', 'any', 'tool', 'none'] },
+        name: { type: 'string' },
+        disable_parallel_tool_use: { type: 'boolean' },
+      },
+    },
     stop_sequences: { type: 'array', items: { type: 'string' }, maxItems: 64 },
     temperature: { type: 'number', minimum: 0, maximum: 1 },
     top_p: { type: 'number', minimum: 0, maximum: 1 },
     top_k: { type: 'integer', minimum: 0 },
-    thinking: { type: 'object', required: ['type'], properties: { type: { type: 'string', minLength: 1 }, budget_tokens: { type: 'integer', minimum: 1 }, display: { type: 'string' } } },
-    output_config: { type: 'object', properties: { effort: { type: ['string', 'null'], minLength: 1, maxLength: 32 }, format: { type: ['object', 'null'] } } },
+    thinking: {
+      type: 'object',
+      required: ['type'],
+      properties: {
+        type: { type: 'string', minLength: 1 },
+        budget_tokens: { type: 'integer', minimum: 1 },
+        display: { type: 'string' },
+      },
+    },
+    output_config: {
+      type: 'object',
+      properties: {
+        effort: { type: ['string', 'null'], minLength: 1, maxLength: 32 },
+        format: { type: ['object', 'null'] },
+      },
+    },
     context_management: { type: ['object', 'null'] },
     metadata: { type: 'object', properties: { user_id: { type: ['string', 'null'], maxLength: 256 } } },
   },

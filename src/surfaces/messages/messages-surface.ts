@@ -59,7 +59,9 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
 }
 
 /** A Messages stream forwarded from Anthropic: a failure after the first event is one `error` event in Anthropic's shape (with our code) and no `message_stop`. */
-const NATIVE_MESSAGES_ENCODER = passthroughEncoder((error) => formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }));
+const NATIVE_MESSAGES_ENCODER = passthroughEncoder((error) =>
+  formatEvent(JSON.stringify(withAnthropicError(error.toBody(), error.status)), { event: 'error' }),
+);
 
 /**
  * The request as chat for the context-window check (no notes: nothing is dropped from a forwarded request); undefined

@@ -25,7 +25,10 @@ export const ANTHROPIC_MODELS: ModelsSpec = {
     const afterId = cursor(query, 'after_id');
     const beforeId = cursor(query, 'before_id');
     if (afterId !== undefined && beforeId !== undefined) {
-      throw new GatewayError('invalid_query_parameter', { parameter: 'before_id', problem: 'give after_id or before_id, not both' });
+      throw new GatewayError('invalid_query_parameter', {
+        parameter: 'before_id',
+        problem: 'give after_id or before_id, not both',
+      });
     }
     const models = messagesModels(await source.all());
     // A cursor is a place in the order, not a lookup: an id the caller cannot see (or that is gone) pages the same.
@@ -57,7 +60,10 @@ function cursor(query: Readonly<Record<string, unknown>>, parameter: 'after_id' 
   const value = query[parameter];
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value === '' || value.length > MAX_CURSOR_CHARS) {
-    throw new GatewayError('invalid_query_parameter', { parameter, problem: `must be one model id (1 to ${MAX_CURSOR_CHARS} characters), given once` });
+    throw new GatewayError('invalid_query_parameter', {
+      parameter,
+      problem: `must be one model id (1 to ${MAX_CURSOR_CHARS} characters), given once`,
+    });
   }
   return value;
 }
@@ -70,7 +76,8 @@ function countWhile(models: CatalogModel[], test: (m: CatalogModel) => boolean):
 
 /** Anthropic's ModelInfo; `max_input_tokens` (SDK 1.x) when the model declares its context window. */
 function anthropicModel(model: CatalogModel): Record<string, unknown> & { id: string } {
-  const created = model.created_at === null ? UNKNOWN_CREATED_AT : new Date(model.created_at).toISOString().replace('.000Z', 'Z');
+  const created =
+    model.created_at === null ? UNKNOWN_CREATED_AT : new Date(model.created_at).toISOString().replace('.000Z', 'Z');
   return {
     type: 'model',
     id: model.id,

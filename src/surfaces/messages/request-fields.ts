@@ -6,11 +6,27 @@ import type { BlockContext } from './message-blocks.js';
  * The top-level fields of a Messages request that the translation reads (the rest of this file and
  * request-to-chat.ts map them). docs/messages.md has the same table, field by field.
  */
-export const MAPPED_FIELDS: ReadonlySet<string> = new Set(['model', 'max_tokens', 'messages', 'system', 'tools', 'tool_choice', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'thinking', 'output_config', 'metadata', 'stream']);
+export const MAPPED_FIELDS: ReadonlySet<string> = new Set([
+  'model',
+  'max_tokens',
+  'messages',
+  'system',
+  'tools',
+  'tool_choice',
+  'stop_sequences',
+  'temperature',
+  'top_p',
+  'top_k',
+  'thinking',
+  'output_config',
+  'metadata',
+  'stream',
+]);
 
 /** Fields that only tag or hint: left out for a non-Anthropic upstream, and named (X-Gateway-Dropped-Fields). */
 export const DROPPED_FIELDS: Readonly<Record<string, string>> = {
-  context_management: "context editing (clearing old thinking or tool results, compaction) runs on Anthropic's side only; the whole conversation is sent",
+  context_management:
+    "context editing (clearing old thinking or tool results, compaction) runs on Anthropic's side only; the whole conversation is sent",
   service_tier: "Anthropic's capacity tiers are not the target's",
   speed: "fast mode is Anthropic's only",
   cache_control: "a prompt-cache breakpoint is Anthropic's only (other providers cache repeated prefixes on their own)",
@@ -40,9 +56,13 @@ export function mapReasoning(body: MessagesRequest, chat: ChatRequestBody, conte
   const thinking = body.thinking;
   const effort = body.output_config?.effort;
   if (thinking !== undefined && !THINKING_TYPES.has(thinking.type)) {
-    context.notes?.drop('thinking.type', `thinking of type "${thinking.type.slice(0, 32)}" has no equivalent; the target's own default applies`);
+    context.notes?.drop(
+      'thinking.type',
+      `thinking of type "${thinking.type.slice(0, 32)}" has no equivalent; the target's own default applies`,
+    );
   }
-  if (thinking?.display !== undefined && thinking.display !== null) context.notes?.drop('thinking.display', 'no thinking blocks come back from a non-Anthropic upstream');
+  if (thinking?.display !== undefined && thinking.display !== null)
+    context.notes?.drop('thinking.display', 'no thinking blocks come back from a non-Anthropic upstream');
   if (thinking?.type === 'disabled') chat.reasoning_effort = 'none';
   else if (typeof effort === 'string') chat.reasoning_effort = effort;
   else if (thinking?.type === 'enabled') chat.reasoning_effort = effortOfBudget(thinking.budget_tokens);
@@ -69,8 +89,15 @@ export function mapOutputConfig(body: MessagesRequest, chat: ChatRequestBody, co
     }
     const format = config.format;
     if (format?.type === 'json_schema' && typeof format.schema === 'object' && format.schema !== null) {
-      chat.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema, strict: true } };
-    } else context.problems.add({ field: 'output_config.format', problem: 'only {type: "json_schema", schema} can be sent to a non-Anthropic upstream' });
+      chat.response_format = {
+        type: 'json_schema',
+        json_schema: { name: 'output', schema: format.schema, strict: true },
+      };
+    } else
+      context.problems.add({
+        field: 'output_config.format',
+        problem: 'only {type: "json_schema", schema} can be sent to a non-Anthropic upstream',
+      });
   }
 }
 
@@ -80,6 +107,7 @@ export function mapMetadata(body: MessagesRequest, chat: ChatRequestBody, contex
   if (metadata === undefined) return;
   for (const [key, value] of Object.entries(metadata)) {
     if (key === 'user_id' && typeof value === 'string') chat.user = value;
-    else if (value !== null && value !== undefined) context.notes?.drop(`metadata.${key.slice(0, 64)}`, 'has no equivalent for a non-Anthropic upstream');
+    else if (value !== null && value !== undefined)
+      context.notes?.drop(`metadata.${key.slice(0, 64)}`, 'has no equivalent for a non-Anthropic upstream');
   }
 }

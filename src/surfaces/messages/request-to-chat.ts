@@ -6,7 +6,14 @@ import { chatToolChoiceOf, type MessagesRequest } from '../../wire/anthropic.js'
 import type { TranslationNotes } from '../translation-notes.js';
 import { assistantMessage, systemText, userMessages, type BlockContext } from './message-blocks.js';
 import { translatedMessagesSchema } from './messages-schema.js';
-import { DROPPED_FIELDS, MAPPED_FIELDS, REFUSED_FIELDS, mapMetadata, mapOutputConfig, mapReasoning } from './request-fields.js';
+import {
+  DROPPED_FIELDS,
+  MAPPED_FIELDS,
+  REFUSED_FIELDS,
+  mapMetadata,
+  mapOutputConfig,
+  mapReasoning,
+} from './request-fields.js';
 import { mapTools } from './request-tools.js';
 
 /** A Messages request as the route took it (src/wire/anthropic.ts). */
@@ -24,7 +31,12 @@ let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> 
  * Without `notes` (the context-window count of a forwarded request, count_tokens) dropped fields are only left out.
  */
 export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes): ChatRequestBody {
-  validateTranslated ??= boundedValidatorCompiler()({ schema: translatedMessagesSchema, method: 'POST', url: '/v1/messages', httpPart: 'body' });
+  validateTranslated ??= boundedValidatorCompiler()({
+    schema: translatedMessagesSchema,
+    method: 'POST',
+    url: '/v1/messages',
+    httpPart: 'body',
+  });
   assertValid(validateTranslated, body);
   const context: BlockContext = { problems: new ProblemList(), notes };
   topLevelFields(body, context);
@@ -36,8 +48,14 @@ export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes):
     if (message.role === 'assistant') messages.push(assistantMessage(message.content, at, context));
     else if (message.role === 'user') messages.push(...userMessages(message.content, at, context));
     // A system message in the middle of the conversation (Claude Code's mid-conversation-system beta): in its place.
-    else if (message.role === 'system') messages.push({ role: 'system', content: systemText(message.content, `${at}.content`, context) });
-    else context.problems.add({ field: `${at}.role`, problem: `role "${message.role.slice(0, 32)}" cannot be sent to a non-Anthropic upstream`, allowed: ['user', 'assistant', 'system'] });
+    else if (message.role === 'system')
+      messages.push({ role: 'system', content: systemText(message.content, `${at}.content`, context) });
+    else
+      context.problems.add({
+        field: `${at}.role`,
+        problem: `role "${message.role.slice(0, 32)}" cannot be sent to a non-Anthropic upstream`,
+        allowed: ['user', 'assistant', 'system'],
+      });
   });
   const chat: ChatRequestBody = { model: body.model, messages, max_tokens: body.max_tokens };
   if (body.temperature !== undefined) chat.temperature = body.temperature;
@@ -62,7 +80,10 @@ function topLevelFields(body: MessagesRequest, context: BlockContext): void {
     if (dropped !== undefined) context.notes?.drop(field, dropped);
     else {
       const refused = Object.hasOwn(REFUSED_FIELDS, field) ? REFUSED_FIELDS[field] : undefined;
-      context.problems.add({ field: field.slice(0, 64), problem: refused ?? 'is not supported when the model is served by a non-Anthropic upstream' });
+      context.problems.add({
+        field: field.slice(0, 64),
+        problem: refused ?? 'is not supported when the model is served by a non-Anthropic upstream',
+      });
     }
   }
 }

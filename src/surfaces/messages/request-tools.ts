@@ -6,7 +6,12 @@ import type { BlockContext } from './message-blocks.js';
 type Tool = AnthropicToolParam;
 
 /** Keys of a client tool that only hint (how it streams, who calls it, examples): left out, named. */
-const HINT_KEYS: ReadonlySet<string> = new Set(['cache_control', 'input_examples', 'eager_input_streaming', 'allowed_callers']);
+const HINT_KEYS: ReadonlySet<string> = new Set([
+  'cache_control',
+  'input_examples',
+  'eager_input_streaming',
+  'allowed_callers',
+]);
 
 /**
  * `tools` as chat function tools. A client tool (no `type`, or `custom`) is a function with its `input_schema` as
@@ -21,13 +26,20 @@ export function mapTools(tools: Tool[], chat: ChatRequestBody, context: BlockCon
     const at = `tools[${i}]`;
     const type = tool.type;
     if (type === undefined || type === null || type === 'custom') {
-      if (tool.defer_loading === true) context.notes?.drop(at, 'a deferred tool (defer_loading) is loaded by a tool search on Anthropic\'s side only; the model does not see it until then');
+      if (tool.defer_loading === true)
+        context.notes?.drop(
+          at,
+          "a deferred tool (defer_loading) is loaded by a tool search on Anthropic's side only; the model does not see it until then",
+        );
       else functions.push(functionTool(tool, at, context));
     } else if (typeof type === 'string' && type.startsWith('web_search_')) {
       if (chat.web_search_options === undefined) chat.web_search_options = webSearchOptions(tool, at, context);
       else context.notes?.drop(at, 'a second web search tool: the first one is the search');
     } else {
-      context.problems.add({ field: `${at}.type`, problem: `server tools ("${String(type).slice(0, 64)}") run on Anthropic's side only` });
+      context.problems.add({
+        field: `${at}.type`,
+        problem: `server tools ("${String(type).slice(0, 64)}") run on Anthropic's side only`,
+      });
     }
   });
   if (functions.length > 0) chat.tools = functions;
@@ -36,8 +48,21 @@ export function mapTools(tools: Tool[], chat: ChatRequestBody, context: BlockCon
 /** A client tool as a chat function (src/wire/anthropic.ts); the keys that mapping does not read are named as left out. */
 function functionTool(tool: Tool, at: string, context: BlockContext): ChatFunctionTool {
   for (const [key, value] of Object.entries(tool)) {
-    if (value === null || value === undefined || key === 'name' || key === 'description' || key === 'input_schema' || key === 'type' || key === 'strict' || key === 'defer_loading') continue;
-    context.notes?.drop(`${at}.${key.slice(0, 64)}`, HINT_KEYS.has(key) ? "Anthropic's only" : 'has no equivalent for a non-Anthropic upstream');
+    if (
+      value === null ||
+      value === undefined ||
+      key === 'name' ||
+      key === 'description' ||
+      key === 'input_schema' ||
+      key === 'type' ||
+      key === 'strict' ||
+      key === 'defer_loading'
+    )
+      continue;
+    context.notes?.drop(
+      `${at}.${key.slice(0, 64)}`,
+      HINT_KEYS.has(key) ? "Anthropic's only" : 'has no equivalent for a non-Anthropic upstream',
+    );
   }
   return chatFunctionOf(tool);
 }
@@ -52,7 +77,11 @@ function webSearchOptions(tool: Tool, at: string, context: BlockContext): ChatWe
   for (const [key, value] of Object.entries(tool)) {
     if (value === null || value === undefined || key === 'type' || key === 'name') continue;
     if (key === 'user_location' && typeof value === 'object') options.user_location = chatUserLocationOf(value);
-    else context.notes?.drop(`${at}.${key.slice(0, 64)}`, 'the web search of a non-Anthropic upstream takes no such setting');
+    else
+      context.notes?.drop(
+        `${at}.${key.slice(0, 64)}`,
+        'the web search of a non-Anthropic upstream takes no such setting',
+      );
   }
   return options;
 }

@@ -5,7 +5,14 @@ import { completionToolCalls } from '../tool-arguments.js';
 import { newId } from './ids.js';
 import { asChatCall, callItem, finishCall } from './output-calls.js';
 import { parseCompletionAnswer } from '../../wire/openai-chat.js';
-import { endingOf, type MessageItem, type OutputItem, type ResponseObject, type ResponsesRequest, type ResponsesUsageObject } from '../../wire/openai-responses.js';
+import {
+  endingOf,
+  type MessageItem,
+  type OutputItem,
+  type ResponseObject,
+  type ResponsesRequest,
+  type ResponsesUsageObject,
+} from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 /** Chat usage as Responses usage (src/providers/usage-shapes.ts: cached, cache-write and reasoning token counts). */
@@ -57,8 +64,15 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   const refusal = typeof message?.refusal === 'string' ? message.refusal : undefined;
   const calls = completionToolCalls(message?.tool_calls);
   if (text !== '' || refusal !== undefined || calls.length === 0) {
-    const item: MessageItem = { type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [] };
-    if (text !== '' || refusal === undefined) item.content.push({ type: 'output_text', text, annotations: [], logprobs: [] });
+    const item: MessageItem = {
+      type: 'message',
+      id: newId('msg'),
+      status: 'completed',
+      role: 'assistant',
+      content: [],
+    };
+    if (text !== '' || refusal === undefined)
+      item.content.push({ type: 'output_text', text, annotations: [], logprobs: [] });
     if (refusal !== undefined) item.content.push({ type: 'refusal', refusal });
     output.push(item);
   }
@@ -91,5 +105,11 @@ export function outputAsMessages(output: readonly OutputItem[], names?: ToolName
       calls.push(asChatCall(item, names));
     }
   }
-  return [{ role: 'assistant', content: calls.length > 0 && text === '' ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];
+  return [
+    {
+      role: 'assistant',
+      content: calls.length > 0 && text === '' ? null : text,
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    },
+  ];
 }

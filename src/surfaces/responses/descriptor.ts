@@ -15,7 +15,15 @@ export const RESPONSES_DESCRIPTOR: SurfaceDescriptor = {
   route: 'responses',
   oauthScope: 'responses:write',
   api: OPENAI_API,
-  endpoints: [{ method: 'POST', path: OPENAI_RESPONSES_PATH, operation: 'generate', bodySchema: responsesBodySchema, exclusive: true }],
+  endpoints: [
+    {
+      method: 'POST',
+      path: OPENAI_RESPONSES_PATH,
+      operation: 'generate',
+      bodySchema: responsesBodySchema,
+      exclusive: true,
+    },
+  ],
   v1Route: {
     methods: ['POST', 'GET', 'DELETE'],
     auth: 'Bearer <ADMIN_TOKEN>',
@@ -27,12 +35,18 @@ export const RESPONSES_DESCRIPTOR: SurfaceDescriptor = {
   streamOf: sseIfStreamed,
   events: { completed: EVENT.responseCompleted, failed: EVENT.responseFailed, prompt: promptAsInput },
   // A stored response is never cached: each one is a new object with its own id that later calls continue.
-  cache: { cacheable: (body, policy) => isObjectBody(body) && body.store === false && fixedAnswer(policy, body.temperature, [body.tools, body.functions]) },
+  cache: {
+    cacheable: (body, policy) =>
+      isObjectBody(body) && body.store === false && fixedAnswer(policy, body.temperature, [body.tools, body.functions]),
+  },
   native: {
     api: 'responses',
     estimate: (body) => {
       const request = body as NativeBody;
-      return { prompt: Math.ceil(JSON.stringify(request.input ?? '').length / 4), maxTokens: request.max_output_tokens ?? undefined };
+      return {
+        prompt: Math.ceil(JSON.stringify(request.input ?? '').length / 4),
+        maxTokens: request.max_output_tokens ?? undefined,
+      };
     },
   },
   // Asked before the model is routed: a model that cannot be routed fails there, with its own error, not here.

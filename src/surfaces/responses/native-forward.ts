@@ -10,7 +10,13 @@ import { passthroughEncoder } from '../surface.js';
  * shape with our code (there is no `response.failed` of our own to write: the gateway never held the response).
  */
 export const NATIVE_ENCODER = passthroughEncoder((error) => {
-  const event: ResponsesErrorEvent = { type: 'error', code: error.code, message: error.message, param: null, details: error.details };
+  const event: ResponsesErrorEvent = {
+    type: 'error',
+    code: error.code,
+    message: error.message,
+    param: null,
+    details: error.details,
+  };
   return formatEvent(JSON.stringify(event), { event: 'error' });
 });
 
@@ -22,13 +28,23 @@ export function conversationAsItems(messages: readonly ChatMessage[]): Responses
   const items: ResponsesInputItem[] = [];
   for (const message of messages) {
     if (message.role === 'tool') {
-      items.push({ type: 'function_call_output', call_id: message.tool_call_id, output: typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? '') });
+      items.push({
+        type: 'function_call_output',
+        call_id: message.tool_call_id,
+        output: typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? ''),
+      });
       continue;
     }
     const content = message.content;
     if (typeof content === 'string' && content !== '') items.push({ role: message.role, content });
     else if (Array.isArray(content)) items.push({ role: message.role, content: content.map(inputPartOf) });
-    for (const call of message.tool_calls ?? []) items.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments });
+    for (const call of message.tool_calls ?? [])
+      items.push({
+        type: 'function_call',
+        call_id: call.id,
+        name: call.function.name,
+        arguments: call.function.arguments,
+      });
   }
   return items;
 }
@@ -47,11 +63,15 @@ export function nativeReferences(body: NativeBody): NativeReference[] {
   };
   add(body.previous_response_id, 'previous_response_id');
   const conversation = body.conversation;
-  add(typeof conversation === 'object' && conversation !== null ? objectOf(conversation)?.id : conversation, 'conversation');
+  add(
+    typeof conversation === 'object' && conversation !== null ? objectOf(conversation)?.id : conversation,
+    'conversation',
+  );
   if (Array.isArray(body.input)) {
     body.input.forEach((value: unknown, i) => {
       const item = objectOf(value);
-      if (item?.type === 'item_reference' || (item?.type === 'reasoning' && typeof item.encrypted_content !== 'string')) add(item.id, `input[${i}].id`);
+      if (item?.type === 'item_reference' || (item?.type === 'reasoning' && typeof item.encrypted_content !== 'string'))
+        add(item.id, `input[${i}].id`);
     });
   }
   if (Array.isArray(body.tools)) {

@@ -14,11 +14,33 @@ export type CallItem = FunctionCallItem | CustomToolCallItem;
  * `custom_tool_call` whose `input` is filled in when the call is complete (finishCall). A name no declared tool has
  * is shown as it came. Keys in the order response-json.ts writes them.
  */
-export function callItem(names: ToolNames | undefined, chatName: string, callId: string, status: CallItem['status']): CallItem {
+export function callItem(
+  names: ToolNames | undefined,
+  chatName: string,
+  callId: string,
+  status: CallItem['status'],
+): CallItem {
   const tool = names?.callerTool(chatName);
   const namespace = tool?.namespace === undefined ? {} : { namespace: tool.namespace };
-  if (tool?.kind === 'custom') return { type: 'custom_tool_call', id: newId('ctc'), call_id: callId, name: tool.name, ...namespace, input: '', status };
-  return { type: 'function_call', id: newId('fc'), call_id: callId, name: tool?.name ?? chatName, ...namespace, arguments: '', status };
+  if (tool?.kind === 'custom')
+    return {
+      type: 'custom_tool_call',
+      id: newId('ctc'),
+      call_id: callId,
+      name: tool.name,
+      ...namespace,
+      input: '',
+      status,
+    };
+  return {
+    type: 'function_call',
+    id: newId('fc'),
+    call_id: callId,
+    name: tool?.name ?? chatName,
+    ...namespace,
+    arguments: '',
+    status,
+  };
 }
 
 /**
@@ -35,7 +57,9 @@ export function finishCall(item: CallItem, args: string, incomplete: boolean): v
   }
   const input = customInput(args);
   if (input === undefined && !incomplete) {
-    throw new GatewayError('upstream_invalid_response', { reason: `the arguments of custom tool call ${item.call_id.slice(0, 64)} are not a JSON object with a string "${CUSTOM_INPUT}"` });
+    throw new GatewayError('upstream_invalid_response', {
+      reason: `the arguments of custom tool call ${item.call_id.slice(0, 64)} are not a JSON object with a string "${CUSTOM_INPUT}"`,
+    });
   }
   item.input = input ?? '';
 }

@@ -82,7 +82,8 @@ const SAME_NAME: ReadonlyArray<readonly [keyof ResponsesRequest & string, ChatEx
   ['prompt_cache_retention', 'prompt_cache_key'],
 ];
 
-const isNumberIn = (value: unknown, min: number, max: number): boolean => typeof value === 'number' && value >= min && value <= max;
+const isNumberIn = (value: unknown, min: number, max: number): boolean =>
+  typeof value === 'number' && value >= min && value <= max;
 
 /**
  * The types of the fields the gateway does not read itself (the route's schema checks only those it reads, so a
@@ -97,7 +98,11 @@ const TYPE_RULES: ReadonlyArray<readonly [string, (value: unknown) => boolean, s
   ['top_p', (v) => isNumberIn(v, 0, 1), 'must be a number from 0 to 1, or null'],
   ['text', isJsonObject, 'must be an object or null'],
   ['reasoning', isJsonObject, 'must be an object or null'],
-  ['metadata', (v) => isJsonObject(v) && metadataValid(v), 'must be an object of at most 16 string values of at most 512 characters, or null'],
+  [
+    'metadata',
+    (v) => isJsonObject(v) && metadataValid(v),
+    'must be an object of at most 16 string values of at most 512 characters, or null',
+  ],
   ['user', (v) => typeof v === 'string' && v.length <= 256, 'must be a string of at most 256 characters'],
   ['include', (v) => Array.isArray(v) && v.every((s) => typeof s === 'string'), 'must be a list of strings or null'],
   ['tools', Array.isArray, 'must be a list of tools'],
@@ -111,7 +116,8 @@ function metadataValid(metadata: JsonObject): boolean {
 /** Checks the types TYPE_RULES names, and the top-level fields: unknown ones refused, tags left out by name. */
 export function checkFields(body: ResponsesRequest, cx: TranslationContext): void {
   for (const field of Object.keys(body)) {
-    if (!KNOWN_FIELDS.has(field)) cx.problems.add({ field, problem: 'is not supported by this gateway on the Responses route' });
+    if (!KNOWN_FIELDS.has(field))
+      cx.problems.add({ field, problem: 'is not supported by this gateway on the Responses route' });
     else if (TAGS[field] !== undefined) leaveOut(cx, field, TAGS[field]);
   }
   for (const [field, valid, problem] of TYPE_RULES) {
@@ -120,17 +126,26 @@ export function checkFields(body: ResponsesRequest, cx: TranslationContext): voi
   }
   for (const field of ['effort', 'summary'] as const) {
     const value = body.reasoning?.[field];
-    if (value !== undefined && value !== null && typeof value !== 'string') cx.problems.add({ field: `reasoning.${field}`, problem: 'must be a string or null' });
+    if (value !== undefined && value !== null && typeof value !== 'string')
+      cx.problems.add({ field: `reasoning.${field}`, problem: 'must be a string or null' });
   }
   const format = body.text?.format;
   if (format !== undefined && format !== null && !(isJsonObject(format) && typeof format.type === 'string')) {
     cx.problems.add({ field: 'text.format', problem: 'must be an object with a string type, or null' });
   }
-  if (body.background === true) cx.problems.add({ field: 'background', problem: 'background responses are not supported; send the request without it' });
+  if (body.background === true)
+    cx.problems.add({
+      field: 'background',
+      problem: 'background responses are not supported; send the request without it',
+    });
   if (body.truncation !== undefined && body.truncation !== 'disabled' && body.truncation !== null) {
-    cx.problems.add({ field: 'truncation', problem: 'only "disabled" is supported (send X-Context-Overflow: truncate to drop the oldest turns)' });
+    cx.problems.add({
+      field: 'truncation',
+      problem: 'only "disabled" is supported (send X-Context-Overflow: truncate to drop the oldest turns)',
+    });
   }
-  if (body.top_logprobs !== undefined && body.top_logprobs !== null) cx.problems.add({ field: 'top_logprobs', problem: 'log probabilities are not translated' });
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null)
+    cx.problems.add({ field: 'top_logprobs', problem: 'log probabilities are not translated' });
 }
 
 /**
@@ -143,11 +158,12 @@ export function chatSettings(body: ResponsesRequest, chat: ChatRequestBody, cx: 
     const value = body[field];
     if (value === undefined || value === null) continue;
     if (extra === undefined || cx.carries(extra)) (chat as Record<string, unknown>)[field] = value;
-    else leaveOut(cx, field, "no upstream of this model has it");
+    else leaveOut(cx, field, 'no upstream of this model has it');
   }
   if (typeof body.parallel_tool_calls === 'boolean') {
     // Calling one tool at a time is what every upstream can be asked for only where it has the switch.
-    if (body.parallel_tool_calls || cx.carries('parallel_tool_calls')) chat.parallel_tool_calls = body.parallel_tool_calls;
+    if (body.parallel_tool_calls || cx.carries('parallel_tool_calls'))
+      chat.parallel_tool_calls = body.parallel_tool_calls;
     else leaveOut(cx, 'parallel_tool_calls', 'no upstream of this model can be kept to one tool call at a time');
   }
   if (typeof body.max_output_tokens === 'number') chat.max_tokens = body.max_output_tokens;
@@ -156,10 +172,18 @@ export function chatSettings(body: ResponsesRequest, chat: ChatRequestBody, cx: 
   if (typeof reasoning?.effort === 'string') chat.reasoning_effort = reasoning.effort;
   for (const [key, value] of Object.entries(reasoning ?? {})) {
     if (key === 'effort' || value === null || value === undefined || (key === 'summary' && value === 'none')) continue;
-    leaveOut(cx, `reasoning.${key}`, key === 'summary' ? 'a translated answer has no reasoning items to summarise' : 'it has no chat equivalent');
+    leaveOut(
+      cx,
+      `reasoning.${key}`,
+      key === 'summary' ? 'a translated answer has no reasoning items to summarise' : 'it has no chat equivalent',
+    );
   }
   if (Array.isArray(body.include) && body.include.length > 0) {
-    leaveOut(cx, 'include', 'a translated answer has none of what it asks for (no encrypted reasoning, no logprobs, no built-in tool results)');
+    leaveOut(
+      cx,
+      'include',
+      'a translated answer has none of what it asks for (no encrypted reasoning, no logprobs, no built-in tool results)',
+    );
   }
   const verbosity = isJsonObject(body.text) ? body.text.verbosity : undefined;
   if (verbosity !== undefined && verbosity !== null) {

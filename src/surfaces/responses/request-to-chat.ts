@@ -5,7 +5,12 @@ import { checkFields, chatSettings, leaveOut, tolerantOnly, type TranslationCont
 import { chatToolChoice, chatTools, CUSTOM_INPUT, type ToolEntry } from './request-tools.js';
 import { isJsonObject, type JsonObject } from '../../wire/json.js';
 import type { ChatImagePart, ChatTextPart } from '../../wire/openai-chat.js';
-import { chatImagePartOf, chatTextPartOf, type ResponsesInputItem, type ResponsesRequest } from '../../wire/openai-responses.js';
+import {
+  chatImagePartOf,
+  chatTextPartOf,
+  type ResponsesInputItem,
+  type ResponsesRequest,
+} from '../../wire/openai-responses.js';
 import { ToolNames } from './tool-names.js';
 
 /** How a translation is made: tolerant (naming what it leaves out in `notes`) or exact (`notes` absent). */
@@ -29,7 +34,11 @@ export interface TranslatedRequest {
  * built-in tools, items only OpenAI's own Responses API understands, unknown fields. The exact translation
  * (`notes` absent) maps nothing and leaves nothing out: such a request is refused, to go natively where it can.
  */
-export function responsesToChat(body: ResponsesRequest, history: readonly ChatMessage[] = [], options: TranslationOptions = {}): TranslatedRequest {
+export function responsesToChat(
+  body: ResponsesRequest,
+  history: readonly ChatMessage[] = [],
+  options: TranslationOptions = {},
+): TranslatedRequest {
   const problems = new ProblemList();
   const cx: TranslationContext = { problems, notes: options.notes, carries: options.carries ?? (() => true) };
   const names = new ToolNames();
@@ -38,7 +47,8 @@ export function responsesToChat(body: ResponsesRequest, history: readonly ChatMe
   const entries = toolEntries(body, cx);
   const tools = entries.length > 0 ? chatTools(entries, cx, names) : undefined;
   const messages: ChatMessage[] = [];
-  if (typeof body.instructions === 'string' && body.instructions !== '') messages.push({ role: 'system', content: body.instructions });
+  if (typeof body.instructions === 'string' && body.instructions !== '')
+    messages.push({ role: 'system', content: body.instructions });
   messages.push(...history);
   inputMessages(body.input, messages, { cx, names, calledIds: new Set(callIdsOf(history)) });
   if (messages.length === 0) problems.add({ field: 'input', problem: 'must hold at least one item' });
@@ -48,7 +58,8 @@ export function responsesToChat(body: ResponsesRequest, history: readonly ChatMe
   if (format) chat.response_format = format;
   if (tools && tools.tools.length > 0) chat.tools = tools.tools;
   if (tools?.webSearch) chat.web_search_options = tools.webSearch;
-  if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = chatToolChoice(body.tool_choice, cx, names);
+  if (body.tool_choice !== undefined && body.tool_choice !== null)
+    chat.tool_choice = chatToolChoice(body.tool_choice, cx, names);
   if (!problems.empty) throw unsupportedError(problems);
   return { chat, names };
 }
@@ -58,10 +69,13 @@ export function responsesToChat(body: ResponsesRequest, history: readonly ChatMe
  * tools: in the conversation, not in `tools`), which chat can only declare with the others, for the whole request.
  */
 function toolEntries(body: ResponsesRequest, cx: TranslationContext): ToolEntry[] {
-  const entries: ToolEntry[] = Array.isArray(body.tools) ? body.tools.map((tool, i) => ({ at: `tools[${i}]`, tool })) : [];
+  const entries: ToolEntry[] = Array.isArray(body.tools)
+    ? body.tools.map((tool, i) => ({ at: `tools[${i}]`, tool }))
+    : [];
   if (typeof body.input === 'string') return entries;
   body.input.forEach((item, i) => {
-    if (item.type !== 'additional_tools' || !tolerantOnly(cx, `input[${i}].type`, 'items of type "additional_tools"')) return;
+    if (item.type !== 'additional_tools' || !tolerantOnly(cx, `input[${i}].type`, 'items of type "additional_tools"'))
+      return;
     if (!Array.isArray(item.tools)) cx.problems.add({ field: `input[${i}].tools`, problem: 'must be a list of tools' });
     else item.tools.forEach((tool: unknown, j) => entries.push({ at: `input[${i}].tools[${j}]`, tool }));
   });
@@ -70,7 +84,9 @@ function toolEntries(body: ResponsesRequest, cx: TranslationContext): ToolEntry[
 
 function unsupportedError(problems: ProblemList): GatewayError {
   const details = problems.details();
-  const onlyUnsupported = details.errors.every((e) => e.problem.includes('not supported') || e.problem.includes('not translated'));
+  const onlyUnsupported = details.errors.every(
+    (e) => e.problem.includes('not supported') || e.problem.includes('not translated'),
+  );
   return new GatewayError(onlyUnsupported ? 'capability_not_supported' : 'validation_failed', details);
 }
 
@@ -118,17 +134,28 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], sco
     if (type === 'additional_tools') return; // declared with the request's tools (toolEntries)
     if (type === 'reasoning') {
       // The upstream's own (encrypted) state of an earlier answer: nothing another provider can read.
-      if (tolerantOnly(cx, `${at}.type`, 'items of type "reasoning"')) leaveOut(cx, at, "a reasoning item is an OpenAI model's own state; a translated upstream cannot read it");
+      if (tolerantOnly(cx, `${at}.type`, 'items of type "reasoning"'))
+        leaveOut(cx, at, "a reasoning item is an OpenAI model's own state; a translated upstream cannot read it");
       return;
     }
     pendingCalls = undefined;
     if (OUTPUT_TYPES.has(type)) {
-      if (type === 'custom_tool_call_output' && !tolerantOnly(cx, `${at}.type`, 'items of type "custom_tool_call_output"')) return;
+      if (
+        type === 'custom_tool_call_output' &&
+        !tolerantOnly(cx, `${at}.type`, 'items of type "custom_tool_call_output"')
+      )
+        return;
       const callId = item.call_id;
-      if (typeof callId !== 'string' || callId === '') problems.add({ field: `${at}.call_id`, problem: 'must be a non-empty string' });
-      else if (!calledIds.has(callId)) problems.add({ field: `${at}.call_id`, problem: 'does not match the call_id of a function_call earlier in the conversation' });
+      if (typeof callId !== 'string' || callId === '')
+        problems.add({ field: `${at}.call_id`, problem: 'must be a non-empty string' });
+      else if (!calledIds.has(callId))
+        problems.add({
+          field: `${at}.call_id`,
+          problem: 'does not match the call_id of a function_call earlier in the conversation',
+        });
       const output = outputText(item.output, `${at}.output`, problems);
-      if (typeof callId === 'string' && output !== undefined) out.push({ role: 'tool', tool_call_id: callId, content: output });
+      if (typeof callId === 'string' && output !== undefined)
+        out.push({ role: 'tool', tool_call_id: callId, content: output });
       return;
     }
     if (type === 'message') {
@@ -136,7 +163,18 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], sco
       if (message) out.push(message);
       return;
     }
-    problems.add({ field: `${at}.type`, problem: `items of type "${String(type).slice(0, 64)}" are not supported on a translated upstream`, allowed: ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'reasoning'] });
+    problems.add({
+      field: `${at}.type`,
+      problem: `items of type "${String(type).slice(0, 64)}" are not supported on a translated upstream`,
+      allowed: [
+        'message',
+        'function_call',
+        'function_call_output',
+        'custom_tool_call',
+        'custom_tool_call_output',
+        'reasoning',
+      ],
+    });
   });
 }
 
@@ -162,7 +200,12 @@ function inputMessage(item: ResponsesInputItem, at: string, problems: ProblemLis
       const p: JsonObject = isJsonObject(part) ? part : {};
       if ((p.type === 'output_text' || p.type === 'input_text') && typeof p.text === 'string') text += p.text;
       else if (p.type === 'refusal' && typeof p.refusal === 'string') text += p.refusal;
-      else problems.add({ field: `${at}.content[${j}].type`, problem: 'must be output_text or refusal in an assistant message', allowed: ['output_text', 'refusal'] });
+      else
+        problems.add({
+          field: `${at}.content[${j}].type`,
+          problem: 'must be output_text or refusal in an assistant message',
+          allowed: ['output_text', 'refusal'],
+        });
     });
     return { role: 'assistant', content: text };
   }
@@ -180,10 +223,18 @@ function contentPart(part: JsonObject, at: string, problems: ProblemList): ChatT
   if (text) return text;
   if (part.type === 'input_image') {
     const image = chatImagePartOf(part);
-    if (!image) problems.add({ field: `${at}.image_url`, problem: 'must be a URL or a data: URL (file_id images are not supported on a translated upstream)' });
+    if (!image)
+      problems.add({
+        field: `${at}.image_url`,
+        problem: 'must be a URL or a data: URL (file_id images are not supported on a translated upstream)',
+      });
     return image;
   }
-  problems.add({ field: `${at}.type`, problem: `content parts of type "${String(part.type).slice(0, 64)}" are not supported on a translated upstream`, allowed: ['input_text', 'input_image'] });
+  problems.add({
+    field: `${at}.type`,
+    problem: `content parts of type "${String(part.type).slice(0, 64)}" are not supported on a translated upstream`,
+    allowed: ['input_text', 'input_image'],
+  });
   return undefined;
 }
 
@@ -199,20 +250,34 @@ function toolCall(item: ResponsesInputItem, at: string, { cx, names }: InputScop
   if (custom && !tolerantOnly(cx, `${at}.type`, 'items of type "custom_tool_call"')) return undefined;
   if (namespace !== undefined && !tolerantOnly(cx, `${at}.namespace`, 'calls of namespaced tools')) return undefined;
   const args = custom ? item.input : item.arguments;
-  if (typeof id !== 'string' || id === '') problems.add({ field: `${at}.call_id`, problem: 'must be a non-empty string' });
-  if (typeof name !== 'string' || name === '') problems.add({ field: `${at}.name`, problem: 'must be a non-empty string' });
-  if (namespace !== undefined && typeof namespace !== 'string') problems.add({ field: `${at}.namespace`, problem: 'must be a string' });
-  if (typeof args !== 'string') problems.add({ field: custom ? `${at}.input` : `${at}.arguments`, problem: custom ? 'must be a string' : 'must be a string (the JSON of the arguments)' });
-  if (typeof id !== 'string' || id === '' || typeof name !== 'string' || name === '' || typeof args !== 'string') return undefined;
+  if (typeof id !== 'string' || id === '')
+    problems.add({ field: `${at}.call_id`, problem: 'must be a non-empty string' });
+  if (typeof name !== 'string' || name === '')
+    problems.add({ field: `${at}.name`, problem: 'must be a non-empty string' });
+  if (namespace !== undefined && typeof namespace !== 'string')
+    problems.add({ field: `${at}.namespace`, problem: 'must be a string' });
+  if (typeof args !== 'string')
+    problems.add({
+      field: custom ? `${at}.input` : `${at}.arguments`,
+      problem: custom ? 'must be a string' : 'must be a string (the JSON of the arguments)',
+    });
+  if (typeof id !== 'string' || id === '' || typeof name !== 'string' || name === '' || typeof args !== 'string')
+    return undefined;
   const chatName = names.chatName(name, typeof namespace === 'string' ? namespace : undefined);
-  return { id, type: 'function', function: { name: chatName, arguments: custom ? JSON.stringify({ [CUSTOM_INPUT]: args }) : args } };
+  return {
+    id,
+    type: 'function',
+    function: { name: chatName, arguments: custom ? JSON.stringify({ [CUSTOM_INPUT]: args }) : args },
+  };
 }
 
 /** A function_call_output's output: a string, or a list of input_text parts (joined). */
 function outputText(output: unknown, at: string, problems: ProblemList): string | undefined {
   if (typeof output === 'string') return output;
   if (Array.isArray(output)) {
-    const texts = output.map((part: unknown) => (isJsonObject(part) && part.type === 'input_text' && typeof part.text === 'string' ? part.text : undefined));
+    const texts = output.map((part: unknown) =>
+      isJsonObject(part) && part.type === 'input_text' && typeof part.text === 'string' ? part.text : undefined,
+    );
     if (texts.every((text) => text !== undefined)) return texts.join('');
   }
   problems.add({ field: at, problem: 'must be a string or a list of input_text parts' });
@@ -235,6 +300,10 @@ function responseFormat(format: unknown, problems: ProblemList): JsonObject | un
     if (typeof f.description === 'string') schema.description = f.description;
     return { type: 'json_schema', json_schema: schema };
   }
-  problems.add({ field: 'text.format.type', problem: 'must be one of the allowed values', allowed: ['text', 'json_object', 'json_schema'] });
+  problems.add({
+    field: 'text.format.type',
+    problem: 'must be one of the allowed values',
+    allowed: ['text', 'json_object', 'json_schema'],
+  });
   return undefined;
 }

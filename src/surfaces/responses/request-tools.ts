@@ -1,5 +1,10 @@
 import { isJsonObject, type JsonObject } from '../../wire/json.js';
-import type { ApproximateLocation, ChatFunctionTool, ChatToolChoice, ChatWebSearchOptions } from '../../wire/openai-chat.js';
+import type {
+  ApproximateLocation,
+  ChatFunctionTool,
+  ChatToolChoice,
+  ChatWebSearchOptions,
+} from '../../wire/openai-chat.js';
 import { leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { CHAT_NAME, type CallerTool, type ToolNames } from './tool-names.js';
 
@@ -9,7 +14,12 @@ type Tool = JsonObject;
 export const CUSTOM_INPUT = 'input';
 
 /** Built-in web search, under each name OpenAI has given it. */
-const WEB_SEARCH = new Set(['web_search', 'web_search_2025_08_26', 'web_search_preview', 'web_search_preview_2025_03_11']);
+const WEB_SEARCH = new Set([
+  'web_search',
+  'web_search_2025_08_26',
+  'web_search_preview',
+  'web_search_preview_2025_03_11',
+]);
 
 /** A tool of the request and where it is: `tools[3]`, or `input[0].tools[1]` in an `additional_tools` item. */
 export interface ToolEntry {
@@ -26,10 +36,19 @@ export interface ToolEntry {
  * model's upstreams has one, it is left out by name). `tool_search` is left out by name: the tools it finds are the
  * client's, and come back to a model that asked for them only through OpenAI's API. Other built-in tools are refused.
  */
-export function chatTools(entries: readonly ToolEntry[], cx: TranslationContext, names: ToolNames): { tools: ChatFunctionTool[]; webSearch: ChatWebSearchOptions | undefined } {
+export function chatTools(
+  entries: readonly ToolEntry[],
+  cx: TranslationContext,
+  names: ToolNames,
+): { tools: ChatFunctionTool[]; webSearch: ChatWebSearchOptions | undefined } {
   // Tools outside a namespace keep their own names: declared first, so a flattened name never takes one of theirs.
   for (const { tool } of entries) {
-    if (isJsonObject(tool) && (tool.type === 'function' || tool.type === 'custom') && typeof tool.name === 'string' && CHAT_NAME.test(tool.name)) {
+    if (
+      isJsonObject(tool) &&
+      (tool.type === 'function' || tool.type === 'custom') &&
+      typeof tool.name === 'string' &&
+      CHAT_NAME.test(tool.name)
+    ) {
       names.declare({ kind: tool.type, name: tool.name }); // its problems, if any, are named below
     }
   }
@@ -48,39 +67,83 @@ export function chatTools(entries: readonly ToolEntry[], cx: TranslationContext,
     } else if (WEB_SEARCH.has(tool.type)) {
       search ??= webSearch(tool, at, cx);
     } else if (tool.type === 'tool_search') {
-      if (tolerantOnly(cx, `${at}.type`, 'tool_search tools')) leaveOut(cx, at, "the tools it finds are the client's own, which only OpenAI's Responses API hands to the model");
+      if (tolerantOnly(cx, `${at}.type`, 'tool_search tools'))
+        leaveOut(
+          cx,
+          at,
+          "the tools it finds are the client's own, which only OpenAI's Responses API hands to the model",
+        );
     } else {
-      cx.problems.add({ field: `${at}.type`, problem: `built-in tools ("${tool.type.slice(0, 64)}") are not supported on a translated upstream`, allowed: ['function', 'custom', 'namespace', 'web_search'] });
+      cx.problems.add({
+        field: `${at}.type`,
+        problem: `built-in tools ("${tool.type.slice(0, 64)}") are not supported on a translated upstream`,
+        allowed: ['function', 'custom', 'namespace', 'web_search'],
+      });
     }
   }
   return { tools: out, webSearch: search };
 }
 
 /** Declares a tool's name in `names`; undefined (and a problem) when it is not one chat can take or is ambiguous. */
-function declare(tool: Tool, at: string, namespace: string | undefined, cx: TranslationContext, names: ToolNames): string | undefined {
+function declare(
+  tool: Tool,
+  at: string,
+  namespace: string | undefined,
+  cx: TranslationContext,
+  names: ToolNames,
+): string | undefined {
   const kind = tool.type === 'custom' ? 'custom' : 'function';
   const name = tool.name;
-  if (typeof name !== 'string' || name === '' || (namespace === undefined && !CHAT_NAME.test(name)) || name.length > 256) {
-    cx.problems.add({ field: `${at}.name`, problem: namespace === undefined ? 'must be 1 to 64 letters, digits, underscores or dashes' : 'must be a string of 1 to 256 characters' });
+  if (
+    typeof name !== 'string' ||
+    name === '' ||
+    (namespace === undefined && !CHAT_NAME.test(name)) ||
+    name.length > 256
+  ) {
+    cx.problems.add({
+      field: `${at}.name`,
+      problem:
+        namespace === undefined
+          ? 'must be 1 to 64 letters, digits, underscores or dashes'
+          : 'must be a string of 1 to 256 characters',
+    });
     return undefined;
   }
   const caller: CallerTool = namespace === undefined ? { kind, name } : { kind, name, namespace };
   const chatName = names.declare(caller);
-  if (chatName === undefined) cx.problems.add({ field: `${at}.name`, problem: 'another tool of another type has this name; chat cannot tell their calls apart' });
+  if (chatName === undefined)
+    cx.problems.add({
+      field: `${at}.name`,
+      problem: 'another tool of another type has this name; chat cannot tell their calls apart',
+    });
   return chatName;
 }
 
-function chatFunction(tool: Tool, at: string, namespace: { name: string; description: unknown } | undefined, cx: TranslationContext, names: ToolNames): ChatFunctionTool | undefined {
+function chatFunction(
+  tool: Tool,
+  at: string,
+  namespace: { name: string; description: unknown } | undefined,
+  cx: TranslationContext,
+  names: ToolNames,
+): ChatFunctionTool | undefined {
   if (tool.type === 'custom' && !tolerantOnly(cx, `${at}.type`, 'freeform (custom) tools')) return undefined;
   const name = declare(tool, at, namespace?.name, cx, names);
   if (name === undefined) return undefined;
   const fn: ChatFunctionTool['function'] = { name };
-  const description = [typeof namespace?.description === 'string' ? `(${namespace.name}: ${namespace.description})` : '', typeof tool.description === 'string' ? tool.description : '']
+  const description = [
+    typeof namespace?.description === 'string' ? `(${namespace.name}: ${namespace.description})` : '',
+    typeof tool.description === 'string' ? tool.description : '',
+  ]
     .filter((text) => text !== '')
     .join('\n\n');
   if (description !== '') fn.description = description;
   if (tool.type === 'custom') {
-    fn.parameters = { type: 'object', properties: { [CUSTOM_INPUT]: { type: 'string', description: inputDescription(tool.format) } }, required: [CUSTOM_INPUT], additionalProperties: false };
+    fn.parameters = {
+      type: 'object',
+      properties: { [CUSTOM_INPUT]: { type: 'string', description: inputDescription(tool.format) } },
+      required: [CUSTOM_INPUT],
+      additionalProperties: false,
+    };
   } else {
     if (tool.parameters !== undefined && tool.parameters !== null) fn.parameters = tool.parameters;
     if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
@@ -111,7 +174,11 @@ function namespaceFunctions(tool: Tool, at: string, cx: TranslationContext, name
   tool.tools.forEach((inner: unknown, j) => {
     const innerAt = `${at}.tools[${j}]`;
     if (!isJsonObject(inner) || (inner.type !== 'function' && inner.type !== 'custom')) {
-      cx.problems.add({ field: `${innerAt}.type`, problem: 'a namespace holds function or custom tools', allowed: ['function', 'custom'] });
+      cx.problems.add({
+        field: `${innerAt}.type`,
+        problem: 'a namespace holds function or custom tools',
+        allowed: ['function', 'custom'],
+      });
       return;
     }
     const fn = chatFunction(inner, innerAt, namespace, cx, names);
@@ -142,9 +209,11 @@ function webSearch(tool: Tool, at: string, cx: TranslationContext): ChatWebSearc
     options.user_location = { type: 'approximate', approximate };
   }
   if (isJsonObject(tool.filters)) leaveOut(cx, `${at}.filters`, 'chat web search has no domain filters');
-  if (tool.external_web_access === false) leaveOut(cx, `${at}.external_web_access`, "the upstream's search reaches the live web");
+  if (tool.external_web_access === false)
+    leaveOut(cx, `${at}.external_web_access`, "the upstream's search reaches the live web");
   const types = tool.search_content_types;
-  if (Array.isArray(types) && types.some((type) => type !== 'text')) leaveOut(cx, `${at}.search_content_types`, 'a translated search returns text only');
+  if (Array.isArray(types) && types.some((type) => type !== 'text'))
+    leaveOut(cx, `${at}.search_content_types`, 'a translated search returns text only');
   return options;
 }
 
@@ -154,9 +223,16 @@ export function chatToolChoice(choice: unknown, cx: TranslationContext, names: T
   const c = isJsonObject(choice) ? choice : undefined;
   const namespace = typeof c?.namespace === 'string' ? c.namespace : undefined;
   if (c && (c.type === 'function' || c.type === 'custom') && typeof c.name === 'string') {
-    if ((c.type === 'custom' || namespace !== undefined) && !tolerantOnly(cx, 'tool_choice', 'choices of a custom or namespaced tool')) return undefined;
+    if (
+      (c.type === 'custom' || namespace !== undefined) &&
+      !tolerantOnly(cx, 'tool_choice', 'choices of a custom or namespaced tool')
+    )
+      return undefined;
     return { type: 'function', function: { name: names.chatName(c.name, namespace) } };
   }
-  cx.problems.add({ field: 'tool_choice', problem: 'must be "none", "auto", "required" or {"type":"function","name":...} on a translated upstream' });
+  cx.problems.add({
+    field: 'tool_choice',
+    problem: 'must be "none", "auto", "required" or {"type":"function","name":...} on a translated upstream',
+  });
   return undefined;
 }

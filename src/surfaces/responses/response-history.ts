@@ -3,7 +3,12 @@ import type { ChatMessage } from '../../providers/contract.js';
 import type { ConversationRead, ResponseStore, StoredConversationTurn } from '../../store/contract.js';
 import { outputAsMessages } from './chat-to-response.js';
 import { newId } from './ids.js';
-import type { ResponseObject, ResponsesInputItem, ResponsesItem, ResponsesRequest } from '../../wire/openai-responses.js';
+import type {
+  ResponseObject,
+  ResponsesInputItem,
+  ResponsesItem,
+  ResponsesRequest,
+} from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 export interface HistoryLog {
@@ -63,15 +68,27 @@ export class ResponseHistory {
   async continuation(caller: string, id: string, requestBytes: number): Promise<Continuation | undefined> {
     const { maxConversationBytes, maxConversationTurns, bodyLimitBytes } = this.options.bounds;
     const room = Math.max(0, Math.min(maxConversationBytes, bodyLimitBytes - requestBytes));
-    const read = await this.read(() => this.options.store.conversation(caller, id, { maxTurns: maxConversationTurns - 1, maxBytes: room }));
+    const read = await this.read(() =>
+      this.options.store.conversation(caller, id, { maxTurns: maxConversationTurns - 1, maxBytes: room }),
+    );
     if (!read) return undefined;
     const { depth, conversationBytes } = read.head;
     const where = { previous_response_id: id.slice(0, 256) };
     if (depth >= maxConversationTurns) {
-      throw new GatewayError('conversation_too_large', { ...where, limit: 'responses.max_conversation_turns', turns: depth, max_turns: maxConversationTurns });
+      throw new GatewayError('conversation_too_large', {
+        ...where,
+        limit: 'responses.max_conversation_turns',
+        turns: depth,
+        max_turns: maxConversationTurns,
+      });
     }
     if (conversationBytes > maxConversationBytes) {
-      throw new GatewayError('conversation_too_large', { ...where, limit: 'responses.max_conversation_bytes', conversation_bytes: conversationBytes, max_conversation_bytes: maxConversationBytes });
+      throw new GatewayError('conversation_too_large', {
+        ...where,
+        limit: 'responses.max_conversation_bytes',
+        conversation_bytes: conversationBytes,
+        max_conversation_bytes: maxConversationBytes,
+      });
     }
     if (!read.turns) {
       throw new GatewayError('payload_too_large', {
@@ -83,7 +100,10 @@ export class ResponseHistory {
       });
     }
     const turns = this.whole(read, id);
-    return { messages: turns.flatMap((turn) => JSON.parse(turn.messages) as ChatMessage[]), previous: { id, depth, conversationBytes } };
+    return {
+      messages: turns.flatMap((turn) => JSON.parse(turn.messages) as ChatMessage[]),
+      previous: { id, depth, conversationBytes },
+    };
   }
 
   /** The stored response `id` (JSON text), for retrieval. */
@@ -99,9 +119,17 @@ export class ResponseHistory {
    */
   async inputItems(caller: string, id: string): Promise<ResponsesItem[]> {
     const maxTurns = this.options.bounds.maxConversationTurns;
-    const read = await this.read(() => this.options.store.conversation(caller, id, { maxTurns, maxBytes: Number.MAX_SAFE_INTEGER }));
+    const read = await this.read(() =>
+      this.options.store.conversation(caller, id, { maxTurns, maxBytes: Number.MAX_SAFE_INTEGER }),
+    );
     if (!read) throw notFound(id);
-    if (!read.turns) throw new GatewayError('conversation_too_large', { id: id.slice(0, 256), limit: 'responses.max_conversation_turns', turns: read.head.depth, max_turns: maxTurns });
+    if (!read.turns)
+      throw new GatewayError('conversation_too_large', {
+        id: id.slice(0, 256),
+        limit: 'responses.max_conversation_turns',
+        turns: read.head.depth,
+        max_turns: maxTurns,
+      });
     const turns = this.whole(read, id);
     const items: ResponsesItem[] = [];
     // The gateway's own texts (save): the items it stored and the response it wrote.
@@ -121,7 +149,8 @@ export class ResponseHistory {
       throw new GatewayError('response_not_found', {
         id: id.slice(0, 256),
         missing_id: missing.slice(0, 256),
-        problem: 'an earlier response of this conversation was deleted or evicted, so the conversation cannot be rebuilt',
+        problem:
+          'an earlier response of this conversation was deleted or evicted, so the conversation cannot be rebuilt',
       });
     }
     return turns;
@@ -160,7 +189,10 @@ export class ResponseHistory {
     const messagesBytes = Buffer.byteLength(messages);
     const texts = Buffer.byteLength(responseText) + Buffer.byteLength(inputItems) + messagesBytes;
     if (texts > bounds.maxStoredBytes) {
-      log.warn({ response_id: response.id, bytes: texts, max_bytes: bounds.maxStoredBytes }, 'response not stored: over responses.max_stored_bytes');
+      log.warn(
+        { response_id: response.id, bytes: texts, max_bytes: bounds.maxStoredBytes },
+        'response not stored: over responses.max_stored_bytes',
+      );
       return;
     }
     const turn: StoredConversationTurn = {
@@ -173,8 +205,15 @@ export class ResponseHistory {
       bytes: texts + TURN_OVERHEAD_BYTES,
     };
     try {
-      const evicted = await store.put(caller, response.id, turn, { ttlMs: bounds.ttlMs, maxCallerBytes: bounds.maxCallerBytes });
-      if (evicted > 0) log.info({ response_id: response.id, evicted, max_caller_bytes: bounds.maxCallerBytes }, 'stored responses evicted: the caller was over responses.max_caller_bytes');
+      const evicted = await store.put(caller, response.id, turn, {
+        ttlMs: bounds.ttlMs,
+        maxCallerBytes: bounds.maxCallerBytes,
+      });
+      if (evicted > 0)
+        log.info(
+          { response_id: response.id, evicted, max_caller_bytes: bounds.maxCallerBytes },
+          'stored responses evicted: the caller was over responses.max_caller_bytes',
+        );
     } catch (error) {
       log.warn({ response_id: response.id, err: error }, 'response not stored: the store failed');
     }
@@ -185,11 +224,17 @@ function notFound(id: string): GatewayError {
   return new GatewayError('response_not_found', { id: id.slice(0, 256) });
 }
 
-const ITEM_ID_PREFIX: Record<string, 'fc' | 'fco' | 'ctc' | 'ctco'> = { function_call: 'fc', function_call_output: 'fco', custom_tool_call: 'ctc', custom_tool_call_output: 'ctco' };
+const ITEM_ID_PREFIX: Record<string, 'fc' | 'fco' | 'ctc' | 'ctco'> = {
+  function_call: 'fc',
+  function_call_output: 'fco',
+  custom_tool_call: 'ctc',
+  custom_tool_call_output: 'ctco',
+};
 
 /** The input as a list of items, each with an id (a string input is one user message), for `input_items`. */
 export function inputItemsOf(input: ResponsesRequest['input']): ResponsesInputItem[] {
-  if (typeof input === 'string') return [{ type: 'message', id: newId('msg'), role: 'user', content: [{ type: 'input_text', text: input }] }];
+  if (typeof input === 'string')
+    return [{ type: 'message', id: newId('msg'), role: 'user', content: [{ type: 'input_text', text: input }] }];
   return input.map((item) => {
     const type = item.type ?? 'message';
     const id = typeof item.id === 'string' ? item.id : newId(ITEM_ID_PREFIX[type] ?? 'msg');

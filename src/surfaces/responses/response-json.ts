@@ -3,7 +3,8 @@ import type { OutputItem, ResponseObject } from '../../wire/openai-responses.js'
 const str = (value: string | null): string => (value === null ? 'null' : JSON.stringify(value));
 const num = (value: number | null): string => (value === null || !Number.isFinite(value) ? 'null' : String(value));
 /** The cache writes of a usage's input details: only when there were some (src/providers/usage-shapes.ts). */
-const writes = (value: number | undefined): string => (value === undefined ? '' : `,"cache_write_tokens":${num(value)}`);
+const writes = (value: number | undefined): string =>
+  value === undefined ? '' : `,"cache_write_tokens":${num(value)}`;
 
 /**
  * `JSON.stringify(response)`, written by hand for the fixed keys: the same text, key for key, with only strings
@@ -40,7 +41,11 @@ function itemJson(item: OutputItem): string {
   for (let i = 0; i < item.content.length; i++) {
     const part = item.content[i];
     if (part === undefined) continue;
-    content += (i === 0 ? '' : ',') + (part.type === 'output_text' ? `{"type":"output_text","text":${str(part.text)},"annotations":[],"logprobs":[]}` : `{"type":"refusal","refusal":${str(part.refusal)}}`);
+    content +=
+      (i === 0 ? '' : ',') +
+      (part.type === 'output_text'
+        ? `{"type":"output_text","text":${str(part.text)},"annotations":[],"logprobs":[]}`
+        : `{"type":"refusal","refusal":${str(part.refusal)}}`);
   }
   return `{"type":"message","id":${str(item.id)},"status":${str(item.status)},"role":"assistant","content":[${content}]}`;
 }

@@ -6,7 +6,14 @@ import { toolCallFields } from '../tool-arguments.js';
 import { responseUsage } from './chat-to-response.js';
 import { newId } from './ids.js';
 import { callItem, finishCall, type CallItem } from './output-calls.js';
-import { endingOf, type MessageItem, type OutputItem, type OutputText, type ResponseObject, type ResponseStreamEvents } from '../../wire/openai-responses.js';
+import {
+  endingOf,
+  type MessageItem,
+  type OutputItem,
+  type OutputText,
+  type ResponseObject,
+  type ResponseStreamEvents,
+} from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 
 /**
@@ -99,16 +106,33 @@ export class ResponseStream implements StreamEncoder {
   private text(delta: string): void {
     this.closeCall(false);
     if (!this.message) {
-      const item: MessageItem = { type: 'message', id: newId('msg'), status: 'in_progress', role: 'assistant', content: [] };
+      const item: MessageItem = {
+        type: 'message',
+        id: newId('msg'),
+        status: 'in_progress',
+        role: 'assistant',
+        content: [],
+      };
       this.message = { item, index: this.output.length, text: '' };
       this.output.push(item);
       const part: OutputText = { type: 'output_text', text: '', annotations: [] };
       this.event('response.output_item.added', { output_index: this.message.index, item });
-      this.event('response.content_part.added', { item_id: item.id, output_index: this.message.index, content_index: 0, part });
+      this.event('response.content_part.added', {
+        item_id: item.id,
+        output_index: this.message.index,
+        content_index: 0,
+        part,
+      });
     }
     this.keep(delta.length);
     this.message.text += delta;
-    this.event('response.output_text.delta', { item_id: this.message.item.id, output_index: this.message.index, content_index: 0, delta, logprobs: [] });
+    this.event('response.output_text.delta', {
+      item_id: this.message.item.id,
+      output_index: this.message.index,
+      content_index: 0,
+      delta,
+      logprobs: [],
+    });
   }
 
   private toolCall(piece: unknown): void {
@@ -129,7 +153,11 @@ export class ResponseStream implements StreamEncoder {
       this.call.args += args;
       if (this.call.item.type === 'function_call') {
         this.call.item.arguments = this.call.args;
-        this.event('response.function_call_arguments.delta', { item_id: this.call.item.id, output_index: this.call.index, delta: args });
+        this.event('response.function_call_arguments.delta', {
+          item_id: this.call.item.id,
+          output_index: this.call.index,
+          delta: args,
+        });
       }
     }
   }
@@ -142,7 +170,13 @@ export class ResponseStream implements StreamEncoder {
     const part: OutputText = { type: 'output_text', text, annotations: [], logprobs: [] };
     item.content = [part];
     item.status = incomplete ? 'incomplete' : 'completed';
-    this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] });
+    this.event('response.output_text.done', {
+      item_id: item.id,
+      output_index: index,
+      content_index: 0,
+      text,
+      logprobs: [],
+    });
     this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part });
     this.event('response.output_item.done', { output_index: index, item });
   }
@@ -159,9 +193,19 @@ export class ResponseStream implements StreamEncoder {
     this.call = undefined;
     item.status = incomplete ? 'incomplete' : 'completed';
     if (item.type === 'function_call') {
-      this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+      this.event('response.function_call_arguments.done', {
+        item_id: item.id,
+        output_index: index,
+        name: item.name,
+        arguments: item.arguments,
+      });
     } else {
-      if (item.input !== '') this.event('response.custom_tool_call_input.delta', { item_id: item.id, output_index: index, delta: item.input });
+      if (item.input !== '')
+        this.event('response.custom_tool_call_input.delta', {
+          item_id: item.id,
+          output_index: index,
+          delta: item.input,
+        });
       this.event('response.custom_tool_call_input.done', { item_id: item.id, output_index: index, input: item.input });
     }
     this.event('response.output_item.done', { output_index: index, item });
@@ -171,7 +215,9 @@ export class ResponseStream implements StreamEncoder {
   private keep(chars: number): void {
     this.kept += chars;
     if (this.kept > MAX_STREAMED_OUTPUT_CHARS) {
-      throw new GatewayError('upstream_invalid_response', { reason: `the streamed answer exceeds ${MAX_STREAMED_OUTPUT_CHARS} characters` });
+      throw new GatewayError('upstream_invalid_response', {
+        reason: `the streamed answer exceeds ${MAX_STREAMED_OUTPUT_CHARS} characters`,
+      });
     }
   }
 

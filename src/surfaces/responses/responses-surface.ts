@@ -51,17 +51,27 @@ export function responsesSurface(
     async toChat(body, call) {
       const request = body as ResponsesRequest;
       const previous = typeof request.previous_response_id === 'string' ? request.previous_response_id : undefined;
-      const continued = previous !== undefined && history ? await history.continuation(call.caller, previous, requestBytes(call)) : undefined;
+      const continued =
+        previous !== undefined && history
+          ? await history.continuation(call.caller, previous, requestBytes(call))
+          : undefined;
       const ours = continued?.messages;
       const native = forwards(request.model);
       let translated: TranslatedRequest;
       try {
         if (previous !== undefined && !ours) {
-          if (!history) throw new GatewayError('capability_not_supported', { field: 'previous_response_id', problem: 'this gateway keeps no responses (responses.store is false in its config)' });
+          if (!history)
+            throw new GatewayError('capability_not_supported', {
+              field: 'previous_response_id',
+              problem: 'this gateway keeps no responses (responses.store is false in its config)',
+            });
           throw new GatewayError('response_not_found', { id: previous.slice(0, 256) });
         }
         const carried = new Map<ChatExtra, boolean>(); // each asked once per call: it plans the model's route
-        const options = { carries: (field: ChatExtra) => carried.get(field) ?? carried.set(field, carries(request.model, field)).get(field) === true };
+        const options = {
+          carries: (field: ChatExtra) =>
+            carried.get(field) ?? carried.set(field, carries(request.model, field)).get(field) === true,
+        };
         translated = responsesToChat(request, ours ?? [], native ? options : { ...options, notes: call.notes });
       } catch (error) {
         // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
@@ -93,17 +103,29 @@ export function responsesSurface(
     },
     encoder(call) {
       const state = call.state as ResponsesCallState;
-      return new ResponseStream(state.shell, (response) => save(history, call, state, response, responseJson(response)), state.names);
+      return new ResponseStream(
+        state.shell,
+        (response) => save(history, call, state, response, responseJson(response)),
+        state.names,
+      );
     },
     nativeEncoder: () => NATIVE_ENCODER,
     // A response made with `store: false` is kept nowhere upstream: nothing to refer to again, nothing recorded.
-    ownNative: (ids, call) => ((call.body as ResponsesRequest).store === false ? Promise.resolve() : ownership.record(call.caller, ids)),
+    ownNative: (ids, call) =>
+      (call.body as ResponsesRequest).store === false ? Promise.resolve() : ownership.record(call.caller, ids),
     // A data line is one JSON object (it ends with `}`), so only an event line can end with these names.
-    isCompleteEnd: (frame) => frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
+    isCompleteEnd: (frame) =>
+      frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };
 }
 
-async function save(history: ResponseHistory | undefined, call: SurfaceCall, state: ResponsesCallState, response: ResponseObject, json: string): Promise<void> {
+async function save(
+  history: ResponseHistory | undefined,
+  call: SurfaceCall,
+  state: ResponsesCallState,
+  response: ResponseObject,
+  json: string,
+): Promise<void> {
   if (!history || !response.store) return;
   await history.save(call.caller, state.request, state.previous, state.input, response, json, state.names);
 }

@@ -21,7 +21,8 @@ const SEPARATOR = '__';
  */
 const DEFAULT_NAMESPACE = 'functions';
 
-const flatName = (namespace: string, name: string): string => (namespace === DEFAULT_NAMESPACE ? name : `${namespace}${SEPARATOR}${name}`);
+const flatName = (namespace: string, name: string): string =>
+  namespace === DEFAULT_NAMESPACE ? name : `${namespace}${SEPARATOR}${name}`;
 
 /**
  * The names the caller's tools have upstream, and back. Chat knows neither namespaces nor freeform tools: a
@@ -44,7 +45,8 @@ export class ToolNames {
     const known = this.byCaller.get(key);
     if (known !== undefined) return this.byChat.get(known)?.kind === tool.kind ? known : undefined;
     let chat = tool.namespace === undefined ? tool.name : flatName(tool.namespace, tool.name);
-    if (tool.namespace !== undefined && (!CHAT_NAME.test(chat) || this.byChat.has(chat))) chat = hashedName(tool.namespace, tool.name);
+    if (tool.namespace !== undefined && (!CHAT_NAME.test(chat) || this.byChat.has(chat)))
+      chat = hashedName(tool.namespace, tool.name);
     if (this.byChat.has(chat)) return undefined;
     this.byChat.set(chat, tool);
     this.byCaller.set(key, chat);

@@ -5,7 +5,16 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chatAnswer, messagesAnswer, responsesAnswer, type ScriptedReply } from './helpers/scripted-replies.js';
+import { GeminiStream } from '../src/surfaces/gemini/gemini-stream.js';
+import { GatewayError } from '../src/errors/gateway-error.js';
+import type { StreamChunk } from '../src/providers/contract.js';
+import {
+  chatAnswer,
+  geminiAnswer,
+  messagesAnswer,
+  responsesAnswer,
+  type ScriptedReply,
+} from './helpers/scripted-replies.js';
 import {
   validateChatJson,
   validateChatStream,
@@ -13,6 +22,7 @@ import {
   validateMessagesStream,
 } from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
+import { validateGeminiJson, validateGeminiJsonArray, validateGeminiStream } from './helpers/gemini-validator.js';
 
 const CALL: ScriptedReply = { type: 'tool_call', id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' };
 const TEXT: ScriptedReply = { type: 'text', text: 'It is sunny.' };
@@ -129,6 +139,64 @@ describe('wire validators', () => {
     assert.throws(
       () => validateResponsesStream(text.replace('"delta":"It i"', '"delta":"It was"')),
       /text = the deltas|content = the deltas/,
+    );
+  });
+
+  test("gemini: a good stream (Google's framing, and the gateway's encoder) and answer pass; an event: line, two data lines, no closing blank line, no finishReason, a response after it, an error, a changed responseId, args not an object fail", async () => {
+    const stream = streamOf(geminiAnswer(CALL, {}, true, 'gemini-x'));
+    assert.deepEqual(validateGeminiStream(stream), {
+      text: '',
+      toolCalls: [{ id: '', name: 'get_weather', arguments: '{"location":"Paris"}' }],
+      stop: 'STOP',
+    });
+    const text = streamOf(geminiAnswer(TEXT, {}, true, 'gemini-x'));
+    assert.equal(validateGeminiStream(text).text, 'It is sunny.');
+    assert.equal(validateGeminiStream(text.replaceAll('\r\n', '\n')).text, 'It is sunny.');
+    assert.equal(
+      validateGeminiJson(JSON.stringify((geminiAnswer(CALL, {}, false, 'gemini-x') as { json: unknown }).json))
+        .toolCalls[0]?.name,
+      'get_weather',
+    );
+    // What the gateway's Gemini surface writes from a chat stream, in both forms.
+    const encoded = (mode: 'sse' | 'json-array'): string => {
+      const encoder = new GeminiStream({ responseId: 'rid', model: 'gemini-x' }, mode);
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null): StreamChunk => ({
+        chunk: { object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] },
+      });
+      return (
+        encoder.open() +
+        encoder.chunk(chunk({ content: 'Reading.' })) +
+        encoder.chunk(
+          chunk({
+            tool_calls: [{ index: 0, id: 'call_1', function: { name: 'get_weather', arguments: '{"location":' } }],
+          }),
+        ) +
+        encoder.chunk(chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }, 'tool_calls')) +
+        encoder.end({ prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 })
+      );
+    };
+    const turn = {
+      text: 'Reading.',
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' }],
+      stop: 'STOP',
+    };
+    assert.deepEqual(validateGeminiStream(encoded('sse')), turn);
+    assert.deepEqual(validateGeminiJsonArray(encoded('json-array')), turn);
+
+    const frames = text.split(/(?<=\r\n\r\n)/);
+    assert.throws(() => validateGeminiStream(`event: message\r\n${text}`), /a data: line and nothing else/);
+    assert.throws(() => validateGeminiStream(text.replace('data: {', 'data: {\r\ndata: ')), /one line/);
+    assert.throws(() => validateGeminiStream(text.slice(0, -4)), /Incomplete JSON segment/);
+    assert.throws(() => validateGeminiStream(frames.slice(0, -1).join('')), /without a finishReason/);
+    assert.throws(() => validateGeminiStream(text + (frames[0] as string)), /after the one with finishReason/);
+    const failure = new GatewayError('upstream_stream_error', { upstream: 'u' });
+    const failed = new GeminiStream({ responseId: 'rid', model: 'gemini-x' }, 'sse').fail(failure);
+    assert.throws(() => validateGeminiStream((frames[0] as string) + failed), /a failure/);
+    const ids = encoded('sse');
+    assert.throws(() => validateGeminiStream(ids.replace('"responseId":"rid"', '"responseId":"other"')), /responseId/);
+    assert.throws(
+      () => validateGeminiStream(stream.replace('"args":{"location":"Paris"}', '"args":"{}"')),
+      /args is an object/,
     );
   });
 });

@@ -2,10 +2,10 @@
  * The conformance suite: every recorded client fixture (test/fixtures/clients/, recorded by `npm run
  * record-traffic`, Claude Code's and Codex's by their own recorders, all in the format of its README) replayed, turn
  * by turn, through the gateway on every path its API can take — natively (chat to an OpenAI-compatible upstream,
- * Responses to a `kind: openai` upstream, Messages to Anthropic) and translated (to chat completions, to Anthropic,
- * to Gemini) — against a mock upstream that plays each turn as the recording server did (the same tool call id, so
+ * Responses to a `kind: openai` upstream, Messages to Anthropic, Gemini's API to Gemini) and translated (to chat
+ * completions, to Anthropic, to Gemini) — against a mock upstream that plays each turn as the recording server did (the same tool call id, so
  * the recorded turn 2 answers the call turn 1 really made). Each answer must be a complete, valid answer of the
- * caller's own API (wire-validators.ts, responses-validator.ts), with the tool call intact, and each tool result
+ * caller's own API (wire-validators.ts, responses-validator.ts, gemini-validator.ts), with the tool call intact, and each tool result
  * the caller sends must reach the upstream.
  */
 import { after, before, describe, test } from 'node:test';
@@ -15,10 +15,10 @@ import { call } from './helpers/http.js';
 import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from './helpers/scripted-upstream.js';
 import { functionName, type ScriptedReply } from './helpers/scripted-replies.js';
 import {
+  answerFormOf,
   API_KEY_PLACEHOLDER,
   assertGeminiLoop,
   callerApiOf,
-  isGeminiOnly,
   loadClientFixtures,
   replyFor,
   resultText,
@@ -36,6 +36,7 @@ import {
   type Turn,
 } from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
+import { validateGeminiJson, validateGeminiJsonArray, validateGeminiStream } from './helpers/gemini-validator.js';
 
 /** The upstreams a call can end at: each one gateway whose default upstream is of that kind. */
 const TARGETS = {
@@ -51,6 +52,7 @@ const PATHS: Record<CallerApi, Target[]> = {
   chat: ['chat', 'anthropic', 'gemini'],
   responses: ['openai', 'chat', 'anthropic', 'gemini'],
   messages: ['anthropic', 'chat', 'gemini'],
+  gemini: ['gemini', 'chat', 'anthropic'],
 };
 
 /**
@@ -65,7 +67,13 @@ function wiresOf(api: CallerApi, target: Target): WireApi[] {
 
 const VALIDATORS: Record<
   CallerApi,
-  { stream: (text: string) => Turn; json: (text: string) => Turn; toolStop: string; textStop: string[] }
+  {
+    stream: (text: string) => Turn;
+    json: (text: string) => Turn;
+    jsonArray?: (text: string) => Turn;
+    toolStop: string;
+    textStop: string[];
+  }
 > = {
   chat: { stream: validateChatStream, json: validateChatJson, toolStop: 'tool_calls', textStop: ['stop'] },
   responses: {
@@ -80,11 +88,19 @@ const VALIDATORS: Record<
     toolStop: 'tool_use',
     textStop: ['end_turn'],
   },
+  // Gemini has no stop reason of its own for a function call: a turn that calls one ends with STOP too.
+  gemini: {
+    stream: validateGeminiStream,
+    json: validateGeminiJson,
+    jsonArray: validateGeminiJsonArray,
+    toolStop: 'STOP',
+    textStop: ['STOP'],
+  },
 };
 
 /** Headers the HTTP client makes itself for the replayed request. */
 const HOP_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'keep-alive']);
-const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'api-key']);
+const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'api-key', 'x-goog-api-key']);
 
 function replayHeaders(request: RecordedRequest): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -120,6 +136,8 @@ function upstreamCarries(
   result: { id: string; text: string },
   name: string | undefined,
 ): boolean {
+  // A Gemini caller's result may answer its call by name alone (no id): then any id the gateway gave the call will do.
+  const sameCall = (id: unknown): boolean => result.id === '' || id === result.id;
   const has = (value: unknown): boolean => {
     const raw = textOf(value);
     if (
@@ -136,13 +154,13 @@ function upstreamCarries(
   };
   if (wire === 'chat')
     return ((body.messages ?? []) as Json[]).some(
-      (m) => m.role === 'tool' && m.tool_call_id === result.id && has(m.content),
+      (m) => m.role === 'tool' && sameCall(m.tool_call_id) && has(m.content),
     );
   if (wire === 'responses') {
     return ((Array.isArray(body.input) ? body.input : []) as Json[]).some(
       (i) =>
         (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') &&
-        i.call_id === result.id &&
+        sameCall(i.call_id) &&
         has(i.output),
     );
   }
@@ -151,13 +169,15 @@ function upstreamCarries(
       (m) =>
         m.role === 'user' &&
         Array.isArray(m.content) &&
-        (m.content as Json[]).some((b) => b.type === 'tool_result' && b.tool_use_id === result.id && has(b.content)),
+        (m.content as Json[]).some((b) => b.type === 'tool_result' && sameCall(b.tool_use_id) && has(b.content)),
     );
   }
   const parts = ((body.contents ?? []) as Json[]).flatMap((c) => (Array.isArray(c.parts) ? (c.parts as Json[]) : []));
   return parts.some((p) => {
     const response = p.functionResponse as Json | undefined;
-    return response !== undefined && response.name === name && has(response.response);
+    // An id beside the name (a Gemini caller's own, forwarded natively) must still be the call's.
+    const id = response?.id === undefined || sameCall(response.id);
+    return response !== undefined && response.name === name && id && has(response.response);
   });
 }
 
@@ -212,8 +232,10 @@ function checkTurn(
     assert.deepEqual(JSON.parse(made.arguments), JSON.parse(reply.arguments), `${label}: the tool's arguments`);
   }
   assert.equal(turn.stop, rules.toolStop, `${label}: stop reason`);
-  // Gemini has no call ids: the gateway makes one. Every other upstream's id reaches the caller as it was.
-  if (wire === 'gemini') assert.ok(made.id !== '', `${label}: a call id`);
+  // Gemini has no call ids: the gateway makes one for a caller of another API; a Gemini caller gets Gemini's answer
+  // as it came (no id: the client makes its own). Every other upstream's id reaches the caller as it was.
+  if (wire === 'gemini' && api === 'gemini') assert.equal(made.id, '', `${label}: Gemini's answer untouched`);
+  else if (wire === 'gemini') assert.ok(made.id !== '', `${label}: a call id`);
   else assert.equal(made.id, reply.id, `${label}: the upstream's call id`);
 }
 
@@ -272,7 +294,8 @@ describe('conformance: recorded client traffic replayed through every path', () 
           );
         }
       }
-      if (isGeminiOnly(fixture)) {
+      // Gemini's calls carry no server ids: its loop is checked by the function's name (the client makes the ids).
+      if (fixture.requests.some((r) => callerApiOf(r) === 'gemini')) {
         assertGeminiLoop(fixture);
         continue;
       }
@@ -323,12 +346,21 @@ describe('conformance: recorded client traffic replayed through every path', () 
       });
       assert.equal(answer.status, 200, `${label}: ${answer.text.slice(0, 600)}`);
       const rules = VALIDATORS[api];
-      const turn = request.body.stream === true ? rules.stream(answer.text) : rules.json(answer.text);
+      const form = answerFormOf(api, request);
+      const validate = form === 'sse' ? rules.stream : form === 'json-array' ? rules.jsonArray : rules.json;
+      assert.ok(validate, `${label}: a validator of ${api} answers as ${form}`);
+      const turn = validate(answer.text);
       const sent = upstream.modelCalls().slice(seen);
       assert.equal(sent.length, 1, `${label}: one call to the upstream`);
       const wire = sent[0]?.api as WireApi;
       assert.ok(wires.includes(wire), `${label}: the upstream spoken to in ${wires.join(' or ')}, not ${wire}`);
       spoken.push(wire);
+      // Natively, Gemini's API is forwarded as the caller sent it: thought signatures, ids, tools, settings untouched.
+      if (api === 'gemini' && wire === 'gemini') {
+        assert.deepEqual(sent[0]?.body, request.body, `${label}: the request forwarded untouched`);
+        const call = request.path.slice(request.path.lastIndexOf('/models/'));
+        assert.equal(sent[0]?.url.split('?')[0]?.endsWith(call), true, `${label}: to ${call}, not ${sent[0]?.url}`);
+      }
       checkTurn(turn, reply, api, wire, label, sent[0]?.body ?? {});
       // The name each call has upstream (Gemini answers a result by it): on a wire of plain functions, its flat one.
       const names = new Map(

@@ -14,7 +14,7 @@ export const FIXTURES_DIR = join(import.meta.dirname, '..', 'fixtures', 'clients
 export const API_KEY_PLACEHOLDER = '<API_KEY>';
 
 /** The APIs a caller speaks to the gateway. */
-export type CallerApi = 'chat' | 'responses' | 'messages';
+export type CallerApi = 'chat' | 'responses' | 'messages' | 'gemini';
 
 export interface RecordedRequest {
   method: string;
@@ -87,20 +87,20 @@ function formatProblem(parsed: Omit<ClientFixture, 'name'>): string | undefined 
 
 /** The caller API of a recorded model call (undefined: a model list, a token count, anything the replay skips). */
 export function callerApiOf(request: RecordedRequest): CallerApi | undefined {
-  const api = apiOf(request.method, request.path);
-  return api === 'gemini' ? undefined : api;
+  return apiOf(request.method, request.path);
 }
 
 type Json = Record<string, unknown>;
 
 /**
- * A fixture whose model calls are all in Google's Gemini API (Gemini CLI's, recorded on the conformance control
- * path): the gateway has no Gemini API surface yet (issue 32), so it is not replayed; its loop is checked in its own
- * terms (assertGeminiLoop).
+ * How a recorded model call wants its answer: whole (`json`), or streamed — an event stream (`sse`: `stream: true`
+ * in chat, Responses and Messages; Gemini's `:streamGenerateContent?alt=sse`) or Gemini's JSON array
+ * (`:streamGenerateContent` without `alt`, or `alt=json`).
  */
-export function isGeminiOnly(fixture: ClientFixture): boolean {
-  const apis = fixture.requests.map((r) => apiOf(r.method, r.path)).filter((api) => api !== undefined);
-  return apis.length > 0 && apis.every((api) => api === 'gemini');
+export function answerFormOf(api: CallerApi, request: RecordedRequest): 'json' | 'sse' | 'json-array' {
+  if (api !== 'gemini') return request.body?.stream === true ? 'sse' : 'json';
+  if (!request.path.endsWith(':streamGenerateContent')) return 'json';
+  return request.query.alt === 'sse' ? 'sse' : 'json-array';
 }
 
 /**
@@ -136,6 +136,23 @@ export function resultText(content: unknown): string {
   return '';
 }
 
+/** The parts of a Gemini request's model turns, or of the others (the user's; a turn without a role is one). */
+function geminiParts(body: Json, role: 'user' | 'model'): Json[] {
+  return ((body.contents ?? []) as Json[])
+    .filter((c) => (c.role === 'model') === (role === 'model') && Array.isArray(c.parts))
+    .flatMap((c) => c.parts as Json[]);
+}
+
+/**
+ * A functionResponse's text: its one string field when it has just one (Gemini CLI's `{output}`, or `{error}`),
+ * else the whole response as JSON.
+ */
+function geminiResultText(response: unknown): string {
+  if (response === null || typeof response !== 'object') return JSON.stringify(response ?? {});
+  const values = Object.values(response);
+  return values.length === 1 && typeof values[0] === 'string' ? values[0] : JSON.stringify(response);
+}
+
 const RESPONSES_CALLS = new Set(['function_call', 'custom_tool_call']);
 const RESPONSES_RESULTS = new Set(['function_call_output', 'custom_tool_call_output']);
 
@@ -143,6 +160,11 @@ const inputOf = (body: Json): Json[] => (Array.isArray(body.input) ? (body.input
 
 /** The tool results a caller's request sends (the call id each answers, and its text), in its own API's terms. */
 export function toolResultsOf(api: CallerApi, body: Json): Array<{ id: string; text: string }> {
+  if (api === 'gemini')
+    return geminiParts(body, 'user')
+      .map((p) => p.functionResponse as Json | undefined)
+      .filter((r) => r !== undefined)
+      .map((r) => ({ id: typeof r.id === 'string' ? r.id : '', text: geminiResultText(r.response) }));
   if (api === 'chat') {
     return ((body.messages ?? []) as Json[])
       .filter((m) => m.role === 'tool')
@@ -166,6 +188,16 @@ export function toolResultsOf(api: CallerApi, body: Json): Array<{ id: string; t
  * raw `input`).
  */
 export function toolCallsOf(api: CallerApi, body: Json): Array<Exclude<ScriptedReply, { type: 'text' }>> {
+  if (api === 'gemini')
+    return geminiParts(body, 'model')
+      .map((p) => p.functionCall as Json | undefined)
+      .filter((c) => c !== undefined)
+      .map((c) => ({
+        type: 'tool_call' as const,
+        id: typeof c.id === 'string' ? c.id : '',
+        name: String(c.name),
+        arguments: JSON.stringify(c.args ?? {}),
+      }));
   if (api === 'chat') {
     return ((body.messages ?? []) as Json[]).flatMap((m) =>
       ((m.tool_calls ?? []) as Json[]).map((c) => ({

@@ -20,6 +20,11 @@ const READ_TOOL = {
   description: 'Read a file',
   input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
 };
+const READ_FILE_TOOL = {
+  name: 'read_file',
+  description: 'Read a file',
+  parametersJsonSchema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
+};
 const EXEC_TOOL = {
   type: 'function',
   name: 'exec_command',
@@ -69,6 +74,20 @@ function toolInputText(text: string): string {
     .filter((line) => line.startsWith('data: '))
     .map((line) => JSON.parse(line.slice(6)) as { delta?: { partial_json?: string } });
   return deltas.map((event) => event.delta?.partial_json ?? '').join('');
+}
+
+/** The function call of a Gemini `alt=sse` answer (the first `functionCall` part of its events). */
+function geminiCall(text: string): { id?: string; name: string; args: unknown } {
+  for (const line of text.split(/\r?\n/).filter((l) => l.startsWith('data: '))) {
+    const response = JSON.parse(line.slice(6)) as {
+      candidates?: Array<{
+        content?: { parts?: Array<{ functionCall?: { id?: string; name: string; args: unknown } }> };
+      }>;
+    };
+    const part = response.candidates?.[0]?.content?.parts?.find((p) => p.functionCall !== undefined);
+    if (part?.functionCall) return part.functionCall;
+  }
+  throw new Error(`no functionCall in ${text.slice(0, 500)}`);
 }
 
 function apiCalls(requests: Recorded[]): Recorded[] {
@@ -186,6 +205,45 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
           : target === 'gemini'
             ? ['gemini', 'gemini']
             : ['chat', 'chat'],
+      );
+      assert.ok(calls[1]?.toolResults.some((result) => result.includes(TASK.token)));
+    });
+  }
+
+  for (const target of ['gemini', 'chat', 'anthropic'] as const) {
+    test(`Gemini API to the ${target} mock, alt=sse: read_file is asked for, its result reaches the mock, the answer quotes it`, async () => {
+      const gateway = gateways.get(target) as TestGateway;
+      const url = `${gateway.url}/v1beta/models/gemini-any:streamGenerateContent?alt=sse`;
+      const headers = { 'x-goog-api-key': ADMIN_TOKEN };
+      const first = {
+        contents: [{ role: 'user', parts: [{ text: 'Read conformance.txt' }] }],
+        tools: [{ functionDeclarations: [READ_FILE_TOOL] }],
+      };
+      const mock = mocks[target];
+      const from = mock.requests.length;
+      const turn1 = await post(url, headers, first);
+      assert.equal(turn1.status, 200, turn1.text);
+      const call = geminiCall(turn1.text);
+      assert.equal(call.name, 'read_file', turn1.text);
+      assert.deepEqual(call.args, { file_path: '/work/task/conformance.txt' });
+      // Gemini CLI's way: the answer's call id when it has one, else its own.
+      const id = call.id ?? 'read_file_1_0';
+      const second = {
+        ...first,
+        contents: [
+          ...first.contents,
+          { role: 'model', parts: [{ functionCall: { id, name: 'read_file', args: call.args } }] },
+          { role: 'user', parts: [{ functionResponse: { id, name: 'read_file', response: { output: TASK.token } } }] },
+        ],
+      };
+      const turn2 = await post(url, headers, second);
+      assert.equal(turn2.status, 200, turn2.text);
+      assert.ok(turn2.text.includes(`The tool said: ${TASK.token}`), turn2.text);
+      const calls = apiCalls(mock.requests.slice(from));
+      const api = target === 'anthropic' ? 'messages' : target;
+      assert.deepEqual(
+        calls.map((c) => c.api),
+        [api, api],
       );
       assert.ok(calls[1]?.toolResults.some((result) => result.includes(TASK.token)));
     });

@@ -24,8 +24,6 @@ export interface PathSpec {
   notYet?: string;
 }
 
-const GEMINI_SURFACE = 'the gateway has no Gemini API surface yet (issue 32)';
-
 export const PATHS: readonly PathSpec[] = [
   {
     client: 'claude-code',
@@ -114,7 +112,6 @@ export const PATHS: readonly PathSpec[] = [
     via: 'gateway',
     upstream: 'gemini',
     api: 'gemini',
-    notYet: GEMINI_SURFACE,
   },
   {
     client: 'gemini-cli',
@@ -123,7 +120,6 @@ export const PATHS: readonly PathSpec[] = [
     via: 'gateway',
     upstream: 'chat',
     api: 'chat',
-    notYet: GEMINI_SURFACE,
   },
   {
     client: 'gemini-cli',
@@ -132,6 +128,5 @@ export const PATHS: readonly PathSpec[] = [
     via: 'gateway',
     upstream: 'anthropic',
     api: 'messages',
-    notYet: GEMINI_SURFACE,
   },
 ];

@@ -91,8 +91,8 @@ async function installAll(pins: ClientPin[]): Promise<Installs> {
 
 /**
  * A recording runs only the client's native path (what the client sends does not depend on the upstream); a client
- * whose native path the gateway cannot serve yet (Gemini CLI before issue 32) is recorded on its control path, straight
- * to the mock, what it sends being the same.
+ * whose native path the gateway cannot serve yet (one marked `notYet`, as Gemini CLI was before issue 32) is recorded
+ * on its control path, straight to the mock, what it sends being the same.
  */
 function pathsOf(pin: ClientPin, record: boolean): PathSpec[] {
   const mine = PATHS.filter((candidate) => candidate.client === pin.id);

@@ -206,6 +206,7 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
         ['responses', false],
         ['embeddings', false],
         ['messages', false],
+        ['gemini', false],
       ],
     );
 

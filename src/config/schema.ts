@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages'] as const;
+export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 
 /**
@@ -243,7 +243,14 @@ export const WEBHOOK_EVENT_KINDS = [
   'upstream.recovered',
 ] as const;
 /** Kinds added after the first release: they start in the canary stage (docs/webhooks.md, "Rollout of event kinds"). */
-export const CANARY_EVENT_KINDS = ['key.created', 'key.updated', 'key.rotated', 'key.revoked'] as const;
+export const CANARY_EVENT_KINDS = [
+  'key.created',
+  'key.updated',
+  'key.rotated',
+  'key.revoked',
+  'gemini.completed',
+  'gemini.failed',
+] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z

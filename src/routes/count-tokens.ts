@@ -28,7 +28,9 @@ export function makeCountTokensHandler(
       const call = callInputOf(request, reply, request.rawBody);
       const forwardHeaders = pickHeaders(request, surface.nativeHeaders);
       const forwardQuery = pickQuery(request, surface.nativeQuery);
-      const counted = await tokens.countUpstream(api, request.body as NativeBody, {
+      // The model as the descriptor read it: a surface whose model is in its path (Gemini) has none in the body.
+      const body = request.body as NativeBody;
+      const counted = await tokens.countUpstream(api, body.model === model ? body : { ...body, model }, {
         ...call,
         ...(forwardHeaders ? { forwardHeaders } : {}),
         ...(forwardQuery ? { forwardQuery } : {}),

@@ -1,7 +1,7 @@
 /**
  * A real node:http server speaking the Gemini API on the wire: `POST /v1beta/models/{model}:generateContent`,
  * `:streamGenerateContent?alt=sse` (each event a whole GenerateContentResponse, CRLF-separated, no end marker:
- * the connection closes), `GET /v1beta/models`, Google's error body. Shapes follow the documented examples.
+ * the connection closes), `:countTokens`, `GET /v1beta/models`, Google's error body. Shapes follow the documented examples.
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
@@ -29,6 +29,11 @@ export interface MockGemini {
 }
 
 const USAGE = { promptTokenCount: 8, candidatesTokenCount: 6, totalTokenCount: 14 };
+
+/** What `:countTokens` answers for a request body: a token per 4 characters of its text, plus 1000 (unmistakable). */
+export function mockGeminiCount(text: string): number {
+  return 1000 + Math.ceil(text.length / 4);
+}
 
 function candidate(parts: unknown[], finishReason?: string): Record<string, unknown> {
   return { content: { parts, role: 'model' }, ...(finishReason ? { finishReason } : {}), index: 0 };
@@ -58,6 +63,10 @@ export async function startMockGemini(options: { requiredKey?: string } = {}): P
       }));
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
       return res.end(JSON.stringify({ embeddings }));
+    }
+    if (req.method === 'POST' && /^\/v1beta\/models\/[^:/]+:countTokens$/.test(url) && body) {
+      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+      return res.end(JSON.stringify({ totalTokens: mockGeminiCount(req.text) }));
     }
     const match = /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(url);
     if (req.method !== 'POST' || !match || !body) return googleError(res, 404, 'NOT_FOUND', 'Not found');

@@ -50,12 +50,8 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
     );
   return {
     async countTokens(body, context): Promise<number> {
-      const request = {
-        contents: body.contents,
-        ...(body.systemInstruction === undefined ? {} : { systemInstruction: body.systemInstruction }),
-      };
       const counted = await upstream.http.readJson(
-        await send({ ...request, model: body.model }, { ...context, bodyJson: undefined }, 'countTokens'),
+        await send(countRequest(body), { ...context, bodyJson: undefined }, 'countTokens'),
         context.signal,
       );
       const value = counted.value as { totalTokens?: unknown } | null;
@@ -122,6 +118,20 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
 /** `{base}/models/{model}:{action}`; the model as the URL's one segment (a `models/` prefix is the caller's spelling). */
 function pathOf(base: string, model: string, action: string): string {
   return `${base}/models/${encodeURIComponent(model.replace(/^models\//, ''))}:${action}`;
+}
+
+/**
+ * A `:countTokens` request for the target's model: the caller's `contents`, or its whole `generateContentRequest`
+ * (system instruction and tools counted too) whose `model` Gemini requires, set to the target's.
+ */
+function countRequest(body: NativeBody): NativeBody {
+  const whole = body.generateContentRequest;
+  if (isJsonObject(whole))
+    return {
+      model: body.model,
+      generateContentRequest: { ...whole, model: `models/${body.model.replace(/^models\//, '')}` },
+    };
+  return { model: body.model, contents: body.contents };
 }
 
 /** The request as Gemini takes it: without the two fields the surface added for the pipeline (`model`, `stream`). */

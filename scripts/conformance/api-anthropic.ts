@@ -22,6 +22,7 @@ export function parseMessages(body: Record<string, unknown>): ParsedTurn & { thi
     tools,
     toolResults,
     thinking: thinkingType === 'enabled' || thinkingType === 'adaptive',
+    jsonAsked: asRecord(asRecord(body.output_config).format).type === 'json_schema',
   };
 }
 

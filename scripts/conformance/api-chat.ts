@@ -1,7 +1,7 @@
 // The mock's OpenAI chat completions API: declared tools, `tool` messages, and the answer as a chat.completion or
 // as chunks (role, content or tool_calls deltas, finish_reason, a usage chunk when asked, `[DONE]`).
 import type { ServerResponse } from 'node:http';
-import { asArray, asRecord, stringParamsOf, textOf, type ParsedTurn, type Reply } from './task.js';
+import { asArray, asRecord, isJsonFormat, stringParamsOf, textOf, type ParsedTurn, type Reply } from './task.js';
 import { freshId, twoPieces, USAGE, writeJson, writeSse, type SseEvent } from './wire.js';
 
 export function parseChat(body: Record<string, unknown>): ParsedTurn & { includeUsage: boolean } {
@@ -19,6 +19,7 @@ export function parseChat(body: Record<string, unknown>): ParsedTurn & { include
     tools,
     toolResults,
     includeUsage: asRecord(body.stream_options).include_usage === true,
+    jsonAsked: isJsonFormat(asRecord(body.response_format).type),
   };
 }
 

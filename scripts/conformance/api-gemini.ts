@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { asArray, asRecord, stringParamsOf, textOf, type ParsedTurn, type Reply } from './task.js';
 import { USAGE, writeJson, writeSse } from './wire.js';
 
-export function parseGemini(body: Record<string, unknown>, path: string): ParsedTurn & { jsonAsked: boolean } {
+export function parseGemini(body: Record<string, unknown>, path: string): ParsedTurn {
   const tools = asArray(body.tools)
     .flatMap((tool) => asArray(asRecord(tool).functionDeclarations))
     .map(asRecord)
@@ -29,22 +29,9 @@ export function parseGemini(body: Record<string, unknown>, path: string): Parsed
   };
 }
 
-export function answerGemini(res: ServerResponse, turn: ParsedTurn & { jsonAsked: boolean }, reply: Reply): void {
-  let part: Record<string, unknown>;
-  if (reply.kind === 'tool') part = { functionCall: { name: reply.tool.name, args: reply.args } };
-  else {
-    // A side request that asks for JSON (Gemini CLI's model router): a JSON object, whatever its schema wants. The
-    // reply is that text, so that a recording (record.ts) holds what the client really got.
-    if (turn.jsonAsked)
-      reply.text = JSON.stringify({
-        reasoning: 'simple',
-        complexity_reasoning: 'simple',
-        complexity_score: 1,
-        model_choice: 'flash',
-        next_speaker: 'user',
-      });
-    part = { text: reply.text };
-  }
+export function answerGemini(res: ServerResponse, turn: ParsedTurn, reply: Reply): void {
+  const part =
+    reply.kind === 'tool' ? { functionCall: { name: reply.tool.name, args: reply.args } } : { text: reply.text };
   const answer = {
     candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
     usageMetadata: {

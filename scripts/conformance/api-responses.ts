@@ -2,7 +2,16 @@
 // `tools`, or in an `additional_tools` input item as Codex sends them on its default model), tool outputs in
 // `input`, and the answer as a response object or its events with `sequence_number`s.
 import type { ServerResponse } from 'node:http';
-import { asArray, asRecord, stringParamsOf, textOf, type DeclaredTool, type ParsedTurn, type Reply } from './task.js';
+import {
+  asArray,
+  asRecord,
+  isJsonFormat,
+  stringParamsOf,
+  textOf,
+  type DeclaredTool,
+  type ParsedTurn,
+  type Reply,
+} from './task.js';
 import { freshId, twoPieces, USAGE, writeJson, writeSse, type SseEvent } from './wire.js';
 
 function declaredTools(tools: unknown, namespace?: string): DeclaredTool[] {
@@ -32,6 +41,7 @@ export function parseResponses(body: Record<string, unknown>): ParsedTurn {
     stream: body.stream === true,
     tools: [...declaredTools(body.tools), ...extra],
     toolResults,
+    jsonAsked: isJsonFormat(asRecord(asRecord(body.text).format).type),
   };
 }
 

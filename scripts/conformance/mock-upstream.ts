@@ -7,7 +7,7 @@ import { answerMessages, parseMessages } from './api-anthropic.js';
 import { answerChat, parseChat } from './api-chat.js';
 import { answerGemini, parseGemini } from './api-gemini.js';
 import { answerResponses, parseResponses } from './api-responses.js';
-import { asRecord, decide, type ParsedTurn, type Reply, type Task } from './task.js';
+import { asRecord, decide, jsonReply, type ParsedTurn, type Reply, type Task } from './task.js';
 import { freshId, writeJson } from './wire.js';
 
 export type Api = 'messages' | 'responses' | 'chat' | 'gemini';
@@ -125,7 +125,8 @@ function play(
     turn: T,
     answer: (res: ServerResponse, turn: T, reply: Reply) => void,
   ): { turn: ParsedTurn; reply: Reply } => {
-    const reply = decide(turn.tools, turn.toolResults, task);
+    // The reply is the text the client really got (a recording holds it): the JSON, when JSON was asked for.
+    const reply = jsonReply(decide(turn.tools, turn.toolResults, task), turn);
     if (reply.kind === 'tool') reply.callId = freshId(CALL_ID_PREFIX[api]);
     answer(res, turn, reply);
     return { turn, reply };

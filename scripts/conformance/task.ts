@@ -31,6 +31,27 @@ export interface ParsedTurn {
   tools: DeclaredTool[];
   /** The text of every tool result in the conversation, oldest first. */
   toolResults: string[];
+  /**
+   * The request asks for a JSON answer, in its API's own way (chat `response_format`, Responses `text.format`,
+   * Anthropic `output_config.format`, Gemini `responseMimeType`): a model so asked answers JSON (jsonReply).
+   */
+  jsonAsked: boolean;
+}
+
+/**
+ * The text a model asked for JSON answers: a JSON object, whatever its schema wants (Gemini CLI's model router asks
+ * for one and retries, for minutes, an answer that does not parse). A tool call stays as it is.
+ */
+export function jsonReply(reply: Reply, turn: ParsedTurn): Reply {
+  if (reply.kind !== 'text' || !turn.jsonAsked) return reply;
+  const answer = {
+    reasoning: 'simple',
+    complexity_reasoning: 'simple',
+    complexity_score: 1,
+    model_choice: 'flash',
+    next_speaker: 'user',
+  };
+  return { kind: 'text', text: JSON.stringify(answer) };
 }
 
 /**
@@ -103,6 +124,11 @@ export function decide(tools: DeclaredTool[], toolResults: string[], task: Task 
   }
   const names = tools.map((tool) => (tool.namespace ? `${tool.namespace}.${tool.name}` : tool.name));
   return { kind: 'text', text: `The mock knows none of the declared tools: ${names.join(', ').slice(0, 500)}` };
+}
+
+/** An OpenAI `response_format` / `text.format` type that asks for JSON. */
+export function isJsonFormat(type: unknown): boolean {
+  return type === 'json_object' || type === 'json_schema';
 }
 
 /** The names of the string properties of a JSON schema object. */

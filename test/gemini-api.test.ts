@@ -354,4 +354,21 @@ describe('the bytes of a request forwarded to Gemini', () => {
     assert.equal(sent?.url, '/v1beta/models/gemini-2.0-flash:generateContent');
     assert.equal(sent?.text, JSON.stringify(JSON.parse(body)));
   });
+
+  test("countTokens of a whole generateContentRequest: Gemini counts it, for the target's model", async () => {
+    const contents = [{ role: 'user', parts: [{ text: 'Count me' }] }];
+    const systemInstruction = { parts: [{ text: 'Be brief.' }] };
+    const counted = await call(`${fx.gw.url}/v1/models/flash:countTokens`, {
+      method: 'POST',
+      headers: { 'x-goog-api-key': ADMIN_TOKEN, 'content-type': 'application/json' },
+      body: JSON.stringify({ generateContentRequest: { model: 'models/flash', contents, systemInstruction } }),
+    });
+    assert.equal(counted.status, 200, counted.text);
+    const sent = fx.gemini.requests.at(-1);
+    assert.equal(sent?.url, '/v1beta/models/gemini-2.0-flash:countTokens');
+    assert.deepEqual(sent?.body, {
+      generateContentRequest: { model: 'models/gemini-2.0-flash', contents, systemInstruction },
+    });
+    assert.deepEqual(counted.json, { totalTokens: mockGeminiCount(sent?.text ?? '') });
+  });
 });

@@ -16,6 +16,7 @@ import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { MOCK_CONTENT, MOCK_STREAM_CONTENT } from './helpers/mock-openai-upstream.js';
 import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
 import { call, type Answer } from './helpers/http.js';
+import { captureSecrets } from './helpers/capture.js';
 import { closeThreeUpstreams, startThreeUpstreams, type ThreeUpstreams } from './helpers/gemini-api-gateway.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
 import { startOtlpCollector, type OtlpCollector } from './helpers/otlp-collector.js';
@@ -65,12 +66,16 @@ describe("the Gemini API's protections on the real gateway", () => {
       method: 'POST',
       headers: authHeaders(),
       body: JSON.stringify({ name: 'gemini-test', models: ['*'], ...fields }),
+      disclosesKey: true,
     });
     assert.equal(created.status, 201, created.text);
-    return String(created.json.key);
+    const key = String(created.json.key);
+    // Sent by the SDK too (x-goog-api-key), which the capture of `call` does not see.
+    captureSecrets([key]);
+    return key;
   };
-  const token = (scope: string) =>
-    new SignJWT({ scope })
+  const token = async (scope: string) => {
+    const jwt = await new SignJWT({ scope })
       .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
@@ -78,6 +83,9 @@ describe("the Gemini API's protections on the real gateway", () => {
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(signingKey.privateKey);
+    captureSecrets([jwt]);
+    return jwt;
+  };
 
   before(async () => {
     signingKey = await generateKeyPair('RS256', { extractable: true });

@@ -9,62 +9,17 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GoogleGenAI, type Content } from '@google/genai';
-import { startMockGemini, mockGeminiCount, type MockGemini } from './helpers/mock-gemini-upstream.js';
+import { mockGeminiCount } from './helpers/mock-gemini-upstream.js';
+import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS, mockVector } from './helpers/mock-openai-upstream.js';
+import { ADMIN_TOKEN } from './helpers/gateway.js';
 import {
-  MOCK_CONTENT,
-  MOCK_TOOL_ARGUMENTS,
-  mockVector,
-  startMockUpstream,
-  type MockUpstream,
-} from './helpers/mock-openai-upstream.js';
-import { startMockAnthropic, type MockAnthropic } from './helpers/mock-anthropic-upstream.js';
-import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
+  GEMINI_KEY,
+  OPENAI_KEY,
+  closeThreeUpstreams,
+  startThreeUpstreams,
+  type ThreeUpstreams,
+} from './helpers/gemini-api-gateway.js';
 import { call } from './helpers/http.js';
-
-const GEMINI_KEY = 'gemini-upstream-key-0123456789';
-const OPENAI_KEY = 'sk-openai-upstream-0123456789';
-
-/** The gateway of these tests: `flash` on Gemini, `gpt-4o-mini` on a chat upstream, `claude-fast` on Anthropic. */
-export interface ThreeUpstreams {
-  gemini: MockGemini;
-  openai: MockUpstream;
-  anthropic: MockAnthropic;
-  gw: TestGateway;
-}
-
-export async function startThreeUpstreams(extraConfig: string[] = [], env: Record<string, string> = {}) {
-  const gemini = await startMockGemini({ requiredKey: GEMINI_KEY });
-  const openai = await startMockUpstream({ requiredKey: OPENAI_KEY });
-  const anthropic = await startMockAnthropic();
-  const gw = await startGateway({
-    env: { GEMINI_KEY, OPENAI_KEY, ANTHROPIC_KEY: 'sk-ant-0123456789', ...env },
-    configFile: {
-      name: 'gemini-api.yaml',
-      text: [
-        'upstreams:',
-        `  - { name: google, kind: gemini, base_url: "${gemini.baseUrl}", api_key_env: GEMINI_KEY }`,
-        `  - { name: oai, base_url: "${openai.baseUrl}", api_key_env: OPENAI_KEY }`,
-        `  - { name: claude, kind: anthropic, base_url: "${anthropic.baseUrl}", api_key_env: ANTHROPIC_KEY }`,
-        'models:',
-        '  - { id: flash, upstream: google, upstream_model: gemini-2.0-flash, pricing: { input_per_million: 1, output_per_million: 2 } }',
-        '  - { id: gpt-4o-mini, upstream: oai, upstream_model: gpt-4o-mini, pricing: { input_per_million: 3, output_per_million: 5 } }',
-        '  - { id: gemini-2.0-flash, upstream: google, upstream_model: gemini-2.0-flash }',
-        '  - { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }',
-        '  - { id: gemini-embed, upstream: google, upstream_model: text-embedding-004, type: embedding }',
-        '  - { id: embed-small, upstream: oai, upstream_model: text-embedding-3-small, type: embedding, dimensions: 4 }',
-        ...extraConfig,
-      ].join('\n'),
-    },
-  });
-  return { gemini, openai, anthropic, gw } satisfies ThreeUpstreams;
-}
-
-export async function closeThreeUpstreams(fx: ThreeUpstreams | undefined): Promise<void> {
-  await fx?.gw.close();
-  await fx?.gemini.close();
-  await fx?.openai.close();
-  await fx?.anthropic.close();
-}
 
 const WEATHER_TOOLS = [
   {
@@ -398,5 +353,22 @@ describe('the bytes of a request forwarded to Gemini', () => {
     const sent = fx.gemini.generateRequests()[1];
     assert.equal(sent?.url, '/v1beta/models/gemini-2.0-flash:generateContent');
     assert.equal(sent?.text, JSON.stringify(JSON.parse(body)));
+  });
+
+  test("countTokens of a whole generateContentRequest: Gemini counts it, for the target's model", async () => {
+    const contents = [{ role: 'user', parts: [{ text: 'Count me' }] }];
+    const systemInstruction = { parts: [{ text: 'Be brief.' }] };
+    const counted = await call(`${fx.gw.url}/v1/models/flash:countTokens`, {
+      method: 'POST',
+      headers: { 'x-goog-api-key': ADMIN_TOKEN, 'content-type': 'application/json' },
+      body: JSON.stringify({ generateContentRequest: { model: 'models/flash', contents, systemInstruction } }),
+    });
+    assert.equal(counted.status, 200, counted.text);
+    const sent = fx.gemini.requests.at(-1);
+    assert.equal(sent?.url, '/v1beta/models/gemini-2.0-flash:countTokens');
+    assert.deepEqual(sent?.body, {
+      generateContentRequest: { model: 'models/gemini-2.0-flash', contents, systemInstruction },
+    });
+    assert.deepEqual(counted.json, { totalTokens: mockGeminiCount(sent?.text ?? '') });
   });
 });

@@ -33,7 +33,7 @@ export async function call(
   });
   const text = await response.body.text();
   const headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  captureSecrets([credentialOf(headers.authorization), headers['x-upstream-key']]);
+  captureSecrets([credentialOf(headers.authorization), headers['x-upstream-key'], headers['x-goog-api-key']]);
   captureText(
     'bodies',
     options.disclosesKey ? text.replace(/"key":"gwk_[^"]*"/g, '"key":"<shown once, by design>"') : text,

@@ -155,7 +155,7 @@ export interface AnthropicRequest {
   tool_choice?: AnthropicToolChoice;
   metadata?: unknown;
   thinking?: unknown;
-  output_config?: { effort: string };
+  output_config?: { effort?: string; format?: { type: 'json_schema'; schema: Record<string, unknown> } };
   /** Chat fields of the same name and meaning (`top_k`, `service_tier`), passed on as they came. */
   [sameName: string]: unknown;
 }

@@ -17,6 +17,7 @@ import { imageUrlOfPart, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
 import { callerMarked, isMark, markBreakpoints, type PromptCacheMode } from './cache-breakpoints.js';
 import { thinkingFor } from './thinking.js';
+import { anthropicFormatOf } from './structured-output.js';
 
 /** Anthropic requires `max_tokens`; used when the caller sets none (configurable per upstream). */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
@@ -89,6 +90,9 @@ export function toAnthropicRequest(
     };
     Object.assign(out, thinkingFor(body.reasoning_effort, target));
   }
+  // Structured output (JSON Schema) as Anthropic's own, beside any effort the thinking settings put there.
+  const format = anthropicFormatOf(body.response_format, upstreamModel);
+  if (format) out.output_config = { ...out.output_config, format };
   if (promptCache === 'auto' && !callerMarked(out)) markBreakpoints(out, messages);
   return out;
 }

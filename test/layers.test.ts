@@ -33,8 +33,8 @@ test('src/ holds the layers: no upward import, no cycle between folders or files
 
 test('an import from a lower layer to a higher one is refused, with the file, the target and both folders', (t) => {
   const root = tree({
-    'core/pricing.ts': "import type { Handler } from '../routes/chat.js';\nexport type H = Handler;\n",
-    'routes/chat.ts': 'export type Handler = () => void;\n',
+    'core/pricing.ts': "import type { Handler } from '../routes/surface-call.js';\nexport type H = Handler;\n",
+    'routes/surface-call.ts': 'export type Handler = () => void;\n',
   });
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const { status, stderr } = check(root);

@@ -9,7 +9,7 @@ import { assertValid } from '../http/bounded-validation.js';
 import type { RouteName } from '../request/route-name.js';
 import type { SurfaceDeps, SurfaceDescriptor, SurfaceEndpoint } from '../surfaces/descriptor.js';
 import type { ApiSurface } from '../surfaces/surface.js';
-import { makeChatHandler, type PipelineDeps } from './chat.js';
+import { makeSurfaceCallHandler, type PipelineDeps } from './surface-call.js';
 import { makeCountTokensHandler } from './count-tokens.js';
 import { makeEmbeddingsHandler } from './embeddings.js';
 import { makeSurfaceModelsHandlers } from './models.js';
@@ -119,7 +119,7 @@ class HandlerCache {
       );
     switch (endpoint.operation) {
       case 'generate':
-        return makeChatHandler(descriptor, translation, {
+        return makeSurfaceCallHandler(descriptor, translation, {
           ...pipeline,
           captureAnswer: deps.wantsContent(descriptor.events.completed),
         });

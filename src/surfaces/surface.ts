@@ -22,7 +22,7 @@ export class NativeForward {
 
 /**
  * How one public API (chat completions, the Responses API) speaks to callers: a thin translation at the edge of
- * the one chat pipeline (routes/chat.ts). The surface turns its request into the chat request every provider
+ * the one model-call pipeline (routes/surface-call.ts, core/call-pipeline.ts). The surface turns its request into the chat request every provider
  * serves, and the chat answer back into its own JSON or its own event stream; auth, limits, idempotency,
  * retries and records are the pipeline's, the same for every surface.
  */

@@ -25,11 +25,12 @@ import { DROPPED_FIELDS_HEADER, TranslationNotes } from '../surfaces/translation
 const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
 
 /**
- * The one chat pipeline, for every API surface (src/surfaces/registry.ts): POST /v1/?route=chat (the surface is the
- * chat model itself), the Responses API, the Messages API (translated at the edge by the descriptor's translation).
- * Validated body in, the surface's JSON or stream out.
+ * The HTTP half of every model call, whatever its API surface (src/surfaces/registry.ts): chat completions (the
+ * surface is the chat model itself), the Responses API, the Messages API, the Gemini API (each translated at the edge
+ * by its descriptor's translation, or forwarded natively). Validated body in, the surface's JSON or stream out; the
+ * call itself (plan, admit, run, settle) is core's CallPipeline and ModelCall.
  */
-export function makeChatHandler(descriptor: SurfaceDescriptor, surface: ApiSurface, deps: PipelineDeps) {
+export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: ApiSurface, deps: PipelineDeps) {
   const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
   const captureAnswer = deps.captureAnswer === true;
   const { modelOf, streamOf } = descriptor;

@@ -41,7 +41,7 @@ test('an import from a lower layer to a higher one is refused, with the file, th
   assert.equal(status, 1);
   assert.match(
     stderr,
-    /layers: core\/pricing\.ts imports routes\/chat\.ts: "core" sits below "routes" and may not import it\n/,
+    /layers: core\/pricing\.ts imports routes\/surface-call\.ts: "core" sits below "routes" and may not import it\n/,
   );
   assert.match(stderr, /layers: 1 problem\(s\)/);
 });

@@ -1,4 +1,5 @@
-import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import type * as Jose from 'jose';
+import type { createRemoteJWKSet, JWTPayload } from 'jose';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { OAuthConfig } from '../config/types.js';
 import type { Principal } from './principal.js';
@@ -19,17 +20,20 @@ export function looksLikeJwt(token: string): boolean {
  * to routes. Each refusal is a 401 with its own code.
  */
 export class OAuthVerifier {
-  private readonly jwks: ReturnType<typeof createRemoteJWKSet>;
+  private jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
+  // jose is loaded at the first token, not at start: a configuration without OAuth never loads it (~2 MB RSS
+  // of a worker's idle footprint, issue 33).
+  private jose: Promise<typeof Jose> | undefined;
 
-  constructor(private readonly config: OAuthConfig) {
-    this.jwks = createRemoteJWKSet(new URL(config.jwksUrl), {
-      cooldownDuration: config.jwksCooldownMs,
+  constructor(private readonly config: OAuthConfig) {}
+
+  async verify(token: string): Promise<Principal> {
+    const { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } = await (this.jose ??= import('jose'));
+    this.jwks ??= createRemoteJWKSet(new URL(this.config.jwksUrl), {
+      cooldownDuration: this.config.jwksCooldownMs,
       cacheMaxAge: 10 * 60_000,
       timeoutDuration: 5_000,
     });
-  }
-
-  async verify(token: string): Promise<Principal> {
     let alg: string | undefined;
     try {
       alg = decodeProtectedHeader(token).alg;

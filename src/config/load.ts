@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
@@ -219,4 +220,13 @@ function checkReferences(
   if (defaultUpstream !== undefined && !names.has(defaultUpstream)) {
     problems.push(`default_upstream: no upstream named "${defaultUpstream}"`);
   }
+}
+
+/**
+ * The YAML parser, loaded only when a YAML config file is read (synchronously, as loadConfig is): a gateway
+ * configured from the environment or a JSON file never loads it (issue 33, the idle footprint).
+ */
+function parseYaml(text: string): unknown {
+  const yaml = createRequire(import.meta.url)('yaml') as typeof Yaml;
+  return yaml.parse(text);
 }

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { buildApp } from './app.js';
 import type { GatewayConfig } from './config/types.js';
-import type { Logger } from './observability/logger.js';
+import { flushLogSync, type Logger } from './observability/logger.js';
 import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { printDevTokenHint } from './process/dev-token-hint.js';
 import { listenFailure } from './process/listen-failure.js';
@@ -21,7 +21,7 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
     // The address cannot be had: say so plainly and exit with the code that tells a cluster primary (and a
     // supervisor such as systemd's RestartPreventExitStatus) that starting again would fail the same way.
     logger.fatal({ host: config.host, port: config.port, code: (error as { code?: string }).code }, reason);
-    logger.flush();
+    flushLogSync(logger);
     process.stderr.write(`gateway: ${reason}\n`);
     process.exit(EXIT_CANNOT_START);
   }
@@ -77,7 +77,7 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
       })
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
-        logger.flush();
+        flushLogSync(logger);
         process.exit(1);
       });
   };

@@ -131,5 +131,8 @@ describe('Prometheus metrics', () => {
     assert.equal(sample(text, 'llmgw_upstream_errors_total', { upstream: 'default', code: 'upstream_error' }), 1);
     assert.equal(sample(text, 'llmgw_circuit_state', { upstream: 'default' }), 2, 'open');
     assert.equal(sample(text, 'llmgw_limit_refusals_total', { code: 'rate_limited' }), 1);
+    // The test logger's destination never drops; the counter is there, at the process's figure (issue 33).
+    assert.match(text, /# TYPE llmgw_log_lines_dropped_total counter/);
+    assert.equal(typeof sample(text, 'llmgw_log_lines_dropped_total', {}), 'number');
   });
 });

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { redactUrl } from '../secrets/redact.js';
+import { accessLineEnabled, scrubbedJson, writeAccessLine } from '../observability/logger.js';
 import { isObservedRoute } from '../request/route-name.js';
 import { recordOf, type RequestRecord } from '../request/request-record.js';
 import { USAGE_ANOMALIES } from '../providers/contract.js';
@@ -34,42 +35,61 @@ export function endRequest(request: FastifyRequest, status: number): void {
   if (observers.length > 0 && isObservedRoute(record.route)) for (const observe of observers) observe(record);
 }
 
-/** The access line: one per request, from its record. */
+/**
+ * The access line: one per request, from its record, serialized by hand for its fixed fields (pino's generic
+ * object walk and its whole-line secret scrub were ~6 % of a chat call's CPU, docs/benchmarks.md). The keys, their
+ * order and their values are what `log.info({...}, 'request')` wrote: an absent field is left out, a number is
+ * written as it is (a non-finite one as null), a string through JSON.stringify. The strings a caller or an
+ * upstream can set (the id, URL, names, dropped fields, the replay reason) are scrubbed of the known secrets; the numbers
+ * and the gateway's own enums (route, code, cache, usage anomalies) cannot hold one.
+ */
 function logAccess(request: FastifyRequest, record: RequestRecord): void {
+  const log = request.server.log;
+  if (!accessLineEnabled(log)) return;
+  writeAccessLine(log, accessLineFields(log, record, request.droppedFields));
+}
+
+/** The access line's fields after pino's standard ones, as JSON text led by a comma (exported for its test). */
+export function accessLineFields(log: object, record: RequestRecord, dropped: readonly string[] | undefined): string {
   const usage = record.usage;
   // The root logger, with the id as a field: no per-request child logger is created for this line.
-  request.server.log.info(
-    {
-      request_id: record.id,
-      method: record.method,
-      url: redactUrl(record.url),
-      route: record.route,
-      status: record.status,
-      ms: Math.round(record.latencyMs * 100) / 100,
-      caller: record.caller,
-      model: record.model,
-      upstream: record.upstream,
-      // Flat fields (pino's fast path; a nested object goes through JSON.stringify).
-      prompt_tokens: usage?.prompt_tokens,
-      completion_tokens: usage?.completion_tokens,
-      // The parts of those (docs/usage.md, "Token parts"); absent when the upstream reported none.
-      cache_read_tokens: usage?.cache_read_tokens,
-      cache_write_tokens: usage?.cache_write_tokens,
-      cache_write_1h_tokens: usage?.cache_write_1h_tokens,
-      reasoning_tokens: usage?.reasoning_tokens,
-      cost_usd: usage?.cost_usd,
-      // What prompt caching saved at the call's prices (negative when writes cost more than reads saved).
-      cache_savings_usd: usage?.cache_savings_usd,
-      // What the gateway corrected in the upstream's usage figures (docs/usage.md); absent when nothing.
-      usage_anomaly: usage?.[USAGE_ANOMALIES],
-      code: record.code,
-      // The caller's fields a translation left out (X-Gateway-Dropped-Fields); absent when none. One string: flat.
-      dropped_fields: request.droppedFields?.join(','),
-      replay_not_stored: record.replayNotStored,
-      cache: record.cacheResult,
-    },
-    'request',
-  );
+  let line = `,"request_id":${scrubbedJson(log, record.id)},"method":${JSON.stringify(record.method)}`;
+  line += `,"url":${scrubbedJson(log, redactUrl(record.url))}`;
+  if (record.route !== undefined) line += `,"route":${JSON.stringify(record.route)}`;
+  line += `,"status":${num(record.status)},"ms":${num(Math.round(record.latencyMs * 100) / 100)}`;
+  line += `,"caller":${scrubbedJson(log, record.caller)}`;
+  if (record.model !== undefined) line += `,"model":${scrubbedJson(log, record.model)}`;
+  if (record.upstream !== undefined) line += `,"upstream":${scrubbedJson(log, record.upstream)}`;
+  if (usage !== undefined) {
+    line += numField('prompt_tokens', usage.prompt_tokens);
+    line += numField('completion_tokens', usage.completion_tokens);
+    // The parts of those (docs/usage.md, "Token parts"); absent when the upstream reported none.
+    line += numField('cache_read_tokens', usage.cache_read_tokens);
+    line += numField('cache_write_tokens', usage.cache_write_tokens);
+    line += numField('cache_write_1h_tokens', usage.cache_write_1h_tokens);
+    line += numField('reasoning_tokens', usage.reasoning_tokens);
+    line += numField('cost_usd', usage.cost_usd);
+    // What prompt caching saved at the call's prices (negative when writes cost more than reads saved).
+    line += numField('cache_savings_usd', usage.cache_savings_usd);
+    // What the gateway corrected in the upstream's usage figures (docs/usage.md); absent when nothing.
+    const anomalies = usage[USAGE_ANOMALIES];
+    if (anomalies !== undefined) line += `,"usage_anomaly":${JSON.stringify(anomalies)}`;
+  }
+  if (record.code !== undefined) line += `,"code":${JSON.stringify(record.code)}`;
+  // The caller's fields a translation left out (X-Gateway-Dropped-Fields); absent when none.
+  if (dropped !== undefined) line += `,"dropped_fields":${scrubbedJson(log, dropped.join(','))}`;
+  if (record.replayNotStored !== undefined) line += `,"replay_not_stored":${scrubbedJson(log, record.replayNotStored)}`;
+  if (record.cacheResult !== undefined) line += `,"cache":${JSON.stringify(record.cacheResult)}`;
+  return line;
+}
+
+/** A number as pino writes it: as it is, or null when it is not finite. */
+function num(value: number): string {
+  return Number.isFinite(value) ? String(value) : 'null';
+}
+
+function numField(key: string, value: number | undefined): string {
+  return value === undefined ? '' : `,"${key}":${num(value)}`;
 }
 
 export const CLIENT_CLOSED_STATUS = 499;

@@ -1,3 +1,4 @@
+import { droppedLogLines } from './logger.js';
 import cluster from 'node:cluster';
 import { Gauge, Registry } from 'prom-client';
 import { answerClusterCollects, scrapeCluster } from './cluster-metrics.js';
@@ -121,6 +122,12 @@ export class GatewayMetrics {
       'llmgw_usage_anomalies_total',
       'Requests whose upstream reported a usage figure the gateway corrected, by upstream and kind (not_a_number, negative, too_large, fractional)',
       ['upstream', 'kind'],
+      r,
+    );
+    new CollectedCounter(
+      'llmgw_log_lines_dropped_total',
+      'Log lines (access lines included) dropped because the log destination could not keep up (its buffer was full)',
+      () => [{ labels: {}, value: droppedLogLines() }],
       r,
     );
     const deadLettered = sources.deadLetteredUsage;

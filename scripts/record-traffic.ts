@@ -12,22 +12,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startScriptedUpstream, type ScriptedRequest } from '../test/helpers/scripted-upstream.js';
 import { FLOWS, PROMPT, TOOL_RESULT, installedVersion, type ClientFlow } from './record-traffic-clients.js';
+import { API_KEY_PLACEHOLDER, CREDENTIAL_HEADERS, FORMAT } from './client-traffic-format.js';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'fixtures', 'clients');
-export const FORMAT = 'llm-gateway/client-traffic@1';
 /** The key every client is given; replaced by API_KEY_PLACEHOLDER wherever it appears. */
 const RECORDING_KEY = 'sk-recording-0123456789abcdefghijklmnop';
-const API_KEY_PLACEHOLDER = '<API_KEY>';
-const CREDENTIAL_HEADERS = new Set([
-  'authorization',
-  'x-api-key',
-  'api-key',
-  'x-goog-api-key',
-  'cookie',
-  'proxy-authorization',
-  'openai-organization',
-  'openai-project',
-]);
 const VOLATILE_HEADERS = new Set([
   'host',
   'content-length',

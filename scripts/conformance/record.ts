@@ -16,20 +16,9 @@ import type { PathSpec } from './paths.js';
 import type { ClientPin } from './pins.js';
 import type { SentRequest } from './tap.js';
 import { asRecord, TASK_FILE, TASK_PROMPT } from './task.js';
+import { API_KEY_PLACEHOLDER, CREDENTIAL_HEADERS, FORMAT } from '../client-traffic-format.js';
 
 export const RECORDED_FLOW = 'conformance-tool-loop';
-const FORMAT = 'llm-gateway/client-traffic@1';
-const API_KEY_PLACEHOLDER = '<API_KEY>';
-const CREDENTIAL_HEADERS = new Set([
-  'authorization',
-  'x-api-key',
-  'api-key',
-  'x-goog-api-key',
-  'cookie',
-  'proxy-authorization',
-  'openai-organization',
-  'openai-project',
-]);
 /** Headers that differ from machine to machine or run to run (kept as sent, named in `volatile_headers`). */
 const VOLATILE_HEADERS = new Set([
   'host',

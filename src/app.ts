@@ -37,6 +37,9 @@ import type {
   UsageStore,
 } from './store/contract.js';
 import { wireAuth } from './wiring/auth.js';
+import { wireBatches } from './wiring/batches.js';
+import type { BatchStore } from './store/batch-contract.js';
+import type { BatchFiles } from './core/batches/batch-files.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
 import { wireIdempotency, wireSealedIdempotency } from './wiring/idempotency.js';
@@ -74,6 +77,10 @@ export interface AppDependencies {
   nativeOwners?: NativeOwnerStore;
   /** The exact response cache; without it no model's answers are cached. */
   responseCache?: ResponseCacheStore;
+  /** Batches and their lines (OpenAI's Batch API, Anthropic's Message Batches); without it the batch paths are 404. */
+  batches?: BatchStore;
+  /** The files a batch reads its input from and writes its results to (the Files API's). */
+  batchFiles?: BatchFiles;
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
 }
@@ -191,6 +198,13 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
     { ownership, history: responses.history },
   );
+  // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
+  const batchStats = wireBatches(app, config, {
+    auth,
+    store: deps.batches,
+    files: deps.batchFiles,
+    webhooks: events.webhooks,
+  });
   const embeddings = makeEmbeddingsHandler(embeddingService, chat, idempotency, beginTrace, cache);
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });
   mountV1(

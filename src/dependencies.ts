@@ -24,6 +24,7 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
   const sqlite = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, sqlite);
   const usage = await openUsageStore(config, sqlite);
+  const { SqliteBatches } = await import('./store/sqlite/sqlite-batches.js');
   return {
     config,
     logger,
@@ -37,6 +38,8 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     responses: state.responses,
     nativeOwners: state.nativeOwners,
     responseCache: state.responseCache,
+    // In the embedded store in every mode (docs/batches.md: several processes on one data folder share it).
+    batches: new SqliteBatches(sqlite.db),
     ...(usage ? { usage: usage.store } : {}),
     kinds: { limits: state.limiter?.kind, idempotency: state.idempotency.kind, usage: usage?.kind ?? 'off' },
     async close() {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini'] as const;
+export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini', 'batches'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 
 /**
@@ -250,6 +250,9 @@ export const CANARY_EVENT_KINDS = [
   'key.revoked',
   'gemini.completed',
   'gemini.failed',
+  'batch.completed',
+  'batch.failed',
+  'batch.cancelled',
 ] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
@@ -530,6 +533,33 @@ export const configFileSchema = z
           .min(64 * 1024)
           .max(64 * 1024 * 1024 * 1024)
           .default(256 * 1024 * 1024),
+      })
+      .strict()
+      .prefault({}),
+    /** Batches (OpenAI's Batch API, Anthropic's Message Batches) run by the gateway itself: docs/batches.md. */
+    batches: z
+      .object({
+        /** Whether this process runs batch lines (the API answers either way; another process may run them). */
+        run: z.boolean().default(true),
+        /** Lines in flight per process, across all its batches: the rest of the capacity stays interactive. */
+        concurrency: z.number().int().min(1).max(1_000).default(4),
+        /** The share of the owner's rate limit a batch may use; past it, its lines wait for the window's reset. */
+        rate_share: z.number().gt(0).max(1).default(0.5),
+        /** Batches one process works on at once. */
+        max_batches: z.number().int().min(1).max(100).default(4),
+        /** How long a runner's claim on a batch lasts unrenewed (a dead process's batches are taken over after it). */
+        lease_seconds: z.number().min(0.2).max(3_600).default(60),
+        /** How often a runner looks for work it was not told of (another process's batches, deferred lines). */
+        poll_ms: z.number().int().min(10).max(60_000).default(1_000),
+        /** Lines per batch, at most (OpenAI's limit). */
+        max_lines: z.number().int().min(1).max(1_000_000).default(50_000),
+        /** One line's bytes, at most. */
+        max_line_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(64 * 1024 * 1024)
+          .default(8 * 1024 * 1024),
       })
       .strict()
       .prefault({}),

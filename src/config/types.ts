@@ -166,6 +166,17 @@ export interface GatewayConfig {
     maxConversationTurns: number;
     maxCallerBytes: number;
   };
+  /** Batches run by the gateway itself (docs/batches.md). */
+  batches: {
+    run: boolean;
+    concurrency: number;
+    rateShare: number;
+    maxBatches: number;
+    leaseMs: number;
+    pollMs: number;
+    maxLines: number;
+    maxLineBytes: number;
+  };
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

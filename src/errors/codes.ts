@@ -111,6 +111,18 @@ export const ERROR_CODES = {
     message:
       'The API key cannot be changed or rotated in its state (revoked, expired, or replaced by a rotation); see details.state.',
   },
+  batch_not_found: {
+    status: 404,
+    message: "No batch has this id for this caller (never created, deleted, or another caller's).",
+  },
+  batch_input_invalid: {
+    status: 400,
+    message: 'The batch cannot be created from this input; see details.field and details.problem.',
+  },
+  batch_not_ended: {
+    status: 409,
+    message: 'The batch is still running; cancel it and wait until it has ended.',
+  },
   response_not_found: {
     status: 404,
     message: "No stored response has this id for this caller (never stored, expired, deleted, or another caller's).",

@@ -237,4 +237,60 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // cache writes cost more than reads saved. NULL without prices or usage (and on records written before).
     sql: `ALTER TABLE usage_records ADD COLUMN cache_savings_usd REAL;`,
   },
+  {
+    version: 17,
+    name: 'batches',
+    // Batches (issue 34): one row per batch, one per line. A line's outcome is written once (state moves from
+    // 'pending' only); the batch's counts move in the same transaction. `lease_holder`/`lease_until_ms`: the one
+    // runner working on the batch (several processes share the file).
+    sql: `CREATE TABLE batches (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            api TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            input_file_id TEXT,
+            completion_window TEXT NOT NULL,
+            metadata TEXT,
+            status TEXT NOT NULL,
+            total INTEGER NOT NULL DEFAULT 0,
+            succeeded INTEGER NOT NULL DEFAULT 0,
+            errored INTEGER NOT NULL DEFAULT 0,
+            canceled INTEGER NOT NULL DEFAULT 0,
+            expired INTEGER NOT NULL DEFAULT 0,
+            errors TEXT,
+            output_file_id TEXT,
+            error_file_id TEXT,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            in_progress_ms INTEGER,
+            finalizing_ms INTEGER,
+            completed_ms INTEGER,
+            failed_ms INTEGER,
+            expired_ms INTEGER,
+            cancelling_ms INTEGER,
+            cancelled_ms INTEGER,
+            lease_holder TEXT,
+            lease_until_ms INTEGER NOT NULL DEFAULT 0
+          ) STRICT;
+          CREATE INDEX batches_owner ON batches (owner, api, seq);
+          CREATE INDEX batches_active ON batches (status) WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling');
+          CREATE TABLE batch_lines (
+            batch_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            custom_id TEXT NOT NULL,
+            url TEXT NOT NULL,
+            body TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'errored', 'canceled', 'expired')),
+            status_code INTEGER,
+            response TEXT,
+            request_id TEXT,
+            error TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            not_before_ms INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (batch_id, idx)
+          ) STRICT;
+          CREATE INDEX batch_lines_pending ON batch_lines (batch_id, idx) WHERE state = 'pending';`,
+  },
 ];

@@ -163,7 +163,14 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins, prices);
   const { admin, auth } = wireAuth(config, deps.keys);
-  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
+  // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
+  const batchStats = wireBatches(app, config, {
+    auth,
+    store: deps.batches,
+    files: deps.batchFiles,
+    webhooks: events.webhooks,
+  });
+  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, batchStats);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
     ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId))
@@ -176,6 +183,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     outbox: deps.outbox,
     keys: keyService,
     webhooks: events.webhooks,
+    batches: batchStats?.active,
   });
   const keyHandlers = makeKeyHandlers(keyService, {
     idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),
@@ -198,13 +206,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
     { ownership, history: responses.history },
   );
-  // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
-  const batchStats = wireBatches(app, config, {
-    auth,
-    store: deps.batches,
-    files: deps.batchFiles,
-    webhooks: events.webhooks,
-  });
   const embeddings = makeEmbeddingsHandler(embeddingService, chat, idempotency, beginTrace, cache);
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });
   mountV1(

@@ -16,6 +16,7 @@ import {
   parseWorkers,
 } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
+import { toBatches } from './batches-schema.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import {
   checkLimitModels,
@@ -141,16 +142,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     oauth,
     usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
     responses: toResponses(file.responses),
-    batches: {
-      run: file.batches.run,
-      concurrency: file.batches.concurrency,
-      rateShare: file.batches.rate_share,
-      maxBatches: file.batches.max_batches,
-      leaseMs: Math.round(file.batches.lease_seconds * 1000),
-      pollMs: file.batches.poll_ms,
-      maxLines: file.batches.max_lines,
-      maxLineBytes: file.batches.max_line_bytes,
-    },
+    batches: toBatches(file.batches),
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,
     dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },

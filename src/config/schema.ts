@@ -1,5 +1,6 @@
 import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
+import { batchesSectionSchema } from './batches-schema.js';
 
 /**
  * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
@@ -537,32 +538,7 @@ export const configFileSchema = z
       .strict()
       .prefault({}),
     /** Batches (OpenAI's Batch API, Anthropic's Message Batches) run by the gateway itself: docs/batches.md. */
-    batches: z
-      .object({
-        /** Whether this process runs batch lines (the API answers either way; another process may run them). */
-        run: z.boolean().default(true),
-        /** Lines in flight per process, across all its batches: the rest of the capacity stays interactive. */
-        concurrency: z.number().int().min(1).max(1_000).default(4),
-        /** The share of the owner's rate limit a batch may use; past it, its lines wait for the window's reset. */
-        rate_share: z.number().gt(0).max(1).default(0.5),
-        /** Batches one process works on at once. */
-        max_batches: z.number().int().min(1).max(100).default(4),
-        /** How long a runner's claim on a batch lasts unrenewed (a dead process's batches are taken over after it). */
-        lease_seconds: z.number().min(0.2).max(3_600).default(60),
-        /** How often a runner looks for work it was not told of (another process's batches, deferred lines). */
-        poll_ms: z.number().int().min(10).max(60_000).default(1_000),
-        /** Lines per batch, at most (OpenAI's limit). */
-        max_lines: z.number().int().min(1).max(1_000_000).default(50_000),
-        /** One line's bytes, at most. */
-        max_line_bytes: z
-          .number()
-          .int()
-          .min(1024)
-          .max(64 * 1024 * 1024)
-          .default(8 * 1024 * 1024),
-      })
-      .strict()
-      .prefault({}),
+    batches: batchesSectionSchema,
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

@@ -1,3 +1,4 @@
+import type { BatchesConfig } from './batches-schema.js';
 import type { GatewayEnvironment } from './schema.js';
 import type { StreamUsageMode } from './provider-presets.js';
 import type { PriceCatalog } from './price-catalog.js';
@@ -167,16 +168,7 @@ export interface GatewayConfig {
     maxCallerBytes: number;
   };
   /** Batches run by the gateway itself (docs/batches.md). */
-  batches: {
-    run: boolean;
-    concurrency: number;
-    rateShare: number;
-    maxBatches: number;
-    leaseMs: number;
-    pollMs: number;
-    maxLines: number;
-    maxLineBytes: number;
-  };
+  batches: BatchesConfig;
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

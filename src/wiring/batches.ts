@@ -10,13 +10,10 @@ import { mountAnthropicBatches } from '../routes/batches-anthropic.js';
 import { mountOpenAiBatches } from '../routes/batches-openai.js';
 import type { BatchRecord, BatchStore } from '../store/batch-contract.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
+import type { BatchMetricsSource } from '../observability/batch-metrics.js';
 
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
-export interface BatchStats {
-  counters: LineCounters;
-  /** Lines in flight in this process. */
-  inFlight(): number;
-  /** Batches not yet ended, across every process sharing the store. */
+export interface BatchStats extends BatchMetricsSource {
   active(): Promise<BatchRecord[]>;
 }
 
@@ -90,5 +87,5 @@ export function wireBatches(
     app.addHook('onReady', async () => runner.start());
     app.addHook('preClose', async () => runner.stop());
   }
-  return { counters, inFlight: () => slots.inFlight, active: () => store.active(100) };
+  return { lines: () => counters, linesInFlight: () => slots.inFlight, active: () => store.active(100) };
 }

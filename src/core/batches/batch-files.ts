@@ -1,21 +1,7 @@
-/**
- * What the batch engine needs of the gateway's files (the Files API's FileService, issue 34): read an input file
- * its owner uploaded, and write the output and error files as the owner's. Another caller's file is absent.
- */
-export interface BatchFileObject {
-  id: string;
-  purpose: string;
-  bytes?: number;
-}
+import type { FileService } from '../file-service.js';
 
-export interface BatchFiles {
-  get(owner: string, id: string): Promise<BatchFileObject | undefined>;
-  openContent(
-    owner: string,
-    id: string,
-  ): Promise<{ object: BatchFileObject; stream: AsyncIterable<Uint8Array> } | undefined>;
-  create(
-    owner: string,
-    input: { purpose: string; filename: string; content: AsyncIterable<Uint8Array>; expiresAt?: number },
-  ): Promise<{ id: string }>;
-}
+/**
+ * What the batch engine needs of the gateway's files (src/core/file-service.ts): an input file read as its owner's,
+ * the output and error files written as the owner's (purpose `batch_output`). Another caller's file is absent.
+ */
+export type BatchFiles = Pick<FileService, 'get' | 'openContent' | 'create'>;

@@ -46,6 +46,8 @@ import { wireObservers } from './wiring/observers.js';
 import { wireCertificates } from './wiring/tls.js';
 import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
+import { wireFiles, type WiredFiles } from './wiring/files.js';
+import type { FileStore, UploadStore } from './store/file-contract.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -74,6 +76,8 @@ export interface AppDependencies {
   nativeOwners?: NativeOwnerStore;
   /** The exact response cache; without it no model's answers are cached. */
   responseCache?: ResponseCacheStore;
+  /** Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. */
+  files?: { files: FileStore; uploads: UploadStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
 }
@@ -84,6 +88,8 @@ export interface GatewayApp {
   beginShutdown(): void;
   /** Loads the TLS certificate files again (SIGHUP); false when there is no HTTPS listener or the pair is bad. */
   reloadCertificate(): boolean;
+  /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
+  files: WiredFiles | undefined;
 }
 
 /**
@@ -213,6 +219,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     catalog,
     mounted.flatMap((m) => (m.models ? [m.models] : [])),
   );
+  const files = wireFiles(app, config, deps.files, auth, limits.service);
   await app.ready();
   events.start();
   return {
@@ -221,5 +228,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       shuttingDown = true;
     },
     reloadCertificate: () => certificates?.reload() ?? false,
+    files,
   };
 }

@@ -1,5 +1,6 @@
 import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
+import { filesSectionSchema } from './files-schema.js';
 
 /**
  * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
@@ -9,7 +10,7 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini'] as const;
+export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini', 'files'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 
 /**
@@ -533,6 +534,8 @@ export const configFileSchema = z
       })
       .strict()
       .prefault({}),
+    /** Files and uploads (docs/files.md). */
+    files: filesSectionSchema,
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

@@ -1,6 +1,7 @@
 import type { GatewayEnvironment } from './schema.js';
 import type { StreamUsageMode } from './provider-presets.js';
 import type { PriceCatalog } from './price-catalog.js';
+import type { FilesConfig } from './files-schema.js';
 
 export type { StreamUsageMode };
 
@@ -166,6 +167,8 @@ export interface GatewayConfig {
     maxConversationTurns: number;
     maxCallerBytes: number;
   };
+  /** Files and uploads: where they live, their bounds and ages (docs/files.md). */
+  files: FilesConfig;
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

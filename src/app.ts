@@ -39,7 +39,6 @@ import type {
 import { wireAuth } from './wiring/auth.js';
 import { wireBatches } from './wiring/batches.js';
 import type { BatchStore } from './store/batch-contract.js';
-import type { BatchFiles } from './core/batches/batch-files.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
 import { wireIdempotency, wireSealedIdempotency } from './wiring/idempotency.js';
@@ -49,6 +48,8 @@ import { wireObservers } from './wiring/observers.js';
 import { wireCertificates } from './wiring/tls.js';
 import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
+import { wireFiles, type WiredFiles } from './wiring/files.js';
+import type { FileStore, UploadStore } from './store/file-contract.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -79,8 +80,8 @@ export interface AppDependencies {
   responseCache?: ResponseCacheStore;
   /** Batches and their lines (OpenAI's Batch API, Anthropic's Message Batches); without it the batch paths are 404. */
   batches?: BatchStore;
-  /** The files a batch reads its input from and writes its results to (the Files API's). */
-  batchFiles?: BatchFiles;
+  /** Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. */
+  files?: { files: FileStore; uploads: UploadStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
 }
@@ -91,6 +92,8 @@ export interface GatewayApp {
   beginShutdown(): void;
   /** Loads the TLS certificate files again (SIGHUP); false when there is no HTTPS listener or the pair is bad. */
   reloadCertificate(): boolean;
+  /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
+  files: WiredFiles | undefined;
 }
 
 /**
@@ -163,11 +166,13 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins, prices);
   const { admin, auth } = wireAuth(config, deps.keys);
+  // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write.
+  const files = wireFiles(app, config, deps.files, auth, limits.service);
   // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
   const batchStats = wireBatches(app, config, {
     auth,
     store: deps.batches,
-    files: deps.batchFiles,
+    files: files?.service,
     webhooks: events.webhooks,
   });
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, batchStats);
@@ -236,5 +241,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       shuttingDown = true;
     },
     reloadCertificate: () => certificates?.reload() ?? false,
+    files,
   };
 }

@@ -89,7 +89,9 @@ describe('OpenAI Batch API through the openai SDK', () => {
     );
     assert.equal((errors[0]?.response?.body as { code?: string }).code, 'validation_failed');
     // Every good line reached the upstream exactly once.
-    const asked = fixture.mock.chatRequests().map((r) => (r.json as { messages: Array<{ content: string }> }).messages[0]?.content);
+    const asked = fixture.mock
+      .chatRequests()
+      .map((r) => (r.json as { messages: Array<{ content: string }> }).messages[0]?.content);
     assert.deepEqual([...asked].sort(), Array.from({ length: 20 }, (_, i) => `question ${i}`).sort());
     const output2 = await alice.files.retrieve(done.output_file_id);
     assert.equal(output2.purpose, 'batch_output');
@@ -133,7 +135,7 @@ describe('OpenAI Batch API through the openai SDK', () => {
     assert.equal(fixture.mock.chatRequests().length, 0);
   });
 
-  test('create refuses an unknown file, another caller\'s file, a file of another purpose, a wrong endpoint', async () => {
+  test("create refuses an unknown file, another caller's file, a file of another purpose, a wrong endpoint", async () => {
     const alice = await client('alice-3');
     const bob = await client('bob-3');
     const mine = await alice.files.create({
@@ -141,7 +143,11 @@ describe('OpenAI Batch API through the openai SDK', () => {
       purpose: 'batch',
     });
     const create = (c: OpenAI, fileId: string, endpoint = '/v1/chat/completions') =>
-      c.batches.create({ input_file_id: fileId, endpoint: endpoint as '/v1/chat/completions', completion_window: '24h' });
+      c.batches.create({
+        input_file_id: fileId,
+        endpoint: endpoint as '/v1/chat/completions',
+        completion_window: '24h',
+      });
     await assert.rejects(create(bob, mine.id), (e: unknown) => e instanceof OpenAI.BadRequestError);
     await assert.rejects(create(alice, 'file-nope'), (e: unknown) => e instanceof OpenAI.BadRequestError);
     await assert.rejects(create(alice, mine.id, '/v1/images/generations'), (e: unknown) => {

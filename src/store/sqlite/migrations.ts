@@ -238,6 +238,50 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     sql: `ALTER TABLE usage_records ADD COLUMN cache_savings_usd REAL;`,
   },
   {
+    version: 16,
+    name: 'files_and_uploads',
+    // Files and uploads in parts (issue 34, docs/files.md): the metadata here, the bytes under DATA_DIR/files and
+    // DATA_DIR/uploads. A file is listed per owner by (created_ms, id): the cursor of GET /v1/files. A part's
+    // `seq` keeps the order parts were recorded in.
+    sql: `CREATE TABLE files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            mime_type TEXT,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX files_owner_order ON files (owner, created_ms, id);
+          CREATE INDEX files_expiry ON files (expires_ms);
+          CREATE TABLE uploads (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            mime_type TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            file_ttl_ms INTEGER,
+            status TEXT NOT NULL,
+            file_id TEXT,
+            presign_nonce TEXT,
+            presign_used INTEGER NOT NULL DEFAULT 0
+          ) STRICT;
+          CREATE INDEX uploads_expiry ON uploads (expires_ms);
+          CREATE TABLE upload_parts (
+            seq INTEGER PRIMARY KEY,
+            upload_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            UNIQUE (upload_id, id)
+          ) STRICT;`,
+  },
+  {
     version: 17,
     name: 'batches',
     // Batches (issue 34): one row per batch, one per line. A line's outcome is written once (state moves from

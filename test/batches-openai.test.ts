@@ -7,6 +7,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
+import { authHeaders } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
 import { MOCK_CONTENT } from './helpers/mock-openai-upstream.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from './helpers/batch-fixtures.js';
 
@@ -148,16 +150,23 @@ describe('OpenAI Batch API through the openai SDK', () => {
         endpoint: endpoint as '/v1/chat/completions',
         completion_window: '24h',
       });
-    await assert.rejects(create(bob, mine.id), (e: unknown) => e instanceof OpenAI.BadRequestError);
-    await assert.rejects(create(alice, 'file-nope'), (e: unknown) => e instanceof OpenAI.BadRequestError);
-    await assert.rejects(create(alice, mine.id, '/v1/images/generations'), (e: unknown) => {
-      const error = e as InstanceType<typeof OpenAI.BadRequestError>;
-      return error.status === 400 && (error.error as { details?: { field?: string } }).details?.field === 'endpoint';
-    });
+    const refused = (e: unknown) =>
+      e instanceof OpenAI.BadRequestError && e.status === 400 && e.code === 'batch_input_invalid';
+    await assert.rejects(create(bob, mine.id), refused);
+    await assert.rejects(create(alice, 'file-nope'), refused);
+    await assert.rejects(create(alice, mine.id, '/v1/images/generations'), refused);
     const other = await alice.files.create({
       file: await toFile(Buffer.from('{}'), 'x.jsonl'),
       purpose: 'fine-tune',
     });
-    await assert.rejects(create(alice, other.id), (e: unknown) => e instanceof OpenAI.BadRequestError);
+    await assert.rejects(create(alice, other.id), refused);
+    // What and where: the field named in details (our error body beside OpenAI's).
+    const raw = await call(`${fixture.gw.url}/v1/batches`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ input_file_id: mine.id, endpoint: '/v1/chat/completions', completion_window: '1h' }),
+    });
+    assert.equal(raw.status, 400);
+    assert.deepEqual(raw.json.details, { field: 'completion_window', problem: 'must be "24h"' });
   });
 });

@@ -16,7 +16,7 @@ export async function makeKey(gatewayUrl: string, name: string, models: string[]
     method: 'POST',
     headers: authHeaders(),
     disclosesKey: true,
-    body: JSON.stringify({ name, models, routes: ['chat', 'messages', 'embeddings', 'responses', 'batches'] }),
+    body: JSON.stringify({ name, models, routes: ['chat', 'messages', 'embeddings', 'responses', 'files', 'batches'] }),
   });
   if (answer.status !== 201) throw new Error(`key not created: ${answer.status} ${answer.text}`);
   const key = answer.json.key as string;

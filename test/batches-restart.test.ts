@@ -1,7 +1,7 @@
 /**
  * A batch of 10,000 lines finishes across a gateway restart: the real process is killed (SIGKILL) mid-batch and
- * started again on the same data directory. Every line is answered exactly once in the results (one result per
- * custom_id, all succeeded); the upstream saw every line, and a line twice only if it was in flight at the kill
+ * started again on the same data directory. Every line is answered exactly once in the output file (one answer
+ * per custom_id, all 200); the upstream saw every line, and a line twice only if it was in flight at the kill
  * (at most `concurrency` of them: a line whose answer was recorded is never run again).
  */
 import { after, before, describe, test } from 'node:test';
@@ -9,9 +9,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
+import OpenAI, { toFile } from 'openai';
 import {
-  bearer,
-  httpCall,
   killAllGateways,
   makeTempDir,
   removeTempDirs,
@@ -42,8 +41,6 @@ describe('a batch of 10,000 lines across a kill -9 and a restart', () => {
     writeFileSync(
       configFile,
       [
-        'server:',
-        `  body_limit_bytes: ${8 * 1024 * 1024}`,
         'usage:',
         '  enabled: false',
         'batches:',
@@ -66,17 +63,24 @@ describe('a batch of 10,000 lines across a kill -9 and a restart', () => {
   test('every line answered exactly once', { timeout: 180_000 }, async (t) => {
     const startedMs = Date.now();
     let gw: GatewayProcess = await startGatewayProcess({ env: env(), dataDir });
-    const requests = Array.from({ length: LINES }, (_, i) => ({
-      custom_id: `line-${i}`,
-      params: { model: 'gpt-4o-mini', max_tokens: 8, messages: [{ role: 'user', content: `n${i}` }] },
-    }));
-    const created = await httpCall(`${gw.url}/v1/messages/batches`, {
-      method: 'POST',
-      headers: bearer(TOKEN, { 'content-type': 'application/json' }),
-      body: JSON.stringify({ requests }),
+    const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0 });
+    const jsonl = Array.from({ length: LINES }, (_, i) =>
+      JSON.stringify({
+        custom_id: `line-${i}`,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `n${i}` }] },
+      }),
+    ).join('\n');
+    const input = await client(gw.url).files.create({
+      file: await toFile(Buffer.from(jsonl), 'ten-thousand.jsonl'),
+      purpose: 'batch',
     });
-    assert.equal(created.status, 200, created.text);
-    const id = (JSON.parse(created.text) as { id: string }).id;
+    const created = await client(gw.url).batches.create({
+      input_file_id: input.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
 
     await waitFor('a fifth of the lines at the upstream', () => mock.chatRequests().length >= LINES / 5, 60_000);
     gw.signal('SIGKILL');
@@ -85,23 +89,28 @@ describe('a batch of 10,000 lines across a kill -9 and a restart', () => {
     assert.ok(atKill < LINES, `the batch was not cut: ${atKill} lines answered before the kill`);
 
     gw = await startGatewayProcess({ env: env(), dataDir });
-    const get = async () =>
-      JSON.parse((await httpCall(`${gw.url}/v1/messages/batches/${id}`, { headers: bearer(TOKEN) })).text) as {
-        processing_status: string;
-        request_counts: Record<string, number>;
-      };
-    const ended = await waitForValue('the batch to end', get, (b) => b.processing_status === 'ended', 120_000);
-    assert.deepEqual(ended.request_counts, { processing: 0, succeeded: LINES, errored: 0, canceled: 0, expired: 0 });
+    const openai = client(gw.url);
+    const ended = await waitForValue(
+      'the batch to complete',
+      () => openai.batches.retrieve(created.id),
+      (b) => b.status === 'completed',
+      120_000,
+    );
+    assert.deepEqual(ended.request_counts, { total: LINES, completed: LINES, failed: 0 });
+    assert.equal(ended.error_file_id, null);
 
-    const results = await httpCall(`${gw.url}/v1/messages/batches/${id}/results`, { headers: bearer(TOKEN) });
-    assert.equal(results.status, 200);
-    const lines = results.text
+    // The output file: one answer per line, each custom_id once, in the input's order.
+    const text = await (await openai.files.content(ended.output_file_id ?? '')).text();
+    const lines = text
       .trimEnd()
       .split('\n')
-      .map((l) => JSON.parse(l) as { custom_id: string; result: { type: string } });
+      .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } });
     assert.equal(lines.length, LINES);
-    assert.equal(new Set(lines.map((l) => l.custom_id)).size, LINES);
-    assert.ok(lines.every((l) => l.result.type === 'succeeded'));
+    assert.deepEqual(
+      lines.map((l) => l.custom_id),
+      Array.from({ length: LINES }, (_, i) => `line-${i}`),
+    );
+    assert.ok(lines.every((l) => l.response.status_code === 200));
 
     // The upstream saw every line; a line twice only if it was in flight when the process died.
     const seen = mock.chatRequests().map(content);

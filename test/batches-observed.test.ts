@@ -18,7 +18,7 @@ const BATCHES = '/v1/messages/batches';
 interface Batch {
   id: string;
   processing_status: string;
-  request_counts: Record<string, number>;
+  request_counts: { succeeded: number; errored: number; canceled: number; expired: number; processing: number };
 }
 
 describe('batches: dashboard, metrics, webhooks, rights', () => {
@@ -108,6 +108,32 @@ describe('batches: dashboard, metrics, webhooks, rights', () => {
     const deliveries = await receiver.waitFor(before + 1);
     const event = JSON.parse(deliveries.at(-1)?.body ?? '{}') as { event: string; data: Record<string, unknown> };
     assert.deepEqual([event.event, event.data.batch_id, event.data.status], ['batch.cancelled', id, 'cancelled']);
+    mock.defaultBehavior = { kind: 'json' };
+  });
+
+  test('a batch past its completion window expires: pending lines expired, answered ones kept, batch.failed sent', async () => {
+    mock.defaultBehavior = { kind: 'json', delayMs: 150 };
+    const created = await admin('POST', BATCHES, { requests: requests(60) });
+    const id = created.json.id as string;
+    await waitFor('a line answered', async () => {
+      const batch = (await admin('GET', `${BATCHES}/${id}`)).json as unknown as Batch;
+      return batch.request_counts.succeeded > 0;
+    });
+    const before = receiver.deliveries.length;
+    // The 24 hours have passed (as the store sees it): the runner notices at its next look.
+    gw.store.db.prepare('UPDATE batches SET expires_ms = ? WHERE id = ?').run(Date.now() - 1, id);
+    const ended = await untilEnded(
+      'the batch to expire',
+      async () => (await admin('GET', `${BATCHES}/${id}`)).json as unknown as Batch,
+    );
+    const counts = ended.request_counts;
+    assert.ok(counts.expired > 0 && counts.succeeded > 0, JSON.stringify(counts));
+    assert.equal(counts.succeeded + counts.expired, 60);
+    const results = (await admin('GET', `${BATCHES}/${id}/results`)).text.trimEnd().split('\n');
+    assert.equal(results.filter((l) => l.includes('"type":"expired"')).length, counts.expired);
+    const deliveries = await receiver.waitFor(before + 1);
+    const event = JSON.parse(deliveries.at(-1)?.body ?? '{}') as { event: string; data: Record<string, unknown> };
+    assert.deepEqual([event.event, event.data.batch_id, event.data.status], ['batch.failed', id, 'expired']);
     mock.defaultBehavior = { kind: 'json' };
   });
 

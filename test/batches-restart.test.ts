@@ -23,7 +23,7 @@ const TOKEN = 'batch-restart-admin-token-0123456789';
 const LINES = 10_000;
 const CONCURRENCY = 16;
 
-describe('a batch of 10,000 lines across a kill -9 and a restart', () => {
+describe('batches across processes: a kill -9 and a restart, two workers on one data folder', () => {
   let mock: MockUpstream;
   let configFile: string;
   let dataDir: string;
@@ -122,4 +122,55 @@ describe('a batch of 10,000 lines across a kill -9 and a restart', () => {
     );
     await gw.kill();
   });
+  test(
+    'two worker processes on one data folder: the lease gives each batch one runner, no line runs twice',
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      mock.reset();
+      const gw = await startGatewayProcess({
+        env: { ...env(), WORKERS: '2' },
+        dataDir: makeTempDir('gw-batch-workers-'),
+      });
+      const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
+      const count = 2_000;
+      // Four batches, created through whichever worker the connection lands on: both runners claim work.
+      const ids: string[] = [];
+      for (let b = 0; b < 4; b++) {
+        const jsonl = Array.from({ length: count / 4 }, (_, i) =>
+          JSON.stringify({
+            custom_id: `b${b}-${i}`,
+            method: 'POST',
+            url: '/v1/chat/completions',
+            body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `b${b}-${i}` }] },
+          }),
+        ).join('\n');
+        const input = await openai.files.create({
+          file: await toFile(Buffer.from(jsonl), `b${b}.jsonl`),
+          purpose: 'batch',
+        });
+        ids.push(
+          (
+            await openai.batches.create({
+              input_file_id: input.id,
+              endpoint: '/v1/chat/completions',
+              completion_window: '24h',
+            })
+          ).id,
+        );
+      }
+      for (const id of ids)
+        await waitForValue(
+          'each batch to complete',
+          () => openai.batches.retrieve(id),
+          (b) => b.status === 'completed',
+          60_000,
+        );
+      const seen = mock.chatRequests().map(content);
+      assert.equal(seen.length, count, 'each line reached the upstream exactly once');
+      assert.equal(new Set(seen).size, count);
+      await gw.kill();
+    },
+  );
 });

@@ -98,7 +98,8 @@ export class GatewayRunBackend implements BatchBackend {
       while (!lease.lost && !lease.signal.aborted && this.now() < batch.expiresMs) {
         if (this.now() - checkedMs >= pollMs) {
           checkedMs = this.now();
-          if ((await store.get(batch.owner, batch.id))?.status !== 'in_progress') return;
+          const fresh = await store.get(batch.owner, batch.id);
+          if (fresh?.status !== 'in_progress' || this.now() >= fresh.expiresMs) return;
         }
         const hold = (this.holds.get(batch.owner) ?? 0) - this.now();
         if (hold > 0) {

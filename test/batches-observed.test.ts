@@ -137,6 +137,26 @@ describe('batches: dashboard, metrics, webhooks, rights', () => {
     mock.defaultBehavior = { kind: 'json' };
   });
 
+  test('a line refused by a limit waits and runs again later instead of failing', async () => {
+    const metric = async () => {
+      const text = (await call(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text;
+      return Number(/^llmgw_batch_lines_total\{outcome="deferred"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const deferredBefore = await metric();
+    // The upstream refuses the first calls with 429 and Retry-After: 1 (more than the gateway's own retries take).
+    mock.enqueue(
+      ...Array.from({ length: 8 }, () => ({ kind: 'error' as const, status: 429, headers: { 'retry-after': '1' } })),
+    );
+    const created = await admin('POST', BATCHES, { requests: requests(3) });
+    const id = created.json.id as string;
+    const ended = await untilEnded(
+      'the batch to end',
+      async () => (await admin('GET', `${BATCHES}/${id}`)).json as unknown as Batch,
+    );
+    assert.deepEqual(ended.request_counts, { processing: 0, succeeded: 3, errored: 0, canceled: 0, expired: 0 });
+    assert.ok((await metric()) > deferredBefore, 'some line was deferred');
+  });
+
   test('rights: no `batches` right is a 403 on every batch path; without the line route each line is refused', async () => {
     const make = async (routes: string[]) => {
       const answer = await call(`${gw.url}/v1/?route=keys`, {

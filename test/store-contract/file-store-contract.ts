@@ -66,7 +66,6 @@ function newUpload(owner: string, extra: Partial<StoredUpload> = {}): StoredUplo
   };
 }
 
-// eslint-disable-next-line max-lines-per-function -- one describe: the contract, a test per rule
 export function fileStoreContract(
   name: string,
   make: () => Promise<FileStoreHarness>,

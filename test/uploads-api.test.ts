@@ -74,6 +74,7 @@ describe('the Uploads API through the openai SDK', () => {
     await interruptedPart(gw.port, upload.id, pieces[1]!, 400_000);
     const partLines = () => gw.logLines.filter((line) => line.includes(`/v1/uploads/${upload.id}/parts`)).length;
     await waitFor('the cut-off part ended (its access line)', () => partLines() >= 2);
+    assert.ok(gw.logLines.some((l) => l.includes(`/v1/uploads/${upload.id}/parts`) && l.includes('"status":499')));
     await waitFor('the cut-off part removed', () => partials().length === 0);
     // Resumed: the missing part sent again, then the last one.
     const second = await client.uploads.parts.create(upload.id, { data: await toFile(pieces[1]!, 'p1') });
@@ -170,6 +171,12 @@ describe('the Uploads API through the openai SDK', () => {
     assert.equal(again.status, 409);
     assert.equal(again.json.code, 'presigned_url_used');
     assert.ok(!gw.logLines.join('\n').includes(presigned.url.split('/presigned/')[1]!), 'the token is never logged');
+    const putLine = gw.logLines.find(
+      (line) =>
+        line.includes(`/v1/uploads/${created.json.id as string}/presigned/[REDACTED]`) && line.includes('"status":200'),
+    );
+    assert.ok(putLine, 'the access line of the PUT, its token redacted');
+    assert.match(putLine, /"caller":"admin"/);
 
     const late = await call(`${gw.url}/v1/uploads`, {
       method: 'POST',

@@ -40,7 +40,7 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     responses: state.responses,
     nativeOwners: state.nativeOwners,
     responseCache: state.responseCache,
-    // In the embedded store in every mode (docs/batches.md: several processes on one data folder share it).
+    // In the embedded store in every mode (docs/files.md, "Batches": several processes on one data folder share it).
     batches: new SqliteBatches(sqlite.db),
     ...(usage ? { usage: usage.store } : {}),
     files,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** The `batches` section (docs/batches.md): how this process runs batch lines. */
+/** The `batches` section (docs/files.md, "Batches"): how this process runs batch lines. */
 export const batchesSectionSchema = z
   .object({
     /** Whether this process runs batch lines (the API answers either way; another process may run them). */

@@ -57,7 +57,7 @@ export const filesSectionSchema = z
       .max(7 * DAY)
       .default(3600),
     /** How long a presigned URL works (never past its upload's expiry). */
-    presign_ttl_seconds: z.number().int().min(10).max(DAY).default(900),
+    presign_ttl_seconds: z.number().int().min(1).max(DAY).default(900),
     /** How often expired files and uploads are swept. */
     sweep_interval_seconds: z.number().int().min(1).max(DAY).default(300),
   })

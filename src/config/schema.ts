@@ -539,7 +539,7 @@ export const configFileSchema = z
       })
       .strict()
       .prefault({}),
-    /** Batches (OpenAI's Batch API, Anthropic's Message Batches) run by the gateway itself: docs/batches.md. */
+    /** Batches (OpenAI's Batch API, Anthropic's Message Batches) run by the gateway itself: docs/files.md, "Batches". */
     batches: batchesSectionSchema,
     /** Files and uploads (docs/files.md). */
     files: filesSectionSchema,

@@ -168,7 +168,7 @@ export interface GatewayConfig {
     maxConversationTurns: number;
     maxCallerBytes: number;
   };
-  /** Batches run by the gateway itself (docs/batches.md). */
+  /** Batches run by the gateway itself (docs/files.md, "Batches"). */
   batches: BatchesConfig;
   /** Files and uploads: where they live, their bounds and ages (docs/files.md). */
   files: FilesConfig;

@@ -57,6 +57,8 @@ export class PresignService {
     token: string,
     contentLength: number | undefined,
     content: AsyncIterable<Uint8Array>,
+    /** Told the upload's owner once the signature holds (the request's record names it as the caller). */
+    onOwner: (owner: string) => void = () => undefined,
   ): Promise<UploadObject> {
     const read = readPresigned(token);
     const upload = read && isOwnId(id, UPLOAD_ID_PREFIX) ? await this.uploads.byId(id) : undefined;
@@ -65,6 +67,7 @@ export class PresignService {
     if (!upload || !claims || !verifyPresigned(this.key, token, claims)) {
       throw new GatewayError('presigned_url_invalid', { problem: 'not a URL this gateway signed for this upload' });
     }
+    onOwner(upload.owner);
     if (claims.expires * 1000 <= this.now()) {
       throw new GatewayError('presigned_url_invalid', { problem: 'expired', expired_at: claims.expires });
     }

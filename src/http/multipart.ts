@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyFileStream } from '@fastify/busboy';
+import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
 
 /** A form's one file part, streamed: its bytes are read as the body arrives, never gathered. */
@@ -81,7 +82,7 @@ function refused(error: GatewayError): MultipartForm {
 function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: MultipartLimits): MultipartForm {
   const fields = new Map<string, string>();
   let fileStream: BusboyFileStream | undefined;
-  let failed: GatewayError | undefined;
+  let failed: Error | undefined;
   let resolveFile!: (file: MultipartFile) => void, rejectFile!: (error: unknown) => void;
   let resolveFields!: (map: ReadonlyMap<string, string>) => void, rejectFields!: (error: unknown) => void;
   const file = new Promise<MultipartFile>((resolve, reject) => ((resolveFile = resolve), (rejectFile = reject)));
@@ -90,7 +91,7 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
   );
   file.catch(() => undefined);
   done.catch(() => undefined);
-  const fail = (error: GatewayError) => {
+  const fail = (error: Error) => {
     if (failed) return;
     failed = error;
     fileStream?.destroy(error);
@@ -122,8 +123,9 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
     else resolveFields(fields);
   });
   pipeline(raw, parser).catch((error: unknown) => {
-    const message = error instanceof Error ? error.message : 'unreadable';
-    fail(invalid(/aborted|premature|ECONNRESET/i.test(message) ? 'the body was cut off' : message));
+    // The caller went away mid-body (or the request timeout cut it): nobody to answer, recorded as such (499/408).
+    if (!raw.complete && (raw.destroyed || raw.socket?.destroyed === true)) return fail(new ClientGoneError());
+    fail(invalid(error instanceof Error ? error.message : 'unreadable'));
   });
   return { file, fields: done };
 }

@@ -23,7 +23,7 @@ function numberOf(value: string | undefined): number | undefined {
  * that authenticates as the owner (`Authenticator.delegate`). So every protection of an interactive call applies to
  * each line, unchanged and in one place: the route right and model rights, rate limits and budgets, the translation
  * or native forward, retries and fallbacks, usage records with cost, metrics, traces, call events. The seam chosen
- * over calling the ChatService directly because those observers are built from the request's record (docs/batches.md).
+ * over calling the ChatService directly because those observers are built from the request's record (docs/files.md, "Batches").
  */
 export function makeLineExecutor(app: FastifyInstance, auth: Authenticator): LineExecutor {
   return async function executeLine(batch, line): Promise<LineAnswer> {

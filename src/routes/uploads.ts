@@ -113,7 +113,9 @@ export function makeUploadHandlers(
       if (request.headers['transfer-encoding'] !== undefined && contentLength === undefined) {
         throw new GatewayError('presigned_size_mismatch', { header: 'content-length', problem: 'required' });
       }
-      const upload = await presigned.put(idOf(request), token ?? '', contentLength, request.raw);
+      const upload = await presigned.put(idOf(request), token ?? '', contentLength, request.raw, (owner) => {
+        request.caller = owner;
+      });
       return reply.send(upload);
     },
   };

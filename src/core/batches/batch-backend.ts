@@ -12,7 +12,7 @@ export interface BatchLease {
  * gateway's own call pipeline. A native backend (the model's upstream has a batch API: OpenAI's /v1/batches and
  * files, Anthropic's Message Batches, Gemini's batchGenerateContent) would hand the whole batch to the upstream and
  * poll it: `takes` says which batches it can, and `run` records each line's outcome through the same store call
- * (`recordOutcome`), so results, files, counts and webhooks stay the runner's. Not built yet: docs/batches.md.
+ * (`recordOutcome`), so results, files, counts and webhooks stay the runner's. Not built yet: docs/files.md, "Batches".
  */
 export interface BatchBackend {
   readonly name: string;

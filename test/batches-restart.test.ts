@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import OpenAI, { toFile } from 'openai';
 import {
@@ -171,6 +172,48 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
       assert.equal(seen.length, count, 'each line reached the upstream exactly once');
       assert.equal(new Set(seen).size, count);
       await gw.kill();
+    },
+  );
+  test(
+    'SIGTERM: the lines in flight finish and are recorded, the lease is given back, the process exits 0',
+    {
+      timeout: 60_000,
+    },
+    async () => {
+      mock.reset();
+      mock.defaultBehavior = { kind: 'json', delayMs: 100 };
+      const dir = makeTempDir('gw-batch-term-');
+      const gw = await startGatewayProcess({ env: env(), dataDir: dir });
+      const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
+      const jsonl = Array.from({ length: 400 }, (_, i) =>
+        JSON.stringify({
+          custom_id: `t${i}`,
+          method: 'POST',
+          url: '/v1/chat/completions',
+          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `t${i}` }] },
+        }),
+      ).join('\n');
+      const input = await openai.files.create({ file: await toFile(Buffer.from(jsonl), 't.jsonl'), purpose: 'batch' });
+      const created = await openai.batches.create({
+        input_file_id: input.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      });
+      await waitFor('some lines at the upstream', () => mock.chatRequests().length >= 40, 30_000);
+      gw.signal('SIGTERM');
+      assert.deepEqual(await gw.waitForExit(20_000), { code: 0, signal: null });
+      const db = new DatabaseSync(join(dir, 'gateway.db'), { readOnly: true });
+      const batch = db.prepare('SELECT status, succeeded, lease_holder FROM batches WHERE id = ?').get(created.id) as {
+        status: string;
+        succeeded: number;
+        lease_holder: string | null;
+      };
+      db.close();
+      assert.equal(batch.status, 'in_progress');
+      assert.equal(batch.lease_holder, null);
+      // Every call the upstream received was recorded: nothing was cut and left to run again.
+      assert.equal(batch.succeeded, mock.chatRequests().length);
+      mock.defaultBehavior = { kind: 'json' };
     },
   );
 });

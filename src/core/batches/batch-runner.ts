@@ -95,9 +95,10 @@ export class BatchRunner {
         .catch((error: unknown) =>
           this.options.log.error({ err: error, batch_id: batch.id }, 'batch runner: a batch step failed'),
         )
-        .finally(() => {
+        .finally(async () => {
+          // Given back before `stop` resolves: the store is still open, and another process may go on at once.
+          await store.release(batch.id, this.holder).catch(() => undefined);
           this.working.delete(batch.id);
-          void store.release(batch.id, this.holder).catch(() => undefined);
           this.wake();
         });
       this.working.set(batch.id, work);

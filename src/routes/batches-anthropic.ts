@@ -85,6 +85,11 @@ export function mountAnthropicBatches(
     stampId(request, reply);
     const query = request.query as Record<string, unknown>;
     const limit = parsePageLimit(query.limit, { fallback: 20, max: 1000 });
+    if (query.before_id !== undefined)
+      throw new GatewayError('invalid_query_parameter', {
+        parameter: 'before_id',
+        problem: 'not supported: page forward with after_id',
+      });
     const after = typeof query.after_id === 'string' ? query.after_id : undefined;
     const page = await batches.list(request.caller, 'anthropic', after, limit + 1);
     const { object: _object, ...list } = listPage(page, limit, (b) => anthropicBatch(b, base(request)));

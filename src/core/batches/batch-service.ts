@@ -111,7 +111,8 @@ export class BatchService {
       { endpoint: '/v1/messages', inputFileId: null, metadata: null },
       this.now(),
     );
-    await this.store.create(record);
+    // The lines first, the batch after: a runner never sees the batch before all its lines are there (it would find
+    // nothing pending and finish it empty).
     for (let at = 0; at < requests.length; at += LINE_CHUNK) {
       const chunk: NewBatchLine[] = requests.slice(at, at + LINE_CHUNK).map((request, i) => ({
         index: at + i,
@@ -122,6 +123,7 @@ export class BatchService {
       await this.store.addLines(record.id, chunk);
     }
     record.counts.total = requests.length;
+    await this.store.create(record);
     this.onCreated();
     return record;
   }

@@ -37,6 +37,8 @@ import type {
   UsageStore,
 } from './store/contract.js';
 import { wireAuth } from './wiring/auth.js';
+import { wireBatches } from './wiring/batches.js';
+import type { BatchStore } from './store/batch-contract.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
 import { wireIdempotency, wireSealedIdempotency } from './wiring/idempotency.js';
@@ -46,6 +48,8 @@ import { wireObservers } from './wiring/observers.js';
 import { wireCertificates } from './wiring/tls.js';
 import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
+import { wireFiles, type WiredFiles } from './wiring/files.js';
+import type { FileStore, UploadStore } from './store/file-contract.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -74,6 +78,10 @@ export interface AppDependencies {
   nativeOwners?: NativeOwnerStore;
   /** The exact response cache; without it no model's answers are cached. */
   responseCache?: ResponseCacheStore;
+  /** Batches and their lines (OpenAI's Batch API, Anthropic's Message Batches); without it the batch paths are 404. */
+  batches?: BatchStore;
+  /** Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. */
+  files?: { files: FileStore; uploads: UploadStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
 }
@@ -84,6 +92,8 @@ export interface GatewayApp {
   beginShutdown(): void;
   /** Loads the TLS certificate files again (SIGHUP); false when there is no HTTPS listener or the pair is bad. */
   reloadCertificate(): boolean;
+  /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
+  files: WiredFiles | undefined;
 }
 
 /**
@@ -156,7 +166,16 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins, prices);
   const { admin, auth } = wireAuth(config, deps.keys);
-  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder);
+  // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write.
+  const files = wireFiles(app, config, deps.files, auth, limits.service);
+  // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
+  const batchStats = wireBatches(app, config, {
+    auth,
+    store: deps.batches,
+    files: files?.service,
+    webhooks: events.webhooks,
+  });
+  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, batchStats);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
     ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId))
@@ -169,6 +188,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     outbox: deps.outbox,
     keys: keyService,
     webhooks: events.webhooks,
+    batches: batchStats?.active,
   });
   const keyHandlers = makeKeyHandlers(keyService, {
     idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),
@@ -221,5 +241,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       shuttingDown = true;
     },
     reloadCertificate: () => certificates?.reload() ?? false,
+    files,
   };
 }

@@ -147,6 +147,7 @@ function render(data) {
   bars($('chart-routes'), data.byRoute);
   upstreams(data.upstreams);
   webhooks(data.webhooks);
+  batches(data.batches);
   failures(data.recentFailures);
 }
 
@@ -286,6 +287,24 @@ function failures(list) {
     $('failures'),
     list.map((f) => [f.time.replace('T', ' ').slice(0, 19), String(f.status), f.code, f.route, f.model, f.upstream, f.caller, f.requestId]),
     'No failures recorded.',
+  );
+}
+
+function batches(list) {
+  fillTable(
+    $('batches'),
+    (list ?? []).map((b) => [
+      b.id,
+      b.api,
+      b.caller,
+      b.endpoint,
+      b.status,
+      `${fmtInt(b.done)} / ${fmtInt(b.total)}${b.total > 0 ? ` (${Math.floor((b.done / b.total) * 100)} %)` : ''}`,
+      fmtInt(b.succeeded),
+      fmtInt(b.errored),
+      b.createdAt.replace('T', ' ').slice(0, 19),
+    ]),
+    'No batch in flight.',
   );
 }
 

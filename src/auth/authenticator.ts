@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { GatewayEnvironment } from '../config/schema.js';
 import type { BasicUser, LimitSet } from '../config/types.js';
 import type { Budget } from '../core/rate-limit-service.js';
@@ -15,6 +15,9 @@ const BASIC_CACHE_MS = 5 * 60_000;
 /** A real hash of a random password: unknown users cost one verification too. */
 const DUMMY_HASH = 'scrypt$32768$8$1$JodbRKDu8zCGdpIeryHbqA==$oMr9Gemqp4xBAxwmFcKrg7FzfbySQFMJh4ZPYGXo2B0=';
 
+/** What a batch runner's one-call ticket starts with (`delegate`). */
+const TICKET_PREFIX = 'gwbatch_';
+
 const INVALID = { headers: { 'www-authenticate': 'Bearer realm="llm-gateway", error="invalid_token"' } };
 
 /**
@@ -27,6 +30,8 @@ export class Authenticator {
   /** How many times each key was forgotten (changed on this instance): a lookup that saw it move is not cached. */
   private readonly forgotten = new Map<string, number>();
   private readonly basicCache = new Map<string, number>();
+  /** Tickets for the batch runner's calls (`delegate`): a principal each, in memory only, for one call. */
+  private readonly tickets = new Map<string, Principal>();
 
   constructor(
     private readonly admin: AdminAuthenticator,
@@ -54,8 +59,14 @@ export class Authenticator {
   ): Promise<Principal> {
     const token = authorization === undefined ? undefined : bearerToken(authorization);
     let principal: Principal;
+    const delegated = token !== undefined && token.startsWith(TICKET_PREFIX) ? this.tickets.get(token) : undefined;
     // Basic only where users are configured; elsewhere it is just another scheme this gateway does not take.
-    if (authorization !== undefined && (this.options.basicUsers?.length ?? 0) > 0 && /^basic /i.test(authorization)) {
+    if (delegated) principal = delegated;
+    else if (
+      authorization !== undefined &&
+      (this.options.basicUsers?.length ?? 0) > 0 &&
+      /^basic /i.test(authorization)
+    ) {
       principal = await this.fromBasic(authorization.slice(6).trim(), secure);
     } else if (token !== undefined && looksLikeApiKey(token)) principal = await this.fromKey(token);
     else if (token !== undefined && this.options.oauth && looksLikeJwt(token))
@@ -72,6 +83,32 @@ export class Authenticator {
       });
     }
     return principal;
+  }
+
+  /**
+   * A one-call credential for the batch runner (issue 34): the batch owner's principal as it is now (a key read
+   * again, so a revoked or expired key's lines fail; another kind as it was when the batch was created), behind a
+   * random 256-bit ticket that exists only in this process's memory until `release`. It goes through `authenticate`
+   * like any credential, so the route's right is checked as for the owner's own calls.
+   */
+  async delegate(owner: string, snapshot: Principal): Promise<string> {
+    let principal = snapshot;
+    if (owner === ADMIN.caller) principal = ADMIN;
+    else if (owner.startsWith('key:')) {
+      const keyId = owner.slice(4);
+      const record = await this.record(keyId);
+      if (!record)
+        throw new GatewayError('invalid_token', { reason: "the batch owner's key no longer exists" }, INVALID);
+      this.checkActive(record);
+      principal = principalOf(record);
+    }
+    const ticket = `${TICKET_PREFIX}${randomBytes(32).toString('base64url')}`;
+    this.tickets.set(ticket, principal);
+    return ticket;
+  }
+
+  release(ticket: string): void {
+    this.tickets.delete(ticket);
   }
 
   private now(): number {
@@ -92,6 +129,11 @@ export class Authenticator {
     const stored = Buffer.from(record?.hash ?? '00'.repeat(32), 'hex');
     const matches = offered.length === stored.length && timingSafeEqual(offered, stored);
     if (!record || !matches) throw new GatewayError('invalid_token', {}, INVALID);
+    this.checkActive(record);
+    return principalOf(record);
+  }
+
+  private checkActive(record: ApiKeyRecord): void {
     const now = this.now();
     if (record.revokedMs !== undefined && record.revokedMs <= now) {
       throw new GatewayError(
@@ -107,7 +149,6 @@ export class Authenticator {
         INVALID,
       );
     }
-    return principalOf(record);
   }
 
   /**

@@ -31,3 +31,28 @@ export function authorizeModel(principal: Principal, requested: string, canonica
     throw new GatewayError('model_not_allowed', { model: requested, allowed_models: [...(principal.models ?? [])] });
   }
 }
+
+/** A principal as JSON text (a batch keeps its owner's, to run its lines as the owner's calls later). */
+export function principalSnapshot(principal: Principal): string {
+  return JSON.stringify({
+    caller: principal.caller,
+    kind: principal.kind,
+    ...(principal.routes ? { routes: [...principal.routes] } : {}),
+    ...(principal.models ? { models: [...principal.models] } : {}),
+    ...(principal.limits ? { limits: principal.limits } : {}),
+    ...(principal.budget ? { budget: principal.budget } : {}),
+  });
+}
+
+/** The principal `principalSnapshot` wrote (the gateway's own JSON). */
+export function principalFromSnapshot(text: string): Principal {
+  const saved = JSON.parse(text) as Omit<Principal, 'routes' | 'models'> & { routes?: string[]; models?: string[] };
+  return {
+    caller: saved.caller,
+    kind: saved.kind,
+    ...(saved.routes ? { routes: new Set(saved.routes) } : {}),
+    ...(saved.models ? { models: new Set(saved.models) } : {}),
+    ...(saved.limits ? { limits: saved.limits } : {}),
+    ...(saved.budget ? { budget: saved.budget } : {}),
+  };
+}

@@ -16,6 +16,8 @@ import {
   parseWorkers,
 } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
+import { toBatches } from './batches-schema.js';
+import { toFiles } from './files-schema.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import {
   checkLimitModels,
@@ -141,6 +143,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     oauth,
     usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
     responses: toResponses(file.responses),
+    batches: toBatches(file.batches),
+    files: toFiles(file.files),
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,
     dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },

@@ -1,5 +1,7 @@
 import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
+import { batchesSectionSchema } from './batches-schema.js';
+import { filesSectionSchema } from './files-schema.js';
 
 /**
  * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
@@ -9,7 +11,8 @@ import { z } from 'zod';
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 
 /** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-export const GRANTABLE_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini'] as const;
+const CALL_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini'] as const;
+export const GRANTABLE_ROUTES = [...CALL_ROUTES, 'files', 'batches'] as const;
 export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
 
 /**
@@ -250,6 +253,9 @@ export const CANARY_EVENT_KINDS = [
   'key.revoked',
   'gemini.completed',
   'gemini.failed',
+  'batch.completed',
+  'batch.failed',
+  'batch.cancelled',
 ] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
@@ -533,6 +539,10 @@ export const configFileSchema = z
       })
       .strict()
       .prefault({}),
+    /** Batches (OpenAI's Batch API, Anthropic's Message Batches) run by the gateway itself: docs/files.md, "Batches". */
+    batches: batchesSectionSchema,
+    /** Files and uploads (docs/files.md). */
+    files: filesSectionSchema,
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

@@ -3,6 +3,7 @@ import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
 import type { HealthReport } from '../core/health-service.js';
 import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
+import type { BatchRecord } from '../store/batch-contract.js';
 import { cacheReadShare, roundUsd } from '../store/usage-sql.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
@@ -70,6 +71,21 @@ export interface DashboardOverview {
     /** Upstream models held after the upstream's 429 + Retry-After. */
     pausedModels: string[];
   }>;
+  /** Batches not yet ended, oldest first, with their progress. */
+  batches: Array<{
+    id: string;
+    api: string;
+    caller: string;
+    endpoint: string;
+    status: string;
+    total: number;
+    succeeded: number;
+    errored: number;
+    /** Lines with an outcome (succeeded, errored, canceled, expired). */
+    done: number;
+    createdAt: string;
+    expiresAt: string;
+  }>;
   webhooks: {
     subscriptions: Array<{ id: string; backlog: number }>;
     deadLetters: Array<{
@@ -92,6 +108,8 @@ export interface OverviewSources {
   attempts?: () => Record<string, UpstreamAttemptSummary>;
   outbox: OutboxStore | undefined;
   subscriptions: readonly string[];
+  /** Batches not yet ended (none: the batch APIs are off). */
+  batches?: () => Promise<readonly BatchRecord[]>;
 }
 
 const RECENT_FAILURES = 20;
@@ -109,7 +127,7 @@ export async function buildOverview(
   const toMs = nowMs + 1;
   await sources.flushUsage();
   const usage = sources.usage;
-  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks] = await Promise.all([
+  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks, batches] = await Promise.all([
     usage ? usage.timeline(fromMs, toMs, bucketMs) : Promise.resolve([]),
     usage ? usage.summarize('model', fromMs, toMs) : Promise.resolve([]),
     usage ? usage.summarize('caller', fromMs, toMs) : Promise.resolve([]),
@@ -117,6 +135,7 @@ export async function buildOverview(
     usage ? usage.recent(RECENT_FAILURES, true) : Promise.resolve([]),
     sources.health(),
     webhookState(sources),
+    sources.batches ? sources.batches() : Promise.resolve([]),
   ]);
   const { series, totals } = summarizeTimeline(timeline, fromMs, bucketMs, count);
   const attempts = sources.attempts?.() ?? {};
@@ -153,6 +172,26 @@ export async function buildOverview(
       pausedModels: (check.paused ?? []).map((p) => p.upstream_model),
     })),
     webhooks,
+    batches: batches.map(batchProgress),
+  };
+}
+
+/** A batch in flight as the page shows it: whose, what, and how far. */
+function batchProgress(batch: BatchRecord): DashboardOverview['batches'][number] {
+  const { counts } = batch;
+  const done = counts.succeeded + counts.errored + counts.canceled + counts.expired;
+  return {
+    id: batch.id,
+    api: batch.api,
+    caller: batch.owner,
+    endpoint: batch.endpoint,
+    status: batch.status,
+    total: counts.total,
+    succeeded: counts.succeeded,
+    errored: counts.errored,
+    done,
+    createdAt: new Date(batch.createdMs).toISOString(),
+    expiresAt: new Date(batch.expiresMs).toISOString(),
   };
 }
 

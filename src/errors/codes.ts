@@ -47,6 +47,24 @@ export const ERROR_CODES = {
     message:
       'The request asks for something this route cannot do with the upstream that serves the model; see details.',
   },
+  invalid_multipart: {
+    status: 400,
+    message: 'The multipart/form-data body is malformed or has unexpected parts; see details.',
+  },
+  invalid_file_request: { status: 400, message: 'The file or upload request is invalid; see details.' },
+  upload_incomplete: {
+    status: 400,
+    message: "The upload's parts do not make the declared file (unknown parts or wrong total bytes); see details.",
+  },
+  upload_checksum_mismatch: { status: 400, message: 'The MD5 of the assembled upload is not the one given.' },
+  presigned_size_mismatch: {
+    status: 400,
+    message: 'A presigned PUT must send exactly the bytes its URL was signed for (Content-Length).',
+  },
+  presigned_url_invalid: {
+    status: 403,
+    message: 'The presigned URL is not one this gateway signed for this upload, or it has expired.',
+  },
   invalid_pagination_token: { status: 400, message: 'The next_token is not one this gateway issued.' },
   invalid_header: { status: 400, message: 'A request header is invalid; see details.' },
   invalid_idempotency_key: {
@@ -111,9 +129,29 @@ export const ERROR_CODES = {
     message:
       'The API key cannot be changed or rotated in its state (revoked, expired, or replaced by a rotation); see details.state.',
   },
+  batch_not_found: {
+    status: 404,
+    message: "No batch has this id for this caller (never created, deleted, or another caller's).",
+  },
+  batch_input_invalid: {
+    status: 400,
+    message: 'The batch cannot be created from this input; see details.field and details.problem.',
+  },
+  batch_not_ended: {
+    status: 409,
+    message: 'The batch is still running; cancel it and wait until it has ended.',
+  },
   response_not_found: {
     status: 404,
     message: "No stored response has this id for this caller (never stored, expired, deleted, or another caller's).",
+  },
+  file_not_found: {
+    status: 404,
+    message: "No file has this id for this caller (never stored, expired, deleted, or another caller's).",
+  },
+  upload_not_found: {
+    status: 404,
+    message: "No upload has this id for this caller (never created, swept after expiry, or another caller's).",
   },
   model_not_found: { status: 404, message: 'The model is not served by this gateway; list models with ?route=models.' },
   method_not_allowed: { status: 405, message: 'This route does not accept that method; see the Allow header.' },
@@ -122,6 +160,15 @@ export const ERROR_CODES = {
     status: 408,
     message: 'The request (headers and body) did not arrive within the time allowed; the connection is closed.',
   },
+  file_too_large: {
+    status: 413,
+    message: 'The file, upload or part is larger than the configured bound; see details.',
+  },
+  upload_not_pending: {
+    status: 409,
+    message: 'The upload is no longer taking parts (completed, cancelled or expired); see details.status.',
+  },
+  presigned_url_used: { status: 409, message: 'The presigned URL was already used; ask for a new one.' },
   payload_too_large: { status: 413, message: 'The request body is larger than the configured limit.' },
   unsupported_media_type: { status: 415, message: 'The request body must be JSON (Content-Type: application/json).' },
   headers_too_large: { status: 431, message: 'The request headers are larger than the server accepts.' },

@@ -13,6 +13,7 @@ const LOGGED_AS_IS: ReadonlyMap<string, RegExp> = new Map([
   ['route', /^[a-z_]{1,32}$/],
   ['limit', /^\d{1,4}$/],
 ]);
+const PRESIGNED_SEGMENT = '/presigned/';
 const PLAIN_ROUTE_QUERY = /\?route=[a-z_]{1,32}$/y;
 const SECRET_NAMES = new Set([
   'key',
@@ -119,6 +120,12 @@ export function queryParameters(url: string): QueryParameter[] {
  * with no `=` is redacted whole (`?sk-...` is a value), unless it is one of our parameter names.
  */
 export function redactUrl(url: string): string {
+  // A presigned upload URL's last segment is a capability (docs/files.md): never logged.
+  const presigned = url.indexOf(PRESIGNED_SEGMENT);
+  if (presigned !== -1) {
+    const end = url.indexOf('?', presigned);
+    url = `${url.slice(0, presigned + PRESIGNED_SEGMENT.length)}${REDACTED}${end === -1 ? '' : url.slice(end)}`;
+  }
   const q = url.indexOf('?');
   if (q === -1) return url;
   // The common case, `?route=chat`, is logged as it is without splitting anything (this runs on every request).

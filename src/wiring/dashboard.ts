@@ -6,6 +6,7 @@ import type { HealthService } from '../core/health-service.js';
 import { mountDashboard } from '../dashboard/routes.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore, UsageStore } from '../store/contract.js';
+import type { BatchRecord } from '../store/batch-contract.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
@@ -24,6 +25,8 @@ export function wireDashboard(
     keys?: KeyService | undefined;
     /** Key changes made on the page are announced like the admin API's (`key.created`, `key.rotated`, `key.revoked`). */
     webhooks?: Webhooks | undefined;
+    /** Batches not yet ended (none: no batch store). */
+    batches?: (() => Promise<readonly BatchRecord[]>) | undefined;
   },
 ): void {
   if (!config.dashboard.enabled) return;
@@ -39,6 +42,7 @@ export function wireDashboard(
       attempts: () => sources.attempts.summary(),
       outbox: sources.outbox,
       subscriptions: config.webhooks.subscriptions.map((s) => s.id),
+      ...(sources.batches ? { batches: sources.batches } : {}),
     },
     keys: sources.keys,
     webhooks: sources.webhooks,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { GatewayConfig } from '../config/types.js';
 import { GatewayMetrics } from '../observability/metrics.js';
+import { registerBatchMetrics, type BatchMetricsSource } from '../observability/batch-metrics.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore } from '../store/contract.js';
 import type { WiredUpstreams } from './upstreams.js';
@@ -16,6 +17,7 @@ export function wireMetrics(
   attempts: UpstreamAttemptStats,
   outbox: OutboxStore | undefined,
   recorder: UsageRecorder | undefined,
+  batches?: BatchMetricsSource,
 ): void {
   if (!config.metricsEnabled) return;
   const metrics = new GatewayMetrics({
@@ -35,6 +37,7 @@ export function wireMetrics(
         }
       : {}),
   });
+  if (batches) registerBatchMetrics(metrics.registry, batches);
   app.requestObservers.push((record) => metrics.observe(record));
   // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
   app.get('/metrics', async (request, reply) => {

@@ -237,4 +237,104 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // cache writes cost more than reads saved. NULL without prices or usage (and on records written before).
     sql: `ALTER TABLE usage_records ADD COLUMN cache_savings_usd REAL;`,
   },
+  {
+    version: 16,
+    name: 'files_and_uploads',
+    // Files and uploads in parts (issue 34, docs/files.md): the metadata here, the bytes under DATA_DIR/files and
+    // DATA_DIR/uploads. A file is listed per owner by (created_ms, id): the cursor of GET /v1/files. A part's
+    // `seq` keeps the order parts were recorded in.
+    sql: `CREATE TABLE files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            mime_type TEXT,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX files_owner_order ON files (owner, created_ms, id);
+          CREATE INDEX files_expiry ON files (expires_ms);
+          CREATE TABLE uploads (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            mime_type TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            file_ttl_ms INTEGER,
+            status TEXT NOT NULL,
+            file_id TEXT,
+            presign_nonce TEXT,
+            presign_used INTEGER NOT NULL DEFAULT 0
+          ) STRICT;
+          CREATE INDEX uploads_expiry ON uploads (expires_ms);
+          CREATE TABLE upload_parts (
+            seq INTEGER PRIMARY KEY,
+            upload_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            UNIQUE (upload_id, id)
+          ) STRICT;`,
+  },
+  {
+    version: 17,
+    name: 'batches',
+    // Batches (issue 34): one row per batch, one per line. A line's outcome is written once (state moves from
+    // 'pending' only); the batch's counts move in the same transaction. `lease_holder`/`lease_until_ms`: the one
+    // runner working on the batch (several processes share the file).
+    sql: `CREATE TABLE batches (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            api TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            input_file_id TEXT,
+            completion_window TEXT NOT NULL,
+            metadata TEXT,
+            status TEXT NOT NULL,
+            total INTEGER NOT NULL DEFAULT 0,
+            succeeded INTEGER NOT NULL DEFAULT 0,
+            errored INTEGER NOT NULL DEFAULT 0,
+            canceled INTEGER NOT NULL DEFAULT 0,
+            expired INTEGER NOT NULL DEFAULT 0,
+            errors TEXT,
+            output_file_id TEXT,
+            error_file_id TEXT,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            in_progress_ms INTEGER,
+            finalizing_ms INTEGER,
+            completed_ms INTEGER,
+            failed_ms INTEGER,
+            expired_ms INTEGER,
+            cancelling_ms INTEGER,
+            cancelled_ms INTEGER,
+            lease_holder TEXT,
+            lease_until_ms INTEGER NOT NULL DEFAULT 0
+          ) STRICT;
+          CREATE INDEX batches_owner ON batches (owner, api, seq);
+          CREATE INDEX batches_active ON batches (status) WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling');
+          CREATE TABLE batch_lines (
+            batch_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            custom_id TEXT NOT NULL,
+            url TEXT NOT NULL,
+            body TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'errored', 'canceled', 'expired')),
+            status_code INTEGER,
+            response TEXT,
+            request_id TEXT,
+            error TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            not_before_ms INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (batch_id, idx)
+          ) STRICT;
+          CREATE INDEX batch_lines_pending ON batch_lines (batch_id, idx) WHERE state = 'pending';`,
+  },
 ];

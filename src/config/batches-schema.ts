@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+/** The `batches` section (docs/files.md, "Batches"): how this process runs batch lines. */
+export const batchesSectionSchema = z
+  .object({
+    /** Whether this process runs batch lines (the API answers either way; another process may run them). */
+    run: z.boolean().default(true),
+    /** Lines in flight per process, across all its batches: the rest of the capacity stays interactive. */
+    concurrency: z.number().int().min(1).max(1_000).default(4),
+    /** The share of the owner's rate limit a batch may use; past it, its lines wait for the window's reset. */
+    rate_share: z.number().gt(0).max(1).default(0.5),
+    /** Batches one process works on at once. */
+    max_batches: z.number().int().min(1).max(100).default(4),
+    /** How long a runner's claim on a batch lasts unrenewed (a dead process's batches are taken over after it). */
+    lease_seconds: z.number().min(0.2).max(3_600).default(60),
+    /** How often a runner looks for work it was not told of (another process's batches, deferred lines). */
+    poll_ms: z.number().int().min(10).max(60_000).default(1_000),
+    /** Lines per batch, at most (OpenAI's limit). */
+    max_lines: z.number().int().min(1).max(1_000_000).default(50_000),
+    /** One line's bytes, at most. */
+    max_line_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(8 * 1024 * 1024),
+  })
+  .strict()
+  .prefault({});
+
+/** The `batches` section as the gateway reads it (GatewayConfig['batches']). */
+export interface BatchesConfig {
+  run: boolean;
+  concurrency: number;
+  rateShare: number;
+  maxBatches: number;
+  leaseMs: number;
+  pollMs: number;
+  maxLines: number;
+  maxLineBytes: number;
+}
+
+export function toBatches(section: z.infer<typeof batchesSectionSchema>): BatchesConfig {
+  return {
+    run: section.run,
+    concurrency: section.concurrency,
+    rateShare: section.rate_share,
+    maxBatches: section.max_batches,
+    leaseMs: Math.round(section.lease_seconds * 1000),
+    pollMs: section.poll_ms,
+    maxLines: section.max_lines,
+    maxLineBytes: section.max_line_bytes,
+  };
+}

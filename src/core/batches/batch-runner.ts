@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import type { BatchRecord, BatchStore } from '../../store/batch-contract.js';
+import type { BatchBackend, BatchLease } from './batch-backend.js';
+import type { BatchFiles } from './batch-files.js';
+import { writeResultFiles } from './batch-results.js';
+import type { BatchLimits } from './batch-service.js';
+import { validateInput } from './batch-validate.js';
+
+export interface BatchRunnerOptions {
+  store: BatchStore;
+  files: BatchFiles | undefined;
+  limits: BatchLimits;
+  /** Tried in order; the first that `takes` a batch runs its lines (the gateway's own backend takes every one). */
+  backends: readonly BatchBackend[];
+  /** How long a claim holds a batch without being renewed (a crashed runner's batches are taken over after it). */
+  leaseMs: number;
+  /** How often the runner looks for work it was not woken for (another process's batches, a dead runner's). */
+  pollMs: number;
+  /** Batches worked on at once by this process. */
+  maxBatches: number;
+  /** A batch ended (completed, failed, expired, cancelled): once per batch. */
+  onEnded(batch: BatchRecord): void;
+  log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  now?: () => number;
+}
+
+const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
+
+/**
+ * The batch runner of one process: it claims active batches with a lease in the store (one runner per batch across
+ * processes and instances; a dead runner's lease runs out and another takes the batch over where its store says),
+ * and drives each through its states: `validating` (the input file read into lines), `in_progress` (a backend runs
+ * the lines), `finalizing` (the output and error files written), and `cancelling` / expiry. Every step can be run
+ * again after a crash: lines are added only once, an answered line is never run again, and a status moves only
+ * from the one it was in.
+ */
+export class BatchRunner {
+  readonly holder = `runner_${randomUUID()}`;
+  private readonly working = new Map<string, Promise<void>>();
+  private readonly stopping = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private again = false;
+  private readonly now: () => number;
+
+  constructor(private readonly options: BatchRunnerOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), this.options.pollMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Batches being worked on by this process. */
+  get active(): number {
+    return this.working.size;
+  }
+
+  /** Looks for work now (a batch was created or cancelled here). */
+  wake(): void {
+    if (this.stopping.signal.aborted) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = true;
+    void this.claim()
+      .catch((error: unknown) => this.options.log.error({ err: error }, 'batch runner: claiming failed'))
+      .finally(() => {
+        this.ticking = false;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Stops claiming, lets the lines in flight finish, and gives the leases back (another process may go on at once). */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    if (this.timer) clearInterval(this.timer);
+    await Promise.all(this.working.values());
+  }
+
+  private async claim(): Promise<void> {
+    const { store, leaseMs, maxBatches } = this.options;
+    const room = maxBatches - this.working.size;
+    if (room <= 0) return;
+    const claimed = await store.claim(this.holder, this.now(), leaseMs, room + this.working.size);
+    for (const batch of claimed) {
+      if (this.working.has(batch.id) || this.working.size >= maxBatches) continue;
+      const work = this.work(batch)
+        .catch((error: unknown) =>
+          this.options.log.error({ err: error, batch_id: batch.id }, 'batch runner: a batch step failed'),
+        )
+        .finally(async () => {
+          // Given back before `stop` resolves: the store is still open, and another process may go on at once.
+          await store.release(batch.id, this.holder).catch(() => undefined);
+          this.working.delete(batch.id);
+          this.wake();
+        });
+      this.working.set(batch.id, work);
+    }
+  }
+
+  private async work(claimed: BatchRecord): Promise<void> {
+    const { store, leaseMs } = this.options;
+    const controller = new AbortController();
+    const lease = { lost: false, signal: controller.signal };
+    const onStop = () => controller.abort();
+    this.stopping.signal.addEventListener('abort', onStop);
+    const renewal = setInterval(() => {
+      void store.renew(claimed.id, this.holder, this.now() + leaseMs).then(
+        (held) => {
+          if (!held) {
+            lease.lost = true;
+            controller.abort();
+          }
+        },
+        () => undefined,
+      );
+    }, leaseMs / 3);
+    try {
+      let batch: BatchRecord | undefined = claimed;
+      while (batch && !ENDED.has(batch.status) && !controller.signal.aborted) {
+        await this.step(batch, lease);
+        batch = await store.get(batch.owner, batch.id);
+      }
+    } finally {
+      clearInterval(renewal);
+      this.stopping.signal.removeEventListener('abort', onStop);
+    }
+  }
+
+  private async step(batch: BatchRecord, lease: BatchLease): Promise<void> {
+    const { store, files, limits } = this.options;
+    const now = this.now();
+    if (batch.status !== 'cancelling' && now >= batch.expiresMs) {
+      await store.closePending(batch.id, 'expired', JSON.stringify({ code: 'batch_expired', message: EXPIRED }));
+      await this.end(batch, 'expired', { expiredMs: now });
+      return;
+    }
+    switch (batch.status) {
+      case 'validating': {
+        const errors = await validateInput(batch, files, store, limits);
+        if (errors.length > 0) await this.end(batch, 'failed', { failedMs: now, errors });
+        else await store.transition(batch.id, ['validating'], 'in_progress', { inProgressMs: now });
+        return;
+      }
+      case 'in_progress': {
+        const backend = this.options.backends.find((b) => b.takes(batch));
+        await backend?.run(batch, lease);
+        if (!lease.lost && !lease.signal.aborted && (await store.pendingCount(batch.id)) === 0)
+          await store.transition(batch.id, ['in_progress'], 'finalizing', { finalizingMs: this.now() });
+        return;
+      }
+      case 'finalizing':
+        await this.end(batch, 'completed', { completedMs: now });
+        return;
+      case 'cancelling':
+        await store.closePending(batch.id, 'canceled', JSON.stringify({ code: 'batch_cancelled', message: CANCELLED }));
+        await this.end(batch, 'cancelled', { cancelledMs: now });
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** The batch's last step: its result files written (from its lines as the store has them), then its final status. */
+  private async end(
+    batch: BatchRecord,
+    to: 'completed' | 'failed' | 'expired' | 'cancelled',
+    stamp: Parameters<BatchStore['transition']>[3],
+  ): Promise<void> {
+    const { store, files } = this.options;
+    const current = (await store.get(batch.owner, batch.id)) ?? batch;
+    const written = to === 'failed' ? {} : await writeResultFiles(store, files, current);
+    const moved = await store.transition(batch.id, [batch.status], to, { ...stamp, ...written });
+    if (!moved) return;
+    const ended = await store.get(batch.owner, batch.id);
+    if (ended) this.options.onEnded(ended);
+  }
+}
+
+const EXPIRED = 'This request could not be executed before the completion window expired.';
+const CANCELLED = 'This request was not executed: the batch was cancelled.';

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { BatchApi, BatchRecord, BatchStore, NewBatchLine } from '../../store/batch-contract.js';
+import type { BatchFiles } from './batch-files.js';
+
+/** The endpoints a batch line may call: the gateway's own paths of the same name. */
+export const BATCH_ENDPOINTS = ['/v1/chat/completions', '/v1/responses', '/v1/embeddings', '/v1/messages'] as const;
+
+/** The one completion window (OpenAI's and Anthropic's): a batch not done by then expires. */
+export const COMPLETION_WINDOW = '24h';
+const WINDOW_MS = 24 * 3_600_000;
+
+/** Lines are written to the store this many at a time (one transaction each). */
+export const LINE_CHUNK = 500;
+
+export interface BatchLimits {
+  /** Lines (requests) per batch, at most. */
+  maxLines: number;
+  /** One line's bytes, at most. */
+  maxLineBytes: number;
+}
+
+/** A batch's new id: `batch_<32 hex>` (OpenAI's surface) or `msgbatch_<32 hex>` (Anthropic's). */
+export function newBatchId(api: BatchApi): string {
+  return `${api === 'openai' ? 'batch' : 'msgbatch'}_${randomUUID().replaceAll('-', '')}`;
+}
+
+/** A new record in its first status. */
+function freshRecord(
+  api: BatchApi,
+  owner: string,
+  principal: string,
+  spec: { endpoint: string; inputFileId: string | null; metadata: Record<string, string> | null },
+  nowMs: number,
+): BatchRecord {
+  return {
+    id: newBatchId(api),
+    owner,
+    principal,
+    api,
+    endpoint: spec.endpoint,
+    inputFileId: spec.inputFileId,
+    completionWindow: COMPLETION_WINDOW,
+    metadata: spec.metadata,
+    // OpenAI's batch is validated (its file read) by the runner; Anthropic's requests came in the body.
+    status: api === 'openai' ? 'validating' : 'in_progress',
+    counts: { total: 0, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+    errors: null,
+    outputFileId: null,
+    errorFileId: null,
+    createdMs: nowMs,
+    expiresMs: nowMs + WINDOW_MS,
+    inProgressMs: api === 'openai' ? null : nowMs,
+    finalizingMs: null,
+    completedMs: null,
+    failedMs: null,
+    expiredMs: null,
+    cancellingMs: null,
+    cancelledMs: null,
+  };
+}
+
+/**
+ * The batch model's operations, whichever API asks (src/routes/batches-*.ts translate): create, read, list, cancel,
+ * delete. Every read and change names the owner: another caller's batch is `batch_not_found`, like one that never
+ * was. The work itself is the runner's (batch-runner.ts), woken by `onCreated`.
+ */
+export class BatchService {
+  constructor(
+    private readonly store: BatchStore,
+    private readonly files: BatchFiles | undefined,
+    private readonly limits: BatchLimits,
+    private readonly onCreated: () => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** OpenAI's `POST /v1/batches`: over an uploaded JSONL file of purpose `batch`, read and checked by the runner. */
+  async createFromFile(
+    owner: string,
+    principal: string,
+    spec: { inputFileId: string; endpoint: string; metadata: Record<string, string> | null },
+  ): Promise<BatchRecord> {
+    const file = await this.filesOrFail().get(owner, spec.inputFileId);
+    if (!file) throw new GatewayError('batch_input_invalid', { field: 'input_file_id', problem: 'no such file' });
+    if (file.purpose !== 'batch')
+      throw new GatewayError('batch_input_invalid', {
+        field: 'input_file_id',
+        problem: `the file's purpose is "${file.purpose}", not "batch"`,
+      });
+    const record = freshRecord('openai', owner, principal, spec, this.now());
+    await this.store.create(record);
+    this.onCreated();
+    return record;
+  }
+
+  /** Anthropic's `POST /v1/messages/batches`: the requests are the lines, checked and stored before it answers. */
+  async createFromRequests(
+    owner: string,
+    principal: string,
+    requests: ReadonlyArray<{ customId: string; body: string }>,
+  ): Promise<BatchRecord> {
+    if (requests.length > this.limits.maxLines)
+      throw new GatewayError('batch_input_invalid', {
+        field: 'requests',
+        problem: `more than ${this.limits.maxLines} requests`,
+      });
+    const record = freshRecord(
+      'anthropic',
+      owner,
+      principal,
+      { endpoint: '/v1/messages', inputFileId: null, metadata: null },
+      this.now(),
+    );
+    // The lines first, the batch after: a runner never sees the batch before all its lines are there (it would find
+    // nothing pending and finish it empty).
+    for (let at = 0; at < requests.length; at += LINE_CHUNK) {
+      const chunk: NewBatchLine[] = requests.slice(at, at + LINE_CHUNK).map((request, i) => ({
+        index: at + i,
+        customId: request.customId,
+        url: '/v1/messages',
+        body: request.body,
+      }));
+      await this.store.addLines(record.id, chunk);
+    }
+    record.counts.total = requests.length;
+    await this.store.create(record);
+    this.onCreated();
+    return record;
+  }
+
+  async get(owner: string, api: BatchApi, id: string): Promise<BatchRecord> {
+    const record = await this.store.get(owner, id);
+    if (!record || record.api !== api) throw new GatewayError('batch_not_found', { batch_id: id.slice(0, 200) });
+    return record;
+  }
+
+  list(owner: string, api: BatchApi, after: string | undefined, limit: number): Promise<BatchRecord[]> {
+    return this.store.list(owner, api, after, limit);
+  }
+
+  /**
+   * Cancel: no new line starts; the runner ends the pending ones as canceled, lets the lines in flight finish, and
+   * writes the results. A batch already ended (or cancelling) is answered as it is.
+   */
+  async cancel(owner: string, api: BatchApi, id: string): Promise<BatchRecord> {
+    const record = await this.get(owner, api, id);
+    const moved = await this.store.transition(id, ['validating', 'in_progress'], 'cancelling', {
+      cancellingMs: this.now(),
+    });
+    if (moved) this.onCreated();
+    return moved ? this.get(owner, api, id) : record;
+  }
+
+  /** Anthropic's DELETE: an ended batch and its results; one still running is refused (cancel it first). */
+  async delete(owner: string, api: BatchApi, id: string): Promise<void> {
+    const record = await this.get(owner, api, id);
+    if (!(await this.store.delete(owner, id)))
+      throw new GatewayError('batch_not_ended', { batch_id: id, status: record.status });
+  }
+
+  private filesOrFail(): BatchFiles {
+    if (!this.files)
+      throw new GatewayError('batch_input_invalid', { field: 'input_file_id', problem: 'no file store' });
+    return this.files;
+  }
+}

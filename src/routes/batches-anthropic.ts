@@ -1,0 +1,122 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import { ADMIN, principalSnapshot } from '../auth/principal.js';
+import { allLines, anthropicResultLine } from '../core/batches/batch-results.js';
+import type { BatchService } from '../core/batches/batch-service.js';
+import { parsePageLimit } from '../core/page-limit.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { ANTHROPIC_ERRORS, anthropicAuthorization } from '../http/anthropic-shape.js';
+import type { BatchStore } from '../store/batch-contract.js';
+import { anthropicBatch } from './batch-views.js';
+import { batchesGuard, listPage } from './batches-openai.js';
+
+export const ANTHROPIC_BATCHES_PATH = '/v1/messages/batches';
+
+const createBodySchema = {
+  type: 'object',
+  required: ['requests'],
+  properties: {
+    requests: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['custom_id', 'params'],
+        properties: {
+          custom_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+          params: { type: 'object', required: ['model'], properties: { model: { type: 'string' } } },
+        },
+      },
+    },
+  },
+} as const;
+
+interface CreateBody {
+  requests: Array<{ custom_id: string; params: Record<string, unknown> }>;
+}
+
+/** The requests as lines: each custom_id once, none streamed (a batch's answers are whole messages). */
+function linesOf(body: CreateBody): Array<{ customId: string; body: string }> {
+  const seen = new Set<string>();
+  return body.requests.map((request, i) => {
+    if (seen.has(request.custom_id))
+      throw new GatewayError('batch_input_invalid', {
+        field: `requests[${i}].custom_id`,
+        problem: 'used by an earlier request',
+      });
+    seen.add(request.custom_id);
+    if (request.params.stream === true)
+      throw new GatewayError('batch_input_invalid', {
+        field: `requests[${i}].params.stream`,
+        problem: 'a batch request cannot stream',
+      });
+    return { customId: request.custom_id, body: JSON.stringify(request.params) };
+  });
+}
+
+/**
+ * Anthropic's Message Batches: `POST /v1/messages/batches`, `GET` (list: `after_id`, `limit`), `GET /{id}`,
+ * `POST /{id}/cancel`, `GET /{id}/results` (JSONL), `DELETE /{id}`. The same batches as OpenAI's Batch API (one
+ * engine); each API sees only the batches made through it, each caller only its own.
+ */
+export function mountAnthropicBatches(
+  app: FastifyInstance,
+  auth: Authenticator,
+  batches: BatchService,
+  store: BatchStore,
+): void {
+  const onRequest = batchesGuard(auth, ANTHROPIC_ERRORS, anthropicAuthorization);
+  const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
+  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}`;
+  const stampId = (request: FastifyRequest, reply: { header(name: string, value: string): unknown }) =>
+    reply.header('request-id', request.id);
+  app.post(ANTHROPIC_BATCHES_PATH, { onRequest, schema: { body: createBodySchema } }, async (request, reply) => {
+    stampId(request, reply);
+    const lines = linesOf(request.body as CreateBody);
+    const created = await batches.createFromRequests(
+      request.caller,
+      principalSnapshot(request.principal ?? ADMIN),
+      lines,
+    );
+    return reply.send(anthropicBatch(created, base(request)));
+  });
+  app.get(ANTHROPIC_BATCHES_PATH, { onRequest }, async (request, reply) => {
+    stampId(request, reply);
+    const query = request.query as Record<string, unknown>;
+    const limit = parsePageLimit(query.limit, { fallback: 20, max: 1000 });
+    if (query.before_id !== undefined)
+      throw new GatewayError('invalid_query_parameter', {
+        parameter: 'before_id',
+        problem: 'not supported: page forward with after_id',
+      });
+    const after = typeof query.after_id === 'string' ? query.after_id : undefined;
+    const page = await batches.list(request.caller, 'anthropic', after, limit + 1);
+    const { object: _object, ...list } = listPage(page, limit, (b) => anthropicBatch(b, base(request)));
+    return reply.send(list);
+  });
+  app.get(`${ANTHROPIC_BATCHES_PATH}/:id`, { onRequest }, async (request, reply) => {
+    stampId(request, reply);
+    return reply.send(anthropicBatch(await batches.get(request.caller, 'anthropic', idOf(request)), base(request)));
+  });
+  app.post(`${ANTHROPIC_BATCHES_PATH}/:id/cancel`, { onRequest }, async (request, reply) => {
+    stampId(request, reply);
+    const cancelled = await batches.cancel(request.caller, 'anthropic', idOf(request));
+    return reply.send(anthropicBatch(cancelled, base(request)));
+  });
+  app.delete(`${ANTHROPIC_BATCHES_PATH}/:id`, { onRequest }, async (request, reply) => {
+    stampId(request, reply);
+    await batches.delete(request.caller, 'anthropic', idOf(request));
+    return reply.send({ id: idOf(request), type: 'message_batch_deleted' });
+  });
+  app.get(`${ANTHROPIC_BATCHES_PATH}/:id/results`, { onRequest }, async (request, reply) => {
+    stampId(request, reply);
+    const batch = await batches.get(request.caller, 'anthropic', idOf(request));
+    if (anthropicBatch(batch, '').processing_status !== 'ended')
+      throw new GatewayError('batch_not_ended', { batch_id: batch.id, status: batch.status });
+    async function* results() {
+      for await (const line of allLines(store, batch.id)) yield `${anthropicResultLine(line)}\n`;
+    }
+    return reply.type('application/x-jsonl').send(Readable.from(results()));
+  });
+}

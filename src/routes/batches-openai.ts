@@ -1,0 +1,105 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import { ADMIN, principalSnapshot } from '../auth/principal.js';
+import { BATCH_ENDPOINTS, COMPLETION_WINDOW, type BatchService } from '../core/batches/batch-service.js';
+import { parsePageLimit } from '../core/page-limit.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { OPENAI_ERRORS } from '../http/openai-shape.js';
+import type { BatchRecord } from '../store/batch-contract.js';
+import { openAiBatch } from './batch-views.js';
+
+export const OPENAI_BATCHES_PATH = '/v1/batches';
+
+const createBodySchema = {
+  type: 'object',
+  required: ['input_file_id', 'endpoint', 'completion_window'],
+  properties: {
+    input_file_id: { type: 'string', minLength: 1, maxLength: 256 },
+    endpoint: { type: 'string', maxLength: 256 },
+    completion_window: { type: 'string', maxLength: 64 },
+    // OpenAI's metadata: at most 16 pairs, keys up to 64 characters, values up to 512.
+    metadata: {
+      type: ['object', 'null'],
+      maxProperties: 16,
+      propertyNames: { maxLength: 64 },
+      additionalProperties: { type: 'string', maxLength: 512 },
+    },
+  },
+} as const;
+
+interface CreateBody {
+  input_file_id: string;
+  endpoint: string;
+  completion_window: string;
+  metadata?: Record<string, string> | null;
+}
+
+/** The guard of the batch paths: OpenAI's error shape, the `batches` right, the caller. */
+export function batchesGuard(
+  auth: Authenticator,
+  errors: FastifyRequest['errorShape'],
+  credential: (headers: IncomingHttpHeaders) => string | undefined = (headers) => headers.authorization,
+) {
+  return async function guardBatches(request: FastifyRequest): Promise<void> {
+    request.errorShape = errors;
+    request.routeName = 'batches';
+    const principal = await auth.authenticate(credential(request.headers), 'batches', request.protocol === 'https');
+    request.caller = principal.caller;
+    request.principal = principal;
+  };
+}
+
+/**
+ * OpenAI's Batch API: `POST /v1/batches`, `GET /v1/batches` (cursor `after`, `limit`), `GET /v1/batches/{id}`,
+ * `POST /v1/batches/{id}/cancel`. Each batch is its creator's: another caller's id is a 404 like an unknown one.
+ */
+export function mountOpenAiBatches(app: FastifyInstance, auth: Authenticator, batches: BatchService): void {
+  const onRequest = batchesGuard(auth, OPENAI_ERRORS);
+  const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
+  app.post(OPENAI_BATCHES_PATH, { onRequest, schema: { body: createBodySchema } }, async (request, reply) => {
+    const body = request.body as CreateBody;
+    if (!(BATCH_ENDPOINTS as readonly string[]).includes(body.endpoint))
+      throw new GatewayError('batch_input_invalid', {
+        field: 'endpoint',
+        problem: `must be one of ${BATCH_ENDPOINTS.join(', ')}`,
+      });
+    if (body.completion_window !== COMPLETION_WINDOW)
+      throw new GatewayError('batch_input_invalid', { field: 'completion_window', problem: 'must be "24h"' });
+    const created = await batches.createFromFile(request.caller, principalSnapshot(request.principal ?? ADMIN), {
+      inputFileId: body.input_file_id,
+      endpoint: body.endpoint,
+      metadata: body.metadata ?? null,
+    });
+    return reply.send(openAiBatch(created));
+  });
+  app.get(OPENAI_BATCHES_PATH, { onRequest }, async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    const limit = parsePageLimit(query.limit, { fallback: 20, max: 100 });
+    const after = typeof query.after === 'string' ? query.after : undefined;
+    const page = await batches.list(request.caller, 'openai', after, limit + 1);
+    return reply.send(listPage(page, limit, openAiBatch));
+  });
+  app.get(`${OPENAI_BATCHES_PATH}/:id`, { onRequest }, async (request, reply) =>
+    reply.send(openAiBatch(await batches.get(request.caller, 'openai', idOf(request)))),
+  );
+  app.post(`${OPENAI_BATCHES_PATH}/:id/cancel`, { onRequest }, async (request, reply) =>
+    reply.send(openAiBatch(await batches.cancel(request.caller, 'openai', idOf(request)))),
+  );
+}
+
+/** A cursor page (`{object: "list", data, first_id, last_id, has_more}`) from `limit + 1` records. */
+export function listPage(
+  records: readonly BatchRecord[],
+  limit: number,
+  view: (batch: BatchRecord) => Record<string, unknown>,
+): Record<string, unknown> {
+  const data = records.slice(0, limit).map(view);
+  return {
+    object: 'list',
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data[data.length - 1]?.id ?? null,
+    has_more: records.length > limit,
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * The batch store (issue 34): batches and their lines, one row per line, so a batch survives a restart and a line's
+ * answer is recorded exactly once, keyed by (batch id, line index). The SQLite implementation is
+ * `sqlite/sqlite-batches.ts`; the surfaces (OpenAI's Batch API, Anthropic's Message Batches) are translations of
+ * this one model (src/core/batches/).
+ */
+
+/** A batch's lifecycle (OpenAI's statuses; Anthropic's `processing_status` is a view of them). */
+export type BatchStatus =
+  'validating' | 'in_progress' | 'finalizing' | 'completed' | 'failed' | 'expired' | 'cancelling' | 'cancelled';
+
+/** The statuses a runner works on; the others are final. */
+export const ACTIVE_BATCH_STATUSES: readonly BatchStatus[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
+
+/** Which API created the batch: each surface sees only its own. */
+export type BatchApi = 'openai' | 'anthropic';
+
+/** A line's state: `pending` until its one outcome is recorded. */
+export type LineState = 'pending' | 'succeeded' | 'errored' | 'canceled' | 'expired';
+
+export interface BatchError {
+  code: string;
+  message: string;
+  /** 1-based line of the input file, when the error is about one. */
+  line?: number;
+  param?: string;
+}
+
+export interface BatchCounts {
+  total: number;
+  succeeded: number;
+  errored: number;
+  canceled: number;
+  expired: number;
+}
+
+export interface BatchRecord {
+  id: string;
+  /** The caller that created it (`key:<id>`, `admin`, `oauth:<sub>`...): only it can see or touch it. */
+  owner: string;
+  /** What the owner may do, as it was when the batch was created (JSON; keys are read again at run time). */
+  principal: string;
+  api: BatchApi;
+  /** The URL every line calls (`/v1/chat/completions`...). */
+  endpoint: string;
+  inputFileId: string | null;
+  completionWindow: string;
+  metadata: Record<string, string> | null;
+  status: BatchStatus;
+  counts: BatchCounts;
+  errors: BatchError[] | null;
+  outputFileId: string | null;
+  errorFileId: string | null;
+  createdMs: number;
+  expiresMs: number;
+  inProgressMs: number | null;
+  finalizingMs: number | null;
+  completedMs: number | null;
+  failedMs: number | null;
+  expiredMs: number | null;
+  cancellingMs: number | null;
+  cancelledMs: number | null;
+}
+
+export interface NewBatchLine {
+  index: number;
+  customId: string;
+  url: string;
+  /** The line's request body, JSON text. */
+  body: string;
+}
+
+export interface BatchLine extends NewBatchLine {
+  state: LineState;
+  statusCode: number | null;
+  /** The answer's body (JSON text) as the gateway answered it; null until answered. */
+  response: string | null;
+  requestId: string | null;
+  /** A line that never got an answer (canceled, expired, refused before a call): JSON `{code, message}`. */
+  error: string | null;
+  attempts: number;
+}
+
+/** A line's one outcome. */
+export interface LineOutcome {
+  state: Exclude<LineState, 'pending'>;
+  statusCode: number | null;
+  response: string | null;
+  requestId: string | null;
+  error: string | null;
+}
+
+/** The time stamps a status change sets, by status. */
+export type BatchStamp = Partial<
+  Pick<
+    BatchRecord,
+    | 'inProgressMs'
+    | 'finalizingMs'
+    | 'completedMs'
+    | 'failedMs'
+    | 'expiredMs'
+    | 'cancellingMs'
+    | 'cancelledMs'
+    | 'outputFileId'
+    | 'errorFileId'
+    | 'errors'
+  >
+>;
+
+export interface BatchStore {
+  create(batch: BatchRecord): Promise<void>;
+  /** The batch if `owner` owns it (another caller's batch is absent, like one that never was). */
+  get(owner: string, id: string): Promise<BatchRecord | undefined>;
+  /** The owner's batches of one API, newest first, after the batch `after` (exclusive). */
+  list(owner: string, api: BatchApi, after: string | undefined, limit: number): Promise<BatchRecord[]>;
+  /** Moves a batch from one of `from` to `to` (with its stamps); false when it was in none of them. */
+  transition(id: string, from: readonly BatchStatus[], to: BatchStatus, stamp: BatchStamp): Promise<boolean>;
+  /** Deletes an ended batch and its lines (Anthropic's DELETE). */
+  delete(owner: string, id: string): Promise<boolean>;
+  /** Adds lines (a line already there is left as it is: validation may run again after a crash). */
+  addLines(batchId: string, lines: readonly NewBatchLine[]): Promise<void>;
+  /**
+   * Takes (or keeps) the lease of up to `limit` active batches whose lease is free or already `holder`'s: one
+   * runner works on a batch at a time, across processes and instances sharing the store.
+   */
+  claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]>;
+  /** Extends the lease; false when `holder` no longer holds it. */
+  renew(id: string, holder: string, untilMs: number): Promise<boolean>;
+  release(id: string, holder: string): Promise<void>;
+  /** Pending lines due by `nowMs`, in index order, after `afterIndex`. */
+  pendingLines(batchId: string, afterIndex: number, nowMs: number, limit: number): Promise<BatchLine[]>;
+  pendingCount(batchId: string): Promise<number>;
+  /** Records a line's outcome once: false when it already had one (the batch's counts move only on true). */
+  recordOutcome(batchId: string, index: number, outcome: LineOutcome): Promise<boolean>;
+  /** A pending line to try again no earlier than `notBeforeMs` (refused by a limit). */
+  defer(batchId: string, index: number, notBeforeMs: number): Promise<void>;
+  /** Every pending line of the batch ends as `state` (cancel, expiry); returns how many did. */
+  closePending(batchId: string, state: 'canceled' | 'expired', error: string): Promise<number>;
+  /** Lines in index order after `afterIndex` (results, output files). */
+  lines(batchId: string, afterIndex: number, limit: number): Promise<BatchLine[]>;
+  /** Every active batch (dashboard, metrics): few by nature. */
+  active(limit: number): Promise<BatchRecord[]>;
+}

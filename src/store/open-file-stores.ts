@@ -1,0 +1,39 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { GatewayConfig } from '../config/types.js';
+import type { FileStore, UploadStore } from './file-contract.js';
+import type { SqliteStore } from './sqlite/sqlite-store.js';
+
+export interface FileStores {
+  files: FileStore;
+  uploads: UploadStore;
+  kind: 'embedded' | 'postgres';
+  close(): Promise<void>;
+}
+
+/**
+ * Where files and uploads live (`files.store`, docs/files.md): `embedded` keeps the records in the SQLite file and
+ * the bytes under DATA_DIR/files and DATA_DIR/uploads (a temporary folder for an in-memory store); `postgres`
+ * keeps both in DATABASE_URL's database, shared by every instance (`pg` is imported only then).
+ */
+export async function openFileStores(config: GatewayConfig, sqlite: SqliteStore): Promise<FileStores> {
+  if (config.files.store === 'postgres') {
+    if (!config.databaseUrl) throw new Error('files.store is postgres but DATABASE_URL is not set');
+    const { PostgresFileStores } = await import('./postgres/postgres-files.js');
+    const stores = await PostgresFileStores.open(config.databaseUrl);
+    return { files: stores.files, uploads: stores.uploads, kind: 'postgres', close: () => stores.close() };
+  }
+  const [{ DiskContent }, { SqliteFileStore }, { SqliteUploadStore }] = await Promise.all([
+    import('./sqlite/disk-content.js'),
+    import('./sqlite/sqlite-files.js'),
+    import('./sqlite/sqlite-uploads.js'),
+  ]);
+  const root = config.dataDir === ':memory:' ? mkdtempSync(join(tmpdir(), 'gw-files-')) : config.dataDir;
+  return {
+    files: new SqliteFileStore(sqlite.db, new DiskContent(join(root, 'files'))),
+    uploads: new SqliteUploadStore(sqlite.db, new DiskContent(join(root, 'uploads'))),
+    kind: 'embedded',
+    close: () => Promise.resolve(),
+  };
+}

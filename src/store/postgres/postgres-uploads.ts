@@ -1,0 +1,200 @@
+import type { Readable } from 'node:stream';
+import type { Pool } from 'pg';
+import type { StoredPart, StoredUpload, UploadStatus, UploadStore } from '../file-contract.js';
+import { inTransaction, type PostgresBlobs } from './postgres-blobs.js';
+
+interface UploadRow {
+  id: string;
+  owner: string;
+  filename: string;
+  purpose: string;
+  bytes: string;
+  mime_type: string;
+  created_ms: string;
+  expires_ms: string;
+  file_ttl_ms: string | null;
+  status: UploadStatus;
+  file_id: string | null;
+  presign_nonce: string | null;
+  presign_used: boolean;
+}
+
+const COLUMNS =
+  'id, owner, filename, purpose, bytes, mime_type, created_ms, expires_ms, file_ttl_ms, status, file_id, presign_nonce, presign_used';
+const COMPLETING_GRACE_MS = 86_400_000;
+
+function uploadOf(row: UploadRow): StoredUpload {
+  return {
+    id: row.id,
+    owner: row.owner,
+    filename: row.filename,
+    purpose: row.purpose,
+    bytes: Number(row.bytes),
+    mimeType: row.mime_type,
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
+    fileTtlMs: row.file_ttl_ms === null ? null : Number(row.file_ttl_ms),
+    status: row.status,
+    fileId: row.file_id,
+    presignNonce: row.presign_nonce,
+    presignUsed: row.presign_used,
+  };
+}
+
+const partKey = (uploadId: string, partId: string) => `${uploadId}.${partId}`;
+
+/**
+ * Uploads in PostgreSQL: records in `<prefix>uploads` / `<prefix>upload_parts`, each part's bytes chunk rows
+ * written with its record in one transaction, which first locks the upload's row (`FOR UPDATE`) to check it is
+ * still pending and under its part count.
+ */
+export class PostgresUploadStore implements UploadStore {
+  readonly kind = 'postgres';
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly blobs: PostgresBlobs,
+    private readonly p: string,
+  ) {}
+
+  async create(u: StoredUpload): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.p}uploads (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      [
+        u.id,
+        u.owner,
+        u.filename,
+        u.purpose,
+        u.bytes,
+        u.mimeType,
+        u.createdMs,
+        u.expiresMs,
+        u.fileTtlMs,
+        u.status,
+        u.fileId,
+        u.presignNonce,
+        u.presignUsed,
+      ],
+    );
+  }
+
+  async get(owner: string, id: string): Promise<StoredUpload | undefined> {
+    const result = await this.pool.query<UploadRow>(
+      `SELECT ${COLUMNS} FROM ${this.p}uploads WHERE id = $1 AND owner = $2`,
+      [id, owner],
+    );
+    return result.rows[0] ? uploadOf(result.rows[0]) : undefined;
+  }
+
+  async byId(id: string): Promise<StoredUpload | undefined> {
+    const result = await this.pool.query<UploadRow>(`SELECT ${COLUMNS} FROM ${this.p}uploads WHERE id = $1`, [id]);
+    return result.rows[0] ? uploadOf(result.rows[0]) : undefined;
+  }
+
+  async putPart(
+    uploadId: string,
+    partId: string,
+    content: AsyncIterable<Uint8Array>,
+    bounds: { maxBytes: number; maxParts: number },
+    nowMs = Date.now(),
+  ): Promise<StoredPart | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      const { bytes } = await this.blobs.write(client, partKey(uploadId, partId), content, bounds.maxBytes);
+      // Locked only now, once the bytes are in: a slow part does not hold up the upload's other parts.
+      const state = await client.query<{ status: string; parts: string }>(
+        `SELECT status, (SELECT count(*) FROM ${this.p}upload_parts WHERE upload_id = $1) AS parts
+         FROM ${this.p}uploads WHERE id = $1 FOR UPDATE`,
+        [uploadId],
+      );
+      const row = state.rows[0];
+      if (!row || row.status !== 'pending' || Number(row.parts) >= bounds.maxParts) {
+        throw new NotRecorded();
+      }
+      await client.query(
+        `INSERT INTO ${this.p}upload_parts (upload_id, id, bytes, created_ms) VALUES ($1, $2, $3, $4)`,
+        [uploadId, partId, bytes, nowMs],
+      );
+      return { id: partId, uploadId, bytes, createdMs: nowMs };
+    }).catch((error: unknown) => {
+      if (error instanceof NotRecorded) return undefined;
+      throw error;
+    });
+  }
+
+  async parts(uploadId: string): Promise<StoredPart[]> {
+    const result = await this.pool.query<{ id: string; bytes: string; created_ms: string }>(
+      `SELECT id, bytes, created_ms FROM ${this.p}upload_parts WHERE upload_id = $1 ORDER BY seq`,
+      [uploadId],
+    );
+    return result.rows.map((row) => ({
+      id: row.id,
+      uploadId,
+      bytes: Number(row.bytes),
+      createdMs: Number(row.created_ms),
+    }));
+  }
+
+  async readPart(uploadId: string, partId: string): Promise<Readable> {
+    return this.blobs.read(partKey(uploadId, partId));
+  }
+
+  async transition(id: string, from: UploadStatus, to: UploadStatus, fileId?: string): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE ${this.p}uploads SET status = $1, file_id = coalesce($2, file_id) WHERE id = $3 AND status = $4`,
+      [to, fileId ?? null, id, from],
+    );
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async setPresign(id: string, nonce: string): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE ${this.p}uploads SET presign_nonce = $1, presign_used = false WHERE id = $2 AND status = 'pending'`,
+      [nonce, id],
+    );
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async takePresign(id: string, nonce: string): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE ${this.p}uploads SET presign_used = true
+       WHERE id = $1 AND presign_nonce = $2 AND NOT presign_used AND status = 'pending'`,
+      [id, nonce],
+    );
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async releasePresign(id: string, nonce: string): Promise<void> {
+    await this.pool.query(`UPDATE ${this.p}uploads SET presign_used = false WHERE id = $1 AND presign_nonce = $2`, [
+      id,
+      nonce,
+    ]);
+  }
+
+  async dropParts(uploadId: string): Promise<void> {
+    await inTransaction(this.pool, async (client) => {
+      const removed = await client.query<{ id: string }>(
+        `DELETE FROM ${this.p}upload_parts WHERE upload_id = $1 RETURNING id`,
+        [uploadId],
+      );
+      await this.blobs.remove(
+        removed.rows.map((row) => partKey(uploadId, row.id)),
+        client,
+      );
+    });
+  }
+
+  async sweep(nowMs: number, limit: number): Promise<number> {
+    const result = await this.pool.query<{ id: string }>(
+      `SELECT id FROM ${this.p}uploads WHERE expires_ms <= $1 AND (status <> 'completing' OR expires_ms <= $2) LIMIT $3`,
+      [nowMs, nowMs - COMPLETING_GRACE_MS, limit],
+    );
+    for (const { id } of result.rows) {
+      await this.dropParts(id);
+      await this.pool.query(`DELETE FROM ${this.p}uploads WHERE id = $1`, [id]);
+    }
+    return result.rows.length;
+  }
+}
+
+/** The part was not recorded (its upload is no longer pending, or has all its parts): its bytes are rolled back. */
+class NotRecorded extends Error {}

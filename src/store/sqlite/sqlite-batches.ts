@@ -1,0 +1,289 @@
+import type * as Sqlite from './database.js';
+import {
+  ACTIVE_BATCH_STATUSES,
+  type BatchApi,
+  type BatchLine,
+  type BatchRecord,
+  type BatchStamp,
+  type BatchStatus,
+  type BatchStore,
+  type LineOutcome,
+  type LineState,
+  type NewBatchLine,
+} from '../batch-contract.js';
+import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
+
+type Row = Record<string, unknown>;
+
+const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** The column each outcome state counts in. */
+const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
+  succeeded: 'succeeded',
+  errored: 'errored',
+  canceled: 'canceled',
+  expired: 'expired',
+};
+
+const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
+  inProgressMs: 'in_progress_ms',
+  finalizingMs: 'finalizing_ms',
+  completedMs: 'completed_ms',
+  failedMs: 'failed_ms',
+  expiredMs: 'expired_ms',
+  cancellingMs: 'cancelling_ms',
+  cancelledMs: 'cancelled_ms',
+  outputFileId: 'output_file_id',
+  errorFileId: 'error_file_id',
+  errors: 'errors',
+};
+
+/**
+ * Batches in the embedded store (migration 17). Every write goes through the database's group-commit batcher, so
+ * the answers of many lines finishing in one turn share one commit. A line's outcome is written only while it is
+ * `pending` (`recordOutcome`): the one place exactly-once is decided.
+ */
+export class SqliteBatches implements BatchStore {
+  private readonly batcher: SqliteWriteBatcher;
+  private readonly statements: ReturnType<typeof prepare>;
+
+  constructor(private readonly db: Sqlite.Database) {
+    this.batcher = writeBatcherFor(db);
+    this.statements = prepare(db);
+  }
+
+  async create(batch: BatchRecord): Promise<void> {
+    await this.batcher.run(() =>
+      this.statements.insert.run(
+        batch.id,
+        batch.owner,
+        batch.principal,
+        batch.api,
+        batch.endpoint,
+        batch.inputFileId,
+        batch.completionWindow,
+        batch.metadata === null ? null : JSON.stringify(batch.metadata),
+        batch.status,
+        batch.counts.total,
+        batch.createdMs,
+        batch.expiresMs,
+      ),
+    );
+  }
+
+  async get(owner: string, id: string): Promise<BatchRecord | undefined> {
+    const row = this.statements.get.get(id, owner);
+    return row ? recordOf(row) : undefined;
+  }
+
+  async list(owner: string, api: BatchApi, after: string | undefined, limit: number): Promise<BatchRecord[]> {
+    let before = Number.MAX_SAFE_INTEGER;
+    if (after !== undefined) {
+      const seq = this.statements.seqOf.get(after, owner);
+      if (seq === undefined) return [];
+      before = seq;
+    }
+    return this.statements.list.all(owner, api, before, limit).map(recordOf);
+  }
+
+  async transition(id: string, from: readonly BatchStatus[], to: BatchStatus, stamp: BatchStamp): Promise<boolean> {
+    const sets = ['status = ?'];
+    const values: Array<string | number | null> = [to];
+    for (const [key, value] of Object.entries(stamp) as Array<[keyof BatchStamp, unknown]>) {
+      sets.push(`${STAMP_COLUMNS[key]} = ?`);
+      values.push(key === 'errors' ? JSON.stringify(value) : (value as string | number | null));
+    }
+    const sql = `UPDATE batches SET ${sets.join(', ')} WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})`;
+    return this.batcher.run(() => this.db.prepare(sql).run(...values, id, ...from).changes === 1);
+  }
+
+  async delete(owner: string, id: string): Promise<boolean> {
+    return this.batcher.run(() => {
+      const removed = this.statements.deleteBatch.run(id, owner).changes === 1;
+      if (removed) this.statements.deleteLines.run(id);
+      return removed;
+    });
+  }
+
+  async addLines(batchId: string, lines: readonly NewBatchLine[]): Promise<void> {
+    await this.batcher.run(() => {
+      let added = 0;
+      for (const line of lines)
+        added += this.statements.addLine.run(batchId, line.index, line.customId, line.url, line.body).changes;
+      if (added > 0) this.statements.addTotal.run(added, batchId);
+    });
+  }
+
+  async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
+    return this.batcher.run(() => {
+      const ids = this.statements.claimable.all(holder, nowMs, limit).map((row) => row.id as string);
+      for (const id of ids) this.statements.lease.run(holder, nowMs + leaseMs, id);
+      return ids.flatMap((id) => {
+        const row = this.statements.byId.get(id);
+        return row ? [recordOf(row)] : [];
+      });
+    });
+  }
+
+  async renew(id: string, holder: string, untilMs: number): Promise<boolean> {
+    return this.batcher.run(() => this.statements.renew.run(untilMs, id, holder).changes === 1);
+  }
+
+  async release(id: string, holder: string): Promise<void> {
+    await this.batcher.run(() => this.statements.release.run(id, holder));
+  }
+
+  async pendingLines(batchId: string, afterIndex: number, nowMs: number, limit: number): Promise<BatchLine[]> {
+    return this.statements.pending.all(batchId, afterIndex, nowMs, limit).map(lineOf);
+  }
+
+  async pendingCount(batchId: string): Promise<number> {
+    return Number(this.statements.pendingCount.get(batchId) ?? 0);
+  }
+
+  async recordOutcome(batchId: string, index: number, outcome: LineOutcome): Promise<boolean> {
+    return this.batcher.run(() => {
+      const { statusCode, response, requestId, error, state } = outcome;
+      const changed =
+        this.statements.record.run(state, statusCode, response, requestId, error, batchId, index).changes === 1;
+      if (changed) this.db.prepare(countSql(state)).run(1, batchId);
+      return changed;
+    });
+  }
+
+  async defer(batchId: string, index: number, notBeforeMs: number): Promise<void> {
+    await this.batcher.run(() => this.statements.defer.run(notBeforeMs, batchId, index));
+  }
+
+  async closePending(batchId: string, state: 'canceled' | 'expired', error: string): Promise<number> {
+    return this.batcher.run(() => {
+      const closed = Number(this.statements.closePending.run(state, error, batchId).changes);
+      if (closed > 0) this.db.prepare(countSql(state)).run(closed, batchId);
+      return closed;
+    });
+  }
+
+  async lines(batchId: string, afterIndex: number, limit: number): Promise<BatchLine[]> {
+    return this.statements.lines.all(batchId, afterIndex, limit).map(lineOf);
+  }
+
+  async active(limit: number): Promise<BatchRecord[]> {
+    return this.statements.active.all(limit).map(recordOf);
+  }
+}
+
+function countSql(state: Exclude<LineState, 'pending'>): string {
+  const column = COUNT_COLUMN[state];
+  return `UPDATE batches SET ${column} = ${column} + ? WHERE id = ?`;
+}
+
+function prepare(db: Sqlite.Database) {
+  return {
+    insert: db.prepare(
+      `INSERT INTO batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata, status,
+         total, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    get: db.prepare<[string, string], Row>('SELECT * FROM batches WHERE id = ? AND owner = ?'),
+    byId: db.prepare<[string], Row>('SELECT * FROM batches WHERE id = ?'),
+    seqOf: db.prepare<[string, string], number>('SELECT seq FROM batches WHERE id = ? AND owner = ?').pluck(),
+    list: db.prepare<[string, string, number, number], Row>(
+      'SELECT * FROM batches WHERE owner = ? AND api = ? AND seq < ? ORDER BY seq DESC LIMIT ?',
+    ),
+    deleteBatch: db.prepare<[string, string]>(
+      `DELETE FROM batches WHERE id = ? AND owner = ? AND status NOT IN (${ACTIVE_SQL})`,
+    ),
+    deleteLines: db.prepare<[string]>('DELETE FROM batch_lines WHERE batch_id = ?'),
+    addLine: db.prepare<[string, number, string, string, string]>(
+      `INSERT OR IGNORE INTO batch_lines (batch_id, idx, custom_id, url, body, state) VALUES (?, ?, ?, ?, ?, 'pending')`,
+    ),
+    addTotal: db.prepare<[number, string]>('UPDATE batches SET total = total + ? WHERE id = ?'),
+    claimable: db.prepare<[string, number, number], Row>(
+      `SELECT id FROM batches WHERE status IN (${ACTIVE_SQL}) AND (lease_holder = ? OR lease_until_ms <= ?)
+       ORDER BY seq LIMIT ?`,
+    ),
+    lease: db.prepare<[string, number, string]>('UPDATE batches SET lease_holder = ?, lease_until_ms = ? WHERE id = ?'),
+    renew: db.prepare<[number, string, string]>(
+      'UPDATE batches SET lease_until_ms = ? WHERE id = ? AND lease_holder = ?',
+    ),
+    release: db.prepare<[string, string]>(
+      'UPDATE batches SET lease_holder = NULL, lease_until_ms = 0 WHERE id = ? AND lease_holder = ?',
+    ),
+    pending: db.prepare<[string, number, number, number], Row>(
+      `SELECT * FROM batch_lines WHERE batch_id = ? AND state = 'pending' AND idx > ? AND not_before_ms <= ?
+       ORDER BY idx LIMIT ?`,
+    ),
+    pendingCount: db
+      .prepare<[string], number>(`SELECT count(*) FROM batch_lines WHERE batch_id = ? AND state = 'pending'`)
+      .pluck(),
+    record: db.prepare<[string, number | null, string | null, string | null, string | null, string, number]>(
+      `UPDATE batch_lines SET state = ?, status_code = ?, response = ?, request_id = ?, error = ?, attempts = attempts + 1
+       WHERE batch_id = ? AND idx = ? AND state = 'pending'`,
+    ),
+    defer: db.prepare<[number, string, number]>(
+      `UPDATE batch_lines SET not_before_ms = ?, attempts = attempts + 1 WHERE batch_id = ? AND idx = ? AND state = 'pending'`,
+    ),
+    closePending: db.prepare<[string, string, string]>(
+      `UPDATE batch_lines SET state = ?, error = ? WHERE batch_id = ? AND state = 'pending'`,
+    ),
+    lines: db.prepare<[string, number, number], Row>(
+      'SELECT * FROM batch_lines WHERE batch_id = ? AND idx > ? ORDER BY idx LIMIT ?',
+    ),
+    active: db.prepare<[number], Row>(`SELECT * FROM batches WHERE status IN (${ACTIVE_SQL}) ORDER BY seq LIMIT ?`),
+  };
+}
+
+function num(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+function str(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+function recordOf(row: Row): BatchRecord {
+  return {
+    id: row.id as string,
+    owner: row.owner as string,
+    principal: row.principal as string,
+    api: row.api as BatchApi,
+    endpoint: row.endpoint as string,
+    inputFileId: str(row.input_file_id),
+    completionWindow: row.completion_window as string,
+    metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as Record<string, string>) : null,
+    status: row.status as BatchStatus,
+    counts: {
+      total: Number(row.total),
+      succeeded: Number(row.succeeded),
+      errored: Number(row.errored),
+      canceled: Number(row.canceled),
+      expired: Number(row.expired),
+    },
+    errors: typeof row.errors === 'string' ? (JSON.parse(row.errors) as BatchRecord['errors']) : null,
+    outputFileId: str(row.output_file_id),
+    errorFileId: str(row.error_file_id),
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
+    inProgressMs: num(row.in_progress_ms),
+    finalizingMs: num(row.finalizing_ms),
+    completedMs: num(row.completed_ms),
+    failedMs: num(row.failed_ms),
+    expiredMs: num(row.expired_ms),
+    cancellingMs: num(row.cancelling_ms),
+    cancelledMs: num(row.cancelled_ms),
+  };
+}
+
+function lineOf(row: Row): BatchLine {
+  return {
+    index: Number(row.idx),
+    customId: row.custom_id as string,
+    url: row.url as string,
+    body: row.body as string,
+    state: row.state as LineState,
+    statusCode: num(row.status_code),
+    response: str(row.response),
+    requestId: str(row.request_id),
+    error: str(row.error),
+    attempts: Number(row.attempts),
+  };
+}

@@ -1,0 +1,203 @@
+import type { Readable } from 'node:stream';
+import type * as Sqlite from './database.js';
+import type { StoredPart, StoredUpload, UploadStatus, UploadStore } from '../file-contract.js';
+import type { DiskContent } from './disk-content.js';
+
+interface UploadRow {
+  id: string;
+  owner: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  mime_type: string;
+  created_ms: number;
+  expires_ms: number;
+  file_ttl_ms: number | null;
+  status: UploadStatus;
+  file_id: string | null;
+  presign_nonce: string | null;
+  presign_used: number;
+}
+
+interface PartRow {
+  id: string;
+  upload_id: string;
+  bytes: number;
+  created_ms: number;
+}
+
+const COLUMNS =
+  'id, owner, filename, purpose, bytes, mime_type, created_ms, expires_ms, file_ttl_ms, status, file_id, presign_nonce, presign_used';
+
+function uploadOf(row: UploadRow): StoredUpload {
+  return {
+    id: row.id,
+    owner: row.owner,
+    filename: row.filename,
+    purpose: row.purpose,
+    bytes: row.bytes,
+    mimeType: row.mime_type,
+    createdMs: row.created_ms,
+    expiresMs: row.expires_ms,
+    fileTtlMs: row.file_ttl_ms,
+    status: row.status,
+    fileId: row.file_id,
+    presignNonce: row.presign_nonce,
+    presignUsed: row.presign_used === 1,
+  };
+}
+
+/** How long after its expiry an upload caught `completing` (a process that died mid-completion) is swept. */
+const COMPLETING_GRACE_MS = 86_400_000;
+
+const partOf = (row: PartRow): StoredPart => ({
+  id: row.id,
+  uploadId: row.upload_id,
+  bytes: row.bytes,
+  createdMs: row.created_ms,
+});
+
+/** A part's file name under DATA_DIR/uploads (both ids are the gateway's own: `upload_...`, `part_...`). */
+const partName = (uploadId: string, partId: string) => `${uploadId}.${partId}`;
+
+/**
+ * The embedded upload store: uploads and their parts in the SQLite file (tables `uploads`, `upload_parts`,
+ * migration 16), each part's bytes a file under DATA_DIR/uploads. A part is recorded only after its bytes are on
+ * disk, in the same step that checks the upload is still pending: parts survive a restart, and a part cut off
+ * mid-way leaves no record (its bytes are removed), so the caller sends it again.
+ */
+export class SqliteUploadStore implements UploadStore {
+  readonly kind = 'embedded';
+  private readonly insert: Sqlite.Statement;
+  private readonly one: Sqlite.Statement<[string, string], UploadRow>;
+  private readonly anyOwner: Sqlite.Statement<[string], UploadRow>;
+  private readonly status: Sqlite.Statement<[string], string>;
+  private readonly partCount: Sqlite.Statement<[string], number>;
+  private readonly insertPart: Sqlite.Statement<[string, string, number, number]>;
+  private readonly partRows: Sqlite.Statement<[string], PartRow>;
+  private readonly move: Sqlite.Statement<[string, string | null, string, string]>;
+  private readonly presign: Sqlite.Statement<[string, string]>;
+  private readonly take: Sqlite.Statement<[string, string]>;
+  private readonly release: Sqlite.Statement<[string, string]>;
+  private readonly removeParts: Sqlite.Statement<[string]>;
+  private readonly expired: Sqlite.Statement<[number, number, number], string>;
+  private readonly removeUpload: Sqlite.Statement<[string]>;
+
+  constructor(
+    private readonly db: Sqlite.Database,
+    private readonly content: DiskContent,
+  ) {
+    this.insert = db.prepare(`INSERT INTO uploads (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.one = db.prepare(`SELECT ${COLUMNS} FROM uploads WHERE id = ? AND owner = ?`);
+    this.anyOwner = db.prepare(`SELECT ${COLUMNS} FROM uploads WHERE id = ?`);
+    this.status = db.prepare<[string], string>('SELECT status FROM uploads WHERE id = ?').pluck();
+    this.partCount = db.prepare<[string], number>('SELECT count(*) FROM upload_parts WHERE upload_id = ?').pluck();
+    this.insertPart = db.prepare('INSERT INTO upload_parts (upload_id, id, bytes, created_ms) VALUES (?, ?, ?, ?)');
+    this.partRows = db.prepare(
+      'SELECT id, upload_id, bytes, created_ms FROM upload_parts WHERE upload_id = ? ORDER BY seq',
+    );
+    this.move = db.prepare('UPDATE uploads SET status = ?, file_id = coalesce(?, file_id) WHERE id = ? AND status = ?');
+    this.presign = db.prepare(
+      `UPDATE uploads SET presign_nonce = ?, presign_used = 0 WHERE id = ? AND status = 'pending'`,
+    );
+    this.take = db.prepare(
+      `UPDATE uploads SET presign_used = 1 WHERE id = ? AND presign_nonce = ? AND presign_used = 0 AND status = 'pending'`,
+    );
+    this.release = db.prepare('UPDATE uploads SET presign_used = 0 WHERE id = ? AND presign_nonce = ?');
+    this.removeParts = db.prepare('DELETE FROM upload_parts WHERE upload_id = ?');
+    this.expired = db
+      .prepare<[number, number, number], string>(
+        `SELECT id FROM uploads WHERE expires_ms <= ? AND (status <> 'completing' OR expires_ms <= ?) LIMIT ?`,
+      )
+      .pluck();
+    this.removeUpload = db.prepare('DELETE FROM uploads WHERE id = ?');
+  }
+
+  async create(u: StoredUpload): Promise<void> {
+    this.insert.run(
+      u.id,
+      u.owner,
+      u.filename,
+      u.purpose,
+      u.bytes,
+      u.mimeType,
+      u.createdMs,
+      u.expiresMs,
+      u.fileTtlMs,
+      u.status,
+      u.fileId,
+      u.presignNonce,
+      u.presignUsed ? 1 : 0,
+    );
+  }
+
+  async get(owner: string, id: string): Promise<StoredUpload | undefined> {
+    const row = this.one.get(id, owner);
+    return row ? uploadOf(row) : undefined;
+  }
+
+  async byId(id: string): Promise<StoredUpload | undefined> {
+    const row = this.anyOwner.get(id);
+    return row ? uploadOf(row) : undefined;
+  }
+
+  async putPart(
+    uploadId: string,
+    partId: string,
+    content: AsyncIterable<Uint8Array>,
+    bounds: { maxBytes: number; maxParts: number },
+    nowMs = Date.now(),
+  ): Promise<StoredPart | undefined> {
+    const name = partName(uploadId, partId);
+    const { bytes } = await this.content.write(name, content, bounds.maxBytes);
+    const recorded = this.db.transaction(() => {
+      if (this.status.get(uploadId) !== 'pending' || this.partCount.get(uploadId)! >= bounds.maxParts) return false;
+      this.insertPart.run(uploadId, partId, bytes, nowMs);
+      return true;
+    });
+    if (recorded.immediate()) return { id: partId, uploadId, bytes, createdMs: nowMs };
+    await this.content.remove(name);
+    return undefined;
+  }
+
+  async parts(uploadId: string): Promise<StoredPart[]> {
+    return this.partRows.all(uploadId).map(partOf);
+  }
+
+  async readPart(uploadId: string, partId: string): Promise<Readable> {
+    const stream = await this.content.open(partName(uploadId, partId));
+    if (!stream) throw new Error(`the bytes of part ${partId} are missing`);
+    return stream;
+  }
+
+  async transition(id: string, from: UploadStatus, to: UploadStatus, fileId?: string): Promise<boolean> {
+    return this.move.run(to, fileId ?? null, id, from).changes > 0;
+  }
+
+  async setPresign(id: string, nonce: string): Promise<boolean> {
+    return this.presign.run(nonce, id).changes > 0;
+  }
+
+  async takePresign(id: string, nonce: string): Promise<boolean> {
+    return this.take.run(id, nonce).changes > 0;
+  }
+
+  async releasePresign(id: string, nonce: string): Promise<void> {
+    this.release.run(id, nonce);
+  }
+
+  async dropParts(uploadId: string): Promise<void> {
+    const parts = this.partRows.all(uploadId);
+    this.removeParts.run(uploadId);
+    for (const part of parts) await this.content.remove(partName(uploadId, part.id));
+  }
+
+  async sweep(nowMs: number, limit: number): Promise<number> {
+    const ids = this.expired.all(nowMs, nowMs - COMPLETING_GRACE_MS, limit);
+    for (const id of ids) {
+      await this.dropParts(id);
+      this.removeUpload.run(id);
+    }
+    return ids.length;
+  }
+}

@@ -1,0 +1,91 @@
+import type { FastifyInstance } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { GatewayConfig } from '../config/types.js';
+import type { BatchFiles } from '../core/batches/batch-files.js';
+import { BatchRunner } from '../core/batches/batch-runner.js';
+import { BatchService } from '../core/batches/batch-service.js';
+import { GatewayRunBackend, LineSlots, type LineCounters } from '../core/batches/gateway-run-backend.js';
+import { makeLineExecutor } from '../routes/batch-line-executor.js';
+import { mountAnthropicBatches } from '../routes/batches-anthropic.js';
+import { mountOpenAiBatches } from '../routes/batches-openai.js';
+import type { BatchRecord, BatchStore } from '../store/batch-contract.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
+import type { BatchMetricsSource } from '../observability/batch-metrics.js';
+
+/** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
+export interface BatchStats extends BatchMetricsSource {
+  active(): Promise<BatchRecord[]>;
+}
+
+/** The events a batch's end is announced with (docs/webhooks.md). */
+function eventOf(batch: BatchRecord): string | undefined {
+  if (batch.status === 'completed') return 'batch.completed';
+  if (batch.status === 'failed' || batch.status === 'expired') return 'batch.failed';
+  if (batch.status === 'cancelled') return 'batch.cancelled';
+  return undefined;
+}
+
+function eventData(batch: BatchRecord): Record<string, unknown> {
+  return {
+    batch_id: batch.id,
+    api: batch.api,
+    caller: batch.owner,
+    endpoint: batch.endpoint,
+    status: batch.status,
+    request_counts: batch.counts,
+    output_file_id: batch.outputFileId,
+    error_file_id: batch.errorFileId,
+    errors: batch.errors,
+  };
+}
+
+/**
+ * The batch APIs (OpenAI's `/v1/batches`, Anthropic's `/v1/messages/batches`) over one engine, and this process's
+ * runner: started once the app is ready, stopped before the server closes (its lines in flight are calls into the
+ * app), its leases given back so another process goes on at once.
+ */
+export function wireBatches(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  deps: { auth: Authenticator; store: BatchStore | undefined; files: BatchFiles | undefined; webhooks: Webhooks },
+): BatchStats | undefined {
+  const { store, files, auth, webhooks } = deps;
+  if (!store) return undefined;
+  const { batches: settings } = config;
+  const limits = { maxLines: settings.maxLines, maxLineBytes: settings.maxLineBytes };
+  const counters: LineCounters = { succeeded: 0, errored: 0, deferred: 0 };
+  const slots = new LineSlots(settings.concurrency);
+  const runner = settings.run
+    ? new BatchRunner({
+        store,
+        files,
+        limits,
+        backends: [
+          new GatewayRunBackend({
+            store,
+            execute: makeLineExecutor(app, auth),
+            slots,
+            rateShare: settings.rateShare,
+            pollMs: settings.pollMs,
+            counters,
+          }),
+        ],
+        leaseMs: settings.leaseMs,
+        pollMs: settings.pollMs,
+        maxBatches: settings.maxBatches,
+        onEnded: (batch) => {
+          const kind = eventOf(batch);
+          if (kind && webhooks.wants(kind)) void webhooks.emit(kind, eventData(batch));
+        },
+        log: app.log,
+      })
+    : undefined;
+  const service = new BatchService(store, files, limits, () => runner?.wake());
+  mountOpenAiBatches(app, auth, service);
+  mountAnthropicBatches(app, auth, service, store);
+  if (runner) {
+    app.addHook('onReady', async () => runner.start());
+    app.addHook('preClose', async () => runner.stop());
+  }
+  return { lines: () => counters, linesInFlight: () => slots.inFlight, active: () => store.active(100) };
+}

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { GatewayConfig } from '../config/types.js';
+import type { FileService } from '../core/file-service.js';
+import { PresignService } from '../core/presign-service.js';
+import type { RateLimitService } from '../core/rate-limit-service.js';
+import { StoredFileService } from '../core/stored-file-service.js';
+import { UploadService } from '../core/upload-service.js';
+import { makeFileHandlers } from '../routes/files.js';
+import { mountFiles } from '../routes/mount-files.js';
+import { makeUploadHandlers } from '../routes/uploads.js';
+import { presignKey } from '../secrets/presigned.js';
+import type { FileStore, UploadStore } from '../store/file-contract.js';
+
+const SWEEP_BATCH = 500;
+
+export interface WiredFiles {
+  /** The files of every caller, for the other services (the batches): core/file-service.ts. */
+  service: FileService;
+}
+
+/**
+ * Files and uploads (docs/files.md): the services over the stores, OpenAI's paths, and the sweep of expired files
+ * and uploads (every `files.sweep_interval_seconds`, stopped when the app closes). Without stores nothing is
+ * mounted (`/v1/files` is then a 404) and `service` is undefined.
+ */
+export function wireFiles(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  stores: { files: FileStore; uploads: UploadStore } | undefined,
+  auth: Authenticator,
+  limits: RateLimitService,
+): WiredFiles | undefined {
+  if (!stores) return undefined;
+  const files = new StoredFileService(stores.files, config.files);
+  const uploads = new UploadService(stores.uploads, files, config.files);
+  const presigned = new PresignService(
+    stores.uploads,
+    uploads,
+    presignKey(config.adminTokens[0]),
+    config.files.presignTtlMs,
+  );
+  mountFiles(app, auth, limits, {
+    files: makeFileHandlers(files, config.files.maxFileBytes),
+    uploads: makeUploadHandlers(uploads, presigned, config.files.maxPartBytes),
+  });
+  let sweeping: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    sweeping ??= sweep(stores)
+      .then(() => undefined)
+      .catch((error: unknown) => app.log.warn({ err: error }, 'sweeping expired files failed'))
+      .finally(() => (sweeping = undefined));
+  }, config.files.sweepIntervalMs);
+  timer.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(timer);
+    await sweeping;
+  });
+  return { service: files };
+}
+
+/** One round of the sweep: expired files, then expired uploads, a batch at a time. */
+export async function sweep(stores: { files: FileStore; uploads: UploadStore }, nowMs = Date.now()): Promise<number> {
+  let removed = 0;
+  for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await stores.files.sweep(nowMs, SWEEP_BATCH);
+  for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await stores.uploads.sweep(nowMs, SWEEP_BATCH);
+  return removed;
+}

@@ -1,0 +1,41 @@
+/**
+ * What the batch tests share: scoped keys made through the admin keys API (two callers, to show one cannot see the
+ * other's batches), the config lines that make the runner quick, and polling a batch until it ended.
+ */
+import { authHeaders } from './gateway.js';
+import { call } from './http.js';
+import { captureSecrets } from './capture.js';
+import { waitForValue } from './wait.js';
+
+/** The runner looks for work every 20 ms in tests (the default is a second). */
+export const QUICK_BATCHES = ['batches:', '  poll_ms: 20', '  concurrency: 8'].join('\n');
+
+/** A scoped key with every route a batch needs, made by the admin. */
+export async function makeKey(gatewayUrl: string, name: string, models: string[] = ['*']): Promise<string> {
+  const answer = await call(`${gatewayUrl}/v1/?route=keys`, {
+    method: 'POST',
+    headers: authHeaders(),
+    disclosesKey: true,
+    body: JSON.stringify({ name, models, routes: ['chat', 'messages', 'embeddings', 'responses', 'files', 'batches'] }),
+  });
+  if (answer.status !== 201) throw new Error(`key not created: ${answer.status} ${answer.text}`);
+  const key = answer.json.key as string;
+  captureSecrets([key]);
+  return key;
+}
+
+/** Polls `get` until the status is final (OpenAI's statuses, or Anthropic's `ended`). */
+export function untilEnded<T extends { status?: string; processing_status?: string }>(
+  what: string,
+  get: () => Promise<T>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  return waitForValue(
+    what,
+    get,
+    (b) =>
+      b.processing_status === 'ended' ||
+      ['completed', 'failed', 'expired', 'cancelled'].includes(b.status ?? 'pending'),
+    timeoutMs,
+  );
+}

@@ -18,6 +18,10 @@ export const OPENAI_PATHS = [
   'GET /v1/responses/{id}/input_items',
   'GET /v1/models',
   'GET /v1/models/{id}',
+  'POST|GET /v1/files',
+  'GET|DELETE /v1/files/{id}',
+  'GET /v1/files/{id}/content',
+  'POST /v1/uploads[/{id}/parts|complete|cancel|presign]',
 ];
 export const OPENAI_NOT_FOUND_MESSAGE = `This OpenAI API path is not served by this gateway; it serves ${OPENAI_PATHS.join(', ')}.`;
 

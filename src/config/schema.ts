@@ -250,6 +250,7 @@ export const CANARY_EVENT_KINDS = [
   'key.revoked',
   'gemini.completed',
   'gemini.failed',
+  'config.reloaded',
 ] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 

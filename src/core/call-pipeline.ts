@@ -48,7 +48,6 @@ export class CallPipeline implements CallMachinery {
     this.prices = options.prices;
     this.limits = options.limits;
     this.random = options.random ?? Math.random;
-    this.machinery = this.freeze();
     this.runner = new TargetRunner({
       pauses: options.pauses,
       breakers: options.breakers,
@@ -56,6 +55,7 @@ export class CallPipeline implements CallMachinery {
       ...(options.observer ? { observer: options.observer } : {}),
       ...(options.capacity ? { capacity: options.capacity } : {}),
     });
+    this.machinery = this.freeze();
   }
 
   /**

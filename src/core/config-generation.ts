@@ -57,8 +57,15 @@ export class ConfigGenerations {
 
   /** A reload that was refused: the running generation stays; health shows why until a reload applies. */
   refuse(file: string, problems: string[]): void {
-    this.lastError = { at: new Date().toISOString(), file, problems };
+    this.lastError = { at: new Date().toISOString(), file, problems: problems.map(publicProblem) };
     this.failed += 1;
+  }
+
+  /** The file is back to the bytes that run (after a refused edit): nothing to apply, nothing wrong any more. */
+  clearError(): boolean {
+    const had = this.lastError !== null;
+    this.lastError = null;
+    return had;
   }
 
   status(): ConfigStatus {
@@ -68,4 +75,14 @@ export class ConfigGenerations {
       last_error: this.lastError,
     };
   }
+}
+
+/**
+ * A problem as health (which answers without a token) shows it: its first line, bounded. A parser's message may
+ * quote the bad text (`Unexpected token ... "{\"a\": ...` for JSON, a YAML error's context lines): only the file's
+ * name and the words "not valid JSON/YAML" are kept of it; the log line has the whole message.
+ */
+function publicProblem(problem: string): string {
+  const parse = /^(.*?: not valid (?:JSON|YAML))/.exec(problem);
+  return (parse?.[1] ?? problem.split('\n')[0] ?? '').slice(0, 300);
 }

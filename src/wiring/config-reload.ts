@@ -66,8 +66,13 @@ function reloadOnce(app: FastifyInstance, targets: ReloadTargets, trigger: Reloa
     refuse(app, targets, trigger, file, error);
     return;
   }
-  // The watch and its fallback poll may both report one change: bytes already running are not applied twice.
-  if (trigger === 'file change' && next.source?.version === running.source?.version) return;
+  // The watch and its fallback poll may both report one change: bytes already running are not applied twice (a
+  // file put back to them after a refused edit only clears the error).
+  if (trigger === 'file change' && next.source?.version === running.source?.version) {
+    if (generations.clearError())
+      app.log.info({ config_file: file, version: generations.version }, 'config file is back to the running version');
+    return;
+  }
   const { config, needRestart } = keepRestartSettings(running, next);
   if (!targets.cacheBuilt && (config.cache.undeclaredModels || config.models.some((m) => m.cache)))
     needRestart.push('cache (no model cached at start: the response cache was not built)');

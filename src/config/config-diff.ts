@@ -7,7 +7,7 @@ export interface ConfigChanges {
   upstreams: { added: string[]; removed: string[]; changed: Array<{ name: string; fields: string[] }> };
   /** Any limit or budget (caller, per model, per upstream, the store-failure policy, the pause cap). */
   limits: boolean;
-  /** Any model's own prices, or the price catalog. */
+  /** The own prices of a model in both configs, or the price catalog. */
   prices: boolean;
   /** The other live sections that differ: `default_upstream`, `retry`, `cache`, `webhooks`, `auth`, `dashboard`... */
   sections: string[];
@@ -19,7 +19,7 @@ export function diffConfigs(before: GatewayConfig, after: GatewayConfig): Config
     models: diffByKey(before.models, after.models, (m) => m.id, modelKey),
     upstreams: diffUpstreams(before.upstreams, after.upstreams),
     limits: limitsKey(before.limits) !== limitsKey(after.limits),
-    prices: catalogKey(before) !== catalogKey(after) || pricesKey(before.models) !== pricesKey(after.models),
+    prices: catalogKey(before) !== catalogKey(after) || pricesChanged(before.models, after.models),
     sections: SECTIONS.filter(([, read]) => json(read(before)) !== json(read(after))).map(([name]) => name),
   };
 }
@@ -102,8 +102,10 @@ function modelKey(model: ModelConfig): string {
   return json(model);
 }
 
-function pricesKey(models: readonly ModelConfig[]): string {
-  return json(models.map((m) => [m.id, m.pricing ?? null]));
+/** Whether a model in both configs has other prices (an added or removed model is a model change, not a price one). */
+function pricesChanged(before: readonly ModelConfig[], after: readonly ModelConfig[]): boolean {
+  const old = new Map(before.map((m) => [m.id, json(m.pricing)]));
+  return after.some((m) => old.has(m.id) && old.get(m.id) !== json(m.pricing));
 }
 
 function catalogKey(config: GatewayConfig): string {

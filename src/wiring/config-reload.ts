@@ -146,7 +146,7 @@ function refuse(app: FastifyInstance, targets: ReloadTargets, trigger: ReloadTri
   targets.generations.refuse(file, list);
   app.log.error(
     { config_file: file, trigger, problems: list, version: targets.generations.version },
-    `config reload refused, keeping the running configuration: ${file}: ${list.join('; ')}`,
+    `config reload refused (${file}), keeping the running configuration: ${list.join('; ')}`,
   );
 }
 

@@ -25,6 +25,7 @@ import {
   type GatewayProcess,
 } from './helpers/spawn-gateway.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
+import { startWebhookReceiver } from './helpers/webhook-receiver.js';
 
 const TOKEN = 'config-reload-admin-token-0123456789';
 const JSON_HEADERS = bearer(TOKEN, { 'content-type': 'application/json' });
@@ -306,6 +307,78 @@ describe('config reload, WORKERS=2', () => {
     } finally {
       await gw.kill();
       await mock.close();
+    }
+  });
+});
+
+describe('config reload: the config.reloaded event', () => {
+  test('goes to canary receivers only (canary stage), saying what changed; a subscription added live receives events', async () => {
+    const mock = await startMockUpstream();
+    const [canary, regular, added] = await Promise.all([
+      startWebhookReceiver(),
+      startWebhookReceiver(),
+      startWebhookReceiver(),
+    ]);
+    const file = join(makeTempDir('gw-reload-'), 'gateway.json');
+    const upstreams = [{ name: 'a', base_url: mock.baseUrl }];
+    const subscription = (id: string, url: string, canaryToo: boolean) => ({
+      id,
+      url,
+      secrets: [{ env: 'WH_SECRET' }],
+      events: ['*'],
+      canary: canaryToo,
+    });
+    const webhooks = (extra: object[] = []) => ({
+      webhooks: {
+        allow_private_addresses: true,
+        poll_interval_ms: 50,
+        subscriptions: [
+          subscription('canary-rx', canary.url, true),
+          subscription('regular-rx', regular.url, false),
+          ...extra,
+        ],
+      },
+    });
+    writeFileSync(file, configText(upstreams, [{ id: 'm1', upstream: 'a' }], webhooks()));
+    const gw = await startGatewayProcess({
+      env: {
+        GATEWAY_ENV: 'prod',
+        ADMIN_TOKEN: TOKEN,
+        GATEWAY_CONFIG: file,
+        LOG_LEVEL: 'info',
+        WH_SECRET: 'whsec-config-reload-0123456789abcdef',
+      },
+    });
+    try {
+      replaceFile(
+        file,
+        configText(
+          upstreams,
+          [
+            { id: 'm1', upstream: 'a' },
+            { id: 'm2', upstream: 'a' },
+          ],
+          webhooks([subscription('added-rx', added.url, false)]),
+        ),
+      );
+      const [delivery] = await canary.waitFor(1);
+      const event = JSON.parse(delivery?.body ?? '{}') as { event: string; data: Record<string, unknown> };
+      assert.equal(event.event, 'config.reloaded');
+      assert.deepEqual(event.data.models_added, ['m2']);
+      assert.deepEqual(event.data.sections_changed, ['webhooks']);
+      assert.equal(event.data.trigger, 'file change');
+      // The new subscription is live: the next call's chat.completed reaches it (and the regular receiver).
+      assert.equal((await chat(gw, 'm2')).status, 200);
+      const [completed] = await added.waitFor(1);
+      assert.equal((JSON.parse(completed?.body ?? '{}') as { event: string }).event, 'chat.completed');
+      await regular.waitFor(1);
+      assert.ok(
+        regular.deliveries.every((d) => !d.body.includes('config.reloaded')),
+        'config.reloaded is in the canary stage',
+      );
+    } finally {
+      await gw.kill();
+      await Promise.all([mock.close(), canary.close(), regular.close(), added.close()]);
     }
   });
 });

@@ -184,7 +184,11 @@ describe('config reload, one process', () => {
     reloads = reloaded(gw).length;
   });
 
-  test('a changed price applies to the next call; an upstream moved to another base URL gets the next call', async () => {
+  test('a changed price applies to the next call; an upstream moved to another base URL gets the next call, while a stream on the old one finishes', async () => {
+    a.enqueue({ kind: 'stream', content: ['old', ' pool', ' keeps', ' going', ' to', ' the', ' end'], delayMs: 200 });
+    const onOld = streamingCall(`${gw.url}${CHAT_PATH}`, JSON_HEADERS, chatRequestBody('added', true));
+    assert.equal(await onOld.status, 200);
+    await onOld.firstData;
     const first = await chat(gw, 'm1');
     assert.equal(first.status, 200, first.text);
     const id1 = String(first.headers['x-request-id']);
@@ -222,6 +226,11 @@ describe('config reload, one process', () => {
       `three times the price: ${String(cost1?.cost_usd)} then ${String(cost2?.cost_usd)}`,
     );
     upstreams = [{ name: 'a', base_url: b.baseUrl }, upstreams[1] as Upstream];
+    // The old pool was retired while this stream ran on it: it was let finish.
+    const done = await onOld.done;
+    assert.equal(done.complete, true, done.error);
+    assert.equal(sseData(done.text).at(-1), '[DONE]');
+    assert.match(done.text, / end/);
   });
 
   test('the circuit and limiter windows of a kept upstream and model survive a reload', async () => {

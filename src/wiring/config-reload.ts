@@ -1,10 +1,12 @@
 import cluster from 'node:cluster';
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { OAuthVerifier } from '../auth/oauth.js';
 import { diffConfigs, sameEndpoint, type ConfigChanges } from '../config/config-diff.js';
 import { watchConfigFile } from '../config/config-watch.js';
 import { keepRestartSettings } from '../config/restart-settings.js';
+import { configVersionOf } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { CallPipeline } from '../core/call-pipeline.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
@@ -45,7 +47,17 @@ export function wireConfigReload(
   targets: ReloadTargets,
 ): { reload(trigger: ReloadTrigger): void } {
   const file = targets.generations.current.config.source?.file;
-  const reload = (trigger: ReloadTrigger) => reloadOnce(app, targets, trigger);
+  // The bytes last judged (applied or refused): the watch and its fallback poll may both report one change, and a
+  // file already judged is not read twice (nor is a refused one reported twice).
+  let judged = targets.generations.version;
+  const reload = (trigger: ReloadTrigger) => {
+    if (trigger === 'file change' && file) {
+      const onDisk = versionOnDisk(file);
+      if (onDisk === judged) return;
+      if (onDisk !== undefined) judged = onDisk;
+    }
+    reloadOnce(app, targets, trigger);
+  };
   if (file) {
     const watch = watchConfigFile(file, () => reload('file change'));
     app.addHook('onClose', async () => {
@@ -53,6 +65,15 @@ export function wireConfigReload(
     });
   }
   return { reload };
+}
+
+/** The version (short SHA-256) of the file's bytes now; undefined when it cannot be read (the reload says why). */
+function versionOnDisk(file: string): string | undefined {
+  try {
+    return configVersionOf(readFileSync(file));
+  } catch {
+    return undefined;
+  }
 }
 
 function reloadOnce(app: FastifyInstance, targets: ReloadTargets, trigger: ReloadTrigger): void {
@@ -66,8 +87,7 @@ function reloadOnce(app: FastifyInstance, targets: ReloadTargets, trigger: Reloa
     refuse(app, targets, trigger, file, error);
     return;
   }
-  // The watch and its fallback poll may both report one change: bytes already running are not applied twice (a
-  // file put back to them after a refused edit only clears the error).
+  // A file put back to the bytes that run, after a refused edit, only clears the error.
   if (trigger === 'file change' && next.source?.version === running.source?.version) {
     if (generations.clearError())
       app.log.info({ config_file: file, version: generations.version }, 'config file is back to the running version');

@@ -268,6 +268,29 @@ describe('config reload, one process', () => {
     assert.deepEqual(line.models_added, []);
     assert.ok(reloaded(gw).length >= reloads);
   });
+
+  test('the dashboard switch applies live: off answers 404 like any unknown path, on serves the page again', async () => {
+    const page = () => httpCall(`${gw.url}/dashboard`);
+    assert.equal((await page()).status, 200);
+    const text = (dashboard: boolean) =>
+      configText(upstreams, models(500_000, [{ id: 'added', upstream: 'a' }]), {
+        limits,
+        metrics: { enabled: false },
+        dashboard: { enabled: dashboard },
+      });
+    replaceFile(file, text(false));
+    assert.deepEqual((await nthReload(gw, ++reloads)).sections_changed, ['dashboard']);
+    const off = await page();
+    assert.equal(off.status, 404, off.text);
+    assert.equal(jsonOf(off).code, (jsonOf(await httpCall(`${gw.url}/no-such-path`)) as { code: unknown }).code);
+    replaceFile(file, text(true));
+    await nthReload(gw, ++reloads);
+    assert.equal((await page()).status, 200);
+    assert.ok(
+      logLines(gw.stdout()).every((l) => !/already sent/i.test(String(l.msg))),
+      'one answer per request',
+    );
+  });
 });
 
 describe('config reload, WORKERS=2', () => {

@@ -34,7 +34,9 @@ export function wireDashboard(
   // config reload turns the pages on or off (off: the same 404 as any unknown path).
   void app.register(async (scope) => {
     scope.addHook('onRequest', async (_request, reply) => {
-      if (!current().dashboard.enabled) return reply.callNotFound();
+      if (current().dashboard.enabled) return;
+      reply.callNotFound();
+      return reply; // answered: an async hook that sent the reply returns it (Fastify's rule)
     });
     mountDashboard(scope, {
       admin,

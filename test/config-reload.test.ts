@@ -336,6 +336,19 @@ describe('config reload, WORKERS=2', () => {
             .map((l) => l.worker),
         ).size;
       await waitFor('m2 answered on both workers (their access lines)', () => m2Workers() === 2);
+      // The primary's one scrape: a version series per worker, both the new one; both reloads counted.
+      const scrape = (await httpCall(`${gw.url}/metrics`, { headers: bearer(TOKEN) })).text;
+      const infos = [...scrape.matchAll(/^llmgw_config_info\{version="([0-9a-f]+)",pid="(\d+)"\} 1$/gm)];
+      assert.equal(
+        infos.length,
+        2,
+        scrape
+          .split('\n')
+          .filter((l) => l.includes('config'))
+          .join('\n'),
+      );
+      assert.deepEqual(new Set(infos.map((m) => m[1])), new Set(versions.values()));
+      assert.match(scrape, /^llmgw_config_reloads_total 2$/m);
     } finally {
       await gw.kill();
       await mock.close();

@@ -299,10 +299,13 @@ describe('config reload, WORKERS=2', () => {
     const file = join(makeTempDir('gw-reload-'), 'gateway.json');
     const upstreams = [{ name: 'a', base_url: mock.baseUrl }];
     writeFileSync(file, configText(upstreams, [{ id: 'm1', upstream: 'a' }]));
-    const gw = await startGatewayProcess({
-      env: { GATEWAY_ENV: 'prod', ADMIN_TOKEN: TOKEN, GATEWAY_CONFIG: file, LOG_LEVEL: 'info', WORKERS: '2' },
-    });
+    let spawned: GatewayProcess | undefined;
     try {
+      const gw = await startGatewayProcess(
+        { env: { GATEWAY_ENV: 'prod', ADMIN_TOKEN: TOKEN, GATEWAY_CONFIG: file, LOG_LEVEL: 'info', WORKERS: '2' } },
+        60_000,
+      );
+      spawned = gw;
       await waitFor(
         'both workers',
         () => logLines(gw.stdout()).filter((l) => l.msg === 'gateway started').length === 2,
@@ -350,7 +353,7 @@ describe('config reload, WORKERS=2', () => {
       assert.deepEqual(new Set(infos.map((m) => m[1])), new Set(versions.values()));
       assert.match(scrape, /^llmgw_config_reloads_total 2$/m);
     } finally {
-      await gw.kill();
+      await spawned?.kill();
       await mock.close();
     }
   });
@@ -385,16 +388,18 @@ describe('config reload: the config.reloaded event', () => {
       },
     });
     writeFileSync(file, configText(upstreams, [{ id: 'm1', upstream: 'a' }], webhooks()));
-    const gw = await startGatewayProcess({
-      env: {
-        GATEWAY_ENV: 'prod',
-        ADMIN_TOKEN: TOKEN,
-        GATEWAY_CONFIG: file,
-        LOG_LEVEL: 'info',
-        WH_SECRET: 'whsec-config-reload-0123456789abcdef',
-      },
-    });
+    let spawned: GatewayProcess | undefined;
     try {
+      const gw = await startGatewayProcess({
+        env: {
+          GATEWAY_ENV: 'prod',
+          ADMIN_TOKEN: TOKEN,
+          GATEWAY_CONFIG: file,
+          LOG_LEVEL: 'info',
+          WH_SECRET: 'whsec-config-reload-0123456789abcdef',
+        },
+      });
+      spawned = gw;
       replaceFile(
         file,
         configText(
@@ -422,7 +427,7 @@ describe('config reload: the config.reloaded event', () => {
         'config.reloaded is in the canary stage',
       );
     } finally {
-      await gw.kill();
+      await spawned?.kill();
       await Promise.all([mock.close(), canary.close(), regular.close(), added.close()]);
     }
   });

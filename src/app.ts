@@ -5,8 +5,6 @@ import { CallPipeline } from './core/call-pipeline.js';
 import { ChatService } from './core/chat-service.js';
 import { EmbeddingService } from './core/embedding-service.js';
 import { ModelCatalog } from './core/model-catalog.js';
-import { ModelRouter } from './core/model-router.js';
-import { PriceBook } from './core/price-book.js';
 import { TokenCountService } from './core/token-count-service.js';
 import { createHttpServer } from './http/server.js';
 import { readCertificate } from './http/tls-certificate.js';
@@ -50,6 +48,9 @@ import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
 import { wireFiles, type WiredFiles } from './wiring/files.js';
 import type { FileStore, UploadStore } from './store/file-contract.js';
+import { ConfigGenerations } from './core/config-generation.js';
+import { firstGeneration } from './wiring/config-generation.js';
+import { wireConfigReload, type ReloadTrigger } from './wiring/config-reload.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -84,6 +85,11 @@ export interface AppDependencies {
   files?: { files: FileStore; uploads: UploadStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
+  /**
+   * Reads and validates the config file again, for live reloads (SIGHUP, the file watch); throws ConfigError.
+   * Without it the configuration never changes while running.
+   */
+  readConfig?: () => GatewayConfig;
 }
 
 export interface GatewayApp {
@@ -94,6 +100,8 @@ export interface GatewayApp {
   reloadCertificate(): boolean;
   /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
+  /** Reads the config file again and applies it when it is good (SIGHUP); a no-op without `readConfig`. */
+  reloadConfig(trigger: ReloadTrigger): void;
 }
 
 /**
@@ -124,14 +132,18 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const limits = wireLimits(app, config, deps.limiter);
   const idempotency = wireIdempotency(app, config, deps.idempotency.store);
   const events = wireWebhooks(app, config, deps.outbox, surfaces.events);
-  const upstreams = wireUpstreams(app, config, providers, deps.pauses, events.webhooks);
+  const upstreams = wireUpstreams(app, config, deps.pauses, events.webhooks);
+  // What the config file determines, as one generation a live reload replaces (docs/config.md, "Live reload").
+  const generations = new ConfigGenerations(firstGeneration(config, providers, limits));
+  app.addHook('onClose', async () => {
+    await generations.current.providers.close();
+  });
   const { recorder, beginTrace } = await wireObservers(app, config, deps.usage);
   // Every upstream attempt is counted and every failed one logged, so a fallback that answers cannot hide a
   // primary that fails (metrics and the dashboard read the same tallies).
   const attempts = new UpstreamAttemptStats();
   const { breakers, pauses, capacity } = upstreams;
-  const prices = new PriceBook(config, providers.builtins);
-  const router = new ModelRouter(config, providers);
+  const { router, prices } = generations.current;
   // Every model call's steps (plan, admit, run, settle) and what they share; one service per kind of call.
   const modelCalls = new CallPipeline({
     router,
@@ -149,7 +161,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       ? new ResponseCache({
           store: deps.responseCache,
           environment: config.environment,
-          policyOf: (model) => router.cachePolicy(model),
+          policyOf: (model) => modelCalls.router.cachePolicy(model),
           log: app.log,
         })
       : undefined;
@@ -163,8 +175,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   // Kept as long as stored responses are (responses.ttl_seconds), whether or not the gateway stores its own.
   const ownership = new NativeOwnership({ store: deps.nativeOwners, ttlMs: config.responses.ttlMs, log: app.log });
   const responses = wireResponses(app, config, deps.responses);
-  const health = wireHealth(config, deps.store, upstreams, limits, isShuttingDown);
-  const catalog = new ModelCatalog(config, upstreams.defaultProbe, providers.builtins, prices);
+  const health = wireHealth(generations, deps.store, upstreams, limits, isShuttingDown);
+  const catalog = new ModelCatalog(config, generations.current.defaultProbe, providers.builtins, prices);
   const { admin, auth } = wireAuth(config, deps.keys);
   // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write.
   const files = wireFiles(app, config, deps.files, auth, limits.service);
@@ -175,12 +187,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     files: files?.service,
     webhooks: events.webhooks,
   });
-  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, batchStats);
+  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, generations, batchStats);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
     ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId))
     : undefined;
-  wireDashboard(app, config, admin, {
+  wireDashboard(app, config, admin, generations, {
     health,
     attempts,
     recorder,
@@ -233,6 +245,20 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     catalog,
     mounted.flatMap((m) => (m.models ? [m.models] : [])),
   );
+  const reloads = deps.readConfig
+    ? wireConfigReload(app, {
+        generations,
+        read: deps.readConfig,
+        pipeline: modelCalls,
+        catalog,
+        upstreams,
+        limits,
+        webhooks: events,
+        auth,
+        fixedProviders: deps.providers !== undefined,
+        cacheBuilt: cache !== undefined,
+      })
+    : undefined;
   await app.ready();
   events.start();
   return {
@@ -242,5 +268,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
     reloadCertificate: () => certificates?.reload() ?? false,
     files,
+    reloadConfig: (trigger) => reloads?.reload(trigger),
   };
 }

@@ -52,7 +52,8 @@ export async function main(): Promise<void> {
   // Loaded only here: a cluster primary never serves, and without the server's modules (Fastify, undici, the
   // stores...) it holds 106 -> 85 MB RSS (measured idle with WORKERS=2).
   const { runServer } = await import('./serve.js');
-  await runServer(config, logger, version);
+  // A reload reads the same file and environment again (docs/config.md, "Live reload").
+  await runServer(config, logger, version, () => loadConfig(process.env, { version }));
 }
 
 /** The descriptor limit and the streams it allows per process; a warning when that is fewer than configured. */

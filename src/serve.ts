@@ -8,9 +8,17 @@ import { listenFailure } from './process/listen-failure.js';
 import { openDependencies } from './dependencies.js';
 
 /** One serving process (the single process, or a cluster worker): open the stores, build the app, listen, drain. */
-export async function runServer(config: GatewayConfig, logger: Logger, version: string): Promise<void> {
+export async function runServer(
+  config: GatewayConfig,
+  logger: Logger,
+  version: string,
+  readConfig?: () => GatewayConfig,
+): Promise<void> {
   const deps = await openDependencies(config, logger);
-  const { app, beginShutdown, reloadCertificate } = await buildApp(deps);
+  const { app, beginShutdown, reloadCertificate, reloadConfig } = await buildApp({
+    ...deps,
+    ...(readConfig ? { readConfig } : {}),
+  });
   try {
     // A burst of thousands of callers connecting at once overflows Node's default accept queue (511): the
     // kernel's somaxconn caps whatever is asked here (4096 on current Linux).
@@ -81,8 +89,10 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
         process.exit(1);
       });
   };
+  // SIGHUP: the config file and the TLS certificate are read again (with WORKERS > 1 the primary passes it on).
   process.on('SIGHUP', () => {
     if (!reloadCertificate()) logger.info('SIGHUP: no TLS certificate to reload');
+    reloadConfig('SIGHUP');
   });
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -148,7 +148,23 @@ function render(data) {
   upstreams(data.upstreams);
   webhooks(data.webhooks);
   batches(data.batches);
+  configState(data.config);
   failures(data.recentFailures);
+}
+
+// The config file this worker runs, and the last reload it refused (the running config stays until a good file).
+function configState(state) {
+  const container = $('config');
+  container.replaceChildren();
+  if (!state) return;
+  container.append(el('p', {}, `version ${state.version}, loaded ${state.loaded_at.replace('T', ' ').slice(0, 19)} UTC`));
+  if (state.last_error) {
+    const box = el('div', { class: 'badge fail', 'data-testid': 'config-error' }, `reload refused ${state.last_error.at.replace('T', ' ').slice(0, 19)} UTC: ${state.last_error.file}`);
+    container.append(box);
+    const list = el('ul');
+    for (const problem of state.last_error.problems) list.append(el('li', {}, problem));
+    container.append(list);
+  }
 }
 
 const W = 600;

@@ -48,6 +48,14 @@ export class Authenticator {
     },
   ) {}
 
+  /** A config reload: OAuth and Basic users as the new file says, for the calls authenticated from now on. */
+  reconfigure(parts: { oauth: OAuthVerifier | undefined; basicUsers: BasicUser[] }): void {
+    if (parts.oauth) this.options.oauth = parts.oauth;
+    else delete this.options.oauth;
+    this.options.basicUsers = parts.basicUsers;
+    this.basicCache.clear();
+  }
+
   /**
    * `route`: the route right the call needs, or several of which any one will do (Anthropic's models API: `models`
    * or `messages`). `secure`: the request came over HTTPS (our TLS listener, or a trusted proxy's X-Forwarded-Proto).

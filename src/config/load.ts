@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { createRequire } from 'node:module';
@@ -56,8 +57,9 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const problems: string[] = [];
   const environment = parseEnvironment(env.GATEWAY_ENV, problems);
   // No file: the schema's defaults, as for a file that sets nothing.
+  const source: { file: string | undefined; version: string } = { file: undefined, version: 'none' };
   const file = env.GATEWAY_CONFIG
-    ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems)
+    ? readConfigFile(resolve(cwd, env.GATEWAY_CONFIG), problems, source)
     : configFileSchema.parse({});
   const fileDir = env.GATEWAY_CONFIG ? dirname(resolve(cwd, env.GATEWAY_CONFIG)) : cwd;
 
@@ -154,13 +156,22 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
     basicUsers,
+    source,
   };
 }
 
-function readConfigFile(path: string, problems: string[]): ConfigFile {
+/** The first 12 hex digits of the SHA-256 of the file's bytes: which file a process runs (health, reloads). */
+export function configVersionOf(bytes: Buffer | string): string {
+  return createHash('sha256').update(bytes).digest('hex').slice(0, 12);
+}
+
+function readConfigFile(path: string, problems: string[], source: { file?: string; version: string }): ConfigFile {
   let text: string;
+  source.file = path;
   try {
-    text = readFileSync(path, 'utf8');
+    const bytes = readFileSync(path);
+    source.version = configVersionOf(bytes);
+    text = bytes.toString('utf8');
   } catch (error) {
     problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     return configFileSchema.parse({});

@@ -256,6 +256,7 @@ export const CANARY_EVENT_KINDS = [
   'batch.completed',
   'batch.failed',
   'batch.cancelled',
+  'config.reloaded',
 ] as const;
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 

@@ -190,6 +190,11 @@ export interface GatewayConfig {
   tls: { certFile: string; keyFile: string } | undefined;
   trustedProxies: string[];
   basicUsers: BasicUser[];
+  /**
+   * The config file this was read from (absolute path; undefined: none) and its version, the short SHA-256 of its
+   * bytes (`none` without a file). Absent in configurations built by hand (tests, embedding programs).
+   */
+  source?: { file: string | undefined; version: string };
 }
 
 export interface TracingConfig {

@@ -35,11 +35,13 @@ export type TargetFilter = (plan: RoutePlan, model: string) => RoutePlan;
  * arrived, and nothing is retried after it (the caller already has bytes).
  */
 export class CallPipeline implements CallMachinery {
-  readonly router: ModelRouter;
-  readonly prices: PriceBook;
-  readonly limits: RateLimitService;
+  router: ModelRouter;
+  prices: PriceBook;
+  limits: RateLimitService;
   readonly runner: TargetRunner;
   private readonly random: () => number;
+  /** What a call made now keeps to its end (see `swap`). */
+  private machinery: CallMachinery;
 
   constructor(options: CallPipelineOptions) {
     this.router = options.router;
@@ -53,12 +55,31 @@ export class CallPipeline implements CallMachinery {
       ...(options.observer ? { observer: options.observer } : {}),
       ...(options.capacity ? { capacity: options.capacity } : {}),
     });
+    this.machinery = this.freeze();
+  }
+
+  /**
+   * A config reload (docs/config.md, "Live reload"): calls planned from now on use these; a call already planned
+   * keeps the router's targets, the limits and the prices it was planned with until it settles, so a call running
+   * across a reload is admitted, settled and priced by one configuration. The runner (circuits, pauses, capacity)
+   * is the same object before and after: that state belongs to the upstreams, not to a configuration.
+   */
+  swap(parts: { router: ModelRouter; prices: PriceBook; limits: RateLimitService }): void {
+    this.router = parts.router;
+    this.prices = parts.prices;
+    this.limits = parts.limits;
+    this.machinery = this.freeze();
+  }
+
+  private freeze(): CallMachinery {
+    const { router, prices, limits, runner } = this;
+    return { prices, limits, runner, canonicalModel: (model) => router.declared(model)?.id ?? model };
   }
 
   /** A call's first step: the model's targets to try, in order (narrowed to those that can serve it). */
   plan(model: string, input: CallInput, narrow?: TargetFilter): ModelCall {
     const plan = this.router.plan(model, this.random);
-    return new ModelCall(this, model, input, narrow ? narrow(plan, model) : plan);
+    return new ModelCall(this.machinery, model, input, narrow ? narrow(plan, model) : plan);
   }
 
   /** A call to the model's upstreams that speak `api` natively; a 400 when none does. */
@@ -70,7 +91,7 @@ export class CallPipeline implements CallMachinery {
         field: 'model',
         problem: `no upstream of this model serves the ${api} API natively`,
       });
-    return new ModelCall(this, model, input, { ...plan, candidates });
+    return new ModelCall(this.machinery, model, input, { ...plan, candidates });
   }
 
   /** Whether some upstream of the model serves `api` natively (see planNative). */

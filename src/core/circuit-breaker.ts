@@ -120,6 +120,11 @@ export class CircuitBreakers {
     }
   }
 
+  /** Drops an upstream's circuit (a config reload removed it, or pointed it at another endpoint). */
+  forget(upstream: string): void {
+    this.circuits.delete(upstream);
+  }
+
   /** Every upstream whose circuit is not closed, for health. */
   snapshot(): Record<string, CircuitState> {
     const out: Record<string, CircuitState> = {};

@@ -46,16 +46,33 @@ export interface HealthReport {
    * providers' list prices, how many days ago that is, and how many models it prices. Absent: no catalog.
    */
   price_catalog?: { as_of: string; age_days: number; models: number };
+  /** Which process answered (with WORKERS > 1, each worker answers for itself): its pid and worker id. */
+  instance?: { pid: number; worker?: number };
+  /** The config file this process runs, and the last reload that failed (docs/config.md, "Live reload"). */
+  config?: ConfigStatus;
   notes?: string[];
+}
+
+export interface ConfigStatus {
+  /** When the running config was read (start, or the last applied reload). */
+  loaded_at: string;
+  /** Short SHA-256 of the file's bytes (`none`: no config file). */
+  version: string;
+  /** The last reload that failed since the last that applied: when, which file, each problem; null: none. */
+  last_error: { at: string; file: string; problems: string[] } | null;
 }
 
 export interface HealthServiceOptions {
   version: string;
   environment: string;
   store: StoreLifecycle;
-  probes: UpstreamProbe[];
+  /** The configured upstreams' probes (a function: a config reload changes them). */
+  probes: () => readonly UpstreamProbe[];
   isShuttingDown: () => boolean;
-  limits?: { kind: string; isHealthy: () => boolean } | undefined;
+  /** Present when limits are configured (a function: a config reload may add or remove them). */
+  limits?: () => { kind: string; isHealthy: () => boolean } | undefined;
+  instance?: { pid: number; worker?: number };
+  config?: () => ConfigStatus;
   /** Upstreams whose circuit breaker is not closed. */
   circuits?: () => Record<string, 'open' | 'half_open' | 'closed'>;
   /** Pauses in force (shared by every instance through the pause store). */
@@ -63,7 +80,7 @@ export interface HealthServiceOptions {
   /** Calls in flight and queued per upstream, in this process. */
   loads?: () => Array<[string, CapacityLoad]>;
   /** The price catalog's date (YYYY-MM-DD) and size. */
-  priceCatalog?: { asOf: string; models: number } | undefined;
+  priceCatalog?: () => { asOf: string; models: number } | undefined;
 }
 
 /**
@@ -109,7 +126,7 @@ export class HealthService {
     const upstreams = Object.fromEntries(upstreamEntries);
     const notes: string[] = [];
     if (upstreamEntries.length === 0) notes.push('no upstream configured: chat answers 503 no_upstream_configured');
-    const limits = this.options.limits;
+    const limits = this.options.limits?.();
     const limitsOk = limits === undefined || limits.isHealthy();
     const healthy =
       store.status === 'ok' &&
@@ -127,13 +144,15 @@ export class HealthService {
       checks: { store, upstreams },
     };
     if (limits) report.checks.rate_limits = { status: limitsOk ? 'ok' : 'fail', store: limits.kind };
-    const catalog = this.options.priceCatalog;
+    const catalog = this.options.priceCatalog?.();
     if (catalog)
       report.price_catalog = {
         as_of: catalog.asOf,
         age_days: Math.max(0, Math.floor((now.getTime() - Date.parse(catalog.asOf)) / 86_400_000)),
         models: catalog.models,
       };
+    if (this.options.instance) report.instance = this.options.instance;
+    if (this.options.config) report.config = this.options.config();
     if (notes.length > 0) report.notes = notes;
     return report;
   }
@@ -151,7 +170,7 @@ export class HealthService {
 
   private checkUpstreams(): Promise<Array<[string, UpstreamCheck]>> {
     return Promise.all(
-      this.options.probes.map(async (probe): Promise<[string, UpstreamCheck]> => {
+      this.options.probes().map(async (probe): Promise<[string, UpstreamCheck]> => {
         if (!probe.provider.probeable) return [probe.provider.name, { status: 'skipped' }];
         const result = await probe.check();
         const check: UpstreamCheck = {

@@ -57,11 +57,24 @@ export const MAX_PAGE_SIZE = 200;
  */
 export class ModelCatalog {
   constructor(
-    private readonly config: GatewayConfig,
-    private readonly defaultProbe: UpstreamProbe | undefined,
-    private readonly builtins: ReadonlyMap<string, BuiltinModel>,
-    private readonly prices: PriceBook,
+    private config: GatewayConfig,
+    private defaultProbe: UpstreamProbe | undefined,
+    private builtins: ReadonlyMap<string, BuiltinModel>,
+    private prices: PriceBook,
   ) {}
+
+  /** A config reload: the next listing shows the new models, prices and default upstream. */
+  update(
+    config: GatewayConfig,
+    defaultProbe: UpstreamProbe | undefined,
+    builtins: ReadonlyMap<string, BuiltinModel>,
+    prices: PriceBook,
+  ): void {
+    this.config = config;
+    this.defaultProbe = defaultProbe;
+    this.builtins = builtins;
+    this.prices = prices;
+  }
 
   /**
    * One page of the models, sorted by id. `view` (a caller's rights) maps each model to what that caller may see

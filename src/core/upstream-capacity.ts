@@ -40,8 +40,20 @@ export class UpstreamCapacity {
 
   constructor(
     readonly upstream: string,
-    private readonly settings: CapacitySettings,
+    private settings: CapacitySettings,
   ) {}
+
+  /**
+   * New bounds from a config reload; the calls in flight stay counted. A raised bound lets waiters in at once; a
+   * lowered one takes effect as calls end (none is cut off).
+   */
+  reconfigure(settings: CapacitySettings): void {
+    this.settings = settings;
+    while (this.queued > 0 && (settings.bound === undefined || this.inFlight < settings.bound)) {
+      this.inFlight += 1;
+      this.release();
+    }
+  }
 
   /** Takes a slot when one is free (always, without a bound). The caller must `release()` it exactly once. */
   tryAcquire(): boolean {
@@ -199,6 +211,21 @@ export class UpstreamCapacities {
   loads(): Array<[string, CapacityLoad]> {
     return [...this.byUpstream].map(([name, c]) => [name, c.load()]);
   }
+
+  /**
+   * A config reload: upstreams still configured keep their count of calls in flight (under their new bounds), new
+   * ones start at zero, removed ones are forgotten (their calls still running give their slots back to the object
+   * they took them from, which nothing else uses any more).
+   */
+  update(upstreams: ReadonlyArray<UpstreamConfig>): void {
+    const settings = new Map(upstreams.map((u) => [u.name, settingsOf(u)]));
+    for (const name of [...this.byUpstream.keys()]) if (!settings.has(name)) this.byUpstream.delete(name);
+    for (const [name, s] of settings) {
+      const capacity = this.byUpstream.get(name);
+      if (capacity) capacity.reconfigure(s);
+      else this.byUpstream.set(name, new UpstreamCapacity(name, s));
+    }
+  }
 }
 
 /**
@@ -213,7 +240,9 @@ export function callBound(upstream: Pick<UpstreamConfig, 'maxConcurrent' | 'maxC
 
 /** Every configured upstream's capacity settings. */
 export function capacitiesOf(upstreams: ReadonlyArray<UpstreamConfig>): UpstreamCapacities {
-  return new UpstreamCapacities(
-    upstreams.map((u) => [u.name, { bound: callBound(u), queueTimeoutMs: u.queueTimeoutMs }]),
-  );
+  return new UpstreamCapacities(upstreams.map((u) => [u.name, settingsOf(u)]));
+}
+
+function settingsOf(upstream: UpstreamConfig): CapacitySettings {
+  return { bound: callBound(upstream), queueTimeoutMs: upstream.queueTimeoutMs };
 }

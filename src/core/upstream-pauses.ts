@@ -159,6 +159,17 @@ export class UpstreamPauses {
     }
   }
 
+  /**
+   * Drops this instance's memory of an upstream's pauses (a config reload removed it, or pointed it at another
+   * endpoint); entries in the shared store end on their own, within the pause cap.
+   */
+  forget(upstream: string): void {
+    for (const map of [this.until, this.lastRead]) {
+      for (const scope of [...map.keys()]) if (parsePauseScope(scope)?.upstream === upstream) map.delete(scope);
+    }
+    this.listing = undefined;
+  }
+
   private throwIfPaused(scope: string, now: number): void {
     const until = this.until.get(scope);
     if (until === undefined) return;

@@ -1,6 +1,6 @@
 import type { OutboxStore, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../store/contract.js';
 import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
-import type { HealthReport } from '../core/health-service.js';
+import type { ConfigStatus, HealthReport } from '../core/health-service.js';
 import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
 import type { BatchRecord } from '../store/batch-contract.js';
@@ -59,6 +59,8 @@ export interface DashboardOverview {
       time: string;
     }
   >;
+  /** The config file this process runs, and the last refused reload (docs/config.md, "Live reload"). */
+  config: ConfigStatus | null;
   upstreams: Array<{
     name: string;
     status: string;
@@ -107,7 +109,8 @@ export interface OverviewSources {
   /** Attempts and failovers per upstream (this instance, since it started). */
   attempts?: () => Record<string, UpstreamAttemptSummary>;
   outbox: OutboxStore | undefined;
-  subscriptions: readonly string[];
+  /** The webhook subscriptions' ids (a function when a config reload may change them). */
+  subscriptions: readonly string[] | (() => readonly string[]);
   /** Batches not yet ended (none: the batch APIs are off). */
   batches?: () => Promise<readonly BatchRecord[]>;
 }
@@ -161,6 +164,7 @@ export async function buildOverview(
       caller: r.caller,
       latencyMs: r.latencyMs,
     })),
+    config: health.config ?? null,
     upstreams: Object.entries(health.checks.upstreams).map(([name, check]) => ({
       name,
       status: check.status,
@@ -197,9 +201,10 @@ function batchProgress(batch: BatchRecord): DashboardOverview['batches'][number]
 
 async function webhookState(sources: OverviewSources): Promise<DashboardOverview['webhooks']> {
   const outbox = sources.outbox;
-  if (!outbox || sources.subscriptions.length === 0) return null;
+  const ids = typeof sources.subscriptions === 'function' ? sources.subscriptions() : sources.subscriptions;
+  if (!outbox || ids.length === 0) return null;
   const [subscriptions, dead] = await Promise.all([
-    Promise.all(sources.subscriptions.map(async (id) => ({ id, backlog: await outbox.backlog(id) }))),
+    Promise.all(ids.map(async (id) => ({ id, backlog: await outbox.backlog(id) }))),
     outbox.listDead(DEAD_LETTERS),
   ]);
   return {

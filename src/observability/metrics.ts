@@ -41,6 +41,8 @@ export interface MetricsSources {
   webhookBacklog?: () => Promise<Record<string, number>>;
   /** Usage records the store refused and the recorder set aside (undefined: usage recording off). */
   deadLetteredUsage?: () => number;
+  /** Config reloads applied and refused in this process, and the version of the config file it runs. */
+  configReloads?: () => { applied: number; failed: number; version: string };
 }
 
 /**
@@ -138,6 +140,7 @@ export class GatewayMetrics {
         () => [{ labels: {}, value: deadLettered() }],
         r,
       );
+    if (sources.configReloads) this.configMetrics(sources.configReloads);
     const attempts = sources.attempts;
     if (attempts) {
       new CollectedCounter(
@@ -235,6 +238,37 @@ export class GatewayMetrics {
   async scrape(): Promise<{ contentType: string; text: string }> {
     const text = cluster.isWorker ? await scrapeCluster() : await this.registry.metrics();
     return { contentType: this.registry.contentType, text };
+  }
+
+  /**
+   * Reloads applied and refused (summed across workers) and which config version each process runs: one series
+   * per process (`pid`), so a rollout is complete when every series carries the new version.
+   */
+  private configMetrics(read: () => { applied: number; failed: number; version: string }): void {
+    const r = this.registry;
+    new CollectedCounter(
+      'llmgw_config_reloads_total',
+      'Config file reloads applied',
+      () => [{ labels: {}, value: read().applied }],
+      r,
+    );
+    new CollectedCounter(
+      'llmgw_config_reload_failures_total',
+      'Config file reloads refused (the file did not parse or validate; the running config was kept)',
+      () => [{ labels: {}, value: read().failed }],
+      r,
+    );
+    new Gauge({
+      name: 'llmgw_config_info',
+      help: 'The config file version (short SHA-256 of its bytes) each serving process runs: 1 per process',
+      labelNames: ['version', 'pid'],
+      registers: [r],
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        this.set({ version: read().version, pid: String(process.pid) }, 1);
+      },
+    });
   }
 
   observe(record: RequestRecord): void {

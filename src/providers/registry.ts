@@ -1,5 +1,6 @@
 import { providerKind, type WireFormat } from '../config/provider-presets.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
+import { sameUpstream } from '../config/config-diff.js';
 import type { Provider } from './contract.js';
 import { ECHO_DESCRIPTION, ECHO_MODEL_ID, EchoProvider } from './echo/echo-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
@@ -30,16 +31,48 @@ const PROVIDER_FACTORIES: Record<WireFormat, (upstream: UpstreamConfig, options:
 
 /** Builds one provider per configured upstream, by its kind's wire format. */
 export function createProviders(config: GatewayConfig): ProviderSet {
-  const userAgent = `llm-gateway/${config.version}`;
   const upstreams = new Map<string, Provider>();
-  for (const upstream of config.upstreams) {
-    const wire = providerKind(upstream.kind)?.wire ?? 'openai';
-    upstreams.set(upstream.name, PROVIDER_FACTORIES[wire](upstream, { userAgent }));
-  }
+  for (const upstream of config.upstreams) upstreams.set(upstream.name, createProvider(upstream, config.version));
+  return providerSet(upstreams, builtinsOf(config));
+}
+
+function builtinsOf(config: GatewayConfig): Map<string, BuiltinModel> {
   const builtins = new Map<string, BuiltinModel>();
   if (config.devEchoModel) {
     builtins.set(ECHO_MODEL_ID, { id: ECHO_MODEL_ID, description: ECHO_DESCRIPTION, provider: new EchoProvider() });
   }
+  return builtins;
+}
+
+function createProvider(upstream: UpstreamConfig, version: string): Provider {
+  const wire = providerKind(upstream.kind)?.wire ?? 'openai';
+  return PROVIDER_FACTORIES[wire](upstream, { userAgent: `llm-gateway/${version}` });
+}
+
+/**
+ * The providers of a reloaded config: an upstream defined exactly as before keeps its provider (its connection
+ * pool, what it learned of the upstream); a new or changed one gets a new provider. `retired`: the providers no
+ * longer used, to be closed by the caller (undici's close lets the requests they carry finish first).
+ */
+export function updateProviders(
+  previous: ProviderSet,
+  before: GatewayConfig,
+  after: GatewayConfig,
+): { providers: ProviderSet; retired: Provider[] } {
+  const old = new Map(before.upstreams.map((u) => [u.name, u]));
+  const upstreams = new Map<string, Provider>();
+  for (const upstream of after.upstreams) {
+    const was = old.get(upstream.name);
+    const kept = was && sameUpstream(was, upstream) ? previous.upstreams.get(upstream.name) : undefined;
+    upstreams.set(upstream.name, kept ?? createProvider(upstream, after.version));
+  }
+  const kept = new Set(upstreams.values());
+  const retired = [...previous.upstreams.values()].filter((p) => !kept.has(p));
+  const builtins = before.devEchoModel === after.devEchoModel ? previous.builtins : builtinsOf(after);
+  return { providers: providerSet(upstreams, builtins), retired };
+}
+
+function providerSet(upstreams: Map<string, Provider>, builtins: Map<string, BuiltinModel>): ProviderSet {
   return {
     upstreams,
     builtins,

@@ -28,6 +28,7 @@ export class WebhookDispatcher {
   private ticking = false;
   private again = false;
   private stopped = false;
+  private started = false;
 
   constructor(
     private readonly options: {
@@ -40,7 +41,17 @@ export class WebhookDispatcher {
     },
   ) {}
 
+  /**
+   * A config reload: deliveries claimed from now on follow the new subscriptions and retry settings (one already
+   * being sent finishes under the old); polling starts when the first subscription appears.
+   */
+  reconfigure(config: WebhooksConfig): void {
+    this.options.config = config;
+    if (this.started && !this.stopped) this.start();
+  }
+
   start(): void {
+    this.started = true;
     if (this.options.config.subscriptions.length === 0 || this.timer) return;
     this.timer = setInterval(() => this.nudge(), this.options.config.pollIntervalMs);
     this.timer.unref();

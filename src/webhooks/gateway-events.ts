@@ -20,6 +20,7 @@ export const EVENT = {
   keyUpdated: 'key.updated',
   keyRotated: 'key.rotated',
   keyRevoked: 'key.revoked',
+  configReloaded: 'config.reloaded',
 } as const;
 
 /** Which instance saw it (circuit state is per instance): host name and process id. */

@@ -26,7 +26,13 @@ export class Webhooks {
     },
   ) {}
 
-  /** The subscriptions that receive `kind` now; cached per kind (config does not change while running). */
+  /** A config reload: new subscriptions and rollout stages for the events emitted from now on. */
+  reconfigure(config: WebhooksConfig): void {
+    this.options.config = config;
+    this.byKind.clear();
+  }
+
+  /** The subscriptions that receive `kind` now; cached per kind until a config reload. */
   recipients(kind: string): WebhookSubscription[] {
     let list = this.byKind.get(kind);
     if (!list) {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AdminAuthenticator } from '../auth/admin-auth.js';
 import type { KeyService } from '../auth/key-service.js';
 import type { GatewayConfig } from '../config/types.js';
+import type { ConfigGenerations } from '../core/config-generation.js';
 import type { HealthService } from '../core/health-service.js';
 import { mountDashboard } from '../dashboard/routes.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
@@ -10,11 +11,12 @@ import type { BatchRecord } from '../store/batch-contract.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
-/** The operator's dashboard (`/dashboard/`, behind an admin sign-in) over what the gateway already keeps. */
+/** The operator's dashboard (`/dashboard/`, behind an admin sign-in) over what the gateway already keeps; `dashboard.enabled` is read live. */
 export function wireDashboard(
   app: FastifyInstance,
   config: GatewayConfig,
   admin: AdminAuthenticator,
+  generations: ConfigGenerations,
   sources: {
     health: HealthService;
     attempts: UpstreamAttemptStats;
@@ -29,22 +31,31 @@ export function wireDashboard(
     batches?: (() => Promise<readonly BatchRecord[]>) | undefined;
   },
 ): void {
-  if (!config.dashboard.enabled) return;
+  const current = () => generations.current.config;
   const { recorder } = sources;
-  mountDashboard(app, {
-    admin,
-    adminTokens: config.adminTokens,
-    sessionTtlMs: config.dashboard.sessionTtlMs,
-    sources: {
-      usage: recorder ? sources.usage : undefined,
-      flushUsage: async () => recorder?.flush(),
-      health: () => sources.health.report(),
-      attempts: () => sources.attempts.summary(),
-      outbox: sources.outbox,
-      subscriptions: config.webhooks.subscriptions.map((s) => s.id),
-      ...(sources.batches ? { batches: sources.batches } : {}),
-    },
-    keys: sources.keys,
-    webhooks: sources.webhooks,
+  // Mounted whatever the switch says, in its own scope whose first hook reads the switch on every request: a
+  // config reload turns the pages on or off (off: the same 404 as any unknown path).
+  void app.register(async (scope) => {
+    scope.addHook('onRequest', async (_request, reply) => {
+      if (current().dashboard.enabled) return;
+      reply.callNotFound();
+      return reply; // answered: an async hook that sent the reply returns it (Fastify's rule)
+    });
+    mountDashboard(scope, {
+      admin,
+      adminTokens: config.adminTokens,
+      sessionTtlMs: config.dashboard.sessionTtlMs,
+      sources: {
+        usage: recorder ? sources.usage : undefined,
+        flushUsage: async () => recorder?.flush(),
+        health: () => sources.health.report(),
+        attempts: () => sources.attempts.summary(),
+        outbox: sources.outbox,
+        subscriptions: () => current().webhooks.subscriptions.map((s) => s.id),
+        ...(sources.batches ? { batches: sources.batches } : {}),
+      },
+      keys: sources.keys,
+      webhooks: sources.webhooks,
+    });
   });
 }

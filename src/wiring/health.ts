@@ -1,27 +1,34 @@
-import type { GatewayConfig } from '../config/types.js';
+import cluster from 'node:cluster';
+import type { ConfigGenerations } from '../core/config-generation.js';
 import { HealthService } from '../core/health-service.js';
 import type { StoreLifecycle } from '../store/contract.js';
 import type { WiredLimits } from './limits.js';
 import type { WiredUpstreams } from './upstreams.js';
 
-/** The health report: the store, each upstream's probe, circuit, pause and load, the limit store, draining. */
+/**
+ * The health report: the store, each upstream's probe, circuit, pause and load, the limit store, draining; which
+ * process answered and which config file version it runs (with WORKERS > 1, each worker answers for itself).
+ */
 export function wireHealth(
-  config: GatewayConfig,
+  generations: ConfigGenerations,
   store: StoreLifecycle,
   upstreams: WiredUpstreams,
   limits: WiredLimits,
   isShuttingDown: () => boolean,
 ): HealthService {
+  const { config } = generations.current;
   return new HealthService({
     version: config.version,
     environment: config.environment,
     store,
-    probes: upstreams.probes,
+    probes: () => generations.current.probes,
     isShuttingDown,
-    limits: limits.health,
+    limits: () => (generations.current.limits.enabled ? limits.health : undefined),
     circuits: () => upstreams.breakers.snapshot(),
     pauses: () => upstreams.pauses.active(),
     loads: () => upstreams.capacity.loads(),
-    priceCatalog: config.priceCatalog,
+    priceCatalog: () => generations.current.config.priceCatalog,
+    instance: { pid: process.pid, ...(cluster.worker ? { worker: cluster.worker.id } : {}) },
+    config: () => generations.status(),
   });
 }

@@ -1,13 +1,15 @@
 import type { FastifyInstance } from 'fastify';
-import type { GatewayConfig } from '../config/types.js';
+import type { GatewayConfig, LimitsConfig } from '../config/types.js';
 import { LeasedLimits } from '../core/leased-limits.js';
 import { RateLimitService } from '../core/rate-limit-service.js';
 import type { LimitStore } from '../store/contract.js';
 
 export interface WiredLimits {
   service: RateLimitService;
-  /** For health: the store's kind and whether its last step succeeded; undefined when no limit is configured. */
-  health: { kind: string; isHealthy: () => boolean } | undefined;
+  /** The service for another config's limits over the same store and leases (a config reload). */
+  make(config: LimitsConfig): RateLimitService;
+  /** For health: the store's kind and whether its last step succeeded. */
+  health: { kind: string; isHealthy: () => boolean };
 }
 
 /**
@@ -28,20 +30,22 @@ export function wireLimits(
   app.addHook('onClose', async () => {
     await leased.close();
   });
-  const service = new RateLimitService({
-    limiter: leased,
-    config: config.limits,
-    onStoreHealth: (nowHealthy, error) => {
-      if (!nowHealthy && healthy) app.log.warn({ err: error }, 'rate-limit store failing');
-      if (nowHealthy && !healthy) app.log.info('rate-limit store recovered');
-      healthy = nowHealthy;
-    },
-  });
-  if (service.enabled && !limiter) throw new Error('limits are configured but buildApp was given no limiter store');
-  return {
-    service,
-    health: service.enabled ? { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy } : undefined,
+  // Windows and counts live in the store, keyed by caller, model and upstream names: a service made for a reloaded
+  // config over the same store and leases sees the same windows for the names that stay.
+  const make = (limits: LimitsConfig) => {
+    const service = new RateLimitService({
+      limiter: leased,
+      config: limits,
+      onStoreHealth: (nowHealthy, error) => {
+        if (!nowHealthy && healthy) app.log.warn({ err: error }, 'rate-limit store failing');
+        if (nowHealthy && !healthy) app.log.info('rate-limit store recovered');
+        healthy = nowHealthy;
+      },
+    });
+    if (service.enabled && !limiter) throw new Error('limits are configured but buildApp was given no limiter store');
+    return service;
   };
+  return { service: make(config.limits), make, health: { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy } };
 }
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { GatewayConfig } from '../config/types.js';
+import type { ConfigGenerations } from '../core/config-generation.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { registerBatchMetrics, type BatchMetricsSource } from '../observability/batch-metrics.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
@@ -17,25 +18,26 @@ export function wireMetrics(
   attempts: UpstreamAttemptStats,
   outbox: OutboxStore | undefined,
   recorder: UsageRecorder | undefined,
+  generations: ConfigGenerations,
   batches?: BatchMetricsSource,
 ): void {
   if (!config.metricsEnabled) return;
+  const subscriptions = () => generations.current.config.webhooks.subscriptions;
   const metrics = new GatewayMetrics({
     circuits: () => upstreams.breakers.snapshot(),
     pauses: () => upstreams.pauses.active(),
     loads: () => upstreams.capacity.loads(),
     attempts,
     ...(recorder ? { deadLetteredUsage: () => recorder.deadLettered } : {}),
-    ...(outbox && config.webhooks.subscriptions.length > 0
+    ...(outbox
       ? {
           webhookBacklog: async () =>
             Object.fromEntries(
-              await Promise.all(
-                config.webhooks.subscriptions.map(async (s) => [s.id, await outbox.backlog(s.id)] as const),
-              ),
+              await Promise.all(subscriptions().map(async (s) => [s.id, await outbox.backlog(s.id)] as const)),
             ),
         }
       : {}),
+    configReloads: () => ({ applied: generations.applied, failed: generations.failed, version: generations.version }),
   });
   if (batches) registerBatchMetrics(metrics.registry, batches);
   app.requestObservers.push((record) => metrics.observe(record));

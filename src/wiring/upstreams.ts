@@ -3,33 +3,27 @@ import type { GatewayConfig } from '../config/types.js';
 import { CircuitBreakers } from '../core/circuit-breaker.js';
 import { capacitiesOf, type UpstreamCapacities } from '../core/upstream-capacity.js';
 import { UpstreamPauses } from '../core/upstream-pauses.js';
-import { UpstreamProbe } from '../core/upstream-probe.js';
-import type { ProviderSet } from '../providers/registry.js';
 import type { UpstreamPauseStore } from '../store/contract.js';
 import { EVENT, INSTANCE } from '../webhooks/gateway-events.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
-/** What the gateway knows of each upstream's state: circuits, pauses after a 429, calls in flight, probes. */
+/**
+ * What the gateway knows of each upstream's state: circuits, pauses after a 429, calls in flight. It outlives a
+ * config reload (kept for the upstreams that stay; the probes and providers belong to the config generation).
+ */
 export interface WiredUpstreams {
   breakers: CircuitBreakers;
   pauses: UpstreamPauses;
   capacity: UpstreamCapacities;
-  probes: UpstreamProbe[];
-  /** The probe of the default upstream (the models route lists its models). */
-  defaultProbe: UpstreamProbe | undefined;
 }
 
-/** Builds the per-upstream state; a circuit that opens or closes is an event. The providers close with the app. */
+/** Builds the per-upstream state; a circuit that opens or closes is an event. */
 export function wireUpstreams(
   app: FastifyInstance,
   config: GatewayConfig,
-  providers: ProviderSet,
   pauseStore: UpstreamPauseStore,
   webhooks: Webhooks,
 ): WiredUpstreams {
-  app.addHook('onClose', async () => {
-    await providers.close();
-  });
   const breakers = new CircuitBreakers({
     ...config.circuitBreaker,
     onTransition: (t) => {
@@ -55,12 +49,5 @@ export function wireUpstreams(
     onStoreError: (error) =>
       app.log.warn({ err: error }, 'upstream pause store failing; pauses stay local to this instance'),
   });
-  const probes = [...providers.upstreams.values()].map((p) => new UpstreamProbe(p));
-  return {
-    breakers,
-    pauses,
-    capacity: capacitiesOf(config.upstreams),
-    probes,
-    defaultProbe: probes.find((p) => p.provider.name === config.defaultUpstream),
-  };
+  return { breakers, pauses, capacity: capacitiesOf(config.upstreams) };
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { GatewayConfig } from '../config/types.js';
+import type { GatewayConfig, WebhooksConfig } from '../config/types.js';
 import type { OutboxStore } from '../store/contract.js';
 import { WebhookSender } from '../webhooks/deliver.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
@@ -10,6 +10,8 @@ export interface WiredWebhooks {
   webhooks: Webhooks;
   /** Starts delivering (once the app is ready). */
   start(): void;
+  /** A config reload: new subscriptions, rollout stages and retry settings. */
+  reconfigure(config: WebhooksConfig): void;
 }
 
 /**
@@ -49,5 +51,12 @@ export function wireWebhooks(
   });
   const chatEvents = chatEventsObserver(webhooks, routeEvents);
   if (chatEvents) app.requestObservers.push(chatEvents);
-  return { webhooks, start: () => dispatcher?.start() };
+  return {
+    webhooks,
+    start: () => dispatcher?.start(),
+    reconfigure: (next) => {
+      webhooks.reconfigure(next);
+      dispatcher?.reconfigure(next);
+    },
+  };
 }

@@ -47,6 +47,12 @@ export class ConfigError extends Error {
   }
 }
 
+/** The built-in catalog, another file's, or none (`price_catalog: false`). */
+function toPriceCatalog(setting: string | false | undefined, fileDir: string, problems: string[]) {
+  if (setting === false) return undefined;
+  return readPriceCatalog(setting === undefined ? DEFAULT_PRICE_CATALOG_FILE : resolve(fileDir, setting), problems);
+}
+
 /**
  * Reads the environment and the optional config file into one validated GatewayConfig. This function and the
  * CLI are the only readers of `process.env` (passed in, so tests give their own). Throws ConfigError listing
@@ -97,13 +103,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const oauth = toOAuth(file.auth.oauth, problems);
   const basicUsers = toBasicUsers(file.auth.basic_users ?? [], env, fileDir, problems);
   const tracing = toTracing(file.tracing, env, problems);
-  const priceCatalog =
-    file.price_catalog === false
-      ? undefined
-      : readPriceCatalog(
-          file.price_catalog === undefined ? DEFAULT_PRICE_CATALOG_FILE : resolve(fileDir, file.price_catalog),
-          problems,
-        );
+  const priceCatalog = toPriceCatalog(file.price_catalog, fileDir, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {

@@ -1,11 +1,12 @@
 // Issue 33's five goals as one table at the end of `npm run bench`: the figure, the passthrough's and the gateway's
 // value from this run, their ratio, the goal, and whether it is met.
 import type { IdleProcess } from './idle-rss.js';
-import { medianOf, medianRun, roundRatios } from './report.js';
+import { medianOf, roundRatios } from './report.js';
 import type { TargetResult } from './report.js';
 import { int } from './stats.js';
 import type { StreamsOptions, TargetOutcome } from './streams.js';
 import { percentile } from './stats.js';
+import { GOAL_STREAM_CHUNKS } from './targets.js';
 
 export interface GoalInputs {
   results: readonly TargetResult[];
@@ -24,7 +25,7 @@ const notMeasured = (figure: string, why: string, goal: string) => row([figure, 
 /** "median (min–max)" of a target's throughput rounds. */
 function rate(t: TargetResult): string {
   const all = t.runs.map((r) => r.load.requestsPerSecMean);
-  const median = medianRun(t)?.load.requestsPerSecMean;
+  const median = medianOf(all);
   return all.length > 1 ? `${int(median)} (${int(Math.min(...all))}–${int(Math.max(...all))})` : int(median);
 }
 
@@ -60,6 +61,7 @@ function idleRow(inputs: GoalInputs): string {
 function streamsCell(o: TargetOutcome | undefined, n: number): string {
   if (o === undefined) return '–';
   if (o.result === undefined) return `skipped: ${o.skipped ?? 'no result'}`;
+  const past = o.pastLimit !== undefined ? ' (run past its descriptor limit: see the streams table)' : '';
   const r = o.result;
   const s = (q: number) => (r.firstByteMs.length > 0 ? (percentile(r.firstByteMs, q) / 1000).toFixed(1) : '–');
   const lost =
@@ -68,7 +70,7 @@ function streamsCell(o: TargetOutcome | undefined, n: number): string {
       : ` (**${int(r.lost)} lost**: ${Object.entries(r.reasons)
           .map(([k, v]) => `${int(v)} × ${k}`)
           .join(', ')})`;
-  return `${int(r.completed)} of ${int(n)}${lost}; first byte p50 ${s(50)} s / p99 ${s(99)} s; peak ${MB(o.peakRssMb ?? NaN)}`;
+  return `${int(r.completed)} of ${int(n)}${lost}${past}; first byte p50 ${s(50)} s / p99 ${s(99)} s; peak ${MB(o.peakRssMb ?? NaN)}`;
 }
 
 function streamsRow(inputs: GoalInputs): string {
@@ -116,7 +118,7 @@ export function renderGoals(inputs: GoalInputs): string {
     throughputRow(inputs, `non-streamed calls (req/s @${c})`, ['passthrough', 'gateway'], 0.75),
     throughputRow(
       inputs,
-      `streams of 100 chunks (streams/s @${c})`,
+      `streams of ${GOAL_STREAM_CHUNKS} chunks (streams/s @${c})`,
       ['passthrough-stream100', 'gateway-stream100'],
       0.65,
     ),

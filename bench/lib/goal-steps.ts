@@ -22,7 +22,7 @@ export async function idleStep(upstreamOrigin: string): Promise<{ figures: IdleF
     UPSTREAM_API_KEY,
     LOG_LEVEL: 'info',
   };
-  log('\n== idle RSS: the gateway alone, 4 s after start, WORKERS=1 then WORKERS=2');
+  log('\n== idle RSS: the gateway alone, 3 s after every process started, WORKERS=1 then WORKERS=2');
   const single = await measureIdle(1, [cmd, ...args], env);
   const two = await measureIdle(2, [cmd, ...args], env);
   const lines = [...single.map((p) => ['1', p] as const), ...two.map((p) => ['2', p] as const)].map(

@@ -110,7 +110,7 @@ export function renderGoals(inputs: GoalInputs): string {
     '',
     'Rows 1–3: req/s (or streams/s) at ' +
       `${c} connections, the median of the rounds (min–max); the ratio is the median of the gateway-to-passthrough ` +
-      'ratios within each round (the two measured one after the other). Row 4: RSS from /proc after 4 s idle. ' +
+      'ratios within each round (the two measured one after the other). Row 4: RSS from /proc, 3 s after every process of the gateway started (no call made). ' +
       'Row 5: see "Concurrent slow streams" above.',
     '',
     row(['figure', 'passthrough', 'gateway', 'ratio', 'goal', 'met?']),

@@ -2,7 +2,7 @@
 // and V8 heap used (a preload writes process.memoryUsage() to a file). Used by bench/idle-rss.ts and bench/run.ts.
 // Linux only (reads /proc).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,29 +14,33 @@ export interface IdleProcess {
   heapUsedMb: number;
 }
 
-const preload = (idleMs: number) => `import { writeFileSync } from 'node:fs';
+// Every process of the gateway (the primary and each worker inherit the preload) rewrites its figures every 500 ms.
+const PRELOAD = `import { writeFileSync } from 'node:fs';
 import cluster from 'node:cluster';
-setTimeout(() => {
+const write = () => {
   const m = process.memoryUsage();
   const role = cluster.isPrimary ? ((process.env.WORKERS ?? '1') !== '1' ? 'primary' : 'single') : 'worker';
   writeFileSync(process.env.IDLE_RSS_DIR + '/' + process.pid + '.json', JSON.stringify({ role, rss: m.rss, heapUsed: m.heapUsed }));
-}, ${Math.max(0, idleMs - 1000)}).unref();
+};
+setInterval(write, 500).unref();
 `;
 
 /**
  * Start `command` (node and its arguments; a preload is put in front of them) with `WORKERS=workers`, PORT=0 and
- * a temporary DATA_DIR over `env`, wait `idleMs`, and read every process that wrote its figures. The processes are
- * stopped before it returns; the ones in the answer are ordered primary/single first.
+ * a temporary DATA_DIR over `env`; once every process (one, or the primary and each worker) has started (at most
+ * `startMs`), wait `idleMs` and read each one's RSS. The processes are stopped before it returns; the answer lists
+ * the primary (or single process) first. On a busy machine the start takes seconds, so the wait counts from it.
  */
 export async function measureIdle(
   workers: number,
   command: readonly string[],
   env: NodeJS.ProcessEnv,
-  idleMs = 4_000,
+  idleMs = 3_000,
+  startMs = 30_000,
 ): Promise<IdleProcess[]> {
   const dir = mkdtempSync(join(tmpdir(), 'idle-rss-'));
   const preloadPath = join(dir, 'preload.mjs');
-  writeFileSync(preloadPath, preload(idleMs));
+  writeFileSync(preloadPath, PRELOAD);
   const out = join(dir, 'out');
   mkdirSync(out);
   const child = spawn(command[0] ?? process.execPath, ['--import', preloadPath, ...command.slice(1)], {
@@ -45,9 +49,12 @@ export async function measureIdle(
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
+    const expected = workers === 1 ? 1 : workers + 1;
+    const deadline = Date.now() + startMs;
+    while (readdirSync(out).length < expected && Date.now() < deadline && child.exitCode === null) await sleep(100);
     await sleep(idleMs);
     const found: IdleProcess[] = [];
-    for (const file of existsSync(out) ? readdirSync(out) : []) {
+    for (const file of readdirSync(out)) {
       const pid = Number(file.replace('.json', ''));
       const figures = JSON.parse(readFileSync(join(out, file), 'utf8')) as {
         role: IdleProcess['role'];

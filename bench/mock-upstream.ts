@@ -3,6 +3,9 @@
 // :streamGenerateContent?alt=sse), the same answer in each provider's wire format.
 //   node --import tsx bench/mock-upstream.ts      (PORT from env, default 0 = any free port)
 // Prints `LISTENING <port>` on stdout once listening on 127.0.0.1.
+// STREAM_CHUNKS=N (env) makes every OpenAI stream N content chunks (the first with the role, the last with
+// finish_reason), a usage chunk when the request asked for `stream_options.include_usage`, then `[DONE]`, all
+// written at once: what a chunk costs (issue 33's "streams of 100 chunks"). Unset: the 5-piece answer below.
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exitWithParent } from './lib/proc.js';
@@ -49,6 +52,35 @@ const STREAM_EVENTS: Buffer[] = [
   ),
   Buffer.from('data: [DONE]\n\n'),
 ];
+
+/** N content chunks, a usage chunk (only when asked for), `[DONE]`: the stream of STREAM_CHUNKS=N. */
+function chunkedStream(n: number): { events: Buffer[]; usage: Buffer; done: Buffer } {
+  const base = { id: 'chatcmpl-bench-0001', object: 'chat.completion.chunk', created: CREATED, model: MODEL };
+  const events = Array.from({ length: n }, (_, i) =>
+    Buffer.from(
+      `data: ${JSON.stringify({
+        ...base,
+        system_fingerprint: 'fp_bench',
+        choices: [
+          {
+            index: 0,
+            delta: i === 0 ? { role: 'assistant', content: 'tok' } : { content: ' tok' },
+            logprobs: null,
+            finish_reason: i === n - 1 ? 'stop' : null,
+          },
+        ],
+      })}\n\n`,
+    ),
+  );
+  const usage = Buffer.from(
+    `data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: 12, completion_tokens: n, total_tokens: 12 + n } })}\n\n`,
+  );
+  return { events, usage, done: Buffer.from('data: [DONE]\n\n') };
+}
+const STREAM_CHUNKS = Number(process.env.STREAM_CHUNKS ?? 0);
+if (!Number.isInteger(STREAM_CHUNKS) || STREAM_CHUNKS < 0 || STREAM_CHUNKS > 100_000)
+  throw new Error(`STREAM_CHUNKS must be a whole number from 0 to 100000, got ${process.env.STREAM_CHUNKS ?? ''}`);
+const CHUNKED = STREAM_CHUNKS > 0 ? chunkedStream(STREAM_CHUNKS) : undefined;
 
 const ANTHROPIC_MESSAGE = Buffer.from(
   JSON.stringify({
@@ -150,11 +182,13 @@ function sendJson(res: ServerResponse, status: number, body: Buffer): void {
   res.end(body);
 }
 
-function wantsStream(raw: Buffer): boolean | undefined {
+/** Whether the body asks for a stream (undefined: not a JSON object), and for a usage chunk at its end. */
+function wantsStream(raw: Buffer): { stream: boolean; usage: boolean } | undefined {
   try {
     const parsed: unknown = JSON.parse(raw.toString('utf8'));
     if (typeof parsed !== 'object' || parsed === null) return undefined;
-    return (parsed as { stream?: unknown }).stream === true;
+    const body = parsed as { stream?: unknown; stream_options?: { include_usage?: unknown } };
+    return { stream: body.stream === true, usage: body.stream_options?.include_usage === true };
   } catch {
     return undefined;
   }
@@ -173,7 +207,7 @@ function onChat(req: IncomingMessage, res: ServerResponse, format: WireFormat, s
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const inBody = wantsStream(Buffer.concat(chunks));
-    const stream = streamByPath ?? inBody;
+    const stream = streamByPath ?? inBody?.stream;
     if (inBody === undefined || stream === undefined) {
       sendJson(res, 400, Buffer.from('{"error":{"message":"invalid JSON body","type":"invalid_request_error"}}'));
       return;
@@ -183,6 +217,12 @@ function onChat(req: IncomingMessage, res: ServerResponse, format: WireFormat, s
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (format === 'openai' && CHUNKED !== undefined) {
+      for (const ev of CHUNKED.events) res.write(ev);
+      if (inBody.usage) res.write(CHUNKED.usage);
+      res.end(CHUNKED.done);
+      return;
+    }
     for (const ev of ANSWERS[format].stream) res.write(ev);
     res.end();
   });

@@ -1,6 +1,7 @@
-// Bench orchestrator: gateway vs a bare Node passthrough (the floor), side by side, one run.
-//   npm run bench            (builds, then runs this file)
-//   BENCH_SECONDS=3 BENCH_LATENCY_REQUESTS=500 node --import tsx bench/run.ts
+// Bench orchestrator: gateway vs a bare Node passthrough (the floor), side by side, one run; it ends with issue
+// 33's five goals as one table (bench/lib/goals.ts).
+//   npm run build && node --import tsx bench/run.ts      (npm run bench; ~5 minutes on 2 cores)
+//   BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_STREAMS=1000 BENCH_LATENCY_REQUESTS=500 node --import tsx bench/run.ts
 // Server under test on core 0; mock upstream, load generator and this process on core 1.
 // See bench/README.md for the method and the BENCH_* environment variables.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,8 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LOAD_CORE, PROBE_DEADLINE_MS, ROOT, S, SERVER_CORE, log, loud } from './lib/config.js';
+import type { TargetSpec } from './lib/config.js';
+import { COST_ROUNDS, runCostSection } from './lib/cost.js';
 import { coreBusyPercent, sampleCores } from './lib/cpu.js';
+import { idleStep, streamsStep } from './lib/goal-steps.js';
+import type { IdleFigures, StreamsStep } from './lib/goal-steps.js';
+import { renderGoals } from './lib/goals.js';
 import { measurePass, measureUpstream } from './lib/measure.js';
+import type { Upstream } from './lib/measure.js';
 import { hasTaskset, killAllSync, pinSelf, stopChild } from './lib/proc.js';
 import {
   bottleneckNote,
@@ -19,55 +26,27 @@ import {
   renderCpu,
   renderPairedRatios,
 } from './lib/report.js';
-import type { TargetResult } from './lib/report.js';
-import { perRoundRatios, roundThroughputPct, runPaired } from './lib/paired.js';
-import type { PairResult } from './lib/paired.js';
+import type { Reference, TargetResult } from './lib/report.js';
 import { GATEWAY_ENTRY, startMockUpstream } from './lib/servers.js';
-import { geometricMeanInterval, pct } from './lib/stats.js';
-
+import { pct } from './lib/stats.js';
 import { ALL_TARGETS } from './lib/targets.js';
-import { runStreamsSection } from './lib/streams.js';
-import type { TargetSpec } from './lib/config.js';
-
-/** BENCH_TARGETS=gateway,sqlite-state runs the passthrough (always: it is the baseline) plus the targets named. */
-const WANTED = (process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean);
-const TARGETS =
-  WANTED.length === 0
-    ? ALL_TARGETS.filter((t) => t.onlyWhenNamed !== true)
-    : ALL_TARGETS.filter((t) => t.id === 'passthrough' || WANTED.includes(t.id));
 
 /**
- * Paired rounds (bench/lib/paired.ts) of the gateway with usage records and metrics on against the same gateway
- * with both off: what they cost, which sequential runs on a drifting VM cannot resolve. 0 skips it.
+ * No BENCH_TARGETS: the targets not marked `onlyWhenNamed` (issue 33's throughput rows). BENCH_TARGETS=gateway,
+ * sqlite-state runs the targets named, each with the passthrough it is compared with, and the plain passthrough.
  */
-// Even: the two sides swap slots every other round, and a slot's bias cancels only over pairs of rounds.
-const COST_ROUNDS = 2 * Math.ceil(Math.max(0, Math.min(20, Number(process.env.BENCH_COST_ROUNDS ?? 10) || 0)) / 2);
-const COST_PAIR = ['observability-off', 'observability-on'] as const;
-
-function costSpecs(): [TargetSpec, TargetSpec] | undefined {
-  const [off, on] = COST_PAIR.map((id) => ALL_TARGETS.find((t) => t.id === id));
-  return off && on ? [off, on] : undefined;
+function selectTargets(wanted: readonly string[]): TargetSpec[] {
+  if (wanted.length === 0) return ALL_TARGETS.filter((t) => t.onlyWhenNamed !== true);
+  const unknown = wanted.filter((id) => !ALL_TARGETS.some((t) => t.id === id));
+  if (unknown.length > 0)
+    throw new Error(`BENCH_TARGETS: unknown ${unknown.join(', ')}; known: ${ALL_TARGETS.map((t) => t.id).join(', ')}`);
+  const ids = new Set(['passthrough', ...wanted]);
+  for (const t of ALL_TARGETS) if (ids.has(t.id) && t.baseline !== undefined) ids.add(t.baseline);
+  return ALL_TARGETS.filter((t) => ids.has(t.id));
 }
-
-/** The cost section of the report: B = both on, A = both off. */
-function renderCost(result: PairResult, specs: [TargetSpec, TargetSpec]): string {
-  const cost = 100 - result.throughputRatio;
-  const g = geometricMeanInterval(result.rounds.map(roundThroughputPct));
-  const interval = Number.isNaN(g.low)
-    ? ''
-    : `; geometric mean of the rounds ${(100 - g.mean).toFixed(1)} %, 95 % interval ${(100 - g.high).toFixed(1)}–${(100 - g.low).toFixed(1)} %`;
-  return [
-    `Usage records + Prometheus metrics, on vs off: ${result.rounds.length} paired rounds of ${S.seconds}s after ${S.pairWarmupSeconds}s of warm-up (${S.pairCopies} server process(es) per side, all on core ${SERVER_CORE} at the same time, started anew each round, the two sides swapping slots every other round).`,
-    '',
-    "| A | B | B's throughput as % of A's (median) | A's CPU per request as % of B's (median) | cost of records + metrics |",
-    '| --- | --- | ---: | ---: | ---: |',
-    `| ${specs[0].name} | ${specs[1].name} | ${pct(result.throughputRatio)} | ${pct(result.cpuRatio)} | **${cost.toFixed(1)} % of throughput** (goal ≤ 5 %) |`,
-    '',
-    `Per round, B/A throughput: ${perRoundRatios(result)}`,
-    '',
-    `Cost: ${cost.toFixed(1)} % by the median${interval}. Single rounds spread a few % (the same build on both sides: 94.7–106.4 %, two processes per side): an interval that straddles 5 % does not settle the goal either way.`,
-  ].join('\n');
-}
+const TARGETS = selectTargets((process.env.BENCH_TARGETS ?? '').split(',').filter(Boolean));
+/** Throughput rounds: two by default here (issue 33's figures were two runs each); BENCH_ROUNDS sets it. */
+const ROUNDS = (process.env.BENCH_ROUNDS ?? '') === '' ? 2 : S.rounds;
 
 function pinning(): string {
   if (!hasTaskset()) {
@@ -103,7 +82,7 @@ function machineInfo(pin: string, idle: string): string[] {
     `- os: ${os.type()} ${os.release()} (${os.arch()})`,
     `- pinning: ${pin}`,
     `- idle check (1 s before start): ${idle}`,
-    `- throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s × ${S.rounds} round(s), ${S.connections} connections, ` +
+    `- throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s × ${ROUNDS} round(s), ${S.connections} connections, ` +
       `pipelining ${S.pipelining}, warm-up and measured window on the same connections`,
     `- latency: ${S.latencyRequests} sequential requests on 1 keep-alive connection after ${S.latencyWarmup} warm-up; ` +
       `streaming: ${S.streamRequests} after ${S.streamWarmup} warm-up`,
@@ -113,123 +92,89 @@ function machineInfo(pin: string, idle: string): string[] {
 /** Temp dir of this run (server data + logs); removed on success and on Ctrl-C. */
 let tmpDir: string | undefined;
 
-async function main(): Promise<number> {
-  const pin = pinning();
-  if (os.cpus().length < 2) loud('WARNING: fewer than 2 CPUs; the server and the load generator share a core.');
-
-  let targets = [...TARGETS];
-  const skipped: string[] = [];
-  if (S.gatewayCmd === '' && !existsSync(GATEWAY_ENTRY)) {
-    const msg = 'dist/main.js does not exist (not built yet?): measuring only the passthrough.';
-    loud(msg);
-    skipped.push(msg);
-    targets = targets.filter((t) => t.kind !== 'gateway');
+/** The shared mock upstream (5-piece streams) and one per other chunk count the targets ask for (STREAM_CHUNKS). */
+async function startUpstreams(targets: readonly TargetSpec[]): Promise<Map<number, Upstream>> {
+  const upstreams = new Map<number, Upstream>();
+  for (const chunks of new Set([0, ...targets.map((t) => t.upstreamChunks ?? 0)])) {
+    const upstream = await startMockUpstream(
+      'bench/mock-upstream.ts',
+      chunks > 0 ? { STREAM_CHUNKS: String(chunks) } : {},
+    );
+    log(
+      `mock upstream${chunks > 0 ? ` (${chunks} chunks a stream)` : ''} on ${upstream.origin} (pid ${String(upstream.child.pid)})`,
+    );
+    upstreams.set(chunks, upstream);
   }
+  return upstreams;
+}
 
-  const idle = await idleCheck();
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'llm-gateway-bench-'));
-  tmpDir = tmp;
-  const upstream = await startMockUpstream();
-  log(`mock upstream on ${upstream.origin} (pid ${String(upstream.child.pid)}); temp dir ${tmp}`);
-
-  const reference = await measureUpstream(upstream.origin);
+/** Throughput rounds: the targets interleaved (A B A B ...) so slow drift of the machine hits all alike. */
+async function throughputRounds(
+  targets: readonly TargetSpec[],
+  upstreams: Map<number, Upstream>,
+  tmp: string,
+): Promise<TargetResult[]> {
   const results: TargetResult[] = targets.map((t) => ({
+    id: t.id,
     name: t.name,
     isBaseline: t.kind === 'passthrough',
+    baselineId: t.baseline ?? 'passthrough',
     runs: [],
     problems: [],
   }));
-  // Rounds interleave the targets (A B A B ...) so slow drift of the machine hits all alike.
-  for (let round = 1; round <= S.rounds; round++) {
+  for (let round = 1; round <= ROUNDS; round++) {
     for (const [i, spec] of targets.entries()) {
       const result = results[i];
-      if (result === undefined || (round > 1 && result.problems.length > 0)) continue;
-      log(`\n== ${spec.name}${S.rounds > 1 ? ` (round ${round}/${S.rounds})` : ''}`);
+      const upstream = upstreams.get(spec.upstreamChunks ?? 0);
+      if (result === undefined || upstream === undefined || (round > 1 && result.problems.length > 0)) continue;
+      log(`\n== ${spec.name}${ROUNDS > 1 ? ` (round ${round}/${ROUNDS})` : ''}`);
       const workDir = path.join(tmp, `target-${i}-round-${round}`);
       mkdirSync(workDir, { recursive: true });
       await measurePass(spec, upstream, workDir, round === 1, result);
     }
   }
-  // The cost of usage records + metrics: only with the gateway built and the plain gateway among the targets.
-  let cost: string | undefined;
-  const specs = costSpecs();
-  if (COST_ROUNDS > 0 && specs && targets.some((t) => t.id === 'gateway')) {
-    log(
-      `\n== cost of usage records + metrics: paired, ${COST_ROUNDS} rounds, ${S.pairCopies} process(es) per side (BENCH_COST_ROUNDS=0 skips it)`,
-    );
-    try {
-      const result = await runPaired(specs, {
-        rounds: COST_ROUNDS,
-        seconds: S.seconds,
-        warmupSeconds: S.pairWarmupSeconds,
-        fresh: true,
-        copies: S.pairCopies,
-        upstreamOrigin: upstream.origin,
-        upstreamPid: upstream.child.pid,
-        label: 'pair',
-      });
-      cost = renderCost(result, specs);
-    } catch (error) {
-      const message = `cost of usage records + metrics: ${error instanceof Error ? error.message : String(error)}`;
-      const first = results[0];
-      if (first) first.problems.push(message);
-      else loud(message);
-    }
-  }
-  await stopChild(upstream.child);
+  return results;
+}
 
-  // N concurrent slow streams, passthrough and gateway (bench/lib/streams.ts); BENCH_STREAMS=0 skips it.
-  let streams: string | undefined;
-  if (S.streams > 0) {
-    try {
-      const section = await runStreamsSection({
-        streams: S.streams,
-        chunks: S.streamChunks,
-        intervalMs: S.streamIntervalMs,
-        workers: 1,
-        targets: targets.some((t) => t.kind === 'gateway') ? ['passthrough', 'gateway'] : ['passthrough'],
-        workDir: tmp,
-      });
-      streams = section.markdown;
-      if (section.failed) results[0]?.problems.push('streams: some streams were lost (see the streams table)');
-    } catch (error) {
-      results[0]?.problems.push(`streams: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
+interface Sections {
+  pin: string;
+  idle: string;
+  skipped: string[];
+  results: TargetResult[];
+  reference: Reference;
+  cost: string | undefined;
+  idleRss: { figures: IdleFigures; markdown?: string };
+  streams: StreamsStep;
+  problems: string[];
+}
 
-  const refProblems =
-    (reference.latency ? reference.latency.bad + reference.latency.errors : 0) +
-    (reference.stream ? reference.stream.bad + reference.stream.errors : 0);
-  const problems = results.flatMap((r) => r.problems);
-  if (refProblems > 0) problems.push(`mock upstream answered ${refProblems} times with non-2xx or errors`);
-
+function renderReport(x: Sections): string {
+  const { results } = x;
   const notes = results
     .flatMap((r) => [bottleneckNote(r, SERVER_CORE, LOAD_CORE), foreignLoadNote(r, SERVER_CORE, LOAD_CORE)])
     .filter((n): n is string => n !== undefined);
   for (const n of notes) if (n.startsWith('WARNING')) loud(n);
-  const paired = renderPairedRatios(results, [ALL_TARGETS[0]?.name ?? '', 'gateway']);
-  const md = [
+  const paired = renderPairedRatios(results, 'gateway');
+  const section = (title: string, body: string | undefined, after: string[] = []) =>
+    body === undefined ? [] : [`## ${title}`, '', body, '', ...after];
+  return [
     '# Gateway benchmark',
     '',
-    ...machineInfo(pin, idle),
+    ...machineInfo(x.pin, x.idle),
     '',
-    renderComparison(results, reference, S.connections),
+    renderComparison(results, x.reference, S.connections),
     '',
     '"added" = target percentile − the same percentile measured directly against the mock upstream.',
     'Stream TTFB = time from sending the request to the first body chunk; stream end = to the last byte.',
     '',
-    ...(paired ? ['## Throughput ratios within each round', '', paired, ''] : []),
-    ...(cost ? ['## What usage records and metrics cost', '', cost, ''] : []),
-    ...(streams
-      ? [
-          '## Concurrent slow streams',
-          '',
-          streams,
-          '',
-          'More streams, workers, a config: `npm run bench:streams -- --streams 10000 --workers 2` (bench/README.md).',
-          '',
-        ]
-      : []),
+    ...section('Throughput ratios within each round', paired),
+    ...section('What usage records and metrics cost', x.cost),
+    ...section('Idle RSS', x.idleRss.markdown),
+    ...section('Concurrent slow streams', x.streams.markdown, [
+      ...x.streams.notes.map((n) => `- ${n}`),
+      'Other counts, workers, a config: `npm run bench:streams -- --streams 4000 --workers 1` (bench/README.md).',
+      '',
+    ]),
     '## CPU during the throughput run (% of one core)',
     '',
     'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',
@@ -238,22 +183,71 @@ async function main(): Promise<number> {
     renderCpu(results, SERVER_CORE, LOAD_CORE),
     '',
     ...notes.map((n) => `- ${n}`),
-    ...(skipped.length > 0 ? ['', ...skipped.map((s) => `- SKIPPED: ${s}`)] : []),
-    ...(problems.length > 0 ? ['', '## PROBLEMS (run failed)', '', ...problems.map((p) => `- ${p}`)] : []),
+    ...(x.skipped.length > 0 ? ['', ...x.skipped.map((s) => `- SKIPPED: ${s}`)] : []),
+    ...(x.problems.length > 0 ? ['', '## PROBLEMS (run failed)', '', ...x.problems.map((p) => `- ${p}`)] : []),
+    '',
+    renderGoals({ results, connections: S.connections, idle: x.idleRss.figures, streams: x.streams.figures }),
     '',
   ].join('\n');
+}
 
+async function main(): Promise<number> {
+  const pin = pinning();
+  if (os.cpus().length < 2) loud('WARNING: fewer than 2 CPUs; the server and the load generator share a core.');
+  let targets = [...TARGETS];
+  const skipped: string[] = [];
+  const built = S.gatewayCmd !== '' || existsSync(GATEWAY_ENTRY);
+  if (!built) {
+    const msg = 'dist/main.js does not exist (not built yet?): measuring only the passthrough.';
+    loud(msg);
+    skipped.push(msg);
+    targets = targets.filter((t) => t.kind !== 'gateway');
+  }
+  const idle = await idleCheck();
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'llm-gateway-bench-'));
+  tmpDir = tmp;
+  log(`temp dir ${tmp}`);
+  const upstreams = await startUpstreams(targets);
+  const upstream = upstreams.get(0) as Upstream;
+  const problems: string[] = [];
+  const failed = (what: string) => (error: unknown) => {
+    problems.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  };
+  const idleRss = built
+    ? ((await idleStep(upstream.origin).catch(failed('idle RSS'))) ?? { figures: 'failed' })
+    : { figures: 'gateway not built' };
+  const reference = await measureUpstream(upstream.origin);
+  const results = await throughputRounds(targets, upstreams, tmp);
+  // The cost of usage records + metrics (opt-in): only with the plain gateway among the targets.
+  const cost = targets.some((t) => t.id === 'gateway')
+    ? await runCostSection({ origin: upstream.origin, pid: upstream.child.pid }).catch(failed('cost section'))
+    : undefined;
+  for (const u of upstreams.values()) await stopChild(u.child);
+  const streams = (await streamsStep(built, tmp).catch(failed('streams'))) ?? {
+    figures: 'failed',
+    problems: [],
+    notes: [],
+  };
+  problems.push(...streams.problems);
+  const refProblems =
+    (reference.latency ? reference.latency.bad + reference.latency.errors : 0) +
+    (reference.stream ? reference.stream.bad + reference.stream.errors : 0);
+  problems.unshift(...results.flatMap((r) => r.problems));
+  if (refProblems > 0) problems.push(`mock upstream answered ${refProblems} times with non-2xx or errors`);
+
+  const md = renderReport({ pin, idle, skipped, results, reference, cost, idleRss, streams, problems });
   log(`\n${md}`);
   const outDir = path.join(ROOT, 'bench/results');
   mkdirSync(outDir, { recursive: true });
   writeFileSync(path.join(outDir, 'latest.md'), md);
   log(`written to ${path.join(outDir, 'latest.md')}`);
 
-  const failed = problems.length > 0 || results.some((r) => failureCount(r) > 0);
-  if (failed || S.keepTmp) log(`temp dir kept (server logs): ${tmp}`);
+  const bad = problems.length > 0 || results.some((r) => failureCount(r) > 0);
+  if (bad || S.keepTmp) log(`temp dir kept (server logs): ${tmp}`);
   else rmSync(tmp, { recursive: true, force: true });
-  if (failed) loud(`BENCH FAILED: ${problems.length} problem(s), see above. Exit code 1.`);
-  return failed ? 1 : 0;
+  if (bad) loud(`BENCH FAILED: ${problems.length} problem(s), see above. Exit code 1.`);
+  return bad ? 1 : 0;
 }
 
 process.on('exit', killAllSync);
@@ -269,10 +263,11 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 // Hard upper bound on the whole run, whatever hangs.
 const perPassSec = S.warmupSeconds + S.seconds + 90;
 const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 30 * S.pairCopies + 30);
-const streamsSec = S.streams > 0 ? 2 * ((3 * (S.streamChunks * S.streamIntervalMs)) / 1_000 + 90) : 0;
+const streamsSec = S.streams > 0 ? 2 * (Math.max(60, (3 * (S.streamChunks * S.streamIntervalMs)) / 1_000) + 90) : 0;
 const budgetSec =
-  TARGETS.length * (S.rounds * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) +
+  TARGETS.length * (ROUNDS * perPassSec + (2 * PROBE_DEADLINE_MS) / 1_000) +
   (2 * PROBE_DEADLINE_MS) / 1_000 +
+  (S.idleRss ? 60 : 0) +
   costSec +
   streamsSec +
   60;

@@ -82,8 +82,10 @@ async function main(): Promise<void> {
           else reasons[lost] = (reasons[lost] ?? 0) + 1;
         },
         (error: unknown) => {
-          const code = (error as { code?: string; name?: string }).code ?? (error as Error).name;
-          reasons[code] = (reasons[code] ?? 0) + 1;
+          // undici's errors have a string code; AbortSignal.timeout's DOMException a number (23): its name says more.
+          const { code, name } = error as { code?: unknown; name?: string };
+          const reason = typeof code === 'string' ? code : (name ?? String(code));
+          reasons[reason] = (reasons[reason] ?? 0) + 1;
         },
       ),
     ),

@@ -20,6 +20,17 @@ export interface TargetSpec {
   configText?: (upstreamOrigin: string) => string;
   /** The API the load calls (default chat): the Responses API or embeddings, on the gateway's own route. */
   api?: 'responses' | 'embeddings' | 'messages';
+  /** The throughput load sends streamed calls (`"stream":true`): streams per second instead of calls. */
+  streamed?: boolean;
+  /**
+   * Content chunks of every OpenAI stream of the mock upstream this target is pointed at (a second mock started
+   * with STREAM_CHUNKS, see bench/mock-upstream.ts); default the shared mock's 5-piece answer.
+   */
+  upstreamChunks?: number;
+  /** `false`: throughput only, no latency and streaming loops (targets that exist for a throughput ratio). */
+  probes?: boolean;
+  /** Id of the passthrough this target's "% of passthrough" is taken against (default `passthrough`). */
+  baseline?: string;
 }
 
 function intEnv(name: string, dflt: number, min: number, max: number): number {
@@ -62,10 +73,16 @@ export const S = {
   latencyWarmup: intEnv('BENCH_LATENCY_WARMUP', 300, 0, 100_000),
   streamRequests: intEnv('BENCH_STREAM_REQUESTS', 500, 10, 100_000),
   streamWarmup: intEnv('BENCH_STREAM_WARMUP', 50, 0, 10_000),
-  /** The streams section of `npm run bench`: concurrent slow streams (0 skips it), their chunks and spacing. */
-  streams: intEnv('BENCH_STREAMS', 2_000, 0, 1_000_000),
+  /**
+   * The streams section of `npm run bench` (issue 33's fifth row): concurrent slow streams opened at once (0 skips
+   * it), their chunks and spacing, and the gateway's WORKERS.
+   */
+  streams: intEnv('BENCH_STREAMS', 10_000, 0, 1_000_000),
   streamChunks: intEnv('BENCH_STREAM_CHUNKS', 20, 1, 10_000),
-  streamIntervalMs: intEnv('BENCH_STREAM_INTERVAL_MS', 250, 1, 60_000),
+  streamIntervalMs: intEnv('BENCH_STREAM_INTERVAL_MS', 1_000, 1, 60_000),
+  streamWorkers: intEnv('BENCH_STREAM_WORKERS', 2, 1, 64),
+  /** The idle-RSS step (issue 33's fourth row): 0 skips it. */
+  idleRss: intEnv('BENCH_IDLE_RSS', 1, 0, 1) === 1,
   gatewayCmd: process.env.BENCH_GATEWAY_CMD?.trim() ?? '',
   keepTmp: process.env.BENCH_KEEP_TMP === '1',
 };

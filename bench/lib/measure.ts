@@ -53,15 +53,16 @@ async function throughput(
   result: TargetResult,
 ): Promise<void> {
   log(
-    `   throughput: ${S.warmupSeconds}s warm-up + ${S.seconds}s, ${S.connections} connections` +
+    `   throughput${spec.streamed === true ? ' (streamed calls)' : ''}: ${S.warmupSeconds}s warm-up + ${S.seconds}s, ${S.connections} connections` +
       `${S.pipelining > 1 ? `, pipelining ${S.pipelining}` : ''}`,
   );
+  const shape = loadShapeOf(spec, server.chatPath);
   const run = await runThroughput(
     {
-      url: `${server.origin}${loadShapeOf(spec, server.chatPath).path}`,
+      url: `${server.origin}${shape.path}`,
       method: 'POST',
       headers: CLIENT_HEADERS,
-      body: loadShapeOf(spec, server.chatPath).body,
+      body: spec.streamed === true ? (shape.streamBody ?? shape.body) : shape.body,
       connections: S.connections,
       pipelining: S.pipelining,
       warmupSeconds: S.warmupSeconds,
@@ -141,7 +142,7 @@ export async function measurePass(
       `   listening on ${server.origin} (pid ${String(server.child.pid)})${server.logPath ? `, log ${server.logPath}` : ''}`,
     );
     await throughput(spec, server, upstream, result);
-    if (withProbes) await probes(spec, server, result);
+    if (withProbes && spec.probes !== false) await probes(spec, server, result);
     if (!isAlive(server.child)) result.problems.push(`${spec.name}: server process died during the run`);
   } catch (err) {
     result.problems.push(`${spec.name}: ${err instanceof Error ? err.message : String(err)}`);

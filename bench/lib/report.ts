@@ -4,8 +4,12 @@ import type { LatencyResult, StreamResult } from './probe.js';
 import type { ThroughputRun } from './throughput.js';
 
 export interface TargetResult {
+  /** The target's id (bench/lib/targets.ts). */
+  id: string;
   name: string;
   isBaseline: boolean;
+  /** Id of the passthrough its "% of passthrough" is taken against. */
+  baselineId: string;
   /** One throughput run per round. */
   runs: ThroughputRun[];
   latency?: LatencyResult;
@@ -38,9 +42,13 @@ function row(cells: readonly string[]): string {
   return `| ${cells.join(' | ')} |`;
 }
 
+/** The median req/s of the passthrough `t` is compared with (undefined when it failed or did not run). */
+function baselineRps(targets: readonly TargetResult[], t: TargetResult): number | undefined {
+  const baseline = targets.find((b) => b.id === t.baselineId && b.problems.length === 0);
+  return baseline ? medianRun(baseline)?.load.requestsPerSecMean : undefined;
+}
+
 export function renderComparison(targets: readonly TargetResult[], upstream: Reference, connections: number): string {
-  const baseline = targets.find((t) => t.isBaseline && t.problems.length === 0);
-  const base = baseline ? medianRun(baseline)?.load.requestsPerSecMean : undefined;
   const rounds = Math.max(0, ...targets.map((t) => t.runs.length));
   const up = upstream.latency?.latency;
   const header = [
@@ -66,6 +74,7 @@ export function renderComparison(targets: readonly TargetResult[], upstream: Ref
     const range = all.length > 1 ? ` (${int(Math.min(...all))}–${int(Math.max(...all))})` : '';
     const lat = t.latency?.latency;
     const fails = failureCount(t);
+    const base = baselineRps(targets, t);
     lines.push(
       row([
         t.name,
@@ -182,32 +191,38 @@ export function renderCpu(targets: readonly TargetResult[], serverCore: number, 
  * per-round ratios is the number to quote for "how much slower is B than A"; the medians of the table above
  * can come from different rounds.
  */
-export function renderPairedRatios(
-  targets: readonly TargetResult[],
-  referenceNames: readonly string[],
-): string | undefined {
+export function renderPairedRatios(targets: readonly TargetResult[], gatewayId: string): string | undefined {
   const rounds = Math.min(...targets.map((t) => t.runs.length));
   if (!Number.isFinite(rounds) || rounds < 2) return undefined;
   const lines = [row(['target', 'compared with', 'per round', 'median']), row(['---', '---', '---', '---:'])];
-  for (const reference of targets.filter((t) => referenceNames.includes(t.name) && t.problems.length === 0)) {
-    for (const t of targets) {
-      if (
-        t === reference ||
-        t.isBaseline ||
-        t.problems.length > 0 ||
-        (referenceNames.includes(t.name) && !reference.isBaseline)
-      )
-        continue;
-      const ratios = t.runs
-        .slice(0, rounds)
-        .map((run, i) => (run.load.requestsPerSecMean / (reference.runs[i]?.load.requestsPerSecMean ?? NaN)) * 100);
-      const sorted = [...ratios].sort((a, b) => a - b);
-      const median =
-        sorted.length % 2 === 1
-          ? sorted[(sorted.length - 1) / 2]
-          : ((sorted[sorted.length / 2 - 1] ?? 0) + (sorted[sorted.length / 2] ?? 0)) / 2;
-      lines.push(row([t.name, reference.name, ratios.map((r) => pct(r)).join(', '), `**${pct(median)}**`]));
+  const ok = (id: string) => targets.find((t) => t.id === id && t.problems.length === 0);
+  for (const t of targets) {
+    if (t.isBaseline || t.problems.length > 0) continue;
+    // Against its own passthrough; a chat target on the shared mock also against the plain gateway.
+    const references = [
+      ok(t.baselineId),
+      t.baselineId === 'passthrough' && t.id !== gatewayId ? ok(gatewayId) : undefined,
+    ];
+    for (const reference of references) {
+      if (reference === undefined) continue;
+      const ratios = roundRatios(t, reference).slice(0, rounds);
+      lines.push(row([t.name, reference.name, ratios.map((r) => pct(r)).join(', '), `**${pct(medianOf(ratios))}**`]));
     }
   }
   return lines.length > 2 ? lines.join('\n') : undefined;
+}
+
+/** `t`'s req/s as % of `reference`'s, round by round (the rounds both have). */
+export function roundRatios(t: TargetResult, reference: TargetResult): number[] {
+  return t.runs
+    .slice(0, reference.runs.length)
+    .map((run, i) => (run.load.requestsPerSecMean / (reference.runs[i]?.load.requestsPerSecMean ?? NaN)) * 100);
+}
+
+/** The median (the mean of the two middle values for an even count); NaN when empty. */
+export function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? NaN) : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
 }

@@ -61,7 +61,8 @@ async function startPassthrough(spec: TargetSpec, upstreamOrigin: string): Promi
 
 export const GATEWAY_ENTRY = path.join(ROOT, 'dist/main.js');
 
-function gatewayCommand(spec: TargetSpec): [string, string[]] {
+/** The command that starts a gateway target: its own, BENCH_GATEWAY_CMD, or this Node with dist/main.js. */
+export function gatewayCommand(spec: TargetSpec): [string, string[]] {
   const line = spec.command ?? S.gatewayCmd;
   if (line !== '') {
     const [cmd, ...args] = line.split(/\s+/);

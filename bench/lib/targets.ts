@@ -23,11 +23,59 @@ const webhookConfig = (path: string) => (origin: string) =>
   });
 const WEBHOOK_ENV = { BENCH_WEBHOOK_SECRET: 'bench-webhook-secret-0123456789' };
 
+/** Content chunks of a stream in issue 33's "streams of 100 chunks" row. */
+export const GOAL_STREAM_CHUNKS = 100;
+
+/**
+ * The default run (no BENCH_TARGETS) is issue 33's throughput rows, each gateway target right after its own
+ * passthrough: non-streamed calls; a fresh Idempotency-Key per call (the load generator pays for the header on both
+ * sides, so the passthrough gets it too); streams of 100 chunks. The rest are measured when named.
+ */
 export const ALL_TARGETS: readonly TargetSpec[] = [
   { id: 'passthrough', name: 'passthrough (floor)', kind: 'passthrough' },
   { id: 'gateway', name: 'gateway', kind: 'gateway' },
-  { id: 'responses', name: 'gateway, Responses API (translated to chat)', kind: 'gateway', api: 'responses' },
-  { id: 'embeddings', name: 'gateway, embeddings', kind: 'gateway', api: 'embeddings' },
+  {
+    id: 'passthrough-keys',
+    name: 'passthrough, a fresh Idempotency-Key per call (ignored)',
+    kind: 'passthrough',
+    idempotencyKeys: true,
+    probes: false,
+    baseline: 'passthrough-keys',
+  },
+  {
+    id: 'gateway-keys',
+    name: 'gateway, defaults, a fresh Idempotency-Key per call (SQLite)',
+    kind: 'gateway',
+    idempotencyKeys: true,
+    probes: false,
+    baseline: 'passthrough-keys',
+  },
+  {
+    id: 'passthrough-stream100',
+    name: `passthrough, streams of ${GOAL_STREAM_CHUNKS} chunks`,
+    kind: 'passthrough',
+    streamed: true,
+    upstreamChunks: GOAL_STREAM_CHUNKS,
+    probes: false,
+    baseline: 'passthrough-stream100',
+  },
+  {
+    id: 'gateway-stream100',
+    name: `gateway, streams of ${GOAL_STREAM_CHUNKS} chunks`,
+    kind: 'gateway',
+    streamed: true,
+    upstreamChunks: GOAL_STREAM_CHUNKS,
+    probes: false,
+    baseline: 'passthrough-stream100',
+  },
+  {
+    id: 'responses',
+    name: 'gateway, Responses API (translated to chat)',
+    kind: 'gateway',
+    api: 'responses',
+    onlyWhenNamed: true,
+  },
+  { id: 'embeddings', name: 'gateway, embeddings', kind: 'gateway', api: 'embeddings', onlyWhenNamed: true },
   {
     id: 'messages',
     name: "gateway, Anthropic's Messages API (translated to chat)",
@@ -56,6 +104,7 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     name: 'gateway, Anthropic upstream (translated)',
     kind: 'gateway',
     env: { UPSTREAM_KIND: 'anthropic' },
+    onlyWhenNamed: true,
   },
   {
     id: 'gemini',
@@ -107,6 +156,7 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     kind: 'gateway',
     env: { GATEWAY_CONFIG: LIMITS_CONFIG },
     idempotencyKeys: true,
+    onlyWhenNamed: true,
   },
   {
     id: 'sqlite-limits',
@@ -136,5 +186,6 @@ export const ALL_TARGETS: readonly TargetSpec[] = [
     kind: 'gateway',
     env: { GATEWAY_CONFIG: LIMITS_CONFIG, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
     idempotencyKeys: true,
+    onlyWhenNamed: true,
   },
 ];

@@ -70,7 +70,13 @@ test('the goals table: the streams row needs the peak, no loss and the first-byt
     id,
     name: id,
     peakRssMb,
-    result: { completed: 100 - lost, lost, reasons: lost ? { TimeoutError: lost } : {}, firstByteMs: [p99], wallMs: 1 },
+    result: {
+      completed: 100 - lost,
+      lost,
+      reasons: (lost ? { TimeoutError: lost } : {}) as Record<string, number>,
+      firstByteMs: [p99],
+      wallMs: 1,
+    },
   });
   const options = { streams: 100, chunks: 20, intervalMs: 1000, workers: 2, targets: [], workDir: '' } as const;
   const render = (gateway: ReturnType<typeof outcome>) =>

@@ -32,7 +32,10 @@ async function measure(workers: number, command: string[]): Promise<void> {
     env: { ...process.env, DATA_DIR: join(dir, 'data'), PORT: '0', WORKERS: String(workers), IDLE_RSS_DIR: out },
     stdio: 'ignore',
   });
-  await sleep(IDLE_MS);
+  // Each process writes its figures IDLE_MS - 1 s after its own start (workers start later than the primary).
+  const expected = workers > 1 ? workers + 1 : 1;
+  for (let waited = 0; readdirSync(out).length < expected && waited < 20_000; waited += 250) await sleep(250);
+  await sleep(1000);
   for (const file of readdirSync(out)) {
     const pid = Number(file.replace('.json', ''));
     const figures = JSON.parse(readFileSync(join(out, file), 'utf8')) as { role: string; heapUsed: number };

@@ -1,4 +1,4 @@
-import type { GatewayEnvironment } from './schema.js';
+import type { GatewayEnvironment } from './names.js';
 import type { StreamUsageMode } from './provider-presets.js';
 import type { PriceCatalog } from './price-catalog.js';
 

@@ -1,5 +1,0 @@
-import { readFileSync } from 'node:fs';
-const what = process.argv.slice(2);
-for (const w of what) await import(w);
-setTimeout(() => { const s = readFileSync('/proc/self/status','utf8'); const g = k => (Number(new RegExp(k+':\\s+(\\d+)').exec(s)[1])/1024).toFixed(1);
-console.log((process.execArgv.join(' ')||'-').padEnd(40), (what.join('+') || 'bare').padEnd(30), 'rss', g('VmRSS'), 'anon', g('RssAnon'), 'file', g('RssFile')); }, 1500);

@@ -25,7 +25,7 @@ process.on('exit', () => writeFileSync(process.env.MODULE_LIST_DIR + '/' + role 
 
 after(removeTempDirs);
 
-test('the default configuration loads no YAML parser, jose, OpenTelemetry SDK, pg or ioredis at start', async () => {
+test('the default configuration loads no YAML parser, jose, OpenTelemetry SDK, pg, ioredis or undici index at start', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-modules-'));
   writeFileSync(join(dir, 'preload.mjs'), PRELOAD);
   const gw = await startGatewayProcess({
@@ -50,6 +50,18 @@ test('the default configuration loads no YAML parser, jose, OpenTelemetry SDK, p
     '@opentelemetry/sdk-trace-base',
     '@opentelemetry/exporter-trace-otlp-http',
   ];
+  // undici's dispatchers come from its own modules (src/net/undici.ts): its index, fetch, WebSocket and the
+  // mock agents are not loaded.
+  for (const part of ['undici/index.js', 'undici/lib/web/', 'undici/lib/mock/'])
+    assert.deepEqual(
+      loaded.filter((url) => url.includes(`/node_modules/${part}`)),
+      [],
+      `${part} is not loaded`,
+    );
+  assert.ok(
+    loaded.some((url) => url.includes('/node_modules/undici/lib/dispatcher/pool.js')),
+    "undici's Pool is",
+  );
   for (const name of unused) {
     assert.deepEqual(
       loaded.filter((url) => url.includes(`/node_modules/${name}/`)),

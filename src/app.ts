@@ -89,7 +89,7 @@ export interface AppDependencies {
    * Reads and validates the config file again, for live reloads (SIGHUP, the file watch); throws ConfigError.
    * Without it the configuration never changes while running.
    */
-  readConfig?: () => GatewayConfig;
+  readConfig?: () => GatewayConfig | Promise<GatewayConfig>;
 }
 
 export interface GatewayApp {

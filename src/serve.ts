@@ -12,7 +12,7 @@ export async function runServer(
   config: GatewayConfig,
   logger: Logger,
   version: string,
-  readConfig?: () => GatewayConfig,
+  readConfig?: () => Promise<GatewayConfig>,
 ): Promise<void> {
   const deps = await openDependencies(config, logger);
   const { app, beginShutdown, reloadCertificate, reloadConfig } = await buildApp({

@@ -1,4 +1,4 @@
-import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
+import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
 import { canonicalJson } from '../core/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow } from '../store/contract.js';

@@ -1,6 +1,6 @@
 import { KeyService, stateOf } from '../auth/key-service.js';
 import { isGatewayError } from '../errors/gateway-error.js';
-import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/schema.js';
+import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
 import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
 import type { CliOutput } from './webhooks-command.js';
 

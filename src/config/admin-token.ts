@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GatewayConfig } from './types.js';
-import { ConfigError } from './load.js';
+import { ConfigError } from './config-error.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 

@@ -1,7 +1,7 @@
 // Single environment variables read into typed values (admin tokens, environment, integers, workers, log level,
 // timeouts), each problem added to the list loadConfig reports at once.
 import { availableParallelism } from 'node:os';
-import { ENVIRONMENTS, type GatewayEnvironment } from './schema.js';
+import { ENVIRONMENTS, type GatewayEnvironment } from './names.js';
 import type { Timeouts } from './types.js';
 import type { Env } from './env.js';
 

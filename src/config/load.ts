@@ -4,6 +4,7 @@ import { resolve, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { z } from 'zod';
+import { ConfigError } from './config-error.js';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
@@ -33,19 +34,11 @@ import {
   toWebhooks,
 } from './sections.js';
 
+export { ConfigError };
+
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A 1 MiB body needs 30 s only below ~35 KB/s; a caller slower than that is holding a socket, not sending. */
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
-
-/** A configuration problem; `problems` name each bad field so `gateway config check` and start-up can list them. */
-export class ConfigError extends Error {
-  readonly problems: string[];
-  constructor(problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
-}
 
 /** The built-in catalog, another file's, or none (`price_catalog: false`). */
 function toPriceCatalog(setting: string | false | undefined, fileDir: string, problems: string[]) {

@@ -2,27 +2,17 @@ import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
 import { batchesSectionSchema } from './batches-schema.js';
 import { filesSectionSchema } from './files-schema.js';
+import { DEFAULT_OAUTH_SCOPES, GRANTABLE_ROUTES, type GrantableRoute } from './names.js';
 
 /**
  * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
  * rest of the wire format. Secrets are never values in this file: only the names of environment variables or
  * files that hold them (`api_key_env`, `api_key_file`), so the file can be committed and reviewed.
  */
-export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
-
-/** The API routes a scoped key, an OAuth scope or a Basic user can be given the right to call (health needs none). */
-const CALL_ROUTES = ['chat', 'models', 'responses', 'embeddings', 'messages', 'gemini'] as const;
-export const GRANTABLE_ROUTES = [...CALL_ROUTES, 'files', 'batches'] as const;
-export type GrantableRoute = (typeof GRANTABLE_ROUTES)[number];
-
-/**
- * The OAuth scope that grants each route by default: `<route>:write`, and `models:read` for the models list (a
- * surface's descriptor names the same scope: test/surface-registry.test.ts checks they agree).
- */
-export const DEFAULT_OAUTH_SCOPES: Readonly<Record<string, GrantableRoute[]>> = Object.fromEntries(
-  GRANTABLE_ROUTES.map((route) => [route === 'models' ? 'models:read' : `${route}:write`, [route]]),
-);
-export type GatewayEnvironment = (typeof ENVIRONMENTS)[number];
+// The names also used outside the config (routes, keys, the dashboard) live in a module without zod: a server
+// process loads them without the schema (issue 33).
+export { DEFAULT_OAUTH_SCOPES, ENVIRONMENTS, GRANTABLE_ROUTES } from './names.js';
+export type { GatewayEnvironment, GrantableRoute } from './names.js';
 
 /** idempotency.max_replay_bytes: 8 MiB, a quarter of the 32 MiB cap on an upstream's JSON answer. */
 export const DEFAULT_MAX_REPLAY_BYTES = 8 * 1024 * 1024;

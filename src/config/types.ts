@@ -1,5 +1,5 @@
 import type { BatchesConfig } from './batches-schema.js';
-import type { GatewayEnvironment } from './schema.js';
+import type { GatewayEnvironment } from './names.js';
 import type { StreamUsageMode } from './provider-presets.js';
 import type { PriceCatalog } from './price-catalog.js';
 import type { FilesConfig } from './files-schema.js';

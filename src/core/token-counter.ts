@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ClientGoneError } from '../errors/client-gone.js';
+import { loaderArguments } from './loader-arguments.js';
 import type { CountReply, CountRequest, Encoding } from './token-count-lane.js';
 
 export interface CounterBounds {
@@ -130,21 +131,6 @@ export class TokenCounter {
       this.finish(id)?.reject(new GatewayError('internal_error', {}, { cause: error }));
     clearTimeout(this.idleTimer);
   }
-}
-
-/** The options that make the thread load modules as the gateway does (`--import tsx`); none of the others. */
-function loaderArguments(execArgv: readonly string[]): string[] {
-  const kept: string[] = [];
-  for (let i = 0; i < execArgv.length; i++) {
-    const arg = execArgv[i] as string;
-    if (/^--(import|require|loader|experimental-loader|conditions)=/.test(arg)) kept.push(arg);
-    else if (
-      /^(--import|--require|-r|--loader|--experimental-loader|--conditions|-C)$/.test(arg) &&
-      i + 1 < execArgv.length
-    )
-      kept.push(arg, execArgv[++i] as string);
-  }
-  return kept;
 }
 
 let shared: TokenCounter | undefined;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyRights, KeyService, KeyState, KeyView } from '../auth/key-service.js';
-import { GRANTABLE_ROUTES } from '../config/schema.js';
+import { GRANTABLE_ROUTES } from '../config/names.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import {
   budgetShown,

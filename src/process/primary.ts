@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import { serveClusterMetrics } from '../observability/cluster-metrics.js';
 import { EXIT_CANNOT_START } from './exit-codes.js';
 import { RespawnPolicy } from './respawn-policy.js';
+import { handConfigToWorkers } from './config-handoff.js';
 
 /**
  * The cluster primary (WORKERS > 1): it serves nothing itself. It forks `config.workers` server processes that
@@ -34,6 +35,7 @@ export function runPrimary(config: GatewayConfig, logger: Logger): Promise<numbe
   const fork = (): void => {
     forkedAt.set(cluster.fork().id, Date.now());
   };
+  handConfigToWorkers(config);
   serveClusterMetrics(logger, () =>
     [...listening].map((id) => cluster.workers?.[id]).filter((w): w is Worker => w !== undefined),
   );

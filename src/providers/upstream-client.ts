@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import { Pool } from '../net/undici.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';

@@ -1,4 +1,4 @@
-import { GRANTABLE_ROUTES, type GrantableRoute } from '../config/schema.js';
+import { GRANTABLE_ROUTES, type GrantableRoute } from '../config/names.js';
 
 /** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
 export type ApiRoute = 'health' | 'keys' | GrantableRoute;

@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import { Agent } from '../net/undici.js';
 import type { WebhookSubscription } from '../config/types.js';
 import { parseRetryAfter } from '../core/upstream-pauses.js';
 import { guardedLookup } from '../net/address-guard.js';
@@ -44,9 +44,12 @@ export class WebhookSender {
     const timestamp = Math.floor(nowMs / 1000);
     const signal = AbortSignal.timeout(this.options.timeoutMs);
     try {
-      const response = await request(subscription.url, {
+      // undici's `request(url, { dispatcher })` spelled out (the index that exports it is not loaded: net/undici.ts).
+      const url = new URL(subscription.url);
+      const response = await this.agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: 'POST',
-        dispatcher: this.agent,
         signal,
         headers: {
           'content-type': 'application/json',

@@ -20,8 +20,11 @@ import type { WiredWebhooks } from './webhooks.js';
 /** What a reload re-reads and what it swaps the new generation into. */
 export interface ReloadTargets {
   generations: ConfigGenerations;
-  /** Reads and validates the config file again (loadConfig); throws ConfigError listing each bad field. */
-  read: () => GatewayConfig;
+  /**
+   * Reads and validates the config file again (loadConfig); throws (or rejects with) ConfigError listing each bad
+   * field. May be async: a cluster worker loads the config modules (zod) only at its first reload (issue 33).
+   */
+  read: () => GatewayConfig | Promise<GatewayConfig>;
   pipeline: CallPipeline;
   catalog: ModelCatalog;
   upstreams: WiredUpstreams;
@@ -50,19 +53,29 @@ export function wireConfigReload(
   // The bytes last judged (applied or refused): the watch and its fallback poll may both report one change, and a
   // file already judged is not read twice (nor is a refused one reported twice).
   let judged = targets.generations.version;
-  const reload = (trigger: ReloadTrigger) => {
+  // Reloads run one after the other: a SIGHUP and a file event arriving together never interleave.
+  let queue: Promise<void> = Promise.resolve();
+  const reloadNow = async (trigger: ReloadTrigger) => {
     if (trigger === 'file change' && file) {
       const onDisk = versionOnDisk(file);
       if (onDisk === judged) return;
       if (onDisk !== undefined) judged = onDisk;
     }
-    reloadOnce(app, targets, trigger);
+    await reloadOnce(app, targets, trigger);
+  };
+  const reload = (trigger: ReloadTrigger) => {
+    queue = queue
+      .then(() => reloadNow(trigger))
+      .catch((error: unknown) => app.log.error({ err: error }, 'config reload failed'));
   };
   if (file) {
     const watch = watchConfigFile(file, () => reload('file change'));
     app.addHook('onClose', async () => {
       watch.stop();
     });
+    // A cluster worker starts on the config the primary read at start; one started after a live reload (a
+    // replacement for a worker that died) catches up with the file at once rather than at its next change.
+    if (versionOnDisk(file) !== judged) reload('file change');
   }
   return { reload };
 }
@@ -76,13 +89,13 @@ function versionOnDisk(file: string): string | undefined {
   }
 }
 
-function reloadOnce(app: FastifyInstance, targets: ReloadTargets, trigger: ReloadTrigger): void {
+async function reloadOnce(app: FastifyInstance, targets: ReloadTargets, trigger: ReloadTrigger): Promise<void> {
   const { generations } = targets;
   const running = generations.current.config;
   const file = running.source?.file ?? '(no config file)';
   let next: GatewayConfig;
   try {
-    next = targets.read();
+    next = await targets.read();
   } catch (error) {
     refuse(app, targets, trigger, file, error);
     return;

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from './config-error.js';
+import { configVersionOf } from './config-version.js';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
@@ -34,7 +34,7 @@ import {
   toWebhooks,
 } from './sections.js';
 
-export { ConfigError };
+export { ConfigError, configVersionOf };
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A 1 MiB body needs 30 s only below ~35 KB/s; a caller slower than that is holding a socket, not sending. */
@@ -151,11 +151,6 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     basicUsers,
     source,
   };
-}
-
-/** The first 12 hex digits of the SHA-256 of the file's bytes: which file a process runs (health, reloads). */
-export function configVersionOf(bytes: Buffer | string): string {
-  return createHash('sha256').update(bytes).digest('hex').slice(0, 12);
 }
 
 function readConfigFile(path: string, problems: string[], source: { file?: string; version: string }): ConfigFile {

@@ -6,7 +6,7 @@ import { OAuthVerifier } from '../auth/oauth.js';
 import { diffConfigs, sameEndpoint, type ConfigChanges } from '../config/config-diff.js';
 import { watchConfigFile } from '../config/config-watch.js';
 import { keepRestartSettings } from '../config/restart-settings.js';
-import { configVersionOf } from '../config/load.js';
+import { configVersionOf } from '../config/config-version.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { CallPipeline } from '../core/call-pipeline.js';
 import type { ConfigGenerations } from '../core/config-generation.js';

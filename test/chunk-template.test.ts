@@ -2,10 +2,13 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeChunkEvent, streamChunkDecoder } from '../src/providers/openai-compatible/decode-chunk.js';
 import type { StreamChunk } from '../src/providers/contract.js';
+import type { SseEvent } from '../src/streaming/sse-parser.js';
 
 // A stream's frames through the per-stream decoder (chunk-template.ts: frames that repeat the one before but for
 // their text skip JSON.parse) must decode exactly as each frame alone through decodeChunkEvent: the same chunk,
 // the same bytes passed on, the same failure.
+
+const message = (data: string): SseEvent => ({ event: 'message', data, id: undefined, retry: undefined });
 
 type Outcome = { ok: StreamChunk | undefined } | { failed: { code: unknown; details: unknown } };
 
@@ -22,7 +25,7 @@ function outcome(run: () => StreamChunk | undefined): Outcome {
 function assertSameDecoding(frames: string[]): void {
   const decode = streamChunkDecoder('up', ['sk-secret']);
   frames.forEach((data, i) => {
-    const event = { event: 'message', data, id: '' };
+    const event = message(data);
     const alone = outcome(() => decodeChunkEvent(event, 'up', ['sk-secret']));
     const inStream = outcome(() => decode(event));
     assert.deepEqual(inStream, alone, `frame ${i}: ${data}`);
@@ -111,8 +114,8 @@ describe('the per-stream chunk decoder decodes every frame as decodeChunkEvent d
       return parse(...args);
     }) as typeof JSON.parse;
     try {
-      decode({ event: 'message', data: frame('{"role":"assistant","content":""}'), id: '' });
-      for (let i = 0; i < 100; i++) decode({ event: 'message', data: text(`" tok${i}"`), id: '' });
+      decode(message(frame('{"role":"assistant","content":""}')));
+      for (let i = 0; i < 100; i++) decode(message(text(`" tok${i}"`)));
     } finally {
       JSON.parse = parse;
     }
@@ -122,12 +125,12 @@ describe('the per-stream chunk decoder decodes every frame as decodeChunkEvent d
 
   test('a matched frame is its own chunk: changing one leaves the template and the others as they were', () => {
     const decode = streamChunkDecoder('up', []);
-    const chunks = ['"a"', '"b"', '"c"'].map((t) => decode({ event: 'message', data: text(t), id: '' }));
+    const chunks = ['"a"', '"b"', '"c"'].map((t) => decode(message(text(t))));
     (chunks[2]?.chunk.choices[0] as { delta: { content: string } }).delta.content = 'changed';
     assert.deepEqual(
       chunks.map((c) => c?.chunk.choices[0]?.delta.content),
       ['a', 'b', 'changed'],
     );
-    assert.equal(decode({ event: 'message', data: text('"d"'), id: '' })?.chunk.choices[0]?.delta.content, 'd');
+    assert.equal(decode(message(text('"d"')))?.chunk.choices[0]?.delta.content, 'd');
   });
 });

@@ -5,6 +5,7 @@ import { CHAT_COUNTS, correctCounts } from '../usage-figures.js';
 import { malformedFrame as malformed } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
 import { normaliseAnswer } from './normalise-answer.js';
+import { ChunkTemplate } from './chunk-template.js';
 
 /**
  * One SSE event of an OpenAI-compatible stream to a chunk, as a pure function. Returns undefined for events
@@ -47,6 +48,37 @@ export function decodeChunkEvent(
     return { chunk: record as ChatCompletionChunk };
   }
   return { chunk: record as ChatCompletionChunk, json: event.data };
+}
+
+/** Templates learnt in a row that never matched, after which a stream stops learning (its frames all differ). */
+const FRUITLESS_TEMPLATES = 4;
+
+/**
+ * decodeChunkEvent for one stream, with the template of its last frame (chunk-template.ts): a frame that is the
+ * one before with another text is decoded without `JSON.parse`; any other goes through decodeChunkEvent, and
+ * becomes the template. A stream whose frames never repeat stops learning after FRUITLESS_TEMPLATES.
+ */
+export function streamChunkDecoder(
+  upstream: string,
+  secrets: ReadonlyArray<string | undefined>,
+): (event: SseEvent) => StreamChunk | undefined {
+  let template: ChunkTemplate | undefined;
+  let fruitless = 0;
+  return (event) => {
+    if (template !== undefined && event.event === 'message') {
+      const matched = template.match(event.data);
+      if (matched !== undefined) {
+        fruitless = 0;
+        return matched;
+      }
+    }
+    const decoded = decodeChunkEvent(event, upstream, secrets);
+    if (decoded?.json !== undefined && fruitless < FRUITLESS_TEMPLATES) {
+      template = ChunkTemplate.learn(decoded) ?? template;
+      fruitless++;
+    }
+    return decoded;
+  };
 }
 
 /** A chunk's usage (when it carries one) corrected in place and flagged; whether anything had to be. */

@@ -17,7 +17,7 @@ import type {
 } from '../contract.js';
 import { anomaliesOf, countsOf, withAnomalies } from '../usage-figures.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
-import { decodeChunkEvent } from './decode-chunk.js';
+import { streamChunkDecoder } from './decode-chunk.js';
 import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
@@ -91,6 +91,7 @@ export class OpenAiCompatibleProvider implements Provider {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const addUsage = this.asksForUsage() && options?.include_usage !== true;
     const secrets = [context.apiKeyOverride, this.config.apiKey];
+    const decodeChunk = streamChunkDecoder(this.name, secrets);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -113,7 +114,7 @@ export class OpenAiCompatibleProvider implements Provider {
       },
       translate: (event, batch) => {
         if (event.data === '[DONE]') return true;
-        const chunk = decodeChunkEvent(event, this.name, secrets);
+        const chunk = decodeChunk(event);
         if (chunk) {
           if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
           batch.push(chunk);

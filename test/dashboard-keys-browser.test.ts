@@ -207,6 +207,8 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
         ['embeddings', false],
         ['messages', false],
         ['gemini', false],
+        ['files', false],
+        ['batches', false],
       ],
     );
 

@@ -44,6 +44,8 @@ export async function runServer(config: GatewayConfig, logger: Logger, version: 
           : 'off (scoped keys may carry their own)',
       usage: deps.kinds.usage,
       idempotency: deps.kinds.idempotency,
+      files: deps.kinds.files,
+      batches: deps.kinds.batches,
       pid: process.pid,
     },
     'gateway started',

@@ -4,6 +4,7 @@ import type { Logger } from './observability/logger.js';
 import { openStateStores } from './store/open-state-stores.js';
 import { openUsageStore } from './store/open-usage-store.js';
 import { openFileStores } from './store/open-file-stores.js';
+import { openBatchStore } from './store/open-batch-store.js';
 import { openSqliteStore, type SqliteStore } from './store/sqlite/sqlite-store.js';
 
 /** What `buildApp` needs, opened from the config, and how to close it once the app has closed. */
@@ -11,7 +12,7 @@ export interface Dependencies extends AppDependencies {
   /** The embedded store (always open: migrations, and the state when no Redis is configured). */
   sqlite: SqliteStore;
   /** Where each kind of state lives, for the start-up line. */
-  kinds: { limits: string | undefined; idempotency: string; usage: string; files: string };
+  kinds: { limits: string | undefined; idempotency: string; usage: string; files: string; batches: string };
   /** Closes the stores (after the app): the shared state, the usage store, then the SQLite file. */
   close(): Promise<void>;
 }
@@ -25,8 +26,8 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
   const sqlite = await openSqliteStore(config.dataDir);
   const state = await openStateStores(config, sqlite);
   const usage = await openUsageStore(config, sqlite);
-  const { SqliteBatches } = await import('./store/sqlite/sqlite-batches.js');
   const files = await openFileStores(config, sqlite);
+  const batches = await openBatchStore(config, sqlite);
   return {
     config,
     logger,
@@ -40,8 +41,8 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     responses: state.responses,
     nativeOwners: state.nativeOwners,
     responseCache: state.responseCache,
-    // In the embedded store in every mode (docs/files.md, "Batches": several processes on one data folder share it).
-    batches: new SqliteBatches(sqlite.db),
+    // Where files live (docs/files.md, "Batches"): the SQLite file, or PostgreSQL shared by every instance.
+    batches: batches.store,
     ...(usage ? { usage: usage.store } : {}),
     files,
     kinds: {
@@ -49,10 +50,12 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
       idempotency: state.idempotency.kind,
       usage: usage?.kind ?? 'off',
       files: files.kind,
+      batches: batches.kind,
     },
     async close() {
       await state.close();
       await usage?.close();
+      await batches.close();
       await files.close();
       await sqlite.close();
     },

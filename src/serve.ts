@@ -52,6 +52,8 @@ export async function runServer(
           : 'off (scoped keys may carry their own)',
       usage: deps.kinds.usage,
       idempotency: deps.kinds.idempotency,
+      files: deps.kinds.files,
+      batches: deps.kinds.batches,
       pid: process.pid,
     },
     'gateway started',

@@ -1,0 +1,60 @@
+import type { BatchApi, BatchLine, BatchRecord, BatchStatus, LineState } from './batch-contract.js';
+
+/** A batch or line row as either backend returns it (SQLite numbers, PostgreSQL BIGINT strings): read one way. */
+export type Row = Record<string, unknown>;
+
+function num(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+function str(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+export function recordOf(row: Row): BatchRecord {
+  return {
+    id: row.id as string,
+    owner: row.owner as string,
+    principal: row.principal as string,
+    api: row.api as BatchApi,
+    endpoint: row.endpoint as string,
+    inputFileId: str(row.input_file_id),
+    completionWindow: row.completion_window as string,
+    metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as Record<string, string>) : null,
+    status: row.status as BatchStatus,
+    counts: {
+      total: Number(row.total),
+      succeeded: Number(row.succeeded),
+      errored: Number(row.errored),
+      canceled: Number(row.canceled),
+      expired: Number(row.expired),
+    },
+    errors: typeof row.errors === 'string' ? (JSON.parse(row.errors) as BatchRecord['errors']) : null,
+    outputFileId: str(row.output_file_id),
+    errorFileId: str(row.error_file_id),
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
+    inProgressMs: num(row.in_progress_ms),
+    finalizingMs: num(row.finalizing_ms),
+    completedMs: num(row.completed_ms),
+    failedMs: num(row.failed_ms),
+    expiredMs: num(row.expired_ms),
+    cancellingMs: num(row.cancelling_ms),
+    cancelledMs: num(row.cancelled_ms),
+  };
+}
+
+export function lineOf(row: Row): BatchLine {
+  return {
+    index: Number(row.idx),
+    customId: row.custom_id as string,
+    url: row.url as string,
+    body: row.body as string,
+    state: row.state as LineState,
+    statusCode: num(row.status_code),
+    response: str(row.response),
+    requestId: str(row.request_id),
+    error: str(row.error),
+    attempts: Number(row.attempts),
+  };
+}

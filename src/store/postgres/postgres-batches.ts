@@ -1,0 +1,267 @@
+import type { Pool } from 'pg';
+import {
+  ACTIVE_BATCH_STATUSES,
+  type BatchApi,
+  type BatchLine,
+  type BatchRecord,
+  type BatchStamp,
+  type BatchStatus,
+  type BatchStore,
+  type LineOutcome,
+  type LineState,
+  type NewBatchLine,
+} from '../batch-contract.js';
+import { lineOf, recordOf, type Row } from '../batch-rows.js';
+import { migrateUnderLock } from './migrate.js';
+
+const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** The same tables as SQLite migration 17, under the prefix. */
+export const batchSchema = (p: string) => `
+CREATE TABLE IF NOT EXISTS ${p}batches (
+  seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, owner TEXT NOT NULL, principal TEXT NOT NULL, api TEXT NOT NULL,
+  endpoint TEXT NOT NULL, input_file_id TEXT, completion_window TEXT NOT NULL, metadata TEXT, status TEXT NOT NULL,
+  total BIGINT NOT NULL DEFAULT 0, succeeded BIGINT NOT NULL DEFAULT 0, errored BIGINT NOT NULL DEFAULT 0,
+  canceled BIGINT NOT NULL DEFAULT 0, expired BIGINT NOT NULL DEFAULT 0, errors TEXT, output_file_id TEXT,
+  error_file_id TEXT, created_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL, in_progress_ms BIGINT,
+  finalizing_ms BIGINT, completed_ms BIGINT, failed_ms BIGINT, expired_ms BIGINT, cancelling_ms BIGINT,
+  cancelled_ms BIGINT, lease_holder TEXT, lease_until_ms BIGINT NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS ${p}batches_owner ON ${p}batches (owner, api, seq);
+CREATE INDEX IF NOT EXISTS ${p}batches_active ON ${p}batches (status) WHERE status IN (${ACTIVE_SQL});
+CREATE TABLE IF NOT EXISTS ${p}batch_lines (
+  batch_id TEXT NOT NULL, idx INTEGER NOT NULL, custom_id TEXT NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'errored', 'canceled', 'expired')),
+  status_code INTEGER, response TEXT, request_id TEXT, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
+  not_before_ms BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, idx));
+CREATE INDEX IF NOT EXISTS ${p}batch_lines_pending ON ${p}batch_lines (batch_id, idx) WHERE state = 'pending';`;
+
+const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
+  inProgressMs: 'in_progress_ms',
+  finalizingMs: 'finalizing_ms',
+  completedMs: 'completed_ms',
+  failedMs: 'failed_ms',
+  expiredMs: 'expired_ms',
+  cancellingMs: 'cancelling_ms',
+  cancelledMs: 'cancelled_ms',
+  outputFileId: 'output_file_id',
+  errorFileId: 'error_file_id',
+  errors: 'errors',
+};
+
+const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
+  succeeded: 'succeeded',
+  errored: 'errored',
+  canceled: 'canceled',
+  expired: 'expired',
+};
+
+/** Lines per INSERT statement in `addLines` (5 parameters each, under PostgreSQL's 65,535). */
+const INSERT_CHUNK = 1000;
+
+/**
+ * Batches in PostgreSQL (chosen with `files.store: postgres`, docs/files.md "Batches"), so every instance sharing
+ * the database sees every batch and one of them runs each. Exactly-once lives in single statements: a line's
+ * outcome is written by an UPDATE that matches only a `pending` row (a second writer blocks on the row lock, then
+ * finds it no longer pending) and moves the batch's counts in the same statement; a lease is taken by an UPDATE
+ * over rows locked with SKIP LOCKED whose lease is free, expired or already the caller's.
+ */
+export class PostgresBatches implements BatchStore {
+  private constructor(
+    private readonly pool: Pool,
+    private readonly p: string,
+  ) {}
+
+  /** Opens its own pool over `url` and creates the tables (`prefix` names them: tests use their own). */
+  static async open(url: string, prefix = 'gw_'): Promise<PostgresBatches> {
+    if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) throw new RangeError(`invalid table prefix ${prefix}`);
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: url, max: 8 });
+    pool.on('error', () => {
+      // An idle client lost its connection: the next query reconnects (and reports its own error).
+    });
+    await migrateUnderLock(pool, batchSchema(prefix));
+    return new PostgresBatches(pool, prefix);
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+
+  private async rows(sql: string, values: unknown[]): Promise<Row[]> {
+    return (await this.pool.query<Row>(sql, values)).rows;
+  }
+
+  private async changed(sql: string, values: unknown[]): Promise<number> {
+    return (await this.pool.query(sql, values)).rowCount ?? 0;
+  }
+
+  async create(batch: BatchRecord): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
+         status, total, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        batch.id,
+        batch.owner,
+        batch.principal,
+        batch.api,
+        batch.endpoint,
+        batch.inputFileId,
+        batch.completionWindow,
+        batch.metadata === null ? null : JSON.stringify(batch.metadata),
+        batch.status,
+        batch.counts.total,
+        batch.createdMs,
+        batch.expiresMs,
+      ],
+    );
+  }
+
+  async get(owner: string, id: string): Promise<BatchRecord | undefined> {
+    const [row] = await this.rows(`SELECT * FROM ${this.p}batches WHERE id = $1 AND owner = $2`, [id, owner]);
+    return row ? recordOf(row) : undefined;
+  }
+
+  async list(owner: string, api: BatchApi, after: string | undefined, limit: number): Promise<BatchRecord[]> {
+    let before = Number.MAX_SAFE_INTEGER;
+    if (after !== undefined) {
+      const [row] = await this.rows(`SELECT seq FROM ${this.p}batches WHERE id = $1 AND owner = $2`, [after, owner]);
+      if (!row) return [];
+      before = Number(row.seq);
+    }
+    const rows = await this.rows(
+      `SELECT * FROM ${this.p}batches WHERE owner = $1 AND api = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4`,
+      [owner, api, before, limit],
+    );
+    return rows.map(recordOf);
+  }
+
+  async transition(id: string, from: readonly BatchStatus[], to: BatchStatus, stamp: BatchStamp): Promise<boolean> {
+    const values: unknown[] = [to];
+    const sets = ['status = $1'];
+    for (const [key, value] of Object.entries(stamp) as Array<[keyof BatchStamp, unknown]>) {
+      values.push(key === 'errors' ? JSON.stringify(value) : value);
+      sets.push(`${STAMP_COLUMNS[key]} = $${values.length}`);
+    }
+    values.push(id, [...from]);
+    const sql = `UPDATE ${this.p}batches SET ${sets.join(', ')} WHERE id = $${values.length - 1}
+      AND status = ANY($${values.length}::text[])`;
+    return (await this.changed(sql, values)) === 1;
+  }
+
+  async delete(owner: string, id: string): Promise<boolean> {
+    const removed = await this.rows(
+      `WITH gone AS (DELETE FROM ${this.p}batches WHERE id = $1 AND owner = $2 AND status NOT IN (${ACTIVE_SQL})
+         RETURNING id), lines AS (DELETE FROM ${this.p}batch_lines WHERE batch_id IN (SELECT id FROM gone))
+       SELECT count(*)::int AS n FROM gone`,
+      [id, owner],
+    );
+    return Number(removed[0]?.n) === 1;
+  }
+
+  async addLines(batchId: string, lines: readonly NewBatchLine[]): Promise<void> {
+    for (let start = 0; start < lines.length; start += INSERT_CHUNK) {
+      const chunk = lines.slice(start, start + INSERT_CHUNK);
+      const values: unknown[] = [batchId];
+      const tuples = chunk.map((line) => {
+        values.push(line.index, line.customId, line.url, line.body);
+        const n = values.length;
+        return `($1, $${n - 3}, $${n - 2}, $${n - 1}, $${n}, 'pending')`;
+      });
+      // The insert and the total move in one statement: a line already there adds nothing (validation again).
+      await this.pool.query(
+        `WITH added AS (INSERT INTO ${this.p}batch_lines (batch_id, idx, custom_id, url, body, state)
+           VALUES ${tuples.join(', ')} ON CONFLICT (batch_id, idx) DO NOTHING RETURNING idx)
+         UPDATE ${this.p}batches SET total = total + (SELECT count(*) FROM added) WHERE id = $1`,
+        values,
+      );
+    }
+  }
+
+  async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
+    const rows = await this.rows(
+      `UPDATE ${this.p}batches SET lease_holder = $1, lease_until_ms = $3 WHERE id IN (
+         SELECT id FROM ${this.p}batches WHERE status IN (${ACTIVE_SQL})
+           AND (lease_holder = $1 OR lease_until_ms <= $2) ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+       AND (lease_holder = $1 OR lease_until_ms <= $2) RETURNING *`,
+      [holder, nowMs, nowMs + leaseMs, limit],
+    );
+    return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map(recordOf);
+  }
+
+  async renew(id: string, holder: string, untilMs: number): Promise<boolean> {
+    const sql = `UPDATE ${this.p}batches SET lease_until_ms = $1 WHERE id = $2 AND lease_holder = $3`;
+    return (await this.changed(sql, [untilMs, id, holder])) === 1;
+  }
+
+  async release(id: string, holder: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.p}batches SET lease_holder = NULL, lease_until_ms = 0 WHERE id = $1 AND lease_holder = $2`,
+      [id, holder],
+    );
+  }
+
+  async pendingLines(batchId: string, afterIndex: number, nowMs: number, limit: number): Promise<BatchLine[]> {
+    const rows = await this.rows(
+      `SELECT * FROM ${this.p}batch_lines WHERE batch_id = $1 AND state = 'pending' AND idx > $2
+         AND not_before_ms <= $3 ORDER BY idx LIMIT $4`,
+      [batchId, afterIndex, nowMs, limit],
+    );
+    return rows.map(lineOf);
+  }
+
+  async pendingCount(batchId: string): Promise<number> {
+    const sql = `SELECT count(*)::int AS n FROM ${this.p}batch_lines WHERE batch_id = $1 AND state = 'pending'`;
+    const [row] = await this.rows(sql, [batchId]);
+    return Number(row?.n ?? 0);
+  }
+
+  async recordOutcome(batchId: string, index: number, outcome: LineOutcome): Promise<boolean> {
+    const { state, statusCode, response, requestId, error } = outcome;
+    const column = COUNT_COLUMN[state];
+    const [row] = await this.rows(
+      `WITH moved AS (UPDATE ${this.p}batch_lines SET state = $1, status_code = $2, response = $3, request_id = $4,
+           error = $5, attempts = attempts + 1 WHERE batch_id = $6 AND idx = $7 AND state = 'pending' RETURNING idx),
+         counted AS (UPDATE ${this.p}batches SET ${column} = ${column} + 1
+           WHERE id = $6 AND EXISTS (SELECT 1 FROM moved))
+       SELECT count(*)::int AS n FROM moved`,
+      [state, statusCode, response, requestId, error, batchId, index],
+    );
+    return Number(row?.n) === 1;
+  }
+
+  async defer(batchId: string, index: number, notBeforeMs: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.p}batch_lines SET not_before_ms = $1, attempts = attempts + 1
+       WHERE batch_id = $2 AND idx = $3 AND state = 'pending'`,
+      [notBeforeMs, batchId, index],
+    );
+  }
+
+  async closePending(batchId: string, state: 'canceled' | 'expired', error: string): Promise<number> {
+    const column = COUNT_COLUMN[state];
+    const [row] = await this.rows(
+      `WITH closed AS (UPDATE ${this.p}batch_lines SET state = $1, error = $2 WHERE batch_id = $3 AND state = 'pending'
+           RETURNING idx),
+         counted AS (UPDATE ${this.p}batches SET ${column} = ${column} + (SELECT count(*) FROM closed) WHERE id = $3)
+       SELECT count(*)::int AS n FROM closed`,
+      [state, error, batchId],
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  async lines(batchId: string, afterIndex: number, limit: number): Promise<BatchLine[]> {
+    const rows = await this.rows(
+      `SELECT * FROM ${this.p}batch_lines WHERE batch_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
+      [batchId, afterIndex, limit],
+    );
+    return rows.map(lineOf);
+  }
+
+  async active(limit: number): Promise<BatchRecord[]> {
+    const rows = await this.rows(
+      `SELECT * FROM ${this.p}batches WHERE status IN (${ACTIVE_SQL}) ORDER BY seq LIMIT $1`,
+      [limit],
+    );
+    return rows.map(recordOf);
+  }
+}

@@ -1,0 +1,199 @@
+/** The contract every batch store passes: records, owners, lines, leases, exactly-once outcomes (issue 34). */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { BatchRecord, BatchStore, LineOutcome, NewBatchLine } from '../../src/store/batch-contract.js';
+
+export interface BatchStoreHarness {
+  store: BatchStore;
+  /** A second handle on the same data (another instance). */
+  other: BatchStore;
+  close(): Promise<void>;
+}
+
+function batch(owner: string, createdMs = Date.now()): BatchRecord {
+  return {
+    id: `batch_${randomUUID()}`,
+    owner,
+    principal: '{}',
+    api: 'openai',
+    endpoint: '/v1/chat/completions',
+    inputFileId: 'file-x',
+    completionWindow: '24h',
+    metadata: { k: 'v' },
+    status: 'in_progress',
+    counts: { total: 0, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+    errors: null,
+    outputFileId: null,
+    errorFileId: null,
+    createdMs,
+    expiresMs: createdMs + 86_400_000,
+    inProgressMs: null,
+    finalizingMs: null,
+    completedMs: null,
+    failedMs: null,
+    expiredMs: null,
+    cancellingMs: null,
+    cancelledMs: null,
+  };
+}
+
+const lines = (n: number): NewBatchLine[] =>
+  Array.from({ length: n }, (_, index) => ({
+    index,
+    customId: `c-${index}`,
+    url: '/v1/chat/completions',
+    body: `{"n":${index}}`,
+  }));
+
+const ok = (text: string): LineOutcome => ({
+  state: 'succeeded',
+  statusCode: 200,
+  response: text,
+  requestId: 'r',
+  error: null,
+});
+
+export function batchStoreContract(
+  name: string,
+  make: () => Promise<BatchStoreHarness>,
+  opts: { skip?: string | false } = {},
+): void {
+  describe(`batch store contract: ${name}`, { skip: opts.skip }, () => {
+    let h: BatchStoreHarness | undefined;
+    const s = (): BatchStore => {
+      assert.ok(h);
+      return h.store;
+    };
+    before(async () => {
+      h = await make();
+    });
+    after(async () => {
+      await h?.close();
+    });
+
+    test('a batch is seen by its owner only, listed newest first with a cursor, and transitions once', async () => {
+      const owner = `key:${randomUUID()}`;
+      const a = batch(owner, 1000);
+      const b = batch(owner, 2000);
+      await s().create(a);
+      await s().create(b);
+      assert.deepEqual(await s().get(owner, a.id), a);
+      assert.equal(await s().get('key:other', a.id), undefined);
+      assert.deepEqual(
+        (await s().list(owner, 'openai', undefined, 10)).map((r) => r.id),
+        [b.id, a.id],
+      );
+      assert.deepEqual(
+        (await s().list(owner, 'openai', b.id, 10)).map((r) => r.id),
+        [a.id],
+      );
+      assert.deepEqual(await s().list(owner, 'anthropic', undefined, 10), []);
+      assert.equal(await s().transition(a.id, ['in_progress'], 'finalizing', { finalizingMs: 5 }), true);
+      assert.equal(await s().transition(a.id, ['in_progress'], 'finalizing', { finalizingMs: 6 }), false);
+      const errors = [{ code: 'x', message: 'y', line: 2 }];
+      assert.equal(await s().transition(a.id, ['finalizing'], 'failed', { failedMs: 7, errors }), true);
+      const got = await s().get(owner, a.id);
+      assert.equal(got?.status, 'failed');
+      assert.equal(got?.finalizingMs, 5);
+      assert.deepEqual(got?.errors, errors);
+      assert.equal(await s().delete('key:other', a.id), false);
+      assert.equal(await s().delete(owner, b.id), false, 'an active batch is not deleted');
+      assert.equal(await s().delete(owner, a.id), true);
+      assert.equal(await s().get(owner, a.id), undefined);
+    });
+
+    test('lines are added once (again adds nothing), read in order, and an outcome is recorded exactly once', async () => {
+      const owner = `key:${randomUUID()}`;
+      const b = batch(owner);
+      await s().create(b);
+      await s().addLines(b.id, lines(1500));
+      await s().addLines(b.id, lines(1500));
+      assert.equal((await s().get(owner, b.id))?.counts.total, 1500);
+      assert.equal(await s().pendingCount(b.id), 1500);
+      const page = await s().pendingLines(b.id, 9, Date.now(), 3);
+      assert.deepEqual(
+        page.map((l) => [l.index, l.customId, l.state, l.body]),
+        [
+          [10, 'c-10', 'pending', '{"n":10}'],
+          [11, 'c-11', 'pending', '{"n":11}'],
+          [12, 'c-12', 'pending', '{"n":12}'],
+        ],
+      );
+      // Two instances race on every one of 200 lines: each line is won by exactly one.
+      const wins = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          Promise.all([s().recordOutcome(b.id, i, ok(`a${i}`)), h!.other.recordOutcome(b.id, i, ok(`b${i}`))]),
+        ),
+      );
+      assert.ok(
+        wins.every(([x, y]) => x !== y),
+        'each line recorded by one writer only',
+      );
+      const after = await s().get(owner, b.id);
+      assert.equal(after?.counts.succeeded, 200);
+      assert.equal(await s().pendingCount(b.id), 1300);
+      const [first] = await s().lines(b.id, -1, 1);
+      assert.equal(first?.state, 'succeeded');
+      assert.equal(first?.attempts, 1);
+      assert.match(first?.response ?? '', /^[ab]0$/);
+      await s().defer(b.id, 200, Date.now() + 60_000);
+      assert.equal((await s().pendingLines(b.id, 199, Date.now(), 1))[0]?.index, 201, 'a deferred line waits');
+      assert.equal(await s().closePending(b.id, 'canceled', '{"code":"c","message":"m"}'), 1300);
+      assert.equal(await s().recordOutcome(b.id, 300, ok('late')), false, 'a closed line takes no answer');
+      const end = await s().get(owner, b.id);
+      assert.deepEqual(end?.counts, { total: 1500, succeeded: 200, errored: 0, canceled: 1300, expired: 0 });
+    });
+
+    test('a lease is held by one instance, renewed by it, and taken over only after it expires', async () => {
+      const b = batch(`key:${randomUUID()}`);
+      await s().create(b);
+      const now = Date.now();
+      const mine = (await s().claim('A', now, 1000, 1000)).filter((r) => r.id === b.id);
+      assert.equal(mine.length, 1);
+      assert.equal(
+        (await h!.other.claim('B', now + 500, 1000, 1000)).some((r) => r.id === b.id),
+        false,
+      );
+      assert.equal(await h!.other.renew(b.id, 'B', now + 5000), false);
+      assert.equal(await s().renew(b.id, 'A', now + 3000), true);
+      assert.equal(
+        (await h!.other.claim('B', now + 2000, 1000, 1000)).some((r) => r.id === b.id),
+        false,
+        'renewed',
+      );
+      assert.equal(
+        (await h!.other.claim('B', now + 3000, 1000, 1000)).some((r) => r.id === b.id),
+        true,
+        'expired',
+      );
+      assert.equal(await s().renew(b.id, 'A', now + 9000), false, 'the old holder lost it');
+      await h!.other.release(b.id, 'B');
+      assert.equal(
+        (await s().claim('A', now + 3001, 1000, 1000)).some((r) => r.id === b.id),
+        true,
+        'released',
+      );
+      assert.ok((await s().active(1000)).some((r) => r.id === b.id));
+    });
+
+    test('many instances claiming at once: each batch goes to exactly one', async () => {
+      const ids = new Set<string>();
+      for (let i = 0; i < 20; i++) {
+        const b = batch(`key:${randomUUID()}`);
+        await s().create(b);
+        ids.add(b.id);
+      }
+      const now = Date.now() + 10_000_000;
+      const claims = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => (i % 2 ? h!.other : s()).claim(`H${i}`, now, 60_000, 1000)),
+      );
+      const won = claims
+        .flat()
+        .filter((r) => ids.has(r.id))
+        .map((r) => r.id);
+      assert.equal(won.length, ids.size);
+      assert.equal(new Set(won).size, ids.size);
+    });
+  });
+}

@@ -31,7 +31,7 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
     writeFileSync(
       configFile,
       ['usage:', '  enabled: false', 'files:', '  store: postgres', 'batches:', `  concurrency: ${CONCURRENCY}`]
-        .concat(['  poll_ms: 20', '  lease_seconds: 1'])
+        .concat(['  poll_ms: 20', '  lease_seconds: 3'])
         .join('\n'),
     );
     db = new pg.Client({ connectionString: DATABASE_URL });
@@ -86,7 +86,8 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
     const first = await lease(created.id);
     assert.ok(first.holder, 'A holds the lease');
 
-    // B is up and claims every 20 ms; A keeps the lease by renewing it past its first second.
+    // B is up and claims every 20 ms; A keeps the lease by renewing it (every second) past its first term. A 3 s
+    // lease: with 1 s, a loaded CI machine delayed A's renewal past its term and B took the lease legitimately.
     const b = await startGatewayProcess({ env: env(), dataDir: makeTempDir('gw-batch-pg-b-') });
     const renewed = await waitForValue(
       'the lease renewed past its first term',

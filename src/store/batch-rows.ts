@@ -58,3 +58,21 @@ export function lineOf(row: Row): BatchLine {
     attempts: Number(row.attempts),
   };
 }
+
+/** A new batch's values in the order of both stores' INSERT columns (id … expires_ms). */
+export function insertValuesOf(batch: BatchRecord): Array<string | number | null> {
+  return [
+    batch.id,
+    batch.owner,
+    batch.principal,
+    batch.api,
+    batch.endpoint,
+    batch.inputFileId,
+    batch.completionWindow,
+    batch.metadata === null ? null : JSON.stringify(batch.metadata),
+    batch.status,
+    batch.counts.total,
+    batch.createdMs,
+    batch.expiresMs,
+  ];
+}

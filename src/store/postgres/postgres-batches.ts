@@ -11,7 +11,7 @@ import {
   type LineState,
   type NewBatchLine,
 } from '../batch-contract.js';
-import { lineOf, recordOf, type Row } from '../batch-rows.js';
+import { insertValuesOf, lineOf, recordOf, type Row } from '../batch-rows.js';
 import { migrateUnderLock } from './migrate.js';
 
 const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
@@ -99,20 +99,7 @@ export class PostgresBatches implements BatchStore {
     await this.pool.query(
       `INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
          status, total, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [
-        batch.id,
-        batch.owner,
-        batch.principal,
-        batch.api,
-        batch.endpoint,
-        batch.inputFileId,
-        batch.completionWindow,
-        batch.metadata === null ? null : JSON.stringify(batch.metadata),
-        batch.status,
-        batch.counts.total,
-        batch.createdMs,
-        batch.expiresMs,
-      ],
+      insertValuesOf(batch),
     );
   }
 

@@ -4,6 +4,7 @@ import type { FileListPage, FileStore, NewFile, StoredFile, UploadStore } from '
 import { migrateUnderLock } from './migrate.js';
 import { PostgresBlobs, inTransaction } from './postgres-blobs.js';
 import { PostgresUploadStore } from './postgres-uploads.js';
+import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
 
 const schema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}blob_chunks (blob TEXT NOT NULL, seq INTEGER NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (blob, seq));
@@ -21,34 +22,6 @@ CREATE INDEX IF NOT EXISTS ${p}uploads_expiry ON ${p}uploads (expires_ms);
 CREATE TABLE IF NOT EXISTS ${p}upload_parts (
   seq BIGSERIAL PRIMARY KEY, upload_id TEXT NOT NULL, id TEXT NOT NULL, bytes BIGINT NOT NULL,
   created_ms BIGINT NOT NULL, UNIQUE (upload_id, id));`;
-
-interface FileRow {
-  id: string;
-  owner: string;
-  purpose: string;
-  filename: string;
-  bytes: string;
-  sha256: string;
-  mime_type: string | null;
-  created_ms: string;
-  expires_ms: string;
-}
-
-const COLUMNS = 'id, owner, purpose, filename, bytes, sha256, mime_type, created_ms, expires_ms';
-
-function fileOf(row: FileRow): StoredFile {
-  return {
-    id: row.id,
-    owner: row.owner,
-    purpose: row.purpose,
-    filename: row.filename,
-    bytes: Number(row.bytes),
-    sha256: row.sha256,
-    mimeType: row.mime_type,
-    createdMs: Number(row.created_ms),
-    expiresMs: Number(row.expires_ms),
-  };
-}
 
 /**
  * Files in PostgreSQL (`files.store: postgres`, docs/files.md): the record in `<prefix>files`, the bytes in

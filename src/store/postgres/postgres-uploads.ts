@@ -2,44 +2,9 @@ import type { Readable } from 'node:stream';
 import type { Pool } from 'pg';
 import type { StoredPart, StoredUpload, UploadStatus, UploadStore } from '../file-contract.js';
 import { inTransaction, type PostgresBlobs } from './postgres-blobs.js';
+import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
 
-interface UploadRow {
-  id: string;
-  owner: string;
-  filename: string;
-  purpose: string;
-  bytes: string;
-  mime_type: string;
-  created_ms: string;
-  expires_ms: string;
-  file_ttl_ms: string | null;
-  status: UploadStatus;
-  file_id: string | null;
-  presign_nonce: string | null;
-  presign_used: boolean;
-}
-
-const COLUMNS =
-  'id, owner, filename, purpose, bytes, mime_type, created_ms, expires_ms, file_ttl_ms, status, file_id, presign_nonce, presign_used';
 const COMPLETING_GRACE_MS = 86_400_000;
-
-function uploadOf(row: UploadRow): StoredUpload {
-  return {
-    id: row.id,
-    owner: row.owner,
-    filename: row.filename,
-    purpose: row.purpose,
-    bytes: Number(row.bytes),
-    mimeType: row.mime_type,
-    createdMs: Number(row.created_ms),
-    expiresMs: Number(row.expires_ms),
-    fileTtlMs: row.file_ttl_ms === null ? null : Number(row.file_ttl_ms),
-    status: row.status,
-    fileId: row.file_id,
-    presignNonce: row.presign_nonce,
-    presignUsed: row.presign_used,
-  };
-}
 
 const partKey = (uploadId: string, partId: string) => `${uploadId}.${partId}`;
 

@@ -11,7 +11,7 @@ import {
   type LineState,
   type NewBatchLine,
 } from '../batch-contract.js';
-import { lineOf, recordOf } from '../batch-rows.js';
+import { insertValuesOf, lineOf, recordOf } from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 type Row = Record<string, unknown>;
@@ -54,22 +54,7 @@ export class SqliteBatches implements BatchStore {
   }
 
   async create(batch: BatchRecord): Promise<void> {
-    await this.batcher.run(() =>
-      this.statements.insert.run(
-        batch.id,
-        batch.owner,
-        batch.principal,
-        batch.api,
-        batch.endpoint,
-        batch.inputFileId,
-        batch.completionWindow,
-        batch.metadata === null ? null : JSON.stringify(batch.metadata),
-        batch.status,
-        batch.counts.total,
-        batch.createdMs,
-        batch.expiresMs,
-      ),
-    );
+    await this.batcher.run(() => this.statements.insert.run(...insertValuesOf(batch)));
   }
 
   async get(owner: string, id: string): Promise<BatchRecord | undefined> {

@@ -2,34 +2,7 @@ import type { Readable } from 'node:stream';
 import type * as Sqlite from './database.js';
 import type { FileListPage, FileStore, NewFile, StoredFile } from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
-
-interface FileRow {
-  id: string;
-  owner: string;
-  purpose: string;
-  filename: string;
-  bytes: number;
-  sha256: string;
-  mime_type: string | null;
-  created_ms: number;
-  expires_ms: number;
-}
-
-const COLUMNS = 'id, owner, purpose, filename, bytes, sha256, mime_type, created_ms, expires_ms';
-
-function fileOf(row: FileRow): StoredFile {
-  return {
-    id: row.id,
-    owner: row.owner,
-    purpose: row.purpose,
-    filename: row.filename,
-    bytes: row.bytes,
-    sha256: row.sha256,
-    mimeType: row.mime_type,
-    createdMs: row.created_ms,
-    expiresMs: row.expires_ms,
-  };
-}
+import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
 
 /**
  * The embedded file store: records in the SQLite file (table `files`, migration 16), bytes as one file each under

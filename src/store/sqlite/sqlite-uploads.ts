@@ -2,49 +2,13 @@ import type { Readable } from 'node:stream';
 import type * as Sqlite from './database.js';
 import type { StoredPart, StoredUpload, UploadStatus, UploadStore } from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
-
-interface UploadRow {
-  id: string;
-  owner: string;
-  filename: string;
-  purpose: string;
-  bytes: number;
-  mime_type: string;
-  created_ms: number;
-  expires_ms: number;
-  file_ttl_ms: number | null;
-  status: UploadStatus;
-  file_id: string | null;
-  presign_nonce: string | null;
-  presign_used: number;
-}
+import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
 
 interface PartRow {
   id: string;
   upload_id: string;
   bytes: number;
   created_ms: number;
-}
-
-const COLUMNS =
-  'id, owner, filename, purpose, bytes, mime_type, created_ms, expires_ms, file_ttl_ms, status, file_id, presign_nonce, presign_used';
-
-function uploadOf(row: UploadRow): StoredUpload {
-  return {
-    id: row.id,
-    owner: row.owner,
-    filename: row.filename,
-    purpose: row.purpose,
-    bytes: row.bytes,
-    mimeType: row.mime_type,
-    createdMs: row.created_ms,
-    expiresMs: row.expires_ms,
-    fileTtlMs: row.file_ttl_ms,
-    status: row.status,
-    fileId: row.file_id,
-    presignNonce: row.presign_nonce,
-    presignUsed: row.presign_used === 1,
-  };
 }
 
 /** How long after its expiry an upload caught `completing` (a process that died mid-completion) is swept. */

@@ -1,0 +1,70 @@
+import type { StoredFile, StoredUpload, UploadStatus } from './file-contract.js';
+
+/** An integer column as either backend returns it: a number from SQLite, a BIGINT string from PostgreSQL. */
+type Int = number | string;
+
+/** A file row of either backend (the same columns in SQLite's migration 16 and PostgreSQL's tables). */
+export interface FileRow {
+  id: string;
+  owner: string;
+  purpose: string;
+  filename: string;
+  bytes: Int;
+  sha256: string;
+  mime_type: string | null;
+  created_ms: Int;
+  expires_ms: Int;
+}
+
+/** An upload row of either backend; `presign_used` is SQLite's 0/1 or PostgreSQL's boolean. */
+export interface UploadRow {
+  id: string;
+  owner: string;
+  filename: string;
+  purpose: string;
+  bytes: Int;
+  mime_type: string;
+  created_ms: Int;
+  expires_ms: Int;
+  file_ttl_ms: Int | null;
+  status: UploadStatus;
+  file_id: string | null;
+  presign_nonce: string | null;
+  presign_used: number | boolean;
+}
+
+export const FILE_COLUMNS = 'id, owner, purpose, filename, bytes, sha256, mime_type, created_ms, expires_ms';
+export const UPLOAD_COLUMNS =
+  'id, owner, filename, purpose, bytes, mime_type, created_ms, expires_ms, file_ttl_ms, status, file_id, presign_nonce, presign_used';
+
+export function fileOf(row: FileRow): StoredFile {
+  return {
+    id: row.id,
+    owner: row.owner,
+    purpose: row.purpose,
+    filename: row.filename,
+    bytes: Number(row.bytes),
+    sha256: row.sha256,
+    mimeType: row.mime_type,
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
+  };
+}
+
+export function uploadOf(row: UploadRow): StoredUpload {
+  return {
+    id: row.id,
+    owner: row.owner,
+    filename: row.filename,
+    purpose: row.purpose,
+    bytes: Number(row.bytes),
+    mimeType: row.mime_type,
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
+    fileTtlMs: row.file_ttl_ms === null ? null : Number(row.file_ttl_ms),
+    status: row.status,
+    fileId: row.file_id,
+    presignNonce: row.presign_nonce,
+    presignUsed: row.presign_used === true || row.presign_used === 1,
+  };
+}

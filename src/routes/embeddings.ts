@@ -8,7 +8,7 @@ import type { EmbeddingsRequestBody } from '../providers/contract.js';
 import { EMBEDDINGS_CACHE_RULE, isObjectBody } from '../core/answer-cache.js';
 import type { EmbeddingsSpec, SurfaceDescriptor } from '../surfaces/descriptor.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
-import { callInputOf, recorderOf, type AnswerKey } from './model-call.js';
+import { callInputOf, recorderOf, sendRecordedAnswer, type AnswerKey } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 
 /** OpenAI's own embeddings API: the body is the request, the answer passes through or is written in its shape. */
@@ -65,12 +65,7 @@ export function makeEmbeddingsHandler(
       request.upstreamName = upstream;
       request.usage = usage;
       const answer = spec.answer(result, body, usage, request);
-      await recorder?.json(
-        200,
-        { 'content-type': request.responseType },
-        typeof answer === 'string' ? answer : answer.toString('utf8'),
-      );
-      return reply.headers(headers).type(request.responseType).send(answer);
+      return sendRecordedAnswer(request, reply, recorder, headers, answer);
     } catch (error) {
       if (recorder) await idempotency.settleError(recorder, error, request.responseType);
       throw error;

@@ -112,6 +112,25 @@ function readContextOverflow(value: string | string[] | undefined): string | und
 }
 
 /** Cancels the try in progress when the caller hangs up before the answer was fully written. */
+/**
+ * A whole JSON answer: recorded first (Idempotency-Key, response cache) with the status and type the caller gets,
+ * then sent with the upstream's headers. Shared by the surfaces' JSON answers and embeddings.
+ */
+export async function sendRecordedAnswer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  recorder: AnswerRecorder | undefined,
+  headers: Record<string, string>,
+  answer: string | Buffer,
+): Promise<FastifyReply> {
+  await recorder?.json(
+    200,
+    { 'content-type': request.responseType },
+    typeof answer === 'string' ? answer : answer.toString('utf8'),
+  );
+  return reply.headers(headers).type(request.responseType).send(answer);
+}
+
 export function watchClient(reply: FastifyReply): ClientWatch {
   let current: CallScope | undefined;
   const watch = {

@@ -11,7 +11,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { callInputOf, pickHeaders, pickQuery, recorderOf, type AnswerKey } from './model-call.js';
+import { callInputOf, pickHeaders, pickQuery, recorderOf, sendRecordedAnswer, type AnswerKey } from './model-call.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
@@ -82,12 +82,7 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
       if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);
       const translatedAnswer = surface.answer(result.body, surfaceCall);
       const answer = translatedAnswer instanceof Promise ? await translatedAnswer : translatedAnswer;
-      await recorder?.json(
-        200,
-        { 'content-type': request.responseType },
-        typeof answer === 'string' ? answer : answer.toString('utf8'),
-      );
-      return reply.headers(headers).type(request.responseType).send(answer);
+      return sendRecordedAnswer(request, reply, recorder, headers, answer);
     } catch (error) {
       if (recorder) await idempotency.settleError(recorder, error, request.responseType);
       throw error;

@@ -41,7 +41,7 @@ describe('the Uploads API through the openai SDK', () => {
   const partials = () => readdirSync(join(gw.dataDir, 'uploads')).filter((name) => name.startsWith('.partial-'));
   before(async () => {
     gw = await startGateway({
-      configFile: { name: 'uploads.yaml', text: 'files:\n  max_part_bytes: 1048576\n  presign_ttl_seconds: 1\n' },
+      configFile: { name: 'uploads.yaml', text: 'files:\n  max_part_bytes: 1048576\n  presign_ttl_seconds: 3\n' },
     });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
     const created = await call(`${gw.url}/v1/?route=keys`, {
@@ -184,7 +184,7 @@ describe('the Uploads API through the openai SDK', () => {
       body: JSON.stringify({ filename: 'y', purpose: 'user_data', bytes: 3, mime_type: 'text/plain', presign: true }),
     });
     const lateUrl = late.json.presigned_url as { url: string; expires_at: number };
-    await waitFor('the presigned URL expired', () => Date.now() >= lateUrl.expires_at * 1000, 5_000);
+    await waitFor('the presigned URL expired', () => Date.now() >= lateUrl.expires_at * 1000, 10_000);
     const expired = await call(lateUrl.url, { method: 'PUT', body: 'abc' });
     assert.equal(expired.status, 403);
     assert.equal(expired.json.code, 'presigned_url_invalid');

@@ -100,19 +100,23 @@ export class Authenticator {
    * like any credential, so the route's right is checked as for the owner's own calls.
    */
   async delegate(owner: string, snapshot: Principal): Promise<string> {
-    let principal = snapshot;
-    if (owner === ADMIN.caller) principal = ADMIN;
-    else if (owner.startsWith('key:')) {
-      const keyId = owner.slice(4);
-      const record = await this.record(keyId);
-      if (!record)
-        throw new GatewayError('invalid_token', { reason: "the batch owner's key no longer exists" }, INVALID);
-      this.checkActive(record);
-      principal = principalOf(record);
-    }
+    const principal = await this.principalNow(owner, snapshot);
     const ticket = `${TICKET_PREFIX}${randomBytes(32).toString('base64url')}`;
     this.tickets.set(ticket, principal);
     return ticket;
+  }
+
+  /**
+   * A batch owner's principal as it is now: a key read again (a revoked, expired or deleted key is a 401
+   * GatewayError), the admin as the admin, another kind as it was when the batch was created.
+   */
+  async principalNow(owner: string, snapshot: Principal): Promise<Principal> {
+    if (owner === ADMIN.caller) return ADMIN;
+    if (!owner.startsWith('key:')) return snapshot;
+    const record = await this.record(owner.slice(4));
+    if (!record) throw new GatewayError('invalid_token', { reason: "the batch owner's key no longer exists" }, INVALID);
+    this.checkActive(record);
+    return principalOf(record);
   }
 
   release(ticket: string): void {

@@ -3,6 +3,8 @@
  * which are what callers send and receive); a provider translates to and from its own wire format.
  */
 
+import type { NativeBatchApi } from './batch-api.js';
+
 export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
 export interface ToolCall {
@@ -238,6 +240,8 @@ export interface Provider {
   readonly chatExtras?: ReadonlySet<ChatExtra>;
   /** Public APIs the upstream speaks natively (absent: the gateway translates them into chat). */
   readonly native?: Partial<Record<NativeApiName, NativeApi>>;
+  /** The upstream's own batch API (absent: a batch's lines are run by the gateway itself). providers/batch-api.ts */
+  readonly batches?: NativeBatchApi;
   /** Embeds input; absent on a provider that has no embeddings (Anthropic). Rejects with a GatewayError. */
   embed?(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult>;
   /** Lists the upstream's models; used by the models route and as the token-free health check. */

@@ -107,6 +107,24 @@ export type BatchStamp = Partial<
   >
 >;
 
+/**
+ * How a batch's lines are run, decided once when it first reaches `in_progress` and kept (a restart goes on the same
+ * way): by the gateway itself, or forwarded to its upstream's own batch API (providers/batch-api.ts). A forwarded
+ * batch's upstream ids are stored as soon as each upstream call returns them, so a restart polls the batch it
+ * created instead of creating another.
+ */
+export interface NativeBatchState {
+  mode: 'gateway' | 'native';
+  /** The upstream it was forwarded to (native), or null. */
+  upstream: string | null;
+  /** `decided`: nothing created upstream yet; `submitted`: the upstream batch exists; `collected`: its results are recorded. */
+  phase: 'decided' | 'submitted' | 'collected';
+  upstreamFileId: string | null;
+  upstreamBatchId: string | null;
+  /** Why it runs the way it does (a fallback's cause, say): for the log and the batch's view. */
+  reason: string | null;
+}
+
 export interface BatchStore {
   create(batch: BatchRecord): Promise<void>;
   /** The batch if `owner` owns it (another caller's batch is absent, like one that never was). */
@@ -140,4 +158,8 @@ export interface BatchStore {
   lines(batchId: string, afterIndex: number, limit: number): Promise<BatchLine[]>;
   /** Every active batch (dashboard, metrics): few by nature. */
   active(limit: number): Promise<BatchRecord[]>;
+  /** How the batch's lines are run, once decided (undefined before). */
+  nativeState(batchId: string): Promise<NativeBatchState | undefined>;
+  /** Writes (or replaces) that decision and its upstream ids. */
+  saveNativeState(batchId: string, state: NativeBatchState): Promise<void>;
 }

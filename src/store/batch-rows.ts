@@ -1,4 +1,4 @@
-import type { BatchApi, BatchLine, BatchRecord, BatchStatus, LineState } from './batch-contract.js';
+import type { BatchApi, BatchLine, BatchRecord, BatchStatus, LineState, NativeBatchState } from './batch-contract.js';
 
 /** A batch or line row as either backend returns it (SQLite numbers, PostgreSQL BIGINT strings): read one way. */
 export type Row = Record<string, unknown>;
@@ -75,4 +75,21 @@ export function insertValuesOf(batch: BatchRecord): Array<string | number | null
     batch.createdMs,
     batch.expiresMs,
   ];
+}
+
+/** A `batch_native` row's values, in column order after the batch id (SQLite and PostgreSQL alike). */
+export function nativeValuesOf(state: NativeBatchState): Array<string | null> {
+  return [state.mode, state.upstream, state.phase, state.upstreamFileId, state.upstreamBatchId, state.reason];
+}
+
+/** A `batch_native` row as the contract's state. */
+export function nativeStateOf(row: Row): NativeBatchState {
+  return {
+    mode: row.mode === 'native' ? 'native' : 'gateway',
+    upstream: str(row.upstream),
+    phase: row.phase === 'submitted' || row.phase === 'collected' ? row.phase : 'decided',
+    upstreamFileId: str(row.upstream_file_id),
+    upstreamBatchId: str(row.upstream_batch_id),
+    reason: str(row.reason),
+  };
 }

@@ -9,19 +9,24 @@ export interface BatchLease {
 
 /**
  * Who runs a batch's lines. `GatewayRunBackend` (gateway-run-backend.ts) runs them itself, line by line, through the
- * gateway's own call pipeline. A native backend (the model's upstream has a batch API: OpenAI's /v1/batches and
- * files, Anthropic's Message Batches, Gemini's batchGenerateContent) would hand the whole batch to the upstream and
- * poll it: `takes` says which batches it can, and `run` records each line's outcome through the same store call
- * (`recordOutcome`), so results, files, counts and webhooks stay the runner's. Not built yet: docs/files.md, "Batches".
+ * gateway's own call pipeline; `NativeBatchBackend` (native-backend.ts) hands the whole batch to the upstream's own
+ * batch API (OpenAI's, Anthropic's Message Batches, Gemini's) and polls it. Both record each line's outcome through
+ * the same store call (`recordOutcome`), so results, files, counts and webhooks stay the runner's.
  */
 export interface BatchBackend {
   readonly name: string;
-  takes(batch: BatchRecord): boolean;
+  /** Whether this backend runs the batch (decided once and kept in the store where it matters). */
+  takes(batch: BatchRecord): boolean | Promise<boolean>;
   /**
    * Works on a claimed `in_progress` batch until it has no pending line, stops being `in_progress` (cancel), expires,
    * or the lease is lost; it returns only once no line it started is still in flight.
    */
   run(batch: BatchRecord, lease: BatchLease): Promise<void>;
+  /**
+   * The batch is being cancelled or has reached the end of its window: work started elsewhere (an upstream batch)
+   * is stopped and what it did recorded, before the runner closes the lines still pending.
+   */
+  beforeClose?(batch: BatchRecord, lease: BatchLease): Promise<void>;
 }
 
 /** One line's answer, as the gateway gave it to the batch owner. */

@@ -138,6 +138,8 @@ export class BatchRunner {
     const { store, files, limits } = this.options;
     const now = this.now();
     if (batch.status !== 'cancelling' && now >= batch.expiresMs) {
+      await this.beforeClose(batch, lease);
+      if (lease.lost || lease.signal.aborted) return;
       await store.closePending(batch.id, 'expired', JSON.stringify({ code: 'batch_expired', message: EXPIRED }));
       await this.end(batch, 'expired', { expiredMs: now });
       return;
@@ -150,7 +152,7 @@ export class BatchRunner {
         return;
       }
       case 'in_progress': {
-        const backend = this.options.backends.find((b) => b.takes(batch));
+        const backend = await this.backendFor(batch);
         await backend?.run(batch, lease);
         if (!lease.lost && !lease.signal.aborted && (await store.pendingCount(batch.id)) === 0)
           await store.transition(batch.id, ['in_progress'], 'finalizing', { finalizingMs: this.now() });
@@ -160,12 +162,24 @@ export class BatchRunner {
         await this.end(batch, 'completed', { completedMs: now });
         return;
       case 'cancelling':
+        await this.beforeClose(batch, lease);
+        if (lease.lost || lease.signal.aborted) return;
         await store.closePending(batch.id, 'canceled', JSON.stringify({ code: 'batch_cancelled', message: CANCELLED }));
         await this.end(batch, 'cancelled', { cancelledMs: now });
         return;
       default:
         return;
     }
+  }
+
+  /** The first backend that takes the batch (the gateway's own takes every one). */
+  private async backendFor(batch: BatchRecord): Promise<BatchBackend | undefined> {
+    for (const backend of this.options.backends) if (await backend.takes(batch)) return backend;
+    return undefined;
+  }
+
+  private async beforeClose(batch: BatchRecord, lease: BatchLease): Promise<void> {
+    for (const backend of this.options.backends) await backend.beforeClose?.(batch, lease);
   }
 
   /** The batch's last step: its result files written (from its lines as the store has them), then its final status. */

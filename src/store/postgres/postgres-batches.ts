@@ -9,14 +9,15 @@ import {
   type BatchStore,
   type LineOutcome,
   type LineState,
+  type NativeBatchState,
   type NewBatchLine,
 } from '../batch-contract.js';
-import { insertValuesOf, lineOf, recordOf, type Row } from '../batch-rows.js';
+import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, type Row } from '../batch-rows.js';
 import { migrateUnderLock } from './migrate.js';
 
 const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
 
-/** The same tables as SQLite migration 17, under the prefix. */
+/** The same tables as SQLite migrations 17 and 18, under the prefix. */
 export const batchSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}batches (
   seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, owner TEXT NOT NULL, principal TEXT NOT NULL, api TEXT NOT NULL,
@@ -33,7 +34,11 @@ CREATE TABLE IF NOT EXISTS ${p}batch_lines (
   state TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'errored', 'canceled', 'expired')),
   status_code INTEGER, response TEXT, request_id TEXT, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
   not_before_ms BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, idx));
-CREATE INDEX IF NOT EXISTS ${p}batch_lines_pending ON ${p}batch_lines (batch_id, idx) WHERE state = 'pending';`;
+CREATE INDEX IF NOT EXISTS ${p}batch_lines_pending ON ${p}batch_lines (batch_id, idx) WHERE state = 'pending';
+CREATE TABLE IF NOT EXISTS ${p}batch_native (
+  batch_id TEXT PRIMARY KEY, mode TEXT NOT NULL CHECK (mode IN ('gateway', 'native')), upstream TEXT,
+  phase TEXT NOT NULL CHECK (phase IN ('decided', 'submitted', 'collected')), upstream_file_id TEXT,
+  upstream_batch_id TEXT, reason TEXT);`;
 
 const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   inProgressMs: 'in_progress_ms',
@@ -138,7 +143,8 @@ export class PostgresBatches implements BatchStore {
   async delete(owner: string, id: string): Promise<boolean> {
     const removed = await this.rows(
       `WITH gone AS (DELETE FROM ${this.p}batches WHERE id = $1 AND owner = $2 AND status NOT IN (${ACTIVE_SQL})
-         RETURNING id), lines AS (DELETE FROM ${this.p}batch_lines WHERE batch_id IN (SELECT id FROM gone))
+         RETURNING id), lines AS (DELETE FROM ${this.p}batch_lines WHERE batch_id IN (SELECT id FROM gone)),
+         native AS (DELETE FROM ${this.p}batch_native WHERE batch_id IN (SELECT id FROM gone))
        SELECT count(*)::int AS n FROM gone`,
       [id, owner],
     );
@@ -250,5 +256,21 @@ export class PostgresBatches implements BatchStore {
       [limit],
     );
     return rows.map(recordOf);
+  }
+
+  async nativeState(batchId: string): Promise<NativeBatchState | undefined> {
+    const [row] = await this.rows(`SELECT * FROM ${this.p}batch_native WHERE batch_id = $1`, [batchId]);
+    return row ? nativeStateOf(row) : undefined;
+  }
+
+  async saveNativeState(batchId: string, state: NativeBatchState): Promise<void> {
+    await this.changed(
+      `INSERT INTO ${this.p}batch_native (batch_id, mode, upstream, phase, upstream_file_id, upstream_batch_id, reason)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (batch_id) DO UPDATE SET mode = EXCLUDED.mode, upstream = EXCLUDED.upstream, phase = EXCLUDED.phase,
+         upstream_file_id = EXCLUDED.upstream_file_id, upstream_batch_id = EXCLUDED.upstream_batch_id,
+         reason = EXCLUDED.reason`,
+      [batchId, ...nativeValuesOf(state)],
+    );
   }
 }

@@ -337,4 +337,19 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX batch_lines_pending ON batch_lines (batch_id, idx) WHERE state = 'pending';`,
   },
+  {
+    version: 18,
+    name: 'batch_native',
+    // How a batch's lines are run (issue 34): by the gateway, or forwarded to the upstream's own batch API, with the
+    // upstream's file and batch ids written as soon as each is known (a restart polls, never submits twice).
+    sql: `CREATE TABLE batch_native (
+            batch_id TEXT PRIMARY KEY,
+            mode TEXT NOT NULL CHECK (mode IN ('gateway', 'native')),
+            upstream TEXT,
+            phase TEXT NOT NULL CHECK (phase IN ('decided', 'submitted', 'collected')),
+            upstream_file_id TEXT,
+            upstream_batch_id TEXT,
+            reason TEXT
+          ) STRICT;`,
+  },
 ];

@@ -9,9 +9,10 @@ import {
   type BatchStore,
   type LineOutcome,
   type LineState,
+  type NativeBatchState,
   type NewBatchLine,
 } from '../batch-contract.js';
-import { insertValuesOf, lineOf, recordOf } from '../batch-rows.js';
+import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf } from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 type Row = Record<string, unknown>;
@@ -86,7 +87,10 @@ export class SqliteBatches implements BatchStore {
   async delete(owner: string, id: string): Promise<boolean> {
     return this.batcher.run(() => {
       const removed = this.statements.deleteBatch.run(id, owner).changes === 1;
-      if (removed) this.statements.deleteLines.run(id);
+      if (removed) {
+        this.statements.deleteLines.run(id);
+        this.statements.deleteNative.run(id);
+      }
       return removed;
     });
   }
@@ -156,6 +160,15 @@ export class SqliteBatches implements BatchStore {
   async active(limit: number): Promise<BatchRecord[]> {
     return this.statements.active.all(limit).map(recordOf);
   }
+
+  async nativeState(batchId: string): Promise<NativeBatchState | undefined> {
+    const row = this.statements.getNative.get(batchId);
+    return row ? nativeStateOf(row) : undefined;
+  }
+
+  async saveNativeState(batchId: string, state: NativeBatchState): Promise<void> {
+    await this.batcher.run(() => this.statements.saveNative.run(batchId, ...nativeValuesOf(state)));
+  }
 }
 
 function countSql(state: Exclude<LineState, 'pending'>): string {
@@ -179,6 +192,12 @@ function prepare(db: Sqlite.Database) {
       `DELETE FROM batches WHERE id = ? AND owner = ? AND status NOT IN (${ACTIVE_SQL})`,
     ),
     deleteLines: db.prepare<[string]>('DELETE FROM batch_lines WHERE batch_id = ?'),
+    deleteNative: db.prepare<[string]>('DELETE FROM batch_native WHERE batch_id = ?'),
+    getNative: db.prepare<[string], Row>('SELECT * FROM batch_native WHERE batch_id = ?'),
+    saveNative: db.prepare(
+      `INSERT OR REPLACE INTO batch_native (batch_id, mode, upstream, phase, upstream_file_id, upstream_batch_id, reason)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
     addLine: db.prepare<[string, number, string, string, string]>(
       `INSERT OR IGNORE INTO batch_lines (batch_id, idx, custom_id, url, body, state) VALUES (?, ?, ?, ?, ?, 'pending')`,
     ),

@@ -186,6 +186,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     store: deps.batches,
     files: files?.service,
     webhooks: events.webhooks,
+    generations,
   });
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, generations, batchStats);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;

@@ -24,6 +24,15 @@ export const batchesSectionSchema = z
       .min(1024)
       .max(64 * 1024 * 1024)
       .default(8 * 1024 * 1024),
+    /** How often a batch forwarded to an upstream's own batch API is polled (they take minutes to hours). */
+    native_poll_ms: z.number().int().min(10).max(3_600_000).default(30_000),
+    /**
+     * What a forwarded batch's tokens cost against the model's price: OpenAI, Anthropic and Gemini bill batches at
+     * half. Usage records and budgets count the line at this factor.
+     */
+    native_price_factor: z.number().min(0).max(1).default(0.5),
+    /** How long a cancel (or the window's end) waits for the upstream batch to end and give what it did. */
+    native_close_wait_seconds: z.number().min(0).max(86_400).default(600),
   })
   .strict()
   .prefault({});
@@ -38,6 +47,9 @@ export interface BatchesConfig {
   pollMs: number;
   maxLines: number;
   maxLineBytes: number;
+  nativePollMs: number;
+  nativePriceFactor: number;
+  nativeCloseWaitMs: number;
 }
 
 export function toBatches(section: z.infer<typeof batchesSectionSchema>): BatchesConfig {
@@ -50,5 +62,8 @@ export function toBatches(section: z.infer<typeof batchesSectionSchema>): Batche
     pollMs: section.poll_ms,
     maxLines: section.max_lines,
     maxLineBytes: section.max_line_bytes,
+    nativePollMs: section.native_poll_ms,
+    nativePriceFactor: section.native_price_factor,
+    nativeCloseWaitMs: Math.round(section.native_close_wait_seconds * 1000),
   };
 }

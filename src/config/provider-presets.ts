@@ -34,6 +34,11 @@ export interface ProviderKind {
    * the server charges is not known (a local server, or an OpenAI-compatible one of unknown make).
    */
   priceFamily?: string;
+  /**
+   * Has the provider's own batch API (OpenAI's Files + Batches, Anthropic's Message Batches, Gemini's Batch API), at
+   * half the price: a batch whose lines all go to such an upstream is forwarded there by default (`batch: native`).
+   */
+  nativeBatches?: boolean;
 }
 
 /** An aggregator's vendor prefixes (`google/gemini-2.5-pro`) and the catalog family that prices them. */
@@ -72,7 +77,12 @@ const native = (wire: WireFormat, baseUrl: string, priceFamily: string): Provide
 
 export const PROVIDER_KINDS = {
   'openai-compatible': openAi(undefined, 'auto'), // unknown server: asked, until it refuses the field
-  openai: { ...openAi('https://api.openai.com/v1', 'on', 'openai'), nativeResponses: true, chatWebSearch: true },
+  openai: {
+    ...openAi('https://api.openai.com/v1', 'on', 'openai'),
+    nativeResponses: true,
+    chatWebSearch: true,
+    nativeBatches: true,
+  },
   // Azure's global deployments cost what OpenAI's models do; a deployment is priced when it is named like its model.
   azure: {
     wire: 'openai',
@@ -92,8 +102,8 @@ export const PROVIDER_KINDS = {
   vllm: openAi('http://127.0.0.1:8000/v1'),
   'llama-cpp': openAi('http://127.0.0.1:8080/v1', 'auto'),
   lmstudio: openAi('http://127.0.0.1:1234/v1', 'auto'),
-  anthropic: native('anthropic', 'https://api.anthropic.com/v1', 'anthropic'),
-  gemini: native('gemini', 'https://generativelanguage.googleapis.com/v1beta', 'gemini'),
+  anthropic: { ...native('anthropic', 'https://api.anthropic.com/v1', 'anthropic'), nativeBatches: true },
+  gemini: { ...native('gemini', 'https://generativelanguage.googleapis.com/v1beta', 'gemini'), nativeBatches: true },
 } as const satisfies Record<string, ProviderKind>;
 
 export type ProviderKindName = keyof typeof PROVIDER_KINDS;

@@ -73,6 +73,12 @@ export const upstreamSchema = z
     health_check: z.enum(['models', 'none']).default('models'),
     /** Anthropic: `max_tokens` sent when the caller gives none (the Messages API requires one). */
     default_max_tokens: z.number().int().min(1).max(1_000_000).default(4096),
+    /**
+     * Batches whose lines all go to this upstream: `native` forwards them to its own batch API (half the price;
+     * the default for openai, anthropic and gemini), `gateway` runs their lines through the gateway one by one.
+     * `native` on another OpenAI-compatible kind says the server has OpenAI's Files + Batches API.
+     */
+    batch: z.enum(['native', 'gateway']).optional(),
   })
   .strict();
 

@@ -44,6 +44,8 @@ export interface UpstreamConfig {
   healthCheck: 'models' | 'none';
   /** Anthropic only: `max_tokens` when the caller gives none. */
   defaultMaxTokens: number;
+  /** Batches routed wholly to this upstream: forwarded to its own batch API (`native`) or run by the gateway. */
+  batch: 'native' | 'gateway';
 }
 
 export interface RouteTarget {

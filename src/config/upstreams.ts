@@ -70,7 +70,16 @@ export function toUpstream(
     timeouts: mergeTimeouts(defaults, entry.timeouts),
     healthCheck: entry.health_check,
     defaultMaxTokens: entry.default_max_tokens,
+    batch: batchMode(entry, index, problems),
   };
+}
+
+/** `batch`: the entry's, else native where the kind has a batch API the gateway speaks (Azure's is not built). */
+function batchMode(entry: NonNullable<ConfigFile['upstreams']>[number], index: number, problems: string[]): 'native' | 'gateway' {
+  const preset = providerKind(entry.kind);
+  if (entry.batch === 'native' && preset?.deploymentInPath)
+    problems.push(`upstreams[${index}].batch: native batches are not built for kind ${entry.kind}; use gateway`);
+  return entry.batch ?? (preset?.nativeBatches ? 'native' : 'gateway');
 }
 
 /** Plain HTTP to anything but this machine: keys and prompts would cross a network in clear text. */

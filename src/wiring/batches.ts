@@ -11,6 +11,8 @@ import { mountOpenAiBatches } from '../routes/batches-openai.js';
 import type { BatchRecord, BatchStore } from '../store/batch-contract.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import type { BatchMetricsSource } from '../observability/batch-metrics.js';
+import type { ConfigGenerations } from '../core/config-generation.js';
+import { nativeBatchBackend } from './native-batches.js';
 
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
 export interface BatchStats extends BatchMetricsSource {
@@ -47,9 +49,15 @@ function eventData(batch: BatchRecord): Record<string, unknown> {
 export function wireBatches(
   app: FastifyInstance,
   config: GatewayConfig,
-  deps: { auth: Authenticator; store: BatchStore | undefined; files: BatchFiles | undefined; webhooks: Webhooks },
+  deps: {
+    auth: Authenticator;
+    store: BatchStore | undefined;
+    files: BatchFiles | undefined;
+    webhooks: Webhooks;
+    generations: ConfigGenerations;
+  },
 ): BatchStats | undefined {
-  const { store, files, auth, webhooks } = deps;
+  const { store, files, auth, webhooks, generations } = deps;
   if (!store) return undefined;
   const { batches: settings } = config;
   const limits = { maxLines: settings.maxLines, maxLineBytes: settings.maxLineBytes };
@@ -61,6 +69,7 @@ export function wireBatches(
         files,
         limits,
         backends: [
+          nativeBatchBackend(app, settings, { generations, auth, store }),
           new GatewayRunBackend({
             store,
             execute: makeLineExecutor(app, auth),

@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call } from './helpers/http.js';
+import { captureSecrets } from './helpers/capture.js';
 import { startMockOpenAiBatches, type MockOpenAiBatches } from './helpers/mock-openai-batches.js';
 import { makeKey, untilEnded } from './helpers/batch-fixtures.js';
 import { waitFor } from './helpers/wait.js';
@@ -141,6 +143,12 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
     // The input file uploaded upstream is deleted once its results are read.
     await waitFor('the upstream input file deleted', () => mock.of('DELETE', '/v1/files/').length === 1);
 
+    // Counted in the batch metrics like lines the gateway ran.
+    const metrics = await (
+      await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    ).text();
+    assert.match(metrics, /llmgw_batch_lines_total\{outcome="succeeded"\} 2\b/);
+    assert.match(metrics, /llmgw_batch_lines_total\{outcome="errored"\} 1\b/);
     // Usage records: each answered line at half of 10 × $1/M + 20 × $2/M = $0.00005 → $0.000025.
     await waitFor('the usage records', () => {
       const rows = gw.store.db
@@ -274,6 +282,40 @@ describe('forwarding falls back, and survives restarts', () => {
       assert.equal(mock.of('POST', '/v1/chat/completions').length, 2, 'each line ran as a call of its own');
       assert.equal(mock.of('DELETE', '/v1/files/').length, 1, 'the upload was cleaned up');
       assert.ok(gw.logLines.some((l) => l.includes('batch: run by the gateway instead') && l.includes('upstream_')));
+    } finally {
+      await gw.close();
+      await mock.close();
+    }
+  });
+
+  test('a key with a budget: its lines are run by the gateway one by one, so the budget can stop them', async () => {
+    const mock = await startMockOpenAiBatches({ pollsBeforeDone: 1 });
+    const gw = await startGateway({
+      env: { OAI_KEY: UPSTREAM_KEY },
+      configFile: { name: 'gw.yaml', text: configText(mock) },
+    });
+    try {
+      const made = await call(`${gw.url}/v1/?route=keys`, {
+        method: 'POST',
+        headers: authHeaders(),
+        disclosesKey: true,
+        body: JSON.stringify({
+          name: 'budgeted',
+          models: ['*'],
+          routes: ['chat', 'files', 'batches'],
+          budget: { cost_usd: 5, period_seconds: 3600 },
+        }),
+      });
+      assert.equal(made.status, 201, made.text);
+      const apiKey = made.json.key as string;
+      captureSecrets([apiKey]);
+      const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey });
+      const created = await submit(client, [line('a', 'one'), line('b', 'two')]);
+      const done = await untilEnded('the budgeted batch', () => client.batches.retrieve(created.id));
+      assert.deepEqual(done.request_counts, { total: 2, completed: 2, failed: 0 });
+      assert.equal(mock.of('POST', '/v1/batches').length, 0, 'not forwarded');
+      assert.equal(mock.of('POST', '/v1/chat/completions').length, 2);
+      assert.ok(gw.logLines.some((l) => l.includes('budget is enforced line by line')));
     } finally {
       await gw.close();
       await mock.close();

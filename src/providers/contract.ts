@@ -313,8 +313,11 @@ export interface NativeBatchApi {
   /** The upstream batch created for this gateway batch, if there is one (looked up by the id `submit` sent). */
   find(gatewayBatchId: string, signal: AbortSignal): Promise<string | undefined>;
   status(batchId: string, signal: AbortSignal): Promise<NativeBatchStatus>;
-  /** Every result the ended batch has, streamed (a line it has no result for is absent). */
-  results(batchId: string, signal: AbortSignal): AsyncIterable<NativeLineResult>;
+  /**
+   * Every result the ended batch has, streamed (a line it has no result for is absent). `endpoint` is the endpoint
+   * the batch's lines call (an upstream that translates, like Anthropic's, gives its results back in that shape).
+   */
+  results(batchId: string, signal: AbortSignal, endpoint: string): AsyncIterable<NativeLineResult>;
   /** Asks the upstream to cancel; it ends later (poll `status`), with the results of the lines it did. */
   cancel(batchId: string, signal: AbortSignal): Promise<void>;
   /** Deletes what the gateway uploaded for the batch (input file), once its results are read. Best effort. */

@@ -288,7 +288,7 @@ export class NativeBatchBackend implements BatchBackend {
   ): Promise<void> {
     const { store } = this.options;
     const modelAt = await this.modelsOf(batch);
-    for await (const result of api.results(upstreamBatchId, lease.signal)) {
+    for await (const result of api.results(upstreamBatchId, lease.signal, batch.endpoint)) {
       if (result.index < 0 || result.index >= batch.counts.total) continue; // not a line of this batch
       const ok = result.status >= 200 && result.status < 300;
       const recorded = await store.recordOutcome(batch.id, result.index, {

@@ -15,6 +15,8 @@ import type {
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
+import type { NativeBatchApi } from '../batch-api.js';
+import { AnthropicMessageBatches } from './message-batches.js';
 import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
@@ -39,6 +41,8 @@ export class AnthropicProvider implements Provider {
   private readonly http: UpstreamClient;
   /** The Messages API itself: a Messages request to this upstream is forwarded untranslated. */
   readonly native: Partial<Record<NativeApiName, NativeApi>>;
+  /** Anthropic's Message Batches (message-batches.ts): a batch routed wholly here is forwarded at the batch price. */
+  readonly batches: NativeBatchApi;
 
   constructor(
     private readonly config: UpstreamConfig,
@@ -59,6 +63,7 @@ export class AnthropicProvider implements Provider {
         MESSAGES_WIRE,
       ),
     };
+    this.batches = new AnthropicMessageBatches(this.http, config, () => this.headers(this.config.apiKey));
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {

@@ -104,7 +104,12 @@ describe('Anthropic Message Batches adapter', () => {
   test('Messages lines: one create, the upstream key and version, params as given without stream', async () => {
     assert.deepEqual([...api.endpoints].sort(), ['/v1/chat/completions', '/v1/messages']);
     const { batchId } = await api.submit(
-      submission([messagesLine(0, 'one'), messagesLine(1, 'ERR'), messagesLine(2, 'EXPIRE'), messagesLine(5, 'six')]),
+      submission([
+        messagesLine(0, 'one'),
+        messagesLine(1, 'ERR'),
+        messagesLine(2, 'EXPIRE'),
+        messagesLine(5, 'six — ü✓ 🎉'),
+      ]),
       signal(),
     );
     assert.match(batchId, /^msgbatch_/);
@@ -115,6 +120,8 @@ describe('Anthropic Message Batches adapter', () => {
     assert.equal(create?.headers['anthropic-version'], '2023-06-01');
     assert.equal(create?.headers['content-type'], 'application/json');
     assert.equal(create?.headers.authorization, undefined);
+    assert.equal(create?.headers['content-length'], String(Buffer.byteLength(create?.text ?? '')));
+    assert.equal(create?.headers['transfer-encoding'], undefined);
     const sent = JSON.parse(create?.text ?? '') as { requests: Array<{ custom_id: string; params: object }> };
     assert.deepEqual(Object.keys(sent), ['requests']);
     assert.deepEqual(sent.requests[0], {

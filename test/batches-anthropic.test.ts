@@ -153,10 +153,14 @@ describe('Anthropic Message Batches over a translated (OpenAI-shaped) upstream',
   });
 });
 
-describe('Anthropic Message Batches over a native Anthropic upstream', () => {
-  const fixture = useAnthropicGateway('sk-ant-batch-test-0123456789', [
-    '- { id: claude-batch, upstream: claude, upstream_model: claude-3-5-haiku-20241022 }',
-  ]);
+describe('Anthropic Message Batches over a native Anthropic upstream, run by the gateway', () => {
+  // `batch: gateway`: the lines are run by the gateway one by one (forwarding to Anthropic's own Message Batches
+  // is test/batches-native-anthropic.test.ts).
+  const fixture = useAnthropicGateway(
+    'sk-ant-batch-test-0123456789',
+    ['- { id: claude-batch, upstream: claude, upstream_model: claude-3-5-haiku-20241022 }'],
+    ['batch: gateway'],
+  );
 
   test('each line forwarded natively to the upstream once, its message passed through', async () => {
     const client = new Anthropic({ baseURL: fixture.gw.url, apiKey: ADMIN_TOKEN });

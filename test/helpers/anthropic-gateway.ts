@@ -13,8 +13,11 @@ export interface AnthropicGateway {
   readonly gw: TestGateway;
 }
 
-/** `models`: YAML lines of the model entries, e.g. `- { id: claude-fast, upstream: claude, upstream_model: ... }`. */
-export function useAnthropicGateway(key: string, models: string[]): AnthropicGateway {
+/**
+ * `models`: YAML lines of the model entries, e.g. `- { id: claude-fast, upstream: claude, upstream_model: ... }`;
+ * `upstream`: more YAML lines of the upstream entry (`batch: gateway`...).
+ */
+export function useAnthropicGateway(key: string, models: string[], upstream: string[] = []): AnthropicGateway {
   let mock: MockAnthropic | undefined;
   let gw: TestGateway | undefined;
   before(async () => {
@@ -29,6 +32,7 @@ export function useAnthropicGateway(key: string, models: string[]): AnthropicGat
           '    kind: anthropic',
           `    base_url: ${mock.baseUrl}`,
           '    api_key_env: ANTHROPIC_TEST_KEY',
+          ...upstream.map((line) => `    ${line}`),
           'models:',
           ...models.map((m) => `  ${m}`),
         ].join('\n'),

@@ -47,7 +47,8 @@ export class AnthropicMessageBatches implements NativeBatchApi {
   ) {}
 
   async submit(submission: NativeSubmission, signal: AbortSignal): Promise<{ batchId: string }> {
-    await this.measure(submission.lines());
+    // The exact length is known from the first pass: sent as Content-Length (no chunked upload of up to 256 MB).
+    const length = await this.measure(submission.lines());
     const requestText = (line: NativeBatchRequest) => this.requestText(line);
     async function* body(): AsyncGenerator<Uint8Array> {
       let text = '{"requests":[';
@@ -62,14 +63,17 @@ export class AnthropicMessageBatches implements NativeBatchApi {
       }
       yield Buffer.from(`${text}]}`);
     }
-    const created = objectOf(await this.json('POST', '/messages/batches', signal, body()));
+    const created = objectOf(await this.json('POST', '/messages/batches', signal, { bytes: body(), length }));
     const id = created?.id;
     if (typeof id !== 'string' || id === '' || id.length > 200) throw this.invalid('the created batch has no id');
     return { batchId: id };
   }
 
-  /** Every line translates, and the create's body stays within Anthropic's bounds: otherwise a 4xx before sending. */
-  private async measure(lines: AsyncIterable<NativeBatchRequest>): Promise<void> {
+  /**
+   * Every line translates, and the create's body stays within Anthropic's bounds: otherwise a 4xx before anything is
+   * sent (the engine then runs the batch in the gateway). The body's length in bytes.
+   */
+  private async measure(lines: AsyncIterable<NativeBatchRequest>): Promise<number> {
     let count = 0;
     let bytes = '{"requests":[]}'.length;
     for await (const line of lines) {
@@ -82,6 +86,7 @@ export class AnthropicMessageBatches implements NativeBatchApi {
         });
     }
     if (count === 0) throw new GatewayError('batch_input_invalid', { field: 'requests', problem: 'no pending line' });
+    return bytes;
   }
 
   /** One request of the create's body: the line's custom id from its index, its params in Anthropic's shape. */
@@ -160,11 +165,12 @@ export class AnthropicMessageBatches implements NativeBatchApi {
     method: 'GET' | 'POST',
     path: string,
     signal: AbortSignal,
-    body?: AsyncIterable<Uint8Array>,
+    body?: { bytes: AsyncIterable<Uint8Array>; length: number },
   ): Promise<unknown> {
     const headers = this.headersFor(body !== undefined);
+    if (body !== undefined) headers['content-length'] = String(body.length);
     const response = await this.http.send(
-      { method, path: this.path(path), headers, ...(body !== undefined ? { body } : {}) },
+      { method, path: this.path(path), headers, ...(body !== undefined ? { body: body.bytes } : {}) },
       signal,
       undefined,
     );

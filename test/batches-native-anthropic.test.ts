@@ -4,8 +4,11 @@
  * Batch API (chat lines, translated both ways). The upstream gets ONE create holding every line (models renamed,
  * the upstream's key, never the caller's or the admin token), is polled, its results read back into the caller's
  * ids and shapes, usage recorded at the batch price; a cancel cancels upstream; a refusal makes the gateway run the
- * lines itself, one Messages call each.
+ * lines itself, one Messages call each; a restart polls the batch it created instead of creating another.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
@@ -235,7 +238,7 @@ describe('batches forwarded to Anthropic’s Message Batches API', () => {
   });
 });
 
-describe('forwarding to Anthropic falls back', () => {
+describe('forwarding to Anthropic falls back, and survives restarts', () => {
   test('the upstream refuses the create: the gateway runs each line as a Messages call', async () => {
     const mock = await startMockAnthropicBatches({ pollsBeforeDone: 1, createStatus: 413, requiredKey: UPSTREAM_KEY });
     const gw = await startGateway({
@@ -257,6 +260,51 @@ describe('forwarding to Anthropic falls back', () => {
     } finally {
       await gw.close();
       await mock.close();
+    }
+  });
+
+  test('a restart while the upstream batch runs: the stored id is polled, never a second create', async () => {
+    const mock = await startMockAnthropicBatches({ pollsBeforeDone: Infinity, requiredKey: UPSTREAM_KEY });
+    const text = configText(mock);
+    const dataDir = mkdtempSync(join(tmpdir(), 'gw-native-ant-'));
+    const first = await startGateway({
+      env: { ANT_KEY: UPSTREAM_KEY, DATA_DIR: dataDir },
+      configFile: { name: 'gw.yaml', text },
+    });
+    const apiKey = await makeKey(first.url, 'alice');
+    let id: string;
+    {
+      const client = new Anthropic({ baseURL: first.url, apiKey });
+      id = (
+        await client.messages.batches.create({
+          requests: ['a', 'b'].map((c) => ({ custom_id: c, params: params(c) })),
+        })
+      ).id;
+      await waitFor('the upstream batch polled', () => mock.of('GET', '/v1/messages/batches/msgbatch_').length >= 2);
+      await first.close();
+    }
+    mock.options.pollsBeforeDone = 0;
+    const second = await startGateway({
+      env: { ANT_KEY: UPSTREAM_KEY, DATA_DIR: dataDir },
+      configFile: { name: 'gw2.yaml', text },
+    });
+    try {
+      const client = new Anthropic({ baseURL: second.url, apiKey });
+      const ended = await untilEnded('the batch after the restart', () => client.messages.batches.retrieve(id));
+      assert.equal(ended.request_counts.succeeded, 2);
+      assert.equal(mock.of('POST', '/v1/messages/batches').length, 1, 'created once');
+      assert.equal(mock.requests.filter((r) => r.url === '/v1/messages').length, 0);
+      assert.deepEqual(
+        (await resultsOf(client, id)).map((r) => [r.custom_id, r.result.type]),
+        [
+          ['a', 'succeeded'],
+          ['b', 'succeeded'],
+        ],
+      );
+    } finally {
+      await second.close();
+      await mock.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -41,7 +41,8 @@ batchStoreContract(
         await other.close();
         const client = new pg.Client({ connectionString: DATABASE_URL });
         await client.connect();
-        for (const table of ['batches', 'batch_lines']) await client.query(`DROP TABLE IF EXISTS ${prefix}${table}`);
+        for (const table of ['batches', 'batch_lines', 'batch_native'])
+          await client.query(`DROP TABLE IF EXISTS ${prefix}${table}`);
         await client.end();
       },
     };

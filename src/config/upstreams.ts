@@ -75,7 +75,11 @@ export function toUpstream(
 }
 
 /** `batch`: the entry's, else native where the kind has a batch API the gateway speaks (Azure's is not built). */
-function batchMode(entry: NonNullable<ConfigFile['upstreams']>[number], index: number, problems: string[]): 'native' | 'gateway' {
+function batchMode(
+  entry: NonNullable<ConfigFile['upstreams']>[number],
+  index: number,
+  problems: string[],
+): 'native' | 'gateway' {
   const preset = providerKind(entry.kind);
   if (entry.batch === 'native' && preset?.deploymentInPath)
     problems.push(`upstreams[${index}].batch: native batches are not built for kind ${entry.kind}; use gateway`);

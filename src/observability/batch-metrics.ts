@@ -19,7 +19,7 @@ export function registerBatchMetrics(registry: Registry, source: BatchMetricsSou
   const registers = [registry];
   new CollectedCounter(
     'llmgw_batch_lines_total',
-    'Batch lines run by the gateway, by outcome: succeeded, errored (answered with an error), deferred (refused by a limit, tried again later)',
+    'Batch lines answered by this process (run by the gateway, or read back from an upstream batch), by outcome: succeeded, errored (answered with an error), deferred (refused by a limit, tried again later)',
     () => {
       const lines = source.lines();
       return [

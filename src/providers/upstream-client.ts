@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Pool } from '../net/undici.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
@@ -37,7 +38,13 @@ export class UpstreamClient {
 
   /** Sends a request; resolves with a 2xx response (body unread), rejects with a GatewayError otherwise. */
   async send(
-    request: { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string },
+    request: {
+      method: 'GET' | 'POST' | 'DELETE';
+      path: string;
+      headers: Record<string, string>;
+      /** A string, or bytes streamed as they come (a batch's input file: never whole in memory). */
+      body?: string | AsyncIterable<Uint8Array>;
+    },
     signal: AbortSignal,
     apiKeyOverride: string | undefined,
   ): Promise<Dispatcher.ResponseData> {
@@ -49,7 +56,7 @@ export class UpstreamClient {
         method: request.method,
         path: request.path,
         headers: request.headers,
-        body: request.body,
+        body: typeof request.body === 'object' ? Readable.from(request.body) : request.body,
         signal,
       });
     } catch (error) {

@@ -69,7 +69,7 @@ export function wireBatches(
         files,
         limits,
         backends: [
-          nativeBatchBackend(app, settings, { generations, auth, store }),
+          nativeBatchBackend(app, settings, { generations, auth, store, counters }),
           new GatewayRunBackend({
             store,
             execute: makeLineExecutor(app, auth),

@@ -5,6 +5,7 @@ import { modelAllowed, principalFromSnapshot } from '../auth/principal.js';
 import type { BatchesConfig } from '../config/batches-schema.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
 import { NativeBatchBackend, type NativeRoute } from '../core/batches/native-backend.js';
+import type { LineCounters } from '../core/batches/gateway-run-backend.js';
 import type { PricedUsage } from '../core/pricing.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import type { NativeBatchApi, NativeLineResult } from '../providers/batch-api.js';
@@ -48,8 +49,11 @@ function recordLine(
   app: FastifyInstance,
   generations: ConfigGenerations,
   factor: number,
+  counters: LineCounters,
 ): (batch: BatchRecord, upstream: string, model: string, result: NativeLineResult) => void {
   return (batch, upstream, model, result) => {
+    if (result.status >= 200 && result.status < 300) counters.succeeded += 1;
+    else counters.errored += 1;
     const priced = generations.current.prices.priced(model, result.usage);
     const usage: PricedUsage | undefined = priced && {
       ...priced,
@@ -112,15 +116,15 @@ function refusalOf(auth: Authenticator) {
 export function nativeBatchBackend(
   app: FastifyInstance,
   settings: BatchesConfig,
-  deps: { generations: ConfigGenerations; auth: Authenticator; store: BatchStore },
+  deps: { generations: ConfigGenerations; auth: Authenticator; store: BatchStore; counters: LineCounters },
 ): NativeBatchBackend {
-  const { generations, auth, store } = deps;
+  const { generations, auth, store, counters } = deps;
   return new NativeBatchBackend({
     store,
     route: (model) => routeOf(generations, model),
     apiOf: (upstream) => apiOf(generations, upstream),
     refusal: refusalOf(auth),
-    onLine: recordLine(app, generations, settings.nativePriceFactor),
+    onLine: recordLine(app, generations, settings.nativePriceFactor, counters),
     pollMs: settings.nativePollMs,
     closeWaitMs: settings.nativeCloseWaitMs,
     log: app.log,

@@ -103,6 +103,37 @@ export function batchStoreContract(
       assert.equal(await s().get(owner, a.id), undefined);
     });
 
+    test('how a batch runs is kept: decided once, its upstream ids replaced as they come, gone with the batch', async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const record = { ...batch('key:native'), status: 'completed' as const };
+      await store.create(record);
+      assert.equal(await store.nativeState(record.id), undefined);
+      const decided = {
+        mode: 'native' as const,
+        upstream: 'oai',
+        phase: 'decided' as const,
+        upstreamFileId: null,
+        upstreamBatchId: null,
+        reason: null,
+      };
+      await store.saveNativeState(record.id, decided);
+      assert.deepEqual(await other.nativeState(record.id), decided);
+      const submitted = {
+        ...decided,
+        phase: 'submitted' as const,
+        upstreamFileId: 'file-1',
+        upstreamBatchId: 'batch_1',
+      };
+      await other.saveNativeState(record.id, submitted);
+      assert.deepEqual(await store.nativeState(record.id), submitted);
+      const fallback = { ...submitted, mode: 'gateway' as const, reason: 'refused: 403' };
+      await store.saveNativeState(record.id, fallback);
+      assert.deepEqual(await other.nativeState(record.id), fallback);
+      assert.equal(await store.delete('key:native', record.id), true);
+      assert.equal(await other.nativeState(record.id), undefined);
+    });
+
     test('lines are added once (again adds nothing), read in order, and an outcome is recorded exactly once', async () => {
       const owner = `key:${randomUUID()}`;
       const b = batch(owner);

@@ -1,7 +1,7 @@
 import type { BatchError, BatchRecord, BatchStore, NewBatchLine } from '../../store/batch-contract.js';
 import type { BatchFiles } from './batch-files.js';
 import { LINE_CHUNK, type BatchLimits } from './batch-service.js';
-import { jsonlLines, LineTooLongError } from './jsonl.js';
+import { jsonlLines, LineTooLongError } from '../../streaming/jsonl-lines.js';
 
 /** Errors reported per batch, at most (the first ones; the file may have thousands). */
 const MAX_REPORTED_ERRORS = 100;

@@ -11,6 +11,7 @@ import type {
   ChatExtra,
   NativeApi,
   NativeApiName,
+  NativeBatchApi,
   Provider,
   StreamBatch,
   UpstreamModel,
@@ -23,6 +24,7 @@ import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
 import { scrubAnswer } from '../../secrets/redact.js';
+import { OpenAiBatches } from './openai-batches.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -43,6 +45,8 @@ export class OpenAiCompatibleProvider implements Provider {
   readonly chatExtras: ReadonlySet<ChatExtra>;
   /** OpenAI's Responses API, where the upstream kind speaks it (`nativeResponses` in config/provider-presets.ts). */
   readonly native?: Partial<Record<NativeApiName, NativeApi>>;
+  /** OpenAI's Batch API, where the config says the upstream has it (`batch: native`, the default for `openai`). */
+  readonly batches?: NativeBatchApi;
 
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
     this.name = config.name;
@@ -69,6 +73,13 @@ export class OpenAiCompatibleProvider implements Provider {
         ),
       };
     }
+    if (config.batch === 'native' && !config.deploymentInPath)
+      this.batches = new OpenAiBatches(this.http, config, (json) => {
+        const headers = this.headers(this.config.apiKey);
+        if (!json) delete headers['content-type'];
+        headers.accept = 'application/json';
+        return headers;
+      });
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {

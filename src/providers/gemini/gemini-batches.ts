@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
+import { jsonlLines } from '../../streaming/jsonl-lines.js';
 import { nativeCustomId } from '../batch-api.js';
 import type {
   ChatRequestBody,
@@ -21,7 +22,7 @@ import type {
   GeminiRpcStatus,
 } from '../../wire/gemini-batch.js';
 import { isJsonObject, received, type Received } from '../../wire/received.js';
-import { boundedLines, chatLineResult, indexOf, type ResultContext } from './gemini-batch-results.js';
+import { chatLineResult, indexOf, type ResultContext } from './gemini-batch-results.js';
 import { toGeminiRequest } from './translate-request.js';
 
 const CHAT = '/v1/chat/completions';
@@ -177,23 +178,23 @@ export class GeminiBatches implements NativeBatchApi {
   ): AsyncGenerator<NativeLineResult> {
     const path = `/download${this.options.http.basePath}/${file}:download?alt=media`;
     const response = await this.send('GET', path, signal);
-    let position = 0;
     try {
-      for await (const text of boundedLines(response.body, MAX_RESULT_LINE_BYTES)) {
-        const at = position;
-        position += 1;
+      // Lines in request order: jsonl-lines.ts bounds each (a longer one ends the read: an upstream fault).
+      for await (const { number, text } of jsonlLines(response.body, MAX_RESULT_LINE_BYTES)) {
         let line: unknown;
         try {
-          line = text === undefined ? undefined : JSON.parse(text);
+          line = JSON.parse(text);
         } catch {
           line = undefined;
         }
-        const index = indexOf(received<GeminiBatchFileLine>(line)?.key, at);
+        const index = indexOf(received<GeminiBatchFileLine>(line)?.key, number - 1);
         if (index !== undefined) yield chatLineResult(index, line, context);
       }
     } catch (error) {
       if (isGatewayError(error)) throw error;
       throw toUpstreamError(error, this.options.name, signal);
+    } finally {
+      response.body.destroy();
     }
   }
 

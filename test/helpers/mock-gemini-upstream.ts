@@ -1,10 +1,12 @@
 /**
  * A real node:http server speaking the Gemini API on the wire: `POST /v1beta/models/{model}:generateContent`,
  * `:streamGenerateContent?alt=sse` (each event a whole GenerateContentResponse, CRLF-separated, no end marker:
- * the connection closes), `:countTokens`, `GET /v1beta/models`, Google's error body. Shapes follow the documented examples.
+ * the connection closes), `:countTokens`, `GET /v1beta/models`, Google's error body, and the Batch API
+ * (mock-gemini-batches.ts). Shapes follow the documented examples.
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
+import { MockGeminiBatches } from './mock-gemini-batches.js';
 
 /** A request as the mock received it (`url`: path and query). */
 export type GeminiRecorded = RecordedHttpRequest;
@@ -23,6 +25,8 @@ export interface MockGemini {
   baseUrl: string;
   requests: GeminiRecorded[];
   generateRequests(): GeminiRecorded[];
+  /** The Batch API's batches and the script of the next ones. */
+  batches: MockGeminiBatches;
   enqueue(...behaviors: GeminiBehavior[]): void;
   reset(): void;
   close(): Promise<void>;
@@ -41,11 +45,13 @@ function candidate(parts: unknown[], finishReason?: string): Record<string, unkn
 
 export async function startMockGemini(options: { requiredKey?: string } = {}): Promise<MockGemini> {
   let queue: GeminiBehavior[] = [];
+  const batches = new MockGeminiBatches();
   const server = await startRecordingServer((req, res) => {
     const { url, body } = req;
     if (options.requiredKey !== undefined && req.headers['x-goog-api-key'] !== options.requiredKey) {
       return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.');
     }
+    if (batches.handle(req, res)) return;
     if (req.method === 'GET' && url === '/v1beta/models') {
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
       return res.end(
@@ -77,11 +83,14 @@ export async function startMockGemini(options: { requiredKey?: string } = {}): P
   return {
     baseUrl: `${server.origin}/v1beta`,
     requests: server.requests,
-    generateRequests: () => server.requests.filter((r) => r.method === 'POST'),
+    generateRequests: () =>
+      server.requests.filter((r) => r.method === 'POST' && !/:batchGenerateContent$|\/batches\//.test(r.url)),
+    batches,
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
       server.requests.length = 0;
       queue = [];
+      batches.reset();
     },
     close: () => server.close(),
   };

@@ -10,12 +10,14 @@ import type {
   EmbeddingsRequestBody,
   EmbeddingsResult,
   NativeApi,
+  NativeBatchApi,
   NativeApiName,
   Provider,
   StreamBatch,
   UpstreamModel,
 } from '../contract.js';
 import { nativeGemini } from './native-gemini.js';
+import { GeminiBatches } from './gemini-batches.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
@@ -37,6 +39,8 @@ export class GeminiProvider implements Provider {
   readonly name: string;
   /** Google's Gemini API spoken natively: the gateway's Gemini surface forwards to it untranslated. */
   readonly native: Partial<Record<NativeApiName, NativeApi>>;
+  /** Gemini's Batch API (`batchGenerateContent`): a batch's chat lines forwarded at the batch price. */
+  readonly batches: NativeBatchApi;
   private readonly http: UpstreamClient;
 
   constructor(
@@ -53,6 +57,12 @@ export class GeminiProvider implements Provider {
         secrets: (context) => this.secrets(context),
       }),
     };
+    this.batches = new GeminiBatches({
+      name: this.name,
+      http: this.http,
+      headers: () => this.headers(this.config.apiKey),
+      secrets: [this.config.apiKey],
+    });
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {

@@ -1,0 +1,241 @@
+/**
+ * Gemini's Batch API on the mock Gemini upstream's socket (mock-gemini-upstream.ts hands it every request first),
+ * in the shapes Google's API and its js-genai SDK use: `POST /v1beta/models/{model}:batchGenerateContent` with
+ * `{batch: {displayName, inputConfig: {requests: {requests: [{request, metadata: {key}}]}}}}` answers a long-running
+ * Operation whose `metadata` is the batch (`state: BATCH_STATE_PENDING`); `GET /v1beta/batches/{id}` answers it
+ * RUNNING for `runningPolls` polls, then ended (`done: true`, the output in `response` and `metadata.output`:
+ * `inlinedResponses.inlinedResponses`, or a `responsesFile` downloaded from `/download/v1beta/files/{id}:download`);
+ * `GET /v1beta/batches?pageSize&pageToken` answers `{operations, nextPageToken}`; `POST /v1beta/batches/{id}:cancel`
+ * answers `{}`, and the batch ends CANCELLED with the answers it had made. Google's error body otherwise.
+ */
+import type { ServerResponse } from 'node:http';
+import type { RecordedHttpRequest } from './recording-server.js';
+
+const BATCH_TYPE = 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch';
+const OUTPUT_TYPE = 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput';
+
+/** How the next batches behave (set before the create; read when each one ends). */
+export interface MockBatchScript {
+  /** GETs answered PENDING / RUNNING before the batch ends (default 1). */
+  runningPolls?: number;
+  /** How it ends (default BATCH_STATE_SUCCEEDED). FAILED has no output, an `error` instead. */
+  end?: 'BATCH_STATE_SUCCEEDED' | 'BATCH_STATE_FAILED' | 'BATCH_STATE_EXPIRED';
+  /** The answer item for the request at `position` (default: a text answer with usage). */
+  answer?: (request: Record<string, unknown>, position: number) => unknown;
+  /** Leave `metadata` out of the answers (Google may). */
+  omitMetadata?: boolean;
+  /** Answers in reverse order (only matched by key then). */
+  reversed?: boolean;
+  /** The whole `output` replaced by this (hostile). */
+  output?: unknown;
+  /** The answers as a responses file (JSONL `{key, response | error}`) instead of inline. */
+  asFile?: boolean;
+  /** How many answers a cancelled batch had made (default 0). */
+  answeredBeforeCancel?: number;
+  /** The create refused with this Google error. */
+  createError?: { status: number; grpcStatus: string; message: string };
+  /** The create answered with exactly this body (hostile). */
+  createBody?: unknown;
+}
+
+interface MockBatch {
+  name: string;
+  model: string;
+  displayName: string;
+  requests: Array<{ request: Record<string, unknown>; metadata?: { key?: string } }>;
+  polls: number;
+  cancelled: boolean;
+  script: MockBatchScript;
+  createTime: string;
+}
+
+/** The default answer to a batch request: its first text echoed, with usage. */
+export function mockBatchAnswer(request: Record<string, unknown>, model: string): Record<string, unknown> {
+  const contents = request.contents as Array<{ parts?: Array<{ text?: string }> }> | undefined;
+  const text = contents?.at(-1)?.parts?.[0]?.text ?? '';
+  return {
+    candidates: [
+      { content: { parts: [{ text: `batch answer to ${text}` }], role: 'model' }, finishReason: 'STOP', index: 0 },
+    ],
+    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 4, totalTokenCount: 14 },
+    modelVersion: model,
+    responseId: `resp-${text.replace(/\W/g, '')}`,
+  };
+}
+
+export class MockGeminiBatches {
+  /** The script of the batches created from now on. */
+  script: MockBatchScript = {};
+  readonly batches = new Map<string, MockBatch>();
+  /** The most batches a page of the list holds, whatever pageSize asks (Google caps it too). */
+  pageCap = 1000;
+  private next = 0;
+  private readonly files = new Map<string, string>();
+
+  reset(): void {
+    this.script = {};
+    this.pageCap = 1000;
+    this.batches.clear();
+    this.files.clear();
+  }
+
+  /** Answers a Batch API request; false when the request is not one (the mock's other routes then). */
+  handle(req: RecordedHttpRequest, res: ServerResponse): boolean {
+    const { method, url } = req;
+    const create = /^\/v1beta\/models\/([^:/]+):batchGenerateContent$/.exec(url);
+    if (method === 'POST' && create) return this.create(req, decodeURIComponent(create[1] ?? ''), res);
+    const list = /^\/v1beta\/batches\?(.*)$/.exec(url);
+    if (method === 'GET' && list) return this.list(new URLSearchParams(list[1]), res);
+    const get = /^\/v1beta\/(batches\/[\w-]+)$/.exec(url);
+    if (method === 'GET' && get) return this.get(get[1] ?? '', res);
+    const cancel = /^\/v1beta\/(batches\/[\w-]+):cancel$/.exec(url);
+    if (method === 'POST' && cancel) {
+      const batch = this.batches.get(cancel[1] ?? '');
+      if (!batch) return googleError(res, 404, 'NOT_FOUND', 'Requested entity was not found.');
+      batch.cancelled = true;
+      return json(res, {});
+    }
+    const download = /^\/download\/v1beta\/(files\/[\w-]+):download\?alt=media$/.exec(url);
+    if (method === 'GET' && download) {
+      const file = this.files.get(download[1] ?? '');
+      if (file === undefined) return googleError(res, 404, 'NOT_FOUND', 'File not found.');
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(file);
+      return true;
+    }
+    return false;
+  }
+
+  private create(req: RecordedHttpRequest, model: string, res: ServerResponse): boolean {
+    const script = { ...this.script };
+    if (script.createError) {
+      const { status, grpcStatus, message } = script.createError;
+      return googleError(res, status, grpcStatus, message);
+    }
+    if (script.createBody !== undefined) return json(res, script.createBody);
+    const batch = (req.body as { batch?: Record<string, unknown> } | undefined)?.batch;
+    const requests = (batch?.inputConfig as { requests?: { requests?: unknown } } | undefined)?.requests?.requests;
+    if (typeof batch?.displayName !== 'string' || !Array.isArray(requests) || requests.length === 0)
+      return googleError(res, 400, 'INVALID_ARGUMENT', 'batch.display_name and batch.input_config are required.');
+    for (const item of requests as Array<{ request?: { contents?: unknown } }>) {
+      if (!Array.isArray(item.request?.contents))
+        return googleError(res, 400, 'INVALID_ARGUMENT', 'Each request needs contents.');
+    }
+    this.next += 1;
+    const name = `batches/mock${this.next}x${Math.random().toString(36).slice(2, 8)}`;
+    const stored: MockBatch = {
+      name,
+      model: `models/${model}`,
+      displayName: batch.displayName,
+      requests: requests as MockBatch['requests'],
+      polls: 0,
+      cancelled: false,
+      script,
+      createTime: new Date().toISOString(),
+    };
+    this.batches.set(name, stored);
+    return json(res, { name, metadata: this.metadata(stored, 'BATCH_STATE_PENDING') });
+  }
+
+  private get(name: string, res: ServerResponse): boolean {
+    const batch = this.batches.get(name);
+    if (!batch) return googleError(res, 404, 'NOT_FOUND', 'Requested entity was not found.');
+    batch.polls += 1;
+    return json(res, this.operation(batch));
+  }
+
+  private list(query: URLSearchParams, res: ServerResponse): boolean {
+    const size = Math.min(Number(query.get('pageSize') ?? 50), this.pageCap);
+    const from = Number(query.get('pageToken') ?? 0);
+    const all = [...this.batches.values()].reverse();
+    const page = all.slice(from, from + size).map((b) => this.operation(b, false));
+    const more = from + size < all.length;
+    return json(res, { operations: page, ...(more ? { nextPageToken: String(from + size) } : {}) });
+  }
+
+  /** The Operation of a batch as it stands now (`advance`: a poll of the batch itself). */
+  private operation(batch: MockBatch, advance = true): Record<string, unknown> {
+    const { script } = batch;
+    const running = !batch.cancelled && batch.polls <= (script.runningPolls ?? 1);
+    if (running || !advance) {
+      const state = batch.polls <= 1 ? 'BATCH_STATE_PENDING' : 'BATCH_STATE_RUNNING';
+      return { name: batch.name, metadata: this.metadata(batch, running ? state : this.endState(batch)) };
+    }
+    const state = this.endState(batch);
+    if (state === 'BATCH_STATE_FAILED')
+      return {
+        name: batch.name,
+        metadata: this.metadata(batch, state),
+        done: true,
+        error: { code: 3, message: 'The batch input was invalid: models/x is not supported.' },
+      };
+    const output = script.output ?? this.output(batch);
+    return {
+      name: batch.name,
+      metadata: { ...this.metadata(batch, state), output },
+      done: true,
+      response: isObject(output) ? { '@type': OUTPUT_TYPE, ...output } : output,
+    };
+  }
+
+  private endState(batch: MockBatch): string {
+    return batch.cancelled ? 'BATCH_STATE_CANCELLED' : (batch.script.end ?? 'BATCH_STATE_SUCCEEDED');
+  }
+
+  private output(batch: MockBatch): Record<string, unknown> {
+    const { script } = batch;
+    let answered = batch.requests.map((item, position) => ({ item, position }));
+    if (batch.cancelled) answered = answered.slice(0, script.answeredBeforeCancel ?? 0);
+    if (script.reversed) answered.reverse();
+    const items = answered.map(({ item, position }) => {
+      const answer = script.answer?.(item.request, position) ?? {
+        response: mockBatchAnswer(item.request, batch.model),
+      };
+      if (script.omitMetadata || !isObject(answer) || 'metadata' in answer) return answer;
+      return { ...answer, metadata: item.metadata };
+    });
+    if (!script.asFile) return { inlinedResponses: { inlinedResponses: items } };
+    const file = `files/out${batch.name.slice('batches/'.length)}`;
+    this.files.set(
+      file,
+      items
+        .map((item, i) => {
+          if (!isObject(item)) return JSON.stringify(item);
+          const { metadata, ...rest } = item as { metadata?: { key?: string } };
+          return JSON.stringify({ ...(script.omitMetadata ? {} : { key: metadata?.key ?? `k${i}` }), ...rest });
+        })
+        .join('\n') + '\n',
+    );
+    return { responsesFile: file };
+  }
+
+  private metadata(batch: MockBatch, state: string): Record<string, unknown> {
+    const total = String(batch.requests.length);
+    return {
+      '@type': BATCH_TYPE,
+      model: batch.model,
+      displayName: batch.displayName,
+      createTime: batch.createTime,
+      updateTime: new Date().toISOString(),
+      batchStats: { requestCount: total, pendingRequestCount: state.endsWith('SUCCEEDED') ? '0' : total },
+      state,
+      name: batch.name,
+    };
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function json(res: ServerResponse, body: unknown): true {
+  res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+  res.end(JSON.stringify(body));
+  return true;
+}
+
+function googleError(res: ServerResponse, status: number, grpcStatus: string, message: string): true {
+  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
+  res.end(JSON.stringify({ error: { code: status, message, status: grpcStatus } }));
+  return true;
+}

@@ -156,7 +156,9 @@ describe('gateway files named in chat requests', () => {
     });
     assert.equal(answer.object, 'chat.completion');
     const sent = anthropicMock.messageRequests()[0]?.body as {
-      messages: Array<{ content: Array<Record<string, any>> }>;
+      messages: Array<{
+        content: Array<{ type: string; title?: string; source: Record<string, string>; cache_control?: unknown }>;
+      }>;
     };
     const [text, document, textDocument] = sent.messages[0]!.content;
     assert.deepEqual(text, { type: 'text', text: 'Compare.' });

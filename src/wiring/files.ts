@@ -62,7 +62,12 @@ export function wireFiles(
     clearInterval(timer);
     await sweeping;
   });
-  const forwarding = new FileForwarding({ files, store: forwarded });
+  const forwarding = new FileForwarding({
+    files,
+    store: forwarded,
+    maxFiles: config.files.forwardMaxFiles,
+    maxInlineBytes: config.files.forwardInlineMaxBytes,
+  });
   return { service: files, forwarding };
 }
 

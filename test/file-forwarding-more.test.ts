@@ -52,12 +52,55 @@ describe('gateway files in requests: Responses, caller keys, bounds', () => {
   const upload = async (bytes: Buffer, name: string) =>
     admin.files.create({ file: await toFile(bytes, name), purpose: 'user_data' });
 
-  test('a Responses API request forwarded natively gets its input_file id rewritten to the upstream file', async () => {
+  test('a Responses API request to an OpenAI upstream gets its input_file uploaded once and the id rewritten', async () => {
     const bytes = Buffer.from('%PDF-1.7\n' + 'x'.repeat(500));
     const file = await upload(bytes, 'doc.pdf');
     openaiMock.reset();
+    const input: OpenAI.Responses.ResponseInput = [
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'Read it.' },
+          { type: 'input_file', file_id: file.id },
+        ],
+      },
+    ];
+    assert.equal((await admin.responses.create({ model: 'mini', input })).status, 'completed');
+    assert.equal((await admin.responses.create({ model: 'mini', input })).status, 'completed');
+    assert.equal(openaiMock.uploadedFiles.length, 1);
+    assert.ok(openaiMock.uploadedFiles[0]!.bytes.equals(bytes));
+    // Served through OpenAI's chat API (the request has nothing only the Responses API can do): a chat file part.
+    for (const request of openaiMock.chatRequests()) {
+      const sent = request.json as { messages: Array<{ content: unknown[] }> };
+      assert.deepEqual(sent.messages[0]?.content[1], {
+        type: 'file',
+        file: { file_id: openaiMock.uploadedFiles[0]!.id },
+      });
+    }
+    assert.equal(openaiMock.chatRequests().length, 2);
+  });
+
+  test('a Responses API request forwarded natively (a built-in tool) gets its input_file id rewritten', async () => {
+    const file = await upload(Buffer.from('%PDF-1.7\nnative'), 'native.pdf');
+    openaiMock.reset();
     const response = await admin.responses.create({
       model: 'mini',
+      tools: [{ type: 'web_search' }],
+      input: [{ role: 'user', content: [{ type: 'input_file', file_id: file.id }] }],
+    });
+    assert.equal(response.object, 'response');
+    const sent = openaiMock.requests.find((r) => r.path === '/v1/responses')?.json as {
+      input: Array<{ content: unknown[] }>;
+    };
+    assert.deepEqual(sent.input[0]?.content[0], { type: 'input_file', file_id: openaiMock.uploadedFiles[0]!.id });
+  });
+
+  test('a Responses API request translated for Anthropic gets its input_file as a base64 document block', async () => {
+    const bytes = Buffer.concat([Buffer.from('%PDF-1.7\n'), randomBytes(1000)]);
+    const file = await upload(bytes, 'translated.pdf');
+    anthropicMock.reset();
+    const response = await admin.responses.create({
+      model: 'sonnet',
       input: [
         {
           role: 'user',
@@ -68,13 +111,17 @@ describe('gateway files in requests: Responses, caller keys, bounds', () => {
         },
       ],
     });
-    assert.equal(response.object, 'response');
-    assert.equal(openaiMock.uploadedFiles.length, 1);
-    assert.ok(openaiMock.uploadedFiles[0]!.bytes.equals(bytes));
-    const sent = openaiMock.requests.find((r) => r.path === '/v1/responses')?.json as {
-      input: Array<{ content: unknown[] }>;
+    assert.equal(response.status, 'completed');
+    const sent = anthropicMock.messageRequests()[0]?.body as {
+      messages: Array<{
+        content: Array<{ type: string; source?: { type: string; media_type: string; data: string } }>;
+      }>;
     };
-    assert.deepEqual(sent.input[0]?.content[1], { type: 'input_file', file_id: openaiMock.uploadedFiles[0]!.id });
+    const document = sent.messages[0]?.content[1];
+    assert.equal(document?.type, 'document');
+    assert.equal(document?.source?.type, 'base64');
+    assert.equal(document?.source?.media_type, 'application/pdf');
+    assert.ok(Buffer.from(document!.source!.data, 'base64').equals(bytes));
   });
 
   test("a caller's own X-Upstream-Key is another account upstream: the file is uploaded again, with that key only", async () => {

@@ -24,8 +24,10 @@ export function mayNameFiles(rawBody: string | undefined): boolean {
 }
 
 interface Frame {
-  value: unknown;
-  keys: Array<string | number>;
+  value: object;
+  /** The frame of the container it is in (its keys are built only for a hit: most bodies have none). */
+  parent: Frame | undefined;
+  key: string | number;
 }
 
 /**
@@ -37,29 +39,40 @@ interface Frame {
  */
 export function findFileRefs(body: unknown, limit: number): FileRef[] {
   const found: FileRef[] = [];
-  const stack: Frame[] = [{ value: body, keys: [] }];
+  if (typeof body !== 'object' || body === null) return found;
+  const stack: Frame[] = [{ value: body, parent: undefined, key: '' }];
   while (stack.length > 0 && found.length <= limit) {
-    const { value, keys } = stack.pop() as Frame;
+    const frame = stack.pop() as Frame;
+    const { value } = frame;
     if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {
         const item: unknown = value[i];
-        if (typeof item === 'object' && item !== null) stack.push({ value: item, keys: [...keys, i] });
+        if (typeof item === 'object' && item !== null) stack.push({ value: item, parent: frame, key: i });
       }
       continue;
     }
     const record = value as Record<string, unknown>;
     const id = record.file_id;
     if (typeof id === 'string' && isOwnId(id, GATEWAY_FILE_PREFIX)) {
+      const keys = keysOf(frame);
       const at = [...keys, 'file_id'];
       found.push({ id, keys: at, field: fieldOf(at), chatFilePart: isChatFilePart(body, keys) });
     }
-    const entries = Object.entries(record);
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [key, item] = entries[i] as [string, unknown];
-      if (typeof item === 'object' && item !== null) stack.push({ value: item, keys: [...keys, key] });
+    const names = Object.keys(record);
+    for (let i = names.length - 1; i >= 0; i--) {
+      const key = names[i] as string;
+      const item = record[key];
+      if (typeof item === 'object' && item !== null) stack.push({ value: item, parent: frame, key });
     }
   }
   return found;
+}
+
+/** The keys from the root to a frame's value. */
+function keysOf(frame: Frame): Array<string | number> {
+  const keys: Array<string | number> = [];
+  for (let at: Frame | undefined = frame; at?.parent !== undefined; at = at.parent) keys.push(at.key);
+  return keys.reverse();
 }
 
 /** `messages[1].content[0].file.file_id` */

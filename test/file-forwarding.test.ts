@@ -148,7 +148,8 @@ describe('gateway files named in chat requests', () => {
           role: 'user',
           content: [
             { type: 'text', text: 'Compare.' },
-            { type: 'file', file: { file_id: pdf.id } } as Part,
+            // The caller's cache breakpoint on the part stays on its block.
+            { type: 'file', file: { file_id: pdf.id }, cache_control: { type: 'ephemeral' } } as Part,
             { type: 'file', file: { file_id: notes.id } } as Part,
           ],
         },
@@ -166,6 +167,7 @@ describe('gateway files named in chat requests', () => {
     assert.equal(document?.title, 'report.pdf');
     assert.equal(document?.source.type, 'base64');
     assert.equal(document?.source.media_type, 'application/pdf');
+    assert.deepEqual(document?.cache_control, { type: 'ephemeral' });
     assert.ok(Buffer.from(document?.source.data as string, 'base64').equals(bytes), 'the exact bytes, base64');
     const { cache_control: _mark, ...textBlock } = textDocument ?? {};
     assert.deepEqual(textBlock, {

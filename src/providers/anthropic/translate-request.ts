@@ -175,7 +175,11 @@ function blocksOf(message: ChatMessage): AnthropicContentBlock[] {
 function toAnthropicPart(part: JsonObject): AnthropicContentBlock {
   if (part.type === 'text') return withMark({ type: 'text', text: String(part.text ?? '') }, part);
   if (part.type === 'image_url') return withMark({ type: 'image', source: imageSourceOf(imageUrlOfPart(part)) }, part);
-  if (part.type === 'file') return fileBlockOf(part) ?? part;
+  if (part.type === 'file') {
+    const block = fileBlockOf(part);
+    if (block && isMark(part.cache_control)) block.cache_control = part.cache_control;
+    return block ?? part;
+  }
   return part;
 }
 

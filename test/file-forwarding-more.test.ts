@@ -189,6 +189,28 @@ describe('gateway files in requests: Responses, caller keys, bounds', () => {
     assert.equal(anthropicMock.requests.length, 0);
   });
 
+  test('a gateway id in a Messages API body forwarded natively to Anthropic (no Files API the gateway uses): 400', async () => {
+    const file = await upload(Buffer.from('%PDF-1.7\nmessages'), 'messages.pdf');
+    anthropicMock.reset();
+    const answer = await call(`${gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: authHeaders({ 'anthropic-version': '2023-06-01' }),
+      body: JSON.stringify({
+        model: 'sonnet',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: file.id } }] }],
+      }),
+    });
+    assert.equal(answer.status, 400);
+    const error = answer.json as { error: { type?: string }; details?: Record<string, unknown> } & Record<
+      string,
+      unknown
+    >;
+    assert.match(JSON.stringify(error), /file_not_forwardable/);
+    assert.match(JSON.stringify(error), /messages\[0\]\.content\[0\]\.source\.file_id/);
+    assert.equal(anthropicMock.requests.length, 0);
+  });
+
   test('a file of a type Anthropic does not take inline is 400 file_not_forwardable', async () => {
     const binary = await upload(Buffer.from([0, 1, 2, 3, 0xff, 0xfe, 0, 0]), 'blob.bin');
     anthropicMock.reset();

@@ -47,7 +47,7 @@ import { wireCertificates } from './wiring/tls.js';
 import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
 import { wireFiles, type WiredFiles } from './wiring/files.js';
-import type { FileStore, UploadStore } from './store/file-contract.js';
+import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
 import { ConfigGenerations } from './core/config-generation.js';
 import { firstGeneration } from './wiring/config-generation.js';
 import { wireConfigReload, type ReloadTrigger } from './wiring/config-reload.js';
@@ -82,7 +82,7 @@ export interface AppDependencies {
   /** Batches and their lines (OpenAI's Batch API, Anthropic's Message Batches); without it the batch paths are 404. */
   batches?: BatchStore;
   /** Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. */
-  files?: { files: FileStore; uploads: UploadStore };
+  files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
   /**
@@ -154,7 +154,10 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     capacity,
     observer: attemptObserver(attempts, app.log),
   });
-  const chat = new ChatService(modelCalls);
+  const { admin, auth } = wireAuth(config, deps.keys);
+  // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write, and which model requests may name.
+  const files = wireFiles(app, config, deps.files, auth, limits.service);
+  const chat = new ChatService(modelCalls, files?.forwarding);
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
   const cache =
     deps.responseCache && (config.cache.undeclaredModels || config.models.some((m) => m.cache))
@@ -177,9 +180,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const responses = wireResponses(app, config, deps.responses);
   const health = wireHealth(generations, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, generations.current.defaultProbe, providers.builtins, prices);
-  const { admin, auth } = wireAuth(config, deps.keys);
-  // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write.
-  const files = wireFiles(app, config, deps.files, auth, limits.service);
   // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
   const batchStats = wireBatches(app, config, {
     auth,

@@ -39,7 +39,7 @@ fileStoreContract(
         await stores.close();
         const client = new pg.Client({ connectionString: DATABASE_URL });
         await client.connect();
-        for (const table of ['files', 'uploads', 'upload_parts', 'blob_chunks'])
+        for (const table of ['files', 'uploads', 'upload_parts', 'blob_chunks', 'forwarded_files'])
           await client.query(`DROP TABLE IF EXISTS ${prefix}${table}`);
         await client.end();
       },

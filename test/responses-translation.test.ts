@@ -130,7 +130,14 @@ describe('Responses translation (pure functions)', () => {
           model: 'm',
           input: [
             { type: 'reasoning', id: 'rs_1' },
-            { role: 'user', content: [{ type: 'input_file', file_id: 'f' }] },
+            {
+              role: 'user',
+              content: [
+                { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+                // A file by URL has no chat form (by id or inline data it has: a chat file part).
+                { type: 'input_file', file_url: 'https://example.com/a.pdf' },
+              ],
+            },
           ],
           background: true,
           top_logprobs: 2,
@@ -142,6 +149,7 @@ describe('Responses translation (pure functions)', () => {
           'background',
           'input[0].type',
           'input[1].content[0].type',
+          'input[1].content[1].file_id',
           'top_logprobs',
         ]);
         return true;

@@ -60,6 +60,15 @@ export const filesSectionSchema = z
     presign_ttl_seconds: z.number().int().min(1).max(DAY).default(900),
     /** How often expired files and uploads are swept. */
     sweep_interval_seconds: z.number().int().min(1).max(DAY).default(300),
+    /** Gateway file ids one model request may name (docs/files.md, "Files in requests"). */
+    forward_max_files: z.number().int().min(1).max(100).default(10),
+    /** Bytes of gateway files sent inline to a translated upstream, per request (before base64). */
+    forward_inline_max_bytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(64 * MB)
+      .default(20 * MB),
   })
   .strict()
   .prefault({});
@@ -78,6 +87,8 @@ export interface FilesConfig {
   uploadTtlMs: number;
   presignTtlMs: number;
   sweepIntervalMs: number;
+  forwardMaxFiles: number;
+  forwardInlineMaxBytes: number;
 }
 
 export function toFiles(section: FilesSection): FilesConfig {
@@ -92,5 +103,7 @@ export function toFiles(section: FilesSection): FilesConfig {
     uploadTtlMs: section.upload_ttl_seconds * 1000,
     presignTtlMs: section.presign_ttl_seconds * 1000,
     sweepIntervalMs: section.sweep_interval_seconds * 1000,
+    forwardMaxFiles: section.forward_max_files,
+    forwardInlineMaxBytes: section.forward_inline_max_bytes,
   };
 }

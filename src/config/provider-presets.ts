@@ -27,6 +27,8 @@ export interface ProviderKind {
   nativeResponses?: boolean;
   /** Its chat API takes `web_search_options` (OpenAI's own); other servers are not known to, so a search is left out. */
   chatWebSearch?: boolean;
+  /** Has OpenAI's Files API (`POST {base}/files`, purpose `user_data`): a gateway file a request names is uploaded there. */
+  filesApi?: boolean;
   /**
    * Which family of the built-in price catalog prices its models when the config gives no price or window
    * (catalog/model-prices.json, core/price-book.ts); `by-vendor`: the model name's vendor prefix names the family
@@ -82,6 +84,7 @@ export const PROVIDER_KINDS = {
     nativeResponses: true,
     chatWebSearch: true,
     nativeBatches: true,
+    filesApi: true,
   },
   // Azure's global deployments cost what OpenAI's models do; a deployment is priced when it is named like its model.
   azure: {

@@ -7,13 +7,16 @@ import type {
   NativeApiName,
   NativeBody,
 } from '../providers/contract.js';
-import type { ClientWatch } from './call-scope.js';
+import type { CallScope, ClientWatch } from './call-scope.js';
+import type { FileForwarding, NamedFiles } from './file-forwarding.js';
+import type { FileRef } from './file-refs.js';
 import type { CallPipeline } from './call-pipeline.js';
 import { fitContextWindow } from './context-window.js';
 import { openStream, type CallInput, type ModelCall, type StartedStream } from './model-call.js';
 import type { ChatTarget } from './model-router.js';
 import type { PricedUsage } from './pricing.js';
 import { estimateTokens, type TokenEstimate } from './rate-limit-service.js';
+import type { AttemptTrace } from './trace-contract.js';
 import type { Answered } from './try-targets.js';
 
 export type { StartedStream } from './model-call.js';
@@ -38,29 +41,45 @@ export interface CompletedChat {
  * (checked or truncated), the token estimate of a chat body, and the upstream body of each target.
  */
 export class ChatService {
-  constructor(private readonly calls: CallPipeline) {}
+  /** `files`: the gateway's files a request names, made available to each upstream (core/file-forwarding.ts). */
+  constructor(
+    private readonly calls: CallPipeline,
+    private readonly files?: FileForwarding,
+  ) {}
 
   async complete(original: ChatRequestBody, originalInput: CallInput): Promise<CompletedChat> {
+    const refs = this.files?.named(original, originalInput.rawBody);
+    const resolved = refs && (await this.resolveFiles(original, refs, originalInput));
     const { body, call } = await this.planChat(original, originalInput);
-    const answered = await call.run((target, scope, trace) => {
-      const unchanged = target.upstreamModel === body.model && body.stream !== true;
+    const named = resolved?.on(body);
+    const answered = await call.run(async (target, scope, trace) => {
+      const unchanged = named === undefined && target.upstreamModel === body.model && body.stream !== true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
-      return target.provider.chat(upstreamBody, call.contextFor(target, scope, trace, unchanged));
+      const context = call.contextFor(target, scope, trace, unchanged);
+      const sent = named ? await named.bodyFor(upstreamBody, target.provider, context, true) : upstreamBody;
+      return target.provider.chat(sent, context);
     });
     return completed(call, answered);
   }
 
   /** Starts a stream: returns once a target delivered its first chunk; the route settles its call when it ends. */
   async stream(original: ChatRequestBody, originalInput: CallInput): Promise<StartedStream> {
+    const refs = this.files?.named(original, originalInput.rawBody);
+    const resolved = refs && (await this.resolveFiles(original, refs, originalInput));
     const { body, call } = await this.planChat(original, originalInput);
-    return call.start((target, scope, trace) => {
-      const unchanged = target.upstreamModel === body.model && body.stream === true;
+    const named = resolved?.on(body);
+    return call.start(async (target, scope, trace) => {
+      const unchanged = named === undefined && target.upstreamModel === body.model && body.stream === true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
-      return openStream(
-        target,
-        target.provider.streamChat(upstreamBody, call.contextFor(target, scope, trace, unchanged)),
-      );
+      const context = call.contextFor(target, scope, trace, unchanged);
+      const sent = named ? await named.bodyFor(upstreamBody, target.provider, context, true) : upstreamBody;
+      return openStream(target, target.provider.streamChat(sent, context));
     });
+  }
+
+  /** The named files checked as the caller's (404 before any limit is taken or anything goes upstream). */
+  private resolveFiles(body: object, refs: FileRef[], input: CallInput): Promise<NamedFiles> {
+    return (this.files as FileForwarding).resolve(body, refs, input.caller);
   }
 
   /**
@@ -74,20 +93,27 @@ export class ChatService {
     input: CallInput,
     estimate: TokenEstimate,
   ): Promise<CompletedChat | StartedStream> {
+    const refs = this.files?.named(body, input.rawBody);
+    const named = refs && (await this.resolveFiles(body, refs, input));
     const call = this.calls.planNative(api, body.model, input);
     if (call.admits) await call.admit(estimate);
-    const upstreamBody = (target: ChatTarget) =>
-      target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
     const forwarded = (target: ChatTarget) => target.provider.native?.[api] as NativeApi;
+    // The body for one target, and the context its call gets (the caller's bytes only when nothing changed).
+    const prepared = async (target: ChatTarget, scope: CallScope, trace: AttemptTrace | undefined) => {
+      const renamed = target.upstreamModel === body.model ? body : { ...body, model: target.upstreamModel };
+      const context = call.contextFor(target, scope, trace, renamed === body && named === undefined);
+      const sent = named ? await named.bodyFor(renamed, target.provider, context, false) : renamed;
+      return { sent, context };
+    };
     if (body.stream === true) {
-      return call.start((target, scope, trace) => {
-        const sent = upstreamBody(target);
-        return openStream(target, forwarded(target).stream(sent, call.contextFor(target, scope, trace, sent === body)));
+      return call.start(async (target, scope, trace) => {
+        const { sent, context } = await prepared(target, scope, trace);
+        return openStream(target, forwarded(target).stream(sent, context));
       });
     }
-    const answered = await call.run((target, scope, trace) => {
-      const sent = upstreamBody(target);
-      return forwarded(target).complete(sent, call.contextFor(target, scope, trace, sent === body));
+    const answered = await call.run(async (target, scope, trace) => {
+      const { sent, context } = await prepared(target, scope, trace);
+      return forwarded(target).complete(sent, context);
     });
     return completed(call, answered);
   }

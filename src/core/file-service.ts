@@ -42,6 +42,8 @@ export interface FileCreateInput {
 export interface FileContent {
   object: FileObject;
   stream: Readable;
+  /** The MIME type declared when it was stored, if any. */
+  mimeType?: string | null;
 }
 
 export interface FileListQuery {

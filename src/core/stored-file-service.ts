@@ -92,7 +92,7 @@ export class StoredFileService implements FileService {
   async openContent(owner: string, id: string): Promise<FileContent | undefined> {
     if (!isOwnId(id, FILE_ID_PREFIX)) return undefined;
     const read = await this.store.read(owner, id, this.now());
-    return read ? { object: fileObject(read.file), stream: read.stream } : undefined;
+    return read ? { object: fileObject(read.file), stream: read.stream, mimeType: read.file.mimeType } : undefined;
   }
 
   async list(owner: string, query: FileListQuery): Promise<FileList> {

@@ -47,6 +47,11 @@ export const ERROR_CODES = {
     message:
       'The request asks for something this route cannot do with the upstream that serves the model; see details.',
   },
+  file_not_forwardable: {
+    status: 400,
+    message:
+      "A file the request names cannot be given to the model's upstream (too large to send inline, too many, or of a type it does not take); see details.",
+  },
   invalid_multipart: {
     status: 400,
     message: 'The multipart/form-data body is malformed or has unexpected parts; see details.',

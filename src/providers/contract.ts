@@ -240,6 +240,11 @@ export interface Provider {
   readonly native?: Partial<Record<NativeApiName, NativeApi>>;
   /** The upstream's own batch API (absent: a batch's lines are run by the gateway itself). providers/batch-api.ts */
   readonly batches?: NativeBatchApi;
+  /**
+   * The upstream's own Files API, where the gateway puts a caller's file that a request names by its gateway id
+   * (core/file-forwarding.ts). Absent: such a file goes inline, as a chat `file` part's `file_data`.
+   */
+  readonly files?: UpstreamFiles;
   /** Embeds input; absent on a provider that has no embeddings (Anthropic). Rejects with a GatewayError. */
   embed?(body: EmbeddingsRequestBody, context: CallContext): Promise<EmbeddingsResult>;
   /** Lists the upstream's models; used by the models route and as the token-free health check. */
@@ -322,4 +327,21 @@ export interface NativeBatchApi {
   cancel(batchId: string, signal: AbortSignal): Promise<void>;
   /** Deletes what the gateway uploaded for the batch (input file), once its results are read. Best effort. */
   cleanUp?(fileId: string, signal: AbortSignal): Promise<void>;
+}
+
+/** One of the gateway's files, on its way to an upstream's Files API. */
+export interface UpstreamFileUpload {
+  filename: string;
+  bytes: number;
+  /** The MIME type to declare (the stored one, or what the bytes are). */
+  mimeType: string;
+  content: AsyncIterable<Uint8Array>;
+  /** How long the upstream should keep it (seconds), where its API takes an expiry. */
+  ttlSeconds: number;
+}
+
+/** An upstream's Files API (OpenAI's `POST /files`, purpose `user_data`). */
+export interface UpstreamFiles {
+  /** Uploads the file with the call's key (the caller's X-Upstream-Key or the configured one): the upstream's id. */
+  upload(file: UpstreamFileUpload, context: CallContext): Promise<string>;
 }

@@ -135,3 +135,28 @@ export interface UploadStore {
    */
   sweep(nowMs: number, limit: number): Promise<number>;
 }
+
+/**
+ * Which of the gateway's files an upstream already holds (docs/files.md, "Files in requests"): a file uploaded to
+ * an upstream's own Files API once, and its id there reused by every later request that names it. Keyed by the
+ * gateway file's id and SHA-256 (content that differs is never taken for the same file) and by the upstream (its
+ * name, and which key: a caller's own X-Upstream-Key names another account).
+ */
+export interface ForwardedFile {
+  fileId: string;
+  sha256: string;
+  upstream: string;
+  upstreamFileId: string;
+  createdMs: number;
+  /** Not reused past it (the gateway's file, or the upstream's copy, is gone by then). */
+  expiresMs: number;
+}
+
+export interface ForwardedFileStore {
+  /** The upstream's id of the file, when recorded and live at `nowMs`. */
+  lookup(fileId: string, sha256: string, upstream: string, nowMs?: number): Promise<string | undefined>;
+  /** Records (or replaces) a mapping. */
+  record(entry: ForwardedFile): Promise<void>;
+  /** Removes up to `limit` mappings expired at `nowMs`; returns how many. */
+  sweep(nowMs: number, limit: number): Promise<number>;
+}

@@ -2,12 +2,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { GatewayConfig } from '../config/types.js';
-import type { FileStore, UploadStore } from './file-contract.js';
+import type { FileStore, ForwardedFileStore, UploadStore } from './file-contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface FileStores {
   files: FileStore;
   uploads: UploadStore;
+  /** Which files were uploaded to which upstream's Files API (docs/files.md, "Files in requests"). */
+  forwarded: ForwardedFileStore;
   kind: 'embedded' | 'postgres';
   close(): Promise<void>;
 }
@@ -22,17 +24,27 @@ export async function openFileStores(config: GatewayConfig, sqlite: SqliteStore)
     if (!config.databaseUrl) throw new Error('files.store is postgres but DATABASE_URL is not set');
     const { PostgresFileStores } = await import('./postgres/postgres-files.js');
     const stores = await PostgresFileStores.open(config.databaseUrl);
-    return { files: stores.files, uploads: stores.uploads, kind: 'postgres', close: () => stores.close() };
+    return {
+      files: stores.files,
+      uploads: stores.uploads,
+      forwarded: stores.forwarded,
+      kind: 'postgres',
+      close: () => stores.close(),
+    };
   }
-  const [{ DiskContent }, { SqliteFileStore }, { SqliteUploadStore }] = await Promise.all([
-    import('./sqlite/disk-content.js'),
-    import('./sqlite/sqlite-files.js'),
-    import('./sqlite/sqlite-uploads.js'),
-  ]);
+  const [{ DiskContent }, { SqliteFileStore }, { SqliteUploadStore }, { SqliteForwardedFileStore }] = await Promise.all(
+    [
+      import('./sqlite/disk-content.js'),
+      import('./sqlite/sqlite-files.js'),
+      import('./sqlite/sqlite-uploads.js'),
+      import('./sqlite/sqlite-forwarded-files.js'),
+    ],
+  );
   const root = config.dataDir === ':memory:' ? mkdtempSync(join(tmpdir(), 'gw-files-')) : config.dataDir;
   return {
     files: new SqliteFileStore(sqlite.db, new DiskContent(join(root, 'files'))),
     uploads: new SqliteUploadStore(sqlite.db, new DiskContent(join(root, 'uploads'))),
+    forwarded: new SqliteForwardedFileStore(sqlite.db),
     kind: 'embedded',
     close: () => Promise.resolve(),
   };

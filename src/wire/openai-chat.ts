@@ -20,6 +20,15 @@ export type ChatImagePart = {
   image_url: { url: string; detail?: string };
 };
 
+/**
+ * A file part: by id (the upstream's, or one of the gateway's, which core/file-forwarding.ts makes available), or
+ * inline as a base64 `data:` URL in `file_data`.
+ */
+export type ChatFilePart = {
+  type: 'file';
+  file: { file_id?: string; file_data?: string; filename?: string };
+};
+
 /** A function tool as chat declares it. */
 export type ChatFunctionTool = {
   type: 'function';

@@ -9,7 +9,7 @@
  * the readers below), never cast.
  */
 import { objectOf, type JsonObject } from './json.js';
-import type { ChatImagePart, ChatTextPart } from './openai-chat.js';
+import type { ChatFilePart, ChatImagePart, ChatTextPart } from './openai-chat.js';
 
 // ---------------------------------------------------------------------------------------------- the request
 
@@ -249,6 +249,19 @@ export function chatImagePartOf(part: JsonObject): ChatImagePart | undefined {
   return { type: 'image_url', image_url: { url, ...(typeof part.detail === 'string' ? { detail: part.detail } : {}) } };
 }
 
+/**
+ * An `input_file` part as chat's file part (its `file_id`, `file_data` and `filename`); undefined when it has
+ * neither an id nor inline data (a `file_url`, which chat has no place for). Inverse: inputPartOf.
+ */
+export function chatFilePartOf(part: JsonObject): ChatFilePart | undefined {
+  const file: ChatFilePart['file'] = {};
+  if (typeof part.file_id === 'string' && part.file_id !== '') file.file_id = part.file_id;
+  if (typeof part.file_data === 'string' && part.file_data !== '') file.file_data = part.file_data;
+  if (file.file_id === undefined && file.file_data === undefined) return undefined;
+  if (typeof part.filename === 'string') file.filename = part.filename;
+  return { type: 'file', file };
+}
+
 /** An `input_text` (or `output_text`) part's text as chat's text part; undefined when its text is not a string. */
 export function chatTextPartOf(part: JsonObject): ChatTextPart | undefined {
   return (part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string'
@@ -258,7 +271,8 @@ export function chatTextPartOf(part: JsonObject): ChatTextPart | undefined {
 
 /**
  * A chat content part as an input part (a stored conversation forwarded to an upstream that speaks the API): text
- * as `input_text`, an image as `input_image`; any other part as it is. Inverse: chatTextPartOf, chatImagePartOf.
+ * as `input_text`, an image as `input_image`, a file as `input_file`; any other part as it is. Inverse:
+ * chatTextPartOf, chatImagePartOf, chatFilePartOf.
  */
 export function inputPartOf(part: JsonObject): InputTextPart | InputImagePart | JsonObject {
   if (part.type === 'text') return { type: 'input_text', text: part.text };
@@ -270,5 +284,6 @@ export function inputPartOf(part: JsonObject): InputTextPart | InputImagePart | 
       ...(image?.detail !== undefined ? { detail: image.detail } : {}),
     };
   }
+  if (part.type === 'file') return { type: 'input_file', ...objectOf(part.file) };
   return part;
 }

@@ -10,14 +10,19 @@ import { makeFileHandlers } from '../routes/files.js';
 import { mountFiles } from '../routes/mount-files.js';
 import { makeUploadHandlers } from '../routes/uploads.js';
 import { presignKey } from '../secrets/presigned.js';
-import type { FileStore, UploadStore } from '../store/file-contract.js';
+import { FileForwarding } from '../core/file-forwarding.js';
+import type { FileStore, ForwardedFile, ForwardedFileStore, UploadStore } from '../store/file-contract.js';
 
 const SWEEP_BATCH = 500;
 
 export interface WiredFiles {
   /** The files of every caller, for the other services (the batches): core/file-service.ts. */
   service: FileService;
+  /** The caller's files a model request names, made available to its upstream (core/file-forwarding.ts). */
+  forwarding: FileForwarding;
 }
+
+type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
 
 /**
  * Files and uploads (docs/files.md): the services over the stores, OpenAI's paths, and the sweep of expired files
@@ -27,7 +32,7 @@ export interface WiredFiles {
 export function wireFiles(
   app: FastifyInstance,
   config: GatewayConfig,
-  stores: { files: FileStore; uploads: UploadStore } | undefined,
+  stores: Stores | undefined,
   auth: Authenticator,
   limits: RateLimitService,
 ): WiredFiles | undefined {
@@ -44,9 +49,10 @@ export function wireFiles(
     files: makeFileHandlers(files, config.files.maxFileBytes),
     uploads: makeUploadHandlers(uploads, presigned, config.files.maxPartBytes),
   });
+  const forwarded = stores.forwarded ?? memoryForwardedFiles();
   let sweeping: Promise<void> | undefined;
   const timer = setInterval(() => {
-    sweeping ??= sweep(stores)
+    sweeping ??= sweep({ ...stores, forwarded })
       .then(() => undefined)
       .catch((error: unknown) => app.log.warn({ err: error }, 'sweeping expired files failed'))
       .finally(() => (sweeping = undefined));
@@ -56,13 +62,45 @@ export function wireFiles(
     clearInterval(timer);
     await sweeping;
   });
-  return { service: files };
+  const forwarding = new FileForwarding({
+    files,
+    store: forwarded,
+    maxFiles: config.files.forwardMaxFiles,
+    maxInlineBytes: config.files.forwardInlineMaxBytes,
+  });
+  return { service: files, forwarding };
 }
 
 /** One round of the sweep: expired files, then expired uploads, a batch at a time. */
-export async function sweep(stores: { files: FileStore; uploads: UploadStore }, nowMs = Date.now()): Promise<number> {
+export async function sweep(stores: Stores, nowMs = Date.now()): Promise<number> {
   let removed = 0;
   for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await stores.files.sweep(nowMs, SWEEP_BATCH);
   for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await stores.uploads.sweep(nowMs, SWEEP_BATCH);
+  const { forwarded } = stores;
+  if (forwarded)
+    for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await forwarded.sweep(nowMs, SWEEP_BATCH);
   return removed;
+}
+
+/** For stores given without a forwarded-file store (tests' own): this process's memory, bounded by the sweep. */
+function memoryForwardedFiles(): ForwardedFileStore {
+  const entries = new Map<string, ForwardedFile>();
+  const keyOf = (fileId: string, sha256: string, upstream: string) => `${fileId}\n${sha256}\n${upstream}`;
+  return {
+    lookup: async (fileId, sha256, upstream, nowMs = Date.now()) => {
+      const entry = entries.get(keyOf(fileId, sha256, upstream));
+      return entry && entry.expiresMs > nowMs ? entry.upstreamFileId : undefined;
+    },
+    record: async (entry) => {
+      entries.set(keyOf(entry.fileId, entry.sha256, entry.upstream), entry);
+    },
+    sweep: async (nowMs, limit) => {
+      let removed = 0;
+      for (const [key, entry] of entries) {
+        if (removed >= limit) break;
+        if (entry.expiresMs <= nowMs && entries.delete(key)) removed++;
+      }
+      return removed;
+    },
+  };
 }

@@ -16,6 +16,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { parseMultipart } from './multipart-form.js';
 
 /** One request as the mock received it. Recorded before any behavior runs. */
 export interface RecordedRequest {
@@ -27,6 +28,8 @@ export interface RecordedRequest {
   rawHeaders: string[];
   /** Raw body text (partial if the client went away while sending it). */
   body: string;
+  /** The body's bytes exactly as they arrived. */
+  bytes: Buffer;
   /** Parsed body, or `undefined` when the body is empty or not JSON. */
   json: unknown;
   /** `Date.now()` when the request headers arrived. */
@@ -84,6 +87,11 @@ export interface MockUpstream {
   requests: RecordedRequest[];
   /** Only the `POST /v1/chat/completions` requests. */
   chatRequests(): RecordedRequest[];
+  /**
+   * Files uploaded with `POST /v1/files` (multipart, OpenAI's Files API), in order: the form's fields, the file
+   * part's exact bytes, and the Authorization header it came with. Answered with OpenAI's file object.
+   */
+  uploadedFiles: UploadedFile[];
   /** Queue behaviors for the next chat requests, in order; when the queue is empty `defaultBehavior` applies. */
   enqueue(...behaviors: Behavior[]): void;
   /** Behavior for chat requests when the queue is empty; initially `{ kind: 'json' }`. */
@@ -104,6 +112,16 @@ export interface MockUpstream {
   reset(): void;
   /** Destroy every socket (stalled ones included) and stop the server. Idempotent. */
   close(): Promise<void>;
+}
+
+/** A file the mock took on `POST /v1/files`. */
+export interface UploadedFile {
+  id: string;
+  fields: Record<string, string>;
+  filename: string | undefined;
+  contentType: string | undefined;
+  bytes: Buffer;
+  authorization: string | undefined;
 }
 
 /** Content of the default non-streamed answer. */
@@ -345,6 +363,7 @@ interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
   body: string;
+  bytes: Buffer;
   json: unknown;
   completion: Completion;
   /** Aborted when the response closes (finished or connection gone). */
@@ -506,10 +525,10 @@ function runBehavior(ex: Exchange, b: Behavior): Promise<void> | void {
 // ---------------------------------------------------------------------------
 
 /** Reads the whole body; on a client abort resolves with what arrived so far. */
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve) => {
     const parts: Buffer[] = [];
-    const finish = (): void => resolve(Buffer.concat(parts).toString('utf8'));
+    const finish = (): void => resolve(Buffer.concat(parts));
     req.on('data', (part: Buffer) => parts.push(part));
     req.once('end', finish);
     req.once('close', finish);
@@ -528,6 +547,7 @@ function parseJson(text: string): unknown {
 
 class MockUpstreamServer implements MockUpstream {
   readonly requests: RecordedRequest[] = [];
+  readonly uploadedFiles: UploadedFile[] = [];
   defaultBehavior: Behavior = { kind: 'json' };
   models: Array<{ id: string; owned_by?: string; created?: number }> = DEFAULT_MODELS.map((m) => ({ ...m }));
   modelsStatus = 200;
@@ -581,6 +601,7 @@ class MockUpstreamServer implements MockUpstream {
 
   reset(): void {
     this.requests.length = 0;
+    this.uploadedFiles.length = 0;
     this.queue.length = 0;
     this.defaultBehavior = { kind: 'json' };
     this.models = DEFAULT_MODELS.map((m) => ({ ...m }));
@@ -606,7 +627,8 @@ class MockUpstreamServer implements MockUpstream {
         closed.abort();
       });
     });
-    const body = await readBody(req);
+    const bytes = await readBody(req);
+    const body = bytes.toString('utf8');
     const json = parseJson(body);
     this.requests.push({
       method: req.method ?? '',
@@ -614,6 +636,7 @@ class MockUpstreamServer implements MockUpstream {
       headers: req.headers,
       rawHeaders: [...req.rawHeaders],
       body,
+      bytes,
       json,
       receivedAt,
       aborted,
@@ -629,7 +652,7 @@ class MockUpstreamServer implements MockUpstream {
       model: requestModel(json),
       includeUsage: wantsUsage(json),
     };
-    const ex: Exchange = { req, res, body, json, completion, closed: closed.signal };
+    const ex: Exchange = { req, res, body, bytes, json, completion, closed: closed.signal };
     await this.route(ex);
   }
 
@@ -647,6 +670,8 @@ class MockUpstreamServer implements MockUpstream {
       const next = this.queue[0];
       if (next && next.kind !== 'json' && next.kind !== 'stream') await runBehavior(ex, this.queue.shift() as Behavior);
       else embeddings(ex);
+    } else if (method === 'POST' && path === '/v1/files') {
+      this.uploadFile(ex);
     } else if (method === 'GET' && path === '/v1/models') {
       this.listModels(ex);
     } else if (method === 'GET' && path.startsWith('/v1/models/')) {
@@ -667,6 +692,39 @@ class MockUpstreamServer implements MockUpstream {
         : `Incorrect API key provided: ${maskKey(key)}. You can find your API key at https://platform.openai.com/account/api-keys.`;
     sendJson(ex, 401, openAIError(message, 'invalid_request_error', key === undefined ? null : 'invalid_api_key'));
     return false;
+  }
+
+  /** OpenAI's `POST /v1/files`: the multipart form's `file` and fields kept, its file object answered. */
+  private uploadFile(ex: Exchange): void {
+    const parts = parseMultipart(ex.bytes, ex.req.headers['content-type']);
+    const file = parts.find((part) => part.name === 'file' && part.filename !== undefined);
+    const fields = Object.fromEntries(parts.filter((p) => p !== file).map((p) => [p.name, p.data.toString('utf8')]));
+    if (!file || fields.purpose === undefined) {
+      sendJson(ex, 400, openAIError('file and purpose are required', 'invalid_request_error', null));
+      return;
+    }
+    const id = `file-mockup${String(this.uploadedFiles.length + 1).padStart(6, '0')}`;
+    const { authorization } = ex.req.headers;
+    this.uploadedFiles.push({
+      id,
+      fields,
+      filename: file.filename,
+      contentType: file.contentType,
+      bytes: file.data,
+      authorization,
+    });
+    const created = Math.floor(Date.now() / 1000);
+    sendJson(ex, 200, {
+      id,
+      object: 'file',
+      bytes: file.data.length,
+      created_at: created,
+      expires_at:
+        fields['expires_after[seconds]'] === undefined ? null : created + Number(fields['expires_after[seconds]']),
+      filename: file.filename,
+      purpose: fields.purpose,
+      status: 'processed',
+    });
   }
 
   private listModels(ex: Exchange): void {

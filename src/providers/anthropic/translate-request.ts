@@ -16,6 +16,7 @@ import { objectOf, type JsonObject } from '../../wire/json.js';
 import { imageUrlOfPart, parseToolArguments, textOf } from '../chat-content.js';
 import type { ChatMessage, ChatRequestBody } from '../contract.js';
 import { callerMarked, isMark, markBreakpoints, type PromptCacheMode } from './cache-breakpoints.js';
+import { fileBlockOf } from './file-blocks.js';
 import { thinkingFor } from './thinking.js';
 import { anthropicFormatOf } from './structured-output.js';
 
@@ -168,12 +169,17 @@ function blocksOf(message: ChatMessage): AnthropicContentBlock[] {
 }
 
 /**
- * OpenAI content parts: text as text; an image URL (data: or https:) as an Anthropic image source; any other part
- * (a `document`...) as it is.
+ * OpenAI content parts: text as text; an image URL (data: or https:) as an Anthropic image source; a file with its
+ * bytes as a document (file-blocks.ts); any other part (a `document`...) as it is.
  */
 function toAnthropicPart(part: JsonObject): AnthropicContentBlock {
   if (part.type === 'text') return withMark({ type: 'text', text: String(part.text ?? '') }, part);
   if (part.type === 'image_url') return withMark({ type: 'image', source: imageSourceOf(imageUrlOfPart(part)) }, part);
+  if (part.type === 'file') {
+    const block = fileBlockOf(part);
+    if (block && isMark(part.cache_control)) block.cache_control = part.cache_control;
+    return block ?? part;
+  }
   return part;
 }
 

@@ -14,6 +14,7 @@ import type {
   NativeBatchApi,
   Provider,
   StreamBatch,
+  UpstreamFiles,
   UpstreamModel,
 } from '../contract.js';
 import { anomaliesOf, countsOf, withAnomalies } from '../usage-figures.js';
@@ -25,6 +26,7 @@ import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
 import { scrubAnswer } from '../../secrets/redact.js';
 import { OpenAiBatches } from './openai-batches.js';
+import { OpenAiFiles } from './openai-files.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
@@ -47,6 +49,8 @@ export class OpenAiCompatibleProvider implements Provider {
   readonly native?: Partial<Record<NativeApiName, NativeApi>>;
   /** OpenAI's Batch API, where the config says the upstream has it (`batch: native`, the default for `openai`). */
   readonly batches?: NativeBatchApi;
+  /** OpenAI's Files API, for the gateway's files a request names (`filesApi` in config/provider-presets.ts). */
+  readonly files?: UpstreamFiles;
 
   constructor(config: UpstreamConfig, options: { userAgent: string }) {
     this.name = config.name;
@@ -73,6 +77,12 @@ export class OpenAiCompatibleProvider implements Provider {
         ),
       };
     }
+    if (providerKind(config.kind)?.filesApi === true && !config.deploymentInPath)
+      this.files = new OpenAiFiles(this.http, this.name, (context) => {
+        const headers = this.headers(context.apiKeyOverride ?? this.config.apiKey, context);
+        headers.accept = 'application/json';
+        return headers;
+      });
     if (config.batch === 'native' && !config.deploymentInPath)
       this.batches = new OpenAiBatches(this.http, config, (json) => {
         const headers = this.headers(this.config.apiKey);

@@ -1,9 +1,17 @@
 import type { Readable } from 'node:stream';
 import type { Pool } from 'pg';
-import type { FileListPage, FileStore, NewFile, StoredFile, UploadStore } from '../file-contract.js';
+import type {
+  FileListPage,
+  FileStore,
+  ForwardedFileStore,
+  NewFile,
+  StoredFile,
+  UploadStore,
+} from '../file-contract.js';
 import { migrateUnderLock } from './migrate.js';
 import { PostgresBlobs, inTransaction } from './postgres-blobs.js';
 import { PostgresUploadStore } from './postgres-uploads.js';
+import { forwardedSchema, PostgresForwardedFileStore } from './postgres-forwarded-files.js';
 import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
 
 const schema = (p: string) => `
@@ -138,6 +146,7 @@ export class PostgresFileStores {
     private readonly pool: Pool,
     readonly files: FileStore,
     readonly uploads: UploadStore,
+    readonly forwarded: ForwardedFileStore,
   ) {}
 
   static async open(url: string, prefix = 'gw_'): Promise<PostgresFileStores> {
@@ -148,12 +157,13 @@ export class PostgresFileStores {
     pool.on('error', () => {
       // An idle client lost its connection: the next query reconnects (and reports its own error).
     });
-    await migrateUnderLock(pool, schema(prefix));
+    await migrateUnderLock(pool, schema(prefix) + forwardedSchema(prefix));
     const blobs = new PostgresBlobs(pool, `${prefix}blob_chunks`);
     return new PostgresFileStores(
       pool,
       new PostgresFileStore(pool, blobs, prefix),
       new PostgresUploadStore(pool, blobs, prefix),
+      new PostgresForwardedFileStore(pool, prefix),
     );
   }
 

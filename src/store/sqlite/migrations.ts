@@ -352,4 +352,20 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
             reason TEXT
           ) STRICT;`,
   },
+  {
+    version: 19,
+    name: 'forwarded_files',
+    // The gateway's files uploaded to an upstream's own Files API (docs/files.md, "Files in requests"): one upload per
+    // file, content and upstream (and key), its id there reused until the mapping expires.
+    sql: `CREATE TABLE forwarded_files (
+            file_id TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            upstream TEXT NOT NULL,
+            upstream_file_id TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (file_id, sha256, upstream)
+          ) STRICT;
+          CREATE INDEX forwarded_files_expiry ON forwarded_files (expires_ms);`,
+  },
 ];

@@ -4,8 +4,9 @@ import type { ChatMessage, ChatRequestBody, ToolCall } from '../../providers/con
 import { checkFields, chatSettings, leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { chatToolChoice, chatTools, CUSTOM_INPUT, type ToolEntry } from './request-tools.js';
 import { isJsonObject, type JsonObject } from '../../wire/json.js';
-import type { ChatImagePart, ChatTextPart } from '../../wire/openai-chat.js';
+import type { ChatFilePart, ChatImagePart, ChatTextPart } from '../../wire/openai-chat.js';
 import {
+  chatFilePartOf,
   chatImagePartOf,
   chatTextPartOf,
   type ResponsesInputItem,
@@ -209,7 +210,7 @@ function inputMessage(item: ResponsesInputItem, at: string, problems: ProblemLis
     });
     return { role: 'assistant', content: text };
   }
-  const parts: Array<ChatTextPart | ChatImagePart> = [];
+  const parts: Array<ChatTextPart | ChatImagePart | ChatFilePart> = [];
   content.forEach((part: unknown, j) => {
     const chatPart = contentPart(isJsonObject(part) ? part : {}, `${at}.content[${j}]`, problems);
     if (chatPart) parts.push(chatPart);
@@ -218,9 +219,23 @@ function inputMessage(item: ResponsesInputItem, at: string, problems: ProblemLis
 }
 
 /** An input part as chat's (src/wire/openai-responses.ts): text, or an image by its URL. */
-function contentPart(part: JsonObject, at: string, problems: ProblemList): ChatTextPart | ChatImagePart | undefined {
+function contentPart(
+  part: JsonObject,
+  at: string,
+  problems: ProblemList,
+): ChatTextPart | ChatImagePart | ChatFilePart | undefined {
   const text = chatTextPartOf(part);
   if (text) return text;
+  if (part.type === 'input_file') {
+    // By id (a gateway file goes inline upstream: core/file-forwarding.ts) or inline data; a URL has no chat form.
+    const file = chatFilePartOf(part);
+    if (!file)
+      problems.add({
+        field: `${at}.file_id`,
+        problem: 'must have a file_id or file_data (file_url is not supported on a translated upstream)',
+      });
+    return file;
+  }
   if (part.type === 'input_image') {
     const image = chatImagePartOf(part);
     if (!image)
@@ -233,7 +248,7 @@ function contentPart(part: JsonObject, at: string, problems: ProblemList): ChatT
   problems.add({
     field: `${at}.type`,
     problem: `content parts of type "${String(part.type).slice(0, 64)}" are not supported on a translated upstream`,
-    allowed: ['input_text', 'input_image'],
+    allowed: ['input_text', 'input_image', 'input_file'],
   });
   return undefined;
 }

@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { CallContext, UpstreamFileUpload, UpstreamFiles } from '../contract.js';
+import type { UpstreamClient } from '../upstream-client.js';
+
+/** OpenAI's bounds on a file's `expires_after[seconds]` (one hour to 30 days). */
+const MIN_TTL_SECONDS = 3_600;
+const MAX_TTL_SECONDS = 30 * 24 * 3_600;
+
+/**
+ * OpenAI's Files API for a file a request names (https://platform.openai.com/docs/api-reference/files/create):
+ * `POST {base}/files`, multipart/form-data with `purpose=user_data`, an expiry, and the file's bytes streamed from
+ * the gateway's store (never whole in memory). Sent with the call's key only: the upstream's, never a caller's
+ * gateway credentials (the headers are the provider's own, built from its key).
+ */
+export class OpenAiFiles implements UpstreamFiles {
+  constructor(
+    private readonly http: UpstreamClient,
+    private readonly upstream: string,
+    private readonly headers: (context: CallContext) => Record<string, string>,
+  ) {}
+
+  async upload(file: UpstreamFileUpload, context: CallContext): Promise<string> {
+    const boundary = `----llmgw${randomBytes(12).toString('hex')}`;
+    const ttl = Math.min(MAX_TTL_SECONDS, Math.max(MIN_TTL_SECONDS, Math.floor(file.ttlSeconds)));
+    const field = (name: string, value: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const head =
+      field('purpose', 'user_data') +
+      field('expires_after[anchor]', 'created_at') +
+      field('expires_after[seconds]', String(ttl)) +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${safeFilename(file.filename)}"\r\n` +
+      `Content-Type: ${safeMimeType(file.mimeType)}\r\n\r\n`;
+    async function* body(): AsyncGenerator<Uint8Array> {
+      yield Buffer.from(head);
+      yield* file.content;
+      yield Buffer.from(`\r\n--${boundary}--\r\n`);
+    }
+    const headers = { ...this.headers(context), 'content-type': `multipart/form-data; boundary=${boundary}` };
+    const response = await this.http.send(
+      { method: 'POST', path: `${this.http.basePath}/files`, headers, body: body() },
+      context.signal,
+      context.apiKeyOverride,
+    );
+    const { value } = await this.http.readJson(response, context.signal);
+    const id = (value as { id?: unknown } | null)?.id;
+    if (typeof id !== 'string' || id === '' || id.length > 256)
+      throw new GatewayError('upstream_invalid_response', {
+        upstream: this.upstream,
+        reason: 'the uploaded file has no id',
+      });
+    return id;
+  }
+}
+
+/** A filename fit for a quoted Content-Disposition parameter (RFC 7578 §4.2): no quote, backslash or line break. */
+function safeFilename(name: string): string {
+  const cleaned = name.replace(/["\\\r\n]/g, '_').slice(0, 255);
+  return cleaned === '' ? 'file' : cleaned;
+}
+
+function safeMimeType(type: string): string {
+  return /^[\w.+-]+\/[\w.+-]+$/.test(type) ? type : 'application/octet-stream';
+}

@@ -1,0 +1,87 @@
+/**
+ * Which gateway file was uploaded to which upstream (docs/files.md, "Files in requests"): one contract, run against
+ * the embedded store (SQLite, migration 19) and PostgreSQL (`files.store: postgres`).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { ForwardedFileStore } from '../src/store/file-contract.js';
+import { PostgresFileStores } from '../src/store/postgres/postgres-files.js';
+import { SqliteForwardedFileStore } from '../src/store/sqlite/sqlite-forwarded-files.js';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
+
+const T0 = 1_700_000_000_000;
+
+function forwardedContract(
+  name: string,
+  open: () => Promise<{ store: ForwardedFileStore; close(): Promise<void> }>,
+  options: { skip?: string | false } = {},
+): void {
+  describe(`forwarded files: ${name}`, { skip: options.skip ?? false }, () => {
+    let store: ForwardedFileStore;
+    let close: () => Promise<void>;
+    before(async () => {
+      ({ store, close } = await open());
+    });
+    after(async () => {
+      await close();
+    });
+
+    test('a mapping is found by file, content and upstream, and only while it lives', async () => {
+      const fileId = `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+      await store.record({
+        fileId,
+        sha256: 'aa',
+        upstream: 'oai',
+        upstreamFileId: 'file-up1',
+        createdMs: T0,
+        expiresMs: T0 + 1000,
+      });
+      assert.equal(await store.lookup(fileId, 'aa', 'oai', T0), 'file-up1');
+      assert.equal(await store.lookup(fileId, 'bb', 'oai', T0), undefined, 'other content is another file');
+      assert.equal(await store.lookup(fileId, 'aa', 'oai#key:x', T0), undefined, 'another account upstream');
+      assert.equal(await store.lookup(fileId, 'aa', 'oai', T0 + 1000), undefined, 'expired');
+    });
+
+    test('recording again replaces the mapping; the sweep removes expired ones only', async () => {
+      const fileId = `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+      const entry = { fileId, sha256: 'cc', upstream: 'oai', createdMs: T0 };
+      await store.record({ ...entry, upstreamFileId: 'file-old', expiresMs: T0 + 10 });
+      await store.record({ ...entry, upstreamFileId: 'file-new', expiresMs: T0 + 5000 });
+      assert.equal(await store.lookup(fileId, 'cc', 'oai', T0 + 100), 'file-new');
+      const other = `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+      await store.record({ ...entry, fileId: other, upstreamFileId: 'file-gone', expiresMs: T0 + 10 });
+      assert.ok((await store.sweep(T0 + 100, 1000)) >= 1);
+      assert.equal(await store.lookup(fileId, 'cc', 'oai', T0 + 100), 'file-new');
+      assert.equal(await store.lookup(other, 'cc', 'oai', T0), undefined, 'swept');
+    });
+  });
+}
+
+forwardedContract('embedded (SQLite)', async () => {
+  const sqlite = await openSqliteStore(':memory:');
+  return { store: new SqliteForwardedFileStore(sqlite.db), close: () => sqlite.close() };
+});
+
+const skip = await postgresSkipReason();
+forwardedContract(
+  'PostgreSQL',
+  async () => {
+    const prefix = `t${randomUUID().replaceAll('-', '').slice(0, 12)}_`;
+    const stores = await PostgresFileStores.open(DATABASE_URL, prefix);
+    return {
+      store: stores.forwarded,
+      close: async () => {
+        await stores.close();
+        const client = new pg.Client({ connectionString: DATABASE_URL });
+        await client.connect();
+        for (const table of ['files', 'uploads', 'upload_parts', 'blob_chunks', 'forwarded_files'])
+          await client.query(`DROP TABLE IF EXISTS ${prefix}${table}`);
+        await client.end();
+      },
+    };
+  },
+  { skip },
+);

@@ -52,12 +52,15 @@ export class ChatService {
     const resolved = refs && (await this.resolveFiles(original, refs, originalInput));
     const { body, call } = await this.planChat(original, originalInput);
     const named = resolved?.on(body);
-    const answered = await call.run(async (target, scope, trace) => {
+    const answered = await call.run((target, scope, trace) => {
       const unchanged = named === undefined && target.upstreamModel === body.model && body.stream !== true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: false };
       const context = call.contextFor(target, scope, trace, unchanged);
-      const sent = named ? await named.bodyFor(upstreamBody, target.provider, context, true) : upstreamBody;
-      return target.provider.chat(sent, context);
+      // No file named (nearly every call): no extra await on the hot path.
+      if (named === undefined) return target.provider.chat(upstreamBody, context);
+      return named
+        .bodyFor(upstreamBody, target.provider, context, true)
+        .then((sent) => target.provider.chat(sent, context));
     });
     return completed(call, answered);
   }
@@ -68,12 +71,14 @@ export class ChatService {
     const resolved = refs && (await this.resolveFiles(original, refs, originalInput));
     const { body, call } = await this.planChat(original, originalInput);
     const named = resolved?.on(body);
-    return call.start(async (target, scope, trace) => {
+    return call.start((target, scope, trace) => {
       const unchanged = named === undefined && target.upstreamModel === body.model && body.stream === true;
       const upstreamBody = unchanged ? body : { ...body, model: target.upstreamModel, stream: true };
       const context = call.contextFor(target, scope, trace, unchanged);
-      const sent = named ? await named.bodyFor(upstreamBody, target.provider, context, true) : upstreamBody;
-      return openStream(target, target.provider.streamChat(sent, context));
+      if (named === undefined) return openStream(target, target.provider.streamChat(upstreamBody, context));
+      return named
+        .bodyFor(upstreamBody, target.provider, context, true)
+        .then((sent) => openStream(target, target.provider.streamChat(sent, context)));
     });
   }
 

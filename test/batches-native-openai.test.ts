@@ -244,20 +244,13 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
         ],
       );
       assert.equal(errors[1]?.response?.body.code, 'batch_result_missing');
-      const row = gw.store.db
-        .prepare(`SELECT prompt_tokens, completion_tokens FROM usage_records WHERE request_id = 'r1'`)
-        .get() as { prompt_tokens: number; completion_tokens: number } | undefined;
       await waitFor(
         'the hostile line’s usage record',
         () => gw.store.db.prepare(`SELECT 1 FROM usage_records WHERE request_id = 'r1'`).get() !== undefined,
       );
-      const stored = (row ??
-        gw.store.db
-          .prepare(`SELECT prompt_tokens, completion_tokens FROM usage_records WHERE request_id = 'r1'`)
-          .get()) as {
-        prompt_tokens: number;
-        completion_tokens: number;
-      };
+      const stored = gw.store.db
+        .prepare(`SELECT prompt_tokens, completion_tokens FROM usage_records WHERE request_id = 'r1'`)
+        .get() as { prompt_tokens: number; completion_tokens: number };
       assert.equal(stored.prompt_tokens, 0);
       assert.ok(stored.completion_tokens <= 100_000_000, 'an absurd count is bounded');
     } finally {

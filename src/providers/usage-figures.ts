@@ -216,6 +216,14 @@ export function countsOf(value: unknown, names: CountNames = CHAT_COUNTS): Usage
   );
 }
 
+/** An embedding's usage: only the prompt counts (an embedding has no completion), its total is the prompt's. */
+export function embeddingUsage(usage: Usage): Usage {
+  return withAnomalies(
+    { prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens },
+    anomaliesOf(usage),
+  );
+}
+
 /**
  * The gate every usage passes before it reaches limits, budgets, prices, records or an answer the gateway builds,
  * whichever provider read it: the same object when its figures are sane (the common case: nothing allocated),

@@ -59,7 +59,7 @@ export function mountOpenAiBatches(app: FastifyInstance, auth: Authenticator, ba
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
   app.post(OPENAI_BATCHES_PATH, { onRequest, schema: { body: createBodySchema } }, async (request, reply) => {
     const body = request.body as CreateBody;
-    if (!(BATCH_ENDPOINTS as readonly string[]).includes(body.endpoint))
+    if (!BATCH_ENDPOINTS.includes(body.endpoint))
       throw new GatewayError('batch_input_invalid', {
         field: 'endpoint',
         problem: `must be one of ${BATCH_ENDPOINTS.join(', ')}`,

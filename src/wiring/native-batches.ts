@@ -5,21 +5,13 @@ import { modelAllowed, principalFromSnapshot } from '../auth/principal.js';
 import type { BatchesConfig } from '../config/batches-schema.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
 import { NativeBatchBackend, type NativeRoute } from '../core/batches/native-backend.js';
+import { BATCH_ENDPOINT_ROUTES } from '../core/batches/batch-service.js';
 import type { LineCounters } from '../core/batches/gateway-run-backend.js';
 import type { PricedUsage } from '../core/pricing.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import type { NativeBatchApi, NativeLineResult } from '../providers/batch-api.js';
 import type { RequestRecord } from '../request/request-record.js';
-import type { RouteName } from '../request/route-name.js';
 import type { BatchRecord, BatchStore } from '../store/batch-contract.js';
-
-/** The route a batch line's endpoint is recorded under (and whose right its owner needs). */
-const ROUTE_OF_ENDPOINT: Readonly<Record<string, RouteName>> = {
-  '/v1/chat/completions': 'chat',
-  '/v1/responses': 'responses',
-  '/v1/embeddings': 'embeddings',
-  '/v1/messages': 'messages',
-};
 
 /** The upstream's batch API, if it has one the gateway speaks and the config leaves native batches on. */
 function apiOf(generations: ConfigGenerations, upstream: string): NativeBatchApi | undefined {
@@ -62,7 +54,7 @@ function recordLine(
     };
     const record: RequestRecord = {
       method: 'POST',
-      route: ROUTE_OF_ENDPOINT[batch.endpoint],
+      route: BATCH_ENDPOINT_ROUTES[batch.endpoint],
       id: result.requestId ?? `batchline_${randomUUID()}`,
       traceparent: undefined,
       status: result.status,
@@ -103,7 +95,7 @@ function refusalOf(auth: Authenticator) {
     } catch (error) {
       return isGatewayError(error) ? `the owner cannot call: ${error.code}` : String(error);
     }
-    const route = ROUTE_OF_ENDPOINT[batch.endpoint];
+    const route = BATCH_ENDPOINT_ROUTES[batch.endpoint];
     if (principal.routes && route !== undefined && !principal.routes.has(route))
       return `the owner has no right to ${route}`;
     for (const model of models) if (!modelAllowed(principal, model)) return `the owner may not call ${model}`;

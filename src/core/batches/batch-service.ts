@@ -1,10 +1,20 @@
 import { randomUUID } from 'node:crypto';
+import type { GrantableRoute } from '../../config/names.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { BatchApi, BatchRecord, BatchStore, NewBatchLine } from '../../store/batch-contract.js';
 import type { BatchFiles } from './batch-files.js';
 
-/** The endpoints a batch line may call: the gateway's own paths of the same name. */
-export const BATCH_ENDPOINTS = ['/v1/chat/completions', '/v1/responses', '/v1/embeddings', '/v1/messages'] as const;
+/**
+ * The endpoints a batch line may call (the gateway's own paths of the same name), and the route each line is a call
+ * of: the right its owner needs, the route its usage record is kept under.
+ */
+export const BATCH_ENDPOINT_ROUTES: Readonly<Record<string, GrantableRoute>> = {
+  '/v1/chat/completions': 'chat',
+  '/v1/responses': 'responses',
+  '/v1/embeddings': 'embeddings',
+  '/v1/messages': 'messages',
+};
+export const BATCH_ENDPOINTS: readonly string[] = Object.keys(BATCH_ENDPOINT_ROUTES);
 
 /** The one completion window (OpenAI's and Anthropic's): a batch not done by then expires. */
 export const COMPLETION_WINDOW = '24h';

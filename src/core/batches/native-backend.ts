@@ -272,7 +272,8 @@ export class NativeBatchBackend implements BatchBackend {
               message: `The upstream's batch failed (${status.upstreamStatus})${status.reason ? `: ${status.reason}` : ''}.`,
             }
           : MISSING;
-      await this.closeUnanswered(batch, failure, closing);
+      // A cancel or expiry leaves the lines without a result to the runner (canceled, expired).
+      if (!closing) await this.closeUnanswered(batch, failure);
       await this.options.store.saveNativeState(batch.id, { ...state, phase: 'collected' });
       if (state.upstreamFileId !== null) await api.cleanUp?.(state.upstreamFileId, lease.signal).catch(() => undefined);
       return;
@@ -318,9 +319,8 @@ export class NativeBatchBackend implements BatchBackend {
     return (index) => byIndex.get(index) ?? 'unknown';
   }
 
-  /** Lines the upstream gave no result for: errored with why (a cancel or expiry leaves them to the runner). */
-  private async closeUnanswered(batch: BatchRecord, failure: { code: string; message: string }, closing: boolean) {
-    if (closing) return;
+  /** Lines the upstream gave no result for: errored with why. */
+  private async closeUnanswered(batch: BatchRecord, failure: { code: string; message: string }): Promise<void> {
     const { store } = this.options;
     let after = -1;
     for (;;) {

@@ -1,14 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
 import { jsonlLines } from '../../streaming/jsonl-lines.js';
+import { objectOf } from '../../wire/json.js';
 import type { OpenAiBatchObject, OpenAiBatchOutputLine } from '../../wire/openai-batches.js';
 import type { NativeBatchApi, NativeBatchStatus, NativeLineResult, NativeSubmission, Usage } from '../contract.js';
 import { indexOfCustomId, nativeCustomId } from '../batch-api.js';
 import { toUpstreamError } from '../transport-errors.js';
 import type { UpstreamClient } from '../upstream-client.js';
-import { anomaliesOf, countsOf, RESPONSES_COUNTS, withAnomalies } from '../usage-figures.js';
+import { uploadFile } from './openai-files.js';
+import { countsOf, embeddingUsage, RESPONSES_COUNTS } from '../usage-figures.js';
 
 /** The endpoints OpenAI's Batch API runs (the gateway forwards lines of these as they are). */
 const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/embeddings', '/v1/responses']);
@@ -22,12 +23,6 @@ export const GATEWAY_BATCH_KEY = 'gateway_batch_id';
 
 const RUNNING: ReadonlySet<string> = new Set(['validating', 'in_progress', 'finalizing', 'cancelling']);
 const ENDED: ReadonlySet<string> = new Set(['completed', 'expired', 'cancelled']);
-
-function object(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
 
 /**
  * OpenAI's Batch API (and a server that speaks it: `batch: native` on an OpenAI-compatible upstream): the lines go
@@ -62,54 +57,50 @@ export class OpenAiBatches implements NativeBatchApi {
         metadata: { [GATEWAY_BATCH_KEY]: submission.gatewayBatchId },
       }),
     );
-    const id = object(created)?.id;
+    const id = objectOf(created)?.id;
     if (typeof id !== 'string' || id === '') throw this.invalid('the created batch has no id');
     return { batchId: id, fileId };
   }
 
-  /** The input file as multipart/form-data, streamed: one JSONL line per pending line, `custom_id` from its index. */
-  private async upload(submission: NativeSubmission, signal: AbortSignal): Promise<string> {
-    const boundary = `----llmgw${randomBytes(12).toString('hex')}`;
-    const head =
-      `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${submission.gatewayBatchId}.jsonl"\r\n` +
-      'Content-Type: application/jsonl\r\n\r\n';
-    async function* body(): AsyncGenerator<Uint8Array> {
-      yield Buffer.from(head);
+  /** The input file, streamed into the upload: one JSONL line per pending line, `custom_id` from its index. */
+  private upload(submission: NativeSubmission, signal: AbortSignal): Promise<string> {
+    async function* jsonl(): AsyncGenerator<Uint8Array> {
       let text = '';
       for await (const line of submission.lines()) {
-        text += `${JSON.stringify({ custom_id: nativeCustomId(line.index), method: 'POST', url: line.endpoint, body: line.body })}\n`;
+        const request = { custom_id: nativeCustomId(line.index), method: 'POST', url: line.endpoint, body: line.body };
+        text += `${JSON.stringify(request)}\n`;
         if (text.length >= 64 * 1024) {
           yield Buffer.from(text);
           text = '';
         }
       }
-      yield Buffer.from(`${text}\r\n--${boundary}--\r\n`);
+      if (text !== '') yield Buffer.from(text);
     }
-    const headers = { ...this.headers(false), 'content-type': `multipart/form-data; boundary=${boundary}` };
-    const response = await this.http.send(
-      { method: 'POST', path: this.path('/files'), headers, body: body() },
-      signal,
-      undefined,
+    return uploadFile(
+      this.http,
+      this.config.name,
+      {
+        fields: [['purpose', 'batch']],
+        filename: `${submission.gatewayBatchId}.jsonl`,
+        mimeType: 'application/jsonl',
+        content: jsonl(),
+      },
+      { headers: this.headers(false), signal, apiKeyOverride: undefined },
     );
-    const { value } = await this.http.readJson(response, signal);
-    const id = object(value)?.id;
-    if (typeof id !== 'string' || id === '') throw this.invalid('the uploaded file has no id');
-    return id;
   }
 
   async find(gatewayBatchId: string, signal: AbortSignal): Promise<string | undefined> {
     let after: string | undefined;
     for (let page = 0; page < FIND_PAGES; page++) {
       const query = `?limit=${FIND_PAGE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
-      const list = object(await this.json('GET', `/batches${query}`, signal));
+      const list = objectOf(await this.json('GET', `/batches${query}`, signal));
       const data = Array.isArray(list?.data) ? list.data : [];
       for (const item of data) {
-        const batch = object(item);
-        if (object(batch?.metadata)?.[GATEWAY_BATCH_KEY] === gatewayBatchId && typeof batch?.id === 'string')
+        const batch = objectOf(item);
+        if (objectOf(batch?.metadata)?.[GATEWAY_BATCH_KEY] === gatewayBatchId && typeof batch?.id === 'string')
           return batch.id;
       }
-      const last = object(data[data.length - 1])?.id;
+      const last = objectOf(data[data.length - 1])?.id;
       if (list?.has_more !== true || typeof last !== 'string') return undefined;
       after = last;
     }
@@ -117,13 +108,13 @@ export class OpenAiBatches implements NativeBatchApi {
   }
 
   async status(batchId: string, signal: AbortSignal): Promise<NativeBatchStatus> {
-    const batch = object(await this.json('GET', `/batches/${encodeURIComponent(batchId)}`, signal)) as
+    const batch = objectOf(await this.json('GET', `/batches/${encodeURIComponent(batchId)}`, signal)) as
       Partial<OpenAiBatchObject> | undefined;
     const status = typeof batch?.status === 'string' ? batch.status : '';
     if (RUNNING.has(status)) return { state: 'running', upstreamStatus: status };
     if (ENDED.has(status)) return { state: 'ended', upstreamStatus: status };
     if (status === 'failed') {
-      const first = Array.isArray(batch?.errors?.data) ? object(batch.errors.data[0]) : undefined;
+      const first = Array.isArray(batch?.errors?.data) ? objectOf(batch.errors.data[0]) : undefined;
       const reason = typeof first?.message === 'string' ? this.scrub(first.message).slice(0, 500) : undefined;
       return { state: 'failed', upstreamStatus: status, ...(reason ? { reason } : {}) };
     }
@@ -131,7 +122,7 @@ export class OpenAiBatches implements NativeBatchApi {
   }
 
   async *results(batchId: string, signal: AbortSignal): AsyncGenerator<NativeLineResult> {
-    const batch = object(await this.json('GET', `/batches/${encodeURIComponent(batchId)}`, signal)) as
+    const batch = objectOf(await this.json('GET', `/batches/${encodeURIComponent(batchId)}`, signal)) as
       Partial<OpenAiBatchObject> | undefined;
     const endpoint = typeof batch?.endpoint === 'string' ? batch.endpoint : '/v1/chat/completions';
     for (const fileId of [batch?.output_file_id, batch?.error_file_id]) {
@@ -176,22 +167,22 @@ export class OpenAiBatches implements NativeBatchApi {
   private resultOf(text: string, endpoint: string): NativeLineResult | undefined {
     let line: Partial<OpenAiBatchOutputLine> | undefined;
     try {
-      line = object(JSON.parse(text)) as Partial<OpenAiBatchOutputLine> | undefined;
+      line = objectOf(JSON.parse(text)) as Partial<OpenAiBatchOutputLine> | undefined;
     } catch {
       return undefined;
     }
     const index = indexOfCustomId(line?.custom_id);
     if (index === undefined) return undefined;
-    const response = object(line?.response);
+    const response = objectOf(line?.response);
     const code = response?.status_code;
     const requestId = typeof response?.request_id === 'string' ? response.request_id.slice(0, 200) : null;
     if (response && typeof code === 'number' && Number.isInteger(code) && code >= 100 && code <= 599) {
       const body = response.body;
       const ok = code >= 200 && code < 300;
-      const usage = ok ? usageOf(object(body)?.usage, endpoint) : undefined;
+      const usage = ok ? usageOf(objectOf(body)?.usage, endpoint) : undefined;
       return { index, status: code, body: this.scrub(JSON.stringify(body ?? null)), usage, requestId };
     }
-    const error = object(line?.error);
+    const error = objectOf(line?.error);
     const message = typeof error?.message === 'string' ? error.message.slice(0, 1000) : 'the upstream gave no answer';
     const failure = {
       code: 'upstream_error',
@@ -235,10 +226,5 @@ export class OpenAiBatches implements NativeBatchApi {
 function usageOf(value: unknown, endpoint: string): Usage | undefined {
   if (endpoint === '/v1/responses') return countsOf(value, RESPONSES_COUNTS);
   const usage = countsOf(value);
-  if (!usage || endpoint !== '/v1/embeddings') return usage;
-  // An embedding has no completion: its total is its prompt.
-  return withAnomalies(
-    { prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens },
-    anomaliesOf(usage),
-  );
+  return usage && endpoint === '/v1/embeddings' ? embeddingUsage(usage) : usage;
 }

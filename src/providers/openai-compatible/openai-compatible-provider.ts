@@ -17,7 +17,7 @@ import type {
   UpstreamFiles,
   UpstreamModel,
 } from '../contract.js';
-import { anomaliesOf, countsOf, withAnomalies } from '../usage-figures.js';
+import { anomaliesOf, countsOf, embeddingUsage } from '../usage-figures.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { streamChunkDecoder } from './decode-chunk.js';
 import { normaliseAnswer } from './normalise-answer.js';
@@ -176,12 +176,7 @@ export class OpenAiCompatibleProvider implements Provider {
     }
     // Only the prompt counts (an embedding has no completion); its total is the prompt's.
     const usage = record.usage?.prompt_tokens == null ? undefined : countsOf(record.usage);
-    const counted =
-      usage &&
-      withAnomalies(
-        { prompt_tokens: usage.prompt_tokens, completion_tokens: 0, total_tokens: usage.prompt_tokens },
-        anomaliesOf(usage),
-      );
+    const counted = usage && embeddingUsage(usage);
     // Passed through as it came (unless a usage figure was corrected), but never with a key in it (a server may
     // echo one, in `model` or anywhere).
     const json = anomaliesOf(usage) ? JSON.stringify(record) : undefined;

@@ -21,36 +21,64 @@ export class OpenAiFiles implements UpstreamFiles {
   ) {}
 
   async upload(file: UpstreamFileUpload, context: CallContext): Promise<string> {
-    const boundary = `----llmgw${randomBytes(12).toString('hex')}`;
     const ttl = Math.min(MAX_TTL_SECONDS, Math.max(MIN_TTL_SECONDS, Math.floor(file.ttlSeconds)));
-    const field = (name: string, value: string) =>
-      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-    const head =
-      field('purpose', 'user_data') +
-      field('expires_after[anchor]', 'created_at') +
-      field('expires_after[seconds]', String(ttl)) +
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${safeFilename(file.filename)}"\r\n` +
-      `Content-Type: ${safeMimeType(file.mimeType)}\r\n\r\n`;
-    async function* body(): AsyncGenerator<Uint8Array> {
-      yield Buffer.from(head);
-      yield* file.content;
-      yield Buffer.from(`\r\n--${boundary}--\r\n`);
-    }
-    const headers = { ...this.headers(context), 'content-type': `multipart/form-data; boundary=${boundary}` };
-    const response = await this.http.send(
-      { method: 'POST', path: `${this.http.basePath}/files`, headers, body: body() },
-      context.signal,
-      context.apiKeyOverride,
+    return uploadFile(
+      this.http,
+      this.upstream,
+      {
+        fields: [
+          ['purpose', 'user_data'],
+          ['expires_after[anchor]', 'created_at'],
+          ['expires_after[seconds]', String(ttl)],
+        ],
+        filename: file.filename,
+        mimeType: file.mimeType,
+        content: file.content,
+      },
+      { headers: this.headers(context), signal: context.signal, apiKeyOverride: context.apiKeyOverride },
     );
-    const { value } = await this.http.readJson(response, context.signal);
-    const id = (value as { id?: unknown } | null)?.id;
-    if (typeof id !== 'string' || id === '' || id.length > 256)
-      throw new GatewayError('upstream_invalid_response', {
-        upstream: this.upstream,
-        reason: 'the uploaded file has no id',
-      });
-    return id;
   }
+}
+
+/**
+ * `POST {base}/files` as multipart/form-data: the form's fields, then the file's bytes streamed as they come (never
+ * whole in memory). Returns the upstream's file id (`upstream_invalid_response` when it gives none). Used for a file
+ * a request names (above) and for a batch's input file (openai-batches.ts).
+ */
+export async function uploadFile(
+  http: UpstreamClient,
+  upstream: string,
+  form: {
+    fields: ReadonlyArray<readonly [name: string, value: string]>;
+    filename: string;
+    mimeType: string;
+    content: AsyncIterable<Uint8Array>;
+  },
+  call: { headers: Record<string, string>; signal: AbortSignal; apiKeyOverride: string | undefined },
+): Promise<string> {
+  const boundary = `----llmgw${randomBytes(12).toString('hex')}`;
+  const field = ([name, value]: readonly [string, string]) =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+  const head =
+    form.fields.map(field).join('') +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${safeFilename(form.filename)}"\r\n` +
+    `Content-Type: ${safeMimeType(form.mimeType)}\r\n\r\n`;
+  async function* body(): AsyncGenerator<Uint8Array> {
+    yield Buffer.from(head);
+    yield* form.content;
+    yield Buffer.from(`\r\n--${boundary}--\r\n`);
+  }
+  const headers = { ...call.headers, 'content-type': `multipart/form-data; boundary=${boundary}` };
+  const response = await http.send(
+    { method: 'POST', path: `${http.basePath}/files`, headers, body: body() },
+    call.signal,
+    call.apiKeyOverride,
+  );
+  const { value } = await http.readJson(response, call.signal);
+  const id = (value as { id?: unknown } | null)?.id;
+  if (typeof id !== 'string' || id === '' || id.length > 256)
+    throw new GatewayError('upstream_invalid_response', { upstream, reason: 'the uploaded file has no id' });
+  return id;
 }
 
 /** A filename fit for a quoted Content-Disposition parameter (RFC 7578 §4.2): no quote, backslash or line break. */

@@ -44,18 +44,31 @@ describe('a body of 500,000 wrong-typed items (1 MB) on each model route', () =>
   ];
   for (const c of cases) {
     test(`${c.route}: a 400 naming at most 50 problems, errors_truncated, in tens of milliseconds of CPU, no memory kept`, async (t) => {
+      // CPU time is read from this whole process (the client and the gateway in it), on a machine running other
+      // test files at once: one cold call measured alone flaked at 340 ms on a loaded CI run. So the first call
+      // (compiling the route's validator and view) is not measured, and the bound applies to the cheapest of three
+      // calls after it. A regression to a validator that names every problem costs 0.8 s or more on every call.
+      const first = await call(fixture.url(c.path), { method: 'POST', headers: authHeaders(), body: c.body });
+      assert.equal(first.status, 400, first.text.slice(0, 300));
       const rss = process.memoryUsage().rss;
-      const cpu = process.cpuUsage();
-      const started = performance.now();
-      const answer = await call(fixture.url(c.path), { method: 'POST', headers: authHeaders(), body: c.body });
-      const wallMs = Math.round(performance.now() - started);
-      const used = process.cpuUsage(cpu);
-      const cpuMs = Math.round((used.user + used.system) / 1000);
+      const runs: Array<{ cpuMs: number; wallMs: number }> = [];
+      let answer = first;
+      for (let run = 0; run < 3; run++) {
+        const cpu = process.cpuUsage();
+        const started = performance.now();
+        answer = await call(fixture.url(c.path), { method: 'POST', headers: authHeaders(), body: c.body });
+        const used = process.cpuUsage(cpu);
+        runs.push({
+          cpuMs: Math.round((used.user + used.system) / 1000),
+          wallMs: Math.round(performance.now() - started),
+        });
+        assert.equal(answer.status, 400, answer.text.slice(0, 300));
+      }
       const grownMb = Math.round((process.memoryUsage().rss - rss) / 1e6);
-      t.diagnostic(`${cpuMs} ms of CPU, ${wallMs} ms, the process grew ${grownMb} MB`);
-      assert.equal(answer.status, 400, answer.text.slice(0, 300));
-      assert.ok(cpuMs < CPU_BOUND_MS, `${cpuMs} ms of CPU (${wallMs} ms)`);
-      assert.ok(grownMb < RSS_BOUND_MB, `the process grew ${grownMb} MB`);
+      const cheapest = runs.reduce((a, b) => (b.cpuMs < a.cpuMs ? b : a));
+      t.diagnostic(`CPU per call ${runs.map((r) => `${r.cpuMs} ms`).join(', ')}; the process grew ${grownMb} MB`);
+      assert.ok(cheapest.cpuMs < CPU_BOUND_MS, `${cheapest.cpuMs} ms of CPU (${cheapest.wallMs} ms)`);
+      assert.ok(grownMb < RSS_BOUND_MB, `the process grew ${grownMb} MB over three calls`);
       assert.equal(answer.json.code, 'validation_failed');
       const details = answer.json.details as {
         errors: Array<{ field: string; problem: string }>;

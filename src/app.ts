@@ -201,7 +201,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     outbox: deps.outbox,
     keys: keyService,
     webhooks: events.webhooks,
-    batches: batchStats?.active,
+    batches: batchStats?.inFlight,
   });
   const keyHandlers = makeKeyHandlers(keyService, {
     idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),

@@ -171,6 +171,12 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       await waitFor('the upstream batch created', () =>
         [...mock.batches.values()].some((b) => b.metadata.gateway_batch_id === created.id),
       );
+      // The dashboard says who runs it: the upstream's batch API.
+      const overview = await call(`${gw.url}/dashboard/api/overview?window=1h`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      const shown = (overview.json.batches as Array<Record<string, unknown>>).find((b) => b.id === created.id);
+      assert.equal(shown?.runBy, 'upstream oai', JSON.stringify(overview.json.batches));
       await client.batches.cancel(created.id);
       const done = await untilEnded('the cancelled batch', () => client.batches.retrieve(created.id));
       assert.equal(done.status, 'cancelled');

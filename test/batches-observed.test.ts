@@ -78,6 +78,7 @@ describe('batches: dashboard, metrics, webhooks, rights', () => {
     assert.equal(shown?.api, 'anthropic');
     assert.equal(shown?.caller, 'admin');
     assert.equal(shown?.total, 24);
+    assert.equal(shown?.runBy, 'gateway');
     mock.defaultBehavior = { kind: 'json' };
     await untilEnded('the batch to end', async () => (await admin('GET', `${BATCHES}/${id}`)).json as unknown as Batch);
 

@@ -315,6 +315,7 @@ function batches(list) {
       b.caller,
       b.endpoint,
       b.status,
+      b.runBy,
       `${fmtInt(b.done)} / ${fmtInt(b.total)}${b.total > 0 ? ` (${Math.floor((b.done / b.total) * 100)} %)` : ''}`,
       fmtInt(b.succeeded),
       fmtInt(b.errored),

@@ -3,7 +3,7 @@ import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
 import type { ConfigStatus, HealthReport } from '../core/health-service.js';
 import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
-import type { BatchRecord } from '../store/batch-contract.js';
+import type { BatchInFlight } from '../store/batch-contract.js';
 import { cacheReadShare, roundUsd } from '../store/usage-sql.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
@@ -80,6 +80,8 @@ export interface DashboardOverview {
     caller: string;
     endpoint: string;
     status: string;
+    /** `gateway`, `upstream <name>` (forwarded to its batch API), or `undecided` (not started yet). */
+    runBy: string;
     total: number;
     succeeded: number;
     errored: number;
@@ -112,7 +114,7 @@ export interface OverviewSources {
   /** The webhook subscriptions' ids (a function when a config reload may change them). */
   subscriptions: readonly string[] | (() => readonly string[]);
   /** Batches not yet ended (none: the batch APIs are off). */
-  batches?: () => Promise<readonly BatchRecord[]>;
+  batches?: () => Promise<readonly BatchInFlight[]>;
 }
 
 const RECENT_FAILURES = 20;
@@ -181,7 +183,7 @@ export async function buildOverview(
 }
 
 /** A batch in flight as the page shows it: whose, what, and how far. */
-function batchProgress(batch: BatchRecord): DashboardOverview['batches'][number] {
+function batchProgress({ batch, runBy }: BatchInFlight): DashboardOverview['batches'][number] {
   const { counts } = batch;
   const done = counts.succeeded + counts.errored + counts.canceled + counts.expired;
   return {
@@ -190,6 +192,7 @@ function batchProgress(batch: BatchRecord): DashboardOverview['batches'][number]
     caller: batch.owner,
     endpoint: batch.endpoint,
     status: batch.status,
+    runBy,
     total: counts.total,
     succeeded: counts.succeeded,
     errored: counts.errored,

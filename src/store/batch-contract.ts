@@ -125,6 +125,19 @@ export interface NativeBatchState {
   reason: string | null;
 }
 
+/** A batch not yet ended as the dashboard shows it: the record and who runs its lines. */
+export interface BatchInFlight {
+  batch: BatchRecord;
+  /** `gateway`, `upstream <name>` (forwarded to that upstream's batch API), or `undecided` (not yet started). */
+  runBy: string;
+}
+
+/** Who runs a batch's lines, from its stored decision (none yet: undecided). */
+export function runByOf(state: NativeBatchState | undefined): string {
+  if (!state) return 'undecided';
+  return state.mode === 'native' && state.upstream ? `upstream ${state.upstream}` : 'gateway';
+}
+
 export interface BatchStore {
   create(batch: BatchRecord): Promise<void>;
   /** The batch if `owner` owns it (another caller's batch is absent, like one that never was). */

@@ -8,7 +8,7 @@ import { GatewayRunBackend, LineSlots, type LineCounters } from '../core/batches
 import { makeLineExecutor } from '../routes/batch-line-executor.js';
 import { mountAnthropicBatches } from '../routes/batches-anthropic.js';
 import { mountOpenAiBatches } from '../routes/batches-openai.js';
-import type { BatchRecord, BatchStore } from '../store/batch-contract.js';
+import { runByOf, type BatchInFlight, type BatchRecord, type BatchStore } from '../store/batch-contract.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import type { BatchMetricsSource } from '../observability/batch-metrics.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
@@ -17,6 +17,8 @@ import { nativeBatchBackend } from './native-batches.js';
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
 export interface BatchStats extends BatchMetricsSource {
   active(): Promise<BatchRecord[]>;
+  /** The same batches with who runs each (the gateway, or an upstream's batch API) for the dashboard. */
+  inFlight(): Promise<BatchInFlight[]>;
 }
 
 /** The events a batch's end is announced with (docs/webhooks.md). */
@@ -96,5 +98,14 @@ export function wireBatches(
     app.addHook('onReady', async () => runner.start());
     app.addHook('preClose', async () => runner.stop());
   }
-  return { lines: () => counters, linesInFlight: () => slots.inFlight, active: () => store.active(100) };
+  return {
+    lines: () => counters,
+    linesInFlight: () => slots.inFlight,
+    active: () => store.active(100),
+    inFlight: async () => {
+      const active = await store.active(100);
+      const states = await Promise.all(active.map((batch) => store.nativeState(batch.id)));
+      return active.map((batch, i) => ({ batch, runBy: runByOf(states[i]) }));
+    },
+  };
 }

@@ -7,7 +7,7 @@ import type { HealthService } from '../core/health-service.js';
 import { mountDashboard } from '../dashboard/routes.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore, UsageStore } from '../store/contract.js';
-import type { BatchRecord } from '../store/batch-contract.js';
+import type { BatchInFlight } from '../store/batch-contract.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
@@ -28,7 +28,7 @@ export function wireDashboard(
     /** Key changes made on the page are announced like the admin API's (`key.created`, `key.rotated`, `key.revoked`). */
     webhooks?: Webhooks | undefined;
     /** Batches not yet ended (none: no batch store). */
-    batches?: (() => Promise<readonly BatchRecord[]>) | undefined;
+    batches?: (() => Promise<readonly BatchInFlight[]>) | undefined;
   },
 ): void {
   const current = () => generations.current.config;

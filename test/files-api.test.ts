@@ -195,4 +195,36 @@ describe('the Files API through the openai SDK', () => {
     assert.equal(badExpiry.json.details?.field, 'expires_after[seconds]');
     assert.equal(readdirSync(join(gw.dataDir, 'files')).length, before, 'nothing kept of a refused upload');
   });
+
+  test('a whole body whose file part never ends (no closing boundary) is 400 invalid_multipart, not a 500', async () => {
+    const headers = {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      'content-type': 'multipart/form-data; boundary=b0undary',
+    };
+    const cut = (field: string) =>
+      `--b0undary\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+      `--b0undary\r\nContent-Disposition: form-data; name="${field}"; filename="a.jsonl"\r\n\r\nabc`;
+    const filesBefore = readdirSync(join(gw.dataDir, 'files')).length;
+    const file = await call(`${gw.url}/v1/files`, { method: 'POST', headers, body: cut('file') });
+    assert.equal(file.status, 400);
+    assert.equal(file.json.code, 'invalid_multipart');
+    assert.match(String(file.json.details?.problem), /end of multipart data/);
+    assert.equal(readdirSync(join(gw.dataDir, 'files')).length, filesBefore, 'nothing kept of a cut file');
+
+    const upload = await call(`${gw.url}/v1/uploads`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ filename: 'a.jsonl', purpose: 'batch', bytes: 3, mime_type: 'text/jsonl' }),
+    });
+    const uploadId = String((upload.json as unknown as { id: string }).id);
+    const part = await call(`${gw.url}/v1/uploads/${uploadId}/parts`, { method: 'POST', headers, body: cut('data') });
+    assert.equal(part.status, 400);
+    assert.equal(part.json.code, 'invalid_multipart');
+    assert.match(String(part.json.details?.problem), /end of multipart data/);
+    assert.deepEqual(
+      readdirSync(join(gw.dataDir, 'uploads')).filter((name) => name.startsWith(uploadId)),
+      [],
+      'no part kept',
+    );
+  });
 });

@@ -196,6 +196,29 @@ describe('the Files API through the openai SDK', () => {
     assert.equal(readdirSync(join(gw.dataDir, 'files')).length, before, 'nothing kept of a refused upload');
   });
 
+  test('a files, uploads or batches path called with another method is 405 with Allow; the 404 lists batches', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    for (const [method, path, allow] of [
+      ['PUT', '/v1/files', 'GET, HEAD, POST'],
+      ['PATCH', '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAA', 'GET, HEAD, DELETE'],
+      ['POST', '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAA/content', 'GET, HEAD'],
+      ['GET', '/v1/uploads', 'POST'],
+      ['GET', '/v1/uploads/upload_x/complete', 'POST'],
+      ['POST', '/v1/uploads/upload_x/presigned/v1.1.a.b', 'PUT'],
+      ['DELETE', '/v1/batches', 'GET, HEAD, POST'],
+      ['DELETE', '/v1/batches/batch_x', 'GET, HEAD'],
+      ['GET', '/v1/batches/batch_x/cancel', 'POST'],
+    ] as const) {
+      const answer = await call(`${gw.url}${path}`, { method, headers: auth });
+      assert.equal(answer.status, 405, `${method} ${path}`);
+      assert.equal(answer.json.code, 'method_not_allowed');
+      assert.equal(answer.headers.allow, allow, `${method} ${path}`);
+    }
+    const missing = await call(`${gw.url}/v1/batch`, { headers: auth });
+    assert.equal(missing.status, 404);
+    assert.match(String(missing.json.message), /POST\|GET \/v1\/batches, GET \/v1\/batches\/\{id\}/);
+  });
+
   test('a whole body whose file part never ends (no closing boundary) is 400 invalid_multipart, not a 500', async () => {
     const headers = {
       authorization: `Bearer ${ADMIN_TOKEN}`,

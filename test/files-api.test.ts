@@ -196,6 +196,40 @@ describe('the Files API through the openai SDK', () => {
     assert.equal(readdirSync(join(gw.dataDir, 'files')).length, before, 'nothing kept of a refused upload');
   });
 
+  test("OpenAI's error.param names the field or query parameter our details name (the SDK's error.param)", async () => {
+    await assert.rejects(
+      admin.files.create({ file: await toFile(Buffer.from('x'), 'a.txt'), purpose: 'steal' as 'batch' }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+        assert.equal(e.code, 'invalid_file_request');
+        assert.equal(e.param, 'purpose');
+        return true;
+      },
+    );
+    await assert.rejects(admin.files.list({ limit: 0 }), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.equal(e.param, 'limit');
+      return true;
+    });
+    await assert.rejects(
+      admin.batches.create({
+        input_file_id: 'file-AAAAAAAAAAAAAAAAAAAAAAAA',
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+        assert.equal(e.param, 'input_file_id');
+        return true;
+      },
+    );
+    await assert.rejects(admin.files.retrieve('file-AAAAAAAAAAAAAAAAAAAAAAAA'), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.NotFoundError, String(e));
+      assert.equal(e.param, null, 'a 404 names no parameter');
+      return true;
+    });
+  });
+
   test('a files, uploads or batches path called with another method is 405 with Allow; the 404 lists batches', async () => {
     const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
     for (const [method, path, allow] of [

@@ -53,9 +53,14 @@ export function openAiPathMethods(path: string): string[] | undefined {
   return undefined;
 }
 
-/** Our error body plus OpenAI's `error` object, for the drop-in paths. */
+/**
+ * Our error body plus OpenAI's `error` object, for the drop-in paths. `param` is the request's field or query
+ * parameter our details name (the first of `errors`, else `field` or `parameter` of a caller's error), as OpenAI
+ * sets it; null when none is named (a 5xx names none: its `field` is not the caller's).
+ */
 export function withOpenAiError(body: ErrorBody, status: number): ErrorBody & { error: Record<string, unknown> } {
-  const param = (body.details as { errors?: Array<{ field?: unknown }> }).errors?.[0]?.field;
+  const details = body.details as { errors?: Array<{ field?: unknown }>; field?: unknown; parameter?: unknown };
+  const param = details.errors?.[0]?.field ?? (status < 500 ? (details.field ?? details.parameter) : undefined);
   return {
     ...body,
     error: {

@@ -230,6 +230,31 @@ describe('the Files API through the openai SDK', () => {
     });
   });
 
+  test('a list cursor that is not an id of that list is 400 invalid_query_parameter naming it, not a page', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    for (const [path, parameter] of [
+      ['/v1/files?after=garbage', 'after'],
+      ['/v1/files?after=batch_0123456789abcdef0123456789abcdef', 'after'],
+      ['/v1/batches?after=garbage', 'after'],
+      ['/v1/batches?after=file-AAAAAAAAAAAAAAAAAAAAAAAA', 'after'],
+      ['/v1/messages/batches?after_id=garbage', 'after_id'],
+      ['/v1/messages/batches?after_id=batch_0123456789abcdef0123456789abcdef', 'after_id'],
+    ] as const) {
+      const answer = await call(`${gw.url}${path}`, { headers: auth });
+      assert.equal(answer.status, 400, path);
+      assert.equal(answer.json.code, 'invalid_query_parameter', path);
+      assert.equal(answer.json.details?.parameter, parameter, path);
+    }
+    // A well-formed id that is not (or no longer) the caller's is still answered as before (a page).
+    for (const path of [
+      '/v1/files?after=file-AAAAAAAAAAAAAAAAAAAAAAAA',
+      '/v1/batches?after=batch_0123456789abcdef0123456789abcdef',
+      '/v1/messages/batches?after_id=msgbatch_0123456789abcdef0123456789abcdef',
+    ]) {
+      assert.equal((await call(`${gw.url}${path}`, { headers: auth })).status, 200, path);
+    }
+  });
+
   test('a files, uploads or batches path called with another method is 405 with Allow; the 404 lists batches', async () => {
     const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
     for (const [method, path, allow] of [

@@ -195,4 +195,118 @@ describe('the Files API through the openai SDK', () => {
     assert.equal(badExpiry.json.details?.field, 'expires_after[seconds]');
     assert.equal(readdirSync(join(gw.dataDir, 'files')).length, before, 'nothing kept of a refused upload');
   });
+
+  test("OpenAI's error.param names the field or query parameter our details name (the SDK's error.param)", async () => {
+    await assert.rejects(
+      admin.files.create({ file: await toFile(Buffer.from('x'), 'a.txt'), purpose: 'steal' as 'batch' }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+        assert.equal(e.code, 'invalid_file_request');
+        assert.equal(e.param, 'purpose');
+        return true;
+      },
+    );
+    await assert.rejects(admin.files.list({ limit: 0 }), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.equal(e.param, 'limit');
+      return true;
+    });
+    await assert.rejects(
+      admin.batches.create({
+        input_file_id: 'file-AAAAAAAAAAAAAAAAAAAAAAAA',
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+        assert.equal(e.param, 'input_file_id');
+        return true;
+      },
+    );
+    await assert.rejects(admin.files.retrieve('file-AAAAAAAAAAAAAAAAAAAAAAAA'), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.NotFoundError, String(e));
+      assert.equal(e.param, null, 'a 404 names no parameter');
+      return true;
+    });
+  });
+
+  test('a list cursor that is not an id of that list is 400 invalid_query_parameter naming it, not a page', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    for (const [path, parameter] of [
+      ['/v1/files?after=garbage', 'after'],
+      ['/v1/files?after=batch_0123456789abcdef0123456789abcdef', 'after'],
+      ['/v1/batches?after=garbage', 'after'],
+      ['/v1/batches?after=file-AAAAAAAAAAAAAAAAAAAAAAAA', 'after'],
+      ['/v1/messages/batches?after_id=garbage', 'after_id'],
+      ['/v1/messages/batches?after_id=batch_0123456789abcdef0123456789abcdef', 'after_id'],
+    ] as const) {
+      const answer = await call(`${gw.url}${path}`, { headers: auth });
+      assert.equal(answer.status, 400, path);
+      assert.equal(answer.json.code, 'invalid_query_parameter', path);
+      assert.equal(answer.json.details?.parameter, parameter, path);
+    }
+    // A well-formed id that is not (or no longer) the caller's is still answered as before (a page).
+    for (const path of [
+      '/v1/files?after=file-AAAAAAAAAAAAAAAAAAAAAAAA',
+      '/v1/batches?after=batch_0123456789abcdef0123456789abcdef',
+      '/v1/messages/batches?after_id=msgbatch_0123456789abcdef0123456789abcdef',
+    ]) {
+      assert.equal((await call(`${gw.url}${path}`, { headers: auth })).status, 200, path);
+    }
+  });
+
+  test('a files, uploads or batches path called with another method is 405 with Allow; the 404 lists batches', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    for (const [method, path, allow] of [
+      ['PUT', '/v1/files', 'GET, HEAD, POST'],
+      ['PATCH', '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAA', 'GET, HEAD, DELETE'],
+      ['POST', '/v1/files/file-AAAAAAAAAAAAAAAAAAAAAAAA/content', 'GET, HEAD'],
+      ['GET', '/v1/uploads', 'POST'],
+      ['GET', '/v1/uploads/upload_x/complete', 'POST'],
+      ['POST', '/v1/uploads/upload_x/presigned/v1.1.a.b', 'PUT'],
+      ['DELETE', '/v1/batches', 'GET, HEAD, POST'],
+      ['DELETE', '/v1/batches/batch_x', 'GET, HEAD'],
+      ['GET', '/v1/batches/batch_x/cancel', 'POST'],
+    ] as const) {
+      const answer = await call(`${gw.url}${path}`, { method, headers: auth });
+      assert.equal(answer.status, 405, `${method} ${path}`);
+      assert.equal(answer.json.code, 'method_not_allowed');
+      assert.equal(answer.headers.allow, allow, `${method} ${path}`);
+    }
+    const missing = await call(`${gw.url}/v1/batch`, { headers: auth });
+    assert.equal(missing.status, 404);
+    assert.match(String(missing.json.message), /POST\|GET \/v1\/batches, GET \/v1\/batches\/\{id\}/);
+  });
+
+  test('a whole body whose file part never ends (no closing boundary) is 400 invalid_multipart, not a 500', async () => {
+    const headers = {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      'content-type': 'multipart/form-data; boundary=b0undary',
+    };
+    const cut = (field: string) =>
+      `--b0undary\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+      `--b0undary\r\nContent-Disposition: form-data; name="${field}"; filename="a.jsonl"\r\n\r\nabc`;
+    const filesBefore = readdirSync(join(gw.dataDir, 'files')).length;
+    const file = await call(`${gw.url}/v1/files`, { method: 'POST', headers, body: cut('file') });
+    assert.equal(file.status, 400);
+    assert.equal(file.json.code, 'invalid_multipart');
+    assert.match(String(file.json.details?.problem), /end of multipart data/);
+    assert.equal(readdirSync(join(gw.dataDir, 'files')).length, filesBefore, 'nothing kept of a cut file');
+
+    const upload = await call(`${gw.url}/v1/uploads`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ filename: 'a.jsonl', purpose: 'batch', bytes: 3, mime_type: 'text/jsonl' }),
+    });
+    const uploadId = String((upload.json as unknown as { id: string }).id);
+    const part = await call(`${gw.url}/v1/uploads/${uploadId}/parts`, { method: 'POST', headers, body: cut('data') });
+    assert.equal(part.status, 400);
+    assert.equal(part.json.code, 'invalid_multipart');
+    assert.match(String(part.json.details?.problem), /end of multipart data/);
+    assert.deepEqual(
+      readdirSync(join(gw.dataDir, 'uploads')).filter((name) => name.startsWith(uploadId)),
+      [],
+      'no part kept',
+    );
+  });
 });

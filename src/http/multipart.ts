@@ -99,6 +99,16 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
     rejectFields(error);
     parser.destroy();
   };
+  // The file's stream fails on its own when the body ends inside it (a whole body with no closing boundary: the
+  // parser's "Part terminated early..."), possibly before `pipeline` settles: its reader gets the 400 too, not a 500.
+  const explain = (error: unknown): unknown => {
+    if (failed) return failed;
+    if (error instanceof GatewayError || error instanceof ClientGoneError) return error;
+    // The caller went away mid-body: left to the error handler as it is (recorded 499, or 408 for the timeout).
+    if (!raw.complete) return error;
+    fail(invalid(error instanceof Error ? error.message : 'unreadable'));
+    return failed;
+  };
   parser.on('field', (name, value, nameTruncated, valueTruncated) => {
     if (nameTruncated || valueTruncated)
       return fail(invalid('a field is too long', { field: name.slice(0, 64), max_bytes: limits.maxFieldBytes }));
@@ -113,7 +123,7 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
     fileStream = stream;
     // Its reader sees a failure through the iteration; without a reader yet, a destroy must not be an uncaught error.
     stream.on('error', () => undefined);
-    resolveFile({ field: name, filename, mimeType, content: fileContent(stream, done), fields });
+    resolveFile({ field: name, filename, mimeType, content: fileContent(stream, done, explain), fields });
   });
   parser.on('filesLimit', () => fail(invalid('only one file part is accepted')));
   parser.on('partsLimit', () => fail(invalid('too many parts', { max_parts: limits.maxParts })));
@@ -134,7 +144,12 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
 async function* fileContent(
   stream: BusboyFileStream,
   done: Promise<ReadonlyMap<string, string>>,
+  explain: (error: unknown) => unknown,
 ): AsyncGenerator<Uint8Array> {
-  for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+  } catch (error) {
+    throw explain(error);
+  }
   await done;
 }

@@ -22,6 +22,10 @@ export const OPENAI_PATHS = [
   'GET|DELETE /v1/files/{id}',
   'GET /v1/files/{id}/content',
   'POST /v1/uploads[/{id}/parts|complete|cancel|presign]',
+  'PUT /v1/uploads/{id}/presigned/{token}',
+  'POST|GET /v1/batches',
+  'GET /v1/batches/{id}',
+  'POST /v1/batches/{id}/cancel',
 ];
 export const OPENAI_NOT_FOUND_MESSAGE = `This OpenAI API path is not served by this gateway; it serves ${OPENAI_PATHS.join(', ')}.`;
 
@@ -40,12 +44,23 @@ export function openAiPathMethods(path: string): string[] | undefined {
   if (p === OPENAI_MODELS_PATH || /^\/v1\/models\/[^/]+$/.test(p)) return ['GET', 'HEAD'];
   if (/^\/v1\/responses\/[^/]+$/.test(p)) return ['GET', 'HEAD', 'DELETE'];
   if (/^\/v1\/responses\/[^/]+\/input_items$/.test(p)) return ['GET', 'HEAD'];
+  if (p === '/v1/files' || p === '/v1/batches') return ['GET', 'HEAD', 'POST'];
+  if (/^\/v1\/files\/[^/]+$/.test(p)) return ['GET', 'HEAD', 'DELETE'];
+  if (/^\/v1\/(files\/[^/]+\/content|batches\/[^/]+)$/.test(p)) return ['GET', 'HEAD'];
+  if (p === '/v1/uploads' || /^\/v1\/(uploads\/[^/]+\/(parts|complete|cancel|presign)|batches\/[^/]+\/cancel)$/.test(p))
+    return ['POST'];
+  if (/^\/v1\/uploads\/[^/]+\/presigned\/[^/]+$/.test(p)) return ['PUT'];
   return undefined;
 }
 
-/** Our error body plus OpenAI's `error` object, for the drop-in paths. */
+/**
+ * Our error body plus OpenAI's `error` object, for the drop-in paths. `param` is the request's field or query
+ * parameter our details name (the first of `errors`, else `field` or `parameter` of a caller's error), as OpenAI
+ * sets it; null when none is named (a 5xx names none: its `field` is not the caller's).
+ */
 export function withOpenAiError(body: ErrorBody, status: number): ErrorBody & { error: Record<string, unknown> } {
-  const param = (body.details as { errors?: Array<{ field?: unknown }> }).errors?.[0]?.field;
+  const details = body.details as { errors?: Array<{ field?: unknown }>; field?: unknown; parameter?: unknown };
+  const param = details.errors?.[0]?.field ?? (status < 500 ? (details.field ?? details.parameter) : undefined);
   return {
     ...body,
     error: {

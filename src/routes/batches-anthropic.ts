@@ -9,7 +9,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { ANTHROPIC_ERRORS, anthropicAuthorization } from '../http/anthropic-shape.js';
 import type { BatchStore } from '../store/batch-contract.js';
 import { anthropicBatch } from './batch-views.js';
-import { batchesGuard, listPage } from './batches-openai.js';
+import { batchesGuard, listCursor, listPage } from './batches-openai.js';
 
 export const ANTHROPIC_BATCHES_PATH = '/v1/messages/batches';
 
@@ -90,7 +90,7 @@ export function mountAnthropicBatches(
         parameter: 'before_id',
         problem: 'not supported: page forward with after_id',
       });
-    const after = typeof query.after_id === 'string' ? query.after_id : undefined;
+    const after = listCursor(query, 'after_id', 'anthropic');
     const page = await batches.list(request.caller, 'anthropic', after, limit + 1);
     const { object: _object, ...list } = listPage(page, limit, (b) => anthropicBatch(b, base(request)));
     return reply.send(list);

@@ -2,11 +2,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { ADMIN, principalSnapshot } from '../auth/principal.js';
-import { BATCH_ENDPOINTS, COMPLETION_WINDOW, type BatchService } from '../core/batches/batch-service.js';
+import { BATCH_ENDPOINTS, COMPLETION_WINDOW, isBatchId, type BatchService } from '../core/batches/batch-service.js';
 import { parsePageLimit } from '../core/page-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { OPENAI_ERRORS } from '../http/openai-shape.js';
-import type { BatchRecord } from '../store/batch-contract.js';
+import type { BatchApi, BatchRecord } from '../store/batch-contract.js';
 import { openAiBatch } from './batch-views.js';
 
 export const OPENAI_BATCHES_PATH = '/v1/batches';
@@ -76,7 +76,7 @@ export function mountOpenAiBatches(app: FastifyInstance, auth: Authenticator, ba
   app.get(OPENAI_BATCHES_PATH, { onRequest }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const limit = parsePageLimit(query.limit, { fallback: 20, max: 100 });
-    const after = typeof query.after === 'string' ? query.after : undefined;
+    const after = listCursor(query, 'after', 'openai');
     const page = await batches.list(request.caller, 'openai', after, limit + 1);
     return reply.send(listPage(page, limit, openAiBatch));
   });
@@ -102,4 +102,21 @@ export function listPage(
     last_id: data[data.length - 1]?.id ?? null,
     has_more: records.length > limit,
   };
+}
+
+/**
+ * A list's cursor (`after`, Anthropic's `after_id`): absent, or an id of that API's batches. Anything else is a 400
+ * naming it, not a page: a cursor that cannot be a batch id is a caller's mistake (a file id, a typo), and answering
+ * it with some page would hide that. A well-formed id that is not (or no longer) the caller's is left to the store.
+ */
+export function listCursor(query: Record<string, unknown>, name: string, api: BatchApi): string | undefined {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !isBatchId(api, value)) {
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: name,
+      problem: `must be the id of one of your batches (${api === 'openai' ? 'batch_' : 'msgbatch_'}<32 hex digits>), given once`,
+    });
+  }
+  return value;
 }

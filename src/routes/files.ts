@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { StoredFileService } from '../core/stored-file-service.js';
+import { isOwnId } from '../core/file-ids.js';
+import { FILE_ID_PREFIX, type StoredFileService } from '../core/stored-file-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readMultipart } from '../http/multipart.js';
 import { CALLER_FILE_PURPOSES, type CallerFilePurpose } from '../wire/openai-files.js';
@@ -96,6 +97,13 @@ function listQuery(query: Record<string, unknown>) {
     if (value !== undefined && (typeof value !== 'string' || value.length > 128)) {
       throw new GatewayError('invalid_query_parameter', { parameter: name, problem: 'once, at most 128 characters' });
     }
+  }
+  // A cursor that cannot be a file id (a typo, a batch id) is the caller's mistake: a 400, never some page.
+  if (typeof query.after === 'string' && !isOwnId(query.after, FILE_ID_PREFIX)) {
+    throw new GatewayError('invalid_query_parameter', {
+      parameter: 'after',
+      problem: 'must be the id of one of your files (file-<24 letters and digits>)',
+    });
   }
   return {
     limit,

@@ -35,6 +35,13 @@ export function newBatchId(api: BatchApi): string {
   return `${api === 'openai' ? 'batch' : 'msgbatch'}_${randomUUID().replaceAll('-', '')}`;
 }
 
+const BATCH_ID = { openai: /^batch_[0-9a-f]{32}$/, anthropic: /^msgbatch_[0-9a-f]{32}$/ } as const;
+
+/** True for an id `newBatchId(api)` could have made (a list cursor is checked with it before the store). */
+export function isBatchId(api: BatchApi, id: string): boolean {
+  return BATCH_ID[api].test(id);
+}
+
 /** A new record in its first status. */
 function freshRecord(
   api: BatchApi,

@@ -60,6 +60,16 @@ export const filesSectionSchema = z
     presign_ttl_seconds: z.number().int().min(1).max(DAY).default(900),
     /** How often expired files and uploads are swept. */
     sweep_interval_seconds: z.number().int().min(1).max(DAY).default(300),
+    /**
+     * How old (by last write) bytes on disk with no record must be before the embedded store removes them
+     * (docs/files.md, "Storage"): younger ones may belong to a write in progress in another process.
+     */
+    stray_grace_seconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(30 * DAY)
+      .default(3600),
     /** Gateway file ids one model request may name (docs/files.md, "Files in requests"). */
     forward_max_files: z.number().int().min(1).max(100).default(10),
     /** Bytes of gateway files sent inline to a translated upstream, per request (before base64). */
@@ -87,6 +97,7 @@ export interface FilesConfig {
   uploadTtlMs: number;
   presignTtlMs: number;
   sweepIntervalMs: number;
+  strayGraceMs: number;
   forwardMaxFiles: number;
   forwardInlineMaxBytes: number;
 }
@@ -103,6 +114,7 @@ export function toFiles(section: FilesSection): FilesConfig {
     uploadTtlMs: section.upload_ttl_seconds * 1000,
     presignTtlMs: section.presign_ttl_seconds * 1000,
     sweepIntervalMs: section.sweep_interval_seconds * 1000,
+    strayGraceMs: section.stray_grace_seconds * 1000,
     forwardMaxFiles: section.forward_max_files,
     forwardInlineMaxBytes: section.forward_inline_max_bytes,
   };

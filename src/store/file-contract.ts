@@ -35,6 +35,20 @@ export class ContentTooLarge extends Error {
   }
 }
 
+/**
+ * A sweep of stray bytes (docs/files.md, "Storage"): bytes a crash left on disk with no record naming them. Only
+ * a store that keeps bytes apart from its records has any (the embedded one); PostgreSQL writes both in one
+ * transaction.
+ */
+export interface StraySweep {
+  /** Only bytes last written before this (ms since 1970) are removed: younger ones may be in a write right now. */
+  before: number;
+  /** Stops the sweep at its next step (the app closing). */
+  signal?: AbortSignal;
+  /** An entry that could not be checked or removed (EACCES, ...): reported here, skipped. */
+  onError?: (error: unknown, path: string) => void;
+}
+
 export interface FileListPage {
   files: StoredFile[];
   hasMore: boolean;
@@ -67,6 +81,8 @@ export interface FileStore {
   delete(owner: string, id: string, nowMs?: number): Promise<boolean>;
   /** Removes up to `limit` files expired at `nowMs` (records and bytes); returns how many. */
   sweep(nowMs: number, limit: number): Promise<number>;
+  /** Removes bytes no file record names (a crash's leftovers); returns how many. Absent: the store has none. */
+  sweepStrays?(sweep: StraySweep): Promise<number>;
 }
 
 export type UploadStatus = 'pending' | 'completing' | 'completed' | 'cancelled';
@@ -134,6 +150,8 @@ export interface UploadStore {
    * after: its completion may still be reading them); returns how many.
    */
   sweep(nowMs: number, limit: number): Promise<number>;
+  /** Removes part bytes no part record names (a crash's leftovers); returns how many. Absent: the store has none. */
+  sweepStrays?(sweep: StraySweep): Promise<number>;
 }
 
 /**

@@ -11,6 +11,7 @@ import { mountFiles } from '../routes/mount-files.js';
 import { makeUploadHandlers } from '../routes/uploads.js';
 import { presignKey } from '../secrets/presigned.js';
 import { FileForwarding } from '../core/file-forwarding.js';
+import { sweepStraysInBackground } from './file-strays.js';
 import type { FileStore, ForwardedFile, ForwardedFileStore, UploadStore } from '../store/file-contract.js';
 
 const SWEEP_BATCH = 500;
@@ -26,8 +27,9 @@ type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFil
 
 /**
  * Files and uploads (docs/files.md): the services over the stores, OpenAI's paths, and the sweep of expired files
- * and uploads (every `files.sweep_interval_seconds`, stopped when the app closes). Without stores nothing is
- * mounted (`/v1/files` is then a 404) and `service` is undefined.
+ * and uploads (every `files.sweep_interval_seconds`, stopped when the app closes), and of the bytes a crash left
+ * with no record (file-strays.ts). Without stores nothing is mounted (`/v1/files` is then a 404) and `service` is
+ * undefined.
  */
 export function wireFiles(
   app: FastifyInstance,
@@ -62,6 +64,7 @@ export function wireFiles(
     clearInterval(timer);
     await sweeping;
   });
+  sweepStraysInBackground(app, stores, config.files.strayGraceMs);
   const forwarding = new FileForwarding({
     files,
     store: forwarded,

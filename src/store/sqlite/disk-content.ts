@@ -6,10 +6,16 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { countedPieces, type ContentDigest } from '../content-stream.js';
 
+/** The name a write streams to before its rename: `.partial-` and 18 random hex digits. */
+export const PARTIAL_PREFIX = '.partial-';
+
 /**
  * Bytes kept as files in one folder (the embedded store's files and parts), written under a temporary name and
  * renamed into place once whole and flushed to disk (`flush`: fsync before close), so a reader never sees a half
- * file under its final name and a crash leaves at most a `.partial-*` file (removed by `clearPartials` at start).
+ * file under its final name. The store writes its record after the rename and deletes it before the unlink, so a
+ * crash (kill -9, power loss) can leave a `.partial-*` file (mid-write) or a whole file no record names (between
+ * the two steps). Nothing here removes them: the stores' `sweepStrays` (stray-bytes.ts) does, at start-up and
+ * hourly (src/wiring/file-strays.ts), once they are older than `files.stray_grace_seconds`.
  */
 export class DiskContent {
   constructor(readonly dir: string) {
@@ -22,7 +28,7 @@ export class DiskContent {
 
   /** Streams `content` to `name` (a safe name: the store's own ids); at most `maxBytes`, else nothing is kept. */
   async write(name: string, content: AsyncIterable<Uint8Array>, maxBytes: number): Promise<ContentDigest> {
-    const temporary = this.pathOf(`.partial-${randomBytes(9).toString('hex')}`);
+    const temporary = this.pathOf(`${PARTIAL_PREFIX}${randomBytes(9).toString('hex')}`);
     const counted = countedPieces(content, maxBytes);
     try {
       await pipeline(

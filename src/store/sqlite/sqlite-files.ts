@@ -1,13 +1,15 @@
 import type { Readable } from 'node:stream';
 import type * as Sqlite from './database.js';
-import type { FileListPage, FileStore, NewFile, StoredFile } from '../file-contract.js';
+import type { FileListPage, FileStore, NewFile, StoredFile, StraySweep } from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
+import { removeStrays } from './stray-bytes.js';
 import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
 
 /**
  * The embedded file store: records in the SQLite file (table `files`, migration 16), bytes as one file each under
  * DATA_DIR/files named by the file's id. The bytes are written (and flushed) before the record, so a record never
- * names missing bytes; a delete removes the record first, so a reader either finds both or neither.
+ * names missing bytes; a delete removes the record first, so a reader either finds both or neither. A crash between
+ * the two steps leaves bytes no record names: `sweepStrays` removes them once old enough (stray-bytes.ts).
  */
 export class SqliteFileStore implements FileStore {
   readonly kind = 'embedded';
@@ -16,6 +18,7 @@ export class SqliteFileStore implements FileStore {
   private readonly remove: Sqlite.Statement<[string, string, number]>;
   private readonly expired: Sqlite.Statement<[number, number], string>;
   private readonly removeById: Sqlite.Statement<[string]>;
+  private readonly exists: Sqlite.Statement<[string], number>;
 
   constructor(
     private readonly db: Sqlite.Database,
@@ -26,6 +29,16 @@ export class SqliteFileStore implements FileStore {
     this.remove = db.prepare('DELETE FROM files WHERE id = ? AND owner = ? AND expires_ms > ?');
     this.expired = db.prepare<[number, number], string>('SELECT id FROM files WHERE expires_ms <= ? LIMIT ?').pluck();
     this.removeById = db.prepare('DELETE FROM files WHERE id = ?');
+    this.exists = db.prepare<[string], number>('SELECT 1 FROM files WHERE id = ?').pluck();
+  }
+
+  /** Whether a record names file `id`, expired or not (an expired one's bytes are the expiry sweep's). */
+  has(id: string): boolean {
+    return this.exists.get(id) !== undefined;
+  }
+
+  sweepStrays(sweep: StraySweep): Promise<number> {
+    return removeStrays(this.content.dir, (name) => !this.has(name), sweep);
   }
 
   async put(

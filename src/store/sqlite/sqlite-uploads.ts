@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 import type * as Sqlite from './database.js';
-import type { StoredPart, StoredUpload, UploadStatus, UploadStore } from '../file-contract.js';
+import type { StoredPart, StoredUpload, StraySweep, UploadStatus, UploadStore } from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
+import { removeStrays } from './stray-bytes.js';
 import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
 
 interface PartRow {
@@ -28,7 +29,9 @@ const partName = (uploadId: string, partId: string) => `${uploadId}.${partId}`;
  * The embedded upload store: uploads and their parts in the SQLite file (tables `uploads`, `upload_parts`,
  * migration 16), each part's bytes a file under DATA_DIR/uploads. A part is recorded only after its bytes are on
  * disk, in the same step that checks the upload is still pending: parts survive a restart, and a part cut off
- * mid-way leaves no record (its bytes are removed), so the caller sends it again.
+ * mid-way leaves no record (its bytes are removed), so the caller sends it again. A crash between a part's bytes and
+ * its record (or, dropping parts, between the records and the bytes) leaves bytes no record names: `sweepStrays`
+ * removes them once old enough (stray-bytes.ts).
  */
 export class SqliteUploadStore implements UploadStore {
   readonly kind = 'embedded';
@@ -46,6 +49,7 @@ export class SqliteUploadStore implements UploadStore {
   private readonly removeParts: Sqlite.Statement<[string]>;
   private readonly expired: Sqlite.Statement<[number, number, number], string>;
   private readonly removeUpload: Sqlite.Statement<[string]>;
+  private readonly partExists: Sqlite.Statement<[string, string], number>;
 
   constructor(
     private readonly db: Sqlite.Database,
@@ -75,6 +79,25 @@ export class SqliteUploadStore implements UploadStore {
       )
       .pluck();
     this.removeUpload = db.prepare('DELETE FROM uploads WHERE id = ?');
+    this.partExists = db
+      .prepare<[string, string], number>('SELECT 1 FROM upload_parts WHERE upload_id = ? AND id = ?')
+      .pluck();
+  }
+
+  /** Whether a record names the part (its upload in any state): its bytes are then not a stray. */
+  hasPart(uploadId: string, partId: string): boolean {
+    return this.partExists.get(uploadId, partId) !== undefined;
+  }
+
+  sweepStrays(sweep: StraySweep): Promise<number> {
+    return removeStrays(this.content.dir, (name) => this.strayPart(name), sweep);
+  }
+
+  /** A part file (`<upload id>.<part id>`, partName) no record names; another name is not this store's. */
+  private strayPart(name: string): boolean {
+    const dot = name.indexOf('.');
+    if (dot <= 0 || dot === name.length - 1) return false;
+    return !this.hasPart(name.slice(0, dot), name.slice(dot + 1));
   }
 
   async create(u: StoredUpload): Promise<void> {

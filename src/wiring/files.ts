@@ -11,6 +11,8 @@ import { mountFiles } from '../routes/mount-files.js';
 import { makeUploadHandlers } from '../routes/uploads.js';
 import { presignKey } from '../secrets/presigned.js';
 import { FileForwarding } from '../core/file-forwarding.js';
+import { UpstreamFileCleanup } from '../core/upstream-file-cleanup.js';
+import type { UpstreamFiles } from '../providers/contract.js';
 import type { FileStore, ForwardedFile, ForwardedFileStore, UploadStore } from '../store/file-contract.js';
 
 const SWEEP_BATCH = 500;
@@ -20,6 +22,8 @@ export interface WiredFiles {
   service: FileService;
   /** The caller's files a model request names, made available to its upstream (core/file-forwarding.ts). */
   forwarding: FileForwarding;
+  /** Deletes the upstream copies of deleted files (core/upstream-file-cleanup.ts); its counts feed the metrics. */
+  cleanup: UpstreamFileCleanup;
 }
 
 type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
@@ -35,9 +39,12 @@ export function wireFiles(
   stores: Stores | undefined,
   auth: Authenticator,
   limits: RateLimitService,
+  filesOf: (upstream: string) => UpstreamFiles | undefined,
 ): WiredFiles | undefined {
   if (!stores) return undefined;
-  const files = new StoredFileService(stores.files, config.files);
+  const forwarded = stores.forwarded ?? memoryForwardedFiles();
+  const cleanup = new UpstreamFileCleanup({ store: forwarded, filesOf, log: app.log });
+  const files = new StoredFileService(stores.files, config.files, Date.now, (id) => cleanup.fileDeleted(id));
   const uploads = new UploadService(stores.uploads, files, config.files);
   const presigned = new PresignService(
     stores.uploads,
@@ -49,7 +56,6 @@ export function wireFiles(
     files: makeFileHandlers(files, config.files.maxFileBytes),
     uploads: makeUploadHandlers(uploads, presigned, config.files.maxPartBytes),
   });
-  const forwarded = stores.forwarded ?? memoryForwardedFiles();
   let sweeping: Promise<void> | undefined;
   const timer = setInterval(() => {
     sweeping ??= sweep({ ...stores, forwarded })
@@ -61,14 +67,16 @@ export function wireFiles(
   app.addHook('onClose', async () => {
     clearInterval(timer);
     await sweeping;
+    await cleanup.close();
   });
   const forwarding = new FileForwarding({
     files,
     store: forwarded,
     maxFiles: config.files.forwardMaxFiles,
     maxInlineBytes: config.files.forwardInlineMaxBytes,
+    cleanup,
   });
-  return { service: files, forwarding };
+  return { service: files, forwarding, cleanup };
 }
 
 /** One round of the sweep: expired files, then expired uploads, a batch at a time. */
@@ -93,6 +101,11 @@ function memoryForwardedFiles(): ForwardedFileStore {
     },
     record: async (entry) => {
       entries.set(keyOf(entry.fileId, entry.sha256, entry.upstream), entry);
+    },
+    removeFile: async (fileId) => {
+      const removed: ForwardedFile[] = [];
+      for (const [key, entry] of entries) if (entry.fileId === fileId && entries.delete(key)) removed.push(entry);
+      return removed;
     },
     sweep: async (nowMs, limit) => {
       let removed = 0;

@@ -117,6 +117,24 @@ describe('deleting a gateway file deletes its upstream copies', () => {
     );
   });
 
+  test('a file deleted while a request was uploading it: that copy is deleted upstream once the upload ends', async () => {
+    mock.reset();
+    const file = await admin.files.create({
+      file: await toFile(Buffer.from('%PDF-1.7\nrace'), 'race.pdf'),
+      purpose: 'user_data',
+    });
+    const release = mock.holdFileUploads();
+    const chat = chatNaming(file.id);
+    await waitFor('the upload reached the upstream', () =>
+      mock.requests.some((r) => r.method === 'POST' && r.path === '/v1/files'),
+    );
+    assert.equal((await deleteFile(file.id)).status, 200);
+    release();
+    assert.equal((await chat).status, 200, 'the request that uploaded it still uses its copy');
+    const upstreamId = mock.uploadedFiles[0]!.id;
+    await waitFor('the late copy deleted upstream', () => mock.deletedFiles.includes(upstreamId));
+  });
+
   for (const [what, behavior] of [
     ['answers 500', { kind: 'error', status: 500 }],
     ['answers garbage', { kind: 'raw', handler: (_req, res) => res.writeHead(200).end('not json {') }],

@@ -98,6 +98,8 @@ export interface MockUpstream {
    */
   fileDeleteBehavior: Behavior | undefined;
   deletedFiles: string[];
+  /** Holds the answers to `POST /v1/files` (the bytes are taken) until the function returned is called. */
+  holdFileUploads(): () => void;
   /** Queue behaviors for the next chat requests, in order; when the queue is empty `defaultBehavior` applies. */
   enqueue(...behaviors: Behavior[]): void;
   /** Behavior for chat requests when the queue is empty; initially `{ kind: 'json' }`. */
@@ -556,6 +558,7 @@ class MockUpstreamServer implements MockUpstream {
   readonly uploadedFiles: UploadedFile[] = [];
   readonly deletedFiles: string[] = [];
   fileDeleteBehavior: Behavior | undefined;
+  private uploadHold: Promise<void> | undefined;
   defaultBehavior: Behavior = { kind: 'json' };
   models: Array<{ id: string; owned_by?: string; created?: number }> = DEFAULT_MODELS.map((m) => ({ ...m }));
   modelsStatus = 200;
@@ -681,6 +684,7 @@ class MockUpstreamServer implements MockUpstream {
       if (next && next.kind !== 'json' && next.kind !== 'stream') await runBehavior(ex, this.queue.shift() as Behavior);
       else embeddings(ex);
     } else if (method === 'POST' && path === '/v1/files') {
+      await this.uploadHold;
       this.uploadFile(ex);
     } else if (method === 'DELETE' && path.startsWith('/v1/files/')) {
       await this.deleteFile(ex, decodeURIComponent(path.slice('/v1/files/'.length)));
@@ -737,6 +741,15 @@ class MockUpstreamServer implements MockUpstream {
       purpose: fields.purpose,
       status: 'processed',
     });
+  }
+
+  holdFileUploads(): () => void {
+    let release!: () => void;
+    this.uploadHold = new Promise<void>((resolve) => (release = resolve));
+    return () => {
+      this.uploadHold = undefined;
+      release();
+    };
   }
 
   /** OpenAI's `DELETE /v1/files/{id}`, or `fileDeleteBehavior`. */

@@ -136,9 +136,10 @@ export class FileForwarding {
       expiresMs: expiresAt * 1000,
     });
     // The caller may have deleted the file while it went up: its delete found no mapping then, so this copy is
-    // deleted now (the request that uploaded it still uses it).
-    if (this.options.cleanup && !(await this.options.files.get(owner, file.id)))
-      this.options.cleanup.fileDeleted(file.id);
+    // deleted now (the request that uploaded it still uses it). A failed look-up is not this request's failure.
+    const { cleanup } = this.options;
+    if (cleanup && !(await this.options.files.get(owner, file.id).then(Boolean, () => true)))
+      cleanup.fileDeleted(file.id);
     return upstreamFileId;
   }
 

@@ -156,7 +156,14 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   const { admin, auth } = wireAuth(config, deps.keys);
   // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write, and which model requests may name.
-  const files = wireFiles(app, config, deps.files, auth, limits.service);
+  const files = wireFiles(
+    app,
+    config,
+    deps.files,
+    auth,
+    limits.service,
+    (upstream) => generations.current.providers.upstreams.get(upstream)?.files,
+  );
   const chat = new ChatService(modelCalls, files?.forwarding);
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
   const cache =
@@ -188,7 +195,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     webhooks: events.webhooks,
     generations,
   });
-  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, generations, batchStats);
+  const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
+  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, generations, batchStats, fileStats);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
     ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId))

@@ -57,6 +57,36 @@ function forwardedContract(
       assert.equal(await store.lookup(fileId, 'cc', 'oai', T0 + 100), 'file-new');
       assert.equal(await store.lookup(other, 'cc', 'oai', T0), undefined, 'swept');
     });
+
+    test("removing a file's mappings removes all of them, live or expired, and returns each once", async () => {
+      const fileId = `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+      const kept = `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+      const entries = [
+        { fileId, sha256: 'dd', upstream: 'oai', upstreamFileId: 'file-a', createdMs: T0, expiresMs: T0 + 5000 },
+        {
+          fileId,
+          sha256: 'dd',
+          upstream: 'oai#key:abc',
+          upstreamFileId: 'file-b',
+          createdMs: T0,
+          expiresMs: T0 + 5000,
+        },
+        { fileId, sha256: 'ee', upstream: 'other', upstreamFileId: 'file-c', createdMs: T0 + 1, expiresMs: T0 + 10 },
+      ];
+      for (const entry of entries) await store.record(entry);
+      await store.record({ ...entries[0]!, fileId: kept, upstreamFileId: 'file-kept' });
+
+      const removed = await store.removeFile(fileId);
+      const byId = (a: { upstreamFileId: string }, b: { upstreamFileId: string }) =>
+        a.upstreamFileId.localeCompare(b.upstreamFileId);
+      assert.deepEqual([...removed].sort(byId), entries, 'every mapping of the file, with every field');
+      assert.equal(await store.lookup(fileId, 'dd', 'oai', T0), undefined);
+      assert.equal(await store.lookup(fileId, 'dd', 'oai#key:abc', T0), undefined);
+      assert.deepEqual(await store.removeFile(fileId), [], 'a second removal finds nothing');
+      assert.equal(await store.lookup(kept, 'dd', 'oai', T0), 'file-kept', "another file's mapping stays");
+      const [again, twice] = await Promise.all([store.removeFile(kept), store.removeFile(kept)]);
+      assert.equal(again.length + twice.length, 1, 'removed at once by two callers: one of them gets it');
+    });
   });
 }
 

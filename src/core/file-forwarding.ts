@@ -4,6 +4,7 @@ import type { CallContext, Provider, UpstreamFiles } from '../providers/contract
 import type { ForwardedFileStore } from '../store/file-contract.js';
 import type { FileObject } from '../wire/openai-files.js';
 import type { FileService } from './file-service.js';
+import type { UpstreamFileCleanup } from './upstream-file-cleanup.js';
 import { findFileRefs, mayNameFiles, replaceAt, type FileRef } from './file-refs.js';
 import { mediaTypeOf } from './media-type.js';
 
@@ -21,6 +22,8 @@ export interface FileForwardingOptions {
   maxFiles?: number;
   maxInlineBytes?: number;
   now?: () => number;
+  /** Told when an upload ends after its file was deleted, so that copy goes too. */
+  cleanup?: Pick<UpstreamFileCleanup, 'fileDeleted'>;
 }
 
 /**
@@ -132,6 +135,11 @@ export class FileForwarding {
       createdMs: nowMs,
       expiresMs: expiresAt * 1000,
     });
+    // The caller may have deleted the file while it went up: its delete found no mapping then, so this copy is
+    // deleted now (the request that uploaded it still uses it). A failed look-up is not this request's failure.
+    const { cleanup } = this.options;
+    if (cleanup && !(await this.options.files.get(owner, file.id).then(Boolean, () => true)))
+      cleanup.fileDeleted(file.id);
     return upstreamFileId;
   }
 

@@ -29,6 +29,8 @@ export class StoredFileService implements FileService {
     private readonly store: FileStore,
     private readonly config: Pick<FilesConfig, 'maxFileBytes' | 'defaultTtlMs' | 'maxTtlMs'>,
     private readonly now: () => number = Date.now,
+    /** Told of each file deleted (at once, never awaited): its upstream copies go too (upstream-file-cleanup.ts). */
+    private readonly onDeleted?: (id: string) => void,
   ) {}
 
   async create(owner: string, input: FileCreateInput, maxBytes = this.config.maxFileBytes): Promise<FileObject> {
@@ -119,6 +121,8 @@ export class StoredFileService implements FileService {
 
   async delete(owner: string, id: string): Promise<FileDeleted | undefined> {
     if (!isOwnId(id, FILE_ID_PREFIX)) return undefined;
-    return (await this.store.delete(owner, id, this.now())) ? { id, object: 'file', deleted: true } : undefined;
+    if (!(await this.store.delete(owner, id, this.now()))) return undefined;
+    this.onDeleted?.(id);
+    return { id, object: 'file', deleted: true };
   }
 }

@@ -344,4 +344,9 @@ export interface UpstreamFileUpload {
 export interface UpstreamFiles {
   /** Uploads the file with the call's key (the caller's X-Upstream-Key or the configured one): the upstream's id. */
   upload(file: UpstreamFileUpload, context: CallContext): Promise<string>;
+  /**
+   * Deletes the upstream's copy `upstreamFileId` with the call's key; resolves once the upstream no longer has it
+   * (its 404 included: already gone), rejects with a GatewayError otherwise (docs/files.md, "Files in requests").
+   */
+  delete(upstreamFileId: string, context: CallContext): Promise<void>;
 }

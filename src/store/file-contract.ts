@@ -175,6 +175,12 @@ export interface ForwardedFileStore {
   lookup(fileId: string, sha256: string, upstream: string, nowMs?: number): Promise<string | undefined>;
   /** Records (or replaces) a mapping. */
   record(entry: ForwardedFile): Promise<void>;
+  /**
+   * Removes every mapping of the gateway file `fileId` (any content, any upstream account, live or expired) in one
+   * step and returns them: what was removed is what the caller now answers for (the upstream copies to delete,
+   * docs/files.md), so two instances removing at once never both get the same mapping.
+   */
+  removeFile(fileId: string): Promise<ForwardedFile[]>;
   /** Removes up to `limit` mappings expired at `nowMs`; returns how many. */
   sweep(nowMs: number, limit: number): Promise<number>;
 }

@@ -12,6 +12,8 @@ import { makeUploadHandlers } from '../routes/uploads.js';
 import { presignKey } from '../secrets/presigned.js';
 import { FileForwarding } from '../core/file-forwarding.js';
 import { sweepStraysInBackground } from './file-strays.js';
+import { UpstreamFileCleanup } from '../core/upstream-file-cleanup.js';
+import type { UpstreamFiles } from '../providers/contract.js';
 import type { FileStore, ForwardedFile, ForwardedFileStore, UploadStore } from '../store/file-contract.js';
 
 const SWEEP_BATCH = 500;
@@ -21,6 +23,8 @@ export interface WiredFiles {
   service: FileService;
   /** The caller's files a model request names, made available to its upstream (core/file-forwarding.ts). */
   forwarding: FileForwarding;
+  /** Deletes the upstream copies of deleted files (core/upstream-file-cleanup.ts); its counts feed the metrics. */
+  cleanup: UpstreamFileCleanup;
 }
 
 type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
@@ -37,9 +41,12 @@ export function wireFiles(
   stores: Stores | undefined,
   auth: Authenticator,
   limits: RateLimitService,
+  filesOf: (upstream: string) => UpstreamFiles | undefined,
 ): WiredFiles | undefined {
   if (!stores) return undefined;
-  const files = new StoredFileService(stores.files, config.files);
+  const forwarded = stores.forwarded ?? memoryForwardedFiles();
+  const cleanup = new UpstreamFileCleanup({ store: forwarded, filesOf, log: app.log });
+  const files = new StoredFileService(stores.files, config.files, Date.now, (id) => cleanup.fileDeleted(id));
   const uploads = new UploadService(stores.uploads, files, config.files);
   const presigned = new PresignService(
     stores.uploads,
@@ -51,7 +58,6 @@ export function wireFiles(
     files: makeFileHandlers(files, config.files.maxFileBytes),
     uploads: makeUploadHandlers(uploads, presigned, config.files.maxPartBytes),
   });
-  const forwarded = stores.forwarded ?? memoryForwardedFiles();
   let sweeping: Promise<void> | undefined;
   const timer = setInterval(() => {
     sweeping ??= sweep({ ...stores, forwarded })
@@ -63,6 +69,7 @@ export function wireFiles(
   app.addHook('onClose', async () => {
     clearInterval(timer);
     await sweeping;
+    await cleanup.close();
   });
   sweepStraysInBackground(app, stores, config.files.strayGraceMs);
   const forwarding = new FileForwarding({
@@ -70,8 +77,9 @@ export function wireFiles(
     store: forwarded,
     maxFiles: config.files.forwardMaxFiles,
     maxInlineBytes: config.files.forwardInlineMaxBytes,
+    cleanup,
   });
-  return { service: files, forwarding };
+  return { service: files, forwarding, cleanup };
 }
 
 /** One round of the sweep: expired files, then expired uploads, a batch at a time. */
@@ -96,6 +104,11 @@ function memoryForwardedFiles(): ForwardedFileStore {
     },
     record: async (entry) => {
       entries.set(keyOf(entry.fileId, entry.sha256, entry.upstream), entry);
+    },
+    removeFile: async (fileId) => {
+      const removed: ForwardedFile[] = [];
+      for (const [key, entry] of entries) if (entry.fileId === fileId && entries.delete(key)) removed.push(entry);
+      return removed;
     },
     sweep: async (nowMs, limit) => {
       let removed = 0;

@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { registerBatchMetrics, type BatchMetricsSource } from '../observability/batch-metrics.js';
+import { registerFileMetrics, type FileMetricsSource } from '../observability/file-metrics.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore } from '../store/contract.js';
 import type { WiredUpstreams } from './upstreams.js';
@@ -20,6 +21,7 @@ export function wireMetrics(
   recorder: UsageRecorder | undefined,
   generations: ConfigGenerations,
   batches?: BatchMetricsSource,
+  files?: FileMetricsSource,
 ): void {
   if (!config.metricsEnabled) return;
   const subscriptions = () => generations.current.config.webhooks.subscriptions;
@@ -40,6 +42,7 @@ export function wireMetrics(
     configReloads: () => ({ applied: generations.applied, failed: generations.failed, version: generations.version }),
   });
   if (batches) registerBatchMetrics(metrics.registry, batches);
+  if (files) registerFileMetrics(metrics.registry, files);
   app.requestObservers.push((record) => metrics.observe(record));
   // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
   app.get('/metrics', async (request, reply) => {

@@ -92,6 +92,14 @@ export interface MockUpstream {
    * part's exact bytes, and the Authorization header it came with. Answered with OpenAI's file object.
    */
   uploadedFiles: UploadedFile[];
+  /**
+   * How `DELETE /v1/files/{id}` answers; undefined (the default): OpenAI's `{"id", "object": "file", "deleted":
+   * true}` for a file it took and has not deleted yet, else its 404. Ids it deleted are in `deletedFiles`.
+   */
+  fileDeleteBehavior: Behavior | undefined;
+  deletedFiles: string[];
+  /** Holds the answers to `POST /v1/files` (the bytes are taken) until the function returned is called. */
+  holdFileUploads(): () => void;
   /** Queue behaviors for the next chat requests, in order; when the queue is empty `defaultBehavior` applies. */
   enqueue(...behaviors: Behavior[]): void;
   /** Behavior for chat requests when the queue is empty; initially `{ kind: 'json' }`. */
@@ -548,6 +556,9 @@ function parseJson(text: string): unknown {
 class MockUpstreamServer implements MockUpstream {
   readonly requests: RecordedRequest[] = [];
   readonly uploadedFiles: UploadedFile[] = [];
+  readonly deletedFiles: string[] = [];
+  fileDeleteBehavior: Behavior | undefined;
+  private uploadHold: Promise<void> | undefined;
   defaultBehavior: Behavior = { kind: 'json' };
   models: Array<{ id: string; owned_by?: string; created?: number }> = DEFAULT_MODELS.map((m) => ({ ...m }));
   modelsStatus = 200;
@@ -602,6 +613,8 @@ class MockUpstreamServer implements MockUpstream {
   reset(): void {
     this.requests.length = 0;
     this.uploadedFiles.length = 0;
+    this.deletedFiles.length = 0;
+    this.fileDeleteBehavior = undefined;
     this.queue.length = 0;
     this.defaultBehavior = { kind: 'json' };
     this.models = DEFAULT_MODELS.map((m) => ({ ...m }));
@@ -671,7 +684,10 @@ class MockUpstreamServer implements MockUpstream {
       if (next && next.kind !== 'json' && next.kind !== 'stream') await runBehavior(ex, this.queue.shift() as Behavior);
       else embeddings(ex);
     } else if (method === 'POST' && path === '/v1/files') {
+      await this.uploadHold;
       this.uploadFile(ex);
+    } else if (method === 'DELETE' && path.startsWith('/v1/files/')) {
+      await this.deleteFile(ex, decodeURIComponent(path.slice('/v1/files/'.length)));
     } else if (method === 'GET' && path === '/v1/models') {
       this.listModels(ex);
     } else if (method === 'GET' && path.startsWith('/v1/models/')) {
@@ -725,6 +741,26 @@ class MockUpstreamServer implements MockUpstream {
       purpose: fields.purpose,
       status: 'processed',
     });
+  }
+
+  holdFileUploads(): () => void {
+    let release!: () => void;
+    this.uploadHold = new Promise<void>((resolve) => (release = resolve));
+    return () => {
+      this.uploadHold = undefined;
+      release();
+    };
+  }
+
+  /** OpenAI's `DELETE /v1/files/{id}`, or `fileDeleteBehavior`. */
+  private async deleteFile(ex: Exchange, id: string): Promise<void> {
+    if (this.fileDeleteBehavior) return runBehavior(ex, this.fileDeleteBehavior);
+    if (!this.uploadedFiles.some((file) => file.id === id) || this.deletedFiles.includes(id)) {
+      sendJson(ex, 404, openAIError(`No such File object: ${id}`, 'invalid_request_error', 'id'));
+      return;
+    }
+    this.deletedFiles.push(id);
+    sendJson(ex, 200, { id, object: 'file', deleted: true });
   }
 
   private listModels(ex: Exchange): void {

@@ -38,6 +38,32 @@ export class OpenAiFiles implements UpstreamFiles {
       { headers: this.headers(context), signal: context.signal, apiKeyOverride: context.apiKeyOverride },
     );
   }
+
+  /**
+   * `DELETE {base}/files/{id}` (https://platform.openai.com/docs/api-reference/files/delete): answered with
+   * `{"id", "object": "file", "deleted": true}`. A 404 means the upstream has no such file (expired, deleted
+   * before): what was asked. A 2xx whose body is not that object, or says `deleted: false`, is a failure.
+   */
+  async delete(upstreamFileId: string, context: CallContext): Promise<void> {
+    const request = {
+      method: 'DELETE' as const,
+      path: `${this.http.basePath}/files/${encodeURIComponent(upstreamFileId)}`,
+      headers: this.headers(context),
+    };
+    let value: unknown;
+    try {
+      const response = await this.http.send(request, context.signal, context.apiKeyOverride);
+      ({ value } = await this.http.readJson(response, context.signal));
+    } catch (error) {
+      if (error instanceof GatewayError && error.details.upstream_status === 404) return;
+      throw error;
+    }
+    if ((value as { deleted?: unknown } | null)?.deleted !== true)
+      throw new GatewayError('upstream_invalid_response', {
+        upstream: this.upstream,
+        reason: 'the file delete answer does not say deleted: true',
+      });
+  }
 }
 
 /**

@@ -33,6 +33,29 @@ export class PostgresForwardedFileStore implements ForwardedFileStore {
     );
   }
 
+  async removeFile(fileId: string): Promise<ForwardedFile[]> {
+    const result = await this.pool.query<{
+      file_id: string;
+      sha256: string;
+      upstream: string;
+      upstream_file_id: string;
+      created_ms: string;
+      expires_ms: string;
+    }>(
+      `DELETE FROM ${this.p}forwarded_files WHERE file_id = $1
+       RETURNING file_id, sha256, upstream, upstream_file_id, created_ms, expires_ms`,
+      [fileId],
+    );
+    return result.rows.map((row) => ({
+      fileId: row.file_id,
+      sha256: row.sha256,
+      upstream: row.upstream,
+      upstreamFileId: row.upstream_file_id,
+      createdMs: Number(row.created_ms),
+      expiresMs: Number(row.expires_ms),
+    }));
+  }
+
   async sweep(nowMs: number, limit: number): Promise<number> {
     const result = await this.pool.query(
       `DELETE FROM ${this.p}forwarded_files WHERE ctid IN

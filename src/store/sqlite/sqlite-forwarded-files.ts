@@ -6,6 +6,7 @@ export class SqliteForwardedFileStore implements ForwardedFileStore {
   private readonly one: Sqlite.Statement<[string, string, string, number], string>;
   private readonly upsert: Sqlite.Statement<[string, string, string, string, number, number]>;
   private readonly expired: Sqlite.Statement<[number, number]>;
+  private readonly ofFile: Sqlite.Statement<[string], Row>;
 
   constructor(db: Sqlite.Database) {
     this.one = db
@@ -22,6 +23,11 @@ export class SqliteForwardedFileStore implements ForwardedFileStore {
     this.expired = db.prepare(
       'DELETE FROM forwarded_files WHERE rowid IN (SELECT rowid FROM forwarded_files WHERE expires_ms <= ? LIMIT ?)',
     );
+    // One statement: the rows it removed are the ones it returns (the primary key starts with file_id).
+    this.ofFile = db.prepare<[string], Row>(
+      `DELETE FROM forwarded_files WHERE file_id = ?
+       RETURNING file_id, sha256, upstream, upstream_file_id, created_ms, expires_ms`,
+    );
   }
 
   async lookup(fileId: string, sha256: string, upstream: string, nowMs = Date.now()): Promise<string | undefined> {
@@ -32,7 +38,31 @@ export class SqliteForwardedFileStore implements ForwardedFileStore {
     this.upsert.run(entry.fileId, entry.sha256, entry.upstream, entry.upstreamFileId, entry.createdMs, entry.expiresMs);
   }
 
+  async removeFile(fileId: string): Promise<ForwardedFile[]> {
+    return this.ofFile.all(fileId).map(entryOf);
+  }
+
   async sweep(nowMs: number, limit: number): Promise<number> {
     return Number(this.expired.run(nowMs, limit).changes);
   }
+}
+
+interface Row {
+  file_id: string;
+  sha256: string;
+  upstream: string;
+  upstream_file_id: string;
+  created_ms: number | bigint;
+  expires_ms: number | bigint;
+}
+
+function entryOf(row: Row): ForwardedFile {
+  return {
+    fileId: row.file_id,
+    sha256: row.sha256,
+    upstream: row.upstream,
+    upstreamFileId: row.upstream_file_id,
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
+  };
 }

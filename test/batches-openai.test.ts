@@ -239,6 +239,14 @@ describe('OpenAI Batch API through the openai SDK', () => {
     );
     assert.ok(refused instanceof OpenAI.ConflictError, String(refused));
     assert.equal(refused.code, 'batch_not_cancellable');
+    const raw = await call(`${fixture.gw.url}/v1/batches/${created.id}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.apiKey}` },
+    });
+    assert.equal(raw.status, 409);
+    assert.deepEqual(raw.json.details, { batch_id: created.id, status: 'completed' });
+    // Not retried by the SDK: the answer cannot change (one cancel request, not three).
+    assert.equal(raw.headers['x-should-retry'], 'false');
     assert.equal((await alice.batches.retrieve(created.id)).status, 'completed');
   });
 

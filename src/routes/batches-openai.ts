@@ -93,8 +93,11 @@ export function mountOpenAiBatches(app: FastifyInstance, auth: Authenticator, ba
   // cancel whose first answer was lost still succeeds (docs/files.md, "Batches").
   app.post(`${OPENAI_BATCHES_PATH}/:id/cancel`, { onRequest }, async (request, reply) => {
     const batch = await batches.cancel(request.caller, 'openai', idOf(request));
-    if (ENDED_UNCANCELLABLE.has(batch.status))
+    if (ENDED_UNCANCELLABLE.has(batch.status)) {
+      // The openai SDKs retry a 409 unless told not to: asking again cannot change an ended batch.
+      void reply.header('x-should-retry', 'false');
       throw new GatewayError('batch_not_cancellable', { batch_id: batch.id, status: batch.status });
+    }
     return reply.send(openAiBatch(batch));
   });
 }

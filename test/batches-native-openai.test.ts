@@ -89,6 +89,15 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
     const done = await untilEnded('the forwarded batch', () => client.batches.retrieve(created.id));
     assert.equal(done.status, 'completed');
     assert.deepEqual(done.request_counts, { total: 3, completed: 2, failed: 1 });
+    // OpenAI's batch fields: the model the lines name (the caller's), the two answered lines' tokens (10 in, 20 out each).
+    assert.equal(done.model, 'mini');
+    assert.deepEqual(done.usage, {
+      input_tokens: 20,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 40,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 60,
+    });
 
     // Upstream: exactly one upload, one create, no line run as a call of its own.
     const uploads = mock.of('POST', '/v1/files');

@@ -169,4 +169,175 @@ describe('OpenAI Batch API through the openai SDK', () => {
     assert.equal(raw.status, 400);
     assert.deepEqual(raw.json.details, { field: 'completion_window', problem: 'must be "24h"' });
   });
+
+  test("output_expires_after sets the result files' age; usage is the succeeded lines' sum; model when all name one", async () => {
+    const alice = await client('alice-4');
+    const reported = [
+      { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, cached: 64, reasoning: 10 },
+      { prompt_tokens: 7, completion_tokens: 900, total_tokens: 907, cached: 0, reasoning: 512 },
+      { prompt_tokens: 55, completion_tokens: 1, total_tokens: 56, cached: 32, reasoning: 0 },
+    ];
+    // Each answer the mock gives reports its own usage, cache reads and reasoning included.
+    fixture.mock.enqueue(
+      ...reported.map((u, i) => ({
+        kind: 'json' as const,
+        body: {
+          id: `chatcmpl-${i}`,
+          object: 'chat.completion',
+          created: 1_700_000_000,
+          model: 'gpt-4o-mini',
+          choices: [{ index: 0, message: { role: 'assistant', content: `answer ${i}` }, finish_reason: 'stop' }],
+          usage: {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: u.total_tokens,
+            prompt_tokens_details: { cached_tokens: u.cached },
+            completion_tokens_details: { reasoning_tokens: u.reasoning },
+          },
+        },
+      })),
+    );
+    const lines = [
+      ...reported.map((_, i) => chatLine(`ok-${i}`, `question ${i}`)),
+      chatLine('bad-0', 'x', { temperature: 'hot' }),
+    ];
+    const input = await alice.files.create({
+      file: await toFile(Buffer.from(lines.join('\n')), 'input.jsonl'),
+      purpose: 'batch',
+    });
+    const created = await alice.batches.create({
+      input_file_id: input.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      output_expires_after: { anchor: 'created_at', seconds: 7200 },
+    });
+    const done = await untilEnded('the batch to complete', () => alice.batches.retrieve(created.id));
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.request_counts, { total: 4, completed: 3, failed: 1 });
+    assert.ok(done.output_file_id && done.error_file_id);
+    for (const id of [done.output_file_id, done.error_file_id]) {
+      const file = await alice.files.retrieve(id);
+      assert.equal(file.expires_at, file.created_at + 7200, `${file.filename} expires 2 hours after it was written`);
+    }
+    assert.equal(done.model, 'gpt-4o-mini');
+    const sum = (pick: (u: (typeof reported)[number]) => number) => reported.map(pick).reduce((a, b) => a + b, 0);
+    assert.deepEqual(done.usage, {
+      input_tokens: sum((u) => u.prompt_tokens),
+      input_tokens_details: { cached_tokens: sum((u) => u.cached) },
+      output_tokens: sum((u) => u.completion_tokens),
+      output_tokens_details: { reasoning_tokens: sum((u) => u.reasoning) },
+      total_tokens: sum((u) => u.total_tokens),
+    });
+    // The list shows the same object.
+    const [listed] = (await alice.batches.list({ limit: 1 })).data;
+    assert.deepEqual(listed?.usage, done.usage);
+
+    // An ended batch cannot be cancelled: 409, as OpenAI answers, and the batch is unchanged.
+    const refused = await alice.batches.cancel(created.id).then(
+      () => assert.fail('cancelled an ended batch'),
+      (e: unknown) => e,
+    );
+    assert.ok(refused instanceof OpenAI.ConflictError, String(refused));
+    assert.equal(refused.code, 'batch_not_cancellable');
+    const raw = await call(`${fixture.gw.url}/v1/batches/${created.id}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.apiKey}` },
+    });
+    assert.equal(raw.status, 409);
+    assert.deepEqual(raw.json.details, { batch_id: created.id, status: 'completed' });
+    // Not retried by the SDK: the answer cannot change (one cancel request, not three).
+    assert.equal(raw.headers['x-should-retry'], 'false');
+    assert.equal((await alice.batches.retrieve(created.id)).status, 'completed');
+  });
+
+  test('lines naming several models: no model; without output_expires_after the files keep the default age', async () => {
+    const alice = await client('alice-5');
+    const lines = [
+      chatLine('a', 'one'),
+      JSON.stringify({
+        custom_id: 'b',
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'two' }] },
+      }),
+    ];
+    const input = await alice.files.create({
+      file: await toFile(Buffer.from(lines.join('\n')), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const created = await alice.batches.create({
+      input_file_id: input.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const done = await untilEnded('the batch to complete', () => alice.batches.retrieve(created.id));
+    assert.equal(done.status, 'completed');
+    assert.equal('model' in done, false);
+    const output = await jsonlOf(alice, done.output_file_id ?? '');
+    const answered = output.map(
+      (l) => l.response?.body.usage as { prompt_tokens: number; completion_tokens: number; total_tokens: number },
+    );
+    assert.equal(
+      done.usage?.input_tokens,
+      answered.reduce((n, u) => n + u.prompt_tokens, 0),
+    );
+    assert.equal(
+      done.usage?.output_tokens,
+      answered.reduce((n, u) => n + u.completion_tokens, 0),
+    );
+    assert.equal(
+      done.usage?.total_tokens,
+      answered.reduce((n, u) => n + u.total_tokens, 0),
+    );
+    const file = await alice.files.retrieve(done.output_file_id ?? '');
+    assert.equal(file.expires_at, file.created_at + 30 * 86_400);
+  });
+
+  test('output_expires_after is refused when its anchor or seconds are wrong, naming the field', async () => {
+    const key = await makeKey(fixture.gw.url, 'alice-6');
+    const alice = new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: key });
+    const input = await alice.files.create({
+      file: await toFile(Buffer.from(chatLine('x', 'y')), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const attempt = (outputExpiresAfter: unknown) =>
+      call(`${fixture.gw.url}/v1/batches`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          input_file_id: input.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+          output_expires_after: outputExpiresAfter,
+        }),
+      });
+    const cases: Array<[unknown, string]> = [
+      [{ anchor: 'last_active_at', seconds: 7200 }, 'output_expires_after.anchor'],
+      [{ anchor: 'created_at', seconds: 3599 }, 'output_expires_after.seconds'],
+      [{ anchor: 'created_at', seconds: 2_592_001 }, 'output_expires_after.seconds'],
+      [{ anchor: 'created_at', seconds: 3600.5 }, 'output_expires_after.seconds'],
+      [{ anchor: 'created_at', seconds: '7200' }, 'output_expires_after.seconds'],
+      [{ anchor: 'created_at' }, 'output_expires_after.seconds'],
+      ['7200', 'output_expires_after'],
+    ];
+    for (const [value, field] of cases) {
+      const answer = await attempt(value);
+      assert.equal(answer.status, 400, JSON.stringify(value));
+      assert.equal(answer.json.code, 'batch_input_invalid');
+      assert.equal((answer.json.details as { field: string }).field, field, JSON.stringify(value));
+      assert.equal((answer.json.error as { param: string }).param, field);
+    }
+    // Through the SDK too; the bounds themselves are accepted.
+    await assert.rejects(
+      alice.batches.create({
+        input_file_id: input.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+        output_expires_after: { anchor: 'created_at', seconds: 60 },
+      }),
+      OpenAI.BadRequestError,
+    );
+    for (const seconds of [3600, 2_592_000])
+      assert.equal((await attempt({ anchor: 'created_at', seconds })).status, 200);
+  });
 });

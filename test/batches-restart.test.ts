@@ -105,8 +105,27 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
     const lines = text
       .trimEnd()
       .split('\n')
-      .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } });
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            custom_id: string;
+            response: { status_code: number; body: { usage: { prompt_tokens: number; completion_tokens: number } } };
+          },
+      );
     assert.equal(lines.length, LINES);
+    // The batch's usage, summed as lines were recorded on both sides of the kill, is its answers' usage exactly:
+    // no line counted twice (one in flight at the kill runs again, but is recorded once), none lost.
+    const sum = (pick: (u: { prompt_tokens: number; completion_tokens: number }) => number) =>
+      lines.reduce((n, l) => n + pick(l.response.body.usage), 0);
+    assert.equal(
+      ended.usage?.input_tokens,
+      sum((u) => u.prompt_tokens),
+    );
+    assert.equal(
+      ended.usage?.output_tokens,
+      sum((u) => u.completion_tokens),
+    );
+    assert.equal(ended.model, 'gpt-4o-mini');
     assert.deepEqual(
       lines.map((l) => l.custom_id),
       Array.from({ length: LINES }, (_, i) => `line-${i}`),

@@ -35,6 +35,8 @@ export interface FileCreateInput {
   content: AsyncIterable<Uint8Array>;
   /** Unix seconds, as FileObject's `expires_at`; default: now + the configured default age. */
   expiresAt?: number;
+  /** Instead of `expiresAt`: the file expires this many seconds after its creation (exactly `created_at` + it). */
+  ttlSeconds?: number;
   /** Declared MIME type, kept for a provider's Files API (not checked against the bytes). */
   mimeType?: string;
 }

@@ -59,7 +59,10 @@ export class StoredFileService implements FileService {
         filename: input.filename,
         mimeType: input.mimeType ?? null,
         createdMs,
-        expiresMs: this.expiryOf(createdMs, input.expiresAt),
+        expiresMs: this.expiryOf(
+          createdMs,
+          input.ttlSeconds === undefined ? input.expiresAt : Math.floor(createdMs / 1000) + input.ttlSeconds,
+        ),
       };
     };
     try {

@@ -142,6 +142,10 @@ export const ERROR_CODES = {
     status: 400,
     message: 'The batch cannot be created from this input; see details.field and details.problem.',
   },
+  batch_not_cancellable: {
+    status: 409,
+    message: 'The batch has already ended (completed, failed or expired) and cannot be cancelled; see details.status.',
+  },
   batch_not_ended: {
     status: 409,
     message: 'The batch is still running; cancel it and wait until it has ended.',

@@ -1,4 +1,4 @@
-import type { BatchRecord } from '../store/batch-contract.js';
+import type { BatchRecord, BatchUsage } from '../store/batch-contract.js';
 
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -38,6 +38,21 @@ export function openAiBatch(batch: BatchRecord): Record<string, unknown> {
     // Lines never run because the batch was cancelled count in neither (OpenAI's counts do the same).
     request_counts: { total: counts.total, completed: counts.succeeded, failed: counts.errored + counts.expired },
     metadata: batch.metadata,
+    // The model every line names; absent when they name several (OpenAI's is optional too).
+    ...(batch.model === null ? {} : { model: batch.model }),
+    // The succeeded lines' tokens, only when every one of them reported usage (else the sum would be short).
+    ...(batch.usage.lines === counts.succeeded ? { usage: openAiUsage(batch.usage) } : {}),
+  };
+}
+
+/** OpenAI's BatchUsage of a batch's summed usage. */
+function openAiUsage(usage: BatchUsage): Record<string, unknown> {
+  return {
+    input_tokens: usage.input,
+    input_tokens_details: { cached_tokens: usage.cached },
+    output_tokens: usage.output,
+    output_tokens_details: { reasoning_tokens: usage.reasoning },
+    total_tokens: usage.total,
   };
 }
 

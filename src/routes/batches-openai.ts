@@ -33,7 +33,12 @@ interface CreateBody {
   endpoint: string;
   completion_window: string;
   metadata?: Record<string, string> | null;
+  /** `{anchor: "created_at", seconds}`: checked by the service (output-expiry.ts), each field named when wrong. */
+  output_expires_after?: unknown;
 }
+
+/** The statuses OpenAI refuses to cancel (409 "Cannot cancel a batch with status 'completed'."). */
+const ENDED_UNCANCELLABLE = new Set(['completed', 'failed', 'expired']);
 
 /** The guard of the batch paths: OpenAI's error shape, the `batches` right, the caller. */
 export function batchesGuard(
@@ -70,6 +75,7 @@ export function mountOpenAiBatches(app: FastifyInstance, auth: Authenticator, ba
       inputFileId: body.input_file_id,
       endpoint: body.endpoint,
       metadata: body.metadata ?? null,
+      outputExpiresAfter: body.output_expires_after,
     });
     return reply.send(openAiBatch(created));
   });
@@ -83,9 +89,17 @@ export function mountOpenAiBatches(app: FastifyInstance, auth: Authenticator, ba
   app.get(`${OPENAI_BATCHES_PATH}/:id`, { onRequest }, async (request, reply) =>
     reply.send(openAiBatch(await batches.get(request.caller, 'openai', idOf(request)))),
   );
-  app.post(`${OPENAI_BATCHES_PATH}/:id/cancel`, { onRequest }, async (request, reply) =>
-    reply.send(openAiBatch(await batches.cancel(request.caller, 'openai', idOf(request)))),
-  );
+  // An ended batch is a 409, as at OpenAI; a cancelled (or cancelling) one is answered as it is, so a retried
+  // cancel whose first answer was lost still succeeds (docs/files.md, "Batches").
+  app.post(`${OPENAI_BATCHES_PATH}/:id/cancel`, { onRequest }, async (request, reply) => {
+    const batch = await batches.cancel(request.caller, 'openai', idOf(request));
+    if (ENDED_UNCANCELLABLE.has(batch.status)) {
+      // The openai SDKs retry a 409 unless told not to: asking again cannot change an ended batch.
+      void reply.header('x-should-retry', 'false');
+      throw new GatewayError('batch_not_cancellable', { batch_id: batch.id, status: batch.status });
+    }
+    return reply.send(openAiBatch(batch));
+  });
 }
 
 /** A cursor page (`{object: "list", data, first_id, last_id, has_more}`) from `limit + 1` records. */

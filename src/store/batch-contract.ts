@@ -60,7 +60,42 @@ export interface BatchRecord {
   expiredMs: number | null;
   cancellingMs: number | null;
   cancelledMs: number | null;
+  /**
+   * OpenAI's `output_expires_after.seconds`: the output and error files expire this long after they are written;
+   * null: the files' default age.
+   */
+  outputTtlSeconds: number | null;
+  /** The model every line names (set when the input is read, OpenAI's batches); null when they differ or before. */
+  model: string | null;
+  /** Tokens of the succeeded lines, summed as each line's outcome is recorded (exactly once, with it). */
+  usage: BatchUsage;
 }
+
+/**
+ * Token figures of a batch's succeeded lines, in OpenAI's Batch `usage` terms: `input` all input (the cache reads
+ * part of it), `reasoning` part of `output`. `lines` is how many succeeded lines reported usage: the sum is the
+ * batch's whole usage only when it equals the succeeded count.
+ */
+export interface BatchUsage {
+  lines: number;
+  input: number;
+  cached: number;
+  output: number;
+  reasoning: number;
+  total: number;
+}
+
+/** One line's tokens (BatchUsage without `lines`). */
+export type LineUsage = Omit<BatchUsage, 'lines'>;
+
+export const NO_BATCH_USAGE: Readonly<BatchUsage> = {
+  lines: 0,
+  input: 0,
+  cached: 0,
+  output: 0,
+  reasoning: 0,
+  total: 0,
+};
 
 export interface NewBatchLine {
   index: number;
@@ -88,6 +123,8 @@ export interface LineOutcome {
   response: string | null;
   requestId: string | null;
   error: string | null;
+  /** A succeeded line's tokens, added to the batch's usage in the same write as the outcome (never twice). */
+  usage?: LineUsage | undefined;
 }
 
 /** The time stamps a status change sets, by status. */
@@ -104,6 +141,7 @@ export type BatchStamp = Partial<
     | 'outputFileId'
     | 'errorFileId'
     | 'errors'
+    | 'model'
   >
 >;
 

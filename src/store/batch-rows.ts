@@ -1,4 +1,12 @@
-import type { BatchApi, BatchLine, BatchRecord, BatchStatus, LineState, NativeBatchState } from './batch-contract.js';
+import type {
+  BatchApi,
+  BatchLine,
+  BatchRecord,
+  BatchStatus,
+  LineState,
+  LineUsage,
+  NativeBatchState,
+} from './batch-contract.js';
 
 /** A batch or line row as either backend returns it (SQLite numbers, PostgreSQL BIGINT strings): read one way. */
 export type Row = Record<string, unknown>;
@@ -41,7 +49,23 @@ export function recordOf(row: Row): BatchRecord {
     expiredMs: num(row.expired_ms),
     cancellingMs: num(row.cancelling_ms),
     cancelledMs: num(row.cancelled_ms),
+    outputTtlSeconds: num(row.output_ttl_s),
+    model: str(row.model),
+    usage: {
+      lines: Number(row.usage_lines ?? 0),
+      input: Number(row.input_tokens ?? 0),
+      cached: Number(row.cached_tokens ?? 0),
+      output: Number(row.output_tokens ?? 0),
+      reasoning: Number(row.reasoning_tokens ?? 0),
+      total: Number(row.total_tokens ?? 0),
+    },
   };
+}
+
+/** A line's usage as the values both stores add to the batch's columns (lines … total), or zeros without one. */
+export function usageValuesOf(usage: LineUsage | undefined): [number, number, number, number, number, number] {
+  if (!usage) return [0, 0, 0, 0, 0, 0];
+  return [1, usage.input, usage.cached, usage.output, usage.reasoning, usage.total];
 }
 
 export function lineOf(row: Row): BatchLine {
@@ -59,7 +83,7 @@ export function lineOf(row: Row): BatchLine {
   };
 }
 
-/** A new batch's values in the order of both stores' INSERT columns (id … expires_ms). */
+/** A new batch's values in the order of both stores' INSERT columns (id … expires_ms, output_ttl_s). */
 export function insertValuesOf(batch: BatchRecord): Array<string | number | null> {
   return [
     batch.id,
@@ -74,6 +98,7 @@ export function insertValuesOf(batch: BatchRecord): Array<string | number | null
     batch.counts.total,
     batch.createdMs,
     batch.expiresMs,
+    batch.outputTtlSeconds,
   ];
 }
 

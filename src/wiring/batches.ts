@@ -62,7 +62,11 @@ export function wireBatches(
   const { store, files, auth, webhooks, generations } = deps;
   if (!store) return undefined;
   const { batches: settings } = config;
-  const limits = { maxLines: settings.maxLines, maxLineBytes: settings.maxLineBytes };
+  const limits = {
+    maxLines: settings.maxLines,
+    maxLineBytes: settings.maxLineBytes,
+    maxOutputTtlSeconds: Math.floor(config.files.maxTtlMs / 1000),
+  };
   const counters: LineCounters = { succeeded: 0, errored: 0, deferred: 0 };
   const slots = new LineSlots(settings.concurrency);
   const runner = settings.run

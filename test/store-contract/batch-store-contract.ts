@@ -35,6 +35,9 @@ function batch(owner: string, createdMs = Date.now()): BatchRecord {
     expiredMs: null,
     cancellingMs: null,
     cancelledMs: null,
+    outputTtlSeconds: 7200,
+    model: null,
+    usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
   };
 }
 
@@ -174,6 +177,56 @@ export function batchStoreContract(
       assert.equal(await s().recordOutcome(b.id, 300, ok('late')), false, 'a closed line takes no answer');
       const end = await s().get(owner, b.id);
       assert.deepEqual(end?.counts, { total: 1500, succeeded: 200, errored: 0, canceled: 1300, expired: 0 });
+    });
+
+    test("output expiry and model are kept; a line's usage is added with its outcome, once, seen by every instance", async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const owner = `key:${randomUUID()}`;
+      const b = { ...batch(owner), status: 'validating' as const, outputTtlSeconds: 3600 };
+      const plain = { ...batch(owner), outputTtlSeconds: null };
+      await store.create(b);
+      await store.create(plain);
+      assert.equal((await other.get(owner, b.id))?.outputTtlSeconds, 3600);
+      assert.equal((await other.get(owner, plain.id))?.outputTtlSeconds, null);
+      assert.equal(
+        await store.transition(b.id, ['validating'], 'in_progress', { inProgressMs: 1, model: 'm-1' }),
+        true,
+      );
+      assert.equal((await other.get(owner, b.id))?.model, 'm-1');
+      await store.addLines(b.id, lines(40));
+      const used = (i: number) => ({
+        input: 10 + i,
+        cached: i % 3,
+        output: 5 + i,
+        reasoning: i % 2,
+        total: 15 + 2 * i,
+      });
+      // Both instances race on every line, each with the line's usage: only the winner's is added.
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          Promise.all([
+            store.recordOutcome(b.id, i, { ...ok(`a${i}`), usage: used(i) }),
+            other.recordOutcome(b.id, i, { ...ok(`b${i}`), usage: used(i) }),
+          ]),
+        ),
+      );
+      // An errored line without usage adds none; a line already answered adds nothing again.
+      await store.recordOutcome(b.id, 30, { ...ok('e'), state: 'errored', statusCode: 400 });
+      assert.equal(await other.recordOutcome(b.id, 0, { ...ok('again'), usage: used(0) }), false);
+      const sum = (pick: (u: ReturnType<typeof used>) => number) =>
+        Array.from({ length: 30 }, (_, i) => pick(used(i))).reduce((x, y) => x + y, 0);
+      const expected = {
+        lines: 30,
+        input: sum((u) => u.input),
+        cached: sum((u) => u.cached),
+        output: sum((u) => u.output),
+        reasoning: sum((u) => u.reasoning),
+        total: sum((u) => u.total),
+      };
+      assert.deepEqual((await store.get(owner, b.id))?.usage, expected);
+      assert.deepEqual((await other.get(owner, b.id))?.usage, expected);
+      assert.deepEqual((await other.get(owner, plain.id))?.usage, batch(owner).usage);
     });
 
     test('a lease is held by one instance, renewed by it, and taken over only after it expires', async () => {

@@ -57,8 +57,9 @@ async function* jsonl(store: BatchStore, batch: BatchRecord, output: boolean): A
 
 /**
  * Writes OpenAI's output file (the lines answered 2xx) and error file (every other line: answered with an error,
- * or never answered: canceled, expired) through the files, as the batch owner's, purpose `batch_output`. A file is
- * written only when it has lines (OpenAI leaves the id absent otherwise).
+ * or never answered: canceled, expired) through the files, as the batch owner's, purpose `batch_output`, each
+ * expiring `output_expires_after.seconds` after it is written when the batch was created with it (else the files'
+ * default age). A file is written only when it has lines (OpenAI leaves the id absent otherwise).
  */
 export async function writeResultFiles(
   store: BatchStore,
@@ -73,6 +74,7 @@ export async function writeResultFiles(
         purpose: 'batch_output',
         filename: `${batch.id}_${output ? 'output' : 'error'}.jsonl`,
         content: jsonl(store, batch, output),
+        ...(batch.outputTtlSeconds === null ? {} : { ttlSeconds: batch.outputTtlSeconds }),
       })
     ).id;
   const outputFileId = counts.succeeded > 0 ? await write(true) : null;

@@ -146,9 +146,9 @@ export class BatchRunner {
     }
     switch (batch.status) {
       case 'validating': {
-        const errors = await validateInput(batch, files, store, limits);
+        const { errors, model } = await validateInput(batch, files, store, limits);
         if (errors.length > 0) await this.end(batch, 'failed', { failedMs: now, errors });
-        else await store.transition(batch.id, ['validating'], 'in_progress', { inProgressMs: now });
+        else await store.transition(batch.id, ['validating'], 'in_progress', { inProgressMs: now, model });
         return;
       }
       case 'in_progress': {

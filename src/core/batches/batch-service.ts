@@ -1,8 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { GrantableRoute } from '../../config/names.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { BatchApi, BatchRecord, BatchStore, NewBatchLine } from '../../store/batch-contract.js';
+import {
+  NO_BATCH_USAGE,
+  type BatchApi,
+  type BatchRecord,
+  type BatchStore,
+  type NewBatchLine,
+} from '../../store/batch-contract.js';
 import type { BatchFiles } from './batch-files.js';
+import { OUTPUT_TTL_MAX_SECONDS, outputTtlOf } from './output-expiry.js';
 
 /**
  * The endpoints a batch line may call (the gateway's own paths of the same name), and the route each line is a call
@@ -28,6 +35,8 @@ export interface BatchLimits {
   maxLines: number;
   /** One line's bytes, at most. */
   maxLineBytes: number;
+  /** The longest `output_expires_after.seconds` accepted (the files' `max_ttl_seconds`); default OpenAI's 30 days. */
+  maxOutputTtlSeconds?: number;
 }
 
 /** A batch's new id: `batch_<32 hex>` (OpenAI's surface) or `msgbatch_<32 hex>` (Anthropic's). */
@@ -47,7 +56,12 @@ function freshRecord(
   api: BatchApi,
   owner: string,
   principal: string,
-  spec: { endpoint: string; inputFileId: string | null; metadata: Record<string, string> | null },
+  spec: {
+    endpoint: string;
+    inputFileId: string | null;
+    metadata: Record<string, string> | null;
+    outputTtlSeconds?: number | null;
+  },
   nowMs: number,
 ): BatchRecord {
   return {
@@ -74,6 +88,9 @@ function freshRecord(
     expiredMs: null,
     cancellingMs: null,
     cancelledMs: null,
+    outputTtlSeconds: spec.outputTtlSeconds ?? null,
+    model: null,
+    usage: { ...NO_BATCH_USAGE },
   };
 }
 
@@ -91,12 +108,24 @@ export class BatchService {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** OpenAI's `POST /v1/batches`: over an uploaded JSONL file of purpose `batch`, read and checked by the runner. */
+  /**
+   * OpenAI's `POST /v1/batches`: over an uploaded JSONL file of purpose `batch`, read and checked by the runner.
+   * `outputExpiresAfter` is the request's `output_expires_after` as it came (checked here: output-expiry.ts).
+   */
   async createFromFile(
     owner: string,
     principal: string,
-    spec: { inputFileId: string; endpoint: string; metadata: Record<string, string> | null },
+    spec: {
+      inputFileId: string;
+      endpoint: string;
+      metadata: Record<string, string> | null;
+      outputExpiresAfter?: unknown;
+    },
   ): Promise<BatchRecord> {
+    const outputTtlSeconds = outputTtlOf(
+      spec.outputExpiresAfter,
+      this.limits.maxOutputTtlSeconds ?? OUTPUT_TTL_MAX_SECONDS,
+    );
     const file = await this.filesOrFail().get(owner, spec.inputFileId);
     if (!file) throw new GatewayError('batch_input_invalid', { field: 'input_file_id', problem: 'no such file' });
     if (file.purpose !== 'batch')
@@ -104,7 +133,13 @@ export class BatchService {
         field: 'input_file_id',
         problem: `the file's purpose is "${file.purpose}", not "batch"`,
       });
-    const record = freshRecord('openai', owner, principal, spec, this.now());
+    const record = freshRecord(
+      'openai',
+      owner,
+      principal,
+      { endpoint: spec.endpoint, inputFileId: spec.inputFileId, metadata: spec.metadata, outputTtlSeconds },
+      this.now(),
+    );
     await this.store.create(record);
     this.onCreated();
     return record;
@@ -157,15 +192,16 @@ export class BatchService {
 
   /**
    * Cancel: no new line starts; the runner ends the pending ones as canceled, lets the lines in flight finish, and
-   * writes the results. A batch already ended (or cancelling) is answered as it is.
+   * writes the results. A batch that cannot be cancelled (finalizing, cancelling, or ended) is answered as it is
+   * now: the surface decides whether that is an answer or a refusal (OpenAI's: 409 for an ended batch).
    */
   async cancel(owner: string, api: BatchApi, id: string): Promise<BatchRecord> {
-    const record = await this.get(owner, api, id);
+    await this.get(owner, api, id);
     const moved = await this.store.transition(id, ['validating', 'in_progress'], 'cancelling', {
       cancellingMs: this.now(),
     });
     if (moved) this.onCreated();
-    return moved ? this.get(owner, api, id) : record;
+    return this.get(owner, api, id);
   }
 
   /** Anthropic's DELETE: an ended batch and its results; one still running is refused (cancel it first). */

@@ -7,21 +7,31 @@ import { jsonlLines, LineTooLongError } from '../../streaming/jsonl-lines.js';
 const MAX_REPORTED_ERRORS = 100;
 const MAX_CUSTOM_ID_CHARS = 512;
 
+/** What reading the input found: its errors (none: the lines are stored), and the model every line names. */
+export interface InputCheck {
+  errors: BatchError[];
+  /** The one model all lines name; null when they name several, or a line names none. */
+  model: string | null;
+}
+
 /**
  * Reads an OpenAI batch's input file (streamed, one bounded line at a time) into its lines: each a JSON object
  * `{custom_id, method: "POST", url, body}` whose url is the batch's endpoint and whose custom_id is unique. Returns
- * the errors found (the batch then fails, as OpenAI's does) or an empty list. Running it again after a crash is safe:
- * a line already stored is left as it is.
+ * the errors found (the batch then fails, as OpenAI's does) or an empty list, and the lines' one model. Running it
+ * again after a crash is safe: a line already stored is left as it is (and the model is found again).
  */
 export async function validateInput(
   batch: BatchRecord,
   files: BatchFiles | undefined,
   store: BatchStore,
   limits: BatchLimits,
-): Promise<BatchError[]> {
+): Promise<InputCheck> {
   const opened = batch.inputFileId === null ? undefined : await files?.openContent(batch.owner, batch.inputFileId);
-  if (!opened) return [{ code: 'file_not_found', message: 'The input file no longer exists.' }];
+  if (!opened)
+    return { errors: [{ code: 'file_not_found', message: 'The input file no longer exists.' }], model: null };
   const errors: BatchError[] = [];
+  // undefined: no line yet; null: lines name several models (or one names none).
+  let model: string | null | undefined;
   const seen = new Set<string>();
   let chunk: NewBatchLine[] = [];
   let index = 0;
@@ -44,7 +54,9 @@ export async function validateInput(
         continue;
       }
       if (errors.length > 0) continue; // the batch fails: keep only reading for more errors
-      chunk.push({ index, ...line });
+      const named = line.model;
+      model = model === undefined || model === named ? named : null;
+      chunk.push({ index, customId: line.customId, url: line.url, body: line.body });
       index += 1;
       if (chunk.length >= LINE_CHUNK) {
         await store.addLines(batch.id, chunk);
@@ -57,7 +69,7 @@ export async function validateInput(
   }
   if (errors.length === 0 && chunk.length > 0) await store.addLines(batch.id, chunk);
   if (errors.length === 0 && index === 0) report({ code: 'empty_file', message: 'The input file has no requests.' });
-  return errors;
+  return { errors, model: model ?? null };
 }
 
 function checkLine(
@@ -65,7 +77,7 @@ function checkLine(
   number: number,
   endpoint: string,
   seen: Set<string>,
-): BatchError | Omit<NewBatchLine, 'index'> {
+): BatchError | (Omit<NewBatchLine, 'index'> & { model: string | null }) {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -99,5 +111,6 @@ function checkLine(
   const request = body as Record<string, unknown>;
   if (request.stream === true)
     return { code: 'invalid_request', message: 'A batch line cannot stream.', line: number, param: 'body.stream' };
-  return { customId, url: endpoint, body: JSON.stringify(request) };
+  const model = typeof request.model === 'string' && request.model !== '' ? request.model : null;
+  return { customId, url: endpoint, body: JSON.stringify(request), model };
 }

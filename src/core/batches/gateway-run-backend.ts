@@ -1,5 +1,6 @@
 import type { BatchLine, BatchRecord, BatchStore, LineOutcome } from '../../store/batch-contract.js';
 import type { BatchBackend, BatchLease, LineAnswer, LineExecutor } from './batch-backend.js';
+import { lineUsageOfAnswer } from './batch-usage.js';
 
 /** A process's bound on lines in flight, shared by every batch it runs. */
 export class LineSlots {
@@ -163,6 +164,7 @@ export class GatewayRunBackend implements BatchBackend {
       response: answer.body,
       requestId: answer.requestId,
       error: null,
+      usage: ok ? lineUsageOfAnswer(batch.endpoint, answer.body) : undefined,
     };
     if (await store.recordOutcome(batch.id, line.index, outcome)) {
       if (ok) counters.succeeded += 1;

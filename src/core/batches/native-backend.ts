@@ -3,6 +3,7 @@ import type { BatchRecord, BatchStore, NativeBatchState } from '../../store/batc
 import { isGatewayError } from '../../errors/gateway-error.js';
 import type { BatchBackend, BatchLease } from './batch-backend.js';
 import { allLines } from './batch-results.js';
+import { lineUsageOf } from './batch-usage.js';
 
 /** Where one model's lines would go natively: undefined when its upstream has no batch API (or `batch: gateway`). */
 export interface NativeRoute {
@@ -298,6 +299,7 @@ export class NativeBatchBackend implements BatchBackend {
         response: result.body,
         requestId: result.requestId,
         error: null,
+        usage: ok ? lineUsageOf(result.usage) : undefined,
       });
       if (recorded) this.options.onLine(batch, state.upstream as string, modelAt(result.index), result);
     }

@@ -12,12 +12,20 @@ import {
   type NativeBatchState,
   type NewBatchLine,
 } from '../batch-contract.js';
-import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, type Row } from '../batch-rows.js';
+import {
+  insertValuesOf,
+  lineOf,
+  nativeStateOf,
+  nativeValuesOf,
+  recordOf,
+  usageValuesOf,
+  type Row,
+} from '../batch-rows.js';
 import { migrateUnderLock } from './migrate.js';
 
 const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
 
-/** The same tables as SQLite migrations 17 and 18, under the prefix. */
+/** The same tables as SQLite migrations 17, 18 and 20, under the prefix. */
 export const batchSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}batches (
   seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, owner TEXT NOT NULL, principal TEXT NOT NULL, api TEXT NOT NULL,
@@ -38,7 +46,15 @@ CREATE INDEX IF NOT EXISTS ${p}batch_lines_pending ON ${p}batch_lines (batch_id,
 CREATE TABLE IF NOT EXISTS ${p}batch_native (
   batch_id TEXT PRIMARY KEY, mode TEXT NOT NULL CHECK (mode IN ('gateway', 'native')), upstream TEXT,
   phase TEXT NOT NULL CHECK (phase IN ('decided', 'submitted', 'collected')), upstream_file_id TEXT,
-  upstream_batch_id TEXT, reason TEXT);`;
+  upstream_batch_id TEXT, reason TEXT);
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS output_ttl_s BIGINT;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS model TEXT;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS usage_lines BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS cached_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS output_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS total_tokens BIGINT NOT NULL DEFAULT 0;`;
 
 const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   inProgressMs: 'in_progress_ms',
@@ -51,6 +67,7 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   outputFileId: 'output_file_id',
   errorFileId: 'error_file_id',
   errors: 'errors',
+  model: 'model',
 };
 
 const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
@@ -103,7 +120,8 @@ export class PostgresBatches implements BatchStore {
   async create(batch: BatchRecord): Promise<void> {
     await this.pool.query(
       `INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
-         status, total, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+         status, total, created_ms, expires_ms, output_ttl_s)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       insertValuesOf(batch),
     );
   }
@@ -214,10 +232,12 @@ export class PostgresBatches implements BatchStore {
     const [row] = await this.rows(
       `WITH moved AS (UPDATE ${this.p}batch_lines SET state = $1, status_code = $2, response = $3, request_id = $4,
            error = $5, attempts = attempts + 1 WHERE batch_id = $6 AND idx = $7 AND state = 'pending' RETURNING idx),
-         counted AS (UPDATE ${this.p}batches SET ${column} = ${column} + 1
+         counted AS (UPDATE ${this.p}batches SET ${column} = ${column} + 1, usage_lines = usage_lines + $8,
+           input_tokens = input_tokens + $9, cached_tokens = cached_tokens + $10, output_tokens = output_tokens + $11,
+           reasoning_tokens = reasoning_tokens + $12, total_tokens = total_tokens + $13
            WHERE id = $6 AND EXISTS (SELECT 1 FROM moved))
        SELECT count(*)::int AS n FROM moved`,
-      [state, statusCode, response, requestId, error, batchId, index],
+      [state, statusCode, response, requestId, error, batchId, index, ...usageValuesOf(outcome.usage)],
     );
     return Number(row?.n) === 1;
   }

@@ -368,4 +368,20 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX forwarded_files_expiry ON forwarded_files (expires_ms);`,
   },
+  {
+    version: 20,
+    name: 'batch_fields',
+    // OpenAI's Batch fields (docs/files.md, "Batches"): `output_expires_after.seconds` (the age of the output and
+    // error files), the one model every line names, and the succeeded lines' tokens, added in the same write that
+    // records a line's outcome (so exact across restarts, never counted twice). `usage_lines`: the succeeded lines
+    // that reported usage (the sum is shown only when every succeeded line did).
+    sql: `ALTER TABLE batches ADD COLUMN output_ttl_s INTEGER;
+          ALTER TABLE batches ADD COLUMN model TEXT;
+          ALTER TABLE batches ADD COLUMN usage_lines INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE batches ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE batches ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE batches ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE batches ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE batches ADD COLUMN total_tokens INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];

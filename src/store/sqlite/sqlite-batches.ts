@@ -12,7 +12,7 @@ import {
   type NativeBatchState,
   type NewBatchLine,
 } from '../batch-contract.js';
-import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf } from '../batch-rows.js';
+import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, usageValuesOf } from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 type Row = Record<string, unknown>;
@@ -38,10 +38,11 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   outputFileId: 'output_file_id',
   errorFileId: 'error_file_id',
   errors: 'errors',
+  model: 'model',
 };
 
 /**
- * Batches in the embedded store (migration 17). Every write goes through the database's group-commit batcher, so
+ * Batches in the embedded store (migrations 17, 18 and 20). Every write goes through the database's group-commit batcher, so
  * the answers of many lines finishing in one turn share one commit. A line's outcome is written only while it is
  * `pending` (`recordOutcome`): the one place exactly-once is decided.
  */
@@ -136,7 +137,10 @@ export class SqliteBatches implements BatchStore {
       const { statusCode, response, requestId, error, state } = outcome;
       const changed =
         this.statements.record.run(state, statusCode, response, requestId, error, batchId, index).changes === 1;
-      if (changed) this.db.prepare(countSql(state)).run(1, batchId);
+      if (changed) {
+        this.db.prepare(countSql(state)).run(1, batchId);
+        if (outcome.usage) this.statements.addUsage.run(...usageValuesOf(outcome.usage), batchId);
+      }
       return changed;
     });
   }
@@ -180,7 +184,12 @@ function prepare(db: Sqlite.Database) {
   return {
     insert: db.prepare(
       `INSERT INTO batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata, status,
-         total, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         total, created_ms, expires_ms, output_ttl_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    addUsage: db.prepare<[number, number, number, number, number, number, string]>(
+      `UPDATE batches SET usage_lines = usage_lines + ?, input_tokens = input_tokens + ?,
+         cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, reasoning_tokens = reasoning_tokens + ?,
+         total_tokens = total_tokens + ? WHERE id = ?`,
     ),
     get: db.prepare<[string, string], Row>('SELECT * FROM batches WHERE id = ? AND owner = ?'),
     byId: db.prepare<[string], Row>('SELECT * FROM batches WHERE id = ?'),

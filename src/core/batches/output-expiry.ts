@@ -1,0 +1,25 @@
+import { GatewayError } from '../../errors/gateway-error.js';
+
+/** OpenAI's bounds of a batch's `output_expires_after.seconds`: an hour to 30 days. */
+export const OUTPUT_TTL_MIN_SECONDS = 3600;
+export const OUTPUT_TTL_MAX_SECONDS = 30 * 86_400;
+
+const invalid = (field: string, problem: string) => new GatewayError('batch_input_invalid', { field, problem });
+
+/**
+ * OpenAI's `output_expires_after` of `POST /v1/batches` (`{anchor: "created_at", seconds}`), checked: the seconds
+ * the output and error files live after they are written, or null when it is absent (the files' default age).
+ * The seconds are whole, from an hour to 30 days (OpenAI's bounds) and never past the gateway's own longest file
+ * age (`files.max_ttl_seconds`, `maxSeconds`). Anything else is a 400 `batch_input_invalid` naming the field.
+ */
+export function outputTtlOf(value: unknown, maxSeconds: number): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw invalid('output_expires_after', 'an object {anchor: "created_at", seconds}');
+  const { anchor, seconds } = value as Record<string, unknown>;
+  if (anchor !== 'created_at') throw invalid('output_expires_after.anchor', 'must be "created_at"');
+  const max = Math.min(OUTPUT_TTL_MAX_SECONDS, maxSeconds);
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < OUTPUT_TTL_MIN_SECONDS || seconds > max)
+    throw invalid('output_expires_after.seconds', `whole seconds from ${OUTPUT_TTL_MIN_SECONDS} to ${max}`);
+  return seconds;
+}

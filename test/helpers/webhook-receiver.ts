@@ -2,7 +2,12 @@
  * A real webhook receiver on loopback (node:http): records every delivery (headers, raw body bytes, arrival
  * time) and answers with the statuses queued with `respond`, then with the default (200). `hang` makes it accept
  * and never answer (a dead receiver); `open` counts connections in flight.
+ *
+ * Each receiver has a path of its own: test files run in parallel processes, and a port this receiver got may have
+ * been another receiver's a moment before, whose gateway still retries to it. Such a stray delivery (another
+ * path) is answered 404 and not recorded.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -33,7 +38,13 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   let fallback: number | 'hang' = 200;
   let now = 0;
   let max = 0;
+  const path = `/hooks/${randomBytes(8).toString('hex')}`;
   const server = createServer((req, res) => {
+    if (req.url !== path) {
+      req.resume();
+      res.writeHead(404).end();
+      return;
+    }
     now += 1;
     max = Math.max(max, now);
     res.on('close', () => {
@@ -60,7 +71,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/hooks/gateway`,
+    url: `http://127.0.0.1:${port}${path}`,
     deliveries,
     respond: (...answers) => queue.push(...answers),
     setDefault: (answer) => {

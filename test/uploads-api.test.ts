@@ -108,6 +108,23 @@ describe('the Uploads API through the openai SDK', () => {
     );
   });
 
+  test('expires_after on an upload: its file expires exactly that long after the file is made', async () => {
+    const bytes = Buffer.from('short-lived\n');
+    const upload = await client.uploads.create({
+      filename: 'short.jsonl',
+      purpose: 'batch',
+      bytes: bytes.length,
+      mime_type: 'application/jsonl',
+      expires_after: { anchor: 'created_at', seconds: 3600 },
+    } as Parameters<typeof client.uploads.create>[0]);
+    const part = await client.uploads.parts.create(upload.id, { data: await toFile(bytes, 'p0') });
+    // The expiry is counted from the file's own creation (it was from a clock read a moment before, rounded on its
+    // own: a second short whenever a second boundary fell between the two readings).
+    const done = await client.uploads.complete(upload.id, { part_ids: [part.id] });
+    const file = await client.files.retrieve(done.file!.id);
+    assert.equal(file.expires_at, file.created_at + 3600, JSON.stringify(file));
+  });
+
   test("another caller's parts, complete and cancel are 404 upload_not_found; a part past its bound is 413", async () => {
     const upload = await client.uploads.create({ filename: 'a', purpose: 'batch', bytes: 10, mime_type: 'text/plain' });
     const other = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: otherKey, maxRetries: 0 });

@@ -141,7 +141,7 @@ export class UploadService {
           filename: upload.filename,
           mimeType: upload.mimeType,
           content: this.concatenated(id, parts, digest),
-          ...(upload.fileTtlMs === null ? {} : { expiresAt: seconds(this.now() + upload.fileTtlMs) }),
+          ...(upload.fileTtlMs === null ? {} : { ttlSeconds: Math.round(upload.fileTtlMs / 1000) }),
         },
         this.config.maxUploadBytes,
       );

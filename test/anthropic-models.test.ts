@@ -204,7 +204,7 @@ describe("Anthropic's models API (GET /v1/models with x-api-key or anthropic-ver
     });
     assert.deepEqual(
       [post.status, post.headers.allow, (post.json as { error?: { type?: string } }).error?.type, post.json.code],
-      [405, 'GET, HEAD', 'api_error', 'method_not_allowed'],
+      [405, 'GET, HEAD', 'invalid_request_error', 'method_not_allowed'],
     );
     assert.equal((await get('/v1/models?limit=1000')).status, 200);
     assert.equal((await get('/v1/models?limit=1')).status, 200);

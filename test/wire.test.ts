@@ -130,7 +130,7 @@ describe("Anthropic's Messages wire (src/wire/anthropic.ts)", () => {
     );
   });
 
-  test("error type by HTTP status: Anthropic's table, 529 overloaded, anything else api_error", () => {
+  test("error type by HTTP status: Anthropic's table, 529 overloaded, other 4xx invalid_request_error, else api_error", () => {
     const table: Array<[number, string]> = [
       [400, 'invalid_request_error'],
       [422, 'invalid_request_error'],
@@ -143,7 +143,10 @@ describe("Anthropic's Messages wire (src/wire/anthropic.ts)", () => {
       [529, 'overloaded_error'],
       [500, 'api_error'],
       [502, 'api_error'],
-      [409, 'api_error'],
+      [409, 'invalid_request_error'],
+      [405, 'invalid_request_error'],
+      [499, 'invalid_request_error'],
+      [504, 'api_error'],
     ];
     for (const [status, type] of table) assert.equal(anthropicErrorType(status), type, String(status));
   });

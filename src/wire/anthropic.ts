@@ -251,7 +251,8 @@ export interface AnthropicErrorBody {
 
 /**
  * Anthropic's error `type` for an HTTP status (what its SDKs map to their error classes): its own table, where 529
- * is `overloaded_error`; every other status is `api_error`.
+ * is `overloaded_error`; any other 4xx is `invalid_request_error` (its docs: "we may also use this error type for
+ * other 4XX status codes"), any other status `api_error`.
  */
 export function anthropicErrorType(status: number): AnthropicErrorType {
   if (status === 400 || status === 422) return 'invalid_request_error';
@@ -261,6 +262,7 @@ export function anthropicErrorType(status: number): AnthropicErrorType {
   if (status === 413) return 'request_too_large';
   if (status === 429) return 'rate_limit_error';
   if (status === 503 || status === 529) return 'overloaded_error';
+  if (status >= 400 && status < 500) return 'invalid_request_error';
   return 'api_error';
 }
 

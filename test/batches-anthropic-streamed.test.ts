@@ -147,6 +147,7 @@ describe('Anthropic batch create, streamed', () => {
       const req = httpRequest(fixture.url(PATH), {
         method: 'POST',
         headers: authHeaders({ 'content-type': 'application/json', 'transfer-encoding': 'chunked' }),
+        signal: AbortSignal.timeout(20_000),
       });
       req.on('response', (res) => {
         let text = '';
@@ -169,11 +170,14 @@ describe('Anthropic batch create, streamed', () => {
       headers: authHeaders({ 'content-type': 'application/json', 'transfer-encoding': 'chunked' }),
     });
     req.on('error', () => undefined);
-    req.write('{"requests": [');
-    for (let i = 0; i < 1_200; i++) req.write(`${i === 0 ? '' : ','}${JSON.stringify(requestOf(i))}`);
-    // Stored in chunks as they come, before the body ends.
-    await waitFor('the first lines stored', () => storedLines() >= lines + 500);
-    req.destroy();
+    try {
+      req.write('{"requests": [');
+      for (let i = 0; i < 1_200; i++) req.write(`${i === 0 ? '' : ','}${JSON.stringify(requestOf(i))}`);
+      // Stored in chunks as they come, before the body ends.
+      await waitFor('the first lines stored', () => storedLines() >= lines + 500);
+    } finally {
+      req.destroy();
+    }
     await waitFor("the uncreated batch's lines removed", () => storedLines() === lines);
     assert.equal(storedBatches(), batches);
 

@@ -81,6 +81,7 @@ export class JsonArrayItems {
   private offset = 0; // bytes before the current chunk
   private bomAt = 0;
   private keys = new Set<string>();
+  private keyCount = 0;
   private keyBytes: Buffer[] = [];
   private keyLength = 0;
   private key = '';
@@ -310,8 +311,9 @@ export class JsonArrayItems {
       }
     }
     if (this.keys.has(key)) this.fail('syntax', `the key "${key.slice(0, 100)}" appears more than once`, i);
-    if (this.keys.size >= (this.options.maxKeys ?? 16)) this.fail('shape', 'too many top-level keys', i);
-    this.keys.add(key);
+    if (++this.keyCount > (this.options.maxKeys ?? 16)) this.fail('shape', 'too many top-level keys', i);
+    // A key too long to keep cannot be the one looked for, and is not compared with the others.
+    if (this.keyLength <= MAX_KEY_BYTES) this.keys.add(key);
     this.key = key;
     this.keyBytes = [];
     this.state = 'colon';

@@ -24,6 +24,16 @@ export const batchesSectionSchema = z
       .min(1024)
       .max(64 * 1024 * 1024)
       .default(8 * 1024 * 1024),
+    /**
+     * The body of Anthropic's `POST /v1/messages/batches` (its requests inline), at most: Anthropic's own 256 MB. It
+     * is read as a stream, one request at a time (not bounded by server.body_limit_bytes).
+     */
+    max_create_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .default(256 * 1024 * 1024),
     /** How often a batch forwarded to an upstream's own batch API is polled (they take minutes to hours). */
     native_poll_ms: z.number().int().min(10).max(3_600_000).default(30_000),
     /**
@@ -47,6 +57,7 @@ export interface BatchesConfig {
   pollMs: number;
   maxLines: number;
   maxLineBytes: number;
+  maxCreateBytes: number;
   nativePollMs: number;
   nativePriceFactor: number;
   nativeCloseWaitMs: number;
@@ -62,6 +73,7 @@ export function toBatches(section: z.infer<typeof batchesSectionSchema>): Batche
     pollMs: section.poll_ms,
     maxLines: section.max_lines,
     maxLineBytes: section.max_line_bytes,
+    maxCreateBytes: section.max_create_bytes,
     nativePollMs: section.native_poll_ms,
     nativePriceFactor: section.native_price_factor,
     nativeCloseWaitMs: Math.round(section.native_close_wait_seconds * 1000),

@@ -9,51 +9,10 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { ANTHROPIC_ERRORS, anthropicAuthorization } from '../http/anthropic-shape.js';
 import type { BatchStore } from '../store/batch-contract.js';
 import { anthropicBatch } from './batch-views.js';
+import { acceptStreamedJson, batchRequestsOf, type BatchBodyLimits } from './batch-requests-body.js';
 import { batchesGuard, listCursor, listPage } from './batches-openai.js';
 
 export const ANTHROPIC_BATCHES_PATH = '/v1/messages/batches';
-
-const createBodySchema = {
-  type: 'object',
-  required: ['requests'],
-  properties: {
-    requests: {
-      type: 'array',
-      minItems: 1,
-      items: {
-        type: 'object',
-        required: ['custom_id', 'params'],
-        properties: {
-          custom_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
-          params: { type: 'object', required: ['model'], properties: { model: { type: 'string' } } },
-        },
-      },
-    },
-  },
-} as const;
-
-interface CreateBody {
-  requests: Array<{ custom_id: string; params: Record<string, unknown> }>;
-}
-
-/** The requests as lines: each custom_id once, none streamed (a batch's answers are whole messages). */
-function linesOf(body: CreateBody): Array<{ customId: string; body: string }> {
-  const seen = new Set<string>();
-  return body.requests.map((request, i) => {
-    if (seen.has(request.custom_id))
-      throw new GatewayError('batch_input_invalid', {
-        field: `requests[${i}].custom_id`,
-        problem: 'used by an earlier request',
-      });
-    seen.add(request.custom_id);
-    if (request.params.stream === true)
-      throw new GatewayError('batch_input_invalid', {
-        field: `requests[${i}].params.stream`,
-        problem: 'a batch request cannot stream',
-      });
-    return { customId: request.custom_id, body: JSON.stringify(request.params) };
-  });
-}
 
 /**
  * Anthropic's Message Batches: `POST /v1/messages/batches`, `GET` (list: `after_id`, `limit`), `GET /{id}`,
@@ -65,21 +24,26 @@ export function mountAnthropicBatches(
   auth: Authenticator,
   batches: BatchService,
   store: BatchStore,
+  bodyLimits: BatchBodyLimits,
 ): void {
   const onRequest = batchesGuard(auth, ANTHROPIC_ERRORS, anthropicAuthorization);
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}`;
   const stampId = (request: FastifyRequest, reply: { header(name: string, value: string): unknown }) =>
     reply.header('request-id', request.id);
-  app.post(ANTHROPIC_BATCHES_PATH, { onRequest, schema: { body: createBodySchema } }, async (request, reply) => {
-    stampId(request, reply);
-    const lines = linesOf(request.body as CreateBody);
-    const created = await batches.createFromRequests(
-      request.caller,
-      principalSnapshot(request.principal ?? ADMIN),
-      lines,
-    );
-    return reply.send(anthropicBatch(created, base(request)));
+  // The create reads its body itself, as a stream (up to batches.max_create_bytes, not server.body_limit_bytes):
+  // its own scope, whose body parsers hand the body on unread (batch-requests-body.ts).
+  void app.register(async function streamedBatchCreate(scope) {
+    acceptStreamedJson(scope);
+    scope.post(ANTHROPIC_BATCHES_PATH, { onRequest }, async (request, reply) => {
+      stampId(request, reply);
+      const created = await batches.createFromRequests(
+        request.caller,
+        principalSnapshot(request.principal ?? ADMIN),
+        batchRequestsOf(request.raw, bodyLimits),
+      );
+      return reply.send(anthropicBatch(created, base(request)));
+    });
   });
   app.get(ANTHROPIC_BATCHES_PATH, { onRequest }, async (request, reply) => {
     stampId(request, reply);

@@ -189,6 +189,11 @@ export interface BatchStore {
   /** Adds lines (a line already there is left as it is: validation may run again after a crash). */
   addLines(batchId: string, lines: readonly NewBatchLine[]): Promise<void>;
   /**
+   * Removes the lines of a batch that was never created (an Anthropic create whose body failed part way: its lines
+   * are written before its record); returns how many. The lines of a batch that exists are left alone.
+   */
+  discardLines(batchId: string): Promise<number>;
+  /**
    * Takes (or keeps) the lease of up to `limit` active batches whose lease is free or already `holder`'s: one
    * runner works on a batch at a time, across processes and instances sharing the store.
    */

@@ -97,7 +97,10 @@ export function wireBatches(
     : undefined;
   const service = new BatchService(store, files, limits, () => runner?.wake());
   mountOpenAiBatches(app, auth, service);
-  mountAnthropicBatches(app, auth, service, store);
+  mountAnthropicBatches(app, auth, service, store, {
+    maxCreateBytes: settings.maxCreateBytes,
+    maxLineBytes: settings.maxLineBytes,
+  });
   if (runner) {
     app.addHook('onReady', async () => runner.start());
     app.addHook('preClose', async () => runner.stop());

@@ -229,6 +229,20 @@ export function batchStoreContract(
       assert.deepEqual((await other.get(owner, plain.id))?.usage, batch(owner).usage);
     });
 
+    test('the lines of a batch never created are discarded; a created batch keeps its own', async () => {
+      const owner = `key:${randomUUID()}`;
+      const uncreated = batch(owner);
+      await s().addLines(uncreated.id, lines(700));
+      const created = batch(owner);
+      await s().create(created);
+      await s().addLines(created.id, lines(3));
+      assert.equal(await s().discardLines(created.id), 0, 'a created batch keeps its lines');
+      assert.equal(await h!.other.discardLines(uncreated.id), 700);
+      assert.deepEqual(await s().lines(uncreated.id, -1, 10), []);
+      assert.equal(await s().discardLines(uncreated.id), 0, 'again: nothing left');
+      assert.equal((await s().lines(created.id, -1, 10)).length, 3);
+    });
+
     test('a lease is held by one instance, renewed by it, and taken over only after it expires', async () => {
       const b = batch(`key:${randomUUID()}`);
       await s().create(b);

@@ -188,6 +188,15 @@ export class PostgresBatches implements BatchStore {
     }
   }
 
+  async discardLines(batchId: string): Promise<number> {
+    const removed = await this.pool.query(
+      `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1
+         AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)`,
+      [batchId],
+    );
+    return removed.rowCount ?? 0;
+  }
+
   async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
     const rows = await this.rows(
       `UPDATE ${this.p}batches SET lease_holder = $1, lease_until_ms = $3 WHERE id IN (

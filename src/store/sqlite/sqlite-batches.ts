@@ -105,6 +105,10 @@ export class SqliteBatches implements BatchStore {
     });
   }
 
+  async discardLines(batchId: string): Promise<number> {
+    return this.batcher.run(() => Number(this.statements.discardLines.run(batchId, batchId).changes));
+  }
+
   async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
     return this.batcher.run(() => {
       const ids = this.statements.claimable.all(holder, nowMs, limit).map((row) => row.id as string);
@@ -201,6 +205,9 @@ function prepare(db: Sqlite.Database) {
       `DELETE FROM batches WHERE id = ? AND owner = ? AND status NOT IN (${ACTIVE_SQL})`,
     ),
     deleteLines: db.prepare<[string]>('DELETE FROM batch_lines WHERE batch_id = ?'),
+    discardLines: db.prepare<[string, string]>(
+      'DELETE FROM batch_lines WHERE batch_id = ? AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)',
+    ),
     deleteNative: db.prepare<[string]>('DELETE FROM batch_native WHERE batch_id = ?'),
     getNative: db.prepare<[string], Row>('SELECT * FROM batch_native WHERE batch_id = ?'),
     saveNative: db.prepare(

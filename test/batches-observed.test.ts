@@ -88,6 +88,22 @@ describe('batches: dashboard, metrics, webhooks, rights', () => {
     assert.equal(event.data.batch_id, id);
     assert.equal(event.data.status, 'completed');
     assert.deepEqual(event.data.request_counts, { total: 24, succeeded: 24, errored: 0, canceled: 0, expired: 0 });
+    assert.equal(event.data.model, 'gpt-4o-mini');
+    // The event's usage is the sum of what the lines' answers reported (the mock counts each line's own text).
+    const results = (await admin('GET', `${BATCHES}/${id}/results`)).text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { result: { message: { usage: { input_tokens: number; output_tokens: number } } } });
+    const input = results.reduce((n, r) => n + r.result.message.usage.input_tokens, 0);
+    const output = results.reduce((n, r) => n + r.result.message.usage.output_tokens, 0);
+    assert.ok(input > 0 && output > 0);
+    assert.deepEqual(event.data.usage, {
+      input_tokens: input,
+      cached_input_tokens: 0,
+      output_tokens: output,
+      reasoning_tokens: 0,
+      total_tokens: input + output,
+    });
     assert.ok(typeof delivery?.headers['x-signature'] === 'string');
 
     const metrics = (await call(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text;

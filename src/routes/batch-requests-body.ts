@@ -27,6 +27,8 @@ export interface BatchBodyLimits {
 export interface BatchRequestLine {
   customId: string;
   body: string;
+  /** `params.model` (the schema requires a string). */
+  model: string;
 }
 
 /**
@@ -167,7 +169,7 @@ function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchReq
       field: `${field}.params.stream`,
       problem: 'a batch request cannot stream',
     });
-  return { customId: request.custom_id, body: JSON.stringify(request.params) };
+  return { customId: request.custom_id, body: JSON.stringify(request.params), model: String(request.params.model) };
 }
 
 /** A request's `validation_failed` with its fields named from the body: `custom_id` becomes `requests[3].custom_id`. */

@@ -99,6 +99,7 @@ export function insertValuesOf(batch: BatchRecord): Array<string | number | null
     batch.createdMs,
     batch.expiresMs,
     batch.outputTtlSeconds,
+    batch.model,
   ];
 }
 

@@ -40,6 +40,18 @@ function eventData(batch: BatchRecord): Record<string, unknown> {
     output_file_id: batch.outputFileId,
     error_file_id: batch.errorFileId,
     errors: batch.errors,
+    model: batch.model,
+    // The succeeded lines' tokens, only when every one of them reported usage (as the batch's own view).
+    usage:
+      batch.usage.lines === batch.counts.succeeded
+        ? {
+            input_tokens: batch.usage.input,
+            cached_input_tokens: batch.usage.cached,
+            output_tokens: batch.usage.output,
+            reasoning_tokens: batch.usage.reasoning,
+            total_tokens: batch.usage.total,
+          }
+        : null,
   };
 }
 

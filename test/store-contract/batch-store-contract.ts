@@ -185,8 +185,13 @@ export function batchStoreContract(
       const owner = `key:${randomUUID()}`;
       const b = { ...batch(owner), status: 'validating' as const, outputTtlSeconds: 3600 };
       const plain = { ...batch(owner), outputTtlSeconds: null };
+      // A batch whose lines come with it (Anthropic's create) knows its model when it is written.
+      const named = { ...batch(owner), model: 'claude-x' };
       await store.create(b);
       await store.create(plain);
+      await store.create(named);
+      assert.equal((await other.get(owner, named.id))?.model, 'claude-x');
+      assert.equal((await other.get(owner, plain.id))?.model, null);
       assert.equal((await other.get(owner, b.id))?.outputTtlSeconds, 3600);
       assert.equal((await other.get(owner, plain.id))?.outputTtlSeconds, null);
       assert.equal(

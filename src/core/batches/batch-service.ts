@@ -105,6 +105,13 @@ function freshRecord(
  * delete. Every read and change names the owner: another caller's batch is `batch_not_found`, like one that never
  * was. The work itself is the runner's (batch-runner.ts), woken by `onCreated`.
  */
+/** One request of Anthropic's create: its custom_id, its params as the line's body, and the model they name. */
+export interface BatchRequest {
+  customId: string;
+  body: string;
+  model: string;
+}
+
 export class BatchService {
   constructor(
     private readonly store: BatchStore,
@@ -161,7 +168,7 @@ export class BatchService {
   async createFromRequests(
     owner: string,
     principal: string,
-    requests: AsyncIterable<{ customId: string; body: string }> | Iterable<{ customId: string; body: string }>,
+    requests: AsyncIterable<BatchRequest> | Iterable<BatchRequest>,
   ): Promise<BatchRecord> {
     const record = freshRecord(
       'anthropic',
@@ -171,6 +178,8 @@ export class BatchService {
       this.now(),
     );
     let count = 0;
+    // The one model every request names (the batch's `model`); null once two differ.
+    let model: string | null | undefined;
     let chunk: NewBatchLine[] = [];
     let chunkBytes = 0;
     try {
@@ -181,6 +190,7 @@ export class BatchService {
             problem: `more than ${this.limits.maxLines} requests`,
           });
         chunk.push({ index: count++, customId: request.customId, url: '/v1/messages', body: request.body });
+        model = model === undefined || model === request.model ? request.model : null;
         chunkBytes += request.body.length;
         if (chunk.length === LINE_CHUNK || chunkBytes >= LINE_CHUNK_BYTES) {
           await this.store.addLines(record.id, chunk);
@@ -190,6 +200,7 @@ export class BatchService {
       }
       if (chunk.length > 0) await this.store.addLines(record.id, chunk);
       record.counts.total = count;
+      record.model = model ?? null;
       await this.store.create(record);
     } catch (error) {
       // The record was not written (or its write failed): the lines are nobody's. A failed clean-up leaves rows

@@ -120,8 +120,8 @@ export class PostgresBatches implements BatchStore {
   async create(batch: BatchRecord): Promise<void> {
     await this.pool.query(
       `INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
-         status, total, created_ms, expires_ms, output_ttl_s)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+         status, total, created_ms, expires_ms, output_ttl_s, model)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       insertValuesOf(batch),
     );
   }

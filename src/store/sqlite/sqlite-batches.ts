@@ -188,7 +188,7 @@ function prepare(db: Sqlite.Database) {
   return {
     insert: db.prepare(
       `INSERT INTO batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata, status,
-         total, created_ms, expires_ms, output_ttl_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         total, created_ms, expires_ms, output_ttl_s, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     addUsage: db.prepare<[number, number, number, number, number, number, string]>(
       `UPDATE batches SET usage_lines = usage_lines + ?, input_tokens = input_tokens + ?,

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
-import secureJson from 'secure-json-parse';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { assertValid, boundedValidatorCompiler } from '../http/bounded-validation.js';
-import { MAX_JSON_DEPTH, checkJsonShape } from '../http/json-shape.js';
+import { JSON_MEDIA_TYPES, POISONED_KEYS, compressedBodyRefusal, readJson } from '../http/json-body.js';
+import { MAX_JSON_DEPTH } from '../http/json-shape.js';
 import type { FieldProblem } from '../http/validation-details.js';
 import { JsonItemsError, jsonArrayItems, type JsonItem } from '../streaming/json-array-items.js';
 
@@ -38,25 +38,9 @@ export interface BatchRequestLine {
  */
 export function acceptStreamedJson(scope: FastifyInstance): void {
   scope.removeAllContentTypeParsers();
-  const handOn = (
-    request: { headers: IncomingMessage['headers'] },
-    _payload: unknown,
-    done: (e: Error | null) => void,
-  ) => {
-    const encoding = request.headers['content-encoding'];
-    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      done(
-        new GatewayError('unsupported_media_type', {
-          accepted: ['application/json'],
-          content_encoding: 'only identity (no compression) is accepted',
-        }),
-      );
-      return;
-    }
-    done(null);
-  };
-  scope.addContentTypeParser('application/json', handOn);
-  scope.addContentTypeParser(/^application\/[\w.+-]+\+json$/, handOn);
+  const handOn = (request: FastifyRequest, _payload: unknown, done: (e: Error | null) => void) =>
+    done(compressedBodyRefusal(request.headers) ?? null);
+  for (const type of JSON_MEDIA_TYPES) scope.addContentTypeParser(type, handOn);
 }
 
 /** The body's bytes, refused with `413 payload_too_large` once past the bound (at once when Content-Length says so). */
@@ -131,28 +115,19 @@ type Validate = ReturnType<ReturnType<typeof boundedValidatorCompiler>>;
 
 function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchRequestLine {
   const field = `requests[${item.index}]`;
-  let request: { custom_id: string; params: Record<string, unknown> };
-  try {
-    // secure-json-parse: the prototype-poisoning refusal of the gateway's body parser (json-body.ts).
-    request = secureJson.parse(item.text, null, { protoAction: 'error', constructorAction: 'error' }) as typeof request;
-  } catch (error) {
-    const poisoned = !(error instanceof SyntaxError) || /prototype property|forbidden/i.test((error as Error).message);
-    throw new GatewayError('invalid_json', {
-      reason: poisoned ? 'keys named "__proto__" or "constructor.prototype" are not accepted' : 'not valid JSON',
-      field,
-      offset: item.offset,
-    });
-  }
-  const shape = typeof request === 'object' && request !== null ? checkJsonShape(item.text) : undefined;
-  if (shape)
-    throw new GatewayError('invalid_json', {
-      reason:
-        shape.kind === 'too_deep'
+  // Read as the gateway's body parser reads a whole body (json-body.ts): the same refusals.
+  const read = readJson(item.text);
+  if (!read.ok) {
+    let reason: string;
+    if ('shape' in read)
+      reason =
+        read.shape.kind === 'too_deep'
           ? `nested deeper than ${MAX_JSON_DEPTH} levels`
-          : `the key "${shape.key.slice(0, 100)}" appears more than once`,
-      field,
-      offset: item.offset,
-    });
+          : `the key "${read.shape.key.slice(0, 100)}" appears more than once`;
+    else reason = read.poisoned ? POISONED_KEYS : 'not valid JSON';
+    throw new GatewayError('invalid_json', { reason, field, offset: item.offset });
+  }
+  const request = read.value as { custom_id: string; params: Record<string, unknown> };
   try {
     assertValid(validate, request);
   } catch (error) {

@@ -1,4 +1,4 @@
-import type { StoredFile, StoredUpload, UploadStatus } from './file-contract.js';
+import type { ForwardedFile, StoredFile, StoredUpload, UploadStatus } from './file-contract.js';
 
 /** An integer column as either backend returns it: a number from SQLite, a BIGINT string from PostgreSQL. */
 type Int = number | string;
@@ -66,5 +66,29 @@ export function uploadOf(row: UploadRow): StoredUpload {
     fileId: row.file_id,
     presignNonce: row.presign_nonce,
     presignUsed: row.presign_used === true || row.presign_used === 1,
+  };
+}
+
+/** A forwarded-file row of either backend (SQLite's migration 19, PostgreSQL's `gw_forwarded_files`). */
+export interface ForwardedFileRow {
+  file_id: string;
+  sha256: string;
+  upstream: string;
+  upstream_file_id: string;
+  created_ms: Int | bigint;
+  expires_ms: Int | bigint;
+}
+
+/** The columns of a forwarded-file row, in `ForwardedFileRow`'s order (a `RETURNING` list, say). */
+export const FORWARDED_FILE_COLUMNS = 'file_id, sha256, upstream, upstream_file_id, created_ms, expires_ms';
+
+export function forwardedFileOf(row: ForwardedFileRow): ForwardedFile {
+  return {
+    fileId: row.file_id,
+    sha256: row.sha256,
+    upstream: row.upstream,
+    upstreamFileId: row.upstream_file_id,
+    createdMs: Number(row.created_ms),
+    expiresMs: Number(row.expires_ms),
   };
 }

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { ForwardedFile, ForwardedFileStore } from '../file-contract.js';
+import { FORWARDED_FILE_COLUMNS, forwardedFileOf, type ForwardedFileRow } from '../file-rows.js';
 
 export const forwardedSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}forwarded_files (
@@ -34,26 +35,11 @@ export class PostgresForwardedFileStore implements ForwardedFileStore {
   }
 
   async removeFile(fileId: string): Promise<ForwardedFile[]> {
-    const result = await this.pool.query<{
-      file_id: string;
-      sha256: string;
-      upstream: string;
-      upstream_file_id: string;
-      created_ms: string;
-      expires_ms: string;
-    }>(
-      `DELETE FROM ${this.p}forwarded_files WHERE file_id = $1
-       RETURNING file_id, sha256, upstream, upstream_file_id, created_ms, expires_ms`,
+    const result = await this.pool.query<ForwardedFileRow>(
+      `DELETE FROM ${this.p}forwarded_files WHERE file_id = $1 RETURNING ${FORWARDED_FILE_COLUMNS}`,
       [fileId],
     );
-    return result.rows.map((row) => ({
-      fileId: row.file_id,
-      sha256: row.sha256,
-      upstream: row.upstream,
-      upstreamFileId: row.upstream_file_id,
-      createdMs: Number(row.created_ms),
-      expiresMs: Number(row.expires_ms),
-    }));
+    return result.rows.map(forwardedFileOf);
   }
 
   async sweep(nowMs: number, limit: number): Promise<number> {

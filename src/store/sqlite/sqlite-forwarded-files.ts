@@ -1,12 +1,13 @@
 import type * as Sqlite from './database.js';
 import type { ForwardedFile, ForwardedFileStore } from '../file-contract.js';
+import { FORWARDED_FILE_COLUMNS, forwardedFileOf, type ForwardedFileRow } from '../file-rows.js';
 
 /** The embedded store of files forwarded to upstreams (table `forwarded_files`, migration 19). */
 export class SqliteForwardedFileStore implements ForwardedFileStore {
   private readonly one: Sqlite.Statement<[string, string, string, number], string>;
   private readonly upsert: Sqlite.Statement<[string, string, string, string, number, number]>;
   private readonly expired: Sqlite.Statement<[number, number]>;
-  private readonly ofFile: Sqlite.Statement<[string], Row>;
+  private readonly ofFile: Sqlite.Statement<[string], ForwardedFileRow>;
 
   constructor(db: Sqlite.Database) {
     this.one = db
@@ -24,9 +25,8 @@ export class SqliteForwardedFileStore implements ForwardedFileStore {
       'DELETE FROM forwarded_files WHERE rowid IN (SELECT rowid FROM forwarded_files WHERE expires_ms <= ? LIMIT ?)',
     );
     // One statement: the rows it removed are the ones it returns (the primary key starts with file_id).
-    this.ofFile = db.prepare<[string], Row>(
-      `DELETE FROM forwarded_files WHERE file_id = ?
-       RETURNING file_id, sha256, upstream, upstream_file_id, created_ms, expires_ms`,
+    this.ofFile = db.prepare<[string], ForwardedFileRow>(
+      `DELETE FROM forwarded_files WHERE file_id = ? RETURNING ${FORWARDED_FILE_COLUMNS}`,
     );
   }
 
@@ -39,30 +39,10 @@ export class SqliteForwardedFileStore implements ForwardedFileStore {
   }
 
   async removeFile(fileId: string): Promise<ForwardedFile[]> {
-    return this.ofFile.all(fileId).map(entryOf);
+    return this.ofFile.all(fileId).map(forwardedFileOf);
   }
 
   async sweep(nowMs: number, limit: number): Promise<number> {
     return Number(this.expired.run(nowMs, limit).changes);
   }
-}
-
-interface Row {
-  file_id: string;
-  sha256: string;
-  upstream: string;
-  upstream_file_id: string;
-  created_ms: number | bigint;
-  expires_ms: number | bigint;
-}
-
-function entryOf(row: Row): ForwardedFile {
-  return {
-    fileId: row.file_id,
-    sha256: row.sha256,
-    upstream: row.upstream,
-    upstreamFileId: row.upstream_file_id,
-    createdMs: Number(row.created_ms),
-    expiresMs: Number(row.expires_ms),
-  };
 }

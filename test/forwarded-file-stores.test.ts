@@ -5,12 +5,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import type { ForwardedFileStore } from '../src/store/file-contract.js';
-import { PostgresFileStores } from '../src/store/postgres/postgres-files.js';
 import { SqliteForwardedFileStore } from '../src/store/sqlite/sqlite-forwarded-files.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
+import { postgresSkipReason } from './helpers/services.js';
+import { scratchPostgresFileStores } from './helpers/scratch-postgres-files.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -99,19 +98,8 @@ const skip = await postgresSkipReason();
 forwardedContract(
   'PostgreSQL',
   async () => {
-    const prefix = `t${randomUUID().replaceAll('-', '').slice(0, 12)}_`;
-    const stores = await PostgresFileStores.open(DATABASE_URL, prefix);
-    return {
-      store: stores.forwarded,
-      close: async () => {
-        await stores.close();
-        const client = new pg.Client({ connectionString: DATABASE_URL });
-        await client.connect();
-        for (const table of ['files', 'uploads', 'upload_parts', 'blob_chunks', 'forwarded_files'])
-          await client.query(`DROP TABLE IF EXISTS ${prefix}${table}`);
-        await client.end();
-      },
-    };
+    const { stores, close } = await scratchPostgresFileStores();
+    return { store: stores.forwarded, close };
   },
   { skip },
 );

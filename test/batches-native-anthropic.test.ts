@@ -15,7 +15,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
 import { startMockAnthropicBatches, type MockAnthropicBatches } from './helpers/mock-anthropic-batches.js';
-import { makeKey, untilEnded } from './helpers/batch-fixtures.js';
+import { makeKey, resultLines, untilEnded } from './helpers/batch-fixtures.js';
 import { waitFor } from './helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-ant-upstream-batches-0123456789abcdef';
@@ -179,17 +179,10 @@ describe('batches forwarded to Anthropic’s Message Batches API', () => {
     assert.ok(!JSON.stringify(first.messages).includes('be brief'));
     assert.ok(!('stream' in first));
 
-    const text = await (await client.files.content(done.output_file_id ?? '')).text();
-    const output = text
-      .trimEnd()
-      .split('\n')
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            custom_id: string;
-            response: { status_code: number; body: OpenAI.Chat.Completions.ChatCompletion };
-          },
-      );
+    const output = await resultLines<{
+      custom_id: string;
+      response: { status_code: number; body: OpenAI.Chat.Completions.ChatCompletion };
+    }>(client, done.output_file_id);
     assert.deepEqual(
       output.map((l) => [l.custom_id, l.response.status_code, l.response.body.object]),
       [

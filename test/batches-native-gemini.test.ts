@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
 import { startMockGemini, type MockGemini } from './helpers/mock-gemini-upstream.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
-import { makeKey, untilEnded } from './helpers/batch-fixtures.js';
+import { makeKey, resultLines, untilEnded } from './helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../src/store/contract.js';
@@ -24,12 +24,6 @@ const chatLine = (customId: string, model: string, content: string) =>
     url: '/v1/chat/completions',
     body: { model, max_tokens: 16, messages: [{ role: 'user', content }] },
   });
-
-interface ResultLine {
-  custom_id: string;
-  response: { status_code: number; request_id: string; body: Record<string, unknown> } | null;
-  error: { code: string; message: string } | null;
-}
 
 describe('batches forwarded natively to the Gemini Batch API', () => {
   let mock: MockGemini;
@@ -73,14 +67,6 @@ describe('batches forwarded natively to the Gemini Batch API', () => {
     });
   }
 
-  async function outputOf(fileId: string): Promise<ResultLine[]> {
-    const text = await (await client.files.content(fileId)).text();
-    return text
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line) as ResultLine);
-  }
-
   test('one batchGenerateContent with the upstream key; completed with OpenAI output lines; usage at half price', async () => {
     mock.batches.script = { runningPolls: 3 };
     const lines = Array.from({ length: 5 }, (_, i) => chatLine(`q-${i}`, 'flash', `question ${i}`));
@@ -109,7 +95,7 @@ describe('batches forwarded natively to the Gemini Batch API', () => {
       assert.ok(!request.text.includes(callerKey), 'no gateway token in a body');
     }
 
-    const output = await outputOf(ended.output_file_id as string);
+    const output = await resultLines(client, ended.output_file_id);
     assert.deepEqual(
       output.map((l) => l.custom_id),
       ['q-0', 'q-1', 'q-2', 'q-3', 'q-4'],
@@ -154,11 +140,11 @@ describe('batches forwarded natively to the Gemini Batch API', () => {
     const created = await createBatch([chatLine('a', 'flash', 'x'), chatLine('b', 'flash', 'y')]);
     const ended = await untilEnded('the batch to complete', () => client.batches.retrieve(created.id));
     assert.deepEqual(ended.request_counts, { total: 2, completed: 1, failed: 1 });
-    const errors = await outputOf(ended.error_file_id as string);
+    const errors = await resultLines(client, ended.error_file_id);
     assert.equal(errors[0]?.custom_id, 'b');
     assert.equal(errors[0]?.response?.status_code, 400);
     assert.equal(errors[0]?.response?.body.code, 'upstream_rejected_request');
-    assert.equal((await outputOf(ended.output_file_id as string))[0]?.custom_id, 'a');
+    assert.equal((await resultLines(client, ended.output_file_id))[0]?.custom_id, 'a');
   });
 
   test('lines of two upstream models: refused by the Gemini batch API, run by the gateway line by line', async () => {
@@ -184,6 +170,6 @@ describe('batches forwarded natively to the Gemini Batch API', () => {
     assert.equal(ended.status, 'cancelled');
     assert.ok(mock.requests.some((r) => r.method === 'POST' && /^\/v1beta\/batches\/[\w-]+:cancel$/.test(r.url)));
     assert.equal(ended.request_counts?.completed, 1);
-    assert.equal((await outputOf(ended.output_file_id as string))[0]?.custom_id, 'c0');
+    assert.equal((await resultLines(client, ended.output_file_id))[0]?.custom_id, 'c0');
   });
 });

@@ -16,7 +16,7 @@ import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './help
 import { call } from './helpers/http.js';
 import { captureSecrets } from './helpers/capture.js';
 import { startMockOpenAiBatches, type MockOpenAiBatches } from './helpers/mock-openai-batches.js';
-import { makeKey, untilEnded } from './helpers/batch-fixtures.js';
+import { makeKey, resultLines, untilEnded } from './helpers/batch-fixtures.js';
 import { waitFor } from './helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-upstream-openai-0123456789abcdef';
@@ -41,21 +41,6 @@ const line = (customId: string, content: string) =>
     url: '/v1/chat/completions',
     body: { model: 'mini', messages: [{ role: 'user', content }] },
   });
-
-interface ResultLine {
-  custom_id: string;
-  response: { status_code: number; request_id: string | null; body: Record<string, unknown> } | null;
-  error: { code: string; message: string } | null;
-}
-
-async function results(client: OpenAI, fileId: string | null | undefined): Promise<ResultLine[]> {
-  if (!fileId) return [];
-  const text = await (await client.files.content(fileId)).text();
-  return text
-    .trimEnd()
-    .split('\n')
-    .map((l) => JSON.parse(l) as ResultLine);
-}
 
 async function submit(client: OpenAI, lines: string[]) {
   const input = await client.files.create({
@@ -131,7 +116,7 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
     assert.equal(createBody.endpoint, '/v1/chat/completions');
 
     // The gateway's output and error files, in the caller's custom ids.
-    const output = await results(client, done.output_file_id);
+    const output = await resultLines(client, done.output_file_id);
     assert.deepEqual(
       output.map((l) => [
         l.custom_id,
@@ -144,7 +129,7 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       ],
     );
     assert.equal(output[0]?.response?.request_id, 'req_line-0');
-    const errors = await results(client, done.error_file_id);
+    const errors = await resultLines(client, done.error_file_id);
     assert.deepEqual(
       errors.map((l) => [l.custom_id, l.response?.status_code]),
       [['b', 400]],
@@ -193,11 +178,11 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       assert.equal(upstream?.status, 'cancelled');
       assert.equal(mock.of('POST', `/v1/batches/${upstream?.id}/cancel`).length, 1);
       assert.deepEqual(
-        (await results(client, done.output_file_id)).map((l) => l.custom_id),
+        (await resultLines(client, done.output_file_id)).map((l) => l.custom_id),
         ['x'],
       );
       assert.deepEqual(
-        (await results(client, done.error_file_id)).map((l) => [l.custom_id, l.error?.code]),
+        (await resultLines(client, done.error_file_id)).map((l) => [l.custom_id, l.error?.code]),
         [
           ['y', 'batch_cancelled'],
           ['z', 'batch_cancelled'],
@@ -217,7 +202,7 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       const done = await untilEnded('the failed upstream batch', () => client.batches.retrieve(created.id));
       assert.equal(done.status, 'completed');
       assert.deepEqual(done.request_counts, { total: 2, completed: 0, failed: 2 });
-      const errors = await results(client, done.error_file_id);
+      const errors = await resultLines(client, done.error_file_id);
       for (const result of errors) {
         assert.equal(result.response?.status_code, 502);
         assert.equal(result.response?.body.code, 'batch_upstream_failed');
@@ -250,7 +235,7 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       const done = await untilEnded('the hostile batch', () => client.batches.retrieve(created.id));
       assert.equal(done.status, 'completed');
       assert.deepEqual(done.request_counts, { total: 3, completed: 1, failed: 2 });
-      const errors = await results(client, done.error_file_id);
+      const errors = await resultLines(client, done.error_file_id);
       assert.deepEqual(
         errors.map((l) => [l.custom_id, l.response?.status_code]),
         [

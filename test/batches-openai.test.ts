@@ -10,7 +10,7 @@ import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { MOCK_CONTENT } from './helpers/mock-openai-upstream.js';
-import { QUICK_BATCHES, makeKey, untilEnded } from './helpers/batch-fixtures.js';
+import { QUICK_BATCHES, makeKey, resultLines, untilEnded } from './helpers/batch-fixtures.js';
 
 const chatLine = (customId: string, content: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({
@@ -19,21 +19,6 @@ const chatLine = (customId: string, content: string, extra: Record<string, unkno
     url: '/v1/chat/completions',
     body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }], ...extra },
   });
-
-interface ResultLine {
-  id: string;
-  custom_id: string;
-  response: { status_code: number; request_id: string; body: Record<string, unknown> } | null;
-  error: { code: string; message: string } | null;
-}
-
-async function jsonlOf(client: OpenAI, fileId: string): Promise<ResultLine[]> {
-  const text = await (await client.files.content(fileId)).text();
-  return text
-    .trimEnd()
-    .split('\n')
-    .map((line) => JSON.parse(line) as ResultLine);
-}
 
 describe('OpenAI Batch API through the openai SDK', () => {
   const fixture = useMockedGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
@@ -71,7 +56,7 @@ describe('OpenAI Batch API through the openai SDK', () => {
       assert.ok(typeof done[stamp] === 'number', stamp);
     assert.ok(done.output_file_id && done.error_file_id);
 
-    const output = await jsonlOf(alice, done.output_file_id);
+    const output = await resultLines(alice, done.output_file_id);
     assert.deepEqual(
       output.map((l) => l.custom_id),
       Array.from({ length: 20 }, (_, i) => `ok-${i}`),
@@ -84,7 +69,7 @@ describe('OpenAI Batch API through the openai SDK', () => {
       assert.equal(answer.object, 'chat.completion');
       assert.equal(answer.choices[0]?.message.content, MOCK_CONTENT);
     }
-    const errors = await jsonlOf(alice, done.error_file_id);
+    const errors = await resultLines(alice, done.error_file_id);
     assert.deepEqual(
       errors.map((l) => [l.custom_id, l.response?.status_code]),
       [['bad-0', 400]],
@@ -273,7 +258,7 @@ describe('OpenAI Batch API through the openai SDK', () => {
     const done = await untilEnded('the batch to complete', () => alice.batches.retrieve(created.id));
     assert.equal(done.status, 'completed');
     assert.equal('model' in done, false);
-    const output = await jsonlOf(alice, done.output_file_id ?? '');
+    const output = await resultLines(alice, done.output_file_id);
     const answered = output.map(
       (l) => l.response?.body.usage as { prompt_tokens: number; completion_tokens: number; total_tokens: number },
     );

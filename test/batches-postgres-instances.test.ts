@@ -13,6 +13,7 @@ import pg from 'pg';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';
 import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
+import { resultLines } from './helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
 
 const TOKEN = 'batch-pg-instances-admin-token-0123456789';
@@ -113,11 +114,10 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
     const takenOver = await lease(created.id);
     assert.notEqual(takenOver.holder, first.holder, 'B took the batch over');
 
-    const text = await (await openai.files.content(ended.output_file_id ?? '')).text();
-    const out = text
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } });
+    const out = await resultLines<{ custom_id: string; response: { status_code: number } }>(
+      openai,
+      ended.output_file_id,
+    );
     assert.deepEqual(
       out.map((l) => l.custom_id),
       Array.from({ length: LINES }, (_, i) => `line-${i}`),

@@ -18,6 +18,7 @@ import {
   startGatewayProcess,
   type GatewayProcess,
 } from './helpers/spawn-gateway.js';
+import { resultLines } from './helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
 
 const TOKEN = 'batch-restart-admin-token-0123456789';
@@ -101,17 +102,10 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
     assert.equal(ended.error_file_id, null);
 
     // The output file: one answer per line, each custom_id once, in the input's order.
-    const text = await (await openai.files.content(ended.output_file_id ?? '')).text();
-    const lines = text
-      .trimEnd()
-      .split('\n')
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            custom_id: string;
-            response: { status_code: number; body: { usage: { prompt_tokens: number; completion_tokens: number } } };
-          },
-      );
+    const lines = await resultLines<{
+      custom_id: string;
+      response: { status_code: number; body: { usage: { prompt_tokens: number; completion_tokens: number } } };
+    }>(openai, ended.output_file_id);
     assert.equal(lines.length, LINES);
     // The batch's usage, summed as lines were recorded on both sides of the kill, is its answers' usage exactly:
     // no line counted twice (one in flight at the kill runs again, but is recorded once), none lost.

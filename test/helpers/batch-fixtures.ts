@@ -2,6 +2,7 @@
  * What the batch tests share: scoped keys made through the admin keys API (two callers, to show one cannot see the
  * other's batches), the config lines that make the runner quick, and polling a batch until it ended.
  */
+import type OpenAI from 'openai';
 import { authHeaders } from './gateway.js';
 import { call } from './http.js';
 import { captureSecrets } from './capture.js';
@@ -38,4 +39,24 @@ export function untilEnded<T extends { status?: string; processing_status?: stri
       ['completed', 'failed', 'expired', 'cancelled'].includes(b.status ?? 'pending'),
     timeoutMs,
   );
+}
+
+/** One line of an OpenAI batch's output or error file. */
+export interface BatchResultLine<Body = Record<string, unknown>> {
+  custom_id: string;
+  response: { status_code: number; request_id: string | null; body: Body } | null;
+  error: { code: string; message: string } | null;
+}
+
+/** A batch's output or error file, read through the openai SDK, one parsed line each (none: no such file). */
+export async function resultLines<Line = BatchResultLine>(
+  client: OpenAI,
+  fileId: string | null | undefined,
+): Promise<Line[]> {
+  if (!fileId) return [];
+  const text = await (await client.files.content(fileId)).text();
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Line);
 }

@@ -85,6 +85,10 @@ export class GatewayRunBackend implements BatchBackend {
     let cursor = -1;
     let checkedMs = this.now();
     let wake: (() => void) | undefined;
+    // A line whose outcome could not be stored (the store failing, or closed under a shutdown): no new line starts,
+    // and the run rejects once the others are done (the runner logs it; the line stays pending for the next claim).
+    // Kept here, not left on the line's promise: a rejection nobody awaits yet is an unhandled one.
+    let failed: { error: unknown } | undefined;
     const waitFor = (ms: number) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.max(1, ms));
@@ -96,7 +100,7 @@ export class GatewayRunBackend implements BatchBackend {
         wake = done;
       });
     try {
-      while (!lease.lost && !lease.signal.aborted && this.now() < batch.expiresMs) {
+      while (!failed && !lease.lost && !lease.signal.aborted && this.now() < batch.expiresMs) {
         if (this.now() - checkedMs >= pollMs) {
           checkedMs = this.now();
           const fresh = await store.get(batch.owner, batch.id);
@@ -120,19 +124,28 @@ export class GatewayRunBackend implements BatchBackend {
           }
         }
         await slots.acquire();
+        if (failed) {
+          slots.release(); // a line failed while this one waited for its slot: it does not start
+          break;
+        }
         const line = queue.shift() as BatchLine;
         cursor = line.index;
-        const running = this.runLine(batch, line).finally(() => {
-          slots.release();
-          inFlight.delete(line.index);
-          wake?.();
-        });
+        const running = this.runLine(batch, line)
+          .catch((error: unknown) => {
+            failed ??= { error };
+          })
+          .finally(() => {
+            slots.release();
+            inFlight.delete(line.index);
+            wake?.();
+          });
         inFlight.set(line.index, running);
       }
     } finally {
       // Nothing is left in flight when the batch moves on (a cancel ends only the lines that never started).
       await Promise.all(inFlight.values());
     }
+    if (failed) throw failed.error;
   }
 
   private async runLine(batch: BatchRecord, line: BatchLine): Promise<void> {

@@ -1,0 +1,103 @@
+/**
+ * The gateway's own batch runner (src/core/batches/gateway-run-backend.ts) when the store fails to record a line's
+ * outcome (the store failing, or closed under a shutdown): the run stops starting lines and rejects with that error
+ * once the lines in flight are done, so the runner logs it and the line stays pending. It used to leave the line's
+ * rejected promise unawaited (an unhandled rejection: seen as "database is not open" after a gateway closed) and
+ * start the same line again and again.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { GatewayRunBackend, LineSlots } from '../src/core/batches/gateway-run-backend.js';
+import type { BatchRecord, BatchStore } from '../src/store/batch-contract.js';
+import { SqliteBatches } from '../src/store/sqlite/sqlite-batches.js';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+
+function record(): BatchRecord {
+  const now = Date.now();
+  return {
+    id: `batch_${randomUUID()}`,
+    owner: 'alice',
+    principal: '{}',
+    api: 'openai',
+    endpoint: '/v1/chat/completions',
+    inputFileId: 'file-x',
+    completionWindow: '24h',
+    metadata: null,
+    status: 'in_progress',
+    counts: { total: 3, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+    errors: null,
+    outputFileId: null,
+    errorFileId: null,
+    createdMs: now,
+    expiresMs: now + 86_400_000,
+    inProgressMs: now,
+    finalizingMs: null,
+    completedMs: null,
+    failedMs: null,
+    expiredMs: null,
+    cancellingMs: null,
+    cancelledMs: null,
+    outputTtlSeconds: null,
+    model: null,
+    usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
+  };
+}
+
+test('a line whose outcome cannot be stored: the run rejects with the error, nothing unhandled, no line run twice', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-run-backend-'));
+  const sqlite = await openSqliteStore(dir);
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const real = new SqliteBatches(sqlite.db);
+    const broken = new Error('database is not open');
+    // Line 1's outcome cannot be written; the others can.
+    const store = new Proxy(real, {
+      get(target, name, receiver) {
+        if (name === 'recordOutcome')
+          return (id: string, index: number, outcome: Parameters<BatchStore['recordOutcome']>[2]) =>
+            index === 1 ? Promise.reject(broken) : target.recordOutcome(id, index, outcome);
+        const value = Reflect.get(target, name, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as BatchStore;
+    const batch = record();
+    await store.addLines(
+      batch.id,
+      [0, 1, 2].map((index) => ({ index, customId: `c${index}`, url: '/v1/chat/completions', body: '{}' })),
+    );
+    await store.create(batch);
+    const runs: number[] = [];
+    const backend = new GatewayRunBackend({
+      store,
+      execute: async (_batch, line) => {
+        runs.push(line.index);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return { status: 200, body: '{"object":"chat.completion"}', requestId: null };
+      },
+      slots: new LineSlots(1),
+      rateShare: 1,
+      pollMs: 10,
+      counters: { succeeded: 0, errored: 0, deferred: 0 },
+    });
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 3_000);
+    await assert.rejects(backend.run(batch, { lost: false, signal: controller.signal }), (error) => error === broken);
+    clearTimeout(timer);
+    assert.equal(controller.signal.aborted, false, 'the run ended by itself, not by the abort');
+    // Give any stray rejection its turn to be reported.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(unhandled, []);
+    assert.deepEqual(runs, [0, 1], 'no line after the failure started, none twice');
+    assert.equal(await store.pendingCount(batch.id), 2, 'the failed line (and the one not started) stay pending');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    await sqlite.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

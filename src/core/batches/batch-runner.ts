@@ -39,7 +39,8 @@ export class BatchRunner {
   private readonly working = new Map<string, Promise<void>>();
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
+  /** The claim under way, if any (`stop` waits for it: what it claims must not start after the store closed). */
+  private ticking: Promise<void> | undefined;
   private again = false;
   private readonly now: () => number;
 
@@ -65,11 +66,10 @@ export class BatchRunner {
       this.again = true;
       return;
     }
-    this.ticking = true;
-    void this.claim()
+    this.ticking = this.claim()
       .catch((error: unknown) => this.options.log.error({ err: error }, 'batch runner: claiming failed'))
       .finally(() => {
-        this.ticking = false;
+        this.ticking = undefined;
         if (this.again) {
           this.again = false;
           this.wake();
@@ -81,6 +81,7 @@ export class BatchRunner {
   async stop(): Promise<void> {
     this.stopping.abort();
     if (this.timer) clearInterval(this.timer);
+    await this.ticking;
     await Promise.all(this.working.values());
   }
 
@@ -90,7 +91,12 @@ export class BatchRunner {
     if (room <= 0) return;
     const claimed = await store.claim(this.holder, this.now(), leaseMs, room + this.working.size);
     for (const batch of claimed) {
-      if (this.working.has(batch.id) || this.working.size >= maxBatches) continue;
+      if (this.working.has(batch.id)) continue;
+      if (this.stopping.signal.aborted || this.working.size >= maxBatches) {
+        // Claimed while this runner stopped (or past its room): given back at once, another process may take it.
+        await store.release(batch.id, this.holder).catch(() => undefined);
+        continue;
+      }
       const work = this.work(batch)
         .catch((error: unknown) =>
           this.options.log.error({ err: error, batch_id: batch.id }, 'batch runner: a batch step failed'),

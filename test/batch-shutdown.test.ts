@@ -1,5 +1,7 @@
 /**
- * The gateway's own batch runner (src/core/batches/gateway-run-backend.ts) when the store fails to record a line's
+ * Shutting batches down cleanly. The runner (src/core/batches/batch-runner.ts): a batch it claims while it stops is
+ * given back, never started on a store about to close. The gateway's own line runner
+ * (src/core/batches/gateway-run-backend.ts) when the store fails to record a line's
  * outcome (the store failing, or closed under a shutdown): the run stops starting lines and rejects with that error
  * once the lines in flight are done, so the runner logs it and the line stays pending. It used to leave the line's
  * rejected promise unawaited (an unhandled rejection: seen as "database is not open" after a gateway closed) and
@@ -11,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { BatchRunner } from '../src/core/batches/batch-runner.js';
 import { GatewayRunBackend, LineSlots } from '../src/core/batches/gateway-run-backend.js';
 import type { BatchRecord, BatchStore } from '../src/store/batch-contract.js';
 import { SqliteBatches } from '../src/store/sqlite/sqlite-batches.js';
@@ -97,6 +100,73 @@ test('a line whose outcome cannot be stored: the run rejects with the error, not
     assert.equal(await store.pendingCount(batch.id), 2, 'the failed line (and the one not started) stay pending');
   } finally {
     process.off('unhandledRejection', onUnhandled);
+    await sqlite.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a batch claimed while the runner stops is given back, not started: stop waits for the claim under way', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-runner-stop-'));
+  const sqlite = await openSqliteStore(dir);
+  try {
+    const real = new SqliteBatches(sqlite.db);
+    let claimed!: () => void;
+    const claimHeld = new Promise<void>((resolve) => (claimed = resolve));
+    let claimStarted!: () => void;
+    const claimCalled = new Promise<void>((resolve) => (claimStarted = resolve));
+    // The store's claim answers only once the runner has been told to stop.
+    const store = new Proxy(real, {
+      get(target, name, receiver) {
+        if (name === 'claim')
+          return async (...args: Parameters<BatchStore['claim']>) => {
+            const answer = await target.claim(...args);
+            claimStarted();
+            await claimHeld;
+            return answer;
+          };
+        const value = Reflect.get(target, name, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as BatchStore;
+    const batch = record();
+    await store.addLines(batch.id, [{ index: 0, customId: 'c0', url: '/v1/chat/completions', body: '{}' }]);
+    await store.create(batch);
+    const started: string[] = [];
+    const runner = new BatchRunner({
+      store,
+      files: undefined,
+      limits: { maxLines: 10, maxLineBytes: 1024 },
+      backends: [
+        {
+          name: 'probe',
+          takes: () => true,
+          run: async (b) => {
+            started.push(b.id);
+          },
+        },
+      ],
+      leaseMs: 60_000,
+      pollMs: 60_000,
+      maxBatches: 4,
+      onEnded: () => undefined,
+      log: { warn: () => undefined, error: () => undefined },
+    });
+    runner.start();
+    await claimCalled;
+    let stopped = false;
+    const stopping = runner.stop().then(() => (stopped = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(stopped, false, 'stop waits for the claim under way');
+    claimed();
+    await stopping;
+    assert.deepEqual(started, [], 'nothing started after stop');
+    // Given back: another holder can claim it at once (the lease was 60 s).
+    const other = await real.claim('runner_other', Date.now(), 60_000, 4);
+    assert.deepEqual(
+      other.map((b) => b.id),
+      [batch.id],
+    );
+  } finally {
     await sqlite.close();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@ import { isOwnId } from '../core/file-ids.js';
 import { FILE_ID_PREFIX, type StoredFileService } from '../core/stored-file-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readMultipart } from '../http/multipart.js';
-import { CALLER_FILE_PURPOSES, type CallerFilePurpose } from '../wire/openai-files.js';
+import { CALLER_FILE_PURPOSES, EXPIRES_AFTER_MIN_SECONDS, type CallerFilePurpose } from '../wire/openai-files.js';
 import type { FileCreateInput } from '../core/file-service.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
@@ -20,8 +20,6 @@ export interface FileHandlers {
 const MAX_FORM_PARTS = 16;
 const MAX_FIELD_BYTES = 4096;
 const MAX_FILENAME = 512;
-/** OpenAI's bounds of `expires_after[seconds]` (an hour to 30 days; ours: up to `files.max_ttl_seconds`). */
-const MIN_EXPIRES_AFTER = 3600;
 const MAX_LIST_LIMIT = 10_000;
 
 const isPurpose = (value: string | undefined): value is CallerFilePurpose =>
@@ -64,10 +62,10 @@ export function expiresAfter(anchor: string | undefined, seconds: string | numbe
     throw new GatewayError('invalid_file_request', { field: 'expires_after[anchor]', allowed: ['created_at'] });
   }
   const value = typeof seconds === 'number' ? seconds : /^\d{1,10}$/.test(seconds ?? '') ? Number(seconds) : NaN;
-  if (!Number.isSafeInteger(value) || value < MIN_EXPIRES_AFTER) {
+  if (!Number.isSafeInteger(value) || value < EXPIRES_AFTER_MIN_SECONDS) {
     throw new GatewayError('invalid_file_request', {
       field: 'expires_after[seconds]',
-      problem: `whole seconds, at least ${MIN_EXPIRES_AFTER}`,
+      problem: `whole seconds, at least ${EXPIRES_AFTER_MIN_SECONDS}`,
     });
   }
   return value;

@@ -8,6 +8,10 @@
 export const CALLER_FILE_PURPOSES = ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'] as const;
 export type CallerFilePurpose = (typeof CALLER_FILE_PURPOSES)[number];
 
+/** OpenAI's bounds of an `expires_after.seconds` (a file's, a batch's output files'): an hour to 30 days. */
+export const EXPIRES_AFTER_MIN_SECONDS = 3600;
+export const EXPIRES_AFTER_MAX_SECONDS = 30 * 86_400;
+
 /** A purpose a file may have: the caller's, or one the gateway gives its own output files (batch results). */
 export type FilePurpose = CallerFilePurpose | 'batch_output' | 'assistants_output' | 'fine-tune-results';
 

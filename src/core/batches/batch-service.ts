@@ -9,7 +9,8 @@ import {
   type NewBatchLine,
 } from '../../store/batch-contract.js';
 import type { BatchFiles } from './batch-files.js';
-import { OUTPUT_TTL_MAX_SECONDS, outputTtlOf } from './output-expiry.js';
+import { EXPIRES_AFTER_MAX_SECONDS } from '../../wire/openai-files.js';
+import { outputTtlOf } from './output-expiry.js';
 
 /**
  * The endpoints a batch line may call (the gateway's own paths of the same name), and the route each line is a call
@@ -137,7 +138,7 @@ export class BatchService {
   ): Promise<BatchRecord> {
     const outputTtlSeconds = outputTtlOf(
       spec.outputExpiresAfter,
-      this.limits.maxOutputTtlSeconds ?? OUTPUT_TTL_MAX_SECONDS,
+      this.limits.maxOutputTtlSeconds ?? EXPIRES_AFTER_MAX_SECONDS,
     );
     const file = await this.filesOrFail().get(owner, spec.inputFileId);
     if (!file) throw new GatewayError('batch_input_invalid', { field: 'input_file_id', problem: 'no such file' });

@@ -1,8 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-
-/** OpenAI's bounds of a batch's `output_expires_after.seconds`: an hour to 30 days. */
-export const OUTPUT_TTL_MIN_SECONDS = 3600;
-export const OUTPUT_TTL_MAX_SECONDS = 30 * 86_400;
+import { EXPIRES_AFTER_MAX_SECONDS, EXPIRES_AFTER_MIN_SECONDS } from '../../wire/openai-files.js';
 
 const invalid = (field: string, problem: string) => new GatewayError('batch_input_invalid', { field, problem });
 
@@ -18,8 +15,8 @@ export function outputTtlOf(value: unknown, maxSeconds: number): number | null {
     throw invalid('output_expires_after', 'an object {anchor: "created_at", seconds}');
   const { anchor, seconds } = value as Record<string, unknown>;
   if (anchor !== 'created_at') throw invalid('output_expires_after.anchor', 'must be "created_at"');
-  const max = Math.min(OUTPUT_TTL_MAX_SECONDS, maxSeconds);
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < OUTPUT_TTL_MIN_SECONDS || seconds > max)
-    throw invalid('output_expires_after.seconds', `whole seconds from ${OUTPUT_TTL_MIN_SECONDS} to ${max}`);
+  const max = Math.min(EXPIRES_AFTER_MAX_SECONDS, maxSeconds);
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < EXPIRES_AFTER_MIN_SECONDS || seconds > max)
+    throw invalid('output_expires_after.seconds', `whole seconds from ${EXPIRES_AFTER_MIN_SECONDS} to ${max}`);
   return seconds;
 }

@@ -12,43 +12,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { BatchRunner } from '../src/core/batches/batch-runner.js';
 import { GatewayRunBackend, LineSlots } from '../src/core/batches/gateway-run-backend.js';
-import type { BatchRecord, BatchStore } from '../src/store/batch-contract.js';
+import type { BatchStore } from '../src/store/batch-contract.js';
 import { SqliteBatches } from '../src/store/sqlite/sqlite-batches.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-
-function record(): BatchRecord {
-  const now = Date.now();
-  return {
-    id: `batch_${randomUUID()}`,
-    owner: 'alice',
-    principal: '{}',
-    api: 'openai',
-    endpoint: '/v1/chat/completions',
-    inputFileId: 'file-x',
-    completionWindow: '24h',
-    metadata: null,
-    status: 'in_progress',
-    counts: { total: 3, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
-    errors: null,
-    outputFileId: null,
-    errorFileId: null,
-    createdMs: now,
-    expiresMs: now + 86_400_000,
-    inProgressMs: now,
-    finalizingMs: null,
-    completedMs: null,
-    failedMs: null,
-    expiredMs: null,
-    cancellingMs: null,
-    cancelledMs: null,
-    outputTtlSeconds: null,
-    model: null,
-    usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
-  };
-}
+import { batchRecord } from './helpers/batch-fixtures.js';
 
 test('a line whose outcome cannot be stored: the run rejects with the error, nothing unhandled, no line run twice', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-run-backend-'));
@@ -69,7 +38,7 @@ test('a line whose outcome cannot be stored: the run rejects with the error, not
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     }) as BatchStore;
-    const batch = record();
+    const batch = batchRecord({ total: 3 });
     await store.addLines(
       batch.id,
       [0, 1, 2].map((index) => ({ index, customId: `c${index}`, url: '/v1/chat/completions', body: '{}' })),
@@ -128,7 +97,7 @@ test('a batch claimed while the runner stops is given back, not started: stop wa
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     }) as BatchStore;
-    const batch = record();
+    const batch = batchRecord({ total: 3 });
     await store.addLines(batch.id, [{ index: 0, customId: 'c0', url: '/v1/chat/completions', body: '{}' }]);
     await store.create(batch);
     const started: string[] = [];

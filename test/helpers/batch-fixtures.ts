@@ -1,7 +1,10 @@
 /**
  * What the batch tests share: scoped keys made through the admin keys API (two callers, to show one cannot see the
- * other's batches), the config lines that make the runner quick, and polling a batch until it ended.
+ * other's batches), the config lines that make the runner quick, polling a batch until it ended, reading its
+ * result files, and a batch record for the runner's unit tests.
  */
+import { randomUUID } from 'node:crypto';
+import type { BatchRecord } from '../../src/store/batch-contract.js';
 import type OpenAI from 'openai';
 import { authHeaders } from './gateway.js';
 import { call } from './http.js';
@@ -59,4 +62,36 @@ export async function resultLines<Line = BatchResultLine>(
     .trimEnd()
     .split('\n')
     .map((line) => JSON.parse(line) as Line);
+}
+
+/** A batch in progress owned by `alice` (for the runner and store unit tests). */
+export function batchRecord(counts: { total: number }): BatchRecord {
+  const now = Date.now();
+  return {
+    id: `batch_${randomUUID()}`,
+    owner: 'alice',
+    principal: '{}',
+    api: 'openai',
+    endpoint: '/v1/chat/completions',
+    inputFileId: 'file-x',
+    completionWindow: '24h',
+    metadata: null,
+    status: 'in_progress',
+    counts: { total: counts.total, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+    errors: null,
+    outputFileId: null,
+    errorFileId: null,
+    createdMs: now,
+    expiresMs: now + 86_400_000,
+    inProgressMs: now,
+    finalizingMs: null,
+    completedMs: null,
+    failedMs: null,
+    expiredMs: null,
+    cancellingMs: null,
+    cancelledMs: null,
+    outputTtlSeconds: null,
+    model: null,
+    usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
+  };
 }

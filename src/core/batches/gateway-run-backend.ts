@@ -112,7 +112,10 @@ export class GatewayRunBackend implements BatchBackend {
           continue;
         }
         if (queue.length === 0) {
-          queue = (await store.pendingLines(batch.id, cursor, this.now(), PAGE)).filter((l) => !inFlight.has(l.index));
+          // Lines in flight when the look is sent are skipped even if they have ended by its answer: on PostgreSQL
+          // the answer can predate their recorded outcome (another pool connection), and they would run twice.
+          const busy = new Set(inFlight.keys());
+          queue = (await store.pendingLines(batch.id, cursor, this.now(), PAGE)).filter((l) => !busy.has(l.index));
           if (queue.length === 0 && cursor !== -1) {
             cursor = -1; // from the start again: deferred lines may have come due
             continue;

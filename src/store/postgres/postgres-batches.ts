@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import {
   ACTIVE_BATCH_STATUSES,
   type BatchApi,
@@ -77,6 +77,10 @@ const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
   expired: 'expired',
 };
 
+/** deadlock_detected, serialization_failure: PostgreSQL aborted the statement, and it may simply be run again. */
+const RETRIED_SQLSTATES = new Set(['40P01', '40001']);
+const STATEMENT_TRIES = 3;
+
 /** Lines per INSERT statement in `addLines` (5 parameters each, under PostgreSQL's 65,535). */
 const INSERT_CHUNK = 1000;
 
@@ -109,16 +113,34 @@ export class PostgresBatches implements BatchStore {
     return this.pool.end();
   }
 
+  /**
+   * One statement, tried again (up to three times in all, after a short random wait) when PostgreSQL aborts it as a
+   * deadlock victim or a serialization failure: each statement here is its own transaction, so nothing of it took
+   * effect. Without this a line whose answer hit a deadlock (another instance's statements, a schema change) stayed
+   * pending and ran upstream a second time.
+   */
+  private async query<R extends QueryResultRow = Row>(sql: string, values: unknown[]): Promise<QueryResult<R>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pool.query<R>(sql, values);
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt >= STATEMENT_TRIES || !RETRIED_SQLSTATES.has(code ?? '')) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 45));
+      }
+    }
+  }
+
   private async rows(sql: string, values: unknown[]): Promise<Row[]> {
-    return (await this.pool.query<Row>(sql, values)).rows;
+    return (await this.query<Row>(sql, values)).rows;
   }
 
   private async changed(sql: string, values: unknown[]): Promise<number> {
-    return (await this.pool.query(sql, values)).rowCount ?? 0;
+    return (await this.query(sql, values)).rowCount ?? 0;
   }
 
   async create(batch: BatchRecord): Promise<void> {
-    await this.pool.query(
+    await this.query(
       `INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
          status, total, created_ms, expires_ms, output_ttl_s, model)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
@@ -179,7 +201,7 @@ export class PostgresBatches implements BatchStore {
         return `($1, $${n - 3}, $${n - 2}, $${n - 1}, $${n}, 'pending')`;
       });
       // The insert and the total move in one statement: a line already there adds nothing (validation again).
-      await this.pool.query(
+      await this.query(
         `WITH added AS (INSERT INTO ${this.p}batch_lines (batch_id, idx, custom_id, url, body, state)
            VALUES ${tuples.join(', ')} ON CONFLICT (batch_id, idx) DO NOTHING RETURNING idx)
          UPDATE ${this.p}batches SET total = total + (SELECT count(*) FROM added) WHERE id = $1`,
@@ -189,7 +211,7 @@ export class PostgresBatches implements BatchStore {
   }
 
   async discardLines(batchId: string): Promise<number> {
-    const removed = await this.pool.query(
+    const removed = await this.query(
       `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1
          AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)`,
       [batchId],
@@ -214,7 +236,7 @@ export class PostgresBatches implements BatchStore {
   }
 
   async release(id: string, holder: string): Promise<void> {
-    await this.pool.query(
+    await this.query(
       `UPDATE ${this.p}batches SET lease_holder = NULL, lease_until_ms = 0 WHERE id = $1 AND lease_holder = $2`,
       [id, holder],
     );
@@ -252,7 +274,7 @@ export class PostgresBatches implements BatchStore {
   }
 
   async defer(batchId: string, index: number, notBeforeMs: number): Promise<void> {
-    await this.pool.query(
+    await this.query(
       `UPDATE ${this.p}batch_lines SET not_before_ms = $1, attempts = attempts + 1
        WHERE batch_id = $2 AND idx = $3 AND state = 'pending'`,
       [notBeforeMs, batchId, index],

@@ -61,6 +61,14 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
   };
   const content = (r: { json: unknown }) =>
     (r.json as { messages: Array<{ content: string }> }).messages.at(-1)?.content ?? '';
+  /** Each line the upstream saw more than once: when each copy arrived, against the kill (for a failure's message). */
+  const repeats = (killedMs: number) => {
+    const arrivals = new Map<string, number[]>();
+    for (const r of mock.chatRequests()) arrivals.set(content(r), [...(arrivals.get(content(r)) ?? []), r.receivedAt]);
+    return [...arrivals]
+      .filter(([, at]) => at.length > 1)
+      .map(([line, at]) => `${line} at ${at.map((ms) => `${ms - killedMs} ms`).join(', ')} after the kill`);
+  };
 
   test('every line answered exactly once', { timeout: 120_000 }, async (t) => {
     const a = await startGatewayProcess({ env: env(), dataDir: makeTempDir('gw-batch-pg-a-') });
@@ -100,6 +108,7 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
 
     const atKill = mock.chatRequests().length;
     assert.ok(atKill < LINES, `the batch was not cut: ${atKill} lines answered before the kill`);
+    const killedMs = Date.now();
     a.signal('SIGKILL');
     await a.waitForExit(10_000);
 
@@ -130,7 +139,10 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
       .filter((c) => c.startsWith(`${tag}-`));
     assert.equal(new Set(seen).size, LINES, 'the upstream saw every line');
     const twice = seen.length - LINES;
-    assert.ok(twice >= 0 && twice <= CONCURRENCY, `${twice} lines ran twice (at most ${CONCURRENCY} were in flight)`);
+    assert.ok(
+      twice >= 0 && twice <= CONCURRENCY,
+      `${twice} lines ran twice (at most ${CONCURRENCY} were in flight): ${repeats(killedMs).join('; ')}; A's log ends: ${a.stdout().slice(-2000)}`,
+    );
     t.diagnostic(`${LINES} lines; ${atKill} at the upstream before the kill; ${twice} ran twice`);
     await b.kill();
   });

@@ -12,7 +12,8 @@ import OpenAI, { toFile } from 'openai';
 import pg from 'pg';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';
-import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
+import { postgresSkipReason } from './helpers/services.js';
+import { scratchPostgresSchema } from './helpers/scratch-postgres-schema.js';
 import { resultLines } from './helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
 
@@ -25,7 +26,10 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
   let mock: MockUpstream;
   let configFile: string;
   let db: pg.Client;
+  // A schema of its own: a batch another run left unfinished in the shared database is not claimed here.
+  let scratch: Awaited<ReturnType<typeof scratchPostgresSchema>>;
   before(async () => {
+    scratch = await scratchPostgresSchema();
     mock = await startMockUpstream();
     mock.defaultBehavior = { kind: 'json', delayMs: 15 };
     configFile = join(makeTempDir('gw-batch-pg-conf-'), 'gateway.yaml');
@@ -35,13 +39,14 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
         .concat(['  poll_ms: 20', '  lease_seconds: 3'])
         .join('\n'),
     );
-    db = new pg.Client({ connectionString: DATABASE_URL });
+    db = new pg.Client({ connectionString: scratch.url });
     await db.connect();
   });
   after(async () => {
     await killAllGateways();
     removeTempDirs();
     await db?.end();
+    await scratch?.drop();
     await mock?.close();
   });
   const env = () => ({
@@ -49,7 +54,7 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
     ADMIN_TOKEN: TOKEN,
     UPSTREAM_BASE_URL: mock.baseUrl,
     GATEWAY_CONFIG: configFile,
-    DATABASE_URL,
+    DATABASE_URL: scratch.url,
     LOG_LEVEL: 'warn',
   });
   const lease = async (id: string) => {

@@ -11,10 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GatewayRunBackend, LineSlots } from '../src/core/batches/gateway-run-backend.js';
-import type { BatchStore } from '../src/store/batch-contract.js';
 import { SqliteBatches } from '../src/store/sqlite/sqlite-batches.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { batchRecord } from './helpers/batch-fixtures.js';
+import { batchRecord, storeWith } from './helpers/batch-fixtures.js';
 
 test('a look for pending lines answered from before a line was recorded does not start that line again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-line-once-'));
@@ -26,32 +25,26 @@ test('a look for pending lines answered from before a line was recorded does not
     const runs: number[] = [];
     // pendingLines reads the store at once but answers only after the lines it found pending and already started
     // were recorded and their runs had ended (or after 500 ms): the order two PostgreSQL connections can give.
-    const store = new Proxy(real, {
-      get(target, name, receiver) {
-        if (name === 'recordOutcome')
-          return async (...args: Parameters<BatchStore['recordOutcome']>) => {
-            const stored = await target.recordOutcome(...args);
-            recorded.add(args[1]);
-            onRecorded();
-            return stored;
-          };
-        if (name === 'pendingLines')
-          return async (...args: Parameters<BatchStore['pendingLines']>) => {
-            const lines = await target.pendingLines(...args);
-            const deadline = Date.now() + 500;
-            const stale = () => lines.some((l) => runs.includes(l.index) && !recorded.has(l.index));
-            while (stale() && Date.now() < deadline)
-              await new Promise<void>((resolve) => {
-                onRecorded = resolve;
-                setTimeout(resolve, 20);
-              });
-            await new Promise((resolve) => setImmediate(resolve));
-            return lines;
-          };
-        const value = Reflect.get(target, name, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const store = storeWith(real, {
+      recordOutcome: async (...args) => {
+        const stored = await real.recordOutcome(...args);
+        recorded.add(args[1]);
+        onRecorded();
+        return stored;
       },
-    }) as BatchStore;
+      pendingLines: async (...args) => {
+        const lines = await real.pendingLines(...args);
+        const deadline = Date.now() + 500;
+        const stale = () => lines.some((l) => runs.includes(l.index) && !recorded.has(l.index));
+        while (stale() && Date.now() < deadline)
+          await new Promise<void>((resolve) => {
+            onRecorded = resolve;
+            setTimeout(resolve, 20);
+          });
+        await new Promise((resolve) => setImmediate(resolve));
+        return lines;
+      },
+    });
     const batch = batchRecord({ total: 3 });
     await store.addLines(
       batch.id,

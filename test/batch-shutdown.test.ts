@@ -14,10 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchRunner } from '../src/core/batches/batch-runner.js';
 import { GatewayRunBackend, LineSlots } from '../src/core/batches/gateway-run-backend.js';
-import type { BatchStore } from '../src/store/batch-contract.js';
 import { SqliteBatches } from '../src/store/sqlite/sqlite-batches.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { batchRecord } from './helpers/batch-fixtures.js';
+import { batchRecord, storeWith } from './helpers/batch-fixtures.js';
 
 test('a line whose outcome cannot be stored: the run rejects with the error, nothing unhandled, no line run twice', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-run-backend-'));
@@ -29,15 +28,10 @@ test('a line whose outcome cannot be stored: the run rejects with the error, not
     const real = new SqliteBatches(sqlite.db);
     const broken = new Error('database is not open');
     // Line 1's outcome cannot be written; the others can.
-    const store = new Proxy(real, {
-      get(target, name, receiver) {
-        if (name === 'recordOutcome')
-          return (id: string, index: number, outcome: Parameters<BatchStore['recordOutcome']>[2]) =>
-            index === 1 ? Promise.reject(broken) : target.recordOutcome(id, index, outcome);
-        const value = Reflect.get(target, name, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as BatchStore;
+    const store = storeWith(real, {
+      recordOutcome: (id, index, outcome) =>
+        index === 1 ? Promise.reject(broken) : real.recordOutcome(id, index, outcome),
+    });
     const batch = batchRecord({ total: 3 });
     await store.addLines(
       batch.id,
@@ -84,19 +78,14 @@ test('a batch claimed while the runner stops is given back, not started: stop wa
     let claimStarted!: () => void;
     const claimCalled = new Promise<void>((resolve) => (claimStarted = resolve));
     // The store's claim answers only once the runner has been told to stop.
-    const store = new Proxy(real, {
-      get(target, name, receiver) {
-        if (name === 'claim')
-          return async (...args: Parameters<BatchStore['claim']>) => {
-            const answer = await target.claim(...args);
-            claimStarted();
-            await claimHeld;
-            return answer;
-          };
-        const value = Reflect.get(target, name, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const store = storeWith(real, {
+      claim: async (...args) => {
+        const answer = await real.claim(...args);
+        claimStarted();
+        await claimHeld;
+        return answer;
       },
-    }) as BatchStore;
+    });
     const batch = batchRecord({ total: 3 });
     await store.addLines(batch.id, [{ index: 0, customId: 'c0', url: '/v1/chat/completions', body: '{}' }]);
     await store.create(batch);

@@ -3,8 +3,8 @@
  * other's batches), the config lines that make the runner quick, polling a batch until it ended, reading its
  * result files, and a batch record for the runner's unit tests.
  */
-import { randomUUID } from 'node:crypto';
-import type { BatchRecord } from '../../src/store/batch-contract.js';
+import type { BatchRecord, BatchStore } from '../../src/store/batch-contract.js';
+import { freshRecord } from '../../src/core/batches/batch-service.js';
 import type OpenAI from 'openai';
 import { authHeaders } from './gateway.js';
 import { call } from './http.js';
@@ -67,31 +67,19 @@ export async function resultLines<Line = BatchResultLine>(
 /** A batch in progress owned by `alice` (for the runner and store unit tests). */
 export function batchRecord(counts: { total: number }): BatchRecord {
   const now = Date.now();
-  return {
-    id: `batch_${randomUUID()}`,
-    owner: 'alice',
-    principal: '{}',
-    api: 'openai',
-    endpoint: '/v1/chat/completions',
-    inputFileId: 'file-x',
-    completionWindow: '24h',
-    metadata: null,
-    status: 'in_progress',
-    counts: { total: counts.total, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
-    errors: null,
-    outputFileId: null,
-    errorFileId: null,
-    createdMs: now,
-    expiresMs: now + 86_400_000,
-    inProgressMs: now,
-    finalizingMs: null,
-    completedMs: null,
-    failedMs: null,
-    expiredMs: null,
-    cancellingMs: null,
-    cancelledMs: null,
-    outputTtlSeconds: null,
-    model: null,
-    usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
-  };
+  const spec = { endpoint: '/v1/chat/completions', inputFileId: 'file-x', metadata: null };
+  const record = freshRecord('openai', 'alice', '{}', spec, now);
+  return { ...record, status: 'in_progress', inProgressMs: now, counts: { ...record.counts, total: counts.total } };
+}
+
+/** `store` with some of its methods replaced, the others its own: for tests that delay or break one call. */
+export function storeWith(store: BatchStore, replaced: Partial<BatchStore>): BatchStore {
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      const own = (replaced as Record<string | symbol, unknown>)[name];
+      if (own !== undefined) return own;
+      const value = Reflect.get(target, name, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }

@@ -59,7 +59,7 @@ export function isBatchId(api: BatchApi, id: string): boolean {
 }
 
 /** A new record in its first status. */
-function freshRecord(
+export function freshRecord(
   api: BatchApi,
   owner: string,
   principal: string,

@@ -11,6 +11,7 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type SweptCreates,
 } from '../batch-contract.js';
 import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, usageValuesOf } from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
@@ -42,7 +43,7 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
 };
 
 /**
- * Batches in the embedded store (migrations 17, 18 and 20). Every write goes through the database's group-commit batcher, so
+ * Batches in the embedded store (migrations 17, 18, 20 and 21). Every write goes through the database's group-commit batcher, so
  * the answers of many lines finishing in one turn share one commit. A line's outcome is written only while it is
  * `pending` (`recordOutcome`): the one place exactly-once is decided.
  */
@@ -56,7 +57,10 @@ export class SqliteBatches implements BatchStore {
   }
 
   async create(batch: BatchRecord): Promise<void> {
-    await this.batcher.run(() => this.statements.insert.run(...insertValuesOf(batch)));
+    await this.batcher.run(() => {
+      this.statements.insert.run(...insertValuesOf(batch));
+      this.statements.endCreate.run(batch.id);
+    });
   }
 
   async get(owner: string, id: string): Promise<BatchRecord | undefined> {
@@ -105,8 +109,34 @@ export class SqliteBatches implements BatchStore {
     });
   }
 
+  async beginCreate(batchId: string, startedMs: number): Promise<void> {
+    await this.batcher.run(() => this.statements.beginCreate.run(batchId, startedMs));
+  }
+
   async discardLines(batchId: string): Promise<number> {
-    return this.batcher.run(() => Number(this.statements.discardLines.run(batchId, batchId).changes));
+    return this.batcher.run(() => {
+      this.statements.endCreate.run(batchId);
+      return Number(this.statements.discardLines.run(batchId, batchId).changes);
+    });
+  }
+
+  /**
+   * One transaction: the oldest marks first, each create's lines by its key (batch_id, idx) up to what is left of
+   * `maxLines`. Writes are synchronous here, so the bound is what keeps the event loop free (the caller steps on).
+   */
+  async sweepCreates(startedBeforeMs: number, maxLines: number): Promise<SweptCreates> {
+    return this.batcher.run(() => {
+      const swept = { lines: 0, creates: 0 };
+      const marks = this.statements.oldCreates.all(startedBeforeMs, maxLines).map((row) => row.batch_id as string);
+      for (const id of marks) {
+        const left = maxLines - swept.lines;
+        if (left <= 0) break;
+        const removed = Number(this.statements.sweepLines.run(id, id, left, id).changes);
+        swept.lines += removed;
+        if (removed < left) swept.creates += Number(this.statements.endCreate.run(id).changes);
+      }
+      return swept;
+    });
   }
 
   async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
@@ -209,6 +239,18 @@ function prepare(db: Sqlite.Database) {
       'DELETE FROM batch_lines WHERE batch_id = ? AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)',
     ),
     deleteNative: db.prepare<[string]>('DELETE FROM batch_native WHERE batch_id = ?'),
+    beginCreate: db.prepare<[string, number]>(
+      'INSERT OR IGNORE INTO batch_creates (batch_id, started_ms) VALUES (?, ?)',
+    ),
+    endCreate: db.prepare<[string]>('DELETE FROM batch_creates WHERE batch_id = ?'),
+    oldCreates: db.prepare<[number, number], Row>(
+      'SELECT batch_id FROM batch_creates WHERE started_ms < ? ORDER BY started_ms LIMIT ?',
+    ),
+    // A batch that exists keeps its lines whatever its mark says (the mark goes with the record's write).
+    sweepLines: db.prepare<[string, string, number, string]>(
+      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM batch_lines WHERE batch_id = ?
+         ORDER BY idx LIMIT ?) AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)`,
+    ),
     getNative: db.prepare<[string], Row>('SELECT * FROM batch_native WHERE batch_id = ?'),
     saveNative: db.prepare(
       `INSERT OR REPLACE INTO batch_native (batch_id, mode, upstream, phase, upstream_file_id, upstream_batch_id, reason)

@@ -163,6 +163,12 @@ export interface NativeBatchState {
   reason: string | null;
 }
 
+/** The bounds of one step of `sweepCreates`: lines, and bytes of their bodies. */
+export interface SweepStep {
+  lines: number;
+  bytes: number;
+}
+
 /** What one step of `sweepCreates` removed: lines, and creates whose last lines (and mark) went. */
 export interface SweptCreates {
   lines: number;
@@ -207,11 +213,13 @@ export interface BatchStore {
    */
   discardLines(batchId: string): Promise<number>;
   /**
-   * One bounded step of the sweep of creates a crash cut off: removes at most `maxLines` lines of the creates
-   * marked (`beginCreate`) before `startedBeforeMs` that never got a record, oldest first, and the mark of each one
-   * whose lines are all gone. Returns what it removed: nothing of either means nothing is left to sweep.
+   * One bounded step of the sweep of creates a crash cut off: removes lines of the creates marked (`beginCreate`)
+   * before `startedBeforeMs` that never got a record, oldest first, in index order, at most `step.lines` of them
+   * and no more once `step.bytes` bytes of bodies are removed (always at least one line, whatever its size), and
+   * the mark of each create whose lines are all gone. Returns what it removed: nothing of either means nothing is
+   * left to sweep.
    */
-  sweepCreates(startedBeforeMs: number, maxLines: number): Promise<SweptCreates>;
+  sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates>;
   /**
    * Takes (or keeps) the lease of up to `limit` active batches whose lease is free or already `holder`'s: one
    * runner works on a batch at a time, across processes and instances sharing the store.

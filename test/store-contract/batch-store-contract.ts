@@ -275,12 +275,13 @@ export function batchStoreContract(
       await store.addLines(unmarked.id, lines(5));
 
       const before = now - grace;
-      const first = await other.sweepCreates(before, 200);
+      const bounds = { lines: 200, bytes: 1024 * 1024 };
+      const first = await other.sweepCreates(before, bounds);
       assert.equal(first.lines, 200, 'one step removes at most its bound');
       assert.equal((await store.lines(abandoned.id, -1, 1000)).length, 250);
       const steps = [first];
       for (let i = 0; i < 10; i++) {
-        const step = await other.sweepCreates(before, 200);
+        const step = await other.sweepCreates(before, bounds);
         steps.push(step);
         assert.ok(step.lines <= 200);
         if (step.lines === 0 && step.creates === 0) break;
@@ -305,10 +306,31 @@ export function batchStoreContract(
       await store.beginCreate(failed.id, now - 2 * grace);
       await store.addLines(failed.id, lines(3));
       assert.equal(await store.discardLines(failed.id), 3);
-      assert.deepEqual(await store.sweepCreates(now, 200), { lines: 20, creates: 1 });
+      assert.deepEqual(await store.sweepCreates(now, bounds), { lines: 20, creates: 1 });
       assert.deepEqual(await store.lines(young.id, -1, 10), []);
-      assert.deepEqual(await store.sweepCreates(now, 200), { lines: 0, creates: 0 });
+      assert.deepEqual(await store.sweepCreates(now, bounds), { lines: 0, creates: 0 });
       assert.equal((await store.lines(finished.id, -1, 100)).length, 30);
+    });
+
+    test('a step of the sweep stops at its bytes: the line that reaches them is the last, a line past them goes alone', async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const big = batch(`key:${randomUUID()}`);
+      await store.beginCreate(big.id, 1000);
+      await store.addLines(
+        big.id,
+        lines(5).map((line) => ({ ...line, body: 'x'.repeat(1000) })),
+      );
+      // Bodies before each line: 0, 1000, 2000 under 2,500 (three go), 3000 not.
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 2500 }), { lines: 3, creates: 0 });
+      assert.deepEqual(
+        (await store.lines(big.id, -1, 10)).map((line) => line.index),
+        [3, 4],
+      );
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 1, creates: 0 });
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 1, creates: 1 });
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 0, creates: 0 });
+      assert.deepEqual(await store.lines(big.id, -1, 10), []);
     });
 
     test('a lease is held by one instance, renewed by it, and taken over only after it expires', async () => {

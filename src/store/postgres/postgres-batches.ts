@@ -11,6 +11,7 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type SweepStep,
   type SweptCreates,
 } from '../batch-contract.js';
 import {
@@ -233,33 +234,39 @@ export class PostgresBatches implements BatchStore {
   }
 
   /**
-   * The oldest marks first, each create's lines by its key (batch_id, idx), one statement per create, up to what is
-   * left of `maxLines`: a create of 256 MiB goes over several steps, never in one long statement.
+   * The oldest marks first, each create's lines by its key (batch_id, idx) within what is left of the step, one
+   * statement per create: a create of 256 MiB goes over many steps, never in one long statement.
    */
-  async sweepCreates(startedBeforeMs: number, maxLines: number): Promise<SweptCreates> {
+  async sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates> {
     const swept = { lines: 0, creates: 0 };
+    let bytes = 0;
     const marks = await this.rows(
       `SELECT batch_id FROM ${this.p}batch_creates WHERE started_ms < $1 ORDER BY started_ms LIMIT $2`,
-      [startedBeforeMs, maxLines],
+      [startedBeforeMs, step.lines],
     );
     for (const mark of marks) {
-      const left = maxLines - swept.lines;
-      if (left <= 0) break;
+      const lines = step.lines - swept.lines;
+      if (lines <= 0 || bytes >= step.bytes) break;
       const id = mark.batch_id as string;
-      // A batch that exists keeps its lines whatever its mark says (the mark goes with the record's write).
-      const removed = await this.changed(
-        `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1 AND idx IN (SELECT idx FROM ${this.p}batch_lines
-           WHERE batch_id = $1 ORDER BY idx LIMIT $2) AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)`,
-        [id, left],
+      // In index order until `lines` lines, or the line that reaches the bytes left (the first always goes). A
+      // batch that exists keeps its lines whatever its mark says (the mark goes with the record's write).
+      const removed = await this.rows(
+        `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1 AND idx IN (SELECT idx FROM (SELECT idx,
+             coalesce(sum(octet_length(body)) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+               AS before_bytes FROM ${this.p}batch_lines WHERE batch_id = $1 ORDER BY idx LIMIT $2) AS head
+             WHERE before_bytes < $3)
+           AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)
+         RETURNING octet_length(body) AS bytes`,
+        [id, lines, step.bytes - bytes],
       );
-      swept.lines += removed;
+      swept.lines += removed.length;
+      for (const row of removed) bytes += Number(row.bytes);
       // Its mark goes once no line is left (none came meanwhile), or when the batch exists after all.
-      if (removed < left)
-        swept.creates += await this.changed(
-          `DELETE FROM ${this.p}batch_creates WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batch_lines
+      swept.creates += await this.changed(
+        `DELETE FROM ${this.p}batch_creates WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batch_lines
              WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1))`,
-          [id],
-        );
+        [id],
+      );
     }
     return swept;
   }

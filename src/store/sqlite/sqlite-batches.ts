@@ -11,6 +11,7 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type SweepStep,
   type SweptCreates,
 } from '../batch-contract.js';
 import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, usageValuesOf } from '../batch-rows.js';
@@ -121,19 +122,23 @@ export class SqliteBatches implements BatchStore {
   }
 
   /**
-   * One transaction: the oldest marks first, each create's lines by its key (batch_id, idx) up to what is left of
-   * `maxLines`. Writes are synchronous here, so the bound is what keeps the event loop free (the caller steps on).
+   * One transaction: the oldest marks first, each create's lines by its key (batch_id, idx) within what is left of
+   * the step. Writes are synchronous here, so the step's bounds are what keep the event loop free (the caller steps
+   * on with a turn of the loop between steps).
    */
-  async sweepCreates(startedBeforeMs: number, maxLines: number): Promise<SweptCreates> {
+  async sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates> {
     return this.batcher.run(() => {
       const swept = { lines: 0, creates: 0 };
-      const marks = this.statements.oldCreates.all(startedBeforeMs, maxLines).map((row) => row.batch_id as string);
+      let bytes = 0;
+      const marks = this.statements.oldCreates.all(startedBeforeMs, step.lines).map((row) => row.batch_id as string);
       for (const id of marks) {
-        const left = maxLines - swept.lines;
-        if (left <= 0) break;
-        const removed = Number(this.statements.sweepLines.run(id, id, left, id).changes);
-        swept.lines += removed;
-        if (removed < left) swept.creates += Number(this.statements.endCreate.run(id).changes);
+        const lines = step.lines - swept.lines;
+        if (lines <= 0 || bytes >= step.bytes) break;
+        const removed = this.statements.sweepLines.all(id, id, lines, step.bytes - bytes, id);
+        swept.lines += removed.length;
+        for (const row of removed) bytes += Number(row.bytes);
+        if (removed.length === 0 || this.statements.anyLine.get(id) === undefined)
+          swept.creates += Number(this.statements.endCreate.run(id).changes);
       }
       return swept;
     });
@@ -246,11 +251,16 @@ function prepare(db: Sqlite.Database) {
     oldCreates: db.prepare<[number, number], Row>(
       'SELECT batch_id FROM batch_creates WHERE started_ms < ? ORDER BY started_ms LIMIT ?',
     ),
-    // A batch that exists keeps its lines whatever its mark says (the mark goes with the record's write).
-    sweepLines: db.prepare<[string, string, number, string]>(
-      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM batch_lines WHERE batch_id = ?
-         ORDER BY idx LIMIT ?) AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)`,
+    // In index order until `lines` lines, or the line that reaches `bytes` bytes (the first always goes). A batch
+    // that exists keeps its lines whatever its mark says (the mark goes with the record's write).
+    sweepLines: db.prepare<[string, string, number, number, string], Row>(
+      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM (SELECT idx,
+           coalesce(sum(octet_length(body)) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+             AS before_bytes FROM batch_lines WHERE batch_id = ? ORDER BY idx LIMIT ?) WHERE before_bytes < ?)
+         AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)
+       RETURNING octet_length(body) AS bytes`,
     ),
+    anyLine: db.prepare<[string], Row>('SELECT 1 FROM batch_lines WHERE batch_id = ? LIMIT 1'),
     getNative: db.prepare<[string], Row>('SELECT * FROM batch_native WHERE batch_id = ?'),
     saveNative: db.prepare(
       `INSERT OR REPLACE INTO batch_native (batch_id, mode, upstream, phase, upstream_file_id, upstream_batch_id, reason)

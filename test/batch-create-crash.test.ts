@@ -67,7 +67,10 @@ describe('an Anthropic batch create cut off by kill -9', () => {
       db.close();
     }
   };
-  const orphans = () => [...stored().lines].filter(([id]) => !stored().batches.has(id));
+  const orphans = () => {
+    const { lines, batches } = stored();
+    return [...lines].filter(([id]) => !batches.has(id));
+  };
 
   test(
     'the lines it stored are swept after a restart; a finished create keeps its lines',

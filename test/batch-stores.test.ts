@@ -41,7 +41,7 @@ batchStoreContract(
         await other.close();
         const client = new pg.Client({ connectionString: DATABASE_URL });
         await client.connect();
-        for (const table of ['batches', 'batch_lines', 'batch_native'])
+        for (const table of ['batches', 'batch_lines', 'batch_native', 'batch_creates'])
           await client.query(`DROP TABLE IF EXISTS ${prefix}${table}`);
         await client.end();
       },

@@ -38,7 +38,7 @@ describe('PostgreSQL: an instance starting beside running ones', { skip }, () =>
   const usageTable = `${prefix}usage`;
   let admin: pg.Client;
   const tables = ['batches', 'batch_lines', 'batch_native', 'files', 'uploads', 'upload_parts', 'blob_chunks']
-    .concat(['forwarded_files'])
+    .concat(['forwarded_files', 'batch_creates'])
     .map((t) => `${prefix}${t}`)
     .concat([usageTable]);
   before(async () => {

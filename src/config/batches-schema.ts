@@ -34,6 +34,16 @@ export const batchesSectionSchema = z
       .min(1024)
       .max(1024 * 1024 * 1024)
       .default(256 * 1024 * 1024),
+    /**
+     * How old an Anthropic create's mark must be before the lines of a create that never got its batch record (a
+     * crash part way) are removed (docs/files.md, "How big an Anthropic batch can be"): a younger one may be a create
+     * still under way, in this process or another. Keep it above server.request_timeout_seconds.
+     */
+    create_grace_seconds: z
+      .number()
+      .min(1)
+      .max(30 * 86_400)
+      .default(3_600),
     /** How often a batch forwarded to an upstream's own batch API is polled (they take minutes to hours). */
     native_poll_ms: z.number().int().min(10).max(3_600_000).default(30_000),
     /**
@@ -58,6 +68,8 @@ export interface BatchesConfig {
   maxLines: number;
   maxLineBytes: number;
   maxCreateBytes: number;
+  /** batches.create_grace_seconds in ms. */
+  createGraceMs: number;
   nativePollMs: number;
   nativePriceFactor: number;
   nativeCloseWaitMs: number;
@@ -74,6 +86,7 @@ export function toBatches(section: z.infer<typeof batchesSectionSchema>): Batche
     maxLines: section.max_lines,
     maxLineBytes: section.max_line_bytes,
     maxCreateBytes: section.max_create_bytes,
+    createGraceMs: Math.round(section.create_grace_seconds * 1000),
     nativePollMs: section.native_poll_ms,
     nativePriceFactor: section.native_price_factor,
     nativeCloseWaitMs: Math.round(section.native_close_wait_seconds * 1000),

@@ -163,6 +163,18 @@ export interface NativeBatchState {
   reason: string | null;
 }
 
+/** The bounds of one step of `sweepCreates`: lines, and bytes of their bodies. */
+export interface SweepStep {
+  lines: number;
+  bytes: number;
+}
+
+/** What one step of `sweepCreates` removed: lines, and creates whose last lines (and mark) went. */
+export interface SweptCreates {
+  lines: number;
+  creates: number;
+}
+
 /** A batch not yet ended as the dashboard shows it: the record and who runs its lines. */
 export interface BatchInFlight {
   batch: BatchRecord;
@@ -189,10 +201,25 @@ export interface BatchStore {
   /** Adds lines (a line already there is left as it is: validation may run again after a crash). */
   addLines(batchId: string, lines: readonly NewBatchLine[]): Promise<void>;
   /**
+   * Marks a create under way (Anthropic's: its lines are written before its record), before its first line: the
+   * mark is removed with the record's write (`create`) or by `discardLines`, so one left behind is a create a crash
+   * cut off, and `sweepCreates` finds its lines without looking at any other.
+   */
+  beginCreate(batchId: string, startedMs: number): Promise<void>;
+  /**
    * Removes the lines of a batch that was never created (an Anthropic create whose body failed part way: its lines
-   * are written before its record); returns how many. The lines of a batch that exists are left alone.
+   * are written before its record), and its create mark; returns how many lines. The lines of a batch that exists
+   * are left alone.
    */
   discardLines(batchId: string): Promise<number>;
+  /**
+   * One bounded step of the sweep of creates a crash cut off: removes lines of the creates marked (`beginCreate`)
+   * before `startedBeforeMs` that never got a record, oldest first, in index order, at most `step.lines` of them
+   * and no more once `step.bytes` bytes of bodies are removed (always at least one line, whatever its size), and
+   * the mark of each create whose lines are all gone. Returns what it removed: nothing of either means nothing is
+   * left to sweep.
+   */
+  sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates>;
   /**
    * Takes (or keeps) the lease of up to `limit` active batches whose lease is free or already `holder`'s: one
    * runner works on a batch at a time, across processes and instances sharing the store.

@@ -13,6 +13,7 @@ import type { Webhooks } from '../webhooks/webhooks.js';
 import type { BatchMetricsSource } from '../observability/batch-metrics.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
 import { nativeBatchBackend } from './native-batches.js';
+import { sweepCreatesInBackground } from './batch-create-sweep.js';
 
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
 export interface BatchStats extends BatchMetricsSource {
@@ -113,6 +114,7 @@ export function wireBatches(
     maxCreateBytes: settings.maxCreateBytes,
     maxLineBytes: settings.maxLineBytes,
   });
+  sweepCreatesInBackground(app, store, settings.createGraceMs);
   if (runner) {
     app.addHook('onReady', async () => runner.start());
     app.addHook('preClose', async () => runner.stop());

@@ -248,6 +248,91 @@ export function batchStoreContract(
       assert.equal((await s().lines(created.id, -1, 10)).length, 3);
     });
 
+    test('a create a crash cut off is swept after its grace, in bounded steps; a finished or young create is not', async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const owner = `key:${randomUUID()}`;
+      const now = Date.now();
+      const grace = 3_600_000;
+      // Abandoned: marked two hours ago, 450 lines, never a record (the process died part way).
+      const abandoned = batch(owner);
+      await store.beginCreate(abandoned.id, now - 2 * grace);
+      await store.addLines(abandoned.id, lines(450));
+      // Abandoned before its first line: a mark alone.
+      const empty = batch(owner);
+      await store.beginCreate(empty.id, now - 2 * grace);
+      // Finished: marked as long ago, its record written (which ends the mark).
+      const finished = batch(owner);
+      await store.beginCreate(finished.id, now - 2 * grace);
+      await store.addLines(finished.id, lines(30));
+      await store.create({ ...finished, counts: { ...finished.counts, total: 30 } });
+      // Under way: marked a minute ago, no record yet.
+      const young = batch(owner);
+      await store.beginCreate(young.id, now - 60_000);
+      await store.addLines(young.id, lines(20));
+      // A batch with lines and no mark at all (OpenAI's, lines added by its runner) is never looked at.
+      const unmarked = batch(owner);
+      await store.addLines(unmarked.id, lines(5));
+
+      const before = now - grace;
+      const bounds = { lines: 200, bytes: 1024 * 1024 };
+      const first = await other.sweepCreates(before, bounds);
+      assert.equal(first.lines, 200, 'one step removes at most its bound');
+      assert.equal((await store.lines(abandoned.id, -1, 1000)).length, 250);
+      const steps = [first];
+      for (let i = 0; i < 10; i++) {
+        const step = await other.sweepCreates(before, bounds);
+        steps.push(step);
+        assert.ok(step.lines <= 200);
+        if (step.lines === 0 && step.creates === 0) break;
+      }
+      assert.deepEqual(steps.at(-1), { lines: 0, creates: 0 }, 'the sweep ends');
+      assert.equal(
+        steps.reduce((n, step) => n + step.lines, 0),
+        450,
+      );
+      assert.equal(
+        steps.reduce((n, step) => n + step.creates, 0),
+        2,
+        'the abandoned create and the empty mark',
+      );
+      assert.deepEqual(await store.lines(abandoned.id, -1, 10), []);
+      assert.equal((await store.lines(finished.id, -1, 100)).length, 30, 'a finished create keeps its lines');
+      assert.equal((await store.get(owner, finished.id))?.counts.total, 30);
+      assert.equal((await store.lines(young.id, -1, 100)).length, 20, 'a create under way keeps its lines');
+      assert.equal((await store.lines(unmarked.id, -1, 100)).length, 5);
+      // Once past its grace, the young one goes too; a failed create's discard ends its mark (nothing to sweep).
+      const failed = batch(owner);
+      await store.beginCreate(failed.id, now - 2 * grace);
+      await store.addLines(failed.id, lines(3));
+      assert.equal(await store.discardLines(failed.id), 3);
+      assert.deepEqual(await store.sweepCreates(now, bounds), { lines: 20, creates: 1 });
+      assert.deepEqual(await store.lines(young.id, -1, 10), []);
+      assert.deepEqual(await store.sweepCreates(now, bounds), { lines: 0, creates: 0 });
+      assert.equal((await store.lines(finished.id, -1, 100)).length, 30);
+    });
+
+    test('a step of the sweep stops at its bytes: the line that reaches them is the last, a line past them goes alone', async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const big = batch(`key:${randomUUID()}`);
+      await store.beginCreate(big.id, 1000);
+      await store.addLines(
+        big.id,
+        lines(5).map((line) => ({ ...line, body: 'x'.repeat(1000) })),
+      );
+      // Bodies before each line: 0, 1000, 2000 under 2,500 (three go), 3000 not.
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 2500 }), { lines: 3, creates: 0 });
+      assert.deepEqual(
+        (await store.lines(big.id, -1, 10)).map((line) => line.index),
+        [3, 4],
+      );
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 1, creates: 0 });
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 1, creates: 1 });
+      assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 0, creates: 0 });
+      assert.deepEqual(await store.lines(big.id, -1, 10), []);
+    });
+
     test('a lease is held by one instance, renewed by it, and taken over only after it expires', async () => {
       const b = batch(`key:${randomUUID()}`);
       await s().create(b);

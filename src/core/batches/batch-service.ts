@@ -164,7 +164,9 @@ export class BatchService {
    * (the route reads them from the body as a stream, already checked), the batch record only after the last one:
    * a runner never sees the batch before all its lines are there (it would find nothing pending and finish it
    * empty). More than `maxLines` fails as soon as one too many arrives. Whatever fails part way (a bad request, a
-   * body cut off, the store) removes the lines written so far: a batch that was never created leaves nothing.
+   * body cut off, the store) removes the lines written so far: a batch that was never created leaves nothing. A
+   * crash part way leaves them with the create's mark (`beginCreate`, before the first line): the sweep of
+   * abandoned creates removes them (src/wiring/batch-create-sweep.ts).
    */
   async createFromRequests(
     owner: string,
@@ -183,6 +185,15 @@ export class BatchService {
     let model: string | null | undefined;
     let chunk: NewBatchLine[] = [];
     let chunkBytes = 0;
+    // The create's mark, written before its first line (a crash after it leaves lines the sweep finds by it).
+    let begun = false;
+    const store = async (lines: NewBatchLine[]) => {
+      if (!begun) {
+        await this.store.beginCreate(record.id, this.now());
+        begun = true;
+      }
+      await this.store.addLines(record.id, lines);
+    };
     try {
       for await (const request of requests) {
         if (count === this.limits.maxLines)
@@ -194,19 +205,20 @@ export class BatchService {
         model = model === undefined || model === request.model ? request.model : null;
         chunkBytes += request.body.length;
         if (chunk.length === LINE_CHUNK || chunkBytes >= LINE_CHUNK_BYTES) {
-          await this.store.addLines(record.id, chunk);
+          await store(chunk);
           chunk = [];
           chunkBytes = 0;
         }
       }
-      if (chunk.length > 0) await this.store.addLines(record.id, chunk);
+      if (chunk.length > 0) await store(chunk);
       record.counts.total = count;
       record.model = model ?? null;
       await this.store.create(record);
     } catch (error) {
       // The record was not written (or its write failed): the lines are nobody's. A failed clean-up leaves rows
-      // no read ever reaches (every read goes through a batch record): the original error is what the caller needs.
-      await this.store.discardLines(record.id).catch(() => 0);
+      // no read ever reaches (every read goes through a batch record) and the create's mark, so the sweep of
+      // abandoned creates removes them later: the original error is what the caller needs.
+      if (begun) await this.store.discardLines(record.id).catch(() => 0);
       throw error;
     }
     this.onCreated();

@@ -11,6 +11,8 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type SweepStep,
+  type SweptCreates,
 } from '../batch-contract.js';
 import {
   insertValuesOf,
@@ -25,7 +27,7 @@ import { migrateUnderLock } from './migrate.js';
 
 const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
 
-/** The same tables as SQLite migrations 17, 18 and 20, under the prefix. */
+/** The same tables as SQLite migrations 17, 18, 20 and 21, under the prefix. */
 export const batchSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}batches (
   seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, owner TEXT NOT NULL, principal TEXT NOT NULL, api TEXT NOT NULL,
@@ -54,7 +56,9 @@ ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS input_tokens BIGINT NOT NULL DE
 ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS cached_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS output_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS total_tokens BIGINT NOT NULL DEFAULT 0;`;
+ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS total_tokens BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS ${p}batch_creates (batch_id TEXT PRIMARY KEY, started_ms BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS ${p}batch_creates_started ON ${p}batch_creates (started_ms);`;
 
 const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   inProgressMs: 'in_progress_ms',
@@ -140,8 +144,10 @@ export class PostgresBatches implements BatchStore {
   }
 
   async create(batch: BatchRecord): Promise<void> {
+    // The record and the end of its create mark (beginCreate) in one statement: a mark is never left on a batch.
     await this.query(
-      `INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
+      `WITH ended AS (DELETE FROM ${this.p}batch_creates WHERE batch_id = $1)
+       INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
          status, total, created_ms, expires_ms, output_ttl_s, model)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       insertValuesOf(batch),
@@ -210,13 +216,59 @@ export class PostgresBatches implements BatchStore {
     }
   }
 
+  async beginCreate(batchId: string, startedMs: number): Promise<void> {
+    await this.query(
+      `INSERT INTO ${this.p}batch_creates (batch_id, started_ms) VALUES ($1, $2) ON CONFLICT (batch_id) DO NOTHING`,
+      [batchId, startedMs],
+    );
+  }
+
   async discardLines(batchId: string): Promise<number> {
     const removed = await this.query(
-      `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1
+      `WITH ended AS (DELETE FROM ${this.p}batch_creates WHERE batch_id = $1)
+       DELETE FROM ${this.p}batch_lines WHERE batch_id = $1
          AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)`,
       [batchId],
     );
     return removed.rowCount ?? 0;
+  }
+
+  /**
+   * The oldest marks first, each create's lines by its key (batch_id, idx) within what is left of the step, one
+   * statement per create: a create of 256 MiB goes over many steps, never in one long statement.
+   */
+  async sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates> {
+    const swept = { lines: 0, creates: 0 };
+    let bytes = 0;
+    const marks = await this.rows(
+      `SELECT batch_id FROM ${this.p}batch_creates WHERE started_ms < $1 ORDER BY started_ms LIMIT $2`,
+      [startedBeforeMs, step.lines],
+    );
+    for (const mark of marks) {
+      const lines = step.lines - swept.lines;
+      if (lines <= 0 || bytes >= step.bytes) break;
+      const id = mark.batch_id as string;
+      // In index order until `lines` lines, or the line that reaches the bytes left (the first always goes). A
+      // batch that exists keeps its lines whatever its mark says (the mark goes with the record's write).
+      const removed = await this.rows(
+        `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1 AND idx IN (SELECT idx FROM (SELECT idx,
+             coalesce(sum(octet_length(body)) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+               AS before_bytes FROM ${this.p}batch_lines WHERE batch_id = $1 ORDER BY idx LIMIT $2) AS head
+             WHERE before_bytes < $3)
+           AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)
+         RETURNING octet_length(body) AS bytes`,
+        [id, lines, step.bytes - bytes],
+      );
+      swept.lines += removed.length;
+      for (const row of removed) bytes += Number(row.bytes);
+      // Its mark goes once no line is left (none came meanwhile), or when the batch exists after all.
+      swept.creates += await this.changed(
+        `DELETE FROM ${this.p}batch_creates WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batch_lines
+             WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1))`,
+        [id],
+      );
+    }
+    return swept;
   }
 
   async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {

@@ -384,4 +384,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ALTER TABLE batches ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
           ALTER TABLE batches ADD COLUMN total_tokens INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 21,
+    name: 'batch_creates',
+    // Anthropic's creates under way (docs/files.md, "How big an Anthropic batch can be"): a row written before a
+    // create's first line, removed with its batch record (or with its lines when it fails). One left behind is a
+    // create a crash cut off: the sweep removes its lines once it is older than batches.create_grace_seconds.
+    sql: `CREATE TABLE batch_creates (
+            batch_id TEXT PRIMARY KEY,
+            started_ms INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX batch_creates_started ON batch_creates (started_ms);`,
+  },
 ];

@@ -11,6 +11,8 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type SweepStep,
+  type SweptCreates,
 } from '../batch-contract.js';
 import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, usageValuesOf } from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
@@ -42,7 +44,7 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
 };
 
 /**
- * Batches in the embedded store (migrations 17, 18 and 20). Every write goes through the database's group-commit batcher, so
+ * Batches in the embedded store (migrations 17, 18, 20 and 21). Every write goes through the database's group-commit batcher, so
  * the answers of many lines finishing in one turn share one commit. A line's outcome is written only while it is
  * `pending` (`recordOutcome`): the one place exactly-once is decided.
  */
@@ -56,7 +58,10 @@ export class SqliteBatches implements BatchStore {
   }
 
   async create(batch: BatchRecord): Promise<void> {
-    await this.batcher.run(() => this.statements.insert.run(...insertValuesOf(batch)));
+    await this.batcher.run(() => {
+      this.statements.insert.run(...insertValuesOf(batch));
+      this.statements.endCreate.run(batch.id);
+    });
   }
 
   async get(owner: string, id: string): Promise<BatchRecord | undefined> {
@@ -105,8 +110,38 @@ export class SqliteBatches implements BatchStore {
     });
   }
 
+  async beginCreate(batchId: string, startedMs: number): Promise<void> {
+    await this.batcher.run(() => this.statements.beginCreate.run(batchId, startedMs));
+  }
+
   async discardLines(batchId: string): Promise<number> {
-    return this.batcher.run(() => Number(this.statements.discardLines.run(batchId, batchId).changes));
+    return this.batcher.run(() => {
+      this.statements.endCreate.run(batchId);
+      return Number(this.statements.discardLines.run(batchId, batchId).changes);
+    });
+  }
+
+  /**
+   * One transaction: the oldest marks first, each create's lines by its key (batch_id, idx) within what is left of
+   * the step. Writes are synchronous here, so the step's bounds are what keep the event loop free (the caller steps
+   * on with a turn of the loop between steps).
+   */
+  async sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates> {
+    return this.batcher.run(() => {
+      const swept = { lines: 0, creates: 0 };
+      let bytes = 0;
+      const marks = this.statements.oldCreates.all(startedBeforeMs, step.lines).map((row) => row.batch_id as string);
+      for (const id of marks) {
+        const lines = step.lines - swept.lines;
+        if (lines <= 0 || bytes >= step.bytes) break;
+        const removed = this.statements.sweepLines.all(id, id, lines, step.bytes - bytes, id);
+        swept.lines += removed.length;
+        for (const row of removed) bytes += Number(row.bytes);
+        if (removed.length === 0 || this.statements.anyLine.get(id) === undefined)
+          swept.creates += Number(this.statements.endCreate.run(id).changes);
+      }
+      return swept;
+    });
   }
 
   async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
@@ -209,6 +244,23 @@ function prepare(db: Sqlite.Database) {
       'DELETE FROM batch_lines WHERE batch_id = ? AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)',
     ),
     deleteNative: db.prepare<[string]>('DELETE FROM batch_native WHERE batch_id = ?'),
+    beginCreate: db.prepare<[string, number]>(
+      'INSERT OR IGNORE INTO batch_creates (batch_id, started_ms) VALUES (?, ?)',
+    ),
+    endCreate: db.prepare<[string]>('DELETE FROM batch_creates WHERE batch_id = ?'),
+    oldCreates: db.prepare<[number, number], Row>(
+      'SELECT batch_id FROM batch_creates WHERE started_ms < ? ORDER BY started_ms LIMIT ?',
+    ),
+    // In index order until `lines` lines, or the line that reaches `bytes` bytes (the first always goes). A batch
+    // that exists keeps its lines whatever its mark says (the mark goes with the record's write).
+    sweepLines: db.prepare<[string, string, number, number, string], Row>(
+      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM (SELECT idx,
+           coalesce(sum(octet_length(body)) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+             AS before_bytes FROM batch_lines WHERE batch_id = ? ORDER BY idx LIMIT ?) WHERE before_bytes < ?)
+         AND NOT EXISTS (SELECT 1 FROM batches WHERE id = ?)
+       RETURNING octet_length(body) AS bytes`,
+    ),
+    anyLine: db.prepare<[string], Row>('SELECT 1 FROM batch_lines WHERE batch_id = ? LIMIT 1'),
     getNative: db.prepare<[string], Row>('SELECT * FROM batch_native WHERE batch_id = ?'),
     saveNative: db.prepare(
       `INSERT OR REPLACE INTO batch_native (batch_id, mode, upstream, phase, upstream_file_id, upstream_batch_id, reason)

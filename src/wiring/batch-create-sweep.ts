@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { BatchStore, SweepStep } from '../store/batch-contract.js';
+import { sweepInBackground } from './background-sweep.js';
 
-/** How often the sweep runs after the one at start-up: abandoned creates come only from crashes, and are few. */
-export const CREATE_SWEEP_INTERVAL_MS = 3_600_000;
 /**
  * One step (one store call, one transaction on SQLite, whose writes hold the event loop): 200 lines, or fewer once
  * they hold 4 MiB (one line of any size). Measured here (docs/files.md): a step of 200 lines of 2.3 KB took about
@@ -20,24 +19,7 @@ const MAX_STEPS_PER_PASS = 1_000;
  * it), then every hour; stops at its next step when the app closes. One log line when it removed something.
  */
 export function sweepCreatesInBackground(app: FastifyInstance, store: BatchStore, graceMs: number): void {
-  const stop = new AbortController();
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  const run = () => {
-    running ??= sweepOnce(app, store, graceMs, stop.signal)
-      .catch((error: unknown) => app.log.warn({ err: error }, 'sweeping abandoned batch creates failed'))
-      .finally(() => (running = undefined));
-  };
-  app.addHook('onReady', async () => {
-    run();
-    timer = setInterval(run, CREATE_SWEEP_INTERVAL_MS);
-    timer.unref();
-  });
-  app.addHook('onClose', async () => {
-    stop.abort();
-    clearInterval(timer);
-    await running;
-  });
+  sweepInBackground(app, 'sweeping abandoned batch creates failed', (signal) => sweepOnce(app, store, graceMs, signal));
 }
 
 async function sweepOnce(app: FastifyInstance, store: BatchStore, graceMs: number, signal: AbortSignal): Promise<void> {

@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { FileStore, StraySweep, UploadStore } from '../store/file-contract.js';
-
-/** How often the stray sweep runs after the one at start-up: strays come only from crashes, and are few. */
-export const STRAY_SWEEP_INTERVAL_MS = 3_600_000;
+import { sweepInBackground } from './background-sweep.js';
 
 /**
  * The sweep of stray bytes (docs/files.md, "Storage"): what a crash left on disk with no record (only the embedded
@@ -16,24 +14,7 @@ export function sweepStraysInBackground(
   graceMs: number,
 ): void {
   if (!stores.files.sweepStrays && !stores.uploads.sweepStrays) return;
-  const stop = new AbortController();
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  const run = () => {
-    running ??= sweepOnce(app, stores, graceMs, stop.signal)
-      .catch((error: unknown) => app.log.warn({ err: error }, 'sweeping stray file bytes failed'))
-      .finally(() => (running = undefined));
-  };
-  app.addHook('onReady', async () => {
-    run();
-    timer = setInterval(run, STRAY_SWEEP_INTERVAL_MS);
-    timer.unref();
-  });
-  app.addHook('onClose', async () => {
-    stop.abort();
-    clearInterval(timer);
-    await running;
-  });
+  sweepInBackground(app, 'sweeping stray file bytes failed', (signal) => sweepOnce(app, stores, graceMs, signal));
 }
 
 async function sweepOnce(

@@ -13,19 +13,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
+import { anthropicBatchRequest } from './helpers/batch-fixtures.js';
 
 const TOKEN = 'batch-create-crash-admin-token-0123456789';
 const PATH = '/v1/messages/batches';
 const GRACE_SECONDS = 1;
-
-const requestOf = (i: number) => ({
-  custom_id: `req-${i}`,
-  params: {
-    model: 'gpt-4o-mini',
-    max_tokens: 32,
-    messages: [{ role: 'user' as const, content: `request ${i}: ${'lorem ipsum dolor sit amet '.repeat(9)}` }],
-  },
-});
 
 describe('an Anthropic batch create cut off by kill -9', () => {
   let mock: MockUpstream;
@@ -82,7 +74,9 @@ describe('an Anthropic batch create cut off by kill -9', () => {
       const done = await fetch(`${gw.url}${PATH}`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ requests: [requestOf(0), requestOf(1), requestOf(2)] }),
+        body: JSON.stringify({
+          requests: [anthropicBatchRequest(0), anthropicBatchRequest(1), anthropicBatchRequest(2)],
+        }),
       });
       assert.equal(done.status, 200, await done.clone().text());
       const finished = ((await done.json()) as { id: string }).id;
@@ -94,7 +88,7 @@ describe('an Anthropic batch create cut off by kill -9', () => {
       });
       req.on('error', () => undefined);
       req.write('{"requests": [');
-      for (let i = 0; i < 2_000; i++) req.write(`${i === 0 ? '' : ','}${JSON.stringify(requestOf(i))}`);
+      for (let i = 0; i < 2_000; i++) req.write(`${i === 0 ? '' : ','}${JSON.stringify(anthropicBatchRequest(i))}`);
       const [orphan] = await waitForValue('lines of the unfinished create in the file', orphans, (o) => o.length > 0);
       // Its mark was written before its first line, so it is older than the grace once this much time has passed.
       const sawLinesMs = Date.now();
@@ -104,9 +98,10 @@ describe('an Anthropic batch create cut off by kill -9', () => {
       assert.equal(exit.signal, 'SIGKILL');
       req.destroy();
       const [id] = orphan;
-      const left = stored().lines.get(id) ?? 0;
+      const atKill = stored();
+      const left = atKill.lines.get(id) ?? 0;
       assert.ok(left > 0, 'the kill left lines with no batch record');
-      assert.ok(!stored().batches.has(id));
+      assert.ok(!atKill.batches.has(id));
 
       await waitFor('the grace to pass', () => Date.now() > sawLinesMs + GRACE_SECONDS * 1000 + 100, 10_000);
       const again = await startGatewayProcess({ env: env(), dataDir });

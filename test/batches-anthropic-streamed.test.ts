@@ -11,7 +11,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
-import { untilEnded } from './helpers/batch-fixtures.js';
+import { anthropicBatchRequest, untilEnded } from './helpers/batch-fixtures.js';
 import { waitFor } from './helpers/wait.js';
 
 const MAX_CREATE_BYTES = 3 * 1024 * 1024;
@@ -24,15 +24,6 @@ const CONFIG = [
 ].join('\n');
 
 const PATH = '/v1/messages/batches';
-
-const requestOf = (i: number) => ({
-  custom_id: `req-${i}`,
-  params: {
-    model: 'gpt-4o-mini',
-    max_tokens: 32,
-    messages: [{ role: 'user' as const, content: `request ${i}: ${'lorem ipsum dolor sit amet '.repeat(9)}` }],
-  },
-});
 
 describe('Anthropic batch create, streamed', () => {
   const fixture = useMockedGateway({ configFile: { name: 'gw.yaml', text: CONFIG } });
@@ -49,7 +40,7 @@ describe('Anthropic batch create, streamed', () => {
 
   test('the SDK creates a batch of 5,000 requests (2 MB, past the 1 MiB body limit); every line is answered', async () => {
     const client = new Anthropic({ baseURL: fixture.gw.url, apiKey: ADMIN_TOKEN, maxRetries: 0 });
-    const requests = Array.from({ length: 5_000 }, (_, i) => requestOf(i));
+    const requests = Array.from({ length: 5_000 }, (_, i) => anthropicBatchRequest(i));
     assert.ok(JSON.stringify({ requests }).length > 1_800_000); // 1.7 MiB: past the 1 MiB body limit
     const created = await client.messages.batches.create({ requests });
     assert.equal(created.processing_status, 'in_progress');
@@ -77,7 +68,7 @@ describe('Anthropic batch create, streamed', () => {
   test('malformed bodies: 400 saying what and where, nothing stored', async () => {
     const lines = storedLines();
     const batches = storedBatches();
-    const ok = JSON.stringify(requestOf(0));
+    const ok = JSON.stringify(anthropicBatchRequest(0));
     const cases: Array<[string, string, Record<string, unknown>]> = [
       ['', 'invalid_json', { reason: 'the body is empty', offset: 0 }],
       [`{"requests": [${ok}`, 'invalid_json', { offset: 14 + ok.length }],
@@ -127,8 +118,11 @@ describe('Anthropic batch create, streamed', () => {
   });
 
   test('a request past batches.max_line_bytes is a 400 naming it and the bound', async () => {
-    const long = { ...requestOf(1), params: { ...requestOf(1).params, system: 'x'.repeat(3000) } };
-    const answer = await post(JSON.stringify({ requests: [requestOf(0), long, requestOf(2)] }));
+    const long = {
+      ...anthropicBatchRequest(1),
+      params: { ...anthropicBatchRequest(1).params, system: 'x'.repeat(3000) },
+    };
+    const answer = await post(JSON.stringify({ requests: [anthropicBatchRequest(0), long, anthropicBatchRequest(2)] }));
     assert.equal(answer.status, 400, answer.text);
     assert.equal(answer.json.code, 'batch_input_invalid');
     assert.equal(answer.json.details?.field, 'requests[1]');
@@ -136,8 +130,8 @@ describe('Anthropic batch create, streamed', () => {
   });
 
   test('a body past batches.max_create_bytes is a 413, with Content-Length or sent in chunks', async () => {
-    const count = Math.ceil(MAX_CREATE_BYTES / JSON.stringify(requestOf(0)).length) + 10;
-    const body = JSON.stringify({ requests: Array.from({ length: count }, (_, i) => requestOf(i)) });
+    const count = Math.ceil(MAX_CREATE_BYTES / JSON.stringify(anthropicBatchRequest(0)).length) + 10;
+    const body = JSON.stringify({ requests: Array.from({ length: count }, (_, i) => anthropicBatchRequest(i)) });
     assert.ok(body.length > MAX_CREATE_BYTES && count < 50_000);
     const answer = await post(body);
     assert.equal(answer.status, 413, answer.text);
@@ -172,7 +166,7 @@ describe('Anthropic batch create, streamed', () => {
     req.on('error', () => undefined);
     try {
       req.write('{"requests": [');
-      for (let i = 0; i < 1_200; i++) req.write(`${i === 0 ? '' : ','}${JSON.stringify(requestOf(i))}`);
+      for (let i = 0; i < 1_200; i++) req.write(`${i === 0 ? '' : ','}${JSON.stringify(anthropicBatchRequest(i))}`);
       // Stored in chunks as they come, before the body ends.
       await waitFor('the first lines stored', () => storedLines() >= lines + 500);
     } finally {
@@ -182,7 +176,7 @@ describe('Anthropic batch create, streamed', () => {
     assert.equal(storedBatches(), batches);
 
     // A bad request after 1,200 good ones: the same.
-    const good = Array.from({ length: 1_200 }, (_, i) => JSON.stringify(requestOf(i)));
+    const good = Array.from({ length: 1_200 }, (_, i) => JSON.stringify(anthropicBatchRequest(i)));
     const answer = await post(`{"requests": [${good.join(',')}, {"custom_id": "req-3", "params": {"model": "m"}}]}`);
     assert.equal(answer.status, 400);
     assert.equal(answer.json.details?.field, 'requests[1200].custom_id');

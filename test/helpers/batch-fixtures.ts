@@ -83,3 +83,13 @@ export function storeWith(store: BatchStore, replaced: Partial<BatchStore>): Bat
     },
   });
 }
+
+/** Request `i` of an Anthropic batch create: a Messages body of about 300 bytes, its custom_id `req-<i>`. */
+export const anthropicBatchRequest = (i: number) => ({
+  custom_id: `req-${i}`,
+  params: {
+    model: 'gpt-4o-mini',
+    max_tokens: 32,
+    messages: [{ role: 'user' as const, content: `request ${i}: ${'lorem ipsum dolor sit amet '.repeat(9)}` }],
+  },
+});

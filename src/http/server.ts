@@ -13,6 +13,7 @@ import { MAX_PATH_SEGMENT, clientErrorHandler, frameworkErrorHandler } from './m
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
 import { decorateRequestState } from '../request/request-state.js';
+import { isObservedRoute } from '../request/route-name.js';
 import { allowedMethods, v1RouteTable, type V1RouteTable } from './v1-dispatch.js';
 import { OPENAI_ERRORS, OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, openAiPathMethods } from './openai-shape.js';
 import { CallerApis, GATEWAY_ERRORS } from './error-shape.js';
@@ -95,6 +96,15 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     } catch (error) {
       done(error as Error);
     }
+  });
+  // The answer gate (docs/usage.md, "Durability"): an API call's record is made (and spooled) as its answer is handed
+  // to the socket, before its bytes are written, so that no answer a caller has received is left without a record by a
+  // crash. A stream is ended the same way before its last frame (routes/surface-call.ts).
+  // A body sent as a stream (a file's content) is ended when it has been sent, as before.
+  app.addHook('onSend', function answerGate(request, reply, payload, done) {
+    if (isObservedRoute(request.routeName) && (typeof payload === 'string' || payload instanceof Uint8Array || payload == null))
+      endRequest(request, reply.statusCode);
+    done(null, payload);
   });
   app.addHook('onResponse', function requestEnded(request, reply, done) {
     endRequest(request, reply.statusCode);

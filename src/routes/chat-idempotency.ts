@@ -123,6 +123,8 @@ export class ChatIdempotency {
     const begun = await beginClaim(this.options, scope, key, fingerprint);
     if (begun === undefined) return undefined;
     if (begun.state === 'claimed') return this.recorder(request, key, fingerprint);
+    // Before the send: the request's record is made as its answer goes out (src/http/server.ts, the answer gate).
+    request.replayed = true;
     await replay(reply, begun.response);
     return 'answered';
   }

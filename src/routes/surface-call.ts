@@ -5,7 +5,7 @@ import { SSE_HEADERS } from '../http/sse.js';
 import type { SurfaceDescriptor, StreamMode } from '../surfaces/descriptor.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
-import { endClientGone } from '../http/request-end.js';
+import { endClientGone, endRequest } from '../http/request-end.js';
 import type { StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
@@ -233,7 +233,7 @@ async function streamAnswer(
   void reply.headers(started.headers).headers(SSE_HEADERS);
   const contentType = options.mode === 'json-array' ? JSON_ARRAY_CONTENT_TYPE : SSE_HEADERS['content-type'];
   if (options.mode === 'json-array') void reply.header('content-type', contentType);
-  const frames = sseFrames(started, request, options);
+  const frames = sseFrames(started, request, options, reply.statusCode);
   await writeEventStream(
     reply,
     replay ? recordStream(frames, replay.recorder, replay.isCompleteEnd, contentType) : frames,
@@ -245,6 +245,7 @@ async function* sseFrames(
   started: StartedStream,
   request: FastifyRequest,
   options: StreamOptions,
+  status: number,
 ): AsyncGenerator<string> {
   const { chunks, scope, first } = started;
   const { encoder, captureAnswer } = options;
@@ -256,6 +257,17 @@ async function* sseFrames(
   let frames = '';
   // Set while the surface translates: a throw then is the translation's, not the upstream stream's.
   let translating = false;
+  let settled = false;
+  // The call ends here, however it ended, once: its lease, circuit permit, capacity slot, attempt report and trace span.
+  const settle = () => {
+    if (settled) return;
+    settled = true;
+    // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
+    // generator waited at a yield ends here too, without any abort reaching the upstream call first).
+    if (!finished && failure === undefined) failure = new ClientGoneError();
+    if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
+    request.usage = started.call.settle(usage, failure, translating ? 'translation' : 'upstream');
+  };
   try {
     let next = first;
     frames = encoder.open();
@@ -279,6 +291,9 @@ async function* sseFrames(
     const last = end instanceof Promise ? await end : end;
     translating = false;
     finished = true;
+    // The answer gate (docs/usage.md, "Durability"): the request's record is made before its last frame goes out.
+    settle();
+    endRequest(request, status);
     if (last !== '') yield last;
   } catch (error) {
     if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return; // `finally` records it
@@ -289,16 +304,13 @@ async function* sseFrames(
     if (gatewayError.code === 'internal_error')
       request.log.error({ err: error, code: gatewayError.code }, 'stream failed after it started: unexpected error');
     else request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
+    settle();
+    endRequest(request, status);
     // The events already produced (earlier chunks of this read, and what the failing one made before it threw), then
     // the one terminal error frame.
     yield frames + encoder.fail(gatewayError, request.errorShape);
   } finally {
-    // Stopped early with no error of its own: the reader went away (a slow reader's socket closed while this
-    // generator waited at a yield ends here too, without any abort reaching the upstream call first).
-    if (!finished && failure === undefined) failure = new ClientGoneError();
-    if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
-    // The call ends here, however it ended: its lease, circuit permit, capacity slot, attempt report and trace span.
-    request.usage = started.call.settle(usage, failure, translating ? 'translation' : 'upstream');
+    settle();
     await started.call.leaseReturned;
     if (!finished) await chunks.return?.();
     if (failure instanceof ClientGoneError) endClientGone(request);

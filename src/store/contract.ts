@@ -471,14 +471,29 @@ export interface UsageRows {
   toRecords(): UsageRecord[];
 }
 
+/**
+ * Records `first`..`last` of the local write-ahead spool `spool` (src/usage/usage-spool.ts), stored: written in the
+ * same transaction as those records, so a replay of the spool after a crash skips exactly what was stored.
+ */
+export interface SpoolMark {
+  readonly spool: string;
+  readonly first: number;
+  readonly last: number;
+}
+
 /** Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age. */
 export interface UsageStore {
   append(records: readonly UsageRecord[]): Promise<void>;
   /**
-   * Writes the rows of every batch, in order, all or none (the usage recorder's path: no object per record). The
-   * batches must stay unchanged until the promise settles.
+   * Writes the rows of every batch, in order, all or none (the usage recorder's path: no object per record), and
+   * with them, in the same transaction, the spool marks of those rows (when they were spooled). The batches must
+   * stay unchanged until the promise settles.
    */
-  appendRows(batches: readonly UsageRows[]): Promise<void>;
+  appendRows(batches: readonly UsageRows[], marks?: readonly SpoolMark[]): Promise<void>;
+  /** The marks stored for one spool (the records of it already in the store), by `first`. */
+  spoolMarks(spool: string): Promise<SpoolMark[]>;
+  /** Forgets the marks of one spool: all of them, or those that end before `beforeSeq` (their records' file is gone). */
+  forgetSpool(spool: string, beforeSeq?: number): Promise<void>;
   /** Records that arrived in [fromMs, toMs), grouped; rows sorted by group. */
   summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]>;
   /** The rows of these callers only (e.g. `key:<id>`), in [fromMs, toMs), grouped by caller: read through an index. */

@@ -17,7 +17,9 @@ const CACHE_READ = 12;
 const CACHE_WRITE = 13;
 const REASONING = 14;
 const CACHE_SAVINGS = 15;
-const NUMBERS = 16;
+/** The record's number in the usage spool (0: not spooled). */
+const SEQ = 16;
+const NUMBERS = 17;
 
 const REQUEST_ID = 0;
 const CALLER = 1;
@@ -33,6 +35,11 @@ export interface TokenParts {
   cacheRead: number;
   cacheWrite: number;
   reasoning: number;
+}
+
+/** A record waiting to be written, with its number in the usage spool (0: not spooled). */
+export interface WaitingRecord extends UsageRecord {
+  readonly spoolSeq: number;
 }
 
 /** A missing number (no TTFB, no token counts, no cost): NaN in a Float64Array, null in a record. */
@@ -109,6 +116,7 @@ export class UsageColumns implements UsageRows {
     numbers[n + CACHE_WRITE] = parts ? parts.cacheWrite : NaN;
     numbers[n + REASONING] = parts ? parts.reasoning : NaN;
     numbers[n + CACHE_SAVINGS] = cacheSavingsUsd ?? NaN;
+    numbers[n + SEQ] = 0;
     const t = this.count * TEXTS;
     const texts = this.texts;
     texts[t + REQUEST_ID] = requestId;
@@ -148,6 +156,15 @@ export class UsageColumns implements UsageRows {
         : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
       r.cacheSavingsUsd ?? undefined,
     );
+  }
+
+  /** Row `row`'s number in the usage spool (0: not spooled). */
+  seqAt(row: number): number {
+    return this.numbers[row * NUMBERS + SEQ] as number;
+  }
+
+  setSeq(row: number, seq: number): void {
+    this.numbers[row * NUMBERS + SEQ] = seq;
   }
 
   /** Row `row`'s values in the store's column order (USAGE_COLUMNS), straight from the columns: no record object. */
@@ -216,6 +233,11 @@ export class UsageColumns implements UsageRows {
       };
     }
     return records;
+  }
+
+  /** The buffered records as objects with their spool numbers (records that must wait for another write). */
+  toWaiting(): WaitingRecord[] {
+    return this.toRecords().map((record, i) => ({ ...record, spoolSeq: this.seqAt(i) }));
   }
 
   /** Empties the buffer; the strings it held are let go. */

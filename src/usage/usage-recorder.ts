@@ -1,23 +1,24 @@
-import type { UsageRecord, UsageRows, UsageStore } from '../store/contract.js';
+import type { SpoolMark, UsageRecord, UsageRows, UsageStore } from '../store/contract.js';
 import { UsageRowsRefused, recordRows } from '../store/usage-sql.js';
-import { UsageColumns } from './usage-columns.js';
+import { UsageColumns, type WaitingRecord } from './usage-columns.js';
 import { writeAroundRefused } from './refused-records.js';
+import { marksOf } from './spool-lines.js';
+import type { UsageLog } from './usage-log.js';
+import type { UsageSpool } from './usage-spool.js';
 
 const MAX_BUFFERED = 20_000;
 const PURGE_EVERY_MS = 3_600_000;
 
-export interface UsageLog {
-  warn(fields: Record<string, unknown>, msg: string): void;
-  error(fields: Record<string, unknown>, msg: string): void;
-}
 
 /**
  * Usage records leave the request path at once: a record goes into a columnar buffer (`buffer().push(...)`, no
- * allocation), written to the store in batches (every second, or at 500 records) straight from the columns — one
- * transaction or one INSERT per write, no object per record on the way. If the store is down, records wait in
- * memory as objects (up to 20,000, then the oldest are dropped and counted in the log) and are retried with the
- * next batch. A record the database refuses (a value it will not store) is set aside, never retried: the batch
- * is written around it (src/usage/refused-records.ts). Records older than the retention are purged hourly.
+ * allocation) and, with a spool, is appended to it (`added()`, before the answer's last bytes: src/usage/usage-spool.ts),
+ * then written to the store in batches (every second, or at 500 records) straight from the columns — one
+ * transaction or one INSERT per write, no object per record on the way, the spool's marks of those records in the
+ * same write. If the store is down, records wait in memory as objects (up to 20,000, then the oldest are dropped
+ * from memory and counted in the log; a spooled one stays in the spool, written at the next start) and are retried
+ * with the next batch. A record the database refuses (a value it will not store) is set aside, never retried: the
+ * batch is written around it (src/usage/refused-records.ts). Records older than the retention are purged hourly.
  */
 export class UsageRecorder {
   private readonly batchSize: number;
@@ -28,7 +29,7 @@ export class UsageRecorder {
   /** Emptied buffers kept for reuse. */
   private spare: UsageColumns[] = [];
   /** Records of writes that failed, waiting for the next one. */
-  private pending: UsageRecord[] = [];
+  private pending: WaitingRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -39,9 +40,11 @@ export class UsageRecorder {
     private readonly options: {
       store: UsageStore;
       retentionMs: number;
-      log: UsageLog;
+      log: Pick<UsageLog, 'warn' | 'error'>;
       flushMs?: number;
       maxBatch?: number;
+      /** The local write-ahead spool (none: records live only in memory until written). */
+      spool?: UsageSpool;
     },
   ) {
     this.batchSize = Math.max(1, options.maxBatch ?? 500);
@@ -55,6 +58,11 @@ export class UsageRecorder {
 
   /** After a push into `buffer()`: writes the batch when it is full, or makes sure a write is due. */
   added(): void {
+    const spool = this.options.spool;
+    if (spool) {
+      const row = this.columns.length - 1;
+      this.columns.setSeq(row, spool.append(this.columns, row));
+    }
     if (this.columns.full) {
       this.takeColumns();
       void this.flush();
@@ -100,24 +108,26 @@ export class UsageRecorder {
    * refused record(s), which are set aside (dead-lettered: the log line holds the record); if the store failed
    * otherwise (down, busy), every record waits for the next try.
    */
-  private async write(rows: UsageRows[], retried: UsageRecord[], batches: UsageColumns[]): Promise<void> {
+  private async write(rows: UsageRows[], retried: WaitingRecord[], batches: UsageColumns[]): Promise<void> {
     let failure: unknown;
+    const marks = this.marksOf(retried, batches);
     try {
-      await this.options.store.appendRows(rows);
+      await this.options.store.appendRows(rows, marks);
+      if (marks) this.options.spool?.confirm(marks);
     } catch (error) {
       failure = error;
     }
-    let waiting: UsageRecord[] = [];
+    let waiting: WaitingRecord[] = [];
     if (failure instanceof UsageRowsRefused) {
-      const records = retried.concat(...batches.map((b) => b.toRecords()));
+      const records = retried.concat(...batches.map((b) => b.toWaiting()));
       ({ unwritten: waiting, error: failure } = await writeAroundRefused(
-        this.options.store,
+        (part) => this.writeRecords(part),
         records,
         failure,
         (record, error) => this.deadLetter(record, error),
       ));
     } else if (failure !== undefined) {
-      waiting = retried.concat(...batches.map((b) => b.toRecords()));
+      waiting = retried.concat(...batches.map((b) => b.toWaiting()));
     }
     if (waiting.length === 0) {
       if (this.dropped > 0) {
@@ -141,9 +151,29 @@ export class UsageRecorder {
     }
   }
 
+  /** The spool's marks of the records of one write (undefined without a spool). */
+  private marksOf(retried: readonly WaitingRecord[], batches: readonly UsageColumns[]): SpoolMark[] | undefined {
+    const spool = this.options.spool;
+    if (!spool) return undefined;
+    const seqs = retried.map((record) => record.spoolSeq);
+    for (const batch of batches) for (let i = 0; i < batch.length; i++) seqs.push(batch.seqAt(i));
+    return marksOf(spool.id, seqs);
+  }
+
+  /** One part of a write around a refused record, with its marks. */
+  private async writeRecords(records: readonly WaitingRecord[]): Promise<void> {
+    const spool = this.options.spool;
+    const marks = spool ? marksOf(spool.id, records.map((record) => record.spoolSeq)) : undefined;
+    await this.options.store.appendRows([recordRows(records)], marks);
+    if (marks) spool?.confirm(marks);
+  }
+
   /** A record the database refuses: never retried (it would block every batch after it), logged whole instead. */
-  private deadLetter(record: UsageRecord, error: UsageRowsRefused): void {
+  private deadLetter(waiting: WaitingRecord, error: UsageRowsRefused): void {
     this.setAside += 1;
+    const { spoolSeq, ...record } = waiting;
+    // Done with: a replay of the spool would only set it aside again.
+    if (this.options.spool && spoolSeq > 0) this.options.spool.confirm(marksOf(this.options.spool.id, [spoolSeq]));
     this.options.log.error(
       { err: error, usage_record: record, dead_lettered: this.setAside },
       'a usage record the usage store refused was set aside (dead-lettered): it is in this line, not in the store',
@@ -165,6 +195,7 @@ export class UsageRecorder {
   async close(): Promise<void> {
     if (this.purgeTimer) clearInterval(this.purgeTimer);
     await this.flush();
+    await this.options.spool?.close();
   }
 
   /** Hands the current buffer to the next write (if it holds anything) and starts a new one. */
@@ -191,7 +222,7 @@ export class UsageRecorder {
       if (this.pending.length === 0) {
         // The oldest buffer becomes records, so that exactly the oldest `excess` go.
         const oldest = this.ready.shift() as UsageColumns;
-        this.pending = oldest.toRecords();
+        this.pending = oldest.toWaiting();
         this.recycle(oldest);
       }
       const n = Math.min(excess, this.pending.length);

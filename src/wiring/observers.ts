@@ -6,6 +6,11 @@ import { headOf } from '../request/request-record.js';
 import { usageObserver } from '../usage/record-request.js';
 import { UsageRecorder } from '../usage/usage-recorder.js';
 import { usageAnomalyLog } from '../usage/usage-anomalies.js';
+import { join } from 'node:path';
+import { ownSpoolOwner } from '../usage/spool-owner.js';
+import { replayDeadSpools } from '../usage/spool-replay.js';
+import { SPOOL_FOLDER, UsageSpool } from '../usage/usage-spool.js';
+import { sweepInBackground } from './background-sweep.js';
 
 /**
  * What looks at every API request (chat, models) once it ended, a caller who hung up included (run by
@@ -15,10 +20,11 @@ import { usageAnomalyLog } from '../usage/usage-anomalies.js';
  */
 export async function wireObservers(app: FastifyInstance, config: GatewayConfig, usage: UsageStore | undefined) {
   app.requestObservers.push(usageAnomalyLog(app.log));
-  const recorder =
-    usage && config.usage.enabled
-      ? new UsageRecorder({ store: usage, retentionMs: config.usage.retentionMs, log: app.log })
-      : undefined;
+  const recording = usage && config.usage.enabled ? usage : undefined;
+  const spool = recording && spoolOf(app, config, recording);
+  const recorder = recording
+    ? new UsageRecorder({ store: recording, retentionMs: config.usage.retentionMs, log: app.log, spool })
+    : undefined;
   if (recorder) {
     app.requestObservers.push(usageObserver(recorder, config.environment));
     recorder.startRetention();
@@ -28,6 +34,21 @@ export async function wireObservers(app: FastifyInstance, config: GatewayConfig,
   }
   const beginTrace = await wireTracing(app, config);
   return { recorder, beginTrace };
+}
+
+/**
+ * The local write-ahead spool of this process's usage records, in DATA_DIR (none for an in-memory store), and the
+ * replay of the spools that stopped processes left behind: once ready, then hourly (docs/usage.md, "Durability").
+ */
+function spoolOf(app: FastifyInstance, config: GatewayConfig, store: UsageStore): UsageSpool | undefined {
+  if (config.dataDir === ':memory:') return undefined;
+  const root = join(config.dataDir, SPOOL_FOLDER);
+  const self = ownSpoolOwner();
+  const spool = UsageSpool.open(root, self, store, app.log);
+  sweepInBackground(app, 'usage spools could not be replayed', (signal) =>
+    replayDeadSpools({ root, self, store, log: app.log, signal }),
+  );
+  return spool;
 }
 
 /** Loads OpenTelemetry only when tracing is on (it is off by default: no module loaded, nothing on the hot path). */

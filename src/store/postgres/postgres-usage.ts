@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type {
+  SpoolMark,
   UsageGrouping,
   UsageRecord,
   UsageRows,
@@ -41,7 +42,22 @@ ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS reasoning_tokens INTEGER;
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS cache_savings_usd DOUBLE PRECISION;
 CREATE INDEX IF NOT EXISTS ${table}_time ON ${table} (time_ms);
 CREATE INDEX IF NOT EXISTS ${table}_seq ON ${table} (seq);
-CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);`;
+CREATE INDEX IF NOT EXISTS ${table}_caller_time ON ${table} (caller, time_ms);
+CREATE TABLE IF NOT EXISTS ${marksTable(table)} (
+  spool TEXT NOT NULL,
+  first_seq BIGINT NOT NULL,
+  last_seq BIGINT NOT NULL,
+  stored_ms BIGINT NOT NULL,
+  PRIMARY KEY (spool, first_seq)
+);`;
+
+/**
+ * The marks of the local usage spools (docs/usage.md, "Durability"): which records of which instance's spool are
+ * in the table, written by the same statement as those records.
+ */
+function marksTable(table: string): string {
+  return `${table}_spool_marks`;
+}
 
 /** The PostgreSQL type of each of USAGE_COLUMNS, in order (the `unnest` arrays of a batch INSERT). */
 const PG_TYPES = [
@@ -92,7 +108,8 @@ export class PostgresUsageStore implements UsageStore {
   ) {}
 
   static async open(url: string, table = 'usage_records'): Promise<PostgresUsageStore> {
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new RangeError(`invalid table name ${table}`);
+    // Room for the marks table's suffix within PostgreSQL's 63 characters of a name.
+    if (!/^[a-z_][a-z0-9_]{0,50}$/.test(table)) throw new RangeError(`invalid table name ${table}`);
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: url, max: 4 });
     pool.on('error', () => {
@@ -111,7 +128,7 @@ export class PostgresUsageStore implements UsageStore {
    * `unnest`, so the statement has 23 parameters however many rows it carries (a VALUES list of one placeholder
    * per value stops at PostgreSQL's 65,535 parameters: 3,855 records, fewer than the recorder may retry at once).
    */
-  async appendRows(batches: readonly UsageRows[]): Promise<void> {
+  async appendRows(batches: readonly UsageRows[], marks?: readonly SpoolMark[]): Promise<void> {
     const columns: unknown[][] = USAGE_COLUMNS.map(() => []);
     const row: unknown[] = new Array(USAGE_COLUMNS.length);
     for (const batch of batches) {
@@ -122,14 +139,47 @@ export class PostgresUsageStore implements UsageStore {
     }
     if ((columns[0] as unknown[]).length === 0) return;
     const arrays = USAGE_COLUMNS.map((_, c) => `$${c + 1}::${PG_TYPES[c]}[]`).join(', ');
+    const insert = `INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`;
     try {
-      await this.pool.query(
-        `INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`,
-        columns,
-      );
+      if (marks === undefined || marks.length === 0) await this.pool.query(insert, columns);
+      else {
+        // One statement (so one transaction) for the rows and their marks: a data-modifying WITH runs either way.
+        const m = USAGE_COLUMNS.length;
+        await this.pool.query(
+          `WITH marked AS (INSERT INTO ${marksTable(this.table)} (spool, first_seq, last_seq, stored_ms)
+             SELECT *, $${m + 4}::bigint FROM unnest($${m + 1}::text[], $${m + 2}::bigint[], $${m + 3}::bigint[]))
+           ${insert}`,
+          [
+            ...columns,
+            marks.map((mark) => mark.spool),
+            marks.map((mark) => mark.first),
+            marks.map((mark) => mark.last),
+            Date.now(),
+          ],
+        );
+      }
     } catch (error) {
       throw refusesAValue(error) ? new UsageRowsRefused(error) : error;
     }
+  }
+
+  async spoolMarks(spool: string): Promise<SpoolMark[]> {
+    const result = await this.pool.query(
+      `SELECT first_seq, last_seq FROM ${marksTable(this.table)} WHERE spool = $1 ORDER BY first_seq`,
+      [spool],
+    );
+    return (result.rows as Array<{ first_seq: string; last_seq: string }>).map((row) => ({
+      spool,
+      first: Number(row.first_seq),
+      last: Number(row.last_seq),
+    }));
+  }
+
+  async forgetSpool(spool: string, beforeSeq?: number): Promise<void> {
+    await this.pool.query(`DELETE FROM ${marksTable(this.table)} WHERE spool = $1 AND last_seq < $2`, [
+      spool,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+    ]);
   }
 
   async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
@@ -194,6 +244,6 @@ export class PostgresUsageStore implements UsageStore {
 
   /** For tests: drops the table. */
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${marksTable(this.table)}`);
   }
 }

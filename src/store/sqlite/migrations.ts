@@ -396,4 +396,17 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX batch_creates_started ON batch_creates (started_ms);`,
   },
+  {
+    version: 22,
+    name: 'usage_spool_marks',
+    // The usage spool (docs/usage.md, "Durability"): the records `first_seq`..`last_seq` of the local spool `spool`
+    // are in usage_records, written in the same transaction as they were. A replay after a crash skips them.
+    sql: `CREATE TABLE usage_spool_marks (
+            spool TEXT NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            stored_ms INTEGER NOT NULL,
+            PRIMARY KEY (spool, first_seq)
+          ) STRICT;`,
+  },
 ];

@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type * as Sqlite from './database.js';
 import { isRefusedValueError } from './database.js';
 import type {
+  SpoolMark,
   UsageGrouping,
   UsageRecord,
   UsageRows,
@@ -30,7 +31,12 @@ export class SqliteUsageStore implements UsageStore {
   private readonly batcher: SqliteWriteBatcher;
   private readonly insert: Sqlite.Statement<unknown[]>;
   private readonly insertMany: Sqlite.Statement<unknown[]>;
-  private readonly writeBatches: Sqlite.Transaction<(batches: readonly UsageRows[]) => void>;
+  private readonly writeBatches: Sqlite.Transaction<
+    (batches: readonly UsageRows[], marks: readonly SpoolMark[] | undefined) => void
+  >;
+  private readonly insertMark: Sqlite.Statement<[string, number, number, number]>;
+  private readonly marksOf: Sqlite.Statement<[string], { first_seq: number; last_seq: number }>;
+  private readonly forgetMarks: Sqlite.Statement<[string, number]>;
   private readonly summaries = new Map<UsageGrouping, Sqlite.Statement<[number, number], Record<string, unknown>>>();
   private readonly callerSummary: Sqlite.Statement<[string, number, number], Record<string, unknown>>;
   private readonly latest: Sqlite.Statement<[number], Record<string, unknown>>;
@@ -50,7 +56,16 @@ export class SqliteUsageStore implements UsageStore {
       `INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => row).join(', ')}`,
     );
     const values: unknown[] = new Array(ROWS_PER_INSERT * WIDTH);
-    this.writeBatches = db.transaction((batches: readonly UsageRows[]) => {
+    this.insertMark = db.prepare(
+      'INSERT INTO usage_spool_marks (spool, first_seq, last_seq, stored_ms) VALUES (?, ?, ?, ?)',
+    );
+    this.marksOf = db.prepare(
+      'SELECT first_seq, last_seq FROM usage_spool_marks WHERE spool = ? ORDER BY first_seq',
+    );
+    this.forgetMarks = db.prepare('DELETE FROM usage_spool_marks WHERE spool = ? AND last_seq < ?');
+    this.writeBatches = db.transaction((batches: readonly UsageRows[], marks: readonly SpoolMark[] | undefined) => {
+      const now = Date.now();
+      for (const mark of marks ?? []) this.insertMark.run(mark.spool, mark.first, mark.last, now);
       let filled = 0;
       for (const batch of batches) {
         for (let i = 0; i < batch.length; i++) {
@@ -107,15 +122,23 @@ export class SqliteUsageStore implements UsageStore {
    * through the shared write batcher: its savepoint per write made SQLite journal every page the batch touched
    * (a sub-journal that spilled to a temporary file), and a batch of hundreds of rows needs no group commit.
    */
-  async appendRows(batches: readonly UsageRows[]): Promise<void> {
+  async appendRows(batches: readonly UsageRows[], marks?: readonly SpoolMark[]): Promise<void> {
     if (!batches.some((b) => b.length > 0)) return;
     await nextTurn();
     try {
-      this.writeBatches.immediate(batches);
+      this.writeBatches.immediate(batches, marks);
     } catch (error) {
       // The transaction was rolled back: nothing of it is stored either way.
       throw isRefusedValueError(error) ? new UsageRowsRefused(error) : error;
     }
+  }
+
+  async spoolMarks(spool: string): Promise<SpoolMark[]> {
+    return this.marksOf.all(spool).map((row) => ({ spool, first: Number(row.first_seq), last: Number(row.last_seq) }));
+  }
+
+  async forgetSpool(spool: string, beforeSeq?: number): Promise<void> {
+    await this.batcher.run(() => this.forgetMarks.run(spool, beforeSeq ?? Number.MAX_SAFE_INTEGER));
   }
 
   async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {

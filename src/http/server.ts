@@ -102,7 +102,10 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // crash. A stream is ended the same way before its last frame (routes/surface-call.ts).
   // A body sent as a stream (a file's content) is ended when it has been sent, as before.
   app.addHook('onSend', function answerGate(request, reply, payload, done) {
-    if (isObservedRoute(request.routeName) && (typeof payload === 'string' || payload instanceof Uint8Array || payload == null))
+    if (
+      isObservedRoute(request.routeName) &&
+      (typeof payload === 'string' || payload instanceof Uint8Array || payload == null)
+    )
       endRequest(request, reply.statusCode);
     done(null, payload);
   });

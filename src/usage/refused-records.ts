@@ -41,7 +41,10 @@ function halves<T>(records: readonly T[]): T[][] {
 }
 
 /** The write's failure, or undefined when it was stored. */
-async function appendOrError<T>(append: (records: readonly T[]) => Promise<void>, records: readonly T[]): Promise<unknown> {
+async function appendOrError<T>(
+  append: (records: readonly T[]) => Promise<void>,
+  records: readonly T[],
+): Promise<unknown> {
   try {
     await append(records);
     return undefined;

@@ -148,7 +148,8 @@ async function* completeLines(path: string, skipped: () => void): AsyncGenerator
       const chunk = buffer.subarray(0, bytesRead);
       let start = 0;
       for (let end = chunk.indexOf(10, start); end !== -1; end = chunk.indexOf(10, start)) {
-        const piece = carried === 0 ? chunk.subarray(start, end) : Buffer.concat([...carry, chunk.subarray(start, end)]);
+        const piece =
+          carried === 0 ? chunk.subarray(start, end) : Buffer.concat([...carry, chunk.subarray(start, end)]);
         carry = [];
         carried = 0;
         start = end + 1;

@@ -9,7 +9,6 @@ import type { UsageSpool } from './usage-spool.js';
 const MAX_BUFFERED = 20_000;
 const PURGE_EVERY_MS = 3_600_000;
 
-
 /**
  * Usage records leave the request path at once: a record goes into a columnar buffer (`buffer().push(...)`, no
  * allocation) and, with a spool, is appended to it (`added()`, before the answer's last bytes: src/usage/usage-spool.ts),
@@ -163,7 +162,12 @@ export class UsageRecorder {
   /** One part of a write around a refused record, with its marks. */
   private async writeRecords(records: readonly WaitingRecord[]): Promise<void> {
     const spool = this.options.spool;
-    const marks = spool ? marksOf(spool.id, records.map((record) => record.spoolSeq)) : undefined;
+    const marks = spool
+      ? marksOf(
+          spool.id,
+          records.map((record) => record.spoolSeq),
+        )
+      : undefined;
     await this.options.store.appendRows([recordRows(records)], marks);
     if (marks) spool?.confirm(marks);
   }

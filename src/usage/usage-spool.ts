@@ -26,6 +26,12 @@ export function segmentName(firstSeq: number): string {
 
 export const SEGMENT_NAME = /^[0-9]{16}\.spool$/;
 
+/** The spool's sizes (tests make them small). */
+export interface SpoolBounds {
+  segmentBytes: number;
+  maxBytes: number;
+}
+
 interface Segment {
   readonly first: number;
   /** One past the last record appended. */
@@ -72,6 +78,7 @@ export class UsageSpool {
     readonly dir: string,
     private readonly store: UsageStore,
     private readonly log: UsageLog,
+    private readonly bounds: SpoolBounds,
   ) {
     this.syncTimer = setInterval(() => this.sync(), SPOOL_SYNC_MS);
     this.syncTimer.unref();
@@ -83,11 +90,20 @@ export class UsageSpool {
   }
 
   /** Creates this process's spool folder under `root` (DATA_DIR/usage-spool). */
-  static open(root: string, owner: SpoolOwner, store: UsageStore, log: UsageLog): UsageSpool {
+  static open(
+    root: string,
+    owner: SpoolOwner,
+    store: UsageStore,
+    log: UsageLog,
+    bounds: Partial<SpoolBounds> = {},
+  ): UsageSpool {
     mkdirSync(root, { recursive: true, mode: 0o700 });
     const dir = join(root, owner.token);
     mkdirSync(dir, { mode: 0o700 });
-    return new UsageSpool(owner, dir, store, log);
+    return new UsageSpool(owner, dir, store, log, {
+      segmentBytes: bounds.segmentBytes ?? SPOOL_SEGMENT_BYTES,
+      maxBytes: bounds.maxBytes ?? MAX_SPOOL_BYTES,
+    });
   }
 
   /**
@@ -95,7 +111,7 @@ export class UsageSpool {
    * failing, the spool past MAX_SPOOL_BYTES): it is then only in memory, as without a spool, and logged.
    */
   append(rows: UsageRows, row: number): number {
-    if (this.bytes >= MAX_SPOOL_BYTES) return this.notSpooled(undefined);
+    if (this.bytes >= this.bounds.maxBytes) return this.notSpooled(undefined);
     const seq = this.nextSeq;
     const line = spoolLine(seq, rows, row, this.scratch);
     const length = Buffer.byteLength(line);
@@ -124,7 +140,7 @@ export class UsageSpool {
     this.bytes += length;
     this.nextSeq = seq + 1;
     this.dirty = true;
-    if (segment.bytes >= SPOOL_SEGMENT_BYTES) this.rotate();
+    if (segment.bytes >= this.bounds.segmentBytes) this.rotate();
     return seq;
   }
 
@@ -209,7 +225,8 @@ export class UsageSpool {
     segment.closeAfterSync ||= thenClose;
     fdatasync(fd, (error) => {
       segment.syncing = false;
-      if (error && !this.closing) this.log.warn({ err: error, spool: this.dir }, 'the usage spool could not be flushed to disk');
+      if (error && !this.closing)
+        this.log.warn({ err: error, spool: this.dir }, 'the usage spool could not be flushed to disk');
       if (segment.closeAfterSync && segment.fd !== undefined) {
         segment.fd = undefined;
         closeFd(fd, () => undefined);
@@ -230,7 +247,9 @@ export class UsageSpool {
         this.deleting.delete(segment);
         return this.store.forgetSpool(this.id, this.oldestKept());
       })
-      .catch((error: unknown) => this.log.warn({ err: error, spool: this.dir }, 'a usage spool segment was not deleted'))
+      .catch((error: unknown) =>
+        this.log.warn({ err: error, spool: this.dir }, 'a usage spool segment was not deleted'),
+      )
       .finally(() => this.deletions.delete(deletion));
     this.deletions.add(deletion);
   }

@@ -59,9 +59,7 @@ export class SqliteUsageStore implements UsageStore {
     this.insertMark = db.prepare(
       'INSERT INTO usage_spool_marks (spool, first_seq, last_seq, stored_ms) VALUES (?, ?, ?, ?)',
     );
-    this.marksOf = db.prepare(
-      'SELECT first_seq, last_seq FROM usage_spool_marks WHERE spool = ? ORDER BY first_seq',
-    );
+    this.marksOf = db.prepare('SELECT first_seq, last_seq FROM usage_spool_marks WHERE spool = ? ORDER BY first_seq');
     this.forgetMarks = db.prepare('DELETE FROM usage_spool_marks WHERE spool = ? AND last_seq < ?');
     this.writeBatches = db.transaction((batches: readonly UsageRows[], marks: readonly SpoolMark[] | undefined) => {
       const now = Date.now();

@@ -325,6 +325,9 @@ function storeSuite(name: string, make: () => Promise<{ store: UsageStore; close
   });
 }
 
+/** Resolves once the spool's lines appended so far are written. */
+const written = (spool: UsageSpool): Promise<void> => new Promise((resolve) => spool.afterWrite(resolve));
+
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 storeSuite('sqlite', async () => {
@@ -377,14 +380,24 @@ describe('the live spool (embedded store)', () => {
     const spool = UsageSpool.open(root, ownSpoolOwner(), store, log);
     const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000 });
     for (let i = 1; i <= 5; i++) recorder.add(record(i));
-    assert.deepEqual(spooledIds(spool), ['req-1', 'req-2', 'req-3', 'req-4', 'req-5'], 'before any write');
+    // An answer waits for its record's line: the lines of one turn of the event loop are written together after it.
+    let released = false;
+    spool.afterWrite(() => (released = true));
+    assert.equal(released, false, 'held while the line is not written');
+    await written(spool);
+    assert.equal(released, true);
+    assert.deepEqual(spooledIds(spool), ['req-1', 'req-2', 'req-3', 'req-4', 'req-5'], 'before the store has them');
     assert.deepEqual(await storedIds(store), []);
     await recorder.flush();
     assert.deepEqual(await storedIds(store), ['req-1', 'req-2', 'req-3', 'req-4', 'req-5']);
     await waitFor('the stored segment to be deleted', () => segments(spool).length === 0);
     await waitFor('its marks to be forgotten', async () => (await store.spoolMarks(spool.id)).length === 0);
     recorder.add(record(6));
+    await written(spool);
     assert.deepEqual(spooledIds(spool), ['req-6'], 'a new segment for the next record');
+    let now = false;
+    spool.afterWrite(() => (now = true));
+    assert.equal(now, true, 'nothing to wait for: released at once');
     await recorder.close();
     assert.equal(existsSync(spool.dir), false, 'the folder is gone');
     assert.deepEqual(readdirSync(root), []);
@@ -396,11 +409,14 @@ describe('the live spool (embedded store)', () => {
     await store.purge(Number.MAX_SAFE_INTEGER);
     const root = join(dir, `spool-${randomUUID()}`);
     const log = memoryLog();
-    const spool = UsageSpool.open(root, ownSpoolOwner(), store, log, { segmentBytes: 4_096 });
-    const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000, maxBatch: 100 });
-    for (let i = 1; i <= 250; i++) recorder.add(record(i));
+    const spool = UsageSpool.open(root, ownSpoolOwner(), store, log, { segmentBytes: 1_024 });
+    const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000, maxBatch: 1_000 });
+    for (let turn = 0; turn < 10; turn++) {
+      for (let i = 1; i <= 25; i++) recorder.add(record(turn * 25 + i));
+      await written(spool);
+    }
     const spooled = segments(spool);
-    assert.ok(spooled.length >= 5, `${spooled.length} segments of about 4 KiB`);
+    assert.equal(spooled.length, 10, 'one segment per turn: each turn wrote past 1 KiB');
     assert.equal(spooledIds(spool).length, 250);
     await recorder.flush();
     await waitFor('every stored segment to be deleted', () => segments(spool).length === 0);
@@ -443,6 +459,7 @@ describe('the live spool (embedded store)', () => {
     const spool = UsageSpool.open(root, ownSpoolOwner(), store, log, { segmentBytes: 1_024, maxBytes: 2_048 });
     const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000 });
     for (let i = 1; i <= 40; i++) recorder.add(record(i));
+    await written(spool);
     const spooled = spooledIds(spool).length;
     assert.ok(spooled > 0 && spooled < 40, `${spooled} spooled before the bound`);
     assert.equal(spool.notSpooledCount, 40 - spooled);

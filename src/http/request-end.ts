@@ -8,15 +8,36 @@ import { USAGE_ANOMALIES } from '../providers/contract.js';
 /** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span, events. */
 export type RequestObserver = (record: RequestRecord) => void;
 
+/**
+ * Holds an answer's last bytes until what the request's observers recorded is durable, then calls `release` (the
+ * usage spool: docs/usage.md, "Durability").
+ */
+export type AnswerHold = (release: () => void) => void;
+
 declare module 'fastify' {
   interface FastifyInstance {
     /** Called once per API request when it ends, however it ends (the app adds usage, metrics, tracing). */
     requestObservers: RequestObserver[];
+    /** Set when the usage records are spooled: the answer gate waits for it. */
+    answerHold: AnswerHold | undefined;
   }
 }
 
 export function decorateRequestEnd(app: FastifyInstance): void {
   app.decorate('requestObservers', [] as RequestObserver[]);
+  app.decorate('answerHold', undefined);
+}
+
+/**
+ * The answer gate: the request ends (its record made) before its answer's last bytes are written, and `release`
+ * (which writes them) runs once that record is durable. A crash then never leaves an answer its caller received
+ * without its record; it may leave a record of an answer the caller did not receive whole.
+ */
+export function endBeforeAnswer(request: FastifyRequest, status: number, release: () => void): void {
+  endRequest(request, status);
+  const hold = request.server.answerHold;
+  if (hold) hold(release);
+  else release();
 }
 
 /**

@@ -5,7 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Logger } from '../observability/logger.js';
 import { lazyChildLogger } from '../observability/request-logger.js';
-import { decorateRequestEnd, endRequest } from './request-end.js';
+import { decorateRequestEnd, endBeforeAnswer, endRequest } from './request-end.js';
 import { makeErrorHandler } from './error-handler.js';
 import { registerJsonParser } from './json-body.js';
 import { boundedValidatorCompiler } from './bounded-validation.js';
@@ -98,16 +98,14 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     }
   });
   // The answer gate (docs/usage.md, "Durability"): an API call's record is made (and spooled) as its answer is handed
-  // to the socket, before its bytes are written, so that no answer a caller has received is left without a record by a
-  // crash. A stream is ended the same way before its last frame (routes/surface-call.ts).
+  // to the socket, and its bytes are written once the record is durable, so that no answer a caller has received is
+  // left without a record by a crash. A stream is ended the same way before its last frame (routes/surface-call.ts).
   // A body sent as a stream (a file's content) is ended when it has been sent, as before.
   app.addHook('onSend', function answerGate(request, reply, payload, done) {
-    if (
-      isObservedRoute(request.routeName) &&
-      (typeof payload === 'string' || payload instanceof Uint8Array || payload == null)
-    )
-      endRequest(request, reply.statusCode);
-    done(null, payload);
+    const whole = typeof payload === 'string' || payload instanceof Uint8Array || payload == null;
+    if (whole && isObservedRoute(request.routeName))
+      endBeforeAnswer(request, reply.statusCode, () => done(null, payload));
+    else done(null, payload);
   });
   app.addHook('onResponse', function requestEnded(request, reply, done) {
     endRequest(request, reply.statusCode);

@@ -5,7 +5,7 @@ import { SSE_HEADERS } from '../http/sse.js';
 import type { SurfaceDescriptor, StreamMode } from '../surfaces/descriptor.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
-import { endClientGone, endRequest } from '../http/request-end.js';
+import { endBeforeAnswer, endClientGone } from '../http/request-end.js';
 import type { StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
@@ -291,9 +291,9 @@ async function* sseFrames(
     const last = end instanceof Promise ? await end : end;
     translating = false;
     finished = true;
-    // The answer gate (docs/usage.md, "Durability"): the request's record is made before its last frame goes out.
+    // The answer gate (docs/usage.md, "Durability"): the request's record is made, and durable, before its last frame.
     settle();
-    endRequest(request, status);
+    await answerGate(request, status);
     if (last !== '') yield last;
   } catch (error) {
     if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) return; // `finally` records it
@@ -305,7 +305,7 @@ async function* sseFrames(
       request.log.error({ err: error, code: gatewayError.code }, 'stream failed after it started: unexpected error');
     else request.log.warn({ code: gatewayError.code, details: gatewayError.details }, 'stream failed after it started');
     settle();
-    endRequest(request, status);
+    await answerGate(request, status);
     // The events already produced (earlier chunks of this read, and what the failing one made before it threw), then
     // the one terminal error frame.
     yield frames + encoder.fail(gatewayError, request.errorShape);
@@ -315,6 +315,11 @@ async function* sseFrames(
     if (!finished) await chunks.return?.();
     if (failure instanceof ClientGoneError) endClientGone(request);
   }
+}
+
+/** Ends the request and resolves once its record is durable (http/request-end.ts `endBeforeAnswer`). */
+function answerGate(request: FastifyRequest, status: number): Promise<void> {
+  return new Promise((resolve) => endBeforeAnswer(request, status, resolve));
 }
 
 /** The first choice's text of a `chat.completion` body (for webhook subscriptions that opted in to content). */

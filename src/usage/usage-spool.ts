@@ -70,6 +70,11 @@ export class UsageSpool {
   private unspooled = 0;
   private complainedAt = 0;
   private closing = false;
+  /** Lines appended in this turn of the event loop, written together at its end. */
+  private pending = '';
+  private pendingLines = 0;
+  private waiters: Array<() => void> = [];
+  private scheduled = false;
   /** Deletions in flight (the close waits for them). */
   private readonly deletions = new Set<Promise<void>>();
 
@@ -107,41 +112,67 @@ export class UsageSpool {
   }
 
   /**
-   * Appends row `row` of `rows`: its number in the spool, or 0 when it could not be spooled (the disk full or
-   * failing, the spool past MAX_SPOOL_BYTES): it is then only in memory, as without a spool, and logged.
+   * Appends row `row` of `rows`: its number in the spool, or 0 when it could not be spooled (the spool past its
+   * bound: it is then only in memory, as without a spool, and logged). The line is written with the others of this
+   * turn of the event loop, in one `write`, before anything that waits for it (`afterWrite`) goes on.
    */
   append(rows: UsageRows, row: number): number {
-    if (this.bytes >= this.bounds.maxBytes) return this.notSpooled(undefined);
+    if (this.bytes + this.pending.length >= this.bounds.maxBytes) return this.notSpooled(undefined, 1);
     const seq = this.nextSeq;
-    const line = spoolLine(seq, rows, row, this.scratch);
-    const length = Buffer.byteLength(line);
-    let segment = this.current;
+    this.nextSeq = seq + 1;
+    this.current ??= newSegment(join(this.dir, segmentName(seq)), seq);
+    this.current.next = seq + 1;
+    this.pending += spoolLine(seq, rows, row, this.scratch);
+    this.pendingLines += 1;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.writePending);
+    }
+    return seq;
+  }
+
+  /**
+   * Calls `release` once the lines appended so far are written (at once when none waits): what holds an answer's
+   * last bytes until its record is in the spool (http/request-end.ts, the answer gate).
+   */
+  afterWrite(release: () => void): void {
+    if (this.pendingLines === 0) release();
+    else this.waiters.push(release);
+  }
+
+  /** The lines of this turn, in one write (a `write` is most of what a record costs the spool: group them). */
+  private readonly writePending = (): void => {
+    this.scheduled = false;
+    const text = this.pending;
+    const lines = this.pendingLines;
+    const waiters = this.waiters;
+    this.pending = '';
+    this.pendingLines = 0;
+    this.waiters = [];
+    if (lines > 0) this.write(this.current as Segment, text, lines);
+    for (const release of waiters) release();
+  };
+
+  private write(segment: Segment, text: string, lines: number): void {
+    const length = Buffer.byteLength(text);
     try {
-      segment ??= this.current = this.begin(seq);
-      const fd = segment.fd as number;
-      const written = writeSync(fd, line);
-      if (written !== length) {
-        // A short write (a disk that just filled): the partial line is cut off, so the next line starts clean.
-        ftruncateSync(fd, segment.bytes);
-        return this.notSpooled(new Error(`short write: ${written} of ${length} bytes`));
-      }
+      segment.fd ??= openSync(segment.path, 'a', 0o600);
+      const written = writeSync(segment.fd, text);
+      if (written !== length) throw new Error(`short write: ${written} of ${length} bytes`);
     } catch (error) {
-      if (segment?.fd !== undefined) {
-        try {
-          ftruncateSync(segment.fd, segment.bytes);
-        } catch {
-          // The line may stay cut; a replay skips a line it cannot read.
-        }
+      // A short or failed write (a disk that just filled): what it wrote is cut off, so the next lines start clean.
+      try {
+        if (segment.fd !== undefined) ftruncateSync(segment.fd, segment.bytes);
+      } catch {
+        // The lines may stay cut; a replay skips a line it cannot read.
       }
-      return this.notSpooled(error);
+      this.notSpooled(error, lines);
+      return;
     }
     segment.bytes += length;
-    segment.next = seq + 1;
     this.bytes += length;
-    this.nextSeq = seq + 1;
     this.dirty = true;
     if (segment.bytes >= this.bounds.segmentBytes) this.rotate();
-    return seq;
   }
 
   /** These records are in the store (or were set aside): a segment all of whose records are is deleted. */
@@ -154,8 +185,8 @@ export class UsageSpool {
       }
     }
     while (this.closed[0] && done(this.closed[0])) this.delete(this.closed.shift() as Segment);
-    // An idle spool keeps no file: the current segment goes too once all of it is stored.
-    if (this.current && this.current.next > this.current.first && done(this.current)) {
+    // An idle spool keeps no file: the current segment goes too once all of it is stored (and written).
+    if (this.current && this.current.next > this.current.first && done(this.current) && this.pendingLines === 0) {
       const segment = this.current;
       this.current = undefined;
       this.delete(segment);
@@ -172,6 +203,7 @@ export class UsageSpool {
    * otherwise it stays, and the next start replays it.
    */
   async close(): Promise<void> {
+    this.writePending();
     clearInterval(this.syncTimer);
     this.closing = true;
     const all = this.current ? [...this.closed, this.current] : [...this.closed];
@@ -193,12 +225,6 @@ export class UsageSpool {
     await Promise.all(all.map((segment) => unlink(segment.path).catch(() => undefined)));
     await rmdir(this.dir);
     await this.store.forgetSpool(this.id);
-  }
-
-  private begin(first: number): Segment {
-    const path = join(this.dir, segmentName(first));
-    const fd = openSync(path, 'wx', 0o600);
-    return { first, next: first, bytes: 0, confirmed: 0, path, fd, syncing: false, closeAfterSync: false };
   }
 
   /** Closes the current segment (after one last sync); the next record begins another. */
@@ -262,8 +288,8 @@ export class UsageSpool {
     return oldest;
   }
 
-  private notSpooled(error: unknown): number {
-    this.unspooled += 1;
+  private notSpooled(error: unknown, lines: number): number {
+    this.unspooled += lines;
     const now = Date.now();
     if (now - this.complainedAt >= COMPLAINT_EVERY_MS) {
       this.complainedAt = now;
@@ -276,6 +302,10 @@ export class UsageSpool {
     }
     return 0;
   }
+}
+
+function newSegment(path: string, first: number): Segment {
+  return { first, next: first, bytes: 0, confirmed: 0, path, fd: undefined, syncing: false, closeAfterSync: false };
 }
 
 function done(segment: Segment): boolean {

@@ -45,6 +45,7 @@ function spoolOf(app: FastifyInstance, config: GatewayConfig, store: UsageStore)
   const root = join(config.dataDir, SPOOL_FOLDER);
   const self = ownSpoolOwner();
   const spool = UsageSpool.open(root, self, store, app.log);
+  app.answerHold = (release) => spool.afterWrite(release);
   sweepInBackground(app, 'usage spools could not be replayed', (signal) =>
     replayDeadSpools({ root, self, store, log: app.log, signal }),
   );

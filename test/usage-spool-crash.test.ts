@@ -74,28 +74,41 @@ function call(url: string, agent: Agent, id: string, stream: boolean): Promise<O
 }
 
 /**
- * Keeps CONCURRENCY calls in flight until the gateway is gone; kills it (SIGKILL) once ANSWERED_BEFORE_KILL calls
- * were answered. Returns every call's outcome.
+ * Keeps CONCURRENCY calls in flight until the gateway is gone; kills it (SIGKILL) once ANSWERED_BEFORE_KILL calls were
+ * answered and the store lacks some answered call's record (the batch waiting in memory, which a kill loses without
+ * the spool). Returns every call's outcome.
  */
-async function loadAndKill(gw: GatewayProcess, run: string): Promise<Outcome[]> {
+async function loadAndKill(
+  gw: GatewayProcess,
+  run: string,
+  counts: () => Promise<Map<string, number>>,
+): Promise<Outcome[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const outcomes: Outcome[] = [];
-  let answered = 0;
   let next = 0;
   let killed = false;
   const worker = async () => {
     while (!killed) {
       const n = next++;
-      const outcome = await call(gw.url, agent, `${run}-${n}`, n % 3 === 0);
-      outcomes.push(outcome);
-      if (outcome.answered) answered += 1;
-      if (answered >= ANSWERED_BEFORE_KILL && !killed) {
-        killed = true;
-        gw.child.kill('SIGKILL');
-      }
+      outcomes.push(await call(gw.url, agent, `${run}-${n}`, n % 3 === 0));
     }
   };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const answered = () => outcomes.filter((o) => o.answered);
+  const killer = async () => {
+    await waitFor('calls to be answered', () => answered().length >= ANSWERED_BEFORE_KILL, 60_000);
+    await waitFor(
+      'an answered call not yet in the store',
+      async () => {
+        const seen = answered();
+        const stored = await counts();
+        return seen.some((o) => !stored.has(o.id));
+      },
+      30_000,
+    );
+    killed = true;
+    gw.child.kill('SIGKILL');
+  };
+  await Promise.all([killer(), ...Array.from({ length: CONCURRENCY }, worker)]);
   await gw.exited;
   agent.destroy();
   return outcomes;
@@ -152,7 +165,7 @@ function crashScenario(
     try {
       const first = await startGatewayProcess({ env, dataDir });
       const run = `spool${Date.now().toString(36)}`;
-      const outcomes = await loadAndKill(first, run);
+      const outcomes = await loadAndKill(first, run, counts);
       const answered = outcomes.filter((o) => o.answered);
       assert.ok(answered.length >= ANSWERED_BEFORE_KILL, `${answered.length} calls answered before the kill`);
       // What the store had at the kill: the answered calls whose records were still waiting in memory are missing.

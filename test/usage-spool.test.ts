@@ -297,6 +297,21 @@ function storeSuite(name: string, make: () => Promise<{ store: UsageStore; close
       assert.equal(done?.fields.unreadable, 1, 'the garbage line; the cut last line is not a line');
     });
 
+    test('a spooled record the store refuses is set aside, logged whole; the others are written', async () => {
+      await fresh();
+      const bad = record(3, { completionTokens: 12.5 });
+      deadSpool(root, [linesOf([record(1), record(2), bad, record(4)])]);
+      const log = memoryLog();
+      await replay(log);
+      assert.deepEqual(await storedIds(store()), ['req-1', 'req-2', 'req-4']);
+      const setAside = log.lines.filter((l) => l.level === 'error' && l.msg.includes('dead-lettered'));
+      assert.deepEqual(
+        setAside.map((l) => l.fields.usage_record),
+        [bad],
+      );
+      assert.deepEqual(readdirSync(root), [], 'done with: the folder goes');
+    });
+
     test('a spool whose process is alive is left alone', async () => {
       await fresh();
       const live = join(root, self.token);
@@ -449,6 +464,39 @@ describe('the live spool (embedded store)', () => {
     const ids = await storedIds(store);
     assert.equal(ids.length, 60);
     assert.equal(new Set(ids).size, 60);
+    assert.deepEqual(readdirSync(root), []);
+  });
+
+  test('records dropped from memory while the store is down are written from the spool once it is back', async () => {
+    await store.purge(Number.MAX_SAFE_INTEGER);
+    const root = join(dir, `spool-${randomUUID()}`);
+    const log = memoryLog();
+    let down = true;
+    const flaky = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name === 'appendRows')
+          return (rows: readonly UsageRows[], marks?: Parameters<UsageStore['appendRows']>[1]) =>
+            down ? Promise.reject(new Error('connection refused')) : target.appendRows(rows, marks);
+        return Reflect.get(target, name, receiver) as unknown;
+      },
+    });
+    const spool = UsageSpool.open(root, ownSpoolOwner(), flaky, log);
+    const recorder = new UsageRecorder({ store: flaky, retentionMs: 1e12, log, spool, flushMs: 60_000 });
+    // 20,050 records while the store is down: the recorder keeps the newest 20,000 in memory.
+    for (let i = 1; i <= 20_050; i++) recorder.add(record(i));
+    await written(spool);
+    await recorder.flush();
+    assert.ok(log.lines.some((l) => l.msg.includes('kept for the next batch')));
+    assert.equal(spool.hasStranded, true, 'the 50 oldest are only in the spool');
+    down = false;
+    await recorder.flush();
+    await waitFor('the stranded records to be written', () => !spool.hasStranded);
+    const ids = await storedIds(store);
+    assert.equal(ids.length, 20_050, 'every record, the 50 dropped from memory included');
+    assert.equal(new Set(ids).size, 20_050, 'none twice');
+    assert.ok(log.lines.some((l) => l.msg.includes('written from the spool') && l.fields.written === 50));
+    await waitFor('the spool to be empty', () => segments(spool).length === 0);
+    await recorder.close();
     assert.deepEqual(readdirSync(root), []);
   });
 

@@ -110,3 +110,18 @@ export function isMarked(marks: readonly SpoolMark[], seq: number): boolean {
   }
   return false;
 }
+
+/** The runs of `runs` without the numbers in `marks`. */
+export function without(runs: readonly SpoolMark[], marks: readonly SpoolMark[]): SpoolMark[] {
+  let left = [...runs];
+  for (const mark of marks) {
+    left = left.flatMap((run) => {
+      if (mark.last < run.first || mark.first > run.last) return [run];
+      const parts: SpoolMark[] = [];
+      if (run.first < mark.first) parts.push({ ...run, last: mark.first - 1 });
+      if (run.last > mark.last) parts.push({ ...run, first: mark.last + 1 });
+      return parts;
+    });
+  }
+  return left;
+}

@@ -1,17 +1,11 @@
-import { open, readdir, rename, rmdir, unlink } from 'node:fs/promises';
+import { readdir, rename, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { UsageStore } from '../store/contract.js';
-import { UsageRowsRefused, recordRows } from '../store/usage-sql.js';
-import { writeAroundRefused } from './refused-records.js';
-import { MAX_SPOOL_LINE_CHARS, isMarked, marksOf, parseSpoolLine, type SpooledRecord } from './spool-lines.js';
+import { isMarked } from './spool-lines.js';
 import { isOwnerAlive, parseOwner, type SpoolOwner } from './spool-owner.js';
+import { writeFromSegments } from './spool-reader.js';
 import type { UsageLog } from './usage-log.js';
 import { SEGMENT_NAME } from './usage-spool.js';
-
-/** Records per write of a replay (the recorder's batch size). */
-const REPLAY_BATCH = 500;
-/** Bytes read from a segment at a time: a few hundred lines, parsed between two turns of the event loop. */
-const READ_BYTES = 64 * 1024;
 
 export interface ReplayOptions {
   /** DATA_DIR/usage-spool. */
@@ -71,102 +65,20 @@ async function replayFolder(options: ReplayOptions, spool: string, dir: string):
   const { store, log, signal } = options;
   const marks = await store.spoolMarks(spool);
   const segments = (await readdir(dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
-  const counts = { written: 0, stored: 0, unreadable: 0, setAside: 0 };
-  let batch: SpooledRecord[] = [];
-  const write = async () => {
-    if (batch.length === 0) return;
-    const records = batch;
-    batch = [];
-    await writeSpooled(store, spool, records, (record, error) => {
-      counts.setAside += 1;
-      log.error(
-        { err: error, usage_record: record.record, spool },
-        'a usage record the usage store refused was set aside (dead-lettered): it is in this line, not in the store',
-      );
-    });
-    counts.written += records.length;
-  };
-  for (const segment of segments) {
-    for await (const line of completeLines(join(dir, segment), () => (counts.unreadable += 1))) {
-      if (signal.aborted) return;
-      const spooled = parseSpoolLine(line);
-      if (!spooled) counts.unreadable += 1;
-      else if (isMarked(marks, spooled.seq)) counts.stored += 1;
-      else batch.push(spooled);
-      if (batch.length >= REPLAY_BATCH) await write();
-    }
-  }
-  await write();
-  for (const segment of segments) await unlink(join(dir, segment));
+  const paths = segments.map((name) => join(dir, name));
+  const counts = await writeFromSegments(paths, {
+    store,
+    spool,
+    log,
+    signal,
+    wanted: (seq) => !isMarked(marks, seq),
+  });
+  if (counts.aborted) return;
+  for (const path of paths) await unlink(path);
   await rmdir(dir);
   await store.forgetSpool(spool);
   log.info(
-    { spool, written: counts.written - counts.setAside, already_stored: counts.stored, unreadable: counts.unreadable },
+    { spool, written: counts.written, already_stored: counts.skipped, unreadable: counts.unreadable },
     'usage records of a stopped process were written from its spool',
   );
-}
-
-/** Writes replayed records with their marks; a record the store refuses is set aside as the recorder does. */
-async function writeSpooled(
-  store: UsageStore,
-  spool: string,
-  records: SpooledRecord[],
-  setAside: (record: SpooledRecord, error: UsageRowsRefused) => void,
-): Promise<void> {
-  const append = (part: readonly SpooledRecord[]) =>
-    store.appendRows(
-      [recordRows(part.map((r) => r.record))],
-      marksOf(
-        spool,
-        part.map((r) => r.seq),
-      ),
-    );
-  try {
-    await append(records);
-  } catch (error) {
-    if (!(error instanceof UsageRowsRefused)) throw error;
-    const around = await writeAroundRefused(append, records, error, setAside);
-    if (around.unwritten.length > 0) throw around.error;
-  }
-}
-
-/**
- * The lines of a segment that end in `\n`, read a bounded piece at a time. What follows the last `\n` (a write a
- * crash cut) is left out; a line longer than MAX_SPOOL_LINE_CHARS bytes is skipped whole (`skipped`). Lines are cut
- * at `\n` bytes before they are decoded, so a character split between two reads stays whole.
- */
-async function* completeLines(path: string, skipped: () => void): AsyncGenerator<string> {
-  const file = await open(path, 'r');
-  try {
-    let carry: Buffer[] = [];
-    let carried = 0;
-    let skipping = false;
-    for (;;) {
-      const buffer = Buffer.allocUnsafe(READ_BYTES);
-      const { bytesRead } = await file.read(buffer, 0, READ_BYTES, null);
-      if (bytesRead === 0) return;
-      const chunk = buffer.subarray(0, bytesRead);
-      let start = 0;
-      for (let end = chunk.indexOf(10, start); end !== -1; end = chunk.indexOf(10, start)) {
-        const piece =
-          carried === 0 ? chunk.subarray(start, end) : Buffer.concat([...carry, chunk.subarray(start, end)]);
-        carry = [];
-        carried = 0;
-        start = end + 1;
-        if (skipping) skipping = false;
-        else yield piece.toString('utf8');
-      }
-      if (skipping || start === bytesRead) continue;
-      carry.push(chunk.subarray(start));
-      carried += bytesRead - start;
-      if (carried > MAX_SPOOL_LINE_CHARS) {
-        carry = [];
-        carried = 0;
-        skipping = true;
-        skipped();
-      }
-    }
-  } finally {
-    await file.close();
-  }
 }

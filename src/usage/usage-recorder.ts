@@ -5,6 +5,7 @@ import { writeAroundRefused } from './refused-records.js';
 import { marksOf } from './spool-lines.js';
 import type { UsageLog } from './usage-log.js';
 import type { UsageSpool } from './usage-spool.js';
+import { writeStranded } from './spool-reader.js';
 
 const MAX_BUFFERED = 20_000;
 const PURGE_EVERY_MS = 3_600_000;
@@ -33,6 +34,8 @@ export class UsageRecorder {
   private purgeTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private dropped = 0;
+  /** The pass writing stranded records from the spool, while one runs. */
+  private recovering: Promise<void> | undefined;
   private setAside = 0;
 
   constructor(
@@ -131,11 +134,12 @@ export class UsageRecorder {
     if (waiting.length === 0) {
       if (this.dropped > 0) {
         this.options.log.warn(
-          { dropped: this.dropped },
-          'usage records were dropped while the usage store was unavailable',
+          { dropped: this.dropped, spooled: this.options.spool !== undefined },
+          'usage records were dropped from memory while the usage store was unavailable',
         );
         this.dropped = 0;
       }
+      if (this.options.spool?.hasStranded) this.recoverStranded(this.options.spool);
       return;
     }
     this.options.log.warn(
@@ -199,7 +203,18 @@ export class UsageRecorder {
   async close(): Promise<void> {
     if (this.purgeTimer) clearInterval(this.purgeTimer);
     await this.flush();
+    await this.recovering;
     await this.options.spool?.close();
+  }
+
+  /** The store takes records again: those dropped from memory are written from the spool (one pass at a time). */
+  private recoverStranded(spool: UsageSpool): void {
+    this.recovering ??= writeStranded(spool, this.options.store, this.options.log)
+      .then(() => undefined)
+      .catch((error: unknown) =>
+        this.options.log.warn({ err: error }, 'usage records kept only in the spool could not be written yet'),
+      )
+      .finally(() => (this.recovering = undefined));
   }
 
   /** Hands the current buffer to the next write (if it holds anything) and starts a new one. */
@@ -230,6 +245,8 @@ export class UsageRecorder {
         this.recycle(oldest);
       }
       const n = Math.min(excess, this.pending.length);
+      // A spooled record dropped here is only in the spool now: it is written from there later (`recoverStranded`).
+      this.options.spool?.strand(this.pending.slice(0, n).map((record) => record.spoolSeq));
       this.pending = this.pending.slice(n);
       this.dropped += n;
       excess -= n;

@@ -3,7 +3,7 @@ import { close as closeFd } from 'node:fs';
 import { rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SpoolMark, UsageRows, UsageStore } from '../store/contract.js';
-import { spoolLine, spoolScratch } from './spool-lines.js';
+import { marksOf, spoolLine, spoolScratch, without } from './spool-lines.js';
 import type { SpoolOwner } from './spool-owner.js';
 import type { UsageLog } from './usage-log.js';
 
@@ -75,6 +75,8 @@ export class UsageSpool {
   private pendingLines = 0;
   private waiters: Array<() => void> = [];
   private scheduled = false;
+  /** Records only in the spool (dropped from the recorder's memory), by runs of numbers. */
+  private stranded: SpoolMark[] = [];
   /** Deletions in flight (the close waits for them). */
   private readonly deletions = new Set<Promise<void>>();
 
@@ -184,13 +186,48 @@ export class UsageSpool {
         if (overlap > 0) segment.confirmed += overlap;
       }
     }
-    while (this.closed[0] && done(this.closed[0])) this.delete(this.closed.shift() as Segment);
+    if (this.stranded.length > 0) this.stranded = without(this.stranded, marks);
+    // Any closed segment whose records are all stored goes (one that holds stranded records waits for them).
+    for (const segment of this.closed.filter(done)) {
+      this.closed.splice(this.closed.indexOf(segment), 1);
+      this.delete(segment);
+    }
     // An idle spool keeps no file: the current segment goes too once all of it is stored (and written).
     if (this.current && this.current.next > this.current.first && done(this.current) && this.pendingLines === 0) {
       const segment = this.current;
       this.current = undefined;
       this.delete(segment);
     }
+  }
+
+  /**
+   * Records the recorder dropped from memory (the store was down too long, src/usage/usage-recorder.ts): they are
+   * only here now, and are written from here once the store takes records again (`strandedSegments`).
+   */
+  strand(seqs: readonly number[]): void {
+    this.stranded.push(...marksOf(this.id, seqs));
+  }
+
+  get hasStranded(): boolean {
+    return this.stranded.length > 0;
+  }
+
+  /**
+   * The segments that hold stranded records, with those records' numbers; the current segment is closed first when it
+   * holds some (nothing is appended to a segment being read).
+   */
+  strandedSegments(): Array<{ path: string; marks: SpoolMark[] }> {
+    const holds = (segment: Segment) => this.stranded.some((m) => m.first < segment.next && m.last >= segment.first);
+    if (this.current && holds(this.current)) {
+      this.writePending();
+      this.rotate();
+    }
+    return this.closed.filter(holds).map((segment) => ({
+      path: segment.path,
+      marks: this.stranded
+        .filter((m) => m.first < segment.next && m.last >= segment.first)
+        .map((m) => ({ ...m, first: Math.max(m.first, segment.first), last: Math.min(m.last, segment.next - 1) })),
+    }));
   }
 
   /** Records that could not be spooled since the start. */

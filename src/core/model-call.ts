@@ -125,6 +125,8 @@ export class ModelCall {
       model: shared.canonicalModel(this.model),
       upstream: first.upstream,
       estimatedTokens: estimate,
+      // The model's window bounds the estimate (no completion is longer): the config's, else the price catalog's.
+      contextWindow: shared.prices.of(this.model).contextWindow,
       requestId: input.requestId,
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
       ...(input.callerLimits ? { callerLimits: input.callerLimits } : {}),

@@ -1,6 +1,14 @@
 import type { LimitSet, LimitsConfig, WindowLimit } from '../config/types.js';
-import type { ChatMessage, Usage } from '../providers/contract.js';
+import type { Usage } from '../providers/contract.js';
 import { costMicros, dearestPerMillion, type Pricing } from './pricing.js';
+import {
+  boundedEstimate,
+  debtBound,
+  windowNeed,
+  type BoundedEstimate,
+  type TokenEstimate,
+} from './admission-estimate.js';
+import { isStoreOutage } from '../store/store-outage.js';
 
 /** A scoped key's budget per rolling period: tokens, and/or cost in millionths of a USD (priced models only). */
 export interface Budget {
@@ -11,7 +19,8 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from './rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from './rate-limit-headers.js';
 import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
-import { estimatePromptTokens } from './token-estimate.js';
+
+export { DEFAULT_COMPLETION_TOKENS, estimateTokens, type TokenEstimate } from './admission-estimate.js';
 
 export interface AdmissionRequest {
   caller: string;
@@ -19,6 +28,8 @@ export interface AdmissionRequest {
   upstream: string;
   /** What the call may cost (prompt estimate + max_tokens), charged up front and corrected afterwards. */
   estimatedTokens: TokenEstimate;
+  /** The model's context window, if known: no choice's completion is longer (bounds the estimate). */
+  contextWindow?: number | undefined;
   requestId: string;
   /** How long a concurrency slot may be held before it expires by itself (the call's total budget + margin). */
   leaseMs: number;
@@ -54,6 +65,8 @@ export interface RateLimitServiceOptions {
   config: LimitsConfig;
   /** Called when the store fails or recovers, so health can show `degraded`. */
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
+  /** Called with an error of a settlement that is not a store outage (a bug: logged, never hidden as an outage). */
+  onInternalError?: (error: unknown) => void;
 }
 
 interface Described {
@@ -98,7 +111,10 @@ export class RateLimitService {
       this.options.onStoreHealth(true);
       return admission;
     } catch (error) {
-      if (error instanceof GatewayError) throw error;
+      // Only an outage of the store may let a call through unchecked. Any other error (a value the store cannot
+      // hold, a broken invariant of ours) would happen again on every call: failing open on it switched limits
+      // off for good (issue 41). It goes to the error handler: a logged 500 internal_error, never admitted.
+      if (!isStoreOutage(error)) throw error;
       this.options.onStoreHealth(false, error);
       if (this.options.config.onStoreFailure === 'closed') {
         throw new GatewayError('rate_limit_store_unavailable', { policy: 'closed' }, { cause: error });
@@ -199,16 +215,19 @@ export class RateLimitService {
     const plan = this.planFor(scopes, request);
     let limits = plan.items;
     let described = plan.described;
-    const estimate = request.estimatedTokens;
+    // Bounded before any of it reaches a store: by the model's window and the usage bound (admission-estimate.ts).
+    const estimate = boundedEstimate(request.estimatedTokens, request.contextWindow);
     if (plan.hasTokens) {
       limits = limits.map((item, i) => {
         const about = plan.described[i];
         if (about?.what !== 'tokens' || item.kind !== 'rate') return item;
-        const cost = Math.max(1, tokensOf(estimate));
+        const tokens = Math.max(1, estimate.total);
+        // No charge puts more than MAX_DEBT_WINDOWS windows of debt on a key (gcra.ts, "Bounds").
+        const cost = debtBound(tokens, item.limit);
         // A budget admits while any of it is left and may be overdrawn by this one call (docs/auth.md).
         if (about.scope.kind === 'budget') return { ...item, cost, need: 1 };
-        const need = windowNeed(estimate, cost);
-        if (need > item.limit) throw exceedsLimit(about, item, need, estimate);
+        const need = windowNeed(estimate, tokens);
+        if (need > item.limit) throw exceedsLimit(about, item, need, estimate, request.estimatedTokens);
         return need < cost ? { ...item, cost, need } : { ...item, cost };
       });
     }
@@ -222,7 +241,7 @@ export class RateLimitService {
         id: request.caller,
         limits: { requests: undefined, tokens: undefined, concurrent: undefined },
       };
-      const cost = Math.ceil(tokensOf(estimate) * perToken);
+      const cost = debtBound(Math.ceil(estimate.total * perToken), costBudget.limit);
       limits = [
         ...limits,
         {
@@ -262,7 +281,7 @@ export class RateLimitService {
               key: limit.key,
               limit: limit.limit,
               windowMs: limit.windowMs,
-              delta: Math.max(0, actualTokens) - limit.cost,
+              delta: debtBound(Math.max(0, actualTokens), limit.limit) - limit.cost,
             });
           } else if (limit && usage && what === 'cost') {
             // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
@@ -272,14 +291,15 @@ export class RateLimitService {
               key: limit.key,
               limit: limit.limit,
               windowMs: limit.windowMs,
-              delta: micros - limit.cost,
+              delta: debtBound(micros, limit.limit) - limit.cost,
             });
           }
         }
         if (items.length === 0) return;
-        await limiter
-          .settle(items, request.requestId)
-          .catch((error: unknown) => this.options.onStoreHealth(false, error));
+        await limiter.settle(items, request.requestId).catch((error: unknown) => {
+          if (isStoreOutage(error)) this.options.onStoreHealth(false, error);
+          else this.options.onInternalError?.(error);
+        });
       },
     };
   }
@@ -345,50 +365,13 @@ export class RateLimitService {
   }
 }
 
-/** A call's admission estimate: its prompt's tokens and the completion it may ask for. */
-export interface TokenEstimate {
-  prompt: number;
-  /** The caller's `max_tokens`, or undefined when it sent none (then DEFAULT_COMPLETION_TOKENS is assumed). */
-  maxTokens: number | undefined;
-}
-
-/** The completion assumed for a call without `max_tokens`: a guess of ours, not the caller's demand. */
-export const DEFAULT_COMPLETION_TOKENS = 1024;
-
-/**
- * The admission estimate of a call's tokens: the prompt by the one estimate (core/token-estimate.ts: messages,
- * tool calls and tool definitions), plus `max_tokens` (or DEFAULT_COMPLETION_TOKENS when the caller sets none).
- * Corrected with the provider's reported usage when the call ends.
- */
-export function estimateTokens(
-  messages: readonly ChatMessage[],
-  tools: unknown,
-  maxTokens: number | undefined,
-): TokenEstimate {
-  return { prompt: estimatePromptTokens(messages, tools), maxTokens };
-}
-
-export function tokensOf(estimate: TokenEstimate): number {
-  return estimate.prompt + (estimate.maxTokens ?? DEFAULT_COMPLETION_TOKENS);
-}
-
-/**
- * What must be left of a token limit per window to admit a call (the whole estimate is charged either way). A
- * `max_tokens` the caller chose is the most the call may use: room for all of it is needed. Without one, the
- * completion part of the estimate is our own guess: room for the prompt is enough, the charge may overdraw the
- * window by that guess, and the real usage corrects it when the call ends. So a call is never refused forever,
- * or held back, because of our default.
- */
-function windowNeed(estimate: TokenEstimate, cost: number): number {
-  return estimate.maxTokens === undefined ? Math.max(1, Math.min(estimate.prompt, cost)) : cost;
-}
-
 /** A call that needs more than a whole window can ever hold: a 400 that says so, not a 429 whose wait cannot help. */
 function exceedsLimit(
   about: Described,
   limit: { limit: number; windowMs: number },
   need: number,
-  estimate: TokenEstimate,
+  estimate: BoundedEstimate,
+  asked: TokenEstimate,
 ): GatewayError {
   return new GatewayError('request_exceeds_limit', {
     limit: about.what,
@@ -398,6 +381,6 @@ function exceedsLimit(
     window_seconds: Math.ceil(limit.windowMs / 1000),
     estimated_tokens: need,
     estimated_prompt_tokens: estimate.prompt,
-    max_tokens: estimate.maxTokens ?? null,
+    max_tokens: asked.maxTokens ?? null,
   });
 }

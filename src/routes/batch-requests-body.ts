@@ -6,6 +6,7 @@ import { JSON_MEDIA_TYPES, POISONED_KEYS, compressedBodyRefusal, readJson } from
 import { MAX_JSON_DEPTH } from '../http/json-shape.js';
 import type { FieldProblem } from '../http/validation-details.js';
 import { JsonItemsError, jsonArrayItems, type JsonItem } from '../streaming/json-array-items.js';
+import { tokenCountSchema } from '../providers/request-bounds.js';
 
 /** One request of Anthropic's create, as today's whole-body schema checked it (`requests.items`). */
 const requestSchema = {
@@ -13,7 +14,12 @@ const requestSchema = {
   required: ['custom_id', 'params'],
   properties: {
     custom_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
-    params: { type: 'object', required: ['model'], properties: { model: { type: 'string' } } },
+    // `max_tokens` bounded here too (providers/request-bounds.ts): refused at create, not line by line.
+    params: {
+      type: 'object',
+      required: ['model'],
+      properties: { model: { type: 'string' }, max_tokens: tokenCountSchema },
+    },
   },
 } as const;
 

@@ -215,6 +215,7 @@ export class RateLimitService {
     const plan = this.planFor(scopes, request);
     let limits = plan.items;
     let described = plan.described;
+    let policy = plan.policy;
     // Bounded before any of it reaches a store: by the model's window and the usage bound (admission-estimate.ts).
     const estimate = boundedEstimate(request.estimatedTokens, request.contextWindow);
     if (plan.hasTokens) {
@@ -254,6 +255,9 @@ export class RateLimitService {
         },
       ];
       described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
+      // Listed in RateLimit-Policy like every other limit that applied (it was missing: an empty header).
+      const costPolicy = rateLimitPolicy([{ limit: costBudget.limit, windowMs: costBudget.windowMs, name: 'cost per budget' }]);
+      policy = policy ? `${policy}, ${costPolicy}` : costPolicy;
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
     const applied: AppliedLimit[] = [];
@@ -267,7 +271,7 @@ export class RateLimitService {
     if (!admitted) throw this.refusal(limits, outcomes, described, applied);
 
     return {
-      headers: rateLimitHeaders(applied, plan.policy),
+      headers: rateLimitHeaders(applied, policy),
       finish: async (usage) => {
         const items: AdmissionSettlement[] = [];
         const actualTokens = usage?.total_tokens;

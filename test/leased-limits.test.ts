@@ -194,8 +194,7 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
       admit: async (limits, token, now) => {
         if (gate && limits.some((l) => l.key === gatedKey)) await gate;
         const result = await s.inner.admit(limits, token, now);
-        if (result.admitted)
-          for (const l of limits) if (l.kind === 'rate' && l.key === counted) units.taken += l.cost;
+        if (result.admitted) for (const l of limits) if (l.kind === 'rate' && l.key === counted) units.taken += l.cost;
         return result;
       },
       settle: (items, token, now) => {

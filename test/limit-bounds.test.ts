@@ -168,7 +168,10 @@ describe('caller numbers cannot switch limits off (embedded store)', () => {
     assert.equal(spending.status, 200, spending.text);
     assertLimited(spending, 'the spending call');
     // Settled with the real usage (1,100 tokens) after the answer went out.
-    await waitFor('the budget is settled with the real usage', () => (storedTat(budgetKey) ?? 0) > Date.now() + 3_000_000);
+    await waitFor(
+      'the budget is settled with the real usage',
+      () => (storedTat(budgetKey) ?? 0) > Date.now() + 3_000_000,
+    );
     const refused = await chatAs(gw.url, key.key, chatBody());
     assert.equal(refused.status, 429, refused.text);
     assert.equal(refused.json.code, 'budget_exceeded');
@@ -184,10 +187,22 @@ describe('caller numbers cannot switch limits off (embedded store)', () => {
     const contents = [{ role: 'user', parts: [{ text: 'Hello?' }] }];
     const anthropic = { 'anthropic-version': '2023-06-01' };
     const cases: Array<[string, Promise<Answer>, string]> = [
-      ['chat max_completion_tokens', post(CHAT, { model: 'fast', messages, max_completion_tokens: 1e15 }), 'max_completion_tokens'],
-      ['chat max_tokens past the bound', post(CHAT, { model: 'fast', messages, max_tokens: 100_000_001 }), 'max_tokens'],
+      [
+        'chat max_completion_tokens',
+        post(CHAT, { model: 'fast', messages, max_completion_tokens: 1e15 }),
+        'max_completion_tokens',
+      ],
+      [
+        'chat max_tokens past the bound',
+        post(CHAT, { model: 'fast', messages, max_tokens: 100_000_001 }),
+        'max_tokens',
+      ],
       ['chat n', post(CHAT, { model: 'fast', messages, n: 129 }), 'n'],
-      ['responses', post('/v1/responses', { model: 'fast', input: 'Hello?', max_output_tokens: 1e15 }), 'max_output_tokens'],
+      [
+        'responses',
+        post('/v1/responses', { model: 'fast', input: 'Hello?', max_output_tokens: 1e15 }),
+        'max_output_tokens',
+      ],
       ['messages', post('/v1/messages', { model: 'fast', max_tokens: 1e15, messages }, anthropic), 'max_tokens'],
       [
         'gemini maxOutputTokens',
@@ -199,10 +214,17 @@ describe('caller numbers cannot switch limits off (embedded store)', () => {
         post('/v1beta/models/fast:generateContent', { contents, generationConfig: { candidateCount: 129 } }),
         'generationConfig.candidateCount',
       ],
-      ['embeddings dimensions', post('/v1/embeddings', { model: 'fast', input: 'x', dimensions: 100_001 }), 'dimensions'],
+      [
+        'embeddings dimensions',
+        post('/v1/embeddings', { model: 'fast', input: 'x', dimensions: 100_001 }),
+        'dimensions',
+      ],
       [
         'gemini outputDimensionality',
-        post('/v1beta/models/fast:embedContent', { content: { parts: [{ text: 'x' }] }, outputDimensionality: 100_001 }),
+        post('/v1beta/models/fast:embedContent', {
+          content: { parts: [{ text: 'x' }] },
+          outputDimensionality: 100_001,
+        }),
         'outputDimensionality',
       ],
       [
@@ -331,9 +353,7 @@ describe('only a store outage fails open; any other error is a 500 that admits n
       assert.ok(!answer.text.includes('too large'), 'no internal text reaches the caller');
       assert.equal(mock.chatRequests().length, seen, 'not admitted: the upstream saw nothing');
       await waitFor('the error is logged with the request id', () =>
-        gw.logLines.some(
-          (l) => l.includes('"unexpected error"') && l.includes(String(answer.headers['x-request-id'])),
-        ),
+        gw.logLines.some((l) => l.includes('"unexpected error"') && l.includes(String(answer.headers['x-request-id']))),
       );
       const health = await gw.health();
       assert.equal(health.status, 'ok', JSON.stringify(health));
@@ -414,7 +434,12 @@ describe('a budget window that cannot be read is repaired: the real process, res
     const created = await httpCall(`${first.url}${KEYS}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'b', models: ['*'], routes: ['chat'], budget: { tokens: 1000, period_seconds: 3600 } }),
+      body: JSON.stringify({
+        name: 'b',
+        models: ['*'],
+        routes: ['chat'],
+        budget: { tokens: 1000, period_seconds: 3600 },
+      }),
     });
     assert.equal(created.status, 201, created.text);
     const { id, key } = JSON.parse(created.text) as { id: string; key: string };

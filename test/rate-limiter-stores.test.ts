@@ -183,7 +183,11 @@ describe('a stored window that cannot be read is repaired, not skipped; an outag
         const refused = await limiter.consume(key, 1000, HOUR, 1, NOW);
         assert.equal(refused.allowed, false, key);
         assert.equal(refused.retryAfterMs, 3600, key);
-        assert.equal(await client.get(`${prefix}rl:${key}`), String(NOW + HOUR), `${key}: written back as a whole number`);
+        assert.equal(
+          await client.get(`${prefix}rl:${key}`),
+          String(NOW + HOUR),
+          `${key}: written back as a whole number`,
+        );
         const ttl = await client.pttl(`${prefix}rl:${key}`);
         assert.ok(ttl > 0 && ttl <= HOUR, `${key}: expires by itself (${ttl} ms)`);
       }

@@ -256,7 +256,9 @@ export class RateLimitService {
       ];
       described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
       // Listed in RateLimit-Policy like every other limit that applied (it was missing: an empty header).
-      const costPolicy = rateLimitPolicy([{ limit: costBudget.limit, windowMs: costBudget.windowMs, name: 'cost per budget' }]);
+      const costPolicy = rateLimitPolicy([
+        { limit: costBudget.limit, windowMs: costBudget.windowMs, name: 'cost per budget' },
+      ]);
       policy = policy ? `${policy}, ${costPolicy}` : costPolicy;
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);

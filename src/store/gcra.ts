@@ -38,11 +38,7 @@ export function gcraCeiling(now: number, windowMs: number): number {
  * not a finite number, or lies beyond the ceiling, is `repaired` to now + tau (one full window of debt), which the
  * backend writes back; a past one reads as now.
  */
-export function gcraStoredTat(
-  stored: unknown,
-  now: number,
-  windowMs: number,
-): { tat: number; repaired: boolean } {
+export function gcraStoredTat(stored: unknown, now: number, windowMs: number): { tat: number; repaired: boolean } {
   if (stored === undefined || stored === null) return { tat: now, repaired: false };
   if (typeof stored !== 'number' || !Number.isFinite(stored) || stored > gcraCeiling(now, windowMs))
     return { tat: now + gcraTolerance(windowMs), repaired: true };

@@ -26,7 +26,10 @@ export interface StorageLimits {
   total: number;
 }
 
-/** What `reserve` answers: done, or which limit it would pass and what that limit already holds. */
+/**
+ * What `reserve` answers: done, or which limit it would pass and the bytes that limit already holds besides this
+ * write's own reservation (so `usedBytes + bytes > limitBytes`).
+ */
 export type ReserveOutcome =
   | { reserved: true }
   | { reserved: false; limit: 'owner' | 'total'; usedBytes: number; limitBytes: number };

@@ -117,12 +117,13 @@ export class PostgresStorageUseStore implements StorageUseStore {
         `SELECT bytes FROM ${this.p}storage_reservations WHERE id = $1`,
         [id],
       );
-      const more = bytes - Number(current.rows[0]?.bytes ?? 0);
+      const held = Number(current.rows[0]?.bytes ?? 0);
+      const more = bytes - held;
       if (more > 0 && limits) {
         if (mine + more > limits.perOwner)
-          return { reserved: false, limit: 'owner', usedBytes: mine, limitBytes: limits.perOwner } as const;
+          return { reserved: false, limit: 'owner', usedBytes: mine - held, limitBytes: limits.perOwner } as const;
         if (all + more > limits.total)
-          return { reserved: false, limit: 'total', usedBytes: all, limitBytes: limits.total } as const;
+          return { reserved: false, limit: 'total', usedBytes: all - held, limitBytes: limits.total } as const;
       }
       await client.query(
         `INSERT INTO ${this.p}storage_reservations (id, owner, bytes, expires_ms) VALUES ($1, $2, $3, $4)

@@ -41,7 +41,8 @@ export class SqliteStorageUseStore implements StorageUseStore {
     );
     const take = db.transaction(
       (id: string, owner: string, bytes: number, expiresMs: number, limits: StorageLimits | undefined) => {
-        const more = bytes - (this.reservedOf.get(id) ?? 0);
+        const current = this.reservedOf.get(id) ?? 0;
+        const more = bytes - current;
         if (more <= 0) {
           this.renew.run(expiresMs, id);
           return { reserved: true } as const;
@@ -49,10 +50,10 @@ export class SqliteStorageUseStore implements StorageUseStore {
         if (limits) {
           const mine = this.useOf.get(owner) ?? 0;
           if (mine + more > limits.perOwner)
-            return { reserved: false, limit: 'owner', usedBytes: mine, limitBytes: limits.perOwner } as const;
+            return { reserved: false, limit: 'owner', usedBytes: mine - current, limitBytes: limits.perOwner } as const;
           const all = this.useOf.get(ALL_OWNERS) ?? 0;
           if (all + more > limits.total)
-            return { reserved: false, limit: 'total', usedBytes: all, limitBytes: limits.total } as const;
+            return { reserved: false, limit: 'total', usedBytes: all - current, limitBytes: limits.total } as const;
         }
         this.upsert.run(id, owner, bytes, expiresMs);
         return { reserved: true } as const;

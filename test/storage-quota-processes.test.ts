@@ -70,7 +70,9 @@ function postFile(gw: GatewayProcess, bytes: Buffer): Promise<{ status: number; 
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (part: string) => (text += part));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) as Record<string, unknown> }));
+      res.once('end', () =>
+        resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) as Record<string, unknown> }),
+      );
     });
     req.end(body);
   });

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DiskContent } from '../src/store/sqlite/disk-content.js';
@@ -100,7 +101,7 @@ describe('the ledger starts from what is stored when it is added', () => {
         ['key:k1', 50],
       ] as const) {
         const id = `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-        await stores.files.put(id, [Buffer.alloc(size)], size, () => ({
+        await stores.files.put(id, Readable.from([Buffer.alloc(size)]), size, () => ({
           id,
           owner,
           purpose: 'batch',

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import OpenAI, { toFile } from 'openai';
 import { request } from 'undici';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
@@ -31,13 +32,14 @@ function fileForm(bytes: Buffer, boundary = 'quota-boundary'): { head: Buffer; t
 async function postFile(gw: TestGateway, token: string, bytes: Buffer, chunked = false): Promise<Answer> {
   const { head, tail, type } = fileForm(bytes);
   const headers = { authorization: `Bearer ${token}`, 'content-type': type };
-  if (!chunked) return call(`${gw.url}/v1/files`, { method: 'POST', headers, body: Buffer.concat([head, bytes, tail]) });
+  if (!chunked)
+    return call(`${gw.url}/v1/files`, { method: 'POST', headers, body: Buffer.concat([head, bytes, tail]) });
   async function* pieces() {
     yield head;
     for (let at = 0; at < bytes.length; at += 64 * KB) yield bytes.subarray(at, at + 64 * KB);
     yield tail;
   }
-  const response = await request(`${gw.url}/v1/files`, { method: 'POST', headers, body: pieces() });
+  const response = await request(`${gw.url}/v1/files`, { method: 'POST', headers, body: Readable.from(pieces()) });
   const text = await response.body.text();
   return { status: response.statusCode, headers: response.headers, text, json: JSON.parse(text) as Answer['json'] };
 }

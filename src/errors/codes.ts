@@ -233,7 +233,8 @@ export const ERROR_CODES = {
   },
   storage_full: {
     status: 507,
-    message: "The gateway's storage for files holds all it is configured to (files.quota_bytes_total); nothing was kept.",
+    message:
+      "The gateway's storage for files holds all it is configured to (files.quota_bytes_total); nothing was kept.",
   },
   disk_full: {
     status: 507,

@@ -36,14 +36,19 @@ export async function openFileStores(config: GatewayConfig, sqlite: SqliteStore)
       close: () => stores.close(),
     };
   }
-  const [{ DiskContent }, { SqliteFileStore }, { SqliteUploadStore }, { SqliteForwardedFileStore }, { SqliteStorageUseStore }] =
-    await Promise.all([
-      import('./sqlite/disk-content.js'),
-      import('./sqlite/sqlite-files.js'),
-      import('./sqlite/sqlite-uploads.js'),
-      import('./sqlite/sqlite-forwarded-files.js'),
-      import('./sqlite/sqlite-storage-use.js'),
-    ]);
+  const [
+    { DiskContent },
+    { SqliteFileStore },
+    { SqliteUploadStore },
+    { SqliteForwardedFileStore },
+    { SqliteStorageUseStore },
+  ] = await Promise.all([
+    import('./sqlite/disk-content.js'),
+    import('./sqlite/sqlite-files.js'),
+    import('./sqlite/sqlite-uploads.js'),
+    import('./sqlite/sqlite-forwarded-files.js'),
+    import('./sqlite/sqlite-storage-use.js'),
+  ]);
   const root = config.dataDir === ':memory:' ? mkdtempSync(join(tmpdir(), 'gw-files-')) : config.dataDir;
   return {
     files: new SqliteFileStore(sqlite.db, new DiskContent(join(root, 'files'))),

@@ -31,8 +31,7 @@ export interface StorageLimits {
  * write's own reservation (so `usedBytes + bytes > limitBytes`).
  */
 export type ReserveOutcome =
-  | { reserved: true }
-  | { reserved: false; limit: 'owner' | 'total'; usedBytes: number; limitBytes: number };
+  { reserved: true } | { reserved: false; limit: 'owner' | 'total'; usedBytes: number; limitBytes: number };
 
 export interface StorageUseStore {
   /**

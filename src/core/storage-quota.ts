@@ -107,7 +107,7 @@ export class StorageQuota {
 
   private refusal(limit: 'owner' | 'total', usedBytes: number, requestedBytes: number): GatewayError {
     if (limit === 'total') {
-      // Everyone's bytes: the figure is the operator's (logs, metrics), not a caller's to see.
+      // What everyone stores is not a caller's to see: the quota's name and size only.
       return new GatewayError('storage_full', { quota: TOTAL_QUOTA, limit_bytes: this.limits.total }, NOT_RETRIED);
     }
     return new GatewayError(

@@ -48,6 +48,7 @@ import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
 import { wireFiles, type WiredFiles } from './wiring/files.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
+import type { StorageUseStore } from './store/storage-use.js';
 import { ConfigGenerations } from './core/config-generation.js';
 import { firstGeneration } from './wiring/config-generation.js';
 import { wireConfigReload, type ReloadTrigger } from './wiring/config-reload.js';
@@ -81,8 +82,11 @@ export interface AppDependencies {
   responseCache?: ResponseCacheStore;
   /** Batches and their lines (OpenAI's Batch API, Anthropic's Message Batches); without it the batch paths are 404. */
   batches?: BatchStore;
-  /** Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. */
-  files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
+  /**
+   * Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. `storage`: the
+   * stored bytes ledger; without it the storage quotas are not applied.
+   */
+  files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
   /**

@@ -86,7 +86,7 @@ export class PresignService {
       throw new GatewayError('presigned_url_used', { id });
     }
     try {
-      const part = await this.service.addPart(upload.owner, id, content);
+      const part = await this.service.addPart(upload.owner, id, content, contentLength);
       return await this.service.complete(upload.owner, id, [part.id]);
     } catch (error) {
       await this.uploads.releasePresign(id, claims.nonce);

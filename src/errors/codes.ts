@@ -173,6 +173,10 @@ export const ERROR_CODES = {
     status: 413,
     message: 'The file, upload or part is larger than the configured bound; see details.',
   },
+  exceeds_storage_quota: {
+    status: 413,
+    message: 'The file, upload or part alone is larger than a storage quota of this gateway; details names the quota.',
+  },
   upload_not_pending: {
     status: 409,
     message: 'The upload is no longer taking parts (completed, cancelled or expired); see details.status.',
@@ -206,6 +210,11 @@ export const ERROR_CODES = {
     status: 429,
     message: 'A rate limit of this gateway is exhausted; retry after the time in Retry-After. details names the limit.',
   },
+  storage_quota_exceeded: {
+    status: 429,
+    message:
+      "The caller's stored bytes would pass its storage quota; delete files (or cancel uploads) first. details names the quota.",
+  },
   upstream_rate_limited: {
     upstream: { retried: true, opensCircuit: false },
     status: 429,
@@ -221,6 +230,15 @@ export const ERROR_CODES = {
   internal_error: {
     status: 500,
     message: 'The gateway failed unexpectedly; the request id identifies it in the logs.',
+  },
+  storage_full: {
+    status: 507,
+    message:
+      "The gateway's storage for files holds all it is configured to (files.quota_bytes_total); nothing was kept.",
+  },
+  disk_full: {
+    status: 507,
+    message: "The disk holding the gateway's files is full; nothing of this write was kept.",
   },
   upstream_error: {
     upstream: RETRIED_FAILURE,

@@ -4,7 +4,7 @@ import type { UploadService } from '../core/upload-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readMultipart } from '../http/multipart.js';
 import { CALLER_FILE_PURPOSES } from '../wire/openai-files.js';
-import { expiresAfter } from './files.js';
+import { declaredLength, expiresAfter } from './files.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -94,7 +94,7 @@ export function makeUploadHandlers(
         maxFieldBytes: 1024,
       });
       const part = await form.file;
-      return reply.send(await uploads.addPart(request.caller, id, part.content));
+      return reply.send(await uploads.addPart(request.caller, id, part.content, declaredLength(request)));
     },
     async complete(request, reply) {
       const body = request.body as { part_ids: string[]; md5?: string };
@@ -108,8 +108,7 @@ export function makeUploadHandlers(
     },
     async putPresigned(request, reply) {
       const { token } = request.params as { token?: string };
-      const length = request.headers['content-length'];
-      const contentLength = length !== undefined && /^\d{1,16}$/.test(length) ? Number(length) : undefined;
+      const contentLength = declaredLength(request);
       if (request.headers['transfer-encoding'] !== undefined && contentLength === undefined) {
         throw new GatewayError('presigned_size_mismatch', { header: 'content-length', problem: 'required' });
       }

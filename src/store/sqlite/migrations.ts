@@ -1,3 +1,5 @@
+import { STORAGE_USE_SQL } from './storage-use-migration.js';
+
 /**
  * Forward-only schema migrations of the embedded store, applied in order inside one immediate transaction each.
  * A migration is never edited after it has shipped: add a new one.
@@ -395,5 +397,11 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
             started_ms INTEGER NOT NULL
           ) STRICT;
           CREATE INDEX batch_creates_started ON batch_creates (started_ms);`,
+  },
+  {
+    version: 24,
+    name: 'storage_use',
+    // Storage quotas (issue 41, docs/files.md "Storage quotas"): the stored bytes per owner, kept by triggers.
+    sql: STORAGE_USE_SQL,
   },
 ];

@@ -280,44 +280,8 @@ export class RateLimitService {
     return {
       headers: rateLimitHeaders(applied, policy),
       finish: async (usage, deliveredTokens) => {
-        const items: AdmissionSettlement[] = [];
-        const actualTokens = usage?.total_tokens;
         const floor = usage === undefined ? deliveredFloor(estimate, deliveredTokens) : undefined;
-        for (let i = 0; i < limits.length; i++) {
-          const limit = limits[i];
-          const what = described[i]?.what;
-          if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
-          else if (limit && floor && (what === 'tokens' || what === 'cost')) {
-            // A stream cut before its usage (issue 41, adversarial pass): at least what it delivered is charged.
-            const units =
-              what === 'tokens'
-                ? floor.total_tokens
-                : request.pricing
-                  ? Math.ceil(costMicros(floor, request.pricing))
-                  : 0;
-            const delta = debtBound(units, limit.limit) - limit.cost;
-            if (delta > 0)
-              items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta });
-          } else if (limit && actualTokens !== undefined && what === 'tokens') {
-            items.push({
-              kind: 'rate',
-              key: limit.key,
-              limit: limit.limit,
-              windowMs: limit.windowMs,
-              delta: debtBound(Math.max(0, actualTokens), limit.limit) - limit.cost,
-            });
-          } else if (limit && usage && what === 'cost') {
-            // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
-            const micros = request.pricing ? Math.round(costMicros(usage, request.pricing)) : 0;
-            items.push({
-              kind: 'rate',
-              key: limit.key,
-              limit: limit.limit,
-              windowMs: limit.windowMs,
-              delta: debtBound(micros, limit.limit) - limit.cost,
-            });
-          }
-        }
+        const items = settlementsOf(limits, described, usage, floor, request.pricing);
         if (items.length === 0) return;
         await limiter.settle(items, request.requestId).catch((error: unknown) => {
           if (isStoreOutage(error)) this.options.onStoreHealth(false, error);
@@ -386,6 +350,51 @@ export class RateLimitService {
       { headers: rateLimitHeaders(applied) },
     );
   }
+}
+
+/**
+ * The store items that end an admission: every slot freed; token and cost limits corrected with the real usage, or
+ * raised to `floor` (what a stream cut before its usage delivered) when that is more than was charged.
+ */
+function settlementsOf(
+  limits: readonly AdmissionLimit[],
+  described: readonly Described[],
+  usage: Usage | undefined,
+  floor: Usage | undefined,
+  pricing: Pricing | undefined,
+): AdmissionSettlement[] {
+  const items: AdmissionSettlement[] = [];
+  const actualTokens = usage?.total_tokens;
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i];
+    const what = described[i]?.what;
+    if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
+    else if (limit && floor && (what === 'tokens' || what === 'cost')) {
+      // A stream cut before its usage (issue 41, adversarial pass): at least what it delivered is charged.
+      const units = what === 'tokens' ? floor.total_tokens : pricing ? Math.ceil(costMicros(floor, pricing)) : 0;
+      const delta = debtBound(units, limit.limit) - limit.cost;
+      if (delta > 0) items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta });
+    } else if (limit && actualTokens !== undefined && what === 'tokens') {
+      items.push({
+        kind: 'rate',
+        key: limit.key,
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        delta: debtBound(Math.max(0, actualTokens), limit.limit) - limit.cost,
+      });
+    } else if (limit && usage && what === 'cost') {
+      // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
+      const micros = pricing ? Math.round(costMicros(usage, pricing)) : 0;
+      items.push({
+        kind: 'rate',
+        key: limit.key,
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        delta: debtBound(micros, limit.limit) - limit.cost,
+      });
+    }
+  }
+  return items;
 }
 
 /**

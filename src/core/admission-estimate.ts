@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../providers/contract.js';
+import type { ChatCompletionChunk, ChatMessage } from '../providers/contract.js';
 import { MAX_CHOICES, MAX_REQUEST_TOKENS } from '../providers/request-bounds.js';
 import { MAX_USAGE_TOKENS } from '../providers/usage-figures.js';
 import { MAX_DEBT_WINDOWS } from '../store/gcra.js';
@@ -77,4 +77,31 @@ export function debtBound(units: number, limit: number): number {
  */
 export function windowNeed(estimate: BoundedEstimate, cost: number): number {
   return estimate.callerMax ? cost : Math.max(1, Math.min(estimate.prompt, cost));
+}
+
+/**
+ * The characters of completion one streamed chunk delivered to the caller: every choice's text, tool-call arguments
+ * and other text fields of its delta (reasoning). Counted while a stream goes out, so a stream cut before its usage
+ * arrived is charged at least what it delivered (deliveredTokens), not the default guess.
+ */
+export function deliveredChars(chunk: ChatCompletionChunk): number {
+  let chars = 0;
+  for (const choice of chunk.choices) {
+    for (const [name, value] of Object.entries(choice.delta)) {
+      if (typeof value === 'string' && name !== 'role') chars += value.length;
+      else if (name === 'tool_calls' && Array.isArray(value)) {
+        for (const call of value as Array<{ function?: { name?: unknown; arguments?: unknown } }>) {
+          const fn = call?.function;
+          if (typeof fn?.name === 'string') chars += fn.name.length;
+          if (typeof fn?.arguments === 'string') chars += fn.arguments.length;
+        }
+      }
+    }
+  }
+  return chars;
+}
+
+/** The tokens of delivered completion text, by the one estimate (four characters a token, core/token-estimate.ts). */
+export function deliveredTokens(chars: number): number {
+  return Math.ceil(Math.max(0, chars) / 4);
 }

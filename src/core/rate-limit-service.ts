@@ -9,6 +9,7 @@ import {
   type TokenEstimate,
 } from './admission-estimate.js';
 import { isStoreOutage } from '../store/store-outage.js';
+import { MAX_USAGE_TOKENS } from '../providers/usage-figures.js';
 
 /** A scoped key's budget per rolling period: tokens, and/or cost in millionths of a USD (priced models only). */
 export interface Budget {
@@ -49,8 +50,12 @@ export interface AdmissionRequest {
 export interface Admission {
   /** The RateLimit-* headers for the answer (empty when no windowed limit applies). */
   headers: Record<string, string>;
-  /** Ends the admission: frees concurrency slots and corrects token and cost limits with the real usage, if known. */
-  finish(usage: Usage | undefined): Promise<void>;
+  /**
+   * Ends the admission: frees concurrency slots and corrects token and cost limits with the real usage, if known.
+   * Without usage, `deliveredTokens` (the completion a cut stream delivered before its usage came) is a floor: the
+   * charge is raised to the prompt's estimate plus it when the estimate was less, never lowered.
+   */
+  finish(usage: Usage | undefined, deliveredTokens?: number): Promise<void>;
 }
 
 interface Scope {
@@ -274,33 +279,9 @@ export class RateLimitService {
 
     return {
       headers: rateLimitHeaders(applied, policy),
-      finish: async (usage) => {
-        const items: AdmissionSettlement[] = [];
-        const actualTokens = usage?.total_tokens;
-        for (let i = 0; i < limits.length; i++) {
-          const limit = limits[i];
-          const what = described[i]?.what;
-          if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
-          else if (limit && actualTokens !== undefined && what === 'tokens') {
-            items.push({
-              kind: 'rate',
-              key: limit.key,
-              limit: limit.limit,
-              windowMs: limit.windowMs,
-              delta: debtBound(Math.max(0, actualTokens), limit.limit) - limit.cost,
-            });
-          } else if (limit && usage && what === 'cost') {
-            // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
-            const micros = request.pricing ? Math.round(costMicros(usage, request.pricing)) : 0;
-            items.push({
-              kind: 'rate',
-              key: limit.key,
-              limit: limit.limit,
-              windowMs: limit.windowMs,
-              delta: debtBound(micros, limit.limit) - limit.cost,
-            });
-          }
-        }
+      finish: async (usage, deliveredTokens) => {
+        const floor = usage === undefined ? deliveredFloor(estimate, deliveredTokens) : undefined;
+        const items = settlementsOf(limits, described, usage, floor, request.pricing);
         if (items.length === 0) return;
         await limiter.settle(items, request.requestId).catch((error: unknown) => {
           if (isStoreOutage(error)) this.options.onStoreHealth(false, error);
@@ -369,6 +350,61 @@ export class RateLimitService {
       { headers: rateLimitHeaders(applied) },
     );
   }
+}
+
+/**
+ * The store items that end an admission: every slot freed; token and cost limits corrected with the real usage, or
+ * raised to `floor` (what a stream cut before its usage delivered) when that is more than was charged.
+ */
+function settlementsOf(
+  limits: readonly AdmissionLimit[],
+  described: readonly Described[],
+  usage: Usage | undefined,
+  floor: Usage | undefined,
+  pricing: Pricing | undefined,
+): AdmissionSettlement[] {
+  const items: AdmissionSettlement[] = [];
+  const actualTokens = usage?.total_tokens;
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i];
+    const what = described[i]?.what;
+    if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
+    else if (limit && floor && (what === 'tokens' || what === 'cost')) {
+      // A stream cut before its usage (issue 41, adversarial pass): at least what it delivered is charged.
+      const units = what === 'tokens' ? floor.total_tokens : pricing ? Math.ceil(costMicros(floor, pricing)) : 0;
+      const delta = debtBound(units, limit.limit) - limit.cost;
+      if (delta > 0) items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta });
+    } else if (limit && actualTokens !== undefined && what === 'tokens') {
+      items.push({
+        kind: 'rate',
+        key: limit.key,
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        delta: debtBound(Math.max(0, actualTokens), limit.limit) - limit.cost,
+      });
+    } else if (limit && usage && what === 'cost') {
+      // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
+      const micros = pricing ? Math.round(costMicros(usage, pricing)) : 0;
+      items.push({
+        kind: 'rate',
+        key: limit.key,
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        delta: debtBound(micros, limit.limit) - limit.cost,
+      });
+    }
+  }
+  return items;
+}
+
+/**
+ * The least a call without reported usage used, when it delivered completion: its prompt's estimate and what it
+ * delivered (each bounded like the estimate). Undefined when nothing was delivered (the estimate stands).
+ */
+function deliveredFloor(estimate: BoundedEstimate, deliveredTokens: number | undefined): Usage | undefined {
+  if (deliveredTokens === undefined || !Number.isFinite(deliveredTokens) || deliveredTokens <= 0) return undefined;
+  const completion = Math.min(Math.ceil(deliveredTokens), MAX_USAGE_TOKENS);
+  return { prompt_tokens: estimate.prompt, completion_tokens: completion, total_tokens: estimate.prompt + completion };
 }
 
 /** A call that needs more than a whole window can ever hold: a 400 that says so, not a 429 whose wait cannot help. */

@@ -27,7 +27,8 @@ import type { RedisClient } from './connect.js';
 
 /**
  * The stored TAT of a key and whether it was repaired (gcra.ts, "Bounds"): none reads as now; a value that is not
- * a number, or lies beyond MAX_DEBT_WINDOWS windows from now, is repaired to now + tau and written back at once; a
+ * a number (a key of another type included: WRONGTYPE failed every call of the key for good), or lies beyond
+ * MAX_DEBT_WINDOWS windows from now, is repaired to now + tau and written back at once; a
  * past one reads as now. Numbers are written with %.0f: Lua's default formatting of a large number ("3.6e+18")
  * is not an integer to SET's PX ("ERR value is not an integer or out of range").
  */
@@ -36,14 +37,23 @@ local function put(key, tat, now)
   redis.call('SET', key, string.format('%.0f', tat), 'PX', string.format('%.0f', tat - now))
 end
 local function stored_tat(key, now, tau)
-  local raw = redis.call('GET', key)
+  local raw = redis.pcall('GET', key)
   if not raw then return now end
-  local tat = tonumber(raw)
+  -- a key of another type (WRONGTYPE: an error reply, a table) is unreadable too: SET replaces it
+  local tat = type(raw) == 'string' and tonumber(raw) or nil
   if tat == nil or tat ~= tat or tat > now + tau * ${MAX_DEBT_WINDOWS} then
     put(key, now + tau, now)
     return now + tau
   end
-  return math.max(tat, now)
+  -- whole ms, as written: a fraction (not ours) within 1 ms of now would make PX round to 0 ("invalid expire time")
+  return math.max(math.ceil(tat), now)
+end
+-- A concurrency key that is not a sorted set (WRONGTYPE) holds no slot anyone can read: it is dropped, so the
+-- step counts from none rather than failing every call of the key for good.
+local function usable_slots(key)
+  local reply = redis.pcall('TYPE', key)
+  local kind = type(reply) == 'table' and reply.ok or reply
+  if kind ~= 'zset' and kind ~= 'none' then redis.call('DEL', key) end
 end
 local function moved(tat, charge, now, tau)
   return math.min(math.max(tat + charge, now), now + tau * ${MAX_DEBT_WINDOWS})
@@ -69,6 +79,7 @@ for i = 1, #KEYS do
   local b = tonumber(ARGV[4 * i])
   if kind == 'c' then
     local token = ARGV[4 * i + 1]
+    usable_slots(KEYS[i])
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
     local mine = redis.call('ZSCORE', KEYS[i], token)
     -- slots of this key taken by earlier items of the same admission count too
@@ -117,6 +128,7 @@ local now = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local kind = ARGV[3 * i - 1]
   if kind == 'c' then
+    usable_slots(KEYS[i])
     redis.call('ZREM', KEYS[i], ARGV[3 * i])
   else
     local tau = tonumber(ARGV[3 * i + 1])

@@ -127,6 +127,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     ...(config.tls ? { https: readCertificate(config.tls) } : {}),
     trustedProxies: config.trustedProxies,
+    publicBaseUrl: config.publicBaseUrl,
     apis: surfaces.apis,
     v1Routes: surfaces.v1Routes,
   });

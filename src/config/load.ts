@@ -148,6 +148,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) }
       : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
+    publicBaseUrl: file.server?.public_base_url?.replace(/\/+$/, ''),
     basicUsers,
     source,
   };

@@ -242,7 +242,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     app,
     auth,
     {
-      health: makeHealthHandler(health),
+      health: makeHealthHandler(health, (authorization) => admin.isAdmin(authorization)),
       models: makeModelsHandler(catalog),
       keys: keyHandlers,
       calls,

@@ -25,6 +25,7 @@ import {
   type GatewayProcess,
 } from './helpers/spawn-gateway.js';
 import { waitFor } from './helpers/wait.js';
+import { ConfigError, loadConfig } from '../src/config/load.js';
 
 const TOKEN = 'config-files-admin-token-0123456789';
 const KEY = 'sk-config-files-upstream-key-1';
@@ -100,6 +101,25 @@ describe('a file the config names, at start', () => {
     assert.ok(!stderr.includes('root:'), 'no part of the file is printed');
   });
 
+  test('server.tls.cert_file naming a FIFO: the start refuses at once, naming the field', async () => {
+    const dir = makeTempDir('gw-files-');
+    const fifo = mkfifo(join(dir, 'cert.pem'));
+    writeFileSync(join(dir, 'key.pem'), 'not read: the certificate is refused first or alongside\n');
+    const file = join(dir, 'gateway.json');
+    writeFileSync(file, JSON.stringify({ server: { tls: { cert_file: './cert.pem', key_file: './key.pem' } } }));
+    const gw = await spawnGateway({ env: env(file) });
+    try {
+      const exit = await gw.waitForExit(START_REFUSAL_MS);
+      assert.equal(exit.code, 1, gw.stderr());
+      assert.ok(
+        gw.stderr().includes(`server.tls.cert_file: cannot read ${fifo} (not a regular file: a FIFO)`),
+        gw.stderr(),
+      );
+    } finally {
+      await gw.kill();
+    }
+  });
+
   test('the config file itself a FIFO: refused at once', async () => {
     const dir = makeTempDir('gw-files-');
     const fifo = mkfifo(join(dir, 'gateway.json'));
@@ -111,6 +131,71 @@ describe('a file the config names, at start', () => {
     } finally {
       await gw.kill();
     }
+  });
+});
+
+describe('a secret a file or a variable holds', () => {
+  const load = (dir: string, upstream: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const file = join(dir, 'gateway.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ upstreams: [{ name: 'up', base_url: 'http://127.0.0.1:9/v1', ...upstream }] }),
+    );
+    return loadConfig({ GATEWAY_ENV: 'dev', ADMIN_TOKEN: TOKEN, GATEWAY_CONFIG: file, ...env });
+  };
+  const problemsOf = (run: () => unknown): string[] => {
+    try {
+      run();
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems;
+      throw error;
+    }
+    return [];
+  };
+
+  test('one line, its final line break trimmed: the key', () => {
+    const dir = makeTempDir('gw-files-');
+    writeFileSync(join(dir, 'key'), `${KEY}\r\n`);
+    assert.equal(load(dir, { api_key_file: './key' }).upstreams[0]?.apiKey, KEY);
+  });
+
+  test('a control character, a byte that is not ASCII, or a file over 64 KiB: refused naming the file only', () => {
+    const dir = makeTempDir('gw-files-');
+    const cases: Array<[string, string | Buffer, RegExp]> = [
+      ['escape', 'sk-abc\u001b[31mdef', /\.\/escape holds a character that is not printable ASCII/],
+      ['bom', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('sk-abcdef')]), /\.\/bom holds a character/],
+      ['tab', 'sk-abc\tdef', /\.\/tab holds a character that is not printable ASCII/],
+      ['huge', 'k'.repeat(64 * 1024 + 1), /cannot read \.\/huge \(larger than 65536 bytes/],
+      ['empty', '\n', /\.\/empty is empty/],
+    ];
+    for (const [name, content, expected] of cases) {
+      writeFileSync(join(dir, name), content);
+      const problems = problemsOf(() => load(dir, { api_key_file: `./${name}` }));
+      assert.equal(problems.length, 1, `${name}: ${problems.join('; ')}`);
+      assert.match(problems[0] as string, /^upstreams\[0\]\.api_key_file: /);
+      assert.match(problems[0] as string, expected);
+      assert.ok(!(problems[0] as string).includes('sk-abc'), 'the content is never quoted');
+    }
+  });
+
+  test('a variable holding two lines is refused naming the variable, never its value', () => {
+    const dir = makeTempDir('gw-files-');
+    const problems = problemsOf(() =>
+      load(dir, { api_key_env: 'UP_KEY' }, { UP_KEY: 'sk-first-line\nsk-second-line' }),
+    );
+    assert.deepEqual(problems, [
+      'upstreams[0].api_key_env: environment variable UP_KEY holds more than one line (a secret is one line: the secret itself)',
+    ]);
+  });
+
+  test('a config file over 4 MiB is refused unread', () => {
+    const dir = makeTempDir('gw-files-');
+    const file = join(dir, 'gateway.json');
+    writeFileSync(file, `{"models": [], "x": "${'y'.repeat(4 * 1024 * 1024)}"}`);
+    const problems = problemsOf(() => loadConfig({ GATEWAY_ENV: 'dev', ADMIN_TOKEN: TOKEN, GATEWAY_CONFIG: file }));
+    assert.deepEqual(problems, [
+      `GATEWAY_CONFIG: cannot read ${file} (larger than 4194304 bytes, the bound for this file)`,
+    ]);
   });
 });
 
@@ -196,6 +281,14 @@ describe('a file the config names, at a live reload', () => {
     const line = await refusedWhileHealthy();
     assert.match(String(line.msg), /api_key_file: \.\/pasted holds more than one line/);
     assert.ok(!gw.stdout().includes('SECOND-LINE-NOT-A-KEY') && !gw.stdout().includes('sk-first-line'));
+    await stillServesWithTheRunningKey();
+  });
+
+  test('price_catalog changed to /dev/zero: refused, health answers throughout', async () => {
+    const text = JSON.parse(configText(mock.baseUrl, './key')) as Record<string, unknown>;
+    replaceFile(file, JSON.stringify({ ...text, price_catalog: '/dev/zero' }));
+    const line = await refusedWhileHealthy();
+    assert.match(String(line.msg), /price_catalog: cannot read \/dev\/zero \(not a regular file: a character device\)/);
     await stillServesWithTheRunningKey();
   });
 

@@ -1,28 +1,40 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import type { Server as TlsServer } from 'node:tls';
-import { FILE_BOUNDS, readBoundedFile, readBoundedFileSync } from '../config/bounded-file.js';
+import { FILE_BOUNDS, readBoundedFile, readBoundedFileSync, readFailure } from '../config/bounded-file.js';
+import { ConfigError } from '../config/config-error.js';
 
 export interface CertificateFiles {
   certFile: string;
   keyFile: string;
 }
 
-/** The pair, at start (before serving): regular files of at most 1 MiB each (config/bounded-file.ts). */
+/** The pair, at start (before serving): regular files of at most 1 MiB each; a ConfigError names the file. */
 export function readCertificate(files: CertificateFiles): { key: Buffer; cert: Buffer } {
-  return {
-    key: readBoundedFileSync(files.keyFile, FILE_BOUNDS.certificate),
-    cert: readBoundedFileSync(files.certFile, FILE_BOUNDS.certificate),
+  const read = (field: string, path: string) => {
+    try {
+      return readBoundedFileSync(path, FILE_BOUNDS.certificate);
+    } catch (error) {
+      throw unreadable(field, path, error);
+    }
   };
+  return { key: read('server.tls.key_file', files.keyFile), cert: read('server.tls.cert_file', files.certFile) };
 }
 
 /** The pair again, while serving: the same bounds, read off the event loop. */
 async function rereadCertificate(files: CertificateFiles): Promise<{ key: Buffer; cert: Buffer }> {
+  const read = (field: string, path: string) =>
+    readBoundedFile(path, FILE_BOUNDS.certificate).catch((error: unknown) => {
+      throw unreadable(field, path, error);
+    });
   const [key, cert] = await Promise.all([
-    readBoundedFile(files.keyFile, FILE_BOUNDS.certificate),
-    readBoundedFile(files.certFile, FILE_BOUNDS.certificate),
+    read('server.tls.key_file', files.keyFile),
+    read('server.tls.cert_file', files.certFile),
   ]);
   return { key, cert };
 }
+
+const unreadable = (field: string, path: string, error: unknown) =>
+  new ConfigError([`${field}: cannot read ${path} (${readFailure(error)})`]);
 
 /**
  * Keeps the HTTPS listener's certificate current without a restart: `reload()` (SIGHUP) and a poll of both files'

@@ -35,7 +35,9 @@ function withHost(gw: TestGateway, method: string, path: string, host: string, b
         headers: {
           host,
           authorization: `Bearer ${ADMIN_TOKEN}`,
-          ...(text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
+          ...(text === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
         },
       },
       (res) => {
@@ -52,7 +54,9 @@ function withHost(gw: TestGateway, method: string, path: string, host: string, b
 
 const uploadBody = { filename: 'a.jsonl', purpose: 'batch', bytes: 10, mime_type: 'application/jsonl', presign: true };
 const batchBody = {
-  requests: [{ custom_id: 'one', params: { model: 'echo', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] } }],
+  requests: [
+    { custom_id: 'one', params: { model: 'echo', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] } },
+  ],
 };
 
 const presignedUrl = (answer: Exchange) => (answer.json.presigned_url as { url: string } | undefined)?.url;
@@ -132,7 +136,10 @@ describe('server.public_base_url', () => {
   let gw: TestGateway;
   before(async () => {
     gw = await startGateway({
-      configFile: { name: 'gw.yaml', text: `${QUICK_BATCHES}\nserver:\n  public_base_url: https://llm.example.com/gw/\n` },
+      configFile: {
+        name: 'gw.yaml',
+        text: `${QUICK_BATCHES}\nserver:\n  public_base_url: https://llm.example.com/gw/\n`,
+      },
     });
   });
   after(async () => {
@@ -150,7 +157,12 @@ describe('server.public_base_url', () => {
   test('a base URL with a query, a fragment or credentials is refused at load, naming the field', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-origin-'));
     try {
-      for (const url of ['https://a.example/?x=1', 'https://a.example/#f', 'https://u:p@a.example', 'ftp://a.example']) {
+      for (const url of [
+        'https://a.example/?x=1',
+        'https://a.example/#f',
+        'https://u:p@a.example',
+        'ftp://a.example',
+      ]) {
         const file = join(dir, 'gw.json');
         writeFileSync(file, JSON.stringify({ server: { public_base_url: url } }));
         assert.throws(

@@ -16,7 +16,10 @@ const CONFIG_THREAD_HEAP_MB = 256;
  * refused (a bad reload changes nothing). The config comes back as a structured clone (Maps kept), as from the
  * config child at start; a bad file rejects with the same ConfigError, with the same problems.
  */
-export function readConfigInThread(version: string, timeoutMs: number = CONFIG_THREAD_TIMEOUT_MS): Promise<GatewayConfig> {
+export function readConfigInThread(
+  version: string,
+  timeoutMs: number = CONFIG_THREAD_TIMEOUT_MS,
+): Promise<GatewayConfig> {
   // Under a TypeScript loader (tsx: tests, `npm run dev`) this module is the .ts source; built, it is .js.
   const extension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
   const thread = new Worker(new URL(`./config-thread-entry.${extension}`, import.meta.url), {

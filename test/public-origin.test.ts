@@ -21,7 +21,14 @@ interface Exchange {
 }
 
 /** One request on a new connection with the Host header given as is (undici would not send such a Host). */
-function withHost(gw: TestGateway, method: string, path: string, host: string, body?: unknown): Promise<Exchange> {
+function withHost(
+  gw: TestGateway,
+  method: string,
+  path: string,
+  host: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<Exchange> {
   const text = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -35,6 +42,7 @@ function withHost(gw: TestGateway, method: string, path: string, host: string, b
         headers: {
           host,
           authorization: `Bearer ${ADMIN_TOKEN}`,
+          ...extra,
           ...(text === undefined
             ? {}
             : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
@@ -85,6 +93,8 @@ const HOSTILE_HOSTS = [
   '[::1]x',
   'evil..example',
   '-evil.example',
+  '999.1.1.1',
+  'evil.example:0',
 ];
 
 describe('URLs given out, from the Host', () => {
@@ -129,6 +139,35 @@ describe('URLs given out, from the Host', () => {
     }
     const batch = await endedBatch(gw, 'gw.example.com', 'gw.example.com:8443');
     assert.equal(batch.results_url, `http://gw.example.com:8443/v1/messages/batches/${String(batch.id)}/results`);
+  });
+});
+
+describe('URLs given out, behind a trusted proxy', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startGateway({ configFile: { name: 'gw.yaml', text: 'server:\n  trusted_proxies: [127.0.0.1]\n' } });
+  });
+  after(async () => {
+    await gw.close();
+  });
+
+  test("the proxy's X-Forwarded-Host and -Proto are held to the same rule, and named when refused", async () => {
+    const good = await withHost(gw, 'POST', '/v1/uploads', '10.0.0.5:8080', uploadBody, {
+      'x-forwarded-host': 'llm.example.com',
+      'x-forwarded-proto': 'https',
+    });
+    assert.equal(good.status, 200, JSON.stringify(good.json));
+    assert.ok(presignedUrl(good)?.startsWith('https://llm.example.com/v1/uploads/upload_'), presignedUrl(good));
+    const badHost = await withHost(gw, 'POST', '/v1/uploads', '10.0.0.5', uploadBody, {
+      'x-forwarded-host': 'evil.example/x?',
+    });
+    assert.equal(badHost.status, 400, JSON.stringify(badHost.json));
+    assert.equal(badHost.json.details?.header, 'x-forwarded-host');
+    const badProto = await withHost(gw, 'POST', '/v1/uploads', '10.0.0.5', uploadBody, {
+      'x-forwarded-proto': 'javascript',
+    });
+    assert.equal(badProto.status, 400, JSON.stringify(badProto.json));
+    assert.equal(badProto.json.details?.header, 'x-forwarded-proto');
   });
 });
 

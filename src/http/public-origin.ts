@@ -1,4 +1,4 @@
-import { isIPv6 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 
@@ -35,8 +35,11 @@ export function hostProblem(host: string): string | undefined {
     const colon = host.lastIndexOf(':');
     name = colon === -1 ? host : host.slice(0, colon);
     port = colon === -1 ? undefined : host.slice(colon + 1);
-    const labels = (name.endsWith('.') ? name.slice(0, -1) : name).split('.');
-    if (name.length > 254 || !labels.every((label) => LABEL.test(label)))
+    const bare = name.endsWith('.') ? name.slice(0, -1) : name;
+    const labels = bare.split('.');
+    // All digits and dots is an IPv4 address or nothing (a URL parser refuses `999.1.1.1`).
+    const numeric = /^[0-9.]+$/.test(bare);
+    if (name.length > 254 || !labels.every((label) => LABEL.test(label)) || (numeric && !isIPv4(bare)))
       return 'not a host name, an IPv4 address or a bracketed IPv6 address, with an optional port';
   }
   if (port !== undefined && (!PORT.test(port) || Number(port) < 1 || Number(port) > 65535))
@@ -54,7 +57,7 @@ export function publicOrigin(request: FastifyRequest): string {
   const configured = request.server.publicBaseUrl;
   if (configured !== undefined) return configured;
   const forwarded = request.host !== (request.headers.host ?? '');
-  const protocol = request.protocol as string | undefined;
+  const protocol = (request.protocol as string | undefined)?.toLowerCase();
   if (protocol !== 'http' && protocol !== 'https')
     throw new GatewayError('invalid_header', {
       header: 'x-forwarded-proto',

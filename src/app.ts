@@ -100,7 +100,10 @@ export interface GatewayApp {
   app: FastifyInstance;
   /** Marks the gateway as draining: health turns 503 and responses ask clients to close their connections. */
   beginShutdown(): void;
-  /** Loads the TLS certificate files again (SIGHUP); false when there is no HTTPS listener or the pair is bad. */
+  /**
+   * Loads the TLS certificate files again (SIGHUP), off the event loop (the outcome is logged: a bad pair keeps the
+   * running one); false when there is no HTTPS listener.
+   */
   reloadCertificate(): boolean;
   /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
@@ -128,6 +131,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     ...(config.tls ? { https: readCertificate(config.tls) } : {}),
     trustedProxies: config.trustedProxies,
+    publicBaseUrl: config.publicBaseUrl,
     apis: surfaces.apis,
     v1Routes: surfaces.v1Routes,
   });
@@ -242,7 +246,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     app,
     auth,
     {
-      health: makeHealthHandler(health),
+      health: makeHealthHandler(health, (authorization) => admin.isAdmin(authorization)),
       models: makeModelsHandler(catalog),
       keys: keyHandlers,
       calls,
@@ -279,7 +283,11 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     beginShutdown: () => {
       shuttingDown = true;
     },
-    reloadCertificate: () => certificates?.reload() ?? false,
+    reloadCertificate: () => {
+      if (!certificates) return false;
+      void certificates.reload();
+      return true;
+    },
     files,
     reloadConfig: (trigger) => reloads?.reload(trigger),
   };

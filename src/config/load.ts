@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from './config-error.js';
+import { FILE_BOUNDS, readBoundedFileSync, readFailure } from './bounded-file.js';
 import { configVersionOf } from './config-version.js';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
@@ -148,6 +148,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) }
       : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
+    publicBaseUrl: file.server?.public_base_url?.replace(/\/+$/, ''),
     basicUsers,
     source,
   };
@@ -157,11 +158,12 @@ function readConfigFile(path: string, problems: string[], source: { file?: strin
   let text: string;
   source.file = path;
   try {
-    const bytes = readFileSync(path);
+    // A regular file of at most 4 MiB (a FIFO, a device or a huge file is refused, never waited on or read whole).
+    const bytes = readBoundedFileSync(path, FILE_BOUNDS.config);
     source.version = configVersionOf(bytes);
     text = bytes.toString('utf8');
   } catch (error) {
-    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${readFailure(error)})`);
     return configFileSchema.parse({});
   }
   let raw: unknown;

@@ -341,6 +341,18 @@ export const configFileSchema = z
           .optional(),
         /** Proxies (addresses or CIDRs) whose X-Forwarded-Proto / -For are believed. */
         trusted_proxies: z.array(z.string().min(1)).max(64).optional(),
+        /**
+         * The origin (and optional path prefix) of the URLs the gateway gives out (batch `results_url`, presigned
+         * upload URLs); unset: the Host the caller used, when it is a valid host (docs/config.md).
+         */
+        public_base_url: z
+          .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+          .max(2048)
+          .refine((value) => {
+            const url = new URL(value);
+            return url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+          }, 'must be a scheme, a host and optionally a path: no credentials, query or fragment')
+          .optional(),
       })
       .strict()
       .optional(),

@@ -191,6 +191,8 @@ export interface GatewayConfig {
   /** HTTPS listener: PEM file paths (read at start and on change). */
   tls: { certFile: string; keyFile: string } | undefined;
   trustedProxies: string[];
+  /** `server.public_base_url` without a final `/`: the start of the URLs the gateway gives out; undefined: the request's origin. */
+  publicBaseUrl?: string | undefined;
   basicUsers: BasicUser[];
   /**
    * The config file this was read from (absolute path; undefined: none) and its version, the short SHA-256 of its

@@ -38,6 +38,8 @@ function batch(owner: string, createdMs = Date.now()): BatchRecord {
     outputTtlSeconds: 7200,
     model: null,
     usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
+    linesUntilMs: null,
+    resultsUntilMs: null,
   };
 }
 

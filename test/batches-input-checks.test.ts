@@ -42,18 +42,22 @@ describe('OpenAI batch input: checked whole before a line is stored', () => {
     return untilEnded(`batch ${created.id} to end`, () => openai.batches.retrieve(created.id), 60_000);
   };
 
-  test('50,001 lines: the batch fails naming line 50,001, and no line row is stored', { timeout: 120_000 }, async () => {
-    const openai = await client('big');
-    const lines = Array.from({ length: 50_001 }, (_, i) => chatLine(`c-${i}`));
-    const ended = await run(openai, Buffer.from(`${lines.join('\n')}\n`));
-    assert.equal(ended.status, 'failed');
-    assert.deepEqual(
-      ended.errors?.data?.map((e) => [e.code, e.line]),
-      [['too_many_requests', 50_001]],
-    );
-    assert.equal(storedLines(ended.id), 0, 'a failing batch stores none of its lines');
-    assert.equal(fixture.mock.chatRequests().length, 0);
-  });
+  test(
+    '50,001 lines: the batch fails naming line 50,001, and no line row is stored',
+    { timeout: 120_000 },
+    async () => {
+      const openai = await client('big');
+      const lines = Array.from({ length: 50_001 }, (_, i) => chatLine(`c-${i}`));
+      const ended = await run(openai, Buffer.from(`${lines.join('\n')}\n`));
+      assert.equal(ended.status, 'failed');
+      assert.deepEqual(
+        ended.errors?.data?.map((e) => [e.code, e.line]),
+        [['too_many_requests', 50_001]],
+      );
+      assert.equal(storedLines(ended.id), 0, 'a failing batch stores none of its lines');
+      assert.equal(fixture.mock.chatRequests().length, 0);
+    },
+  );
 
   test('a bad line after 1,200 good ones: failed, no line row stored', async () => {
     const openai = await client('late-error');

@@ -89,7 +89,10 @@ export interface BatchesConfig {
 }
 
 /** INSTANCE_ID, checked: 1 to 200 printable ASCII characters without spaces (empty: unset). */
-export function instanceIdOf(env: Readonly<Record<string, string | undefined>>, problems: string[]): string | undefined {
+export function instanceIdOf(
+  env: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): string | undefined {
   const value = env.INSTANCE_ID;
   if (value === undefined || value === '') return undefined;
   if (/^[\x21-\x7e]{1,200}$/.test(value)) return value;

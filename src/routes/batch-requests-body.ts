@@ -142,7 +142,8 @@ export function readBatchJson(text: string): { ok: true; value: unknown } | { ok
 function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchRequestLine {
   const field = `requests[${item.index}]`;
   const read = readBatchJson(item.text);
-  if (!read.ok) throw new GatewayError('invalid_json', { reason: read.reason ?? 'not valid JSON', field, offset: item.offset });
+  if (!read.ok)
+    throw new GatewayError('invalid_json', { reason: read.reason ?? 'not valid JSON', field, offset: item.offset });
   const request = read.value as { custom_id: string; params: Record<string, unknown> };
   try {
     assertValid(validate, request);

@@ -65,7 +65,11 @@ function endedMs(batch: BatchRecord): number | null {
  * Anthropic's MessageBatch (`@anthropic-ai/sdk` `MessageBatch`): RFC 3339 times, `results_url` once it ended,
  * `archived_at` once its results are no longer kept (the URL then answers `404 batch_results_expired`).
  */
-export function anthropicBatch(batch: BatchRecord, baseUrl: string, nowMs: number = Date.now()): Record<string, unknown> {
+export function anthropicBatch(
+  batch: BatchRecord,
+  baseUrl: string,
+  nowMs: number = Date.now(),
+): Record<string, unknown> {
   const { counts } = batch;
   const ended = endedMs(batch);
   const status =

@@ -124,7 +124,10 @@ export class BatchRunner {
       released += 1;
     }
     if (released > 0)
-      this.options.log.info?.({ batches: released }, 'batch runner: took back the leases a dead process of this instance held');
+      this.options.log.info?.(
+        { batches: released },
+        'batch runner: took back the leases a dead process of this instance held',
+      );
   }
 
   private async claim(): Promise<void> {

@@ -55,11 +55,11 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
  */
 export class SqliteBatches implements BatchStore {
   private readonly batcher: SqliteWriteBatcher;
-  private readonly statements: ReturnType<typeof prepare>;
+  private readonly statements: ReturnType<typeof prepare> & ReturnType<typeof prepareEnded>;
 
   constructor(private readonly db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
-    this.statements = prepare(db);
+    this.statements = { ...prepare(db), ...prepareEnded(db) };
   }
 
   async create(batch: BatchRecord): Promise<void> {
@@ -297,26 +297,6 @@ function prepare(db: Sqlite.Database) {
        RETURNING octet_length(body) AS bytes`,
     ),
     anyLine: db.prepare<[string], Row>('SELECT 1 FROM batch_lines WHERE batch_id = ? LIMIT 1'),
-    linesDue: db.prepare<[number, number], Row>(
-      `SELECT id FROM batches WHERE lines_until_ms IS NOT NULL AND lines_until_ms <= ?
-       ORDER BY lines_until_ms LIMIT ?`,
-    ),
-    // The first `lines` lines by index (only those are read), summed in that order: until the line that reaches
-    // `bytes` bytes of request, answer and error (the first always goes).
-    sweepEnded: db.prepare<[string, string, number, number], Row>(
-      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM (SELECT idx,
-           coalesce(sum(size) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_bytes
-           FROM (SELECT idx, ${LINE_SIZE_SQL} AS size FROM batch_lines WHERE batch_id = ? ORDER BY idx LIMIT ?))
-         WHERE before_bytes < ?)
-       RETURNING ${LINE_SIZE_SQL} AS bytes`,
-    ),
-    linesGone: db.prepare<[string, number]>(
-      'UPDATE batches SET lines_until_ms = NULL WHERE id = ? AND lines_until_ms <= ?',
-    ),
-    heldBy: db.prepare<[string, string, number], Row>(
-      `SELECT id, lease_holder FROM batches WHERE status IN (${ACTIVE_SQL}) AND lease_holder IS NOT NULL
-         AND substr(lease_holder, 1, length(?)) = ? LIMIT ?`,
-    ),
     getNative: db.prepare<[string], Row>('SELECT * FROM batch_native WHERE batch_id = ?'),
     saveNative: db.prepare(
       `INSERT OR REPLACE INTO batch_native (batch_id, mode, upstream, phase, upstream_file_id, upstream_batch_id, reason)
@@ -358,5 +338,31 @@ function prepare(db: Sqlite.Database) {
       'SELECT * FROM batch_lines WHERE batch_id = ? AND idx > ? ORDER BY idx LIMIT ?',
     ),
     active: db.prepare<[number], Row>(`SELECT * FROM batches WHERE status IN (${ACTIVE_SQL}) ORDER BY seq LIMIT ?`),
+  };
+}
+
+/** The statements of the sweep of ended batches' lines and of the leases looked up by name (migration 25). */
+function prepareEnded(db: Sqlite.Database) {
+  return {
+    linesDue: db.prepare<[number, number], Row>(
+      `SELECT id FROM batches WHERE lines_until_ms IS NOT NULL AND lines_until_ms <= ?
+       ORDER BY lines_until_ms LIMIT ?`,
+    ),
+    // The first `lines` lines by index (only those are read), summed in that order: until the line that reaches
+    // `bytes` bytes of request, answer and error (the first always goes).
+    sweepEnded: db.prepare<[string, string, number, number], Row>(
+      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM (SELECT idx,
+           coalesce(sum(size) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_bytes
+           FROM (SELECT idx, ${LINE_SIZE_SQL} AS size FROM batch_lines WHERE batch_id = ? ORDER BY idx LIMIT ?))
+         WHERE before_bytes < ?)
+       RETURNING ${LINE_SIZE_SQL} AS bytes`,
+    ),
+    linesGone: db.prepare<[string, number]>(
+      'UPDATE batches SET lines_until_ms = NULL WHERE id = ? AND lines_until_ms <= ?',
+    ),
+    heldBy: db.prepare<[string, string, number], Row>(
+      `SELECT id, lease_holder FROM batches WHERE status IN (${ACTIVE_SQL}) AND lease_holder IS NOT NULL
+         AND substr(lease_holder, 1, length(?)) = ? LIMIT ?`,
+    ),
   };
 }

@@ -18,7 +18,7 @@ import {
   parseWorkers,
 } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
-import { toBatches } from './batches-schema.js';
+import { instanceIdOf, toBatches } from './batches-schema.js';
 import { toFiles } from './files-schema.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import {
@@ -97,6 +97,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const basicUsers = toBasicUsers(file.auth.basic_users ?? [], env, fileDir, problems);
   const tracing = toTracing(file.tracing, env, problems);
   const priceCatalog = toPriceCatalog(file.price_catalog, fileDir, problems);
+  const instanceId = instanceIdOf(env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -138,7 +139,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     oauth,
     usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
     responses: toResponses(file.responses),
-    batches: toBatches(file.batches),
+    batches: toBatches(file.batches, instanceId),
     files: toFiles(file.files),
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,

@@ -150,6 +150,11 @@ export const ERROR_CODES = {
     status: 409,
     message: 'The batch is still running; cancel it and wait until it has ended.',
   },
+  batch_results_expired: {
+    status: 404,
+    message:
+      "The batch's results are no longer kept (see details.results_expired_at); the batch itself can still be read.",
+  },
   response_not_found: {
     status: 404,
     message: "No stored response has this id for this caller (never stored, expired, deleted, or another caller's).",

@@ -119,20 +119,31 @@ export async function* batchRequestsOf(
 
 type Validate = ReturnType<ReturnType<typeof boundedValidatorCompiler>>;
 
-function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchRequestLine {
-  const field = `requests[${item.index}]`;
-  // Read as the gateway's body parser reads a whole body (json-body.ts): the same refusals.
-  const read = readJson(item.text);
-  if (!read.ok) {
-    let reason: string;
-    if ('shape' in read)
-      reason =
+/**
+ * One batch request's JSON read as the gateway's body parser reads a whole body (json-body.ts `readJson`): the same
+ * refusals of a key sent twice, a nesting too deep and prototype-poisoning keys, each with its reason (text that is
+ * not JSON has none). Anthropic's requests and OpenAI's input lines (core/batches/batch-validate.ts) both go
+ * through it.
+ */
+export function readBatchJson(text: string): { ok: true; value: unknown } | { ok: false; reason?: string } {
+  const read = readJson(text);
+  if (read.ok) return read;
+  if ('shape' in read)
+    return {
+      ok: false,
+      reason:
         read.shape.kind === 'too_deep'
           ? `nested deeper than ${MAX_JSON_DEPTH} levels`
-          : `the key "${read.shape.key.slice(0, 100)}" appears more than once`;
-    else reason = read.poisoned ? POISONED_KEYS : 'not valid JSON';
-    throw new GatewayError('invalid_json', { reason, field, offset: item.offset });
-  }
+          : `the key "${read.shape.key.slice(0, 100)}" appears more than once${read.shape.path === '' ? '' : ` in ${read.shape.path.slice(0, 200)}`}`,
+    };
+  return read.poisoned ? { ok: false, reason: POISONED_KEYS } : { ok: false };
+}
+
+function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchRequestLine {
+  const field = `requests[${item.index}]`;
+  const read = readBatchJson(item.text);
+  if (!read.ok)
+    throw new GatewayError('invalid_json', { reason: read.reason ?? 'not valid JSON', field, offset: item.offset });
   const request = read.value as { custom_id: string; params: Record<string, unknown> };
   try {
     assertValid(validate, request);

@@ -82,6 +82,11 @@ export function mountAnthropicBatches(
     const batch = await batches.get(request.caller, 'anthropic', idOf(request));
     if (anthropicBatch(batch, '').processing_status !== 'ended')
       throw new GatewayError('batch_not_ended', { batch_id: batch.id, status: batch.status });
+    if (batch.resultsUntilMs !== null && Date.now() >= batch.resultsUntilMs)
+      throw new GatewayError('batch_results_expired', {
+        batch_id: batch.id,
+        results_expired_at: new Date(batch.resultsUntilMs).toISOString(),
+      });
     async function* results() {
       for await (const line of allLines(store, batch.id)) yield `${anthropicResultLine(line)}\n`;
     }

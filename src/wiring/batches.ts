@@ -14,6 +14,9 @@ import type { BatchMetricsSource } from '../observability/batch-metrics.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
 import { nativeBatchBackend } from './native-batches.js';
 import { sweepCreatesInBackground } from './batch-create-sweep.js';
+import { sweepEndedLinesInBackground } from './batch-line-sweep.js';
+import { readBatchJson } from '../routes/batch-requests-body.js';
+import { hostname } from 'node:os';
 
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
 export interface BatchStats extends BatchMetricsSource {
@@ -79,6 +82,7 @@ export function wireBatches(
     maxLines: settings.maxLines,
     maxLineBytes: settings.maxLineBytes,
     maxOutputTtlSeconds: Math.floor(config.files.maxTtlMs / 1000),
+    anthropicResultsRetentionMs: settings.anthropicResultsRetentionMs,
   };
   const counters: LineCounters = { succeeded: 0, errored: 0, deferred: 0 };
   const slots = new LineSlots(settings.concurrency);
@@ -96,6 +100,7 @@ export function wireBatches(
             rateShare: settings.rateShare,
             pollMs: settings.pollMs,
             counters,
+            log: app.log,
           }),
         ],
         leaseMs: settings.leaseMs,
@@ -105,6 +110,10 @@ export function wireBatches(
           const kind = eventOf(batch);
           if (kind && webhooks.wants(kind)) void webhooks.emit(kind, eventData(batch));
         },
+        readLine: readBatchJson,
+        // Two live processes never share it with the same pid (runner-identity.ts): cluster workers and several
+        // processes on one data folder share this identity safely.
+        identity: settings.instanceId ?? `${hostname()}:${config.dataDir}`,
         log: app.log,
       })
     : undefined;
@@ -115,6 +124,7 @@ export function wireBatches(
     maxLineBytes: settings.maxLineBytes,
   });
   sweepCreatesInBackground(app, store, settings.createGraceMs);
+  sweepEndedLinesInBackground(app, store);
   if (runner) {
     app.addHook('onReady', async () => runner.start());
     app.addHook('preClose', async () => runner.stop());

@@ -44,7 +44,15 @@ export interface BatchLimits {
   maxLineBytes: number;
   /** The longest `output_expires_after.seconds` accepted (the files' `max_ttl_seconds`); default OpenAI's 30 days. */
   maxOutputTtlSeconds?: number;
+  /**
+   * How long an Anthropic batch's results can be read after its creation (`batches.anthropic_results_retention_days`);
+   * default Anthropic's 29 days.
+   */
+  anthropicResultsRetentionMs?: number;
 }
+
+/** Anthropic keeps a batch's results 29 days after its creation. */
+export const ANTHROPIC_RESULTS_RETENTION_MS = 29 * 86_400_000;
 
 /** A batch's new id: `batch_<32 hex>` (OpenAI's surface) or `msgbatch_<32 hex>` (Anthropic's). */
 export function newBatchId(api: BatchApi): string {
@@ -68,6 +76,8 @@ export function freshRecord(
     inputFileId: string | null;
     metadata: Record<string, string> | null;
     outputTtlSeconds?: number | null;
+    /** Anthropic's: how long its results can be read after its creation. */
+    resultsRetentionMs?: number;
   },
   nowMs: number,
 ): BatchRecord {
@@ -98,6 +108,8 @@ export function freshRecord(
     outputTtlSeconds: spec.outputTtlSeconds ?? null,
     model: null,
     usage: { ...NO_BATCH_USAGE },
+    linesUntilMs: null,
+    resultsUntilMs: api === 'anthropic' ? nowMs + (spec.resultsRetentionMs ?? ANTHROPIC_RESULTS_RETENTION_MS) : null,
   };
 }
 
@@ -177,7 +189,12 @@ export class BatchService {
       'anthropic',
       owner,
       principal,
-      { endpoint: '/v1/messages', inputFileId: null, metadata: null },
+      {
+        endpoint: '/v1/messages',
+        inputFileId: null,
+        metadata: null,
+        resultsRetentionMs: this.limits.anthropicResultsRetentionMs ?? ANTHROPIC_RESULTS_RETENTION_MS,
+      },
       this.now(),
     );
     let count = 0;

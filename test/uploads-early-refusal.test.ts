@@ -98,14 +98,18 @@ describe('an early refusal of a request with a body, from the gateway process', 
     removeTempDirs();
   });
 
-  test('parts for a completed upload, small and large: the SDK sees 409 upload_not_pending every time', TIMEOUT, async () => {
-    for (const size of [1, 64 * 1024, 4 * MB]) {
-      const data = await toFile(Buffer.alloc(size, 1), 'late');
-      for (let round = 0; round < 12; round++) {
-        await assert.rejects(client.uploads.parts.create(completedId, { data }), sawError(409, 'upload_not_pending'));
+  test(
+    'parts for a completed upload, small and large: the SDK sees 409 upload_not_pending every time',
+    TIMEOUT,
+    async () => {
+      for (const size of [1, 64 * 1024, 4 * MB]) {
+        const data = await toFile(Buffer.alloc(size, 1), 'late');
+        for (let round = 0; round < 12; round++) {
+          await assert.rejects(client.uploads.parts.create(completedId, { data }), sawError(409, 'upload_not_pending'));
+        }
       }
-    }
-  });
+    },
+  );
 
   test("parts for another caller's upload: the SDK sees 404 upload_not_found every time", TIMEOUT, async () => {
     const other = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: otherKey, maxRetries: 0 });
@@ -125,39 +129,47 @@ describe('an early refusal of a request with a body, from the gateway process', 
     }
   });
 
-  test('a form refused while it is parsed (a field too long, a second file) is answered 400, not cut', TIMEOUT, async () => {
-    const forms = [
-      (form: FormData) => form.append('purpose', 'x'.repeat(5000)),
-      (form: FormData) => form.append('extra', new Blob([Buffer.alloc(10)]), 'first.bin'),
-    ];
-    for (const [index, lead] of forms.entries()) {
-      for (let round = 0; round < 6; round++) {
-        const form = new FormData();
-        lead(form);
-        form.append('file', new Blob([Buffer.alloc(4 * MB, 4)]), 'big.jsonl');
-        const answer = await fetch(`${gw.url}/v1/files`, {
-          method: 'POST',
-          headers: bearer(ADMIN),
-          body: form,
-        }).catch((error: unknown) => error as Error);
-        assert.ok(answer instanceof Response, `form ${index}: the client saw ${String(answer)}`);
-        assert.equal(answer.status, 400);
-        assert.equal(((await answer.json()) as { code?: string }).code, 'invalid_multipart');
+  test(
+    'a form refused while it is parsed (a field too long, a second file) is answered 400, not cut',
+    TIMEOUT,
+    async () => {
+      const forms = [
+        (form: FormData) => form.append('purpose', 'x'.repeat(5000)),
+        (form: FormData) => form.append('extra', new Blob([Buffer.alloc(10)]), 'first.bin'),
+      ];
+      for (const [index, lead] of forms.entries()) {
+        for (let round = 0; round < 6; round++) {
+          const form = new FormData();
+          lead(form);
+          form.append('file', new Blob([Buffer.alloc(4 * MB, 4)]), 'big.jsonl');
+          const answer = await fetch(`${gw.url}/v1/files`, {
+            method: 'POST',
+            headers: bearer(ADMIN),
+            body: form,
+          }).catch((error: unknown) => error as Error);
+          assert.ok(answer instanceof Response, `form ${index}: the client saw ${String(answer)}`);
+          assert.equal(answer.status, 400);
+          assert.equal(((await answer.json()) as { code?: string }).code, 'invalid_multipart');
+        }
       }
-    }
-  });
+    },
+  );
 
-  test(`the rest of a refused body is read up to ${LINGER_MAX_BYTES / MB} MiB, then the connection closes`, TIMEOUT, async () => {
-    const head = await partHead(gw.port, `/v1/uploads/${completedId}/parts`, 1024 * MB);
-    await waitFor('the 409 answer', () => head.answer().includes('upload_not_pending'));
-    const written = await writeUntilClosed(head.socket);
-    await head.closed;
-    assert.match(head.answer(), /^HTTP\/1\.1 409 /);
-    assert.match(head.answer(), /\r\nconnection: close\r\n/i);
-    // Read on after the answer (not cut at once, after a few MB of socket buffers), and cut at the bound.
-    assert.ok(written >= 32 * MB, `the gateway read on after its answer: ${written} bytes`);
-    assert.ok(written <= LINGER_MAX_BYTES + 32 * MB, `the gateway stopped reading at its bound: ${written} bytes`);
-  });
+  test(
+    `the rest of a refused body is read up to ${LINGER_MAX_BYTES / MB} MiB, then the connection closes`,
+    TIMEOUT,
+    async () => {
+      const head = await partHead(gw.port, `/v1/uploads/${completedId}/parts`, 1024 * MB);
+      await waitFor('the 409 answer', () => head.answer().includes('upload_not_pending'));
+      const written = await writeUntilClosed(head.socket);
+      await head.closed;
+      assert.match(head.answer(), /^HTTP\/1\.1 409 /);
+      assert.match(head.answer(), /\r\nconnection: close\r\n/i);
+      // Read on after the answer (not cut at once, after a few MB of socket buffers), and cut at the bound.
+      assert.ok(written >= 32 * MB, `the gateway read on after its answer: ${written} bytes`);
+      assert.ok(written <= LINGER_MAX_BYTES + 32 * MB, `the gateway stopped reading at its bound: ${written} bytes`);
+    },
+  );
 
   test(`a caller dribbling the rest of a refused body is cut after ${LINGER_MAX_MS / 1000} s`, TIMEOUT, async () => {
     const head = await partHead(gw.port, `/v1/uploads/${completedId}/parts`, 10 * MB);

@@ -77,7 +77,16 @@ export class UploadService {
     if (status !== 'pending') throw new GatewayError('upload_not_pending', { id: upload.id, status });
   }
 
-  async addPart(owner: string, id: string, content: AsyncIterable<Uint8Array>): Promise<UploadPartObject> {
+  /**
+   * Stores one part, bounded by `files.max_part_bytes` (and the upload's size). `whole`: the part is the upload's
+   * whole declared size in one (a presigned PUT, whose size is signed): bounded by that size alone.
+   */
+  async addPart(
+    owner: string,
+    id: string,
+    content: AsyncIterable<Uint8Array>,
+    options: { whole?: boolean } = {},
+  ): Promise<UploadPartObject> {
     const upload = await this.find(owner, id);
     this.assertPending(upload);
     const held = (await this.uploads.parts(id)).reduce((sum, part) => sum + part.bytes, 0);
@@ -89,7 +98,7 @@ export class UploadService {
         bytes: upload.bytes,
       });
     }
-    const maxBytes = Math.min(this.config.maxPartBytes, upload.bytes);
+    const maxBytes = options.whole ? upload.bytes : Math.min(this.config.maxPartBytes, upload.bytes);
     let part: StoredPart | undefined;
     try {
       part = await this.uploads.putPart(
@@ -104,7 +113,7 @@ export class UploadService {
       );
     } catch (error) {
       if (error instanceof ContentTooLarge)
-        throw new GatewayError('file_too_large', { field: 'data', max_bytes: maxBytes });
+        throw new GatewayError('file_too_large', { field: options.whole ? 'body' : 'data', max_bytes: maxBytes });
       throw error;
     }
     if (!part) {

@@ -76,7 +76,9 @@ describe('an early refusal of a request with a body, from the gateway process', 
   let otherKey: string;
   let noFilesKey: string;
   before(async () => {
-    gw = await startGatewayProcess({ env: { GATEWAY_ENV: 'dev', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn' } });
+    gw = await startGatewayProcess({
+      env: { GATEWAY_ENV: 'dev', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', BODY_LIMIT_BYTES: '65536' },
+    });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN, maxRetries: 0 });
     const upload = await client.uploads.create({ filename: 'a', purpose: 'batch', bytes: 3, mime_type: 'text/plain' });
     const part = await client.uploads.parts.create(upload.id, { data: await toFile(Buffer.from('abc'), 'p') });
@@ -126,6 +128,16 @@ describe('an early refusal of a request with a body, from the gateway process', 
     const file = await toFile(Buffer.alloc(1 * MB, 3), 'denied.jsonl');
     for (let round = 0; round < 12; round++) {
       await assert.rejects(denied.files.create({ file, purpose: 'batch' }), sawError(403));
+    }
+  });
+
+  test('a JSON body over the body limit: the SDK sees 413 payload_too_large every time', TIMEOUT, async () => {
+    const content = 'x'.repeat(16 * MB); // more than the socket buffers take at once: the SDK is still writing
+    for (let round = 0; round < 6; round++) {
+      await assert.rejects(
+        client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content }] }),
+        sawError(413, 'payload_too_large'),
+      );
     }
   });
 

@@ -117,6 +117,7 @@ describe('presigned PUTs', () => {
       `${base}/PRESIGNED/${token}`, // no such route: 404
       `${base}/presigned%2F${token}`,
       `${spelled}/%75ploads/${id}/%2570resigned/${token}`,
+      `${base}/%zz%70resigned/${token}`, // a bad escape: 400 before routing
     ];
     for (const url of failures) {
       const answer = await call(url, { method: 'PUT', body: 'wrong size' });

@@ -7,7 +7,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { LINGER_MAX_BYTES, LINGER_MAX_MS } from '../src/http/lingering-close.js';
 import {
@@ -15,6 +17,7 @@ import {
   httpCall,
   jsonOf,
   killAllGateways,
+  makeTempDir,
   removeTempDirs,
   startGatewayProcess,
   type GatewayProcess,
@@ -76,8 +79,16 @@ describe('an early refusal of a request with a body, from the gateway process', 
   let otherKey: string;
   let noFilesKey: string;
   before(async () => {
+    const config = join(makeTempDir(), 'files.yaml');
+    writeFileSync(config, 'files:\n  max_part_bytes: 1048576\n');
     gw = await startGatewayProcess({
-      env: { GATEWAY_ENV: 'dev', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', BODY_LIMIT_BYTES: '65536' },
+      env: {
+        GATEWAY_ENV: 'dev',
+        ADMIN_TOKEN: ADMIN,
+        LOG_LEVEL: 'warn',
+        BODY_LIMIT_BYTES: '65536',
+        GATEWAY_CONFIG: config,
+      },
     });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN, maxRetries: 0 });
     const upload = await client.uploads.create({ filename: 'a', purpose: 'batch', bytes: 3, mime_type: 'text/plain' });
@@ -130,6 +141,18 @@ describe('an early refusal of a request with a body, from the gateway process', 
       await assert.rejects(denied.files.create({ file, purpose: 'batch' }), sawError(403));
     }
   });
+
+  test(
+    'a part past files.max_part_bytes, refused mid-way: the SDK sees 413 file_too_large every time',
+    TIMEOUT,
+    async () => {
+      const upload = await client.uploads.create({ filename: 'b', purpose: 'batch', bytes: 8 * MB, mime_type: 'a/b' });
+      const data = await toFile(Buffer.alloc(8 * MB, 5), 'too-big');
+      for (let round = 0; round < 6; round++) {
+        await assert.rejects(client.uploads.parts.create(upload.id, { data }), sawError(413, 'file_too_large'));
+      }
+    },
+  );
 
   test('a JSON body over the body limit: the SDK sees 413 payload_too_large every time', TIMEOUT, async () => {
     const content = 'x'.repeat(16 * MB); // more than the socket buffers take at once: the SDK is still writing

@@ -92,23 +92,25 @@ export class UploadService {
    * Stores one part. Its bytes are reserved against the owner's storage quota before the first is stored (all of
    * `sizeHint`, the request's Content-Length, when known), and the upload's parts are bounded by its declared
    * `bytes` in the store's step that records the part, so parts sent at once cannot together pass it (issue 41).
+   * A part is bounded by `files.max_part_bytes` (and the upload's size); `whole`: the part is the upload's whole
+   * declared size in one (a presigned PUT, whose size is signed): bounded by that size alone.
    */
   async addPart(
     owner: string,
     id: string,
     content: AsyncIterable<Uint8Array>,
-    sizeHint?: number,
+    options: { sizeHint?: number; whole?: boolean } = {},
   ): Promise<UploadPartObject> {
     const upload = await this.find(owner, id);
     this.assertPending(upload);
     const held = (await this.uploads.parts(id)).reduce((sum, part) => sum + part.bytes, 0);
     if (held >= upload.bytes) throw this.full(upload, held); // early; the store's check is the binding one
-    const maxBytes = Math.min(this.config.maxPartBytes, upload.bytes);
+    const maxBytes = options.whole ? upload.bytes : Math.min(this.config.maxPartBytes, upload.bytes);
     const partId = randomId(PART_ID_PREFIX);
     const reservation = await this.quota?.reserve(owner, partId, {
       maxBytes,
       checked: true,
-      ...(sizeHint === undefined ? {} : { sizeHint }),
+      ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }),
     });
     let part: StoredPart | undefined;
     try {
@@ -122,7 +124,7 @@ export class UploadService {
     } catch (error) {
       await reservation?.release();
       if (error instanceof ContentTooLarge)
-        throw new GatewayError('file_too_large', { field: 'data', max_bytes: maxBytes });
+        throw new GatewayError('file_too_large', { field: options.whole ? 'body' : 'data', max_bytes: maxBytes });
       if (error instanceof UploadBytesExceeded) throw this.full(upload, error.heldBytes, error.partBytes);
       throw asDiskFull(error);
     }

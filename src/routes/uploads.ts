@@ -92,7 +92,7 @@ export function makeUploadHandlers(
         maxFieldBytes: 1024,
       });
       const part = await form.file;
-      return reply.send(await uploads.addPart(request.caller, id, part.content, declaredLength(request)));
+      return reply.send(await uploads.addPart(request.caller, id, part.content, { sizeHint: declaredLength(request) }));
     },
     async complete(request, reply) {
       const body = request.body as { part_ids: string[]; md5?: string };

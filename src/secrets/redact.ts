@@ -13,7 +13,7 @@ const LOGGED_AS_IS: ReadonlyMap<string, RegExp> = new Map([
   ['route', /^[a-z_]{1,32}$/],
   ['limit', /^\d{1,4}$/],
 ]);
-const PRESIGNED_SEGMENT = '/presigned/';
+const PRESIGNED_WORD = /presigned/i;
 const PLAIN_ROUTE_QUERY = /\?route=[a-z_]{1,32}$/y;
 const SECRET_NAMES = new Set([
   'key',
@@ -120,12 +120,7 @@ export function queryParameters(url: string): QueryParameter[] {
  * with no `=` is redacted whole (`?sk-...` is a value), unless it is one of our parameter names.
  */
 export function redactUrl(url: string): string {
-  // A presigned upload URL's last segment is a capability (docs/files.md): never logged.
-  const presigned = url.indexOf(PRESIGNED_SEGMENT);
-  if (presigned !== -1) {
-    const end = url.indexOf('?', presigned);
-    url = `${url.slice(0, presigned + PRESIGNED_SEGMENT.length)}${REDACTED}${end === -1 ? '' : url.slice(end)}`;
-  }
+  url = redactPresigned(url);
   const q = url.indexOf('?');
   if (q === -1) return url;
   // The common case, `?route=chat`, is logged as it is without splitting anything (this runs on every request).
@@ -144,6 +139,44 @@ export function redactUrl(url: string): string {
     })
     .join('&');
   return `${url.slice(0, q)}?${query}`;
+}
+
+/**
+ * A presigned upload URL's last segment is a capability (docs/files.md): never logged. The router decodes the path
+ * before it matches it (`/%70resigned/<token>` is the same route as `/presigned/<token>`), so the segments are
+ * looked at decoded, in any case: whatever follows a `presigned` segment, or starts at a segment that holds the word
+ * (`presigned%2F<token>`), is replaced up to the query. A URL with neither `%` nor the word costs two scans and no
+ * copy (this runs on every access line).
+ */
+function redactPresigned(url: string): string {
+  if (!url.includes('%') && !PRESIGNED_WORD.test(url)) return url;
+  const q = url.indexOf('?');
+  const segments = (q === -1 ? url : url.slice(0, q)).split('/');
+  for (let i = 0; i < segments.length; i++) {
+    const decoded = decodeEscapes(segments[i] as string).toLowerCase();
+    if (!decoded.includes('presigned')) continue;
+    const whole = decoded === 'presigned';
+    if (whole && i === segments.length - 1) return url; // `.../presigned` with no token after it
+    const kept = segments.slice(0, whole ? i + 1 : i).join('/');
+    return `${kept}/${REDACTED}${q === -1 ? '' : url.slice(q)}`;
+  }
+  return url;
+}
+
+const ESCAPE = /%([0-9A-Fa-f]{2})/g;
+
+/**
+ * Every `%XX` of a path segment decoded as one byte (a character), three rounds at most (`%2570` too): unlike
+ * decodeURIComponent it never gives up on the whole segment for one bad escape or one non-UTF-8 byte beside it.
+ */
+function decodeEscapes(segment: string): string {
+  let current = segment;
+  for (let round = 0; round < 3 && current.includes('%'); round++) {
+    const next = current.replace(ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (next === current) break;
+    current = next;
+  }
+  return current;
 }
 
 /**

@@ -136,7 +136,11 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     webhooks,
     keyCacheMs: file.auth.key_cache_seconds * 1000,
     oauth,
-    usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
+    usage: {
+      enabled: file.usage.enabled,
+      retentionMs: file.usage.retention_days * 86_400_000,
+      maxBytes: file.usage.retention_max_bytes,
+    },
     responses: toResponses(file.responses),
     batches: toBatches(file.batches),
     files: toFiles(file.files),

@@ -373,6 +373,16 @@ export const configFileSchema = z
       .object({
         enabled: z.boolean().default(true),
         retention_days: z.number().int().min(1).max(3650).default(90),
+        /**
+         * The bytes records and their hourly rollups may take (docs/usage.md, "Retention"): past it the oldest records
+         * are rolled into their hours and deleted. 1 MiB to 1 PiB; default 1 GiB.
+         */
+        retention_max_bytes: z
+          .number()
+          .int()
+          .min(1_048_576)
+          .max(2 ** 50)
+          .default(1_073_741_824),
       })
       .strict()
       // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.

@@ -1,3 +1,5 @@
+import { USAGE_HOURS_MIGRATION } from './usage-hours-migration.js';
+
 /**
  * Forward-only schema migrations of the embedded store, applied in order inside one immediate transaction each.
  * A migration is never edited after it has shipped: add a new one.
@@ -396,4 +398,6 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX batch_creates_started ON batch_creates (started_ms);`,
   },
+  // Hourly rollups of usage records and the usage tables' size, for retention by size (docs/usage.md).
+  { version: 23, name: 'usage_hours', sql: USAGE_HOURS_MIGRATION },
 ];

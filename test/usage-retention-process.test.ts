@@ -132,7 +132,12 @@ describe('usage retention by size, in the gateway process', () => {
 
     const first = await startGatewayProcess({ env: env(), dataDir });
     // The sweep is under way once rollup rows exist; kill at once, in the middle of it.
-    await waitForValue('the first records rolled up', () => footprint(dataDir), (f) => f.hours > 0, 20_000);
+    await waitForValue(
+      'the first records rolled up',
+      () => footprint(dataDir),
+      (f) => f.hours > 0,
+      20_000,
+    );
     await first.kill();
     const atKill = footprint(dataDir);
     assert.ok(atKill.bytes > MAX_BYTES && atKill.records > 0, `killed mid-sweep: ${JSON.stringify(atKill)}`);
@@ -170,7 +175,9 @@ describe('usage retention by size, in the gateway process', () => {
     try {
       for (let phase = 0; phase < PHASES; phase++) {
         // 6,000 calls, each with its own 128-character request id (the longest the gateway keeps): ~2 MB of records.
-        const ids = Array.from({ length: 6_000 }, (_, i) => `p${phase}-${String(i).padStart(6, '0')}-`.padEnd(128, 'x'));
+        const ids = Array.from({ length: 6_000 }, (_, i) =>
+          `p${phase}-${String(i).padStart(6, '0')}-`.padEnd(128, 'x'),
+        );
         let next = 0;
         const worker = async () => {
           for (let id = ids[next++]; id !== undefined; id = ids[next++]) {

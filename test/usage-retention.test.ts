@@ -163,10 +163,7 @@ function retentionSuite(name: string, open: () => Promise<Backend>) {
         assert.deepEqual(log.lines, []);
         // The newest records are the raw ones (the tail and recent failures still show them).
         const oldestRaw = Math.min(...(await backend.usage.stored(0, 10_000)).map((r) => r.record.timeMs));
-        assert.ok(
-          records.filter((r) => r.timeMs < oldestRaw).length >= outcome.rolled - 3,
-          'the oldest were rolled',
-        );
+        assert.ok(records.filter((r) => r.timeMs < oldestRaw).length >= outcome.rolled - 3, 'the oldest were rolled');
       } finally {
         await backend.close();
       }

@@ -81,7 +81,9 @@ export class UsageRetention {
     while (!this.stopped && (size.recordBytes + size.hourBytes > maxBytes || size.hourBytes > hoursBound)) {
       const dropping = size.records === 0 || size.hourBytes > hoursBound;
       await nextTurn();
-      const n = dropping ? await store.purgeHours(Number.MAX_SAFE_INTEGER, STEP_ROWS) : await store.rollOldest(STEP_ROWS);
+      const n = dropping
+        ? await store.purgeHours(Number.MAX_SAFE_INTEGER, STEP_ROWS)
+        : await store.rollOldest(STEP_ROWS);
       if (n === 0) break; // nothing left to take: the counts are ahead of the tables (see docs/usage.md)
       if (dropping) outcome.droppedHours += n;
       else outcome.rolled += n;

@@ -60,4 +60,3 @@ export function variedRecords(count: number, prefix = 'v'): UsageRecord[] {
     };
   });
 }
-

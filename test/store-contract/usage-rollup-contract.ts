@@ -38,12 +38,7 @@ export async function reports(store: UsageStore, from: number, to: number) {
     route: await store.summarize('route', from, to),
     day: await store.summarize('day', from, to),
     keys: await store.summarizeCallers(['key:abc', 'key:déjà-vu', 'nobody'], from, to),
-    hourly: summarizeTimeline(
-      await store.timeline(from, to, HOUR_MS),
-      from,
-      HOUR_MS,
-      Math.ceil((to - from) / HOUR_MS),
-    ),
+    hourly: summarizeTimeline(await store.timeline(from, to, HOUR_MS), from, HOUR_MS, Math.ceil((to - from) / HOUR_MS)),
     daily: summarizeTimeline(await store.timeline(dayFrom, to, day), dayFrom, day, Math.ceil((to - dayFrom) / day)),
   };
 }
@@ -206,7 +201,10 @@ export function usageRollupContract(name: string, make: () => Promise<RollupHarn
       await store().append(variedRecords(400));
       await store().rollOldest(1_000);
       const hoursOf = async () => (await store().timeline(H0, END, HOUR_MS)).map((r) => r.bucketMs);
-      assert.deepEqual([...new Set(await hoursOf())], [0, 1, 2, 3].map((i) => H0 + i * HOUR_MS));
+      assert.deepEqual(
+        [...new Set(await hoursOf())],
+        [0, 1, 2, 3].map((i) => H0 + i * HOUR_MS),
+      );
       const cut = H0 + 2 * HOUR_MS + 1;
       assert.equal(await store().purgeHours(cut, 1), 2, 'at most the limit of each table (hours, latency bins)');
       await store().purgeHours(cut);

@@ -230,6 +230,8 @@ export class PostgresUsageStore implements UsageStore {
 
   /** For tests: drops the tables. */
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${this.hours}, ${this.table}_latency, ${this.table}_size`);
+    await this.pool.query(
+      `DROP TABLE IF EXISTS ${this.table}, ${this.hours}, ${this.table}_latency, ${this.table}_size`,
+    );
   }
 }

@@ -135,15 +135,19 @@ export class SqliteUsageStore implements UsageStore {
     return rows.map((row) => ({ seq: Number(row.seq), record: recordFromRow(row) }));
   }
 
+  // Each on a later turn of the event loop, as one transaction of its own (like appendRows).
   async purge(beforeMs: number, limit = -1): Promise<number> {
+    await nextTurn();
     return this.retention.purge.immediate(beforeMs, limit);
   }
 
   async purgeHours(beforeMs: number, limit = -1): Promise<number> {
+    await nextTurn();
     return this.retention.purgeHours.immediate(beforeMs, limit);
   }
 
   async rollOldest(limit: number): Promise<number> {
+    await nextTurn();
     return this.retention.roll.immediate(Math.max(0, Math.floor(limit)));
   }
 

@@ -41,7 +41,10 @@ describe('PostgreSQL: an instance starting beside running ones', { skip }, () =>
   const tables = ['batches', 'batch_lines', 'batch_native', 'files', 'uploads', 'upload_parts', 'blob_chunks']
     .concat(['forwarded_files', 'batch_creates', 'storage_use', 'storage_reservations'])
     .map((t) => `${prefix}${t}`)
-    .concat([usageTable]);
+    .concat(
+      [usageTable],
+      ['hours', 'latency', 'size'].map((t) => `${usageTable}_${t}`),
+    );
   before(async () => {
     admin = new pg.Client({ connectionString: DATABASE_URL });
     await admin.connect();

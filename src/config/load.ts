@@ -127,17 +127,12 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       cooldownMs: file.circuit_breaker.cooldown_seconds * 1000,
     },
     cache: { maxTotalBytes: file.cache.max_total_bytes, undeclaredModels: toCachePolicy(undefined, file.cache) },
-    idempotency: {
-      ttlMs: file.idempotency.ttl_seconds * 1000,
-      onStoreFailure: file.idempotency.on_store_failure,
-      leaseMs: file.idempotency.lease_seconds * 1000,
-      maxReplayBytes: file.idempotency.max_replay_bytes,
-    },
+    idempotency: toIdempotency(file.idempotency),
     redisUrl: env.REDIS_URL || undefined,
     webhooks,
     keyCacheMs: file.auth.key_cache_seconds * 1000,
     oauth,
-    usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
+    usage: toUsage(file.usage),
     responses: toResponses(file.responses),
     batches: toBatches(file.batches, instanceId),
     files: toFiles(file.files),
@@ -235,4 +230,21 @@ function checkReferences(
 function parseYaml(text: string): unknown {
   const yaml = createRequire(import.meta.url)('yaml') as typeof Yaml;
   return yaml.parse(text);
+}
+
+function toIdempotency(section: ConfigFile['idempotency']): GatewayConfig['idempotency'] {
+  return {
+    ttlMs: section.ttl_seconds * 1000,
+    onStoreFailure: section.on_store_failure,
+    leaseMs: section.lease_seconds * 1000,
+    maxReplayBytes: section.max_replay_bytes,
+  };
+}
+
+function toUsage(section: ConfigFile['usage']): GatewayConfig['usage'] {
+  return {
+    enabled: section.enabled,
+    retentionMs: section.retention_days * 86_400_000,
+    maxBytes: section.retention_max_bytes,
+  };
 }

@@ -180,7 +180,8 @@ export interface GatewayConfig {
   /** Scoped keys: how long a key record is cached per instance. */
   keyCacheMs: number;
   oauth: OAuthConfig | undefined;
-  usage: { enabled: boolean; retentionMs: number };
+  /** Usage records: on or off, kept for `retentionMs` and within `maxBytes` with their rollups (docs/usage.md). */
+  usage: { enabled: boolean; retentionMs: number; maxBytes: number };
   metricsEnabled: boolean;
   /** The /dashboard page; sessionTtlMs: how long a login lasts. */
   dashboard: { enabled: boolean; sessionTtlMs: number };

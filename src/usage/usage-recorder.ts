@@ -4,7 +4,6 @@ import { UsageColumns } from './usage-columns.js';
 import { writeAroundRefused } from './refused-records.js';
 
 const MAX_BUFFERED = 20_000;
-const PURGE_EVERY_MS = 3_600_000;
 
 export interface UsageLog {
   warn(fields: Record<string, unknown>, msg: string): void;
@@ -17,7 +16,7 @@ export interface UsageLog {
  * transaction or one INSERT per write, no object per record on the way. If the store is down, records wait in
  * memory as objects (up to 20,000, then the oldest are dropped and counted in the log) and are retried with the
  * next batch. A record the database refuses (a value it will not store) is set aside, never retried: the batch
- * is written around it (src/usage/refused-records.ts). Records older than the retention are purged hourly.
+ * is written around it (src/usage/refused-records.ts). Records age out in src/usage/usage-retention.ts.
  */
 export class UsageRecorder {
   private readonly batchSize: number;
@@ -30,7 +29,6 @@ export class UsageRecorder {
   /** Records of writes that failed, waiting for the next one. */
   private pending: UsageRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private purgeTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private dropped = 0;
   private setAside = 0;
@@ -38,7 +36,6 @@ export class UsageRecorder {
   constructor(
     private readonly options: {
       store: UsageStore;
-      retentionMs: number;
       log: UsageLog;
       flushMs?: number;
       maxBatch?: number;
@@ -150,20 +147,7 @@ export class UsageRecorder {
     );
   }
 
-  startRetention(): void {
-    const purge = () => {
-      const before = Date.now() - this.options.retentionMs;
-      this.options.store
-        .purge(before)
-        .catch((error: unknown) => this.options.log.warn({ err: error }, 'old usage records could not be purged'));
-    };
-    purge();
-    this.purgeTimer = setInterval(purge, PURGE_EVERY_MS);
-    this.purgeTimer.unref();
-  }
-
   async close(): Promise<void> {
-    if (this.purgeTimer) clearInterval(this.purgeTimer);
     await this.flush();
   }
 

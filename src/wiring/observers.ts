@@ -5,6 +5,7 @@ import type { UsageStore } from '../store/contract.js';
 import { headOf } from '../request/request-record.js';
 import { usageObserver } from '../usage/record-request.js';
 import { UsageRecorder } from '../usage/usage-recorder.js';
+import { UsageRetention } from '../usage/usage-retention.js';
 import { usageAnomalyLog } from '../usage/usage-anomalies.js';
 
 /**
@@ -15,14 +16,18 @@ import { usageAnomalyLog } from '../usage/usage-anomalies.js';
  */
 export async function wireObservers(app: FastifyInstance, config: GatewayConfig, usage: UsageStore | undefined) {
   app.requestObservers.push(usageAnomalyLog(app.log));
-  const recorder =
-    usage && config.usage.enabled
-      ? new UsageRecorder({ store: usage, retentionMs: config.usage.retentionMs, log: app.log })
-      : undefined;
-  if (recorder) {
+  const recorder = usage && config.usage.enabled ? new UsageRecorder({ store: usage, log: app.log }) : undefined;
+  if (usage && recorder) {
     app.requestObservers.push(usageObserver(recorder, config.environment));
-    recorder.startRetention();
+    const retention = new UsageRetention({
+      store: usage,
+      retentionMs: config.usage.retentionMs,
+      maxBytes: config.usage.maxBytes,
+      log: app.log,
+    });
+    retention.start();
     app.addHook('onClose', async () => {
+      await retention.close();
       await recorder.close();
     });
   }

@@ -1,4 +1,5 @@
 import { STORAGE_USE_SQL } from './storage-use-migration.js';
+import { USAGE_HOURS_MIGRATION } from './usage-hours-migration.js';
 
 /**
  * Forward-only schema migrations of the embedded store, applied in order inside one immediate transaction each.
@@ -398,6 +399,8 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
           ) STRICT;
           CREATE INDEX batch_creates_started ON batch_creates (started_ms);`,
   },
+  // Hourly rollups of usage records and the usage tables' size, for retention by size (docs/usage.md).
+  { version: 23, name: 'usage_hours', sql: USAGE_HOURS_MIGRATION },
   {
     version: 24,
     name: 'storage_use',

@@ -200,6 +200,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     auth,
     store: deps.batches,
     files: files?.service,
+    ...(files ? { quota: files.quota } : {}),
     webhooks: events.webhooks,
     generations,
   });

@@ -113,7 +113,7 @@ describe('runner identity: whose leases are taken back', () => {
   test('a dead process of the same identity: taken back', () => {
     assert.equal(isDeadPredecessor(sibling(6000), me, 4242, exists), true);
   });
-  test('an earlier process with this very pid (a container restart, pid 1 again): taken back', () => {
+  test('an earlier process with this very pid in this pid namespace (pid 1 again): taken back', () => {
     assert.equal(
       isDeadPredecessor(sibling(4242), me, 4242, () => true),
       true,

@@ -69,11 +69,18 @@ export class StorageQuota {
 
   /**
    * Raises `id`'s reservation to `bytes`, or when that is refused to `floor` (what the write needs right now);
-   * throws the refusal when neither fits; answers the bytes now reserved. Unchecked: counted, never refused.
+   * throws the refusal when neither fits; answers the bytes now reserved. Unchecked: counted, never refused. The
+   * reservation lasts until `expiresMs` (default: `reservationTtlMs` from now, renewed as a write grows).
    */
-  async take(owner: string, id: string, bytes: number, floor: number, checked: boolean): Promise<number> {
+  async take(
+    owner: string,
+    id: string,
+    bytes: number,
+    floor: number,
+    checked: boolean,
+    expiresMs: number = this.now() + this.config.reservationTtlMs,
+  ): Promise<number> {
     if (!this.store) return bytes;
-    const expiresMs = this.now() + this.config.reservationTtlMs;
     try {
       if (!checked) {
         await this.store.reserve(id, owner, bytes, expiresMs);

@@ -17,6 +17,8 @@ import { sweepCreatesInBackground } from './batch-create-sweep.js';
 import { sweepEndedLinesInBackground } from './batch-line-sweep.js';
 import { readBatchJson } from '../routes/batch-requests-body.js';
 import { hostname } from 'node:os';
+import type { StorageQuota } from '../core/storage-quota.js';
+import { BatchLinesQuota } from '../core/batches/batch-lines-quota.js';
 
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
 export interface BatchStats extends BatchMetricsSource {
@@ -71,6 +73,8 @@ export function wireBatches(
     auth: Authenticator;
     store: BatchStore | undefined;
     files: BatchFiles | undefined;
+    /** The storage quotas a batch's lines count against (none: not counted). */
+    quota?: StorageQuota;
     webhooks: Webhooks;
     generations: ConfigGenerations;
   },
@@ -83,7 +87,9 @@ export function wireBatches(
     maxLineBytes: settings.maxLineBytes,
     maxOutputTtlSeconds: Math.floor(config.files.maxTtlMs / 1000),
     anthropicResultsRetentionMs: settings.anthropicResultsRetentionMs,
+    createGraceMs: settings.createGraceMs,
   };
+  const linesQuota = deps.quota ? new BatchLinesQuota(deps.quota) : undefined;
   const counters: LineCounters = { succeeded: 0, errored: 0, deferred: 0 };
   const slots = new LineSlots(settings.concurrency);
   const runner = settings.run
@@ -111,13 +117,14 @@ export function wireBatches(
           if (kind && webhooks.wants(kind)) void webhooks.emit(kind, eventData(batch));
         },
         readLine: readBatchJson,
+        ...(linesQuota ? { linesQuota } : {}),
         // Two live processes never share it with the same pid (runner-identity.ts): cluster workers and several
         // processes on one data folder share this identity safely.
         identity: settings.instanceId ?? `${hostname()}:${config.dataDir}`,
         log: app.log,
       })
     : undefined;
-  const service = new BatchService(store, files, limits, () => runner?.wake());
+  const service = new BatchService(store, files, limits, () => runner?.wake(), Date.now, linesQuota);
   mountOpenAiBatches(app, auth, service);
   mountAnthropicBatches(app, auth, service, store, {
     maxCreateBytes: settings.maxCreateBytes,

@@ -27,6 +27,8 @@ export interface WiredFiles {
   forwarding: FileForwarding;
   /** Deletes the upstream copies of deleted files (core/upstream-file-cleanup.ts); its counts feed the metrics. */
   cleanup: UpstreamFileCleanup;
+  /** The storage quotas (core/storage-quota.ts), which a batch's lines count against too. */
+  quota: StorageQuota;
 }
 
 type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
@@ -83,7 +85,7 @@ export function wireFiles(
     maxInlineBytes: config.files.forwardInlineMaxBytes,
     cleanup,
   });
-  return { service: files, forwarding, cleanup };
+  return { service: files, forwarding, cleanup, quota };
 }
 
 /** One round of the sweep: expired files, then expired uploads, then reservations a crash left, a batch at a time. */

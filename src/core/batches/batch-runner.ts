@@ -3,7 +3,8 @@ import type { BatchBackend, BatchLease } from './batch-backend.js';
 import type { BatchFiles } from './batch-files.js';
 import { writeResultFiles } from './batch-results.js';
 import type { BatchLimits } from './batch-service.js';
-import { validateInput, type JsonLineReader } from './batch-validate.js';
+import { validateInput, type HoldLines, type JsonLineReader } from './batch-validate.js';
+import type { BatchLinesQuota } from './batch-lines-quota.js';
 import { isDeadPredecessor, pidExists, runnerName, type RunnerName } from './runner-identity.js';
 
 export interface BatchRunnerOptions {
@@ -22,6 +23,8 @@ export interface BatchRunnerOptions {
   onEnded(batch: BatchRecord): void;
   /** How an input file's lines are read as JSON (the gateway's body reader: a key sent twice is refused). */
   readLine: JsonLineReader;
+  /** The storage quotas a batch's lines count against (batch-lines-quota.ts); none: not counted. */
+  linesQuota?: BatchLinesQuota;
   /**
    * This process's instance identity (INSTANCE_ID, else host name and data folder): at start, the leases an earlier
    * process of the same identity held when it died are taken back at once instead of after `leaseMs`
@@ -201,7 +204,14 @@ export class BatchRunner {
     }
     switch (batch.status) {
       case 'validating': {
-        const { errors, model } = await validateInput(batch, files, store, limits, this.options.readLine);
+        const { errors, model } = await validateInput(
+          batch,
+          files,
+          store,
+          limits,
+          this.options.readLine,
+          this.holdLines(batch),
+        );
         if (errors.length > 0) await this.end(batch, 'failed', { failedMs: now, errors });
         else await store.transition(batch.id, ['validating'], 'in_progress', { inProgressMs: now, model });
         return;
@@ -225,6 +235,17 @@ export class BatchRunner {
       default:
         return;
     }
+  }
+
+  /**
+   * Counts an OpenAI batch's lines against its owner's storage quota until the latest they can be kept: the end of
+   * its window, then its output files' age (`end` sets the real date).
+   */
+  private holdLines(batch: BatchRecord): HoldLines | undefined {
+    const { linesQuota, limits } = this.options;
+    if (!linesQuota) return undefined;
+    const ttlSeconds = batch.outputTtlSeconds ?? limits.maxOutputTtlSeconds ?? 30 * 86_400;
+    return (bytes) => linesQuota.hold(batch.owner, batch.id, bytes, batch.expiresMs + ttlSeconds * 1000);
   }
 
   /** The first backend that takes the batch (the gateway's own takes every one). */
@@ -257,6 +278,10 @@ export class BatchRunner {
     }
     const moved = await store.transition(batch.id, [batch.status], to, { ...stamp, ...written, linesUntilMs });
     if (!moved) return;
+    // Its lines count as long as they are kept; a failure leaves the longer count of its validation.
+    await this.options.linesQuota
+      ?.until(batch.owner, batch.id, linesUntilMs)
+      .catch((error: unknown) => this.options.log.warn({ err: error, batch_id: batch.id }, 'batch lines quota'));
     const ended = await store.get(batch.owner, batch.id);
     if (ended) this.options.onEnded(ended);
   }

@@ -11,6 +11,7 @@ import {
 import type { BatchFiles } from './batch-files.js';
 import { EXPIRES_AFTER_MAX_SECONDS } from '../../wire/openai-files.js';
 import { outputTtlOf } from './output-expiry.js';
+import type { BatchLinesQuota } from './batch-lines-quota.js';
 
 /**
  * The endpoints a batch line may call (the gateway's own paths of the same name), and the route each line is a call
@@ -49,6 +50,8 @@ export interface BatchLimits {
    * default Anthropic's 29 days.
    */
   anthropicResultsRetentionMs?: number;
+  /** How long a create's lines may wait for its record (`batches.create_grace_seconds`); default an hour. */
+  createGraceMs?: number;
 }
 
 /** Anthropic keeps a batch's results 29 days after its creation. */
@@ -132,6 +135,8 @@ export class BatchService {
     private readonly limits: BatchLimits,
     private readonly onCreated: () => void,
     private readonly now: () => number = Date.now,
+    /** The storage quotas the lines count against (batch-lines-quota.ts); none: not counted. */
+    private readonly linesQuota?: BatchLinesQuota,
   ) {}
 
   /**
@@ -204,7 +209,12 @@ export class BatchService {
     let chunkBytes = 0;
     // The create's mark, written before its first line (a crash after it leaves lines the sweep finds by it).
     let begun = false;
+    // The lines' bytes, counted against the owner's storage quota before each chunk is stored.
+    let bytes = 0;
+    const createGraceMs = this.limits.createGraceMs ?? 3_600_000;
     const store = async (lines: NewBatchLine[]) => {
+      for (const line of lines) bytes += Buffer.byteLength(line.body);
+      await this.linesQuota?.hold(owner, record.id, bytes, this.now() + createGraceMs);
       if (!begun) {
         await this.store.beginCreate(record.id, this.now());
         begun = true;
@@ -236,8 +246,12 @@ export class BatchService {
       // no read ever reaches (every read goes through a batch record) and the create's mark, so the sweep of
       // abandoned creates removes them later: the original error is what the caller needs.
       if (begun) await this.store.discardLines(record.id).catch(() => 0);
+      await this.linesQuota?.release(record.id);
       throw error;
     }
+    // Counted as long as its results are kept (a failure to say so leaves the create's shorter count).
+    if (record.resultsUntilMs !== null)
+      await this.linesQuota?.until(owner, record.id, record.resultsUntilMs).catch(() => undefined);
     this.onCreated();
     return record;
   }
@@ -271,6 +285,7 @@ export class BatchService {
     const record = await this.get(owner, api, id);
     if (!(await this.store.delete(owner, id)))
       throw new GatewayError('batch_not_ended', { batch_id: id, status: record.status });
+    await this.linesQuota?.release(id);
   }
 
   private filesOrFail(): BatchFiles {

@@ -2,6 +2,7 @@ import type { BatchError, BatchRecord, BatchStore, NewBatchLine } from '../../st
 import type { BatchFiles } from './batch-files.js';
 import { LINE_CHUNK, LINE_CHUNK_BYTES, type BatchLimits } from './batch-service.js';
 import { jsonlLines, LineTooLongError } from '../../streaming/jsonl-lines.js';
+import { GatewayError } from '../../errors/gateway-error.js';
 
 /** Errors reported per batch, at most (the first ones; the file may have thousands). */
 const MAX_REPORTED_ERRORS = 100;
@@ -21,12 +22,18 @@ export interface InputCheck {
   errors: BatchError[];
   /** The one model all lines name; null when they name several, or a line names none. */
   model: string | null;
+  /** The bytes of the lines' requests (what storing them takes in the database). */
+  bytes: number;
 }
 
 const NO_FILE: InputCheck = {
   errors: [{ code: 'file_not_found', message: 'The input file no longer exists.' }],
   model: null,
+  bytes: 0,
 };
+
+/** Counts the lines' bytes against the owner's storage quota before they are stored; throws its refusal. */
+export type HoldLines = (bytes: number) => Promise<void>;
 
 /**
  * Reads an OpenAI batch's input file (streamed, one bounded line at a time) into its lines: each a JSON object
@@ -43,9 +50,19 @@ export async function validateInput(
   store: BatchStore,
   limits: BatchLimits,
   readLine: JsonLineReader,
+  holdLines?: HoldLines,
 ): Promise<InputCheck> {
   const checked = await readInput(batch, files, limits, readLine, undefined);
   if (!checked || checked.errors.length > 0) return checked ?? NO_FILE;
+  // The lines are a second copy of the input, kept after the file may be deleted: they need room of their own.
+  try {
+    await holdLines?.(checked.bytes);
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    const quota = typeof error.details.quota === 'string' ? ` (${error.details.quota})` : '';
+    const message = `Storing this batch's requests (${checked.bytes} bytes) would pass a storage quota${quota}: ${error.message}`;
+    return { errors: [{ code: error.code, message }], model: null, bytes: checked.bytes };
+  }
   // Valid: read again, storing the lines (the file cannot change: a file's bytes are never rewritten).
   const stored = await readInput(batch, files, limits, readLine, store);
   return stored ?? NO_FILE;
@@ -68,6 +85,7 @@ async function readInput(
   let chunk: NewBatchLine[] = [];
   let chunkBytes = 0;
   let index = 0;
+  let bytes = 0;
   const report = (error: BatchError) => {
     if (errors.length < MAX_REPORTED_ERRORS) errors.push(error);
   };
@@ -91,6 +109,7 @@ async function readInput(
       const named = line.model;
       model = model === undefined || model === named ? named : null;
       index += 1;
+      bytes += Buffer.byteLength(line.body);
       if (!store) continue;
       chunk.push({ index: index - 1, customId: line.customId, url: line.url, body: line.body });
       chunkBytes += line.body.length;
@@ -108,7 +127,7 @@ async function readInput(
   }
   if (store && errors.length === 0 && chunk.length > 0) await store.addLines(batch.id, chunk);
   if (errors.length === 0 && index === 0) report({ code: 'empty_file', message: 'The input file has no requests.' });
-  return { errors, model: model ?? null };
+  return { errors, model: model ?? null, bytes };
 }
 
 function checkLine(

@@ -86,7 +86,7 @@ export class PostgresFileStore implements FileStore {
     nowMs = Date.now(),
   ): Promise<{ file: StoredFile; stream: Readable } | undefined> {
     const file = await this.get(owner, id, nowMs);
-    return file ? { file, stream: this.blobs.read(id) } : undefined;
+    return file ? { file, stream: this.blobs.read(id, file.bytes) } : undefined;
   }
 
   async list(

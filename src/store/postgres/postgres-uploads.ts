@@ -115,7 +115,13 @@ export class PostgresUploadStore implements UploadStore {
   }
 
   async readPart(uploadId: string, partId: string): Promise<Readable> {
-    return this.blobs.read(partKey(uploadId, partId));
+    const result = await this.pool.query<{ bytes: string }>(
+      `SELECT bytes FROM ${this.p}upload_parts WHERE upload_id = $1 AND id = $2`,
+      [uploadId, partId],
+    );
+    const row = result.rows[0];
+    if (!row) throw new Error(`the bytes of part ${partId} are missing`);
+    return this.blobs.read(partKey(uploadId, partId), Number(row.bytes));
   }
 
   async transition(id: string, from: UploadStatus, to: UploadStatus, fileId?: string): Promise<boolean> {

@@ -32,9 +32,18 @@ interface Needle {
   search: RegExp;
 }
 
-function needlesOf(key: string): Needle[] {
+/** Needles made, by key (compiling the search costs ~40 µs, more than a call's searches): at most MAX_CACHED. */
+const cache = new Map<string, readonly Needle[]>();
+const MAX_CACHED = 256;
+
+function needlesOf(key: string): readonly Needle[] {
+  const known = cache.get(key);
+  if (known !== undefined) return known;
   const escaped = JSON.stringify(key).slice(1, -1);
-  return escaped === key ? [needleOf(key)] : [needleOf(key), needleOf(escaped)];
+  const needles = escaped === key ? [needleOf(key)] : [needleOf(key), needleOf(escaped)];
+  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
+  cache.set(key, needles);
+  return needles;
 }
 
 function needleOf(text: string): Needle {
@@ -67,8 +76,10 @@ function findRuns(text: string, needle: Needle, ranges: Ranges): number {
   search.lastIndex = 0;
   for (let hits = 0; search.test(text); hits++) {
     const found = search.lastIndex;
-    if (hits === MAX_HITS)
-      return wholeKeys(text, key, found - (pieces.length === 0 ? key.length : ALIGN), ranges, held);
+    if (hits === MAX_HITS) {
+      wholeKeys(text, key, found - (pieces.length === 0 ? key.length : ALIGN), ranges);
+      return held;
+    }
     if (pieces.length === 0) {
       mine = addRange(ranges, mine, found - key.length, found);
       continue;
@@ -286,8 +297,14 @@ export class KeyTexts {
     return this.scrubber.cut(text, state.sent.length, true).out;
   }
 
-  /** The ids of the texts that hold something back. */
-  holding(): string[] {
-    return [...this.states].filter(([, state]) => state.held !== '').map(([id]) => id);
+  /** Ends every text whose id starts with `prefix` ('' for all): the ids and what each still held, for those that held something. */
+  endAll(prefix: string): Array<[id: string, rest: string]> {
+    const rests: Array<[string, string]> = [];
+    for (const id of [...this.states.keys()]) {
+      if (!id.startsWith(prefix)) continue;
+      const rest = this.end(id);
+      if (rest !== '') rests.push([id, rest]);
+    }
+    return rests;
   }
 }

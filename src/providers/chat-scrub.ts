@@ -1,0 +1,143 @@
+import { KeyScrubber, type KeyTexts } from '../secrets/key-scrubber.js';
+import type { CallContext, ChatCompletionChunk, StreamChunk } from './contract.js';
+
+/**
+ * A chat answer never carries the keys of its call (issue 41): an upstream may repeat the key it was sent, in a
+ * completion's text, a tool call's arguments, an id or a model name. Every provider's chat answer, JSON or stream,
+ * passes through here before any surface reads it, so the chat API, the surfaces translated from it (Responses,
+ * Messages, Gemini over another upstream) and a batch's chat lines all get it scrubbed.
+ */
+
+/** The scrubber of a call's keys: the upstream's configured key and the caller's X-Upstream-Key, when either is one. */
+export function callScrubber(apiKey: string | undefined, context: CallContext): KeyScrubber | undefined {
+  return KeyScrubber.of([context.apiKeyOverride, apiKey]);
+}
+
+/** A whole chat answer's JSON, scrubbed. */
+export function scrubbedJson(json: string, scrubber: KeyScrubber | undefined): Buffer {
+  return Buffer.from(scrubber === undefined ? json : scrubber.scrub(json));
+}
+
+/** The delta fields whose text a stream sends in pieces (a key may be split over several chunks). */
+const TEXT_FIELDS = ['content', 'refusal', 'reasoning_content', 'reasoning'] as const;
+/** Separates a text's id parts: a choice's index, then its field (or `tool` and the call's index). */
+const SEP = '\u0000';
+const TOOL = 'tool';
+
+/**
+ * The chunks of one chat stream, scrubbed in place as they are read: each delta text (content, refusal, reasoning,
+ * each tool call's arguments) is followed across chunks (`KeyTexts`: what could begin a key is held back until the
+ * next chunk decides, at most a key's length; a choice's held text goes out with its `finish_reason`), and each
+ * chunk's JSON is scrubbed whole for the rest (ids, names). A chunk nothing was found in keeps the upstream's own
+ * JSON; one that changed is written again.
+ */
+export class ChatStreamScrub {
+  private readonly texts: KeyTexts;
+  /** The last chunk seen: its id, time and model for a chunk that carries what was held at the stream's end. */
+  private last: ChatCompletionChunk | undefined;
+
+  constructor(private readonly scrubber: KeyScrubber) {
+    this.texts = scrubber.texts();
+  }
+
+  /** A stream's scrubbing, or undefined when the call has no key to look for. */
+  static of(scrubber: KeyScrubber | undefined): ChatStreamScrub | undefined {
+    return scrubber === undefined ? undefined : new ChatStreamScrub(scrubber);
+  }
+
+  /** One chunk, before it goes out (a chunk the caller never sees, `internal`, is left as it is). */
+  chunk(item: StreamChunk): void {
+    if (item.internal === true) return;
+    const chunk = item.chunk;
+    let changed = false;
+    for (const choice of chunk.choices) {
+      const id = `${String(choice.index)}${SEP}`;
+      const delta = choice.delta;
+      for (const field of TEXT_FIELDS) {
+        const text = delta[field];
+        if (typeof text !== 'string') continue;
+        const out = this.texts.push(id + field, text);
+        if (out !== text) {
+          delta[field] = out;
+          changed = true;
+        }
+      }
+      if (Array.isArray(delta.tool_calls)) changed = this.toolCalls(id, delta.tool_calls) || changed;
+      if (choice.finish_reason !== null && choice.finish_reason !== undefined)
+        changed = this.endChoice(id, delta) || changed;
+    }
+    this.last = chunk;
+    const json = changed || item.json === undefined ? JSON.stringify(chunk) : item.json;
+    const scrubbed = this.scrubber.scrub(json);
+    // A key elsewhere in the chunk (an id, a name): the chunk the surfaces read is the scrubbed one too.
+    if (scrubbed !== json) item.chunk = JSON.parse(scrubbed) as ChatCompletionChunk;
+    item.json = scrubbed;
+  }
+
+  /**
+   * What the texts still hold at the stream's end (a choice that never finished), as one more chunk; undefined when
+   * they hold nothing (the usual end: every choice finished).
+   */
+  end(): StreamChunk | undefined {
+    const rests = this.texts.endAll('');
+    if (rests.length === 0) return undefined;
+    const deltas = new Map<string, ChatCompletionChunk['choices'][number]['delta']>();
+    for (const [id, rest] of rests) {
+      const [index = '', field = 'content', tool] = id.split(SEP);
+      const delta = deltas.get(index) ?? {};
+      deltas.set(index, delta);
+      append(delta, field, tool, rest);
+    }
+    const chunk: ChatCompletionChunk = {
+      id: this.last?.id,
+      object: 'chat.completion.chunk',
+      created: this.last?.created,
+      model: this.last?.model,
+      choices: [...deltas].map(([index, delta]) => ({ index: Number(index), delta, finish_reason: null })),
+    };
+    return { chunk, json: JSON.stringify(chunk) };
+  }
+
+  private toolCalls(id: string, calls: unknown[]): boolean {
+    let changed = false;
+    calls.forEach((call, position) => {
+      const entry = call as { index?: unknown; function?: { arguments?: unknown } };
+      const fn = entry.function;
+      if (typeof fn !== 'object' || fn === null || typeof fn.arguments !== 'string') return;
+      const text = fn.arguments;
+      const out = this.texts.push(`${id}${TOOL}${SEP}${String(entry.index ?? position)}`, text);
+      if (out !== text) {
+        fn.arguments = out;
+        changed = true;
+      }
+    });
+    return changed;
+  }
+
+  /** A choice finished: what its texts held goes out in this chunk's delta. Whether there was any. */
+  private endChoice(id: string, delta: Record<string, unknown>): boolean {
+    const rests = this.texts.endAll(id);
+    for (const [textId, rest] of rests) {
+      const [, field = 'content', tool] = textId.split(SEP);
+      append(delta, field, tool, rest);
+    }
+    return rests.length > 0;
+  }
+}
+
+/** Adds held text to a delta: to its field, or to the tool call of that index (a new entry when it has none). */
+function append(delta: Record<string, unknown>, field: string, tool: string | undefined, rest: string): void {
+  if (field !== TOOL || tool === undefined) {
+    const had = delta[field];
+    delta[field] = (typeof had === 'string' ? had : '') + rest;
+    return;
+  }
+  const calls = Array.isArray(delta.tool_calls) ? (delta.tool_calls as unknown[]) : (delta.tool_calls = []);
+  const index = Number(tool);
+  const call = calls.find(
+    (c): c is { function: { arguments: string } } =>
+      typeof c === 'object' && c !== null && (c as { index?: unknown }).index === index,
+  );
+  if (call !== undefined && typeof call.function?.arguments === 'string') call.function.arguments += rest;
+  else calls.push({ index, function: { arguments: rest } });
+}

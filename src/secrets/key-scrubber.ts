@@ -308,3 +308,11 @@ export class KeyTexts {
     return rests;
   }
 }
+
+/**
+ * An answer passed through as bytes (a natively forwarded JSON answer, an embeddings list), scrubbed of the given
+ * keys: the same Buffer when none occurs (no parse and no copy: one search per key).
+ */
+export function scrubAnswer(bytes: Buffer, text: string, keys: ReadonlyArray<string | undefined>): Buffer {
+  return KeyScrubber.of(keys)?.scrubBytes(bytes, text) ?? bytes;
+}

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubAnswer, scrubText } from '../../secrets/redact.js';
+import { KeyScrubber, scrubAnswer } from '../../secrets/key-scrubber.js';
 import type { GeminiGenerateResponse } from '../../wire/gemini.js';
 import { isJsonObject, type Received } from '../../wire/received.js';
 import type {
@@ -78,6 +78,7 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
+      const scrubber = KeyScrubber.of(secrets);
       let usage: Usage | undefined;
       let finished = false;
       return readEventStream({
@@ -89,7 +90,7 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
           return response;
         },
         translate: (event, batch) => {
-          const read = readEvent(event.data, upstream.name, secrets);
+          const read = readEvent(event.data, upstream.name, secrets, scrubber);
           usage = read.usage ?? usage;
           finished ||= read.finished;
           batch.push(read.chunk);
@@ -145,6 +146,7 @@ function readEvent(
   data: string,
   upstream: string,
   secrets: ReadonlyArray<string | undefined>,
+  scrubber: KeyScrubber | undefined,
 ): { chunk: StreamChunk; usage: Usage | undefined; finished: boolean } {
   let parsed: unknown;
   try {
@@ -166,7 +168,7 @@ function readEvent(
   );
   const usage = usageOf(response.usageMetadata);
   return {
-    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubText(data, secrets) },
+    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubber?.scrub(data) ?? data },
     usage,
     finished,
   };

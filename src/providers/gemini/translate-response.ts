@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../secrets/redact.js';
+import { scrubCut } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
@@ -49,10 +49,11 @@ export function throwIfBlocked(
   ) {
     throw new GatewayError('upstream_content_blocked', {
       upstream,
-      reason: scrubText(
+      reason: scrubCut(
         typeof feedback.blockReason === 'string' ? feedback.blockReason : JSON.stringify(feedback.blockReason),
         secrets,
-      ).slice(0, 200),
+        200,
+      ),
       ...upstreamFieldDetails({ upstream_message: feedback.blockReasonMessage }, secrets),
     });
   }

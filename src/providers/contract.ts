@@ -54,9 +54,11 @@ export interface Usage {
 
 /**
  * What was wrong with a token count an upstream reported: not a number (a string, an object), below zero, above
- * MAX_USAGE_TOKENS (1e300 and Infinity included), or not whole (12.5). Each is corrected (src/providers/usage-figures.ts).
+ * MAX_USAGE_TOKENS (1e300 and Infinity included), or not whole (12.5); or a part larger than what it is a part of
+ * (cache reads over the prompt, reasoning over the completion, prompt + completion over the total). Each is corrected
+ * (src/providers/usage-figures.ts).
  */
-export type UsageAnomaly = 'not_a_number' | 'negative' | 'too_large' | 'fractional';
+export type UsageAnomaly = 'not_a_number' | 'negative' | 'too_large' | 'fractional' | 'part_too_large';
 
 /**
  * The key under which a usage carries its anomalies: a symbol, so that no JSON of a usage object (a chunk written

@@ -20,6 +20,7 @@ import {
   RESPONSES_COUNTS,
   anomaliesOf,
   anthropicUsage,
+  correctAnthropicParts,
   correctInPlace,
   countsOf,
   saneTokens,
@@ -328,6 +329,7 @@ function addMessagesUsage(value: unknown, totals: Usage): boolean {
   const usage = objectOf(value);
   if (!usage) return false;
   const found = correctInPlace(usage, ANTHROPIC_USAGE_FIGURES) ?? [];
+  correctAnthropicParts(usage, found);
   const input =
     saneTokens(usage.input_tokens) +
     saneTokens(usage.cache_creation_input_tokens) +

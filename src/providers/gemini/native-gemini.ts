@@ -16,8 +16,8 @@ import { readEventStream } from '../event-stream-reader.js';
 import { malformedFrame } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from '../upstream-client.js';
-import { saneTokens } from '../usage-figures.js';
-import { usageOf } from './translate-response.js';
+import { anomaliesOf, saneTokens } from '../usage-figures.js';
+import { correctedUsageMetadata } from './usage-metadata.js';
 
 /** How the native Gemini API reaches one upstream: its client, base path, headers and the keys to scrub. */
 export interface GeminiUpstream {
@@ -73,8 +73,12 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
           reason: 'not a GenerateContentResponse',
         });
       }
-      const usage = usageOf((value as Received<GeminiGenerateResponse>).usageMetadata);
-      return { body: scrubAnswer(bytes, text, upstream.secrets(context)), usage };
+      // A usage figure out of range is corrected in the answer, which then goes out written again.
+      const usage = correctedUsageMetadata((value as Received<GeminiGenerateResponse>).usageMetadata);
+      const secrets = upstream.secrets(context);
+      if (anomaliesOf(usage) === undefined) return { body: scrubAnswer(bytes, text, secrets), usage };
+      const json = JSON.stringify(value);
+      return { body: Buffer.from(KeyScrubber.of(secrets)?.scrub(json) ?? json), usage };
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
@@ -166,9 +170,11 @@ function readEvent(
     (candidate) =>
       isJsonObject(candidate) && typeof (candidate as { finishReason?: unknown }).finishReason === 'string',
   );
-  const usage = usageOf(response.usageMetadata);
+  // A usage figure out of range is corrected in the event, which then goes out written again.
+  const usage = correctedUsageMetadata(response.usageMetadata);
+  const json = anomaliesOf(usage) === undefined ? data : JSON.stringify(parsed);
   return {
-    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubber?.scrub(data) ?? data },
+    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubber?.scrub(json) ?? json },
     usage,
     finished,
   };

@@ -334,7 +334,7 @@ export function checkedUsage(usage: Usage): Usage {
   const counted: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
   const had = usage[USAGE_ANOMALIES];
   if (had) counted[USAGE_ANOMALIES] = had;
-  return withAnomalies(withParts(counted, parts), found);
+  return withParts(withAnomalies(counted, found), parts);
 }
 
 /** Whether a usage's parts are each absent or sane, and no more than what they are parts of. */

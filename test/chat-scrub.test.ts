@@ -14,6 +14,9 @@ import type { Behavior } from './helpers/mock-openai-upstream.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from './helpers/batch-fixtures.js';
+import { scrubAnswer } from '../src/secrets/key-scrubber.js';
+import { chatLineResult } from '../src/providers/gemini/gemini-batch-results.js';
+import { messageBatchResult } from '../src/providers/anthropic/message-batch-results.js';
 
 const UPSTREAM_KEY = 'sk-proj-chatScrubUpstreamKey0123456789abcdefXYZ';
 const OWN_KEY = 'sk-callers-own-provider-key-9876543210zyxwvu';
@@ -235,5 +238,83 @@ describe('chat on Anthropic, translated: the key never reaches the caller', () =
     assertNoKey(streamed.text, KEY);
     assert.match(assembled(streamed.text).content, /^I was called with (?:sk|s)?\[REDACTED\]\. Done$/);
     assert.ok(streamed.text.endsWith('data: [DONE]\n\n'));
+  });
+});
+
+describe('native answers: only the keys of the call, in a bounded time', () => {
+  const KEY = 'sk-ant-api03-nativeScrubAnthropicKey0123456789abcdefghij';
+  const fixture = useAnthropicGateway(KEY, ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }']);
+  const WORDS = 'a key-value-store, sk-learn-tutorial, pk-test-values and xai-grok-models';
+
+  test('a Messages stream forwarded natively: the key is scrubbed, words that merely look like keys are not', async () => {
+    fixture.mock.enqueue({ kind: 'stream', text: [`${WORDS}; the key `, KEY, '.'] });
+    const streamed = await readStream(
+      `${fixture.gw.url}/v1/messages`,
+      JSON.stringify({ model: 'claude', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'x' }] }),
+      { 'x-api-key': ADMIN_TOKEN, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    );
+    assert.equal(streamed.status, 200, streamed.text);
+    assertNoKey(streamed.text, KEY);
+    const text = dataFrames(streamed.text)
+      .map((d) => JSON.parse(d) as { type: string; delta?: { text?: string } })
+      .map((e) => (e.type === 'content_block_delta' ? (e.delta?.text ?? '') : ''))
+      .join('');
+    assert.equal(text, `${WORDS}; the key [REDACTED].`);
+  });
+
+  test('native batch results: a Gemini chat line and an Anthropic Messages line are scrubbed of the batch key', () => {
+    const gemini = chatLineResult(
+      0,
+      {
+        response: {
+          candidates: [{ content: { role: 'model', parts: [{ text: `key ${UPSTREAM_KEY}` }] }, finishReason: 'STOP' }],
+        },
+      },
+      { upstream: 'gem', model: 'gemini-2.0-flash', secrets: [UPSTREAM_KEY] },
+    );
+    assert.equal(gemini.status, 200, gemini.body);
+    assertNoKey(gemini.body, UPSTREAM_KEY);
+    const message = {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'm',
+      content: [{ type: 'text', text: `${WORDS} ${UPSTREAM_KEY}` }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 1, output_tokens: 1 },
+    };
+    const line = messageBatchResult(JSON.stringify({ custom_id: 'line-0', result: { type: 'succeeded', message } }), {
+      upstream: 'claude',
+      secrets: [UPSTREAM_KEY],
+      endpoint: '/v1/messages',
+    });
+    assert.equal(line?.status, 200);
+    assertNoKey(line?.body ?? '', UPSTREAM_KEY);
+    assert.ok(line?.body.includes(WORDS), 'only the key');
+  });
+
+  test('a 4 MiB answer holding the key costs about what parsing it does, not a scan of every window', () => {
+    const filler = 'The quick brown fox jumps over the lazy dog; sk- and key- are words. '.repeat(60_000);
+    const text = JSON.stringify({ text: `${filler}${UPSTREAM_KEY} ${UPSTREAM_KEY.slice(4, 30)} ${filler}` });
+    const bytes = Buffer.from(text);
+    const fastest = (run: () => unknown) => {
+      let best = Infinity;
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now();
+        run();
+        best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    };
+    let scrubbed = '';
+    const scrub = fastest(() => (scrubbed = scrubAnswer(bytes, text, [UPSTREAM_KEY, OWN_KEY]).toString()));
+    const parse = fastest(() => JSON.parse(text));
+    assertNoKey(scrubbed, UPSTREAM_KEY);
+    assert.equal(
+      scrubbed.length,
+      text.length - UPSTREAM_KEY.length - 26 + 2 * '[REDACTED]'.length,
+      'the key and its piece',
+    );
+    assert.ok(scrub < 4 * parse + 5, `scrubbing ${scrub.toFixed(1)} ms against parsing ${parse.toFixed(1)} ms`);
   });
 });

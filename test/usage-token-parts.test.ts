@@ -64,7 +64,7 @@ describe('token parts: bounded by what they are parts of', () => {
       cache_write_1h_tokens: 2,
       reasoning_tokens: 5,
     });
-    assert.deepEqual(parts[USAGE_ANOMALIES], ['part_too_large'], 'a part cut to its bound is flagged');
+    assert.deepEqual((parts as Usage)[USAGE_ANOMALIES], ['part_too_large'], 'a part cut to its bound is flagged');
     // No token is billed twice, none is billed below its configured price: 8 reads, 2 one-hour writes, 5 out.
     assert.equal(costUsd(parts, { inputPerMillion: 3, outputPerMillion: 15, cacheReadPerMillion: 0.3 }), 0.0000834);
     // A part set by a provider without the check is caught at the gate too.

@@ -23,6 +23,8 @@ const TEXT_FIELDS = ['content', 'refusal', 'reasoning_content', 'reasoning'] as 
 /** Separates a text's id parts: a choice's index, then its field (or `tool` and the call's index). */
 const SEP = '\u0000';
 const TOOL = 'tool';
+/** Choices whose text ids are remembered (an answer has one, or a few; a hostile stream may number them at will). */
+const MAX_CHOICE_IDS = 16;
 
 /**
  * The chunks of one chat stream, scrubbed in place as they are read: each delta text (content, refusal, reasoning,
@@ -51,12 +53,14 @@ export class ChatStreamScrub {
     const chunk = item.chunk;
     let changed = false;
     for (const choice of chunk.choices) {
-      const id = `${String(choice.index)}${SEP}`;
+      const ids = this.idsOf(choice.index);
+      const id = ids[0] as string;
       const delta = choice.delta;
-      for (const field of TEXT_FIELDS) {
+      for (let f = 0; f < TEXT_FIELDS.length; f++) {
+        const field = TEXT_FIELDS[f] as (typeof TEXT_FIELDS)[number];
         const text = delta[field];
         if (typeof text !== 'string') continue;
-        const out = this.texts.push(id + field, text);
+        const out = this.texts.push(ids[f + 1] as string, text);
         if (out !== text) {
           delta[field] = out;
           changed = true;
@@ -67,6 +71,11 @@ export class ChatStreamScrub {
         changed = this.endChoice(id, delta) || changed;
     }
     this.last = chunk;
+    if (item.templated === true) {
+      // Its text outside the content is its template's, read once when the template was learnt.
+      if (changed) item.json = JSON.stringify(chunk);
+      return;
+    }
     const json = changed || item.json === undefined ? JSON.stringify(chunk) : item.json;
     const scrubbed = this.scrubber.scrub(json);
     // A key elsewhere in the chunk (an id, a name): the chunk the surfaces read is the scrubbed one too.
@@ -97,6 +106,25 @@ export class ChatStreamScrub {
     };
     return { chunk, json: JSON.stringify(chunk) };
   }
+
+  /** The ids of a choice's texts: its prefix, then one per TEXT_FIELDS (made once per choice; a few choices at most). */
+  private idsOf(index: unknown): readonly string[] {
+    if (index === this.lastIndex && this.lastIds !== undefined) return this.lastIds;
+    this.lastIndex = index;
+    this.lastIds = this.ids.get(index);
+    if (this.lastIds !== undefined) return this.lastIds;
+    const known = this.ids.get(index);
+    if (known !== undefined) return known;
+    const id = `${String(index)}${SEP}`;
+    const ids = [id, ...TEXT_FIELDS.map((field) => id + field)];
+    if (this.ids.size < MAX_CHOICE_IDS) this.ids.set(index, ids);
+    this.lastIds = ids;
+    return ids;
+  }
+
+  private readonly ids = new Map<unknown, readonly string[]>();
+  private lastIndex: unknown;
+  private lastIds: readonly string[] | undefined;
 
   private toolCalls(id: string, calls: unknown[]): boolean {
     let changed = false;

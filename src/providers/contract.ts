@@ -107,6 +107,12 @@ export interface StreamChunk {
   /** The chunk's JSON on one line, when the provider already has it (saves a JSON.stringify per chunk). */
   json?: string;
   /**
+   * Decoded by a frame template of its stream (openai-compatible/chunk-template.ts): all of `json` but the first
+   * choice's `delta.content` is the template's, which was found free of the call's keys (chat-scrub.ts then reads
+   * only that text).
+   */
+  templated?: boolean;
+  /**
    * A forwarded Responses API event (native path): its `event:` name, `json` its data as the upstream sent it, and
    * `chunk` an empty chat chunk that only carries the usage of the final event.
    */

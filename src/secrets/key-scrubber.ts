@@ -20,38 +20,38 @@ export const KEY_PIECE_CHARS = 15;
 /** The pieces the search looks for: KEY_PIECE_CHARS - ALIGN + 1 = 8, so every run of 15 holds a whole one. */
 const ALIGN = 8;
 
-/** One form of a key (as it is, and as a JSON string spells it when that differs), ready for the search. */
-interface Needle {
-  text: string;
-  /** Its 8-character pieces that start at a multiple of 8, in order (the piece at `i` starts at `i * 8`). */
-  pieces: readonly string[];
-  /**
-   * One alternation of the pieces (the key whole when shorter than a run), sticky-free and global: V8 searches it
-   * as one pass (~1.3 ms a MiB of prose, where five `indexOf`, one a piece, measured 2.8 ms).
-   */
-  search: RegExp;
+/** Where an alternative of the search comes from: a piece of `key` starting at `offset` (a key shorter than a run: itself, at 0). */
+interface PieceOf {
+  key: string;
+  offset: number;
 }
 
-/** Needles made, by key (compiling the search costs ~40 µs, more than a call's searches): at most MAX_CACHED. */
-const cache = new Map<string, readonly Needle[]>();
-const MAX_CACHED = 256;
-
-function needlesOf(key: string): readonly Needle[] {
-  const known = cache.get(key);
-  if (known !== undefined) return known;
-  const escaped = JSON.stringify(key).slice(1, -1);
-  const needles = escaped === key ? [needleOf(key)] : [needleOf(key), needleOf(escaped)];
-  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
-  cache.set(key, needles);
-  return needles;
+/**
+ * The search of a scrubber: one regular expression, the alternation of every key's 8-character pieces that start at
+ * a multiple of 8 (a key shorter than a run: the key whole), each key as it is and as a JSON string spells it when
+ * that differs. V8 runs it as one pass over the text (~1 ms a MiB of prose or of text full of `sk-`; one search a key
+ * took 1.7 times as long, one `indexOf` a piece 4 to 7 times).
+ */
+interface Search {
+  regex: RegExp;
+  /** What each alternative is a piece of. */
+  pieces: ReadonlyMap<string, readonly PieceOf[]>;
+  /** The keys' forms, for the search past MAX_HITS. */
+  forms: readonly string[];
 }
 
-function needleOf(text: string): Needle {
-  const pieces: string[] = [];
-  if (text.length >= KEY_PIECE_CHARS)
-    for (let i = 0; i + ALIGN <= text.length; i += ALIGN) pieces.push(text.slice(i, i + ALIGN));
-  const search = new RegExp((pieces.length > 0 ? pieces : [text]).map(escapeRegExp).join('|'), 'g');
-  return { text, pieces, search };
+function searchOf(keys: readonly string[]): Search {
+  const forms = [...new Set(keys.flatMap((key) => [key, JSON.stringify(key).slice(1, -1)]))];
+  const pieces = new Map<string, PieceOf[]>();
+  const add = (piece: string, key: string, offset: number) =>
+    pieces.set(piece, [...(pieces.get(piece) ?? []), { key, offset }]);
+  for (const key of forms) {
+    if (key.length < KEY_PIECE_CHARS) add(key, key, 0);
+    else for (let i = 0; i + ALIGN <= key.length; i += ALIGN) add(key.slice(i, i + ALIGN), key, i);
+  }
+  // Longer alternatives first: at one position the regular expression takes the first that matches.
+  const alternatives = [...pieces.keys()].sort((a, b) => b.length - a.length);
+  return { regex: new RegExp(alternatives.map(escapeRegExp).join('|'), 'g'), pieces, forms };
 }
 
 function escapeRegExp(text: string): string {
@@ -62,83 +62,95 @@ function escapeRegExp(text: string): string {
 type Ranges = number[];
 
 /**
- * The runs of `needle` in `text` to redact, added to `ranges` (runs that overlap or touch as one). Returns where a
- * run that reaches the end of the text without reaching the end of the key starts (text.length when there is none):
+ * The runs of the keys in `text` to redact, added to `ranges` (runs that overlap or touch as one). Returns where a
+ * run that reaches the end of the text without reaching the end of its key starts (text.length when there is none):
  * in a stream, the key may go on in the next chunk. The search finds the pieces in the order of the text; each hit
  * is extended to the run of the key around it, and the search goes on after it: one pass over the text whatever it
- * holds (a text made of nothing but the key, or of one of its pieces repeated, included).
+ * holds (a text made of nothing but a key, or of one of its pieces repeated, included).
  */
-function findRuns(text: string, needle: Needle, ranges: Ranges): number {
-  const { search, pieces } = needle;
-  const key = needle.text;
+function findRuns(text: string, search: Search, ranges: Ranges): number {
+  const { regex, pieces } = search;
   let held = text.length;
-  let mine = -1; // where this needle's last range is in `ranges`
-  search.lastIndex = 0;
-  for (let hits = 0; search.test(text); hits++) {
-    const found = search.lastIndex;
+  regex.lastIndex = 0;
+  for (let hits = 0, match = regex.exec(text); match !== null; hits++, match = regex.exec(text)) {
+    const at = match.index;
+    const found = at + match[0].length;
     if (hits === MAX_HITS) {
-      wholeKeys(text, key, found - (pieces.length === 0 ? key.length : ALIGN), ranges);
+      for (const key of search.forms) wholeKeys(text, key, at, ranges);
       return held;
     }
-    if (pieces.length === 0) {
-      mine = addRange(ranges, mine, found - key.length, found);
-      continue;
+    let next = found;
+    for (const { key, offset } of pieces.get(match[0]) ?? []) {
+      if (key.length < KEY_PIECE_CHARS) {
+        addRange(ranges, at, found);
+        continue;
+      }
+      let start = at;
+      let from = offset;
+      let end = found;
+      let to = offset + ALIGN;
+      while (start > 0 && from > 0 && text.charCodeAt(start - 1) === key.charCodeAt(from - 1)) {
+        start--;
+        from--;
+      }
+      while (end < text.length && to < key.length && text.charCodeAt(end) === key.charCodeAt(to)) {
+        end++;
+        to++;
+      }
+      if (end - start >= KEY_PIECE_CHARS) addRange(ranges, start, end);
+      if (end === text.length && to < key.length) held = Math.min(held, start);
+      next = Math.max(next, end);
     }
-    const at = found - ALIGN;
-    let index = 0;
-    while (index < pieces.length && !text.startsWith(pieces[index] as string, at)) index++;
-    let start = at;
-    let from = index * ALIGN;
-    let end = found;
-    let to = from + ALIGN;
-    while (start > 0 && from > 0 && text.charCodeAt(start - 1) === key.charCodeAt(from - 1)) {
-      start--;
-      from--;
-    }
-    while (end < text.length && to < key.length && text.charCodeAt(end) === key.charCodeAt(to)) {
-      end++;
-      to++;
-    }
-    if (end - start >= KEY_PIECE_CHARS) mine = addRange(ranges, mine, start, end);
-    if (end === text.length && to < key.length) held = Math.min(held, start);
-    search.lastIndex = end;
+    regex.lastIndex = next;
   }
   return held;
 }
 
 /**
  * Past MAX_HITS pieces of a key in one text (no honest answer holds a thousand pieces of its key: a hostile one may
- * hold millions, each a step of the search), the rest of the text is searched for the key whole only, by `indexOf`.
+ * hold millions, each a step of the search), the rest of the text is searched for the keys whole only, by `indexOf`.
  */
 const MAX_HITS = 1_024;
 
 function wholeKeys(text: string, key: string, from: number, ranges: Ranges): void {
-  let mine = -1;
   for (let at = text.indexOf(key, from); at !== -1; at = text.indexOf(key, at + key.length))
-    mine = addRange(ranges, mine, at, at + key.length);
+    addRange(ranges, at, at + key.length);
 }
 
-/** Adds [start, end) to the ranges (merged with the needle's last one, at `mine`, when they overlap or touch): where it is. */
-function addRange(ranges: Ranges, mine: number, start: number, end: number): number {
-  if (mine !== -1 && start <= (ranges[mine + 1] as number)) {
-    ranges[mine + 1] = Math.max(end, ranges[mine + 1] as number);
-    return mine;
-  }
-  ranges.push(start, end);
-  return ranges.length - 2;
+/** Adds [start, end) to the ranges, merged with the last one when they overlap or touch. */
+function addRange(ranges: Ranges, start: number, end: number): void {
+  const last = ranges.length - 1;
+  if (last > 0 && start <= (ranges[last] as number) && start >= (ranges[last - 1] as number))
+    ranges[last] = Math.max(end, ranges[last] as number);
+  else ranges.push(start, end);
 }
 
 /**
  * Where the end of `text` that may go on into a key starts (text.length when none): its longest end that is a piece
  * of the key (its beginning included) at least SUFFIX_PIECE_CHARS long and shorter than the key. The usual text costs
- * one `includes` of its last three characters in the key.
+ * one look-up of its last three characters among the key's (`trigrams`), with nothing allocated.
  */
-function keyAtEnd(text: string, key: string): number {
-  if (text.length < SUFFIX_PIECE_CHARS || !key.includes(text.slice(-SUFFIX_PIECE_CHARS))) return text.length;
+function keyAtEnd(text: string, key: string, trigrams: ReadonlySet<number>): number {
+  const n = text.length;
+  if (n < SUFFIX_PIECE_CHARS) return n;
+  if (!trigrams.has(trigram(text.charCodeAt(n - 3), text.charCodeAt(n - 2), text.charCodeAt(n - 1)))) return n;
   // Every shorter end of a piece of the key is one too: grow it while it still is.
   let length = SUFFIX_PIECE_CHARS;
   while (length < key.length - 1 && length < text.length && key.includes(text.slice(-(length + 1)))) length++;
   return text.length - length;
+}
+
+/** Three characters as one number (three 16-bit codes in 48 bits: exact). */
+function trigram(a: number, b: number, c: number): number {
+  return (a * 65_536 + b) * 65_536 + c;
+}
+
+/** Every three characters in a row of a key. */
+function trigramsOf(key: string): Set<number> {
+  const found = new Set<number>();
+  for (let i = 0; i + 3 <= key.length; i++)
+    found.add(trigram(key.charCodeAt(i), key.charCodeAt(i + 1), key.charCodeAt(i + 2)));
+  return found;
 }
 
 /**
@@ -182,35 +194,68 @@ function redacted(text: string, ranges: Ranges, from: number, to: number): strin
   return out + text.slice(copied, to);
 }
 
+/**
+ * The scrubbers of one key, made once (compiling the search costs ~40 µs, more than a call's searches; the pieces and
+ * trigrams too): at most MAX_CACHED.
+ */
+const scrubbers = new Map<string, KeyScrubber>();
+const MAX_CACHED = 256;
+
 /** At most this many texts of one stream are followed across pieces; past it, a new one's pieces are scrubbed each alone. */
 export const MAX_STREAM_TEXTS = 64;
 
 export class KeyScrubber {
-  /** The longest key: what a stream keeps of each text (its last longest - 1 characters, and what it holds back). */
-  private readonly longest: number;
+  private readonly search: Search;
+  /** The fewest characters a search can find: a piece (8), or a key shorter than a run whole. */
+  private readonly shortest: number;
+
+  /** Each key's three characters in a row (keyAtEnd), and all of them together (KeyTexts' usual piece). */
+  private readonly trigrams: ReadonlyArray<ReadonlySet<number>>;
+  private readonly anyTrigram: ReadonlySet<number>;
 
   private constructor(
-    private readonly needles: readonly Needle[],
     /** The keys as they are (a stream's texts are decoded: the JSON spelling does not occur in them). */
     private readonly keys: readonly string[],
   ) {
-    this.longest = Math.max(...keys.map((key) => key.length));
+    this.search = searchOf(keys);
+    this.shortest = Math.min(...keys.map((key) => (key.length < KEY_PIECE_CHARS ? key.length : ALIGN)));
+    this.trigrams = keys.map(trigramsOf);
+    this.anyTrigram = new Set(this.trigrams.flatMap((set) => [...set]));
+  }
+
+  /** The fewest characters a search can find in a text (a shorter text holds no run). */
+  get shortestRun(): number {
+    return this.shortest;
+  }
+
+  /** Whether three characters in a row occur in a key (a text ending so may go on into one). */
+  mayGoOn(a: number, b: number, c: number): boolean {
+    return this.anyTrigram.has(trigram(a, b, c));
   }
 
   /** The scrubber of these keys (absent ones and those shorter than MIN_KEY_CHARS left out); undefined when none is left. */
   static of(keys: ReadonlyArray<string | undefined>): KeyScrubber | undefined {
+    // The usual call: the upstream's configured key alone, or with the caller's own: one look-up, nothing built.
+    const [first, second] = keys;
+    const usual = keys.length <= 2 && (first === undefined || second === undefined || first === second);
+    const only = usual ? (first ?? second) : undefined;
+    if (usual && (only === undefined || only.length < MIN_KEY_CHARS)) return undefined;
+    const known = only === undefined ? undefined : scrubbers.get(only);
+    if (known !== undefined) return known;
     const kept = [...new Set(keys)].filter((key): key is string => key !== undefined && key.length >= MIN_KEY_CHARS);
     if (kept.length === 0) return undefined;
-    return new KeyScrubber(
-      kept.flatMap((key) => needlesOf(key)),
-      kept,
-    );
+    const made = new KeyScrubber(kept);
+    if (only !== undefined) {
+      if (scrubbers.size >= MAX_CACHED) scrubbers.delete(scrubbers.keys().next().value as string);
+      scrubbers.set(only, made);
+    }
+    return made;
   }
 
   /** The text with every key, and every run of KEY_PIECE_CHARS of one, replaced by [REDACTED]; the same string when none occurs. */
   scrub(text: string): string {
     const ranges: Ranges = [];
-    for (const needle of this.needles) findRuns(text, needle, ranges);
+    findRuns(text, this.search, ranges);
     return redacted(text, ranges, 0, text.length);
   }
 
@@ -226,38 +271,81 @@ export class KeyScrubber {
   }
 
   /**
-   * A text's next piece, `text` being what of it was already sent (its last longest - 1 characters: `sent`
-   * of them), what was held back, and the piece: what goes out now (scrubbed), and where what is held back starts:
-   * the end that may go on into a key (a run of one that reaches the end, a key's beginning, a piece of one), never
-   * more than the longest key's length - 1 characters, whatever the upstream sends. With `final`, nothing is held.
+   * A text's next piece, `text` being the end of what of it was already sent (`sent` characters), what was held
+   * back, and the piece: what goes out now (scrubbed), and where what is held back starts: the end that may go on
+   * into a key (a run of one that reaches the end, a piece of one at least three characters long), never more than
+   * the longest key's length - 1 characters, whatever the upstream sends. With `final`, nothing is held.
    */
   cut(text: string, sent: number, final: boolean): { out: string; hold: number } {
-    const ranges: Ranges = [];
+    const hold = this.hold(text, sent, final);
+    return { out: redacted(text, this.runs, sent, hold), hold };
+  }
+
+  /** The runs the last `hold` found (one array for every call: a stream's pieces allocate none). */
+  private readonly runs: Ranges = [];
+
+  /** Where `cut` would hold `text` back from; its runs in `runs`, none of them when `noRuns()`. */
+  hold(text: string, sent: number, final: boolean): number {
+    const ranges = this.runs;
+    ranges.length = 0;
     let hold = text.length;
-    for (const needle of this.needles) hold = Math.min(hold, findRuns(text, needle, ranges));
+    // A text shorter than the shortest run searched for (most of a stream's pieces) holds no run at all.
+    if (text.length >= this.shortest) hold = Math.min(hold, findRuns(text, this.search, ranges));
     if (final) hold = text.length;
     else {
       let end = text.length;
-      for (const key of this.keys) end = Math.min(end, keyAtEnd(text, key));
+      this.keys.forEach((key, i) => (end = Math.min(end, keyAtEnd(text, key, this.trigrams[i] as Set<number>))));
       hold = Math.max(sent, Math.min(hold, pastRanges(end, ranges)));
     }
-    return { out: redacted(text, ranges, sent, hold), hold };
+    return hold;
   }
 
-  /** The part of a text a stream keeps to read the next piece against: its last longest - 1 characters before `end`. */
-  keep(text: string, end: number): string {
-    const kept = text.slice(Math.max(0, end - this.longest + 1), end);
-    // A slice of a long text keeps all of it alive in V8; a copy of a few characters keeps only them.
-    return text.length > 4_096 ? Buffer.from(kept, 'utf8').toString('utf8') : kept;
+  /** Whether the last `hold` found no run to redact. */
+  noRuns(): boolean {
+    return this.runs.length === 0;
   }
+
+  /** What goes out of the text the last `hold` read: `text[sent, hold)`, its runs redacted. */
+  out(text: string, sent: number, hold: number): string {
+    return redacted(text, this.runs, sent, hold);
+  }
+}
+
+/**
+ * What of a text went out that the next piece is read after: its last two characters. A run of a key that reached
+ * the end of what went out is never longer (three characters of one are held back: keyAtEnd), so no run that goes
+ * on into the next piece starts earlier.
+ */
+const SENT_CONTEXT_CHARS = SUFFIX_PIECE_CHARS - 1;
+
+/** `text[start, end)` as a string of its own: a slice of a long text would keep all of it alive in V8. */
+function copied(text: string, start: number, end: number): string {
+  const part = text.slice(start, end);
+  return text.length > 1_024 && part.length >= 13 ? part.split('').join('') : part;
 }
 
 /** What a stream keeps of one text between its pieces. */
 interface TextState {
-  /** Its last characters already sent (at most the longest key's length - 1), read with the next piece. */
-  sent: string;
+  /** Its last characters already sent (at most SENT_CONTEXT_CHARS), as codes: `(second-last * 65536) + last`. */
+  sent: number;
+  /** How many characters `sent` holds (0, 1 or 2). */
+  sentLength: number;
   /** What was held back, not yet sent. */
   held: string;
+}
+
+function sentText(state: TextState): string {
+  if (state.sentLength === 0) return '';
+  const last = String.fromCharCode(state.sent % 65_536);
+  return state.sentLength === 1 ? last : String.fromCharCode(Math.floor(state.sent / 65_536)) + last;
+}
+
+/** Keeps the (at most two) characters of `text` before `end` as what was sent. */
+function setSent(state: TextState, text: string, end: number): void {
+  if (end === 0) return; // nothing more went out: what was sent before is still the end of it
+  state.sentLength = end >= 2 ? 2 : Math.min(2, state.sentLength + 1);
+  const before = end >= 2 ? text.charCodeAt(end - 2) : state.sent % 65_536;
+  state.sent = (state.sentLength === 2 ? before * 65_536 : 0) + text.charCodeAt(end - 1);
 }
 
 /**
@@ -276,15 +364,46 @@ export class KeyTexts {
     let state = this.states.get(id);
     if (state === undefined) {
       if (this.states.size >= MAX_STREAM_TEXTS) return this.scrubber.scrub(piece);
-      state = { sent: '', held: '' };
+      state = { sent: 0, sentLength: 0, held: '' };
       this.states.set(id, state);
     }
-    if (piece === '' && state.held === '') return piece;
-    const text = state.sent + state.held + piece;
-    const { out, hold } = this.scrubber.cut(text, state.sent.length, false);
-    state.held = hold === text.length ? '' : this.scrubber.keep(text, text.length).slice(-(text.length - hold));
-    state.sent = this.scrubber.keep(text, hold);
+    const { held } = state;
+    const n = piece.length;
+    if (held === '' && (n === 0 || this.usual(state, piece))) return piece;
+    const sent = sentText(state);
+    const text = sent + held + piece;
+    const scrubber = this.scrubber;
+    const hold = scrubber.hold(text, sent.length, false);
+    const out =
+      held === '' && hold === text.length && scrubber.noRuns() ? piece : scrubber.out(text, sent.length, hold);
+    state.held = hold === text.length ? '' : copied(text, hold, text.length);
+    if (hold > sent.length) setSent(state, text, hold);
     return out;
+  }
+
+  /**
+   * The usual piece of a stream, decided with nothing allocated: too short, with what went out before it, to hold a
+   * run of a key, and not ending in three characters of one (nothing to hold back). Then it goes out as it came.
+   */
+  private usual(state: TextState, piece: string): boolean {
+    const n = piece.length;
+    if (n + state.sentLength >= this.scrubber.shortestRun) return false;
+    const { sent, sentLength } = state;
+    const c = piece.charCodeAt(n - 1);
+    const b = n >= 2 ? piece.charCodeAt(n - 2) : sentLength >= 1 ? sent % 65_536 : -1;
+    const a =
+      n >= 3
+        ? piece.charCodeAt(n - 3)
+        : n === 2
+          ? sentLength >= 1
+            ? sent % 65_536
+            : -1
+          : sentLength >= 2
+            ? Math.floor(sent / 65_536)
+            : -1;
+    if (a !== -1 && this.scrubber.mayGoOn(a, b, c)) return false;
+    setSent(state, piece, n);
+    return true;
   }
 
   /** The text's end: what it still holds, scrubbed ('' when nothing). */
@@ -293,8 +412,8 @@ export class KeyTexts {
     if (state === undefined) return '';
     this.states.delete(id);
     if (state.held === '') return '';
-    const text = state.sent + state.held;
-    return this.scrubber.cut(text, state.sent.length, true).out;
+    const sent = sentText(state);
+    return this.scrubber.cut(sent + state.held, sent.length, true).out;
   }
 
   /** Ends every text whose id starts with `prefix` ('' for all): the ids and what each still held, for those that held something. */

@@ -115,8 +115,9 @@ export class OpenAiCompatibleProvider implements Provider {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const addUsage = this.asksForUsage() && options?.include_usage !== true;
     const secrets = [context.apiKeyOverride, this.config.apiKey];
-    const decodeChunk = streamChunkDecoder(this.name, secrets);
-    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context));
+    const scrubber = callScrubber(this.config.apiKey, context);
+    const decodeChunk = streamChunkDecoder(this.name, secrets, scrubber);
+    const scrub = ChatStreamScrub.of(scrubber);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,

@@ -151,6 +151,27 @@ describe('chat on the OpenAI-compatible passthrough: the key the upstream echoes
     });
   }
 
+  test('a stream whose every frame names the key (its model): no frame, decoded in full or by its template, shows it', async () => {
+    fixture.mock.enqueue({
+      kind: 'raw',
+      handler: (req, res) => {
+        const frame = (delta: unknown, finish: string | null = null) =>
+          `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: keyOf(req), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(frame({ role: 'assistant', content: '' }));
+        for (const word of ['One', ' two', ' three', ' four', ' five', ' six']) res.write(frame({ content: word }));
+        res.write(frame({}, 'stop'));
+        res.end('data: [DONE]\n\n');
+      },
+    });
+    const streamed = await readStream(fixture.url(CHAT), chat({ stream: true }), authHeaders());
+    assert.equal(streamed.status, 200, streamed.text);
+    assertNoKey(streamed.text, UPSTREAM_KEY);
+    const { content, ids } = assembled(streamed.text);
+    assert.equal(content, 'One two three four five six');
+    assert.equal(ids.split('\n').filter((line) => line === 'c1 [REDACTED]').length, 8, ids);
+  });
+
   test('a stream with no key in it: its text whole; frames that could not begin a key go out as the upstream wrote them', async () => {
     const frame = (delta: string, finish = 'null') =>
       `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"finish_reason":${finish}}]}`;

@@ -56,16 +56,17 @@ export class ChatStreamScrub {
       const ids = this.idsOf(choice.index);
       const id = ids[0] as string;
       const delta = choice.delta;
-      for (let f = 0; f < TEXT_FIELDS.length; f++) {
-        const field = TEXT_FIELDS[f] as (typeof TEXT_FIELDS)[number];
-        const text = delta[field];
-        if (typeof text !== 'string') continue;
-        const out = this.texts.push(ids[f + 1] as string, text);
-        if (out !== text) {
-          delta[field] = out;
+      // The content by name (a stream's usual delta: one monomorphic load), the other texts when there are any.
+      const content = delta.content;
+      if (typeof content === 'string') {
+        const out = this.texts.push(ids[1] as string, content);
+        if (out !== content) {
+          delta.content = out;
           changed = true;
         }
       }
+      if (delta.refusal !== undefined || delta.reasoning_content !== undefined || delta.reasoning !== undefined)
+        changed = this.otherTexts(ids, delta) || changed;
       if (Array.isArray(delta.tool_calls)) changed = this.toolCalls(id, delta.tool_calls) || changed;
       if (choice.finish_reason !== null && choice.finish_reason !== undefined)
         changed = this.endChoice(id, delta) || changed;
@@ -105,6 +106,22 @@ export class ChatStreamScrub {
       choices: [...deltas].map(([index, delta]) => ({ index: Number(index), delta, finish_reason: null })),
     };
     return { chunk, json: JSON.stringify(chunk) };
+  }
+
+  /** The delta's texts but its content (TEXT_FIELDS after the first). Whether any changed. */
+  private otherTexts(ids: readonly string[], delta: Record<string, unknown>): boolean {
+    let changed = false;
+    for (let f = 1; f < TEXT_FIELDS.length; f++) {
+      const field = TEXT_FIELDS[f] as string;
+      const text = delta[field];
+      if (typeof text !== 'string') continue;
+      const out = this.texts.push(ids[f + 1] as string, text);
+      if (out !== text) {
+        delta[field] = out;
+        changed = true;
+      }
+    }
+    return changed;
   }
 
   /** The ids of a choice's texts: its prefix, then one per TEXT_FIELDS (made once per choice; a few choices at most). */

@@ -140,6 +140,13 @@ function keyAtEnd(text: string, key: string, trigrams: ReadonlySet<number>): num
   return text.length - length;
 }
 
+const PAIR_SLOTS = 4_096;
+
+/** Two characters' slot in KeyScrubber.pairs. */
+function pairSlot(b: number, c: number): number {
+  return (b * 31 + c) & (PAIR_SLOTS - 1);
+}
+
 /** Three characters as one number (three 16-bit codes in 48 bits: exact). */
 function trigram(a: number, b: number, c: number): number {
   return (a * 65_536 + b) * 65_536 + c;
@@ -212,6 +219,11 @@ export class KeyScrubber {
   /** Each key's three characters in a row (keyAtEnd), and all of them together (KeyTexts' usual piece). */
   private readonly trigrams: ReadonlyArray<ReadonlySet<number>>;
   private readonly anyTrigram: ReadonlySet<number>;
+  /**
+   * A filter before that look-up: a slot set for every two characters in a row of a key (hashed into 4,096 slots: 4 KiB),
+   * so the usual text, whose last two characters are no key's, is decided by one array read.
+   */
+  private readonly pairs = new Uint8Array(PAIR_SLOTS);
 
   private constructor(
     /** The keys as they are (a stream's texts are decoded: the JSON spelling does not occur in them). */
@@ -221,6 +233,8 @@ export class KeyScrubber {
     this.shortest = Math.min(...keys.map((key) => (key.length < KEY_PIECE_CHARS ? key.length : ALIGN)));
     this.trigrams = keys.map(trigramsOf);
     this.anyTrigram = new Set(this.trigrams.flatMap((set) => [...set]));
+    for (const key of keys)
+      for (let i = 1; i < key.length; i++) this.pairs[pairSlot(key.charCodeAt(i - 1), key.charCodeAt(i))] = 1;
   }
 
   /** The fewest characters a search can find in a text (a shorter text holds no run). */
@@ -230,7 +244,7 @@ export class KeyScrubber {
 
   /** Whether three characters in a row occur in a key (a text ending so may go on into one). */
   mayGoOn(a: number, b: number, c: number): boolean {
-    return this.anyTrigram.has(trigram(a, b, c));
+    return this.pairs[pairSlot(b, c)] === 1 && this.anyTrigram.has(trigram(a, b, c));
   }
 
   /** The scrubber of these keys (absent ones and those shorter than MIN_KEY_CHARS left out); undefined when none is left. */

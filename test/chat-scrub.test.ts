@@ -14,7 +14,8 @@ import type { Behavior } from './helpers/mock-openai-upstream.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from './helpers/batch-fixtures.js';
-import { scrubAnswer } from '../src/secrets/key-scrubber.js';
+import { KeyScrubber, scrubAnswer } from '../src/secrets/key-scrubber.js';
+import { KeyTexts } from '../src/secrets/key-texts.js';
 import { chatLineResult } from '../src/providers/gemini/gemini-batch-results.js';
 import { messageBatchResult } from '../src/providers/anthropic/message-batch-results.js';
 
@@ -339,5 +340,42 @@ describe('native answers: only the keys of the call, in a bounded time', () => {
       'the key and its piece',
     );
     assert.ok(scrub < 10 * parse + 20, `scrubbing ${scrub.toFixed(1)} ms against parsing ${parse.toFixed(1)} ms`);
+  });
+});
+
+describe('KeyTexts: a text sent in pieces is scrubbed as if whole', () => {
+  const scrubber = KeyScrubber.of([UPSTREAM_KEY, OWN_KEY]) as KeyScrubber;
+  /** `text` through a stream's scrubbing in pieces of `sizes` (cycled), and its end. */
+  const streamed = (text: string, sizes: number[]) => {
+    const texts = new KeyTexts(scrubber);
+    let out = '';
+    for (let at = 0, i = 0; at < text.length; i++) {
+      const size = sizes[i % sizes.length] as number;
+      out += texts.push('t', text.slice(at, at + size));
+      at += size;
+    }
+    return out + texts.end('t');
+  };
+
+  test('every cut of a key, whole or its first 20 characters, in pieces of 1 to 9: no key, no run of 15 of one', () => {
+    for (const key of [UPSTREAM_KEY, OWN_KEY])
+      for (const secret of [key, key.slice(0, 20)])
+        for (let cut = 0; cut <= secret.length; cut++)
+          for (const sizes of [[1], [2], [3], [4, 1], [9], [cut || 1, 3]]) {
+            const text = `before ${secret.slice(0, cut)}${secret.slice(cut)} after`;
+            const out = streamed(text, sizes);
+            assert.ok(!out.includes(secret.slice(2)), `${JSON.stringify(sizes)} ${cut}: ${out}`);
+            assert.equal(scrubber.scrub(out), out, `a run left in ${out}`);
+            assert.match(out, /^before (?:sk|s)?\[REDACTED\] after$/);
+          }
+  });
+
+  test('a text without a key comes out whole, however it is cut, and holds back at most a key', () => {
+    const text = 'sk- is how keys begin; sk-proj and sk-callers are words here, and so is chatScrub alone.';
+    for (const sizes of [[1], [2], [3], [5], [7, 2], [64]]) assert.equal(streamed(text, sizes), text);
+    const texts = new KeyTexts(scrubber);
+    const withheld = texts.push('t', UPSTREAM_KEY.slice(0, -1));
+    assert.equal(withheld, '', 'all but the last character of a key: held');
+    assert.equal(texts.push('t', 'x'), '[REDACTED]x', 'the next piece decides: a cut key is still a run of one');
   });
 });

@@ -1,4 +1,5 @@
-import { KeyScrubber, type KeyTexts } from '../secrets/key-scrubber.js';
+import { KeyScrubber } from '../secrets/key-scrubber.js';
+import { KeyTexts } from '../secrets/key-texts.js';
 import type { CallContext, ChatCompletionChunk, StreamChunk } from './contract.js';
 
 /**
@@ -39,7 +40,7 @@ export class ChatStreamScrub {
   private last: ChatCompletionChunk | undefined;
 
   constructor(private readonly scrubber: KeyScrubber) {
-    this.texts = scrubber.texts();
+    this.texts = new KeyTexts(scrubber);
   }
 
   /** A stream's scrubbing, or undefined when the call has no key to look for. */

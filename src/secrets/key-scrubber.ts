@@ -6,11 +6,12 @@ import { REDACTED } from './redact.js';
  * Only those keys are looked for (an answer that merely talks about `sk-...` or a key-value store is left alone),
  * each whole, and as any run of KEY_PIECE_CHARS of its characters (a key the upstream cut or partly masked).
  *
- * The cost is one compiled search per key over the text, and nothing more unless that search finds something: the
- * search looks for the key's 8-character pieces that start at a multiple of 8 (every run of 15 characters of the key
- * holds one), and each hit is extended character by character to the run of the key around it. Linear in the text
- * (no step goes back more than one key length), so a 32 MiB answer or a 4 MiB event costs milliseconds, never a
- * scan of every window of the text (docs/benchmarks.md, "Scrubbing chat answers").
+ * The cost is one compiled search over the text for all the keys, and nothing more unless it finds something: it
+ * looks for the keys' 8-character pieces that start at a multiple of 8 (every run of 15 characters of a key holds
+ * one), and each hit is extended character by character to the run of the key around it. Linear in the text (no
+ * step goes back more than one key length; past MAX_HITS hits, only whole keys), so a 32 MiB answer or a 4 MiB event
+ * costs milliseconds, never a scan of every window of the text (docs/benchmarks.md, "Issue 41"). A stream's texts,
+ * split over its chunks, are followed by key-texts.ts.
  */
 
 /** A key shorter than this is not looked for: it would redact ordinary words, and is no secret worth the name. */
@@ -140,6 +141,7 @@ function keyAtEnd(text: string, key: string, trigrams: ReadonlySet<number>): num
   return text.length - length;
 }
 
+/** The slots of KeyScrubber.pairs (4 KiB a scrubber). */
 const PAIR_SLOTS = 4_096;
 
 /** Two characters' slot in KeyScrubber.pairs. */
@@ -166,7 +168,7 @@ function trigramsOf(key: string): Set<number> {
  * before the rest is held back and then redacted; an ordinary text ends in three characters of a random key about
  * once in a thousand pieces, and each such piece is written again rather than passed on as the upstream sent it.
  */
-const SUFFIX_PIECE_CHARS = 3;
+export const SUFFIX_PIECE_CHARS = 3;
 
 /** `hold` moved to the end of a range it falls strictly inside (that run is whole: it is redacted, not held). */
 function pastRanges(hold: number, ranges: Ranges): number {
@@ -207,9 +209,6 @@ function redacted(text: string, ranges: Ranges, from: number, to: number): strin
  */
 const scrubbers = new Map<string, KeyScrubber>();
 const MAX_CACHED = 256;
-
-/** At most this many texts of one stream are followed across pieces; past it, a new one's pieces are scrubbed each alone. */
-export const MAX_STREAM_TEXTS = 64;
 
 export class KeyScrubber {
   private readonly search: Search;
@@ -279,11 +278,6 @@ export class KeyScrubber {
     return scrubbed === text ? bytes : Buffer.from(scrubbed, 'utf8');
   }
 
-  /** Texts a stream sends in pieces (a chat answer's content, a tool call's arguments), scrubbed across the pieces. */
-  texts(): KeyTexts {
-    return new KeyTexts(this);
-  }
-
   /**
    * A text's next piece, `text` being the end of what of it was already sent (`sent` characters), what was held
    * back, and the piece: what goes out now (scrubbed), and where what is held back starts: the end that may go on
@@ -322,123 +316,6 @@ export class KeyScrubber {
   /** What goes out of the text the last `hold` read: `text[sent, hold)`, its runs redacted. */
   out(text: string, sent: number, hold: number): string {
     return redacted(text, this.runs, sent, hold);
-  }
-}
-
-/**
- * What of a text went out that the next piece is read after: its last two characters. A run of a key that reached
- * the end of what went out is never longer (three characters of one are held back: keyAtEnd), so no run that goes
- * on into the next piece starts earlier.
- */
-const SENT_CONTEXT_CHARS = SUFFIX_PIECE_CHARS - 1;
-
-/** `text[start, end)` as a string of its own: a slice of a long text would keep all of it alive in V8. */
-function copied(text: string, start: number, end: number): string {
-  const part = text.slice(start, end);
-  return text.length > 1_024 && part.length >= 13 ? part.split('').join('') : part;
-}
-
-/** What a stream keeps of one text between its pieces. */
-interface TextState {
-  /** Its last characters already sent (at most SENT_CONTEXT_CHARS), as codes: `(second-last * 65536) + last`. */
-  sent: number;
-  /** How many characters `sent` holds (0, 1 or 2). */
-  sentLength: number;
-  /** What was held back, not yet sent. */
-  held: string;
-}
-
-function sentText(state: TextState): string {
-  if (state.sentLength === 0) return '';
-  const last = String.fromCharCode(state.sent % 65_536);
-  return state.sentLength === 1 ? last : String.fromCharCode(Math.floor(state.sent / 65_536)) + last;
-}
-
-/** Keeps the (at most two) characters of `text` before `end` as what was sent. */
-function setSent(state: TextState, text: string, end: number): void {
-  if (end === 0) return; // nothing more went out: what was sent before is still the end of it
-  state.sentLength = end >= 2 ? 2 : Math.min(2, state.sentLength + 1);
-  const before = end >= 2 ? text.charCodeAt(end - 2) : state.sent % 65_536;
-  state.sent = (state.sentLength === 2 ? before * 65_536 : 0) + text.charCodeAt(end - 1);
-}
-
-/**
- * The texts of one stream, each a sequence of pieces (by an id the caller chooses: a choice's content, a tool
- * call's arguments), scrubbed as if whole: a key split over several pieces, whatever the split, is replaced, because
- * each piece is read after the end of the text before it, and the end of a piece that could go on into a key is held
- * back until the next piece (or the text's end) decides. What is kept of a text is bounded by its keys' length.
- */
-export class KeyTexts {
-  private readonly states = new Map<string, TextState>();
-
-  constructor(private readonly scrubber: KeyScrubber) {}
-
-  /** What of this piece goes out now (what was held before it in front). */
-  push(id: string, piece: string): string {
-    let state = this.states.get(id);
-    if (state === undefined) {
-      if (this.states.size >= MAX_STREAM_TEXTS) return this.scrubber.scrub(piece);
-      state = { sent: 0, sentLength: 0, held: '' };
-      this.states.set(id, state);
-    }
-    const { held } = state;
-    const n = piece.length;
-    if (held === '' && (n === 0 || this.usual(state, piece))) return piece;
-    const sent = sentText(state);
-    const text = sent + held + piece;
-    const scrubber = this.scrubber;
-    const hold = scrubber.hold(text, sent.length, false);
-    const out =
-      held === '' && hold === text.length && scrubber.noRuns() ? piece : scrubber.out(text, sent.length, hold);
-    state.held = hold === text.length ? '' : copied(text, hold, text.length);
-    if (hold > sent.length) setSent(state, text, hold);
-    return out;
-  }
-
-  /**
-   * The usual piece of a stream, decided with nothing allocated: too short, with what went out before it, to hold a
-   * run of a key, and not ending in three characters of one (nothing to hold back). Then it goes out as it came.
-   */
-  private usual(state: TextState, piece: string): boolean {
-    const n = piece.length;
-    if (n + state.sentLength >= this.scrubber.shortestRun) return false;
-    const { sent, sentLength } = state;
-    const c = piece.charCodeAt(n - 1);
-    const b = n >= 2 ? piece.charCodeAt(n - 2) : sentLength >= 1 ? sent % 65_536 : -1;
-    const a =
-      n >= 3
-        ? piece.charCodeAt(n - 3)
-        : n === 2
-          ? sentLength >= 1
-            ? sent % 65_536
-            : -1
-          : sentLength >= 2
-            ? Math.floor(sent / 65_536)
-            : -1;
-    if (a !== -1 && this.scrubber.mayGoOn(a, b, c)) return false;
-    setSent(state, piece, n);
-    return true;
-  }
-
-  /** The text's end: what it still holds, scrubbed ('' when nothing). */
-  end(id: string): string {
-    const state = this.states.get(id);
-    if (state === undefined) return '';
-    this.states.delete(id);
-    if (state.held === '') return '';
-    const sent = sentText(state);
-    return this.scrubber.cut(sent + state.held, sent.length, true).out;
-  }
-
-  /** Ends every text whose id starts with `prefix` ('' for all): the ids and what each still held, for those that held something. */
-  endAll(prefix: string): Array<[id: string, rest: string]> {
-    const rests: Array<[string, string]> = [];
-    for (const id of [...this.states.keys()]) {
-      if (!id.startsWith(prefix)) continue;
-      const rest = this.end(id);
-      if (rest !== '') rests.push([id, rest]);
-    }
-    return rests;
   }
 }
 

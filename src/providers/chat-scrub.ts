@@ -1,3 +1,4 @@
+import { GatewayError } from '../errors/gateway-error.js';
 import { KeyScrubber } from '../secrets/key-scrubber.js';
 import { KeyTexts } from '../secrets/key-texts.js';
 import type { CallContext, ChatCompletionChunk, StreamChunk } from './contract.js';
@@ -15,7 +16,7 @@ export function callScrubber(apiKey: string | undefined, context: CallContext): 
 }
 
 /** A whole chat answer's JSON, scrubbed. */
-export function scrubbedJson(json: string, scrubber: KeyScrubber | undefined): Buffer {
+export function scrubbedAnswer(json: string, scrubber: KeyScrubber | undefined): Buffer {
   return Buffer.from(scrubber === undefined ? json : scrubber.scrub(json));
 }
 
@@ -39,13 +40,16 @@ export class ChatStreamScrub {
   /** The last chunk seen: its id, time and model for a chunk that carries what was held at the stream's end. */
   private last: ChatCompletionChunk | undefined;
 
-  constructor(private readonly scrubber: KeyScrubber) {
+  constructor(
+    private readonly scrubber: KeyScrubber,
+    private readonly upstream: string,
+  ) {
     this.texts = new KeyTexts(scrubber);
   }
 
   /** A stream's scrubbing, or undefined when the call has no key to look for. */
-  static of(scrubber: KeyScrubber | undefined): ChatStreamScrub | undefined {
-    return scrubber === undefined ? undefined : new ChatStreamScrub(scrubber);
+  static of(scrubber: KeyScrubber | undefined, upstream: string): ChatStreamScrub | undefined {
+    return scrubber === undefined ? undefined : new ChatStreamScrub(scrubber, upstream);
   }
 
   /** One chunk, before it goes out (a chunk the caller never sees, `internal`, is left as it is). */
@@ -81,8 +85,23 @@ export class ChatStreamScrub {
     const json = changed || item.json === undefined ? JSON.stringify(chunk) : item.json;
     const scrubbed = this.scrubber.scrub(json);
     // A key elsewhere in the chunk (an id, a name): the chunk the surfaces read is the scrubbed one too.
-    if (scrubbed !== json) item.chunk = JSON.parse(scrubbed) as ChatCompletionChunk;
+    if (scrubbed !== json) item.chunk = this.parsed(scrubbed);
     item.json = scrubbed;
+  }
+
+  /**
+   * A chunk's JSON read again after a key was replaced in it. Only a key holding `"` or `\\` (which no provider
+   * issues) could leave it no JSON: then the stream fails rather than let the key through.
+   */
+  private parsed(json: string): ChatCompletionChunk {
+    try {
+      return JSON.parse(json) as ChatCompletionChunk;
+    } catch {
+      throw new GatewayError('upstream_stream_malformed', {
+        upstream: this.upstream,
+        reason: 'a chunk repeats the key in a form that cannot be scrubbed',
+      });
+    }
   }
 
   /**

@@ -14,7 +14,7 @@ import type {
 } from '../contract.js';
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
-import { ChatStreamScrub, callScrubber, scrubbedJson } from '../chat-scrub.js';
+import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import type { NativeBatchApi } from '../batch-api.js';
 import { AnthropicMessageBatches } from './message-batches.js';
@@ -72,7 +72,7 @@ export class AnthropicProvider implements Provider {
     const translated = fromAnthropicMessage(value, body.model, Math.floor(Date.now() / 1000));
     if (!translated)
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
-    const answer = scrubbedJson(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
+    const answer = scrubbedAnswer(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
     return { body: answer, usage: translated.usage };
   }
 
@@ -83,7 +83,7 @@ export class AnthropicProvider implements Provider {
       context.apiKeyOverride,
       this.config.apiKey,
     ]);
-    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context));
+    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context), this.name);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,

@@ -21,7 +21,7 @@ import { nativeGemini } from './native-gemini.js';
 import { GeminiBatches } from './gemini-batches.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
-import { ChatStreamScrub, callScrubber, scrubbedJson } from '../chat-scrub.js';
+import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
@@ -79,7 +79,7 @@ export class GeminiProvider implements Provider {
     );
     if (!translated)
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
-    const answer = scrubbedJson(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
+    const answer = scrubbedAnswer(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
     return { body: answer, usage: translated.usage };
   }
 
@@ -95,7 +95,7 @@ export class GeminiProvider implements Provider {
       true,
       this.secrets(context),
     );
-    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context));
+    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context), this.name);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,

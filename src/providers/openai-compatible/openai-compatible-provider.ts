@@ -24,7 +24,7 @@ import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
-import { ChatStreamScrub, callScrubber, scrubbedJson } from '../chat-scrub.js';
+import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { OpenAiBatches } from './openai-batches.js';
 import { OpenAiFiles } from './openai-files.js';
 
@@ -105,7 +105,7 @@ export class OpenAiCompatibleProvider implements Provider {
     const changed = normaliseAnswer(record as { choices: unknown[]; usage?: unknown }, 'message');
     const usage = countsOf(record.usage);
     const scrubber = callScrubber(this.config.apiKey, context);
-    if (changed || anomaliesOf(usage)) return { body: scrubbedJson(JSON.stringify(record), scrubber), usage };
+    if (changed || anomaliesOf(usage)) return { body: scrubbedAnswer(JSON.stringify(record), scrubber), usage };
     return { body: scrubber === undefined ? bytes : scrubber.scrubBytes(bytes, text), usage };
   }
 
@@ -117,7 +117,7 @@ export class OpenAiCompatibleProvider implements Provider {
     const secrets = [context.apiKeyOverride, this.config.apiKey];
     const scrubber = callScrubber(this.config.apiKey, context);
     const decodeChunk = streamChunkDecoder(this.name, secrets, scrubber);
-    const scrub = ChatStreamScrub.of(scrubber);
+    const scrub = ChatStreamScrub.of(scrubber, this.name);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -191,7 +191,7 @@ export class OpenAiCompatibleProvider implements Provider {
     // echo one, in `model` or anywhere).
     const scrubber = callScrubber(this.config.apiKey, context);
     const answer = anomaliesOf(usage)
-      ? scrubbedJson(JSON.stringify(record), scrubber)
+      ? scrubbedAnswer(JSON.stringify(record), scrubber)
       : (scrubber?.scrubBytes(bytes, text) ?? bytes);
     return { kind: 'openai', body: answer, usage: counted };
   }

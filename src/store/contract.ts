@@ -402,8 +402,9 @@ export interface UsageRecord {
   /** Answered from the response cache (no upstream call, no provider cost). */
   cacheHit: boolean;
   /**
-   * The gateway had to correct a usage figure the upstream reported (not a number, negative, not whole, or above
-   * 100 million tokens): the tokens and cost are the corrected ones (docs/usage.md).
+   * The gateway had to correct a usage figure the upstream reported (not a number, negative, not whole, above
+   * 100 million tokens, or a part larger than what it is a part of): the tokens and cost are the corrected ones
+   * (docs/usage.md).
    */
   usageAnomaly: boolean;
   /**

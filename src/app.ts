@@ -48,6 +48,7 @@ import { wireUpstreams } from './wiring/upstreams.js';
 import { wireWebhooks } from './wiring/webhooks.js';
 import { wireFiles, type WiredFiles } from './wiring/files.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
+import type { StorageUseStore } from './store/storage-use.js';
 import { ConfigGenerations } from './core/config-generation.js';
 import { firstGeneration } from './wiring/config-generation.js';
 import { wireConfigReload, type ReloadTrigger } from './wiring/config-reload.js';
@@ -81,8 +82,11 @@ export interface AppDependencies {
   responseCache?: ResponseCacheStore;
   /** Batches and their lines (OpenAI's Batch API, Anthropic's Message Batches); without it the batch paths are 404. */
   batches?: BatchStore;
-  /** Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. */
-  files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
+  /**
+   * Files and uploads (docs/files.md); without them `/v1/files` and `/v1/uploads` are not served. `storage`: the
+   * stored bytes ledger; without it the storage quotas are not applied.
+   */
+  files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
   /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
   /**
@@ -96,7 +100,10 @@ export interface GatewayApp {
   app: FastifyInstance;
   /** Marks the gateway as draining: health turns 503 and responses ask clients to close their connections. */
   beginShutdown(): void;
-  /** Loads the TLS certificate files again (SIGHUP); false when there is no HTTPS listener or the pair is bad. */
+  /**
+   * Loads the TLS certificate files again (SIGHUP), off the event loop (the outcome is logged: a bad pair keeps the
+   * running one); false when there is no HTTPS listener.
+   */
   reloadCertificate(): boolean;
   /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
@@ -124,6 +131,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     isShuttingDown,
     ...(config.tls ? { https: readCertificate(config.tls) } : {}),
     trustedProxies: config.trustedProxies,
+    publicBaseUrl: config.publicBaseUrl,
     apis: surfaces.apis,
     v1Routes: surfaces.v1Routes,
   });
@@ -192,6 +200,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     auth,
     store: deps.batches,
     files: files?.service,
+    ...(files ? { quota: files.quota } : {}),
     webhooks: events.webhooks,
     generations,
   });
@@ -238,7 +247,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     app,
     auth,
     {
-      health: makeHealthHandler(health),
+      health: makeHealthHandler(health, (authorization) => admin.isAdmin(authorization)),
       models: makeModelsHandler(catalog),
       keys: keyHandlers,
       calls,
@@ -275,7 +284,11 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     beginShutdown: () => {
       shuttingDown = true;
     },
-    reloadCertificate: () => certificates?.reload() ?? false,
+    reloadCertificate: () => {
+      if (!certificates) return false;
+      void certificates.reload();
+      return true;
+    },
     files,
     reloadConfig: (trigger) => reloads?.reload(trigger),
   };

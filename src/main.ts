@@ -4,6 +4,7 @@ import { ConfigError } from './config/config-error.js';
 import { createLogger } from './observability/logger.js';
 import { runPrimary } from './process/primary.js';
 import { mayRunWorkers, readConfigInChild } from './process/config-from-child.js';
+import { readConfigInThread } from './process/config-thread.js';
 import { configFromPrimary } from './process/config-handoff.js';
 import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { unsupportedNode } from './process/node-version.js';
@@ -50,9 +51,9 @@ export async function main(): Promise<void> {
   // Loaded only here: a cluster primary never serves, and without the server's modules (Fastify, undici, the
   // stores...) it holds 106 -> 85 MB RSS (measured idle with WORKERS=2).
   const { runServer } = await import('./serve.js');
-  // A reload reads the same file and environment again (docs/config.md, "Live reload"); the config modules (zod)
-  // are loaded then, not at start, in a cluster worker.
-  const reread = async () => (await import('./config/load.js')).loadConfig(process.env, { version });
+  // A reload reads the same file and environment again (docs/config.md, "Live reload"), on a thread of its own:
+  // the serving thread never reads, parses or validates a config file (nor loads zod, in a cluster worker).
+  const reread = () => readConfigInThread(version);
   await runServer(config, logger, version, reread);
 }
 

@@ -141,7 +141,7 @@ describe('non-streamed answers of an OpenAI-compatible upstream', () => {
     };
   };
   const circuit = async () => {
-    const health = await call(fixture.url('/v1/?route=health'));
+    const health = await call(fixture.url('/v1/?route=health'), { headers: authHeaders() });
     return (health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.default?.circuit;
   };
 

@@ -59,6 +59,7 @@ test('a look for pending lines answered from before a line was recorded does not
         return { status: 200, body: '{"object":"chat.completion"}', requestId: null };
       },
       slots: new LineSlots(3),
+      log: { error: () => undefined },
       rateShare: 1,
       pollMs: 10,
       counters: { succeeded: 0, errored: 0, deferred: 0 },

@@ -47,6 +47,7 @@ test('a line whose outcome cannot be stored: the run rejects with the error, not
         return { status: 200, body: '{"object":"chat.completion"}', requestId: null };
       },
       slots: new LineSlots(1),
+      log: { error: () => undefined },
       rateShare: 1,
       pollMs: 10,
       counters: { succeeded: 0, errored: 0, deferred: 0 },
@@ -107,6 +108,7 @@ test('a batch claimed while the runner stops is given back, not started: stop wa
       pollMs: 60_000,
       maxBatches: 4,
       onEnded: () => undefined,
+      readLine: (text) => ({ ok: true, value: JSON.parse(text) as unknown }),
       log: { warn: () => undefined, error: () => undefined },
     });
     runner.start();

@@ -14,7 +14,13 @@ type Outcome = { ok: StreamChunk | undefined } | { failed: { code: unknown; deta
 
 function outcome(run: () => StreamChunk | undefined): Outcome {
   try {
-    return { ok: run() };
+    // `templated` only says how the frame was decoded (chat-scrub.ts reads it): not part of the decoding.
+    const decoded = run();
+    if (decoded?.templated === true) {
+      const { templated: _templated, ...chunk } = decoded;
+      return { ok: chunk };
+    }
+    return { ok: decoded };
   } catch (error) {
     const { code, details } = error as { code: unknown; details: unknown };
     return { failed: { code, details } };

@@ -58,7 +58,7 @@ describe('a half-open probe is settled whatever ends its call (gateway, mock ups
   const chat = (model: string) =>
     call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model }) });
   const circuitOf = async (): Promise<string | undefined> => {
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     return (health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit;
   };
   /** Two 500s open the circuit; resolves once its cooldown is over (health says half_open). */

@@ -50,7 +50,10 @@ describe('PostgreSQL: instances migrating one fresh schema at once', { skip: pgS
   after(async () => {
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
-    for (const table of tables) await pool.query(`DROP TABLE IF EXISTS ${table}, ${table}_spool_marks`);
+    for (const table of tables)
+      await pool.query(
+        `DROP TABLE IF EXISTS ${table}, ${table}_hours, ${table}_latency, ${table}_size, ${table}_spool_marks`,
+      );
     await pool.end();
   });
 

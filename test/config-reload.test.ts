@@ -60,7 +60,9 @@ function replaceFile(path: string, text: string): void {
 const chat = (gw: GatewayProcess, model: string) =>
   httpCall(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: JSON_HEADERS, body: chatRequestBody(model, false) });
 
-const health = async (gw: GatewayProcess) => jsonOf(await httpCall(`${gw.url}${HEALTH_PATH}`));
+// The admin's view of health: the config and instance fields are not in the public one.
+const health = async (gw: GatewayProcess) =>
+  jsonOf(await httpCall(`${gw.url}${HEALTH_PATH}`, { headers: bearer(TOKEN) }));
 
 function configOf(report: Record<string, unknown>) {
   return report.config as {

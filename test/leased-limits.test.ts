@@ -179,4 +179,85 @@ describe('LeasedLimits: quota leasing in front of the shared limit store', () =>
     await leased.close();
     await s.close();
   });
+
+  /**
+   * A store in front of the real SQLite limiter whose admissions naming `gatedKey` wait until `open()`: a store
+   * step in flight for as long as the test wants. Counts the units of `counted` taken from the store (admitted
+   * costs plus settled deltas), so a test can compare what was bought with what was admitted.
+   */
+  async function gatedStore(gatedKey: string, counted: string) {
+    const s = await countingStore();
+    let gate: Promise<void> | undefined;
+    let open = () => {};
+    const units = { taken: 0 };
+    const store: AdmissionStore = {
+      admit: async (limits, token, now) => {
+        if (gate && limits.some((l) => l.key === gatedKey)) await gate;
+        const result = await s.inner.admit(limits, token, now);
+        if (result.admitted) for (const l of limits) if (l.kind === 'rate' && l.key === counted) units.taken += l.cost;
+        return result;
+      },
+      settle: (items, token, now) => {
+        for (const i of items) if (i.kind === 'rate' && i.key === counted) units.taken += i.delta;
+        return s.inner.settle(items, token, now);
+      },
+    };
+    return {
+      store,
+      inner: s.inner,
+      units,
+      close: s.close,
+      closeGate() {
+        gate = new Promise<void>((resolve) => (open = resolve));
+      },
+      openGate: () => open(),
+    };
+  }
+
+  test('a held lease stays with an admission that waits for the store: the idle sweep cannot take it (issue 41)', async () => {
+    // On main: the request planned its held units of `big` as local, waited for the store (its `small` limit),
+    // the idle sweep returned the lease meanwhile, and the admission failed with "a local rate step without a
+    // lease" (which the service then took for a store outage and let the call through unchecked).
+    const g = await gatedStore('small', 'big');
+    let clock = 1_700_000_000_000;
+    let clockReads = 0;
+    const leased = new LeasedLimits({
+      store: g.store,
+      onStoreError: failOnStoreError,
+      now: () => (clockReads++, clock),
+      idleReturnMs: 20,
+    });
+    assert.equal((await leased.admit([rate('big', 60_000)], 'r0')).admitted, true, 'buys a chunk of `big`');
+    clock += 1_000; // the lease is idle now
+    g.closeGate();
+    const pending = leased.admit([rate('big', 60_000), rate('small', 10)], 'r1');
+    const reads = clockReads;
+    await waitFor('the idle sweep ran while the store step was in flight', () => clockReads > reads + 1, 5_000);
+    g.openGate();
+    const result = await pending;
+    assert.equal(result.admitted, true);
+    await leased.close();
+    // Everything bought and not used went back: the store lost exactly the two units admitted.
+    assert.equal(g.units.taken, 2);
+    await g.close();
+  });
+
+  test('units an admission planned with are set aside at once: no other request takes them meanwhile (no over-admission)', async () => {
+    const g = await gatedStore('small', 'big');
+    const now = 1_700_000_000_000;
+    const leased = new LeasedLimits({ store: g.store, onStoreError: failOnStoreError, now: () => now });
+    // 2,400 a minute: chunks of 2 units. r0 buys 3 (its own and 2 held); another instance takes all the rest.
+    assert.equal((await leased.admit([rate('big', 2_400)], 'r0')).admitted, true);
+    assert.equal((await g.inner.consume('big', 2_400, MINUTE, 2_400 - 3, now)).allowed, true);
+    g.closeGate();
+    const pending = leased.admit([rate('big', 2_400), rate('small', 10)], 'r1'); // plans 1 held unit, then waits
+    const later = [];
+    for (let i = 2; i <= 3; i++) later.push((await leased.admit([rate('big', 2_400)], `r${i}`)).admitted);
+    g.openGate();
+    const admitted = [true, (await pending).admitted, ...later].filter(Boolean).length;
+    assert.equal(admitted, 3, `3 units bought in all, ${admitted} requests admitted`);
+    await leased.close();
+    assert.equal(g.units.taken, 3);
+    await g.close();
+  });
 });

@@ -11,7 +11,7 @@ import { call } from './helpers/http.js';
 import type { Behavior } from './helpers/mock-openai-upstream.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
-import { scrubAnswer } from '../src/secrets/redact.js';
+import { scrubAnswer } from '../src/secrets/key-scrubber.js';
 
 const UPSTREAM_KEY = 'sk-scrub-upstream-key-0123456789abcdefXYZ';
 const OWN_KEY = 'sk-callers-own-provider-key-9876543210zyxw';

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PostgresBatches } from '../src/store/postgres/postgres-batches.js';
 import { PostgresFileStores } from '../src/store/postgres/postgres-files.js';
+import { storageUseFunctions } from '../src/store/postgres/postgres-storage-use.js';
 import { PostgresUsageStore } from '../src/store/postgres/postgres-usage.js';
 import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
 import { batchRecord } from './helpers/batch-fixtures.js';
@@ -38,15 +39,19 @@ describe('PostgreSQL: an instance starting beside running ones', { skip }, () =>
   const usageTable = `${prefix}usage`;
   let admin: pg.Client;
   const tables = ['batches', 'batch_lines', 'batch_native', 'files', 'uploads', 'upload_parts', 'blob_chunks']
-    .concat(['forwarded_files', 'batch_creates'])
+    .concat(['forwarded_files', 'batch_creates', 'storage_use', 'storage_reservations'])
     .map((t) => `${prefix}${t}`)
-    .concat([usageTable, `${usageTable}_spool_marks`]);
+    .concat(
+      [usageTable],
+      ['hours', 'latency', 'size', 'spool_marks'].map((t) => `${usageTable}_${t}`),
+    );
   before(async () => {
     admin = new pg.Client({ connectionString: DATABASE_URL });
     await admin.connect();
   });
   after(async () => {
     for (const table of tables) await admin.query(`DROP TABLE IF EXISTS ${table}`);
+    for (const fn of storageUseFunctions(prefix)) await admin.query(`DROP FUNCTION IF EXISTS ${fn}`);
     await admin.end();
   });
 

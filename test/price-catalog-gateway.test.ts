@@ -143,7 +143,7 @@ describe('the price catalog prices what the config does not', () => {
   });
 
   test('the models route: each price and window with where it came from, and the catalog date', async () => {
-    const health = (await call(`${gw.url}/v1/?route=health`)).json as {
+    const health = (await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() })).json as {
       price_catalog?: { as_of: string; age_days: number; models: number };
     };
     const asOf = health.price_catalog?.as_of;
@@ -292,7 +292,7 @@ describe("a catalog of one's own (price_catalog: path) and catalog context windo
   });
 
   test("health and the models route name that catalog; the default upstream's listed models carry its prices", async () => {
-    const health = (await call(`${gw.url}/v1/?route=health`)).json as {
+    const health = (await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() })).json as {
       price_catalog?: { as_of: string; models: number };
     };
     assert.deepEqual([health.price_catalog?.as_of, health.price_catalog?.models], ['2025-06-30', 2]);

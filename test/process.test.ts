@@ -226,7 +226,7 @@ void describe('no upstream configured', () => {
     TIMEOUT,
     async () => {
       await withGateway({ GATEWAY_ENV: 'dev', ADMIN_TOKEN: ADMIN }, async (gw) => {
-        const health = await httpCall(`${gw.url}${HEALTH_PATH}`);
+        const health = await httpCall(`${gw.url}${HEALTH_PATH}`, { headers: bearer(ADMIN) });
         assert.equal(health.status, 200);
         assert.equal(jsonOf(health).status, 'degraded');
         assert.equal(jsonOf(health).environment, 'dev');

@@ -14,6 +14,8 @@ import { connectRedis, type RedisClient } from '../src/store/redis/connect.js';
 import { RedisRateLimiter } from '../src/store/redis/redis-rate-limiter.js';
 import { SqliteRateLimiter } from '../src/store/sqlite/sqlite-rate-limiter.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { openDatabase } from '../src/store/sqlite/database.js';
+import { StoreOutageError } from '../src/store/store-outage.js';
 import type { WorkerJob } from './fixtures/rate-limit-worker.js';
 import { REDIS_URL, redisSkipReason } from './helpers/services.js';
 import { rateLimiterContract } from './store-contract/rate-limiter-contract.js';
@@ -110,6 +112,105 @@ describe('SqliteRateLimiter housekeeping', () => {
       assert.equal(count('concurrency_leases'), 0);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('a stored window that cannot be read is repaired, not skipped; an outage is told from a bug (issue 41)', () => {
+  const HOUR = 3_600_000;
+  const NOW = 1_700_000_000_000;
+
+  test('SQLite: a TAT of 3.6e18 (written before the bounds) reads, is repaired to one window of debt and written back', async () => {
+    const store = await openSqliteStore(':memory:');
+    try {
+      store.db
+        .prepare('INSERT INTO rate_limits (key, tat_ms, expires_ms) VALUES (?, ?, ?)')
+        .run('budget', 3_600_000_000_000_000_000n, 3_600_000_000_000_000_000n);
+      const limiter = new SqliteRateLimiter(store.db);
+      const refused = await limiter.consume('budget', 1000, HOUR, 1, NOW);
+      assert.deepEqual(refused, { allowed: false, limit: 1000, remaining: 0, resetMs: HOUR, retryAfterMs: 3600 });
+      const row = store.db.prepare('SELECT tat_ms, expires_ms FROM rate_limits WHERE key = ?').get('budget');
+      assert.deepEqual({ ...(row as object) }, { tat_ms: NOW + HOUR, expires_ms: NOW + HOUR });
+      // A settlement of such a row repairs it too, and the key is usable again as its debt is repaid.
+      store.db.prepare('UPDATE rate_limits SET tat_ms = ? WHERE key = ?').run(9_000_000_000_000_000_000n, 'budget');
+      await limiter.adjust('budget', 1000, HOUR, -10, NOW);
+      assert.equal((await limiter.consume('budget', 1000, HOUR, 1, NOW + 37_000)).allowed, true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('SQLite: a file locked past the busy timeout is a StoreOutageError; a bad number is not', async () => {
+    const temp = tempDir();
+    const store = await openSqliteStore(temp.dir);
+    const second = await openDatabase(join(temp.dir, 'gateway.db'), 20);
+    try {
+      const limiter = new SqliteRateLimiter(second);
+      store.db.exec('BEGIN IMMEDIATE');
+      const outage = await limiter.consume('k', 10, HOUR, 1, NOW).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      store.db.exec('ROLLBACK');
+      assert.ok(outage instanceof StoreOutageError, `got ${String(outage)}`);
+      assert.equal((outage.cause as { errcode?: number }).errcode, 5, 'SQLITE_BUSY');
+      await assert.rejects(limiter.consume('k', 10, HOUR, Number.POSITIVE_INFINITY, NOW), (error: unknown) => {
+        assert.ok(error instanceof RangeError && !(error instanceof StoreOutageError));
+        return true;
+      });
+      assert.equal((await limiter.consume('k', 10, HOUR, 1, NOW)).allowed, true, 'usable once the lock is gone');
+    } finally {
+      second.close();
+      await store.close();
+      temp.remove();
+    }
+  });
+
+  test('Redis: values that are not numbers, or past the ceiling, are repaired; no "ERR value is not an integer"', async (t: TestContext) => {
+    if (skip) return t.skip(skip);
+    const prefix = testPrefix();
+    const client = await connectRedis(REDIS_URL);
+    try {
+      const limiter = new RedisRateLimiter(client, { prefix });
+      for (const [key, stored] of [
+        ['big', '3600000000000000000'],
+        ['text', 'garbage'],
+        ['inf', 'inf'],
+        ['nan', 'nan'],
+        ['exp', '3.6e+18'],
+      ] as const) {
+        await client.set(`${prefix}rl:${key}`, stored);
+        const refused = await limiter.consume(key, 1000, HOUR, 1, NOW);
+        assert.equal(refused.allowed, false, key);
+        assert.equal(refused.retryAfterMs, 3600, key);
+        assert.equal(
+          await client.get(`${prefix}rl:${key}`),
+          String(NOW + HOUR),
+          `${key}: written back as a whole number`,
+        );
+        const ttl = await client.pttl(`${prefix}rl:${key}`);
+        assert.ok(ttl > 0 && ttl <= HOUR, `${key}: expires by itself (${ttl} ms)`);
+      }
+      await client.set(`${prefix}rl:settled`, '1e300');
+      await limiter.adjust('settled', 1000, HOUR, -10, NOW);
+      assert.equal(await client.get(`${prefix}rl:settled`), String(NOW + HOUR - 36_000));
+      // The charge of 1e15 tokens that made Redis answer "ERR value is not an integer or out of range":
+      const huge = { kind: 'rate' as const, key: 'huge', limit: 1000, windowMs: HOUR, cost: 1e15, need: 1 };
+      assert.equal((await limiter.admit([huge], 'r', NOW)).admitted, true);
+      assert.equal(await client.get(`${prefix}rl:huge`), String(NOW + 1000 * HOUR));
+    } finally {
+      await deleteKeys(client, prefix);
+      await client.quit();
+    }
+  });
+
+  test('Redis: a server that cannot be reached is a StoreOutageError', async () => {
+    const client = await connectRedis('redis://127.0.0.1:1', { connectTimeoutMs: 200 });
+    try {
+      const limiter = new RedisRateLimiter(client, { prefix: testPrefix() });
+      await assert.rejects(limiter.consume('k', 10, HOUR, 1, NOW), StoreOutageError);
+    } finally {
+      client.disconnect();
     }
   });
 });

@@ -277,7 +277,7 @@ describe('rate limits (embedded SQLite store)', () => {
   });
 
   test('health reports the limit store', async () => {
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     assert.deepEqual((health.json.checks as Record<string, unknown>).rate_limits, { status: 'ok', store: 'sqlite' });
   });
 

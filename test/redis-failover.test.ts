@@ -58,7 +58,7 @@ describe('Redis goes away and comes back', { skip }, () => {
     const keyed = await chat({ 'idempotency-key': 'during-outage' });
     assert.equal(keyed.status, 503);
     assert.equal(keyed.json.code, 'idempotency_store_unavailable');
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     assert.equal(health.json.status, 'degraded');
     assert.deepEqual((health.json.checks as Record<string, unknown>).rate_limits, { status: 'fail', store: 'redis' });
     assert.ok(gw.logLines.some((l) => l.includes('rate-limit store failing')));
@@ -66,7 +66,7 @@ describe('Redis goes away and comes back', { skip }, () => {
     await redis.start(); // same port, empty data
     await eventually(async () => (await chat()).headers['ratelimit-limit'] === '1000');
     assert.equal((await chat({ 'idempotency-key': 'after-outage' })).status, 200);
-    const recovered = await call(`${gw.url}/v1/?route=health`);
+    const recovered = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     assert.deepEqual((recovered.json.checks as Record<string, unknown>).rate_limits, { status: 'ok', store: 'redis' });
     assert.ok(gw.logLines.some((l) => l.includes('rate-limit store recovered')));
   });

@@ -176,7 +176,7 @@ describe('routing over two real upstreams', () => {
     assert.deepEqual(open.json.details?.upstreams, ['b']);
     assert.equal(open.headers['retry-after'], '1');
     assert.equal(b.chatRequests().length, 2, 'the third call never reached b');
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     assert.equal(health.json.status, 'degraded');
     assert.equal(
       (health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit,
@@ -187,7 +187,7 @@ describe('routing over two real upstreams', () => {
     const probe = await chat('fragile');
     assert.equal(probe.status, 200, 'the half-open probe went through and succeeded');
     assert.equal((probe.json.choices as Array<{ message: { content: string } }>)[0]?.message.content, MOCK_CONTENT);
-    const closed = await call(`${gw.url}/v1/?route=health`);
+    const closed = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     assert.equal(
       (closed.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.b?.circuit,
       undefined,

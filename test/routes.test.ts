@@ -199,8 +199,12 @@ describe('routes, pages and versioning', () => {
   });
 
   describe('health', () => {
-    test('reports ok, version, ISO UTC time, uptime and a check per dependency, without a token', async () => {
-      const answer = await call(`${fixture.gw.url}/v1/?route=health`);
+    test('reports ok, version, ISO UTC time, uptime and a check per dependency (the whole report: the admin token)', async () => {
+      const open = await call(`${fixture.gw.url}/v1/?route=health`);
+      assert.equal(open.status, 200);
+      // Without a token: the status and each check's status (test/health-view.test.ts).
+      assert.deepEqual(Object.keys(open.json).sort(), ['checks', 'status', 'time']);
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: authHeaders() });
       assert.equal(answer.status, 200);
       const body = answer.json as Record<string, unknown> & {
         checks: { store: Record<string, unknown>; upstreams: Record<string, Record<string, unknown>> };
@@ -230,7 +234,7 @@ describe('routes, pages and versioning', () => {
     test('a failing upstream makes the status degraded and names only our code', async () => {
       await new Promise((r) => setTimeout(r, 5100));
       fixture.mock.modelsStatus = 500;
-      const answer = await call(`${fixture.gw.url}/v1/?route=health`);
+      const answer = await call(`${fixture.gw.url}/v1/?route=health`, { headers: authHeaders() });
       assert.equal(answer.status, 200);
       assert.equal(answer.json.status, 'degraded');
       const upstreams = (answer.json.checks as { upstreams: Record<string, { status: string; code: string }> })

@@ -57,7 +57,7 @@ describe('translated streams over an OpenAI-compatible upstream', () => {
     },
   });
   const circuit = async () => {
-    const health = await call(fixture.url('/v1/?route=health'));
+    const health = await call(fixture.url('/v1/?route=health'), { headers: authHeaders() });
     return (health.json.checks as { upstreams: Record<string, { circuit?: string }> }).upstreams.default?.circuit;
   };
 

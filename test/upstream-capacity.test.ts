@@ -116,7 +116,7 @@ const jsonBody = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user
 async function health(
   gw: TestGateway,
 ): Promise<{ in_flight: number; queued: number; max_concurrent?: number } | undefined> {
-  const answer = await call(`${gw.url}/v1/?route=health`);
+  const answer = await call(`${gw.url}/v1/?route=health`, { headers: AUTH });
   return (
     answer.json as {
       checks: { upstreams: Record<string, { load?: { in_flight: number; queued: number; max_concurrent?: number } }> };

@@ -318,7 +318,7 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
       'held calls never reached the upstream',
     );
 
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     const shared = (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> })
       .upstreams.shared;
     assert.equal(shared?.paused?.length, 1, JSON.stringify(shared));
@@ -356,7 +356,7 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
       'another caller key too',
     );
     assert.equal(mock.chatRequests().length, 3);
-    const health = await call(`${gw.url}/v1/?route=health`);
+    const health = await call(`${gw.url}/v1/?route=health`, { headers: authHeaders() });
     const paused =
       (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams
         .shared?.paused ?? [];
@@ -410,7 +410,7 @@ describe(
         mock.chatRequests().map((r) => (r.json as { model?: string }).model),
         [modelA, modelB],
       );
-      const health = await call(`${two.url}/v1/?route=health`);
+      const health = await call(`${two.url}/v1/?route=health`, { headers: authHeaders() });
       const paused =
         (health.json.checks as { upstreams: Record<string, { paused?: Array<Record<string, unknown>> }> }).upstreams
           .shared?.paused ?? [];

@@ -168,7 +168,7 @@ describe('usage recorder (SQLite)', () => {
 
   test('a full batch is written at once, a partial one when its timer fires', async () => {
     await store.purge(Number.MAX_SAFE_INTEGER);
-    const recorder = new UsageRecorder({ store, retentionMs: 86_400_000, log, maxBatch: 3, flushMs: 60_000 });
+    const recorder = new UsageRecorder({ store, log, maxBatch: 3, flushMs: 60_000 });
     for (let i = 0; i < 3; i++) recorder.add(record(i));
     await new Promise((resolve) => setTimeout(resolve, 20)); // the batch's transaction runs on a later turn
     assert.deepEqual(await storedIds(), ['req-0', 'req-1', 'req-2'], 'written without waiting for the timer');
@@ -176,7 +176,7 @@ describe('usage recorder (SQLite)', () => {
     assert.deepEqual(first?.record, record(0));
     await recorder.close();
 
-    const timed = new UsageRecorder({ store, retentionMs: 86_400_000, log, maxBatch: 3, flushMs: 50 });
+    const timed = new UsageRecorder({ store, log, maxBatch: 3, flushMs: 50 });
     timed.add(record(3));
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal((await storedIds()).length, 3, 'a partial batch waits for its timer');
@@ -188,7 +188,7 @@ describe('usage recorder (SQLite)', () => {
   test('while the store refuses writes records wait (the newest 20,000), then are written in order', async () => {
     await store.purge(Number.MAX_SAFE_INTEGER);
     warnings.length = 0;
-    const recorder = new UsageRecorder({ store, retentionMs: 86_400_000, log, maxBatch: 500, flushMs: 60_000 });
+    const recorder = new UsageRecorder({ store, log, maxBatch: 500, flushMs: 60_000 });
     const locker = new DatabaseSync(path.join(dir, SQLITE_FILE));
     locker.exec('BEGIN IMMEDIATE'); // holds the write lock: every write of the recorder fails with SQLITE_BUSY
     try {

@@ -393,7 +393,7 @@ describe('the live spool (embedded store)', () => {
     const root = join(dir, `spool-${randomUUID()}`);
     const log = memoryLog();
     const spool = UsageSpool.open(root, ownSpoolOwner(), store, log);
-    const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000 });
+    const recorder = new UsageRecorder({ store, log, spool, flushMs: 60_000 });
     for (let i = 1; i <= 5; i++) recorder.add(record(i));
     // An answer waits for its record's line: the lines of one turn of the event loop are written together after it.
     let released = false;
@@ -425,7 +425,7 @@ describe('the live spool (embedded store)', () => {
     const root = join(dir, `spool-${randomUUID()}`);
     const log = memoryLog();
     const spool = UsageSpool.open(root, ownSpoolOwner(), store, log, { segmentBytes: 1_024 });
-    const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000, maxBatch: 1_000 });
+    const recorder = new UsageRecorder({ store, log, spool, flushMs: 60_000, maxBatch: 1_000 });
     for (let turn = 0; turn < 10; turn++) {
       for (let i = 1; i <= 25; i++) recorder.add(record(turn * 25 + i));
       await written(spool);
@@ -450,7 +450,7 @@ describe('the live spool (embedded store)', () => {
     const owner = ownSpoolOwner();
     const down = failingFrom(store, 2);
     const spool = UsageSpool.open(root, owner, down, log, { segmentBytes: 2_048 });
-    const recorder = new UsageRecorder({ store: down, retentionMs: 1e12, log, spool, flushMs: 60_000, maxBatch: 500 });
+    const recorder = new UsageRecorder({ store: down, log, spool, flushMs: 60_000, maxBatch: 500 });
     for (let i = 1; i <= 30; i++) recorder.add(record(i));
     await recorder.flush(); // the first write goes through
     for (let i = 31; i <= 60; i++) recorder.add(record(i));
@@ -481,7 +481,7 @@ describe('the live spool (embedded store)', () => {
       },
     });
     const spool = UsageSpool.open(root, ownSpoolOwner(), flaky, log);
-    const recorder = new UsageRecorder({ store: flaky, retentionMs: 1e12, log, spool, flushMs: 60_000 });
+    const recorder = new UsageRecorder({ store: flaky, log, spool, flushMs: 60_000 });
     // 20,050 records while the store is down: the recorder keeps the newest 20,000 in memory.
     for (let i = 1; i <= 20_050; i++) recorder.add(record(i));
     await written(spool);
@@ -505,7 +505,7 @@ describe('the live spool (embedded store)', () => {
     const root = join(dir, `spool-${randomUUID()}`);
     const log = memoryLog();
     const spool = UsageSpool.open(root, ownSpoolOwner(), store, log, { segmentBytes: 1_024, maxBytes: 2_048 });
-    const recorder = new UsageRecorder({ store, retentionMs: 1e12, log, spool, flushMs: 60_000 });
+    const recorder = new UsageRecorder({ store, log, spool, flushMs: 60_000 });
     for (let i = 1; i <= 40; i++) recorder.add(record(i));
     await written(spool);
     const spooled = spooledIds(spool).length;

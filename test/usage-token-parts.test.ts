@@ -50,12 +50,12 @@ describe('token parts: bounded by what they are parts of', () => {
       total_tokens: 15,
       cache_read_tokens: 10,
     });
-    assert.deepEqual(usage[USAGE_ANOMALIES], ['too_large', 'negative']);
+    assert.deepEqual(usage[USAGE_ANOMALIES], ['too_large', 'negative', 'part_too_large']);
     const parts = withParts(
       { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
       { cacheRead: 8, cacheWrite: 5, cacheWrite1h: 9, reasoning: 7 },
     );
-    assert.deepEqual(parts, {
+    assert.deepEqual(JSON.parse(JSON.stringify(parts)), {
       prompt_tokens: 10,
       completion_tokens: 5,
       total_tokens: 15,
@@ -64,13 +64,18 @@ describe('token parts: bounded by what they are parts of', () => {
       cache_write_1h_tokens: 2,
       reasoning_tokens: 5,
     });
+    assert.deepEqual((parts as Usage)[USAGE_ANOMALIES], ['part_too_large'], 'a part cut to its bound is flagged');
     // No token is billed twice, none is billed below its configured price: 8 reads, 2 one-hour writes, 5 out.
     assert.equal(costUsd(parts, { inputPerMillion: 3, outputPerMillion: 15, cacheReadPerMillion: 0.3 }), 0.0000834);
     // A part set by a provider without the check is caught at the gate too.
-    assert.deepEqual(
-      { ...checkedUsage({ prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 9 }) },
-      { prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 4 },
-    );
+    const caught = checkedUsage({ prompt_tokens: 4, completion_tokens: 0, total_tokens: 4, cache_read_tokens: 9 });
+    assert.deepEqual(JSON.parse(JSON.stringify(caught)), {
+      prompt_tokens: 4,
+      completion_tokens: 0,
+      total_tokens: 4,
+      cache_read_tokens: 4,
+    });
+    assert.deepEqual(caught[USAGE_ANOMALIES], ['part_too_large']);
   });
 });
 
@@ -129,7 +134,7 @@ describe("each API's usage shape, from one definition (src/providers/usage-shape
     );
     // Checked and bounded as every part.
     const hostile = checkedUsage({ ...deepseek(), prompt_cache_hit_tokens: 1e300 } as unknown as Usage);
-    assert.deepEqual([hostile.cache_read_tokens, hostile[USAGE_ANOMALIES]], [2000, ['too_large']]);
+    assert.deepEqual([hostile.cache_read_tokens, hostile[USAGE_ANOMALIES]], [2000, ['too_large', 'part_too_large']]);
   });
 });
 

@@ -39,6 +39,17 @@ export class AdminAuthenticator {
       );
     }
   }
+
+  /** Whether the header carries a valid admin token (the same constant-time check), without refusing anything. */
+  isAdmin(authorization: string | undefined): boolean {
+    if (authorization === undefined || authorization === '') return false;
+    try {
+      this.authenticate(authorization);
+      return true;
+    } catch {
+      return false;
+    }
+  }
 }
 
 function digest(value: string): Buffer {

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdirSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GatewayConfig } from './types.js';
 import { ConfigError } from './config-error.js';
+import { readFailure } from './bounded-file.js';
+import { EMPTY_SECRET, SecretTextError, readSecretFile } from './secret-ref.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 
@@ -31,11 +33,17 @@ export function provisionAdminToken(config: GatewayConfig): GatewayConfig {
   return { ...config, adminTokens: [token], adminTokenSource: 'generated', adminTokenFile: file };
 }
 
+/**
+ * The kept token; undefined when there is none yet (no file, or an empty one). A file that is there but is not a
+ * token (not a regular file, over 64 KiB, more than one line) stops the start naming it: it is never overwritten.
+ */
 function readTokenFile(file: string): string | undefined {
   try {
-    const token = readFileSync(file, 'utf8').trim();
-    return token.length > 0 ? token : undefined;
-  } catch {
-    return undefined;
+    return readSecretFile(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (error instanceof SecretTextError && error.message === EMPTY_SECRET) return undefined;
+    const reason = error instanceof SecretTextError ? error.message : `cannot be read (${readFailure(error)})`;
+    throw new ConfigError([`${file}: the development admin token file ${reason}`]);
   }
 }

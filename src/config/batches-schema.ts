@@ -53,6 +53,12 @@ export const batchesSectionSchema = z
     native_price_factor: z.number().min(0).max(1).default(0.5),
     /** How long a cancel (or the window's end) waits for the upstream batch to end and give what it did. */
     native_close_wait_seconds: z.number().min(0).max(86_400).default(600),
+    /**
+     * How long an Anthropic batch's results can be read after its creation (Anthropic's own: 29 days); then
+     * `GET .../results` is `404 batch_results_expired` and its lines are removed (docs/files.md, "How long batch
+     * results are kept"). Fractions of a day are accepted.
+     */
+    anthropic_results_retention_days: z.number().positive().max(3_650).default(29),
   })
   .strict()
   .prefault({});
@@ -73,9 +79,31 @@ export interface BatchesConfig {
   nativePollMs: number;
   nativePriceFactor: number;
   nativeCloseWaitMs: number;
+  /** batches.anthropic_results_retention_days in ms. */
+  anthropicResultsRetentionMs: number;
+  /**
+   * INSTANCE_ID: this process's instance identity for its batch leases (a restart under the same identity takes
+   * its dead predecessor's leases back at once); undefined: the host name and the data folder.
+   */
+  instanceId: string | undefined;
 }
 
-export function toBatches(section: z.infer<typeof batchesSectionSchema>): BatchesConfig {
+/** INSTANCE_ID, checked: 1 to 200 printable ASCII characters without spaces (empty: unset). */
+export function instanceIdOf(
+  env: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): string | undefined {
+  const value = env.INSTANCE_ID;
+  if (value === undefined || value === '') return undefined;
+  if (/^[\x21-\x7e]{1,200}$/.test(value)) return value;
+  problems.push('INSTANCE_ID: 1 to 200 printable ASCII characters, without spaces');
+  return undefined;
+}
+
+export function toBatches(
+  section: z.infer<typeof batchesSectionSchema>,
+  instanceId: string | undefined = undefined,
+): BatchesConfig {
   return {
     run: section.run,
     concurrency: section.concurrency,
@@ -90,5 +118,7 @@ export function toBatches(section: z.infer<typeof batchesSectionSchema>): Batche
     nativePollMs: section.native_poll_ms,
     nativePriceFactor: section.native_price_factor,
     nativeCloseWaitMs: Math.round(section.native_close_wait_seconds * 1000),
+    anthropicResultsRetentionMs: Math.round(section.anthropic_results_retention_days * 86_400_000),
+    instanceId,
   };
 }

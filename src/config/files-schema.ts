@@ -70,6 +70,22 @@ export const filesSectionSchema = z
       .min(60)
       .max(30 * DAY)
       .default(3600),
+    /**
+     * Stored bytes one caller may hold (files, the parts of its uploads, writes in progress), and all callers
+     * together (docs/files.md, "Storage quotas"). Past either, a write is refused before its bytes are stored.
+     */
+    quota_bytes_per_caller: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024 * 1024 * 1024 * MB)
+      .default(10 * 1024 * MB),
+    quota_bytes_total: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024 * 1024 * 1024 * MB)
+      .default(20 * 1024 * MB),
     /** Gateway file ids one model request may name (docs/files.md, "Files in requests"). */
     forward_max_files: z.number().int().min(1).max(100).default(10),
     /** Bytes of gateway files sent inline to a translated upstream, per request (before base64). */
@@ -100,6 +116,8 @@ export interface FilesConfig {
   strayGraceMs: number;
   forwardMaxFiles: number;
   forwardInlineMaxBytes: number;
+  quotaBytesPerCaller: number;
+  quotaBytesTotal: number;
 }
 
 export function toFiles(section: FilesSection): FilesConfig {
@@ -117,5 +135,7 @@ export function toFiles(section: FilesSection): FilesConfig {
     strayGraceMs: section.stray_grace_seconds * 1000,
     forwardMaxFiles: section.forward_max_files,
     forwardInlineMaxBytes: section.forward_inline_max_bytes,
+    quotaBytesPerCaller: section.quota_bytes_per_caller,
+    quotaBytesTotal: section.quota_bytes_total,
   };
 }

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from './config-error.js';
+import { FILE_BOUNDS, readBoundedFileSync, readFailure } from './bounded-file.js';
 import { configVersionOf } from './config-version.js';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
@@ -18,7 +18,7 @@ import {
   parseWorkers,
 } from './env-values.js';
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
-import { toBatches } from './batches-schema.js';
+import { instanceIdOf, toBatches } from './batches-schema.js';
 import { toFiles } from './files-schema.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import {
@@ -97,6 +97,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   const basicUsers = toBasicUsers(file.auth.basic_users ?? [], env, fileDir, problems);
   const tracing = toTracing(file.tracing, env, problems);
   const priceCatalog = toPriceCatalog(file.price_catalog, fileDir, problems);
+  const instanceId = instanceIdOf(env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -126,19 +127,14 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       cooldownMs: file.circuit_breaker.cooldown_seconds * 1000,
     },
     cache: { maxTotalBytes: file.cache.max_total_bytes, undeclaredModels: toCachePolicy(undefined, file.cache) },
-    idempotency: {
-      ttlMs: file.idempotency.ttl_seconds * 1000,
-      onStoreFailure: file.idempotency.on_store_failure,
-      leaseMs: file.idempotency.lease_seconds * 1000,
-      maxReplayBytes: file.idempotency.max_replay_bytes,
-    },
+    idempotency: toIdempotency(file.idempotency),
     redisUrl: env.REDIS_URL || undefined,
     webhooks,
     keyCacheMs: file.auth.key_cache_seconds * 1000,
     oauth,
-    usage: { enabled: file.usage.enabled, retentionMs: file.usage.retention_days * 86_400_000 },
+    usage: toUsage(file.usage),
     responses: toResponses(file.responses),
-    batches: toBatches(file.batches),
+    batches: toBatches(file.batches, instanceId),
     files: toFiles(file.files),
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,
@@ -148,6 +144,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
       ? { certFile: resolve(fileDir, file.server.tls.cert_file), keyFile: resolve(fileDir, file.server.tls.key_file) }
       : undefined,
     trustedProxies: file.server?.trusted_proxies ?? [],
+    publicBaseUrl: file.server?.public_base_url?.replace(/\/+$/, ''),
     basicUsers,
     source,
   };
@@ -157,11 +154,12 @@ function readConfigFile(path: string, problems: string[], source: { file?: strin
   let text: string;
   source.file = path;
   try {
-    const bytes = readFileSync(path);
+    // A regular file of at most 4 MiB (a FIFO, a device or a huge file is refused, never waited on or read whole).
+    const bytes = readBoundedFileSync(path, FILE_BOUNDS.config);
     source.version = configVersionOf(bytes);
     text = bytes.toString('utf8');
   } catch (error) {
-    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${readFailure(error)})`);
     return configFileSchema.parse({});
   }
   let raw: unknown;
@@ -232,4 +230,21 @@ function checkReferences(
 function parseYaml(text: string): unknown {
   const yaml = createRequire(import.meta.url)('yaml') as typeof Yaml;
   return yaml.parse(text);
+}
+
+function toIdempotency(section: ConfigFile['idempotency']): GatewayConfig['idempotency'] {
+  return {
+    ttlMs: section.ttl_seconds * 1000,
+    onStoreFailure: section.on_store_failure,
+    leaseMs: section.lease_seconds * 1000,
+    maxReplayBytes: section.max_replay_bytes,
+  };
+}
+
+function toUsage(section: ConfigFile['usage']): GatewayConfig['usage'] {
+  return {
+    enabled: section.enabled,
+    retentionMs: section.retention_days * 86_400_000,
+    maxBytes: section.retention_max_bytes,
+  };
 }

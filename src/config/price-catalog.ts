@@ -1,15 +1,12 @@
 // The built-in price catalog (catalog/model-prices.json): list prices and context windows of mainstream models,
 // used where the config gives a model none. Read and checked once at start-up, never at import time.
-import { readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { PRICE_FAMILIES } from './provider-presets.js';
+import { FILE_BOUNDS, readBoundedFileSync, readFailure } from './bounded-file.js';
 
 /** The committed catalog: from src/config/ and from dist/config/ alike, two levels up is the package's root. */
 export const DEFAULT_PRICE_CATALOG_FILE = fileURLToPath(new URL('../../catalog/model-prices.json', import.meta.url));
-
-/** A catalog larger than this is not a price list (the committed one is about 15 KB). */
-const MAX_CATALOG_BYTES = 4 * 1024 * 1024;
 
 const price = z.number().min(0).max(1_000_000);
 
@@ -89,13 +86,9 @@ export function loadPriceCatalog(file: string): PriceCatalog {
 export function readPriceCatalog(file: string, problems: string[]): PriceCatalog | undefined {
   let text: string;
   try {
-    if (statSync(file).size > MAX_CATALOG_BYTES) {
-      problems.push(`${file}: larger than ${MAX_CATALOG_BYTES} bytes: not a price catalog`);
-      return undefined;
-    }
-    text = readFileSync(file, 'utf8');
+    text = readBoundedFileSync(file, FILE_BOUNDS.priceCatalog).toString('utf8');
   } catch (error) {
-    problems.push(`price_catalog: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    problems.push(`price_catalog: cannot read ${file} (${readFailure(error)})`);
     return undefined;
   }
   let raw: unknown;

@@ -18,6 +18,7 @@ const RESTART_ONLY: ReadonlyArray<readonly [string, (running: GatewayConfig, nex
   ['server.request_timeout_seconds', (r, n) => void (n.requestTimeoutMs = r.requestTimeoutMs)],
   ['server.shutdown_grace_ms', (r, n) => void (n.shutdownGraceMs = r.shutdownGraceMs)],
   ['server.trusted_proxies', (r, n) => void (n.trustedProxies = r.trustedProxies)],
+  ['server.public_base_url', (r, n) => void (n.publicBaseUrl = r.publicBaseUrl)],
   ['environment (GATEWAY_ENV)', (r, n) => void (n.environment = r.environment)],
   ['metrics.enabled', (r, n) => void (n.metricsEnabled = r.metricsEnabled)],
   ['tracing', (r, n) => void (n.tracing = r.tracing)],

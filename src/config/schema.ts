@@ -2,6 +2,7 @@ import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
 import { batchesSectionSchema } from './batches-schema.js';
 import { filesSectionSchema } from './files-schema.js';
+import { serverSectionSchema } from './server-schema.js';
 import { DEFAULT_OAUTH_SCOPES, GRANTABLE_ROUTES, type GrantableRoute } from './names.js';
 
 /**
@@ -320,30 +321,7 @@ const sections = {
 
 export const configFileSchema = z
   .object({
-    server: z
-      .object({
-        host: z.string().min(1).optional(),
-        port: z.number().int().min(0).max(65535).optional(),
-        body_limit_bytes: z
-          .number()
-          .int()
-          .min(1024)
-          .max(64 * 1024 * 1024)
-          .optional(),
-        shutdown_grace_ms: positiveMs.optional(),
-        /** The longest a caller may take to send one whole request (headers and body); then 408 and close. */
-        request_timeout_seconds: z.number().int().min(1).max(3600).optional(),
-        workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).optional(),
-        /** Serve HTTPS (TLS 1.2 or newer) with this certificate; reloaded when the files change or on SIGHUP. */
-        tls: z
-          .object({ cert_file: z.string().min(1), key_file: z.string().min(1) })
-          .strict()
-          .optional(),
-        /** Proxies (addresses or CIDRs) whose X-Forwarded-Proto / -For are believed. */
-        trusted_proxies: z.array(z.string().min(1)).max(64).optional(),
-      })
-      .strict()
-      .optional(),
+    server: serverSectionSchema.optional(),
     timeouts: timeoutsSchema.optional(),
     dev_echo_model: z.boolean().optional(),
     /**
@@ -373,6 +351,16 @@ export const configFileSchema = z
       .object({
         enabled: z.boolean().default(true),
         retention_days: z.number().int().min(1).max(3650).default(90),
+        /**
+         * The bytes records and their hourly rollups may take (docs/usage.md, "Retention"): past it the oldest records
+         * are rolled into their hours and deleted. 1 MiB to 1 PiB; default 1 GiB.
+         */
+        retention_max_bytes: z
+          .number()
+          .int()
+          .min(1_048_576)
+          .max(2 ** 50)
+          .default(1_073_741_824),
       })
       .strict()
       // An absent section is parsed as {}: every default is stated here once, and the loader reads no `??`.

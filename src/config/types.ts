@@ -180,7 +180,8 @@ export interface GatewayConfig {
   /** Scoped keys: how long a key record is cached per instance. */
   keyCacheMs: number;
   oauth: OAuthConfig | undefined;
-  usage: { enabled: boolean; retentionMs: number };
+  /** Usage records: on or off, kept for `retentionMs` and within `maxBytes` with their rollups (docs/usage.md). */
+  usage: { enabled: boolean; retentionMs: number; maxBytes: number };
   metricsEnabled: boolean;
   /** The /dashboard page; sessionTtlMs: how long a login lasts. */
   dashboard: { enabled: boolean; sessionTtlMs: number };
@@ -191,6 +192,8 @@ export interface GatewayConfig {
   /** HTTPS listener: PEM file paths (read at start and on change). */
   tls: { certFile: string; keyFile: string } | undefined;
   trustedProxies: string[];
+  /** `server.public_base_url` without a final `/`: the start of the URLs the gateway gives out; undefined: the request's origin. */
+  publicBaseUrl?: string | undefined;
   basicUsers: BasicUser[];
   /**
    * The config file this was read from (absolute path; undefined: none) and its version, the short SHA-256 of its

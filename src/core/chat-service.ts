@@ -172,7 +172,7 @@ export class ChatService {
       body.model,
       body === original ? originalInput : { ...originalInput, rawBody: undefined },
     );
-    if (call.admits) await call.admit(estimateTokens(body.messages, body.tools, body.max_tokens));
+    if (call.admits) await call.admit(estimateTokens(body.messages, body.tools, maxTokensOf(body), choicesOf(body)));
     return { body, call };
   }
 
@@ -200,4 +200,15 @@ export class ChatService {
 function completed(call: ModelCall, answered: Answered<ChatCompletionResult>): CompletedChat {
   const usage = call.settle(answered.value.usage);
   return { result: answered.value, headers: call.headers, upstream: answered.target.upstream, usage };
+}
+
+/** The completion a chat body asks for: `max_tokens`, else the newer `max_completion_tokens` (both schema-bounded). */
+function maxTokensOf(body: ChatRequestBody): number | undefined {
+  if (typeof body.max_tokens === 'number') return body.max_tokens;
+  return typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : undefined;
+}
+
+/** The choices a chat body asks for (`n`, schema-bounded); undefined: one. */
+function choicesOf(body: ChatRequestBody): number | undefined {
+  return typeof body.n === 'number' ? body.n : undefined;
 }

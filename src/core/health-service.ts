@@ -53,6 +53,37 @@ export interface HealthReport {
   notes?: string[];
 }
 
+/** What health shows without the admin token: the status and each check's status, nothing else. */
+export interface PublicHealthReport {
+  status: HealthReport['status'];
+  time: string;
+  checks: {
+    store: { status: 'ok' | 'fail' };
+    upstreams: Record<string, { status: UpstreamCheck['status'] }>;
+    rate_limits?: { status: 'ok' | 'fail' };
+  };
+}
+
+/**
+ * The public view of a report: enough for a load balancer or an uptime check (the status, each check's status by
+ * upstream name), nothing an outsider could use: no config file path or reload problems (which may name keys
+ * pasted in the wrong place), no process id, versions, latencies, loads, pauses or store kinds.
+ */
+export function publicHealth(report: HealthReport): PublicHealthReport {
+  const view: PublicHealthReport = {
+    status: report.status,
+    time: report.time,
+    checks: {
+      store: { status: report.checks.store.status },
+      upstreams: Object.fromEntries(
+        Object.entries(report.checks.upstreams).map(([name, check]) => [name, { status: check.status }]),
+      ),
+    },
+  };
+  if (report.checks.rate_limits) view.checks.rate_limits = { status: report.checks.rate_limits.status };
+  return view;
+}
+
 export interface ConfigStatus {
   /** When the running config was read (start, or the last applied reload). */
   loaded_at: string;

@@ -38,6 +38,8 @@ interface RateLease {
   /** The store's decision when units were last bought, for the RateLimit-* headers. */
   base: RateLimitDecision;
   baseAt: number;
+  /** Admissions in progress that planned with this lease: it is not returned to the store while any is. */
+  pins: number;
 }
 
 interface SlotBlock {
@@ -46,15 +48,24 @@ interface SlotBlock {
   inUse: number;
   max: number;
   lastUsed: number;
+  /** Admissions in progress that planned with this block: it is not returned to the store while any is. */
+  pins: number;
 }
 
+/**
+ * One limit's part of an admission. A local step is taken when it is planned (its units or its slot set aside in
+ * `lease` / `block`), and every lease or block a plan uses is pinned until the admission ends: an admission that
+ * waits for the store can rely on what it planned with. (Planning without setting aside let the idle sweep return
+ * a lease, or another request take its units, while the store step was in flight: "a local rate step without a
+ * lease", issue 41, or more admitted than bought.)
+ */
 type Step =
   | { how: 'store' }
-  | { how: 'local-rate'; limit: RateLimit }
+  | { how: 'local-rate'; limit: RateLimit; lease: RateLease }
   /** `reserved`: units this instance held, set aside for this request while it buys the rest. */
-  | { how: 'buy-rate'; limit: RateLimit; reserved: number }
-  | { how: 'local-slot'; limit: SlotLimit }
-  | { how: 'buy-slots'; limit: SlotLimit };
+  | { how: 'buy-rate'; limit: RateLimit; reserved: number; lease: RateLease | undefined }
+  | { how: 'local-slot'; limit: SlotLimit; block: SlotBlock }
+  | { how: 'buy-slots'; limit: SlotLimit; block: SlotBlock | undefined };
 
 interface StoreRequest {
   items: AdmissionLimit[];
@@ -109,9 +120,12 @@ export class LeasedLimits implements AdmissionStore {
     const local = this.tryLocal(limits, now);
     if (local) return local;
     for (let wait = this.purchaseToWaitFor(limits); wait; wait = this.purchaseToWaitFor(limits)) await wait;
-    const plan = limits.map((limit) => this.planStep(limit));
+    const planned = this.now();
+    const plan = limits.map((limit) => this.planStep(limit, planned));
     if (plan.every((step) => step.how === 'local-rate' || step.how === 'local-slot')) {
-      return { admitted: true, outcomes: plan.map((step) => this.takeLocal(step, this.now())) };
+      const outcomes = plan.map((step) => this.localOutcome(step, planned));
+      unpin(plan);
+      return { admitted: true, outcomes };
     }
     const buying = plan.flatMap((step) =>
       step.how === 'buy-rate' || step.how === 'buy-slots' ? [purchaseKey(step.limit)] : [],
@@ -122,6 +136,7 @@ export class LeasedLimits implements AdmissionStore {
     try {
       return await this.admitThroughStore(limits, plan, token, now);
     } finally {
+      unpin(plan);
       for (const key of buying) if (this.purchases.get(key) === purchase) this.purchases.delete(key);
       done();
     }
@@ -138,11 +153,21 @@ export class LeasedLimits implements AdmissionStore {
         if (!block || block.inUse >= block.tokens.length || limit.max < MIN_BLOCK_MAX) return undefined;
       }
     }
+    // Checked above, taken here in the same turn: nothing can come between.
     const outcomes: LimitOutcome[] = [];
-    for (const limit of limits)
-      outcomes.push(
-        this.takeLocal(limit.kind === 'rate' ? { how: 'local-rate', limit } : { how: 'local-slot', limit }, now),
-      );
+    for (const limit of limits) {
+      if (limit.kind === 'rate') {
+        const lease = this.rates.get(limit.key) as RateLease;
+        lease.available -= limit.cost;
+        lease.lastUsed = now;
+        outcomes.push({ kind: 'rate', decision: estimate(lease, now) });
+      } else {
+        const block = this.blocks.get(limit.key) as SlotBlock;
+        block.inUse++;
+        block.lastUsed = now;
+        outcomes.push({ kind: 'concurrency', acquired: true, inFlight: block.inUse });
+      }
+    }
     return { admitted: true, outcomes };
   }
 
@@ -176,11 +201,9 @@ export class LeasedLimits implements AdmissionStore {
         result = await this.store.admit(asked.items, token, now);
       }
       if (!result.admitted) {
-        this.unreserve(plan);
-        return {
-          admitted: false,
-          outcomes: plan.map((step, i) => this.outcomeOfRefusal(step, asked.at[i] ?? [], result.outcomes, now)),
-        };
+        const outcomes = plan.map((step, i) => this.outcomeOfRefusal(step, asked.at[i] ?? [], result.outcomes, now));
+        this.unreserve(plan); // last: nothing after it can throw and give back twice
+        return { admitted: false, outcomes };
       }
       const outcomes = plan.map((step, i) => this.apply(step, asked, i, result.outcomes, now));
       this.startTimers();
@@ -238,31 +261,48 @@ export class LeasedLimits implements AdmissionStore {
     await this.returnIdle(0);
   }
 
-  private planStep(limit: AdmissionLimit): Step {
+  /** One limit's step, its local part set aside at once and its lease or block pinned (see Step). */
+  private planStep(limit: AdmissionLimit, now: number): Step {
     if (limit.kind === 'rate') {
       if (chunkUnits(limit, this.chunkMs) < MIN_CHUNK_UNITS) return { how: 'store' };
       const lease = this.rates.get(limit.key);
-      if (lease && lease.available >= limit.cost) return { how: 'local-rate', limit };
+      if (lease && lease.available >= limit.cost) {
+        lease.available -= limit.cost;
+        lease.lastUsed = now;
+        lease.pins++;
+        return { how: 'local-rate', limit, lease };
+      }
       // A limit that may be overdrawn (`need` below `cost`) and is not covered here is decided by the shared store
       // on what is left there, which a purchase of whole units cannot express.
       if (limit.need !== undefined) return { how: 'store' };
       const reserved = Math.max(0, lease?.available ?? 0);
-      if (lease) lease.available -= reserved;
-      return { how: 'buy-rate', limit, reserved };
+      if (lease) {
+        lease.available -= reserved;
+        lease.pins++;
+      }
+      return { how: 'buy-rate', limit, reserved, lease };
     }
     if (limit.max < MIN_BLOCK_MAX) return { how: 'store' };
     const block = this.blocks.get(limit.key);
-    if (block && block.inUse < block.tokens.length) return { how: 'local-slot', limit };
-    return { how: 'buy-slots', limit };
+    if (block && block.inUse < block.tokens.length) {
+      block.inUse++;
+      block.lastUsed = now;
+      block.pins++;
+      return { how: 'local-slot', limit, block };
+    }
+    if (block) block.pins++;
+    return { how: 'buy-slots', limit, block };
   }
 
-  /** A refused or failed admission gives the units it had set aside back to the local lease. */
+  /** A refused or failed admission gives back what its plan had set aside: held units, a held slot. */
   private unreserve(plan: Step[]): void {
     for (const step of plan) {
-      if (step.how !== 'buy-rate' || step.reserved === 0) continue;
-      const lease = this.rates.get(step.limit.key);
-      if (lease) lease.available += step.reserved;
-      step.reserved = 0;
+      if (step.how === 'local-rate') step.lease.available += step.limit.cost;
+      else if (step.how === 'local-slot') step.block.inUse = Math.max(0, step.block.inUse - 1);
+      else if (step.how === 'buy-rate' && step.lease) {
+        step.lease.available += step.reserved;
+        step.reserved = 0;
+      }
     }
   }
 
@@ -305,26 +345,15 @@ export class LeasedLimits implements AdmissionStore {
     return { items, at, bought };
   }
 
-  private takeLocal(step: Step, now: number): LimitOutcome {
-    if (step.how === 'local-rate') {
-      const lease = this.rates.get(step.limit.key);
-      if (!lease) throw new Error('a local rate step without a lease');
-      lease.available -= step.limit.cost;
-      lease.lastUsed = now;
-      return { kind: 'rate', decision: estimate(lease, now) };
-    }
-    if (step.how === 'local-slot') {
-      const block = this.blocks.get(step.limit.key);
-      if (!block) throw new Error('a local slot step without a block');
-      block.inUse++;
-      block.lastUsed = now;
-      return { kind: 'concurrency', acquired: true, inFlight: block.inUse };
-    }
+  /** The outcome of a local step, taken when it was planned (its lease or block pinned since). */
+  private localOutcome(step: Step, now: number): LimitOutcome {
+    if (step.how === 'local-rate') return { kind: 'rate', decision: estimate(step.lease, now) };
+    if (step.how === 'local-slot') return { kind: 'concurrency', acquired: true, inFlight: step.block.inUse };
     throw new Error(`not a local step: ${step.how}`);
   }
 
   private apply(step: Step, asked: StoreRequest, i: number, outcomes: LimitOutcome[], now: number): LimitOutcome {
-    if (step.how === 'local-rate' || step.how === 'local-slot') return this.takeLocal(step, now);
+    if (step.how === 'local-rate' || step.how === 'local-slot') return this.localOutcome(step, now);
     const at = asked.at[i] ?? [];
     const first = outcomes[at[0] ?? -1];
     if (!first) throw new Error('the store answered fewer outcomes than items asked');
@@ -334,7 +363,8 @@ export class LeasedLimits implements AdmissionStore {
       const { limit } = step;
       const bought = asked.items[at[0] ?? -1];
       const units = bought?.kind === 'rate' ? bought.cost : limit.cost - step.reserved;
-      let lease = this.rates.get(limit.key);
+      // The lease planned with (pinned, so still this key's), else the one a purchase made meanwhile, else a new one.
+      let lease = step.lease ?? this.rates.get(limit.key);
       if (!lease) {
         lease = {
           available: 0,
@@ -343,6 +373,7 @@ export class LeasedLimits implements AdmissionStore {
           lastUsed: now,
           base: first.decision,
           baseAt: now,
+          pins: 0,
         };
         this.rates.set(limit.key, lease);
       }
@@ -358,9 +389,9 @@ export class LeasedLimits implements AdmissionStore {
       });
       return { kind: 'rate', decision: estimate(lease, now) };
     }
-    let block = this.blocks.get(step.limit.key);
+    let block = step.block ?? this.blocks.get(step.limit.key);
     if (!block) {
-      block = { tokens: [], inUse: 0, max: step.limit.max, lastUsed: now };
+      block = { tokens: [], inUse: 0, max: step.limit.max, lastUsed: now, pins: 0 };
       this.blocks.set(step.limit.key, block);
     }
     for (const index of at) {
@@ -374,12 +405,8 @@ export class LeasedLimits implements AdmissionStore {
   }
 
   private outcomeOfRefusal(step: Step, at: number[], outcomes: LimitOutcome[], now: number): LimitOutcome {
-    if (step.how === 'local-rate') {
-      const lease = this.rates.get(step.limit.key);
-      return { kind: 'rate', decision: lease ? estimate(lease, now) : allowedAlone(step.limit) };
-    }
-    if (step.how === 'local-slot')
-      return { kind: 'concurrency', acquired: true, inFlight: this.blocks.get(step.limit.key)?.inUse ?? 1 };
+    if (step.how === 'local-rate') return { kind: 'rate', decision: estimate(step.lease, now) };
+    if (step.how === 'local-slot') return { kind: 'concurrency', acquired: true, inFlight: step.block.inUse };
     // Several items (a block of slots): the refusing one speaks for the step.
     const answered = at.map((i) => outcomes[i]).filter((o): o is LimitOutcome => o !== undefined);
     const refusing = answered.find((o) => (o.kind === 'rate' ? !o.decision.allowed : !o.acquired));
@@ -409,13 +436,14 @@ export class LeasedLimits implements AdmissionStore {
     const now = this.now();
     const items: AdmissionSettlement[] = [];
     for (const [key, lease] of this.rates) {
-      if (now - lease.lastUsed < idleMs) continue;
+      // A pinned lease is part of an admission in progress: returned once it is over and idle.
+      if (lease.pins > 0 || now - lease.lastUsed < idleMs) continue;
       if (lease.available !== 0)
         items.push({ kind: 'rate', key, limit: lease.limit, windowMs: lease.windowMs, delta: -lease.available });
       this.rates.delete(key);
     }
     for (const [key, block] of this.blocks) {
-      if (now - block.lastUsed < idleMs) continue;
+      if (block.pins > 0 || now - block.lastUsed < idleMs) continue;
       while (block.tokens.length > block.inUse) {
         const token = block.tokens.pop();
         if (token) items.push({ kind: 'concurrency', key, token });
@@ -443,6 +471,16 @@ export class LeasedLimits implements AdmissionStore {
   }
 }
 
+/** Ends a plan's pins (see Step). */
+function unpin(plan: readonly Step[]): void {
+  for (const step of plan) {
+    if (step.how === 'local-rate') step.lease.pins--;
+    else if (step.how === 'local-slot') step.block.pins--;
+    else if (step.how === 'buy-rate' && step.lease) step.lease.pins--;
+    else if (step.how === 'buy-slots' && step.block) step.block.pins--;
+  }
+}
+
 function purchaseKey(limit: AdmissionLimit): string {
   return `${limit.kind}:${limit.key}`;
 }
@@ -462,8 +500,4 @@ function estimate(lease: RateLease, now: number): RateLimitDecision {
     resetMs: Math.max(0, lease.base.resetMs - (now - lease.baseAt)),
     retryAfterMs: 0,
   };
-}
-
-function allowedAlone(limit: RateLimit): RateLimitDecision {
-  return { allowed: true, limit: limit.limit, remaining: limit.limit, resetMs: 0, retryAfterMs: 0 };
 }

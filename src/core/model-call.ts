@@ -7,6 +7,7 @@ import type { ChatTarget, RoutePlan } from './model-router.js';
 import type { PricedUsage } from './pricing.js';
 import type { PriceBook } from './price-book.js';
 import type { Admission, Budget, RateLimitService, TokenEstimate } from './rate-limit-service.js';
+import { deliveredTokens } from './admission-estimate.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
 import type { Answered, Attempt, TargetRunner } from './try-targets.js';
 
@@ -125,6 +126,8 @@ export class ModelCall {
       model: shared.canonicalModel(this.model),
       upstream: first.upstream,
       estimatedTokens: estimate,
+      // The model's window bounds the estimate (no completion is longer): the config's, else the price catalog's.
+      contextWindow: shared.prices.of(this.model).contextWindow,
       requestId: input.requestId,
       leaseMs: Math.max(budget, first.totalTimeoutMs) + LEASE_MARGIN_MS,
       ...(input.callerLimits ? { callerLimits: input.callerLimits } : {}),
@@ -175,7 +178,13 @@ export class ModelCall {
    * failure, its trace span closed, and the lease given back with the tokens used (`leaseReturned`). Returns that
    * usage, checked and priced.
    */
-  settle(reported: Usage | undefined, failure?: unknown, from: FailureSource = 'upstream'): PricedUsage | undefined {
+  settle(
+    reported: Usage | undefined,
+    failure?: unknown,
+    from: FailureSource = 'upstream',
+    /** Characters of completion a stream delivered (deliveredChars): without usage, at least these are charged. */
+    delivered = 0,
+  ): PricedUsage | undefined {
     if (this.settled) return this.usage;
     this.settled = true;
     const usage = reported && checkedUsage(reported);
@@ -186,7 +195,8 @@ export class ModelCall {
       else answer.trace?.failed(failure);
     }
     this.usage = this.shared.prices.priced(this.model, usage);
-    if (this.admission) this.leaseReturned = this.admission.finish(usage);
+    if (this.admission)
+      this.leaseReturned = this.admission.finish(usage, usage ? undefined : deliveredTokens(delivered));
     return this.usage;
   }
 

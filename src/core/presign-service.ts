@@ -86,7 +86,8 @@ export class PresignService {
       throw new GatewayError('presigned_url_used', { id });
     }
     try {
-      const part = await this.service.addPart(upload.owner, id, content);
+      // One part of the signed size, streamed into storage: bounded by that size, not by files.max_part_bytes.
+      const part = await this.service.addPart(upload.owner, id, content, { whole: true, sizeHint: contentLength });
       return await this.service.complete(upload.owner, id, [part.id]);
     } catch (error) {
       await this.uploads.releasePresign(id, claims.nonce);

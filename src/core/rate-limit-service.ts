@@ -1,6 +1,15 @@
 import type { LimitSet, LimitsConfig, WindowLimit } from '../config/types.js';
-import type { ChatMessage, Usage } from '../providers/contract.js';
+import type { Usage } from '../providers/contract.js';
 import { costMicros, dearestPerMillion, type Pricing } from './pricing.js';
+import {
+  boundedEstimate,
+  debtBound,
+  windowNeed,
+  type BoundedEstimate,
+  type TokenEstimate,
+} from './admission-estimate.js';
+import { isStoreOutage } from '../store/store-outage.js';
+import { MAX_USAGE_TOKENS } from '../providers/usage-figures.js';
 
 /** A scoped key's budget per rolling period: tokens, and/or cost in millionths of a USD (priced models only). */
 export interface Budget {
@@ -11,7 +20,8 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { AppliedLimit } from './rate-limit-headers.js';
 import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from './rate-limit-headers.js';
 import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
-import { estimatePromptTokens } from './token-estimate.js';
+
+export { DEFAULT_COMPLETION_TOKENS, estimateTokens, type TokenEstimate } from './admission-estimate.js';
 
 export interface AdmissionRequest {
   caller: string;
@@ -19,6 +29,8 @@ export interface AdmissionRequest {
   upstream: string;
   /** What the call may cost (prompt estimate + max_tokens), charged up front and corrected afterwards. */
   estimatedTokens: TokenEstimate;
+  /** The model's context window, if known: no choice's completion is longer (bounds the estimate). */
+  contextWindow?: number | undefined;
   requestId: string;
   /** How long a concurrency slot may be held before it expires by itself (the call's total budget + margin). */
   leaseMs: number;
@@ -38,8 +50,12 @@ export interface AdmissionRequest {
 export interface Admission {
   /** The RateLimit-* headers for the answer (empty when no windowed limit applies). */
   headers: Record<string, string>;
-  /** Ends the admission: frees concurrency slots and corrects token and cost limits with the real usage, if known. */
-  finish(usage: Usage | undefined): Promise<void>;
+  /**
+   * Ends the admission: frees concurrency slots and corrects token and cost limits with the real usage, if known.
+   * Without usage, `deliveredTokens` (the completion a cut stream delivered before its usage came) is a floor: the
+   * charge is raised to the prompt's estimate plus it when the estimate was less, never lowered.
+   */
+  finish(usage: Usage | undefined, deliveredTokens?: number): Promise<void>;
 }
 
 interface Scope {
@@ -54,6 +70,8 @@ export interface RateLimitServiceOptions {
   config: LimitsConfig;
   /** Called when the store fails or recovers, so health can show `degraded`. */
   onStoreHealth: (healthy: boolean, error?: unknown) => void;
+  /** Called with an error of a settlement that is not a store outage (a bug: logged, never hidden as an outage). */
+  onInternalError?: (error: unknown) => void;
 }
 
 interface Described {
@@ -98,7 +116,10 @@ export class RateLimitService {
       this.options.onStoreHealth(true);
       return admission;
     } catch (error) {
-      if (error instanceof GatewayError) throw error;
+      // Only an outage of the store may let a call through unchecked. Any other error (a value the store cannot
+      // hold, a broken invariant of ours) would happen again on every call: failing open on it switched limits
+      // off for good (issue 41). It goes to the error handler: a logged 500 internal_error, never admitted.
+      if (!isStoreOutage(error)) throw error;
       this.options.onStoreHealth(false, error);
       if (this.options.config.onStoreFailure === 'closed') {
         throw new GatewayError('rate_limit_store_unavailable', { policy: 'closed' }, { cause: error });
@@ -199,16 +220,20 @@ export class RateLimitService {
     const plan = this.planFor(scopes, request);
     let limits = plan.items;
     let described = plan.described;
-    const estimate = request.estimatedTokens;
+    let policy = plan.policy;
+    // Bounded before any of it reaches a store: by the model's window and the usage bound (admission-estimate.ts).
+    const estimate = boundedEstimate(request.estimatedTokens, request.contextWindow);
     if (plan.hasTokens) {
       limits = limits.map((item, i) => {
         const about = plan.described[i];
         if (about?.what !== 'tokens' || item.kind !== 'rate') return item;
-        const cost = Math.max(1, tokensOf(estimate));
+        const tokens = Math.max(1, estimate.total);
+        // No charge puts more than MAX_DEBT_WINDOWS windows of debt on a key (gcra.ts, "Bounds").
+        const cost = debtBound(tokens, item.limit);
         // A budget admits while any of it is left and may be overdrawn by this one call (docs/auth.md).
         if (about.scope.kind === 'budget') return { ...item, cost, need: 1 };
-        const need = windowNeed(estimate, cost);
-        if (need > item.limit) throw exceedsLimit(about, item, need, estimate);
+        const need = windowNeed(estimate, tokens);
+        if (need > item.limit) throw exceedsLimit(about, item, need, estimate, request.estimatedTokens);
         return need < cost ? { ...item, cost, need } : { ...item, cost };
       });
     }
@@ -222,7 +247,7 @@ export class RateLimitService {
         id: request.caller,
         limits: { requests: undefined, tokens: undefined, concurrent: undefined },
       };
-      const cost = Math.ceil(tokensOf(estimate) * perToken);
+      const cost = debtBound(Math.ceil(estimate.total * perToken), costBudget.limit);
       limits = [
         ...limits,
         {
@@ -235,6 +260,11 @@ export class RateLimitService {
         },
       ];
       described = [...described, { scope, what: 'cost', name: 'cost per budget' }];
+      // Listed in RateLimit-Policy like every other limit that applied (it was missing: an empty header).
+      const costPolicy = rateLimitPolicy([
+        { limit: costBudget.limit, windowMs: costBudget.windowMs, name: 'cost per budget' },
+      ]);
+      policy = policy ? `${policy}, ${costPolicy}` : costPolicy;
     }
     const { admitted, outcomes } = await limiter.admit(limits, request.requestId);
     const applied: AppliedLimit[] = [];
@@ -248,38 +278,15 @@ export class RateLimitService {
     if (!admitted) throw this.refusal(limits, outcomes, described, applied);
 
     return {
-      headers: rateLimitHeaders(applied, plan.policy),
-      finish: async (usage) => {
-        const items: AdmissionSettlement[] = [];
-        const actualTokens = usage?.total_tokens;
-        for (let i = 0; i < limits.length; i++) {
-          const limit = limits[i];
-          const what = described[i]?.what;
-          if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
-          else if (limit && actualTokens !== undefined && what === 'tokens') {
-            items.push({
-              kind: 'rate',
-              key: limit.key,
-              limit: limit.limit,
-              windowMs: limit.windowMs,
-              delta: Math.max(0, actualTokens) - limit.cost,
-            });
-          } else if (limit && usage && what === 'cost') {
-            // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
-            const micros = request.pricing ? Math.round(costMicros(usage, request.pricing)) : 0;
-            items.push({
-              kind: 'rate',
-              key: limit.key,
-              limit: limit.limit,
-              windowMs: limit.windowMs,
-              delta: micros - limit.cost,
-            });
-          }
-        }
+      headers: rateLimitHeaders(applied, policy),
+      finish: async (usage, deliveredTokens) => {
+        const floor = usage === undefined ? deliveredFloor(estimate, deliveredTokens) : undefined;
+        const items = settlementsOf(limits, described, usage, floor, request.pricing);
         if (items.length === 0) return;
-        await limiter
-          .settle(items, request.requestId)
-          .catch((error: unknown) => this.options.onStoreHealth(false, error));
+        await limiter.settle(items, request.requestId).catch((error: unknown) => {
+          if (isStoreOutage(error)) this.options.onStoreHealth(false, error);
+          else this.options.onInternalError?.(error);
+        });
       },
     };
   }
@@ -345,42 +352,59 @@ export class RateLimitService {
   }
 }
 
-/** A call's admission estimate: its prompt's tokens and the completion it may ask for. */
-export interface TokenEstimate {
-  prompt: number;
-  /** The caller's `max_tokens`, or undefined when it sent none (then DEFAULT_COMPLETION_TOKENS is assumed). */
-  maxTokens: number | undefined;
+/**
+ * The store items that end an admission: every slot freed; token and cost limits corrected with the real usage, or
+ * raised to `floor` (what a stream cut before its usage delivered) when that is more than was charged.
+ */
+function settlementsOf(
+  limits: readonly AdmissionLimit[],
+  described: readonly Described[],
+  usage: Usage | undefined,
+  floor: Usage | undefined,
+  pricing: Pricing | undefined,
+): AdmissionSettlement[] {
+  const items: AdmissionSettlement[] = [];
+  const actualTokens = usage?.total_tokens;
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i];
+    const what = described[i]?.what;
+    if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
+    else if (limit && floor && (what === 'tokens' || what === 'cost')) {
+      // A stream cut before its usage (issue 41, adversarial pass): at least what it delivered is charged.
+      const units = what === 'tokens' ? floor.total_tokens : pricing ? Math.ceil(costMicros(floor, pricing)) : 0;
+      const delta = debtBound(units, limit.limit) - limit.cost;
+      if (delta > 0) items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta });
+    } else if (limit && actualTokens !== undefined && what === 'tokens') {
+      items.push({
+        kind: 'rate',
+        key: limit.key,
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        delta: debtBound(Math.max(0, actualTokens), limit.limit) - limit.cost,
+      });
+    } else if (limit && usage && what === 'cost') {
+      // The call's cost as the provider bills it (cache reads and writes at their prices: pricing.ts).
+      const micros = pricing ? Math.round(costMicros(usage, pricing)) : 0;
+      items.push({
+        kind: 'rate',
+        key: limit.key,
+        limit: limit.limit,
+        windowMs: limit.windowMs,
+        delta: debtBound(micros, limit.limit) - limit.cost,
+      });
+    }
+  }
+  return items;
 }
-
-/** The completion assumed for a call without `max_tokens`: a guess of ours, not the caller's demand. */
-export const DEFAULT_COMPLETION_TOKENS = 1024;
 
 /**
- * The admission estimate of a call's tokens: the prompt by the one estimate (core/token-estimate.ts: messages,
- * tool calls and tool definitions), plus `max_tokens` (or DEFAULT_COMPLETION_TOKENS when the caller sets none).
- * Corrected with the provider's reported usage when the call ends.
+ * The least a call without reported usage used, when it delivered completion: its prompt's estimate and what it
+ * delivered (each bounded like the estimate). Undefined when nothing was delivered (the estimate stands).
  */
-export function estimateTokens(
-  messages: readonly ChatMessage[],
-  tools: unknown,
-  maxTokens: number | undefined,
-): TokenEstimate {
-  return { prompt: estimatePromptTokens(messages, tools), maxTokens };
-}
-
-export function tokensOf(estimate: TokenEstimate): number {
-  return estimate.prompt + (estimate.maxTokens ?? DEFAULT_COMPLETION_TOKENS);
-}
-
-/**
- * What must be left of a token limit per window to admit a call (the whole estimate is charged either way). A
- * `max_tokens` the caller chose is the most the call may use: room for all of it is needed. Without one, the
- * completion part of the estimate is our own guess: room for the prompt is enough, the charge may overdraw the
- * window by that guess, and the real usage corrects it when the call ends. So a call is never refused forever,
- * or held back, because of our default.
- */
-function windowNeed(estimate: TokenEstimate, cost: number): number {
-  return estimate.maxTokens === undefined ? Math.max(1, Math.min(estimate.prompt, cost)) : cost;
+function deliveredFloor(estimate: BoundedEstimate, deliveredTokens: number | undefined): Usage | undefined {
+  if (deliveredTokens === undefined || !Number.isFinite(deliveredTokens) || deliveredTokens <= 0) return undefined;
+  const completion = Math.min(Math.ceil(deliveredTokens), MAX_USAGE_TOKENS);
+  return { prompt_tokens: estimate.prompt, completion_tokens: completion, total_tokens: estimate.prompt + completion };
 }
 
 /** A call that needs more than a whole window can ever hold: a 400 that says so, not a 429 whose wait cannot help. */
@@ -388,7 +412,8 @@ function exceedsLimit(
   about: Described,
   limit: { limit: number; windowMs: number },
   need: number,
-  estimate: TokenEstimate,
+  estimate: BoundedEstimate,
+  asked: TokenEstimate,
 ): GatewayError {
   return new GatewayError('request_exceeds_limit', {
     limit: about.what,
@@ -398,6 +423,6 @@ function exceedsLimit(
     window_seconds: Math.ceil(limit.windowMs / 1000),
     estimated_tokens: need,
     estimated_prompt_tokens: estimate.prompt,
-    max_tokens: estimate.maxTokens ?? null,
+    max_tokens: asked.maxTokens ?? null,
   });
 }

@@ -4,6 +4,7 @@ import { ContentTooLarge, type FileStore, type StoredFile } from '../store/file-
 import type { FileDeleted, FileList, FileObject, FilePurpose } from '../wire/openai-files.js';
 import type { FileContent, FileCreateInput, FileListQuery, FileService } from './file-service.js';
 import { isOwnId, randomId } from './file-ids.js';
+import { asDiskFull, type StorageQuota } from './storage-quota.js';
 
 export const FILE_ID_PREFIX = 'file-';
 
@@ -23,6 +24,14 @@ export function fileObject(file: StoredFile): FileObject {
   };
 }
 
+/** How a file's bytes meet the storage quotas (storage-quota.ts), when the default does not say it. */
+export interface FileWriteOptions {
+  /** An upper bound of the file's size (the request's Content-Length): reserved at once, refused before any byte. */
+  sizeHint?: number;
+  /** False: bytes counted already (an upload's assembled parts). Default: checked, but for the gateway's own files. */
+  checked?: boolean;
+}
+
 /** The FileService over a FileStore: ids, ages and bounds from the `files` config section. */
 export class StoredFileService implements FileService {
   constructor(
@@ -31,11 +40,24 @@ export class StoredFileService implements FileService {
     private readonly now: () => number = Date.now,
     /** Told of each file deleted (at once, never awaited): its upstream copies go too (upstream-file-cleanup.ts). */
     private readonly onDeleted?: (id: string) => void,
+    /** The storage quotas every write reserves its bytes against (none: not counted). */
+    private readonly quota?: StorageQuota,
   ) {}
 
-  async create(owner: string, input: FileCreateInput, maxBytes = this.config.maxFileBytes): Promise<FileObject> {
+  /**
+   * A file of purpose `batch_output` is the gateway's own (a batch's results, bounded by the batch the caller was
+   * allowed to make): counted against its owner's quota, never refused by it, so a finished batch always gets its
+   * results; a full quota refuses the caller's next write instead.
+   */
+  async create(
+    owner: string,
+    input: FileCreateInput,
+    maxBytes = this.config.maxFileBytes,
+    options: FileWriteOptions = {},
+  ): Promise<FileObject> {
     const { content, ...details } = input;
-    return this.createDescribed(owner, content, () => details, maxBytes);
+    const checked = options.checked ?? details.purpose !== 'batch_output';
+    return this.createDescribed(owner, content, () => details, maxBytes, { ...options, checked });
   }
 
   /**
@@ -47,6 +69,7 @@ export class StoredFileService implements FileService {
     content: AsyncIterable<Uint8Array>,
     describe: () => Omit<FileCreateInput, 'content'>,
     maxBytes = this.config.maxFileBytes,
+    options: FileWriteOptions = {},
   ): Promise<FileObject> {
     const id = randomId(FILE_ID_PREFIX);
     const createdMs = this.now();
@@ -65,13 +88,20 @@ export class StoredFileService implements FileService {
         ),
       };
     };
+    // Reserved before the first byte is stored; the record's insert ends the reservation (its trigger).
+    const reservation = await this.quota?.reserve(owner, id, {
+      maxBytes,
+      checked: options.checked ?? true,
+      ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }),
+    });
     try {
-      return fileObject(await this.store.put(id, content, maxBytes, file));
+      return fileObject(await this.store.put(id, reservation ? reservation.meter(content) : content, maxBytes, file));
     } catch (error) {
+      await reservation?.release();
       if (error instanceof ContentTooLarge) {
         throw new GatewayError('file_too_large', { max_bytes: error.maxBytes, field: 'file' });
       }
-      throw error;
+      throw asDiskFull(error);
     }
   }
 

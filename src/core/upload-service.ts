@@ -2,10 +2,17 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { FilesConfig } from '../config/files-schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { ContentTooLarge, type StoredPart, type StoredUpload, type UploadStore } from '../store/file-contract.js';
+import {
+  ContentTooLarge,
+  UploadBytesExceeded,
+  type StoredPart,
+  type StoredUpload,
+  type UploadStore,
+} from '../store/file-contract.js';
 import type { FilePurpose, UploadObject, UploadPartObject } from '../wire/openai-files.js';
 import { isOwnId, randomId } from './file-ids.js';
 import type { StoredFileService } from './stored-file-service.js';
+import { asDiskFull, type StorageQuota } from './storage-quota.js';
 
 export const UPLOAD_ID_PREFIX = 'upload_';
 export const PART_ID_PREFIX = 'part_';
@@ -32,6 +39,8 @@ export class UploadService {
     private readonly files: StoredFileService,
     private readonly config: FilesConfig,
     private readonly now: () => number = Date.now,
+    /** The storage quotas each part reserves its bytes against (none: not counted). */
+    private readonly quota?: StorageQuota,
   ) {}
 
   async create(owner: string, input: UploadCreateInput): Promise<UploadObject> {
@@ -45,6 +54,8 @@ export class UploadService {
         problem: `at most ${seconds(this.config.maxTtlMs)}`,
       });
     }
+    // An early answer: the parts reserve their bytes (the binding check) as they arrive.
+    await this.quota?.assertRoom(owner, input.bytes);
     const createdMs = this.now();
     const upload: StoredUpload = {
       id: randomId(UPLOAD_ID_PREFIX),
@@ -77,37 +88,48 @@ export class UploadService {
     if (status !== 'pending') throw new GatewayError('upload_not_pending', { id: upload.id, status });
   }
 
-  async addPart(owner: string, id: string, content: AsyncIterable<Uint8Array>): Promise<UploadPartObject> {
+  /**
+   * Stores one part. Its bytes are reserved against the owner's storage quota before the first is stored (all of
+   * `sizeHint`, the request's Content-Length, when known), and the upload's parts are bounded by its declared
+   * `bytes` in the store's step that records the part, so parts sent at once cannot together pass it (issue 41).
+   * A part is bounded by `files.max_part_bytes` (and the upload's size); `whole`: the part is the upload's whole
+   * declared size in one (a presigned PUT, whose size is signed): bounded by that size alone.
+   */
+  async addPart(
+    owner: string,
+    id: string,
+    content: AsyncIterable<Uint8Array>,
+    options: { sizeHint?: number; whole?: boolean } = {},
+  ): Promise<UploadPartObject> {
     const upload = await this.find(owner, id);
     this.assertPending(upload);
     const held = (await this.uploads.parts(id)).reduce((sum, part) => sum + part.bytes, 0);
-    if (held >= upload.bytes + this.config.maxPartBytes) {
-      throw new GatewayError('upload_incomplete', {
-        id,
-        problem: 'the upload already holds more bytes than it declared; complete it with the parts it needs',
-        held_bytes: held,
-        bytes: upload.bytes,
-      });
-    }
-    const maxBytes = Math.min(this.config.maxPartBytes, upload.bytes);
+    if (held >= upload.bytes) throw this.full(upload, held); // early; the store's check is the binding one
+    const maxBytes = options.whole ? upload.bytes : Math.min(this.config.maxPartBytes, upload.bytes);
+    const partId = randomId(PART_ID_PREFIX);
+    const reservation = await this.quota?.reserve(owner, partId, {
+      maxBytes,
+      checked: true,
+      ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }),
+    });
     let part: StoredPart | undefined;
     try {
       part = await this.uploads.putPart(
         id,
-        randomId(PART_ID_PREFIX),
-        content,
-        {
-          maxBytes,
-          maxParts: this.config.maxParts,
-        },
+        partId,
+        reservation ? reservation.meter(content) : content,
+        { maxBytes, maxParts: this.config.maxParts, maxHeldBytes: upload.bytes },
         this.now(),
       );
     } catch (error) {
+      await reservation?.release();
       if (error instanceof ContentTooLarge)
-        throw new GatewayError('file_too_large', { field: 'data', max_bytes: maxBytes });
-      throw error;
+        throw new GatewayError('file_too_large', { field: options.whole ? 'body' : 'data', max_bytes: maxBytes });
+      if (error instanceof UploadBytesExceeded) throw this.full(upload, error.heldBytes, error.partBytes);
+      throw asDiskFull(error);
     }
     if (!part) {
+      await reservation?.release();
       const now = await this.find(owner, id);
       throw new GatewayError('upload_not_pending', {
         id,
@@ -122,6 +144,20 @@ export class UploadService {
       upload_id: id,
       bytes: part.bytes,
     };
+  }
+
+  /** `400 upload_incomplete`: the upload's parts would hold more than its declared bytes. */
+  private full(upload: StoredUpload, heldBytes: number, partBytes?: number): GatewayError {
+    return new GatewayError('upload_incomplete', {
+      id: upload.id,
+      problem:
+        partBytes === undefined
+          ? 'the upload already holds all the bytes it declared; complete it with its parts'
+          : 'this part would take the upload past the bytes it declared; nothing of it was kept',
+      held_bytes: heldBytes,
+      ...(partBytes === undefined ? {} : { part_bytes: partBytes }),
+      bytes: upload.bytes,
+    });
   }
 
   /** Assembles the named parts, in that order, into the upload's file. */
@@ -144,6 +180,8 @@ export class UploadService {
           ...(upload.fileTtlMs === null ? {} : { ttlSeconds: Math.round(upload.fileTtlMs / 1000) }),
         },
         this.config.maxUploadBytes,
+        // The parts' bytes count already: their copy is counted (until the parts are dropped), never refused.
+        { checked: false, sizeHint: upload.bytes },
       );
       const actual = digest.digest('hex');
       if (md5 !== undefined && md5.toLowerCase() !== actual) {

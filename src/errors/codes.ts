@@ -150,6 +150,11 @@ export const ERROR_CODES = {
     status: 409,
     message: 'The batch is still running; cancel it and wait until it has ended.',
   },
+  batch_results_expired: {
+    status: 404,
+    message:
+      "The batch's results are no longer kept (see details.results_expired_at); the batch itself can still be read.",
+  },
   response_not_found: {
     status: 404,
     message: "No stored response has this id for this caller (never stored, expired, deleted, or another caller's).",
@@ -172,6 +177,10 @@ export const ERROR_CODES = {
   file_too_large: {
     status: 413,
     message: 'The file, upload or part is larger than the configured bound; see details.',
+  },
+  exceeds_storage_quota: {
+    status: 413,
+    message: 'The file, upload or part alone is larger than a storage quota of this gateway; details names the quota.',
   },
   upload_not_pending: {
     status: 409,
@@ -206,6 +215,11 @@ export const ERROR_CODES = {
     status: 429,
     message: 'A rate limit of this gateway is exhausted; retry after the time in Retry-After. details names the limit.',
   },
+  storage_quota_exceeded: {
+    status: 429,
+    message:
+      "The caller's stored bytes would pass its storage quota; delete files (or cancel uploads) first. details names the quota.",
+  },
   upstream_rate_limited: {
     upstream: { retried: true, opensCircuit: false },
     status: 429,
@@ -221,6 +235,15 @@ export const ERROR_CODES = {
   internal_error: {
     status: 500,
     message: 'The gateway failed unexpectedly; the request id identifies it in the logs.',
+  },
+  storage_full: {
+    status: 507,
+    message:
+      "The gateway's storage for files holds all it is configured to (files.quota_bytes_total); nothing was kept.",
+  },
+  disk_full: {
+    status: 507,
+    message: "The disk holding the gateway's files is full; nothing of this write was kept.",
   },
   upstream_error: {
     upstream: RETRIED_FAILURE,

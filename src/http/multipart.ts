@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyFileStream } from '@fastify/busboy';
 import { ClientGoneError } from '../errors/client-gone.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -97,10 +96,11 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
     fileStream?.destroy(error);
     rejectFile(error);
     rejectFields(error);
+    raw.unpipe(parser);
     parser.destroy();
   };
   // The file's stream fails on its own when the body ends inside it (a whole body with no closing boundary: the
-  // parser's "Part terminated early..."), possibly before `pipeline` settles: its reader gets the 400 too, not a 500.
+  // parser's "Part terminated early..."), possibly before the parser's own error: its reader gets the 400 too, not a 500.
   const explain = (error: unknown): unknown => {
     if (failed) return failed;
     if (error instanceof GatewayError || error instanceof ClientGoneError) return error;
@@ -132,11 +132,17 @@ function parse(raw: IncomingMessage, parser: ReturnType<typeof Busboy>, limits: 
     if (!fileStream) fail(invalid('the form has no file part', { field: limits.fileField }));
     else resolveFields(fields);
   });
-  pipeline(raw, parser).catch((error: unknown) => {
-    // The caller went away mid-body (or the request timeout cut it): nobody to answer, recorded as such (499/408).
-    if (!raw.complete && (raw.destroyed || raw.socket?.destroyed === true)) return fail(new ClientGoneError());
-    fail(invalid(error instanceof Error ? error.message : 'unreadable'));
-  });
+  // Piped by hand, not with stream.pipeline: on a parse failure that would destroy `raw` as well, and with it the
+  // socket, before the 400 is written (a caller still sending its body saw a reset, not the answer). The parser is
+  // detached instead, and the answer's lingering close reads the rest of the body (http/lingering-close.ts).
+  parser.on('error', (error: unknown) => fail(invalid(error instanceof Error ? error.message : 'unreadable')));
+  // The caller went away mid-body (or the request timeout cut it): nobody to answer, recorded as such (499/408).
+  const cut = () => {
+    if (!raw.complete) fail(new ClientGoneError());
+  };
+  raw.once('error', cut);
+  raw.once('close', cut);
+  raw.pipe(parser);
   return { file, fields: done };
 }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
+import { lingerUntilBodyRead } from './lingering-close.js';
 
 /**
  * Headers that must arrive once. Node keeps only the first `authorization` and `host` and joins the others
@@ -50,10 +51,11 @@ function repeated(header: string): GatewayError {
 }
 
 /**
- * An answer sent before the request's body was read (a 401, 404, 405, 413, a redirect...) closes the
+ * An answer sent before the request's body was read (a 401, 404, 405, 409, 413, a redirect...) closes the
  * connection once written. Otherwise Node would keep reading and discarding the rest of the body to reuse the
  * connection, and a caller dribbling that body one byte at a time would hold the socket for as long as it
- * likes. Requests without a body are left alone (keep-alive stays).
+ * likes. The close lingers (lingering-close.ts): the rest of the body is read, within a bound, so a client still
+ * sending it sees the answer rather than a reset. Requests without a body are left alone (keep-alive stays).
  */
 export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
@@ -61,4 +63,5 @@ export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply):
   const length = raw.headers['content-length'];
   if (raw.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return;
   void reply.header('connection', 'close');
+  lingerUntilBodyRead(raw);
 }

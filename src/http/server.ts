@@ -12,6 +12,7 @@ import { boundedValidatorCompiler } from './bounded-validation.js';
 import { MAX_PATH_SEGMENT, clientErrorHandler, frameworkErrorHandler } from './malformed-requests.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
+import { decoratePublicOrigin } from './public-origin.js';
 import { decorateRequestState } from '../request/request-state.js';
 import { isObservedRoute } from '../request/route-name.js';
 import { allowedMethods, v1RouteTable, type V1RouteTable } from './v1-dispatch.js';
@@ -31,6 +32,8 @@ export interface HttpServerOptions {
   https?: { key: Buffer; cert: Buffer };
   /** Proxies whose X-Forwarded-Proto / X-Forwarded-For are believed (addresses or CIDRs). */
   trustedProxies?: string[];
+  /** `server.public_base_url`: where the URLs the gateway gives out point (http/public-origin.ts). */
+  publicBaseUrl?: string | undefined;
   /**
    * The public APIs whose paths are served (built from the surface registry by the wiring): which request is whose,
    * its error shape and its own query names. Without them every answer has the gateway's own shape.
@@ -73,6 +76,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.setValidatorCompiler(boundedValidatorCompiler());
   configureNodeServer(app, options.requestTimeoutMs);
   decorateRequestState(app);
+  decoratePublicOrigin(app, options.publicBaseUrl);
   decorateRequestEnd(app);
   registerJsonParser(app, options.bodyLimitBytes);
   app.setErrorHandler(makeErrorHandler(options.bodyLimitBytes));

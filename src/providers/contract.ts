@@ -54,9 +54,11 @@ export interface Usage {
 
 /**
  * What was wrong with a token count an upstream reported: not a number (a string, an object), below zero, above
- * MAX_USAGE_TOKENS (1e300 and Infinity included), or not whole (12.5). Each is corrected (src/providers/usage-figures.ts).
+ * MAX_USAGE_TOKENS (1e300 and Infinity included), or not whole (12.5); or a part larger than what it is a part of
+ * (cache reads over the prompt, reasoning over the completion, prompt + completion over the total). Each is corrected
+ * (src/providers/usage-figures.ts).
  */
-export type UsageAnomaly = 'not_a_number' | 'negative' | 'too_large' | 'fractional';
+export type UsageAnomaly = 'not_a_number' | 'negative' | 'too_large' | 'fractional' | 'part_too_large';
 
 /**
  * The key under which a usage carries its anomalies: a symbol, so that no JSON of a usage object (a chunk written
@@ -104,6 +106,12 @@ export interface StreamChunk {
   usage?: Usage;
   /** The chunk's JSON on one line, when the provider already has it (saves a JSON.stringify per chunk). */
   json?: string;
+  /**
+   * Decoded by a frame template of its stream (openai-compatible/chunk-template.ts): all of `json` but the first
+   * choice's `delta.content` is the template's, which was found free of the call's keys (chat-scrub.ts then reads
+   * only that text).
+   */
+  templated?: boolean;
   /**
    * A forwarded Responses API event (native path): its `event:` name, `json` its data as the upstream sent it, and
    * `chunk` an empty chat chunk that only carries the usage of the final event.

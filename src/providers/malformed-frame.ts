@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import { scrubText } from '../secrets/redact.js';
+import { scrubCut } from '../secrets/redact.js';
 
 const FRAME_PREVIEW_CHARS = 120;
 
@@ -25,6 +25,5 @@ export function malformedFrame(
  * window a little longer than the preview so a frame of megabytes is not scanned whole.
  */
 function framePreview(frame: string, secrets: ReadonlyArray<string | undefined>): string {
-  const longest = secrets.reduce((max, secret) => Math.max(max, secret?.length ?? 0), 0);
-  return scrubText(frame.slice(0, FRAME_PREVIEW_CHARS + longest), secrets).slice(0, FRAME_PREVIEW_CHARS);
+  return scrubCut(frame, secrets, FRAME_PREVIEW_CHARS);
 }

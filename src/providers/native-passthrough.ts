@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
-import { scrubAnswer, scrubText } from '../secrets/redact.js';
+import { KeyScrubber } from '../secrets/key-scrubber.js';
 import type { SseEvent } from '../streaming/sse-parser.js';
 import type {
   CallContext,
@@ -20,6 +20,7 @@ import {
   RESPONSES_COUNTS,
   anomaliesOf,
   anthropicUsage,
+  correctAnthropicParts,
   correctInPlace,
   countsOf,
   saneTokens,
@@ -138,15 +139,14 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
       const ids = wire.answerIds(value);
       // A corrected usage figure means the answer is written again; either way it never carries a key.
       const json = anomaliesOf(usage) ? JSON.stringify(value) : undefined;
-      const answer = scrubAnswer(
-        json === undefined ? bytes : Buffer.from(json),
-        json ?? text,
-        upstream.secrets(context),
-      );
+      const scrubber = KeyScrubber.of(upstream.secrets(context));
+      const answer =
+        json === undefined ? (scrubber?.scrubBytes(bytes, text) ?? bytes) : Buffer.from(scrubber?.scrub(json) ?? json);
       return { body: answer, usage, ...(ids.length > 0 ? { serverIds: ids } : {}) };
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
+      const scrubber = KeyScrubber.of(secrets);
       const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
       return readEventStream({
         upstream: upstream.name,
@@ -158,7 +158,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
         },
         // The final event is forwarded too (it carries the usage), then the stream ends.
         translate: (event, batch) => {
-          batch.push(forwardedEvent(event, upstream.name, secrets, wire, totals));
+          batch.push(forwardedEvent(event, upstream.name, secrets, scrubber, wire, totals));
           return wire.finalEvents.has(event.event);
         },
         end: (ending) => {
@@ -185,6 +185,7 @@ function forwardedEvent(
   event: SseEvent,
   upstream: string,
   secrets: ReadonlyArray<string | undefined>,
+  scrubber: KeyScrubber | undefined,
   wire: NativeWire,
   totals: Usage,
 ): StreamChunk {
@@ -197,7 +198,7 @@ function forwardedEvent(
   if (event.event === 'message') throw malformedFrame(upstream, 'an event with no event name', event.data, secrets);
   if (!objectShaped(event.data))
     throw malformedFrame(upstream, `the ${event.event} event's data is not a JSON object`, event.data, secrets);
-  const data = scrubText(event.data, secrets);
+  const data = scrubber?.scrub(event.data) ?? event.data;
   const chunk: ChatCompletionChunk = { object: 'chat.completion.chunk', choices: [] };
   const forwarded: StreamChunk = { chunk, json: data, event: event.event };
   const usage = wire.usageEvents.has(event.event);
@@ -328,6 +329,7 @@ function addMessagesUsage(value: unknown, totals: Usage): boolean {
   const usage = objectOf(value);
   if (!usage) return false;
   const found = correctInPlace(usage, ANTHROPIC_USAGE_FIGURES) ?? [];
+  correctAnthropicParts(usage, found);
   const input =
     saneTokens(usage.input_tokens) +
     saneTokens(usage.cache_creation_input_tokens) +

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import { scrubText } from '../secrets/redact.js';
+import { scrubCut } from '../secrets/redact.js';
 import { objectOf } from '../wire/json.js';
 
 const MAX_MESSAGE_CHARS = 2_000;
@@ -80,10 +80,7 @@ export function upstreamFieldDetails(
   for (const [name, raw] of Object.entries(fields)) {
     const value = stringOrUndefined(raw);
     if (value !== undefined)
-      details[name] = scrubText(value, secrets).slice(
-        0,
-        name === 'upstream_message' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS,
-      );
+      details[name] = scrubCut(value, secrets, name === 'upstream_message' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS);
   }
   return details;
 }

@@ -99,19 +99,22 @@ export interface UsageParts {
 
 /**
  * Sets the parts on a usage, bounded by what they are parts of: reads, then writes, never more than the prompt
- * together; the 1-hour writes never more than the writes; reasoning never more than the completion. A part of 0
- * is left absent (an answer with no cache shows no cache fields). Returns the usage.
+ * together; the 1-hour writes never more than the writes; reasoning never more than the completion. A part cut to
+ * its bound flags the usage (`part_too_large`). A part of 0 is left absent (an answer with no cache shows no cache
+ * fields). Returns the usage.
  */
 export function withParts<T extends Usage>(usage: T, parts: UsageParts): T {
-  const read = Math.min(parts.cacheRead ?? 0, usage.prompt_tokens);
-  const write = Math.min(parts.cacheWrite ?? 0, usage.prompt_tokens - read);
-  const write1h = Math.min(parts.cacheWrite1h ?? 0, write);
-  const reasoning = Math.min(parts.reasoning ?? 0, usage.completion_tokens);
+  const { cacheRead = 0, cacheWrite = 0, cacheWrite1h = 0, reasoning: thinking = 0 } = parts;
+  const read = Math.min(cacheRead, usage.prompt_tokens);
+  const write = Math.min(cacheWrite, usage.prompt_tokens - read);
+  const write1h = Math.min(cacheWrite1h, write);
+  const reasoning = Math.min(thinking, usage.completion_tokens);
   if (read > 0) usage.cache_read_tokens = read;
   if (write > 0) usage.cache_write_tokens = write;
   if (write1h > 0) usage.cache_write_1h_tokens = write1h;
   if (reasoning > 0) usage.reasoning_tokens = reasoning;
-  return usage;
+  const cut = read < cacheRead || write < cacheWrite || write1h < cacheWrite1h || reasoning < thinking;
+  return cut ? withAnomalies(usage, ['part_too_large']) : usage;
 }
 
 /** A figure inside a sub-object of an upstream's usage (`prompt_tokens_details.cached_tokens`), checked. */
@@ -155,6 +158,22 @@ export function anthropicUsage(usage: JsonObject, found: UsageAnomaly[]): Usage 
 }
 
 /**
+ * Corrects in place the part of an Anthropic usage object that is inside another figure: the 1-hour cache writes
+ * (`cache_creation.ephemeral_1h_input_tokens`) no more than the writes, as anthropicParts and withParts count them
+ * (what was corrected added to `found`).
+ */
+export function correctAnthropicParts(usage: JsonObject, found: UsageAnomaly[]): void {
+  const creation = usage.cache_creation;
+  if (typeof creation !== 'object' || creation === null || Array.isArray(creation)) return;
+  bound(
+    creation as Record<string, unknown>,
+    'ephemeral_1h_input_tokens',
+    saneTokens(usage.cache_creation_input_tokens),
+    found,
+  );
+}
+
+/**
  * The parts of an Anthropic usage object: cache reads, cache writes (`cache_creation_input_tokens`) and of those the
  * 1-hour ones (`cache_creation.ephemeral_1h_input_tokens`; the rest are 5-minute writes).
  */
@@ -184,19 +203,74 @@ export const RESPONSES_COUNTS: CountNames = ['input_tokens', 'output_tokens', 't
 
 /**
  * Corrects an upstream's usage object in place, so that an answer passed on as the upstream wrote it shows what
- * the gateway counted: its counts `names` when out of range, and then the total (at least prompt + completion).
- * The object is flagged with what was found; undefined (the object untouched, nothing allocated) when all were sane.
+ * the gateway counted: its counts `names` when out of range, then the total (at least prompt + completion), then
+ * the parts in its `*_details` (correctParts). The object is flagged with what was found; undefined (the object
+ * untouched, nothing allocated) when all were sane.
  */
 export function correctCounts(usage: Record<string, unknown>, names: CountNames): readonly UsageAnomaly[] | undefined {
-  const found = correctInPlace(usage, names);
-  if (!found) return undefined;
+  let found = correctInPlace(usage, names);
   const [prompt, completion, total] = names;
-  const counted = usageFrom(saneTokens(usage[prompt]), saneTokens(usage[completion]), saneTokens(usage[total]), found);
-  if (usage[prompt] != null) usage[prompt] = counted.prompt_tokens;
-  if (usage[completion] != null) usage[completion] = counted.completion_tokens;
-  if (usage[total] != null) usage[total] = counted.total_tokens;
+  const p = saneTokens(usage[prompt]);
+  const c = saneTokens(usage[completion]);
+  if (found || (usage[total] != null && saneTokens(usage[total]) < p + c)) {
+    // A total below prompt + completion (a sane one too) is their sum, as the record counts it.
+    found ??= saneTokens(usage[total]) < p + c ? ['part_too_large'] : [];
+    const counted = usageFrom(p, c, saneTokens(usage[total]), found);
+    if (usage[prompt] != null) usage[prompt] = counted.prompt_tokens;
+    if (usage[completion] != null) usage[completion] = counted.completion_tokens;
+    if (usage[total] != null) usage[total] = counted.total_tokens;
+  }
+  found = correctParts(usage, names, p, c, found);
+  if (!found) return undefined;
   withAnomalies(usage as unknown as Usage, found);
   return found;
+}
+
+/**
+ * The parts of an OpenAI usage object corrected in place, as the record counts them (openAiParts, withParts): each
+ * out of range as a count is, then the cache reads (`cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`) no
+ * more than the prompt, the cache writes no more than the rest of it, the reasoning no more than the completion
+ * (`part_too_large`). Returns `found` with what was corrected (undefined while nothing was).
+ */
+function correctParts(
+  usage: Record<string, unknown>,
+  names: CountNames,
+  prompt: number,
+  completion: number,
+  found: UsageAnomaly[] | undefined,
+): UsageAnomaly[] | undefined {
+  const inner = usage[`${names[0]}_details`];
+  const details = typeof inner === 'object' && inner !== null ? (inner as Record<string, unknown>) : undefined;
+  // Where openAiParts reads the cache reads: `cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`.
+  const [reads, readName] =
+    details?.cached_tokens != null ? [details, 'cached_tokens'] : [usage, 'prompt_cache_hit_tokens'];
+  found = bound(reads, readName, prompt, found);
+  const read = saneTokens(reads[readName]);
+  found = bound(details, 'cache_write_tokens', prompt - read, found);
+  const reasoning = usage[`${names[1]}_details`];
+  if (typeof reasoning === 'object' && reasoning !== null)
+    found = bound(reasoning as Record<string, unknown>, 'reasoning_tokens', completion, found);
+  return found;
+}
+
+/** `object[name]`, when present, corrected as a count and cut to `most` in place; `found` with what was done. */
+function bound(
+  object: Record<string, unknown> | undefined,
+  name: string,
+  most: number,
+  found: UsageAnomaly[] | undefined,
+): UsageAnomaly[] | undefined {
+  const value = object?.[name];
+  if (object === undefined || value === undefined || value === null) return found;
+  if (isSane(value) && value <= most) return found;
+  const kinds = found ?? [];
+  let sane = saneTokens(value, kinds);
+  if (sane > most) {
+    sane = most;
+    if (!kinds.includes('part_too_large')) kinds.push('part_too_large');
+  }
+  object[name] = sane;
+  return kinds;
 }
 
 /**
@@ -260,7 +334,7 @@ export function checkedUsage(usage: Usage): Usage {
   const counted: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
   const had = usage[USAGE_ANOMALIES];
   if (had) counted[USAGE_ANOMALIES] = had;
-  return withAnomalies(withParts(counted, parts), found);
+  return withParts(withAnomalies(counted, found), parts);
 }
 
 /** Whether a usage's parts are each absent or sane, and no more than what they are parts of. */

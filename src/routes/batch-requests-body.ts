@@ -6,6 +6,7 @@ import { JSON_MEDIA_TYPES, POISONED_KEYS, compressedBodyRefusal, readJson } from
 import { MAX_JSON_DEPTH } from '../http/json-shape.js';
 import type { FieldProblem } from '../http/validation-details.js';
 import { JsonItemsError, jsonArrayItems, type JsonItem } from '../streaming/json-array-items.js';
+import { tokenCountSchema } from '../providers/request-bounds.js';
 
 /** One request of Anthropic's create, as today's whole-body schema checked it (`requests.items`). */
 const requestSchema = {
@@ -13,7 +14,12 @@ const requestSchema = {
   required: ['custom_id', 'params'],
   properties: {
     custom_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
-    params: { type: 'object', required: ['model'], properties: { model: { type: 'string' } } },
+    // `max_tokens` bounded here too (providers/request-bounds.ts): refused at create, not line by line.
+    params: {
+      type: 'object',
+      required: ['model'],
+      properties: { model: { type: 'string' }, max_tokens: tokenCountSchema },
+    },
   },
 } as const;
 
@@ -113,20 +119,31 @@ export async function* batchRequestsOf(
 
 type Validate = ReturnType<ReturnType<typeof boundedValidatorCompiler>>;
 
-function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchRequestLine {
-  const field = `requests[${item.index}]`;
-  // Read as the gateway's body parser reads a whole body (json-body.ts): the same refusals.
-  const read = readJson(item.text);
-  if (!read.ok) {
-    let reason: string;
-    if ('shape' in read)
-      reason =
+/**
+ * One batch request's JSON read as the gateway's body parser reads a whole body (json-body.ts `readJson`): the same
+ * refusals of a key sent twice, a nesting too deep and prototype-poisoning keys, each with its reason (text that is
+ * not JSON has none). Anthropic's requests and OpenAI's input lines (core/batches/batch-validate.ts) both go
+ * through it.
+ */
+export function readBatchJson(text: string): { ok: true; value: unknown } | { ok: false; reason?: string } {
+  const read = readJson(text);
+  if (read.ok) return read;
+  if ('shape' in read)
+    return {
+      ok: false,
+      reason:
         read.shape.kind === 'too_deep'
           ? `nested deeper than ${MAX_JSON_DEPTH} levels`
-          : `the key "${read.shape.key.slice(0, 100)}" appears more than once`;
-    else reason = read.poisoned ? POISONED_KEYS : 'not valid JSON';
-    throw new GatewayError('invalid_json', { reason, field, offset: item.offset });
-  }
+          : `the key "${read.shape.key.slice(0, 100)}" appears more than once${read.shape.path === '' ? '' : ` in ${read.shape.path.slice(0, 200)}`}`,
+    };
+  return read.poisoned ? { ok: false, reason: POISONED_KEYS } : { ok: false };
+}
+
+function lineOf(item: JsonItem, validate: Validate, seen: Set<string>): BatchRequestLine {
+  const field = `requests[${item.index}]`;
+  const read = readBatchJson(item.text);
+  if (!read.ok)
+    throw new GatewayError('invalid_json', { reason: read.reason ?? 'not valid JSON', field, offset: item.offset });
   const request = read.value as { custom_id: string; params: Record<string, unknown> };
   try {
     assertValid(validate, request);

@@ -61,8 +61,15 @@ function endedMs(batch: BatchRecord): number | null {
   return batch.completedMs ?? batch.failedMs ?? batch.expiredMs ?? batch.cancelledMs;
 }
 
-/** Anthropic's MessageBatch (`@anthropic-ai/sdk` `MessageBatch`): RFC 3339 times, `results_url` once it ended. */
-export function anthropicBatch(batch: BatchRecord, baseUrl: string): Record<string, unknown> {
+/**
+ * Anthropic's MessageBatch (`@anthropic-ai/sdk` `MessageBatch`): RFC 3339 times, `results_url` once it ended,
+ * `archived_at` once its results are no longer kept (the URL then answers `404 batch_results_expired`).
+ */
+export function anthropicBatch(
+  batch: BatchRecord,
+  baseUrl: string,
+  nowMs: number = Date.now(),
+): Record<string, unknown> {
   const { counts } = batch;
   const ended = endedMs(batch);
   const status =
@@ -85,7 +92,7 @@ export function anthropicBatch(batch: BatchRecord, baseUrl: string): Record<stri
     ended_at: iso(ended),
     created_at: iso(batch.createdMs),
     expires_at: iso(batch.expiresMs),
-    archived_at: null,
+    archived_at: batch.resultsUntilMs !== null && nowMs >= batch.resultsUntilMs ? iso(batch.resultsUntilMs) : null,
     cancel_initiated_at: iso(batch.cancellingMs),
     results_url: ended === null ? null : `${baseUrl}/v1/messages/batches/${batch.id}/results`,
   };

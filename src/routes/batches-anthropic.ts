@@ -7,6 +7,7 @@ import type { BatchService } from '../core/batches/batch-service.js';
 import { parsePageLimit } from '../core/page-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { ANTHROPIC_ERRORS, anthropicAuthorization } from '../http/anthropic-shape.js';
+import { publicOrigin } from '../http/public-origin.js';
 import type { BatchStore } from '../store/batch-contract.js';
 import { anthropicBatch } from './batch-views.js';
 import { acceptStreamedJson, batchRequestsOf, type BatchBodyLimits } from './batch-requests-body.js';
@@ -28,7 +29,8 @@ export function mountAnthropicBatches(
 ): void {
   const onRequest = batchesGuard(auth, ANTHROPIC_ERRORS, anthropicAuthorization);
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
-  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}`;
+  // The origin of `results_url` (http/public-origin.ts): taken before anything changes, so a bad Host changes nothing.
+  const base = publicOrigin;
   const stampId = (request: FastifyRequest, reply: { header(name: string, value: string): unknown }) =>
     reply.header('request-id', request.id);
   // The create reads its body itself, as a stream (up to batches.max_create_bytes, not server.body_limit_bytes):
@@ -37,12 +39,13 @@ export function mountAnthropicBatches(
     acceptStreamedJson(scope);
     scope.post(ANTHROPIC_BATCHES_PATH, { onRequest }, async (request, reply) => {
       stampId(request, reply);
+      const origin = base(request);
       const created = await batches.createFromRequests(
         request.caller,
         principalSnapshot(request.principal ?? ADMIN),
         batchRequestsOf(request.raw, bodyLimits),
       );
-      return reply.send(anthropicBatch(created, base(request)));
+      return reply.send(anthropicBatch(created, origin));
     });
   });
   app.get(ANTHROPIC_BATCHES_PATH, { onRequest }, async (request, reply) => {
@@ -65,8 +68,9 @@ export function mountAnthropicBatches(
   });
   app.post(`${ANTHROPIC_BATCHES_PATH}/:id/cancel`, { onRequest }, async (request, reply) => {
     stampId(request, reply);
+    const origin = base(request);
     const cancelled = await batches.cancel(request.caller, 'anthropic', idOf(request));
-    return reply.send(anthropicBatch(cancelled, base(request)));
+    return reply.send(anthropicBatch(cancelled, origin));
   });
   app.delete(`${ANTHROPIC_BATCHES_PATH}/:id`, { onRequest }, async (request, reply) => {
     stampId(request, reply);
@@ -78,6 +82,11 @@ export function mountAnthropicBatches(
     const batch = await batches.get(request.caller, 'anthropic', idOf(request));
     if (anthropicBatch(batch, '').processing_status !== 'ended')
       throw new GatewayError('batch_not_ended', { batch_id: batch.id, status: batch.status });
+    if (batch.resultsUntilMs !== null && Date.now() >= batch.resultsUntilMs)
+      throw new GatewayError('batch_results_expired', {
+        batch_id: batch.id,
+        results_expired_at: new Date(batch.resultsUntilMs).toISOString(),
+      });
     async function* results() {
       for await (const line of allLines(store, batch.id)) yield `${anthropicResultLine(line)}\n`;
     }

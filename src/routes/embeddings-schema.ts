@@ -1,3 +1,5 @@
+import { dimensionsSchema } from '../providers/request-bounds.js';
+
 /**
  * JSON Schema of an embeddings body (OpenAI's shape), compiled once by Fastify. `input` is a string, a list of
  * strings, a list of token ids, or a list of token-id lists (2,048 entries at most, as OpenAI allows). Unknown
@@ -18,7 +20,7 @@ export const embeddingsBodySchema = {
         { type: 'array', minItems: 1, maxItems: 2048, items: tokenIds },
       ],
     },
-    dimensions: { type: 'integer', minimum: 1, maximum: 100_000 },
+    dimensions: dimensionsSchema,
     encoding_format: { type: 'string', enum: ['float', 'base64'] },
     user: { type: 'string', maxLength: 256 },
   },

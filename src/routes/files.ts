@@ -71,6 +71,15 @@ export function expiresAfter(anchor: string | undefined, seconds: string | numbe
   return value;
 }
 
+/**
+ * The request's Content-Length when it sent one (digits only): an upper bound of the file or part inside its body,
+ * which the storage quota reserves at once (a refusal comes before the bytes are read).
+ */
+export function declaredLength(request: FastifyRequest): number | undefined {
+  const length = request.headers['content-length'];
+  return length !== undefined && /^\d{1,16}$/.test(length) ? Number(length) : undefined;
+}
+
 function idOf(request: FastifyRequest): string {
   const id = (request.params as Record<string, unknown>).id;
   return typeof id === 'string' ? id : '';
@@ -111,6 +120,11 @@ function listQuery(query: Record<string, unknown>) {
   } as const;
 }
 
+const sizeHintOf = (request: FastifyRequest): { sizeHint?: number } => {
+  const length = declaredLength(request);
+  return length === undefined ? {} : { sizeHint: length };
+};
+
 /** The Files API's handlers (docs/files.md); the caller is `request.caller`, set by the route's guard. */
 export function makeFileHandlers(files: StoredFileService, maxFileBytes: number): FileHandlers {
   return {
@@ -129,6 +143,7 @@ export function makeFileHandlers(files: StoredFileService, maxFileBytes: number)
         part.content,
         () => formDetails(part.fields, part.filename, part.mimeType, Date.now()),
         maxFileBytes,
+        { ...sizeHintOf(request) },
       );
       return reply.send(object);
     },

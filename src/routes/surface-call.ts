@@ -15,6 +15,7 @@ import { callInputOf, pickHeaders, pickQuery, recorderOf, sendRecordedAnswer, ty
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
 import type { RequestTrace } from '../core/trace-contract.js';
+import { deliveredChars } from '../core/admission-estimate.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
 import { DROPPED_FIELDS_HEADER, TranslationNotes } from '../surfaces/translation-notes.js';
 
@@ -253,6 +254,8 @@ async function* sseFrames(
   let usage: Usage | undefined;
   let failure: GatewayError | ClientGoneError | undefined;
   let answer = '';
+  // Completion characters sent on: a stream cut before its usage is charged at least these (admission-estimate.ts).
+  let delivered = 0;
   // Frames produced and not yet written: when a later chunk of the same read fails, they still go out first.
   let frames = '';
   // Set while the surface translates: a throw then is the translation's, not the upstream stream's.
@@ -266,7 +269,7 @@ async function* sseFrames(
     // generator waited at a yield ends here too, without any abort reaching the upstream call first).
     if (!finished && failure === undefined) failure = new ClientGoneError();
     if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
-    request.usage = started.call.settle(usage, failure, translating ? 'translation' : 'upstream');
+    request.usage = started.call.settle(usage, failure, translating ? 'translation' : 'upstream', delivered);
   };
   try {
     let next = first;
@@ -278,6 +281,7 @@ async function* sseFrames(
       translating = true;
       for (const item of next.value) {
         usage = item.usage ?? item.chunk.usage ?? usage;
+        if (item.internal !== true) delivered += deliveredChars(item.chunk);
         if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(item.chunk);
         frames += encoder.chunk(item);
       }

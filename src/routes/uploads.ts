@@ -3,8 +3,9 @@ import type { PresignService } from '../core/presign-service.js';
 import type { UploadService } from '../core/upload-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readMultipart } from '../http/multipart.js';
+import { publicOrigin } from '../http/public-origin.js';
 import { CALLER_FILE_PURPOSES } from '../wire/openai-files.js';
-import { expiresAfter } from './files.js';
+import { declaredLength, expiresAfter } from './files.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
@@ -58,11 +59,6 @@ const idOf = (request: FastifyRequest): string => {
   return typeof id === 'string' ? id : '';
 };
 
-/** The gateway's origin as the caller reached it (its Host; the scheme trusted proxies say), for presigned URLs. */
-function originOf(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
-}
-
 /** The Uploads API's handlers (docs/files.md); the caller is `request.caller`, set by the route's guard. */
 export function makeUploadHandlers(
   uploads: UploadService,
@@ -73,6 +69,8 @@ export function makeUploadHandlers(
     async create(request, reply) {
       const body = request.body as CreateBody;
       const seconds = body.expires_after && expiresAfter(body.expires_after.anchor, body.expires_after.seconds);
+      // Where the presigned URL points, judged before the upload is made: a bad Host creates nothing.
+      const origin = body.presign ? publicOrigin(request) : undefined;
       const upload = await uploads.create(request.caller, {
         filename: body.filename,
         purpose: body.purpose,
@@ -80,8 +78,8 @@ export function makeUploadHandlers(
         mimeType: body.mime_type,
         ...(seconds === undefined ? {} : { fileTtlSeconds: seconds }),
       });
-      if (!body.presign) return reply.send(upload);
-      const url = await presigned.issue(request.caller, upload.id, originOf(request));
+      if (origin === undefined) return reply.send(upload);
+      const url = await presigned.issue(request.caller, upload.id, origin);
       return reply.send({ ...upload, presigned_url: url });
     },
     async addPart(request, reply) {
@@ -94,7 +92,7 @@ export function makeUploadHandlers(
         maxFieldBytes: 1024,
       });
       const part = await form.file;
-      return reply.send(await uploads.addPart(request.caller, id, part.content));
+      return reply.send(await uploads.addPart(request.caller, id, part.content, { sizeHint: declaredLength(request) }));
     },
     async complete(request, reply) {
       const body = request.body as { part_ids: string[]; md5?: string };
@@ -104,12 +102,11 @@ export function makeUploadHandlers(
       return reply.send(await uploads.cancel(request.caller, idOf(request)));
     },
     async presign(request, reply) {
-      return reply.send(await presigned.issue(request.caller, idOf(request), originOf(request)));
+      return reply.send(await presigned.issue(request.caller, idOf(request), publicOrigin(request)));
     },
     async putPresigned(request, reply) {
       const { token } = request.params as { token?: string };
-      const length = request.headers['content-length'];
-      const contentLength = length !== undefined && /^\d{1,16}$/.test(length) ? Number(length) : undefined;
+      const contentLength = declaredLength(request);
       if (request.headers['transfer-encoding'] !== undefined && contentLength === undefined) {
         throw new GatewayError('presigned_size_mismatch', { header: 'content-length', problem: 'required' });
       }

@@ -46,11 +46,14 @@ export function readPresigned(token: string): { expires: number; nonce: string; 
   return { expires: Number(match[1]), nonce: match[2] as string, signature: match[3] as string };
 }
 
-/** Whether `token` is the gateway's signature over exactly these claims (constant-time comparison). */
+/**
+ * Whether `token` is the gateway's signature over exactly these claims, in its one canonical spelling: the token is
+ * made again from the claims and compared whole (constant time). A second spelling of the same claims — the expiry
+ * with leading zeros (`v1.00<expires>`), a signature or nonce whose last base64url character differs only in the
+ * bits the encoding leaves spare — decodes to the same values but is not the URL the gateway issued: refused.
+ */
 export function verifyPresigned(key: Buffer, token: string, claims: PresignedClaims): boolean {
-  const read = readPresigned(token);
-  if (!read || read.expires !== claims.expires || read.nonce !== claims.nonce) return false;
-  const given = Buffer.from(read.signature, 'base64url');
-  const expected = signature(key, claims);
+  const given = Buffer.from(token);
+  const expected = Buffer.from(signPresigned(key, claims));
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

@@ -13,7 +13,7 @@ const LOGGED_AS_IS: ReadonlyMap<string, RegExp> = new Map([
   ['route', /^[a-z_]{1,32}$/],
   ['limit', /^\d{1,4}$/],
 ]);
-const PRESIGNED_SEGMENT = '/presigned/';
+const PRESIGNED_WORD = /presigned/i;
 const PLAIN_ROUTE_QUERY = /\?route=[a-z_]{1,32}$/y;
 const SECRET_NAMES = new Set([
   'key',
@@ -120,12 +120,7 @@ export function queryParameters(url: string): QueryParameter[] {
  * with no `=` is redacted whole (`?sk-...` is a value), unless it is one of our parameter names.
  */
 export function redactUrl(url: string): string {
-  // A presigned upload URL's last segment is a capability (docs/files.md): never logged.
-  const presigned = url.indexOf(PRESIGNED_SEGMENT);
-  if (presigned !== -1) {
-    const end = url.indexOf('?', presigned);
-    url = `${url.slice(0, presigned + PRESIGNED_SEGMENT.length)}${REDACTED}${end === -1 ? '' : url.slice(end)}`;
-  }
+  url = redactPresigned(url);
   const q = url.indexOf('?');
   if (q === -1) return url;
   // The common case, `?route=chat`, is logged as it is without splitting anything (this runs on every request).
@@ -144,6 +139,44 @@ export function redactUrl(url: string): string {
     })
     .join('&');
   return `${url.slice(0, q)}?${query}`;
+}
+
+/**
+ * A presigned upload URL's last segment is a capability (docs/files.md): never logged. The router decodes the path
+ * before it matches it (`/%70resigned/<token>` is the same route as `/presigned/<token>`), so the segments are
+ * looked at decoded, in any case: whatever follows a `presigned` segment, or starts at a segment that holds the word
+ * (`presigned%2F<token>`), is replaced up to the query. A URL with neither `%` nor the word costs two scans and no
+ * copy (this runs on every access line).
+ */
+function redactPresigned(url: string): string {
+  if (!url.includes('%') && !PRESIGNED_WORD.test(url)) return url;
+  const q = url.indexOf('?');
+  const segments = (q === -1 ? url : url.slice(0, q)).split('/');
+  for (let i = 0; i < segments.length; i++) {
+    const decoded = decodeEscapes(segments[i] as string).toLowerCase();
+    if (!decoded.includes('presigned')) continue;
+    const whole = decoded === 'presigned';
+    if (whole && i === segments.length - 1) return url; // `.../presigned` with no token after it
+    const kept = segments.slice(0, whole ? i + 1 : i).join('/');
+    return `${kept}/${REDACTED}${q === -1 ? '' : url.slice(q)}`;
+  }
+  return url;
+}
+
+const ESCAPE = /%([0-9A-Fa-f]{2})/g;
+
+/**
+ * Every `%XX` of a path segment decoded as one byte (a character), three rounds at most (`%2570` too): unlike
+ * decodeURIComponent it never gives up on the whole segment for one bad escape or one non-UTF-8 byte beside it.
+ */
+function decodeEscapes(segment: string): string {
+  let current = segment;
+  for (let round = 0; round < 3 && current.includes('%'); round++) {
+    const next = current.replace(ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (next === current) break;
+    current = next;
+  }
+  return current;
 }
 
 /**
@@ -178,8 +211,9 @@ const SECRET_PIECE_CHARS = 8;
 /**
  * Removes the given secrets from a text that came from outside (an upstream's error message, code, type or a
  * frame): every whole occurrence, and every run of at least eight characters that also occurs in a secret (a
- * key cut at a truncation point, or partly masked). Run it BEFORE cutting a text to length, so the cut cannot
- * turn a whole secret into a piece. Error paths only: it costs O(text length) per secret.
+ * key cut at a truncation point, or partly masked), and anything shaped like a provider key. Run it BEFORE cutting a
+ * text to length, so the cut cannot turn a whole secret into a piece (scrubCut does both). Error paths only: it
+ * costs a set lookup per character per secret (~0.1 ms a KiB); an answer is scrubbed by key-scrubber.ts instead.
  */
 export function scrubText(text: string, secrets: ReadonlyArray<string | undefined>): string {
   let out = text;
@@ -193,45 +227,13 @@ export function scrubText(text: string, secrets: ReadonlyArray<string | undefine
 }
 
 /**
- * An answer passed through as bytes (a natively forwarded JSON answer, an embeddings list), scrubbed of the given
- * secrets as a streamed event is (scrubText), but only searched unless one occurs: `text` (the bytes decoded, as the
- * JSON parse already had them) is scrubbed and encoded again only when a secret occurs in it, whole or as a run of
- * 15 characters or more. The usual answer costs one compiled search per secret, no parse and no copy: measured
- * with two keys (one set) on a 1 KiB Responses answer 1–2 µs, on 1 MiB 0.25–0.6 ms, a tenth to a twentieth of the
- * JSON.parse the answer already had.
+ * scrubText over a text of any length, cut to `max` characters: only the first `max` + the longest secret's length
+ * characters are scrubbed (a secret that begins before the cut ends within them), so a message of megabytes from
+ * an upstream costs no more than one of `max` characters.
  */
-export function scrubAnswer(bytes: Buffer, text: string, secrets: ReadonlyArray<string | undefined>): Buffer {
-  for (const secret of secrets) {
-    if (secret !== undefined && secret.length >= 4 && detectorOf(secret).test(text))
-      return Buffer.from(scrubText(text, secrets), 'utf8');
-  }
-  return bytes;
-}
-
-/** The detectors scrubAnswer compiled, per secret (a configured key, a caller's own key); at most MAX_DETECTORS. */
-const detectors = new Map<string, RegExp>();
-const MAX_DETECTORS = 256;
-
-/**
- * A pattern that finds `secret`, or any of its 8-character pieces that start at a multiple of 8: every run of 15
- * characters or more of the secret holds one of those. One alternation, compiled once per secret (compiling it
- * costs ~40 µs, more than the search it serves): the search then skips through the text as a single string
- * search would, where six separate searches for short pieces cost six passes.
- */
-function detectorOf(secret: string): RegExp {
-  const known = detectors.get(secret);
-  if (known) return known;
-  const pieces: string[] = [];
-  for (let i = 0; i + SECRET_PIECE_CHARS <= secret.length; i += SECRET_PIECE_CHARS)
-    pieces.push(escapeRegExp(secret.slice(i, i + SECRET_PIECE_CHARS)));
-  const detector = new RegExp(pieces.length > 0 ? pieces.join('|') : escapeRegExp(secret));
-  if (detectors.size >= MAX_DETECTORS) detectors.delete(detectors.keys().next().value as string);
-  detectors.set(secret, detector);
-  return detector;
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+export function scrubCut(text: string, secrets: ReadonlyArray<string | undefined>, max: number): string {
+  const longest = secrets.reduce((most, secret) => Math.max(most, secret?.length ?? 0), 0);
+  return scrubText(text.slice(0, max + longest), secrets).slice(0, max);
 }
 
 /** Replaces every maximal run of `text` covered by 8-character windows that also occur in `secret`. */

@@ -69,6 +69,14 @@ export interface BatchRecord {
   model: string | null;
   /** Tokens of the succeeded lines, summed as each line's outcome is recorded (exactly once, with it). */
   usage: BatchUsage;
+  /**
+   * When the batch's lines (requests and answers) are removed by the sweep of ended batches
+   * (`sweepEndedLines`): set when it ends, to its output files' expiry (OpenAI's) or its results' (Anthropic's);
+   * null while it runs, and again once its lines are gone.
+   */
+  linesUntilMs: number | null;
+  /** Anthropic's: its results can be read until then (`batches.anthropic_results_retention_days` after creation). */
+  resultsUntilMs: number | null;
 }
 
 /**
@@ -142,6 +150,7 @@ export type BatchStamp = Partial<
     | 'errorFileId'
     | 'errors'
     | 'model'
+    | 'linesUntilMs'
   >
 >;
 
@@ -173,6 +182,18 @@ export interface SweepStep {
 export interface SweptCreates {
   lines: number;
   creates: number;
+}
+
+/** What one step of `sweepEndedLines` removed: lines, and batches whose last lines went. */
+export interface SweptLines {
+  lines: number;
+  batches: number;
+}
+
+/** A batch's lease and who holds it (`leasesHeldBy`). */
+export interface HeldLease {
+  id: string;
+  holder: string;
 }
 
 /** A batch not yet ended as the dashboard shows it: the record and who runs its lines. */
@@ -225,6 +246,18 @@ export interface BatchStore {
    * runner works on a batch at a time, across processes and instances sharing the store.
    */
   claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]>;
+  /**
+   * The active batches whose lease holder's name starts with `prefix` (lease running or not), at most `limit`: a
+   * runner starting again under the same instance identity finds the leases its dead predecessor held.
+   */
+  leasesHeldBy(prefix: string, limit: number): Promise<HeldLease[]>;
+  /**
+   * One bounded step of the sweep of ended batches' lines: removes lines of batches whose `linesUntilMs` is at or
+   * before `nowMs`, the earliest first, in index order, at most `step.lines` of them and no more once `step.bytes`
+   * bytes (request, answer and error) are removed (always at least one line), and clears `linesUntilMs` of each
+   * batch whose lines are all gone (its record stays). Nothing of either removed: nothing is left to sweep.
+   */
+  sweepEndedLines(nowMs: number, step: SweepStep): Promise<SweptLines>;
   /** Extends the lease; false when `holder` no longer holds it. */
   renew(id: string, holder: string, untilMs: number): Promise<boolean>;
   release(id: string, holder: string): Promise<void>;

@@ -59,6 +59,8 @@ export function recordOf(row: Row): BatchRecord {
       reasoning: Number(row.reasoning_tokens ?? 0),
       total: Number(row.total_tokens ?? 0),
     },
+    linesUntilMs: num(row.lines_until_ms),
+    resultsUntilMs: num(row.results_until_ms),
   };
 }
 
@@ -83,7 +85,7 @@ export function lineOf(row: Row): BatchLine {
   };
 }
 
-/** A new batch's values in the order of both stores' INSERT columns (id … expires_ms, output_ttl_s). */
+/** A new batch's values in the order of both stores' INSERT columns (id … model, results_until_ms). */
 export function insertValuesOf(batch: BatchRecord): Array<string | number | null> {
   return [
     batch.id,
@@ -100,6 +102,7 @@ export function insertValuesOf(batch: BatchRecord): Array<string | number | null
     batch.expiresMs,
     batch.outputTtlSeconds,
     batch.model,
+    batch.resultsUntilMs,
   ];
 }
 

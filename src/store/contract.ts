@@ -402,8 +402,9 @@ export interface UsageRecord {
   /** Answered from the response cache (no upstream call, no provider cost). */
   cacheHit: boolean;
   /**
-   * The gateway had to correct a usage figure the upstream reported (not a number, negative, not whole, or above
-   * 100 million tokens): the tokens and cost are the corrected ones (docs/usage.md).
+   * The gateway had to correct a usage figure the upstream reported (not a number, negative, not whole, above
+   * 100 million tokens, or a part larger than what it is a part of): the tokens and cost are the corrected ones
+   * (docs/usage.md).
    */
   usageAnomaly: boolean;
   /**
@@ -481,7 +482,12 @@ export interface SpoolMark {
   readonly last: number;
 }
 
-/** Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age. */
+/**
+ * Where usage records go: appended in batches, summarised for the CLI and the dashboard, purged by age, rolled
+ * into hours by size (src/usage/usage-retention.ts). Summaries and the timeline read the raw records of their
+ * range and the rollup hours that start in it (the hour holding `fromMs` included whole); `recent` and `stored`
+ * read raw records only.
+ */
 export interface UsageStore {
   append(records: readonly UsageRecord[]): Promise<void>;
   /**
@@ -508,6 +514,34 @@ export interface UsageStore {
    * stored; otherwise the first `limit` stored after that position. For following the table (`gateway usage tail`).
    */
   stored(afterSeq: number | undefined, limit: number): Promise<Array<{ seq: number; record: UsageRecord }>>;
-  /** Deletes records that arrived before `beforeMs`; returns how many. */
-  purge(beforeMs: number): Promise<number>;
+  /**
+   * Deletes records that arrived before `beforeMs`, the oldest first, at most `limit` (default: all); returns how
+   * many. They are not rolled up: past the retention in days nothing is kept.
+   */
+  purge(beforeMs: number, limit?: number): Promise<number>;
+  /**
+   * Deletes rollup hours that ended by `beforeMs` (`hour start + 1 h <= beforeMs`), the oldest first, at most
+   * `limit` rows of each rollup table (default: all); returns how many rollup rows.
+   */
+  purgeHours(beforeMs: number, limit?: number): Promise<number>;
+  /**
+   * Rolls the `limit` oldest records (by arrival) into their hours and deletes them, in one transaction: a crash
+   * leaves them either raw or rolled up, never both. Returns how many were rolled (0: no record left).
+   */
+  rollOldest(limit: number): Promise<number>;
+  /** What the records and the rollup hours hold, as counted against `usage.retention_max_bytes`. */
+  footprint(): Promise<UsageFootprint>;
+}
+
+/**
+ * Rows and bytes of the usage tables, kept by the writes themselves (each insert, roll and delete updates them in
+ * its own transaction): reading them costs one small query whatever the tables hold. Bytes are an estimate of the
+ * space on disk (texts plus a fixed overhead per row, src/store/usage-rollup-sql.ts).
+ */
+export interface UsageFootprint {
+  records: number;
+  recordBytes: number;
+  /** Rollup rows (one per hour and key, model, route, upstream, latency bin). */
+  hours: number;
+  hourBytes: number;
 }

@@ -36,6 +36,22 @@ export class ContentTooLarge extends Error {
 }
 
 /**
+ * Thrown (rejected) by `putPart` when the part would take its upload's recorded parts past `maxHeldBytes` (checked
+ * in the step that records the part, so concurrent parts cannot all pass); nothing of it is kept.
+ */
+export class UploadBytesExceeded extends Error {
+  constructor(
+    /** The bytes of the parts recorded before this one. */
+    readonly heldBytes: number,
+    /** This part's bytes. */
+    readonly partBytes: number,
+  ) {
+    super(`the upload holds ${heldBytes} bytes; a part of ${partBytes} would pass its declared size`);
+    this.name = 'UploadBytesExceeded';
+  }
+}
+
+/**
  * A sweep of stray bytes (docs/files.md, "Storage"): bytes a crash left on disk with no record naming them. Only
  * a store that keeps bytes apart from its records has any (the embedded one); PostgreSQL writes both in one
  * transaction.
@@ -123,13 +139,15 @@ export interface UploadStore {
   byId(id: string): Promise<StoredUpload | undefined>;
   /**
    * Streams a part in and records it, only if the upload is `pending` when its last byte is in (else the bytes are
-   * dropped and undefined answered). At most `maxBytes`; `maxParts` parts per upload (undefined past it).
+   * dropped and undefined answered). At most `maxBytes`; `maxParts` parts per upload (undefined past it); with
+   * `maxHeldBytes`, the upload's recorded parts with this one at most that many bytes (else UploadBytesExceeded),
+   * checked in the same atomic step that records the part.
    */
   putPart(
     uploadId: string,
     partId: string,
     content: AsyncIterable<Uint8Array>,
-    bounds: { maxBytes: number; maxParts: number },
+    bounds: { maxBytes: number; maxParts: number; maxHeldBytes?: number },
     nowMs?: number,
   ): Promise<StoredPart | undefined>;
   /** The upload's parts, in the order they were recorded. */

@@ -15,6 +15,41 @@ import type { AdmissionLimit, LimitOutcome, RateLimitDecision } from './contract
 // units * T is whole. The 1 ms minimum keeps a charge below 1 ms (200,000 tokens a minute, charged one token at a
 // time) from being free: such a limit is enforced as at most one call per ms, stricter than configured.
 
+//
+// Bounds: no number a caller can influence may make the stored state unreadable or a limit unenforceable (issue 41:
+// one charge of 1e15 tokens stored a TAT of 3.6e18 ms, past what a JavaScript number reads exactly, and every later
+// step failed). So a window is at most MAX_WINDOW_MS; one charge moves a TAT by at most MAX_DEBT_WINDOWS windows;
+// no TAT is ever written beyond `gcraCeiling` (now + MAX_DEBT_WINDOWS windows, about 3.5e13 ms from now at most);
+// and a stored TAT that cannot be read, or lies beyond that ceiling, is repaired by `gcraStoredTat` to one full
+// window of debt (now + tau: the key is refused for a window, never let through) and written back.
+
+/** The longest window (or budget period) a limit may have: 400 days (a key's budget period is at most 366). */
+export const MAX_WINDOW_MS = 400 * 86_400_000;
+/** The most debt a key can carry, in windows of its limit: a charge, or a TAT, past this is capped. */
+export const MAX_DEBT_WINDOWS = 1000;
+
+/** The latest TAT a key may hold at `now`: MAX_DEBT_WINDOWS windows of debt. */
+export function gcraCeiling(now: number, windowMs: number): number {
+  return now + gcraTolerance(windowMs) * MAX_DEBT_WINDOWS;
+}
+
+/**
+ * The TAT to decide with, from what the store holds (`stored`: undefined when the key has none). A value that is
+ * not a finite number, or lies beyond the ceiling, is `repaired` to now + tau (one full window of debt), which the
+ * backend writes back; a past one reads as now.
+ */
+export function gcraStoredTat(stored: unknown, now: number, windowMs: number): { tat: number; repaired: boolean } {
+  if (stored === undefined || stored === null) return { tat: now, repaired: false };
+  if (typeof stored !== 'number' || !Number.isFinite(stored) || stored > gcraCeiling(now, windowMs))
+    return { tat: now + gcraTolerance(windowMs), repaired: true };
+  return { tat: Math.max(stored, now), repaired: false };
+}
+
+/** A TAT moved by `charge` from `tat`, never below now (giving back cannot fill beyond full) nor past the ceiling. */
+export function gcraMoved(tat: number, charge: number, now: number, windowMs: number): number {
+  return Math.min(Math.max(tat + charge, now), gcraCeiling(now, windowMs));
+}
+
 /** What a backend reports after one atomic GCRA step; times are in the caller's clock (ms). */
 export interface GcraStep {
   allowed: boolean;
@@ -33,8 +68,8 @@ export function gcraNow(nowMs: number | undefined): number {
 
 export function checkRateLimit(limit: number, windowMs: number, units: number, what: 'cost' | 'delta'): void {
   if (!(Number.isFinite(limit) && limit > 0)) throw new RangeError(`limit must be a positive number, got ${limit}`);
-  if (!(Number.isFinite(windowMs) && windowMs >= 1))
-    throw new RangeError(`windowMs must be at least 1, got ${windowMs}`);
+  if (!(Number.isFinite(windowMs) && windowMs >= 1 && windowMs <= MAX_WINDOW_MS))
+    throw new RangeError(`windowMs must be from 1 to ${MAX_WINDOW_MS}, got ${windowMs}`);
   if (!Number.isFinite(units) || (what === 'cost' && units < 0)) throw new RangeError(`invalid ${what}: ${units}`);
 }
 
@@ -43,11 +78,15 @@ export function checkLease(max: number, leaseMs: number): void {
   if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new RangeError(`leaseMs must be positive, got ${leaseMs}`);
 }
 
-/** The TAT shift for `units` (negative gives back), in whole ms: see "Rounding" above. Symmetric in sign. */
+/**
+ * The TAT shift for `units` (negative gives back), in whole ms: see "Rounding" above. Symmetric in sign, and at
+ * most MAX_DEBT_WINDOWS windows either way (see "Bounds").
+ */
 export function gcraCharge(units: number, limit: number, windowMs: number): number {
   if (units === 0) return 0;
   // units * windowMs / limit rather than units * T: when the exact result is whole, this is exact in floating point.
-  const ms = Math.max(1, Math.floor((Math.abs(units) * windowMs) / limit));
+  const exact = Math.max(1, Math.floor((Math.abs(units) * windowMs) / limit));
+  const ms = Math.min(exact, gcraTolerance(windowMs) * MAX_DEBT_WINDOWS);
   return units < 0 ? -ms : ms;
 }
 

@@ -1,4 +1,4 @@
-import type { UsageGrouping, UsageRecord, UsageRows, UsageSummaryRow, UsageTimelineRow } from './contract.js';
+import type { UsageRecord, UsageRows, UsageSummaryRow, UsageTimelineRow } from './contract.js';
 
 /** The columns of `usage_records`, in the order of `UsageRows.writeValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [
@@ -105,18 +105,6 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
   };
 }
 
-/** The SQL expression a grouping groups by; the UTC day is computed from `time_ms` in each dialect. */
-export function groupExpression(grouping: UsageGrouping, dialect: 'sqlite' | 'postgres'): string {
-  if (grouping === 'day') {
-    return dialect === 'sqlite'
-      ? "strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch')"
-      : "to_char(to_timestamp(time_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
-  }
-  if (grouping === 'caller') return 'caller';
-  if (grouping === 'route') return 'route';
-  return "coalesce(model, '(none)')";
-}
-
 /**
  * Upper bounds (ms) of the latency bins the dashboard's percentiles come from: 1 ms to 10 min, each 25 % above
  * the last (so a percentile read from the bins is within about 12 % once interpolated), plus one open bin above.
@@ -129,22 +117,7 @@ export const LATENCY_BIN_EDGES_MS: readonly number[] = (() => {
 })();
 
 /** The bin of `latency_ms`, in SQL both dialects run (a CASE: SQLite has no log() in every build). */
-const LATENCY_BIN_SQL = `CASE ${LATENCY_BIN_EDGES_MS.map((edge, i) => `WHEN latency_ms < ${edge} THEN ${i}`).join(' ')} ELSE ${LATENCY_BIN_EDGES_MS.length} END`;
-
-/** Counts per (bucket, latency bin) of records in [from, to). Parameters: SQLite size, size, from, to; PostgreSQL size, from, to. */
-export function timelineSql(table: string, dialect: 'sqlite' | 'postgres'): string {
-  const [size, again, from, to] =
-    dialect === 'sqlite'
-      ? ['CAST(? AS INTEGER)', 'CAST(? AS INTEGER)', '?', '?']
-      : ['$1::bigint', '$1::bigint', '$2', '$3'];
-  return `SELECT (time_ms / ${size}) * ${again} AS bucket, ${LATENCY_BIN_SQL} AS bin, COUNT(*) AS requests,
-            SUM(CASE WHEN status >= 500 OR (status < 400 AND code IS NOT NULL) THEN 1 ELSE 0 END) AS server_errors,
-            SUM(CASE WHEN status >= 400 AND status < 500 THEN 1 ELSE 0 END) AS client_errors,
-            COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-            COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd,
-            COALESCE(SUM(cache_savings_usd), 0) AS cache_savings_usd
-          FROM ${table} WHERE time_ms >= ${from} AND time_ms < ${to} GROUP BY bucket, bin ORDER BY bucket, bin`;
-}
+export const LATENCY_BIN_SQL = `CASE ${LATENCY_BIN_EDGES_MS.map((edge, i) => `WHEN latency_ms < ${edge} THEN ${i}`).join(' ')} ELSE ${LATENCY_BIN_EDGES_MS.length} END`;
 
 export function timelineRow(row: Record<string, unknown>): UsageTimelineRow {
   return {
@@ -175,13 +148,6 @@ export function roundUsd(value: number): number {
 }
 
 /** A summary row of either store (SQLite or PostgreSQL column values) in the contract's shape. */
-/** The aggregate columns of a summary row (after `<group> AS grp`), the same in both dialects. */
-export const SUMMARY_AGGREGATES = `COUNT(*) AS requests, SUM(CASE WHEN status >= 400 OR code IS NOT NULL THEN 1 ELSE 0 END) AS errors,
-  COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-  COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens, COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
-  COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd,
-  COALESCE(SUM(cache_savings_usd), 0) AS cache_savings_usd, AVG(latency_ms) AS avg_latency_ms`;
-
 export function summaryRow(row: Record<string, unknown>): UsageSummaryRow {
   const promptTokens = Number(row.prompt_tokens);
   const cacheReadTokens = Number(row.cache_read_tokens);

@@ -1,3 +1,5 @@
+import { choicesSchema, tokenCountSchema } from '../providers/request-bounds.js';
+
 /**
  * JSON Schema of the chat body, compiled once by Fastify (Ajv) so validation on the hot path is generated code.
  * Unknown top-level fields are allowed and passed through to the provider (new provider parameters keep working
@@ -62,7 +64,10 @@ export const chatBodySchema = {
     messages: { type: 'array', minItems: 1, items: message },
     temperature: { type: 'number', minimum: 0, maximum: 2 },
     top_p: { type: 'number', minimum: 0, maximum: 1 },
-    max_tokens: { type: 'integer', minimum: 1 },
+    // Bounded (providers/request-bounds.ts): each reaches the admission estimate, limits and budgets (issue 41).
+    max_tokens: tokenCountSchema,
+    max_completion_tokens: { ...tokenCountSchema, type: ['integer', 'null'] },
+    n: { ...choicesSchema, type: ['integer', 'null'] },
     stream: { type: 'boolean' },
     stream_options: { type: ['object', 'null'] },
     tools: { type: 'array', items: tool },

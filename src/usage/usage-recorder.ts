@@ -8,7 +8,6 @@ import type { UsageSpool } from './usage-spool.js';
 import { writeStranded } from './spool-reader.js';
 
 const MAX_BUFFERED = 20_000;
-const PURGE_EVERY_MS = 3_600_000;
 
 /**
  * Usage records leave the request path at once: a record goes into a columnar buffer (`buffer().push(...)`, no
@@ -16,9 +15,9 @@ const PURGE_EVERY_MS = 3_600_000;
  * then written to the store in batches (every second, or at 500 records) straight from the columns — one
  * transaction or one INSERT per write, no object per record on the way, the spool's marks of those records in the
  * same write. If the store is down, records wait in memory as objects (up to 20,000, then the oldest are dropped
- * from memory and counted in the log; a spooled one stays in the spool, written at the next start) and are retried
- * with the next batch. A record the database refuses (a value it will not store) is set aside, never retried: the
- * batch is written around it (src/usage/refused-records.ts). Records older than the retention are purged hourly.
+ * from memory and counted in the log; a spooled one stays in the spool, written from it once the store is back)
+ * and are retried with the next batch. A record the database refuses (a value it will not store) is set aside, never retried: the
+ * batch is written around it (src/usage/refused-records.ts). Records age out in src/usage/usage-retention.ts.
  */
 export class UsageRecorder {
   private readonly batchSize: number;
@@ -31,7 +30,6 @@ export class UsageRecorder {
   /** Records of writes that failed, waiting for the next one. */
   private pending: WaitingRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private purgeTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private dropped = 0;
   /** The pass writing stranded records from the spool, while one runs. */
@@ -41,7 +39,6 @@ export class UsageRecorder {
   constructor(
     private readonly options: {
       store: UsageStore;
-      retentionMs: number;
       log: Pick<UsageLog, 'warn' | 'error'>;
       flushMs?: number;
       maxBatch?: number;
@@ -188,20 +185,7 @@ export class UsageRecorder {
     );
   }
 
-  startRetention(): void {
-    const purge = () => {
-      const before = Date.now() - this.options.retentionMs;
-      this.options.store
-        .purge(before)
-        .catch((error: unknown) => this.options.log.warn({ err: error }, 'old usage records could not be purged'));
-    };
-    purge();
-    this.purgeTimer = setInterval(purge, PURGE_EVERY_MS);
-    this.purgeTimer.unref();
-  }
-
   async close(): Promise<void> {
-    if (this.purgeTimer) clearInterval(this.purgeTimer);
     await this.flush();
     await this.recovering;
     await this.options.spool?.close();

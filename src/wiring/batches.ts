@@ -14,6 +14,11 @@ import type { BatchMetricsSource } from '../observability/batch-metrics.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
 import { nativeBatchBackend } from './native-batches.js';
 import { sweepCreatesInBackground } from './batch-create-sweep.js';
+import { sweepEndedLinesInBackground } from './batch-line-sweep.js';
+import { readBatchJson } from '../routes/batch-requests-body.js';
+import { hostname } from 'node:os';
+import type { StorageQuota } from '../core/storage-quota.js';
+import { BatchLinesQuota } from '../core/batches/batch-lines-quota.js';
 
 /** What the metrics and the dashboard read of the batches (this process's runner, and the store's active batches). */
 export interface BatchStats extends BatchMetricsSource {
@@ -68,6 +73,8 @@ export function wireBatches(
     auth: Authenticator;
     store: BatchStore | undefined;
     files: BatchFiles | undefined;
+    /** The storage quotas a batch's lines count against (none: not counted). */
+    quota?: StorageQuota;
     webhooks: Webhooks;
     generations: ConfigGenerations;
   },
@@ -79,7 +86,10 @@ export function wireBatches(
     maxLines: settings.maxLines,
     maxLineBytes: settings.maxLineBytes,
     maxOutputTtlSeconds: Math.floor(config.files.maxTtlMs / 1000),
+    anthropicResultsRetentionMs: settings.anthropicResultsRetentionMs,
+    createGraceMs: settings.createGraceMs,
   };
+  const linesQuota = deps.quota ? new BatchLinesQuota(deps.quota) : undefined;
   const counters: LineCounters = { succeeded: 0, errored: 0, deferred: 0 };
   const slots = new LineSlots(settings.concurrency);
   const runner = settings.run
@@ -96,6 +106,7 @@ export function wireBatches(
             rateShare: settings.rateShare,
             pollMs: settings.pollMs,
             counters,
+            log: app.log,
           }),
         ],
         leaseMs: settings.leaseMs,
@@ -105,16 +116,22 @@ export function wireBatches(
           const kind = eventOf(batch);
           if (kind && webhooks.wants(kind)) void webhooks.emit(kind, eventData(batch));
         },
+        readLine: readBatchJson,
+        ...(linesQuota ? { linesQuota } : {}),
+        // Two live processes never share it with the same pid (runner-identity.ts): cluster workers and several
+        // processes on one data folder share this identity safely.
+        identity: settings.instanceId ?? `${hostname()}:${config.dataDir}`,
         log: app.log,
       })
     : undefined;
-  const service = new BatchService(store, files, limits, () => runner?.wake());
+  const service = new BatchService(store, files, limits, () => runner?.wake(), Date.now, linesQuota);
   mountOpenAiBatches(app, auth, service);
   mountAnthropicBatches(app, auth, service, store, {
     maxCreateBytes: settings.maxCreateBytes,
     maxLineBytes: settings.maxLineBytes,
   });
   sweepCreatesInBackground(app, store, settings.createGraceMs);
+  sweepEndedLinesInBackground(app, store);
   if (runner) {
     app.addHook('onReady', async () => runner.start());
     app.addHook('preClose', async () => runner.stop());

@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { OAuthVerifier } from '../auth/oauth.js';
@@ -7,6 +6,7 @@ import { diffConfigs, sameEndpoint, type ConfigChanges } from '../config/config-
 import { watchConfigFile } from '../config/config-watch.js';
 import { keepRestartSettings } from '../config/restart-settings.js';
 import { configVersionOf } from '../config/config-version.js';
+import { FILE_BOUNDS, readBoundedFile } from '../config/bounded-file.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { CallPipeline } from '../core/call-pipeline.js';
 import type { ConfigGenerations } from '../core/config-generation.js';
@@ -57,7 +57,7 @@ export function wireConfigReload(
   let queue: Promise<void> = Promise.resolve();
   const reloadNow = async (trigger: ReloadTrigger) => {
     if (trigger === 'file change' && file) {
-      const onDisk = versionOnDisk(file);
+      const onDisk = await versionOnDisk(file);
       if (onDisk === judged) return;
       if (onDisk !== undefined) judged = onDisk;
     }
@@ -74,16 +74,20 @@ export function wireConfigReload(
       watch.stop();
     });
     // A cluster worker starts on the config the primary read at start; one started after a live reload (a
-    // replacement for a worker that died) catches up with the file at once rather than at its next change.
-    if (versionOnDisk(file) !== judged) reload('file change');
+    // replacement for a worker that died) catches up with the file at once rather than at its next change (a
+    // file whose bytes are those running is not read again).
+    reload('file change');
   }
   return { reload };
 }
 
-/** The version (short SHA-256) of the file's bytes now; undefined when it cannot be read (the reload says why). */
-function versionOnDisk(file: string): string | undefined {
+/**
+ * The version (short SHA-256) of the file's bytes now, read off the event loop with the config file's bounds (a
+ * FIFO or a device is never waited on); undefined when it cannot be read (the reload says why).
+ */
+async function versionOnDisk(file: string): Promise<string | undefined> {
   try {
-    return configVersionOf(readFileSync(file));
+    return configVersionOf(await readBoundedFile(file, FILE_BOUNDS.config));
   } catch {
     return undefined;
   }

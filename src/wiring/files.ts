@@ -15,6 +15,8 @@ import { sweepStraysInBackground } from './file-strays.js';
 import { UpstreamFileCleanup } from '../core/upstream-file-cleanup.js';
 import type { UpstreamFiles } from '../providers/contract.js';
 import type { FileStore, ForwardedFile, ForwardedFileStore, UploadStore } from '../store/file-contract.js';
+import type { StorageUseStore } from '../store/storage-use.js';
+import { StorageQuota } from '../core/storage-quota.js';
 
 const SWEEP_BATCH = 500;
 
@@ -25,9 +27,11 @@ export interface WiredFiles {
   forwarding: FileForwarding;
   /** Deletes the upstream copies of deleted files (core/upstream-file-cleanup.ts); its counts feed the metrics. */
   cleanup: UpstreamFileCleanup;
+  /** The storage quotas (core/storage-quota.ts), which a batch's lines count against too. */
+  quota: StorageQuota;
 }
 
-type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore };
+type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
 
 /**
  * Files and uploads (docs/files.md): the services over the stores, OpenAI's paths, and the sweep of expired files
@@ -46,8 +50,10 @@ export function wireFiles(
   if (!stores) return undefined;
   const forwarded = stores.forwarded ?? memoryForwardedFiles();
   const cleanup = new UpstreamFileCleanup({ store: forwarded, filesOf, log: app.log });
-  const files = new StoredFileService(stores.files, config.files, Date.now, (id) => cleanup.fileDeleted(id));
-  const uploads = new UploadService(stores.uploads, files, config.files);
+  // Storage quotas (docs/files.md): a reservation a crash left expires like the bytes it left (stray_grace_seconds).
+  const quota = new StorageQuota(stores.storage, { ...config.files, reservationTtlMs: config.files.strayGraceMs });
+  const files = new StoredFileService(stores.files, config.files, Date.now, (id) => cleanup.fileDeleted(id), quota);
+  const uploads = new UploadService(stores.uploads, files, config.files, Date.now, quota);
   const presigned = new PresignService(
     stores.uploads,
     uploads,
@@ -79,14 +85,16 @@ export function wireFiles(
     maxInlineBytes: config.files.forwardInlineMaxBytes,
     cleanup,
   });
-  return { service: files, forwarding, cleanup };
+  return { service: files, forwarding, cleanup, quota };
 }
 
-/** One round of the sweep: expired files, then expired uploads, a batch at a time. */
+/** One round of the sweep: expired files, then expired uploads, then reservations a crash left, a batch at a time. */
 export async function sweep(stores: Stores, nowMs = Date.now()): Promise<number> {
   let removed = 0;
   for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await stores.files.sweep(nowMs, SWEEP_BATCH);
   for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await stores.uploads.sweep(nowMs, SWEEP_BATCH);
+  const { storage } = stores;
+  if (storage) for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await storage.sweep(nowMs, SWEEP_BATCH);
   const { forwarded } = stores;
   if (forwarded)
     for (let n = SWEEP_BATCH; n === SWEEP_BATCH; removed += n) n = await forwarded.sweep(nowMs, SWEEP_BATCH);

@@ -41,6 +41,8 @@ export function wireLimits(
         if (nowHealthy && !healthy) app.log.info('rate-limit store recovered');
         healthy = nowHealthy;
       },
+      // Not an outage (the store answered, or was never reached): a bug to see in the log, not a degraded store.
+      onInternalError: (error) => app.log.error({ err: error }, 'rate-limit settlement failed unexpectedly'),
     });
     if (service.enabled && !limiter) throw new Error('limits are configured but buildApp was given no limiter store');
     return service;

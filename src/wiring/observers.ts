@@ -5,6 +5,7 @@ import type { UsageStore } from '../store/contract.js';
 import { headOf } from '../request/request-record.js';
 import { usageObserver } from '../usage/record-request.js';
 import { UsageRecorder } from '../usage/usage-recorder.js';
+import { UsageRetention } from '../usage/usage-retention.js';
 import { usageAnomalyLog } from '../usage/usage-anomalies.js';
 import { join } from 'node:path';
 import { ownSpoolOwner } from '../usage/spool-owner.js';
@@ -22,13 +23,18 @@ export async function wireObservers(app: FastifyInstance, config: GatewayConfig,
   app.requestObservers.push(usageAnomalyLog(app.log));
   const recording = usage && config.usage.enabled ? usage : undefined;
   const spool = recording && spoolOf(app, config, recording);
-  const recorder = recording
-    ? new UsageRecorder({ store: recording, retentionMs: config.usage.retentionMs, log: app.log, spool })
-    : undefined;
-  if (recorder) {
+  const recorder = recording ? new UsageRecorder({ store: recording, log: app.log, spool }) : undefined;
+  if (usage && recorder) {
     app.requestObservers.push(usageObserver(recorder, config.environment));
-    recorder.startRetention();
+    const retention = new UsageRetention({
+      store: usage,
+      retentionMs: config.usage.retentionMs,
+      maxBytes: config.usage.maxBytes,
+      log: app.log,
+    });
+    retention.start();
     app.addHook('onClose', async () => {
+      await retention.close();
       await recorder.close();
     });
   }

@@ -38,6 +38,8 @@ function batch(owner: string, createdMs = Date.now()): BatchRecord {
     outputTtlSeconds: 7200,
     model: null,
     usage: { lines: 0, input: 0, cached: 0, output: 0, reasoning: 0, total: 0 },
+    linesUntilMs: null,
+    resultsUntilMs: null,
   };
 }
 
@@ -331,6 +333,89 @@ export function batchStoreContract(
       assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 1, creates: 1 });
       assert.deepEqual(await other.sweepCreates(2000, { lines: 100, bytes: 10 }), { lines: 0, creates: 0 });
       assert.deepEqual(await store.lines(big.id, -1, 10), []);
+    });
+
+    test("an ended batch's lines are swept once its lines_until_ms passes, in bounded steps; its record stays", async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const owner = `key:${randomUUID()}`;
+      const ended = async (linesUntilMs: number | undefined, n: number) => {
+        const b = batch(owner);
+        await store.create(b);
+        await store.addLines(b.id, lines(n));
+        for (let i = 0; i < Math.min(n, 10); i++) await store.recordOutcome(b.id, i, ok(`{"answer":${i}}`));
+        if (linesUntilMs !== undefined)
+          assert.equal(
+            await store.transition(b.id, ['in_progress'], 'completed', { completedMs: 1_500, linesUntilMs }),
+            true,
+          );
+        return b;
+      };
+      const due = await ended(1_000, 450);
+      const later = await ended(1_000_000_000_000_000, 5);
+      const running = await ended(undefined, 5);
+      assert.equal((await store.get(owner, due.id))?.linesUntilMs, 1_000);
+      const bounds = { lines: 200, bytes: 1024 * 1024 };
+      const steps = [];
+      for (let i = 0; i < 10; i++) {
+        const step = await other.sweepEndedLines(2_000, bounds);
+        steps.push(step);
+        assert.ok(step.lines <= 200, 'one step removes at most its bound');
+        if (step.lines === 0 && step.batches === 0) break;
+      }
+      assert.equal(steps[0]?.lines, 200);
+      assert.deepEqual(steps.at(-1), { lines: 0, batches: 0 }, 'the sweep ends');
+      assert.equal(
+        steps.reduce((n, step) => n + step.lines, 0),
+        450,
+      );
+      assert.equal(
+        steps.reduce((n, step) => n + step.batches, 0),
+        1,
+      );
+      assert.deepEqual(await store.lines(due.id, -1, 10), []);
+      const kept = await store.get(owner, due.id);
+      assert.equal(kept?.status, 'completed', 'the record stays');
+      assert.equal(kept?.counts.total, 450);
+      assert.equal(kept?.counts.succeeded, 10);
+      assert.equal(kept?.linesUntilMs, null, 'its mark is cleared: nothing left to sweep');
+      assert.equal((await store.lines(later.id, -1, 10)).length, 5, 'not yet due');
+      assert.equal((await store.lines(running.id, -1, 10)).length, 5, 'a running batch is never swept');
+      // Answers count in a step's bytes: bodies of 7 bytes, answers of 1,000.
+      const answered = batch(owner);
+      await store.create(answered);
+      await store.addLines(answered.id, lines(4));
+      for (let i = 0; i < 4; i++) await store.recordOutcome(answered.id, i, ok('y'.repeat(1000)));
+      await store.transition(answered.id, ['in_progress'], 'completed', { completedMs: 1, linesUntilMs: 1_500 });
+      // Before each line: 0, 1007, 2014 bytes; under 1,500 two go.
+      assert.deepEqual(await other.sweepEndedLines(2_000, { lines: 100, bytes: 1_500 }), { lines: 2, batches: 0 });
+      assert.deepEqual(await other.sweepEndedLines(2_000, { lines: 100, bytes: 1_500 }), { lines: 2, batches: 1 });
+      assert.deepEqual(await other.sweepEndedLines(2_000, { lines: 100, bytes: 1_500 }), { lines: 0, batches: 0 });
+    });
+
+    test('the leases held by one name prefix are found (the prefix taken literally), active batches only', async () => {
+      assert.ok(h);
+      const { store, other } = h;
+      const prefix = `runner_${randomUUID().slice(0, 8)}_`;
+      const mine = batch(`key:${randomUUID()}`);
+      const lookAlike = batch(`key:${randomUUID()}`);
+      const done = batch(`key:${randomUUID()}`);
+      for (const b of [mine, lookAlike, done]) await store.create(b);
+      const now = Date.now() + 20_000_000;
+      const claimOne = async (holder: string, id: string) => {
+        const claimed = await store.claim(holder, now, 60_000, 1000);
+        // Only the one batch is kept by this holder: the others it took are given back.
+        for (const r of claimed) if (r.id !== id) await store.release(r.id, holder);
+        assert.ok(claimed.some((r) => r.id === id));
+      };
+      await claimOne(`${prefix}42_a`, mine.id);
+      // A LIKE pattern would take "_" for any character: this name must not match.
+      await claimOne(`${prefix.slice(0, -1)}X42_b`, lookAlike.id);
+      await claimOne(`${prefix}43_c`, done.id);
+      await store.transition(done.id, ['in_progress'], 'completed', { completedMs: 1 });
+      assert.deepEqual(await other.leasesHeldBy(prefix, 100), [{ id: mine.id, holder: `${prefix}42_a` }]);
+      await store.release(mine.id, `${prefix}42_a`);
+      assert.deepEqual(await other.leasesHeldBy(prefix, 100), []);
     });
 
     test('a lease is held by one instance, renewed by it, and taken over only after it expires', async () => {

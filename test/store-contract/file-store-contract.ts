@@ -92,6 +92,29 @@ export function fileStoreContract(
       assert.deepEqual(await h.files.get('alice', fileId, T0), stored);
     });
 
+    test('a file deleted while it is read gives its whole bytes or an error, never fewer bytes as if whole', async () => {
+      // A batch's input read for storing (its second pass) must not end early and store a shorter batch.
+      const bytes = randomBytes(3 * 1024 * 1024 + 17);
+      const fileId = id('file-');
+      await h.files.put(fileId, chunks(bytes), 10 * 1024 * 1024, () => newFile('alice', fileId));
+      const read = await h.files.read('alice', fileId, T0);
+      assert.ok(read);
+      const got: Buffer[] = [];
+      let deleted = false;
+      const outcome = await (async () => {
+        for await (const chunk of read.stream as AsyncIterable<Buffer>) {
+          got.push(chunk);
+          if (!deleted) {
+            deleted = true;
+            assert.equal(await h.files.delete('alice', fileId, T0), true);
+          }
+        }
+        return 'ended';
+      })().catch((error: unknown) => error);
+      if (outcome === 'ended') assert.ok(Buffer.concat(got).equals(bytes), 'a stream that ends has every byte');
+      else assert.ok(outcome instanceof Error, String(outcome));
+    });
+
     test("another owner's id, an expired file and a deleted one are unknown", async () => {
       const fileId = id('file-');
       await h.files.put(fileId, chunks(Buffer.from('x')), 10, () => newFile('alice', fileId));

@@ -179,6 +179,21 @@ export function rateLimiterContract(name: string, make: () => Promise<RateLimite
       await assert.rejects(l.acquire('bad', 'x', 1, 0, T0), RangeError);
     });
 
+    test('a charge past MAX_DEBT_WINDOWS windows is capped: the key stays readable, limited, and a correction repays it (issue 41)', async () => {
+      const l = limiter();
+      const HOUR = 3_600_000;
+      // A budget of 1,000 tokens an hour charged 1e15 (max_tokens of 1e15): 3.6e18 ms of debt, uncapped.
+      const huge = { kind: 'rate' as const, key: 'huge', limit: 1000, windowMs: HOUR, cost: 1e15, need: 1 };
+      assert.equal((await l.admit([huge], '', T0)).admitted, true);
+      const refused = await l.consume('huge', 1000, HOUR, 1, T0);
+      assert.equal(refused.allowed, false);
+      // 1,000 windows of debt at most: the wait is 999 windows and one unit's interval (3.6 s).
+      assert.equal(refused.retryAfterMs, 999 * HOUR + 3600);
+      await l.adjust('huge', 1000, HOUR, -1e15, T0);
+      assert.equal((await l.consume('huge', 1000, HOUR, 1, T0)).allowed, true, 'the correction gave it all back');
+      await assert.rejects(l.consume('long', 10, 401 * 86_400_000, 1, T0), RangeError, 'a window of 401 days');
+    });
+
     test('50 concurrent calls on one key with limit 20 allow exactly 20', async () => {
       const l = limiter();
       const decisions = await Promise.all(Array.from({ length: 50 }, () => l.consume('race', 20, MINUTE, 1, T0)));

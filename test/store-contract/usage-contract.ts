@@ -440,7 +440,7 @@ export function usageContract(name: string, make: () => Promise<{ usage: UsageSt
         warn: (fields: Record<string, unknown>, msg: string) => lines.push({ level: 'warn', fields, msg }),
         error: (fields: Record<string, unknown>, msg: string) => lines.push({ level: 'error', fields, msg }),
       };
-      const recorder = new UsageRecorder({ store: store(), retentionMs: 1e12, log, flushMs: 60_000, maxBatch: 500 });
+      const recorder = new UsageRecorder({ store: store(), log, flushMs: 60_000, maxBatch: 500 });
       const good = Array.from({ length: 40 }, (_, i) => ({ ...base, requestId: `g${i}` }));
       for (const [i, record] of good.entries()) {
         recorder.add(record);

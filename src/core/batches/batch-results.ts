@@ -55,6 +55,14 @@ async function* jsonl(store: BatchStore, batch: BatchRecord, output: boolean): A
   if (text !== '') yield Buffer.from(text);
 }
 
+/** What `writeResultFiles` wrote: the files' ids (null: not written), and when the last of them expires. */
+export interface WrittenResults {
+  outputFileId: string | null;
+  errorFileId: string | null;
+  /** The latest `expires_at` of the files written, in ms; null when none was written (or none expires). */
+  filesUntilMs: number | null;
+}
+
 /**
  * Writes OpenAI's output file (the lines answered 2xx) and error file (every other line: answered with an error,
  * or never answered: canceled, expired) through the files, as the batch owner's, purpose `batch_output`, each
@@ -65,21 +73,23 @@ export async function writeResultFiles(
   store: BatchStore,
   files: BatchFiles | undefined,
   batch: BatchRecord,
-): Promise<{ outputFileId: string | null; errorFileId: string | null }> {
-  if (!files || batch.api !== 'openai') return { outputFileId: null, errorFileId: null };
+): Promise<WrittenResults> {
+  if (!files || batch.api !== 'openai') return { outputFileId: null, errorFileId: null, filesUntilMs: null };
   const { counts } = batch;
-  const write = async (output: boolean) =>
-    (
-      await files.create(batch.owner, {
-        purpose: 'batch_output',
-        filename: `${batch.id}_${output ? 'output' : 'error'}.jsonl`,
-        content: jsonl(store, batch, output),
-        ...(batch.outputTtlSeconds === null ? {} : { ttlSeconds: batch.outputTtlSeconds }),
-      })
-    ).id;
+  let filesUntilMs: number | null = null;
+  const write = async (output: boolean) => {
+    const file = await files.create(batch.owner, {
+      purpose: 'batch_output',
+      filename: `${batch.id}_${output ? 'output' : 'error'}.jsonl`,
+      content: jsonl(store, batch, output),
+      ...(batch.outputTtlSeconds === null ? {} : { ttlSeconds: batch.outputTtlSeconds }),
+    });
+    if (file.expires_at !== null) filesUntilMs = Math.max(filesUntilMs ?? 0, file.expires_at * 1000);
+    return file.id;
+  };
   const outputFileId = counts.succeeded > 0 ? await write(true) : null;
   const errorFileId = counts.errored + counts.canceled + counts.expired > 0 ? await write(false) : null;
-  return { outputFileId, errorFileId };
+  return { outputFileId, errorFileId, filesUntilMs };
 }
 
 /** Anthropic's results line: `{custom_id, result: {type, message | error}}`. */

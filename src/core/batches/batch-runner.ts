@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { BatchRecord, BatchStore } from '../../store/batch-contract.js';
 import type { BatchBackend, BatchLease } from './batch-backend.js';
 import type { BatchFiles } from './batch-files.js';
 import { writeResultFiles } from './batch-results.js';
 import type { BatchLimits } from './batch-service.js';
-import { validateInput } from './batch-validate.js';
+import { validateInput, type HoldLines, type JsonLineReader } from './batch-validate.js';
+import type { BatchLinesQuota } from './batch-lines-quota.js';
+import { isDeadPredecessor, pidExists, runnerName, type RunnerName } from './runner-identity.js';
 
 export interface BatchRunnerOptions {
   store: BatchStore;
@@ -20,9 +21,28 @@ export interface BatchRunnerOptions {
   maxBatches: number;
   /** A batch ended (completed, failed, expired, cancelled): once per batch. */
   onEnded(batch: BatchRecord): void;
-  log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  /** How an input file's lines are read as JSON (the gateway's body reader: a key sent twice is refused). */
+  readLine: JsonLineReader;
+  /** The storage quotas a batch's lines count against (batch-lines-quota.ts); none: not counted. */
+  linesQuota?: BatchLinesQuota;
+  /**
+   * This process's instance identity (INSTANCE_ID, else host name and data folder): at start, the leases an earlier
+   * process of the same identity held when it died are taken back at once instead of after `leaseMs`
+   * (runner-identity.ts). Undefined: none are.
+   */
+  identity?: string;
+  /** Whether a pid is a live process here (tests replace it). */
+  pidExists?: (pid: number) => boolean;
+  log: {
+    info?(object: object, message: string): void;
+    warn(object: object, message: string): void;
+    error(object: object, message: string): void;
+  };
   now?: () => number;
 }
+
+/** Leases of this identity looked at when the runner starts, at most (a process works on `max_batches` ≤ 100). */
+const TAKE_BACK_LIMIT = 1_000;
 
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
 
@@ -35,7 +55,10 @@ const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
  * from the one it was in.
  */
 export class BatchRunner {
-  readonly holder = `runner_${randomUUID()}`;
+  private readonly name: RunnerName;
+  readonly holder: string;
+  /** Whether the leases of a dead predecessor were looked for (once, at the first claim). */
+  private tookBack = false;
   private readonly working = new Map<string, Promise<void>>();
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
@@ -46,6 +69,8 @@ export class BatchRunner {
 
   constructor(private readonly options: BatchRunnerOptions) {
     this.now = options.now ?? Date.now;
+    this.name = runnerName(options.identity);
+    this.holder = this.name.holder;
   }
 
   start(): void {
@@ -85,8 +110,35 @@ export class BatchRunner {
     await Promise.all(this.working.values());
   }
 
+  /**
+   * The leases a dead process of this identity held (killed, crashed, restarted on the same data folder) are given
+   * back, so this runner (or another) claims their batches now rather than after `lease_seconds`. A live sibling's
+   * lease (same identity, another live pid) is left alone.
+   */
+  private async takeBack(): Promise<void> {
+    const { store } = this.options;
+    if (this.name.prefix === undefined) return;
+    const exists = this.options.pidExists ?? pidExists;
+    const held = await store.leasesHeldBy(this.name.prefix, TAKE_BACK_LIMIT);
+    let released = 0;
+    for (const lease of held) {
+      if (!isDeadPredecessor(lease.holder, this.name, process.pid, exists)) continue;
+      await store.release(lease.id, lease.holder);
+      released += 1;
+    }
+    if (released > 0)
+      this.options.log.info?.(
+        { batches: released },
+        'batch runner: took back the leases a dead process of this instance held',
+      );
+  }
+
   private async claim(): Promise<void> {
     const { store, leaseMs, maxBatches } = this.options;
+    if (!this.tookBack) {
+      this.tookBack = true;
+      await this.takeBack();
+    }
     const room = maxBatches - this.working.size;
     if (room <= 0) return;
     const claimed = await store.claim(this.holder, this.now(), leaseMs, room + this.working.size);
@@ -152,7 +204,14 @@ export class BatchRunner {
     }
     switch (batch.status) {
       case 'validating': {
-        const { errors, model } = await validateInput(batch, files, store, limits);
+        const { errors, model } = await validateInput(
+          batch,
+          files,
+          store,
+          limits,
+          this.options.readLine,
+          this.holdLines(batch),
+        );
         if (errors.length > 0) await this.end(batch, 'failed', { failedMs: now, errors });
         else await store.transition(batch.id, ['validating'], 'in_progress', { inProgressMs: now, model });
         return;
@@ -178,6 +237,17 @@ export class BatchRunner {
     }
   }
 
+  /**
+   * Counts an OpenAI batch's lines against its owner's storage quota until the latest they can be kept: the end of
+   * its window, then its output files' age (`end` sets the real date).
+   */
+  private holdLines(batch: BatchRecord): HoldLines | undefined {
+    const { linesQuota, limits } = this.options;
+    if (!linesQuota) return undefined;
+    const ttlSeconds = batch.outputTtlSeconds ?? limits.maxOutputTtlSeconds ?? 30 * 86_400;
+    return (bytes) => linesQuota.hold(batch.owner, batch.id, bytes, batch.expiresMs + ttlSeconds * 1000);
+  }
+
   /** The first backend that takes the batch (the gateway's own takes every one). */
   private async backendFor(batch: BatchRecord): Promise<BatchBackend | undefined> {
     for (const backend of this.options.backends) if (await backend.takes(batch)) return backend;
@@ -196,9 +266,22 @@ export class BatchRunner {
   ): Promise<void> {
     const { store, files } = this.options;
     const current = (await store.get(batch.owner, batch.id)) ?? batch;
-    const written = to === 'failed' ? {} : await writeResultFiles(store, files, current);
-    const moved = await store.transition(batch.id, [batch.status], to, { ...stamp, ...written });
+    const now = this.now();
+    let linesUntilMs = now;
+    let written = {};
+    if (to !== 'failed') {
+      const { filesUntilMs, ...ids } = await writeResultFiles(store, files, current);
+      written = ids;
+      // The lines (requests and answers) are kept as long as what shows them: OpenAI's output and error files,
+      // Anthropic's results. A failed batch's (it has none, unless a crash cut its storing short) go at once.
+      linesUntilMs = (current.api === 'openai' ? filesUntilMs : current.resultsUntilMs) ?? now;
+    }
+    const moved = await store.transition(batch.id, [batch.status], to, { ...stamp, ...written, linesUntilMs });
     if (!moved) return;
+    // Its lines count as long as they are kept; a failure leaves the longer count of its validation.
+    await this.options.linesQuota
+      ?.until(batch.owner, batch.id, linesUntilMs)
+      .catch((error: unknown) => this.options.log.warn({ err: error, batch_id: batch.id }, 'batch lines quota'));
     const ended = await store.get(batch.owner, batch.id);
     if (ended) this.options.onEnded(ended);
   }

@@ -11,6 +11,7 @@ import {
 import type { BatchFiles } from './batch-files.js';
 import { EXPIRES_AFTER_MAX_SECONDS } from '../../wire/openai-files.js';
 import { outputTtlOf } from './output-expiry.js';
+import type { BatchLinesQuota } from './batch-lines-quota.js';
 
 /**
  * The endpoints a batch line may call (the gateway's own paths of the same name), and the route each line is a call
@@ -44,7 +45,17 @@ export interface BatchLimits {
   maxLineBytes: number;
   /** The longest `output_expires_after.seconds` accepted (the files' `max_ttl_seconds`); default OpenAI's 30 days. */
   maxOutputTtlSeconds?: number;
+  /**
+   * How long an Anthropic batch's results can be read after its creation (`batches.anthropic_results_retention_days`);
+   * default Anthropic's 29 days.
+   */
+  anthropicResultsRetentionMs?: number;
+  /** How long a create's lines may wait for its record (`batches.create_grace_seconds`); default an hour. */
+  createGraceMs?: number;
 }
+
+/** Anthropic keeps a batch's results 29 days after its creation. */
+export const ANTHROPIC_RESULTS_RETENTION_MS = 29 * 86_400_000;
 
 /** A batch's new id: `batch_<32 hex>` (OpenAI's surface) or `msgbatch_<32 hex>` (Anthropic's). */
 export function newBatchId(api: BatchApi): string {
@@ -68,6 +79,8 @@ export function freshRecord(
     inputFileId: string | null;
     metadata: Record<string, string> | null;
     outputTtlSeconds?: number | null;
+    /** Anthropic's: how long its results can be read after its creation. */
+    resultsRetentionMs?: number;
   },
   nowMs: number,
 ): BatchRecord {
@@ -98,6 +111,8 @@ export function freshRecord(
     outputTtlSeconds: spec.outputTtlSeconds ?? null,
     model: null,
     usage: { ...NO_BATCH_USAGE },
+    linesUntilMs: null,
+    resultsUntilMs: api === 'anthropic' ? nowMs + (spec.resultsRetentionMs ?? ANTHROPIC_RESULTS_RETENTION_MS) : null,
   };
 }
 
@@ -120,6 +135,8 @@ export class BatchService {
     private readonly limits: BatchLimits,
     private readonly onCreated: () => void,
     private readonly now: () => number = Date.now,
+    /** The storage quotas the lines count against (batch-lines-quota.ts); none: not counted. */
+    private readonly linesQuota?: BatchLinesQuota,
   ) {}
 
   /**
@@ -177,7 +194,12 @@ export class BatchService {
       'anthropic',
       owner,
       principal,
-      { endpoint: '/v1/messages', inputFileId: null, metadata: null },
+      {
+        endpoint: '/v1/messages',
+        inputFileId: null,
+        metadata: null,
+        resultsRetentionMs: this.limits.anthropicResultsRetentionMs ?? ANTHROPIC_RESULTS_RETENTION_MS,
+      },
       this.now(),
     );
     let count = 0;
@@ -187,7 +209,12 @@ export class BatchService {
     let chunkBytes = 0;
     // The create's mark, written before its first line (a crash after it leaves lines the sweep finds by it).
     let begun = false;
+    // The lines' bytes, counted against the owner's storage quota before each chunk is stored.
+    let bytes = 0;
+    const createGraceMs = this.limits.createGraceMs ?? 3_600_000;
     const store = async (lines: NewBatchLine[]) => {
+      for (const line of lines) bytes += Buffer.byteLength(line.body);
+      await this.linesQuota?.hold(owner, record.id, bytes, this.now() + createGraceMs);
       if (!begun) {
         await this.store.beginCreate(record.id, this.now());
         begun = true;
@@ -219,8 +246,12 @@ export class BatchService {
       // no read ever reaches (every read goes through a batch record) and the create's mark, so the sweep of
       // abandoned creates removes them later: the original error is what the caller needs.
       if (begun) await this.store.discardLines(record.id).catch(() => 0);
+      await this.linesQuota?.release(record.id);
       throw error;
     }
+    // Counted as long as its results are kept (a failure to say so leaves the create's shorter count).
+    if (record.resultsUntilMs !== null)
+      await this.linesQuota?.until(owner, record.id, record.resultsUntilMs).catch(() => undefined);
     this.onCreated();
     return record;
   }
@@ -254,6 +285,7 @@ export class BatchService {
     const record = await this.get(owner, api, id);
     if (!(await this.store.delete(owner, id)))
       throw new GatewayError('batch_not_ended', { batch_id: id, status: record.status });
+    await this.linesQuota?.release(id);
   }
 
   private filesOrFail(): BatchFiles {

@@ -1,6 +1,7 @@
 import type { BatchLine, BatchRecord, BatchStore, LineOutcome } from '../../store/batch-contract.js';
 import type { BatchBackend, BatchLease, LineAnswer, LineExecutor } from './batch-backend.js';
 import { lineUsageOfAnswer } from './batch-usage.js';
+import { GatewayError } from '../../errors/gateway-error.js';
 
 /** A process's bound on lines in flight, shared by every batch it runs. */
 export class LineSlots {
@@ -44,10 +45,15 @@ export interface GatewayRunOptions {
   /** How often a waiting loop looks again (a cancel from another process, deferred lines coming due). */
   pollMs: number;
   counters: LineCounters;
+  /** Where a line's unexpected failure is logged (its text never reaches the batch's owner). */
+  log: { error(object: object, message: string): void };
   now?: () => number;
 }
 
 const PAGE = 64;
+/** A line whose run threw (a bug, not an answer): what its owner sees, whatever the exception said. */
+export const LINE_INTERNAL_ERROR =
+  'The gateway failed unexpectedly running this request; its batch_id and custom_id identify it in the logs.';
 /** A refusal without Retry-After is tried again after this long. */
 const DEFAULT_RETRY_MS = 1_000;
 
@@ -157,11 +163,14 @@ export class GatewayRunBackend implements BatchBackend {
     try {
       answer = await execute(batch, line);
     } catch (error) {
-      answer = {
-        status: 500,
-        body: JSON.stringify({ code: 'internal_error', message: String((error as Error).message ?? error) }),
-        requestId: null,
-      };
+      // Internal text (a stack's message, a path, a store's error) is for the log, never for the owner's output.
+      this.options.log.error(
+        { err: error, batch_id: batch.id, line: line.index, custom_id: line.customId },
+        'batch: a line failed with an unexpected error',
+      );
+      const details = { batch_id: batch.id, custom_id: line.customId };
+      const failure = new GatewayError('internal_error', details, { message: LINE_INTERNAL_ERROR });
+      answer = { status: failure.status, body: JSON.stringify(failure.toBody()), requestId: null };
     }
     if (refusedByLimit(answer)) {
       const until = this.now() + (answer.retryAfterMs ?? DEFAULT_RETRY_MS);

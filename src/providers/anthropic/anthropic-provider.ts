@@ -14,6 +14,7 @@ import type {
 } from '../contract.js';
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
+import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import type { NativeBatchApi } from '../batch-api.js';
 import { AnthropicMessageBatches } from './message-batches.js';
@@ -71,7 +72,8 @@ export class AnthropicProvider implements Provider {
     const translated = fromAnthropicMessage(value, body.model, Math.floor(Date.now() / 1000));
     if (!translated)
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'not an Anthropic message' });
-    return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
+    const answer = scrubbedAnswer(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
+    return { body: answer, usage: translated.usage };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
@@ -81,6 +83,7 @@ export class AnthropicProvider implements Provider {
       context.apiKeyOverride,
       this.config.apiKey,
     ]);
+    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context), this.name);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -90,10 +93,14 @@ export class AnthropicProvider implements Provider {
         return response;
       },
       translate: (event, batch) => {
-        for (const chunk of translator.translate(event))
-          batch.push(
-            asked || chunk.choices.length > 0 ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true },
-          );
+        for (const chunk of translator.translate(event)) {
+          const item =
+            asked || chunk.choices.length > 0 ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true };
+          scrub?.chunk(item);
+          batch.push(item);
+        }
+        const held = translator.done ? scrub?.end() : undefined;
+        if (held) batch.push(held);
         return translator.done;
       },
       end: (ending) => {

@@ -1,11 +1,13 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
+import { KeyScrubber } from '../../secrets/key-scrubber.js';
+import { MESSAGES_WIRE } from '../native-passthrough.js';
 import { objectOf } from '../../wire/json.js';
 import { indexOfCustomId } from '../batch-api.js';
 import { completionJson } from '../completion-json.js';
 import type { NativeLineResult } from '../contract.js';
 import { mapUpstreamHttpError } from '../upstream-http-error.js';
-import { fromAnthropicMessage, usageOf } from './translate-response.js';
+import { fromAnthropicMessage } from './translate-response.js';
 
 /**
  * The HTTP status a Messages call answers with each of Anthropic's error types (docs: "Errors"): a batch result
@@ -71,14 +73,20 @@ function succeeded(index: number, message: unknown, context: ResultContext): Nat
   const m = objectOf(message);
   if (m?.type !== 'message' || !Array.isArray(m.content)) return malformed(index, 'not an Anthropic message', context);
   if (context.endpoint === '/v1/messages') {
-    const body = scrubText(JSON.stringify(m), context.secrets);
-    return { index, status: 200, body, usage: usageOf(m.usage), requestId: null };
+    // Its usage first: a figure out of range is corrected in the message itself, which then shows what is counted.
+    const usage = MESSAGES_WIRE.answerUsage(m);
+    return { index, status: 200, body: scrubbed(JSON.stringify(m), context), usage, requestId: null };
   }
   // The same translation an interactive chat call's answer gets (AnthropicProvider.chat).
   const translated = fromAnthropicMessage(m, '', Math.floor(Date.now() / 1000));
   if (!translated) return malformed(index, 'not an Anthropic message', context);
-  const body = scrubText(completionJson(translated.completion), context.secrets);
+  const body = scrubbed(completionJson(translated.completion), context);
   return { index, status: 200, body, usage: translated.usage, requestId: null };
+}
+
+/** An answer's JSON without the batch's key (only that key: key-scrubber.ts). */
+function scrubbed(json: string, context: ResultContext): string {
+  return KeyScrubber.of(context.secrets)?.scrub(json) ?? json;
 }
 
 /**

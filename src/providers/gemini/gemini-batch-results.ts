@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { completionJson } from '../completion-json.js';
+import { KeyScrubber } from '../../secrets/key-scrubber.js';
 import type { NativeLineResult } from '../contract.js';
 import { mapUpstreamHttpError } from '../upstream-http-error.js';
 import { indexOfCustomId } from '../batch-api.js';
@@ -47,10 +48,12 @@ export function chatLineResult(index: number, answer: unknown, context: ResultCo
       context.secrets,
     );
     if (!translated) return failed(index, invalid(context, 'a result has no candidates array'), requestId);
+    const json = completionJson(translated.completion);
     return {
       index,
       status: 200,
-      body: completionJson(translated.completion),
+      // Never the batch's key, which the answer may repeat (key-scrubber.ts).
+      body: KeyScrubber.of(context.secrets)?.scrub(json) ?? json,
       usage: translated.usage,
       requestId,
     };

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../secrets/redact.js';
+import { scrubCut } from '../../secrets/redact.js';
 import { jsonlLines } from '../../streaming/jsonl-lines.js';
 import { nativeCustomId } from '../batch-api.js';
 import type {
@@ -134,8 +134,7 @@ export class GeminiBatches implements NativeBatchApi {
     if (state === 'PENDING' || state === 'RUNNING') return { state: 'running', upstreamStatus: `BATCH_STATE_${state}` };
     if (state === 'SUCCEEDED' || state === 'CANCELLED' || state === 'EXPIRED')
       return { state: 'ended', upstreamStatus: `BATCH_STATE_${state}` };
-    const reason =
-      typeof error?.message === 'string' ? scrubText(error.message, this.options.secrets).slice(0, 500) : undefined;
+    const reason = typeof error?.message === 'string' ? scrubCut(error.message, this.options.secrets, 500) : undefined;
     if (state === 'FAILED' || (operation.done === true && error))
       return {
         state: 'failed',

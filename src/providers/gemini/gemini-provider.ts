@@ -14,12 +14,14 @@ import type {
   NativeApiName,
   Provider,
   StreamBatch,
+  StreamChunk,
   UpstreamModel,
 } from '../contract.js';
 import { nativeGemini } from './native-gemini.js';
 import { GeminiBatches } from './gemini-batches.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
+import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { UpstreamClient, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
@@ -77,7 +79,8 @@ export class GeminiProvider implements Provider {
     );
     if (!translated)
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
-    return { body: Buffer.from(completionJson(translated.completion)), usage: translated.usage };
+    const answer = scrubbedAnswer(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
+    return { body: answer, usage: translated.usage };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
@@ -92,6 +95,7 @@ export class GeminiProvider implements Provider {
       true,
       this.secrets(context),
     );
+    const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context), this.name);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -101,7 +105,11 @@ export class GeminiProvider implements Provider {
         return response;
       },
       translate: (event, batch) => {
-        for (const chunk of translator.translate(event.data)) batch.push({ chunk });
+        for (const chunk of translator.translate(event.data)) {
+          const item: StreamChunk = { chunk };
+          scrub?.chunk(item);
+          batch.push(item);
+        }
         return false; // no end marker in Gemini's stream
       },
       // A clean end of the body after a finished candidate is the end; then the usage chunk, if asked for.
@@ -115,9 +123,11 @@ export class GeminiProvider implements Provider {
                 : 'the connection closed in the middle of an event',
           });
         }
-        return translator
+        const held = scrub?.end();
+        const final = translator
           .final()
           .map((chunk) => (asked ? countedChunk(chunk) : { ...countedChunk(chunk), internal: true }));
+        return held ? [held, ...final] : final;
       },
     });
   }

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubAnswer, scrubText } from '../../secrets/redact.js';
+import { KeyScrubber, scrubAnswer } from '../../secrets/key-scrubber.js';
 import type { GeminiGenerateResponse } from '../../wire/gemini.js';
 import { isJsonObject, type Received } from '../../wire/received.js';
 import type {
@@ -16,8 +16,8 @@ import { readEventStream } from '../event-stream-reader.js';
 import { malformedFrame } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from '../upstream-client.js';
-import { saneTokens } from '../usage-figures.js';
-import { usageOf } from './translate-response.js';
+import { anomaliesOf, saneTokens } from '../usage-figures.js';
+import { correctedUsageMetadata } from './usage-metadata.js';
 
 /** How the native Gemini API reaches one upstream: its client, base path, headers and the keys to scrub. */
 export interface GeminiUpstream {
@@ -73,11 +73,16 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
           reason: 'not a GenerateContentResponse',
         });
       }
-      const usage = usageOf((value as Received<GeminiGenerateResponse>).usageMetadata);
-      return { body: scrubAnswer(bytes, text, upstream.secrets(context)), usage };
+      // A usage figure out of range is corrected in the answer, which then goes out written again.
+      const usage = correctedUsageMetadata((value as Received<GeminiGenerateResponse>).usageMetadata);
+      const secrets = upstream.secrets(context);
+      if (anomaliesOf(usage) === undefined) return { body: scrubAnswer(bytes, text, secrets), usage };
+      const json = JSON.stringify(value);
+      return { body: Buffer.from(KeyScrubber.of(secrets)?.scrub(json) ?? json), usage };
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
+      const scrubber = KeyScrubber.of(secrets);
       let usage: Usage | undefined;
       let finished = false;
       return readEventStream({
@@ -89,7 +94,7 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
           return response;
         },
         translate: (event, batch) => {
-          const read = readEvent(event.data, upstream.name, secrets);
+          const read = readEvent(event.data, upstream.name, secrets, scrubber);
           usage = read.usage ?? usage;
           finished ||= read.finished;
           batch.push(read.chunk);
@@ -145,6 +150,7 @@ function readEvent(
   data: string,
   upstream: string,
   secrets: ReadonlyArray<string | undefined>,
+  scrubber: KeyScrubber | undefined,
 ): { chunk: StreamChunk; usage: Usage | undefined; finished: boolean } {
   let parsed: unknown;
   try {
@@ -164,9 +170,11 @@ function readEvent(
     (candidate) =>
       isJsonObject(candidate) && typeof (candidate as { finishReason?: unknown }).finishReason === 'string',
   );
-  const usage = usageOf(response.usageMetadata);
+  // A usage figure out of range is corrected in the event, which then goes out written again.
+  const usage = correctedUsageMetadata(response.usageMetadata);
+  const json = anomaliesOf(usage) === undefined ? data : JSON.stringify(parsed);
   return {
-    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubText(data, secrets) },
+    chunk: { chunk: { object: 'chat.completion.chunk', choices: [] }, json: scrubber?.scrub(json) ?? json },
     usage,
     finished,
   };

@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { scrubText } from '../../secrets/redact.js';
+import { scrubCut } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
@@ -16,7 +16,10 @@ import type {
 import { chatFinishReasonOf } from '../../wire/gemini-values.js';
 import { isJsonObject, received, type Received } from '../../wire/received.js';
 
-/** Gemini's `usageMetadata` as the gateway's usage (thoughts count as completion and are its reasoning part), each figure checked. */
+/**
+ * Gemini's `usageMetadata` as the gateway's usage (thoughts count as completion and are its reasoning part), each
+ * figure checked; a total below prompt + completion is their sum (`part_too_large`).
+ */
 export function usageOf(metadata: unknown): Usage | undefined {
   if (typeof metadata !== 'object' || metadata === null) return undefined;
   const m = metadata as Received<GeminiUsageMetadata>;
@@ -24,12 +27,10 @@ export function usageOf(metadata: unknown): Usage | undefined {
   const thoughts = saneTokens(m.thoughtsTokenCount, found);
   const completion = saneTokens(m.candidatesTokenCount, found) + thoughts;
   // Gemini's promptTokenCount already counts the cached content (cachedContentTokenCount is part of it).
-  const usage = usageFrom(
-    saneTokens(m.promptTokenCount, found),
-    completion,
-    saneTokens(m.totalTokenCount, found),
-    found,
-  );
+  const prompt = saneTokens(m.promptTokenCount, found);
+  const total = saneTokens(m.totalTokenCount, found);
+  if (m.totalTokenCount != null && total < prompt + completion) found.push('part_too_large');
+  const usage = usageFrom(prompt, completion, total, found);
   return withParts(usage, { cacheRead: saneTokens(m.cachedContentTokenCount, found), reasoning: thoughts });
 }
 
@@ -49,10 +50,11 @@ export function throwIfBlocked(
   ) {
     throw new GatewayError('upstream_content_blocked', {
       upstream,
-      reason: scrubText(
+      reason: scrubCut(
         typeof feedback.blockReason === 'string' ? feedback.blockReason : JSON.stringify(feedback.blockReason),
         secrets,
-      ).slice(0, 200),
+        200,
+      ),
       ...upstreamFieldDetails({ upstream_message: feedback.blockReasonMessage }, secrets),
     });
   }

@@ -34,7 +34,7 @@ export class ChunkTemplate {
    * holding an object or array besides the choices and the delta (a match shares every other field with the
    * template's chunk, so only values that cannot be changed in place are shared).
    */
-  static learn(decoded: StreamChunk): ChunkTemplate | undefined {
+  static learn(decoded: StreamChunk, clean?: (text: string) => boolean): ChunkTemplate | undefined {
     const { chunk, json } = decoded;
     if (json === undefined || chunk.choices.length !== 1) return undefined;
     const choice = chunk.choices[0] as unknown as Record<string, unknown>;
@@ -45,7 +45,11 @@ export class ChunkTemplate {
     const at = json.indexOf(literal);
     if (at < 0) return undefined; // the upstream escapes the text otherwise: no template, the full decode it is
     const start = at + '"content":'.length;
-    return new ChunkTemplate(json.slice(0, start), json.slice(at + literal.length), chunk);
+    const prefix = json.slice(0, start);
+    const suffix = json.slice(at + literal.length);
+    // The text a match shares with this frame is read once, here, for the call's keys: none, or no template.
+    if (clean !== undefined && (!clean(prefix) || !clean(suffix))) return undefined;
+    return new ChunkTemplate(prefix, suffix, chunk);
   }
 
   /** The frame as a chunk when it fits the template; undefined when it does not (then the full decode runs). */
@@ -64,6 +68,7 @@ export class ChunkTemplate {
     return {
       chunk: { ...this.chunk, choices: [{ ...choice, delta: { ...choice.delta, content } }] },
       json: data,
+      templated: true,
     };
   }
 

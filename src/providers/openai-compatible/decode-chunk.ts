@@ -6,6 +6,7 @@ import { malformedFrame as malformed } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
 import { normaliseAnswer } from './normalise-answer.js';
 import { ChunkTemplate } from './chunk-template.js';
+import type { KeyScrubber } from '../../secrets/key-scrubber.js';
 
 /**
  * One SSE event of an OpenAI-compatible stream to a chunk, as a pure function. Returns undefined for events
@@ -61,7 +62,9 @@ const FRUITLESS_TEMPLATES = 4;
 export function streamChunkDecoder(
   upstream: string,
   secrets: ReadonlyArray<string | undefined>,
+  scrubber?: KeyScrubber,
 ): (event: SseEvent) => StreamChunk | undefined {
+  const clean = scrubber && ((text: string) => scrubber.scrub(text) === text);
   let template: ChunkTemplate | undefined;
   let fruitless = 0;
   return (event) => {
@@ -74,7 +77,7 @@ export function streamChunkDecoder(
     }
     const decoded = decodeChunkEvent(event, upstream, secrets);
     if (decoded?.json !== undefined && fruitless < FRUITLESS_TEMPLATES) {
-      template = ChunkTemplate.learn(decoded) ?? template;
+      template = ChunkTemplate.learn(decoded, clean) ?? template;
       fruitless++;
     }
     return decoded;

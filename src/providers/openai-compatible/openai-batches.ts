@@ -1,6 +1,7 @@
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
+import { KeyScrubber } from '../../secrets/key-scrubber.js';
 import { jsonlLines } from '../../streaming/jsonl-lines.js';
 import { objectOf } from '../../wire/json.js';
 import type { OpenAiBatchObject, OpenAiBatchOutputLine } from '../../wire/openai-batches.js';
@@ -180,7 +181,7 @@ export class OpenAiBatches implements NativeBatchApi {
       const body = response.body;
       const ok = code >= 200 && code < 300;
       const usage = ok ? usageOf(objectOf(body)?.usage, endpoint) : undefined;
-      return { index, status: code, body: this.scrub(JSON.stringify(body ?? null)), usage, requestId };
+      return { index, status: code, body: this.scrubAnswer(JSON.stringify(body ?? null)), usage, requestId };
     }
     const error = objectOf(line?.error);
     const message = typeof error?.message === 'string' ? error.message.slice(0, 1000) : 'the upstream gave no answer';
@@ -215,6 +216,11 @@ export class OpenAiBatches implements NativeBatchApi {
 
   private scrub(text: string): string {
     return scrubText(text, [this.config.apiKey]);
+  }
+
+  /** A line's answer: only the batch's key looked for (key-scrubber.ts), whatever the answer's size. */
+  private scrubAnswer(json: string): string {
+    return KeyScrubber.of([this.config.apiKey])?.scrub(json) ?? json;
   }
 
   private invalid(reason: string): GatewayError {

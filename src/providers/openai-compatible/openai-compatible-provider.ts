@@ -24,7 +24,7 @@ import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { readEventStream } from '../event-stream-reader.js';
-import { scrubAnswer } from '../../secrets/redact.js';
+import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { OpenAiBatches } from './openai-batches.js';
 import { OpenAiFiles } from './openai-files.js';
 
@@ -93,7 +93,7 @@ export class OpenAiCompatibleProvider implements Provider {
   }
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
-    const { bytes, value } = await this.http.readJson(await this.send(body, context), context.signal);
+    const { bytes, text, value } = await this.http.readJson(await this.send(body, context), context.signal);
     const record = value as { choices?: unknown; usage?: unknown } | null;
     // Not a chat completion at all: the upstream's failure, counted against its circuit like any bad answer.
     if (typeof record !== 'object' || record === null || !Array.isArray(record.choices)) {
@@ -101,9 +101,12 @@ export class OpenAiCompatibleProvider implements Provider {
     }
     // A completion with odd parts is made well formed by the rules of the stream's chunks (normalise-answer.ts), and
     // a usage figure out of range is corrected in it; its bytes pass through as received unless either changed.
+    // Either way, the answer never carries the call's keys (chat-scrub.ts).
     const changed = normaliseAnswer(record as { choices: unknown[]; usage?: unknown }, 'message');
     const usage = countsOf(record.usage);
-    return { body: changed || anomaliesOf(usage) ? Buffer.from(JSON.stringify(record)) : bytes, usage };
+    const scrubber = callScrubber(this.config.apiKey, context);
+    if (changed || anomaliesOf(usage)) return { body: scrubbedAnswer(JSON.stringify(record), scrubber), usage };
+    return { body: scrubber === undefined ? bytes : scrubber.scrubBytes(bytes, text), usage };
   }
 
   streamChat(body: ChatRequestBody, context: CallContext): AsyncGenerator<StreamBatch> {
@@ -112,7 +115,9 @@ export class OpenAiCompatibleProvider implements Provider {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const addUsage = this.asksForUsage() && options?.include_usage !== true;
     const secrets = [context.apiKeyOverride, this.config.apiKey];
-    const decodeChunk = streamChunkDecoder(this.name, secrets);
+    const scrubber = callScrubber(this.config.apiKey, context);
+    const decodeChunk = streamChunkDecoder(this.name, secrets, scrubber);
+    const scrub = ChatStreamScrub.of(scrubber, this.name);
     return readEventStream({
       upstream: this.name,
       signal: context.signal,
@@ -134,10 +139,15 @@ export class OpenAiCompatibleProvider implements Provider {
         return response;
       },
       translate: (event, batch) => {
-        if (event.data === '[DONE]') return true;
+        if (event.data === '[DONE]') {
+          const held = scrub?.end();
+          if (held) batch.push(held);
+          return true;
+        }
         const chunk = decodeChunk(event);
         if (chunk) {
           if (addUsage && chunk.chunk.usage && chunk.chunk.choices.length === 0) chunk.internal = true;
+          scrub?.chunk(chunk);
           batch.push(chunk);
         }
         return false;
@@ -179,11 +189,10 @@ export class OpenAiCompatibleProvider implements Provider {
     const counted = usage && embeddingUsage(usage);
     // Passed through as it came (unless a usage figure was corrected), but never with a key in it (a server may
     // echo one, in `model` or anywhere).
-    const json = anomaliesOf(usage) ? JSON.stringify(record) : undefined;
-    const answer = scrubAnswer(json === undefined ? bytes : Buffer.from(json), json ?? text, [
-      context.apiKeyOverride,
-      this.config.apiKey,
-    ]);
+    const scrubber = callScrubber(this.config.apiKey, context);
+    const answer = anomaliesOf(usage)
+      ? scrubbedAnswer(JSON.stringify(record), scrubber)
+      : (scrubber?.scrubBytes(bytes, text) ?? bytes);
     return { kind: 'openai', body: answer, usage: counted };
   }
 

@@ -11,8 +11,10 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type HeldLease,
   type SweepStep,
   type SweptCreates,
+  type SweptLines,
 } from '../batch-contract.js';
 import {
   insertValuesOf,
@@ -27,7 +29,11 @@ import { migrateUnderLock } from './migrate.js';
 
 const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
 
-/** The same tables as SQLite migrations 17, 18, 20 and 21, under the prefix. */
+/**
+ * The same tables as SQLite migrations 17, 18, 20, 21, 25 and 26, under the prefix. The columns of 25 and 26 are
+ * added with their backfill of the batches already ended, once (the DO blocks: this text runs again whenever it
+ * changes, and a backfill run again would mark batches whose lines were already swept).
+ */
 export const batchSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}batches (
   seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, owner TEXT NOT NULL, principal TEXT NOT NULL, api TEXT NOT NULL,
@@ -58,7 +64,28 @@ ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS output_tokens BIGINT NOT NULL D
 ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE ${p}batches ADD COLUMN IF NOT EXISTS total_tokens BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS ${p}batch_creates (batch_id TEXT PRIMARY KEY, started_ms BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS ${p}batch_creates_started ON ${p}batch_creates (started_ms);`;
+CREATE INDEX IF NOT EXISTS ${p}batch_creates_started ON ${p}batch_creates (started_ms);
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${p}batches'::regclass AND attname = 'lines_until_ms'
+      AND NOT attisdropped) THEN
+    ALTER TABLE ${p}batches ADD COLUMN lines_until_ms BIGINT;
+    UPDATE ${p}batches SET lines_until_ms = CASE
+        WHEN status = 'failed' THEN coalesce(failed_ms, created_ms)
+        WHEN api = 'anthropic' THEN created_ms + 29 * 86400000::bigint
+        ELSE coalesce(completed_ms, expired_ms, cancelled_ms, created_ms)
+          + coalesce(output_ttl_s * 1000, 30 * 86400000::bigint) END
+      WHERE status IN ('completed', 'failed', 'expired', 'cancelled');
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${p}batches'::regclass AND attname = 'results_until_ms'
+      AND NOT attisdropped) THEN
+    ALTER TABLE ${p}batches ADD COLUMN results_until_ms BIGINT;
+    UPDATE ${p}batches SET results_until_ms = created_ms + 29 * 86400000::bigint WHERE api = 'anthropic';
+  END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS ${p}batches_lines_until ON ${p}batches (lines_until_ms) WHERE lines_until_ms IS NOT NULL;`;
+
+/** A line's stored bytes: its request, answer and error (what the sweep of ended batches counts). */
+const LINE_SIZE_SQL = 'octet_length(body) + coalesce(octet_length(response), 0) + coalesce(octet_length(error), 0)';
 
 const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   inProgressMs: 'in_progress_ms',
@@ -72,6 +99,7 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   errorFileId: 'error_file_id',
   errors: 'errors',
   model: 'model',
+  linesUntilMs: 'lines_until_ms',
 };
 
 const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
@@ -148,8 +176,8 @@ export class PostgresBatches implements BatchStore {
     await this.query(
       `WITH ended AS (DELETE FROM ${this.p}batch_creates WHERE batch_id = $1)
        INSERT INTO ${this.p}batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata,
-         status, total, created_ms, expires_ms, output_ttl_s, model)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+         status, total, created_ms, expires_ms, output_ttl_s, model, results_until_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       insertValuesOf(batch),
     );
   }
@@ -280,6 +308,55 @@ export class PostgresBatches implements BatchStore {
       [holder, nowMs, nowMs + leaseMs, limit],
     );
     return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map(recordOf);
+  }
+
+  async leasesHeldBy(prefix: string, limit: number): Promise<HeldLease[]> {
+    const rows = await this.rows(
+      `SELECT id, lease_holder FROM ${this.p}batches WHERE status IN (${ACTIVE_SQL})
+         AND left(lease_holder, length($1)) = $1 LIMIT $2`,
+      [prefix, limit],
+    );
+    return rows.map((row) => ({ id: row.id as string, holder: row.lease_holder as string }));
+  }
+
+  /**
+   * The batches due first, each one's lines from the lowest index within what is left of the step, one statement
+   * per batch; a batch whose lines are all gone has its mark cleared (and its native state removed).
+   */
+  async sweepEndedLines(nowMs: number, step: SweepStep): Promise<SweptLines> {
+    const swept = { lines: 0, batches: 0 };
+    let bytes = 0;
+    const due = await this.rows(
+      `SELECT id FROM ${this.p}batches WHERE lines_until_ms IS NOT NULL AND lines_until_ms <= $1
+       ORDER BY lines_until_ms LIMIT $2`,
+      [nowMs, step.lines],
+    );
+    for (const row of due) {
+      const lines = step.lines - swept.lines;
+      if (lines <= 0 || bytes >= step.bytes) break;
+      const id = row.id as string;
+      const removed = await this.rows(
+        `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1 AND idx IN (SELECT idx FROM (SELECT idx,
+             coalesce(sum(size) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+               AS before_bytes
+             FROM (SELECT idx, ${LINE_SIZE_SQL} AS size FROM ${this.p}batch_lines WHERE batch_id = $1
+               ORDER BY idx LIMIT $2) AS head) AS summed WHERE before_bytes < $3)
+         RETURNING ${LINE_SIZE_SQL} AS bytes`,
+        [id, lines, step.bytes - bytes],
+      );
+      swept.lines += removed.length;
+      for (const line of removed) bytes += Number(line.bytes);
+      // Its mark goes once no line is left.
+      const cleared = await this.rows(
+        `WITH gone AS (UPDATE ${this.p}batches SET lines_until_ms = NULL WHERE id = $1 AND lines_until_ms <= $2
+             AND NOT EXISTS (SELECT 1 FROM ${this.p}batch_lines WHERE batch_id = $1) RETURNING id),
+           native AS (DELETE FROM ${this.p}batch_native WHERE batch_id IN (SELECT id FROM gone))
+         SELECT count(*)::int AS n FROM gone`,
+        [id, nowMs],
+      );
+      swept.batches += Number(cleared[0]?.n ?? 0);
+    }
+    return swept;
   }
 
   async renew(id: string, holder: string, untilMs: number): Promise<boolean> {

@@ -49,17 +49,23 @@ export class PostgresBlobs {
     return counted.digest();
   }
 
-  /** The bytes of blob `key`, a row at a time (a blob deleted while it is read ends the stream with an error). */
-  read(key: string): Readable {
+  /**
+   * The bytes of blob `key` (`bytes` long), a row at a time. A blob deleted while it is read ends the stream with an
+   * error, never early as if whole: a reader (a download, a batch's input stored in its second pass) then fails
+   * rather than keep a shorter copy.
+   */
+  read(key: string, bytes: number): Readable {
     const { pool, table } = this;
     async function* rows(): AsyncGenerator<Buffer> {
-      for (let seq = 0; ; seq++) {
+      let read = 0;
+      for (let seq = 0; read < bytes; seq++) {
         const result = await pool.query<{ data: Buffer }>(`SELECT data FROM ${table} WHERE blob = $1 AND seq = $2`, [
           key,
           seq,
         ]);
         const row = result.rows[0];
-        if (!row) return;
+        if (!row) throw new BlobGone(key, read, bytes);
+        read += row.data.byteLength;
         yield row.data;
       }
     }
@@ -68,6 +74,14 @@ export class PostgresBlobs {
 
   async remove(keys: readonly string[], client: Pick<Pool, 'query'> = this.pool): Promise<void> {
     if (keys.length > 0) await client.query(`DELETE FROM ${this.table} WHERE blob = ANY($1)`, [keys]);
+  }
+}
+
+/** A blob removed (its file deleted) while it was being read: the reader gets this, not a shorter stream. */
+export class BlobGone extends Error {
+  constructor(key: string, read: number, bytes: number) {
+    super(`the stored bytes of ${key} were removed while being read (${read} of ${bytes} bytes read)`);
+    this.name = 'BlobGone';
   }
 }
 

@@ -12,6 +12,8 @@ import { migrateUnderLock } from './migrate.js';
 import { PostgresBlobs, inTransaction } from './postgres-blobs.js';
 import { PostgresUploadStore } from './postgres-uploads.js';
 import { forwardedSchema, PostgresForwardedFileStore } from './postgres-forwarded-files.js';
+import { PostgresStorageUseStore, storageUseSchema } from './postgres-storage-use.js';
+import type { StorageUseStore } from '../storage-use.js';
 import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
 
 const schema = (p: string) => `
@@ -84,7 +86,7 @@ export class PostgresFileStore implements FileStore {
     nowMs = Date.now(),
   ): Promise<{ file: StoredFile; stream: Readable } | undefined> {
     const file = await this.get(owner, id, nowMs);
-    return file ? { file, stream: this.blobs.read(id) } : undefined;
+    return file ? { file, stream: this.blobs.read(id, file.bytes) } : undefined;
   }
 
   async list(
@@ -147,6 +149,7 @@ export class PostgresFileStores {
     readonly files: FileStore,
     readonly uploads: UploadStore,
     readonly forwarded: ForwardedFileStore,
+    readonly storage: StorageUseStore,
   ) {}
 
   static async open(url: string, prefix = 'gw_'): Promise<PostgresFileStores> {
@@ -157,13 +160,14 @@ export class PostgresFileStores {
     pool.on('error', () => {
       // An idle client lost its connection: the next query reconnects (and reports its own error).
     });
-    await migrateUnderLock(pool, schema(prefix) + forwardedSchema(prefix));
+    await migrateUnderLock(pool, schema(prefix) + forwardedSchema(prefix) + storageUseSchema(prefix));
     const blobs = new PostgresBlobs(pool, `${prefix}blob_chunks`);
     return new PostgresFileStores(
       pool,
       new PostgresFileStore(pool, blobs, prefix),
       new PostgresUploadStore(pool, blobs, prefix),
       new PostgresForwardedFileStore(pool, prefix),
+      new PostgresStorageUseStore(pool, prefix),
     );
   }
 

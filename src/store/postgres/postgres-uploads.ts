@@ -1,6 +1,12 @@
 import type { Readable } from 'node:stream';
 import type { Pool } from 'pg';
-import type { StoredPart, StoredUpload, UploadStatus, UploadStore } from '../file-contract.js';
+import {
+  UploadBytesExceeded,
+  type StoredPart,
+  type StoredUpload,
+  type UploadStatus,
+  type UploadStore,
+} from '../file-contract.js';
 import { inTransaction, type PostgresBlobs } from './postgres-blobs.js';
 import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
 
@@ -60,20 +66,29 @@ export class PostgresUploadStore implements UploadStore {
     uploadId: string,
     partId: string,
     content: AsyncIterable<Uint8Array>,
-    bounds: { maxBytes: number; maxParts: number },
+    bounds: { maxBytes: number; maxParts: number; maxHeldBytes?: number },
     nowMs = Date.now(),
   ): Promise<StoredPart | undefined> {
     return inTransaction(this.pool, async (client) => {
       const { bytes } = await this.blobs.write(client, partKey(uploadId, partId), content, bounds.maxBytes);
       // Locked only now, once the bytes are in: a slow part does not hold up the upload's other parts.
-      const state = await client.query<{ status: string; parts: string }>(
-        `SELECT status, (SELECT count(*) FROM ${this.p}upload_parts WHERE upload_id = $1) AS parts
-         FROM ${this.p}uploads WHERE id = $1 FOR UPDATE`,
+      const state = await client.query<{ status: string }>(
+        `SELECT status FROM ${this.p}uploads WHERE id = $1 FOR UPDATE`,
+        [uploadId],
+      );
+      // Counted under the upload's lock, which every part's transaction takes: none of them interleave (issue 41).
+      const held = await client.query<{ parts: string; held: string }>(
+        `SELECT count(*) AS parts, coalesce(sum(bytes), 0) AS held FROM ${this.p}upload_parts WHERE upload_id = $1`,
         [uploadId],
       );
       const row = state.rows[0];
-      if (!row || row.status !== 'pending' || Number(row.parts) >= bounds.maxParts) {
+      const parts = Number(held.rows[0]?.parts ?? 0);
+      if (!row || row.status !== 'pending' || parts >= bounds.maxParts) {
         throw new NotRecorded();
+      }
+      const heldBytes = Number(held.rows[0]?.held ?? 0);
+      if (bounds.maxHeldBytes !== undefined && heldBytes + bytes > bounds.maxHeldBytes) {
+        throw new UploadBytesExceeded(heldBytes, bytes);
       }
       await client.query(
         `INSERT INTO ${this.p}upload_parts (upload_id, id, bytes, created_ms) VALUES ($1, $2, $3, $4)`,
@@ -100,7 +115,13 @@ export class PostgresUploadStore implements UploadStore {
   }
 
   async readPart(uploadId: string, partId: string): Promise<Readable> {
-    return this.blobs.read(partKey(uploadId, partId));
+    const result = await this.pool.query<{ bytes: string }>(
+      `SELECT bytes FROM ${this.p}upload_parts WHERE upload_id = $1 AND id = $2`,
+      [uploadId, partId],
+    );
+    const row = result.rows[0];
+    if (!row) throw new Error(`the bytes of part ${partId} are missing`);
+    return this.blobs.read(partKey(uploadId, partId), Number(row.bytes));
   }
 
   async transition(id: string, from: UploadStatus, to: UploadStatus, fileId?: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type {
   SpoolMark,
+  UsageFootprint,
   UsageGrouping,
   UsageRecord,
   UsageRows,
@@ -8,9 +9,11 @@ import type {
   UsageSummaryRow,
   UsageTimelineRow,
 } from '../contract.js';
-import { SUMMARY_AGGREGATES, UsageRowsRefused, summaryRow } from '../usage-sql.js';
+import { USAGE_COLUMNS, UsageRowsRefused, recordFromRow, recordRows, summaryRow, timelineRow } from '../usage-sql.js';
+import { hourOf, summarySql, timelineSql } from '../usage-rollup-sql.js';
 import { migrateUnderLock } from './migrate.js';
-import { USAGE_COLUMNS, groupExpression, recordFromRow, recordRows, timelineRow, timelineSql } from '../usage-sql.js';
+import { retentionSql } from './postgres-usage-retention.js';
+import { SIZE_SLOTS, usageRollupSchema } from './usage-rollup-schema.js';
 
 const schema = (table: string) => `
 CREATE TABLE IF NOT EXISTS ${table} (
@@ -102,13 +105,19 @@ function refusesAValue(error: unknown): boolean {
  * milliseconds since 1970, as in the embedded store; the day is computed in UTC by each.
  */
 export class PostgresUsageStore implements UsageStore {
+  private readonly sql: ReturnType<typeof retentionSql>;
+  private readonly hours: string;
+
   private constructor(
     private readonly pool: Pool,
     private readonly table: string,
-  ) {}
+  ) {
+    this.sql = retentionSql(table);
+    this.hours = `${table}_hours`;
+  }
 
   static async open(url: string, table = 'usage_records'): Promise<PostgresUsageStore> {
-    // Room for the marks table's suffix within PostgreSQL's 63 characters of a name.
+    // At most 51 characters: `<table>_spool_marks` (and `<table>_latency`) must fit PostgreSQL's 63.
     if (!/^[a-z_][a-z0-9_]{0,50}$/.test(table)) throw new RangeError(`invalid table name ${table}`);
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: url, max: 4 });
@@ -116,6 +125,7 @@ export class PostgresUsageStore implements UsageStore {
       // An idle client lost its connection: the next query reconnects (and reports its own error).
     });
     await migrateUnderLock(pool, schema(table));
+    await migrateUnderLock(pool, usageRollupSchema(table));
     return new PostgresUsageStore(pool, table);
   }
 
@@ -127,6 +137,7 @@ export class PostgresUsageStore implements UsageStore {
    * One statement for every row of every batch (all or none): one array parameter per column, expanded by
    * `unnest`, so the statement has 23 parameters however many rows it carries (a VALUES list of one placeholder
    * per value stops at PostgreSQL's 65,535 parameters: 3,855 records, fewer than the recorder may retry at once).
+   * The same statement counts them in one slot of `<table>_size` (a random one: instances do not queue on it).
    */
   async appendRows(batches: readonly UsageRows[], marks?: readonly SpoolMark[]): Promise<void> {
     const columns: unknown[][] = USAGE_COLUMNS.map(() => []);
@@ -139,24 +150,24 @@ export class PostgresUsageStore implements UsageStore {
     }
     if ((columns[0] as unknown[]).length === 0) return;
     const arrays = USAGE_COLUMNS.map((_, c) => `$${c + 1}::${PG_TYPES[c]}[]`).join(', ');
-    const insert = `INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`;
     try {
-      if (marks === undefined || marks.length === 0) await this.pool.query(insert, columns);
+      const insert = `INSERT INTO ${this.table} (${USAGE_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays})`;
+      const slot = 1 + Math.floor(Math.random() * (SIZE_SLOTS - 1));
+      const counted = this.sql.counted(insert, USAGE_COLUMNS.length + 1);
+      if (marks === undefined || marks.length === 0) await this.pool.query(counted, [...columns, slot]);
       else {
-        // One statement (so one transaction) for the rows and their marks: a data-modifying WITH runs either way.
-        const m = USAGE_COLUMNS.length;
-        await this.pool.query(
-          `WITH marked AS (INSERT INTO ${marksTable(this.table)} (spool, first_seq, last_seq, stored_ms)
-             SELECT *, $${m + 4}::bigint FROM unnest($${m + 1}::text[], $${m + 2}::bigint[], $${m + 3}::bigint[]))
-           ${insert}`,
-          [
-            ...columns,
-            marks.map((mark) => mark.spool),
-            marks.map((mark) => mark.first),
-            marks.map((mark) => mark.last),
-            Date.now(),
-          ],
-        );
+        // The same one statement (so one transaction) writes the rows' spool marks: a data-modifying WITH runs either way.
+        const m = USAGE_COLUMNS.length + 1;
+        const marked = `marked AS (INSERT INTO ${marksTable(this.table)} (spool, first_seq, last_seq, stored_ms)
+          SELECT *, $${m + 4}::bigint FROM unnest($${m + 1}::text[], $${m + 2}::bigint[], $${m + 3}::bigint[])), `;
+        await this.pool.query(counted.replace(/^WITH /, `WITH ${marked}`), [
+          ...columns,
+          slot,
+          marks.map((mark) => mark.spool),
+          marks.map((mark) => mark.first),
+          marks.map((mark) => mark.last),
+          Date.now(),
+        ]);
       }
     } catch (error) {
       throw refusesAValue(error) ? new UsageRowsRefused(error) : error;
@@ -184,27 +195,30 @@ export class PostgresUsageStore implements UsageStore {
 
   async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
     if (callers.length === 0) return [];
-    const result = await this.pool.query(
-      `SELECT caller AS grp, ${SUMMARY_AGGREGATES} FROM ${this.table} WHERE caller = ANY($1::text[]) AND time_ms >= $2 AND time_ms < $3 GROUP BY caller ORDER BY caller`,
-      [[...callers], fromMs, toMs],
-    );
+    const result = await this.pool.query(summarySql('caller', 'postgres', this.table, this.hours, true), [
+      fromMs,
+      toMs,
+      hourOf(fromMs),
+      [...callers],
+    ]);
     return (result.rows as Array<Record<string, unknown>>).map(summaryRow);
   }
 
   async summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
-    const group = groupExpression(grouping, 'postgres');
-    const result = await this.pool.query(
-      `SELECT ${group} AS grp, ${SUMMARY_AGGREGATES} FROM ${this.table} WHERE time_ms >= $1 AND time_ms < $2 GROUP BY grp ORDER BY grp`,
-      [fromMs, toMs],
-    );
+    const result = await this.pool.query(summarySql(grouping, 'postgres', this.table, this.hours), [
+      fromMs,
+      toMs,
+      hourOf(fromMs),
+    ]);
     return (result.rows as Array<Record<string, unknown>>).map(summaryRow);
   }
 
   async timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]> {
-    const result = await this.pool.query(timelineSql(this.table, 'postgres'), [
+    const result = await this.pool.query(timelineSql('postgres', this.table, this.hours, `${this.table}_latency`), [
       Math.max(1, Math.floor(bucketMs)),
       fromMs,
       toMs,
+      hourOf(fromMs),
     ]);
     return (result.rows as Array<Record<string, unknown>>).map(timelineRow);
   }
@@ -233,17 +247,41 @@ export class PostgresUsageStore implements UsageStore {
     return rows.map((row) => ({ seq: Number(row.seq), record: recordFromRow(row) }));
   }
 
-  async purge(beforeMs: number): Promise<number> {
-    const result = await this.pool.query(`DELETE FROM ${this.table} WHERE time_ms < $1`, [beforeMs]);
-    return result.rowCount ?? 0;
+  async purge(beforeMs: number, limit?: number): Promise<number> {
+    return this.count(this.sql.purge, [beforeMs, limit ?? null]);
+  }
+
+  async purgeHours(beforeMs: number, limit?: number): Promise<number> {
+    return this.count(this.sql.purgeHours, [beforeMs, limit ?? null]);
+  }
+
+  async rollOldest(limit: number): Promise<number> {
+    return this.count(this.sql.roll, [Math.max(0, Math.floor(limit))]);
+  }
+
+  async footprint(): Promise<UsageFootprint> {
+    const row = ((await this.pool.query(this.sql.footprint)).rows[0] ?? {}) as Record<string, unknown>;
+    return {
+      records: Number(row.records ?? 0),
+      recordBytes: Number(row.record_bytes ?? 0),
+      hours: Number(row.hours ?? 0),
+      hourBytes: Number(row.hour_bytes ?? 0),
+    };
+  }
+
+  private async count(sql: string, values: unknown[]): Promise<number> {
+    const result = await this.pool.query<{ n: number }>(sql, values);
+    return Number(result.rows[0]?.n ?? 0);
   }
 
   async close(): Promise<void> {
     await this.pool.end();
   }
 
-  /** For tests: drops the table. */
+  /** For tests: drops the tables. */
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${marksTable(this.table)}`);
+    await this.pool.query(
+      `DROP TABLE IF EXISTS ${this.table}, ${this.hours}, ${this.table}_latency, ${this.table}_size, ${marksTable(this.table)}`,
+    );
   }
 }

@@ -1,6 +1,16 @@
 import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../contract.js';
-import { checkAdmissionLimit, checkRateLimit, gcraCharge, gcraNow, rateOutcome, rateStepInputs } from '../gcra.js';
+import {
+  MAX_DEBT_WINDOWS,
+  checkAdmissionLimit,
+  checkRateLimit,
+  gcraCharge,
+  gcraNow,
+  gcraTolerance,
+  rateOutcome,
+  rateStepInputs,
+} from '../gcra.js';
 import { LimitStoreBase } from '../limit-store-base.js';
+import { isRedisOutage, outageAware } from '../store-outage.js';
 import type { RedisClient } from './connect.js';
 
 // An admission (every limit of a request) is one Lua script and so is a settlement: Redis runs a script
@@ -16,15 +26,50 @@ import type { RedisClient } from './connect.js';
 // remaining distance to the TAT or lease end, so idle keys leave Redis by themselves.
 
 /**
+ * The stored TAT of a key and whether it was repaired (gcra.ts, "Bounds"): none reads as now; a value that is not
+ * a number (a key of another type included: WRONGTYPE failed every call of the key for good), or lies beyond
+ * MAX_DEBT_WINDOWS windows from now, is repaired to now + tau and written back at once; a
+ * past one reads as now. Numbers are written with %.0f: Lua's default formatting of a large number ("3.6e+18")
+ * is not an integer to SET's PX ("ERR value is not an integer or out of range").
+ */
+const STORED_TAT = `
+local function put(key, tat, now)
+  redis.call('SET', key, string.format('%.0f', tat), 'PX', string.format('%.0f', tat - now))
+end
+local function stored_tat(key, now, tau)
+  local raw = redis.pcall('GET', key)
+  if not raw then return now end
+  -- a key of another type (WRONGTYPE: an error reply, a table) is unreadable too: SET replaces it
+  local tat = type(raw) == 'string' and tonumber(raw) or nil
+  if tat == nil or tat ~= tat or tat > now + tau * ${MAX_DEBT_WINDOWS} then
+    put(key, now + tau, now)
+    return now + tau
+  end
+  -- whole ms, as written: a fraction (not ours) within 1 ms of now would make PX round to 0 ("invalid expire time")
+  return math.max(math.ceil(tat), now)
+end
+-- A concurrency key that is not a sorted set (WRONGTYPE) holds no slot anyone can read: it is dropped, so the
+-- step counts from none rather than failing every call of the key for good.
+local function usable_slots(key)
+  local reply = redis.pcall('TYPE', key)
+  local kind = type(reply) == 'table' and reply.ok or reply
+  if kind ~= 'zset' and kind ~= 'none' then redis.call('DEL', key) end
+end
+local function moved(tat, charge, now, tau)
+  return math.min(math.max(tat + charge, now), now + tau * ${MAX_DEBT_WINDOWS})
+end
+`;
+
+/**
  * KEYS: one per limit. ARGV[1] now, then four per limit i at 4i-2 .. 4i+1:
  *   rate:        'r' (or 'o' when oversized: read, never allowed), charge ms, tau ms, need ms (the shift that
  *                must fit; see rateStepInputs)
  *   concurrency: 'c', max, lease end ms, the holder's token
  * Returns {admitted 0|1, then per limit: allowed 0|1, a, b} with a, b = TAT, requested TAT (rate) or
- * in-flight count, 0 (concurrency). Writes happen only when every limit allowed. Several slots of one key (one
- * token each) may be taken in one admission.
+ * in-flight count, 0 (concurrency). Writes happen only when every limit allowed (a repair, at once). Several
+ * slots of one key (one token each) may be taken in one admission.
  */
-const ADMIT = `
+const ADMIT = `${STORED_TAT}
 local now = tonumber(ARGV[1])
 local out = {1}
 local taking = {}
@@ -34,6 +79,7 @@ for i = 1, #KEYS do
   local b = tonumber(ARGV[4 * i])
   if kind == 'c' then
     local token = ARGV[4 * i + 1]
+    usable_slots(KEYS[i])
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
     local mine = redis.call('ZSCORE', KEYS[i], token)
     -- slots of this key taken by earlier items of the same admission count too
@@ -48,10 +94,11 @@ for i = 1, #KEYS do
     end
     out[#out + 1] = 0
   else
-    local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
+    local tat = stored_tat(KEYS[i], now, b)
     local need = tonumber(ARGV[4 * i + 1])
     if kind == 'r' and tat + need - now <= b then
-      out[#out + 1] = 1; out[#out + 1] = tat + a; out[#out + 1] = tat + a
+      local requested = moved(tat, a, now, b)
+      out[#out + 1] = 1; out[#out + 1] = requested; out[#out + 1] = requested
     else
       out[#out + 1] = 0; out[#out + 1] = tat; out[#out + 1] = tat + need; out[1] = 0
     end
@@ -62,29 +109,31 @@ if out[1] == 1 then
     if ARGV[4 * i - 2] == 'c' then
       redis.call('ZADD', KEYS[i], ARGV[4 * i], ARGV[4 * i + 1])
       local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
-      redis.call('PEXPIRE', KEYS[i], tonumber(last[2]) - now)
+      redis.call('PEXPIRE', KEYS[i], string.format('%.0f', tonumber(last[2]) - now))
     else
       local requested = out[3 * i + 1]
-      if requested > now then redis.call('SET', KEYS[i], requested, 'PX', requested - now) end
+      if requested > now then put(KEYS[i], requested, now) end
     end
   end
 end
 return out`;
 
 /**
- * KEYS: one per item. ARGV[1] now, ARGV[i + 1]: 'c' followed by a token to release that token's slot, or a TAT
- * shift in ms (negative gives back). The TAT never moves below now: giving back cannot fill beyond full.
+ * KEYS: one per item. ARGV[1] now, then three per item i at 3i-1 .. 3i+1: 'c', the token whose slot to release,
+ * '' ; or 'r', a TAT shift in ms (negative gives back), tau ms. The TAT never moves below now (giving back cannot
+ * fill beyond full) nor past the ceiling.
  */
-const SETTLE = `
+const SETTLE = `${STORED_TAT}
 local now = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local v = ARGV[i + 1]
-  if string.sub(v, 1, 1) == 'c' then
-    redis.call('ZREM', KEYS[i], string.sub(v, 2))
+  local kind = ARGV[3 * i - 1]
+  if kind == 'c' then
+    usable_slots(KEYS[i])
+    redis.call('ZREM', KEYS[i], ARGV[3 * i])
   else
-    local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
-    tat = math.max(tat + tonumber(v), now)
-    if tat > now then redis.call('SET', KEYS[i], tat, 'PX', tat - now) else redis.call('DEL', KEYS[i]) end
+    local tau = tonumber(ARGV[3 * i + 1])
+    local tat = moved(stored_tat(KEYS[i], now, tau), tonumber(ARGV[3 * i]), now, tau)
+    if tat > now then put(KEYS[i], tat, now) else redis.call('DEL', KEYS[i]) end
   end
 end
 return #KEYS`;
@@ -148,7 +197,10 @@ export class RedisRateLimiter extends LimitStoreBase {
         args.push('c', limit.max, now + Math.ceil(limit.leaseMs), limit.token ?? token);
       }
     }
-    const reply = numbers(await this.admitScript(keys, args), 1 + 3 * limits.length);
+    const reply = numbers(
+      await outageAware('redis', isRedisOutage, () => this.admitScript(keys, args)),
+      1 + 3 * limits.length,
+    );
     const outcomes = limits.map((limit, i): LimitOutcome => {
       const [allowed, a, b] = reply.slice(1 + 3 * i, 4 + 3 * i) as [number, number, number];
       if (limit.kind === 'concurrency') return { kind: 'concurrency', acquired: allowed === 1, inFlight: a };
@@ -165,14 +217,14 @@ export class RedisRateLimiter extends LimitStoreBase {
     for (const item of items) {
       if (item.kind === 'concurrency') {
         keys.push(this.leaseKey(item.key));
-        args.push(`c${item.token ?? token}`);
+        args.push('c', item.token ?? token, '');
         continue;
       }
       const charge = gcraCharge(item.delta, item.limit, item.windowMs);
       if (charge === 0) continue;
       keys.push(this.rateKey(item.key));
-      args.push(charge);
+      args.push('r', charge, gcraTolerance(item.windowMs));
     }
-    if (keys.length > 0) await this.settleScript(keys, args);
+    if (keys.length > 0) await outageAware('redis', isRedisOutage, () => this.settleScript(keys, args));
   }
 }

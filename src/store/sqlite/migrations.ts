@@ -1,3 +1,6 @@
+import { STORAGE_USE_SQL } from './storage-use-migration.js';
+import { USAGE_HOURS_MIGRATION } from './usage-hours-migration.js';
+
 /**
  * Forward-only schema migrations of the embedded store, applied in order inside one immediate transaction each.
  * A migration is never edited after it has shipped: add a new one.
@@ -408,5 +411,38 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
             stored_ms INTEGER NOT NULL,
             PRIMARY KEY (spool, first_seq)
           ) STRICT;`,
+  },
+  // Hourly rollups of usage records and the usage tables' size, for retention by size (docs/usage.md).
+  { version: 23, name: 'usage_hours', sql: USAGE_HOURS_MIGRATION },
+  {
+    version: 24,
+    name: 'storage_use',
+    // Storage quotas (issue 41, docs/files.md "Storage quotas"): the stored bytes per owner, kept by triggers.
+    sql: STORAGE_USE_SQL,
+  },
+  {
+    version: 25,
+    name: 'batch_lines_until',
+    // When an ended batch's lines (requests and answers) are removed (docs/files.md, "How long batch results are
+    // kept"): set as it ends, to its output files' expiry (OpenAI's) or its results' (Anthropic's); the sweep of
+    // ended batches removes the lines once it has passed and clears it. Batches that ended before this migration:
+    // a failed one's lines at once, an Anthropic one's 29 days after its creation, an OpenAI one's when its files
+    // expired by default (its output_expires_after, else files.default_ttl_seconds' default, 30 days).
+    sql: `ALTER TABLE batches ADD COLUMN lines_until_ms INTEGER;
+          UPDATE batches SET lines_until_ms = CASE
+              WHEN status = 'failed' THEN coalesce(failed_ms, created_ms)
+              WHEN api = 'anthropic' THEN created_ms + 29 * 86400000
+              ELSE coalesce(completed_ms, expired_ms, cancelled_ms, created_ms)
+                + coalesce(output_ttl_s * 1000, 30 * 86400000) END
+            WHERE status IN ('completed', 'failed', 'expired', 'cancelled');
+          CREATE INDEX batches_lines_until ON batches (lines_until_ms) WHERE lines_until_ms IS NOT NULL;`,
+  },
+  {
+    version: 26,
+    name: 'batch_results_until',
+    // Anthropic's batches: until when their results can be read (batches.anthropic_results_retention_days after
+    // creation, 29 by default as Anthropic's); then GET .../results is 404 batch_results_expired.
+    sql: `ALTER TABLE batches ADD COLUMN results_until_ms INTEGER;
+          UPDATE batches SET results_until_ms = created_ms + 29 * 86400000 WHERE api = 'anthropic';`,
   },
 ];

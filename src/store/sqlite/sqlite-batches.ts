@@ -11,8 +11,10 @@ import {
   type LineState,
   type NativeBatchState,
   type NewBatchLine,
+  type HeldLease,
   type SweepStep,
   type SweptCreates,
+  type SweptLines,
 } from '../batch-contract.js';
 import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, usageValuesOf } from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
@@ -20,6 +22,8 @@ import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 type Row = Record<string, unknown>;
 
 const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
+/** A line's stored bytes: its request, answer and error (what the sweep of ended batches counts). */
+const LINE_SIZE_SQL = 'octet_length(body) + coalesce(octet_length(response), 0) + coalesce(octet_length(error), 0)';
 
 /** The column each outcome state counts in. */
 const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
@@ -41,20 +45,21 @@ const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
   errorFileId: 'error_file_id',
   errors: 'errors',
   model: 'model',
+  linesUntilMs: 'lines_until_ms',
 };
 
 /**
- * Batches in the embedded store (migrations 17, 18, 20 and 21). Every write goes through the database's group-commit batcher, so
+ * Batches in the embedded store (migrations 17, 18, 20, 21, 25 and 26). Every write goes through the database's group-commit batcher, so
  * the answers of many lines finishing in one turn share one commit. A line's outcome is written only while it is
  * `pending` (`recordOutcome`): the one place exactly-once is decided.
  */
 export class SqliteBatches implements BatchStore {
   private readonly batcher: SqliteWriteBatcher;
-  private readonly statements: ReturnType<typeof prepare>;
+  private readonly statements: ReturnType<typeof prepare> & ReturnType<typeof prepareEnded>;
 
   constructor(private readonly db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
-    this.statements = prepare(db);
+    this.statements = { ...prepare(db), ...prepareEnded(db) };
   }
 
   async create(batch: BatchRecord): Promise<void> {
@@ -155,6 +160,36 @@ export class SqliteBatches implements BatchStore {
     });
   }
 
+  async leasesHeldBy(prefix: string, limit: number): Promise<HeldLease[]> {
+    return this.statements.heldBy
+      .all(prefix, prefix, limit)
+      .map((row) => ({ id: row.id as string, holder: row.lease_holder as string }));
+  }
+
+  /**
+   * One transaction, like `sweepCreates`: the batches due first, each one's lines by its key (batch_id, idx) from
+   * the lowest, within what is left of the step; a batch whose lines are all gone has its mark cleared.
+   */
+  async sweepEndedLines(nowMs: number, step: SweepStep): Promise<SweptLines> {
+    return this.batcher.run(() => {
+      const swept = { lines: 0, batches: 0 };
+      let bytes = 0;
+      const due = this.statements.linesDue.all(nowMs, step.lines).map((row) => row.id as string);
+      for (const id of due) {
+        const lines = step.lines - swept.lines;
+        if (lines <= 0 || bytes >= step.bytes) break;
+        const removed = this.statements.sweepEnded.all(id, id, lines, step.bytes - bytes);
+        swept.lines += removed.length;
+        for (const row of removed) bytes += Number(row.bytes);
+        if (removed.length === 0 || this.statements.anyLine.get(id) === undefined) {
+          swept.batches += Number(this.statements.linesGone.run(id, nowMs).changes);
+          this.statements.deleteNative.run(id);
+        }
+      }
+      return swept;
+    });
+  }
+
   async renew(id: string, holder: string, untilMs: number): Promise<boolean> {
     return this.batcher.run(() => this.statements.renew.run(untilMs, id, holder).changes === 1);
   }
@@ -223,7 +258,8 @@ function prepare(db: Sqlite.Database) {
   return {
     insert: db.prepare(
       `INSERT INTO batches (id, owner, principal, api, endpoint, input_file_id, completion_window, metadata, status,
-         total, created_ms, expires_ms, output_ttl_s, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         total, created_ms, expires_ms, output_ttl_s, model, results_until_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     addUsage: db.prepare<[number, number, number, number, number, number, string]>(
       `UPDATE batches SET usage_lines = usage_lines + ?, input_tokens = input_tokens + ?,
@@ -302,5 +338,31 @@ function prepare(db: Sqlite.Database) {
       'SELECT * FROM batch_lines WHERE batch_id = ? AND idx > ? ORDER BY idx LIMIT ?',
     ),
     active: db.prepare<[number], Row>(`SELECT * FROM batches WHERE status IN (${ACTIVE_SQL}) ORDER BY seq LIMIT ?`),
+  };
+}
+
+/** The statements of the sweep of ended batches' lines and of the leases looked up by name (migration 25). */
+function prepareEnded(db: Sqlite.Database) {
+  return {
+    linesDue: db.prepare<[number, number], Row>(
+      `SELECT id FROM batches WHERE lines_until_ms IS NOT NULL AND lines_until_ms <= ?
+       ORDER BY lines_until_ms LIMIT ?`,
+    ),
+    // The first `lines` lines by index (only those are read), summed in that order: until the line that reaches
+    // `bytes` bytes of request, answer and error (the first always goes).
+    sweepEnded: db.prepare<[string, string, number, number], Row>(
+      `DELETE FROM batch_lines WHERE batch_id = ? AND idx IN (SELECT idx FROM (SELECT idx,
+           coalesce(sum(size) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_bytes
+           FROM (SELECT idx, ${LINE_SIZE_SQL} AS size FROM batch_lines WHERE batch_id = ? ORDER BY idx LIMIT ?))
+         WHERE before_bytes < ?)
+       RETURNING ${LINE_SIZE_SQL} AS bytes`,
+    ),
+    linesGone: db.prepare<[string, number]>(
+      'UPDATE batches SET lines_until_ms = NULL WHERE id = ? AND lines_until_ms <= ?',
+    ),
+    heldBy: db.prepare<[string, string, number], Row>(
+      `SELECT id, lease_holder FROM batches WHERE status IN (${ACTIVE_SQL}) AND lease_holder IS NOT NULL
+         AND substr(lease_holder, 1, length(?)) = ? LIMIT ?`,
+    ),
   };
 }

@@ -1,7 +1,17 @@
 import type * as BetterSqlite3 from './database.js'; // our node:sqlite adapter, under the name this file used
 import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../contract.js';
-import { checkAdmissionLimit, checkRateLimit, gcraCharge, gcraNow, rateOutcome, rateStepInputs } from '../gcra.js';
+import {
+  checkAdmissionLimit,
+  checkRateLimit,
+  gcraCharge,
+  gcraMoved,
+  gcraNow,
+  gcraStoredTat,
+  rateOutcome,
+  rateStepInputs,
+} from '../gcra.js';
 import { LimitStoreBase } from '../limit-store-base.js';
+import { isSqliteOutage, outageAware } from '../store-outage.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 /** Rows of expired state removed per purge, and how many calls pass between purges. */
@@ -30,7 +40,10 @@ export class SqliteRateLimiter extends LimitStoreBase {
   constructor(db: BetterSqlite3.Database) {
     super();
     this.batcher = writeBatcherFor(db);
-    this.readTat = db.prepare('SELECT tat_ms FROM rate_limits WHERE key = ?');
+    // Read through MIN(): a TAT past 2^53 (written before the bounds of gcra.ts, issue 41) would make node:sqlite
+    // throw on the read ("too large to be represented as a JavaScript number"); clamped, it reads as a value past
+    // the ceiling, which gcraStoredTat repairs and the step writes back.
+    this.readTat = db.prepare('SELECT MIN(tat_ms, 9007199254740991) AS tat_ms FROM rate_limits WHERE key = ?');
     this.writeTat = db.prepare(
       `INSERT INTO rate_limits (key, tat_ms, expires_ms) VALUES (?, ?, ?)
        ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms, expires_ms = excluded.expires_ms`,
@@ -59,13 +72,13 @@ export class SqliteRateLimiter extends LimitStoreBase {
     limits.forEach(checkAdmissionLimit);
     const now = gcraNow(nowMs);
     this.maybePurge(now);
-    return this.batcher.run(() => this.admitNow(limits, token, now));
+    return outageAware('sqlite', isSqliteOutage, () => this.batcher.run(() => this.admitNow(limits, token, now)));
   }
 
   async settle(items: readonly AdmissionSettlement[], token: string, nowMs?: number): Promise<void> {
     for (const item of items) if (item.kind === 'rate') checkRateLimit(item.limit, item.windowMs, item.delta, 'delta');
     const now = gcraNow(nowMs);
-    await this.batcher.run(() => this.settleNow(items, token, now));
+    await outageAware('sqlite', isSqliteOutage, () => this.batcher.run(() => this.settleNow(items, token, now)));
   }
 
   /** Inside a transaction: decide every limit first, write only when all allow. */
@@ -77,9 +90,9 @@ export class SqliteRateLimiter extends LimitStoreBase {
     for (const limit of limits) {
       if (limit.kind === 'rate') {
         const { charge, need, tau, oversized } = rateStepInputs(limit);
-        const tat = Math.max(this.readTat.get(limit.key)?.tat_ms ?? now, now);
+        const tat = this.storedTat(limit.key, now, limit.windowMs);
         const allowed = !oversized && tat + need - now <= tau;
-        const requestedTat = tat + (allowed ? charge : need);
+        const requestedTat = allowed ? gcraMoved(tat, charge, now, limit.windowMs) : tat + need;
         outcomes.push(rateOutcome(limit, { allowed, tat: allowed ? requestedTat : tat, requestedTat }, now));
         // The row is pointless once its TAT has passed: it expires then.
         if (allowed && requestedTat > now) writes.push(() => this.writeTat.run(limit.key, requestedTat, requestedTat));
@@ -110,11 +123,18 @@ export class SqliteRateLimiter extends LimitStoreBase {
       }
       const charge = gcraCharge(item.delta, item.limit, item.windowMs);
       if (charge === 0) continue;
-      // Never below `now`: giving units back cannot fill the bucket beyond full.
-      const tat = Math.max(Math.max(this.readTat.get(item.key)?.tat_ms ?? now, now) + charge, now);
+      // Never below `now` (giving units back cannot fill the bucket beyond full), never past the ceiling.
+      const tat = gcraMoved(this.storedTat(item.key, now, item.windowMs), charge, now, item.windowMs);
       if (tat > now) this.writeTat.run(item.key, tat, tat);
       else this.deleteTat.run(item.key);
     }
+  }
+
+  /** A key's TAT (now when it has none); one that cannot be read is repaired and written back at once (gcra.ts). */
+  private storedTat(key: string, now: number, windowMs: number): number {
+    const { tat, repaired } = gcraStoredTat(this.readTat.get(key)?.tat_ms, now, windowMs);
+    if (repaired) this.writeTat.run(key, tat, tat);
+    return tat;
   }
 
   /** Every PURGE_EVERY admissions, drop a batch of expired rows (keys nobody used again), never on every call. */

@@ -1,6 +1,13 @@
 import type { Readable } from 'node:stream';
 import type * as Sqlite from './database.js';
-import type { StoredPart, StoredUpload, StraySweep, UploadStatus, UploadStore } from '../file-contract.js';
+import {
+  UploadBytesExceeded,
+  type StoredPart,
+  type StoredUpload,
+  type StraySweep,
+  type UploadStatus,
+  type UploadStore,
+} from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
 import { removeStrays } from './stray-bytes.js';
 import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
@@ -40,6 +47,7 @@ export class SqliteUploadStore implements UploadStore {
   private readonly anyOwner: Sqlite.Statement<[string], UploadRow>;
   private readonly status: Sqlite.Statement<[string], string>;
   private readonly partCount: Sqlite.Statement<[string], number>;
+  private readonly heldBytes: Sqlite.Statement<[string], number>;
   private readonly insertPart: Sqlite.Statement<[string, string, number, number]>;
   private readonly partRows: Sqlite.Statement<[string], PartRow>;
   private readonly move: Sqlite.Statement<[string, string | null, string, string]>;
@@ -60,6 +68,9 @@ export class SqliteUploadStore implements UploadStore {
     this.anyOwner = db.prepare(`SELECT ${COLUMNS} FROM uploads WHERE id = ?`);
     this.status = db.prepare<[string], string>('SELECT status FROM uploads WHERE id = ?').pluck();
     this.partCount = db.prepare<[string], number>('SELECT count(*) FROM upload_parts WHERE upload_id = ?').pluck();
+    this.heldBytes = db
+      .prepare<[string], number>('SELECT coalesce(sum(bytes), 0) FROM upload_parts WHERE upload_id = ?')
+      .pluck();
     this.insertPart = db.prepare('INSERT INTO upload_parts (upload_id, id, bytes, created_ms) VALUES (?, ?, ?, ?)');
     this.partRows = db.prepare(
       'SELECT id, upload_id, bytes, created_ms FROM upload_parts WHERE upload_id = ? ORDER BY seq',
@@ -132,18 +143,30 @@ export class SqliteUploadStore implements UploadStore {
     uploadId: string,
     partId: string,
     content: AsyncIterable<Uint8Array>,
-    bounds: { maxBytes: number; maxParts: number },
+    bounds: { maxBytes: number; maxParts: number; maxHeldBytes?: number },
     nowMs = Date.now(),
   ): Promise<StoredPart | undefined> {
     const name = partName(uploadId, partId);
     const { bytes } = await this.content.write(name, content, bounds.maxBytes);
-    const recorded = this.db.transaction(() => {
+    // One immediate transaction: the checks and the insert cannot interleave with another part's (issue 41).
+    const recorded = this.db.transaction((): true | false | UploadBytesExceeded => {
       if (this.status.get(uploadId) !== 'pending' || this.partCount.get(uploadId)! >= bounds.maxParts) return false;
+      const held = this.heldBytes.get(uploadId)!;
+      if (bounds.maxHeldBytes !== undefined && held + bytes > bounds.maxHeldBytes)
+        return new UploadBytesExceeded(held, bytes);
       this.insertPart.run(uploadId, partId, bytes, nowMs);
       return true;
     });
-    if (recorded.immediate()) return { id: partId, uploadId, bytes, createdMs: nowMs };
+    let outcome: true | false | UploadBytesExceeded;
+    try {
+      outcome = recorded.immediate();
+    } catch (error) {
+      await this.content.remove(name);
+      throw error;
+    }
+    if (outcome === true) return { id: partId, uploadId, bytes, createdMs: nowMs };
     await this.content.remove(name);
+    if (outcome instanceof UploadBytesExceeded) throw outcome;
     return undefined;
   }
 

@@ -3,6 +3,7 @@ import type * as Sqlite from './database.js';
 import { isRefusedValueError } from './database.js';
 import type {
   SpoolMark,
+  UsageFootprint,
   UsageGrouping,
   UsageRecord,
   UsageRows,
@@ -10,25 +11,19 @@ import type {
   UsageSummaryRow,
   UsageTimelineRow,
 } from '../contract.js';
-import {
-  SUMMARY_AGGREGATES,
-  USAGE_COLUMNS,
-  UsageRowsRefused,
-  groupExpression,
-  recordFromRow,
-  recordRows,
-  summaryRow,
-  timelineRow,
-  timelineSql,
-} from '../usage-sql.js';
-import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
+import { USAGE_COLUMNS, UsageRowsRefused, recordFromRow, recordRows, summaryRow, timelineRow } from '../usage-sql.js';
+import { hourOf, summarySql, timelineSql } from '../usage-rollup-sql.js';
+import { SqliteUsageRetention } from './sqlite-usage-retention.js';
 
 const ROWS_PER_INSERT = 50;
 const WIDTH = USAGE_COLUMNS.length;
 
-/** Usage records in the embedded store (table `usage_records`, migration 7). */
+/**
+ * Usage records in the embedded store (table `usage_records`, migration 7), and their hourly rollups
+ * (`usage_hours`, migration 23: summaries read both; ./sqlite-usage-retention.ts ages records out).
+ */
 export class SqliteUsageStore implements UsageStore {
-  private readonly batcher: SqliteWriteBatcher;
+  private readonly retention: SqliteUsageRetention;
   private readonly insert: Sqlite.Statement<unknown[]>;
   private readonly insertMany: Sqlite.Statement<unknown[]>;
   private readonly writeBatches: Sqlite.Transaction<
@@ -37,18 +32,20 @@ export class SqliteUsageStore implements UsageStore {
   private readonly insertMark: Sqlite.Statement<[string, number, number, number]>;
   private readonly marksOf: Sqlite.Statement<[string], { first_seq: number; last_seq: number }>;
   private readonly forgetMarks: Sqlite.Statement<[string, number]>;
-  private readonly summaries = new Map<UsageGrouping, Sqlite.Statement<[number, number], Record<string, unknown>>>();
-  private readonly callerSummary: Sqlite.Statement<[string, number, number], Record<string, unknown>>;
+  private readonly summaries = new Map<
+    UsageGrouping,
+    Sqlite.Statement<[number, number, number], Record<string, unknown>>
+  >();
+  private readonly callerSummary: Sqlite.Statement<[number, number, number, string], Record<string, unknown>>;
   private readonly latest: Sqlite.Statement<[number], Record<string, unknown>>;
   private readonly latestFailures: Sqlite.Statement<[number], Record<string, unknown>>;
-  private readonly deleteOld: Sqlite.Statement<[number]>;
   private readonly lastStored: Sqlite.Statement<[number], Record<string, unknown>>;
   private readonly storedAfter: Sqlite.Statement<[number, number], Record<string, unknown>>;
   private readonly maxSeq: Sqlite.Statement<[], { seq: number | null }>;
   private readonly buckets: Sqlite.Statement<[number, number, number, number], Record<string, unknown>>;
 
   constructor(db: Sqlite.Database) {
-    this.batcher = writeBatcherFor(db);
+    this.retention = new SqliteUsageRetention(db);
     const row = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
     this.insert = db.prepare(`INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${row}`);
     // Rows in groups of ROWS_PER_INSERT: one statement step for many records (measured ~2x cheaper per record).
@@ -56,12 +53,14 @@ export class SqliteUsageStore implements UsageStore {
       `INSERT INTO usage_records (${USAGE_COLUMNS.join(', ')}) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => row).join(', ')}`,
     );
     const values: unknown[] = new Array(ROWS_PER_INSERT * WIDTH);
+    // The usage spool's marks (migration 22, docs/usage.md "Durability"): written with the records they name.
     this.insertMark = db.prepare(
       'INSERT INTO usage_spool_marks (spool, first_seq, last_seq, stored_ms) VALUES (?, ?, ?, ?)',
     );
     this.marksOf = db.prepare('SELECT first_seq, last_seq FROM usage_spool_marks WHERE spool = ? ORDER BY first_seq');
     this.forgetMarks = db.prepare('DELETE FROM usage_spool_marks WHERE spool = ? AND last_seq < ?');
     this.writeBatches = db.transaction((batches: readonly UsageRows[], marks: readonly SpoolMark[] | undefined) => {
+      const last = this.retention.lastRowid();
       const now = Date.now();
       for (const mark of marks ?? []) this.insertMark.run(mark.spool, mark.first, mark.last, now);
       let filled = 0;
@@ -77,28 +76,19 @@ export class SqliteUsageStore implements UsageStore {
         }
       }
       for (let j = 0; j < filled; j++) this.insert.run(...values.slice(j * WIDTH, (j + 1) * WIDTH));
+      this.retention.counted(last);
     });
     for (const grouping of ['model', 'caller', 'route', 'day'] as const) {
-      const group = groupExpression(grouping, 'sqlite');
-      this.summaries.set(
-        grouping,
-        db.prepare<[number, number], Record<string, unknown>>(
-          `SELECT ${group} AS grp, ${SUMMARY_AGGREGATES} FROM usage_records WHERE time_ms >= ? AND time_ms < ? GROUP BY grp ORDER BY grp`,
-        ),
-      );
+      this.summaries.set(grouping, db.prepare(summarySql(grouping, 'sqlite', 'usage_records', 'usage_hours')));
     }
-    // Through the (caller, time_ms) index of migration 10: only the named callers' rows are read.
-    this.callerSummary = db.prepare<[string, number, number], Record<string, unknown>>(
-      `SELECT caller AS grp, ${SUMMARY_AGGREGATES} FROM usage_records
-       WHERE caller IN (SELECT value FROM json_each(?)) AND time_ms >= ? AND time_ms < ? GROUP BY caller ORDER BY caller`,
-    );
+    // Through the caller indexes (migrations 10 and 23): only the named callers' rows are read.
+    this.callerSummary = db.prepare(summarySql('caller', 'sqlite', 'usage_records', 'usage_hours', true));
     this.latest = db.prepare<[number], Record<string, unknown>>(
       `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
     );
     this.latestFailures = db.prepare<[number], Record<string, unknown>>(
       `SELECT ${USAGE_COLUMNS.join(', ')} FROM usage_records WHERE status >= 400 OR code IS NOT NULL ORDER BY time_ms DESC, rowid DESC LIMIT ?`,
     );
-    this.deleteOld = db.prepare('DELETE FROM usage_records WHERE time_ms < ?');
     this.lastStored = db.prepare<[number], Record<string, unknown>>(
       `SELECT rowid AS seq, ${USAGE_COLUMNS.join(', ')} FROM usage_records ORDER BY rowid DESC LIMIT ?`,
     );
@@ -107,7 +97,7 @@ export class SqliteUsageStore implements UsageStore {
     );
     this.maxSeq = db.prepare<[], { seq: number | null }>('SELECT max(rowid) AS seq FROM usage_records');
     this.buckets = db.prepare<[number, number, number, number], Record<string, unknown>>(
-      timelineSql('usage_records', 'sqlite'),
+      timelineSql('sqlite', 'usage_records', 'usage_hours', 'usage_hour_latency'),
     );
   }
 
@@ -136,23 +126,24 @@ export class SqliteUsageStore implements UsageStore {
   }
 
   async forgetSpool(spool: string, beforeSeq?: number): Promise<void> {
-    await this.batcher.run(() => this.forgetMarks.run(spool, beforeSeq ?? Number.MAX_SAFE_INTEGER));
+    await nextTurn();
+    this.forgetMarks.run(spool, beforeSeq ?? Number.MAX_SAFE_INTEGER);
   }
 
   async summarizeCallers(callers: readonly string[], fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
     if (callers.length === 0) return [];
-    return this.callerSummary.all(JSON.stringify(callers), fromMs, toMs).map(summaryRow);
+    return this.callerSummary.all(fromMs, toMs, hourOf(fromMs), JSON.stringify(callers)).map(summaryRow);
   }
 
   async summarize(grouping: UsageGrouping, fromMs: number, toMs: number): Promise<UsageSummaryRow[]> {
     const statement = this.summaries.get(grouping);
     if (!statement) throw new RangeError(`unknown grouping ${grouping}`);
-    return statement.all(fromMs, toMs).map(summaryRow);
+    return statement.all(fromMs, toMs, hourOf(fromMs)).map(summaryRow);
   }
 
   async timeline(fromMs: number, toMs: number, bucketMs: number): Promise<UsageTimelineRow[]> {
     const size = Math.max(1, Math.floor(bucketMs));
-    return this.buckets.all(size, size, fromMs, toMs).map(timelineRow);
+    return this.buckets.all(size, fromMs, toMs, hourOf(fromMs)).map(timelineRow);
   }
 
   async recent(limit: number, failuresOnly: boolean): Promise<UsageRecord[]> {
@@ -167,7 +158,23 @@ export class SqliteUsageStore implements UsageStore {
     return rows.map((row) => ({ seq: Number(row.seq), record: recordFromRow(row) }));
   }
 
-  async purge(beforeMs: number): Promise<number> {
-    return this.batcher.run(() => this.deleteOld.run(beforeMs).changes);
+  // Each on a later turn of the event loop, as one transaction of its own (like appendRows).
+  async purge(beforeMs: number, limit = -1): Promise<number> {
+    await nextTurn();
+    return this.retention.purge.immediate(beforeMs, limit);
+  }
+
+  async purgeHours(beforeMs: number, limit = -1): Promise<number> {
+    await nextTurn();
+    return this.retention.purgeHours.immediate(beforeMs, limit);
+  }
+
+  async rollOldest(limit: number): Promise<number> {
+    await nextTurn();
+    return this.retention.roll.immediate(Math.max(0, Math.floor(limit)));
+  }
+
+  async footprint(): Promise<UsageFootprint> {
+    return this.retention.footprint();
   }
 }

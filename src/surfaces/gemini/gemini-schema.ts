@@ -1,3 +1,5 @@
+import { choicesSchema, dimensionsSchema, tokenCountSchema } from '../../providers/request-bounds.js';
+
 /**
  * JSON Schemas of the Gemini API's request bodies, compiled once each (Ajv). A route's schema checks only what the
  * gateway reads on every path: the shape of `contents` and `systemInstruction` (the context-window check and the
@@ -22,7 +24,11 @@ export const geminiGenerateBodySchema = {
     systemInstruction: content,
     tools: { type: 'array', items: { type: 'object' } },
     toolConfig: { type: 'object' },
-    generationConfig: { type: 'object' },
+    // Only what the estimate reads, bounded (providers/request-bounds.ts); the rest is Gemini's to judge.
+    generationConfig: {
+      type: 'object',
+      properties: { maxOutputTokens: tokenCountSchema, candidateCount: choicesSchema },
+    },
   },
 } as const;
 
@@ -52,7 +58,7 @@ const embedRequest = {
     },
     taskType: { type: 'string', maxLength: 64 },
     title: { type: 'string' },
-    outputDimensionality: { type: 'integer', minimum: 1 },
+    outputDimensionality: dimensionsSchema,
   },
 } as const;
 
@@ -70,7 +76,6 @@ const text = { type: 'string' } as const;
 const id = { type: 'string', minLength: 1, maxLength: 256 } as const;
 const name = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const number = { type: 'number' } as const;
-const count = { type: 'integer', minimum: 1 } as const;
 
 const translatedPart = {
   type: 'object',
@@ -151,8 +156,8 @@ export const translatedGeminiSchema = {
         temperature: number,
         topP: number,
         topK: number,
-        candidateCount: count,
-        maxOutputTokens: count,
+        candidateCount: choicesSchema,
+        maxOutputTokens: tokenCountSchema,
         stopSequences: { type: 'array', maxItems: 64, items: text },
         presencePenalty: number,
         frequencyPenalty: number,

@@ -130,13 +130,22 @@ function countable(request: GeminiGenerateRequest, model: string): ChatRequestBo
 /**
  * What admission counts of a request forwarded to Gemini, before any upstream call: its prompt estimated as for the
  * other native APIs (a token per four characters of its contents, system instruction and tools), and its maximum
- * output (`generationConfig.maxOutputTokens`).
+ * output (`generationConfig.maxOutputTokens`, for each of `candidateCount` candidates).
  */
-export function geminiNativeEstimate(body: GeminiGenerateRequest): { prompt: number; maxTokens: number | undefined } {
+export function geminiNativeEstimate(body: GeminiGenerateRequest): {
+  prompt: number;
+  maxTokens: number | undefined;
+  n?: number;
+} {
   const size =
     JSON.stringify(body.contents ?? '').length +
     JSON.stringify(body.systemInstruction ?? '').length +
     JSON.stringify(body.tools ?? '').length;
   const max = body.generationConfig?.maxOutputTokens;
-  return { prompt: Math.ceil(size / 4), maxTokens: typeof max === 'number' ? max : undefined };
+  const candidates = body.generationConfig?.candidateCount;
+  return {
+    prompt: Math.ceil(size / 4),
+    maxTokens: typeof max === 'number' ? max : undefined,
+    ...(typeof candidates === 'number' ? { n: candidates } : {}),
+  };
 }

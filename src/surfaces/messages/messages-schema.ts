@@ -1,3 +1,5 @@
+import { tokenCountSchema } from '../../providers/request-bounds.js';
+
 /**
  * JSON Schemas of an Anthropic Messages body, compiled once each (Ajv). The route's schema checks only what the
  * gateway reads on every path: the model, `max_tokens` and `stream` (routing, limits, the estimate), and the shape
@@ -18,7 +20,7 @@ export const messagesBodySchema = {
   required: ['model', 'max_tokens', 'messages'],
   properties: {
     model: { type: 'string', minLength: 1, maxLength: 256 },
-    max_tokens: { type: 'integer', minimum: 1 },
+    max_tokens: tokenCountSchema,
     messages: {
       type: 'array',
       minItems: 1,

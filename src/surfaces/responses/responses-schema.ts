@@ -1,3 +1,5 @@
+import { tokenCountSchema } from '../../providers/request-bounds.js';
+
 /**
  * JSON Schema of a Responses request body, compiled once by Fastify (Ajv). It checks only the fields the gateway
  * reads itself, on every path: the model it routes, the input it counts and refers to, `stream`,
@@ -13,7 +15,7 @@ export const responsesBodySchema = {
   properties: {
     model: { type: 'string', minLength: 1, maxLength: 256 },
     input: { type: ['string', 'array'], items: { type: 'object' } },
-    max_output_tokens: { type: ['integer', 'null'], minimum: 1 },
+    max_output_tokens: { ...tokenCountSchema, type: ['integer', 'null'] },
     store: nullable('boolean'),
     previous_response_id: { type: ['string', 'null'], maxLength: 256 },
     stream: nullable('boolean'),

@@ -10,7 +10,16 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { UsageRecord, UsageRows, UsageStore } from '../src/store/contract.js';
@@ -26,7 +35,7 @@ import {
   spoolScratch,
   MAX_SPOOL_LINE_CHARS,
 } from '../src/usage/spool-lines.js';
-import { isOwnerAlive, ownSpoolOwner, parseOwner, type SpoolOwner } from '../src/usage/spool-owner.js';
+import { SPOOL_STALE_MS, isOwnerAlive, ownSpoolOwner, parseOwner, type SpoolOwner } from '../src/usage/spool-owner.js';
 import { replayDeadSpools } from '../src/usage/spool-replay.js';
 import { UsageRecorder } from '../src/usage/usage-recorder.js';
 import { UsageSpool, segmentName } from '../src/usage/usage-spool.js';
@@ -85,11 +94,12 @@ function linesOf(records: readonly UsageRecord[], first = 1): string {
   return records.map((_, i) => spoolLine(first + i, rows, i, scratch)).join('');
 }
 
+/** The token of an owner of this pid namespace (this process's unless told). */
+const tokenOf = (pid: number, start: number, namespace = ownSpoolOwner().namespace): string =>
+  `${namespace}-${pid}-${start}-${randomUUID().slice(-12)}`;
+
 /** An owner that is certainly gone: a pid above any pid_max. */
-const deadOwner = (): SpoolOwner =>
-  parseOwner(
-    `999999${String(Math.floor(Math.random() * 999)).padStart(3, '0')}-0-${randomUUID().slice(-12)}`,
-  ) as SpoolOwner;
+const deadOwner = (): SpoolOwner => parseOwner(tokenOf(999_999_000 + Math.floor(Math.random() * 999), 0)) as SpoolOwner;
 
 /** A stopped process's spool folder under `root`, as a crash leaves it: segments of spool lines. */
 function deadSpool(root: string, segments: string[][] | string[]): string {
@@ -326,6 +336,21 @@ function storeSuite(name: string, make: () => Promise<{ store: UsageStore; close
       assert.deepEqual(readdirSync(root).sort(), [self.token, twin.token, 'not-a-spool'].sort());
     });
 
+    test("another container's spool is left while its heartbeat is fresh, replayed once it is stale", async () => {
+      await fresh();
+      const foreign = parseOwner(tokenOf(1, 12_345, `${self.namespace}7`)) as SpoolOwner;
+      const dir = join(root, foreign.token);
+      mkdirSync(dir);
+      writeFileSync(join(dir, segmentName(1)), linesOf([record(1), record(2)]));
+      await replay();
+      assert.deepEqual(await storedIds(store()), [], 'touched just now: alive');
+      const old = new Date(Date.now() - SPOOL_STALE_MS - 1_000);
+      utimesSync(dir, old, old);
+      await replay();
+      assert.deepEqual(await storedIds(store()), ['req-1', 'req-2']);
+      assert.deepEqual(readdirSync(root), []);
+    });
+
     test('two processes starting together replay one spool once', async () => {
       await fresh();
       const records = Array.from({ length: 2_000 }, (_, i) => record(i + 1));
@@ -459,7 +484,7 @@ describe('the live spool (embedded store)', () => {
     assert.ok(log.lines.some((l) => l.msg.includes('stay in the spool')));
     assert.deepEqual(readdirSync(root), [owner.token], 'the folder stays');
     // The next start is another process: to it, this spool's owner is gone.
-    const successor = parseOwner(`${owner.pid}-${owner.start + 1}-${randomUUID().slice(-12)}`) as SpoolOwner;
+    const successor = parseOwner(tokenOf(owner.pid, owner.start + 1)) as SpoolOwner;
     await replayDeadSpools({ root, self: successor, store, log, signal: new AbortController().signal });
     const ids = await storedIds(store);
     assert.equal(ids.length, 60);
@@ -522,13 +547,13 @@ describe('the live spool (embedded store)', () => {
 describe('spool owners', () => {
   const self = ownSpoolOwner();
   test('this process is alive; a process that exited is not', () => {
-    assert.equal(isOwnerAlive(self, self), true);
+    assert.equal(isOwnerAlive(self, self, undefined), true);
     const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {
       encoding: 'utf8',
     });
-    const gone = parseOwner(`${child.stdout}-0-${randomUUID().slice(-12)}`);
+    const gone = parseOwner(tokenOf(Number(child.stdout), 0));
     assert.ok(gone);
-    assert.equal(isOwnerAlive(gone, self), false);
+    assert.equal(isOwnerAlive(gone, self, undefined), false);
   });
 
   test(
@@ -536,31 +561,46 @@ describe('spool owners', () => {
     { skip: !existsSync('/proc/self/stat') },
     () => {
       // The same pid and start: another spool of this very process. The same pid, another start: a predecessor.
-      const twin = parseOwner(`${self.pid}-${self.start}-${randomUUID().slice(-12)}`) as SpoolOwner;
-      assert.equal(isOwnerAlive(twin, self), true);
-      const predecessor = parseOwner(`${self.pid}-${self.start + 1}-${randomUUID().slice(-12)}`) as SpoolOwner;
-      assert.equal(isOwnerAlive(predecessor, self), false);
+      const twin = parseOwner(tokenOf(self.pid, self.start)) as SpoolOwner;
+      assert.equal(isOwnerAlive(twin, self, undefined), true);
+      const predecessor = parseOwner(tokenOf(self.pid, self.start + 1)) as SpoolOwner;
+      assert.equal(isOwnerAlive(predecessor, self, undefined), false);
       // The parent (alive) with its real start, and with another.
       const stat = readFileSync(`/proc/${process.ppid}/stat`, 'latin1');
       const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-      const parent = parseOwner(`${process.ppid}-${start}-${randomUUID().slice(-12)}`) as SpoolOwner;
-      assert.equal(isOwnerAlive(parent, self), true);
-      const reused = parseOwner(`${process.ppid}-${start + 7}-${randomUUID().slice(-12)}`) as SpoolOwner;
-      assert.equal(isOwnerAlive(reused, self), false);
+      const parent = parseOwner(tokenOf(process.ppid, start)) as SpoolOwner;
+      assert.equal(isOwnerAlive(parent, self, undefined), true);
+      const reused = parseOwner(tokenOf(process.ppid, start + 7)) as SpoolOwner;
+      assert.equal(isOwnerAlive(reused, self, undefined), false);
     },
   );
+
+  test("another pid namespace's spool (another container on the folder) is judged by its heartbeat, not its pid", () => {
+    // Its pid 1 and start mean nothing here: alive while its folder was touched within SPOOL_STALE_MS.
+    const other = parseOwner(tokenOf(self.pid, self.start + 1, `${self.namespace}9`)) as SpoolOwner;
+    const now = Date.now();
+    assert.equal(isOwnerAlive(other, self, now - 5_000, now), true, 'a fresh heartbeat');
+    assert.equal(isOwnerAlive(other, self, now - SPOOL_STALE_MS - 1, now), false, 'a stale one');
+    assert.equal(isOwnerAlive(other, self, undefined, now), false, 'its folder gone');
+  });
 
   test('only a token names an owner', () => {
     for (const name of [
       '',
       'x',
       '12-34',
-      '0-1-0123456789ab',
-      '12-34-0123456789AB',
-      '12-34-0123456789ab@x',
-      '../12-1-0123456789ab',
+      '7-12-34',
+      '7-0-1-0123456789ab',
+      '7-12-34-0123456789AB',
+      '7-12-34-0123456789ab@x',
+      '../7-12-1-0123456789ab',
     ])
       assert.equal(parseOwner(name), undefined, name);
-    assert.deepEqual(parseOwner('12-34-0123456789ab'), { token: '12-34-0123456789ab', pid: 12, start: 34 });
+    assert.deepEqual(parseOwner('7-12-34-0123456789ab'), {
+      token: '7-12-34-0123456789ab',
+      namespace: '7',
+      pid: 12,
+      start: 34,
+    });
   });
 });

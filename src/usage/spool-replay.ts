@@ -1,4 +1,4 @@
-import { readdir, rename, rmdir, unlink } from 'node:fs/promises';
+import { readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { UsageStore } from '../store/contract.js';
 import { isMarked } from './spool-lines.js';
@@ -49,7 +49,8 @@ async function claim(options: ReplayOptions, name: string): Promise<{ name: stri
   // Not a spool folder, or this process's own live spool.
   if (parts.length > 2 || !parseOwner(spool) || !holder || name === options.self.token) return undefined;
   if (holder.token === options.self.token) return { name, spool }; // claimed earlier by this process, not finished
-  if (isOwnerAlive(holder, options.self)) return undefined;
+  const touched = holder.namespace === options.self.namespace ? undefined : await touchedAt(options.root, holder.token);
+  if (isOwnerAlive(holder, options.self, touched)) return undefined;
   const mine = `${spool}@${options.self.token}`;
   try {
     await rename(join(options.root, name), join(options.root, mine));
@@ -81,4 +82,13 @@ async function replayFolder(options: ReplayOptions, spool: string, dir: string):
     { spool, written: counts.written, already_stored: counts.skipped, unreadable: counts.unreadable },
     'usage records of a stopped process were written from its spool',
   );
+}
+
+/** When the folder of a live spool `token` was last touched (its heartbeat), or undefined when there is none. */
+async function touchedAt(root: string, token: string): Promise<number | undefined> {
+  try {
+    return (await stat(join(root, token))).mtimeMs;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,10 +1,10 @@
 import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { close as closeFd } from 'node:fs';
-import { rmdir, unlink } from 'node:fs/promises';
+import { rmdir, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SpoolMark, UsageRows, UsageStore } from '../store/contract.js';
 import { marksOf, spoolLine, spoolScratch, without } from './spool-lines.js';
-import type { SpoolOwner } from './spool-owner.js';
+import { SPOOL_HEARTBEAT_MS, type SpoolOwner } from './spool-owner.js';
 import type { UsageLog } from './usage-log.js';
 
 /** A segment is closed (and a new one begun) once it holds this many bytes (~13,000 records). */
@@ -67,6 +67,7 @@ export class UsageSpool {
   private readonly scratch = spoolScratch();
   private dirty = false;
   private readonly syncTimer: NodeJS.Timeout;
+  private readonly heartbeat: NodeJS.Timeout;
   private unspooled = 0;
   private complainedAt = 0;
   private closing = false;
@@ -89,6 +90,12 @@ export class UsageSpool {
   ) {
     this.syncTimer = setInterval(() => this.sync(), SPOOL_SYNC_MS);
     this.syncTimer.unref();
+    // The heartbeat other pid namespaces judge this spool by (./spool-owner.ts).
+    this.heartbeat = setInterval(() => {
+      const now = new Date();
+      utimes(this.dir, now, now).catch(() => undefined);
+    }, SPOOL_HEARTBEAT_MS);
+    this.heartbeat.unref();
   }
 
   /** The name its records' marks carry. */
@@ -242,6 +249,7 @@ export class UsageSpool {
   async close(): Promise<void> {
     this.writePending();
     clearInterval(this.syncTimer);
+    clearInterval(this.heartbeat);
     this.closing = true;
     const all = this.current ? [...this.closed, this.current] : [...this.closed];
     const stored = all.every(done);

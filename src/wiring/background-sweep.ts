@@ -4,14 +4,15 @@ import type { FastifyInstance } from 'fastify';
 export const SWEEP_INTERVAL_MS = 3_600_000;
 
 /**
- * Runs `pass` once the app is ready, in the background (readiness never waits for it), then every hour; one pass at
- * a time. On close, `pass`'s signal is aborted (it stops at its next step) and the close waits for it. A pass that
+ * Runs `pass` once the app is ready, in the background (readiness never waits for it), then every hour (or every
+ * `intervalMs`); one pass at a time. On close, `pass`'s signal is aborted (it stops at its next step) and the close waits for it. A pass that
  * fails is logged as a warning with `failure`.
  */
 export function sweepInBackground(
   app: FastifyInstance,
   failure: string,
   pass: (signal: AbortSignal) => Promise<void>,
+  intervalMs = SWEEP_INTERVAL_MS,
 ): void {
   const stop = new AbortController();
   let running: Promise<void> | undefined;
@@ -23,7 +24,7 @@ export function sweepInBackground(
   };
   app.addHook('onReady', async () => {
     run();
-    timer = setInterval(run, SWEEP_INTERVAL_MS);
+    timer = setInterval(run, intervalMs);
     timer.unref();
   });
   app.addHook('onClose', async () => {

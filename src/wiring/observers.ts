@@ -13,6 +13,9 @@ import { replayDeadSpools } from '../usage/spool-replay.js';
 import { SPOOL_FOLDER, UsageSpool } from '../usage/usage-spool.js';
 import { sweepInBackground } from './background-sweep.js';
 
+/** How often the spools of stopped processes are looked for (and at start). */
+const SPOOL_REPLAY_EVERY_MS = 60_000;
+
 /**
  * What looks at every API request (chat, models) once it ended, a caller who hung up included (run by
  * endRequest, with the access line): usage records, the log line of a corrected usage figure and the trace's
@@ -52,8 +55,12 @@ function spoolOf(app: FastifyInstance, config: GatewayConfig, store: UsageStore)
   const self = ownSpoolOwner();
   const spool = UsageSpool.open(root, self, store, app.log);
   app.answerHold = (release) => spool.afterWrite(release);
-  sweepInBackground(app, 'usage spools could not be replayed', (signal) =>
-    replayDeadSpools({ root, self, store, log: app.log, signal }),
+  // Every minute: a dead sibling worker's spool, or (once its heartbeat is stale) another container's.
+  sweepInBackground(
+    app,
+    'usage spools could not be replayed',
+    (signal) => replayDeadSpools({ root, self, store, log: app.log, signal }),
+    SPOOL_REPLAY_EVERY_MS,
   );
   return spool;
 }

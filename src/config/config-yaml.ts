@@ -1,5 +1,8 @@
 import type * as Yaml from 'yaml';
 
+/** A bound of ours refused the file: its message names what and the line, never the file's text. */
+export class ConfigYamlRefusal extends Error {}
+
 /** The deepest nesting of flow collections (`[...]`, `{...}`) a config file may have: a real one has a few. */
 export const MAX_YAML_FLOW_DEPTH = 64;
 
@@ -9,7 +12,7 @@ export const MAX_YAML_FLOW_DEPTH = 64;
  *   builds them (2 MB of `[` took the parser 16 s and 1.25 GB before it overflowed its stack);
  * - duplicate keys are found with one Set per mapping: the parser's own check compares each key with every
  *   earlier one of its mapping (20,000 keys: 9 s; the 150,000 of a 3 MB file: minutes).
- * Throws an Error whose message says what and on which line (never the key itself).
+ * Throws a ConfigYamlRefusal whose message says what and on which line (never the key itself).
  */
 export function parseConfigYaml(yaml: typeof Yaml, text: string): unknown {
   checkFlowDepth(yaml, text);
@@ -27,7 +30,7 @@ function checkFlowDepth(yaml: typeof Yaml, text: string): void {
   for (const token of new yaml.Lexer().lex(text)) {
     if (token === '[' || token === '{') {
       if (++depth > MAX_YAML_FLOW_DEPTH)
-        throw new Error(
+        throw new ConfigYamlRefusal(
           `collections nested deeper than ${MAX_YAML_FLOW_DEPTH} levels of [...] or {...} at line ${lineOf(text, offset)}`,
         );
     } else if (token === ']' || token === '}') depth--;
@@ -43,7 +46,7 @@ function checkUniqueKeys(yaml: typeof Yaml, doc: Yaml.Document.Parsed, text: str
         if (!yaml.isScalar(pair.key)) continue;
         const key = pair.key.value;
         if (seen.has(key))
-          throw new Error(
+          throw new ConfigYamlRefusal(
             `a key repeated in one mapping at line ${lineOf(text, pair.key.range?.[0] ?? 0)} (keys must be unique)`,
           );
         seen.add(key);

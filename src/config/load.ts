@@ -5,7 +5,8 @@ import type { z } from 'zod';
 import { ConfigError } from './config-error.js';
 import { FILE_BOUNDS, readBoundedFileSync, readFailure } from './bounded-file.js';
 import { configVersionOf } from './config-version.js';
-import { parseConfigYaml } from './config-yaml.js';
+import { parseFailureWhere } from './parse-failure.js';
+import { ConfigYamlRefusal, parseConfigYaml } from './config-yaml.js';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
@@ -167,7 +168,12 @@ function readConfigFile(path: string, problems: string[], source: { file?: strin
   try {
     raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    problems.push(`${path}: not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`);
+    const what = /\.json$/i.test(path) ? 'JSON' : 'YAML';
+    problems.push(
+      error instanceof ConfigYamlRefusal
+        ? `${path}: not valid YAML: ${error.message}`
+        : `${path}: not valid ${what} (${parseFailureWhere(error)})`,
+    );
     return configFileSchema.parse({});
   }
   const parsed = configFileSchema.safeParse(raw ?? {});

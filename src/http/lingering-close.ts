@@ -73,11 +73,16 @@ export function dropRequestsAfterRefusal(server: Server): void {
   const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
   server.removeAllListeners('request');
   server.on('request', function requestUnlessLingering(req: IncomingMessage, res: ServerResponse) {
-    if (req.socket !== null && lingering.has(req.socket)) {
+    if (isLingering(req.socket)) {
       // Its bytes are read and thrown away (counted by nobody): the lingering close's own bounds still end it.
       req.resume();
       return;
     }
     for (const handler of handlers) handler.call(server, req, res);
   });
+}
+
+/** Whether this socket's request was refused before its body was read (its close lingers). */
+export function isLingering(socket: Socket | null): boolean {
+  return socket !== null && lingering.has(socket);
 }

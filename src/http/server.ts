@@ -13,6 +13,7 @@ import { MAX_PATH_SEGMENT, clientErrorHandler, frameworkErrorHandler } from './m
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
 import { dropRequestsAfterRefusal } from './lingering-close.js';
+import { continueOnFirstRead } from './expect-continue.js';
 import { decoratePublicOrigin } from './public-origin.js';
 import { decorateRequestState } from '../request/request-state.js';
 import { allowedMethods, v1RouteTable, type V1RouteTable } from './v1-dispatch.js';
@@ -76,6 +77,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.setValidatorCompiler(boundedValidatorCompiler());
   configureNodeServer(app, options.requestTimeoutMs);
   dropRequestsAfterRefusal(app.server);
+  continueOnFirstRead(app.server);
   decorateRequestState(app);
   decoratePublicOrigin(app, options.publicBaseUrl);
   decorateRequestEnd(app);

@@ -107,8 +107,11 @@ export interface GatewayApp {
   reloadCertificate(): boolean;
   /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
-  /** Reads the config file again and applies it when it is good (SIGHUP); a no-op without `readConfig`. */
-  reloadConfig(trigger: ReloadTrigger): void;
+  /**
+   * Reads the config file again and applies it when it is good (SIGHUP); a no-op without `readConfig`. Resolves
+   * once that reload (or the waiting one it joined) has run.
+   */
+  reloadConfig(trigger: ReloadTrigger): Promise<void>;
 }
 
 /**
@@ -290,6 +293,6 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       return true;
     },
     files,
-    reloadConfig: (trigger) => reloads?.reload(trigger),
+    reloadConfig: (trigger) => reloads?.reload(trigger) ?? Promise.resolve(),
   };
 }

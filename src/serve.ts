@@ -94,7 +94,7 @@ export async function runServer(
   // SIGHUP: the config file and the TLS certificate are read again (with WORKERS > 1 the primary passes it on).
   process.on('SIGHUP', () => {
     if (!reloadCertificate()) logger.info('SIGHUP: no TLS certificate to reload');
-    reloadConfig('SIGHUP');
+    void reloadConfig('SIGHUP');
   });
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

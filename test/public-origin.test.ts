@@ -117,6 +117,26 @@ describe('URLs given out, from the Host', () => {
     }
   });
 
+  test('a Host a URL parser refuses or reads as another host: 400, never a URL an SDK cannot fetch', async () => {
+    // Each passed the syntax rule on its own: a zone id is a valid IPv6 literal for node:net, `example.123` and
+    // `a.0x1` are labels, `0x7f.1` is not all digits. A WHATWG parser (every SDK's) throws on the first three and
+    // reads the others as http://127.0.0.1 and http://10.0.0.1.
+    for (const host of ['[fe80::1%eth0]', '[fe80::1%25eth0]:8080', 'example.123', 'a.0x1', '0x7f.1', '10.0.0.1.']) {
+      const answer = await withHost(gw, 'POST', '/v1/uploads', host, uploadBody);
+      assert.equal(answer.status, 400, `${host}: ${JSON.stringify(answer.json)}`);
+      assert.equal(answer.json.code, 'invalid_header', host);
+      assert.equal(answer.json.details?.header, 'host', host);
+      assert.match(String(answer.json.details?.problem), /URL/, host);
+    }
+    // What is accepted gives out a URL that parses, naming the host the caller gave.
+    for (const host of ['GW.Example.com:8443', 'xn--bcher-kva.example', '[::ffff:10.0.0.1]']) {
+      const answer = await withHost(gw, 'POST', '/v1/uploads', host, uploadBody);
+      assert.equal(answer.status, 200, `${host}: ${JSON.stringify(answer.json)}`);
+      const url = new URL(String(presignedUrl(answer)));
+      assert.ok(url.pathname.startsWith('/v1/uploads/upload_'), url.href);
+    }
+  });
+
   test('a Host that is not a host: 400 for an Anthropic batch, and no batch is made', async () => {
     const answer = await withHost(gw, 'POST', '/v1/messages/batches', 'evil.example:666/x?y#', batchBody);
     assert.equal(answer.status, 400, JSON.stringify(answer.json));

@@ -57,7 +57,26 @@ async function partHead(port: number, path: string, declared: number) {
   // The first bytes of the file: the gateway looks at the upload once the form's file part has started.
   const first = Buffer.alloc(64 * 1024);
   socket.write(first);
-  return { socket, closed, answer: () => received, bodySent: preamble.length + first.length };
+  return {
+    socket,
+    closed,
+    answer: () => received,
+    bodySent: preamble.length + first.length,
+    sent: `Content-Length: ${declared}`,
+  };
+}
+
+/** A socket that has sent `requestLine` and the head of a body of `declared` bytes, none of the body yet. */
+async function rawHead(port: number, requestLine: string, declared: number) {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const sent = `${requestLine}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`;
+  socket.write(sent);
+  return { socket, closed, answer: () => received, bodySent: 0, sent };
 }
 
 /** Writes zeros as fast as the peer takes them until the socket fails or closes; the bytes it accepted. */
@@ -220,6 +239,48 @@ describe('an early refusal of a request with a body, from the gateway process', 
     assert.ok(held >= LINGER_MAX_MS - 1000, `the connection stayed while the body arrived: ${held} ms`);
     assert.ok(held <= LINGER_MAX_MS + 10_000, `and closed at the time bound: ${held} ms`);
     assert.match(head.answer(), /^HTTP\/1\.1 409 /);
+  });
+
+  test('a request sent after a refused body, on the same connection, is never run', TIMEOUT, async () => {
+    const keyNames = async () => {
+      const listed = jsonOf(await httpCall(`${gw.url}/v1/?route=keys`, { headers: bearer(ADMIN) }));
+      return JSON.stringify(listed);
+    };
+    const cases = [
+      {
+        name: 'after-409',
+        http: '1.1',
+        head: () => partHead(gw.port, `/v1/uploads/${completedId}/parts`, 64 * 1024 + 300),
+      },
+      { name: 'after-404', http: '1.0', head: () => rawHead(gw.port, 'POST /v1/nowhere HTTP/1.0', 20) },
+    ];
+    for (const { name, head: open } of cases) {
+      const head = await open();
+      await waitFor(`${name}: the early answer`, () => /\r\n\r\n/.test(head.answer()));
+      const declared = Number(/Content-Length: (\d+)/i.exec(head.sent)?.[1]);
+      const created = JSON.stringify({ name: `smuggled-${name}`, models: ['*'], routes: ['chat'] });
+      // The end of the refused body and, in the same write, a second request (a key created by the admin).
+      head.socket.write(
+        Buffer.concat([
+          Buffer.alloc(declared - head.bodySent, 0x61),
+          Buffer.from(
+            `POST /v1/?route=keys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN}\r\n` +
+              `Content-Type: application/json\r\nContent-Length: ${created.length}\r\n\r\n${created}`,
+          ),
+        ]),
+      );
+      // Empty lines are ignored between requests; once the gateway has closed its socket one is answered with a reset.
+      const poke = setInterval(() => head.socket.write('\r\n'), 100);
+      try {
+        await head.closed;
+      } finally {
+        clearInterval(poke);
+      }
+      assert.equal(head.answer().match(/HTTP\/1\.1 \d{3} /g)?.length, 1, `${name}: one answer only: ${head.answer()}`);
+      assert.match(head.answer(), /\r\nconnection: close\r\n/i);
+      // The second request was not run: no key of that name.
+      assert.ok(!(await keyNames()).includes(`smuggled-${name}`), `${name}: the request after the refusal ran`);
+    }
   });
 
   test('a refused body that ends within the bounds: the connection closes once it is read', TIMEOUT, async () => {

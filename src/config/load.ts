@@ -5,6 +5,8 @@ import type { z } from 'zod';
 import { ConfigError } from './config-error.js';
 import { FILE_BOUNDS, readBoundedFileSync, readFailure } from './bounded-file.js';
 import { configVersionOf } from './config-version.js';
+import { parseFailureWhere } from './parse-failure.js';
+import { ConfigYamlRefusal, parseConfigYaml } from './config-yaml.js';
 import { configFileSchema, retrySchema, type ConfigFile } from './schema.js';
 import type { GatewayConfig, ModelConfig, UpstreamConfig } from './types.js';
 import type { Env } from './env.js';
@@ -166,7 +168,12 @@ function readConfigFile(path: string, problems: string[], source: { file?: strin
   try {
     raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    problems.push(`${path}: not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`);
+    const what = /\.json$/i.test(path) ? 'JSON' : 'YAML';
+    problems.push(
+      error instanceof ConfigYamlRefusal
+        ? `${path}: not valid YAML: ${error.message}`
+        : `${path}: not valid ${what} (${parseFailureWhere(error)})`,
+    );
     return configFileSchema.parse({});
   }
   const parsed = configFileSchema.safeParse(raw ?? {});
@@ -181,9 +188,19 @@ export function formatZodIssues(source: string, issues: readonly z.core.$ZodIssu
     const path = issue.path
       .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`))
       .join('');
-    const unknownKeys = issue.code === 'unrecognized_keys' ? ` (${issue.keys.join(', ')})` : '';
-    return `${source}: ${path || '(root)'}: ${issue.message}${unknownKeys}`;
+    // zod's own message quotes every unknown key: a file of 100,000 of them would be a megabyte per problem.
+    const message =
+      issue.code === 'unrecognized_keys'
+        ? `${issue.keys.length === 1 ? 'Unrecognized key' : `${issue.keys.length} unrecognized keys`} (${someKeys(issue.keys)})`
+        : issue.message;
+    return `${source}: ${path || '(root)'}: ${message}`;
   });
+}
+
+/** The first keys of a list, and how many more (a file of 100,000 unknown keys is not a 1 MB log line). */
+function someKeys(keys: readonly string[], shown = 10): string {
+  const names = keys.slice(0, shown).map((key) => key.slice(0, 100));
+  return keys.length > shown ? `${names.join(', ')} and ${keys.length - shown} more` : names.join(', ');
 }
 
 function checkReferences(
@@ -228,8 +245,7 @@ function checkReferences(
  * configured from the environment or a JSON file never loads it (issue 33, the idle footprint).
  */
 function parseYaml(text: string): unknown {
-  const yaml = createRequire(import.meta.url)('yaml') as typeof Yaml;
-  return yaml.parse(text);
+  return parseConfigYaml(createRequire(import.meta.url)('yaml') as typeof Yaml, text);
 }
 
 function toIdempotency(section: ConfigFile['idempotency']): GatewayConfig['idempotency'] {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { PRICE_FAMILIES } from './provider-presets.js';
 import { FILE_BOUNDS, readBoundedFileSync, readFailure } from './bounded-file.js';
+import { parseFailureWhere } from './parse-failure.js';
 
 /** The committed catalog: from src/config/ and from dist/config/ alike, two levels up is the package's root. */
 export const DEFAULT_PRICE_CATALOG_FILE = fileURLToPath(new URL('../../catalog/model-prices.json', import.meta.url));
@@ -95,7 +96,7 @@ export function readPriceCatalog(file: string, problems: string[]): PriceCatalog
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    problems.push(`${file}: not valid JSON: ${(error as Error).message}`);
+    problems.push(`${file}: not valid JSON (${parseFailureWhere(error)})`);
     return undefined;
   }
   const parsed = catalogSchema.safeParse(raw);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 
 /**
@@ -60,4 +60,29 @@ export function lingerUntilBodyRead(raw: IncomingMessage): void {
     if (answered) destroySoon.call(socket);
   });
   raw.resume();
+}
+
+/**
+ * A connection whose answer said `connection: close` carries no further request: while it lingers, Node's parser
+ * still reads what follows the refused body, and a request sent after it (pipelined, or written once the answer
+ * arrived) would be dispatched and run (a key created, a call charged) with its answer never written. Every
+ * request on a lingering socket is dropped here, before the router sees it; the socket closes as the lingering
+ * close says (its body ended, or the bound). Wraps the server's one `request` listener (Fastify's handler).
+ */
+export function dropRequestsAfterRefusal(server: Server): void {
+  const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', function requestUnlessLingering(req: IncomingMessage, res: ServerResponse) {
+    if (isLingering(req.socket)) {
+      // Its bytes are read and thrown away (counted by nobody): the lingering close's own bounds still end it.
+      req.resume();
+      return;
+    }
+    for (const handler of handlers) handler.call(server, req, res);
+  });
+}
+
+/** Whether this socket's request was refused before its body was read (its close lingers). */
+export function isLingering(socket: Socket | null): boolean {
+  return socket !== null && lingering.has(socket);
 }

@@ -44,6 +44,24 @@ export function hostProblem(host: string): string | undefined {
   }
   if (port !== undefined && (!PORT.test(port) || Number(port) < 1 || Number(port) > 65535))
     return 'the port is not a number from 1 to 65535';
+  return urlParserProblem(name);
+}
+
+/**
+ * Why a URL parser (WHATWG's, as every SDK and browser uses) would not read `name` as that same host; undefined:
+ * it would. It refuses an IPv6 zone id (`[fe80::1%eth0]`) and a name whose last label is a number (`example.123`,
+ * `a.0x1`), and reads `0x7f.1` as 127.0.0.1: a URL built on such a name cannot be fetched,
+ * or names another host than the one the caller gave.
+ */
+function urlParserProblem(name: string): string | undefined {
+  let parsed: string;
+  try {
+    parsed = new URL(`http://${name}`).hostname;
+  } catch {
+    return 'not a host a URL can name (an IPv6 zone id, or a last label that is a number)';
+  }
+  if (!name.startsWith('[') && parsed !== name.toLowerCase())
+    return `read by a URL parser as another host (${parsed.slice(0, 100)}): give the host in its usual form`;
   return undefined;
 }
 

@@ -12,6 +12,8 @@ import { boundedValidatorCompiler } from './bounded-validation.js';
 import { MAX_PATH_SEGMENT, clientErrorHandler, frameworkErrorHandler } from './malformed-requests.js';
 import { refuseCredentialsInQuery } from './query-guard.js';
 import { checkRequestHead } from './request-head.js';
+import { dropRequestsAfterRefusal } from './lingering-close.js';
+import { continueOnFirstRead } from './expect-continue.js';
 import { decoratePublicOrigin } from './public-origin.js';
 import { decorateRequestState } from '../request/request-state.js';
 import { isObservedRoute } from '../request/route-name.js';
@@ -75,6 +77,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Every schema is compiled by our own Ajv: the first problem cheaply, all of them only on a bounded view.
   app.setValidatorCompiler(boundedValidatorCompiler());
   configureNodeServer(app, options.requestTimeoutMs);
+  dropRequestsAfterRefusal(app.server);
+  continueOnFirstRead(app.server);
   decorateRequestState(app);
   decoratePublicOrigin(app, options.publicBaseUrl);
   decorateRequestEnd(app);

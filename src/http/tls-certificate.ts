@@ -46,6 +46,7 @@ const unreadable = (field: string, path: string, error: unknown) =>
 export class CertificateReloader {
   private timer: NodeJS.Timeout | undefined;
   private reloading: Promise<boolean> = Promise.resolve(true);
+  private waiting: Promise<boolean> | undefined;
 
   constructor(
     private readonly server: TlsServer,
@@ -64,10 +65,20 @@ export class CertificateReloader {
     watchFile(this.files.keyFile, { interval: intervalMs, persistent: false }, changed);
   }
 
-  /** Loads the pair again (after any reload already running); resolves whether the new pair is in use. */
+  /**
+   * Loads the pair again (after any reload already running); resolves whether the new pair is in use. A call while
+   * another reload waits to start joins it (that one reads the files as they are when it starts): a storm of
+   * SIGHUPs reads the pair twice at most, not once per signal.
+   */
   reload(): Promise<boolean> {
-    this.reloading = this.reloading.then(() => this.reloadOnce());
-    return this.reloading;
+    if (this.waiting) return this.waiting;
+    const next = this.reloading.then(() => {
+      this.waiting = undefined;
+      return this.reloadOnce();
+    });
+    this.waiting = next;
+    this.reloading = next;
+    return next;
   }
 
   private async reloadOnce(): Promise<boolean> {

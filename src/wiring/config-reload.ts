@@ -48,13 +48,17 @@ export type ReloadTrigger = 'SIGHUP' | 'file change';
 export function wireConfigReload(
   app: FastifyInstance,
   targets: ReloadTargets,
-): { reload(trigger: ReloadTrigger): void } {
+): { reload(trigger: ReloadTrigger): Promise<void> } {
   const file = targets.generations.current.config.source?.file;
   // The bytes last judged (applied or refused): the watch and its fallback poll may both report one change, and a
   // file already judged is not read twice (nor is a refused one reported twice).
   let judged = targets.generations.version;
-  // Reloads run one after the other: a SIGHUP and a file event arriving together never interleave.
+  // Reloads run one after the other: a SIGHUP and a file event arriving together never interleave. At most one
+  // waits behind the one running, and every trigger that comes while it waits joins it (a SIGHUP among them makes
+  // it a SIGHUP): it reads the files as they are when it starts, so it sees whatever those triggers announced. A
+  // storm of signals or file events costs two reads, not one reader thread, audit line and event each.
   let queue: Promise<void> = Promise.resolve();
+  let waiting: { trigger: ReloadTrigger; done: Promise<void> } | undefined;
   const reloadNow = async (trigger: ReloadTrigger) => {
     if (trigger === 'file change' && file) {
       const onDisk = await versionOnDisk(file);
@@ -63,10 +67,21 @@ export function wireConfigReload(
     }
     await reloadOnce(app, targets, trigger);
   };
-  const reload = (trigger: ReloadTrigger) => {
-    queue = queue
-      .then(() => reloadNow(trigger))
+  const reload = (trigger: ReloadTrigger): Promise<void> => {
+    if (waiting) {
+      if (trigger === 'SIGHUP') waiting.trigger = 'SIGHUP';
+      return waiting.done;
+    }
+    const next: { trigger: ReloadTrigger; done: Promise<void> } = { trigger, done: Promise.resolve() };
+    next.done = queue
+      .then(() => {
+        waiting = undefined;
+        return reloadNow(next.trigger);
+      })
       .catch((error: unknown) => app.log.error({ err: error }, 'config reload failed'));
+    waiting = next;
+    queue = next.done;
+    return next.done;
   };
   if (file) {
     const watch = watchConfigFile(file, () => reload('file change'));
@@ -76,7 +91,7 @@ export function wireConfigReload(
     // A cluster worker starts on the config the primary read at start; one started after a live reload (a
     // replacement for a worker that died) catches up with the file at once rather than at its next change (a
     // file whose bytes are those running is not read again).
-    reload('file change');
+    void reload('file change');
   }
   return { reload };
 }

@@ -7,7 +7,8 @@ import { LATENCY_BIN_SQL } from './usage-sql.js';
  * table: the sums every report reads: requests, errors, tokens and their parts, cost, savings, latency), and one
  * row per hour × latency bin (the "latency" table: the dashboard's percentiles). Reports read the raw records of a
  * range plus the rollups of it: a record is in exactly one of the two (it is rolled up and deleted in one
- * transaction), so nothing is counted twice or lost.
+ * transaction), so nothing is counted twice or lost. An hour × caller × environment keeps at most 64 models by name
+ * (`MAX_MODELS_PER_HOUR`): the others' records are rolled under `(other)`.
  */
 
 export const HOUR_MS = 3_600_000;
@@ -103,7 +104,8 @@ const ROLLED_COLUMNS = [
  * they are before the roll, through the key's index (hour, caller, environment first): one count per group.
  */
 export function foldedRecordsSql(hours: string, from: string, where: string): string {
-  const group = (a: string, b: string) => ['hour_ms', 'caller', 'environment'].map((c) => `${a}.${c} = ${b}.${c}`).join(' AND ');
+  const group = (a: string, b: string) =>
+    ['hour_ms', 'caller', 'environment'].map((c) => `${a}.${c} = ${b}.${c}`).join(' AND ');
   return `batch AS MATERIALIZED (SELECT ${ROLLED_COLUMNS.join(', ')}, (time_ms / ${HOUR_MS}) * ${HOUR_MS} AS hour_ms
       FROM ${from} WHERE ${where}),
     fresh AS MATERIALIZED (SELECT hour_ms, caller, environment, model,

@@ -214,7 +214,11 @@ export function usageRollupContract(name: string, make: () => Promise<RollupHarn
       await store().append(['a', 'b', 'c'].map((m, i) => one(200 + i, m, 'key:abc')));
       const before = await store().summarize('caller', H0, END);
       while ((await store().rollOldest(30)) > 0);
-      assert.deepEqual(await store().summarize('caller', H0, END), before, 'requests, tokens and cost per caller exact');
+      assert.deepEqual(
+        await store().summarize('caller', H0, END),
+        before,
+        'requests, tokens and cost per caller exact',
+      );
       const models = await store().summarize('model', H0, END);
       const named = models.filter((r) => r.group.startsWith('model-'));
       assert.deepEqual(
@@ -234,7 +238,10 @@ export function usageRollupContract(name: string, make: () => Promise<RollupHarn
       const again = await store().summarize('model', H0, END);
       assert.equal(again.find((r) => r.group === 'model-010')?.requests, 2);
       assert.equal(again.find((r) => r.group === '(other)')?.requests, 38);
-      assert.equal(again.find((r) => r.group === 'model-999'), undefined);
+      assert.equal(
+        again.find((r) => r.group === 'model-999'),
+        undefined,
+      );
       // Another hour starts again from none.
       await store().append([one(3_700, 'model-999')]);
       await store().rollOldest(10);

@@ -228,6 +228,66 @@ function retentionSuite(name: string, open: () => Promise<Backend>) {
       }
     });
 
+    test('one caller sending a new 256-character model name with every call: rolling shrinks, no other caller loses an hour, its own totals stay exact under (other)', async () => {
+      const backend = await open();
+      try {
+        // Four callers' history over four hours, then 50,000 calls of one caller in the fifth, each naming a new model.
+        const history = variedRecords(2_000);
+        const [first] = history;
+        assert.ok(first);
+        const hostile = Array.from({ length: 50_000 }, (_, i) => ({
+          ...first,
+          requestId: `h${i}`,
+          caller: 'key:hostile',
+          timeMs: H0 + 4 * HOUR_MS + Math.floor((i * HOUR_MS) / 50_000),
+          model: `${i}-`.padEnd(256, 'x'),
+          promptTokens: 1 + (i % 7),
+          costUsd: 0.00001,
+        }));
+        const records = [...history, ...hostile];
+        for (let i = 0; i < records.length; i += 5_000) await backend.usage.append(records.slice(i, i + 5_000));
+        const victims = ['admin', 'key:abc', 'key:déjà-vu', 'oauth:sub'];
+        const read = async () => ({
+          byCaller: await backend.usage.summarize('caller', H0, END),
+          byDay: await backend.usage.summarize('day', H0, END),
+          keys: await backend.usage.summarizeCallers([...victims, 'key:hostile'], H0, END),
+          history: await reports(backend.usage, H0, H0 + 4 * HOUR_MS),
+        });
+        const before = await read();
+        assert.equal(before.byCaller.find((r) => r.group === 'key:hostile')?.requests, 50_000);
+        const log = memoryLog();
+        const maxBytes = 1_048_576;
+        const outcome = await new UsageRetention({
+          store: backend.usage,
+          retentionMs: 3650 * 86_400_000,
+          maxBytes,
+          log,
+          now: () => END,
+        }).sweep();
+        const after = await backend.usage.footprint();
+        assert.ok(after.recordBytes + after.hourBytes <= maxBytes, `${JSON.stringify(after)} within ${maxBytes}`);
+        // Every caller's totals (requests, errors, tokens, cost), per caller, per day and per key, unchanged.
+        assert.deepEqual(await read(), before);
+        assert.ok(outcome.rolled > 40_000, `${outcome.rolled} rolled`);
+        assert.equal(outcome.droppedHours, 0, 'no rollup hour deleted');
+        assert.deepEqual(log.lines, []);
+        assert.ok(after.hourBytes < maxBytes / 4, `the rollups hold ${after.hourBytes} bytes`);
+        // The hostile caller's models: 64 kept by name, the rest counted under (other).
+        const models = await backend.usage.summarize('model', H0 + 4 * HOUR_MS, END);
+        const other = models.find((r) => r.group === '(other)');
+        assert.ok(other, 'an (other) row');
+        const raw = (await backend.usage.stored(0, 100_000)).length;
+        assert.equal(
+          models.reduce((n, r) => n + r.requests, 0),
+          50_000,
+        );
+        assert.ok(models.length <= 64 + 1 + raw, `${models.length} model groups, ${raw} records raw`);
+        assert.ok(other.requests >= 50_000 - 64 - raw, `${other.requests} requests under (other)`);
+      } finally {
+        await backend.close();
+      }
+    });
+
     test('the bytes counted are close to what the tables take on disk', async () => {
       const backend = await open();
       try {

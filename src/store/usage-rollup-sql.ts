@@ -7,7 +7,8 @@ import { LATENCY_BIN_SQL } from './usage-sql.js';
  * table: the sums every report reads: requests, errors, tokens and their parts, cost, savings, latency), and one
  * row per hour × latency bin (the "latency" table: the dashboard's percentiles). Reports read the raw records of a
  * range plus the rollups of it: a record is in exactly one of the two (it is rolled up and deleted in one
- * transaction), so nothing is counted twice or lost.
+ * transaction), so nothing is counted twice or lost. An hour × caller × environment keeps at most 64 models by name
+ * (`MAX_MODELS_PER_HOUR`): the others' records are rolled under `(other)`.
  */
 
 export const HOUR_MS = 3_600_000;
@@ -64,6 +65,64 @@ export const HOUR_SUMS = [
   'cache_savings_usd',
   'latency_ms_sum',
 ] as const;
+
+/**
+ * The models one hour × caller × environment keeps in the rollups: past this many, records of other models are
+ * rolled into the model `(other)` (their requests, tokens and cost counted there: the caller's totals stay exact).
+ * Model names come from callers: without it, a caller sending a new name with each call made one rollup row per
+ * call, each larger than the record it replaced, and the rollups' bound then deleted every caller's oldest hours.
+ */
+export const MAX_MODELS_PER_HOUR = 64;
+/** Where the models past `MAX_MODELS_PER_HOUR` are rolled. */
+export const OTHER_MODEL = '(other)';
+
+/** The columns of a record a roll reads. */
+const ROLLED_COLUMNS = [
+  'time_ms',
+  'caller',
+  'environment',
+  'route',
+  'model',
+  'upstream',
+  'status',
+  'code',
+  'prompt_tokens',
+  'completion_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'cost_usd',
+  'cache_savings_usd',
+  'latency_ms',
+] as const;
+
+/**
+ * CTEs (the text after WITH, ending with `rolled_records`: the records `where` selects from `from`, with the model
+ * each is rolled up under) that fold the models past `MAX_MODELS_PER_HOUR` of an hour × caller × environment into
+ * `(other)`. A model keeps its name when the hours table already has it for that hour, caller and environment, or
+ * when the models there plus the new ones before it (in name order) are fewer than the bound. Reads the hours as
+ * they are before the roll, through the key's index (hour, caller, environment first): one count per group.
+ */
+export function foldedRecordsSql(hours: string, from: string, where: string): string {
+  const group = (a: string, b: string) =>
+    ['hour_ms', 'caller', 'environment'].map((c) => `${a}.${c} = ${b}.${c}`).join(' AND ');
+  return `batch AS MATERIALIZED (SELECT ${ROLLED_COLUMNS.join(', ')}, (time_ms / ${HOUR_MS}) * ${HOUR_MS} AS hour_ms
+      FROM ${from} WHERE ${where}),
+    fresh AS MATERIALIZED (SELECT hour_ms, caller, environment, model,
+        ROW_NUMBER() OVER (PARTITION BY hour_ms, caller, environment ORDER BY model) AS nth
+      FROM (SELECT DISTINCT hour_ms, caller, environment, coalesce(model, '') AS model FROM batch) AS m
+      WHERE m.model <> '${OTHER_MODEL}'
+        AND NOT EXISTS (SELECT 1 FROM ${hours} AS h WHERE ${group('h', 'm')} AND h.model = m.model)),
+    held AS MATERIALIZED (SELECT g.hour_ms, g.caller, g.environment, (SELECT count(DISTINCT h.model) FROM ${hours} AS h
+        WHERE ${group('h', 'g')} AND h.model <> '${OTHER_MODEL}') AS n
+      FROM (SELECT DISTINCT hour_ms, caller, environment FROM fresh) AS g),
+    folded AS MATERIALIZED (SELECT f.hour_ms, f.caller, f.environment, f.model FROM fresh AS f JOIN held AS g
+      ON ${group('f', 'g')} WHERE f.nth + g.n > ${MAX_MODELS_PER_HOUR}),
+    rolled_records AS (SELECT ${ROLLED_COLUMNS.filter((c) => c !== 'model')
+      .map((c) => `b.${c}`)
+      .join(', ')}, CASE WHEN x.model IS NULL THEN b.model ELSE '${OTHER_MODEL}' END AS model
+      FROM batch AS b LEFT JOIN folded AS x ON ${group('x', 'b')} AND x.model = coalesce(b.model, ''))`;
+}
 
 /** The rollup key and sums of raw records (the SELECT list of a roll, grouped by the first 6 columns). */
 const ROLL_SELECT = `(time_ms / ${HOUR_MS}) * ${HOUR_MS}, caller, environment, route, coalesce(model, ''), coalesce(upstream, ''),

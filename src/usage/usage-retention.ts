@@ -31,9 +31,9 @@ export interface SweepOutcome {
  *    before then (nothing older is kept);
  * 2. by size: while the records and the rollups hold more than `usage.retention_max_bytes` (as counted by the store:
  *    `footprint()`), the oldest records are rolled into their hours and deleted, one transaction per step. Reports
- *    and budgets read the rollups for that part, so their totals do not change. The rollups may hold half the bound
- *    (a caller sending a new model name with every call can make one row per call): past it their oldest hours are
- *    deleted, and that is logged.
+ *    and budgets read the rollups for that part, so their totals do not change (an hour × caller keeps 64 models
+ *    by name, the rest rolled into `(other)`: rolling a caller's records never grows them). The rollups may hold
+ *    half the bound: past it their oldest hours are deleted, and that is logged.
  *
  * One sweep at a time per process; every instance sweeps (steps of several processes or instances never take
  * the same rows: SQLite's write lock, PostgreSQL's `SKIP LOCKED`). A step that fails is logged; the next sweep

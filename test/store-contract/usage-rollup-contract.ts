@@ -196,6 +196,61 @@ export function usageRollupContract(name: string, make: () => Promise<RollupHarn
       assert.equal((await store().footprint()).records, 0);
     });
 
+    test('an hour × caller × environment keeps 64 models: the others roll into (other), totals exact, the bytes counted as stored', async () => {
+      await empty();
+      const [first] = variedRecords(1);
+      assert.ok(first);
+      const one = (i: number, model: string, caller = 'key:many') => ({
+        ...first,
+        requestId: `m${i}`,
+        caller,
+        timeMs: H0 + i * 1_000,
+        model,
+        promptTokens: i,
+        costUsd: 0.5,
+      });
+      // 100 models in the first hour, rolled in steps of 30; another caller's 3 models in the same hour.
+      await store().append(Array.from({ length: 100 }, (_, i) => one(i, `model-${String(i).padStart(3, '0')}`)));
+      await store().append(['a', 'b', 'c'].map((m, i) => one(200 + i, m, 'key:abc')));
+      const before = await store().summarize('caller', H0, END);
+      while ((await store().rollOldest(30)) > 0);
+      assert.deepEqual(
+        await store().summarize('caller', H0, END),
+        before,
+        'requests, tokens and cost per caller exact',
+      );
+      const models = await store().summarize('model', H0, END);
+      const named = models.filter((r) => r.group.startsWith('model-'));
+      assert.deepEqual(
+        named.map((r) => r.group),
+        Array.from({ length: 64 }, (_, i) => `model-${String(i).padStart(3, '0')}`),
+        'the first 64 by name, in the order they were rolled',
+      );
+      assert.equal(models.find((r) => r.group === '(other)')?.requests, 36);
+      assert.deepEqual(
+        models.filter((r) => ['a', 'b', 'c'].includes(r.group)).map((r) => r.requests),
+        [1, 1, 1],
+        'another caller keeps its own models',
+      );
+      // A model the hour already keeps keeps its name; a new one goes to (other), as does the name "(other)".
+      await store().append([one(300, 'model-010'), one(301, 'model-999'), one(302, '(other)')]);
+      while ((await store().rollOldest(30)) > 0);
+      const again = await store().summarize('model', H0, END);
+      assert.equal(again.find((r) => r.group === 'model-010')?.requests, 2);
+      assert.equal(again.find((r) => r.group === '(other)')?.requests, 38);
+      assert.equal(
+        again.find((r) => r.group === 'model-999'),
+        undefined,
+      );
+      // Another hour starts again from none.
+      await store().append([one(3_700, 'model-999')]);
+      await store().rollOldest(10);
+      assert.equal((await store().summarize('model', H0, END)).find((r) => r.group === 'model-999')?.requests, 1);
+      // What the rolls counted is what deleting the rows takes away: the count returns to zero exactly.
+      await store().purgeHours(Number.MAX_SAFE_INTEGER);
+      assert.deepEqual(await store().footprint(), { records: 0, recordBytes: 0, hours: 0, hourBytes: 0 });
+    });
+
     test('purgeHours: hours that ended by the cut-off go, the hour holding it stays; the footprint returns to zero', async () => {
       await empty();
       await store().append(variedRecords(400));

@@ -2,6 +2,7 @@ import {
   HOUR_KEY,
   HOUR_MS,
   LATENCY_ROW_BYTES,
+  foldedRecordsSql,
   hourBytesSql,
   recordBytesSql,
   rollLatencySql,
@@ -28,7 +29,8 @@ export function retentionSql(table: string) {
      */
     roll: `WITH chosen AS (SELECT seq FROM ${table} ORDER BY time_ms LIMIT $1 FOR UPDATE SKIP LOCKED),
       gone AS (DELETE FROM ${table} WHERE seq IN (SELECT seq FROM chosen) RETURNING *),
-      rolled AS (${rollUpSql(hours, 'gone', 'true')} RETURNING (xmax = 0) AS added, ${hourBytes} AS b),
+      ${foldedRecordsSql(hours, 'gone', 'true')},
+      rolled AS (${rollUpSql(hours, 'rolled_records', 'true')} RETURNING (xmax = 0) AS added, ${hourBytes} AS b),
       binned AS (${rollLatencySql(latency, 'gone', 'true')} RETURNING (xmax = 0) AS added),
       counted AS (UPDATE ${size} SET records = records - (SELECT count(*) FROM gone),
         record_bytes = record_bytes - (SELECT coalesce(sum(${recordBytes}), 0) FROM gone),

@@ -5,6 +5,7 @@ import {
   HOUR_KEY,
   HOUR_MS,
   LATENCY_ROW_BYTES,
+  foldedRecordsSql,
   hourBytesSql,
   recordBytesSql,
   rollLatencySql,
@@ -41,11 +42,13 @@ export class SqliteUsageRetention {
       `SELECT count(*) AS n, coalesce(sum(${recordBytes}), 0) AS b FROM usage_records WHERE ${oldest}`,
     );
     const matches = HOUR_KEY.map((c) => `h.${c} = g.${c}`).join(' AND ');
+    // The records with the model each is rolled up under (past 64 models an hour and caller: `(other)`).
+    const folded = `WITH ${foldedRecordsSql('usage_hours', 'usage_records', oldest)}`;
     const newHours = db.prepare<[number], Stats>(
-      `SELECT count(*) AS n, coalesce(sum(${hourBytes}), 0) AS b FROM (
+      `${folded} SELECT count(*) AS n, coalesce(sum(${hourBytes}), 0) AS b FROM (
          SELECT DISTINCT (time_ms / ${HOUR_MS}) * ${HOUR_MS} AS hour_ms, caller, environment, route,
            coalesce(model, '') AS model, coalesce(upstream, '') AS upstream
-         FROM usage_records WHERE ${oldest}) AS g
+         FROM rolled_records) AS g
        WHERE NOT EXISTS (SELECT 1 FROM usage_hours AS h WHERE ${matches})`,
     );
     const newBins = db.prepare<[number], Stats>(
@@ -54,7 +57,7 @@ export class SqliteUsageRetention {
          FROM usage_records WHERE ${oldest}) AS g
        WHERE NOT EXISTS (SELECT 1 FROM usage_hour_latency AS h WHERE h.hour_ms = g.hour_ms AND h.bin = g.bin)`,
     );
-    const rollUp = db.prepare<[number]>(rollUpSql('usage_hours', 'usage_records', oldest));
+    const rollUp = db.prepare<[number]>(`${folded} ${rollUpSql('usage_hours', 'rolled_records', 'true')}`);
     const rollLatency = db.prepare<[number]>(rollLatencySql('usage_hour_latency', 'usage_records', oldest));
     const deleteOldest = db.prepare<[number]>(`DELETE FROM usage_records WHERE ${oldest}`);
     this.roll = db.transaction((limit: number) => {

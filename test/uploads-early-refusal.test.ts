@@ -119,6 +119,7 @@ describe('an early refusal of a request with a body, from the gateway process', 
         method: 'POST',
         headers: bearer(ADMIN, { 'content-type': 'application/json' }),
         body: JSON.stringify({ name, models: ['*'], routes }),
+        disclosesKey: true,
       });
       return jsonOf(created).key as string;
     };

@@ -249,6 +249,8 @@ export interface HttpCallOptions {
   body?: string;
   /** Whole-exchange budget (default 10 s): the request is destroyed and the promise rejects after it. */
   timeoutMs?: number;
+  /** The answer shows a scoped key once, by design (a key's creation): it is masked in the captured body. */
+  disclosesKey?: boolean;
 }
 
 /**
@@ -276,7 +278,10 @@ export function httpCall(url: string, options: HttpCallOptions = {}): Promise<Ht
       res.on('data', (part: string) => (text += part));
       res.once('end', () => {
         clearTimeout(timer);
-        captureText('bodies', text);
+        captureText(
+          'bodies',
+          options.disclosesKey ? text.replace(/"key":"gwk_[^"]*"/g, '"key":"<shown once, by design>"') : text,
+        );
         captureSecrets([
           credentialOf(options.headers?.authorization ?? options.headers?.Authorization),
           options.headers?.['x-upstream-key'],

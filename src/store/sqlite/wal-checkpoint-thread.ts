@@ -8,12 +8,7 @@
 import { statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { CheckpointBounds } from './wal-checkpointer.js';
-
-/** What the thread is started with: the database file and the bounds it keeps the WAL within. */
-export interface CheckpointThreadData extends CheckpointBounds {
-  path: string;
-}
+import type { CheckpointThreadData } from './wal-bounds.js';
 
 /** One row of `PRAGMA wal_checkpoint(...)`: SQLITE_BUSY (1) or 0, the WAL's frames, the frames now in the database. */
 type CheckpointRow = [busy: number, log: number, checkpointed: number];

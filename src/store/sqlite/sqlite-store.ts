@@ -4,23 +4,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isBusyError, openDatabase, type Database, type Statement } from './database.js';
 import type { GatewayStore } from '../contract.js';
 import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 export const SQLITE_FILE = 'gateway.db';
 
 /**
  * The embedded default store: one SQLite file in DATA_DIR, in WAL mode so readers never block the writer and a
  * crash (even kill -9) leaves a consistent database. The driver (node:sqlite, behind `./database.ts`) is imported
- * lazily by `openSqliteStore`.
+ * lazily by `openSqliteStore`. A file's WAL is checkpointed off the event loop (`./wal-checkpointer.ts`).
  */
 export class SqliteStore implements GatewayStore {
   readonly kind = 'sqlite';
   readonly db: Database;
   readonly schemaVersion: number;
+  /** What checkpoints a file's WAL on a thread of its own; none for `:memory:`. */
+  readonly checkpointer: WalCheckpointer | undefined;
   private readonly pingStatement: Statement;
 
-  constructor(db: Database) {
+  /** `path`: the file, whose WAL is then checkpointed off the event loop once migrated. */
+  constructor(db: Database, path?: string) {
     this.db = db;
     this.schemaVersion = migrate(db, SQLITE_MIGRATIONS);
+    this.checkpointer = path === undefined ? undefined : new WalCheckpointer(db, path);
     this.pingStatement = db.prepare('SELECT 1 AS ok');
   }
 
@@ -29,9 +34,9 @@ export class SqliteStore implements GatewayStore {
     this.pingStatement.get();
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.checkpointer?.close();
     if (this.db.open) this.db.close();
-    return Promise.resolve();
   }
 }
 
@@ -46,7 +51,7 @@ export async function openSqliteStore(dataDir: string | ':memory:'): Promise<Sql
   await enableWal(db);
   db.pragma('synchronous = NORMAL'); // WAL + NORMAL: durable against process crashes, fast commits
   db.pragma('foreign_keys = ON');
-  return new SqliteStore(db);
+  return new SqliteStore(db, path === ':memory:' ? undefined : path);
 }
 
 /** How long a statement waits for another process's lock on the file (SQLite's busy handler). */

@@ -432,6 +432,7 @@ describe('a budget window that cannot be read is repaired: the real process, res
     const dataDir = makeTempDir('gw-bounds-proc-');
     const first = await start(dataDir);
     const created = await httpCall(`${first.url}${KEYS}`, {
+      disclosesKey: true,
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({

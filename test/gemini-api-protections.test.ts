@@ -158,6 +158,12 @@ describe("the Gemini API's protections on the real gateway", () => {
         assert.equal(body.code, 'authentication_required');
         assert.deepEqual([body.error.code, body.error.status], [401, 'UNAUTHENTICATED']);
       }
+      // A wrong key names the header it came in, not a bearer token (issue 42).
+      const wrong = await post('/v1beta/models/flash:generateContent', { 'x-goog-api-key': 'nope' });
+      assert.equal(wrong.status, 401);
+      const wrongBody = wrong.json as unknown as GeminiErrorJson;
+      assert.equal(wrongBody.code, 'invalid_token');
+      assert.match(wrongBody.error.message, /key sent in the x-goog-api-key header/);
       assert.equal(fx.gemini.requests.length, 0);
     });
 

@@ -245,6 +245,15 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
     });
     assert.equal(refused.status, 401);
     assert.equal((refused.json as { error: { type: string } }).error.type, 'authentication_error');
+    // The refusal names the header the key came in, not a bearer token it was not (issue 42).
+    assert.match((refused.json as { error: { message: string } }).error.message, /key sent in the x-api-key header/);
+    const asBearer = await call(fixture.url('/v1/messages/count_tokens'), {
+      method: 'POST',
+      headers: { authorization: 'Bearer nope', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(asBearer.status, 401);
+    assert.match((asBearer.json as { error: { message: string } }).error.message, /bearer token is not valid/);
   });
 
   test('text then two tool calls: three blocks with increasing indexes, each input_json_delta set valid JSON, usage at the end', async () => {

@@ -155,10 +155,31 @@ function guardOf(
     request.errorShape = errors;
     request.routeName = routeName;
     if (requestIdHeader !== undefined) void reply.header(requestIdHeader, request.id);
-    const principal = await auth.authenticate(credential(request.headers), rights, request.protocol === 'https');
+    const sent = credential(request.headers);
+    const principal = await auth
+      .authenticate(sent, rights, request.protocol === 'https')
+      .catch((error: unknown) => Promise.reject(namingKeyHeader(error, sent, request.headers)));
     request.caller = principal.caller;
     request.principal = principal;
   };
+}
+
+/**
+ * A refused key its client sent in its own header (`x-api-key`, `x-goog-api-key`), not as a bearer token: the 401
+ * says so, and names the header (the registry's message speaks of a bearer token).
+ */
+function namingKeyHeader(error: unknown, sent: string | undefined, headers: FastifyRequest['headers']): unknown {
+  if (!(error instanceof GatewayError) || error.code !== 'invalid_token' || sent === undefined) return error;
+  if (sent === headers.authorization) return error;
+  const header = headers['x-api-key'] !== undefined ? 'x-api-key' : 'x-goog-api-key';
+  return new GatewayError(
+    'invalid_token',
+    { ...error.details, header },
+    {
+      message: `The key sent in the ${header} header is not valid for this gateway.`,
+      ...(error.headers ? { headers: error.headers } : {}),
+    },
+  );
 }
 
 function endpointGuard(descriptor: SurfaceDescriptor, endpoint: SurfaceEndpoint, auth: Authenticator): Guard {

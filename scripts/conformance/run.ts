@@ -1,13 +1,16 @@
 // `npm run conformance`: real agent CLIs (pinned in pins.ts, installed into a cache outside the project's
 // dependencies) run a one-tool task through the built gateway against mock upstreams on loopback, once per path;
-// the matrix is printed and written to docs/compatibility.md. Exit code 0 only when every run that was due passed.
+// the matrix is printed, and written to docs/compatibility.md only when asked (--update-docs). Exit code 0 only when every run that was due passed.
 //
-//   npm run conformance                          every pinned client, every path; writes the docs
-//   npm run conformance -- codex                 one client (the docs are written only for a full run)
+//   npm run conformance                          every pinned client, every path; writes the matrix into an untracked
+//                                                copy of the doc, test-artifacts/conformance/compatibility.md
+//   npm run conformance -- --update-docs         the same, and writes it into docs/compatibility.md (a full run of
+//                                                the pinned versions on default settings only)
+//   npm run conformance -- codex                 one client
 //   npm run conformance -- claude-code@2.1.332   another release than the pinned one
 //   npm run conformance -- --regressions-only    exit 1 only for a failing cell that the committed matrix in
 //                                                docs/compatibility.md does not show failing (what CI runs)
-//   npm run conformance -- --no-write            print the matrix, leave docs/compatibility.md alone
+//   npm run conformance -- --no-write            print the matrix, write no file
 //   npm run conformance -- --record [client]     run only the native paths (the control path of a client whose
 //                                                native path is not served yet) and write what each client sent as
 //                                                test/fixtures/clients/<client>-<version>/conformance-tool-loop.json
@@ -16,9 +19,9 @@
 //   CONFORMANCE_NETNS=off                        run on the machine's network instead of a loopback-only namespace
 //   CONFORMANCE_EXTRA_ENV=NAME=value,...         add settings to every client's environment (docs not written)
 //   CONFORMANCE_KEEP=1                           keep what every run produced, not only the failed ones'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cleanUpOnExit } from './children.js';
 import { GATEWAY_ENTRY, ROOT, type Mocks } from './gateway.js';
@@ -35,7 +38,7 @@ function log(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
-const FLAGS = new Set(['--no-write', '--regressions-only', '--record']);
+const FLAGS = new Set(['--no-write', '--update-docs', '--regressions-only', '--record']);
 
 /** The clients to run: all pins, or those named (`client` or `client@version`). */
 function selectedPins(args: string[]): { pins: ClientPin[]; full: boolean } {
@@ -132,6 +135,8 @@ async function runClientPaths(
 }
 
 const DOCS = join(ROOT, 'docs', 'compatibility.md');
+// Where a run that does not update the docs writes its matrix (test-artifacts/ is ignored by git).
+const LATEST = join(ROOT, 'test-artifacts', 'conformance', 'compatibility.md');
 
 /** 1 when a run failed; with --regressions-only, only when one failed that the committed matrix shows no failure for. */
 function exitCodeOf(results: CellResult[], regressionsOnly: boolean): number {
@@ -206,12 +211,17 @@ async function main(): Promise<number> {
     network,
   });
   log(`\n${markdown}\n`);
-  if (full && !record && !args.includes('--no-write') && Object.keys(extraEnv()).length === 0) {
+  const docsRun = full && !record && Object.keys(extraEnv()).length === 0;
+  if (docsRun && args.includes('--update-docs')) {
     writeMatrix(DOCS, markdown);
     log('written to docs/compatibility.md');
-  } else {
+  } else if (!args.includes('--no-write')) {
+    // The tracked doc changes only when asked: every other run writes its matrix into an untracked copy.
+    mkdirSync(dirname(LATEST), { recursive: true });
+    copyFileSync(DOCS, LATEST);
+    writeMatrix(LATEST, markdown);
     log(
-      'docs/compatibility.md not written: only a full run of the pinned versions on default settings writes it (not with --no-write or --record)',
+      `written to ${relative(ROOT, LATEST)} (untracked); docs/compatibility.md changes only with --update-docs on a full run of the pinned versions on default settings`,
     );
   }
   return exitCodeOf(results, args.includes('--regressions-only'));

@@ -98,8 +98,9 @@ test('under writes that never pause, from two connections on one file (two worke
     const bound = 1.5 * CHECKPOINT_BOUNDS.maxWalBytes;
     assert.ok(largest <= bound, `the WAL reached ${largest} bytes, over ${bound}`);
     assert.ok(largest > CHECKPOINT_BOUNDS.walBytes, `the writes took the WAL past 4 MB (${largest} bytes)`);
-    assert.equal(first.checkpointer?.threadStarted, true);
-    assert.equal(second.checkpointer?.threadStarted, true);
+    // A thread starts when its store's timer (every 100 ms) sees the WAL past 4 MB; the other store's thread may
+    // have copied it back under before its own timer looked, so at least one, not necessarily both.
+    assert.ok(first.checkpointer?.threadStarted || second.checkpointer?.threadStarted, 'a checkpoint thread ran');
     assert.equal(first.db.pragma('quick_check', { simple: true }), 'ok');
   } finally {
     await first.close();

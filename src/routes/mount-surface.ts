@@ -156,9 +156,12 @@ function guardOf(
     request.routeName = routeName;
     if (requestIdHeader !== undefined) void reply.header(requestIdHeader, request.id);
     const sent = credential(request.headers);
-    const principal = await auth
-      .authenticate(sent, rights, request.protocol === 'https')
-      .catch((error: unknown) => Promise.reject(namingKeyHeader(error, sent, request.headers)));
+    let principal;
+    try {
+      principal = await auth.authenticate(sent, rights, request.protocol === 'https');
+    } catch (error) {
+      throw namingKeyHeader(error, sent, request.headers);
+    }
     request.caller = principal.caller;
     request.principal = principal;
   };

@@ -5,7 +5,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { completionToResponse, outputAsMessages, responseShell } from '../src/surfaces/responses/chat-to-response.js';
+import { completionToResponse, outputAsMessages } from '../src/surfaces/responses/chat-to-response.js';
+import { responseShell } from '../src/surfaces/responses/response-object.js';
 import { responseJson } from '../src/surfaces/responses/response-json.js';
 import { responsesToChat, type TranslationOptions } from '../src/surfaces/responses/request-to-chat.js';
 import type { ResponsesRequest } from '../src/surfaces/responses/responses-types.js';

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { completionToResponse, responseShell } from '../src/surfaces/responses/chat-to-response.js';
+import { completionToResponse } from '../src/surfaces/responses/chat-to-response.js';
+import { responseShell } from '../src/surfaces/responses/response-object.js';
 import { responseJson } from '../src/surfaces/responses/response-json.js';
 import { responsesToChat } from '../src/surfaces/responses/request-to-chat.js';
 import type { ResponseObject } from '../src/surfaces/responses/responses-types.js';

@@ -73,7 +73,7 @@ export interface OutputText {
   type: 'output_text';
   text: string;
   annotations: unknown[];
-  logprobs?: unknown[];
+  logprobs: unknown[];
 }
 
 export interface Refusal {
@@ -120,28 +120,55 @@ export type ResponsesItem = ResponsesInputItem | OutputItem;
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 
-/** The `response` object. */
+/** A function tool as a response echoes it: every field the specification lists, `null` where the caller gave none. */
+export interface EchoedFunctionTool {
+  type: 'function';
+  name: string;
+  description: string | null;
+  parameters: unknown;
+  /** As the caller set it; `null` when it did not (a translated call sends no `strict`, so none is claimed). */
+  strict: boolean | null;
+  [field: string]: unknown;
+}
+
+/**
+ * The `response` object: every field of the Responses API's specification (the Open Responses `ResponseResource`,
+ * which OpenAI's answers carry too), in OpenAI's order. Built in one place (src/surfaces/responses/response-object.ts)
+ * from the request and the upstream's answer, with OpenAI's defaults for what neither says.
+ */
 export interface ResponseObject {
   id: string;
   object: 'response';
   created_at: number;
   status: ResponseStatus;
+  /** Always false: a background request is refused on a translated path (it goes natively where it can). */
+  background: boolean;
+  /** When it completed (Unix seconds); `null` until then, and for a response that failed or is incomplete. */
+  completed_at: number | null;
   /** A failed response's error: the gateway's code and message, and its details when it has some. */
   error: { code: string; message: string; details?: Record<string, unknown> } | null;
   incomplete_details: { reason: string } | null;
   instructions: string | null;
   max_output_tokens: number | null;
+  max_tool_calls: number | null;
   model: string;
   output: OutputItem[];
   parallel_tool_calls: boolean;
+  presence_penalty: number;
+  frequency_penalty: number;
   previous_response_id: string | null;
+  prompt_cache_key: string | null;
+  prompt_cache_retention: string | null;
   reasoning: { effort: string | null; summary: string | null };
+  safety_identifier: string | null;
+  service_tier: string;
   store: boolean;
-  temperature: number | null;
-  text: { format: unknown };
+  temperature: number;
+  text: { format: unknown; verbosity: string };
   tool_choice: unknown;
   tools: unknown[];
-  top_p: number | null;
+  top_logprobs: number;
+  top_p: number;
   truncation: string;
   usage: ResponsesUsageObject | null;
   user: string | null;

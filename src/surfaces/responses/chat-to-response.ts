@@ -10,9 +10,9 @@ import {
   type MessageItem,
   type OutputItem,
   type ResponseObject,
-  type ResponsesRequest,
   type ResponsesUsageObject,
 } from '../../wire/openai-responses.js';
+import { settle } from './response-object.js';
 import type { ToolNames } from './tool-names.js';
 
 /** Chat usage as Responses usage (src/providers/usage-shapes.ts: cached, cache-write and reasoning token counts). */
@@ -20,35 +20,6 @@ export function responseUsage(reported: Usage | null | undefined): ResponsesUsag
   if (!reported) return null;
   // Every figure shown is checked (an OpenAI usage's `*_details` become the usage's parts there).
   return responsesUsageOf(checkedUsage(reported));
-}
-
-/** The response object of a request, before its output is known (`status: in_progress`). */
-export function responseShell(body: ResponsesRequest, id: string, createdAt: number): ResponseObject {
-  return {
-    id,
-    object: 'response',
-    created_at: createdAt,
-    status: 'in_progress',
-    error: null,
-    incomplete_details: null,
-    instructions: typeof body.instructions === 'string' ? body.instructions : null,
-    max_output_tokens: body.max_output_tokens ?? null,
-    model: body.model,
-    output: [],
-    parallel_tool_calls: body.parallel_tool_calls ?? true,
-    previous_response_id: body.previous_response_id ?? null,
-    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
-    store: body.store !== false,
-    temperature: body.temperature ?? null,
-    text: { format: body.text?.format ?? { type: 'text' } },
-    tool_choice: body.tool_choice ?? 'auto',
-    tools: body.tools ?? [],
-    top_p: body.top_p ?? null,
-    truncation: 'disabled',
-    usage: null,
-    user: body.user ?? null,
-    metadata: body.metadata ?? {},
-  };
 }
 
 /**
@@ -86,7 +57,7 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   if (ending.status === 'incomplete') for (const item of output) item.status = 'incomplete';
   // The shell is this call's own object: completed in place rather than copied (one object less per call).
   const response = shell;
-  response.status = ending.status;
+  settle(response, ending.status);
   response.incomplete_details = ending.incomplete_details;
   response.output = output;
   response.usage = responseUsage(completion.usage);

@@ -64,6 +64,7 @@ const KNOWN_FIELDS = new Set([
   'top_logprobs',
   'background',
   'client_metadata',
+  'max_tool_calls',
 ]);
 
 /** Fields that only tag a request for the client's own bookkeeping: left out of a translated request, named. */
@@ -106,6 +107,8 @@ const TYPE_RULES: ReadonlyArray<readonly [string, (value: unknown) => boolean, s
   ['user', (v) => typeof v === 'string' && v.length <= 256, 'must be a string of at most 256 characters'],
   ['include', (v) => Array.isArray(v) && v.every((s) => typeof s === 'string'), 'must be a list of strings or null'],
   ['tools', Array.isArray, 'must be a list of tools'],
+  // It bounds calls of built-in tools, which a translated request has none of: checked and echoed, nothing to send.
+  ['max_tool_calls', (v) => Number.isSafeInteger(v) && (v as number) >= 1, 'must be a positive integer or null'],
 ];
 
 function metadataValid(metadata: JsonObject): boolean {

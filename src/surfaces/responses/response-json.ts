@@ -22,12 +22,17 @@ export function responseJson(r: ResponseObject): string {
         `"output_tokens":${num(u.output_tokens)},"output_tokens_details":{"reasoning_tokens":${num(u.output_tokens_details.reasoning_tokens)}},"total_tokens":${num(u.total_tokens)}}`;
   return (
     `{"id":${str(r.id)},"object":"response","created_at":${num(r.created_at)},"status":${str(r.status)},` +
+    `"background":${r.background ? 'true' : 'false'},"completed_at":${num(r.completed_at)},` +
     `"error":${r.error === null ? 'null' : JSON.stringify(r.error)},"incomplete_details":${r.incomplete_details === null ? 'null' : JSON.stringify(r.incomplete_details)},` +
-    `"instructions":${str(r.instructions)},"max_output_tokens":${num(r.max_output_tokens)},"model":${str(r.model)},"output":[${output}],` +
-    `"parallel_tool_calls":${r.parallel_tool_calls ? 'true' : 'false'},"previous_response_id":${str(r.previous_response_id)},` +
-    `"reasoning":{"effort":${str(r.reasoning.effort)},"summary":${str(r.reasoning.summary)}},"store":${r.store ? 'true' : 'false'},` +
-    `"temperature":${num(r.temperature)},"text":${JSON.stringify(r.text)},"tool_choice":${JSON.stringify(r.tool_choice)},"tools":${JSON.stringify(r.tools)},` +
-    `"top_p":${num(r.top_p)},"truncation":${str(r.truncation)},"usage":${usage},"user":${str(r.user)},"metadata":${JSON.stringify(r.metadata)}}`
+    `"instructions":${str(r.instructions)},"max_output_tokens":${num(r.max_output_tokens)},"max_tool_calls":${num(r.max_tool_calls)},` +
+    `"model":${str(r.model)},"output":[${output}],"parallel_tool_calls":${r.parallel_tool_calls ? 'true' : 'false'},` +
+    `"presence_penalty":${num(r.presence_penalty)},"frequency_penalty":${num(r.frequency_penalty)},"previous_response_id":${str(r.previous_response_id)},` +
+    `"prompt_cache_key":${str(r.prompt_cache_key)},"prompt_cache_retention":${str(r.prompt_cache_retention)},` +
+    `"reasoning":{"effort":${str(r.reasoning.effort)},"summary":${str(r.reasoning.summary)}},"safety_identifier":${str(r.safety_identifier)},` +
+    `"service_tier":${str(r.service_tier)},"store":${r.store ? 'true' : 'false'},"temperature":${num(r.temperature)},` +
+    `"text":${JSON.stringify(r.text)},"tool_choice":${JSON.stringify(r.tool_choice)},"tools":${JSON.stringify(r.tools)},` +
+    `"top_logprobs":${num(r.top_logprobs)},"top_p":${num(r.top_p)},"truncation":${str(r.truncation)},"usage":${usage},` +
+    `"user":${str(r.user)},"metadata":${JSON.stringify(r.metadata)}}`
   );
 }
 

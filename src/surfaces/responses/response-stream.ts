@@ -5,6 +5,7 @@ import type { StreamEncoder } from '../surface.js';
 import { toolCallFields } from '../tool-arguments.js';
 import { responseUsage } from './chat-to-response.js';
 import { newId } from './ids.js';
+import { settle } from './response-object.js';
 import { callItem, finishCall, type CallItem } from './output-calls.js';
 import {
   endingOf,
@@ -85,7 +86,10 @@ export class ResponseStream implements StreamEncoder {
     const ending = endingOf(this.finishReason);
     this.closeMessage(ending.status === 'incomplete');
     this.closeCall(ending.status === 'incomplete');
-    const response: ResponseObject = { ...this.shell, ...ending, output: this.output, usage: responseUsage(usage) };
+    const response = settle(
+      { ...this.shell, ...ending, output: this.output, usage: responseUsage(usage) },
+      ending.status,
+    );
     await this.onEnd?.(response);
     this.event(ending.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
     return this.take();
@@ -115,7 +119,7 @@ export class ResponseStream implements StreamEncoder {
       };
       this.message = { item, index: this.output.length, text: '' };
       this.output.push(item);
-      const part: OutputText = { type: 'output_text', text: '', annotations: [] };
+      const part: OutputText = { type: 'output_text', text: '', annotations: [], logprobs: [] };
       this.event('response.output_item.added', { output_index: this.message.index, item });
       this.event('response.content_part.added', {
         item_id: item.id,

@@ -3,7 +3,8 @@ import { conversationAsItems, NATIVE_ENCODER, nativeReferences } from './native-
 import type { NativeOwnership } from '../native-ownership.js';
 import type { ChatExtra, ChatMessage } from '../../providers/contract.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
-import { completionToResponse, responseShell } from './chat-to-response.js';
+import { completionToResponse } from './chat-to-response.js';
+import { responseShell } from './response-object.js';
 import { newId } from './ids.js';
 import { responsesToChat, type TranslatedRequest } from './request-to-chat.js';
 import { responseJson } from './response-json.js';

@@ -34,6 +34,7 @@ describe('gateway files in requests: Responses, caller keys, bounds', () => {
           `  - { name: claude, kind: anthropic, base_url: "${anthropicMock.baseUrl}", api_key_env: ANT_KEY }`,
           'models:',
           '  - { id: mini, upstream: oai, upstream_model: gpt-4o-mini }',
+          '  - { id: mini-chat, upstream: oai, upstream_model: gpt-4o-mini, responses: chat }',
           '  - { id: sonnet, upstream: claude, upstream_model: claude-sonnet-4-5 }',
           'files:',
           '  forward_max_files: 3',
@@ -65,11 +66,11 @@ describe('gateway files in requests: Responses, caller keys, bounds', () => {
         ],
       },
     ];
-    assert.equal((await admin.responses.create({ model: 'mini', input })).status, 'completed');
-    assert.equal((await admin.responses.create({ model: 'mini', input })).status, 'completed');
+    assert.equal((await admin.responses.create({ model: 'mini-chat', input })).status, 'completed');
+    assert.equal((await admin.responses.create({ model: 'mini-chat', input })).status, 'completed');
     assert.equal(openaiMock.uploadedFiles.length, 1);
     assert.ok(openaiMock.uploadedFiles[0]!.bytes.equals(bytes));
-    // Served through OpenAI's chat API (the request has nothing only the Responses API can do): a chat file part.
+    // Served through OpenAI's chat API (`responses: chat`, and nothing only the Responses API can do): a chat file part.
     for (const request of openaiMock.chatRequests()) {
       const sent = request.json as { messages: Array<{ content: unknown[] }> };
       assert.deepEqual(sent.messages[0]?.content[1], {

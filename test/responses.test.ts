@@ -586,7 +586,14 @@ describe('Idempotency-Key on the Responses route', () => {
 });
 
 describe('native forwarding: what only the Responses API has goes as it is to an OpenAI upstream', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
+  const fixture = useMockedGateway({
+    env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' },
+    // `responses: chat`: this model's requests go through chat whenever chat carries them exactly.
+    configFile: {
+      name: 'chat-path.yaml',
+      text: 'models:\n  - { id: via-chat, upstream: default, upstream_model: gpt-4o-mini, responses: chat }\n',
+    },
+  });
   const sdk = () => new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
   const nativeCalls = () => fixture.mock.requests.filter((r) => r.path === '/v1/responses');
 
@@ -615,10 +622,17 @@ describe('native forwarding: what only the Responses API has goes as it is to an
     assert.equal(line?.prompt_tokens, 11);
     assert.equal(line?.completion_tokens, 3);
 
-    // A request the translation can serve still goes through chat, even on this upstream.
-    const plain = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'hi' });
-    assert.equal(plain.output_text, MOCK_CONTENT);
+    // A plain request goes as it is too: every upstream of the model speaks the Responses API.
+    const plainBody = JSON.stringify({ model: 'gpt-4o-mini', input: 'hi' });
+    const plain = await call(fixture.url('/v1/responses'), { method: 'POST', headers: authHeaders(), body: plainBody });
+    assert.equal(plain.status, 200);
+    assert.equal(nativeCalls()[1]?.body, plainBody, 'forwarded natively by default, the caller bytes untouched');
+    assert.equal(fixture.mock.chatRequests().length, 0);
+    // A model configured `responses: chat` goes through chat when the translation carries it exactly.
+    const viaChat = await sdk().responses.create({ model: 'via-chat', input: 'hi' });
+    assert.equal(viaChat.output_text, MOCK_CONTENT);
     assert.equal(fixture.mock.chatRequests().length, 1);
+    assert.equal(nativeCalls().length, 2);
   });
 
   test('a native stream passes its events through in order, ends with response.completed, and is replayed under its key', async () => {
@@ -701,9 +715,10 @@ describe('native forwarding: what only the Responses API has goes as it is to an
   });
 
   test('a native-only request continuing a stored (translated) conversation carries that conversation as input items', async () => {
-    const first = await sdk().responses.create({ model: 'gpt-4o-mini', input: 'My name is Ada.' });
+    const first = await sdk().responses.create({ model: 'via-chat', input: 'My name is Ada.' });
+    assert.equal(fixture.mock.chatRequests().length, 1, 'the first turn was translated (and stored by the gateway)');
     await sdk().responses.create({
-      model: 'gpt-4o-mini',
+      model: 'via-chat',
       input: 'Search my name',
       previous_response_id: first.id,
       tools: [{ type: 'web_search' }],

@@ -165,6 +165,12 @@ export const modelSchema = z
      */
     translation: z.enum(['tolerant', 'strict']).optional(),
     /**
+     * How a Responses API request for this model travels when every upstream of the model speaks that API (`kind:
+     * openai`, `azure`): `native` (the default) forwards it as it is; `chat` translates whatever chat carries exactly
+     * and forwards only the rest (docs/responses.md "Forwarded natively").
+     */
+    responses: z.enum(['native', 'chat']).optional(),
+    /**
      * Prompt caching of a chat or Responses request translated for an Anthropic upstream (docs/usage.md): `auto`
      * (the default) marks cache breakpoints on the tools, the system prompt and the last turns unless the caller
      * marked its own; `off` marks none. Other providers cache on their own; a forwarded Messages request is the caller's.

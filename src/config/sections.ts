@@ -78,6 +78,7 @@ export function toModel(
     pricing: entry.pricing ? toPricing(entry.pricing) : undefined,
     contextWindow: entry.context_window,
     translation: entry.translation ?? 'tolerant',
+    responses: entry.responses ?? 'native',
     promptCache: entry.prompt_cache ?? 'auto',
     cache: toCachePolicy(entry.cache, cacheDefaults),
     type: entry.type,

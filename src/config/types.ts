@@ -95,6 +95,8 @@ export interface ModelConfig {
   contextWindow: number | undefined;
   /** A translated request's fields that have no equivalent: dropped and named (tolerant) or refused (strict). */
   translation: 'tolerant' | 'strict';
+  /** Responses requests to upstreams that all speak the API: forwarded as they are, or through chat when exact. */
+  responses: 'native' | 'chat';
   /** Whether a request translated for an Anthropic upstream gets the gateway's prompt-cache breakpoints (docs/usage.md). */
   promptCache: 'auto' | 'off';
   /** The response cache's settings for this model (global ones merged with its own); undefined: not cached. */

@@ -99,6 +99,15 @@ export class CallPipeline implements CallMachinery {
     return this.router.plan(model, () => 0.5).candidates.some((target) => target.provider.native?.[api] !== undefined);
   }
 
+  /**
+   * Whether a request the translation could carry goes natively anyway: every upstream of the model serves `api`
+   * natively (none would be lost by forwarding) and its config does not ask for chat (`responses: chat`).
+   */
+  forwardsWholly(api: NativeApiName, model: string): boolean {
+    if (this.router.declared(model)?.responses === 'chat') return false;
+    return this.router.plan(model, () => 0.5).candidates.every((target) => target.provider.native?.[api] !== undefined);
+  }
+
   /** A model declared as one type is not called as the other (an embedding model cannot chat). */
   requireType(model: string, wanted: 'chat' | 'embedding'): void {
     const declared = this.router.declared(model)?.type;

@@ -128,6 +128,11 @@ export class ChatService {
     return this.calls.forwardsNatively(api, model);
   }
 
+  /** Whether every upstream of the model speaks `api` natively and its config wants that (CallPipeline.forwardsWholly). */
+  forwardsWholly(api: NativeApiName, model: string): boolean {
+    return this.calls.forwardsWholly(api, model);
+  }
+
   /** Whether every upstream the model may be sent to carries the chat field `field` (providers/contract.ts ChatExtra). */
   carries(model: string, field: ChatExtra): boolean {
     return this.calls.router

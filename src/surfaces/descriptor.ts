@@ -117,6 +117,8 @@ export interface NativeSpec {
 export interface SurfaceDeps {
   /** Whether some upstream of the model speaks the surface's native API (false without `native`); may throw for a model that cannot be routed. */
   forwards(model: string): boolean;
+  /** Whether every upstream of the model speaks it and the model's config wants it used (`responses: native`). */
+  forwardsWholly(model: string): boolean;
   /** Whether every upstream the model may be sent to carries a chat field (providers/contract.ts ChatExtra); may throw likewise. */
   carries(model: string, field: ChatExtra): boolean;
   /** Who made each id a native upstream keeps. */

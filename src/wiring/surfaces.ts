@@ -38,6 +38,7 @@ export function translationDeps(
   const api = descriptor.native?.api;
   return {
     forwards: (model) => api !== undefined && chat.forwardsNatively(api, model),
+    forwardsWholly: (model) => api !== undefined && chat.forwardsWholly(api, model),
     carries: (model, field) => chat.carries(model, field),
     ownership: shared.ownership,
     history: shared.history,

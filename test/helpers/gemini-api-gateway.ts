@@ -19,7 +19,12 @@ export interface ThreeUpstreams {
   gw: TestGateway;
 }
 
-export async function startThreeUpstreams(extraConfig: string[] = [], env: Record<string, string> = {}) {
+export async function startThreeUpstreams(
+  extraConfig: string[] = [],
+  env: Record<string, string> = {},
+  /** More upstream lines; `{openai}` stands for the chat mock's base URL. */
+  extraUpstreams: string[] = [],
+) {
   const gemini = await startMockGemini({ requiredKey: GEMINI_KEY });
   const openai = await startMockUpstream({ requiredKey: OPENAI_KEY });
   const anthropic = await startMockAnthropic();
@@ -32,6 +37,7 @@ export async function startThreeUpstreams(extraConfig: string[] = [], env: Recor
         `  - { name: google, kind: gemini, base_url: "${gemini.baseUrl}", api_key_env: GEMINI_KEY }`,
         `  - { name: oai, base_url: "${openai.baseUrl}", api_key_env: OPENAI_KEY }`,
         `  - { name: claude, kind: anthropic, base_url: "${anthropic.baseUrl}", api_key_env: ANTHROPIC_KEY }`,
+        ...extraUpstreams.map((line) => line.replaceAll('{openai}', openai.baseUrl)),
         'models:',
         '  - { id: flash, upstream: google, upstream_model: gemini-2.0-flash, pricing: { input_per_million: 1, output_per_million: 2 } }',
         '  - { id: gpt-4o-mini, upstream: oai, upstream_model: gpt-4o-mini, pricing: { input_per_million: 3, output_per_million: 5 } }',

@@ -51,6 +51,8 @@ export type Behavior =
    * JSON-encoded. `delayMs` waits before sending anything.
    */
   | { kind: 'json'; status?: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
+  /** The next `POST /v1/responses` answer (OpenAI's own Responses API), as this JSON body; chat requests skip it. */
+  | { kind: 'responses-json'; body: unknown }
   /**
    * An SSE stream: role chunk, one chunk per `content` piece (default
    * `['Hello', ' from', ' mock']`), finish chunk, usage chunk (when the request
@@ -517,6 +519,9 @@ function runBehavior(ex: Exchange, b: Behavior): Promise<void> | void {
       return behaveMalformed(ex, b);
     case 'error':
       return behaveError(ex, b);
+    case 'responses-json':
+      // Queued for the Responses API, reached by a chat call: the test's order is wrong, said loudly.
+      return sendJson(ex, 500, { error: { message: 'mock: a responses-json answer was queued, a chat call came' } });
     case 'hang':
       return; // never answer; the response closes when the client or close() goes away
     case 'slow-headers':
@@ -677,8 +682,12 @@ class MockUpstreamServer implements MockUpstream {
       await runBehavior(ex, this.queue.shift() ?? this.defaultBehavior);
     } else if (method === 'POST' && path === '/v1/responses') {
       // A queued raw behaviour (a hostile stream) applies to it; otherwise the mock's own Responses answer.
-      if (this.queue[0]?.kind === 'raw') await runBehavior(ex, this.queue.shift() as Behavior);
-      else nativeResponses(ex);
+      const next = this.queue[0];
+      if (next?.kind === 'raw') await runBehavior(ex, this.queue.shift() as Behavior);
+      else if (next?.kind === 'responses-json') {
+        this.queue.shift();
+        sendJson(ex, 200, next.body);
+      } else nativeResponses(ex);
     } else if (method === 'POST' && path === '/v1/embeddings') {
       const next = this.queue[0];
       if (next && next.kind !== 'json' && next.kind !== 'stream') await runBehavior(ex, this.queue.shift() as Behavior);

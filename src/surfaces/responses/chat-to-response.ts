@@ -2,7 +2,7 @@ import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.
 import { checkedUsage } from '../../providers/usage-figures.js';
 import { responsesUsageOf } from '../../providers/usage-shapes.js';
 import { completionToolCalls } from '../tool-arguments.js';
-import { newId } from './ids.js';
+import { newId, outputItemId } from './ids.js';
 import { asChatCall, callItem, finishCall } from './output-calls.js';
 import { parseCompletionAnswer } from '../../wire/openai-chat.js';
 import {
@@ -37,7 +37,7 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   if (text !== '' || refusal !== undefined || calls.length === 0) {
     const item: MessageItem = {
       type: 'message',
-      id: newId('msg'),
+      id: outputItemId(shell.id, 'msg', output.length),
       status: 'completed',
       role: 'assistant',
       content: [],
@@ -49,7 +49,10 @@ export function completionToResponse(completionText: string, shell: ResponseObje
   }
   const ending = endingOf(choice?.finish_reason);
   for (const call of calls) {
-    const item = callItem(names, call.name ?? '', call.id ?? newId('fc'), 'completed');
+    const item = callItem(names, call.name ?? '', call.id ?? newId('fc'), 'completed', {
+      responseId: shell.id,
+      index: output.length,
+    });
     // Arguments that are not a JSON object make the answer unusable, unless it was cut short (src/surfaces/tool-arguments.ts).
     finishCall(item, call.arguments ?? '', ending.status === 'incomplete');
     output.push(item);

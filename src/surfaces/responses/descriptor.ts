@@ -56,6 +56,7 @@ export const RESPONSES_DESCRIPTOR: SurfaceDescriptor = {
       (model) => routed(() => deps.forwards(model), false),
       deps.ownership,
       (model, field) => routed(() => deps.carries(model, field), true),
+      (model) => routed(() => deps.forwardsWholly(model), false),
     ),
 };
 

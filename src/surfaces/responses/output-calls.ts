@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ToolCall } from '../../providers/contract.js';
 import { argumentsObject, checkArguments } from '../tool-arguments.js';
-import { newId } from './ids.js';
+import { outputItemId } from './ids.js';
 import { CUSTOM_INPUT } from './request-tools.js';
 import { ToolNames } from './tool-names.js';
 import type { CustomToolCallItem, FunctionCallItem } from '../../wire/openai-responses.js';
@@ -19,13 +19,15 @@ export function callItem(
   chatName: string,
   callId: string,
   status: CallItem['status'],
+  /** Where the item is: its response's id and its place in `output` (its id names both: ids.ts outputItemId). */
+  at: { responseId: string; index: number },
 ): CallItem {
   const tool = names?.callerTool(chatName);
   const namespace = tool?.namespace === undefined ? {} : { namespace: tool.namespace };
   if (tool?.kind === 'custom')
     return {
       type: 'custom_tool_call',
-      id: newId('ctc'),
+      id: outputItemId(at.responseId, 'ctc', at.index),
       call_id: callId,
       name: tool.name,
       ...namespace,
@@ -34,7 +36,7 @@ export function callItem(
     };
   return {
     type: 'function_call',
-    id: newId('fc'),
+    id: outputItemId(at.responseId, 'fc', at.index),
     call_id: callId,
     name: tool?.name ?? chatName,
     ...namespace,

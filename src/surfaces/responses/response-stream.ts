@@ -4,7 +4,7 @@ import type { StreamChunk, Usage } from '../../providers/contract.js';
 import type { StreamEncoder } from '../surface.js';
 import { toolCallFields } from '../tool-arguments.js';
 import { responseUsage } from './chat-to-response.js';
-import { newId } from './ids.js';
+import { newId, outputItemId } from './ids.js';
 import { settle } from './response-object.js';
 import { callItem, finishCall, type CallItem } from './output-calls.js';
 import {
@@ -112,7 +112,7 @@ export class ResponseStream implements StreamEncoder {
     if (!this.message) {
       const item: MessageItem = {
         type: 'message',
-        id: newId('msg'),
+        id: outputItemId(this.shell.id, 'msg', this.output.length),
         status: 'in_progress',
         role: 'assistant',
         content: [],
@@ -146,7 +146,10 @@ export class ResponseStream implements StreamEncoder {
     if (!this.call || this.call.chatIndex !== chatIndex) {
       this.closeMessage(false);
       this.closeCall(false);
-      const item = callItem(this.names, delta.name ?? '', delta.id ?? newId('fc'), 'in_progress');
+      const item = callItem(this.names, delta.name ?? '', delta.id ?? newId('fc'), 'in_progress', {
+        responseId: this.shell.id,
+        index: this.output.length,
+      });
       this.call = { item, index: this.output.length, chatIndex, args: '' };
       this.output.push(item);
       this.event('response.output_item.added', { output_index: this.call.index, item: { ...item } });

@@ -5,6 +5,7 @@ import type { ChatExtra, ChatMessage } from '../../providers/contract.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToResponse } from './chat-to-response.js';
 import { responseShell } from './response-object.js';
+import { resolveItemReferences } from './item-references.js';
 import { newId } from './ids.js';
 import { responsesToChat, type TranslatedRequest } from './request-to-chat.js';
 import { responseJson } from './response-json.js';
@@ -45,12 +46,13 @@ export function responsesSurface(
   forwards: (model: string) => boolean,
   ownership: NativeOwnership,
   carries: (model: string, field: ChatExtra) => boolean = () => true,
+  nativeFirst: (model: string) => boolean = () => false,
 ): ApiSurface {
   return {
     route: 'responses',
     forwardsRawBody: false,
     async toChat(body, call) {
-      const request = body as ResponsesRequest;
+      let request = body as ResponsesRequest;
       const previous = typeof request.previous_response_id === 'string' ? request.previous_response_id : undefined;
       const continued =
         previous !== undefined && history
@@ -58,6 +60,26 @@ export function responsesSurface(
           : undefined;
       const ours = continued?.messages;
       const native = forwards(request.model);
+      // Earlier answers the caller refers to by id (the AI SDK's default with `store`): the items, where they are ours.
+      const references = await resolveItemReferences(history, call.caller, request.input);
+      if (references) {
+        request = { ...request, input: references.input };
+        const unknown = references.unresolved[0];
+        if (unknown !== undefined && !native) {
+          if (!history)
+            throw new GatewayError('capability_not_supported', {
+              field: unknown.field,
+              problem: 'this gateway keeps no responses (responses.store is false in its config)',
+            });
+          throw new GatewayError('response_not_found', { id: unknown.id.slice(0, 256), field: unknown.field });
+        }
+      }
+      // A model whose every upstream speaks the Responses API gets it as it is (nothing is lost in a translation).
+      if (native && nativeFirst(request.model)) {
+        const forward = nativeForward(request, ours, references?.replaced === true);
+        await ownership.check(call.caller, nativeReferences(forward.body));
+        return forward;
+      }
       let translated: TranslatedRequest;
       try {
         if (previous !== undefined && !ours) {
@@ -78,7 +100,7 @@ export function responsesSurface(
         // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
         // hold may be that upstream's own, if this caller made it there); everything else is refused as it was.
         if (!native || !isGatewayError(error) || !GOES_NATIVE.has(error.code)) throw error;
-        const forward = nativeForward(request, ours);
+        const forward = nativeForward(request, ours, references?.replaced === true);
         await ownership.check(call.caller, nativeReferences(forward.body));
         return forward;
       }
@@ -138,10 +160,11 @@ function requestBytes(call: SurfaceCall): number {
 
 /**
  * The request as it goes to a native upstream: untouched, unless it continues a conversation the gateway holds
- * (then that conversation leads its input, and `previous_response_id`, unknown upstream, is dropped).
+ * (then that conversation leads its input, and `previous_response_id`, unknown upstream, is dropped) or referred to
+ * items the gateway holds (`rewritten`: those items replace the references).
  */
-function nativeForward(request: ResponsesRequest, ours: ChatMessage[] | undefined): NativeForward {
-  if (!ours) return new NativeForward(request, true);
+function nativeForward(request: ResponsesRequest, ours: ChatMessage[] | undefined, rewritten: boolean): NativeForward {
+  if (!ours) return new NativeForward(request, !rewritten);
   const { previous_response_id: _previous, ...rest } = request;
   const input = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
   return new NativeForward({ ...rest, input: [...conversationAsItems(ours), ...input] }, false);

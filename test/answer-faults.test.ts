@@ -39,14 +39,17 @@ const messagesBody = (model: string) =>
 function stable(value: unknown): unknown {
   if (typeof value === 'string') {
     return value
-      .replace(/^(resp|msg|fc)_[0-9a-f]{32}$/, '$1_ID')
+      .replace(/^(resp|msg|fc)_[0-9a-f]{32}([0-9a-f]{4})?$/, '$1_ID')
       .replace(/^toolu_msg_[0-9a-f]{32}_/, 'toolu_msg_ID_')
       .replace(/^(call_)?chatcmpl-[0-9a-f-]{36}/, '$1chatcmpl-ID');
   }
   if (Array.isArray(value)) return value.map(stable);
   if (typeof value === 'object' && value !== null) {
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, k === 'created' || k === 'created_at' ? 0 : stable(v)]),
+      Object.entries(value).map(([k, v]) => [
+        k,
+        k === 'created' || k === 'created_at' || (k === 'completed_at' && v !== null) ? 0 : stable(v),
+      ]),
     );
   }
   return value;
@@ -58,21 +61,31 @@ const responseObject = (model: string, output: unknown[], usage: unknown, status
   object: 'response',
   created_at: 0,
   status,
+  background: false,
+  completed_at: status === 'completed' ? 0 : null,
   error: null,
   incomplete_details: null,
   instructions: null,
   max_output_tokens: null,
+  max_tool_calls: null,
   model,
   output,
   parallel_tool_calls: true,
+  presence_penalty: 0,
+  frequency_penalty: 0,
   previous_response_id: null,
+  prompt_cache_key: null,
+  prompt_cache_retention: null,
   reasoning: { effort: null, summary: null },
+  safety_identifier: null,
+  service_tier: 'default',
   store: false,
-  temperature: null,
-  text: { format: { type: 'text' } },
+  temperature: 1,
+  text: { format: { type: 'text' }, verbosity: 'medium' },
   tool_choice: 'auto',
   tools: [],
-  top_p: null,
+  top_logprobs: 0,
+  top_p: 1,
   truncation: 'disabled',
   usage,
   user: null,

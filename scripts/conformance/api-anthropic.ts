@@ -2,7 +2,45 @@
 // in the order and shape Anthropic's API sends them.
 import type { ServerResponse } from 'node:http';
 import { asArray, asRecord, stringParamsOf, textOf, type ParsedTurn, type Reply } from './task.js';
+import { base64Bytes, imageOfUrl, joinTexts, type Conversation, type ImageSeen } from './conversation.js';
 import { freshId, twoPieces, USAGE, writeJson, writeSse, type SseEvent } from './wire.js';
+
+/** An image block's media type and size (base64 source) or address (url source). */
+function imageOfBlock(block: Record<string, unknown>): ImageSeen {
+  const source = asRecord(block.source);
+  if (source.type === 'url' && typeof source.url === 'string') return imageOfUrl(source.url);
+  return {
+    mediaType: typeof source.media_type === 'string' ? source.media_type : 'unknown',
+    bytes: typeof source.data === 'string' ? base64Bytes(source.data) : 0,
+  };
+}
+
+/** `system` (a string or text blocks), a `system` message in the list (a beta), the user's text and images. */
+function conversationOf(body: Record<string, unknown>): Conversation {
+  const blocksOf = (content: unknown): Array<Record<string, unknown>> =>
+    typeof content === 'string' ? [{ type: 'text', text: content }] : asArray(content).map(asRecord);
+  const textsOf = (content: unknown): string =>
+    joinTexts(
+      blocksOf(content)
+        .filter((block) => block.type === 'text' && typeof block.text === 'string')
+        .map((block) => block.text as string),
+    );
+  const system = [textsOf(body.system)];
+  const userTexts: string[] = [];
+  const images: ImageSeen[] = [];
+  for (const message of asArray(body.messages).map(asRecord)) {
+    if (message.role === 'system') system.push(textsOf(message.content));
+    if (message.role !== 'user') continue;
+    const text = textsOf(message.content);
+    if (text !== '') userTexts.push(text);
+    images.push(
+      ...blocksOf(message.content)
+        .filter((block) => block.type === 'image')
+        .map(imageOfBlock),
+    );
+  }
+  return { system: joinTexts(system), userTexts, images };
+}
 
 export function parseMessages(body: Record<string, unknown>): ParsedTurn & { thinking: boolean } {
   const tools = asArray(body.tools)
@@ -23,6 +61,7 @@ export function parseMessages(body: Record<string, unknown>): ParsedTurn & { thi
     toolResults,
     thinking: thinkingType === 'enabled' || thinkingType === 'adaptive',
     jsonAsked: asRecord(asRecord(body.output_config).format).type === 'json_schema',
+    conversation: conversationOf(body),
   };
 }
 

@@ -2,7 +2,35 @@
 // as chunks (role, content or tool_calls deltas, finish_reason, a usage chunk when asked, `[DONE]`).
 import type { ServerResponse } from 'node:http';
 import { asArray, asRecord, isJsonFormat, stringParamsOf, textOf, type ParsedTurn, type Reply } from './task.js';
+import { imageOfUrl, joinTexts, type Conversation, type ImageSeen } from './conversation.js';
 import { freshId, twoPieces, USAGE, writeJson, writeSse, type SseEvent } from './wire.js';
+
+/** A chat message's text parts joined, and its images (`image_url` parts). */
+function contentOf(content: unknown): { text: string; images: ImageSeen[] } {
+  if (typeof content === 'string') return { text: content, images: [] };
+  const parts = asArray(content).map(asRecord);
+  const images = parts
+    .map((part) => asRecord(part.image_url).url)
+    .filter((url): url is string => typeof url === 'string')
+    .map(imageOfUrl);
+  const texts = parts.filter((part) => typeof part.text === 'string').map((part) => part.text as string);
+  return { text: joinTexts(texts), images };
+}
+
+function conversationOf(messages: Array<Record<string, unknown>>): Conversation {
+  const system: string[] = [];
+  const userTexts: string[] = [];
+  const images: ImageSeen[] = [];
+  for (const message of messages) {
+    const { text, images: seen } = contentOf(message.content);
+    if (message.role === 'system' || message.role === 'developer') system.push(text);
+    else if (message.role === 'user') {
+      if (text !== '') userTexts.push(text);
+      images.push(...seen);
+    }
+  }
+  return { system: joinTexts(system), userTexts, images };
+}
 
 export function parseChat(body: Record<string, unknown>): ParsedTurn & { includeUsage: boolean } {
   const tools = asArray(body.tools)
@@ -20,6 +48,7 @@ export function parseChat(body: Record<string, unknown>): ParsedTurn & { include
     toolResults,
     includeUsage: asRecord(body.stream_options).include_usage === true,
     jsonAsked: isJsonFormat(asRecord(body.response_format).type),
+    conversation: conversationOf(asArray(body.messages).map(asRecord)),
   };
 }
 

@@ -86,7 +86,7 @@ export function runCommand(
 }
 
 /** npm as `npm run` started it (the project's Node), else the one on PATH. */
-function npmCommand(): string[] {
+export function npmCommand(): string[] {
   const execPath = process.env.npm_execpath;
   return execPath !== undefined && execPath.endsWith('.js') ? [process.execPath, execPath] : ['npm'];
 }

@@ -38,14 +38,28 @@ ${BEGIN}
 ${END}
 `;
 
-/** Replaces the marked section of `file` (creating the file with just that section when it does not exist). */
+/** Replaces the matrix's section of `file` (creating the file with just that section when it does not exist). */
 export function writeMatrix(file: string, markdown: string): void {
+  writeSection(file, markdown, BEGIN, END);
+}
+
+/** Replaces the text between two markers of `file`; a missing file is made from the matrix's skeleton. */
+export function writeSection(file: string, markdown: string, beginMarker: string, endMarker: string): void {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : SKELETON;
-  const begin = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
+  const begin = text.indexOf(beginMarker);
+  const end = text.indexOf(endMarker);
   if (begin === -1 || end === -1 || end < begin)
-    throw new Error(`${file}: the markers ${BEGIN} ... ${END} are missing or out of order`);
-  writeFileSync(file, `${text.slice(0, begin + BEGIN.length)}\n${markdown}\n${text.slice(end)}`);
+    throw new Error(`${file}: the markers ${beginMarker} ... ${endMarker} are missing or out of order`);
+  writeFileSync(file, `${text.slice(0, begin + beginMarker.length)}\n${markdown}\n${text.slice(end)}`);
+}
+
+/** The text between two markers of `file` ('' when the file or a marker is missing). */
+export function sectionOf(file: string, beginMarker: string, endMarker: string): string {
+  if (!existsSync(file)) return '';
+  const text = readFileSync(file, 'utf8');
+  const begin = text.indexOf(beginMarker);
+  const end = text.indexOf(endMarker);
+  return begin === -1 || end < begin ? '' : text.slice(begin + beginMarker.length, end);
 }
 
 /** The committed matrix's result per `client|path label` (`pass`, `fail`, `not yet`), or an empty map without one. */

@@ -1,12 +1,14 @@
 // One mock upstream on 127.0.0.1: a node:http server that answers every API a gateway upstream may be asked in
-// (Anthropic Messages, OpenAI Responses, chat completions, Gemini), plays the one-tool task (task.ts) and records
-// every request, so a run can be judged on what the upstream actually received.
+// (Anthropic Messages, OpenAI Responses, chat completions, Gemini), plays the one-tool task (task.ts), or a model's
+// part when no task is set (model-part.ts), and records every request, so a run can be judged on what the upstream
+// actually received.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { answerMessages, parseMessages } from './api-anthropic.js';
 import { answerChat, parseChat } from './api-chat.js';
 import { answerGemini, parseGemini } from './api-gemini.js';
 import { answerResponses, parseResponses } from './api-responses.js';
+import { playModel } from './model-part.js';
 import { asRecord, decide, jsonReply, type ParsedTurn, type Reply, type Task } from './task.js';
 import { freshId, writeJson } from './wire.js';
 
@@ -59,7 +61,7 @@ export interface MockUpstream {
   label: string;
   origin: string;
   requests: Recorded[];
-  /** The task the next requests play (the run's directory and token). */
+  /** The task the next requests play (the run's directory and token); undefined: the model's part (model-part.ts). */
   setTask(task: Task | undefined): void;
   close(): Promise<void>;
 }
@@ -126,7 +128,8 @@ function play(
     answer: (res: ServerResponse, turn: T, reply: Reply) => void,
   ): { turn: ParsedTurn; reply: Reply } => {
     // The reply is the text the client really got (a recording holds it): the JSON, when JSON was asked for.
-    const reply = jsonReply(decide(turn.tools, turn.toolResults, task), turn);
+    const played = task === undefined ? playModel(turn) : decide(turn.tools, turn.toolResults, task);
+    const reply = jsonReply(played, turn);
     if (reply.kind === 'tool') reply.callId = freshId(CALL_ID_PREFIX[api]);
     answer(res, turn, reply);
     return { turn, reply };

@@ -19,3 +19,9 @@ export const PINS: readonly ClientPin[] = [
   { id: 'codex', package: '@openai/codex', version: '0.169.0' },
   { id: 'gemini-cli', package: '@google/gemini-cli', version: '0.61.0' },
 ];
+
+/**
+ * What runs the Open Responses compliance suite (open-responses.ts): the suite is TypeScript for bun and imports
+ * zod; its README asks for zod 3.25.76. Both come from npm into the same cache as the CLIs (install-suite.ts).
+ */
+export const SUITE_RUNTIME = { bun: '1.4.5', zod: '3.25.76' } as const;

@@ -1,15 +1,21 @@
 // `npm run conformance`: real agent CLIs (pinned in pins.ts, installed into a cache outside the project's
 // dependencies) run a one-tool task through the built gateway against mock upstreams on loopback, once per path;
-// the matrix is printed, and written to docs/compatibility.md only when asked (--update-docs). Exit code 0 only when every run that was due passed.
+// then the public Open Responses compliance suite runs against the gateway's Responses API on every path
+// (open-responses.ts). The matrix and the suite's table are printed, and written to docs/compatibility.md only when
+// asked (--update-docs). Exit code 0 only when every run and test that was due passed.
 //
-//   npm run conformance                          every pinned client, every path; writes the matrix into an untracked
-//                                                copy of the doc, test-artifacts/conformance/compatibility.md
+//   npm run conformance                          every pinned client, every path, and the suite; writes the matrix
+//                                                and the table into an untracked copy of the doc,
+//                                                test-artifacts/conformance/compatibility.md (the suite's results
+//                                                with every error in test-artifacts/conformance/open-responses.json)
 //   npm run conformance -- --update-docs         the same, and writes it into docs/compatibility.md (a full run of
 //                                                the pinned versions on default settings only)
 //   npm run conformance -- codex                 one client
 //   npm run conformance -- claude-code@2.1.332   another release than the pinned one
-//   npm run conformance -- --regressions-only    exit 1 only for a failing cell that the committed matrix in
-//                                                docs/compatibility.md does not show failing (what CI runs)
+//   npm run conformance -- open-responses        only the Open Responses compliance suite (with client names: also it)
+//   npm run conformance -- --regressions-only    exit 1 only for a failing cell or suite test that the committed
+//                                                matrix or table in docs/compatibility.md does not show failing
+//                                                (what CI runs; there a suite that cannot be found fails too)
 //   npm run conformance -- --no-write            print the matrix, write no file
 //   npm run conformance -- --record [client]     run only the native paths (the control path of a client whose
 //                                                native path is not served yet) and write what each client sent as
@@ -19,7 +25,9 @@
 //   CONFORMANCE_NETNS=off                        run on the machine's network instead of a loopback-only namespace
 //   CONFORMANCE_EXTRA_ENV=NAME=value,...         add settings to every client's environment (docs not written)
 //   CONFORMANCE_KEEP=1                           keep what every run produced, not only the failed ones'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+//   OPENRESPONSES_DIR=dir                        where the suite is (default: ../shared/openresponses beside the
+//                                                project); not found: said, and not run (a failure when CI=true)
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,9 +35,18 @@ import { cleanUpOnExit } from './children.js';
 import { GATEWAY_ENTRY, ROOT, type Mocks } from './gateway.js';
 import { ensureInstalled, type InstalledClient } from './install.js';
 import type { CellResult } from './judge.js';
-import { committedResults, matrixMarkdown, verdict, writeMatrix } from './matrix.js';
+import { committedResults, matrixMarkdown, verdict, writeMatrix, writeSection } from './matrix.js';
 import { startMockUpstream } from './mock-upstream.js';
 import { insideNetns, netnsAvailable, rerunInNetns } from './offline.js';
+import {
+  prepareSuite,
+  runSuiteStep,
+  suiteExitCode,
+  SUITE_RUNTIME_TEXT,
+  type SuitePrepared,
+  type SuiteStep,
+} from './open-responses-step.js';
+import { SUITE_BEGIN, SUITE_END, suiteMarkdown } from './open-responses-table.js';
 import { PATHS, type PathSpec } from './paths.js';
 import { PINS, type ClientPin } from './pins.js';
 import { extraEnv, runPath } from './run-path.js';
@@ -39,6 +56,18 @@ function log(line: string): void {
 }
 
 const FLAGS = new Set(['--no-write', '--update-docs', '--regressions-only', '--record']);
+/** The name that selects the Open Responses compliance suite on the command line. */
+const SUITE = 'open-responses';
+
+/** What to run: all pins and the suite, or what is named (`client`, `client@version`, `open-responses`). */
+function selection(args: string[]): { pins: ClientPin[]; full: boolean; suite: boolean } {
+  const named = args.filter((arg) => !arg.startsWith('--'));
+  const suite = named.length === 0 || named.includes(SUITE);
+  const clients = args.filter((arg) => arg !== SUITE);
+  const { pins, full } = selectedPins(clients);
+  if (named.length > 0 && clients.every((arg) => arg.startsWith('--'))) return { pins: [], full: false, suite };
+  return { pins, full: full && suite, suite };
+}
 
 /** The clients to run: all pins, or those named (`client` or `client@version`). */
 function selectedPins(args: string[]): { pins: ClientPin[]; full: boolean } {
@@ -51,7 +80,7 @@ function selectedPins(args: string[]): { pins: ClientPin[]; full: boolean } {
     const pin = PINS.find((candidate) => candidate.id === id);
     if (pin === undefined)
       throw new Error(
-        `unknown client ${JSON.stringify(id)}: one of ${PINS.map((candidate) => candidate.id).join(', ')}`,
+        `unknown client ${JSON.stringify(id)}: one of ${[...PINS.map((candidate) => candidate.id), SUITE].join(', ')}`,
       );
     if (version === undefined || version === '') return pin;
     // An exact version: it names the cache directory (a tag such as `latest` would be reused forever) and the
@@ -137,6 +166,8 @@ async function runClientPaths(
 const DOCS = join(ROOT, 'docs', 'compatibility.md');
 // Where a run that does not update the docs writes its matrix (test-artifacts/ is ignored by git).
 const LATEST = join(ROOT, 'test-artifacts', 'conformance', 'compatibility.md');
+// The suite's results with every error line (the table in the doc shows each path's distinct errors).
+const SUITE_RESULTS = join(ROOT, 'test-artifacts', 'conformance', 'open-responses.json');
 
 /** 1 when a run failed; with --regressions-only, only when one failed that the committed matrix shows no failure for. */
 function exitCodeOf(results: CellResult[], regressionsOnly: boolean): number {
@@ -147,17 +178,28 @@ function exitCodeOf(results: CellResult[], regressionsOnly: boolean): number {
   for (const result of regressions) log(`REGRESSION: ${result.path.client} ${result.path.label}`);
   for (const result of fixed)
     log(
-      `now passing: ${result.path.client} ${result.path.label} (run \`npm run conformance\` and commit docs/compatibility.md)`,
+      `now passing: ${result.path.client} ${result.path.label} (run \`npm run conformance -- --update-docs\` and commit docs/compatibility.md)`,
     );
   return regressions.length > 0 ? 1 : 0;
 }
 
 /** Removes what the passing runs produced (~1 MB each), and the whole directory when nothing failed. */
-function keepFailuresOnly(results: CellResult[], runsDir: string): void {
+function keepFailuresOnly(results: CellResult[], suite: SuiteStep | undefined, runsDir: string): void {
   if (process.env.CONFORMANCE_KEEP === '1') return;
-  for (const result of results)
-    if (result.outcome === 'pass' && result.dir !== undefined) rmSync(result.dir, { recursive: true, force: true });
-  if (!results.some((result) => result.outcome === 'fail')) rmSync(runsDir, { recursive: true, force: true });
+  const suiteRuns = (suite?.rows ?? []).map((row) => ({
+    outcome: row.tests.every((test) => test.passed) ? 'pass' : 'fail',
+    dir: row.dir,
+  }));
+  const runs = [...results, ...suiteRuns];
+  for (const run of runs)
+    if (run.outcome === 'pass' && run.dir !== undefined) rmSync(run.dir, { recursive: true, force: true });
+  if (!runs.some((run) => run.outcome === 'fail')) rmSync(runsDir, { recursive: true, force: true });
+}
+
+/** Writes the matrix (when clients ran) and the suite's table (when it ran) into `file`. */
+function writeDoc(file: string, matrix: string | undefined, suiteTable: string | undefined): void {
+  if (matrix !== undefined) writeMatrix(file, matrix);
+  if (suiteTable !== undefined) writeSection(file, suiteTable, SUITE_BEGIN, SUITE_END);
 }
 
 /** When the whole run started (the install phase included, also when the runs happen in a re-started process). */
@@ -170,7 +212,7 @@ async function main(): Promise<number> {
   cleanUpOnExit();
   const started = startedAt();
   const args = process.argv.slice(2);
-  const { pins, full } = selectedPins(args);
+  const { pins, full, suite } = selection(args);
   const record = args.includes('--record');
   const bound = timeoutMs();
   if (!existsSync(GATEWAY_ENTRY)) {
@@ -178,6 +220,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const installs = await installAll(pins);
+  // A recording is the clients' traffic only.
+  const prepared: SuitePrepared | undefined = suite && !record ? await prepareSuite(log) : undefined;
   if (!insideNetns() && netnsAvailable()) {
     process.env.CONFORMANCE_STARTED_AT = String(started);
     log('running the clients in a network namespace with loopback only (unshare -rn)');
@@ -201,30 +245,39 @@ async function main(): Promise<number> {
   } finally {
     await Promise.all(Object.values(mocks).map((mock) => mock.close()));
   }
-  keepFailuresOnly(results, runsDir);
+  // After the clients, not beside them: the suite's five gateways would slow the clients' bounded runs.
+  const suiteStep = prepared === undefined ? undefined : await runSuiteStep(prepared, runsDir, log);
+  keepFailuresOnly(results, suiteStep, runsDir);
   const totalSeconds = (Date.now() - started) / 1000;
-  const markdown = matrixMarkdown(results, {
+  const meta = {
     date: new Date().toISOString().slice(0, 10),
-    totalSeconds,
     node: process.version,
     platform: `${process.platform}-${process.arch}`,
-    network,
-  });
-  log(`\n${markdown}\n`);
+  };
+  const markdown = pins.length === 0 ? undefined : matrixMarkdown(results, { ...meta, totalSeconds, network });
+  const suiteTable =
+    suiteStep?.rows === undefined
+      ? undefined
+      : suiteMarkdown(suiteStep.rows, { ...meta, totalSeconds: suiteStep.seconds, runtime: SUITE_RUNTIME_TEXT });
+  for (const text of [markdown, suiteTable]) if (text !== undefined) log(`\n${text}\n`);
   const docsRun = full && !record && Object.keys(extraEnv()).length === 0;
   if (docsRun && args.includes('--update-docs')) {
-    writeMatrix(DOCS, markdown);
+    writeDoc(DOCS, markdown, suiteTable);
     log('written to docs/compatibility.md');
-  } else if (!args.includes('--no-write')) {
+  } else if (!args.includes('--no-write') && (markdown !== undefined || suiteTable !== undefined)) {
     // The tracked doc changes only when asked: every other run writes its matrix into an untracked copy.
     mkdirSync(dirname(LATEST), { recursive: true });
     copyFileSync(DOCS, LATEST);
-    writeMatrix(LATEST, markdown);
+    writeDoc(LATEST, markdown, suiteTable);
+    if (suiteStep?.rows !== undefined) writeFileSync(SUITE_RESULTS, `${JSON.stringify(suiteStep.rows, null, 1)}\n`);
     log(
       `written to ${relative(ROOT, LATEST)} (untracked); docs/compatibility.md changes only with --update-docs on a full run of the pinned versions on default settings`,
     );
   }
-  return exitCodeOf(results, args.includes('--regressions-only'));
+  const regressionsOnly = args.includes('--regressions-only');
+  const clientsCode = exitCodeOf(results, regressionsOnly);
+  const suiteCode = suiteStep === undefined ? 0 : suiteExitCode(suiteStep, regressionsOnly, DOCS, log);
+  return Math.max(clientsCode, suiteCode);
 }
 
 main().then(

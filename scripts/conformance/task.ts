@@ -2,6 +2,8 @@
 // the task's file, turn 2 (once a tool result is in the conversation) answers with a text that quotes the result.
 // The file holds a random token that appears nowhere else: the token in the client's final answer proves the whole
 // loop (the call reached the client, the client ran the tool, the result reached the upstream, the answer came back).
+// A mock with no task set plays a model's part instead (model-part.ts), for the Open Responses compliance suite.
+import type { Conversation } from './conversation.js';
 
 /** What one run's task is: where the file is and the token in it. */
 export interface Task {
@@ -26,6 +28,8 @@ export interface DeclaredTool {
 
 /** What the mock reads of a request, whatever its API. */
 export interface ParsedTurn {
+  /** The system text, the user's texts and images (what the model part reads: model-part.ts). */
+  conversation: Conversation;
   model: string;
   stream: boolean;
   tools: DeclaredTool[];
@@ -111,13 +115,12 @@ const QUOTE_LIMIT = 2_000;
  * The answer to one request of the agent loop. No tools declared: a side request (a title, a classifier), answered
  * with a short text. A tool result already in the conversation: the final answer, quoting it.
  */
-export function decide(tools: DeclaredTool[], toolResults: string[], task: Task | undefined): Reply {
+export function decide(tools: DeclaredTool[], toolResults: string[], task: Task): Reply {
   if (toolResults.length > 0) {
     const quoted = toolResults.join('\n').trim().slice(0, QUOTE_LIMIT);
     return { kind: 'text', text: `The tool said: ${quoted}` };
   }
   if (tools.length === 0) return { kind: 'text', text: 'OK' };
-  if (task === undefined) return { kind: 'text', text: 'No task is set on this mock.' };
   for (const plan of TOOL_PLANS) {
     const tool = tools.find((declared) => plan.matches(declared.name));
     if (tool !== undefined) return { kind: 'tool', tool, ...plan.call(task, tool) };

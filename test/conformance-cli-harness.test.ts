@@ -197,14 +197,16 @@ describe('conformance mocks through the gateway: one tool call, its result, the 
       assert.equal(turn2.status, 200, turn2.text);
       assert.ok(turn2.text.includes(`The tool said: ${TASK.token}`), turn2.text);
       const calls = apiCalls(mock.requests.slice(from));
-      // An OpenAI upstream serves a plain Responses call translated to chat: the mock answers either API.
+      // An OpenAI upstream (`responses`) gets a plain Responses call as it is (native by default); the others, translated.
       assert.deepEqual(
         calls.map((call) => call.api),
         target === 'anthropic'
           ? ['messages', 'messages']
           : target === 'gemini'
             ? ['gemini', 'gemini']
-            : ['chat', 'chat'],
+            : target === 'responses'
+              ? ['responses', 'responses']
+              : ['chat', 'chat'],
       );
       assert.ok(calls[1]?.toolResults.some((result) => result.includes(TASK.token)));
     });

@@ -28,13 +28,6 @@ export interface SuitePath {
   extra?: Record<string, unknown>;
 }
 
-/**
- * Makes the gateway forward a plain Responses request natively to a `kind: openai` upstream: a field the exact
- * translation to chat cannot keep (responses-surface.ts GOES_NATIVE). Drop it once such requests go natively by
- * default (issue 42, item 2); the native row checks that the upstream was called in the Responses API either way.
- */
-const NATIVE_FORCE = { client_metadata: { harness: 'open-responses-compliance' } };
-
 export const SUITE_PATHS: readonly SuitePath[] = [
   {
     id: 'control',
@@ -49,7 +42,6 @@ export const SUITE_PATHS: readonly SuitePath[] = [
     via: 'gateway',
     upstream: 'responses',
     api: 'responses',
-    extra: NATIVE_FORCE,
   },
   {
     id: 'chat',

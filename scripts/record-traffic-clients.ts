@@ -19,11 +19,15 @@ export interface ClientFlow {
   /** The folder the packages are installed in, when not the project's node_modules (installedVersion reads there). */
   installedIn?: () => string;
   description: string;
+  /** The text the recording server's model writes before its tool call, in the same turn (none when undefined). */
+  preamble?: string;
   run(origin: string, apiKey: string): Promise<void>;
 }
 
 export const PROMPT = 'What is the weather in Paris? Use the get_weather tool.';
 export const TOOL_RESULT = '{"location":"Paris","temperature_c":21,"conditions":"sunny"}';
+/** What the model says before its tool call in a flow with a preamble (as Claude usually does). */
+export const PREAMBLE = 'Let me check the weather in Paris.';
 const DESCRIPTION = 'The weather now in a city.';
 const PARAMETERS = {
   type: 'object' as const,
@@ -171,6 +175,30 @@ async function aiSdk(
   let text = '';
   for await (const part of result.textStream) text += part;
   expectFinal(text);
+}
+
+/**
+ * The AI SDK's default multi-step tool loop: generateText with openai(model) (the Responses API, `store` on by
+ * default), the model writing text before its tool call, so the second step refers to that text by `item_reference`
+ * to the stored response's output message (the SDK sends the call and its result as they are).
+ */
+async function aiSdkGenerateWithPreamble(origin: string, apiKey: string): Promise<void> {
+  const { generateText, tool, jsonSchema, stepCountIs } = await import('ai');
+  const { createOpenAI } = await import('@ai-sdk/openai');
+  const weather = tool({
+    description: DESCRIPTION,
+    inputSchema: jsonSchema<{ location: string }>(PARAMETERS),
+    execute: async (args) => JSON.parse(getWeather(args)) as unknown,
+  });
+  const result = await generateText({
+    model: createOpenAI({ baseURL: `${origin}/v1`, apiKey })('gpt-4o-mini'),
+    prompt: PROMPT,
+    tools: { get_weather: weather },
+    stopWhen: stepCountIs(3),
+  });
+  if (result.steps[0]?.text !== PREAMBLE)
+    throw new Error(`the first step's text is not the preamble: ${JSON.stringify(result.steps[0]?.text)}`);
+  expectFinal(result.text);
 }
 
 async function openAiAgents(origin: string, apiKey: string): Promise<void> {
@@ -337,6 +365,15 @@ export const FLOWS: ClientFlow[] = [
     packages: ['ai', '@ai-sdk/anthropic'],
     description: 'streamText with anthropic(model), a tool with execute, stopWhen stepCountIs(3)',
     run: (o, k) => aiSdk('anthropic', o, k),
+  },
+  {
+    client: 'ai-sdk',
+    flow: 'openai-responses-generate-preamble',
+    packages: ['ai', '@ai-sdk/openai'],
+    description:
+      'generateText with openai(model) (the Responses API, store on by default), a tool with execute, stopWhen stepCountIs(3); the model writes text before its tool call, so the second call refers to it by item_reference',
+    preamble: PREAMBLE,
+    run: aiSdkGenerateWithPreamble,
   },
   {
     client: 'openai-agents',

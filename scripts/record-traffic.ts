@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startScriptedUpstream, type ScriptedRequest } from '../test/helpers/scripted-upstream.js';
+import { agentLoop, withPreamble } from '../test/helpers/scripted-upstream.js';
 import { FLOWS, PROMPT, TOOL_RESULT, installedVersion, type ClientFlow } from './record-traffic-clients.js';
 import { API_KEY_PLACEHOLDER, CREDENTIAL_HEADERS, FORMAT } from './client-traffic-format.js';
 
@@ -90,7 +91,9 @@ function fixtureRequest(request: ScriptedRequest): Record<string, unknown> {
 }
 
 async function record(flow: ClientFlow): Promise<string> {
-  const server = await startScriptedUpstream();
+  const server = await startScriptedUpstream(
+    flow.preamble === undefined ? agentLoop : withPreamble(agentLoop, flow.preamble),
+  );
   try {
     await flow.run(server.origin, RECORDING_KEY);
   } finally {
@@ -108,7 +111,7 @@ async function record(flow: ClientFlow): Promise<string> {
     flow: flow.flow,
     description: flow.description,
     recorded_with: `npm run record-traffic -- ${flow.client}`,
-    script: { prompt: PROMPT, tool_result: TOOL_RESULT },
+    script: { prompt: PROMPT, tool_result: TOOL_RESULT, ...(flow.preamble ? { preamble: flow.preamble } : {}) },
     requests: server.requests.map(fixtureRequest),
   };
   const dir = join(FIXTURES, `${flow.client}-${version}`);

@@ -37,6 +37,12 @@ import {
 } from './helpers/wire-validators.js';
 import { validateResponsesJson, validateResponsesStream } from './helpers/responses-validator.js';
 import { validateGeminiJson, validateGeminiJsonArray, validateGeminiStream } from './helpers/gemini-validator.js';
+import {
+  answeredMessageId,
+  assertReferenceReached,
+  withReplayedReferences,
+  type ReplayedPreamble,
+} from './helpers/replayed-references.js';
 
 /** The upstreams a call can end at: each one gateway whose default upstream is of that kind. */
 const TARGETS = {
@@ -218,6 +224,8 @@ function checkTurn(
       `${label}: the upstream offered ${name}: ${declaredNames(wire, upstream).join(', ')}`,
     );
   }
+  if (reply.type === 'tool_call' && reply.preamble)
+    assert.equal(turn.text, reply.preamble.text, `${label}: the text the model wrote before its call`);
   assert.equal(turn.toolCalls.length, 1, `${label}: one tool call`);
   const [made] = turn.toolCalls as [Turn['toolCalls'][number]];
   assert.deepEqual(
@@ -331,6 +339,8 @@ describe('conformance: recorded client traffic replayed through every path', () 
   async function replay(fixture: ClientFixture, name: Target): Promise<WireApi[]> {
     const gw = gateways.get(name) as TestGateway;
     const spoken: WireApi[] = [];
+    // The earlier answers' messages a later call may refer to by item_reference: the recorded id → this replay's.
+    const preambles = new Map<string, ReplayedPreamble>();
     for (const [index, request] of fixture.requests.entries()) {
       const api = callerApiOf(request);
       if (api === undefined || request.body === null) continue;
@@ -339,10 +349,11 @@ describe('conformance: recorded client traffic replayed through every path', () 
       const reply = replyFor(fixture, index);
       upstream.setDecide(() => reply);
       const seen = upstream.modelCalls().length;
+      const { body, referred } = withReplayedReferences(request.body, preambles);
       const answer = await call(`${gw.url}${target(request)}`, {
         method: request.method,
         headers: replayHeaders(request),
-        body: JSON.stringify(request.body),
+        body: JSON.stringify(body),
       });
       assert.equal(answer.status, 200, `${label}: ${answer.text.slice(0, 600)}`);
       const rules = VALIDATORS[api];
@@ -362,6 +373,12 @@ describe('conformance: recorded client traffic replayed through every path', () 
         assert.equal(sent[0]?.url.split('?')[0]?.endsWith(call), true, `${label}: to ${call}, not ${sent[0]?.url}`);
       }
       checkTurn(turn, reply, api, wire, label, sent[0]?.body ?? {});
+      for (const preamble of referred) assertReferenceReached(wire, sent[0]?.body ?? {}, preamble, label);
+      if (reply.type === 'tool_call' && reply.preamble?.id !== undefined) {
+        const id = answeredMessageId(answer.text, form);
+        assert.ok(id, `${label}: the output message holding the text before the call`);
+        preambles.set(reply.preamble.id, { id, text: reply.preamble.text });
+      }
       // The name each call has upstream (Gemini answers a result by it): on a wire of plain functions, its flat one.
       const names = new Map(
         toolCallsOf(api, request.body).map((c) => [

@@ -13,6 +13,7 @@ import {
   geminiAnswer,
   messagesAnswer,
   responsesAnswer,
+  responsesMessageId,
   type ScriptedReply,
 } from './helpers/scripted-replies.js';
 import {
@@ -197,6 +198,40 @@ describe('wire validators', () => {
     assert.throws(
       () => validateGeminiStream(stream.replace('"args":{"location":"Paris"}', '"args":"{}"')),
       /args is an object/,
+    );
+  });
+
+  test('a tool call after a preamble (text first, as Claude writes): valid in every API, streamed and whole, the text then the call', () => {
+    const reply: ScriptedReply = { ...CALL, preamble: { text: 'Let me check the weather.' } };
+    const call = { id: 'call_1', name: 'get_weather', arguments: '{"location":"Paris"}' };
+    const json = (answer: ReturnType<typeof chatAnswer>): string => JSON.stringify((answer as { json: unknown }).json);
+    const turns = {
+      'chat stream': validateChatStream(streamOf(chatAnswer(reply, { stream: true }, 1))),
+      'chat json': validateChatJson(json(chatAnswer(reply, {}, 1))),
+      'messages stream': validateMessagesStream(streamOf(messagesAnswer(reply, { stream: true }, 1))),
+      'messages json': validateMessagesJson(json(messagesAnswer(reply, {}, 1))),
+      'responses stream': validateResponsesStream(streamOf(responsesAnswer(reply, { stream: true }, 1))),
+      'responses json': validateResponsesJson(json(responsesAnswer(reply, {}, 1))),
+      'gemini stream': validateGeminiStream(streamOf(geminiAnswer(reply, {}, true, 'gemini-x'))),
+      'gemini json': validateGeminiJson(json(geminiAnswer(reply, {}, false, 'gemini-x'))),
+    };
+    for (const [where, turn] of Object.entries(turns)) {
+      assert.equal(turn.text, 'Let me check the weather.', where);
+      assert.deepEqual(
+        turn.toolCalls.map((made) => ({ ...made, id: where.startsWith('gemini') ? 'call_1' : made.id })),
+        [call],
+        where,
+      );
+    }
+    // On the Responses API the text is an output message before the call, its id the one a later item_reference names.
+    const output = (responsesAnswer(reply, {}, 7) as { json: { output: Array<{ type: string; id: string }> } }).json
+      .output;
+    assert.deepEqual(
+      output.map((item) => [item.type, item.id]),
+      [
+        ['message', responsesMessageId(7)],
+        ['function_call', 'fc_scripted0007'],
+      ],
     );
   });
 });

@@ -7,9 +7,20 @@
  */
 
 export type ScriptedReply =
-  | { type: 'tool_call'; id: string; name: string; arguments: string; namespace?: string }
+  | { type: 'tool_call'; id: string; name: string; arguments: string; namespace?: string; preamble?: Preamble }
   | { type: 'custom_tool_call'; id: string; name: string; input: string; namespace?: string }
   | { type: 'text'; text: string };
+
+/**
+ * The text the model writes before its tool call, in the same turn (as Claude usually does). On the Responses API it
+ * is an output message before the call; `id` is that message's id as the recording server gave it (the recorder
+ * fills it in), which a client that stores responses (the AI SDK's default) refers to in its next call by
+ * `item_reference`.
+ */
+export interface Preamble {
+  text: string;
+  id?: string;
+}
 
 /** A call as every wire can carry it: a function tool call of a plain name, or a text. */
 export type FunctionReply = Exclude<ScriptedReply, { type: 'custom_tool_call' }> & { namespace?: undefined };
@@ -35,7 +46,8 @@ export function asFunctionReply(reply: ScriptedReply): FunctionReply {
   if (reply.type === 'text') return reply;
   const name = functionName(reply.name, reply.namespace);
   const args = reply.type === 'custom_tool_call' ? JSON.stringify({ input: reply.input }) : reply.arguments;
-  return { type: 'tool_call', id: reply.id, name, arguments: args };
+  const preamble = reply.type === 'tool_call' && reply.preamble ? { preamble: reply.preamble } : {};
+  return { type: 'tool_call', id: reply.id, name, arguments: args, ...preamble };
 }
 
 /** A whole answer: a JSON body, or the event stream's frames (each one write, SSE framing included). */
@@ -78,7 +90,7 @@ export function chatAnswer(scripted: ScriptedReply, body: Json, serial: number):
       reply.type === 'tool_call'
         ? {
             role: 'assistant',
-            content: null,
+            content: reply.preamble?.text ?? null,
             tool_calls: [
               { id: reply.id, type: 'function', function: { name: reply.name, arguments: reply.arguments } },
             ],
@@ -107,14 +119,12 @@ export function chatAnswer(scripted: ScriptedReply, body: Json, serial: number):
     });
   const frames: string[] = [];
   if (reply.type === 'tool_call') {
-    frames.push(
-      chunk({
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ index: 0, id: reply.id, type: 'function', function: { name: reply.name, arguments: '' } }],
-        refusal: null,
-      }),
-    );
+    const call = { index: 0, id: reply.id, type: 'function', function: { name: reply.name, arguments: '' } };
+    if (reply.preamble) {
+      frames.push(chunk({ role: 'assistant', content: '', refusal: null }));
+      for (const part of pieces(reply.preamble.text)) frames.push(chunk({ content: part }));
+      frames.push(chunk({ tool_calls: [call] }));
+    } else frames.push(chunk({ role: 'assistant', content: null, tool_calls: [call], refusal: null }));
     for (const part of pieces(reply.arguments))
       frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
   } else {
@@ -139,7 +149,15 @@ export function chatAnswer(scripted: ScriptedReply, body: Json, serial: number):
   return { frames };
 }
 
-/** OpenAI's Responses API: a function_call (namespaced or not) or custom_tool_call item or a message, with the full event sequence when streamed. */
+/** The id of the output message a scripted Responses answer `serial` holds (its text, or a tool call's preamble). */
+export function responsesMessageId(serial: number): string {
+  return `msg_scripted${String(serial).padStart(4, '0')}`;
+}
+
+/**
+ * OpenAI's Responses API: a function_call (namespaced or not) or custom_tool_call item (after a message holding its
+ * preamble, if it has one) or a message, with the full event sequence when streamed.
+ */
 export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number): WireAnswer {
   const suffix = String(serial).padStart(4, '0');
   const base = {
@@ -159,6 +177,13 @@ export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number
     total_tokens: USAGE.input + USAGE.output,
   };
   const namespace = reply.type !== 'text' && reply.namespace !== undefined ? { namespace: reply.namespace } : {};
+  const message = (text: string) => ({
+    id: responsesMessageId(serial),
+    type: 'message',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', annotations: [], logprobs: [], text }],
+  });
   const item =
     reply.type === 'tool_call'
       ? {
@@ -180,67 +205,60 @@ export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number
             name: reply.name,
             ...namespace,
           }
-        : {
-            id: `msg_scripted${suffix}`,
-            type: 'message',
-            status: 'completed',
-            role: 'assistant',
-            content: [{ type: 'output_text', annotations: [], logprobs: [], text: reply.text }],
-          };
-  const done = { ...base, status: 'completed', output: [item], usage };
+        : message(reply.text);
+  const preamble = reply.type === 'tool_call' ? reply.preamble : undefined;
+  const output = preamble ? [message(preamble.text), item] : [item];
+  const done = { ...base, status: 'completed', output, usage };
   if (body.stream !== true) return { json: done };
   let sequence = 0;
   const frames: string[] = [];
   const send = (type: string, value: Json): void =>
     void frames.push(event(type, { type, sequence_number: sequence++, ...value }));
+  const sendMessage = (index: number, text: string): void => {
+    const finished = output[index] as ReturnType<typeof message>;
+    const at = { item_id: finished.id, output_index: index, content_index: 0 };
+    send('response.output_item.added', {
+      output_index: index,
+      item: { ...finished, status: 'in_progress', content: [] },
+    });
+    send('response.content_part.added', {
+      ...at,
+      part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+    });
+    for (const part of pieces(text)) send('response.output_text.delta', { ...at, delta: part, logprobs: [] });
+    send('response.output_text.done', { ...at, text, logprobs: [] });
+    send('response.content_part.done', { ...at, part: { type: 'output_text', annotations: [], logprobs: [], text } });
+    send('response.output_item.done', { output_index: index, item: finished });
+  };
   send('response.created', { response: base });
   send('response.in_progress', { response: base });
+  if (preamble) sendMessage(0, preamble.text);
+  const index = output.length - 1;
   if (reply.type === 'tool_call') {
-    send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', arguments: '' } });
+    send('response.output_item.added', {
+      output_index: index,
+      item: { ...item, status: 'in_progress', arguments: '' },
+    });
     for (const part of pieces(reply.arguments))
-      send('response.function_call_arguments.delta', { item_id: item.id, output_index: 0, delta: part });
-    send('response.function_call_arguments.done', { item_id: item.id, output_index: 0, arguments: reply.arguments });
+      send('response.function_call_arguments.delta', { item_id: item.id, output_index: index, delta: part });
+    send('response.function_call_arguments.done', {
+      item_id: item.id,
+      output_index: index,
+      arguments: reply.arguments,
+    });
+    send('response.output_item.done', { output_index: index, item });
   } else if (reply.type === 'custom_tool_call') {
     send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', input: '' } });
     for (const part of pieces(reply.input))
       send('response.custom_tool_call_input.delta', { item_id: item.id, output_index: 0, delta: part });
     send('response.custom_tool_call_input.done', { item_id: item.id, output_index: 0, input: reply.input });
-  } else {
-    send('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
-    send('response.content_part.added', {
-      item_id: item.id,
-      output_index: 0,
-      content_index: 0,
-      part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
-    });
-    for (const part of pieces(reply.text))
-      send('response.output_text.delta', {
-        item_id: item.id,
-        output_index: 0,
-        content_index: 0,
-        delta: part,
-        logprobs: [],
-      });
-    send('response.output_text.done', {
-      item_id: item.id,
-      output_index: 0,
-      content_index: 0,
-      text: reply.text,
-      logprobs: [],
-    });
-    send('response.content_part.done', {
-      item_id: item.id,
-      output_index: 0,
-      content_index: 0,
-      part: { type: 'output_text', annotations: [], logprobs: [], text: reply.text },
-    });
-  }
-  send('response.output_item.done', { output_index: 0, item });
+    send('response.output_item.done', { output_index: 0, item });
+  } else sendMessage(0, reply.text);
   send('response.completed', { response: done });
   return { frames };
 }
 
-/** Anthropic's Messages API: a short text then a tool_use block, or a text block. */
+/** Anthropic's Messages API: a tool_use block (after a text block holding its preamble, if it has one), or a text block. */
 export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: number): WireAnswer {
   const reply = asFunctionReply(scripted);
   const id = `msg_01Scripted${String(serial).padStart(4, '0')}`;
@@ -252,10 +270,14 @@ export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: numb
     cache_read_input_tokens: 0,
     output_tokens: USAGE.output,
   };
+  const preamble = reply.type === 'tool_call' ? reply.preamble : undefined;
   if (body.stream !== true) {
     const content =
       reply.type === 'tool_call'
-        ? [{ type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown }]
+        ? [
+            ...(preamble ? [{ type: 'text', text: preamble.text }] : []),
+            { type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown },
+          ]
         : [{ type: 'text', text: reply.text }];
     return {
       json: { id, type: 'message', role: 'assistant', model, content, stop_reason: stop, stop_sequence: null, usage },
@@ -275,21 +297,26 @@ export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: numb
       usage: { ...usage, output_tokens: 1 },
     },
   });
+  const textBlock = (index: number, text: string): void => {
+    send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+    if (index === 0) send('ping', {});
+    for (const part of pieces(text)) send('content_block_delta', { index, delta: { type: 'text_delta', text: part } });
+  };
+  if (preamble) {
+    textBlock(0, preamble.text);
+    send('content_block_stop', { index: 0 });
+  }
+  const index = preamble ? 1 : 0;
   if (reply.type === 'tool_call') {
     send('content_block_start', {
-      index: 0,
+      index,
       content_block: { type: 'tool_use', id: reply.id, name: reply.name, input: {} },
     });
-    send('ping', {});
+    if (index === 0) send('ping', {});
     for (const part of ['', ...pieces(reply.arguments)])
-      send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: part } });
-  } else {
-    send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-    send('ping', {});
-    for (const part of pieces(reply.text))
-      send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: part } });
-  }
-  send('content_block_stop', { index: 0 });
+      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
+  } else textBlock(0, reply.text);
+  send('content_block_stop', { index });
   send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: USAGE.output } });
   send('message_stop', {});
   return { frames };
@@ -309,14 +336,21 @@ export function geminiAnswer(scripted: ScriptedReply, body: Json, stream: boolea
     index: 0,
   });
   if (reply.type === 'tool_call') {
+    const call = { functionCall: { name: reply.name, args: JSON.parse(reply.arguments) as unknown } };
+    const preamble = reply.preamble?.text;
     const answer = {
-      candidates: [
-        candidate([{ functionCall: { name: reply.name, args: JSON.parse(reply.arguments) as unknown } }], 'STOP'),
-      ],
+      candidates: [candidate([...(preamble !== undefined && !stream ? [{ text: preamble }] : []), call], 'STOP')],
       usageMetadata,
       modelVersion: model,
     };
-    return stream ? { frames: [`data: ${JSON.stringify(answer)}\r\n\r\n`] } : { json: answer };
+    // Streamed, a preamble comes first in frames of its own; the call, the finish reason and the usage last.
+    const before =
+      preamble === undefined
+        ? []
+        : pieces(preamble).map((text) => ({ candidates: [candidate([{ text }])], modelVersion: model }));
+    return stream
+      ? { frames: [...before, answer].map((frame) => `data: ${JSON.stringify(frame)}\r\n\r\n`) }
+      : { json: answer };
   }
   if (!stream)
     return { json: { candidates: [candidate([{ text: reply.text }], 'STOP')], usageMetadata, modelVersion: model } };

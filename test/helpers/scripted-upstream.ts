@@ -13,6 +13,7 @@ import {
   geminiAnswer,
   messagesAnswer,
   responsesAnswer,
+  responsesMessageId,
   type ScriptedReply,
   type WireAnswer,
 } from './scripted-replies.js';
@@ -57,6 +58,17 @@ export const agentLoop: Decide = (api, body) => {
   if (name === undefined || hasToolResult(api, body)) return { type: 'text', text: SCRIPT.finalText };
   return { type: 'tool_call', id: SCRIPT.toolCallIds[api], name, arguments: SCRIPT.arguments };
 };
+
+/**
+ * `decide`, the model writing `text` before each tool call, in the same turn (as Claude usually does). On the
+ * Responses API the text is an output message before the call, whose id the recording keeps (Preamble.id).
+ */
+export function withPreamble(decide: Decide, text: string): Decide {
+  return (api, body) => {
+    const reply = decide(api, body);
+    return reply.type === 'tool_call' ? { ...reply, preamble: { text } } : reply;
+  };
+}
 
 function firstToolName(api: WireApi, body: Record<string, unknown>): string | undefined {
   const tools = Array.isArray(body.tools) ? (body.tools as Array<Record<string, unknown>>) : [];
@@ -107,7 +119,11 @@ export async function startScriptedUpstream(initial: Decide = agentLoop): Promis
     if (api === undefined || request.body === undefined) return other(request, res);
     serial += 1;
     const reply = decide(api, request.body);
-    recorded.reply = reply;
+    // A preamble's output message on the Responses API: its id as this server gave it, which a later call may name.
+    recorded.reply =
+      api === 'responses' && reply.type === 'tool_call' && reply.preamble
+        ? { ...reply, preamble: { ...reply.preamble, id: responsesMessageId(serial) } }
+        : reply;
     const model = /\/models\/([^/:]+):/.exec(request.url)?.[1] ?? 'gemini';
     const stream = api === 'gemini' ? request.url.includes(':streamGenerateContent') : request.body.stream === true;
     const answer =

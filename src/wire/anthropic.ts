@@ -243,10 +243,26 @@ export type AnthropicErrorType =
   | 'api_error'
   | 'overloaded_error';
 
+/**
+ * The machine-readable cause of an Anthropic error (`error.details`): a stable `error_code` (`thread_not_found`,
+ * `thread_unsupported_request`...) and the fields that code comes with (`unsupported`). Its SDKs branch on it: the
+ * tool runner and message threads fall back to the whole conversation on `thread_unsupported_request`.
+ */
+export interface AnthropicErrorDetails {
+  error_code: string;
+  [field: string]: unknown;
+}
+
 /** Anthropic's error body (and the data of its `error` event). */
 export interface AnthropicErrorBody {
   type: 'error';
-  error: { type: AnthropicErrorType | string; message: string };
+  error: { type: AnthropicErrorType | string; message: string; details?: AnthropicErrorDetails };
+}
+
+/** `value` as Anthropic's error details: an object with a string `error_code`; undefined for anything else. */
+export function anthropicErrorDetailsOf(value: unknown): AnthropicErrorDetails | undefined {
+  const details = objectOf(value);
+  return typeof details?.error_code === 'string' ? (details as AnthropicErrorDetails) : undefined;
 }
 
 /**

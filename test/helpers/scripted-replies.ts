@@ -11,6 +11,40 @@ export type ScriptedReply =
   | { type: 'custom_tool_call'; id: string; name: string; input: string; namespace?: string }
   | { type: 'text'; text: string };
 
+/**
+ * A call the upstream refused: the HTTP status and the API's error object (Anthropic's `{type, message, details}`),
+ * written as that API's error body (refusalBody). The recording server refuses a Messages call that asks for a thread
+ * this way (THREAD_REFUSAL).
+ */
+export interface ScriptedRefusal {
+  type: 'refusal';
+  status: number;
+  error: Record<string, unknown>;
+}
+
+/** What a model call is answered with: a turn, or a refusal. */
+export type ScriptedAnswer = ScriptedReply | ScriptedRefusal;
+
+/**
+ * Anthropic's refusal of a thread it cannot hold (`thread_unsupported_request`, what its SDKs fall back from by
+ * sending the whole conversation without `thread`), as the gateway answers on a translated path (docs/messages.md,
+ * "Message threads"): the recording server holds no threads.
+ */
+export const THREAD_REFUSAL: ScriptedRefusal = {
+  type: 'refusal',
+  status: 400,
+  error: {
+    type: 'invalid_request_error',
+    message: 'This model cannot keep a message thread; send the whole conversation without `thread`.',
+    details: { error_code: 'thread_unsupported_request', unsupported: ['model'] },
+  },
+};
+
+/** A refusal as its API's error body: Anthropic's `{type: "error", error}`, the others' `{error}`. */
+export function refusalBody(refusal: ScriptedRefusal, api: string): Record<string, unknown> {
+  return api === 'messages' ? { type: 'error', error: refusal.error } : { error: refusal.error };
+}
+
 /** A call as every wire can carry it: a function tool call of a plain name, or a text. */
 export type FunctionReply = Exclude<ScriptedReply, { type: 'custom_tool_call' }> & { namespace?: undefined };
 
@@ -241,9 +275,22 @@ export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number
 }
 
 /** Anthropic's Messages API: a short text then a tool_use block, or a text block. */
+/** The id of the message a Messages answer of call `serial` carries. */
+export function messageIdOf(serial: number): string {
+  return `msg_01Scripted${String(serial).padStart(4, '0')}`;
+}
+
+/** A turn as the content blocks of Anthropic's message: a tool_use block (its input an object) or a text block. */
+export function messageContentOf(scripted: ScriptedReply): Json[] {
+  const reply = asFunctionReply(scripted);
+  return reply.type === 'tool_call'
+    ? [{ type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown }]
+    : [{ type: 'text', text: reply.text }];
+}
+
 export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: number): WireAnswer {
   const reply = asFunctionReply(scripted);
-  const id = `msg_01Scripted${String(serial).padStart(4, '0')}`;
+  const id = messageIdOf(serial);
   const model = String(body.model ?? 'claude');
   const stop = reply.type === 'tool_call' ? 'tool_use' : 'end_turn';
   const usage = {
@@ -253,10 +300,7 @@ export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: numb
     output_tokens: USAGE.output,
   };
   if (body.stream !== true) {
-    const content =
-      reply.type === 'tool_call'
-        ? [{ type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown }]
-        : [{ type: 'text', text: reply.text }];
+    const content = messageContentOf(reply);
     return {
       json: { id, type: 'message', role: 'assistant', model, content, stop_reason: stop, stop_sequence: null, usage },
     };

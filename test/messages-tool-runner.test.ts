@@ -15,6 +15,9 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { agentLoop, SCRIPT, startScriptedUpstream, type ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { messageIdOf } from './helpers/scripted-replies.js';
+import { newApiKey } from '../src/auth/api-key.js';
+import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
+import type { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 const PROMPT = 'What is the weather in Paris? Use the get_weather tool.';
 const TOOL_RESULT = '{"location":"Paris","temperature_c":21,"conditions":"sunny"}';
@@ -28,6 +31,21 @@ const SCHEMA = {
 } as const;
 
 type Json = Record<string, unknown>;
+
+/** A scoped key of the gateway (another caller than the admin token), written to its key store as the CLI does. */
+async function scopedKey(store: SqliteStore, routes: string[]): Promise<string> {
+  const issued = newApiKey('dev');
+  await new SqliteKeyStore(store.db).create({
+    keyId: issued.keyId,
+    environment: 'dev',
+    hash: issued.hash,
+    name: `other-${issued.keyId}`,
+    routes,
+    models: ['*'],
+    createdMs: Date.now(),
+  });
+  return issued.key;
+}
 
 /** What the SDK sent the gateway: each request's `anthropic-beta` header and body. */
 interface Sent {
@@ -301,5 +319,59 @@ describe("the Anthropic SDK's tool runner (client.beta.messages.toolRunner) on e
       calls.map((c) => c.body?.thread),
       'what the SDK sent, as it sent it',
     );
+  });
+  test("a thread is its maker's: another caller continuing it, or from an id never seen threaded, gets Anthropic's 404 thread_not_found; nothing sent", async () => {
+    const gw = gateway('anthropic-holding');
+    const other = await scopedKey(gw.store, ['messages']);
+    const send = (credential: string, fields: Json) =>
+      call(`${gw.url}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'x-api-key': credential,
+          'content-type': 'application/json',
+          'anthropic-version': '2023-06-01',
+          'anthropic-beta': THREADS_BETA,
+        },
+        body: JSON.stringify({ model: 'claude-sonnet-5', max_tokens: 64, ...fields }),
+      });
+    const continuing = (id: string) => ({
+      thread: { type: 'continue', previous_message_id: id },
+      messages: [{ role: 'user', content: 'Again' }],
+    });
+    const notFound = (answer: Awaited<ReturnType<typeof call>>, id: string, label: string): void => {
+      assert.equal(answer.status, 404, `${label}: ${answer.text}`);
+      const body = answer.json as Json & { error: Json };
+      assert.equal(body.code, 'response_not_found', label);
+      assert.deepEqual(
+        body.error,
+        { type: 'not_found_error', message: body.message, details: { error_code: 'thread_not_found' } },
+        `${label}: what the SDK starts a new thread on`,
+      );
+      assert.deepEqual(body.details, {
+        id,
+        field: 'thread.previous_message_id',
+        error_details: { error_code: 'thread_not_found' },
+      });
+    };
+    for (const stream of [false, true]) {
+      const made = await send(ADMIN_TOKEN, {
+        thread: { type: 'create' },
+        messages: [{ role: 'user', content: 'Hi' }],
+        stream,
+      });
+      assert.equal(made.status, 200, made.text);
+      const id = stream ? String(/"id":"(msg_[^"]+)"/.exec(made.text)?.[1]) : String(made.json.id);
+      const before = holding.modelCalls().length;
+      notFound(await send(other, continuing(id)), id, `stream: ${stream}, another caller`);
+      notFound(await send(ADMIN_TOKEN, continuing('msg_never_seen')), 'msg_never_seen', 'an unknown id');
+      assert.equal(holding.modelCalls().length, before, 'nothing sent upstream');
+      const continued = await send(ADMIN_TOKEN, continuing(id));
+      assert.equal(continued.status, 200, continued.text);
+      assert.deepEqual(holding.modelCalls().at(-1)?.body?.thread, continuing(id).thread);
+    }
+    const plain = await send(ADMIN_TOKEN, { messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(plain.status, 200);
+    const id = String(plain.json.id);
+    notFound(await send(ADMIN_TOKEN, continuing(id)), id, 'the id of an answer that made no thread');
   });
 });

@@ -324,6 +324,27 @@ export function eventContainerId(event: string, data: unknown): unknown {
   return containerIdOf(event === 'message_start' ? record?.message : record?.delta);
 }
 
+/**
+ * Whether a Messages request asks for a message thread (`thread: {type: "create" | "continue", ...}`, beta
+ * `message-threads-2026-08-12`): Anthropic then keeps the conversation under the id of each reply, which a later
+ * request names again (`thread.previous_message_id`).
+ */
+export function isThreaded(request: unknown): boolean {
+  const thread = objectOf(request)?.thread;
+  return thread !== undefined && thread !== null;
+}
+
+/** The reply a request continues a thread from (`thread.previous_message_id`), when it names one. */
+export function threadPreviousMessageId(request: unknown): unknown {
+  return objectOf(objectOf(request)?.thread)?.previous_message_id;
+}
+
+/** The id of the message an answer (or its `message_start` event) is: what a thread is continued from. */
+export function messageIdOf(answer: unknown, event?: string): unknown {
+  const record = objectOf(answer);
+  return event === undefined ? record?.id : event === 'message_start' ? objectOf(record?.message)?.id : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------- mappings to and from chat
 
 /** A chat finish reason as Anthropic's stop reason (the Messages surface's answers). Inverse: finishReasonOf. */

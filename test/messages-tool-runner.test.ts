@@ -53,8 +53,11 @@ interface Sent {
   body: Json;
 }
 
-/** Runs the SDK's tool runner to its end against `gw`; what it sent, what the tool was called with, the final text. */
-async function runTools(gw: TestGateway): Promise<{ sent: Sent[]; ran: unknown[]; text: string }> {
+/**
+ * Runs the SDK's tool runner to its end against `gw` (each turn streamed with `stream`); what it sent, what the tool
+ * was called with, the final text.
+ */
+async function runTools(gw: TestGateway, stream = false): Promise<{ sent: Sent[]; ran: unknown[]; text: string }> {
   const sent: Sent[] = [];
   const client = new Anthropic({
     baseURL: gw.url,
@@ -82,6 +85,7 @@ async function runTools(gw: TestGateway): Promise<{ sent: Sent[]; ran: unknown[]
       max_tokens: 256,
       messages: [{ role: 'user', content: PROMPT }],
       tools: [weather],
+      stream,
     })
     .runUntilDone();
   const text = final.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
@@ -204,6 +208,18 @@ describe("the Anthropic SDK's tool runner (client.beta.messages.toolRunner) on e
       ],
     );
     assert.match(JSON.stringify(contents[2]?.parts[0]), /temperature_c/);
+  });
+
+  test('streamed turns (stream: true): the same fallback, translated and from an Anthropic upstream that refuses threads', async () => {
+    for (const name of ['chat', 'anthropic-refusing']) {
+      const seen = upstream.modelCalls().length;
+      const { sent, ran, text } = await runTools(gateway(name), true);
+      assert.equal(text, SCRIPT.finalText, name);
+      assert.deepEqual(ran, [{ location: 'Paris' }], name);
+      assertFellBack(sent);
+      const calls = upstream.modelCalls().slice(seen);
+      assert.ok(calls.length >= 2 && calls.every((c) => c.body?.stream === true), `${name}: each turn streamed`);
+    }
   });
 
   test("the refusal itself: 400, our {code, message, details} with Anthropic's error and the error.details the SDK reads; nothing sent upstream", async () => {

@@ -145,6 +145,33 @@ async function anthropicMessages(origin: string, apiKey: string): Promise<void> 
   throw new Error('no final answer in 3 turns');
 }
 
+/**
+ * The Anthropic SDK's own loop, `client.beta.messages.toolRunner` with a runnable tool (betaTool). Its first turn asks
+ * for a message thread (`thread: {type: "create"}`, beta `message-threads-2026-08-12`); the recording server holds
+ * none and refuses it as Anthropic does (`thread_unsupported_request`), as the gateway does for a translated model,
+ * so the SDK sends the whole conversation without a thread on every turn after.
+ */
+async function anthropicToolRunner(origin: string, apiKey: string): Promise<void> {
+  const { default: Anthropic } = await import('@anthropic-ai/sdk');
+  const { betaTool } = await import('@anthropic-ai/sdk/helpers/beta/json-schema');
+  const client = new Anthropic({ baseURL: origin, apiKey });
+  const weather = betaTool({
+    name: 'get_weather',
+    description: DESCRIPTION,
+    inputSchema: PARAMETERS,
+    run: (args) => getWeather(args),
+  });
+  const final = await client.beta.messages
+    .toolRunner({
+      model: 'claude-sonnet-5',
+      max_tokens: 1024,
+      messages: [{ role: 'user', content: PROMPT }],
+      tools: [weather],
+    })
+    .runUntilDone();
+  expectFinal(final.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+}
+
 /** The AI SDK's own loop (streamText with a tool that executes, stopWhen two steps), one provider model. */
 async function aiSdk(
   model: 'openai-responses' | 'openai-chat' | 'anthropic',
@@ -344,6 +371,14 @@ export const FLOWS: ClientFlow[] = [
     packages: ['@anthropic-ai/sdk'],
     description: 'messages.stream with a tool; the assistant content and a tool_result sent back',
     run: anthropicMessages,
+  },
+  {
+    client: 'anthropic-sdk',
+    flow: 'beta-tool-runner',
+    packages: ['@anthropic-ai/sdk'],
+    description:
+      'beta.messages.toolRunner with a betaTool: a message thread asked for and refused (thread_unsupported_request), then the whole conversation each turn',
+    run: anthropicToolRunner,
   },
   {
     client: 'ai-sdk',

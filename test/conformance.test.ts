@@ -13,13 +13,14 @@ import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from './helpers/scripted-upstream.js';
-import { functionName, type ScriptedReply } from './helpers/scripted-replies.js';
+import { functionName, type ScriptedRefusal, type ScriptedReply } from './helpers/scripted-replies.js';
 import {
   answerFormOf,
   API_KEY_PLACEHOLDER,
   assertGeminiLoop,
   callerApiOf,
   loadClientFixtures,
+  refusalOf,
   replyFor,
   resultText,
   toolCallsOf,
@@ -309,7 +310,7 @@ describe('conformance: recorded client traffic replayed through every path', () 
       }
       const calls = fixture.requests
         .map((r, i) => ({ api: callerApiOf(r), r, i }))
-        .filter((c) => c.api !== undefined && c.r.body);
+        .filter((c) => c.api !== undefined && c.r.body && refusalOf(c.r) === undefined);
       const toolTurn = calls.find((c) => replyFor(fixture, c.i).type !== 'text');
       assert.ok(toolTurn, `${fixture.name}: a turn answered with a tool call`);
       const reply = replyFor(fixture, toolTurn.i) as Exclude<ScriptedReply, { type: 'text' }>;
@@ -329,14 +330,50 @@ describe('conformance: recorded client traffic replayed through every path', () 
     if (api === undefined) continue;
     PATHS[api].forEach((name, n) => {
       test(`${fixture.name} (${api}) → ${name}${n === 0 ? ' (native)' : ''}`, async (t) => {
-        const wires = await replay(fixture, name);
+        const wires = await replay(fixture, name, n === 0);
         t.diagnostic(`upstream spoken to in: ${wires.join(', ')}`);
       });
     });
   }
 
+  /** Sends a recorded request to a gateway as it was recorded (our admin token for its credential). */
+  function send(gw: TestGateway, request: RecordedRequest): ReturnType<typeof call> {
+    return call(`${gw.url}${target(request)}`, {
+      method: request.method,
+      headers: replayHeaders(request),
+      body: JSON.stringify(request.body),
+    });
+  }
+
+  /**
+   * A call the recording server refused (a message thread, which it holds no more than a translated path does): the
+   * caller gets the same status and the same `error.details.error_code` on every path — natively the upstream's own
+   * refusal of the request as it came, passed on; translated the gateway's, with nothing sent upstream.
+   */
+  async function replayRefusal(
+    gw: TestGateway,
+    request: RecordedRequest,
+    refusal: ScriptedRefusal,
+    native: boolean,
+    label: string,
+  ): Promise<void> {
+    upstream.setDecide(() => refusal);
+    const seen = upstream.modelCalls().length;
+    const answer = await send(gw, request);
+    assert.equal(answer.status, refusal.status, `${label}: refused as recorded: ${answer.text.slice(0, 600)}`);
+    const code = (error: unknown): unknown => ((error as Json | undefined)?.details as Json | undefined)?.error_code;
+    assert.equal(code(answer.json.error), code(refusal.error), `${label}: error.details.error_code`);
+    const sent = upstream.modelCalls().slice(seen);
+    assert.equal(
+      sent.length,
+      native ? 1 : 0,
+      `${label}: ${native ? 'the upstream refused it' : 'nothing sent upstream'}`,
+    );
+    if (native) assert.deepEqual(sent[0]?.body, request.body, `${label}: forwarded as it came`);
+  }
+
   /** Replays the fixture's model calls in order; returns the API the upstream was spoken to in, per call. */
-  async function replay(fixture: ClientFixture, name: Target): Promise<WireApi[]> {
+  async function replay(fixture: ClientFixture, name: Target, native: boolean): Promise<WireApi[]> {
     const gw = gateways.get(name) as TestGateway;
     const spoken: WireApi[] = [];
     // The earlier answers' messages a later call may refer to by item_reference: the recorded id → this replay's.
@@ -345,16 +382,17 @@ describe('conformance: recorded client traffic replayed through every path', () 
       const api = callerApiOf(request);
       if (api === undefined || request.body === null) continue;
       const label = `${fixture.name} request ${index} → ${name}`;
+      const refusal = refusalOf(request);
+      if (refusal) {
+        await replayRefusal(gw, request, refusal, native, label);
+        continue;
+      }
       const wires = wiresOf(api, name);
       const reply = replyFor(fixture, index);
       upstream.setDecide(() => reply);
       const seen = upstream.modelCalls().length;
       const { body, referred } = withReplayedReferences(request.body, preambles);
-      const answer = await call(`${gw.url}${target(request)}`, {
-        method: request.method,
-        headers: replayHeaders(request),
-        body: JSON.stringify(body),
-      });
+      const answer = await send(gw, { ...request, body });
       assert.equal(answer.status, 200, `${label}: ${answer.text.slice(0, 600)}`);
       const rules = VALIDATORS[api];
       const form = answerFormOf(api, request);

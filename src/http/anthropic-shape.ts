@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ErrorBody } from '../errors/gateway-error.js';
 import type { ErrorShape } from '../request/request-state.js';
-import { anthropicErrorType, type AnthropicErrorBody } from '../wire/anthropic.js';
+import { anthropicErrorDetailsOf, anthropicErrorType, type AnthropicErrorBody } from '../wire/anthropic.js';
 import type { CallerApi } from './error-shape.js';
 import { formatErrorEvent } from './sse.js';
 
@@ -35,9 +35,18 @@ export function isAnthropicPath(url: string): boolean {
   );
 }
 
-/** Anthropic's error body (`{type: "error", error: {type, message}}`) with our code, message and details kept beside it. */
+/**
+ * Anthropic's error body (`{type: "error", error: {type, message}}`) with our code, message and details kept beside
+ * it. `error.details`, Anthropic's machine-readable cause (`{error_code, ...}`, what its SDKs branch on), is our
+ * `details.error_details` (a refusal the gateway makes in Anthropic's terms: a thread on a translated model) or else
+ * `details.upstream_details` (an Anthropic upstream's own, passed on), when it is one.
+ */
 export function withAnthropicError(body: ErrorBody, status: number): ErrorBody & AnthropicErrorBody {
-  return { type: 'error', error: { type: anthropicErrorType(status), message: body.message }, ...body };
+  const details =
+    anthropicErrorDetailsOf(body.details.error_details) ?? anthropicErrorDetailsOf(body.details.upstream_details);
+  const error: AnthropicErrorBody['error'] = { type: anthropicErrorType(status), message: body.message };
+  if (details) error.details = details;
+  return { type: 'error', error, ...body };
 }
 
 /** Anthropic's error shape; in a stream, one `error` event of that body (what its SDKs raise). */

@@ -33,6 +33,8 @@ import {
   eventContainerId,
   eventUsage,
   isMessageObject,
+  isThreaded,
+  messageIdOf,
 } from '../wire/anthropic.js';
 import { objectOf } from '../wire/json.js';
 import {
@@ -65,12 +67,15 @@ export interface NativeWire {
    */
   addUsage(event: string, data: unknown, totals: Usage): boolean;
   addUsage(event: string, data: unknown, totals: Usage): void;
-  /** The ids the upstream keeps that a JSON answer names (a response and its items, a container). */
-  answerIds(value: unknown): string[];
+  /**
+   * The ids the upstream keeps that a JSON answer to `request` names (a response and its items, a container, the
+   * message of a thread).
+   */
+  answerIds(value: unknown, request: NativeBody): string[];
   /** The events whose data names such ids. */
   idEvents: ReadonlySet<string>;
-  /** The ids one such event names. */
-  eventIds(event: string, data: unknown): string[];
+  /** The ids one such event of the answer to `request` names. */
+  eventIds(event: string, data: unknown, request: NativeBody): string[];
 }
 
 interface Upstream {
@@ -136,7 +141,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
           reason: 'not an answer of this API',
         });
       const usage = wire.answerUsage(value);
-      const ids = wire.answerIds(value);
+      const ids = wire.answerIds(value, body);
       // A corrected usage figure means the answer is written again; either way it never carries a key.
       const json = anomaliesOf(usage) ? JSON.stringify(value) : undefined;
       const scrubber = KeyScrubber.of(upstream.secrets(context));
@@ -158,7 +163,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
         },
         // The final event is forwarded too (it carries the usage), then the stream ends.
         translate: (event, batch) => {
-          batch.push(forwardedEvent(event, upstream.name, secrets, scrubber, wire, totals));
+          batch.push(forwardedEvent(event, upstream.name, secrets, scrubber, wire, totals, body));
           return wire.finalEvents.has(event.event);
         },
         end: (ending) => {
@@ -188,6 +193,7 @@ function forwardedEvent(
   scrubber: KeyScrubber | undefined,
   wire: NativeWire,
   totals: Usage,
+  request: NativeBody,
 ): StreamChunk {
   if (wire.failureEvents.has(event.event)) {
     throw new GatewayError('upstream_stream_error', {
@@ -215,7 +221,7 @@ function forwardedEvent(
     }
     // A usage figure out of range is corrected in the event's data, which then goes out written again.
     if (usage && wire.addUsage(event.event, parsed, totals)) forwarded.json = JSON.stringify(parsed);
-    const named = ids ? wire.eventIds(event.event, parsed) : [];
+    const named = ids ? wire.eventIds(event.event, parsed, request) : [];
     if (named.length > 0) forwarded.serverIds = named;
   }
   if (wire.finalEvents.has(event.event) && (totals.total_tokens > 0 || anomaliesOf(totals)))
@@ -297,7 +303,7 @@ function responsesUsage(value: unknown): Usage | undefined {
   return countsOf(value, RESPONSES_COUNTS);
 }
 
-/** The Messages events that carry usage, and the container a request may name again. */
+/** The Messages events that carry usage, and the ids a request may name again (a container, a thread's message). */
 const MESSAGES_USAGE_EVENTS: ReadonlySet<string> = new Set(['message_start', 'message_delta']);
 
 /**
@@ -315,10 +321,13 @@ export const MESSAGES_WIRE: NativeWire = {
   },
   usageEvents: MESSAGES_USAGE_EVENTS,
   addUsage: (event, data, totals) => addMessagesUsage(eventUsage(event, objectOf(data) ?? {}), totals),
-  // A message id names nothing Anthropic keeps; a code-execution container does (`container` reuses it).
-  answerIds: (value) => serverIds([containerIdOf(value)]),
+  // A code-execution container is kept (`container` reuses it); a message only when the request made or continued a
+  // thread (a later request continues from it: `thread.previous_message_id`).
+  answerIds: (value, request) =>
+    serverIds([isThreaded(request) ? messageIdOf(value) : undefined, containerIdOf(value)]),
   idEvents: MESSAGES_USAGE_EVENTS,
-  eventIds: (event, data) => serverIds([eventContainerId(event, data)]),
+  eventIds: (event, data, request) =>
+    serverIds([isThreaded(request) ? messageIdOf(data, event) : undefined, eventContainerId(event, data)]),
 };
 
 /**

@@ -5,6 +5,11 @@ import { objectOf } from '../wire/json.js';
 const MAX_MESSAGE_CHARS = 2_000;
 /** An upstream's code, type or param is an identifier: anything longer is not one we need to pass on whole. */
 const MAX_FIELD_CHARS = 200;
+/** An upstream's `error.details` object: at most this many fields kept, each list at most this many strings long. */
+const MAX_DETAIL_FIELDS = 16;
+const MAX_DETAIL_ITEMS = 32;
+/** A detail field's name is an identifier: anything else is not kept (it could be anything, a key included). */
+const DETAIL_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 
 export interface UpstreamHttpFailure {
   upstream: string;
@@ -47,16 +52,23 @@ interface ProviderError {
   type: string | undefined;
   param: string | undefined;
   message: string | undefined;
+  /** `error.details`, as the provider sent it (Anthropic's `{error_code, ...}`; Google's list). */
+  details: unknown;
 }
 
 /**
  * The provider's own error fields as `details` entries (`upstream_code`, `upstream_type`, `upstream_param`,
  * `upstream_message`), each scrubbed of the call's secrets first and cut to length after: providers echo the key
- * they were sent in any of them (`"code": "Bearer sk-..."`), and cutting first could leave a piece of it.
+ * they were sent in any of them (`"code": "Bearer sk-..."`), and cutting first could leave a piece of it. An
+ * `error.details` object (Anthropic's machine-readable cause, `{error_code, ...}`, which its SDKs branch on) is
+ * `upstream_details`, kept the same way: its string, number and boolean fields and its lists of strings.
  */
-export function providerErrorDetails(text: string, secrets: ReadonlyArray<string | undefined>): Record<string, string> {
+export function providerErrorDetails(
+  text: string,
+  secrets: ReadonlyArray<string | undefined>,
+): Record<string, unknown> {
   const parsed = parseProviderError(text);
-  return upstreamFieldDetails(
+  const fields = upstreamFieldDetails(
     {
       upstream_code: parsed.code,
       upstream_type: parsed.type,
@@ -65,6 +77,37 @@ export function providerErrorDetails(text: string, secrets: ReadonlyArray<string
     },
     secrets,
   );
+  const details = detailsObject(parsed.details, secrets);
+  return details ? { ...fields, upstream_details: details } : fields;
+}
+
+/**
+ * An upstream's `error.details` object made fit for our `details`: at most MAX_DETAIL_FIELDS fields named as
+ * identifiers, each a string (scrubbed and cut as a field is), a finite number, a boolean or a list of strings (at
+ * most MAX_DETAIL_ITEMS, each the same); anything else left out. Undefined when it is no object or keeps nothing.
+ */
+function detailsObject(
+  value: unknown,
+  secrets: ReadonlyArray<string | undefined>,
+): Record<string, unknown> | undefined {
+  const source = objectOf(value);
+  if (!source) return undefined;
+  const text = (item: string): string => scrubCut(item, secrets, MAX_FIELD_CHARS);
+  const kept: Record<string, unknown> = {};
+  let count = 0;
+  for (const [name, raw] of Object.entries(source)) {
+    if (count === MAX_DETAIL_FIELDS) break;
+    if (!DETAIL_NAME.test(name)) continue;
+    let field: unknown;
+    if (typeof raw === 'string') field = text(raw);
+    else if (typeof raw === 'boolean' || (typeof raw === 'number' && Number.isFinite(raw))) field = raw;
+    else if (Array.isArray(raw) && raw.every((item) => typeof item === 'string'))
+      field = (raw as string[]).slice(0, MAX_DETAIL_ITEMS).map(text);
+    if (field === undefined) continue;
+    kept[name] = field;
+    count += 1;
+  }
+  return count === 0 ? undefined : kept;
 }
 
 /**
@@ -92,7 +135,7 @@ function parseProviderError(bodyText: string): ProviderError {
     body = JSON.parse(bodyText);
   } catch {
     const text = bodyText.trim();
-    return { code: undefined, type: undefined, param: undefined, message: text || undefined };
+    return { code: undefined, type: undefined, param: undefined, message: text || undefined, details: undefined };
   }
   const record = objectOf(body);
   const inner = objectOf(record?.error) ?? record;
@@ -102,6 +145,7 @@ function parseProviderError(bodyText: string): ProviderError {
     type: stringOrUndefined(inner?.type),
     param: stringOrUndefined(inner?.param),
     message: typeof message === 'string' ? message : undefined,
+    details: inner?.details,
   };
 }
 

@@ -5,6 +5,11 @@ import type { NativeOwnerStore } from '../store/contract.js';
 export interface NativeReference {
   id: string;
   field: string;
+  /**
+   * The API's own cause for the 404 of this reference, its `details.error_details` (Anthropic's `{error_code:
+   * "thread_not_found"}` for a thread's message, which its SDKs recover from by starting a new thread).
+   */
+  errorDetails?: Record<string, unknown>;
 }
 
 export interface OwnershipLog {
@@ -37,8 +42,12 @@ export class NativeOwnership {
       }
     }
     if (missing === undefined) return;
-    const field = references.find((reference) => reference.id === missing)?.field;
-    throw new GatewayError('response_not_found', { id: missing.slice(0, MAX_ID_CHARS), ...(field ? { field } : {}) });
+    const reference = references.find((candidate) => candidate.id === missing);
+    throw new GatewayError('response_not_found', {
+      id: missing.slice(0, MAX_ID_CHARS),
+      ...(reference ? { field: reference.field } : {}),
+      ...(reference?.errorDetails ? { error_details: reference.errorDetails } : {}),
+    });
   }
 
   /**

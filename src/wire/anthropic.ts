@@ -243,10 +243,26 @@ export type AnthropicErrorType =
   | 'api_error'
   | 'overloaded_error';
 
+/**
+ * The machine-readable cause of an Anthropic error (`error.details`): a stable `error_code` (`thread_not_found`,
+ * `thread_unsupported_request`...) and the fields that code comes with (`unsupported`). Its SDKs branch on it: the
+ * tool runner and message threads fall back to the whole conversation on `thread_unsupported_request`.
+ */
+export interface AnthropicErrorDetails {
+  error_code: string;
+  [field: string]: unknown;
+}
+
 /** Anthropic's error body (and the data of its `error` event). */
 export interface AnthropicErrorBody {
   type: 'error';
-  error: { type: AnthropicErrorType | string; message: string };
+  error: { type: AnthropicErrorType | string; message: string; details?: AnthropicErrorDetails };
+}
+
+/** `value` as Anthropic's error details: an object with a string `error_code`; undefined for anything else. */
+export function anthropicErrorDetailsOf(value: unknown): AnthropicErrorDetails | undefined {
+  const details = objectOf(value);
+  return typeof details?.error_code === 'string' ? (details as AnthropicErrorDetails) : undefined;
 }
 
 /**
@@ -306,6 +322,27 @@ export function containerIdOf(message: unknown): unknown {
 export function eventContainerId(event: string, data: unknown): unknown {
   const record = objectOf(data);
   return containerIdOf(event === 'message_start' ? record?.message : record?.delta);
+}
+
+/**
+ * Whether a Messages request asks for a message thread (`thread: {type: "create" | "continue", ...}`, beta
+ * `message-threads-2026-08-12`): Anthropic then keeps the conversation under the id of each reply, which a later
+ * request names again (`thread.previous_message_id`).
+ */
+export function isThreaded(request: unknown): boolean {
+  const thread = objectOf(request)?.thread;
+  return thread !== undefined && thread !== null;
+}
+
+/** The reply a request continues a thread from (`thread.previous_message_id`), when it names one. */
+export function threadPreviousMessageId(request: unknown): unknown {
+  return objectOf(objectOf(request)?.thread)?.previous_message_id;
+}
+
+/** The id of the message an answer (or its `message_start` event) is: what a thread is continued from. */
+export function messageIdOf(answer: unknown, event?: string): unknown {
+  const record = objectOf(answer);
+  return event === undefined ? record?.id : event === 'message_start' ? objectOf(record?.message)?.id : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------- mappings to and from chat

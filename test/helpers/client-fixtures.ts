@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ScriptedReply } from './scripted-replies.js';
+import type { ScriptedAnswer, ScriptedRefusal, ScriptedReply } from './scripted-replies.js';
 import { apiOf } from './scripted-upstream.js';
 
 export const FIXTURE_FORMAT = 'llm-gateway/client-traffic@1';
@@ -24,7 +24,8 @@ export interface RecordedRequest {
   volatile_headers: string[];
   body: Record<string, unknown> | null;
   shortened: string[];
-  reply?: ScriptedReply;
+  /** The turn the recording server answered with, or its refusal (the call is then answered by no turn). */
+  reply?: ScriptedAnswer;
 }
 
 export interface ClientFixture {
@@ -232,13 +233,19 @@ export function toolCallsOf(api: CallerApi, body: Json): Array<Exclude<ScriptedR
     }));
 }
 
+/** The refusal a recorded call was answered with (Anthropic's refusal of a message thread...), if it was refused. */
+export function refusalOf(request: RecordedRequest): ScriptedRefusal | undefined {
+  return request.reply?.type === 'refusal' ? request.reply : undefined;
+}
+
 /**
  * The turn to answer request `index` with: the recorded `reply`; for a fixture recorded without one, the tool call
  * the next model call's history shows answered (the first it holds that this request does not: as the client kept
- * it, so a replay checks the caller gets back exactly what it then sends), else a text.
+ * it, so a replay checks the caller gets back exactly what it then sends), else a text. A refused call has none.
  */
 export function replyFor(fixture: ClientFixture, index: number): ScriptedReply {
   const request = fixture.requests[index] as RecordedRequest;
+  if (request.reply?.type === 'refusal') throw new Error(`${fixture.name} request ${index} was refused: no turn`);
   if (request.reply) return request.reply;
   const api = callerApiOf(request) as CallerApi;
   const known = new Set(toolCallsOf(api, request.body ?? {}).map((c) => c.id));

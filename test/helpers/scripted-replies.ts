@@ -22,6 +22,40 @@ export interface Preamble {
   id?: string;
 }
 
+/**
+ * A call the upstream refused: the HTTP status and the API's error object (Anthropic's `{type, message, details}`),
+ * written as that API's error body (refusalBody). The recording server refuses a Messages call that asks for a thread
+ * this way (THREAD_REFUSAL).
+ */
+export interface ScriptedRefusal {
+  type: 'refusal';
+  status: number;
+  error: Record<string, unknown>;
+}
+
+/** What a model call is answered with: a turn, or a refusal. */
+export type ScriptedAnswer = ScriptedReply | ScriptedRefusal;
+
+/**
+ * Anthropic's refusal of a thread it cannot hold (`thread_unsupported_request`, what its SDKs fall back from by
+ * sending the whole conversation without `thread`), as the gateway answers on a translated path (docs/messages.md,
+ * "Message threads"): the recording server holds no threads.
+ */
+export const THREAD_REFUSAL: ScriptedRefusal = {
+  type: 'refusal',
+  status: 400,
+  error: {
+    type: 'invalid_request_error',
+    message: 'This model cannot keep a message thread; send the whole conversation without `thread`.',
+    details: { error_code: 'thread_unsupported_request', unsupported: ['model'] },
+  },
+};
+
+/** A refusal as its API's error body: Anthropic's `{type: "error", error}`, the others' `{error}`. */
+export function refusalBody(refusal: ScriptedRefusal, api: string): Record<string, unknown> {
+  return api === 'messages' ? { type: 'error', error: refusal.error } : { error: refusal.error };
+}
+
 /** A call as every wire can carry it: a function tool call of a plain name, or a text. */
 export type FunctionReply = Exclude<ScriptedReply, { type: 'custom_tool_call' }> & { namespace?: undefined };
 
@@ -258,10 +292,28 @@ export function responsesAnswer(reply: ScriptedReply, body: Json, serial: number
   return { frames };
 }
 
+/** The id of the message a Messages answer of call `serial` carries. */
+export function messageIdOf(serial: number): string {
+  return `msg_01Scripted${String(serial).padStart(4, '0')}`;
+}
+
+/**
+ * A turn as the content blocks of Anthropic's message: a tool_use block (its input an object; after a text block
+ * holding its preamble, if it has one) or a text block.
+ */
+export function messageContentOf(scripted: ScriptedReply): Json[] {
+  const reply = asFunctionReply(scripted);
+  if (reply.type !== 'tool_call') return [{ type: 'text', text: reply.text }];
+  return [
+    ...(reply.preamble ? [{ type: 'text', text: reply.preamble.text }] : []),
+    { type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown },
+  ];
+}
+
 /** Anthropic's Messages API: a tool_use block (after a text block holding its preamble, if it has one), or a text block. */
 export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: number): WireAnswer {
   const reply = asFunctionReply(scripted);
-  const id = `msg_01Scripted${String(serial).padStart(4, '0')}`;
+  const id = messageIdOf(serial);
   const model = String(body.model ?? 'claude');
   const stop = reply.type === 'tool_call' ? 'tool_use' : 'end_turn';
   const usage = {
@@ -272,13 +324,7 @@ export function messagesAnswer(scripted: ScriptedReply, body: Json, serial: numb
   };
   const preamble = reply.type === 'tool_call' ? reply.preamble : undefined;
   if (body.stream !== true) {
-    const content =
-      reply.type === 'tool_call'
-        ? [
-            ...(preamble ? [{ type: 'text', text: preamble.text }] : []),
-            { type: 'tool_use', id: reply.id, name: reply.name, input: JSON.parse(reply.arguments) as unknown },
-          ]
-        : [{ type: 'text', text: reply.text }];
+    const content = messageContentOf(reply);
     return {
       json: { id, type: 'message', role: 'assistant', model, content, stop_reason: stop, stop_sequence: null, usage },
     };

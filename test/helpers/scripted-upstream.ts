@@ -4,30 +4,38 @@
  * (`POST .../messages`, with `count_tokens`), Gemini (`POST .../models/{m}:generateContent` and
  * `:streamGenerateContent`), plus the model lists. Each model call is answered with the turn `decide` picks for it
  * (`agentLoop`: a tool call, then once the tool's result is in the conversation, the final text), in that
- * provider's own format (scripted-replies.ts). Every request is recorded with the API it spoke and the turn it got.
+ * provider's own format (scripted-replies.ts), or with the refusal it picks. A Messages call that asks for a message
+ * thread (`thread`) is refused as Anthropic refuses a thread it cannot hold (THREAD_REFUSAL), unless the server is
+ * started with `threads: 'hold'` (scripted-threads.ts: it holds them as Anthropic does). Every request is recorded
+ * with the API it spoke and the turn it got.
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
 import {
   chatAnswer,
   geminiAnswer,
+  messageIdOf,
   messagesAnswer,
+  refusalBody,
   responsesAnswer,
   responsesMessageId,
-  type ScriptedReply,
+  THREAD_REFUSAL,
+  type ScriptedAnswer,
   type WireAnswer,
 } from './scripted-replies.js';
+import { ScriptedThreads } from './scripted-threads.js';
 
 export type WireApi = 'chat' | 'responses' | 'messages' | 'gemini';
 
 export interface ScriptedRequest extends RecordedHttpRequest {
   /** The API of a model call (undefined for a model list, a token count, anything else). */
   api: WireApi | undefined;
-  /** The turn the call was answered with. */
-  reply: ScriptedReply | undefined;
+  /** The turn the call was answered with, or its refusal. */
+  reply: ScriptedAnswer | undefined;
 }
 
-export type Decide = (api: WireApi, body: Record<string, unknown>) => ScriptedReply;
+/** How a model call is answered: `body` is the whole request (a continued thread's with what the thread holds). */
+export type Decide = (api: WireApi, body: Record<string, unknown>) => ScriptedAnswer;
 
 export interface ScriptedUpstream {
   /** `http://127.0.0.1:<port>` */
@@ -108,9 +116,18 @@ export function apiOf(method: string, url: string): WireApi | undefined {
   return undefined;
 }
 
-export async function startScriptedUpstream(initial: Decide = agentLoop): Promise<ScriptedUpstream> {
+export interface ScriptedUpstreamOptions {
+  /** Message threads: refused (the default: THREAD_REFUSAL) or held as Anthropic holds them. */
+  threads?: 'refuse' | 'hold';
+}
+
+export async function startScriptedUpstream(
+  initial: Decide = agentLoop,
+  options: ScriptedUpstreamOptions = {},
+): Promise<ScriptedUpstream> {
   let decide = initial;
   const requests: ScriptedRequest[] = [];
+  const threads = options.threads === 'hold' ? new ScriptedThreads() : undefined;
   let serial = 0;
   const server = await startRecordingServer((request, res) => {
     const api = apiOf(request.method, request.url);
@@ -118,22 +135,27 @@ export async function startScriptedUpstream(initial: Decide = agentLoop): Promis
     requests.push(recorded);
     if (api === undefined || request.body === undefined) return other(request, res);
     serial += 1;
-    const reply = decide(api, request.body);
+    const threaded = api === 'messages' && request.body.thread !== undefined && request.body.thread !== null;
+    const held = threaded ? (threads?.whole(request.body) ?? { refusal: THREAD_REFUSAL }) : { whole: request.body };
+    const body = 'whole' in held ? held.whole : request.body;
+    const reply = 'refusal' in held ? held.refusal : decide(api, body);
     // A preamble's output message on the Responses API: its id as this server gave it, which a later call may name.
     recorded.reply =
       api === 'responses' && reply.type === 'tool_call' && reply.preamble
         ? { ...reply, preamble: { ...reply.preamble, id: responsesMessageId(serial) } }
         : reply;
+    if (reply.type === 'refusal') return jsonAnswer(res, reply.status, refusalBody(reply, api));
+    if (threaded) threads?.hold(messageIdOf(serial), body, reply);
     const model = /\/models\/([^/:]+):/.exec(request.url)?.[1] ?? 'gemini';
-    const stream = api === 'gemini' ? request.url.includes(':streamGenerateContent') : request.body.stream === true;
+    const stream = api === 'gemini' ? request.url.includes(':streamGenerateContent') : body.stream === true;
     const answer =
       api === 'chat'
-        ? chatAnswer(reply, request.body, serial)
+        ? chatAnswer(reply, body, serial)
         : api === 'responses'
-          ? responsesAnswer(reply, request.body, serial)
+          ? responsesAnswer(reply, body, serial)
           : api === 'messages'
-            ? messagesAnswer(reply, request.body, serial)
-            : geminiAnswer(reply, request.body, stream, model);
+            ? messagesAnswer(reply, body, serial)
+            : geminiAnswer(reply, body, stream, model);
     write(res, answer);
   });
   return {
@@ -159,13 +181,15 @@ function write(res: ServerResponse, answer: WireAnswer): void {
   res.end();
 }
 
+function jsonAnswer(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
 /** Model lists (OpenAI's shape; Anthropic's when asked with anthropic-version), token counts; 404 for the rest. */
 function other(request: RecordedHttpRequest, res: ServerResponse): void {
   const path = request.url.split('?')[0] ?? '';
-  const json = (status: number, body: unknown): void => {
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(body));
-  };
+  const json = (status: number, body: unknown): void => jsonAnswer(res, status, body);
   if (request.method === 'POST' && path.endsWith('/messages/count_tokens')) return json(200, { input_tokens: 42 });
   if (request.method === 'GET' && path.endsWith('/models')) {
     if (request.headers['anthropic-version']) {

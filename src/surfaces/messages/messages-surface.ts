@@ -6,6 +6,7 @@ import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
 import type { ChatRequestBody } from '../../providers/contract.js';
+import { threadPreviousMessageId } from '../../wire/anthropic.js';
 import { objectOf } from '../../wire/json.js';
 import type { NativeOwnership, NativeReference } from '../native-ownership.js';
 
@@ -23,8 +24,9 @@ interface MessagesCallState {
 /**
  * Anthropic's Messages API as a surface of the chat pipeline: a Messages request is translated into a chat
  * request for any provider, and the chat answer back into a Messages object or Anthropic's event stream. Of what
- * Anthropic keeps between calls, only a code-execution container can be named again (`container`): a forwarded
- * request may name only one its caller made through the gateway (`ownership`).
+ * Anthropic keeps between calls, a code-execution container (`container`) and a message thread
+ * (`thread.previous_message_id`, the reply it continues from) can be named again: a forwarded request may name only
+ * one its caller made through the gateway (`ownership`).
  */
 export function messagesSurface(forwards: (model: string) => boolean, ownership: NativeOwnership): ApiSurface {
   return {
@@ -39,8 +41,8 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
       // To Anthropic itself, always as it is: thinking blocks and signatures, cache_control, server tools, betas.
       if (forwards(request.model)) {
         const forward = new NativeForward(request, true, countable(request));
-        const container = containerReference(request);
-        return container ? ownership.check(call.caller, [container]).then(() => forward) : forward;
+        const references = nativeReferences(request);
+        return references.length > 0 ? ownership.check(call.caller, references).then(() => forward) : forward;
       }
       call.state = { id: `msg_${randomUUID().replaceAll('-', '')}`, model: request.model } satisfies MessagesCallState;
       return messagesToChat(request, call.notes);
@@ -75,9 +77,22 @@ function countable(request: MessagesRequest): ChatRequestBody | undefined {
   }
 }
 
-/** The container a request reuses: `container` as its id, or `{id, skills}`. */
-function containerReference(request: MessagesRequest): NativeReference | undefined {
+/**
+ * What a request names of what Anthropic keeps: the container it reuses (`container` as its id, or `{id, skills}`)
+ * and the thread's reply it continues from (`thread.previous_message_id`; someone else's, or one never seen, is a
+ * 404 with Anthropic's `thread_not_found`, on which its SDKs send the whole conversation under a new thread).
+ */
+function nativeReferences(request: MessagesRequest): NativeReference[] {
+  const references: NativeReference[] = [];
   const container = request.container;
   const id = typeof container === 'object' && container !== null ? objectOf(container)?.id : container;
-  return typeof id === 'string' ? { id, field: 'container' } : undefined;
+  if (typeof id === 'string') references.push({ id, field: 'container' });
+  const previous = threadPreviousMessageId(request);
+  if (typeof previous === 'string')
+    references.push({
+      id: previous,
+      field: 'thread.previous_message_id',
+      errorDetails: { error_code: 'thread_not_found' },
+    });
+  return references;
 }

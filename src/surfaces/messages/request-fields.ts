@@ -1,3 +1,4 @@
+import { GatewayError } from '../../errors/gateway-error.js';
 import type { ChatRequestBody } from '../../providers/contract.js';
 import type { MessagesRequest } from '../../wire/anthropic.js';
 import type { BlockContext } from './message-blocks.js';
@@ -39,6 +40,30 @@ export const REFUSED_FIELDS: Readonly<Record<string, string>> = {
   container: "a code-execution container (and its skills) runs on Anthropic's side only",
   mcp_servers: "MCP servers are called by Anthropic's side only",
 };
+
+/**
+ * `thread` (Anthropic's message threads, beta `message-threads-2026-08-12`: the conversation kept on Anthropic's
+ * side, each later turn sending only its new messages) for a non-Anthropic upstream: refused in Anthropic's own
+ * terms, `error.details: {error_code: "thread_unsupported_request", unsupported: ["model"]}` (our
+ * `details.error_details`, which the error shape lifts), on which its SDKs (the tool runner, a message thread with
+ * `continue_unthreaded`) send the whole conversation without a thread. docs/messages.md, "Message threads", says why
+ * the gateway does not keep the thread itself.
+ */
+export function threadRefusal(): GatewayError {
+  return new GatewayError(
+    'capability_not_supported',
+    {
+      field: 'thread',
+      problem:
+        "message threads are kept on Anthropic's side only; send the whole conversation without `thread` (Anthropic's SDKs do so on this error)",
+      error_details: { error_code: 'thread_unsupported_request', unsupported: ['model'] },
+    },
+    {
+      message:
+        'This model is served by a non-Anthropic upstream, which keeps no message thread: send the whole conversation without `thread`.',
+    },
+  );
+}
 
 /** The thinking types Anthropic has; another one is left out (named), the target's default applying. */
 const THINKING_TYPES: ReadonlySet<string> = new Set(['enabled', 'adaptive', 'disabled']);

@@ -13,6 +13,7 @@ import {
   mapMetadata,
   mapOutputConfig,
   mapReasoning,
+  threadRefusal,
 } from './request-fields.js';
 import { mapTools } from './request-tools.js';
 
@@ -29,6 +30,7 @@ let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> 
  * mapped, dropped with a notice (`notes`: the X-Gateway-Dropped-Fields header; refused instead for a model with
  * `translation: strict`) or refused (400 capability_not_supported naming each), as docs/messages.md tabulates.
  * Without `notes` (the context-window count of a forwarded request, count_tokens) dropped fields are only left out.
+ * A message thread (`thread`) is refused first, on its own, in the shape Anthropic's SDKs fall back from (threadRefusal).
  */
 export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes): ChatRequestBody {
   validateTranslated ??= boundedValidatorCompiler()({
@@ -38,6 +40,7 @@ export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes):
     httpPart: 'body',
   });
   assertValid(validateTranslated, body);
+  if (body.thread !== undefined && body.thread !== null) throw threadRefusal();
   const context: BlockContext = { problems: new ProblemList(), notes };
   topLevelFields(body, context);
   const messages: ChatMessage[] = [];

@@ -32,13 +32,14 @@ export class MessageStream implements StreamEncoder {
     private readonly model: string,
   ) {}
 
-  open(): string {
+  /** `message_start`, naming the model the upstream names (else the caller's), as the JSON answer does. */
+  open(model?: string): string {
     this.event('message_start', {
       message: {
         id: this.id,
         type: 'message',
         role: 'assistant',
-        model: this.model,
+        model: model ?? this.model,
         content: [],
         stop_reason: null,
         stop_sequence: null,

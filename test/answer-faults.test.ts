@@ -117,7 +117,7 @@ const messageObject = (
   model: string,
   content: unknown[],
   stopReason: string,
-  usage: unknown = { input_tokens: 5, output_tokens: 5 },
+  usage: unknown = { input_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 5 },
 ) => ({
   id: 'msg_ID',
   type: 'message',
@@ -317,7 +317,12 @@ describe('non-streamed answers of an OpenAI-compatible upstream', () => {
       );
       assert.deepEqual(
         stable(messages.json),
-        messageObject(M, [{ type: 'text', text: 'Hi' }], 'end_turn', { input_tokens: 0, output_tokens: 0 }),
+        messageObject(M, [{ type: 'text', text: 'Hi' }], 'end_turn', {
+          input_tokens: 0,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0,
+          output_tokens: 0,
+        }),
       );
     }
     const metrics = await call(fixture.url('/metrics'), { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

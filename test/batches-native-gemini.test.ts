@@ -131,6 +131,31 @@ describe('batches forwarded natively to the Gemini Batch API', () => {
     }
   });
 
+  test('an upstream whose batch list is a 404 still takes the batch: the list is a probe, not a refusal', async () => {
+    // A Gemini-compatible server (or a Gemini API version) without `GET batches`: before a create the gateway lists
+    // the upstream's batches to find one a crash left created; a 404 there says nothing of batchGenerateContent.
+    mock.batches.listStatus = 404;
+    mock.batches.script = { runningPolls: 0 };
+    const created = await createBatch([chatLine('l-0', 'flash', 'listless 0'), chatLine('l-1', 'flash', 'listless 1')]);
+    const ended = await untilEnded('the batch to complete', () => client.batches.retrieve(created.id));
+    assert.equal(ended.status, 'completed', JSON.stringify(ended));
+    assert.deepEqual(ended.request_counts, { total: 2, completed: 2, failed: 0 });
+    assert.ok(
+      mock.requests.some((r) => r.method === 'GET' && r.url.startsWith('/v1beta/batches?')),
+      'the list was tried',
+    );
+    assert.equal(mock.requests.filter((r) => r.url.endsWith(':batchGenerateContent')).length, 1, 'one upstream batch');
+    assert.equal(mock.generateRequests().length, 0, 'no line was run by the gateway');
+    const output = await resultLines(client, ended.output_file_id);
+    assert.deepEqual(
+      output.map((l) => [l.custom_id, l.response?.request_id]),
+      [
+        ['l-0', 'resp-listless0'],
+        ['l-1', 'resp-listless1'],
+      ],
+    );
+  });
+
   test("a line's upstream error goes to the error file; the others to the output", async () => {
     mock.batches.script = {
       runningPolls: 0,

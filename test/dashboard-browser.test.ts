@@ -76,8 +76,33 @@ describe('dashboard in headless Chromium', { skip }, () => {
     assert.equal(await page.locator('[data-testid=chart-latency] polyline').count(), 3);
     assert.deepEqual(
       await page.$$eval('[data-testid=chart-models] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))),
-      ['priced', '(none)'],
+      ['priced', f.sent.unpricedModel, '(none)'],
     );
+    // A model with no price (config or catalog) reads as unpriced, not as a cost of $0.
+    const unpriced = page.locator(`[data-testid=chart-models] .bar-row[data-name="${f.sent.unpricedModel}"] .num`);
+    assert.match((await unpriced.textContent()) ?? '', /^[\d,]+ tok · unpriced$/);
+    assert.match(
+      (await page.locator('[data-testid=chart-models] .bar-row[data-name=priced] .num').textContent()) ?? '',
+      /tok · \$0\.0000\d\d$/,
+    );
+
+    // At 1400 px the upstream-health table fits its card: no column runs past the card's edge, nothing scrolls.
+    // Run in the page (a string: this project compiles without the DOM's types).
+    const fit = (await page.evaluate(`(() => {
+      const table = document.querySelector('[data-testid=upstreams]');
+      const card = table.closest('.card');
+      const contentRight = card.getBoundingClientRect().right - parseFloat(getComputedStyle(card).paddingRight);
+      const lastRight = Math.max(...[...table.querySelectorAll('th, td')].map((c) => c.getBoundingClientRect().right));
+      const overflowing = [card, ...card.querySelectorAll('*')]
+        .filter((n) => n.scrollWidth > n.clientWidth)
+        .map((n) => n.tagName + '.' + n.className + ': ' + n.scrollWidth + ' > ' + n.clientWidth);
+      return { lastRight, contentRight, overflowing };
+    })()`)) as { lastRight: number; contentRight: number; overflowing: string[] };
+    assert.ok(
+      fit.lastRight <= fit.contentRight + 0.5,
+      `the last column ends at ${fit.lastRight} px, the card at ${fit.contentRight}`,
+    );
+    assert.deepEqual(fit.overflowing, [], 'nothing in the card is wider than its box');
     assert.deepEqual(
       await page.$$eval('[data-testid=chart-callers] .bar-row', (rows) => rows.map((r) => r.getAttribute('data-name'))),
       ['admin'],

@@ -132,7 +132,8 @@ describe('dashboard (HTTP)', () => {
     assert.deepEqual(
       o.byModel.map((m) => [m.group, m.requests]),
       [
-        ['priced', f.sent.requests - 1],
+        ['priced', 4],
+        [f.sent.unpricedModel, 2],
         ['(none)', 1],
       ],
       'the refused body named no readable model',

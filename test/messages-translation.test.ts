@@ -154,7 +154,7 @@ describe('Messages translation (pure functions)', () => {
       stop_reason: 'tool_use',
       stop_sequence: null,
       // Anthropic's input_tokens excludes the cache reads that OpenAI's prompt_tokens includes: 9 - 5.
-      usage: { input_tokens: 4, output_tokens: 4, cache_read_input_tokens: 5 },
+      usage: { input_tokens: 4, cache_creation_input_tokens: 0, cache_read_input_tokens: 5, output_tokens: 4 },
     });
     const cut = JSON.stringify({ choices: [{ message: { content: 'x' }, finish_reason: 'length' }] });
     assert.equal(completionToMessage(cut, 'msg_2', 'm').stop_reason, 'max_tokens');

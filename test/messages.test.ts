@@ -319,7 +319,12 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
       usage: Record<string, number>;
     };
     assert.equal(delta.delta.stop_reason, 'tool_use');
-    assert.deepEqual(delta.usage, { input_tokens: 31, output_tokens: 17 });
+    assert.deepEqual(delta.usage, {
+      input_tokens: 31,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: 17,
+    });
     assert.equal(events.at(-1)?.event, 'message_stop');
     // Every block opens before its deltas and closes before the next opens.
     let open: unknown;

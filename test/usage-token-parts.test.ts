@@ -111,9 +111,12 @@ describe("each API's usage shape, from one definition (src/providers/usage-shape
       cache_read_input_tokens: 2000,
       output_tokens: 50,
     });
-    // No cache, no reasoning: the plain shapes, as before.
+    // No cache, no reasoning: the plain shapes; Anthropic's cache figures always there, 0, as Anthropic sends them.
     const plain: Usage = { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 };
-    assert.deepEqual([chatUsageOf(plain), messagesUsageOf(plain)], [plain, { input_tokens: 7, output_tokens: 2 }]);
+    assert.deepEqual(
+      [chatUsageOf(plain), messagesUsageOf(plain)],
+      [plain, { input_tokens: 7, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 2 }],
+    );
     assert.deepEqual(responsesUsageOf(plain).input_tokens_details, { cached_tokens: 0 });
   });
   test("DeepSeek's prompt_cache_hit_tokens are the cache reads when prompt_tokens_details.cached_tokens is absent (JSON and stream)", () => {
@@ -485,12 +488,21 @@ describe('translated answers show the cache figures in each API’s own usage sh
     completion_tokens_details: { reasoning_tokens: 60 },
   };
   // Anthropic's input_tokens excludes the cache reads: 2,000 − 1,500.
-  const MESSAGES_FROM_OPENAI = { input_tokens: 500, cache_read_input_tokens: 1500, output_tokens: 100 };
-  // A translated upstream reports its usage only at the end: message_start shows none, message_delta all of it (cumulative).
-  const MESSAGES_STREAM_FROM_OPENAI = {
-    message_start: { input_tokens: 0, output_tokens: 0 },
-    message_delta: MESSAGES_FROM_OPENAI,
+  const MESSAGES_FROM_OPENAI = {
+    input_tokens: 500,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 1500,
+    output_tokens: 100,
   };
+  // A translated upstream reports its usage only at the end: message_start shows the gateway's estimate of the
+  // prompt ("hi": 1 token of text + 4 for the message), message_delta all of the upstream's usage (cumulative).
+  const MESSAGE_START = {
+    input_tokens: 5,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: 0,
+  };
+  const MESSAGES_STREAM_FROM_OPENAI = { message_start: MESSAGE_START, message_delta: MESSAGES_FROM_OPENAI };
   const RESPONSES_FROM_OPENAI = {
     input_tokens: 2000,
     input_tokens_details: { cached_tokens: 1500 },
@@ -619,7 +631,7 @@ describe('translated answers show the cache figures in each API’s own usage sh
       'messages',
       'routed',
       true,
-      { message_start: { input_tokens: 0, output_tokens: 0 }, message_delta: MESSAGES_FROM_OPENROUTER },
+      { message_start: MESSAGE_START, message_delta: MESSAGES_FROM_OPENROUTER },
       OPENROUTER_RECORD,
     ],
     [

@@ -243,7 +243,12 @@ function bars(container, rows) {
     fill.style.width = `${((100 * tokens) / max).toFixed(1)}%`; // CSSOM, allowed by the CSP (a style attribute is not)
     track.append(fill);
     line.append(track);
-    const figures = el('span', { class: 'num' }, `${fmtInt(tokens)} tok · ${fmtUsd(row.costUsd)}`);
+    // A model without a price (config or catalog) costs an unknown amount, not $0: said as such.
+    const cost = row.unpriced
+      ? el('span', { class: 'unpriced', 'data-testid': 'unpriced', title: 'No price in the config or the price catalog: cost unknown' }, 'unpriced')
+      : fmtUsd(row.costUsd);
+    const figures = el('span', { class: 'num' }, `${fmtInt(tokens)} tok · `);
+    figures.append(cost);
     // Prompt caching, on a second line, only where the group read or wrote a provider's cache.
     if (row.cacheReadTokens > 0 || row.cacheWriteTokens > 0) {
       figures.append(el('span', { class: 'cache', 'data-testid': 'cache' }, `cache ${fmtShare(row.cacheReadShare)} · saved ${fmtSaved(row.cacheSavingsUsd)}`));

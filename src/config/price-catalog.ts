@@ -22,6 +22,10 @@ const entrySchema = z
     context_window: z.number().int().min(1).max(100_000_000).optional(),
     /** Other names the provider gives the same model (`claude-sonnet-4-0`). */
     aliases: z.array(z.string().min(1).max(256)).max(32).optional(),
+    /** The provider's own name for it (`Claude Sonnet 4.5`): the models APIs' display name. */
+    display_name: z.string().min(1).max(200).optional(),
+    /** The day the provider released it (YYYY-MM-DD, its announcement); absent where a name moves (`-latest`). */
+    released: z.iso.date().optional(),
   })
   .strict();
 
@@ -53,6 +57,10 @@ export interface CatalogPrice {
   cacheWritePerMillion: number | undefined;
   cacheWrite1hPerMillion: number | undefined;
   contextWindow: number | undefined;
+  /** The provider's name for the model (`Claude Sonnet 4.5`), when the catalog has it. */
+  displayName: string | undefined;
+  /** The day it was released (YYYY-MM-DD), when the catalog has it. */
+  released: string | undefined;
 }
 
 export interface PriceCatalog {
@@ -132,6 +140,8 @@ export function readPriceCatalog(file: string, problems: string[]): PriceCatalog
         cacheWritePerMillion: entry.cache_write_per_million,
         cacheWrite1hPerMillion: entry.cache_write_1h_per_million,
         contextWindow: entry.context_window,
+        displayName: entry.display_name,
+        released: entry.released,
       };
       // Names are matched without regard to case: two entries one name apart only in case are one model twice.
       for (const name of [model, ...(entry.aliases ?? [])]) {

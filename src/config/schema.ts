@@ -178,7 +178,10 @@ export const modelSchema = z
     prompt_cache: z.enum(['auto', 'off']).optional(),
     /** The exact response cache for this model (over the global `cache` section). */
     cache: modelCacheSchema.optional(),
+    /** When the model was released (the models APIs' `created_at` / `created`; absent: the price catalog's). */
     created_at: z.iso.datetime({ offset: true }).optional(),
+    /** Its human-readable name (Anthropic's `display_name`, Gemini's `displayName`; absent: the price catalog's). */
+    display_name: z.string().min(1).max(200).optional(),
     description: z.string().max(1000).optional(),
   })
   .strict()

@@ -84,6 +84,7 @@ export function toModel(
     type: entry.type,
     dimensions: entry.dimensions,
     createdAt: entry.created_at === undefined ? undefined : new Date(entry.created_at).toISOString(),
+    displayName: entry.display_name,
     description: entry.description,
   };
 }

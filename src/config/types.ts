@@ -105,6 +105,8 @@ export interface ModelConfig {
   type: 'chat' | 'embedding' | undefined;
   dimensions: number | undefined;
   createdAt: string | undefined;
+  /** The model's human-readable name, when the config gives one. */
+  displayName: string | undefined;
   description: string | undefined;
 }
 

@@ -13,7 +13,13 @@ export interface CatalogModel {
   context_window: number | null;
   /** Where `context_window` came from: the model's config, or the price catalog (absent when there is none). */
   context_window_source?: FactSource;
+  /**
+   * When it was released (ISO 8601): the config's `created_at`, else the upstream's own list's (an undeclared model),
+   * else the price catalog's day (a dated snapshot's own: core/price-book.ts `released`); null when none says.
+   */
   created_at: string | null;
+  /** Its human-readable name: the config's `display_name`, else the price catalog's; absent when neither has one. */
+  display_name?: string;
   owned_by: string | null;
   source: 'config' | 'upstream' | 'builtin';
   description?: string;
@@ -98,13 +104,16 @@ export class ModelCatalog {
   private async all(): Promise<{ models: CatalogModel[]; unavailable: Array<{ upstream: string; code: string }> }> {
     const byId = new Map<string, CatalogModel>();
     for (const m of this.config.models) {
+      const facts = this.prices.of(m.id);
+      const displayName = m.displayName ?? facts.displayName;
       byId.set(m.id, {
         id: m.id,
         object: 'model',
         provider: m.upstream,
         upstream_model: m.upstreamModel,
-        ...this.facts(this.prices.of(m.id)),
-        created_at: m.createdAt ?? null,
+        ...this.facts(facts),
+        created_at: m.createdAt ?? dayStart(facts.released),
+        ...(displayName !== undefined ? { display_name: displayName } : {}),
         owned_by: null,
         source: 'config',
         ...(m.description ? { description: m.description } : {}),
@@ -120,13 +129,15 @@ export class ModelCatalog {
         unavailable.push({ upstream: this.defaultProbe.provider.name, code: probe.code ?? 'upstream_error' });
       for (const m of probe.models) {
         if (byId.has(m.id)) continue;
+        const facts = this.prices.describe(m.id);
         byId.set(m.id, {
           id: m.id,
           object: 'model',
           provider: this.defaultProbe.provider.name,
           upstream_model: m.id,
-          ...this.facts(this.prices.describe(m.id)),
-          created_at: m.createdAt ?? null,
+          ...this.facts(facts),
+          created_at: m.createdAt ?? dayStart(facts.released),
+          ...(facts.displayName !== undefined ? { display_name: facts.displayName } : {}),
           owned_by: m.ownedBy ?? null,
           source: 'upstream',
         });
@@ -178,6 +189,11 @@ export class ModelCatalog {
         : {}),
     };
   }
+}
+
+/** A release day (YYYY-MM-DD) as the start of that day in UTC, or null when none is known. */
+function dayStart(day: string | undefined): string | null {
+  return day === undefined ? null : `${day}T00:00:00.000Z`;
 }
 
 function compareIds(a: CatalogModel, b: CatalogModel): number {

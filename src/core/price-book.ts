@@ -19,6 +19,13 @@ export interface ModelFacts {
   contextWindowSource: FactSource | undefined;
   /** The catalog entry that matched (`anthropic/claude-sonnet-4-5`), if one did. */
   catalogEntry: string | undefined;
+  /** The provider's name for the model (`Claude Sonnet 4.5`): the catalog's, when an entry matched and has one. */
+  displayName: string | undefined;
+  /**
+   * The day the model was released (YYYY-MM-DD): a dated snapshot's own day (`gpt-4o-2024-08-06`) unless its catalog
+   * entry is that very name, else the matched catalog entry's `released`; undefined when neither says.
+   */
+  released: string | undefined;
 }
 
 /** Undeclared model ids come from callers: their facts are kept for this many ids at most (then forgotten at once). */
@@ -127,12 +134,8 @@ export class PriceBook {
 
   private declaredFacts(model: ModelConfig): ModelFacts {
     const kind = this.kindOf(model.upstream);
-    const found =
-      model.pricing && model.contextWindow !== undefined
-        ? undefined
-        : kind === undefined
-          ? undefined
-          : catalogPrice(this.config.priceCatalog, kind, model.upstreamModel);
+    // Looked up even when the config gives prices and window: the catalog also names and dates the model.
+    const found = kind === undefined ? undefined : catalogPrice(this.config.priceCatalog, kind, model.upstreamModel);
     return facts(model.id, model.upstreamModel, model.pricing, model.contextWindow, found);
   }
 
@@ -165,5 +168,28 @@ function facts(
     contextWindow: window,
     contextWindowSource: contextWindow !== undefined ? 'config' : window !== undefined ? 'catalog' : undefined,
     catalogEntry: (pricing === undefined || contextWindow === undefined) && found ? found.entry : undefined,
+    displayName: found?.displayName,
+    released: releasedOf(upstreamModel, found),
   };
+}
+
+/** A date a provider puts at the end of a snapshot's name: `-20250929` or `-2024-08-06`. */
+const SNAPSHOT_DATE = /-(\d{4})-?(\d{2})-?(\d{2})$/;
+
+/**
+ * The day a model was released: its catalog entry's, when the entry is that very name (an entry of its own, like
+ * `gpt-4o-2024-05-13`); else the day a dated snapshot's name says (`gpt-4o-2024-08-06` is not `gpt-4o`'s first
+ * release); else the entry's (matched without the version suffix, or an alias). A day that is no calendar day is none.
+ */
+function releasedOf(upstreamModel: string, found: CatalogPrice | undefined): string | undefined {
+  const entryName = found?.entry.slice(found.entry.indexOf('/') + 1).toLowerCase();
+  const ownEntry = found !== undefined && entryName === upstreamModel.toLowerCase();
+  if (ownEntry && found.released !== undefined) return found.released;
+  const dated = SNAPSHOT_DATE.exec(upstreamModel);
+  if (dated) {
+    const day = `${dated[1]}-${dated[2]}-${dated[3]}`;
+    const parsed = new Date(`${day}T00:00:00Z`);
+    if (!Number.isNaN(parsed.getTime()) && parsed.toISOString().startsWith(day)) return day;
+  }
+  return found?.released;
 }

@@ -50,7 +50,11 @@ export interface DashboardOverview {
     cacheSavingsUsd: number;
   };
   series: OverviewPoint[];
-  byModel: UsageSummaryRow[];
+  /**
+   * Per model; `unpriced` on a model that has no price now (neither its config nor the price catalog gives one) and
+   * whose calls in the window cost nothing: its cost is unknown, which the page says rather than `$0.000000`.
+   */
+  byModel: Array<UsageSummaryRow & { unpriced?: true }>;
   byCaller: UsageSummaryRow[];
   /** Requests, tokens and cost per API route (chat, responses, embeddings, models). */
   byRoute: UsageSummaryRow[];
@@ -115,7 +119,12 @@ export interface OverviewSources {
   subscriptions: readonly string[] | (() => readonly string[]);
   /** Batches not yet ended (none: the batch APIs are off). */
   batches?: () => Promise<readonly BatchInFlight[]>;
+  /** Whether calls of a model are costed now (its config's or the price catalog's prices); absent: all are. */
+  priced?: (model: string) => boolean;
 }
+
+/** The summary's group of records that named no model (a body refused before its model was read). */
+const NO_MODEL = '(none)';
 
 const RECENT_FAILURES = 20;
 const DEAD_LETTERS = 20;
@@ -152,7 +161,7 @@ export async function buildOverview(
     bucketSeconds: bucketMs / 1000,
     totals,
     series,
-    byModel: byModel.sort((a, b) => b.requests - a.requests),
+    byModel: byModel.sort((a, b) => b.requests - a.requests).map((row) => withPriceState(row, sources.priced)),
     byCaller: byCaller.sort((a, b) => b.requests - a.requests),
     byRoute: byRoute.sort((a, b) => b.requests - a.requests),
     recentFailures: failures.map((r) => ({
@@ -221,6 +230,15 @@ async function webhookState(sources: OverviewSources): Promise<DashboardOverview
       createdAt: new Date(d.createdMs).toISOString(),
     })),
   };
+}
+
+/** A model's row marked `unpriced` when it has no price and its calls cost nothing (see DashboardOverview.byModel). */
+function withPriceState(
+  row: UsageSummaryRow,
+  priced: ((model: string) => boolean) | undefined,
+): UsageSummaryRow & { unpriced?: true } {
+  if (!priced || row.group === NO_MODEL || row.costUsd !== 0 || priced(row.group)) return row;
+  return { ...row, unpriced: true };
 }
 
 /** Fills empty buckets with zeros and reads percentiles from the latency bins of each bucket and of the whole window. */

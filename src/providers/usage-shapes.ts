@@ -43,18 +43,17 @@ export function responsesUsageOf(usage: Usage): ResponsesUsageObject {
 
 /**
  * Anthropic's Messages usage object (src/wire/anthropic.ts): `input_tokens` EXCLUDES the cache reads and writes,
- * which are `cache_read_input_tokens` and `cache_creation_input_tokens`, each only when there were some; so
- * input_tokens + cache_creation_input_tokens + cache_read_input_tokens is the gateway's prompt.
+ * which are `cache_read_input_tokens` and `cache_creation_input_tokens`, always there (0 when none), as Anthropic
+ * sends them; so input_tokens + cache_creation_input_tokens + cache_read_input_tokens is the gateway's prompt.
  */
 export function messagesUsageOf(usage: Usage): AnthropicUsage {
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0 } = usage;
-  const shown: AnthropicUsage = {
+  return {
     input_tokens: usage.prompt_tokens - read - write,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
     output_tokens: usage.completion_tokens,
   };
-  if (write > 0) shown.cache_creation_input_tokens = write;
-  if (read > 0) shown.cache_read_input_tokens = read;
-  return shown;
 }
 
 /**

@@ -161,7 +161,7 @@ async function forwardNatively(
         request,
         reply,
         started,
-        { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false, mode },
+        { encoder, bodyLimitBytes: deps.bodyLimitBytes, captureAnswer: false, mode, openAtOnce: true },
         recorder && { recorder, isCompleteEnd: surface.isCompleteEnd },
       );
     }
@@ -209,6 +209,11 @@ interface StreamOptions {
   captureAnswer: boolean;
   /** The stream's form (its descriptor's): SSE, or a JSON array written as it comes. */
   mode: StreamMode | false;
+  /**
+   * Open the stream with its first read, whatever it holds: a forwarded stream's events pass through as they came,
+   * each after the opening frames (a JSON array's `[`). A translated stream's opening waits for the model (`open`).
+   */
+  openAtOnce?: boolean;
 }
 
 /** A JSON-array stream's content type (Google's streamGenerateContent without `alt=sse`). */
@@ -271,9 +276,15 @@ async function* sseFrames(
     if (captureAnswer) request.answerText = answer.slice(0, MAX_CAPTURED_ANSWER_CHARS);
     request.usage = started.call.settle(usage, failure, translating ? 'translation' : 'upstream', delivered);
   };
+  // The opening frames wait for the first chunk that names the answering model or says something (StreamEncoder.open).
+  let opened = false;
+  const open = (model: string | undefined): string => {
+    opened = true;
+    return encoder.open(model);
+  };
   try {
     let next = first;
-    frames = encoder.open();
+    if (options.openAtOnce === true) frames = open(undefined);
     while (next.done !== true) {
       // One upstream read's chunks leave as one write. In the bench's 100-chunk burst the batches held ~100 chunks
       // (one write per stream instead of 101); streams/s barely moved there: reading and checking each chunk, not
@@ -283,6 +294,7 @@ async function* sseFrames(
         usage = item.usage ?? item.chunk.usage ?? usage;
         if (item.internal !== true) delivered += deliveredChars(item.chunk);
         if (captureAnswer && answer.length < MAX_CAPTURED_ANSWER_CHARS) answer += deltaText(item.chunk);
+        if (!opened && opens(item)) frames += open(namedModel(item.chunk));
         frames += encoder.chunk(item);
       }
       translating = false;
@@ -291,8 +303,9 @@ async function* sseFrames(
       next = await chunks.next();
     }
     translating = true;
+    const opening = opened ? '' : open(undefined);
     const end = encoder.end(usage);
-    const last = end instanceof Promise ? await end : end;
+    const last = opening + (end instanceof Promise ? await end : end);
     translating = false;
     finished = true;
     // The answer gate (docs/usage.md, "Durability"): the request's record is made, and durable, before its last frame.
@@ -312,13 +325,23 @@ async function* sseFrames(
     await answerGate(request, status);
     // The events already produced (earlier chunks of this read, and what the failing one made before it threw), then
     // the one terminal error frame.
-    yield frames + encoder.fail(gatewayError, request.errorShape);
+    yield frames + (opened ? '' : open(undefined)) + encoder.fail(gatewayError, request.errorShape);
   } finally {
     settle();
     await started.call.leaseReturned;
     if (!finished) await chunks.return?.();
     if (failure instanceof ClientGoneError) endClientGone(request);
   }
+}
+
+/** Whether a chunk opens the caller's stream: it names the answering model, or it carries a choice the caller sees. */
+function opens(item: StreamChunk): boolean {
+  return namedModel(item.chunk) !== undefined || (item.internal !== true && item.chunk.choices.length > 0);
+}
+
+/** The model a chunk names (an empty name is none: Azure's content-filter chunk says `"model": ""`). */
+function namedModel(chunk: StreamChunk['chunk']): string | undefined {
+  return typeof chunk.model === 'string' && chunk.model !== '' ? chunk.model : undefined;
 }
 
 /** Ends the request and resolves once its record is durable (http/request-end.ts `endBeforeAnswer`). */

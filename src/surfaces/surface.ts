@@ -106,8 +106,15 @@ export function passthroughEncoder(failFrame: (error: GatewayError) => string): 
  * socket write per upstream read, and keeps the copy an Idempotency-Key replays.
  */
 export interface StreamEncoder {
-  /** Frames sent before the first chunk's ('' for chat; Responses: `response.created`, `response.in_progress`). */
-  open(): string;
+  /**
+   * Frames sent before the first chunk's ('' for chat; Responses: `response.created`, `response.in_progress`). Called
+   * once: for a translated stream when the first chunk that names the answering model or carries a choice arrived
+   * (or at the end, or on a failure, when none did), chunks before it carrying neither (an Azure content-filter
+   * chunk, a usage-only chunk); for a forwarded one with its first read. `model` is the model that chunk names,
+   * undefined when it names none: an answer names the model the upstream says answered (docs/compatibility.md,
+   * "Which model an answer names"), its opening event as its JSON twin.
+   */
+  open(model?: string): string;
   /** The frames of one chunk (chunks marked `internal` carry only usage and must produce nothing visible). */
   chunk(item: StreamChunk): string;
   /** The frames of a stream that ended well: chat's `[DONE]`, the Responses API's closing events. */

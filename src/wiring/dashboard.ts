@@ -52,6 +52,7 @@ export function wireDashboard(
         attempts: () => sources.attempts.summary(),
         outbox: sources.outbox,
         subscriptions: () => current().webhooks.subscriptions.map((s) => s.id),
+        priced: (model) => generations.current.prices.describe(model).pricing !== undefined,
         ...(sources.batches ? { batches: sources.batches } : {}),
       },
       keys: sources.keys,

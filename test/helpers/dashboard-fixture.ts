@@ -1,5 +1,5 @@
 /**
- * A gateway with traffic the dashboard can show: priced model, a retry-free 502, a refused request, and a
+ * A gateway with traffic the dashboard can show: a priced model, an unpriced one, a retry-free 502, a refused request, and a
  * webhook subscription whose receiver always fails (max 1 attempt), so dead letters appear.
  */
 import { startMockUpstream, type MockUpstream } from './mock-openai-upstream.js';
@@ -13,7 +13,15 @@ export interface DashboardFixture {
   receiver: WebhookReceiver;
   gw: TestGateway;
   /** What the test itself sent, to compare with what the page shows. */
-  sent: { requests: number; serverErrors: number; clientErrors: number; failedRequestId: string; tokens: number };
+  sent: {
+    requests: number;
+    serverErrors: number;
+    clientErrors: number;
+    failedRequestId: string;
+    tokens: number;
+    /** A model with no price anywhere (the default upstream is `openai-compatible`: no catalog family), called twice. */
+    unpricedModel: string;
+  };
   close(): Promise<void>;
 }
 
@@ -47,12 +55,19 @@ export async function startDashboardFixture(): Promise<DashboardFixture> {
       }),
     },
   });
-  const sent = { requests: 0, serverErrors: 0, clientErrors: 0, failedRequestId: '', tokens: 0 };
-  for (let i = 0; i < 3; i++) {
+  const sent = {
+    requests: 0,
+    serverErrors: 0,
+    clientErrors: 0,
+    failedRequestId: '',
+    tokens: 0,
+    unpricedModel: 'house-model-without-price',
+  };
+  for (const model of ['priced', 'priced', 'priced', sent.unpricedModel, sent.unpricedModel]) {
     const ok = await call(`${gw.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: authHeaders(),
-      body: chatBody({ model: 'priced' }),
+      body: chatBody({ model }),
     });
     const usage = ok.json.usage as { total_tokens: number };
     sent.tokens += usage.total_tokens;

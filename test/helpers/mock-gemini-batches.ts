@@ -69,12 +69,15 @@ export class MockGeminiBatches {
   readonly batches = new Map<string, MockBatch>();
   /** The most batches a page of the list holds, whatever pageSize asks (Google caps it too). */
   pageCap = 1000;
+  /** Answer `GET /v1beta/batches` with this status and Google's error instead (a Gemini-compatible server without it). */
+  listStatus: number | undefined;
   private next = 0;
   private readonly files = new Map<string, string>();
 
   reset(): void {
     this.script = {};
     this.pageCap = 1000;
+    this.listStatus = undefined;
     this.batches.clear();
     this.files.clear();
   }
@@ -145,6 +148,7 @@ export class MockGeminiBatches {
   }
 
   private list(query: URLSearchParams, res: ServerResponse): boolean {
+    if (this.listStatus !== undefined) return googleError(res, this.listStatus, 'NOT_FOUND', 'Method not found.');
     const size = Math.min(Number(query.get('pageSize') ?? 50), this.pageCap);
     const from = Number(query.get('pageToken') ?? 0);
     const all = [...this.batches.values()].reverse();

@@ -152,7 +152,7 @@ export class NativeBatchBackend implements BatchBackend {
     const { store } = this.options;
     let current = state;
     try {
-      const found = await api.find(batch.id, lease.signal);
+      const found = await this.findCreated(batch.id, current.upstream, api, lease.signal);
       if (found === undefined) {
         const created = await api.submit(
           {
@@ -197,6 +197,30 @@ export class NativeBatchBackend implements BatchBackend {
         );
         await this.pause(lease);
       }
+      return undefined;
+    }
+  }
+
+  /**
+   * The upstream batch a crash may have left created for this one (`find` lists the upstream's batches), or
+   * undefined. A 404 on that list says only that the upstream does not list batches there (a Gemini-compatible
+   * server, an API version without `GET batches`): not known, never a refusal of the batch, which only the create
+   * can give. The price: a crash between such an upstream's create and the store write cannot be recovered by a find.
+   */
+  private async findCreated(
+    batchId: string,
+    upstream: string | null,
+    api: NativeBatchApi,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    try {
+      return await api.find(batchId, signal);
+    } catch (error) {
+      if (!isGatewayError(error) || error.status !== 404 || signal.aborted) throw error;
+      this.options.log.info(
+        { batch_id: batchId, upstream, reason: describe(error) },
+        "batch: the upstream's batch list is not there (404): nothing to find, creating",
+      );
       return undefined;
     }
   }

@@ -18,6 +18,7 @@ export function decodeChunkEvent(
   event: SseEvent,
   upstream: string,
   secrets: ReadonlyArray<string | undefined>,
+  sentModel?: string,
 ): StreamChunk | undefined {
   if (event.event === 'error') throw streamError(upstream, event.data, secrets);
   if (event.event !== 'message') return undefined;
@@ -40,7 +41,7 @@ export function decodeChunkEvent(
     );
   }
   // Made well formed once, here, for every surface (normalise-answer.ts, shared with the non-streamed answer).
-  const reshaped = normaliseAnswer(record as { choices: unknown[] }, 'delta');
+  const reshaped = normaliseAnswer(record as { choices: unknown[] }, 'delta', sentModel);
   // A usage figure out of range is corrected in the chunk, which then goes out written again, not as it came.
   const corrected = correctedUsage(record.usage);
   // The upstream's own JSON goes out untouched when it is already a well-formed single-line chunk.
@@ -63,6 +64,8 @@ export function streamChunkDecoder(
   upstream: string,
   secrets: ReadonlyArray<string | undefined>,
   scrubber?: KeyScrubber,
+  /** The model the call asked the upstream for: a chunk that names none names it (normalise-answer.ts). */
+  sentModel?: string,
 ): (event: SseEvent) => StreamChunk | undefined {
   const clean = scrubber && ((text: string) => scrubber.scrub(text) === text);
   let template: ChunkTemplate | undefined;
@@ -75,7 +78,7 @@ export function streamChunkDecoder(
         return matched;
       }
     }
-    const decoded = decodeChunkEvent(event, upstream, secrets);
+    const decoded = decodeChunkEvent(event, upstream, secrets, sentModel);
     if (decoded?.json !== undefined && fruitless < FRUITLESS_TEMPLATES) {
       template = ChunkTemplate.learn(decoded, clean) ?? template;
       fruitless++;

@@ -12,15 +12,27 @@
  *   `tool_calls` that is neither an array nor null is removed;
  * - a `usage` that is not an object is `null`, as if the upstream had reported none. The counts inside a usage
  *   object are not judged here: usage-figures.ts corrects each one out of range (clamped, flagged on the record)
- *   so limits, prices, records and metrics never add up text, negative or huge counts.
+ *   so limits, prices, records and metrics never add up text, negative or huge counts;
+ * - a missing `model` is `sentModel`, the name the gateway asked the upstream for: an answer names the model that
+ *   answered, the upstream's word for it, else the one it was asked for (docs/compatibility.md, "Which model an
+ *   answer names"), as the Anthropic and Gemini translations do. An empty `model` (Azure's content-filter chunk) is
+ *   left as it came: it is the upstream's, and a later chunk names the model.
  *
  * The fields inside a tool call (`id`, `function`, `arguments`) are left as they came: the chat API passes them on,
  * and the surfaces that translate them read each by its type (src/surfaces/tool-arguments.ts). Returns whether
  * anything changed (the upstream's own bytes then no longer describe the answer). A few type checks per choice: no
  * cost a stream or an answer would notice next to parsing it.
  */
-export function normaliseAnswer(record: { choices: unknown[]; usage?: unknown }, part: 'delta' | 'message'): boolean {
+export function normaliseAnswer(
+  record: { choices: unknown[]; usage?: unknown; model?: unknown },
+  part: 'delta' | 'message',
+  sentModel?: string,
+): boolean {
   let changed = false;
+  if (record.model === undefined && sentModel !== undefined) {
+    record.model = sentModel;
+    changed = true;
+  }
   let dropped = false;
   for (const choice of record.choices) {
     if (!isObject(choice)) {

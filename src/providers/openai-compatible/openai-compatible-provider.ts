@@ -102,7 +102,7 @@ export class OpenAiCompatibleProvider implements Provider {
     // A completion with odd parts is made well formed by the rules of the stream's chunks (normalise-answer.ts), and
     // a usage figure out of range is corrected in it; its bytes pass through as received unless either changed.
     // Either way, the answer never carries the call's keys (chat-scrub.ts).
-    const changed = normaliseAnswer(record as { choices: unknown[]; usage?: unknown }, 'message');
+    const changed = normaliseAnswer(record as { choices: unknown[]; usage?: unknown }, 'message', body.model);
     const usage = countsOf(record.usage);
     const scrubber = callScrubber(this.config.apiKey, context);
     if (changed || anomaliesOf(usage)) return { body: scrubbedAnswer(JSON.stringify(record), scrubber), usage };
@@ -116,7 +116,7 @@ export class OpenAiCompatibleProvider implements Provider {
     const addUsage = this.asksForUsage() && options?.include_usage !== true;
     const secrets = [context.apiKeyOverride, this.config.apiKey];
     const scrubber = callScrubber(this.config.apiKey, context);
-    const decodeChunk = streamChunkDecoder(this.name, secrets, scrubber);
+    const decodeChunk = streamChunkDecoder(this.name, secrets, scrubber, body.model);
     const scrub = ChatStreamScrub.of(scrubber, this.name);
     return readEventStream({
       upstream: this.name,

@@ -22,11 +22,14 @@ export function geminiPageSize(raw: unknown): number {
   return size === 0 ? GEMINI_PAGE_SIZE.fallback : Math.min(size, GEMINI_PAGE_SIZE.max);
 }
 
-/** A served model as Gemini's Model: `models/<id>`, its context window as `inputTokenLimit` when declared. */
+/**
+ * A served model as Gemini's Model: `models/<id>`, its name (config, price catalog; else the id) as `displayName`, its
+ * context window as `inputTokenLimit` when declared.
+ */
 export function geminiModel(model: CatalogModel): GeminiModel {
   const out: GeminiModel = {
     name: `models/${model.id}`,
-    displayName: model.id,
+    displayName: model.display_name ?? model.id,
     supportedGenerationMethods: model.type === 'embedding' ? EMBEDDING_METHODS : CHAT_METHODS,
   };
   if (model.description !== undefined) out.description = model.description;

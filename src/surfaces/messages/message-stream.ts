@@ -30,19 +30,29 @@ export class MessageStream implements StreamEncoder {
   constructor(
     private readonly id: string,
     private readonly model: string,
+    /** The prompt's tokens as counted before the upstream answers (`message_start`'s input_tokens; 0: not known). */
+    private readonly inputEstimate = 0,
   ) {}
 
-  open(): string {
+  /** `message_start`, naming the model the upstream names (else the caller's), as the JSON answer does. */
+  open(model?: string): string {
     this.event('message_start', {
       message: {
         id: this.id,
         type: 'message',
         role: 'assistant',
-        model: this.model,
+        model: model ?? this.model,
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: 0, output_tokens: 0 },
+        // Anthropic's own `message_start` has the prompt's count; a translated upstream reports it only at the end
+        // (in `message_delta`, which corrects this): the gateway's admission estimate meanwhile, no cache known yet.
+        usage: {
+          input_tokens: this.inputEstimate,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0,
+          output_tokens: 0,
+        },
       },
     });
     return this.take();

@@ -8,6 +8,7 @@ import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
 import type { ChatRequestBody } from '../../providers/contract.js';
 import { threadPreviousMessageId } from '../../wire/anthropic.js';
 import { objectOf } from '../../wire/json.js';
+import { estimatePromptTokens } from '../../core/token-estimate.js';
 import type { NativeOwnership, NativeReference } from '../native-ownership.js';
 
 /** The caller headers a Messages request forwarded to Anthropic carries upstream (count_tokens too). */
@@ -19,6 +20,8 @@ export const ANTHROPIC_FORWARDED_QUERY: readonly string[] = ['beta'];
 interface MessagesCallState {
   id: string;
   model: string;
+  /** The request as chat: what `message_start` estimates the prompt's tokens of. */
+  chat: ChatRequestBody;
 }
 
 /**
@@ -44,8 +47,13 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
         const references = nativeReferences(request);
         return references.length > 0 ? ownership.check(call.caller, references).then(() => forward) : forward;
       }
-      call.state = { id: `msg_${randomUUID().replaceAll('-', '')}`, model: request.model } satisfies MessagesCallState;
-      return messagesToChat(request, call.notes);
+      const chat = messagesToChat(request, call.notes);
+      call.state = {
+        id: `msg_${randomUUID().replaceAll('-', '')}`,
+        model: request.model,
+        chat,
+      } satisfies MessagesCallState;
+      return chat;
     },
     answer(completion, call) {
       const state = call.state as MessagesCallState;
@@ -53,7 +61,7 @@ export function messagesSurface(forwards: (model: string) => boolean, ownership:
     },
     encoder(call) {
       const state = call.state as MessagesCallState;
-      return new MessageStream(state.id, state.model);
+      return new MessageStream(state.id, state.model, estimatePromptTokens(state.chat.messages, state.chat.tools));
     },
     // A data line is one JSON object (it ends with `}`), so only an event line can end with this name.
     isCompleteEnd: (frame) => frame.includes('event: message_stop\n'),

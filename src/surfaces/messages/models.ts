@@ -8,7 +8,11 @@ const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 1000;
 /** A cursor longer than any model id the config accepts is a mistake, not an id. */
 const MAX_CURSOR_CHARS = 1024;
-/** `created_at` of a model that has none declared: Anthropic's field is a required RFC 3339 time. */
+/**
+ * `created_at` of a model whose release nobody states (no config `created_at`, no catalog date, no dated snapshot
+ * name, no upstream list date): Anthropic's field is a required RFC 3339 time, and its API reference says it "may be
+ * set to an epoch value if the release date is unknown" (ModelInfo.created_at). Any other date would be invented.
+ */
 const UNKNOWN_CREATED_AT = '1970-01-01T00:00:00Z';
 
 /**
@@ -74,14 +78,17 @@ function countWhile(models: CatalogModel[], test: (m: CatalogModel) => boolean):
   return index === -1 ? models.length : index;
 }
 
-/** Anthropic's ModelInfo; `max_input_tokens` (SDK 1.x) when the model declares its context window. */
+/**
+ * Anthropic's ModelInfo: `display_name` and `created_at` the catalog's (config, price catalog, upstream: CatalogModel),
+ * the id and UNKNOWN_CREATED_AT where none is known; `max_input_tokens` (SDK 1.x) when the model has a context window.
+ */
 function anthropicModel(model: CatalogModel): Record<string, unknown> & { id: string } {
   const created =
     model.created_at === null ? UNKNOWN_CREATED_AT : new Date(model.created_at).toISOString().replace('.000Z', 'Z');
   return {
     type: 'model',
     id: model.id,
-    display_name: model.id,
+    display_name: model.display_name ?? model.id,
     created_at: created,
     ...(model.context_window !== null ? { max_input_tokens: model.context_window } : {}),
   };

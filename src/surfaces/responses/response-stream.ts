@@ -66,7 +66,8 @@ export class ResponseStream implements StreamEncoder {
     private readonly names?: ToolNames,
   ) {}
 
-  open(): string {
+  open(model?: string): string {
+    if (model !== undefined) this.shell.model = model; // the upstream's, as in the JSON answer (chat-to-response.ts)
     this.event('response.created', { response: this.shell });
     this.event('response.in_progress', { response: this.shell });
     return this.take();

@@ -9,8 +9,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
 import { closeThreeUpstreams, startThreeUpstreams, type ThreeUpstreams } from './helpers/gemini-api-gateway.js';
 import { call } from './helpers/http.js';
-import { newApiKey } from '../src/auth/api-key.js';
-import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
+import { scopedKey } from './helpers/scoped-key.js';
 
 const PREAMBLE = 'Let me check the weather.';
 const FINAL = 'It is 21 degrees in Paris.';
@@ -225,16 +224,7 @@ describe("the AI SDK's default tool loop (Responses API, store: true) on every u
     const itemId = (first.content.find((part) => part.type === 'text')?.providerMetadata?.openai as { itemId: string })
       .itemId;
     assert.match(itemId, /^msg_[0-9a-f]{36}$/);
-    const issued = newApiKey('dev');
-    await new SqliteKeyStore(fx.gw.store.db).create({
-      keyId: issued.keyId,
-      environment: 'dev',
-      hash: issued.hash,
-      name: 'other-team',
-      routes: ['responses'],
-      models: ['*'],
-      createdMs: Date.now(),
-    });
+    const otherKey = await scopedKey(fx.gw.store, ['responses']);
     const before = fx.openai.chatRequests().length;
     const refer = (key: string, id: string) =>
       call(`${fx.gw.url}/v1/responses`, {
@@ -249,7 +239,7 @@ describe("the AI SDK's default tool loop (Responses API, store: true) on every u
         }),
       });
     for (const [key, id] of [
-      [issued.key, itemId],
+      [otherKey, itemId],
       [ADMIN_TOKEN, `msg_${'0'.repeat(36)}`],
       [ADMIN_TOKEN, 'msg_not_one_of_ours'],
     ] as const) {

@@ -15,9 +15,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { agentLoop, SCRIPT, startScriptedUpstream, type ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { messageIdOf } from './helpers/scripted-replies.js';
-import { newApiKey } from '../src/auth/api-key.js';
-import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
-import type { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { scopedKey } from './helpers/scoped-key.js';
 
 const PROMPT = 'What is the weather in Paris? Use the get_weather tool.';
 const TOOL_RESULT = '{"location":"Paris","temperature_c":21,"conditions":"sunny"}';
@@ -31,21 +29,6 @@ const SCHEMA = {
 } as const;
 
 type Json = Record<string, unknown>;
-
-/** A scoped key of the gateway (another caller than the admin token), written to its key store as the CLI does. */
-async function scopedKey(store: SqliteStore, routes: string[]): Promise<string> {
-  const issued = newApiKey('dev');
-  await new SqliteKeyStore(store.db).create({
-    keyId: issued.keyId,
-    environment: 'dev',
-    hash: issued.hash,
-    name: `other-${issued.keyId}`,
-    routes,
-    models: ['*'],
-    createdMs: Date.now(),
-  });
-  return issued.key;
-}
 
 /** What the SDK sent the gateway: each request's `anthropic-beta` header and body. */
 interface Sent {

@@ -19,26 +19,10 @@ import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { useAnthropicGateway } from './helpers/anthropic-gateway.js';
 import { namedEvents, readStream } from './helpers/sse-client.js';
 import { newApiKey } from '../src/auth/api-key.js';
-import { SqliteKeyStore } from '../src/store/sqlite/sqlite-keys.js';
-import type { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { scopedKey } from './helpers/scoped-key.js';
 
 const UPSTREAM_KEY = 'sk-native-owner-upstream-key-0123456789';
 const unique = (prefix: string) => `${prefix}_${randomUUID().replaceAll('-', '')}`;
-
-/** A scoped key of the gateway (another caller than the admin token), written to its key store as the CLI does. */
-async function scopedKey(store: SqliteStore, routes: string[]): Promise<string> {
-  const issued = newApiKey('dev');
-  await new SqliteKeyStore(store.db).create({
-    keyId: issued.keyId,
-    environment: 'dev',
-    hash: issued.hash,
-    name: `other-${issued.keyId}`,
-    routes,
-    models: ['*'],
-    createdMs: Date.now(),
-  });
-  return issued.key;
-}
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 

@@ -9,7 +9,7 @@
 // finds the pinned zod without anything being written next to the suite (bun runs it with --no-install).
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheRoot, npmCommand, runCommand } from './install.js';
+import { cacheRoot, npmInstall, runCommand } from './install.js';
 import { SUITE_RUNTIME } from './pins.js';
 
 export interface SuiteRuntime {
@@ -74,20 +74,7 @@ export async function ensureSuiteRuntime(log: (line: string) => void): Promise<S
   rmSync(staging, { recursive: true, force: true });
   log(`installing bun@${SUITE_RUNTIME.bun} and zod@${SUITE_RUNTIME.zod} into ${dir}`);
   const started = Date.now();
-  const npm = [
-    ...npmCommand(),
-    'install',
-    '--prefix',
-    staging,
-    '--no-save',
-    '--no-package-lock',
-    '--no-audit',
-    '--no-fund',
-    '--ignore-scripts',
-    '--loglevel=error',
-    `bun@${SUITE_RUNTIME.bun}`,
-    `zod@${SUITE_RUNTIME.zod}`,
-  ];
+  const npm = npmInstall(staging, [`bun@${SUITE_RUNTIME.bun}`, `zod@${SUITE_RUNTIME.zod}`]);
   const result = await runCommand(npm, { timeoutMs: INSTALL_TIMEOUT_MS });
   const found = result.code === 0 ? await runtimeIn(staging) : `npm install exited ${String(result.code)}`;
   if (typeof found === 'string') {

@@ -85,6 +85,23 @@ export function runCommand(
   });
 }
 
+/** The npm command that installs `packages` into `prefix`, outside any project: no lock file, no scripts run. */
+export function npmInstall(prefix: string, packages: readonly string[]): string[] {
+  return [
+    ...npmCommand(),
+    'install',
+    '--prefix',
+    prefix,
+    '--no-save',
+    '--no-package-lock',
+    '--no-audit',
+    '--no-fund',
+    '--ignore-scripts',
+    '--loglevel=error',
+    ...packages,
+  ];
+}
+
 /** npm as `npm run` started it (the project's Node), else the one on PATH. */
 export function npmCommand(): string[] {
   const execPath = process.env.npm_execpath;
@@ -112,19 +129,7 @@ export async function ensureInstalled(pin: ClientPin, log: (line: string) => voi
   rmSync(staging, { recursive: true, force: true });
   log(`installing ${pin.package}@${pin.version} into ${dir}`);
   const started = Date.now();
-  const npm = [
-    ...npmCommand(),
-    'install',
-    '--prefix',
-    staging,
-    '--no-save',
-    '--no-package-lock',
-    '--no-audit',
-    '--no-fund',
-    '--ignore-scripts',
-    '--loglevel=error',
-    `${pin.package}@${pin.version}`,
-  ];
+  const npm = npmInstall(staging, [`${pin.package}@${pin.version}`]);
   const result = await runCommand(npm, { timeoutMs: INSTALL_TIMEOUT_MS });
   const command = result.code === 0 ? commandIn(pin, staging) : undefined;
   const problem =

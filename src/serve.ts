@@ -6,6 +6,7 @@ import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { printDevTokenHint } from './process/dev-token-hint.js';
 import { listenFailure } from './process/listen-failure.js';
 import { openDependencies } from './dependencies.js';
+import { installUndiciPatch } from './net/undici.js';
 
 /** One serving process (the single process, or a cluster worker): open the stores, build the app, listen, drain. */
 export async function runServer(
@@ -14,6 +15,9 @@ export async function runServer(
   version: string,
   readConfig?: () => Promise<GatewayConfig>,
 ): Promise<void> {
+  // undici's dispatchers come from its internal modules: a layout other than the pinned release's stops the start
+  // here, with an error naming the installed version, before any store is opened.
+  installUndiciPatch();
   const deps = await openDependencies(config, logger);
   const { app, beginShutdown, reloadCertificate, reloadConfig } = await buildApp({
     ...deps,

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { Pool } from '../net/undici.js';
+import { createPool, type Pool } from '../net/undici.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -23,7 +23,7 @@ export class UpstreamClient {
   constructor(private readonly config: UpstreamConfig) {
     const url = new URL(config.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
+    this.pool = createPool(url.origin, {
       // No bound unless configured: a bounded pool queues the calls past it invisibly, and past the first-byte
       // timeout they failed as the provider's fault (issue 18). Bounds are enforced in front of the pool, with a
       // short visible wait and 503 upstream_busy (src/core/upstream-capacity.ts), so this queue stays empty.

@@ -1,4 +1,4 @@
-import { Agent } from '../net/undici.js';
+import { createAgent, type Agent } from '../net/undici.js';
 import type { WebhookSubscription } from '../config/types.js';
 import { parseRetryAfter } from '../core/upstream-pauses.js';
 import { guardedLookup } from '../net/address-guard.js';
@@ -28,7 +28,7 @@ export class WebhookSender {
   private readonly agent: Agent;
 
   constructor(private readonly options: { timeoutMs: number; allowPrivateAddresses: boolean; userAgent: string }) {
-    this.agent = new Agent({
+    this.agent = createAgent({
       connect: { timeout: options.timeoutMs, ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup }) },
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,

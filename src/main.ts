@@ -17,7 +17,8 @@ import { printDevTokenHint } from './process/dev-token-hint.js';
 /**
  * Start-up: read config -> build dependencies -> listen -> drain on SIGTERM/SIGINT. With WORKERS > 1 this
  * process becomes the cluster primary and each worker runs the same start-up as a single process.
- * The only module with side effects at start, and the only place (with the CLI) that reads process.env.
+ * An entry point: it acts when loaded, and it is one of the four modules that read process.env (with the CLI's,
+ * the config child's and the reload thread's entry points; docs/architecture.md "Who reads process.env").
  */
 export async function main(): Promise<void> {
   const unsupported = unsupportedNode();

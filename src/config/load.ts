@@ -49,9 +49,9 @@ function toPriceCatalog(setting: string | false | undefined, fileDir: string, pr
 }
 
 /**
- * Reads the environment and the optional config file into one validated GatewayConfig. This function and the
- * CLI are the only readers of `process.env` (passed in, so tests give their own). Throws ConfigError listing
- * every problem at once, each naming its field.
+ * Reads the environment and the optional config file into one validated GatewayConfig. The environment is passed
+ * in (the entry points hand it `process.env`, docs/architecture.md "Who reads process.env"; tests give their own),
+ * never read here. Throws ConfigError listing every problem at once, each naming its field.
  */
 export function loadConfig(env: Env, options: { cwd?: string; version?: string } = {}): GatewayConfig {
   const cwd = options.cwd ?? process.cwd();

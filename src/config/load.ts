@@ -242,7 +242,7 @@ function checkReferences(
 
 /**
  * The YAML parser, loaded only when a YAML config file is read (synchronously, as loadConfig is): a gateway
- * configured from the environment or a JSON file never loads it (issue 33, the idle footprint).
+ * configured from the environment or a JSON file never loads it (a smaller idle footprint).
  */
 function parseYaml(text: string): unknown {
   return parseConfigYaml(createRequire(import.meta.url)('yaml') as typeof Yaml, text);

@@ -116,8 +116,9 @@ export interface GatewayApp {
 
 /**
  * Builds the HTTP application from its dependencies: a table of contents of the features, each wired by its own
- * unit in src/wiring/ (which also closes what it opened when the app closes). Nothing runs at import time and
- * nothing here reads the environment: the caller (src/serve.ts, a test, an embedding program) decides every input.
+ * unit in src/wiring/ (which also closes what it opened when the app closes). Importing it starts nothing (undici's
+ * prototype patch aside: docs/architecture.md, "What runs at import time") and nothing here reads the environment:
+ * the caller (src/serve.ts, a test, an embedding program) decides every input.
  */
 // eslint-disable-next-line max-lines-per-function -- the table of contents of the features, one wiring call each, in the order they must be built
 export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {

@@ -17,7 +17,8 @@ import { printDevTokenHint } from './process/dev-token-hint.js';
 /**
  * Start-up: read config -> build dependencies -> listen -> drain on SIGTERM/SIGINT. With WORKERS > 1 this
  * process becomes the cluster primary and each worker runs the same start-up as a single process.
- * The only module with side effects at start, and the only place (with the CLI) that reads process.env.
+ * An entry point: it acts when loaded, and it is one of the four modules that read process.env (with the CLI's,
+ * the config child's and the reload thread's entry points; docs/architecture.md "Who reads process.env").
  */
 export async function main(): Promise<void> {
   const unsupported = unsupportedNode();
@@ -49,7 +50,7 @@ export async function main(): Promise<void> {
     process.exit(code);
   }
   // Loaded only here: a cluster primary never serves, and without the server's modules (Fastify, undici, the
-  // stores...) it holds 106 -> 85 MB RSS (measured idle with WORKERS=2).
+  // stores...) it holds less memory while idle (bench/idle-rss.ts).
   const { runServer } = await import('./serve.js');
   // A reload reads the same file and environment again (docs/config.md, "Live reload"), on a thread of its own:
   // the serving thread never reads, parses or validates a config file (nor loads zod, in a cluster worker).
@@ -60,8 +61,8 @@ export async function main(): Promise<void> {
 /**
  * The validated config. A cluster worker takes the primary's (config-handoff.ts). A process that may become a
  * cluster primary has it read by a child process (config-from-child.ts), which also provisions the dev token and
- * runs the migrations: the primary then never loads zod or node:sqlite (its idle RSS 78.5 -> 56.5 MB; a worker's
- * 117 -> 103 MB, measured with bench/idle-rss.ts).
+ * runs the migrations: the primary then never loads zod or node:sqlite (a smaller idle footprint for the primary and
+ * each worker, bench/idle-rss.ts).
  * Otherwise (no WORKERS, no config file) it is read here, as it always was: the default start pays no child.
  */
 async function readConfig(version: string): Promise<GatewayConfig> {

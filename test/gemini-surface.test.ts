@@ -5,7 +5,7 @@ import type { GatewayError } from '../src/errors/gateway-error.js';
 import { assertValid, boundedValidatorCompiler } from '../src/http/bounded-validation.js';
 import type { ChatRequestBody } from '../src/providers/contract.js';
 import { toGeminiRequest } from '../src/providers/gemini/translate-request.js';
-import { chatBodySchema } from '../src/routes/chat-schema.js';
+import { chatBodySchema } from '../src/surfaces/chat-schema.js';
 import { checkConversation } from '../src/routes/chat-rules.js';
 import { geminiCallOf } from '../src/surfaces/gemini/gemini-surface.js';
 import { geminiToChat } from '../src/surfaces/gemini/request-to-chat.js';

@@ -13,7 +13,7 @@ import { call } from './helpers/http.js';
 import { boundedView, viewPlan, VIEW_NODES } from '../src/http/schema-view.js';
 import { boundedValidatorCompiler } from '../src/http/bounded-validation.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
-import { chatBodySchema } from '../src/routes/chat-schema.js';
+import { chatBodySchema } from '../src/surfaces/chat-schema.js';
 import { embeddingsBodySchema } from '../src/routes/embeddings-schema.js';
 import { responsesBodySchema } from '../src/surfaces/responses/responses-schema.js';
 import { countTokensBodySchema, messagesBodySchema } from '../src/surfaces/messages/messages-schema.js';

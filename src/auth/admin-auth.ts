@@ -53,7 +53,7 @@ export class AdminAuthenticator {
 }
 
 function digest(value: string): Buffer {
-  // The one-shot crypto.hash is about twice as fast as createHash().update().digest() (measured on Node 20).
+  // The one-shot crypto.hash is faster than createHash().update().digest() (no Hash object per call).
   return hash('sha256', value, 'buffer');
 }
 

@@ -94,7 +94,7 @@ export class Authenticator {
   }
 
   /**
-   * A one-call credential for the batch runner (issue 34): the batch owner's principal as it is now (a key read
+   * A one-call credential for the batch runner: the batch owner's principal as it is now (a key read
    * again, so a revoked or expired key's lines fail; another kind as it was when the batch was created), behind a
    * random 256-bit ticket that exists only in this process's memory until `release`. It goes through `authenticate`
    * like any credential, so the route's right is checked as for the owner's own calls.

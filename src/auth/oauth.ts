@@ -21,8 +21,8 @@ export function looksLikeJwt(token: string): boolean {
  */
 export class OAuthVerifier {
   private jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
-  // jose is loaded at the first token, not at start: a configuration without OAuth never loads it (~2 MB RSS
-  // of a worker's idle footprint, issue 33).
+  // jose is loaded at the first token, not at start: a configuration without OAuth never loads it (a part
+  // of a worker's idle footprint).
   private jose: Promise<typeof Jose> | undefined;
 
   constructor(private readonly config: OAuthConfig) {}

@@ -9,9 +9,9 @@ export const MAX_YAML_FLOW_DEPTH = 64;
 /**
  * A YAML config file's value, with the work bounded by its length (docs/config.md, "Files the config names"):
  * - flow collections nested deeper than MAX_YAML_FLOW_DEPTH are refused after a lexing pass, before the parser
- *   builds them (2 MB of `[` took the parser 16 s and 1.25 GB before it overflowed its stack);
+ *   builds them (a file of `[` took the parser seconds and gigabytes before it overflowed its stack);
  * - duplicate keys are found with one Set per mapping: the parser's own check compares each key with every
- *   earlier one of its mapping (20,000 keys: 9 s; the 150,000 of a 3 MB file: minutes).
+ *   earlier one of its mapping (quadratic: minutes for the keys of a few MB).
  * Throws a ConfigYamlRefusal whose message says what and on which line (never the key itself).
  */
 export function parseConfigYaml(yaml: typeof Yaml, text: string): unknown {

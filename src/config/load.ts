@@ -49,9 +49,9 @@ function toPriceCatalog(setting: string | false | undefined, fileDir: string, pr
 }
 
 /**
- * Reads the environment and the optional config file into one validated GatewayConfig. This function and the
- * CLI are the only readers of `process.env` (passed in, so tests give their own). Throws ConfigError listing
- * every problem at once, each naming its field.
+ * Reads the environment and the optional config file into one validated GatewayConfig. The environment is passed
+ * in (the entry points hand it `process.env`, docs/architecture.md "Who reads process.env"; tests give their own),
+ * never read here. Throws ConfigError listing every problem at once, each naming its field.
  */
 export function loadConfig(env: Env, options: { cwd?: string; version?: string } = {}): GatewayConfig {
   const cwd = options.cwd ?? process.cwd();
@@ -242,7 +242,7 @@ function checkReferences(
 
 /**
  * The YAML parser, loaded only when a YAML config file is read (synchronously, as loadConfig is): a gateway
- * configured from the environment or a JSON file never loads it (issue 33, the idle footprint).
+ * configured from the environment or a JSON file never loads it (a smaller idle footprint).
  */
 function parseYaml(text: string): unknown {
   return parseConfigYaml(createRequire(import.meta.url)('yaml') as typeof Yaml, text);

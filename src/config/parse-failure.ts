@@ -1,7 +1,7 @@
 /**
  * Where a JSON or YAML parse failed, without the parser's own message: both quote the text around the failure,
  * and a file the config names may hold a secret by mistake (a key file given as `price_catalog`, say), which
- * must reach neither the log nor the admin health view (issue 41).
+ * must reach neither the log nor the admin health view.
  */
 export function parseFailureWhere(error: unknown): string {
   const linePos = (error as { linePos?: { line: number; col: number }[] }).linePos?.[0];

@@ -130,7 +130,7 @@ export interface LimitsConfig {
   upstreamPauseMaxMs: number;
 }
 
-/** The one validated configuration object; nothing else in the program reads process.env. */
+/** The one validated configuration object: what the program knows of the environment, past its entry points. */
 export interface GatewayConfig {
   environment: GatewayEnvironment;
   version: string;

@@ -46,7 +46,7 @@ export interface BoundedEstimate {
 }
 
 /**
- * The estimate as admission charges it, bounded before it reaches a store (issue 41): the prompt at most the usage
+ * The estimate as admission charges it, bounded before it reaches a store: the prompt at most the usage
  * bound (MAX_USAGE_TOKENS); each choice's completion at most the model's context window (no answer is longer) and
  * the usage bound; choices at most MAX_CHOICES. So the largest estimate is about 1.3e10 tokens, whatever a caller
  * sends or a native body holds.

@@ -1,8 +1,8 @@
 /**
  * Cuts a text into pieces no longer than MAX_PIECE characters for a BPE tokenizer, so that counting costs time in
  * proportion to the text. The BPE merge of one pre-token (a run the encoding's regex keeps whole: a word, a run of
- * spaces, of punctuation, of one letter) is quadratic in its length: gpt-tokenizer took 7 s for 100,000 times the
- * same letter, 483 s for a million. No piece here is longer than MAX_PIECE, so no pre-token is either.
+ * spaces, of punctuation, of one letter) is quadratic in its length: gpt-tokenizer took seconds for 100,000 times
+ * the same letter, minutes for a million. No piece here is longer than MAX_PIECE, so no pre-token is either.
  *
  * Where it can, a piece ends at a point that is a pre-token boundary for both encodings used (o200k_base and
  * cl100k_base), and counting the pieces one by one gives exactly the count of the whole (test/bpe-pieces.test.ts

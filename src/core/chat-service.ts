@@ -21,9 +21,6 @@ import type { Answered } from './try-targets.js';
 
 export type { StartedStream } from './model-call.js';
 
-/** The name routes/response-cache.ts still imports CallInput by. */
-export type ChatCall = CallInput;
-
 export interface CompletedChat {
   result: ChatCompletionResult;
   /** RateLimit-* headers for the answer. */

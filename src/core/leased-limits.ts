@@ -57,7 +57,7 @@ interface SlotBlock {
  * `lease` / `block`), and every lease or block a plan uses is pinned until the admission ends: an admission that
  * waits for the store can rely on what it planned with. (Planning without setting aside let the idle sweep return
  * a lease, or another request take its units, while the store step was in flight: "a local rate step without a
- * lease", issue 41, or more admitted than bought.)
+ * lease", or more admitted than bought.)
  */
 type Step =
   | { how: 'store' }

@@ -118,7 +118,7 @@ export class RateLimitService {
     } catch (error) {
       // Only an outage of the store may let a call through unchecked. Any other error (a value the store cannot
       // hold, a broken invariant of ours) would happen again on every call: failing open on it switched limits
-      // off for good (issue 41). It goes to the error handler: a logged 500 internal_error, never admitted.
+      // off for good. It goes to the error handler: a logged 500 internal_error, never admitted.
       if (!isStoreOutage(error)) throw error;
       this.options.onStoreHealth(false, error);
       if (this.options.config.onStoreFailure === 'closed') {
@@ -370,7 +370,7 @@ function settlementsOf(
     const what = described[i]?.what;
     if (limit?.kind === 'concurrency') items.push({ kind: 'concurrency', key: limit.key });
     else if (limit && floor && (what === 'tokens' || what === 'cost')) {
-      // A stream cut before its usage (issue 41, adversarial pass): at least what it delivered is charged.
+      // A stream cut before its usage: at least what it delivered is charged.
       const units = what === 'tokens' ? floor.total_tokens : pricing ? Math.ceil(costMicros(floor, pricing)) : 0;
       const delta = debtBound(units, limit.limit) - limit.cost;
       if (delta > 0) items.push({ kind: 'rate', key: limit.key, limit: limit.limit, windowMs: limit.windowMs, delta });

@@ -12,7 +12,7 @@ export interface CounterBounds {
 }
 
 const BOUNDS: CounterBounds = { maxBacklogChars: 16 * 1024 * 1024, smallCountChars: 64 * 1024 };
-/** A thread with nothing to count for this long is ended (its tokenizer is ~100 MB); the next count starts another. */
+/** A thread with nothing to count for this long is ended (its tokenizer is large); the next count starts another. */
 const IDLE_MS = 60_000;
 /** How often a count in progress checks whether its caller is still there. */
 const CLIENT_CHECK_MS = 100;

@@ -91,7 +91,7 @@ export class UploadService {
   /**
    * Stores one part. Its bytes are reserved against the owner's storage quota before the first is stored (all of
    * `sizeHint`, the request's Content-Length, when known), and the upload's parts are bounded by its declared
-   * `bytes` in the store's step that records the part, so parts sent at once cannot together pass it (issue 41).
+   * `bytes` in the store's step that records the part, so parts sent at once cannot together pass it.
    * A part is bounded by `files.max_part_bytes` (and the upload's size); `whole`: the part is the upload's whole
    * declared size in one (a presigned PUT, whose size is signed): bounded by that size alone.
    */

@@ -58,8 +58,8 @@ export function endRequest(request: FastifyRequest, status: number): void {
 
 /**
  * The access line: one per request, from its record, serialized by hand for its fixed fields (pino's generic
- * object walk and its whole-line secret scrub were ~6 % of a chat call's CPU, docs/benchmarks.md). The keys, their
- * order and their values are what `log.info({...}, 'request')` wrote: an absent field is left out, a number is
+ * object walk and its whole-line secret scrub cost a visible share of a call's CPU, docs/benchmarks.md). The keys,
+ * their order and their values are what `log.info({...}, 'request')` wrote: an absent field is left out, a number is
  * written as it is (a non-finite one as null), a string through JSON.stringify. The strings a caller or an
  * upstream can set (the id, URL, names, dropped fields, the replay reason) are scrubbed of the known secrets; the numbers
  * and the gateway's own enums (route, code, cache, usage anomalies) cannot hold one.

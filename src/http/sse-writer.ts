@@ -8,7 +8,7 @@ import type { FastifyReply } from 'fastify';
  *
  * Why not `reply.send(Readable.from(source))`: that costs every stream a Readable, a `pipe` and two end-of-stream
  * watchers (~15 closures and listeners) for as long as it lasts; thousands of streams at once paid that in memory
- * (docs/benchmarks.md, issue 18). Fastify's onResponse hooks (access line, usage, events) still run: they follow
+ * (docs/benchmarks.md). Fastify's onResponse hooks (access line, usage, events) still run: they follow
  * the response's `finish`, which a hijacked reply emits too.
  *
  * Ending early (the socket closed, or the source failed in a way it did not answer itself) returns the source,

@@ -67,7 +67,7 @@ export function serveClusterMetrics(logger: Logger, workers: () => Worker[]): vo
         return;
       }
       // prom-client is loaded at the first scrape, not at start: the primary never uses it otherwise
-      // (~4 MB of its idle RSS, issue 33).
+      // (a part of its idle footprint).
       import('prom-client')
         .then(({ AggregatorRegistry }) => AggregatorRegistry.aggregate(samples).metrics())
         .then((text) => answer({ text }))

@@ -11,7 +11,7 @@ interface MetricValue {
 /**
  * Counters and histograms for the request path, registered in a prom-client Registry as custom metrics: an
  * observation is a few additions on a child object the caller keeps (prom-client's own children hash their
- * label values on every call — measured at several % of the gateway's throughput). The values are turned into
+ * label values on every call, a measurable cost to the gateway's throughput). The values are turned into
  * prom-client's sample format only when scraped.
  */
 abstract class FastMetric<Child> {

@@ -17,8 +17,8 @@ const SECRET_HEADERS = new Set([
 const SECRET_KEYS = new Set(['apiKey', 'api_key', 'token', 'adminTokens', 'authorization', 'password', 'secret']);
 
 /**
- * Redaction happens in two layers, both cheap enough for the hot path (pino's own `redact` option cost ~10% of
- * a request's CPU in the benchmark, so it is not used):
+ * Redaction happens in two layers, both cheap enough for the hot path (pino's own `redact` option cost a sizeable
+ * share of a request's CPU in the benchmark, so it is not used; docs/adr/):
  * 1. by key: serializers for the keys that can carry secrets (`req`, `headers`, `upstream`, `config`). pino runs a
  *    serializer only when that key is present in a log call, so ordinary lines pay nothing;
  * 2. by value: every finished line is scrubbed of the known secrets (admin tokens, configured upstream keys), so a

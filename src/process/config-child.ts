@@ -3,7 +3,7 @@
  * (config-from-child.ts starts it). It validates the environment and the config file with zod, provisions the
  * development admin token and, when there will be workers, runs the SQLite migrations once before they race for
  * the file; then it hands the validated config to its parent over the IPC channel and exits. The cluster primary
- * itself thus never loads zod, the config sections or node:sqlite (issue 33: the primary's idle RSS).
+ * itself thus never loads zod, the config sections or node:sqlite (the primary's idle footprint).
  */
 import { loadConfig } from '../config/load.js';
 import { ConfigError } from '../config/config-error.js';

@@ -18,7 +18,7 @@ export function mayRunWorkers(env: Readonly<Record<string, string | undefined>>)
 
 /**
  * The validated config, read by a child process (config-child.ts) so that this process never loads what
- * validating it takes (zod and the config sections: ~15 MB of a cluster primary's idle RSS, issue 33). The child
+ * validating it takes (zod and the config sections: a large part of a cluster primary's idle footprint). The child
  * inherits the environment; the config comes back over its IPC channel as a structured clone (Maps kept). A bad
  * config throws the same ConfigError, with the same problems, as reading it in-process.
  */

@@ -4,7 +4,7 @@ import type { GatewayConfig } from '../config/types.js';
 
 /**
  * A cluster worker takes its configuration from the primary instead of reading and validating it again: it never
- * loads zod or the config sections (issue 33, ~15 MB of each worker's idle RSS), and every worker, a respawned one
+ * loads zod or the config sections (a large part of each worker's idle footprint), and every worker, a respawned one
  * included, runs with the very config the primary validated at start (editing the file later changes nothing
  * until a restart, as for a single process).
  *

@@ -4,7 +4,7 @@ import { KeyTexts } from '../secrets/key-texts.js';
 import type { CallContext, ChatCompletionChunk, StreamChunk } from './contract.js';
 
 /**
- * A chat answer never carries the keys of its call (issue 41): an upstream may repeat the key it was sent, in a
+ * A chat answer never carries the keys of its call: an upstream may repeat the key it was sent, in a
  * completion's text, a tool call's arguments, an id or a model name. Every provider's chat answer, JSON or stream,
  * passes through here before any surface reads it, so the chat API, the surfaces translated from it (Responses,
  * Messages, Gemini over another upstream) and a batch's chat lines all get it scrubbed.

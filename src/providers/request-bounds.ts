@@ -1,8 +1,8 @@
 import { MAX_USAGE_TOKENS } from './usage-figures.js';
 
 /**
- * Bounds of the numbers a caller sends that reach a limit, a budget, a price or a store (issue 41: one
- * `max_tokens` of 1e15 switched its key's limits off). Every surface's schema uses these, so a request past one is a
+ * Bounds of the numbers a caller sends that reach a limit, a budget, a price or a store (one `max_tokens` of 1e15
+ * once switched its key's limits off). Every surface's schema uses these, so a request past one is a
  * `400 validation_failed` naming the field, and the admission estimate is bounded again in core (a native body is
  * read where no schema checked every field).
  */

@@ -25,7 +25,7 @@ export class UpstreamClient {
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = createPool(url.origin, {
       // No bound unless configured: a bounded pool queues the calls past it invisibly, and past the first-byte
-      // timeout they failed as the provider's fault (issue 18). Bounds are enforced in front of the pool, with a
+      // timeout they failed as the provider's fault. Bounds are enforced in front of the pool, with a
       // short visible wait and 503 upstream_busy (src/core/upstream-capacity.ts), so this queue stays empty.
       connections: config.maxConnections ?? null,
       // TLS 1.2 or newer to every https:// upstream (plain http:// only to loopback or hosts the config allows).
@@ -50,8 +50,8 @@ export class UpstreamClient {
   ): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
-      // Spelled out, not `{ ...request, signal }`: undici's Request constructor measured ~4x slower on the spread
-      // object (a different shape on the hot path).
+      // Spelled out, not `{ ...request, signal }`: undici's Request constructor is several times slower on the
+      // spread object (a different shape on the hot path).
       response = await this.pool.request({
         method: request.method,
         path: request.path,

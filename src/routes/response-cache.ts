@@ -4,7 +4,8 @@ import type { AnswerRecorder } from '../core/answer-recorder.js';
 import type { CachePolicy } from '../config/types.js';
 import { SSE_HEADERS } from '../http/sse.js';
 import type { StoredResponse } from '../store/contract.js';
-import type { ChatCall, ChatService } from '../core/chat-service.js';
+import type { ChatService } from '../core/chat-service.js';
+import type { CallInput } from '../core/model-call.js';
 import { ANSWER_HEADERS, type ChatIdempotency } from './chat-idempotency.js';
 
 export { bothRecorders } from '../core/answer-recorder.js';
@@ -139,7 +140,7 @@ export async function answerFromCache(
   claimed: AnswerRecorder | undefined,
   deps: { chat: ChatService; idempotency: ChatIdempotency },
   model: string,
-  call: ChatCall,
+  call: CallInput,
 ): Promise<FastifyReply> {
   try {
     const rateLimitHeaders = await deps.chat.admitCachedAnswer(model, call);

@@ -286,9 +286,8 @@ async function* sseFrames(
     let next = first;
     if (options.openAtOnce === true) frames = open(undefined);
     while (next.done !== true) {
-      // One upstream read's chunks leave as one write. In the bench's 100-chunk burst the batches held ~100 chunks
-      // (one write per stream instead of 101); streams/s barely moved there: reading and checking each chunk, not
-      // writing, is what a chunk costs (docs/benchmarks.md, issue 18).
+      // One upstream read's chunks leave as one write: a burst of chunks is one write, not one per chunk. Reading
+      // and checking each chunk, not writing it, is what a chunk costs (docs/benchmarks.md).
       translating = true;
       for (const item of next.value) {
         usage = item.usage ?? item.chunk.usage ?? usage;

@@ -10,7 +10,8 @@ import { REDACTED } from './redact.js';
  * looks for the keys' 8-character pieces that start at a multiple of 8 (every run of 15 characters of a key holds
  * one), and each hit is extended character by character to the run of the key around it. Linear in the text (no
  * step goes back more than one key length; past MAX_HITS hits, only whole keys), so a 32 MiB answer or a 4 MiB event
- * costs milliseconds, never a scan of every window of the text (docs/benchmarks.md, "Issue 41"). A stream's texts,
+ * costs milliseconds, never a scan of every window of the text (docs/benchmarks.md, "chat answers scrubbed of the
+ * call's keys"). A stream's texts,
  * split over its chunks, are followed by key-texts.ts.
  */
 
@@ -30,8 +31,8 @@ interface PieceOf {
 /**
  * The search of a scrubber: one regular expression, the alternation of every key's 8-character pieces that start at
  * a multiple of 8 (a key shorter than a run: the key whole), each key as it is and as a JSON string spells it when
- * that differs. V8 runs it as one pass over the text (~1 ms a MiB of prose or of text full of `sk-`; one search a key
- * took 1.7 times as long, one `indexOf` a piece 4 to 7 times).
+ * that differs. V8 runs it as one pass over the text, faster than one search a key or one `indexOf` a piece
+ * (docs/benchmarks.md).
  */
 interface Search {
   regex: RegExp;
@@ -204,8 +205,8 @@ function redacted(text: string, ranges: Ranges, from: number, to: number): strin
 }
 
 /**
- * The scrubbers of one key, made once (compiling the search costs ~40 µs, more than a call's searches; the pieces and
- * trigrams too): at most MAX_CACHED.
+ * The scrubbers of one key, made once (compiling the search costs more than a call's searches; the pieces and trigrams
+ * too): at most MAX_CACHED.
  */
 const scrubbers = new Map<string, KeyScrubber>();
 const MAX_CACHED = 256;

@@ -213,7 +213,7 @@ const SECRET_PIECE_CHARS = 8;
  * frame): every whole occurrence, and every run of at least eight characters that also occurs in a secret (a
  * key cut at a truncation point, or partly masked), and anything shaped like a provider key. Run it BEFORE cutting a
  * text to length, so the cut cannot turn a whole secret into a piece (scrubCut does both). Error paths only: it
- * costs a set lookup per character per secret (~0.1 ms a KiB); an answer is scrubbed by key-scrubber.ts instead.
+ * costs a set lookup per character per secret; an answer is scrubbed by key-scrubber.ts instead.
  */
 export function scrubText(text: string, secrets: ReadonlyArray<string | undefined>): string {
   let out = text;

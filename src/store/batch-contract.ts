@@ -1,5 +1,5 @@
 /**
- * The batch store (issue 34): batches and their lines, one row per line, so a batch survives a restart and a line's
+ * The batch store: batches and their lines, one row per line, so a batch survives a restart and a line's
  * answer is recorded exactly once, keyed by (batch id, line index). The SQLite implementation is
  * `sqlite/sqlite-batches.ts`; the surfaces (OpenAI's Batch API, Anthropic's Message Batches) are translations of
  * this one model (src/core/batches/).

@@ -19,7 +19,7 @@ export interface GatewayStore extends StoreLifecycle {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Rate limiting (issue 3). Keys are opaque strings built by the core, e.g. "req:caller:admin:model:gpt-4o".
+// Rate limiting. Keys are opaque strings built by the core, e.g. "req:caller:admin:model:gpt-4o".
 
 /** The state of one limit after a decision, enough to fill the IETF RateLimit-* headers. */
 export interface RateLimitDecision {
@@ -120,7 +120,7 @@ export interface UpstreamPauseStore {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Idempotency (issue 3).
+// Idempotency.
 
 /** What is kept of a completed answer so it can be replayed exactly. */
 export interface StoredResponse {
@@ -248,7 +248,7 @@ export interface ResponseStore {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Owners of the ids an upstream keeps for a natively forwarded call (issue 29).
+// Owners of the ids an upstream keeps for a natively forwarded call.
 
 /**
  * Which caller each upstream-held id belongs to: a Responses API response forwarded natively and its output
@@ -265,7 +265,7 @@ export interface NativeOwnerStore {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The exact response cache (issue 22).
+// The exact response cache.
 
 /**
  * Cached answers, by an opaque key the core builds (a hash of environment, scope and canonical request). Bounded:
@@ -288,7 +288,7 @@ export interface IdempotencyClaim {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Webhook outbox (issue 5).
+// Webhook outbox.
 
 /** One event to deliver to one subscription; the event id is the same on every attempt (receivers de-duplicate). */
 export interface OutboxDelivery {
@@ -336,7 +336,7 @@ export interface OutboxStore {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Scoped API keys (issue 6).
+// Scoped API keys.
 
 /** What a key may do; `*` in `models` allows every model. */
 export interface ApiKeyRecord {
@@ -374,7 +374,7 @@ export interface KeyStore {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Usage records (issue 7).
+// Usage records.
 
 /** One API request, as operators look at it. Never prompt or answer text. */
 export interface UsageRecord {

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 
 /**
- * Files and uploads (issue 34, docs/files.md): metadata and bytes behind two small interfaces, one per job, each
+ * Files and uploads (docs/files.md): metadata and bytes behind two small interfaces, one per job, each
  * implemented by the embedded store (SQLite + files under DATA_DIR) and by PostgreSQL (metadata + bytes in chunked
- * `bytea` rows), and each passing the same contract suite (test/store-contract/file-stores.ts).
+ * `bytea` rows), and each passing the same contract suite (test/store-contract/file-store-contract.ts).
  *
  * Bytes always arrive as an `AsyncIterable<Uint8Array>` and leave as a `Readable`: a backend streams them and
  * never holds a whole file in memory. A write is all or nothing: its record exists only once every byte is

@@ -16,8 +16,8 @@ import type { AdmissionLimit, LimitOutcome, RateLimitDecision } from './contract
 // time) from being free: such a limit is enforced as at most one call per ms, stricter than configured.
 
 //
-// Bounds: no number a caller can influence may make the stored state unreadable or a limit unenforceable (issue 41:
-// one charge of 1e15 tokens stored a TAT of 3.6e18 ms, past what a JavaScript number reads exactly, and every later
+// Bounds: no number a caller can influence may make the stored state unreadable or a limit unenforceable (one
+// charge of 1e15 tokens once stored a TAT of 3.6e18 ms, past what a JavaScript number reads exactly, and every later
 // step failed). So a window is at most MAX_WINDOW_MS; one charge moves a TAT by at most MAX_DEBT_WINDOWS windows;
 // no TAT is ever written beyond `gcraCeiling` (now + MAX_DEBT_WINDOWS windows, about 3.5e13 ms from now at most);
 // and a stored TAT that cannot be read, or lies beyond that ceiling, is repaired by `gcraStoredTat` to one full

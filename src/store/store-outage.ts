@@ -2,8 +2,8 @@
  * A store that cannot be reached or used right now (a file locked past its busy timeout, a full disk, Redis down
  * or failing over), as opposed to an error in what was asked of it (a value it cannot hold, a broken script, a bug
  * of ours). Only an outage may let a call through unchecked (`limits.on_store_failure: open`): an error in the
- * value would be raised again by every later call, and failing open on it switched a key's limits off for good
- * (issue 41). The limiter stores wrap their store steps in `outageAware`, and the rate-limit service fails open
+ * value would be raised again by every later call, and failing open on it switched a key's limits off for good.
+ * The limiter stores wrap their store steps in `outageAware`, and the rate-limit service fails open
  * only on a StoreOutageError.
  */
 export class StoreOutageError extends Error {

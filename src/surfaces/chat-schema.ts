@@ -64,7 +64,7 @@ export const chatBodySchema = {
     messages: { type: 'array', minItems: 1, items: message },
     temperature: { type: 'number', minimum: 0, maximum: 2 },
     top_p: { type: 'number', minimum: 0, maximum: 1 },
-    // Bounded (providers/request-bounds.ts): each reaches the admission estimate, limits and budgets (issue 41).
+    // Bounded (providers/request-bounds.ts): each reaches the admission estimate, limits and budgets.
     max_tokens: tokenCountSchema,
     max_completion_tokens: { ...tokenCountSchema, type: ['integer', 'null'] },
     n: { ...choicesSchema, type: ['integer', 'null'] },

@@ -4,8 +4,8 @@ import { sweepInBackground } from './background-sweep.js';
 
 /**
  * One step (one store call, one transaction on SQLite, whose writes hold the event loop): 200 lines, or fewer once
- * they hold 4 MiB (one line of any size). Measured here (docs/files.md): a step of 200 lines of 2.3 KB took about
- * 2 ms, one of 4 MiB of 64 KiB lines under 5 ms; the 4 MiB lines of a 256 MiB create go one step each.
+ * they hold 4 MiB (one line of any size). Such a step holds the loop for milliseconds at most (docs/files.md);
+ * the 4 MiB lines of a 256 MiB create go one step each.
  */
 export const CREATE_SWEEP_STEP: SweepStep = { lines: 200, bytes: 4 * 1024 * 1024 };
 /** Steps per pass at most (200,000 lines, or 4 GiB): whatever is left waits for the next pass. */

@@ -22,7 +22,7 @@ export interface ReloadTargets {
   generations: ConfigGenerations;
   /**
    * Reads and validates the config file again (loadConfig); throws (or rejects with) ConfigError listing each bad
-   * field. May be async: a cluster worker loads the config modules (zod) only at its first reload (issue 33).
+   * field. May be async: a cluster worker loads the config modules (zod) only at its first reload.
    */
   read: () => GatewayConfig | Promise<GatewayConfig>;
   pipeline: CallPipeline;

@@ -33,8 +33,8 @@ const WINDOW_MS = 24 * 3_600_000;
 export const LINE_CHUNK = 500;
 /**
  * ...or fewer, once they hold this many bytes (Anthropic's create): SQLite's writes are synchronous, and a
- * transaction of 500 requests of 2.3 KB held the event loop about 30 ms here; 64 KiB keeps most under 10 ms for
- * about 10 % more time in all (docs/files.md, "How big an Anthropic batch can be").
+ * transaction of 500 large requests held the event loop too long; 64 KiB keeps each short for a little more time
+ * in all (docs/files.md, "How big an Anthropic batch can be").
  */
 export const LINE_CHUNK_BYTES = 64 * 1024;
 

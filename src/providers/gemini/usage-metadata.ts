@@ -19,7 +19,7 @@ const MAX_DETAILS = 64;
 
 /**
  * A natively forwarded Gemini answer's (or event's) `usageMetadata` read as the gateway's usage, and corrected in
- * place when a figure had to be (issue 41): then the answer, written again, shows what the record counts (its
+ * place when a figure had to be: then the answer, written again, shows what the record counts (its
  * prompt, its candidates and thoughts adding up to its completion, its total, its cache reads), never `1e+300`,
  * `-5` or `"x"`. A count that is no number is 0, one below zero 0, one too large the bound, a fraction rounded up;
  * a part larger than what it is a part of is cut to it. Undefined when there is no usage object; the usage carries

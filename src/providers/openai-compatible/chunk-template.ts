@@ -6,9 +6,9 @@ import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
  * A template is such a frame cut around its text: when the next frame is the same `prefix`, then one JSON string,
  * then the same `suffix`, it is the template's chunk with that text, so it is decoded without `JSON.parse`.
  *
- * What this buys: `JSON.parse` of each frame was 28 % of the gateway's CPU in the 100-chunk burst bench; the frames
- * of a burst after its first two skip it (a match ~0.25 µs against ~1.5 µs for the full decode of a 250-byte frame):
- * **135 %** of the streams per second of the build before, paired on one core (docs/benchmarks.md, issue 33).
+ * What this buys: `JSON.parse` of each frame was a large share of the gateway's CPU on a stream of many chunks; the
+ * frames of a burst after its first two skip it, and a match costs a fraction of the full decode (figures in
+ * docs/benchmarks.md).
  *
  * Why a match is exactly the frame the full decode would have produced: the frame's text outside the string is the
  * template's, byte for byte, and the template was checked once (`verify`) by parsing it with another string in
@@ -57,8 +57,8 @@ export class ChunkTemplate {
     const { prefix, suffix } = this;
     if (this.check === 'bad') return undefined;
     const end = data.length - suffix.length;
-    // Compared as slices: `data.startsWith(this.prefix)` measured ~1 µs for a 177-character prefix (V8's generic
-    // path when the text searched for is read from a field), the slice and `===` ~0.07 µs.
+    // Compared as slices: `data.startsWith(this.prefix)` takes V8's generic path when the text searched for is read
+    // from a field, many times slower than the slice and `===`.
     if (end - prefix.length < 2 || data.slice(0, prefix.length) !== prefix || data.slice(end) !== suffix) {
       return undefined;
     }

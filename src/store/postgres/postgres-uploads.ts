@@ -76,7 +76,7 @@ export class PostgresUploadStore implements UploadStore {
         `SELECT status FROM ${this.p}uploads WHERE id = $1 FOR UPDATE`,
         [uploadId],
       );
-      // Counted under the upload's lock, which every part's transaction takes: none of them interleave (issue 41).
+      // Counted under the upload's lock, which every part's transaction takes: none of them interleave.
       const held = await client.query<{ parts: string; held: string }>(
         `SELECT count(*) AS parts, coalesce(sum(bytes), 0) AS held FROM ${this.p}upload_parts WHERE upload_id = $1`,
         [uploadId],

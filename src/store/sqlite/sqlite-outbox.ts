@@ -94,8 +94,8 @@ export class SqliteOutbox implements OutboxStore {
 
   /**
    * Resolves once the deliveries are committed. Events arriving together share one commit: they wait up to
-   * 5 ms (or 512 deliveries) for each other — a commit per event measured at ~15 % of the gateway's CPU under
-   * load, one per burst at a fraction of that.
+   * 5 ms (or 512 deliveries) for each other — a commit per event cost a large share of the gateway's CPU under
+   * load, one per burst a fraction of that.
    */
   enqueue(deliveries: ReadonlyArray<NewDelivery>, nowMs?: number): Promise<void> {
     if (deliveries.length === 0) return Promise.resolve();

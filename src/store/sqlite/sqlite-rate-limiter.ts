@@ -40,7 +40,7 @@ export class SqliteRateLimiter extends LimitStoreBase {
   constructor(db: BetterSqlite3.Database) {
     super();
     this.batcher = writeBatcherFor(db);
-    // Read through MIN(): a TAT past 2^53 (written before the bounds of gcra.ts, issue 41) would make node:sqlite
+    // Read through MIN(): a TAT past 2^53 (written before gcra.ts bounded it) would make node:sqlite
     // throw on the read ("too large to be represented as a JavaScript number"); clamped, it reads as a value past
     // the ceiling, which gcraStoredTat repairs and the step writes back.
     this.readTat = db.prepare('SELECT MIN(tat_ms, 9007199254740991) AS tat_ms FROM rate_limits WHERE key = ?');

@@ -14,8 +14,8 @@ const MAX_EVICTIONS = 1_000;
 const ROWS_PER_INSERT = 16;
 /**
  * At most one write of stored responses per GATHER_MS. A commit (the WAL append) is what a small write costs: one
- * commit per 2 ms instead of one per event-loop turn took the Responses route with storage from ~67 % to ~77 % of
- * the chat route's throughput (docs/benchmarks.md). The wait is paid only under load, when it buys throughput:
+ * commit per GATHER_MS instead of one per event-loop turn brought the Responses route with storage closer to the
+ * chat route's throughput (docs/benchmarks.md). The wait is paid only under load, when it buys throughput:
  * a write that carried several puts (calls overlap) makes the next GATHER_WRITES writes wait and gather; once
  * writes carry one put each for that long (one caller at a time), a put is written at once (the next turn).
  */

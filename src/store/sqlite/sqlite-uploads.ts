@@ -148,7 +148,7 @@ export class SqliteUploadStore implements UploadStore {
   ): Promise<StoredPart | undefined> {
     const name = partName(uploadId, partId);
     const { bytes } = await this.content.write(name, content, bounds.maxBytes);
-    // One immediate transaction: the checks and the insert cannot interleave with another part's (issue 41).
+    // One immediate transaction: the checks and the insert cannot interleave with another part's.
     const recorded = this.db.transaction((): true | false | UploadBytesExceeded => {
       if (this.status.get(uploadId) !== 'pending' || this.partCount.get(uploadId)! >= bounds.maxParts) return false;
       const held = this.heldBytes.get(uploadId)!;

@@ -11,8 +11,8 @@ const CLOSE_WAIT_MS = 5_000;
 
 /**
  * Keeps a store's WAL bounded without holding the event loop. SQLite's automatic checkpoint runs in the commit
- * that takes the WAL past 1000 pages, on the thread that commits (10 to 140 ms on a disk: a 4 MB copy and two
- * fsyncs); here a thread of its own (wal-checkpoint-thread.ts), with its own connection, does the copying, and
+ * that takes the WAL past 1000 pages, on the thread that commits (a 4 MB copy and two fsyncs, held on the event
+ * loop); here a thread of its own (wal-checkpoint-thread.ts), with its own connection, does the copying, and
  * the serving connection's automatic checkpoint is moved out to `maxWalBytes`. The thread is started only once
  * the WAL first passes `walBytes`, so a store opened briefly or written little (the CLI, the migrating config
  * child) never starts it. One per process: several processes on one file (WORKERS > 1) each run one, and PASSIVE

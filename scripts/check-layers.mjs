@@ -25,6 +25,7 @@ export const LAYERS = [
   ['providers', 'store'],
   ['config'],
   ['errors', 'streaming', 'secrets', 'net', 'wire'],
+  ['names'],
 ];
 
 const IMPORT =

@@ -8,6 +8,8 @@
  */
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import {
   startMockUpstream,
   MOCK_CONTENT,
@@ -26,6 +28,7 @@ import {
   WEBHOOK_EVENT_KINDS,
   type GrantableRoute,
 } from '../src/config/schema.js';
+import { API_NAMES, type ApiNames } from '../src/names/api-names.js';
 import type { SurfaceDescriptor, StreamMode } from '../src/surfaces/descriptor.js';
 import type { ApiSurface, StreamEncoder, SurfaceRequest } from '../src/surfaces/surface.js';
 import type { ErrorShape } from '../src/request/request-state.js';
@@ -48,6 +51,41 @@ describe('the surface registry', () => {
         `${surface.route} has a generate endpoint`,
       );
     }
+  });
+  test('the names of each surface are its entry in the names table: route, default scope, event kinds and stage, native API', () => {
+    for (const surface of SURFACES) {
+      const entry: ApiNames | undefined = API_NAMES.find((api) => api.route === surface.route);
+      assert.ok(entry, `${surface.route} has an entry in src/names/api-names.ts`);
+      assert.equal(entry.scope ?? `${entry.route}:write`, surface.oauthScope, surface.route);
+      assert.deepEqual(entry.events, [surface.events.completed, surface.events.failed], surface.route);
+      const stage = entry.stage === 'canary' ? CANARY_EVENT_KINDS : WEBHOOK_EVENT_KINDS;
+      assert.ok(stage.includes(surface.events.completed) && stage.includes(surface.events.failed), surface.route);
+      assert.equal(entry.native === true, surface.native !== undefined, `${surface.route}: native`);
+      if (surface.native) assert.equal(surface.native.api, surface.route);
+    }
+  });
+
+  test('the names of the newest surface are written once: in the names table and its own folder, in no other file of src/', () => {
+    const src = join(import.meta.dirname, '..', 'src');
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+      );
+    const gemini = SURFACES.find((s) => s.route === 'gemini');
+    assert.ok(gemini);
+    // Its event kinds, its default scope, and its route beside another surface's in a list of rights or a union of
+    // native APIs (a provider's wire format of the same name is the provider's own, config/provider-presets.ts).
+    const names = [`'${gemini.events.completed}'`, `'${gemini.events.failed}'`, `'${gemini.oauthScope}'`];
+    const written = new Set<string>();
+    for (const file of files(src)) {
+      const text = readFileSync(file, 'utf8');
+      const path = relative(src, file).split('\\').join('/');
+      if (names.some((name) => text.includes(name)) || /'messages'(, | \| )'gemini'/.test(text)) written.add(path);
+    }
+    assert.deepEqual(
+      [...written].filter((path) => !path.startsWith('surfaces/gemini/')),
+      ['names/api-names.ts'],
+    );
   });
 });
 
@@ -114,8 +152,8 @@ const textSchema = { type: 'object', required: ['text'], properties: { text: { t
 /**
  * A made-up API: `POST /parrot/v1/birds/{model}:say` (the chat pipeline) and `:count` (a token count), credentials in
  * `x-parrot-key`, the model in the path, streaming by `?alt=sse|array`, its own `pageToken` query. It borrows the
- * grantable route `models` for its right and records: config's GRANTABLE_ROUTES is where a real surface adds its
- * own route name (one line), and a test cannot.
+ * grantable route `models` for its right and records: the names table (src/names/api-names.ts) is where a real
+ * surface declares its own route, scope and event kinds (one entry), and a test cannot add one to it.
  */
 const PARROT: SurfaceDescriptor = {
   route: 'models' as GrantableRoute,

@@ -4,6 +4,7 @@ import { batchesSectionSchema } from './batches-schema.js';
 import { filesSectionSchema } from './files-schema.js';
 import { serverSectionSchema } from './server-schema.js';
 import { DEFAULT_OAUTH_SCOPES, GRANTABLE_ROUTES, type GrantableRoute } from './names.js';
+import { apiEventKinds } from '../names/api-names.js';
 
 /**
  * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
@@ -238,32 +239,22 @@ export const tracingSchema = z
   })
   .strict();
 
-export const WEBHOOK_EVENT_KINDS = [
-  'chat.completed',
-  'chat.failed',
-  'response.completed',
-  'response.failed',
-  'message.completed',
-  'message.failed',
-  'embeddings.completed',
-  'embeddings.failed',
+/** The event kinds of the first release: the APIs' (names/api-names.ts), then the gateway's own. */
+export const WEBHOOK_EVENT_KINDS: readonly string[] = [
+  ...apiEventKinds('all'),
   'ratelimit.exceeded',
   'upstream.unhealthy',
   'upstream.recovered',
-] as const;
+];
 /** Kinds added after the first release: they start in the canary stage (docs/webhooks.md, "Rollout of event kinds"). */
-export const CANARY_EVENT_KINDS = [
+export const CANARY_EVENT_KINDS: readonly string[] = [
   'key.created',
   'key.updated',
   'key.rotated',
   'key.revoked',
-  'gemini.completed',
-  'gemini.failed',
-  'batch.completed',
-  'batch.failed',
-  'batch.cancelled',
+  ...apiEventKinds('canary'),
   'config.reloaded',
-] as const;
+];
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
 const secretRef = z

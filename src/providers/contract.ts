@@ -2,6 +2,7 @@
  * The one typed contract every provider implements. The core speaks only these types (the OpenAI chat shapes,
  * which are what callers send and receive); a provider translates to and from its own wire format.
  */
+import type { NativeApiName } from '../names/api-names.js';
 
 export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
@@ -166,8 +167,8 @@ export interface NativeApi {
   countTokens?(body: NativeBody, context: CallContext): Promise<number>;
 }
 
-/** The APIs a provider may speak natively besides chat. */
-export type NativeApiName = 'responses' | 'messages' | 'gemini';
+/** The APIs a provider may speak natively besides chat: the names table's entries marked `native`. */
+export type { NativeApiName } from '../names/api-names.js';
 
 export interface CallContext {
   /**

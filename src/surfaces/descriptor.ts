@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GrantableRoute } from '../config/schema.js';
+import type { GrantableRoute } from '../names/api-names.js';
 import type { CachePolicy } from '../config/types.js';
 import type { CatalogModel, ModelPage } from '../core/model-catalog.js';
 import type { TokenEstimate } from '../core/rate-limit-service.js';
@@ -28,11 +28,11 @@ import type { ApiSurface, SurfaceRequest } from './surface.js';
  */
 export interface SurfaceDescriptor {
   /**
-   * Its route: the right a key or token needs (one of config's GRANTABLE_ROUTES), what its calls are recorded and
+   * Its route: the right a key or token needs (its entry in names/api-names.ts), what its calls are recorded and
    * observed under, and the scope of their Idempotency-Keys and cache entries.
    */
   readonly route: GrantableRoute;
-  /** The OAuth scope that grants the route by default (`<route>:write`: config/schema.ts derives the same). */
+  /** The OAuth scope that grants the route by default (its entry's in names/api-names.ts). */
   readonly oauthScope: string;
   /**
    * The API whose paths it serves, as the HTTP layer knows it: which requests are its (its own paths, and a shared

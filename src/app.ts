@@ -36,6 +36,8 @@ import type {
 } from './store/contract.js';
 import { wireAuth } from './wiring/auth.js';
 import { wireBatches } from './wiring/batches.js';
+import { makeCallAs } from './routes/call-as.js';
+import type { CallAs } from './core/call-as.js';
 import type { BatchStore } from './store/batch-contract.js';
 import { wireDashboard } from './wiring/dashboard.js';
 import { wireHealth } from './wiring/health.js';
@@ -107,6 +109,8 @@ export interface GatewayApp {
   reloadCertificate(): boolean;
   /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
+  /** A call made as a caller through the whole request pipeline, its outcome typed (routes/call-as.ts). */
+  callAs: CallAs;
   /**
    * Reads the config file again and applies it when it is good (SIGHUP); a no-op without `readConfig`. Resolves
    * once that reload (or the waiting one it joined) has run.
@@ -199,9 +203,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const responses = wireResponses(app, config, deps.responses);
   const health = wireHealth(generations, deps.store, upstreams, limits, isShuttingDown);
   const catalog = new ModelCatalog(config, generations.current.defaultProbe, providers.builtins, prices);
-  // Batches: their APIs, and this process's runner of their lines (through the routes mounted above).
+  // The surfaces' typed entry into the pipeline (through the routes mounted above): batches run their lines by it.
+  const callAs = makeCallAs(app, auth);
+  // Batches: their APIs, and this process's runner of their lines.
   const batchStats = wireBatches(app, config, {
     auth,
+    callAs,
     store: deps.batches,
     files: files?.service,
     ...(files ? { quota: files.quota } : {}),
@@ -294,6 +301,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       return true;
     },
     files,
+    callAs,
     reloadConfig: (trigger) => reloads?.reload(trigger) ?? Promise.resolve(),
   };
 }

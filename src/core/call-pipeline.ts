@@ -148,6 +148,7 @@ export class CallPipeline implements CallMachinery {
       ...(input.callerLimits ? { callerLimits: input.callerLimits } : {}),
     });
     await admission.finish(undefined);
+    input.onAdmitted?.(admission.rate);
     return admission.headers;
   }
 }

@@ -6,6 +6,7 @@ import type { CallScope, ClientWatch } from './call-scope.js';
 import type { ChatTarget, RoutePlan } from './model-router.js';
 import type { PricedUsage } from './pricing.js';
 import type { PriceBook } from './price-book.js';
+import type { RateState } from './rate-limit-headers.js';
 import type { Admission, Budget, RateLimitService, TokenEstimate } from './rate-limit-service.js';
 import { deliveredTokens } from './admission-estimate.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
@@ -20,6 +21,8 @@ export interface CallInput {
   budget?: Budget;
   /** Called before each upstream attempt (the usage record counts them). */
   onAttempt?: () => void;
+  /** Called once the call is admitted, with its binding limit's state (the request's record keeps it). */
+  onAdmitted?: (rate: RateState | undefined) => void;
   /** The caller's X-Upstream-Key, replacing the configured key for this call only. */
   upstreamKey: string | undefined;
   requestId: string;
@@ -134,6 +137,7 @@ export class ModelCall {
       ...(input.budget ? { budget: input.budget } : {}),
       ...(input.budget?.costMicros ? { pricing: shared.prices.of(this.model).pricing } : {}),
     });
+    input.onAdmitted?.(this.admission.rate);
   }
 
   /** Tries the targets for an answer read whole (JSON); the caller settles it. A call that found none is settled here. */

@@ -8,6 +8,21 @@ export interface AppliedLimit {
   decision: RateLimitDecision;
 }
 
+/** The state of the limit closest to refusing a caller, as numbers: what `RateLimit-*` says in text. */
+export interface RateState {
+  limit: number;
+  remaining: number;
+  /** Until the window resets, ms. */
+  resetMs: number;
+}
+
+/** The binding limit's state (`bindingLimit`), or undefined when no windowed limit applied. */
+export function rateStateOf(limits: readonly AppliedLimit[]): RateState | undefined {
+  const decision = bindingLimit(limits)?.decision;
+  if (!decision) return undefined;
+  return { limit: decision.limit, remaining: Math.max(0, decision.remaining), resetMs: Math.max(0, decision.resetMs) };
+}
+
 /**
  * The IETF rate-limit headers (draft-ietf-httpapi-ratelimit-headers-06): `RateLimit-Limit`, `-Remaining` and
  * `-Reset` (delta-seconds) describe the limit closest to refusing the caller, `RateLimit-Policy` lists every limit

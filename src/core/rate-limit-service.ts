@@ -17,8 +17,8 @@ export interface Budget {
   costMicros?: WindowLimit;
 }
 import { GatewayError } from '../errors/gateway-error.js';
-import type { AppliedLimit } from './rate-limit-headers.js';
-import { bindingLimit, rateLimitHeaders, rateLimitPolicy } from './rate-limit-headers.js';
+import type { AppliedLimit, RateState } from './rate-limit-headers.js';
+import { bindingLimit, rateLimitHeaders, rateLimitPolicy, rateStateOf } from './rate-limit-headers.js';
 import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitOutcome } from '../store/contract.js';
 
 export { DEFAULT_COMPLETION_TOKENS, estimateTokens, type TokenEstimate } from './admission-estimate.js';
@@ -50,6 +50,8 @@ export interface AdmissionRequest {
 export interface Admission {
   /** The RateLimit-* headers for the answer (empty when no windowed limit applies). */
   headers: Record<string, string>;
+  /** The same limit's state as numbers (undefined when no windowed limit applies). */
+  rate: RateState | undefined;
   /**
    * Ends the admission: frees concurrency slots and corrects token and cost limits with the real usage, if known.
    * Without usage, `deliveredTokens` (the completion a cut stream delivered before its usage came) is a floor: the
@@ -92,7 +94,7 @@ interface LimitPlan {
 
 const MAX_PLANS = 1_000;
 
-const NO_OP_ADMISSION: Admission = { headers: {}, finish: () => Promise.resolve() };
+const NO_OP_ADMISSION: Admission = { headers: {}, rate: undefined, finish: () => Promise.resolve() };
 
 /**
  * Admission control before a chat call reaches its upstream: requests and tokens per window for the caller, the
@@ -279,6 +281,7 @@ export class RateLimitService {
 
     return {
       headers: rateLimitHeaders(applied, policy),
+      rate: rateStateOf(applied),
       finish: async (usage, deliveredTokens) => {
         const floor = usage === undefined ? deliveredFloor(estimate, deliveredTokens) : undefined;
         const items = settlementsOf(limits, described, usage, floor, request.pricing);

@@ -39,6 +39,12 @@ export class GatewayError extends Error {
       'statusFrom' in spec && upstream !== undefined && upstream >= 400 && upstream < 500 ? upstream : spec.status;
   }
 
+  /** The Retry-After this error's answer carries, ms (its delta-seconds form; undefined without one). */
+  get retryAfterMs(): number | undefined {
+    const seconds = this.headers?.['retry-after'];
+    return seconds !== undefined && /^\d{1,12}$/.test(seconds) ? Number(seconds) * 1000 : undefined;
+  }
+
   toBody(): ErrorBody {
     return { code: this.code, message: this.message, details: this.details };
   }

@@ -60,6 +60,7 @@ export function makeErrorHandler(bodyLimitBytes: number) {
     const gatewayError = toGatewayError(error, bodyLimitBytes);
     request.errorCode = gatewayError.code;
     request.errorDetails = gatewayError.details;
+    request.retryAfterMs = gatewayError.retryAfterMs;
     if (gatewayError.code === 'internal_error') {
       request.log.error({ err: error, code: gatewayError.code }, 'unexpected error');
     } else if (gatewayError.status >= 500) {

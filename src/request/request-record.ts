@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { PricedUsage } from '../core/pricing.js';
+import type { RateState } from '../core/rate-limit-headers.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { RouteName } from './route-name.js';
@@ -64,6 +65,10 @@ export interface RequestRecord extends RequestHead {
   readonly replayNotStored: string | undefined;
   /** The request's span, when the handler opened one (otherwise it is opened at the end, from the head). */
   readonly trace: RequestTrace | undefined;
+  /** The caller's binding rate limit once admitted (absent: no windowed limit applied, or not admitted). */
+  readonly rate?: RateState | undefined;
+  /** An error answer's Retry-After, ms (absent: none). */
+  readonly retryAfterMs?: number | undefined;
 }
 
 export function recordOf(request: FastifyRequest, status: number, latencyMs: number): RequestRecord {
@@ -92,5 +97,7 @@ export function recordOf(request: FastifyRequest, status: number, latencyMs: num
     cacheResult: request.cacheResult,
     replayNotStored: request.replayNotStored,
     trace: request.trace,
+    rate: request.rate,
+    retryAfterMs: request.retryAfterMs,
   };
 }

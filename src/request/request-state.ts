@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import type { PricedUsage } from '../core/pricing.js';
+import type { RateState } from '../core/rate-limit-headers.js';
 import type { RequestTrace } from '../core/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { ErrorBody } from '../errors/gateway-error.js';
@@ -73,6 +74,10 @@ declare module 'fastify' {
     errorShape: ErrorShape;
     /** The request's trace span (tracing on only; opened by the chat handler). */
     trace: RequestTrace | undefined;
+    /** The caller's binding rate limit once the call was admitted (what RateLimit-* says), as numbers. */
+    rate: RateState | undefined;
+    /** An error answer's Retry-After, ms (set with `errorCode`). */
+    retryAfterMs: number | undefined;
   }
 }
 
@@ -101,6 +106,8 @@ export function decorateRequestState(app: FastifyInstance): void {
   // An object: Fastify allows no shared one as a default, so the first onRequest hook of every request sets it.
   app.decorateRequest('errorShape', undefined as unknown as ErrorShape);
   app.decorateRequest('trace', undefined);
+  app.decorateRequest('rate', undefined);
+  app.decorateRequest('retryAfterMs', undefined);
 }
 
 /** The upstream a request went to: the one that answered, or the one named by the upstream error it ended with. */

@@ -30,6 +30,9 @@ export function callInputOf(request: FastifyRequest, reply: FastifyReply, rawBod
     onAttempt: () => {
       request.attempts += 1;
     },
+    onAdmitted: (rate) => {
+      request.rate = rate;
+    },
   };
 }
 

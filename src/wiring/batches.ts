@@ -5,7 +5,8 @@ import type { BatchFiles } from '../core/batches/batch-files.js';
 import { BatchRunner } from '../core/batches/batch-runner.js';
 import { BatchService } from '../core/batches/batch-service.js';
 import { GatewayRunBackend, LineSlots, type LineCounters } from '../core/batches/gateway-run-backend.js';
-import { makeLineExecutor } from '../routes/batch-line-executor.js';
+import { lineExecutorOf } from '../core/batches/line-executor.js';
+import type { CallAs } from '../core/call-as.js';
 import { mountAnthropicBatches } from '../routes/batches-anthropic.js';
 import { mountOpenAiBatches } from '../routes/batches-openai.js';
 import { runByOf, type BatchInFlight, type BatchRecord, type BatchStore } from '../store/batch-contract.js';
@@ -71,6 +72,8 @@ export function wireBatches(
   config: GatewayConfig,
   deps: {
     auth: Authenticator;
+    /** How a line is run: as a call of its batch's owner through the whole pipeline. */
+    callAs: CallAs;
     store: BatchStore | undefined;
     files: BatchFiles | undefined;
     /** The storage quotas a batch's lines count against (none: not counted). */
@@ -101,7 +104,7 @@ export function wireBatches(
           nativeBatchBackend(app, settings, { generations, auth, store, counters }),
           new GatewayRunBackend({
             store,
-            execute: makeLineExecutor(app, auth),
+            execute: lineExecutorOf(deps.callAs),
             slots,
             rateShare: settings.rateShare,
             pollMs: settings.pollMs,

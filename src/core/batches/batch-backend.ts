@@ -1,4 +1,6 @@
-import type { BatchLine, BatchRecord } from '../../store/batch-contract.js';
+import type { ErrorCode } from '../../errors/codes.js';
+import type { BatchLine, BatchRecord, LineUsage } from '../../store/batch-contract.js';
+import type { RateState } from '../rate-limit-headers.js';
 
 /** The runner's hold on a batch: `lost` once another runner may have it (the lease could not be renewed). */
 export interface BatchLease {
@@ -35,11 +37,15 @@ export interface LineAnswer {
   /** The answer's body (JSON text). */
   body: string;
   requestId: string | null;
+  /** The error code the call ended with (absent: answered). */
+  code?: ErrorCode;
+  /** The line's tokens (absent: the answer used none the gateway knows of). */
+  usage?: LineUsage;
   /** Retry-After of a refusal, milliseconds. */
   retryAfterMs?: number;
-  /** The RateLimit-* headers of the owner's limit closest to refusing it. */
-  rate?: { limit: number; remaining: number; resetMs: number };
+  /** The owner's limit closest to refusing it. */
+  rate?: RateState;
 }
 
-/** Runs one line as a call of the batch's owner (routes/batch-line-executor.ts: the same pipeline as any call). */
+/** Runs one line as a call of the batch's owner (line-executor.ts: `CallAs`, the same pipeline as any call). */
 export type LineExecutor = (batch: BatchRecord, line: BatchLine) => Promise<LineAnswer>;

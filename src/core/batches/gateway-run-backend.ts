@@ -1,6 +1,5 @@
 import type { BatchLine, BatchRecord, BatchStore, LineOutcome } from '../../store/batch-contract.js';
 import type { BatchBackend, BatchLease, LineAnswer, LineExecutor } from './batch-backend.js';
-import { lineUsageOfAnswer } from './batch-usage.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 
 /** A process's bound on lines in flight, shared by every batch it runs. */
@@ -60,7 +59,7 @@ const DEFAULT_RETRY_MS = 1_000;
 /** Whether a line's answer was a limit's refusal (to wait and try again) rather than its answer. */
 export function refusedByLimit(answer: LineAnswer): boolean {
   if (answer.status === 429) return true;
-  return answer.status === 503 && answer.body.includes('"upstream_busy"');
+  return answer.status === 503 && answer.code === 'upstream_busy';
 }
 
 /**
@@ -189,7 +188,7 @@ export class GatewayRunBackend implements BatchBackend {
       response: answer.body,
       requestId: answer.requestId,
       error: null,
-      usage: ok ? lineUsageOfAnswer(batch.endpoint, answer.body) : undefined,
+      usage: ok ? answer.usage : undefined,
     };
     if (await store.recordOutcome(batch.id, line.index, outcome)) {
       if (ok) counters.succeeded += 1;

@@ -19,7 +19,8 @@ export function lineExecutorOf(callAs: CallAs): LineExecutor {
       ...(result.code !== undefined ? { code: result.code } : {}),
       ...(usage ? { usage } : {}),
       ...(result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
-      ...(result.rate ? { rate: result.rate } : {}),
+      // The window's reset in whole seconds, as RateLimit-Reset says it (the pacing of the lines stays what it was).
+      ...(result.rate ? { rate: { ...result.rate, resetMs: Math.ceil(result.rate.resetMs / 1000) * 1000 } } : {}),
     };
   };
 }

@@ -1,7 +1,7 @@
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
 import { canonicalJson } from '../core/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow } from '../store/contract.js';
+import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow, UsageTotals } from '../store/contract.js';
 import { newApiKey } from './api-key.js';
 
 /** What a key may do: the rights an operator gives it (the CLI's flags and the admin API's body say the same). */
@@ -20,21 +20,7 @@ export type KeyState = 'active' | 'expired' | 'revoked';
 export type KeyView = Omit<ApiKeyRecord, 'hash'> & { state: KeyState };
 
 /** What a key did over a period, from the usage records (requests, tokens, spend). */
-export interface KeyUsage {
-  requests: number;
-  errors: number;
-  promptTokens: number;
-  completionTokens: number;
-  /** Parts of promptTokens (cache reads, cache writes) and of completionTokens (reasoning): docs/usage.md. */
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  reasoningTokens: number;
-  /** cacheReadTokens / promptTokens (4 decimals); null without prompt tokens. */
-  cacheReadShare: number | null;
-  costUsd: number;
-  /** What prompt caching saved at the calls' prices (negative: cache writes cost more than reads saved). */
-  cacheSavingsUsd: number;
-}
+export type KeyUsage = UsageTotals;
 
 /**
  * What is left of a key's budget: its budget minus what the usage records say it used in the last

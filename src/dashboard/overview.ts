@@ -36,19 +36,12 @@ export interface DashboardOverview {
   window: WindowName;
   from: string;
   bucketSeconds: number;
-  totals: Percentiles & {
-    requests: number;
-    serverErrors: number;
-    clientErrors: number;
-    promptTokens: number;
-    completionTokens: number;
-    /** The part of promptTokens read from providers' prompt caches, and that share of all input (null: no input). */
-    cacheReadTokens: number;
-    cacheReadShare: number | null;
-    costUsd: number;
-    /** What prompt caching saved at the calls' prices (negative when cache writes cost more than reads saved). */
-    cacheSavingsUsd: number;
-  };
+  /** The window's timeline rows summed (requests, errors, tokens, spend), with their latency percentiles. */
+  totals: Percentiles &
+    Omit<UsageTimelineRow, 'bucketMs' | 'bin'> & {
+      /** The share of all input read from providers' prompt caches (null: no input). */
+      cacheReadShare: number | null;
+    };
   series: OverviewPoint[];
   /**
    * Per model; `unpriced` on a model that has no price now (neither its config nor the price catalog gives one) and

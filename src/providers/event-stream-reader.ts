@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { GatewayError } from '../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../streaming/sse-parser.js';
 import type { StreamBatch, StreamChunk } from './contract.js';
 import { discardBody, drainQuietly } from './response-body.js';
@@ -69,4 +70,23 @@ export async function* readEventStream(reading: EventStreamReading): AsyncGenera
   }
   const last = reading.end(ending);
   if (last !== undefined && last.length > 0) yield last;
+}
+
+/**
+ * `upstream_stream_truncated` for a stream that did not end as it should: cut in the middle of an event, or ended
+ * between events (`unfinished` says what was missing then).
+ */
+export function truncatedStream(upstream: string, ending: StreamEnding, unfinished: string): GatewayError {
+  return new GatewayError('upstream_stream_truncated', {
+    upstream,
+    reason: ending === 'cut' ? 'the connection closed in the middle of an event' : unfinished,
+  });
+}
+
+/** The `end` of a stream whose only good end is its end marker (OpenAI's `[DONE]`, Anthropic's `message_stop`). */
+export function endAtMarker(upstream: string, unfinished: string): EventStreamReading['end'] {
+  return (ending) => {
+    if (ending === 'marker') return undefined;
+    throw truncatedStream(upstream, ending, unfinished);
+  };
 }

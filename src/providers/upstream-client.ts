@@ -3,6 +3,7 @@ import { createPool, type Pool } from '../net/undici.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import type { CallContext } from './contract.js';
 import { scrubText } from '../secrets/redact.js';
 import { drainQuietly, readBodyBytes, readBodyText } from './response-body.js';
 import { toUpstreamError } from './transport-errors.js';
@@ -135,4 +136,13 @@ export function expectEventStream(
     upstream,
     reason: `expected text/event-stream, got ${got || 'no content type'}`,
   });
+}
+
+/** What every provider sends upstream for a call: its request id, and its trace context when tracing is on. */
+export function addCallHeaders(
+  headers: Record<string, string>,
+  call: Pick<CallContext, 'requestId' | 'traceparent'>,
+): void {
+  headers['x-request-id'] = call.requestId;
+  if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
 }

@@ -1,15 +1,48 @@
-import type {
-  BatchApi,
-  BatchLine,
-  BatchRecord,
-  BatchStatus,
-  LineState,
-  LineUsage,
-  NativeBatchState,
+import {
+  ACTIVE_BATCH_STATUSES,
+  type BatchApi,
+  type BatchLine,
+  type BatchRecord,
+  type BatchStamp,
+  type BatchStatus,
+  type LineState,
+  type LineUsage,
+  type NativeBatchState,
 } from './batch-contract.js';
 
 /** A batch or line row as either backend returns it (SQLite numbers, PostgreSQL BIGINT strings): read one way. */
 export type Row = Record<string, unknown>;
+
+/** The statuses of a batch still running, as an SQL list (`status IN (…)`). */
+export const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** A line's stored bytes: its request, answer and error (what the sweep of ended batches counts). */
+export const LINE_SIZE_SQL =
+  'octet_length(body) + coalesce(octet_length(response), 0) + coalesce(octet_length(error), 0)';
+
+/** The column each outcome state counts in. */
+export const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
+  succeeded: 'succeeded',
+  errored: 'errored',
+  canceled: 'canceled',
+  expired: 'expired',
+};
+
+/** The column of each field of a batch's stamp. */
+export const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
+  inProgressMs: 'in_progress_ms',
+  finalizingMs: 'finalizing_ms',
+  completedMs: 'completed_ms',
+  failedMs: 'failed_ms',
+  expiredMs: 'expired_ms',
+  cancellingMs: 'cancelling_ms',
+  cancelledMs: 'cancelled_ms',
+  outputFileId: 'output_file_id',
+  errorFileId: 'error_file_id',
+  errors: 'errors',
+  model: 'model',
+  linesUntilMs: 'lines_until_ms',
+};
 
 function num(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value);

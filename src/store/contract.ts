@@ -367,11 +367,11 @@ export interface KeyStore {
    * Changes a key: `expiresMs` / `revokedMs`, or (given the whole record) its rights; returns false for an unknown
    * key. The key's id, hash, environment and creation time never change.
    */
-  update(
-    keyId: string,
-    patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>,
-  ): Promise<boolean>;
+  update(keyId: string, patch: ApiKeyPatch): Promise<boolean>;
 }
+
+/** What `KeyStore.update` may change: anything but the key's id, hash, environment and creation time. */
+export type ApiKeyPatch = Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Usage records.
@@ -423,9 +423,8 @@ export interface UsageRecord {
 
 export type UsageGrouping = 'model' | 'caller' | 'route' | 'day';
 
-export interface UsageSummaryRow {
-  /** The model, the caller, or the day (YYYY-MM-DD, UTC). */
-  group: string;
+/** What a set of usage records adds up to: requests, tokens, spend (a summary row's figures, a key's usage). */
+export interface UsageTotals {
   requests: number;
   errors: number;
   promptTokens: number;
@@ -439,6 +438,11 @@ export interface UsageSummaryRow {
   costUsd: number;
   /** What prompt caching saved (the sum of the records'; negative when writes cost more than reads saved). */
   cacheSavingsUsd: number;
+}
+
+export interface UsageSummaryRow extends UsageTotals {
+  /** The model, the caller, or the day (YYYY-MM-DD, UTC). */
+  group: string;
   avgLatencyMs: number;
 }
 

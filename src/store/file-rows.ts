@@ -69,6 +69,43 @@ export function uploadOf(row: UploadRow): StoredUpload {
   };
 }
 
+/** A file's values in the order of FILE_COLUMNS. */
+export function fileValuesOf(file: StoredFile): unknown[] {
+  return [
+    file.id,
+    file.owner,
+    file.purpose,
+    file.filename,
+    file.bytes,
+    file.sha256,
+    file.mimeType,
+    file.createdMs,
+    file.expiresMs,
+  ];
+}
+
+/**
+ * An upload's values in the order of UPLOAD_COLUMNS, `presignUsed` written as the backend stores that flag
+ * (PostgreSQL a boolean, SQLite 0 or 1).
+ */
+export function uploadValuesOf(u: StoredUpload, presignUsed: boolean | number): unknown[] {
+  return [
+    u.id,
+    u.owner,
+    u.filename,
+    u.purpose,
+    u.bytes,
+    u.mimeType,
+    u.createdMs,
+    u.expiresMs,
+    u.fileTtlMs,
+    u.status,
+    u.fileId,
+    u.presignNonce,
+    presignUsed,
+  ];
+}
+
 /** A forwarded-file row of either backend (SQLite's migration 19, PostgreSQL's `gw_forwarded_files`). */
 export interface ForwardedFileRow {
   file_id: string;

@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ApiKeyRecord, KeyStore } from '../../src/store/contract.js';
+import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../../src/store/contract.js';
 
 export function keyStoreContract(name: string, make: () => Promise<{ keys: KeyStore; close(): Promise<void> }>): void {
   describe(`key store contract: ${name}`, () => {
@@ -50,6 +50,15 @@ export function keyStoreContract(name: string, make: () => Promise<{ keys: KeySt
       assert.equal(await store().update(r.keyId, { expiresMs: 5, revokedMs: 6 }), true);
       assert.deepEqual(await store().get(r.keyId), { ...r, expiresMs: 5, revokedMs: 6 });
       assert.equal(await store().update('nosuchkey0', { revokedMs: 1 }), false);
+    });
+
+    test("update never changes a key's id, hash, environment or creation time, whatever the patch holds", async () => {
+      const r = record();
+      await store().create(r);
+      const sneaky = { name: 'renamed', keyId: 'otherid000', hash: 'cd'.repeat(32), environment: 'prod', createdMs: 1 };
+      assert.equal(await store().update(r.keyId, sneaky as ApiKeyPatch), true);
+      assert.deepEqual(await store().get(r.keyId), { ...r, name: 'renamed' });
+      assert.equal(await store().get('otherid000'), undefined);
     });
 
     test('list returns every key', async () => {

@@ -15,13 +15,13 @@ import type {
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
 import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
-import { UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { UpstreamClient, addCallHeaders, expectEventStream } from '../upstream-client.js';
 import type { NativeBatchApi } from '../batch-api.js';
 import { AnthropicMessageBatches } from './message-batches.js';
 import { AnthropicStreamTranslator } from './stream-translator.js';
 import { toAnthropicRequest } from './translate-request.js';
 import { fromAnthropicMessage } from './translate-response.js';
-import { readEventStream } from '../event-stream-reader.js';
+import { endAtMarker, readEventStream } from '../event-stream-reader.js';
 import { countedChunk } from '../usage-figures.js';
 import { objectOf } from '../../wire/json.js';
 
@@ -103,16 +103,7 @@ export class AnthropicProvider implements Provider {
         if (held) batch.push(held);
         return translator.done;
       },
-      end: (ending) => {
-        if (ending === 'marker') return undefined;
-        throw new GatewayError('upstream_stream_truncated', {
-          upstream: this.name,
-          reason:
-            ending === 'cut'
-              ? 'the connection closed in the middle of an event'
-              : 'the stream ended without message_stop',
-        });
-      },
+      end: endAtMarker(this.name, 'the stream ended without message_stop'),
     });
   }
 
@@ -163,8 +154,7 @@ export class AnthropicProvider implements Provider {
     };
     if (apiKey) headers['x-api-key'] = apiKey;
     if (call) {
-      headers['x-request-id'] = call.requestId;
-      if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
+      addCallHeaders(headers, call);
       // A native Messages call: the caller's API version and betas go with its untranslated body.
       const forwarded = call.forwardHeaders;
       if (forwarded?.['anthropic-version'] !== undefined) headers['anthropic-version'] = forwarded['anthropic-version'];

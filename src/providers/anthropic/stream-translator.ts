@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
 import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../contract.js';
+import { chatChunk, type ChunkDelta } from '../chat-chunk.js';
 import { anomaliesOf, saneTokens, usageFrom, withAnomalies, withParts } from '../usage-figures.js';
 import { finishReasonOf } from '../../wire/anthropic.js';
 import { fieldsOf, objectOf, textField, type JsonObject } from '../../wire/json.js';
@@ -134,17 +135,8 @@ export class AnthropicStreamTranslator {
     return withAnomalies(withParts(usage, { cacheRead, cacheWrite, cacheWrite1h }), anomaliesOf(this.inputUsage));
   }
 
-  private chunk(
-    delta: ChatCompletionChunk['choices'][number]['delta'],
-    finishReason: string | null = null,
-  ): ChatCompletionChunk {
-    return {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      choices: [{ index: 0, delta, finish_reason: finishReason }],
-    };
+  private chunk(delta: ChunkDelta, finishReason: string | null = null): ChatCompletionChunk {
+    return chatChunk(this.id, this.created, this.model, delta, finishReason);
   }
 }
 

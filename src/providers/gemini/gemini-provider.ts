@@ -22,10 +22,10 @@ import { GeminiBatches } from './gemini-batches.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';
 import { completionJson } from '../completion-json.js';
 import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
-import { UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { UpstreamClient, addCallHeaders, expectEventStream } from '../upstream-client.js';
 import { toGeminiRequest } from './translate-request.js';
 import { GeminiStreamTranslator, fromGeminiResponse } from './translate-response.js';
-import { readEventStream } from '../event-stream-reader.js';
+import { readEventStream, truncatedStream } from '../event-stream-reader.js';
 import { countedChunk } from '../usage-figures.js';
 
 /**
@@ -114,15 +114,8 @@ export class GeminiProvider implements Provider {
       },
       // A clean end of the body after a finished candidate is the end; then the usage chunk, if asked for.
       end: (ending) => {
-        if (ending !== 'clean' || !translator.finished) {
-          throw new GatewayError('upstream_stream_truncated', {
-            upstream: this.name,
-            reason:
-              ending === 'clean'
-                ? 'the stream ended before the answer finished'
-                : 'the connection closed in the middle of an event',
-          });
-        }
+        if (ending !== 'clean' || !translator.finished)
+          throw truncatedStream(this.name, ending, 'the stream ended before the answer finished');
         const held = scrub?.end();
         const final = translator
           .final()
@@ -200,10 +193,7 @@ export class GeminiProvider implements Provider {
       'user-agent': this.options.userAgent,
     };
     if (apiKey) headers['x-goog-api-key'] = apiKey;
-    if (call) {
-      headers['x-request-id'] = call.requestId;
-      if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
-    }
+    if (call) addCallHeaders(headers, call);
     return headers;
   }
 }

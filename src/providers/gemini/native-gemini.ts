@@ -12,7 +12,7 @@ import type {
   StreamChunk,
   Usage,
 } from '../contract.js';
-import { readEventStream } from '../event-stream-reader.js';
+import { readEventStream, truncatedStream } from '../event-stream-reader.js';
 import { malformedFrame } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from '../upstream-client.js';
@@ -101,15 +101,8 @@ export function nativeGemini(upstream: GeminiUpstream): NativeApi {
           return false; // Gemini's stream has no end marker: the body's clean end is
         },
         end: (ending) => {
-          if (ending !== 'clean' || !finished) {
-            throw new GatewayError('upstream_stream_truncated', {
-              upstream: upstream.name,
-              reason:
-                ending === 'clean'
-                  ? 'the stream ended before a candidate finished'
-                  : 'the connection closed in the middle of an event',
-            });
-          }
+          if (ending !== 'clean' || !finished)
+            throw truncatedStream(upstream.name, ending, 'the stream ended before a candidate finished');
           // The usage rides on a chunk of its own that writes nothing (the events already carried it to the caller).
           return usage
             ? [{ chunk: { object: 'chat.completion.chunk', choices: [], usage }, internal: true }]

@@ -3,6 +3,7 @@ import { scrubCut } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
+import { chatChunk, type ChunkDelta } from '../chat-chunk.js';
 import { saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';
 import type {
@@ -212,16 +213,7 @@ export class GeminiStreamTranslator {
     return [{ ...this.chunk({}), choices: [], usage: this.usage }];
   }
 
-  private chunk(
-    delta: ChatCompletionChunk['choices'][number]['delta'],
-    finishReason: string | null = null,
-  ): ChatCompletionChunk {
-    return {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      choices: [{ index: 0, delta, finish_reason: finishReason }],
-    };
+  private chunk(delta: ChunkDelta, finishReason: string | null = null): ChatCompletionChunk {
+    return chatChunk(this.id, this.created, this.model, delta, finishReason);
   }
 }

@@ -18,12 +18,12 @@ import type {
   UpstreamModel,
 } from '../contract.js';
 import { anomaliesOf, countsOf, embeddingUsage } from '../usage-figures.js';
-import { UpstreamClient, expectEventStream } from '../upstream-client.js';
+import { UpstreamClient, addCallHeaders, expectEventStream } from '../upstream-client.js';
 import { streamChunkDecoder } from './decode-chunk.js';
 import { normaliseAnswer } from './normalise-answer.js';
 import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
-import { readEventStream } from '../event-stream-reader.js';
+import { endAtMarker, readEventStream } from '../event-stream-reader.js';
 import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
 import { OpenAiBatches } from './openai-batches.js';
 import { OpenAiFiles } from './openai-files.js';
@@ -152,16 +152,7 @@ export class OpenAiCompatibleProvider implements Provider {
         }
         return false;
       },
-      end: (ending) => {
-        if (ending === 'marker') return undefined;
-        throw new GatewayError('upstream_stream_truncated', {
-          upstream: this.name,
-          reason:
-            ending === 'cut'
-              ? 'the connection closed in the middle of an event'
-              : 'the stream ended without its end marker',
-        });
-      },
+      end: endAtMarker(this.name, 'the stream ended without its end marker'),
     });
   }
 
@@ -258,10 +249,7 @@ export class OpenAiCompatibleProvider implements Provider {
     };
     if (apiKey && this.config.auth === 'api-key') headers['api-key'] = apiKey;
     else if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-    if (call) {
-      headers['x-request-id'] = call.requestId;
-      if (call.traceparent !== undefined) headers.traceparent = call.traceparent;
-    }
+    if (call) addCallHeaders(headers, call);
     return headers;
   }
 }

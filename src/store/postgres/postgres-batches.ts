@@ -1,22 +1,24 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
-import {
-  ACTIVE_BATCH_STATUSES,
-  type BatchApi,
-  type BatchLine,
-  type BatchRecord,
-  type BatchStamp,
-  type BatchStatus,
-  type BatchStore,
-  type LineOutcome,
-  type LineState,
-  type NativeBatchState,
-  type NewBatchLine,
-  type HeldLease,
-  type SweepStep,
-  type SweptCreates,
-  type SweptLines,
+import type {
+  BatchApi,
+  BatchLine,
+  BatchRecord,
+  BatchStamp,
+  BatchStatus,
+  BatchStore,
+  LineOutcome,
+  NativeBatchState,
+  NewBatchLine,
+  HeldLease,
+  SweepStep,
+  SweptCreates,
+  SweptLines,
 } from '../batch-contract.js';
 import {
+  ACTIVE_SQL,
+  COUNT_COLUMN,
+  LINE_SIZE_SQL,
+  STAMP_COLUMNS,
   insertValuesOf,
   lineOf,
   nativeStateOf,
@@ -26,8 +28,6 @@ import {
   type Row,
 } from '../batch-rows.js';
 import { migrateUnderLock } from './migrate.js';
-
-const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /**
  * The same tables as SQLite migrations 17, 18, 20, 21, 25 and 26, under the prefix. The columns of 25 and 26 are
@@ -83,31 +83,6 @@ DO $$ BEGIN
   END IF;
 END $$;
 CREATE INDEX IF NOT EXISTS ${p}batches_lines_until ON ${p}batches (lines_until_ms) WHERE lines_until_ms IS NOT NULL;`;
-
-/** A line's stored bytes: its request, answer and error (what the sweep of ended batches counts). */
-const LINE_SIZE_SQL = 'octet_length(body) + coalesce(octet_length(response), 0) + coalesce(octet_length(error), 0)';
-
-const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
-  inProgressMs: 'in_progress_ms',
-  finalizingMs: 'finalizing_ms',
-  completedMs: 'completed_ms',
-  failedMs: 'failed_ms',
-  expiredMs: 'expired_ms',
-  cancellingMs: 'cancelling_ms',
-  cancelledMs: 'cancelled_ms',
-  outputFileId: 'output_file_id',
-  errorFileId: 'error_file_id',
-  errors: 'errors',
-  model: 'model',
-  linesUntilMs: 'lines_until_ms',
-};
-
-const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
-  succeeded: 'succeeded',
-  errored: 'errored',
-  canceled: 'canceled',
-  expired: 'expired',
-};
 
 /** deadlock_detected, serialization_failure: PostgreSQL aborted the statement, and it may simply be run again. */
 const RETRIED_SQLSTATES = new Set(['40P01', '40001']);

@@ -14,7 +14,7 @@ import { PostgresUploadStore } from './postgres-uploads.js';
 import { forwardedSchema, PostgresForwardedFileStore } from './postgres-forwarded-files.js';
 import { PostgresStorageUseStore, storageUseSchema } from './postgres-storage-use.js';
 import type { StorageUseStore } from '../storage-use.js';
-import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
+import { FILE_COLUMNS as COLUMNS, fileOf, fileValuesOf, type FileRow } from '../file-rows.js';
 
 const schema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}blob_chunks (blob TEXT NOT NULL, seq INTEGER NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (blob, seq));
@@ -56,17 +56,10 @@ export class PostgresFileStore implements FileStore {
     return inTransaction(this.pool, async (client) => {
       const digest = await this.blobs.write(client, id, content, maxBytes);
       const file: StoredFile = { ...describe(), id, ...digest };
-      await client.query(`INSERT INTO ${this.p}files (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
-        file.id,
-        file.owner,
-        file.purpose,
-        file.filename,
-        file.bytes,
-        file.sha256,
-        file.mimeType,
-        file.createdMs,
-        file.expiresMs,
-      ]);
+      await client.query(
+        `INSERT INTO ${this.p}files (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        fileValuesOf(file),
+      );
       return file;
     });
   }

@@ -8,7 +8,7 @@ import {
   type UploadStore,
 } from '../file-contract.js';
 import { inTransaction, type PostgresBlobs } from './postgres-blobs.js';
-import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
+import { UPLOAD_COLUMNS as COLUMNS, uploadOf, uploadValuesOf, type UploadRow } from '../file-rows.js';
 
 const COMPLETING_GRACE_MS = 86_400_000;
 
@@ -31,21 +31,7 @@ export class PostgresUploadStore implements UploadStore {
   async create(u: StoredUpload): Promise<void> {
     await this.pool.query(
       `INSERT INTO ${this.p}uploads (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-      [
-        u.id,
-        u.owner,
-        u.filename,
-        u.purpose,
-        u.bytes,
-        u.mimeType,
-        u.createdMs,
-        u.expiresMs,
-        u.fileTtlMs,
-        u.status,
-        u.fileId,
-        u.presignNonce,
-        u.presignUsed,
-      ],
+      uploadValuesOf(u, u.presignUsed),
     );
   }
 

@@ -1,4 +1,5 @@
-import type { ApiKeyRecord, KeyStore } from '../contract.js';
+import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../contract.js';
+import { patchedKey } from '../key-records.js';
 import type { RedisClient } from './connect.js';
 
 /** Scoped API keys in Redis, seen by every instance: one hash field per key id holding its JSON record. */
@@ -25,24 +26,10 @@ export class RedisKeyStore implements KeyStore {
       .map((id) => JSON.parse(all[id] as string) as ApiKeyRecord);
   }
 
-  async update(
-    keyId: string,
-    patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>,
-  ): Promise<boolean> {
+  async update(keyId: string, patch: ApiKeyPatch): Promise<boolean> {
     const current = await this.get(keyId);
     if (!current) return false;
-    await this.client.hset(
-      this.hashKey,
-      keyId,
-      JSON.stringify({
-        ...current,
-        ...patch,
-        keyId: current.keyId,
-        hash: current.hash,
-        environment: current.environment,
-        createdMs: current.createdMs,
-      }),
-    );
+    await this.client.hset(this.hashKey, keyId, JSON.stringify(patchedKey(current, patch)));
     return true;
   }
 }

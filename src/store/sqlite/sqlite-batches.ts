@@ -1,52 +1,35 @@
 import type * as Sqlite from './database.js';
-import {
-  ACTIVE_BATCH_STATUSES,
-  type BatchApi,
-  type BatchLine,
-  type BatchRecord,
-  type BatchStamp,
-  type BatchStatus,
-  type BatchStore,
-  type LineOutcome,
-  type LineState,
-  type NativeBatchState,
-  type NewBatchLine,
-  type HeldLease,
-  type SweepStep,
-  type SweptCreates,
-  type SweptLines,
+import type {
+  BatchApi,
+  BatchLine,
+  BatchRecord,
+  BatchStamp,
+  BatchStatus,
+  BatchStore,
+  LineOutcome,
+  LineState,
+  NativeBatchState,
+  NewBatchLine,
+  HeldLease,
+  SweepStep,
+  SweptCreates,
+  SweptLines,
 } from '../batch-contract.js';
-import { insertValuesOf, lineOf, nativeStateOf, nativeValuesOf, recordOf, usageValuesOf } from '../batch-rows.js';
+import {
+  ACTIVE_SQL,
+  COUNT_COLUMN,
+  LINE_SIZE_SQL,
+  STAMP_COLUMNS,
+  insertValuesOf,
+  lineOf,
+  nativeStateOf,
+  nativeValuesOf,
+  recordOf,
+  usageValuesOf,
+} from '../batch-rows.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 type Row = Record<string, unknown>;
-
-const ACTIVE_SQL = ACTIVE_BATCH_STATUSES.map((s) => `'${s}'`).join(', ');
-/** A line's stored bytes: its request, answer and error (what the sweep of ended batches counts). */
-const LINE_SIZE_SQL = 'octet_length(body) + coalesce(octet_length(response), 0) + coalesce(octet_length(error), 0)';
-
-/** The column each outcome state counts in. */
-const COUNT_COLUMN: Record<Exclude<LineState, 'pending'>, string> = {
-  succeeded: 'succeeded',
-  errored: 'errored',
-  canceled: 'canceled',
-  expired: 'expired',
-};
-
-const STAMP_COLUMNS: Record<keyof BatchStamp, string> = {
-  inProgressMs: 'in_progress_ms',
-  finalizingMs: 'finalizing_ms',
-  completedMs: 'completed_ms',
-  failedMs: 'failed_ms',
-  expiredMs: 'expired_ms',
-  cancellingMs: 'cancelling_ms',
-  cancelledMs: 'cancelled_ms',
-  outputFileId: 'output_file_id',
-  errorFileId: 'error_file_id',
-  errors: 'errors',
-  model: 'model',
-  linesUntilMs: 'lines_until_ms',
-};
 
 /**
  * Batches in the embedded store (migrations 17, 18, 20, 21, 25 and 26). Every write goes through the database's group-commit batcher, so

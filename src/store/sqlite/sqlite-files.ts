@@ -3,7 +3,7 @@ import type * as Sqlite from './database.js';
 import type { FileListPage, FileStore, NewFile, StoredFile, StraySweep } from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
 import { removeStrays } from './stray-bytes.js';
-import { FILE_COLUMNS as COLUMNS, fileOf, type FileRow } from '../file-rows.js';
+import { FILE_COLUMNS as COLUMNS, fileOf, fileValuesOf, type FileRow } from '../file-rows.js';
 
 /**
  * The embedded file store: records in the SQLite file (table `files`, migration 16), bytes as one file each under
@@ -50,17 +50,7 @@ export class SqliteFileStore implements FileStore {
     const digest = await this.content.write(id, content, maxBytes);
     try {
       const stored: StoredFile = { ...describe(), id, ...digest };
-      this.insert.run(
-        stored.id,
-        stored.owner,
-        stored.purpose,
-        stored.filename,
-        stored.bytes,
-        stored.sha256,
-        stored.mimeType,
-        stored.createdMs,
-        stored.expiresMs,
-      );
+      this.insert.run(...fileValuesOf(stored));
       return stored;
     } catch (error) {
       await this.content.remove(id);

@@ -1,5 +1,6 @@
 import type * as Sqlite from './database.js';
-import type { ApiKeyRecord, KeyStore } from '../contract.js';
+import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../contract.js';
+import { patchedKey } from '../key-records.js';
 
 /** Scoped API keys in the embedded store (table `api_keys`, migration 6): one JSON record per key id. */
 export class SqliteKeyStore implements KeyStore {
@@ -28,23 +29,10 @@ export class SqliteKeyStore implements KeyStore {
     return this.all.all().map((text) => JSON.parse(text) as ApiKeyRecord);
   }
 
-  async update(
-    keyId: string,
-    patch: Partial<Omit<ApiKeyRecord, 'keyId' | 'hash' | 'environment' | 'createdMs'>>,
-  ): Promise<boolean> {
+  async update(keyId: string, patch: ApiKeyPatch): Promise<boolean> {
     const current = await this.get(keyId);
     if (!current) return false;
-    this.replace.run(
-      JSON.stringify({
-        ...current,
-        ...patch,
-        keyId: current.keyId,
-        hash: current.hash,
-        environment: current.environment,
-        createdMs: current.createdMs,
-      }),
-      keyId,
-    );
+    this.replace.run(JSON.stringify(patchedKey(current, patch)), keyId);
     return true;
   }
 }

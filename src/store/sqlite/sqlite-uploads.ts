@@ -10,7 +10,7 @@ import {
 } from '../file-contract.js';
 import type { DiskContent } from './disk-content.js';
 import { removeStrays } from './stray-bytes.js';
-import { UPLOAD_COLUMNS as COLUMNS, uploadOf, type UploadRow } from '../file-rows.js';
+import { UPLOAD_COLUMNS as COLUMNS, uploadOf, uploadValuesOf, type UploadRow } from '../file-rows.js';
 
 interface PartRow {
   id: string;
@@ -112,21 +112,7 @@ export class SqliteUploadStore implements UploadStore {
   }
 
   async create(u: StoredUpload): Promise<void> {
-    this.insert.run(
-      u.id,
-      u.owner,
-      u.filename,
-      u.purpose,
-      u.bytes,
-      u.mimeType,
-      u.createdMs,
-      u.expiresMs,
-      u.fileTtlMs,
-      u.status,
-      u.fileId,
-      u.presignNonce,
-      u.presignUsed ? 1 : 0,
-    );
+    this.insert.run(...uploadValuesOf(u, u.presignUsed ? 1 : 0));
   }
 
   async get(owner: string, id: string): Promise<StoredUpload | undefined> {

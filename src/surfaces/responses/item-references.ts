@@ -29,30 +29,38 @@ export async function resolveItemReferences(
   input: ResponsesRequest['input'],
 ): Promise<ResolvedInput | undefined> {
   if (!Array.isArray(input) || !input.some((item) => objectOf(item)?.type === 'item_reference')) return undefined;
-  const wanted = new Map<string, Promise<JsonObject[] | undefined>>();
+  // Every reference checked and the responses it names collected first, then read together: no read is left
+  // running (and no failure unheard) when a later item is refused.
+  const places = new Map<number, { responseId: string; index: number }>();
+  const responseIds = new Set<string>();
   input.forEach((item, i) => {
     if (item.type !== 'item_reference') return;
     if (typeof item.id !== 'string')
       throw new GatewayError('validation_failed', { field: `input[${i}].id`, problem: 'must be a string' });
-    const named = responseOfItem(item.id);
-    if (!named || !history || wanted.has(named.responseId)) return;
-    if (wanted.size >= MAX_REFERENCED_RESPONSES)
+    const place = responseOfItem(item.id);
+    if (!place) return;
+    places.set(i, place);
+    if (!history || responseIds.has(place.responseId)) return;
+    if (responseIds.size >= MAX_REFERENCED_RESPONSES)
       throw new GatewayError('validation_failed', {
         field: `input[${i}]`,
         problem: `item_reference items may name items of at most ${MAX_REFERENCED_RESPONSES} stored responses`,
       });
-    wanted.set(named.responseId, storedOutput(history, caller, named.responseId));
+    responseIds.add(place.responseId);
   });
-  const outputs = new Map<string, JsonObject[] | undefined>();
-  for (const [id, read] of wanted) outputs.set(id, await read);
+  const outputs = new Map(
+    history
+      ? await Promise.all([...responseIds].map(async (id) => [id, await storedOutput(history, caller, id)] as const))
+      : [],
+  );
   const unresolved: NativeReference[] = [];
   let references = 0;
   const resolved = input.map((item, i): ResponsesInputItem => {
     if (item.type !== 'item_reference') return item;
     references++;
     const id = item.id as string;
-    const named = responseOfItem(id);
-    const found = named ? outputs.get(named.responseId)?.[named.index] : undefined;
+    const place = places.get(i);
+    const found = place ? outputs.get(place.responseId)?.[place.index] : undefined;
     if (found !== undefined && found.id === id) {
       // Without its id: an upstream that speaks the Responses API would look that id up in its own store.
       const { id: _id, ...item } = found;

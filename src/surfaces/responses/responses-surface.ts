@@ -66,11 +66,7 @@ export function responsesSurface(
         request = { ...request, input: references.input };
         const unknown = references.unresolved[0];
         if (unknown !== undefined && !native) {
-          if (!history)
-            throw new GatewayError('capability_not_supported', {
-              field: unknown.field,
-              problem: 'this gateway keeps no responses (responses.store is false in its config)',
-            });
+          if (!history) throw keepsNoResponses(unknown.field);
           throw new GatewayError('response_not_found', { id: unknown.id.slice(0, 256), field: unknown.field });
         }
       }
@@ -83,11 +79,7 @@ export function responsesSurface(
       let translated: TranslatedRequest;
       try {
         if (previous !== undefined && !ours) {
-          if (!history)
-            throw new GatewayError('capability_not_supported', {
-              field: 'previous_response_id',
-              problem: 'this gateway keeps no responses (responses.store is false in its config)',
-            });
+          if (!history) throw keepsNoResponses('previous_response_id');
           throw new GatewayError('response_not_found', { id: previous.slice(0, 256) });
         }
         const carried = new Map<ChatExtra, boolean>(); // each asked once per call: it plans the model's route
@@ -140,6 +132,14 @@ export function responsesSurface(
     isCompleteEnd: (frame) =>
       frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };
+}
+
+/** A reference to a stored response on a gateway that keeps none (`responses.store: false`). */
+function keepsNoResponses(field: string): GatewayError {
+  return new GatewayError('capability_not_supported', {
+    field,
+    problem: 'this gateway keeps no responses (responses.store is false in its config)',
+  });
 }
 
 async function save(

@@ -17,6 +17,18 @@ export function track(child: ChildProcess, how: How = {}): void {
   child.once('exit', () => tracked.delete(child));
 }
 
+/** What a child writes to stdout and stderr as it comes, each kept up to `limit` characters (the rest dropped). */
+export function capturedOutput(child: ChildProcess, limit: number): { stdout: string; stderr: string } {
+  const output = { stdout: '', stderr: '' };
+  child.stdout?.setEncoding('utf8').on('data', (text: string) => {
+    if (output.stdout.length < limit) output.stdout += text;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    if (output.stderr.length < limit) output.stderr += text;
+  });
+  return output;
+}
+
 /** Signals a child (its group when it leads one), SIGKILL unless told otherwise. */
 export function killNow(child: ChildProcess, how: How = {}): void {
   if (child.pid === undefined) return;

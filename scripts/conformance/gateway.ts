@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { track } from './children.js';
+import { capturedOutput, track } from './children.js';
 import type { MockUpstream } from './mock-upstream.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -110,14 +110,7 @@ export async function startGateway(workDir: string, mocks: Mocks, target: Upstre
   };
   const child = spawn(process.execPath, [GATEWAY_ENTRY], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => {
-    if (out.length < LOG_LIMIT) out += text;
-  });
-  child.stderr.setEncoding('utf8').on('data', (text: string) => {
-    if (err.length < LOG_LIMIT) err += text;
-  });
+  const output = capturedOutput(child, LOG_LIMIT);
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -130,7 +123,7 @@ export async function startGateway(workDir: string, mocks: Mocks, target: Upstre
   const problem = await waitUntilHealthy(url, child, 20_000);
   if (problem !== undefined) {
     await stop();
-    throw new Error(`gateway ${problem}\n${err.slice(-2_000)}`);
+    throw new Error(`gateway ${problem}\n${output.stderr.slice(-2_000)}`);
   }
-  return { url, stdout: () => out, stderr: () => err, stop };
+  return { url, stdout: () => output.stdout, stderr: () => output.stderr, stop };
 }

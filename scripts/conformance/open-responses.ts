@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { track } from './children.js';
+import { capturedOutput, track } from './children.js';
 import { GATEWAY_KEY, ROOT, startGateway, type Mocks, type RunningGateway, type UpstreamName } from './gateway.js';
 import type { SuiteRuntime } from './install-suite.js';
 import { startMockUpstream, type Api, type Recorded } from './mock-upstream.js';
@@ -24,8 +24,6 @@ export interface SuitePath {
   upstream: UpstreamName;
   /** The API the upstream must be called in. */
   api: Api;
-  /** Fields added to every request of the suite (its OR_EXTRA). */
-  extra?: Record<string, unknown>;
 }
 
 export const SUITE_PATHS: readonly SuitePath[] = [
@@ -181,9 +179,7 @@ export function suiteRowOf(
     if (!passed && errors.length === 0) errors.push(`status ${String(result.status)}`);
     return { id, passed, errors };
   });
-  const forced =
-    path.extra === undefined ? '' : `; requests carry ${Object.keys(path.extra).join(', ')} (OR_EXTRA) to go native`;
-  return { tests, note: `${note}${forced}${pathProblem === undefined ? '' : `; ${pathProblem}`}` };
+  return { tests, note: `${note}${pathProblem === undefined ? '' : `; ${pathProblem}`}` };
 }
 
 /** Runs bun on the suite to its end (bounded), stdout and stderr apart. */
@@ -200,21 +196,14 @@ function runBun(
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     track(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      if (stdout.length < OUTPUT_LIMIT) stdout += text;
-    });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      if (stderr.length < OUTPUT_LIMIT) stderr += text;
-    });
+    const output = capturedOutput(child, OUTPUT_LIMIT);
     const timer = setTimeout(() => child.kill('SIGKILL'), SUITE_TIMEOUT_MS);
     child.once('error', (error) => {
-      stderr += `\n[spawn error] ${error.message}`;
+      output.stderr += `\n[spawn error] ${error.message}`;
     });
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout: output.stdout, stderr: output.stderr });
     });
   });
 }
@@ -248,7 +237,6 @@ export async function runSuitePath(
       HOME: dir,
       NODE_PATH: runtime.nodePath,
       NO_COLOR: '1',
-      ...(path.extra === undefined ? {} : { OR_EXTRA: JSON.stringify(path.extra) }),
     };
     const args = ['--base-url', base, '--api-key', GATEWAY_KEY, '--model', SUITE_MODEL, '--json'];
     const run = await runBun(runtime, suite, args, env);

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { killNow, track } from './children.js';
+import { capturedOutput, killNow, track } from './children.js';
 import { prepareClient, type ClientOutput } from './clients.js';
 import { GATEWAY_KEY, startGateway, type Mocks, type RunningGateway } from './gateway.js';
 import type { InstalledClient } from './install.js';
@@ -44,14 +44,7 @@ function runClient(
   return new Promise((resolve) => {
     const [program, ...args] = command;
     const child = spawn(program as string, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      if (stdout.length < OUTPUT_LIMIT) stdout += text;
-    });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      if (stderr.length < OUTPUT_LIMIT) stderr += text;
-    });
+    const output = capturedOutput(child, OUTPUT_LIMIT);
     track(child, { group: true });
     let timedOut = false;
     const killGroup = (): void => killNow(child, { group: true });
@@ -60,13 +53,13 @@ function runClient(
       killGroup();
     }, timeoutMs);
     child.once('error', (error) => {
-      stderr += `\n[spawn error] ${error.message}`;
+      output.stderr += `\n[spawn error] ${error.message}`;
     });
     child.once('close', (code) => {
       clearTimeout(timer);
       // Whatever the client left running in its group (a tool's shell) goes with it.
       killGroup();
-      resolve({ output: { code, stdout, stderr }, timedOut });
+      resolve({ output: { code, stdout: output.stdout, stderr: output.stderr }, timedOut });
     });
   });
 }

@@ -2,7 +2,9 @@
 // The import rules of src/ (docs/architecture.md, "Layers"), checked on every `npm run lint`:
 //   1. a folder imports only from folders on its own layer or below it (LAYERS, top first);
 //   2. no import cycle between folders (two folders of one layer may not import each other both ways);
-//   3. no import cycle between files.
+//   3. no import cycle between files;
+//   4. no import cycle between the domain folders of a folder split by domain (DOMAIN_SPLIT: core/pipeline,
+//      core/limits, …): a domain may use another, never both ways.
 // Type-only imports count: a type cycle is still a cycle for whoever reads the code.
 //   node scripts/check-layers.mjs [root]     exit 0 when the rules hold, 1 with one line per problem otherwise
 import { readFileSync, readdirSync } from 'node:fs';
@@ -27,6 +29,9 @@ export const LAYERS = [
   ['errors', 'streaming', 'secrets', 'net', 'wire'],
   ['names'],
 ];
+
+/** Folders whose subfolders are domains: the subfolders' imports may not form a cycle. */
+export const DOMAIN_SPLIT = ['core'];
 
 const IMPORT =
   /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*\s{},]*?\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
@@ -93,7 +98,7 @@ function cycles(nodes, next) {
 }
 
 /** Every broken rule under `root`, one line each (empty when the layers hold). */
-export function checkLayers(root, layers = LAYERS) {
+export function checkLayers(root, layers = LAYERS, domainSplit = DOMAIN_SPLIT) {
   const graph = importGraph(root);
   const rank = new Map(layers.flatMap((folders, level) => folders.map((folder) => [folder, level])));
   const rel = (file) => relative(root, file).split(sep).join('/');
@@ -120,6 +125,24 @@ export function checkLayers(root, layers = LAYERS) {
   }
   for (const members of cycles([...folderEdges.keys()], (folder) => folderEdges.get(folder) ?? [])) {
     problems.push(`folders import each other: ${members.join(' -> ')} -> ${members[0]}`);
+  }
+  const domainOf = (file) => {
+    const parts = rel(file).split('/');
+    return parts.length > 2 && domainSplit.includes(parts[0]) ? `${parts[0]}/${parts[1]}` : undefined;
+  };
+  const domainEdges = new Map();
+  for (const [file, targets] of graph) {
+    const from = domainOf(file);
+    if (from === undefined) continue;
+    for (const target of targets) {
+      const to = domainOf(target);
+      if (to === undefined || to === from) continue;
+      if (!domainEdges.has(from)) domainEdges.set(from, new Set());
+      domainEdges.get(from).add(to);
+    }
+  }
+  for (const members of cycles([...domainEdges.keys()], (domain) => domainEdges.get(domain) ?? [])) {
+    problems.push(`domain folders import each other: ${members.join(' -> ')} -> ${members[0]}`);
   }
   for (const members of cycles([...graph.keys()], (file) => graph.get(file))) {
     problems.push(`files import each other: ${members.map(rel).join(' -> ')} -> ${rel(members[0])}`);

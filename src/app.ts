@@ -1,30 +1,30 @@
-import type { NativeOwnerStore, ResponseCacheStore, ResponseStore } from './store/contract.js';
+import type { NativeOwnerStore, ResponseCacheStore, ResponseStore } from './store/store-contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
-import { CallPipeline } from './core/call-pipeline.js';
-import { ChatService } from './core/chat-service.js';
-import { EmbeddingService } from './core/embedding-service.js';
-import { ModelCatalog } from './core/model-catalog.js';
-import { TokenCountService } from './core/token-count-service.js';
+import { CallPipeline } from './core/pipeline/call-pipeline.js';
+import { ChatService } from './core/pipeline/chat-service.js';
+import { EmbeddingService } from './core/pipeline/embedding-service.js';
+import { ModelCatalog } from './core/models/model-catalog.js';
+import { TokenCountService } from './core/pipeline/token-count-service.js';
 import { createHttpServer } from './http/server.js';
 import { readCertificate } from './http/tls-certificate.js';
 import type { Logger } from './observability/logger.js';
 import { UpstreamAttemptStats, attemptObserver } from './observability/upstream-attempts.js';
-import { createProviders, type ProviderSet } from './providers/registry.js';
+import { createProviders, type ProviderSet } from './providers/provider-registry.js';
 import { ResponseCache } from './routes/response-cache.js';
-import { makeEmbeddingsHandler } from './routes/embeddings.js';
-import { makeKeyHandlers } from './routes/keys.js';
+import { makeEmbeddingsHandler } from './routes/embeddings-route.js';
+import { makeKeyHandlers } from './routes/keys-routes.js';
 import { KeyService } from './auth/key-service.js';
 import { NativeOwnership } from './surfaces/native-ownership.js';
-import { wireResponses } from './wiring/responses.js';
-import { makeHealthHandler } from './routes/health.js';
-import { makeModelsHandler } from './routes/models.js';
+import { wireResponses } from './wiring/responses-wiring.js';
+import { makeHealthHandler } from './routes/health-route.js';
+import { makeModelsHandler } from './routes/models-route.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
 import { mountV1 } from './routes/mount-v1.js';
 import { embeddingsBodySchema } from './routes/embeddings-schema.js';
-import { SURFACES } from './surfaces/registry.js';
+import { SURFACES } from './surfaces/surface-registry.js';
 import type { SurfaceDescriptor } from './surfaces/descriptor.js';
-import { mountSurfaces, surfaceData, v1Calls } from './wiring/surfaces.js';
+import { mountSurfaces, surfaceData, v1Calls } from './wiring/surfaces-wiring.js';
 import type {
   IdempotencyStore,
   KeyStore,
@@ -33,27 +33,27 @@ import type {
   StoreLifecycle,
   UpstreamPauseStore,
   UsageStore,
-} from './store/contract.js';
-import { wireAuth } from './wiring/auth.js';
-import { wireBatches } from './wiring/batches.js';
-import { makeCallAs } from './routes/call-as.js';
-import type { CallAs } from './core/call-as.js';
+} from './store/store-contract.js';
+import { wireAuth } from './wiring/auth-wiring.js';
+import { wireBatches } from './wiring/batches-wiring.js';
+import { makeCallAs } from './routes/call-as-inject.js';
+import type { CallAs } from './core/pipeline/call-as.js';
 import type { BatchStore } from './store/batch-contract.js';
-import { wireDashboard } from './wiring/dashboard.js';
-import { wireHealth } from './wiring/health.js';
-import { wireIdempotency, wireSealedIdempotency } from './wiring/idempotency.js';
-import { wireLimits } from './wiring/limits.js';
-import { wireMetrics } from './wiring/metrics.js';
-import { wireObservers } from './wiring/observers.js';
-import { wireCertificates } from './wiring/tls.js';
-import { wireUpstreams } from './wiring/upstreams.js';
-import { wireWebhooks } from './wiring/webhooks.js';
-import { wireFiles, type WiredFiles } from './wiring/files.js';
+import { wireDashboard } from './wiring/dashboard-wiring.js';
+import { wireHealth } from './wiring/health-wiring.js';
+import { wireIdempotency, wireSealedIdempotency } from './wiring/idempotency-wiring.js';
+import { wireLimits } from './wiring/limits-wiring.js';
+import { wireMetrics } from './wiring/metrics-wiring.js';
+import { wireObservers } from './wiring/observers-wiring.js';
+import { wireCertificates } from './wiring/tls-wiring.js';
+import { wireUpstreams } from './wiring/upstreams-wiring.js';
+import { wireWebhooks } from './wiring/webhooks-wiring.js';
+import { wireFiles, type WiredFiles } from './wiring/files-wiring.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
 import type { StorageUseStore } from './store/storage-use.js';
-import { ConfigGenerations } from './core/config-generation.js';
-import { firstGeneration } from './wiring/config-generation.js';
-import { wireConfigReload, type ReloadTrigger } from './wiring/config-reload.js';
+import { ConfigGenerations } from './core/pipeline/config-generation.js';
+import { firstGeneration } from './wiring/config-generation-wiring.js';
+import { wireConfigReload, type ReloadTrigger } from './wiring/config-reload-wiring.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -89,7 +89,7 @@ export interface AppDependencies {
    * stored bytes ledger; without it the storage quotas are not applied.
    */
   files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
-  /** The API surfaces served; the registry's (surfaces/registry.ts) when not given (tests may pass their own). */
+  /** The API surfaces served; the registry's (surfaces/surface-registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
   /**
    * Reads and validates the config file again, for live reloads (SIGHUP, the file watch); throws ConfigError.
@@ -107,9 +107,9 @@ export interface GatewayApp {
    * running one); false when there is no HTTPS listener.
    */
   reloadCertificate(): boolean;
-  /** The files of every caller (core/file-service.ts), for services beside the routes; undefined without stores. */
+  /** The files of every caller (core/files/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
-  /** A call made as a caller through the whole request pipeline, its outcome typed (routes/call-as.ts). */
+  /** A call made as a caller through the whole request pipeline, its outcome typed (routes/call-as-inject.ts). */
   callAs: CallAs;
   /**
    * Reads the config file again and applies it when it is good (SIGHUP); a no-op without `readConfig`. Resolves
@@ -235,7 +235,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),
     webhooks: events.webhooks,
   });
-  // Every API surface on its own paths, from its descriptor (surfaces/registry.ts).
+  // Every API surface on its own paths, from its descriptor (surfaces/surface-registry.ts).
   const tokens = new TokenCountService(modelCalls);
   const embeddingService = new EmbeddingService(modelCalls);
   const mounted = mountSurfaces(

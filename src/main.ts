@@ -9,7 +9,7 @@ import { configFromPrimary } from './process/config-handoff.js';
 import { EXIT_CANNOT_START } from './process/exit-codes.js';
 import { unsupportedNode } from './process/node-version.js';
 import { judgeFileLimit, readOpenFileLimit } from './process/file-limit.js';
-import { callBound } from './core/upstream-capacity.js';
+import { callBound } from './core/limits/upstream-capacity.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './observability/logger.js';
 import { printDevTokenHint } from './process/dev-token-hint.js';

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { createLogger, droppedLogLines, writeAccessLine } from '../src/observability/logger.js';
 import { accessLineFields } from '../src/http/request-end.js';
 import { redactUrl } from '../src/secrets/redact.js';
-import { USAGE_ANOMALIES } from '../src/providers/contract.js';
+import { USAGE_ANOMALIES } from '../src/providers/provider-contract.js';
 import type { RequestRecord } from '../src/request/request-record.js';
 import { waitFor } from './helpers/wait.js';
 

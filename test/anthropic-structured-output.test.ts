@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { toAnthropicRequest } from '../src/providers/anthropic/translate-request.js';
 import { takesStructuredOutput } from '../src/providers/anthropic/structured-output.js';
-import type { ChatRequestBody } from '../src/providers/contract.js';
+import type { ChatRequestBody } from '../src/providers/provider-contract.js';
 
 const SCHEMA = {
   type: 'object',

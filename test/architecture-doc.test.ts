@@ -93,12 +93,18 @@ test('every source path the architecture doc and the guides name exists', () => 
 test('the architecture doc names the code it describes (the check has something to check)', () => {
   const named = blocksOf(readFileSync(join(root, 'docs/architecture.md'), 'utf8')).flat();
   assert.ok(named.length > 150, `only ${named.length} paths found`);
-  for (const path of ['src/app.ts', 'routes/surface-call.ts', 'core/call-pipeline.ts', 'providers/contract.ts'])
+  for (const path of [
+    'src/app.ts',
+    'routes/surface-call.ts',
+    'core/pipeline/call-pipeline.ts',
+    'providers/provider-contract.ts',
+  ])
     assert.ok(named.includes(path), path);
 });
 
 test('the rule: a renamed file, a bare name in its folder, a pattern, URL paths and code', () => {
-  const diagram = '```\nroutes/ (thin)   health.ts  chat.ts\n  http/error-shape.ts [src/http/v1-dispatch.ts]\n```';
+  const diagram =
+    '```\nroutes/ (thin)   health-route.ts  chat.ts\n  http/error-shape.ts [src/http/v1-dispatch.ts]\n```';
   assert.deepEqual(missingPaths(diagram, root), ['chat.ts']);
   assert.deepEqual(missingPaths('`config/load.ts` with `env-values.ts`; `sections.ts`', root), []);
   assert.deepEqual(missingPaths('`env-values.ts` before its folder', root), ['env-values.ts']);

@@ -13,7 +13,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { makeKey, resultLines, untilEnded } from './helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 
 const KEY = 'gemini-upstream-key-for-batches-42';
 

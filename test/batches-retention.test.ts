@@ -19,7 +19,7 @@ import { makeKey, untilEnded } from './helpers/batch-fixtures.js';
 import { anthropicBatchRequest } from './helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from './helpers/wait.js';
 import { SqliteBatches } from '../src/store/sqlite/sqlite-batches.js';
-import { sweepEndedLinesOnce } from '../src/wiring/batch-line-sweep.js';
+import { sweepEndedLinesOnce } from '../src/wiring/batch-line-sweep-wiring.js';
 
 /** Results kept 4 seconds after the batch's creation (a fraction of a day). */
 const RETENTION_MS = 4_000;

@@ -1,5 +1,5 @@
 /**
- * Counting in pieces (src/core/bpe-pieces.ts) gives the count of the whole text wherever the pieces end at a
+ * Counting in pieces (src/core/tokens/bpe-pieces.ts) gives the count of the whole text wherever the pieces end at a
  * pre-token boundary, for both encodings the gateway uses; a run without one is cut where the limit falls, and each
  * such cut changes the count by about a token. Counted on gpt-tokenizer directly, in this process.
  */
@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import * as cl100k from 'gpt-tokenizer/encoding/cl100k_base';
-import { MAX_PIECE, bpePieces, isPieceBoundary } from '../src/core/bpe-pieces.js';
+import { MAX_PIECE, bpePieces, isPieceBoundary } from '../src/core/tokens/bpe-pieces.js';
 
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 const ENCODINGS = [

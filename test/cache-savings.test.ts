@@ -14,9 +14,9 @@ import { startPartsUpstream, type PartsUpstream, type PartsUsage } from './helpe
 import { waitForValue } from './helpers/wait.js';
 import { chromiumSkipReason, launchChromium } from './helpers/services.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { usageCommand } from '../src/cli/usage-command.js';
-import { cacheSavingsUsd } from '../src/core/pricing.js';
+import { cacheSavingsUsd } from '../src/core/models/pricing.js';
 
 const KEY = 'sk-cache-savings-upstream-0123456789';
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');

@@ -1,5 +1,5 @@
 /**
- * The surfaces' typed entry into the pipeline (routes/call-as.ts): a call made as an owner comes back with the
+ * The surfaces' typed entry into the pipeline (routes/call-as-inject.ts): a call made as an owner comes back with the
  * pipeline's own values (the error code, the usage it settled, Retry-After and the binding rate limit as numbers),
  * not read back out of HTTP headers or found by a substring of the body. A real gateway and a node:http upstream
  * speaking OpenAI's wire format.
@@ -10,7 +10,7 @@ import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { waitFor } from './helpers/wait.js';
 import { principalSnapshot, ADMIN } from '../src/auth/principal.js';
-import type { CallAs } from '../src/core/call-as.js';
+import type { CallAs } from '../src/core/pipeline/call-as.js';
 
 let mock: MockUpstream;
 let gw: TestGateway;

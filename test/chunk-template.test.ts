@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeChunkEvent, streamChunkDecoder } from '../src/providers/openai-compatible/decode-chunk.js';
-import type { StreamChunk } from '../src/providers/contract.js';
+import type { StreamChunk } from '../src/providers/provider-contract.js';
 import type { SseEvent } from '../src/streaming/sse-parser.js';
 
 // A stream's frames through the per-stream decoder (chunk-template.ts: frames that repeat the one before but for

@@ -6,7 +6,7 @@
  */
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CircuitBreakers } from '../src/core/circuit-breaker.js';
+import { CircuitBreakers } from '../src/core/pipeline/circuit-breaker.js';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';

@@ -11,7 +11,7 @@ import { runCli } from '../src/cli/run-cli.js';
 import { tailUsage } from '../src/cli/usage-command.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 
 const run = async (argv: string[], env: NodeJS.ProcessEnv = {}, stdin = '') => {
   const out: string[] = [];

@@ -15,7 +15,7 @@ import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
 import { DATABASE_URL, postgresSkipReason } from './helpers/services.js';
 import { PROJECT_ROOT } from './helpers/spawn-gateway.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 
 const pgSkip = await postgresSkipReason();
 

@@ -1,7 +1,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { countPromptTokens, encodingFor } from '../src/core/context-window.js';
-import type { ChatMessage } from '../src/providers/contract.js';
+import { countPromptTokens, encodingFor } from '../src/core/tokens/context-window.js';
+import type { ChatMessage } from '../src/providers/provider-contract.js';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
@@ -85,7 +85,7 @@ describe('context window check before the upstream call', () => {
 });
 
 test('one estimate: rate-limit admission and the context check of a model without a public tokenizer count alike, tool calls and tools included', async () => {
-  const { estimateTokens } = await import('../src/core/rate-limit-service.js');
+  const { estimateTokens } = await import('../src/core/limits/rate-limit-service.js');
   const messages: ChatMessage[] = [
     { role: 'user', content: 'x'.repeat(40) },
     {

@@ -18,7 +18,7 @@ import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { chromiumSkipReason, launchChromium } from './helpers/services.js';
 import { waitForValue } from './helpers/wait.js';
 import { AdminAuthenticator } from '../src/auth/admin-auth.js';
-import type { HealthReport } from '../src/core/health-service.js';
+import type { HealthReport } from '../src/core/health/health-service.js';
 import { mountDashboard } from '../src/dashboard/routes.js';
 import { createHttpServer } from '../src/http/server.js';
 import { createLogger } from '../src/observability/logger.js';

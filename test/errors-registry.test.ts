@@ -71,7 +71,7 @@ test('the registry says which upstream failures are retried and which open a cir
 });
 
 test('the retry loop reads the registry: a code is retried exactly when its entry says so', async () => {
-  const { isRetryable } = await import('../src/core/retry-policy.js');
+  const { isRetryable } = await import('../src/core/pipeline/retry-policy.js');
   for (const [code, spec] of Object.entries(ERROR_CODES)) {
     assert.equal(
       isRetryable(new GatewayError(code as ErrorCode)),

@@ -1,7 +1,7 @@
-/** Finding and rewriting the gateway's file ids in a request body (src/core/file-refs.ts). */
+/** Finding and rewriting the gateway's file ids in a request body (src/core/files/file-refs.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findFileRefs, mayNameFiles, replaceAt } from '../src/core/file-refs.js';
+import { findFileRefs, mayNameFiles, replaceAt } from '../src/core/files/file-refs.js';
 
 const OURS = 'file-AbCdEfGhIjKlMnOpQrStUvWx';
 

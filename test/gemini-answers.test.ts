@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CatalogModel } from '../src/core/model-catalog.js';
+import type { CatalogModel } from '../src/core/models/model-catalog.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
 import { GATEWAY_ERRORS } from '../src/http/error-shape.js';
 import type { ErrorCode } from '../src/errors/codes.js';
-import type { StreamChunk, Usage } from '../src/providers/contract.js';
+import type { StreamChunk, Usage } from '../src/providers/provider-contract.js';
 import { completionToGemini } from '../src/surfaces/gemini/chat-to-gemini.js';
 import { countTokensAnswer, countTokensToChat } from '../src/surfaces/gemini/count-tokens.js';
 import {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { GatewayError } from '../src/errors/gateway-error.js';
 import { assertValid, boundedValidatorCompiler } from '../src/http/bounded-validation.js';
-import type { ChatRequestBody } from '../src/providers/contract.js';
+import type { ChatRequestBody } from '../src/providers/provider-contract.js';
 import { toGeminiRequest } from '../src/providers/gemini/translate-request.js';
 import { chatBodySchema } from '../src/surfaces/chat-schema.js';
 import { checkConversation } from '../src/routes/chat-rules.js';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalJson, readIdempotencyKey, requestFingerprint } from '../src/core/idempotency-key.js';
+import { canonicalJson, readIdempotencyKey, requestFingerprint } from '../src/core/pipeline/idempotency-key.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
 
 test('valid keys pass through; absent is fine', () => {

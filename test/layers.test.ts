@@ -76,6 +76,24 @@ test('files importing each other, type-only or dynamic, are a file cycle even wi
   );
 });
 
+test('two domain folders of core/ importing each other are a domain cycle; one way is fine', (t) => {
+  const root = tree({
+    'core/limits/budget.ts': "import type { Price } from '../models/price.js';\nexport type B = Price;\n",
+    'core/models/price.ts': 'export type Price = number;\n',
+    'core/models/health.ts': "import type { B } from '../limits/budget.js';\nexport type H = B;\n",
+  });
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const { status, stderr } = check(root);
+  assert.equal(status, 1);
+  assert.match(
+    stderr,
+    /domain folders import each other: (core\/limits -> core\/models|core\/models -> core\/limits) -> core\/(limits|models)\n/,
+  );
+  assert.doesNotMatch(stderr, /files import each other/, 'no file cycle: health -> budget -> price');
+  rmSync(join(root, 'core/models/health.ts'));
+  assert.equal(check(root).status, 0, 'limits -> models alone is a domain using another');
+});
+
 test('a folder with no layer is reported, so a new folder gets a place in the table', (t) => {
   const root = tree({ 'gadgets/x.ts': 'export const x = 1;\n' });
   t.after(() => rmSync(root, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeasedLimits } from '../src/core/leased-limits.js';
-import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitStore } from '../src/store/contract.js';
+import { LeasedLimits } from '../src/core/limits/leased-limits.js';
+import type { AdmissionLimit, AdmissionSettlement, AdmissionStore, LimitStore } from '../src/store/store-contract.js';
 import { SqliteRateLimiter } from '../src/store/sqlite/sqlite-rate-limiter.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { waitFor } from './helpers/wait.js';

@@ -32,7 +32,7 @@ import { createLogger } from '../src/observability/logger.js';
 import { openDependencies } from '../src/dependencies.js';
 import { openDatabase } from '../src/store/sqlite/database.js';
 import { SqliteRateLimiter } from '../src/store/sqlite/sqlite-rate-limiter.js';
-import type { LimitStore } from '../src/store/contract.js';
+import type { LimitStore } from '../src/store/store-contract.js';
 
 const HOUR_MS = 3_600_000;
 const KEYS = '/v1/?route=keys';

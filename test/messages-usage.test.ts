@@ -12,7 +12,7 @@ import { ADMIN_TOKEN, authHeaders } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { useMockedGateway } from './helpers/mocked-gateway.js';
 import { namedEvents, readStream } from './helpers/sse-client.js';
-import { estimatePromptTokens } from '../src/core/token-estimate.js';
+import { estimatePromptTokens } from '../src/core/tokens/token-estimate.js';
 import { messagesToChat, type MessagesRequest } from '../src/surfaces/messages/request-to-chat.js';
 
 const REQUEST = {

@@ -1,5 +1,5 @@
 /**
- * One model call's steps (src/core/model-call.ts): plan → admit → run or start → settle. Whatever way a call ends
+ * One model call's steps (src/core/pipeline/model-call.ts): plan → admit → run or start → settle. Whatever way a call ends
  * (an answer read whole, a failure before any answer, a stream that ended well, was cut, lost its caller or failed
  * in translation), `settle` runs once: the admission's lease goes back once with the call's usage, the answering
  * try's capacity slot is given back and its circuit permit settled with the call's own outcome, its attempt
@@ -11,19 +11,19 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../src/config/load.js';
-import type { AttemptReport } from '../src/core/attempt-observer.js';
-import { CallPipeline } from '../src/core/call-pipeline.js';
-import { CircuitBreakers } from '../src/core/circuit-breaker.js';
-import { openStream, type CallInput, type ModelCall } from '../src/core/model-call.js';
-import { ModelRouter } from '../src/core/model-router.js';
-import { PriceBook } from '../src/core/price-book.js';
-import type { RateLimitService } from '../src/core/rate-limit-service.js';
-import { UpstreamCapacities } from '../src/core/upstream-capacity.js';
-import type { UpstreamPauses } from '../src/core/upstream-pauses.js';
+import type { AttemptReport } from '../src/core/pipeline/attempt-observer.js';
+import { CallPipeline } from '../src/core/pipeline/call-pipeline.js';
+import { CircuitBreakers } from '../src/core/pipeline/circuit-breaker.js';
+import { openStream, type CallInput, type ModelCall } from '../src/core/pipeline/model-call.js';
+import { ModelRouter } from '../src/core/models/model-router.js';
+import { PriceBook } from '../src/core/models/price-book.js';
+import type { RateLimitService } from '../src/core/limits/rate-limit-service.js';
+import { UpstreamCapacities } from '../src/core/limits/upstream-capacity.js';
+import type { UpstreamPauses } from '../src/core/limits/upstream-pauses.js';
 import { ClientGoneError } from '../src/errors/client-gone.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
-import type { ChatCompletionResult, Provider, StreamBatch, Usage } from '../src/providers/contract.js';
-import type { ProviderSet } from '../src/providers/registry.js';
+import type { ChatCompletionResult, Provider, StreamBatch, Usage } from '../src/providers/provider-contract.js';
+import type { ProviderSet } from '../src/providers/provider-registry.js';
 
 const MODEL = 'gpt-4o-mini';
 const USAGE: Usage = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 };

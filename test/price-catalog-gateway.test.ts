@@ -17,7 +17,7 @@ import { startPartsUpstream, type PartsUpstream } from './helpers/mock-token-par
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { runCli } from '../src/cli/run-cli.js';
 
 const KEY = 'sk-price-catalog-upstream-0123456789';

@@ -16,7 +16,7 @@ import {
 } from '../src/config/price-catalog.js';
 import { PROVIDER_KINDS, PRICE_FAMILIES } from '../src/config/provider-presets.js';
 import { ConfigError, loadConfig } from '../src/config/load.js';
-import { PriceBook, catalogPrice } from '../src/core/price-book.js';
+import { PriceBook, catalogPrice } from '../src/core/models/price-book.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-price-catalog-'));
 const file = (name: string, content: unknown) => {

@@ -7,13 +7,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { toAnthropicRequest } from '../src/providers/anthropic/translate-request.js';
-import type { ChatMessage, ChatRequestBody } from '../src/providers/contract.js';
+import type { ChatMessage, ChatRequestBody } from '../src/providers/provider-contract.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/load.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { authHeaders, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';
 import { dataFrames, readStream } from './helpers/sse-client.js';

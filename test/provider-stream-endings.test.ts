@@ -10,7 +10,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { UpstreamConfig } from '../src/config/types.js';
 import { isGatewayError } from '../src/errors/gateway-error.js';
-import type { CallContext, StreamBatch } from '../src/providers/contract.js';
+import type { CallContext, StreamBatch } from '../src/providers/provider-contract.js';
 import { AnthropicProvider } from '../src/providers/anthropic/anthropic-provider.js';
 import { GeminiProvider } from '../src/providers/gemini/gemini-provider.js';
 import { OpenAiCompatibleProvider } from '../src/providers/openai-compatible/openai-compatible-provider.js';

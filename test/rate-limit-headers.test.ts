@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bindingLimit, rateLimitHeaders, type AppliedLimit } from '../src/core/rate-limit-headers.js';
+import { bindingLimit, rateLimitHeaders, type AppliedLimit } from '../src/core/limits/rate-limit-headers.js';
 
 const limit = (
   name: string,

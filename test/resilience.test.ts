@@ -5,8 +5,8 @@
  */
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CircuitBreakers } from '../src/core/circuit-breaker.js';
-import { retryDelayMs } from '../src/core/retry-policy.js';
+import { CircuitBreakers } from '../src/core/pipeline/circuit-breaker.js';
+import { retryDelayMs } from '../src/core/pipeline/retry-policy.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
 import { MOCK_CONTENT, startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';

@@ -12,7 +12,7 @@ import { responsesToChat, type TranslationOptions } from '../src/surfaces/respon
 import type { ResponsesRequest } from '../src/surfaces/responses/responses-types.js';
 import { toAnthropicRequest } from '../src/providers/anthropic/translate-request.js';
 import { toGeminiRequest } from '../src/providers/gemini/translate-request.js';
-import type { ChatExtra } from '../src/providers/contract.js';
+import type { ChatExtra } from '../src/providers/provider-contract.js';
 
 /** A tolerant translation, and the fields it named. */
 function tolerant(body: ResponsesRequest, carried: ChatExtra[] | 'all' = 'all') {

@@ -1,5 +1,5 @@
 /**
- * The API surfaces as registered descriptors (surfaces/registry.ts, docs/architecture.md "API surfaces"): the
+ * The API surfaces as registered descriptors (surfaces/surface-registry.ts, docs/architecture.md "API surfaces"): the
  * registry agrees with config's grantable routes and OAuth scopes and keeps `/v1/?route=` as it was; and a surface
  * the gateway has never heard of, declared only as a descriptor and handed to buildApp beside the registry's, is
  * served by the same mounting: its own paths (a plain one, and Google-style `{model}:action` paths told apart by the
@@ -20,7 +20,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
 import { verifyWebhook } from '../src/webhooks/verify.js';
-import { SURFACES } from '../src/surfaces/registry.js';
+import { SURFACES } from '../src/surfaces/surface-registry.js';
 import {
   CANARY_EVENT_KINDS,
   DEFAULT_OAUTH_SCOPES,
@@ -32,7 +32,7 @@ import { API_NAMES, type ApiNames } from '../src/names/api-names.js';
 import type { SurfaceDescriptor, StreamMode } from '../src/surfaces/descriptor.js';
 import type { ApiSurface, StreamEncoder, SurfaceRequest } from '../src/surfaces/surface.js';
 import type { ErrorShape } from '../src/request/request-state.js';
-import type { ChatRequestBody } from '../src/providers/contract.js';
+import type { ChatRequestBody } from '../src/providers/provider-contract.js';
 
 describe('the surface registry', () => {
   test('every surface is a grantable route, granted by its OAuth scope by default, with events config knows', () => {

@@ -6,8 +6,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
-import { serveTokenCounts, type CountPort, type CountReply, type CountRequest } from '../src/core/token-count-lane.js';
-import { TokenCounter } from '../src/core/token-counter.js';
+import {
+  serveTokenCounts,
+  type CountPort,
+  type CountReply,
+  type CountRequest,
+} from '../src/core/tokens/token-count-lane.js';
+import { TokenCounter } from '../src/core/tokens/token-counter.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
 import { ClientGoneError } from '../src/errors/client-gone.js';
 import { waitFor } from './helpers/wait.js';

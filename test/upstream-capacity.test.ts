@@ -14,7 +14,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from './helpers/gateway.j
 import { call } from './helpers/http.js';
 import { assembleContent, readStream } from './helpers/sse-client.js';
 import { waitFor } from './helpers/wait.js';
-import { UpstreamCapacity } from '../src/core/upstream-capacity.js';
+import { UpstreamCapacity } from '../src/core/limits/upstream-capacity.js';
 import { isGatewayError } from '../src/errors/gateway-error.js';
 import { judgeFileLimit, readOpenFileLimit, streamsAllowed } from '../src/process/file-limit.js';
 import { HEALTH_PATH, killAllGateways, removeTempDirs, startGatewayProcess } from './helpers/spawn-gateway.js';

@@ -1,9 +1,9 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UpstreamPauses, parseRetryAfter } from '../src/core/upstream-pauses.js';
-import { parsePauseScope, pauseScopeName } from '../src/core/pause-scope.js';
+import { UpstreamPauses, parseRetryAfter } from '../src/core/limits/upstream-pauses.js';
+import { parsePauseScope, pauseScopeName } from '../src/core/limits/pause-scope.js';
 import { isGatewayError } from '../src/errors/gateway-error.js';
-import type { UpstreamPauseStore } from '../src/store/contract.js';
+import type { UpstreamPauseStore } from '../src/store/store-contract.js';
 import { startMockUpstream, type MockUpstream } from './helpers/mock-openai-upstream.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './helpers/gateway.js';
 import { call } from './helpers/http.js';

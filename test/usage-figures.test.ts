@@ -12,9 +12,9 @@ import { readStream } from './helpers/sse-client.js';
 import { startUsageUpstream, type UsageUpstream } from './helpers/mock-usage-upstream.js';
 import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { MAX_USAGE_TOKENS, checkedUsage, saneTokens } from '../src/providers/usage-figures.js';
-import { USAGE_ANOMALIES, type UsageAnomaly } from '../src/providers/contract.js';
+import { USAGE_ANOMALIES, type UsageAnomaly } from '../src/providers/provider-contract.js';
 
 const KEY = 'sk-usage-figures-upstream-0123456789';
 

@@ -13,7 +13,7 @@ import { dataFrames, readStream } from './helpers/sse-client.js';
 import { startRecordingServer, type RecordingServer } from './helpers/recording-server.js';
 import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { MAX_USAGE_TOKENS } from '../src/providers/usage-figures.js';
 
 const KEY = 'sk-usage-part-bounds-upstream-0123456789';

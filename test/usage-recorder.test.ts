@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { openSqliteStore, SQLITE_FILE, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
 import { USAGE_COLUMNS, writeRecordValues } from '../src/store/usage-sql.js';

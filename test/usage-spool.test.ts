@@ -22,7 +22,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { UsageRecord, UsageRows, UsageStore } from '../src/store/contract.js';
+import type { UsageRecord, UsageRows, UsageStore } from '../src/store/store-contract.js';
 import { PostgresUsageStore } from '../src/store/postgres/postgres-usage.js';
 import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';

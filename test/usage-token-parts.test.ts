@@ -12,12 +12,12 @@ import { dataFrames, namedEvents, readStream } from './helpers/sse-client.js';
 import { startPartsUpstream, type PartsUpstream, type PartsUsage } from './helpers/mock-token-parts-upstream.js';
 import { waitForValue } from './helpers/wait.js';
 import { SqliteUsageStore } from '../src/store/sqlite/sqlite-usage.js';
-import type { UsageRecord } from '../src/store/contract.js';
+import type { UsageRecord } from '../src/store/store-contract.js';
 import { usageCommand } from '../src/cli/usage-command.js';
 import { checkedUsage, countsOf, withParts } from '../src/providers/usage-figures.js';
 import { chatUsageOf, messagesUsageOf, responsesUsageOf } from '../src/providers/usage-shapes.js';
-import { USAGE_ANOMALIES, type Usage } from '../src/providers/contract.js';
-import { costUsd } from '../src/core/pricing.js';
+import { USAGE_ANOMALIES, type Usage } from '../src/providers/provider-contract.js';
+import { costUsd } from '../src/core/models/pricing.js';
 
 const KEY = 'sk-token-parts-upstream-0123456789';
 

@@ -17,7 +17,7 @@ import { chatBodySchema } from '../src/surfaces/chat-schema.js';
 import { embeddingsBodySchema } from '../src/routes/embeddings-schema.js';
 import { responsesBodySchema } from '../src/surfaces/responses/responses-schema.js';
 import { countTokensBodySchema, messagesBodySchema } from '../src/surfaces/messages/messages-schema.js';
-import { createKeySchema, rotateKeySchema, updateKeySchema } from '../src/routes/keys.js';
+import { createKeySchema, rotateKeySchema, updateKeySchema } from '../src/routes/keys-routes.js';
 
 /** Generous for a loaded 2-core machine: these take a few tens of ms now, 0.8 to 2.4 s before. */
 const CPU_BOUND_MS = 300;

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GeminiStream } from '../src/surfaces/gemini/gemini-stream.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
-import type { StreamChunk } from '../src/providers/contract.js';
+import type { StreamChunk } from '../src/providers/provider-contract.js';
 import {
   chatAnswer,
   geminiAnswer,

@@ -1,11 +1,11 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { GatewayEnvironment } from '../config/schema.js';
 import type { BasicUser, LimitSet } from '../config/types.js';
-import type { Budget } from '../core/rate-limit-service.js';
+import type { Budget } from '../core/limits/rate-limit-service.js';
 import { verifyPassword } from '../secrets/password.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { bearerToken, type AdminAuthenticator } from './admin-auth.js';
-import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
+import type { ApiKeyRecord, KeyStore } from '../store/store-contract.js';
 import { hashApiKey, looksLikeApiKey, parseApiKey } from './api-key.js';
 import { looksLikeJwt, type OAuthVerifier } from './oauth.js';
 import { ADMIN, type Principal } from './principal.js';

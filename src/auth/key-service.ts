@@ -1,7 +1,7 @@
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
-import { canonicalJson } from '../core/idempotency-key.js';
+import { canonicalJson } from '../core/pipeline/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow, UsageTotals } from '../store/contract.js';
+import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow, UsageTotals } from '../store/store-contract.js';
 import { newApiKey } from './api-key.js';
 
 /** What a key may do: the rights an operator gives it (the CLI's flags and the admin API's body say the same). */

@@ -1,5 +1,5 @@
 import type { LimitSet } from '../config/types.js';
-import type { Budget } from '../core/rate-limit-service.js';
+import type { Budget } from '../core/limits/rate-limit-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 
 /** Who is calling and what they may do. `undefined` rights mean "everything" (the admin token). */

@@ -1,7 +1,7 @@
 import { KeyService, stateOf } from '../auth/key-service.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
-import type { ApiKeyRecord, KeyStore } from '../store/contract.js';
+import type { ApiKeyRecord, KeyStore } from '../store/store-contract.js';
 import type { CliOutput } from './webhooks-command.js';
 
 const ROUTES: readonly string[] = GRANTABLE_ROUTES;

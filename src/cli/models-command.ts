@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import { providerKind } from '../config/provider-presets.js';
 import type { GatewayConfig } from '../config/types.js';
-import { PriceBook, type ModelFacts } from '../core/price-book.js';
+import { PriceBook, type ModelFacts } from '../core/models/price-book.js';
 import { ECHO_MODEL_ID } from '../providers/echo/echo-provider.js';
 import { parseFlags } from './keys-command.js';
 import type { CliOutput } from './webhooks-command.js';

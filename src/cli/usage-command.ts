@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../store/contract.js';
+import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../store/store-contract.js';
 import { parseDuration, parseFlags } from './keys-command.js';
 import type { CliOutput } from './webhooks-command.js';
 

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { OutboxStore } from '../store/contract.js';
+import type { OutboxStore } from '../store/store-contract.js';
 import { WebhookSender } from '../webhooks/deliver.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
 import { newEventId } from '../webhooks/event-id.js';

@@ -47,7 +47,7 @@ const catalogSchema = z
   })
   .strict();
 
-/** One model's catalog prices (USD per million tokens, the config's meaning: core/pricing.ts) and window. */
+/** One model's catalog prices (USD per million tokens, the config's meaning: core/models/pricing.ts) and window. */
 export interface CatalogPrice {
   /** `family/model` as the file names it (for operators: where a price came from). */
   entry: string;

@@ -1,6 +1,6 @@
 export type StreamUsageMode = 'on' | 'off' | 'auto';
 
-/** The wire formats the gateway speaks upstream: one provider class each (src/providers/registry.ts). */
+/** The wire formats the gateway speaks upstream: one provider class each (src/providers/provider-registry.ts). */
 export type WireFormat = 'openai' | 'anthropic' | 'gemini';
 
 /**
@@ -31,7 +31,7 @@ export interface ProviderKind {
   filesApi?: boolean;
   /**
    * Which family of the built-in price catalog prices its models when the config gives no price or window
-   * (catalog/model-prices.json, core/price-book.ts); `by-vendor`: the model name's vendor prefix names the family
+   * (catalog/model-prices.json, core/models/price-book.ts); `by-vendor`: the model name's vendor prefix names the family
    * (OpenRouter's `anthropic/claude-sonnet-4.5`, see VENDOR_PRICE_FAMILIES). Absent: no catalog price, because what
    * the server charges is not known (a local server, or an OpenAI-compatible one of unknown make).
    */

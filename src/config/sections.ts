@@ -90,7 +90,7 @@ export function toModel(
 }
 
 /** A model's cache policy: its own section over the global one; undefined when caching is off for it. */
-/** A model's prices as the config file spells them (a cache price left out stays undefined: core/pricing.ts). */
+/** A model's prices as the config file spells them (a cache price left out stays undefined: core/models/pricing.ts). */
 function toPricing(
   entry: NonNullable<NonNullable<ConfigFile['models']>[number]['pricing']>,
 ): NonNullable<ModelConfig['pricing']> {

@@ -82,7 +82,7 @@ export interface ModelConfig {
   /** Undefined: the config's default policy. */
   retry: RetryPolicy | undefined;
   aliases: string[];
-  /** USD per million input / output tokens, and cache reads / 5-minute writes / 1-hour writes (absent: core/pricing.ts). */
+  /** USD per million input / output tokens, and cache reads / 5-minute writes / 1-hour writes (absent: core/models/pricing.ts). */
   pricing:
     | {
         inputPerMillion: number;

@@ -1,6 +1,12 @@
-import type { OutboxStore, UsageRecord, UsageStore, UsageSummaryRow, UsageTimelineRow } from '../store/contract.js';
+import type {
+  OutboxStore,
+  UsageRecord,
+  UsageStore,
+  UsageSummaryRow,
+  UsageTimelineRow,
+} from '../store/store-contract.js';
 import { LATENCY_BIN_EDGES_MS } from '../store/usage-sql.js';
-import type { ConfigStatus, HealthReport } from '../core/health-service.js';
+import type { ConfigStatus, HealthReport } from '../core/health/health-service.js';
 import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.js';
 import { eventKindOf } from '../webhooks/dispatcher.js';
 import type { BatchInFlight } from '../store/batch-contract.js';

@@ -4,7 +4,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { AdminAuthenticator } from '../auth/admin-auth.js';
 import type { KeyService } from '../auth/key-service.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
-import { mountDashboardKeys } from './keys.js';
+import { mountDashboardKeys } from './key-routes.js';
 import { buildOverview, WINDOWS, type OverviewSources, type WindowName } from './overview.js';
 import { cookieValue, DashboardSessions, SESSION_COOKIE } from './session.js';
 

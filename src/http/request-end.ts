@@ -3,7 +3,7 @@ import { redactUrl } from '../secrets/redact.js';
 import { accessLineEnabled, scrubbedJson, writeAccessLine } from '../observability/logger.js';
 import { isObservedRoute } from '../request/route-name.js';
 import { recordOf, type RequestRecord } from '../request/request-record.js';
-import { USAGE_ANOMALIES } from '../providers/contract.js';
+import { USAGE_ANOMALIES } from '../providers/provider-contract.js';
 
 /** Looks at an API request (chat, models) once it ended: usage records, metrics, the trace's request span, events. */
 export type RequestObserver = (record: RequestRecord) => void;

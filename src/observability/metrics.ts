@@ -5,10 +5,10 @@ import { answerClusterCollects, scrapeCluster } from './cluster-metrics.js';
 import { CollectedCounter, FastCounter, FastHistogram } from './fast-metrics.js';
 import type { UpstreamAttemptStats } from './upstream-attempts.js';
 import type { RequestRecord } from '../request/request-record.js';
-import { USAGE_ANOMALIES } from '../providers/contract.js';
-import type { CircuitState } from '../core/circuit-breaker.js';
-import type { ActivePause } from '../core/upstream-pauses.js';
-import type { CapacityLoad } from '../core/upstream-capacity.js';
+import { USAGE_ANOMALIES } from '../providers/provider-contract.js';
+import type { CircuitState } from '../core/pipeline/circuit-breaker.js';
+import type { ActivePause } from '../core/limits/upstream-pauses.js';
+import type { CapacityLoad } from '../core/limits/upstream-capacity.js';
 
 interface Series {
   request(status: number, code: string): { inc(by?: number): void };

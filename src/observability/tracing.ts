@@ -22,8 +22,8 @@ import {
 import type { TracingConfig } from '../config/types.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import { ClientGoneError } from '../errors/client-gone.js';
-import type { Usage } from '../providers/contract.js';
-import type { AttemptTrace, RequestTrace } from '../core/trace-contract.js';
+import type { Usage } from '../providers/provider-contract.js';
+import type { AttemptTrace, RequestTrace } from '../core/pipeline/trace-contract.js';
 import type { RequestHead, RequestRecord } from '../request/request-record.js';
 
 interface WarnLog {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AttemptObserver, AttemptReport, FailoverReason } from '../core/attempt-observer.js';
+import type { AttemptObserver, AttemptReport, FailoverReason } from '../core/pipeline/attempt-observer.js';
 
 /** One upstream's attempts as the dashboard shows them (this instance, since it started). */
 export interface UpstreamAttemptSummary {

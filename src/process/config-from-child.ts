@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import { ConfigError } from '../config/config-error.js';
 import type { GatewayConfig } from '../config/types.js';
-import { loaderArguments } from '../core/loader-arguments.js';
+import { loaderArguments } from '../core/tokens/loader-arguments.js';
 
 /** What the config child answers: the validated config, the config's problems, or why it failed otherwise. */
 export type ChildReply = { config: GatewayConfig } | { problems: string[] } | { error: string };

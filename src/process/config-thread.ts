@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { ConfigError } from '../config/config-error.js';
 import type { GatewayConfig } from '../config/types.js';
-import { loaderArguments } from '../core/loader-arguments.js';
+import { loaderArguments } from '../core/tokens/loader-arguments.js';
 import type { ChildReply } from './config-from-child.js';
 
 /** A reload's read gives up past this (the thread is stopped): every file it reads is bounded, so it never should. */

@@ -8,7 +8,7 @@ export type {
   NativeBatchStatus,
   NativeLineResult,
   NativeSubmission,
-} from './contract.js';
+} from './provider-contract.js';
 
 /** The upstream's custom id of a line: fixed by its index (a caller's custom_id may not fit the upstream's rules). */
 export function nativeCustomId(index: number): string {

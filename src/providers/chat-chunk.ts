@@ -1,4 +1,4 @@
-import type { ChatCompletionChunk } from './contract.js';
+import type { ChatCompletionChunk } from './provider-contract.js';
 
 /** What one chunk's single choice carries. */
 export type ChunkDelta = ChatCompletionChunk['choices'][number]['delta'];

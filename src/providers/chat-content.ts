@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { objectOf, type JsonObject } from '../wire/json.js';
 import { splitDataUrl } from '../wire/openai-chat.js';
-import type { ChatMessage } from './contract.js';
+import type { ChatMessage } from './provider-contract.js';
 
 /** The text of a message's content: a string as is, the text parts of a parts array joined, else empty. */
 export function textOf(content: ChatMessage['content']): string {

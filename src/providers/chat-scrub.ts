@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { KeyScrubber } from '../secrets/key-scrubber.js';
 import { KeyTexts } from '../secrets/key-texts.js';
-import type { CallContext, ChatCompletionChunk, StreamChunk } from './contract.js';
+import type { CallContext, ChatCompletionChunk, StreamChunk } from './provider-contract.js';
 
 /**
  * A chat answer never carries the keys of its call: an upstream may repeat the key it was sent, in a

@@ -1,4 +1,4 @@
-import type { ToolCall } from './contract.js';
+import type { ToolCall } from './provider-contract.js';
 import type { ChatUsageObject } from '../wire/openai-chat.js';
 
 /** One choice of a translated answer (the providers that translate build exactly this shape). */

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SseParser, type SseEvent } from '../streaming/sse-parser.js';
-import type { StreamBatch, StreamChunk } from './contract.js';
+import type { StreamBatch, StreamChunk } from './provider-contract.js';
 import { discardBody, drainQuietly } from './response-body.js';
 import { toUpstreamError } from './transport-errors.js';
 

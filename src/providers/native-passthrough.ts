@@ -11,7 +11,7 @@ import type {
   StreamBatch,
   StreamChunk,
   Usage,
-} from './contract.js';
+} from './provider-contract.js';
 import { malformedFrame } from './malformed-frame.js';
 import { providerErrorDetails } from './upstream-http-error.js';
 import { expectEventStream, type UpstreamClient } from './upstream-client.js';

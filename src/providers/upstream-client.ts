@@ -3,7 +3,7 @@ import { createPool, type Pool } from '../net/undici.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { CallContext } from './contract.js';
+import type { CallContext } from './provider-contract.js';
 import { scrubText } from '../secrets/redact.js';
 import { drainQuietly, readBodyBytes, readBodyText } from './response-body.js';
 import { toUpstreamError } from './transport-errors.js';
@@ -27,7 +27,7 @@ export class UpstreamClient {
     this.pool = createPool(url.origin, {
       // No bound unless configured: a bounded pool queues the calls past it invisibly, and past the first-byte
       // timeout they failed as the provider's fault. Bounds are enforced in front of the pool, with a
-      // short visible wait and 503 upstream_busy (src/core/upstream-capacity.ts), so this queue stays empty.
+      // short visible wait and 503 upstream_busy (src/core/limits/upstream-capacity.ts), so this queue stays empty.
       connections: config.maxConnections ?? null,
       // TLS 1.2 or newer to every https:// upstream (plain http:// only to loopback or hosts the config allows).
       connect: { timeout: config.timeouts.connectMs, minVersion: 'TLSv1.2' },

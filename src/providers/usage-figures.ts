@@ -4,7 +4,7 @@ import {
   type StreamChunk,
   type Usage,
   type UsageAnomaly,
-} from './contract.js';
+} from './provider-contract.js';
 import type { JsonObject } from '../wire/json.js';
 import { chatUsageOf } from './usage-shapes.js';
 

@@ -1,13 +1,13 @@
 import type { AnthropicUsage } from '../wire/anthropic.js';
 import type { ChatUsageObject } from '../wire/openai-chat.js';
 import type { ResponsesUsageObject } from '../wire/openai-responses.js';
-import type { Usage } from './contract.js';
+import type { Usage } from './provider-contract.js';
 import type { GeminiUsageMetadata } from '../wire/gemini.js';
 
 export type { AnthropicUsage, ChatUsageObject, ResponsesUsageObject };
 
 /**
- * How the gateway's usage (src/providers/contract.ts: `prompt_tokens` is all input, the cache reads and writes
+ * How the gateway's usage (src/providers/provider-contract.ts: `prompt_tokens` is all input, the cache reads and writes
  * parts of it; `reasoning_tokens` a part of `completion_tokens`) is shown in each API's own usage object, in every
  * answer the gateway builds (a translated answer, JSON and stream). The one place where that arithmetic is done:
  * docs/usage.md, "How token parts add up and how each API shows them", is its table. Each takes a usage already

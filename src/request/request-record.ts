@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { PricedUsage } from '../core/pricing.js';
-import type { RateState } from '../core/rate-limit-headers.js';
-import type { RequestTrace } from '../core/trace-contract.js';
+import type { PricedUsage } from '../core/models/pricing.js';
+import type { RateState } from '../core/limits/rate-limit-headers.js';
+import type { RequestTrace } from '../core/pipeline/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { RouteName } from './route-name.js';
 import { upstreamOf } from './request-state.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
-import type { PricedUsage } from '../core/pricing.js';
-import type { RateState } from '../core/rate-limit-headers.js';
-import type { RequestTrace } from '../core/trace-contract.js';
+import type { PricedUsage } from '../core/models/pricing.js';
+import type { RateState } from '../core/limits/rate-limit-headers.js';
+import type { RequestTrace } from '../core/pipeline/trace-contract.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { ErrorBody } from '../errors/gateway-error.js';
 import type { RouteName } from './route-name.js';

@@ -1,13 +1,13 @@
 import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { requestFingerprint } from '../core/idempotency-key.js';
+import { requestFingerprint } from '../core/pipeline/idempotency-key.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import { SSE_HEADERS } from '../http/sse.js';
-import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/contract.js';
-import type { AnswerRecorder } from '../core/answer-recorder.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store/store-contract.js';
+import type { AnswerRecorder } from '../core/pipeline/answer-recorder.js';
 
-/** What a running keyed call reports when it ends, so its answer can be replayed (core/answer-recorder.ts). */
-export type { AnswerRecorder } from '../core/answer-recorder.js';
+/** What a running keyed call reports when it ends, so its answer can be replayed (core/pipeline/answer-recorder.ts). */
+export type { AnswerRecorder } from '../core/pipeline/answer-recorder.js';
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;

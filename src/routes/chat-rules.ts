@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { ProblemList } from '../http/validation-details.js';
-import type { ChatRequestBody } from '../providers/contract.js';
+import type { ChatRequestBody } from '../providers/provider-contract.js';
 
 /**
  * The rules of a conversation that a JSON Schema states badly (they depend on the role): each message has text

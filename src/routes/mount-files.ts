@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
-import type { RateLimitService } from '../core/rate-limit-service.js';
+import type { RateLimitService } from '../core/limits/rate-limit-service.js';
 import { OPENAI_ERRORS } from '../http/openai-shape.js';
-import type { FileHandlers } from './files.js';
+import type { FileHandlers } from './files-routes.js';
 import { completeUploadSchema, createUploadSchema, type UploadHandlers } from './uploads.js';
 
 /**
@@ -10,7 +10,7 @@ import { completeUploadSchema, createUploadSchema, type UploadHandlers } from '.
  * the caller's requests-per-window limit (a request with no tokens: like a cached answer), OpenAI's error shape,
  * and the record every observed route gets (usage, metrics: the route `files`). The multipart routes and the
  * presigned PUT read their bodies themselves, as streams: they live in a scope whose only body parser hands the
- * body on unread. The presigned PUT has no credential: its URL is the capability (core/presign-service.ts).
+ * body on unread. The presigned PUT has no credential: its URL is the capability (core/files/presign-service.ts).
  */
 export function mountFiles(
   app: FastifyInstance,

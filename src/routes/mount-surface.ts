@@ -1,18 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
-import type { ChatService } from '../core/chat-service.js';
-import type { EmbeddingService } from '../core/embedding-service.js';
-import type { TokenCountService } from '../core/token-count-service.js';
-import type { ModelCatalog } from '../core/model-catalog.js';
+import type { ChatService } from '../core/pipeline/chat-service.js';
+import type { EmbeddingService } from '../core/pipeline/embedding-service.js';
+import type { TokenCountService } from '../core/pipeline/token-count-service.js';
+import type { ModelCatalog } from '../core/models/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { assertValid } from '../http/bounded-validation.js';
 import type { RouteName } from '../request/route-name.js';
 import type { SurfaceDeps, SurfaceDescriptor, SurfaceEndpoint } from '../surfaces/descriptor.js';
 import type { ApiSurface } from '../surfaces/surface.js';
 import { makeSurfaceCallHandler, type PipelineDeps } from './surface-call.js';
-import { makeCountTokensHandler } from './count-tokens.js';
-import { makeEmbeddingsHandler } from './embeddings.js';
-import { makeSurfaceModelsHandlers } from './models.js';
+import { makeCountTokensHandler } from './count-tokens-route.js';
+import { makeEmbeddingsHandler } from './embeddings-route.js';
+import { makeSurfaceModelsHandlers } from './models-route.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 type Guard = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;

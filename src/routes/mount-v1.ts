@@ -4,7 +4,7 @@ import type { Authenticator } from '../auth/authenticator.js';
 import { indexPage, prefersHtml } from '../http/pages.js';
 import { makeV1Guard, type V1RouteTable } from '../http/v1-dispatch.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
-import { checkKeyWriteQuery, createKeySchema, rotateKeySchema, type KeyHandlers } from './keys.js';
+import { checkKeyWriteQuery, createKeySchema, rotateKeySchema, type KeyHandlers } from './keys-routes.js';
 import { assertValid } from '../http/bounded-validation.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;

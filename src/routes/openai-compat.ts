@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogModel, ModelCatalog } from '../core/model-catalog.js';
+import type { CatalogModel, ModelCatalog } from '../core/models/model-catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import {
   OPENAI_EMBEDDINGS_PATH,
@@ -10,14 +10,14 @@ import {
 import { embeddingsBodySchema } from './embeddings-schema.js';
 import { type Authenticator } from '../auth/authenticator.js';
 import { ADMIN } from '../auth/principal.js';
-import { visibleModels } from './models.js';
+import { visibleModels } from './models-route.js';
 import type { SharedModels } from './mount-surface.js';
 import type { StoredResponseHandlers } from './stored-responses.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
 /**
- * OpenAI's drop-in paths that are not a surface's own (surfaces/registry.ts mounts `/v1/chat/completions` and
+ * OpenAI's drop-in paths that are not a surface's own (surfaces/surface-registry.ts mounts `/v1/chat/completions` and
  * `/v1/responses`): `POST /v1/embeddings`, the stored responses, and `GET /v1/models` (+ `/v1/models/{id}`), which
  * run the same logic as `?route=embeddings` and `?route=models`, with the admin token as the SDK's API key. The
  * models paths answer in a surface's own shape when its API claims the call by the caller's headers (Anthropic's for

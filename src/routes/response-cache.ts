@@ -1,14 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AnswerCache, STORE_FAILED, type AnswerCacheOptions, type CacheRule } from '../core/answer-cache.js';
-import type { AnswerRecorder } from '../core/answer-recorder.js';
+import { AnswerCache, STORE_FAILED, type AnswerCacheOptions, type CacheRule } from '../core/pipeline/answer-cache.js';
+import type { AnswerRecorder } from '../core/pipeline/answer-recorder.js';
 import type { CachePolicy } from '../config/types.js';
 import { SSE_HEADERS } from '../http/sse.js';
-import type { StoredResponse } from '../store/contract.js';
-import type { ChatService } from '../core/chat-service.js';
-import type { CallInput } from '../core/model-call.js';
+import type { StoredResponse } from '../store/store-contract.js';
+import type { ChatService } from '../core/pipeline/chat-service.js';
+import type { CallInput } from '../core/pipeline/model-call.js';
 import { ANSWER_HEADERS, type ChatIdempotency } from './chat-idempotency.js';
 
-export { bothRecorders } from '../core/answer-recorder.js';
+export { bothRecorders } from '../core/pipeline/answer-recorder.js';
 
 /** The header that says whether an answer came from the cache. */
 export const CACHE_HEADER = 'x-cache';
@@ -23,7 +23,7 @@ const OFF: CacheLookup = { kind: 'off' };
 const BYPASS: CacheLookup = { kind: 'miss', recorder: undefined };
 
 /**
- * The exact response cache on a route (docs/cache.md): the HTTP side of core/answer-cache.ts. The caller steers it
+ * The exact response cache on a route (docs/cache.md): the HTTP side of core/pipeline/answer-cache.ts. The caller steers it
  * with `Cache-Control: no-cache` (no lookup) and `no-store` (nothing stored); every answer of a cached model says
  * `X-Cache: hit` or `miss`; the request's record says what the cache did. Only complete successful answers are
  * stored (a JSON 200, or a stream that ended well); a request that samples or offers tools is neither looked up nor

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { readIdempotencyKey, requestFingerprint } from '../core/idempotency-key.js';
+import { readIdempotencyKey, requestFingerprint } from '../core/pipeline/idempotency-key.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
-import type { IdempotencyStore } from '../store/contract.js';
+import type { IdempotencyStore } from '../store/store-contract.js';
 import { REPLAYED_HEADER, beginClaim, replayable } from './chat-idempotency.js';
 import { open, seal, sealedKeyName, type SealBinding } from '../secrets/sealing.js';
 

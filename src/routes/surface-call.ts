@@ -1,21 +1,28 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatService } from '../core/chat-service.js';
-import type { StartedStream } from '../core/model-call.js';
+import type { ChatService } from '../core/pipeline/chat-service.js';
+import type { StartedStream } from '../core/pipeline/model-call.js';
 import { SSE_HEADERS } from '../http/sse.js';
 import type { SurfaceDescriptor, StreamMode } from '../surfaces/descriptor.js';
 import { writeEventStream } from '../http/sse-writer.js';
 import { toGatewayError } from '../http/error-handler.js';
 import { endBeforeAnswer, endClientGone } from '../http/request-end.js';
-import type { StreamBatch, StreamChunk, Usage } from '../providers/contract.js';
+import type { StreamBatch, StreamChunk, Usage } from '../providers/provider-contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
 import { checkConversation } from './chat-rules.js';
-import { callInputOf, pickHeaders, pickQuery, recorderOf, sendRecordedAnswer, type AnswerKey } from './model-call.js';
+import {
+  callInputOf,
+  pickHeaders,
+  pickQuery,
+  recorderOf,
+  sendRecordedAnswer,
+  type AnswerKey,
+} from './model-call-http.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
-import type { RequestTrace } from '../core/trace-contract.js';
-import { deliveredChars } from '../core/admission-estimate.js';
+import type { RequestTrace } from '../core/pipeline/trace-contract.js';
+import { deliveredChars } from '../core/limits/admission-estimate.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
 import { DROPPED_FIELDS_HEADER, TranslationNotes } from '../surfaces/translation-notes.js';
 
@@ -26,7 +33,7 @@ import { DROPPED_FIELDS_HEADER, TranslationNotes } from '../surfaces/translation
 const MAX_CAPTURED_ANSWER_CHARS = 256 * 1024;
 
 /**
- * The HTTP half of every model call, whatever its API surface (src/surfaces/registry.ts): chat completions (the
+ * The HTTP half of every model call, whatever its API surface (src/surfaces/surface-registry.ts): chat completions (the
  * surface is the chat model itself), the Responses API, the Messages API, the Gemini API (each translated at the edge
  * by its descriptor's translation, or forwarded natively). Validated body in, the surface's JSON or stream out; the
  * call itself (plan, admit, run, settle) is core's CallPipeline and ModelCall.

@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { PresignService } from '../core/presign-service.js';
-import type { UploadService } from '../core/upload-service.js';
+import type { PresignService } from '../core/files/presign-service.js';
+import type { UploadService } from '../core/files/upload-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { readMultipart } from '../http/multipart.js';
 import { publicOrigin } from '../http/public-origin.js';
 import { CALLER_FILE_PURPOSES } from '../wire/openai-files.js';
-import { declaredLength, expiresAfter } from './files.js';
+import { declaredLength, expiresAfter } from './files-routes.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 

@@ -1,4 +1,4 @@
-import type { AdmissionLimit, LimitOutcome, RateLimitDecision } from './contract.js';
+import type { AdmissionLimit, LimitOutcome, RateLimitDecision } from './store-contract.js';
 
 // GCRA arithmetic shared by every rate-limit backend: pure functions, no driver.
 //

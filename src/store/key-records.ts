@@ -1,4 +1,4 @@
-import type { ApiKeyPatch, ApiKeyRecord } from './contract.js';
+import type { ApiKeyPatch, ApiKeyRecord } from './store-contract.js';
 
 /** `current` with `patch` applied, its id, hash, environment and creation time kept whatever the patch holds. */
 export function patchedKey(current: ApiKeyRecord, patch: ApiKeyPatch): ApiKeyRecord {

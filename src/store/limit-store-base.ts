@@ -4,7 +4,7 @@ import type {
   AdmissionSettlement,
   LimitStore,
   RateLimitDecision,
-} from './contract.js';
+} from './store-contract.js';
 import { checkLease, checkRateLimit } from './gcra.js';
 
 /**

@@ -8,7 +8,7 @@ import type {
   ResponseCacheStore,
   ResponseStore,
   UpstreamPauseStore,
-} from './contract.js';
+} from './store-contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface StateStores {

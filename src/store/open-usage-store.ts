@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
-import type { UsageStore } from './contract.js';
+import type { UsageStore } from './store-contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface OpenedUsageStore {

@@ -1,4 +1,4 @@
-import type { UsageGrouping } from './contract.js';
+import type { UsageGrouping } from './store-contract.js';
 import { LATENCY_BIN_SQL } from './usage-sql.js';
 
 /**

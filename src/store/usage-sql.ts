@@ -1,4 +1,4 @@
-import type { UsageRecord, UsageRows, UsageSummaryRow, UsageTimelineRow } from './contract.js';
+import type { UsageRecord, UsageRows, UsageSummaryRow, UsageTimelineRow } from './store-contract.js';
 
 /** The columns of `usage_records`, in the order of `UsageRows.writeValues` (shared by the SQLite and PostgreSQL stores). */
 export const USAGE_COLUMNS = [

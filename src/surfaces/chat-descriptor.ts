@@ -1,4 +1,4 @@
-import { fixedAnswer, isObjectBody } from '../core/answer-cache.js';
+import { fixedAnswer, isObjectBody } from '../core/pipeline/answer-cache.js';
 import { OPENAI_API, OPENAI_CHAT_PATH } from '../http/openai-shape.js';
 import { EVENT, promptAsMessages } from '../webhooks/gateway-events.js';
 import { CHAT_SURFACE } from './chat-surface.js';

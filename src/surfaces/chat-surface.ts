@@ -1,5 +1,5 @@
 import { DONE_FRAME, formatEvent } from '../http/sse.js';
-import type { ChatRequestBody } from '../providers/contract.js';
+import type { ChatRequestBody } from '../providers/provider-contract.js';
 import type { ApiSurface, StreamEncoder } from './surface.js';
 
 /** Chat completions, the gateway's own model: nothing to translate; chunks leave as the provider normalised them. */

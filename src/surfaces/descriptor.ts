@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GrantableRoute } from '../names/api-names.js';
 import type { CachePolicy } from '../config/types.js';
-import type { CatalogModel, ModelPage } from '../core/model-catalog.js';
-import type { TokenEstimate } from '../core/rate-limit-service.js';
+import type { CatalogModel, ModelPage } from '../core/models/model-catalog.js';
+import type { TokenEstimate } from '../core/limits/rate-limit-service.js';
 import type { CallerApi } from '../http/error-shape.js';
 import type {
   ChatExtra,
@@ -10,8 +10,8 @@ import type {
   EmbeddingsRequestBody,
   EmbeddingsResult,
   NativeApiName,
-} from '../providers/contract.js';
-import type { PricedUsage } from '../core/pricing.js';
+} from '../providers/provider-contract.js';
+import type { PricedUsage } from '../core/models/pricing.js';
 import type { RouteName } from '../request/route-name.js';
 import type { RouteEvents } from '../webhooks/gateway-events.js';
 import type { NativeOwnership } from './native-ownership.js';
@@ -22,9 +22,9 @@ import type { ApiSurface, SurfaceRequest } from './surface.js';
  * One public API the gateway speaks (chat completions, OpenAI's Responses API, Anthropic's Messages API...), declared
  * once: its paths, where a call's model and streaming come from, its credentials, its error shape, its right and
  * OAuth scope, its webhook events, its cache rule, its native upstream API and the translation at its edge.
- * Registered in surfaces/registry.ts; mounting (routes/mount-surface.ts), `/v1/?route=`, the error shape and query
+ * Registered in surfaces/surface-registry.ts; mounting (routes/mount-surface.ts), `/v1/?route=`, the error shape and query
  * rules of its paths, events, the cache and native forwarding read it instead of switching on names. The layers
- * below the surfaces get plain data built from it by the wiring (wiring/surfaces.ts).
+ * below the surfaces get plain data built from it by the wiring (wiring/surfaces-wiring.ts).
  */
 export interface SurfaceDescriptor {
   /**
@@ -119,7 +119,7 @@ export interface SurfaceDeps {
   forwards(model: string): boolean;
   /** Whether every upstream of the model speaks it and the model's config wants it used (`responses: native`). */
   forwardsWholly(model: string): boolean;
-  /** Whether every upstream the model may be sent to carries a chat field (providers/contract.ts ChatExtra); may throw likewise. */
+  /** Whether every upstream the model may be sent to carries a chat field (providers/provider-contract.ts ChatExtra); may throw likewise. */
   carries(model: string, field: ChatExtra): boolean;
   /** Who made each id a native upstream keeps. */
   readonly ownership: NativeOwnership;

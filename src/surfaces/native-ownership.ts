@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import type { NativeOwnerStore } from '../store/contract.js';
+import type { NativeOwnerStore } from '../store/store-contract.js';
 
 /** An id of the upstream's that a natively forwarded request refers to, and the field it is in (for the 404). */
 export interface NativeReference {

@@ -1,7 +1,7 @@
 import type { GatewayError } from '../errors/gateway-error.js';
 import { formatEvent } from '../http/sse.js';
 import type { ErrorShape } from '../request/request-state.js';
-import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/contract.js';
+import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/provider-contract.js';
 import type { TranslationNotes } from './translation-notes.js';
 
 /**
@@ -22,7 +22,7 @@ export class NativeForward {
 
 /**
  * How one public API (chat completions, the Responses API) speaks to callers: a thin translation at the edge of
- * the one model-call pipeline (routes/surface-call.ts, core/call-pipeline.ts). The surface turns its request into the chat request every provider
+ * the one model-call pipeline (routes/surface-call.ts, core/pipeline/call-pipeline.ts). The surface turns its request into the chat request every provider
  * serves, and the chat answer back into its own JSON or its own event stream; auth, limits, idempotency,
  * retries and records are the pipeline's, the same for every surface.
  */

@@ -1,6 +1,6 @@
 import type { UsageRecorder } from './usage-recorder.js';
 import type { RequestRecord } from '../request/request-record.js';
-import { USAGE_ANOMALIES } from '../providers/contract.js';
+import { USAGE_ANOMALIES } from '../providers/provider-contract.js';
 
 /** Distinct strings kept by `intern` (model names come from callers: beyond this, strings are kept as they are). */
 const MAX_INTERNED = 1_000;

@@ -1,4 +1,4 @@
-import type { SpoolMark, UsageRecord, UsageRows } from '../store/contract.js';
+import type { SpoolMark, UsageRecord, UsageRows } from '../store/store-contract.js';
 import { USAGE_COLUMNS, recordFromRow } from '../store/usage-sql.js';
 
 /**

@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import type { SpoolMark, UsageStore } from '../store/contract.js';
+import type { SpoolMark, UsageStore } from '../store/store-contract.js';
 import { UsageRowsRefused, recordRows } from '../store/usage-sql.js';
 import { writeAroundRefused } from './refused-records.js';
 import { MAX_SPOOL_LINE_CHARS, isMarked, marksOf, parseSpoolLine, without, type SpooledRecord } from './spool-lines.js';

@@ -1,6 +1,6 @@
 import { readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { UsageStore } from '../store/contract.js';
+import type { UsageStore } from '../store/store-contract.js';
 import { isMarked } from './spool-lines.js';
 import { isOwnerAlive, parseOwner, type SpoolOwner } from './spool-owner.js';
 import { writeFromSegments } from './spool-reader.js';

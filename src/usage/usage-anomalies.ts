@@ -1,4 +1,4 @@
-import { USAGE_ANOMALIES } from '../providers/contract.js';
+import { USAGE_ANOMALIES } from '../providers/provider-contract.js';
 import type { RequestRecord } from '../request/request-record.js';
 
 /** Distinct (upstream, kind) pairs remembered as logged; past it nothing more is logged (upstream names come from the config). */

@@ -1,4 +1,4 @@
-import type { UsageRecord, UsageRows } from '../store/contract.js';
+import type { UsageRecord, UsageRows } from '../store/store-contract.js';
 
 // Where each field lives in a row of the numeric columns and of the text columns.
 const TIME = 0;

@@ -1,4 +1,4 @@
-import type { SpoolMark, UsageRecord, UsageRows, UsageStore } from '../store/contract.js';
+import type { SpoolMark, UsageRecord, UsageRows, UsageStore } from '../store/store-contract.js';
 import { UsageRowsRefused, recordRows } from '../store/usage-sql.js';
 import { UsageColumns, type WaitingRecord } from './usage-columns.js';
 import { writeAroundRefused } from './refused-records.js';

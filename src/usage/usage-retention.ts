@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { UsageStore } from '../store/contract.js';
+import type { UsageStore } from '../store/store-contract.js';
 
 /** How often the sweep looks at the usage tables (docs/usage.md, "Retention"). */
 export const SWEEP_EVERY_MS = 10_000;

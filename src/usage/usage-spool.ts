@@ -2,7 +2,7 @@ import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, mkdirSync, openSync
 import { close as closeFd } from 'node:fs';
 import { rmdir, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SpoolMark, UsageRows, UsageStore } from '../store/contract.js';
+import type { SpoolMark, UsageRows, UsageStore } from '../store/store-contract.js';
 import { marksOf, spoolLine, spoolScratch, without } from './spool-lines.js';
 import { SPOOL_HEARTBEAT_MS, type SpoolOwner } from './spool-owner.js';
 import type { UsageLog } from './usage-log.js';
@@ -50,7 +50,7 @@ interface Segment {
  * The local write-ahead log of one process's usage records (docs/usage.md, "Durability"): a folder
  * `DATA_DIR/usage-spool/<owner>` of append-only segment files. Every record is appended (one `write`, no fsync)
  * before its answer's last bytes are written, numbered 1, 2, 3... in this spool. Once the store has a record (its
- * mark was written with it, src/store/contract.ts `SpoolMark`), the spool is told (`confirm`); a segment whose
+ * mark was written with it, src/store/store-contract.ts `SpoolMark`), the spool is told (`confirm`); a segment whose
  * records are all stored is deleted, then its marks. A process that dies leaves its folder behind; another one (or
  * its own successor) replays it (src/usage/spool-replay.ts). The bytes of a `write` are the kernel's at once, so a
  * killed process loses nothing; they reach the disk within SPOOL_SYNC_MS (fdatasync off the event loop), so an

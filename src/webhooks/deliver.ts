@@ -1,6 +1,6 @@
 import { createAgent, type Agent } from '../net/undici.js';
 import type { WebhookSubscription } from '../config/types.js';
-import { parseRetryAfter } from '../core/upstream-pauses.js';
+import { parseRetryAfter } from '../core/limits/upstream-pauses.js';
 import { guardedLookup } from '../net/address-guard.js';
 import { WEBHOOK_HEADERS, signatureHeader } from './signature.js';
 

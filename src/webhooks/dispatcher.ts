@@ -1,5 +1,5 @@
 import type { WebhookSubscription, WebhooksConfig } from '../config/types.js';
-import type { OutboxDelivery, OutboxStore } from '../store/contract.js';
+import type { OutboxDelivery, OutboxStore } from '../store/store-contract.js';
 import type { AttemptResult, WebhookSender } from './deliver.js';
 
 /**

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { RequestRecord } from '../request/request-record.js';
 import type { Webhooks } from './webhooks.js';
-import type { Usage } from '../providers/contract.js';
+import type { Usage } from '../providers/provider-contract.js';
 
 /** The event kinds the gateway emits (docs/webhooks.md documents each `data`). */
 export const EVENT = {

@@ -1,5 +1,5 @@
 import type { WebhookSubscription, WebhooksConfig } from '../config/types.js';
-import type { OutboxStore } from '../store/contract.js';
+import type { OutboxStore } from '../store/store-contract.js';
 import { newEventId } from './event-id.js';
 
 export interface WebhookLog {

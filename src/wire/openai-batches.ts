@@ -1,7 +1,7 @@
 /**
  * OpenAI's Batch API on the wire (https://platform.openai.com/docs/api-reference/batch), both directions: the
  * gateway answers callers with these shapes (routes/batch-views.ts) and sends them to an OpenAI upstream when it
- * forwards a batch there (providers/openai-compatible/openai-batches.ts).
+ * forwards a batch there (providers/openai-compatible/openai-batches-client.ts).
  */
 
 export type OpenAiBatchStatus =

@@ -2,7 +2,7 @@
  * OpenAI's Chat Completions API on the wire, where the other wire modules meet it: the values the translations map
  * to and from (tool choice, image parts, function tools, web search options, the usage object, the completion the
  * surfaces read). The chat request, message and chunk the core passes around are the internal model
- * (providers/contract.ts), not these. The parts and tools are type aliases, not interfaces, so they fit the internal
+ * (providers/provider-contract.ts), not these. The parts and tools are type aliases, not interfaces, so they fit the internal
  * model's open objects (`Record<string, unknown>`) where they go.
  */
 
@@ -21,7 +21,7 @@ export type ChatImagePart = {
 };
 
 /**
- * A file part: by id (the upstream's, or one of the gateway's, which core/file-forwarding.ts makes available), or
+ * A file part: by id (the upstream's, or one of the gateway's, which core/files/file-forwarding.ts makes available), or
  * inline as a base64 `data:` URL in `file_data`.
  */
 export type ChatFilePart = {
@@ -43,7 +43,7 @@ export type ApproximateLocation = {
   timezone?: string;
 };
 
-/** Chat's `web_search_options`: the gateway's one representation of a built-in web search (providers/contract.ts ChatExtra). */
+/** Chat's `web_search_options`: the gateway's one representation of a built-in web search (providers/provider-contract.ts ChatExtra). */
 export type ChatWebSearchOptions = {
   search_context_size?: string;
   user_location?: { type: 'approximate'; approximate: ApproximateLocation };

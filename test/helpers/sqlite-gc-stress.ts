@@ -25,7 +25,7 @@ import { SqliteIdempotencyStore } from '../../src/store/sqlite/sqlite-idempotenc
 import { SqliteUsageStore } from '../../src/store/sqlite/sqlite-usage.js';
 import { SqliteUpstreamPauses } from '../../src/store/sqlite/sqlite-upstream-pauses.js';
 import { SqliteOutbox } from '../../src/store/sqlite/sqlite-outbox.js';
-import type { UsageRecord } from '../../src/store/contract.js';
+import type { UsageRecord } from '../../src/store/store-contract.js';
 
 const [dataDir, statementsArg, roundsArg] = process.argv.slice(2);
 if (!dataDir) throw new Error('usage: sqlite-gc-stress.ts <data dir> [statements] [rounds]');

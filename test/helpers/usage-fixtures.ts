@@ -1,5 +1,5 @@
 /** Usage records for the rollup and retention tests: varied callers, models, routes, statuses and latencies. */
-import type { UsageRecord } from '../../src/store/contract.js';
+import type { UsageRecord } from '../../src/store/store-contract.js';
 
 const HOUR_MS = 3_600_000;
 

@@ -5,7 +5,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IdempotencyStore, StoredResponse } from '../../src/store/contract.js';
+import type { IdempotencyStore, StoredResponse } from '../../src/store/store-contract.js';
 
 export interface ContractStore {
   store: IdempotencyStore;

@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../../src/store/contract.js';
+import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../../src/store/store-contract.js';
 
 export function keyStoreContract(name: string, make: () => Promise<{ keys: KeyStore; close(): Promise<void> }>): void {
   describe(`key store contract: ${name}`, () => {

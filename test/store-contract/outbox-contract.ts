@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { OutboxStore } from '../../src/store/contract.js';
+import type { OutboxStore } from '../../src/store/store-contract.js';
 
 export interface OutboxHarness {
   outbox: OutboxStore;

@@ -4,7 +4,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LimitStore } from '../../src/store/contract.js';
+import type { LimitStore } from '../../src/store/store-contract.js';
 
 export interface RateLimiterHarness {
   limiter: LimitStore;

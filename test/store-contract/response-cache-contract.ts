@@ -1,7 +1,7 @@
 /** The contract every response cache store passes (SQLite in memory, on a file, Redis). */
 import { after, afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ResponseCacheStore, StoredResponse } from '../../src/store/contract.js';
+import type { ResponseCacheStore, StoredResponse } from '../../src/store/store-contract.js';
 
 export interface ResponseCacheHarness {
   cache: ResponseCacheStore;

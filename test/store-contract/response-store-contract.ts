@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ResponseStore, StoredConversationTurn } from '../../src/store/contract.js';
+import type { ResponseStore, StoredConversationTurn } from '../../src/store/store-contract.js';
 
 export interface ResponseStoreHarness {
   responses: ResponseStore;

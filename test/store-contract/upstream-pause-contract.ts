@@ -1,7 +1,7 @@
 /** The contract every upstream-pause backend passes: pauses grow, end on time, and are per scope. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { UpstreamPauseStore } from '../../src/store/contract.js';
+import type { UpstreamPauseStore } from '../../src/store/store-contract.js';
 
 export interface UpstreamPauseHarness {
   pauses: UpstreamPauseStore;

@@ -1,7 +1,7 @@
 /** The contract every usage-record backend passes. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { UsageRecord, UsageStore } from '../../src/store/contract.js';
+import type { UsageRecord, UsageStore } from '../../src/store/store-contract.js';
 import { LATENCY_BIN_EDGES_MS, UsageRowsRefused, recordRows } from '../../src/store/usage-sql.js';
 import { UsageColumns } from '../../src/usage/usage-columns.js';
 import { UsageRecorder } from '../../src/usage/usage-recorder.js';

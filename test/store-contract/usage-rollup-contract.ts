@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { UsageFootprint, UsageRecord, UsageStore } from '../../src/store/contract.js';
+import type { UsageFootprint, UsageRecord, UsageStore } from '../../src/store/store-contract.js';
 import { HOUR_MS, RECORD_OVERHEAD_BYTES, type Dialect } from '../../src/store/usage-rollup-sql.js';
 import { summarizeTimeline } from '../../src/dashboard/overview.js';
 import { USAGE_H0, variedRecords } from '../helpers/usage-fixtures.js';

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../../errors/codes.js';
 import type { BatchLine, BatchRecord, LineUsage } from '../../store/batch-contract.js';
-import type { RateState } from '../rate-limit-headers.js';
+import type { RateState } from '../limits/rate-limit-headers.js';
 
 /** The runner's hold on a batch: `lost` once another runner may have it (the lease could not be renewed). */
 export interface BatchLease {

@@ -1,4 +1,4 @@
-import type { StorageQuota } from '../storage-quota.js';
+import type { StorageQuota } from '../files/storage-quota.js';
 
 /**
  * After a batch's `lines_until_ms` the sweep of ended lines removes them within its interval (an hour,

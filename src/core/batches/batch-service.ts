@@ -183,7 +183,7 @@ export class BatchService {
    * empty). More than `maxLines` fails as soon as one too many arrives. Whatever fails part way (a bad request, a
    * body cut off, the store) removes the lines written so far: a batch that was never created leaves nothing. A
    * crash part way leaves them with the create's mark (`beginCreate`, before the first line): the sweep of
-   * abandoned creates removes them (src/wiring/batch-create-sweep.ts).
+   * abandoned creates removes them (src/wiring/batch-create-sweep-wiring.ts).
    */
   async createFromRequests(
     owner: string,

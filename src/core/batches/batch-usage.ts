@@ -1,4 +1,4 @@
-import type { Usage } from '../../providers/contract.js';
+import type { Usage } from '../../providers/provider-contract.js';
 import { saneTokens } from '../../providers/usage-figures.js';
 import type { LineUsage } from '../../store/batch-contract.js';
 
@@ -11,7 +11,7 @@ function detail(usage: Json, object: string, name: string): number {
   return isObject(inner) ? saneTokens(inner[name]) : 0;
 }
 
-/** A line's tokens from the gateway's own usage (a forwarded batch's result, src/providers/contract.ts). */
+/** A line's tokens from the gateway's own usage (a forwarded batch's result, src/providers/provider-contract.ts). */
 export function lineUsageOf(usage: Usage | undefined): LineUsage | undefined {
   if (!usage) return undefined;
   return {

@@ -1,4 +1,4 @@
-import type { CallAs } from '../call-as.js';
+import type { CallAs } from '../pipeline/call-as.js';
 import type { LineExecutor } from './batch-backend.js';
 import { lineUsageOf, lineUsageOfAnswer } from './batch-usage.js';
 

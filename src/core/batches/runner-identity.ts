@@ -3,7 +3,7 @@ import { readlinkSync } from 'node:fs';
 
 /**
  * A runner's name in the store's leases. With an instance identity (INSTANCE_ID, else the host name and the data
- * folder: src/wiring/batches.ts) it is `runner_<identity key>_<pid namespace>_<pid>_<uuid>`, so a process that
+ * folder: src/wiring/batches-wiring.ts) it is `runner_<identity key>_<pid namespace>_<pid>_<uuid>`, so a process that
  * starts again under the same identity recognizes the leases of the one before it, and can tell them from a live
  * sibling's (cluster workers, several processes on one data folder share the identity, never a pid within one pid
  * namespace). Without one: `runner_<uuid>`.

@@ -11,7 +11,7 @@ import type {
   Provider,
   StreamBatch,
   UpstreamModel,
-} from '../contract.js';
+} from '../provider-contract.js';
 import { MESSAGES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { completionJson } from '../completion-json.js';
 import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';

@@ -7,7 +7,7 @@ const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'im
 
 /**
  * A chat `file` part that carries its bytes (`file.file_data`, a base64 `data:` URL: the caller's, or one of the
- * gateway's files put inline by core/file-forwarding.ts) as Anthropic's block for them
+ * gateway's files put inline by core/files/file-forwarding.ts) as Anthropic's block for them
  * (https://docs.anthropic.com/en/docs/build-with-claude/pdf-support): a PDF as a `document` with a base64 source,
  * text as a `document` with a text source (its bytes decoded as UTF-8), an image as an `image`; the filename as the
  * document's `title`. Undefined for a part without `file_data` (sent as it is). Any other type: a 400, before the

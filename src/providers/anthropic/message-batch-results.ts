@@ -5,7 +5,7 @@ import { MESSAGES_WIRE } from '../native-passthrough.js';
 import { objectOf } from '../../wire/json.js';
 import { indexOfCustomId } from '../batch-api.js';
 import { completionJson } from '../completion-json.js';
-import type { NativeLineResult } from '../contract.js';
+import type { NativeLineResult } from '../provider-contract.js';
 import { mapUpstreamHttpError } from '../upstream-http-error.js';
 import { fromAnthropicMessage } from './translate-response.js';
 

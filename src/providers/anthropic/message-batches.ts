@@ -10,7 +10,7 @@ import type {
   NativeBatchStatus,
   NativeLineResult,
   NativeSubmission,
-} from '../contract.js';
+} from '../provider-contract.js';
 import { toUpstreamError } from '../transport-errors.js';
 import type { UpstreamClient } from '../upstream-client.js';
 import { messageBatchResult } from './message-batch-results.js';

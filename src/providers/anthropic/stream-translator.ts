@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
-import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../contract.js';
+import type { ChatCompletionChunk, Usage, UsageAnomaly } from '../provider-contract.js';
 import { chatChunk, type ChunkDelta } from '../chat-chunk.js';
 import { anomaliesOf, saneTokens, usageFrom, withAnomalies, withParts } from '../usage-figures.js';
 import { finishReasonOf } from '../../wire/anthropic.js';

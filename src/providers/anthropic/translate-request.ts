@@ -14,7 +14,7 @@ import {
 } from '../../wire/anthropic.js';
 import { objectOf, type JsonObject } from '../../wire/json.js';
 import { imageUrlOfPart, parseToolArguments, textOf } from '../chat-content.js';
-import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import type { ChatMessage, ChatRequestBody } from '../provider-contract.js';
 import { callerMarked, isMark, markBreakpoints, type PromptCacheMode } from './cache-breakpoints.js';
 import { fileBlockOf } from './file-blocks.js';
 import { thinkingFor } from './thinking.js';

@@ -1,6 +1,6 @@
 import { finishReasonOf } from '../../wire/anthropic.js';
 import { fieldsOf, isJsonObject, objectOf, textField } from '../../wire/json.js';
-import type { ToolCall, Usage } from '../contract.js';
+import type { ToolCall, Usage } from '../provider-contract.js';
 import { anthropicUsage } from '../usage-figures.js';
 import { chatUsageOf } from '../usage-shapes.js';
 import type { ChatCompletion } from '../completion-json.js';

@@ -8,7 +8,7 @@ import type {
   StreamBatch,
   StreamChunk,
   UpstreamModel,
-} from '../contract.js';
+} from '../provider-contract.js';
 
 export const ECHO_MODEL_ID = 'echo';
 export const ECHO_PROVIDER_NAME = 'dev-echo';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { completionJson } from '../completion-json.js';
 import { KeyScrubber } from '../../secrets/key-scrubber.js';
-import type { NativeLineResult } from '../contract.js';
+import type { NativeLineResult } from '../provider-contract.js';
 import { mapUpstreamHttpError } from '../upstream-http-error.js';
 import { indexOfCustomId } from '../batch-api.js';
 import { httpStatusOfRpc, type GeminiInlinedResponse, type GeminiRpcStatus } from '../../wire/gemini-batch.js';

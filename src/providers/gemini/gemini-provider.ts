@@ -16,7 +16,7 @@ import type {
   StreamBatch,
   StreamChunk,
   UpstreamModel,
-} from '../contract.js';
+} from '../provider-contract.js';
 import { nativeGemini } from './native-gemini.js';
 import { GeminiBatches } from './gemini-batches.js';
 import { fromGeminiEmbedResponse, toGeminiEmbedRequest } from './translate-embeddings.js';

@@ -11,7 +11,7 @@ import type {
   StreamBatch,
   StreamChunk,
   Usage,
-} from '../contract.js';
+} from '../provider-contract.js';
 import { readEventStream, truncatedStream } from '../event-stream-reader.js';
 import { malformedFrame } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';

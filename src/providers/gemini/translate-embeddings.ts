@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { EmbeddingsRequestBody } from '../contract.js';
+import type { EmbeddingsRequestBody } from '../provider-contract.js';
 import type { GeminiBatchEmbedRequest, GeminiBatchEmbedResponse, GeminiEmbedding } from '../../wire/gemini.js';
 import { received } from '../../wire/received.js';
 

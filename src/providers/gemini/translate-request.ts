@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { imageSource, parseToolArguments, textOf } from '../chat-content.js';
-import type { ChatMessage, ChatRequestBody } from '../contract.js';
+import type { ChatMessage, ChatRequestBody } from '../provider-contract.js';
 import { splitDataUrl } from '../../wire/openai-chat.js';
 import type {
   GeminiContent,
@@ -126,7 +126,7 @@ function toGeminiPart(part: Record<string, unknown>): GeminiPart {
       : { inlineData: { mimeType: source.mediaType, data: source.data } };
   }
   if (part.type === 'file') {
-    // A file with its bytes (the caller's `file_data`, or a gateway file put inline: core/file-forwarding.ts).
+    // A file with its bytes (the caller's `file_data`, or a gateway file put inline: core/files/file-forwarding.ts).
     const data = (part.file as { file_data?: unknown } | undefined)?.file_data;
     const inline = typeof data === 'string' ? splitDataUrl(data) : undefined;
     if (inline) return { inlineData: { mimeType: inline.mediaType, data: inline.data } };

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubCut } from '../../secrets/redact.js';
 import { upstreamFieldDetails } from '../upstream-http-error.js';
 import { chatUsageOf } from '../usage-shapes.js';
-import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../contract.js';
+import type { ChatCompletionChunk, ToolCall, Usage, UsageAnomaly } from '../provider-contract.js';
 import { chatChunk, type ChunkDelta } from '../chat-chunk.js';
 import { saneTokens, usageFrom, withParts } from '../usage-figures.js';
 import type { ChatCompletion, CompletionChoice } from '../completion-json.js';

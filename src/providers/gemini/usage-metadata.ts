@@ -1,4 +1,4 @@
-import { USAGE_ANOMALIES, type Usage, type UsageAnomaly } from '../contract.js';
+import { USAGE_ANOMALIES, type Usage, type UsageAnomaly } from '../provider-contract.js';
 import { saneTokens, withAnomalies } from '../usage-figures.js';
 import { usageOf } from './translate-response.js';
 

@@ -1,4 +1,4 @@
-import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
+import type { ChatCompletionChunk, StreamChunk } from '../provider-contract.js';
 
 /**
  * The frames of one OpenAI-compatible stream are nearly all the same text but for the piece of answer they carry:

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { SseEvent } from '../../streaming/sse-parser.js';
-import type { ChatCompletionChunk, StreamChunk } from '../contract.js';
+import type { ChatCompletionChunk, StreamChunk } from '../provider-contract.js';
 import { CHAT_COUNTS, correctCounts } from '../usage-figures.js';
 import { malformedFrame as malformed } from '../malformed-frame.js';
 import { providerErrorDetails } from '../upstream-http-error.js';

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { OPENAI_CHAT_EXTRAS } from '../contract.js';
+import { OPENAI_CHAT_EXTRAS } from '../provider-contract.js';
 import type {
   CallContext,
   ChatCompletionResult,
@@ -16,7 +16,7 @@ import type {
   StreamBatch,
   UpstreamFiles,
   UpstreamModel,
-} from '../contract.js';
+} from '../provider-contract.js';
 import { anomaliesOf, countsOf, embeddingUsage } from '../usage-figures.js';
 import { UpstreamClient, addCallHeaders, expectEventStream } from '../upstream-client.js';
 import { streamChunkDecoder } from './decode-chunk.js';
@@ -25,8 +25,8 @@ import { RESPONSES_WIRE, nativePassthrough } from '../native-passthrough.js';
 import { providerKind } from '../../config/provider-presets.js';
 import { endAtMarker, readEventStream } from '../event-stream-reader.js';
 import { ChatStreamScrub, callScrubber, scrubbedAnswer } from '../chat-scrub.js';
-import { OpenAiBatches } from './openai-batches.js';
-import { OpenAiFiles } from './openai-files.js';
+import { OpenAiBatches } from './openai-batches-client.js';
+import { OpenAiFiles } from './openai-files-client.js';
 
 /**
  * Any server that speaks OpenAI's Chat Completions API: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...

@@ -8,7 +8,7 @@ import type {
   UsageStore,
   UsageSummaryRow,
   UsageTimelineRow,
-} from '../contract.js';
+} from '../store-contract.js';
 import { USAGE_COLUMNS, UsageRowsRefused, recordFromRow, recordRows, summaryRow, timelineRow } from '../usage-sql.js';
 import { hourOf, summarySql, timelineSql } from '../usage-rollup-sql.js';
 import { migrateUnderLock } from './migrate.js';

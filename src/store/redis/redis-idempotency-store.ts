@@ -1,4 +1,4 @@
-import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 

@@ -1,4 +1,4 @@
-import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../contract.js';
+import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../store-contract.js';
 import { patchedKey } from '../key-records.js';
 import type { RedisClient } from './connect.js';
 

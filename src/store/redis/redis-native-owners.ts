@@ -1,4 +1,4 @@
-import type { NativeOwnerStore } from '../contract.js';
+import type { NativeOwnerStore } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 

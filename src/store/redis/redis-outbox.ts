@@ -1,4 +1,4 @@
-import type { OutboxDelivery, OutboxStore } from '../contract.js';
+import type { OutboxDelivery, OutboxStore } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 

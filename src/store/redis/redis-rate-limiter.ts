@@ -1,4 +1,4 @@
-import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../contract.js';
+import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../store-contract.js';
 import {
   MAX_DEBT_WINDOWS,
   checkAdmissionLimit,

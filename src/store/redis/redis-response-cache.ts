@@ -1,4 +1,4 @@
-import type { ResponseCacheStore, StoredResponse } from '../contract.js';
+import type { ResponseCacheStore, StoredResponse } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 

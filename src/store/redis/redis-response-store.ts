@@ -1,4 +1,4 @@
-import type { ConversationRead, ResponseStore, StoredConversationTurn, StoredUsage } from '../contract.js';
+import type { ConversationRead, ResponseStore, StoredConversationTurn, StoredUsage } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import type { RedisClient } from './connect.js';
 import { CONVERSATION_LUA, DELETE_LUA, PUT_LUA } from './redis-response-scripts.js';

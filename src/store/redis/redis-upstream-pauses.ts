@@ -1,4 +1,4 @@
-import type { UpstreamPauseStore } from '../contract.js';
+import type { UpstreamPauseStore } from '../store-contract.js';
 import { gcraNow } from '../gcra.js';
 import type { RedisClient } from './connect.js';
 

@@ -15,7 +15,7 @@ export const PARTIAL_PREFIX = '.partial-';
  * file under its final name. The store writes its record after the rename and deletes it before the unlink, so a
  * crash (kill -9, power loss) can leave a `.partial-*` file (mid-write) or a whole file no record names (between
  * the two steps). Nothing here removes them: the stores' `sweepStrays` (stray-bytes.ts) does, at start-up and
- * hourly (src/wiring/file-strays.ts), once they are older than `files.stray_grace_seconds`.
+ * hourly (src/wiring/file-strays-wiring.ts), once they are older than `files.stray_grace_seconds`.
  */
 export class DiskContent {
   constructor(readonly dir: string) {

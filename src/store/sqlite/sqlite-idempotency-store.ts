@@ -1,5 +1,5 @@
 import type * as BetterSqlite3 from './database.js'; // our node:sqlite adapter, under the name this file used
-import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../contract.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 

@@ -1,5 +1,5 @@
 import type * as Sqlite from './database.js';
-import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../contract.js';
+import type { ApiKeyPatch, ApiKeyRecord, KeyStore } from '../store-contract.js';
 import { patchedKey } from '../key-records.js';
 
 /** Scoped API keys in the embedded store (table `api_keys`, migration 6): one JSON record per key id. */

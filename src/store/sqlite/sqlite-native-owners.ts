@@ -1,5 +1,5 @@
 import type * as Sqlite from './database.js';
-import type { NativeOwnerStore } from '../contract.js';
+import type { NativeOwnerStore } from '../store-contract.js';
 import { durationMs, wholeMs } from '../time-arguments.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 

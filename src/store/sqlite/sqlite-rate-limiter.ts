@@ -1,5 +1,5 @@
 import type * as BetterSqlite3 from './database.js'; // our node:sqlite adapter, under the name this file used
-import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../contract.js';
+import type { AdmissionLimit, AdmissionResult, AdmissionSettlement, LimitOutcome } from '../store-contract.js';
 import {
   checkAdmissionLimit,
   checkRateLimit,

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isBusyError, openDatabase, type Database, type Statement } from './database.js';
-import type { GatewayStore } from '../contract.js';
+import type { GatewayStore } from '../store-contract.js';
 import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 

@@ -1,5 +1,5 @@
 import type * as Sqlite from './database.js';
-import type { UpstreamPauseStore } from '../contract.js';
+import type { UpstreamPauseStore } from '../store-contract.js';
 import { gcraNow } from '../gcra.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 

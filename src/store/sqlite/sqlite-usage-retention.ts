@@ -1,5 +1,5 @@
 import type * as Sqlite from './database.js';
-import type { UsageFootprint } from '../contract.js';
+import type { UsageFootprint } from '../store-contract.js';
 import { LATENCY_BIN_SQL } from '../usage-sql.js';
 import {
   HOUR_KEY,

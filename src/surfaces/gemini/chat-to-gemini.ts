@@ -1,4 +1,4 @@
-import type { Usage } from '../../providers/contract.js';
+import type { Usage } from '../../providers/provider-contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
 import { geminiUsageOf } from '../../providers/usage-shapes.js';
 import type { GeminiCandidate, GeminiGenerateResponse, GeminiPart, GeminiUsageMetadata } from '../../wire/gemini.js';

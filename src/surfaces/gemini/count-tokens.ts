@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChatRequestBody } from '../../providers/contract.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import type { GeminiCountTokensRequest, GeminiCountTokensResponse } from '../../wire/gemini.js';
 import { geminiToChat } from './request-to-chat.js';
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { fixedAnswer, isObjectBody } from '../../core/answer-cache.js';
+import { fixedAnswer, isObjectBody } from '../../core/pipeline/answer-cache.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { CallerApi } from '../../http/error-shape.js';
 import type { ErrorShape } from '../../request/request-state.js';

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { ProblemList } from '../../http/validation-details.js';
-import type { EmbeddingsRequestBody, EmbeddingsResult } from '../../providers/contract.js';
+import type { EmbeddingsRequestBody, EmbeddingsResult } from '../../providers/provider-contract.js';
 import type {
   GeminiBatchEmbedRequest,
   GeminiBatchEmbedResponse,

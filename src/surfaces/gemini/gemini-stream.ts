@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SSE_HEADERS } from '../../http/sse.js';
-import type { StreamChunk, Usage } from '../../providers/contract.js';
+import type { StreamChunk, Usage } from '../../providers/provider-contract.js';
 import type { GeminiCandidate, GeminiGenerateResponse, GeminiPart, GeminiUsageMetadata } from '../../wire/gemini.js';
 import { withGeminiError } from '../../wire/gemini.js';
 import { geminiFinishReasonOf } from '../../wire/gemini-values.js';

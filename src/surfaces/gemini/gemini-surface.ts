@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChatRequestBody } from '../../providers/contract.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import type { GeminiGenerateRequest } from '../../wire/gemini.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToGemini, type GeminiAnswerIds } from './chat-to-gemini.js';

@@ -1,4 +1,4 @@
-import type { CatalogModel, ModelPage } from '../../core/model-catalog.js';
+import type { CatalogModel, ModelPage } from '../../core/models/model-catalog.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { GeminiListModelsResponse, GeminiModel } from '../../wire/gemini.js';
 

@@ -1,4 +1,4 @@
-import type { ChatRequestBody } from '../../providers/contract.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import type {
   GeminiFunctionDeclaration,
   GeminiGenerationConfig,

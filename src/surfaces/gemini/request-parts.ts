@@ -1,5 +1,5 @@
 import type { ProblemList } from '../../http/validation-details.js';
-import type { ChatMessage, ToolCall } from '../../providers/contract.js';
+import type { ChatMessage, ToolCall } from '../../providers/provider-contract.js';
 import type { GeminiContent, GeminiFunctionResponse, GeminiPart } from '../../wire/gemini.js';
 import type { TranslationNotes } from '../translation-notes.js';
 

@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { assertValid, boundedValidatorCompiler } from '../../http/bounded-validation.js';
 import { ProblemList } from '../../http/validation-details.js';
-import type { ChatMessage, ChatRequestBody } from '../../providers/contract.js';
+import type { ChatMessage, ChatRequestBody } from '../../providers/provider-contract.js';
 import type { GeminiGenerateRequest } from '../../wire/gemini.js';
 import type { TranslationNotes } from '../translation-notes.js';
 import { translatedGeminiSchema } from './gemini-schema.js';

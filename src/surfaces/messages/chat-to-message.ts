@@ -1,4 +1,4 @@
-import type { Usage } from '../../providers/contract.js';
+import type { Usage } from '../../providers/provider-contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
 import { messagesUsageOf } from '../../providers/usage-shapes.js';
 import { stopReasonOf, type AnthropicMessage, type AnthropicUsage } from '../../wire/anthropic.js';

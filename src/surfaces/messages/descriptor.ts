@@ -1,6 +1,6 @@
-import { fixedAnswer, isObjectBody } from '../../core/answer-cache.js';
+import { fixedAnswer, isObjectBody } from '../../core/pipeline/answer-cache.js';
 import { ANTHROPIC_API, ANTHROPIC_MESSAGES_PATH, anthropicAuthorization } from '../../http/anthropic-shape.js';
-import type { NativeBody } from '../../providers/contract.js';
+import type { NativeBody } from '../../providers/provider-contract.js';
 import { EVENT, promptAsMessages } from '../../webhooks/gateway-events.js';
 import { modelInBody, sseIfStreamed } from '../chat-descriptor.js';
 import type { SurfaceDescriptor } from '../descriptor.js';

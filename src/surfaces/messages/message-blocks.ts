@@ -1,5 +1,5 @@
 import type { ProblemList } from '../../http/validation-details.js';
-import type { ChatMessage, ToolCall } from '../../providers/contract.js';
+import type { ChatMessage, ToolCall } from '../../providers/provider-contract.js';
 import { imageUrlOf, isTextBlock, type AnthropicBlockParam } from '../../wire/anthropic.js';
 import { isJsonObject } from '../../wire/json.js';
 import type { ChatImagePart, ChatTextPart } from '../../wire/openai-chat.js';

@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { withAnthropicError } from '../../http/anthropic-shape.js';
 import { formatEvent } from '../../http/sse.js';
-import type { StreamChunk, Usage } from '../../providers/contract.js';
+import type { StreamChunk, Usage } from '../../providers/provider-contract.js';
 import type { StreamEncoder } from '../surface.js';
 import { checkArguments, cutShort, MAX_STREAMED_ARGUMENTS_CHARS, toolCallFields } from '../tool-arguments.js';
 import { stopReasonOf, type AnthropicStreamEventName, type AnthropicStreamEvents } from '../../wire/anthropic.js';

@@ -5,10 +5,10 @@ import { formatEvent } from '../../http/sse.js';
 import { completionToMessage } from './chat-to-message.js';
 import { MessageStream } from './message-stream.js';
 import { messagesToChat, type MessagesRequest } from './request-to-chat.js';
-import type { ChatRequestBody } from '../../providers/contract.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import { threadPreviousMessageId } from '../../wire/anthropic.js';
 import { objectOf } from '../../wire/json.js';
-import { estimatePromptTokens } from '../../core/token-estimate.js';
+import { estimatePromptTokens } from '../../core/tokens/token-estimate.js';
 import type { NativeOwnership, NativeReference } from '../native-ownership.js';
 
 /** The caller headers a Messages request forwarded to Anthropic carries upstream (count_tokens too). */

@@ -1,4 +1,4 @@
-import type { CatalogModel } from '../../core/model-catalog.js';
+import type { CatalogModel } from '../../core/models/model-catalog.js';
 import { parsePageLimit } from '../../core/page-limit.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ModelsSpec } from '../descriptor.js';

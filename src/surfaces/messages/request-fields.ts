@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChatRequestBody } from '../../providers/contract.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import type { MessagesRequest } from '../../wire/anthropic.js';
 import type { BlockContext } from './message-blocks.js';
 

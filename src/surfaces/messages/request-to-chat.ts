@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { assertValid, boundedValidatorCompiler } from '../../http/bounded-validation.js';
 import { ProblemList } from '../../http/validation-details.js';
-import type { ChatMessage, ChatRequestBody } from '../../providers/contract.js';
+import type { ChatMessage, ChatRequestBody } from '../../providers/provider-contract.js';
 import { chatToolChoiceOf, type MessagesRequest } from '../../wire/anthropic.js';
 import type { TranslationNotes } from '../translation-notes.js';
 import { assistantMessage, systemText, userMessages, type BlockContext } from './message-blocks.js';

@@ -1,4 +1,4 @@
-import type { ChatRequestBody } from '../../providers/contract.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import { chatFunctionOf, chatUserLocationOf, type AnthropicToolParam } from '../../wire/anthropic.js';
 import type { ChatFunctionTool, ChatWebSearchOptions } from '../../wire/openai-chat.js';
 import type { BlockContext } from './message-blocks.js';

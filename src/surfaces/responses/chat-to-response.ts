@@ -1,4 +1,4 @@
-import type { ChatRequestBody, ToolCall, Usage } from '../../providers/contract.js';
+import type { ChatRequestBody, ToolCall, Usage } from '../../providers/provider-contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
 import { responsesUsageOf } from '../../providers/usage-shapes.js';
 import { completionToolCalls } from '../tool-arguments.js';

@@ -1,6 +1,6 @@
-import { fixedAnswer, isObjectBody } from '../../core/answer-cache.js';
+import { fixedAnswer, isObjectBody } from '../../core/pipeline/answer-cache.js';
 import { OPENAI_API, OPENAI_RESPONSES_PATH } from '../../http/openai-shape.js';
-import type { NativeBody } from '../../providers/contract.js';
+import type { NativeBody } from '../../providers/provider-contract.js';
 import { EVENT, promptAsInput } from '../../webhooks/gateway-events.js';
 import { modelInBody, sseIfStreamed } from '../chat-descriptor.js';
 import type { SurfaceDescriptor } from '../descriptor.js';

@@ -1,5 +1,5 @@
 import { formatEvent } from '../../http/sse.js';
-import type { ChatMessage, NativeBody } from '../../providers/contract.js';
+import type { ChatMessage, NativeBody } from '../../providers/provider-contract.js';
 import { objectOf } from '../../wire/json.js';
 import { inputPartOf, type ResponsesErrorEvent, type ResponsesInputItem } from '../../wire/openai-responses.js';
 import type { NativeReference } from '../native-ownership.js';

@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ToolCall } from '../../providers/contract.js';
+import type { ToolCall } from '../../providers/provider-contract.js';
 import { argumentsObject, checkArguments } from '../tool-arguments.js';
 import { outputItemId } from './ids.js';
 import { CUSTOM_INPUT } from './request-tools.js';

@@ -1,5 +1,5 @@
 import type { ProblemList } from '../../http/validation-details.js';
-import type { ChatExtra, ChatRequestBody } from '../../providers/contract.js';
+import type { ChatExtra, ChatRequestBody } from '../../providers/provider-contract.js';
 import { isJsonObject, type JsonObject } from '../../wire/json.js';
 import type { ResponsesRequest } from '../../wire/openai-responses.js';
 
@@ -16,7 +16,7 @@ export interface TranslationContext {
    * the Responses API (responses-surface.ts).
    */
   notes: { drop(field: string, problem: string): void } | undefined;
-  /** Whether every upstream of the model carries this chat field (providers/contract.ts ChatExtra). */
+  /** Whether every upstream of the model carries this chat field (providers/provider-contract.ts ChatExtra). */
   carries: (field: ChatExtra) => boolean;
 }
 

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { ProblemList } from '../../http/validation-details.js';
-import type { ChatMessage, ChatRequestBody, ToolCall } from '../../providers/contract.js';
+import type { ChatMessage, ChatRequestBody, ToolCall } from '../../providers/provider-contract.js';
 import { checkFields, chatSettings, leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { chatToolChoice, chatTools, CUSTOM_INPUT, type ToolEntry } from './request-tools.js';
 import { isJsonObject, type JsonObject } from '../../wire/json.js';
@@ -227,7 +227,7 @@ function contentPart(
   const text = chatTextPartOf(part);
   if (text) return text;
   if (part.type === 'input_file') {
-    // By id (a gateway file goes inline upstream: core/file-forwarding.ts) or inline data; a URL has no chat form.
+    // By id (a gateway file goes inline upstream: core/files/file-forwarding.ts) or inline data; a URL has no chat form.
     const file = chatFilePartOf(part);
     if (!file)
       problems.add({

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChatMessage } from '../../providers/contract.js';
-import type { ConversationRead, ResponseStore, StoredConversationTurn } from '../../store/contract.js';
+import type { ChatMessage } from '../../providers/provider-contract.js';
+import type { ConversationRead, ResponseStore, StoredConversationTurn } from '../../store/store-contract.js';
 import { outputAsMessages } from './chat-to-response.js';
 import { newId } from './ids.js';
 import type {

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { formatEvent } from '../../http/sse.js';
-import type { StreamChunk, Usage } from '../../providers/contract.js';
+import type { StreamChunk, Usage } from '../../providers/provider-contract.js';
 import type { StreamEncoder } from '../surface.js';
 import { toolCallFields } from '../tool-arguments.js';
 import { responseUsage } from './chat-to-response.js';

@@ -1,7 +1,7 @@
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { conversationAsItems, NATIVE_ENCODER, nativeReferences } from './native-forward.js';
 import type { NativeOwnership } from '../native-ownership.js';
-import type { ChatExtra, ChatMessage } from '../../providers/contract.js';
+import type { ChatExtra, ChatMessage } from '../../providers/provider-contract.js';
 import { NativeForward, type ApiSurface, type SurfaceCall } from '../surface.js';
 import { completionToResponse } from './chat-to-response.js';
 import { responseShell } from './response-object.js';

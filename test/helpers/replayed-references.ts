@@ -1,5 +1,5 @@
 /**
- * `item_reference`s in replayed client traffic (test/conformance.test.ts). A client that stores responses (the AI
+ * `item_reference`s in replayed client traffic (test/clients/conformance.test.ts). A client that stores responses (the AI
  * SDK's default) refers to the model's earlier text by the id of the output message that held it. A recording names
  * the recording server's id (the reply's `preamble.id`, test/fixtures/clients/README.md); a replay must name the id
  * the gateway gave that message in this replay instead — a translated path's own id (naming the stored response),

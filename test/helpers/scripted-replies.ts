@@ -2,7 +2,7 @@
  * One scripted model turn — a tool call or a final text — written in each provider's own wire format, as the
  * provider sends it (JSON, or its event stream): OpenAI chat completions, OpenAI's Responses API, Anthropic's
  * Messages API, Gemini. The traffic recorder (scripts/record-traffic.ts) plays the upstream with these for each
- * SDK client, and the conformance replay (test/conformance.test.ts) plays the gateway's upstreams with the same
+ * SDK client, and the conformance replay (test/clients/conformance.test.ts) plays the gateway's upstreams with the same
  * turns, so a replayed turn 2 refers to the tool call id turn 1 really answered.
  */
 

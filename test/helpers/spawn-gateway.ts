@@ -13,11 +13,11 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { captureSecrets, captureText, credentialOf } from './capture.js';
+import { PROJECT_ROOT } from './paths.js';
 
 /** The project root (where package.json and src/ live): the gateway's working directory. */
-export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export { PROJECT_ROOT };
 
 export const CHAT_PATH = '/v1/?route=chat';
 export const HEALTH_PATH = '/v1/?route=health';

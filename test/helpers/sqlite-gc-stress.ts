@@ -1,5 +1,5 @@
 /**
- * A child process for test/sqlite-gc-stress.test.ts: makes the garbage collector finalise SQLite statements in
+ * A child process for test/store/sqlite/sqlite-gc-stress.test.ts: makes the garbage collector finalise SQLite statements in
  * every way the gateway can, then exits without closing the last database. Run with `--expose-gc`:
  *
  *   node --expose-gc --import tsx test/helpers/sqlite-gc-stress.ts <data dir> [statements] [rounds]

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { UsageStore } from '../src/store/contract.js';
+import type { UsageStore } from '../src/store/store-contract.js';
 import { spoolLine, spoolScratch } from '../src/usage/spool-lines.js';
 import { ownSpoolOwner } from '../src/usage/spool-owner.js';
 import { UsageColumns } from '../src/usage/usage-columns.js';

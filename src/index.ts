@@ -14,7 +14,7 @@
  * await app.close();
  * await deps.close();
  * ```
- * (test/public-api.test.ts compiles this example as it is written here, and runs it.)
+ * (test/project/public-api.test.ts compiles this example as it is written here, and runs it.)
  */
 export { buildApp, type AppDependencies, type GatewayApp } from './app.js';
 export { openDependencies, type Dependencies } from './dependencies.js';

@@ -1,6 +1,6 @@
 /**
  * The registry of every error code the gateway can answer with. This is the only place a code is born, and the
- * one place its semantics live: `docs/errors.md` is checked against this table by `test/errors-registry.test.ts`,
+ * one place its semantics live: `docs/errors.md` is checked against this table by `test/project/errors-registry.test.ts`,
  * and codes are never reused for a different meaning (copying Fastify's lib/errors.js discipline).
  *
  * - `status` is the HTTP status the code is sent with. Codes marked `statusFrom: 'upstream'` keep the upstream's

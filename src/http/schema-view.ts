@@ -7,7 +7,7 @@
  *
  * A clipped view never shows a problem the whole body does not have, for a schema whose checks can only pass more
  * often on less data (`viewPlan` says whether a schema is one: every route schema of the gateway is, and
- * test/validation-bounds.test.ts checks it): no `not`, `oneOf`, `contains`, dependencies, `$ref` or unevaluated*,
+ * test/http/validation-bounds.test.ts checks it): no `not`, `oneOf`, `contains`, dependencies, `$ref` or unevaluated*,
  * `enum`/`const` of scalars only, and no `if` that looks at sizes or items. Problems past the view may be missed:
  * the answer says so (`errors_truncated`).
  */

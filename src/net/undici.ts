@@ -12,7 +12,7 @@ import type * as Undici from 'undici';
 export type Pool = Undici.Pool;
 export type Agent = Undici.Agent;
 
-/** The undici release this layout was read from; package.json pins the same version (test/undici-shape.test.ts). */
+/** The undici release this layout was read from; package.json pins the same version (test/net/undici-shape.test.ts). */
 export const UNDICI_VERSION = '7.30.2';
 
 /** What undici's index.js copies onto `Dispatcher.prototype` before exporting anything. */

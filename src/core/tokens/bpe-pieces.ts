@@ -5,7 +5,7 @@
  * the same letter, minutes for a million. No piece here is longer than MAX_PIECE, so no pre-token is either.
  *
  * Where it can, a piece ends at a point that is a pre-token boundary for both encodings used (o200k_base and
- * cl100k_base), and counting the pieces one by one gives exactly the count of the whole (test/bpe-pieces.test.ts
+ * cl100k_base), and counting the pieces one by one gives exactly the count of the whole (test/core/tokens/bpe-pieces.test.ts
  * checks it on many texts): before a space after a non-space; before a line break after a letter or a digit;
  * before a digit after anything but a digit or a space; before a letter after a digit; before punctuation (not an
  * apostrophe, which may start a contraction such as `'s`) after a letter or a digit. Only a run of MAX_PIECE

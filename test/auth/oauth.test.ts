@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { createHmac } from 'node:crypto';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { waitForValue } from '../helpers/wait.js';
@@ -17,7 +17,7 @@ const ISSUER = 'https://login.test.example/';
 const AUDIENCE = 'llm-gateway';
 
 describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let jwksServer: Server;
   let published: JWK[] = [];
@@ -65,7 +65,7 @@ describe('OAuth 2.0 access tokens (JWT) from a configured issuer', () => {
     });
     await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
     const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/.well-known/jwks.json`;
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
       configFile: {

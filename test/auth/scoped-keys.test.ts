@@ -5,7 +5,7 @@
  */
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { keysCommand } from '../../src/cli/keys-command.js';
@@ -46,7 +46,7 @@ function completionWithUsage(prompt: number, completion: number): Record<string,
 }
 
 describe('scoped API keys', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let keys: SqliteKeyStore;
   const output: string[] = [];
@@ -66,7 +66,7 @@ describe('scoped API keys', () => {
     });
 
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-upstream-configured-key' },
       configFile: CONFIG,
@@ -354,11 +354,11 @@ describe('scoped API keys', () => {
 const redisSkip = await redisSkipReason();
 
 describe('scoped keys across instances sharing Redis', { skip: redisSkip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   const gateways: TestGateway[] = [];
   const created: string[] = [];
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     for (let i = 0; i < 2; i++)
       gateways.push(await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REDIS_URL }, configFile: CONFIG }));
   });

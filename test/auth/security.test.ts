@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call, type Answer } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
@@ -11,7 +11,7 @@ const CALLER_KEY = 'sk-caller-supplied-key-KLMNOPQRSTUV';
 const SECOND_ADMIN = 'second-admin-token-for-rotation-xyz';
 
 describe('security', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   const answers: Answer[] = [];
   const record = async (promise: Promise<Answer>) => {
@@ -20,7 +20,7 @@ describe('security', () => {
     return answer;
   };
   before(async () => {
-    mock = await startMockUpstream({ requiredKey: UPSTREAM_KEY });
+    mock = await startOpenAiUpstream({ requiredKey: UPSTREAM_KEY });
     gw = await startGateway({
       env: {
         ADMIN_TOKEN: `${ADMIN_TOKEN}, ${SECOND_ADMIN}`,

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startMockAnthropic, type MockAnthropic } from '../helpers/mock-anthropic-upstream.js';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { startMockGemini, type MockGemini } from '../helpers/mock-gemini-upstream.js';
 import { call } from '../helpers/http.js';
 import { namedEvents, readStream, type NamedEvent } from '../helpers/sse-client.js';
@@ -192,12 +192,12 @@ const GEMINI_TEXT_TURN = [
 
 describe("Claude Code's recorded traffic through the gateway", () => {
   let anthropic: MockAnthropic;
-  let chat: MockUpstream;
+  let chat: OpenAiUpstream;
   let gemini: MockGemini;
   let gw: TestGateway;
   before(async () => {
     anthropic = await startMockAnthropic({ requiredKey: KEYS.anthropic });
-    chat = await startMockUpstream({ requiredKey: KEYS.chat });
+    chat = await startOpenAiUpstream({ requiredKey: KEYS.chat });
     gemini = await startMockGemini({ requiredKey: KEYS.gemini });
     gw = await startGateway({
       env: { CC_ANTHROPIC_KEY: KEYS.anthropic, CC_CHAT_KEY: KEYS.chat, CC_GEMINI_KEY: KEYS.gemini },

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChatOpenAI } from '@langchain/openai';
-import { MOCK_CONTENT } from '../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN } from '../helpers/gateway.js';
 import { useMockedGateway } from '../helpers/mocked-gateway.js';
 

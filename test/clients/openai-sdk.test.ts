@@ -2,16 +2,16 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { MOCK_CONTENT, startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT, startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
 describe('the official openai SDK against the gateway', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let client: OpenAI;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
       configFile: { name: 'sdk.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },

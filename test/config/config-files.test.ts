@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -207,14 +207,14 @@ function peakRss(pid: number): number {
 }
 
 describe('a file the config names, at a live reload', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: GatewayProcess;
   let dir: string;
   let file: string;
   let refusals = 0;
 
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     dir = makeTempDir('gw-files-');
     writeFileSync(join(dir, 'key'), `${KEY}\n`);
     file = join(dir, 'gateway.json');

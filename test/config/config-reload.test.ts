@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -85,9 +85,9 @@ function accessLine(gw: GatewayProcess, requestId: string): Record<string, unkno
 }
 
 describe('config reload, one process', () => {
-  let a: MockUpstream;
-  let b: MockUpstream;
-  let c: MockUpstream;
+  let a: OpenAiUpstream;
+  let b: OpenAiUpstream;
+  let c: OpenAiUpstream;
   let gw: GatewayProcess;
   let file: string;
   let reloads = 0;
@@ -101,9 +101,9 @@ describe('config reload, one process', () => {
   const limits = { models: { limited: { requests: { limit: 2, window_seconds: 600 } } } };
 
   before(async () => {
-    a = await startMockUpstream();
-    b = await startMockUpstream();
-    c = await startMockUpstream();
+    a = await startOpenAiUpstream();
+    b = await startOpenAiUpstream();
+    c = await startOpenAiUpstream();
     c.defaultBehavior = { kind: 'json', status: 500 };
     upstreams = [
       { name: 'a', base_url: a.baseUrl },
@@ -297,7 +297,7 @@ describe('config reload, one process', () => {
 
 describe('config reload, WORKERS=2', () => {
   test('a model added to the file answers on both workers; health says which version each runs', async () => {
-    const mock = await startMockUpstream();
+    const mock = await startOpenAiUpstream();
     const file = join(makeTempDir('gw-reload-'), 'gateway.json');
     const upstreams = [{ name: 'a', base_url: mock.baseUrl }];
     writeFileSync(file, configText(upstreams, [{ id: 'm1', upstream: 'a' }]));
@@ -363,7 +363,7 @@ describe('config reload, WORKERS=2', () => {
 
 describe('config reload: the config.reloaded event', () => {
   test('goes to canary receivers only (canary stage), saying what changed; a subscription added live receives events', async () => {
-    const mock = await startMockUpstream();
+    const mock = await startOpenAiUpstream();
     const [canary, regular, added] = await Promise.all([
       startWebhookReceiver(),
       startWebhookReceiver(),

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { readStream } from '../helpers/sse-client.js';
 
 function configFile(text: string): string {
@@ -127,9 +127,9 @@ describe('Azure OpenAI addressing on the wire', () => {
 
 describe('usage on every stream (presets that support stream_options)', () => {
   let gw: TestGateway;
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       configFile: {
         name: 'usage.yaml',
@@ -169,9 +169,9 @@ describe('usage on every stream (presets that support stream_options)', () => {
 
 describe('usage on every stream of a plain UPSTREAM_BASE_URL server (stream_usage: auto)', () => {
   let gw: TestGateway;
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
   });
   after(async () => {

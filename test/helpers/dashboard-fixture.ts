@@ -2,14 +2,14 @@
  * A gateway with traffic the dashboard can show: a priced model, an unpriced one, a retry-free 502, a refused request, and a
  * webhook subscription whose receiver always fails (max 1 attempt), so dead letters appear.
  */
-import { startMockUpstream, type MockUpstream } from './mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from './upstreams/openai.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from './gateway.js';
 import { call } from './http.js';
 import { SqliteOutbox } from '../../src/store/sqlite/sqlite-outbox.js';
 
 export interface DashboardFixture {
-  mock: MockUpstream;
+  mock: OpenAiUpstream;
   receiver: WebhookReceiver;
   gw: TestGateway;
   /** What the test itself sent, to compare with what the page shows. */
@@ -26,7 +26,7 @@ export interface DashboardFixture {
 }
 
 export async function startDashboardFixture(): Promise<DashboardFixture> {
-  const mock = await startMockUpstream();
+  const mock = await startOpenAiUpstream();
   const receiver = await startWebhookReceiver();
   receiver.setDefault(500);
   const gw = await startGateway({

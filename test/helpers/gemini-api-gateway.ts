@@ -4,7 +4,7 @@
  * the embedding model `embed-small`) and an Anthropic one (`claude-fast`); more config lines as the test needs.
  */
 import { startMockGemini, type MockGemini } from './mock-gemini-upstream.js';
-import { startMockUpstream, type MockUpstream } from './mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from './upstreams/openai.js';
 import { startMockAnthropic, type MockAnthropic } from './mock-anthropic-upstream.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
@@ -14,7 +14,7 @@ export const OPENAI_KEY = 'sk-openai-upstream-0123456789';
 /** The three mocks and the gateway in front of them. */
 export interface ThreeUpstreams {
   gemini: MockGemini;
-  openai: MockUpstream;
+  openai: OpenAiUpstream;
   anthropic: MockAnthropic;
   gw: TestGateway;
 }
@@ -26,7 +26,7 @@ export async function startThreeUpstreams(
   extraUpstreams: string[] = [],
 ) {
   const gemini = await startMockGemini({ requiredKey: GEMINI_KEY });
-  const openai = await startMockUpstream({ requiredKey: OPENAI_KEY });
+  const openai = await startOpenAiUpstream({ requiredKey: OPENAI_KEY });
   const anthropic = await startMockAnthropic();
   const gw = await startGateway({
     env: { GEMINI_KEY, OPENAI_KEY, ANTHROPIC_KEY: 'sk-ant-0123456789', ...env },

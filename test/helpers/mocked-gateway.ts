@@ -4,12 +4,12 @@
  * log are reset before each test), so a test file states only what differs: the gateway's env and config file.
  */
 import { after, before, beforeEach } from 'node:test';
-import { startMockUpstream, type MockUpstream } from './mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from './upstreams/openai.js';
 import { started } from './started.js';
 import { startGateway, type StartOptions, type TestGateway } from './gateway.js';
 
 export interface MockedGateway {
-  readonly mock: MockUpstream;
+  readonly mock: OpenAiUpstream;
   readonly gw: TestGateway;
   /** The gateway's URL for `path` (e.g. CHAT_PATH). */
   url(path: string): string;
@@ -23,10 +23,10 @@ export interface MockedGatewayOptions extends Omit<StartOptions, 'configFile'> {
 }
 
 export function useMockedGateway(options: MockedGatewayOptions = {}): MockedGateway {
-  let mock: MockUpstream | undefined;
+  let mock: OpenAiUpstream | undefined;
   let gw: TestGateway | undefined;
   before(async () => {
-    mock = await startMockUpstream(options.mock);
+    mock = await startOpenAiUpstream(options.mock);
     const file = options.configFile;
     const configFile = file
       ? { name: file.name, text: typeof file.text === 'string' ? file.text : file.text(mock.baseUrl) }

@@ -5,16 +5,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { readStream } from '../helpers/sse-client.js';
 import { waitFor } from '../helpers/wait.js';
 
 describe('a caller that hangs up at any moment leaves nothing held', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     mock.defaultBehavior = { kind: 'stream', delayMs: 2 };
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },

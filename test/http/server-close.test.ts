@@ -5,12 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { startMockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
 test('close ends silent connections at once and lets a request in progress finish', async () => {
-  const mock = await startMockUpstream();
+  const mock = await startOpenAiUpstream();
   const gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
   try {
     const silent = connect({ host: '127.0.0.1', port: gw.port });

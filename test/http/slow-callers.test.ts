@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -86,10 +86,10 @@ const post = (path: string, headers: string, length = 1000) =>
   `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${headers}\r\n{"model":`;
 
 describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REQUEST_TIMEOUT_SECONDS: '1' } });
   });
   after(async () => {
@@ -204,10 +204,10 @@ describe('a slow request times out (REQUEST_TIMEOUT_SECONDS=1)', () => {
 });
 
 describe('an answer sent before the body was read closes the connection', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     // A long request timeout: what closes these sockets must be the refusal, not the timeout.
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, REQUEST_TIMEOUT_SECONDS: '30' } });
   });

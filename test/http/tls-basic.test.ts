@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { Agent } from 'undici';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { hashPassword } from '../../src/secrets/password.js';
@@ -77,7 +77,7 @@ function handshake(
 
 describe('HTTPS listener and Basic authentication', () => {
   let dir: string;
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let tlsGateway: TestGateway;
   let plainGateway: TestGateway;
   let proxiedGateway: TestGateway;
@@ -88,7 +88,7 @@ describe('HTTPS listener and Basic authentication', () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-tls-'));
     files = makeCertificate(dir);
     trust = new Agent({ connect: { ca: readFileSync(files.certFile) } });
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     const hash = await hashPassword(PASSWORD);
     const users = { basic_users: [{ username: 'alice', password_hash_env: 'ALICE_HASH', routes: ['chat'] }] };
     const env = { UPSTREAM_BASE_URL: mock.baseUrl, ALICE_HASH: hash };

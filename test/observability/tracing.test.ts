@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
@@ -37,16 +37,16 @@ async function spansOf(
 }
 
 describe('OpenTelemetry tracing (on)', () => {
-  let a: MockUpstream;
-  let b: MockUpstream;
-  let c: MockUpstream;
+  let a: OpenAiUpstream;
+  let b: OpenAiUpstream;
+  let c: OpenAiUpstream;
   let collector: OtlpCollector;
   let gw: TestGateway;
   before(async () => {
     [a, b, c, collector] = await Promise.all([
-      startMockUpstream(),
-      startMockUpstream(),
-      startMockUpstream(),
+      startOpenAiUpstream(),
+      startOpenAiUpstream(),
+      startOpenAiUpstream(),
       startOtlpCollector(),
     ]);
     gw = await startGateway({
@@ -293,10 +293,10 @@ describe('OpenTelemetry tracing (on)', () => {
 });
 
 describe('OpenTelemetry tracing (off, the default)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
   });
   after(async () => {

@@ -7,7 +7,7 @@
  */
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
@@ -37,8 +37,8 @@ function sample(text: string, series: string): number | undefined {
 }
 
 describe('every upstream attempt is counted, logged when it failed, and shown on the dashboard', () => {
-  let primary: MockUpstream;
-  let fallback: MockUpstream;
+  let primary: OpenAiUpstream;
+  let fallback: OpenAiUpstream;
   let gw: TestGateway;
   const yaml = () =>
     [
@@ -61,7 +61,7 @@ describe('every upstream attempt is counted, logged when it failed, and shown on
   };
 
   before(async () => {
-    [primary, fallback] = await Promise.all([startMockUpstream(), startMockUpstream()]);
+    [primary, fallback] = await Promise.all([startOpenAiUpstream(), startOpenAiUpstream()]);
   });
   beforeEach(async () => {
     primary.reset();

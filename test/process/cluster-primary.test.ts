@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -67,10 +67,10 @@ function chatRequestsIn(text: string): number {
 }
 
 describe('WORKERS=2: the primary', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: GatewayProcess;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGatewayProcess({
       env: {
         GATEWAY_ENV: 'prod',

@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -302,7 +302,7 @@ void describe('no upstream configured', () => {
 });
 
 void describe('graceful shutdown', () => {
-  let mock: MockUpstream | undefined;
+  let mock: OpenAiUpstream | undefined;
   after(async () => {
     await mock?.close();
   });
@@ -311,7 +311,7 @@ void describe('graceful shutdown', () => {
     'SIGTERM: an in-flight stream completes, new connections are refused, the process exits 0 by itself',
     TIMEOUT,
     async (t) => {
-      mock = await startMockUpstream();
+      mock = await startOpenAiUpstream();
       const pieces = Array.from({ length: 10 }, (_, i) => `piece-${i} `);
       mock.enqueue({ kind: 'stream', content: pieces, delayMs: 100 });
       await withGateway(
@@ -367,7 +367,7 @@ void describe('graceful shutdown', () => {
     'SIGTERM with a stalled upstream: connections are force-closed after SHUTDOWN_GRACE_MS and the process exits',
     TIMEOUT,
     async (t) => {
-      mock ??= await startMockUpstream();
+      mock ??= await startOpenAiUpstream();
       mock.reset();
       mock.enqueue({ kind: 'stall', afterChunks: 1 });
       await withGateway(

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { OwnRedis, REDIS_SERVER_BIN, freePort } from '../helpers/own-redis.js';
 import { waitFor } from '../helpers/wait.js';
 import {
@@ -27,11 +27,11 @@ if (skip) console.log(`# SKIP ${skip}`);
 
 /** Two real gateway processes, each with its own data directory, sharing one Redis: the deployment issue 3 is about. */
 describe('two gateway processes sharing one Redis', { skip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let redis: OwnRedis;
   let replicas: GatewayProcess[] = [];
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     redis = new OwnRedis(await freePort());
     await redis.start();
     const configDir = makeTempDir('gw-replicas-');

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   alive,
@@ -55,10 +55,10 @@ async function until(what: string, check: () => boolean, timeoutMs = 10_000): Pr
 }
 
 describe('WORKERS=2 on the embedded SQLite store', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: GatewayProcess;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     const configDir = makeTempDir('gw-workers-');
     const configFile = join(configDir, 'gateway.yaml');
     writeFileSync(

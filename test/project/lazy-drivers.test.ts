@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { startMockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
@@ -16,7 +16,7 @@ const builtinLoaded = (name: string) =>
 test('the embedded default never loads the Redis driver, even with limits and idempotency in use', async () => {
   // The gateway's modules (imported above through the helpers) load the SQLite driver only when the store opens.
   assert.equal(builtinLoaded('sqlite'), false, 'node:sqlite is not loaded by importing the code');
-  const mock = await startMockUpstream();
+  const mock = await startOpenAiUpstream();
   const gw = await startGateway({
     env: { UPSTREAM_BASE_URL: mock.baseUrl },
     configFile: { name: 'l.yaml', text: 'limits:\n  caller:\n    requests: { limit: 100, window_seconds: 60 }\n' },

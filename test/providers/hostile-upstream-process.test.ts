@@ -5,7 +5,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
-import { startMockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -48,7 +48,7 @@ void describe('a bad first stream frame does not kill the process', () => {
     'each bad first frame, three rounds: a JSON 502 every time, then the same process still answers',
     TIMEOUT,
     async () => {
-      const mock = await startMockUpstream();
+      const mock = await startOpenAiUpstream();
       const badFrame = (frame: string) => ({
         kind: 'raw' as const,
         handler: (_req: unknown, res: ServerResponse) => {

@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
-import type { Behavior } from '../helpers/mock-openai-upstream.js';
+import type { Behavior } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
 import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { dataFrames, readStream } from '../helpers/sse-client.js';

@@ -1,17 +1,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
 
 /** Each timeout ends in a 504 with its own code, so an operator can tell a dead host from a slow model. */
 describe('upstream timeouts and unreachable upstreams', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: {
         UPSTREAM_BASE_URL: mock.baseUrl,
@@ -53,7 +53,7 @@ describe('upstream timeouts and unreachable upstreams', () => {
   });
 
   test('a stream that keeps trickling past the total budget: upstream_total_timeout as the final event', async () => {
-    const slow = await startMockUpstream();
+    const slow = await startOpenAiUpstream();
     const gwTotal = await startGateway({ env: { UPSTREAM_BASE_URL: slow.baseUrl, UPSTREAM_TOTAL_TIMEOUT_MS: '400' } });
     try {
       slow.enqueue({ kind: 'stream', content: Array.from({ length: 40 }, (_, i) => `w${i} `), delayMs: 50 });
@@ -69,7 +69,7 @@ describe('upstream timeouts and unreachable upstreams', () => {
   });
 
   test('a non-streamed call past the total budget: 504 upstream_total_timeout', async () => {
-    const slow = await startMockUpstream();
+    const slow = await startOpenAiUpstream();
     const gwTotal = await startGateway({ env: { UPSTREAM_BASE_URL: slow.baseUrl, UPSTREAM_TOTAL_TIMEOUT_MS: '300' } });
     try {
       slow.enqueue({ kind: 'json', delayMs: 1500 });

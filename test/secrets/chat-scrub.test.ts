@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ADMIN_TOKEN, authHeaders } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { dataFrames, readStream } from '../helpers/sse-client.js';
-import type { Behavior } from '../helpers/mock-openai-upstream.js';
+import type { Behavior } from '../helpers/upstreams/openai.js';
 import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from '../helpers/batch-fixtures.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { ADMIN_TOKEN, authHeaders } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import type { Behavior } from '../helpers/mock-openai-upstream.js';
+import type { Behavior } from '../helpers/upstreams/openai.js';
 import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
 import { scrubAnswer } from '../../src/secrets/key-scrubber.js';

@@ -11,7 +11,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call, type Answer } from '../helpers/http.js';
 import { REDIS_URL, redisSkipReason } from '../helpers/services.js';
@@ -22,7 +22,7 @@ const HOUR_MS = 3_600_000;
 const KEYS = '/v1/?route=keys';
 const CHAT = '/v1/chat/completions';
 
-function configText(mock: MockUpstream): string {
+function configText(mock: OpenAiUpstream): string {
   return JSON.stringify({
     auth: { key_cache_seconds: 0 },
     limits: { upstream_pause_max_seconds: 0 },
@@ -55,11 +55,11 @@ const chatAs = (base: string, key: string): Promise<Answer> =>
 const redisSkip = await redisSkipReason();
 
 describe('a limiter key of the wrong type in Redis is repaired, not a 500 for good', { skip: redisSkip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let client: RedisClient;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     client = await connectRedis(REDIS_URL);
     gw = await startGateway({
       env: { REPAIR_UPSTREAM_KEY: 'sk-repair-upstream-0123456789', REDIS_URL },

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { OwnRedis, REDIS_SERVER_BIN, freePort } from '../helpers/own-redis.js';
@@ -24,11 +24,11 @@ async function eventually(check: () => Promise<boolean>, ms = 8000): Promise<voi
 }
 
 describe('Redis goes away and comes back', { skip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let redis: OwnRedis;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     redis = new OwnRedis(await freePort());
     await redis.start();
   });

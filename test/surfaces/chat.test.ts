@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
-import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
 import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { call, fieldsOf } from '../helpers/http.js';

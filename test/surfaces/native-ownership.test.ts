@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { ADMIN_TOKEN, authHeaders } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { startMockUpstream, type Behavior, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type Behavior, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../helpers/services.js';
 import { connectRedis } from '../../src/store/redis/connect.js';
@@ -303,11 +303,11 @@ describe('an Anthropic code-execution container belongs to the caller whose call
 });
 
 describe('with Redis, every replica knows whose native id it is', { skip: await redisSkipReason() }, () => {
-  let mock: MockUpstream | undefined;
+  let mock: OpenAiUpstream | undefined;
   let replicas: TestGateway[] = [];
   const issued = newApiKey('dev');
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     const env = { UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai', REDIS_URL };
     replicas = [await startGateway({ env }), await startGateway({ env })];
   });

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { request } from 'undici';
-import { MOCK_STREAM_ERROR, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { MOCK_STREAM_ERROR, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
 import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { assembleContent, dataFrames, readStream } from '../helpers/sse-client.js';
@@ -101,7 +101,7 @@ describe('chat route, streamed', () => {
     assert.equal((JSON.parse(answer.text) as { code: string }).code, 'upstream_rate_limited');
   });
 
-  const midStreamFailures: Array<{ name: string; behavior: Parameters<MockUpstream['enqueue']>[0]; code: string }> = [
+  const midStreamFailures: Array<{ name: string; behavior: Parameters<OpenAiUpstream['enqueue']>[0]; code: string }> = [
     { name: 'a connection reset', behavior: { kind: 'reset', afterChunks: 2 }, code: 'upstream_connection_reset' },
     { name: 'a malformed frame', behavior: { kind: 'malformed', afterChunks: 2 }, code: 'upstream_stream_malformed' },
     {

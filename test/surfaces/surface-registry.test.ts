@@ -11,11 +11,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import {
-  startMockUpstream,
+  startOpenAiUpstream,
   MOCK_CONTENT,
   MOCK_STREAM_CONTENT,
-  type MockUpstream,
-} from '../helpers/mock-openai-upstream.js';
+  type OpenAiUpstream,
+} from '../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -196,11 +196,11 @@ const SAY = '/parrot/v1/birds/gpt-4o-mini:say';
 const parrotHeaders = { 'x-parrot-key': ADMIN_TOKEN, 'content-type': 'application/json' };
 
 describe('a new surface, declared only as a descriptor, mounts through the registry’s mounting', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let receiver: WebhookReceiver;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     receiver = await startWebhookReceiver();
     const config = {
       cache: { enabled: true },

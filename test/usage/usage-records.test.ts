@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
@@ -34,11 +34,11 @@ const CONFIG = {
 };
 
 describe('usage records (embedded store)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl }, configFile: CONFIG });
     usage = new SqliteUsageStore(gw.store.db);
   });
@@ -204,7 +204,7 @@ const pgSkip = await postgresSkipReason();
 
 describe('usage records in PostgreSQL (DATABASE_URL)', { skip: pgSkip }, () => {
   test('a gateway with DATABASE_URL writes its records to PostgreSQL', async () => {
-    const mock = await startMockUpstream();
+    const mock = await startOpenAiUpstream();
     const gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl, DATABASE_URL } });
     const pg = await PostgresUsageStore.open(DATABASE_URL);
     try {

@@ -12,7 +12,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { postgresSkipReason } from '../helpers/services.js';
 import { scratchPostgresSchema } from '../helpers/scratch-postgres-schema.js';
 import {
@@ -204,9 +204,9 @@ function crashScenario(
 }
 
 describe('usage records survive a kill -9 under load (the usage spool)', { timeout: 180_000 }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     mock.defaultBehavior = { kind: 'raw', handler: answerAsAsked };
   });
   after(async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   bearer,
@@ -42,10 +42,10 @@ const config = (url: string, subscription = 'rx') =>
   });
 
 describe('webhook durability', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let receiver: WebhookReceiver;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     receiver = await startWebhookReceiver();
   });
   after(async () => {
@@ -114,12 +114,12 @@ describe('webhook durability', () => {
 const skip = await redisSkipReason();
 
 describe('webhooks across instances sharing Redis', { skip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let receiver: WebhookReceiver;
   const gateways: TestGateway[] = [];
   const subscription = `rx-${randomUUID().slice(0, 8)}`;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     receiver = await startWebhookReceiver();
   });
   after(async () => {

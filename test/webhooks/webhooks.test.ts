@@ -4,7 +4,7 @@
  */
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
@@ -70,7 +70,7 @@ function verificationCode(fn: () => unknown): string {
 }
 
 describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let receiver: WebhookReceiver;
   let gw: TestGateway | undefined;
   const start = async (config: { name: string; text: string }, env: Record<string, string> = {}) => {
@@ -78,7 +78,7 @@ describe('signed webhooks (SQLite outbox, real receiver on loopback)', () => {
     return gw;
   };
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await mock.close();

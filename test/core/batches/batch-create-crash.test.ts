@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from '../../helpers/spawn-gateway.js';
 import { waitFor, waitForValue } from '../../helpers/wait.js';
 import { anthropicBatchRequest } from '../../helpers/batch-fixtures.js';
@@ -20,7 +20,7 @@ const PATH = '/v1/messages/batches';
 const GRACE_SECONDS = 1;
 
 describe('an Anthropic batch create cut off by kill -9', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let configFile: string;
   let dataDir: string;
   const env = () => ({
@@ -31,7 +31,7 @@ describe('an Anthropic batch create cut off by kill -9', () => {
     LOG_LEVEL: 'info',
   });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     dataDir = makeTempDir('gw-batch-create-crash-');
     configFile = join(dataDir, 'gateway.yaml');
     writeFileSync(

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   killAllGateways,
   makeTempDir,
@@ -28,7 +28,7 @@ const CONTAINER = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child']
 const canUnshare = spawnSync(CONTAINER[0]!, [...CONTAINER.slice(1), 'true']).status === 0;
 
 describe('two live gateways in two pid namespaces on one data folder', { skip: !canUnshare && 'no unshare' }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let configFile: string;
   let dataDir: string;
   const gateways: GatewayProcess[] = [];
@@ -40,7 +40,7 @@ describe('two live gateways in two pid namespaces on one data folder', { skip: !
     LOG_LEVEL: 'info',
   });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     mock.defaultBehavior = { kind: 'json', delayMs: 40 };
     dataDir = makeTempDir('gw-lease-ns-');
     configFile = join(dataDir, 'gateway.yaml');

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   alive,
   killAllGateways,
@@ -26,7 +26,7 @@ const TOKEN = 'batch-lease-takeback-admin-token-0123456789';
 const LINES = 200;
 
 describe('a batch after kill -9 and a restart on the same data folder', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let configFile: string;
   let dataDir: string;
   const env = () => ({
@@ -37,7 +37,7 @@ describe('a batch after kill -9 and a restart on the same data folder', () => {
     LOG_LEVEL: 'info',
   });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     // Each line takes 30 ms upstream: the batch is mid-way when the process is killed.
     mock.defaultBehavior = { kind: 'json', delayMs: 30 };
     dataDir = makeTempDir('gw-lease-takeback-');

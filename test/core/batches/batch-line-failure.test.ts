@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
 
@@ -19,12 +19,12 @@ import { makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.j
 const INTERNAL = 'srv-7f3a';
 
 describe('a batch line that fails unexpectedly', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   const gateways: TestGateway[] = [];
   // The data folder both gateways share (a TestGateway removes only its own temporary folder).
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-line-failure-'));
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     for (const gw of gateways) await gw.close();

@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { makeKey, untilEnded } from '../../helpers/batch-fixtures.js';
@@ -35,10 +35,10 @@ const inputLines = (count: number, bytes: number) =>
   ).join('\n');
 
 describe('batch lines count against the storage quotas', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
       configFile: {

@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
 import { ANTHROPIC_MOCK_ID } from '../../helpers/mock-anthropic-upstream.js';
-import { MOCK_CONTENT } from '../../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN } from '../../helpers/gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from '../../helpers/batch-fixtures.js';
 import { waitFor } from '../../helpers/wait.js';

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { call } from '../../helpers/http.js';
@@ -22,11 +22,11 @@ interface Batch {
 }
 
 describe('batches: dashboard, metrics, webhooks, rights', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let receiver: WebhookReceiver;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     receiver = await startWebhookReceiver();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl, WH_SECRET: 'batch-webhook-secret-0123456789' },

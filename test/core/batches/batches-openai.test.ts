@@ -9,7 +9,7 @@ import OpenAI, { toFile } from 'openai';
 import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { authHeaders } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { MOCK_CONTENT } from '../../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
 import { QUICK_BATCHES, makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
 
 const chatLine = (customId: string, content: string, extra: Record<string, unknown> = {}) =>

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import pg from 'pg';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from '../../helpers/spawn-gateway.js';
 import { postgresSkipReason } from '../../helpers/services.js';
 import { scratchPostgresSchema } from '../../helpers/scratch-postgres-schema.js';
@@ -23,14 +23,14 @@ const CONCURRENCY = 8;
 const skip = await postgresSkipReason();
 
 describe('batches in PostgreSQL: two instances, a lease renewed, then taken over after a kill -9', { skip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let configFile: string;
   let db: pg.Client;
   // A schema of its own: a batch another run left unfinished in the shared database is not claimed here.
   let scratch: Awaited<ReturnType<typeof scratchPostgresSchema>>;
   before(async () => {
     scratch = await scratchPostgresSchema();
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     mock.defaultBehavior = { kind: 'json', delayMs: 15 };
     configFile = join(makeTempDir('gw-batch-pg-conf-'), 'gateway.yaml');
     writeFileSync(

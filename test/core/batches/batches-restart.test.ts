@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import OpenAI, { toFile } from 'openai';
 import {
   killAllGateways,
@@ -26,7 +26,7 @@ const LINES = 10_000;
 const CONCURRENCY = 16;
 
 describe('batches across processes: a kill -9 and a restart, two workers on one data folder', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let configFile: string;
   let dataDir: string;
   const env = () => ({
@@ -37,7 +37,7 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
     LOG_LEVEL: 'warn',
   });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     dataDir = makeTempDir('gw-batch-restart-');
     configFile = join(dataDir, 'gateway.yaml');
     writeFileSync(

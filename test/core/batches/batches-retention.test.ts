@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { makeKey, untilEnded } from '../../helpers/batch-fixtures.js';
@@ -26,7 +26,7 @@ const RETENTION_MS = 4_000;
 const PATH = '/v1/messages/batches';
 
 describe("batch lines and results are removed with their batch's retention", () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway | undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-batch-retention-'));
   const start = async () => {
@@ -42,7 +42,7 @@ describe("batch lines and results are removed with their batch's retention", () 
     return gw;
   };
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await gw?.close();

@@ -10,19 +10,19 @@ import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { startMockUpstream, type MockUpstream, type RecordedRequest } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream, type RecordedRequest } from '../../helpers/upstreams/openai.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const OPENAI_KEY = 'sk-upstream-openai-key-del-4321';
 const CALLER_KEY = 'sk-callers-own-key-del-9876';
 
 describe('deleting a gateway file deletes its upstream copies', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let admin: OpenAI;
 
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { OAI_KEY: OPENAI_KEY },
       configFile: {
@@ -139,7 +139,7 @@ describe('deleting a gateway file deletes its upstream copies', () => {
     ['answers 500', { kind: 'error', status: 500 }],
     ['answers garbage', { kind: 'raw', handler: (_req, res) => res.writeHead(200).end('not json {') }],
     ['hangs', { kind: 'hang' }],
-  ] as const satisfies ReadonlyArray<readonly [string, MockUpstream['fileDeleteBehavior']]>) {
+  ] as const satisfies ReadonlyArray<readonly [string, OpenAiUpstream['fileDeleteBehavior']]>) {
     test(`an upstream that ${what} on the delete does not delay the caller's answer nor harm the gateway`, async () => {
       mock.reset();
       const { id, upstreamId } = await forwarded(`${what.replace(' ', '-')}.pdf`);

@@ -9,20 +9,20 @@ import { randomBytes } from 'node:crypto';
 import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { startMockAnthropic, type MockAnthropic } from '../../helpers/mock-anthropic-upstream.js';
 
 const OPENAI_KEY = 'sk-upstream-openai-key-1234';
 const ANTHROPIC_KEY = 'sk-ant-upstream-key-5678';
 
 describe('gateway files in requests: Responses, caller keys, bounds', () => {
-  let openaiMock: MockUpstream;
+  let openaiMock: OpenAiUpstream;
   let anthropicMock: MockAnthropic;
   let gw: TestGateway;
   let admin: OpenAI;
 
   before(async () => {
-    openaiMock = await startMockUpstream();
+    openaiMock = await startOpenAiUpstream();
     anthropicMock = await startMockAnthropic({ requiredKey: ANTHROPIC_KEY });
     gw = await startGateway({
       env: { OAI_KEY: OPENAI_KEY, ANT_KEY: ANTHROPIC_KEY },

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { startMockAnthropic, type MockAnthropic } from '../../helpers/mock-anthropic-upstream.js';
 
 const OPENAI_KEY = 'sk-upstream-openai-key-1234';
@@ -31,14 +31,14 @@ const fileMessage = (fileId: string): OpenAI.Chat.Completions.ChatCompletionMess
 });
 
 describe('gateway files named in chat requests', () => {
-  let openaiMock: MockUpstream;
+  let openaiMock: OpenAiUpstream;
   let anthropicMock: MockAnthropic;
   let gw: TestGateway;
   let admin: OpenAI;
   let other: OpenAI;
 
   before(async () => {
-    openaiMock = await startMockUpstream({ requiredKey: OPENAI_KEY });
+    openaiMock = await startOpenAiUpstream({ requiredKey: OPENAI_KEY });
     anthropicMock = await startMockAnthropic({ requiredKey: ANTHROPIC_KEY });
     gw = await startGateway({
       env: { OAI_KEY: OPENAI_KEY, ANT_KEY: ANTHROPIC_KEY },

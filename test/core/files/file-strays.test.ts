@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   killAllGateways,
   logLines,
@@ -22,9 +22,9 @@ const TOKEN = 'file-strays-admin-token-0123456789ab';
 const HOUR_S = 3600;
 
 describe('stray bytes left by a kill -9 are swept at start-up, two workers sharing the data folder', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await killAllGateways();

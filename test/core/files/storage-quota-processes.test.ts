@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, rmSync, statfsSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -80,11 +80,11 @@ function postFile(gw: GatewayProcess, bytes: Buffer): Promise<{ status: number; 
 
 describe('a full disk under DATA_DIR', () => {
   const mounted = mountTmpfs(TMPFS_BYTES);
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: GatewayProcess;
   before(async () => {
     if ('skip' in mounted) return;
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGatewayProcess({
       dataDir: mounted.dir,
       env: { GATEWAY_ENV: 'prod', ADMIN_TOKEN: ADMIN, UPSTREAM_BASE_URL: mock.baseUrl, UPSTREAM_API_KEY: 'sk-up-1' },

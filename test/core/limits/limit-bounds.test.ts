@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call, type Answer } from '../../helpers/http.js';
 import {
@@ -41,7 +41,7 @@ const CHAT = '/v1/chat/completions';
 const UPSTREAM_KEY = 'sk-bounds-upstream-0123456789';
 
 /** The config file's text: one upstream of kind openai (so the price catalog knows its models) at the mock. */
-function configText(mock: MockUpstream): string {
+function configText(mock: OpenAiUpstream): string {
   return JSON.stringify({
     auth: { key_cache_seconds: 0 },
     limits: { upstream_pause_max_seconds: 0 },
@@ -115,10 +115,10 @@ function assertLimited(answer: Answer, what: string): void {
 }
 
 describe('caller numbers cannot switch limits off (embedded store)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { BOUNDS_UPSTREAM_KEY: UPSTREAM_KEY },
       configFile: { name: 'bounds.json', text: configText(mock) },
@@ -283,9 +283,9 @@ describe('caller numbers cannot switch limits off (embedded store)', () => {
 });
 
 describe('only a store outage fails open; any other error is a 500 that admits nothing', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await mock.close();
@@ -401,10 +401,10 @@ function bound(store: LimitStore): LimitStore {
 }
 
 describe('a budget window that cannot be read is repaired: the real process, restarted on its data folder', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   const TOKEN = 'bounds-admin-token-0123456789abcdef';
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await killAllGateways();
@@ -487,10 +487,10 @@ describe('a budget window that cannot be read is repaired: the real process, res
 const redisSkip = await redisSkipReason();
 
 describe('on Redis', { skip: redisSkip }, () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { BOUNDS_UPSTREAM_KEY: UPSTREAM_KEY, REDIS_URL },
       configFile: { name: 'bounds.json', text: configText(mock) },

@@ -10,7 +10,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -19,7 +19,7 @@ const HOUR_MS = 3_600_000;
 const KEYS = '/v1/?route=keys';
 const CHAT = '/v1/chat/completions';
 
-function configText(mock: MockUpstream): string {
+function configText(mock: OpenAiUpstream): string {
   return JSON.stringify({
     auth: { key_cache_seconds: 0 },
     limits: { upstream_pause_max_seconds: 0 },
@@ -61,10 +61,10 @@ function streamAndCut(base: string, key: string, body: string, until: number): P
 }
 
 describe('a stream cut before its usage is charged what it delivered', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { CUT_UPSTREAM_KEY: 'sk-cut-upstream-0123456789' },
       configFile: { name: 'cut.json', text: configText(mock) },

@@ -1,7 +1,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
@@ -19,7 +19,7 @@ const LIMITS_YAML = [
 ].join('\n');
 
 describe('rate limits (embedded SQLite store)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   /** How far ahead of now a limit's GCRA time is in the store (0: a full bucket). */
   const tatAheadMs = (key: string): number => {
@@ -35,7 +35,7 @@ describe('rate limits (embedded SQLite store)', () => {
     });
   };
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await gw.close();

@@ -4,7 +4,7 @@ import { UpstreamPauses, parseRetryAfter } from '../../../src/core/limits/upstre
 import { parsePauseScope, pauseScopeName } from '../../../src/core/limits/pause-scope.js';
 import { isGatewayError } from '../../../src/errors/gateway-error.js';
 import type { UpstreamPauseStore } from '../../../src/store/store-contract.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { REDIS_URL, redisSkipReason } from '../../helpers/services.js';
@@ -182,12 +182,12 @@ describe('UpstreamPauses', () => {
 });
 
 describe('an upstream 429 with Retry-After pauses that upstream (gateway, SQLite store)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   const chat = (headers: Record<string, string> = {}, body = chatBody()) =>
     call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(headers), body });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   after(async () => {
     await gw.close();
@@ -260,7 +260,7 @@ describe('an upstream 429 with Retry-After pauses that upstream (gateway, SQLite
 });
 
 describe('a 429 pauses one upstream model with one key, not the whole upstream (gateway)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   const yaml = () =>
     [
@@ -278,7 +278,7 @@ describe('a 429 pauses one upstream model with one key, not the whole upstream (
     });
   const modelsReceived = () => mock.chatRequests().map((r) => (r.json as { model?: string }).model);
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({ configFile: { name: 'two-models.yaml', text: yaml() } });
   });
   after(async () => {
@@ -372,7 +372,7 @@ describe(
   'two instances sharing Redis: a pause of one model is exact on both',
   { skip: await redisSkipReason() },
   () => {
-    let mock: MockUpstream;
+    let mock: OpenAiUpstream;
     const gateways: TestGateway[] = [];
     // Redis is shared with other tests: model names of this run only.
     const run = randomUUID().slice(0, 8);
@@ -380,7 +380,7 @@ describe(
     const chat = (gw: TestGateway, model: string) =>
       call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: chatBody({ model }) });
     before(async () => {
-      mock = await startMockUpstream();
+      mock = await startOpenAiUpstream();
       const text = [
         'upstreams:',
         `  - { name: shared, base_url: "${mock.baseUrl}" }`,

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   HEALTH_PATH,
   bearer,
@@ -32,12 +32,12 @@ after(async () => {
 });
 
 describe('health: the public view and the admin view', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: GatewayProcess;
   let file: string;
 
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     file = join(makeTempDir('gw-health-'), 'gateway.json');
     const good = { upstreams: [{ name: 'up', base_url: mock.baseUrl }], models: [{ id: 'm', upstream: 'up' }] };
     writeFileSync(file, JSON.stringify(good));

@@ -14,7 +14,7 @@ import { authHeaders, startGateway, type TestGateway } from '../../helpers/gatew
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
 import { startPartsUpstream, type PartsUpstream } from '../../helpers/mock-token-parts-upstream.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { waitForValue } from '../../helpers/wait.js';
 import { SqliteUsageStore } from '../../../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../../../src/store/store-contract.js';
@@ -259,10 +259,10 @@ describe('the price catalog prices what the config does not', () => {
 });
 
 describe("a catalog of one's own (price_catalog: path) and catalog context windows", () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     mock.models = [{ id: 'gpt-4o', owned_by: 'openai' }, { id: 'tiny' }];
     const dir = mkdtempSync(join(tmpdir(), 'gw-own-catalog-'));
     const file = join(dir, 'own-prices.json');

@@ -7,12 +7,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, type TestGateway } from '../../helpers/gateway.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { waitFor } from '../../helpers/wait.js';
 import { principalSnapshot, ADMIN } from '../../../src/auth/principal.js';
 import type { CallAs } from '../../../src/core/pipeline/call-as.js';
 
-let mock: MockUpstream;
+let mock: OpenAiUpstream;
 let gw: TestGateway;
 let callAs: CallAs;
 const AS = { owner: 'admin', principal: principalSnapshot(ADMIN) };
@@ -22,7 +22,7 @@ const chat = (content: string) => ({
 });
 
 before(async () => {
-  mock = await startMockUpstream();
+  mock = await startOpenAiUpstream();
   gw = await startGateway({
     configFile: {
       name: 'gateway.yaml',

@@ -7,7 +7,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CircuitBreakers } from '../../../src/core/pipeline/circuit-breaker.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
@@ -39,7 +39,7 @@ describe('circuit permits (unit)', () => {
 });
 
 describe('a half-open probe is settled whatever ends its call (gateway, mock upstream)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   const yaml = () =>
     [
@@ -100,7 +100,7 @@ describe('a half-open probe is settled whatever ends its call (gateway, mock ups
   };
 
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
   });
   beforeEach(async () => {
     mock.reset();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   bearer,
@@ -27,7 +27,7 @@ const TOKEN = 'crash-admin-token-0123456789';
 const LEASE_SECONDS = 6;
 
 describe('kill -9 during a burst of idempotent calls, restart on the same data directory', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let configFile: string;
   const env = () => ({
     GATEWAY_ENV: 'prod',
@@ -37,7 +37,7 @@ describe('kill -9 during a burst of idempotent calls, restart on the same data d
     LOG_LEVEL: 'warn',
   });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     configFile = join(makeTempDir('gw-crash-'), 'gateway.yaml');
     writeFileSync(configFile, `idempotency:\n  lease_seconds: ${LEASE_SECONDS}\n`);
   });
@@ -49,7 +49,7 @@ describe('kill -9 during a burst of idempotent calls, restart on the same data d
 
   const streamed = (i: number) => i % 4 < 2;
   /** Answers "question i" as a stream or JSON (as asked) after `delayMs(i)`; arrival order does not matter. */
-  const answerByQuestion = (delayMs: (i: number) => number): MockUpstream['defaultBehavior'] => ({
+  const answerByQuestion = (delayMs: (i: number) => number): OpenAiUpstream['defaultBehavior'] => ({
     kind: 'raw',
     handler: (_req, res, text) => {
       const i = Number(/question (\d+)/.exec(text)?.[1]);

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { embed, embedMany } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
-import { mockVector } from '../../helpers/mock-openai-upstream.js';
+import { mockVector } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { useMockedGateway } from '../../helpers/mocked-gateway.js';

@@ -1,19 +1,19 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { request } from 'undici';
 import { assembleContent, readStream } from '../../helpers/sse-client.js';
 
 describe('Idempotency-Key on chat (embedded SQLite store)', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let n = 0;
   const freshKey = () => `key-${Date.now()}-${++n}`;
   const keyed = (key: string, extra: Record<string, string> = {}) => authHeaders({ 'idempotency-key': key, ...extra });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({ env: { UPSTREAM_BASE_URL: mock.baseUrl } });
   });
   after(async () => {
@@ -150,7 +150,7 @@ describe('Idempotency-Key on chat (embedded SQLite store)', () => {
 
 describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the caller but are not stored', () => {
   const CAP = 2048;
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let n = 0;
   const freshKey = () => `big-${Date.now()}-${++n}`;
@@ -164,7 +164,7 @@ describe('Idempotency-Key: answers over idempotency.max_replay_bytes reach the c
   // 100 pieces of ~50 characters: about 20 KB of events, ten times the cap.
   const pieces = Array.from({ length: 100 }, (_, i) => `piece ${String(i).padStart(3, '0')} ${'x'.repeat(40)} `);
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
       configFile: { name: 'gateway.yaml', text: `idempotency:\n  max_replay_bytes: ${CAP}\n` },

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { CircuitBreakers } from '../../../src/core/pipeline/circuit-breaker.js';
 import { retryDelayMs } from '../../../src/core/pipeline/retry-policy.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
-import { MOCK_CONTENT, startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT, startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, chatBody, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
@@ -59,8 +59,8 @@ describe('retry policy and circuit breaker (units)', () => {
 });
 
 describe('routing over two real upstreams', () => {
-  let a: MockUpstream;
-  let b: MockUpstream;
+  let a: OpenAiUpstream;
+  let b: OpenAiUpstream;
   let gw: TestGateway;
   const yaml = () =>
     [
@@ -91,7 +91,7 @@ describe('routing over two real upstreams', () => {
     b.reset();
   };
   before(async () => {
-    [a, b] = await Promise.all([startMockUpstream(), startMockUpstream()]);
+    [a, b] = await Promise.all([startOpenAiUpstream(), startOpenAiUpstream()]);
   });
   beforeEach(async () => {
     // A fresh gateway per test: circuit breakers are per instance and remember earlier failures.

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { REDIS_URL, redisSkipReason } from '../../helpers/services.js';
 import { started } from '../../helpers/started.js';
 import { OwnRedis, REDIS_SERVER_BIN, freePort } from '../../helpers/own-redis.js';
@@ -384,11 +384,11 @@ describe('the exact response cache (embedded store)', () => {
 
 describe('the exact response cache shared by two instances through Redis', async () => {
   const skip = await redisSkipReason();
-  let mock: MockUpstream | undefined;
+  let mock: OpenAiUpstream | undefined;
   const gateways: TestGateway[] = [];
   before(async () => {
     if (skip) return;
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     for (let i = 0; i < 2; i++) {
       gateways.push(
         await startGateway({
@@ -442,12 +442,12 @@ describe('the exact response cache shared by two instances through Redis', async
 describe('the response cache when its Redis stalls', async () => {
   const skip = REDIS_SERVER_BIN ? undefined : 'redis-server is not installed: skipping the stalled-Redis test';
   if (skip) console.log(`# SKIP ${skip}`);
-  let mock: MockUpstream | undefined;
+  let mock: OpenAiUpstream | undefined;
   let redis: OwnRedis | undefined;
   let gw: TestGateway | undefined;
   before(async () => {
     if (skip) return;
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     redis = new OwnRedis(await freePort());
     await redis.start();
     gw = await startGateway({

@@ -2,7 +2,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countPromptTokens, encodingFor } from '../../../src/core/tokens/context-window.js';
 import type { ChatMessage } from '../../../src/providers/provider-contract.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 
@@ -22,12 +22,12 @@ describe('prompt token counting', () => {
 });
 
 describe('context window check before the upstream call', () => {
-  let mock: MockUpstream;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(headers), body: JSON.stringify(body) });
   before(async () => {
-    mock = await startMockUpstream();
+    mock = await startOpenAiUpstream();
     gw = await startGateway({
       env: { UPSTREAM_BASE_URL: mock.baseUrl },
       configFile: {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   CHAT_PATH,
   HEALTH_PATH,
@@ -28,11 +28,11 @@ const HEALTH_BOUND_MS = 250;
 /** Generous for a loaded 2-core machine: these counts take well under a second now. */
 const COUNT_BOUND_MS = 15_000;
 
-let mock: MockUpstream;
+let mock: OpenAiUpstream;
 let gw: GatewayProcess;
 
 before(async () => {
-  mock = await startMockUpstream();
+  mock = await startOpenAiUpstream();
   const dataDir = makeTempDir();
   const configPath = join(dataDir, 'models.yaml');
   writeFileSync(

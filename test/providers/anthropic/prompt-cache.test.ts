@@ -23,7 +23,7 @@ import {
   type CacheUsage,
   type PromptCacheUpstream,
 } from '../../helpers/mock-prompt-cache-upstream.js';
-import { startMockUpstream, type MockUpstream } from '../../helpers/mock-openai-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 
 const MARK = { type: 'ephemeral' };
 const KEY = 'sk-prompt-cache-upstream-0123456789';
@@ -242,12 +242,12 @@ interface Turn {
 
 describe('an agent loop through the chat surface to Anthropic: what the breakpoints save, measured', () => {
   let up: PromptCacheUpstream;
-  let oai: MockUpstream;
+  let oai: OpenAiUpstream;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   before(async () => {
     up = await startPromptCacheUpstream();
-    oai = await startMockUpstream();
+    oai = await startOpenAiUpstream();
     const pricing =
       'pricing: { input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75 }';
     gw = await startGateway({

@@ -13,7 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { MOCK_CONTENT, MOCK_STREAM_CONTENT } from '../../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT, MOCK_STREAM_CONTENT } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call, type Answer } from '../../helpers/http.js';
 import { captureSecrets } from '../../helpers/capture.js';

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { ANTHROPIC_MOCK_ID } from '../../helpers/mock-anthropic-upstream.js';
 import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';

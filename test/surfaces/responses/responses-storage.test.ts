@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call, type Answer } from '../../helpers/http.js';
 import { useMockedGateway, type MockedGateway } from '../../helpers/mocked-gateway.js';
-import { MOCK_CONTENT } from '../../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
 import { newApiKey } from '../../../src/auth/api-key.js';
 import { SqliteKeyStore } from '../../../src/store/sqlite/sqlite-keys.js';
 

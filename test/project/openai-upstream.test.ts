@@ -3,15 +3,15 @@ import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import type { Dispatcher } from 'undici';
-import { MOCK_CONTENT, MOCK_STREAM_ERROR, startMockUpstream } from '../helpers/mock-openai-upstream.js';
-import type { MockUpstream, RecordedRequest } from '../helpers/mock-openai-upstream.js';
+import { MOCK_CONTENT, MOCK_STREAM_ERROR, startOpenAiUpstream } from '../helpers/upstreams/openai.js';
+import type { OpenAiUpstream, RecordedRequest } from '../helpers/upstreams/openai.js';
 
 /** A private dispatcher per test so keep-alive sockets never leak between tests. */
 async function withMock(
-  fn: (mock: MockUpstream, dispatcher: Dispatcher) => Promise<void>,
+  fn: (mock: OpenAiUpstream, dispatcher: Dispatcher) => Promise<void>,
   options?: { requiredKey?: string },
 ): Promise<void> {
-  const mock = await startMockUpstream(options);
+  const mock = await startOpenAiUpstream(options);
   const dispatcher = new Agent();
   try {
     await fn(mock, dispatcher);
@@ -22,7 +22,7 @@ async function withMock(
 }
 
 function chat(
-  mock: MockUpstream,
+  mock: OpenAiUpstream,
   dispatcher: Dispatcher,
   body: Record<string, unknown>,
   extra: { headers?: Record<string, string>; signal?: AbortSignal } = {},
@@ -46,7 +46,7 @@ function sseData(text: string): string[] {
     .map((frame) => frame.slice('data: '.length));
 }
 
-async function waitForRequest(mock: MockUpstream, n = 1): Promise<RecordedRequest> {
+async function waitForRequest(mock: OpenAiUpstream, n = 1): Promise<RecordedRequest> {
   for (let i = 0; i < 200; i += 1) {
     const r = mock.requests[n - 1];
     if (r) return r;
@@ -207,7 +207,7 @@ void test('malformed and stream-error-event end without [DONE]', async () => {
 });
 
 void test('stall keeps the stream open until close(), which does not hang', async () => {
-  const mock = await startMockUpstream();
+  const mock = await startOpenAiUpstream();
   const dispatcher = new Agent();
   try {
     mock.enqueue({ kind: 'stall', afterChunks: 1 });

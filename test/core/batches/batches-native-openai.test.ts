@@ -15,13 +15,13 @@ import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { captureSecrets } from '../../helpers/capture.js';
-import { startMockOpenAiBatches, type MockOpenAiBatches } from '../../helpers/mock-openai-batches.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-upstream-openai-0123456789abcdef';
 
-function configText(mock: MockOpenAiBatches, extra: string[] = []): string {
+function configText(mock: OpenAiUpstream, extra: string[] = []): string {
   return [
     'upstreams:',
     `  - { name: oai, kind: openai, base_url: "${mock.baseUrl}", api_key_env: OAI_KEY, health_check: none }`,
@@ -51,12 +51,12 @@ async function submit(client: OpenAI, lines: string[]) {
 }
 
 describe('batches forwarded to OpenAI’s Batch API', () => {
-  let mock: MockOpenAiBatches;
+  let mock: OpenAiUpstream;
   let gw: TestGateway;
   let client: OpenAI;
   let callerKey: string;
   before(async () => {
-    mock = await startMockOpenAiBatches({ pollsBeforeDone: 2 });
+    mock = await startOpenAiUpstream({ batches: { pollsBeforeDone: 2 } });
     gw = await startGateway({
       env: { OAI_KEY: UPSTREAM_KEY },
       configFile: { name: 'gw.yaml', text: configText(mock) },
@@ -85,15 +85,15 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
     });
 
     // Upstream: exactly one upload, one create, no line run as a call of its own.
-    const uploads = mock.of('POST', '/v1/files');
+    const uploads = mock.requestsTo('POST', '/v1/files');
     assert.equal(uploads.length, 1);
-    assert.equal(mock.of('POST', '/v1/batches').length, 1);
-    assert.equal(mock.of('POST', '/v1/chat/completions').length, 0);
+    assert.equal(mock.requestsTo('POST', '/v1/batches').length, 1);
+    assert.equal(mock.requestsTo('POST', '/v1/chat/completions').length, 0);
     for (const request of mock.requests) {
       assert.equal(request.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
-      assert.ok(!request.text.includes(ADMIN_TOKEN) && !request.text.includes(callerKey));
+      assert.ok(!request.body.includes(ADMIN_TOKEN) && !request.body.includes(callerKey));
     }
-    const uploaded = uploads[0]?.text ?? '';
+    const uploaded = uploads[0]?.body ?? '';
     const sentLines = uploaded
       .split('\r\n\r\n')
       .at(-1)
@@ -108,7 +108,7 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
         ['line-2', '/v1/chat/completions', 'gpt-4o-mini-2024-07-18'],
       ],
     );
-    const createBody = mock.of('POST', '/v1/batches')[0]?.body as {
+    const createBody = mock.requestsTo('POST', '/v1/batches')[0]?.json as {
       metadata: Record<string, string>;
       endpoint: string;
     };
@@ -135,7 +135,7 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       [['b', 400]],
     );
     // The input file uploaded upstream is deleted once its results are read.
-    await waitFor('the upstream input file deleted', () => mock.of('DELETE', '/v1/files/').length === 1);
+    await waitFor('the upstream input file deleted', () => mock.requestsTo('DELETE', '/v1/files/').length === 1);
 
     // Counted in the batch metrics like lines the gateway ran.
     const metrics = await (
@@ -158,12 +158,12 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
   });
 
   test('a cancel cancels upstream: what it answered is kept, the rest cancelled', async () => {
-    mock.options.pollsBeforeDone = Infinity;
-    mock.options.answeredBeforeCancel = 1;
+    mock.batches.options.pollsBeforeDone = Infinity;
+    mock.batches.options.answeredBeforeCancel = 1;
     try {
       const created = await submit(client, [line('x', 'one'), line('y', 'two'), line('z', 'three')]);
       await waitFor('the upstream batch created', () =>
-        [...mock.batches.values()].some((b) => b.metadata.gateway_batch_id === created.id),
+        [...mock.batches.created.values()].some((b) => b.metadata.gateway_batch_id === created.id),
       );
       // The dashboard says who runs it: the upstream's batch API.
       const overview = await call(`${gw.url}/dashboard/api/overview?window=1h`, {
@@ -174,9 +174,9 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       await client.batches.cancel(created.id);
       const done = await untilEnded('the cancelled batch', () => client.batches.retrieve(created.id));
       assert.equal(done.status, 'cancelled');
-      const upstream = [...mock.batches.values()].find((b) => b.metadata.gateway_batch_id === created.id);
+      const upstream = [...mock.batches.created.values()].find((b) => b.metadata.gateway_batch_id === created.id);
       assert.equal(upstream?.status, 'cancelled');
-      assert.equal(mock.of('POST', `/v1/batches/${upstream?.id}/cancel`).length, 1);
+      assert.equal(mock.requestsTo('POST', `/v1/batches/${upstream?.id}/cancel`).length, 1);
       assert.deepEqual(
         (await resultLines(client, done.output_file_id)).map((l) => l.custom_id),
         ['x'],
@@ -189,15 +189,15 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
         ],
       );
     } finally {
-      mock.options.pollsBeforeDone = 2;
-      delete mock.options.answeredBeforeCancel;
+      mock.batches.options.pollsBeforeDone = 2;
+      delete mock.batches.options.answeredBeforeCancel;
     }
   });
 
   test('an upstream batch that fails fails its lines with the reason, without running them again', async () => {
-    mock.options.failWith = 'the input file has an invalid line';
+    mock.batches.options.failWith = 'the input file has an invalid line';
     try {
-      const before = mock.of('POST', '/v1/chat/completions').length;
+      const before = mock.requestsTo('POST', '/v1/chat/completions').length;
       const created = await submit(client, [line('p', 'one'), line('q', 'two')]);
       const done = await untilEnded('the failed upstream batch', () => client.batches.retrieve(created.id));
       assert.equal(done.status, 'completed');
@@ -208,14 +208,14 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
         assert.equal(result.response?.body.code, 'batch_upstream_failed');
         assert.match(String(result.response?.body.message), /the input file has an invalid line/);
       }
-      assert.equal(mock.of('POST', '/v1/chat/completions').length, before);
+      assert.equal(mock.requestsTo('POST', '/v1/chat/completions').length, before);
     } finally {
-      delete mock.options.failWith;
+      delete mock.batches.options.failWith;
     }
   });
 
   test('a hostile result file: unknown ids, garbage, bad status codes and absurd usage break nothing', async () => {
-    mock.options.rawOutput = [
+    mock.batches.options.rawOutput = [
       'not json at all',
       JSON.stringify({ custom_id: 'line-999', response: { status_code: 200, body: {} } }),
       JSON.stringify({ custom_id: 'line-0', response: { status_code: 'two hundred', body: {} }, error: null }),
@@ -254,14 +254,14 @@ describe('batches forwarded to OpenAI’s Batch API', () => {
       assert.equal(stored.prompt_tokens, 0);
       assert.ok(stored.completion_tokens <= 100_000_000, 'an absurd count is bounded');
     } finally {
-      delete mock.options.rawOutput;
+      delete mock.batches.options.rawOutput;
     }
   });
 });
 
 describe('forwarding falls back, and survives restarts', () => {
   test('the upstream refuses the create: the gateway runs the lines itself', async () => {
-    const mock = await startMockOpenAiBatches({ pollsBeforeDone: 1, createStatus: 403 });
+    const mock = await startOpenAiUpstream({ batches: { pollsBeforeDone: 1, createStatus: 403 } });
     const gw = await startGateway({
       env: { OAI_KEY: UPSTREAM_KEY },
       configFile: { name: 'gw.yaml', text: configText(mock) },
@@ -272,8 +272,8 @@ describe('forwarding falls back, and survives restarts', () => {
       const done = await untilEnded('the fallen-back batch', () => client.batches.retrieve(created.id));
       assert.equal(done.status, 'completed');
       assert.deepEqual(done.request_counts, { total: 2, completed: 2, failed: 0 });
-      assert.equal(mock.of('POST', '/v1/chat/completions').length, 2, 'each line ran as a call of its own');
-      assert.equal(mock.of('DELETE', '/v1/files/').length, 1, 'the upload was cleaned up');
+      assert.equal(mock.requestsTo('POST', '/v1/chat/completions').length, 2, 'each line ran as a call of its own');
+      assert.equal(mock.requestsTo('DELETE', '/v1/files/').length, 1, 'the upload was cleaned up');
       assert.ok(gw.logLines.some((l) => l.includes('batch: run by the gateway instead') && l.includes('upstream_')));
     } finally {
       await gw.close();
@@ -282,7 +282,7 @@ describe('forwarding falls back, and survives restarts', () => {
   });
 
   test('a key with a budget: its lines are run by the gateway one by one, so the budget can stop them', async () => {
-    const mock = await startMockOpenAiBatches({ pollsBeforeDone: 1 });
+    const mock = await startOpenAiUpstream({ batches: { pollsBeforeDone: 1 } });
     const gw = await startGateway({
       env: { OAI_KEY: UPSTREAM_KEY },
       configFile: { name: 'gw.yaml', text: configText(mock) },
@@ -306,8 +306,8 @@ describe('forwarding falls back, and survives restarts', () => {
       const created = await submit(client, [line('a', 'one'), line('b', 'two')]);
       const done = await untilEnded('the budgeted batch', () => client.batches.retrieve(created.id));
       assert.deepEqual(done.request_counts, { total: 2, completed: 2, failed: 0 });
-      assert.equal(mock.of('POST', '/v1/batches').length, 0, 'not forwarded');
-      assert.equal(mock.of('POST', '/v1/chat/completions').length, 2);
+      assert.equal(mock.requestsTo('POST', '/v1/batches').length, 0, 'not forwarded');
+      assert.equal(mock.requestsTo('POST', '/v1/chat/completions').length, 2);
       assert.ok(gw.logLines.some((l) => l.includes('budget is enforced line by line')));
     } finally {
       await gw.close();
@@ -316,7 +316,7 @@ describe('forwarding falls back, and survives restarts', () => {
   });
 
   test('a crash after the create, then a restart: the batch is found by its metadata, never created twice', async () => {
-    const mock = await startMockOpenAiBatches({ pollsBeforeDone: Infinity, resetAfterCreate: 1 });
+    const mock = await startOpenAiUpstream({ batches: { pollsBeforeDone: Infinity, resetAfterCreate: 1 } });
     const text = configText(mock);
     const dataDir = mkdtempSync(join(tmpdir(), 'gw-native-'));
     const first = await startGateway({
@@ -329,10 +329,10 @@ describe('forwarding falls back, and survives restarts', () => {
       const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey });
       id = (await submit(client, [line('a', 'one'), line('b', 'two')])).id;
       // The create's answer was lost; the next try finds the batch by its metadata, then polls it.
-      await waitFor('the upstream batch polled', () => mock.of('GET', '/v1/batches/batch_up_').length >= 2);
+      await waitFor('the upstream batch polled', () => mock.requestsTo('GET', '/v1/batches/batch_up_').length >= 2);
       await first.close();
     }
-    mock.options.pollsBeforeDone = 0;
+    mock.batches.options.pollsBeforeDone = 0;
     const second = await startGateway({
       env: { OAI_KEY: UPSTREAM_KEY, DATA_DIR: dataDir },
       configFile: { name: 'gw2.yaml', text },
@@ -342,10 +342,10 @@ describe('forwarding falls back, and survives restarts', () => {
       const done = await untilEnded('the batch after the restart', () => client.batches.retrieve(id));
       assert.equal(done.status, 'completed');
       assert.deepEqual(done.request_counts, { total: 2, completed: 2, failed: 0 });
-      assert.equal(mock.of('POST', '/v1/files').length, 1, 'uploaded once');
-      assert.equal(mock.of('POST', '/v1/batches').length, 1, 'created once');
-      assert.ok(mock.of('GET', '/v1/batches?').length >= 1, 'looked for by its metadata');
-      assert.equal(mock.of('POST', '/v1/chat/completions').length, 0);
+      assert.equal(mock.requestsTo('POST', '/v1/files').length, 1, 'uploaded once');
+      assert.equal(mock.requestsTo('POST', '/v1/batches').length, 1, 'created once');
+      assert.ok(mock.requestsTo('GET', '/v1/batches?').length >= 1, 'looked for by its metadata');
+      assert.equal(mock.requestsTo('POST', '/v1/chat/completions').length, 0);
     } finally {
       await second.close();
       await mock.close();

@@ -31,6 +31,7 @@ import {
   type Completion,
   type JsonObject,
 } from './openai/chat.js';
+import { OpenAiBatches, type BatchOptions } from './openai/batches.js';
 import { embeddings, nativeResponses } from './openai/native.js';
 
 export type { Behavior } from './openai/behaviors.js';
@@ -42,6 +43,7 @@ export {
   mockTokenCount,
 } from './openai/chat.js';
 export { mockVector } from './openai/native.js';
+export type { BatchOptions, OpenAiBatches, UpstreamBatch } from './openai/batches.js';
 
 /** One request as the mock received it. Recorded before any behavior runs. */
 export interface RecordedRequest {
@@ -76,6 +78,8 @@ export interface OpenAiUpstream {
   requests: RecordedRequest[];
   /** Only the `POST /v1/chat/completions` requests. */
   chatRequests(): RecordedRequest[];
+  /** The requests of this method whose target (path and query) starts with `prefix`. */
+  requestsTo(method: string, prefix: string): RecordedRequest[];
   /**
    * Files uploaded with `POST /v1/files` (multipart, OpenAI's Files API), in order: the form's fields, the file
    * part's exact bytes, and the Authorization header it came with. Answered with OpenAI's file object.
@@ -89,6 +93,11 @@ export interface OpenAiUpstream {
   deletedFiles: string[];
   /** Holds the answers to `POST /v1/files` (the bytes are taken) until the function returned is called. */
   holdFileUploads(): () => void;
+  /**
+   * OpenAI's Batch API over the files taken (openai/batches.ts): off (404, as an OpenAI-compatible server without
+   * it) unless started with `batches`; its `options` may change as a test goes, `created` holds the batches made.
+   */
+  batches: OpenAiBatches;
   /** Queue behaviors for the next chat requests, in order; when the queue is empty `defaultBehavior` applies. */
   enqueue(...behaviors: Behavior[]): void;
   /** Behavior for chat requests when the queue is empty; initially `{ kind: 'json' }`. */
@@ -165,8 +174,16 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
   private closing: Promise<void> | undefined;
   private counter = 0;
 
-  constructor(private readonly initialKey: string | undefined) {
+  readonly batches: OpenAiBatches;
+
+  constructor(
+    private readonly initialKey: string | undefined,
+    batchOptions: BatchOptions | undefined,
+  ) {
     this.requiredKey = initialKey;
+    this.batches = new OpenAiBatches(batchOptions !== undefined, { pollsBeforeDone: 1, ...batchOptions }, (id) =>
+      this.deletedFiles.includes(id) ? undefined : this.uploadedFiles.find((f) => f.id === id)?.bytes.toString('utf8'),
+    );
     this.server = createServer({ noDelay: true }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
     });
@@ -189,6 +206,10 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
     if (address === null || typeof address === 'string') throw new Error('mock upstream: no TCP address');
     this.port = address.port;
     this.baseUrl = `http://127.0.0.1:${address.port}/v1`;
+  }
+
+  requestsTo(method: string, prefix: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === method && r.path.startsWith(prefix));
   }
 
   chatRequests(): RecordedRequest[] {
@@ -283,6 +304,8 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
     } else if (method === 'POST' && path === '/v1/files') {
       await this.uploadHold;
       this.uploadFile(ex);
+    } else if (this.batches.route(ex, method, path)) {
+      return;
     } else if (method === 'DELETE' && path.startsWith('/v1/files/')) {
       await this.deleteFile(ex, decodeURIComponent(path.slice('/v1/files/'.length)));
     } else if (method === 'GET' && path === '/v1/models') {
@@ -352,6 +375,7 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
   /** OpenAI's `DELETE /v1/files/{id}`, or `fileDeleteBehavior`. */
   private async deleteFile(ex: Exchange, id: string): Promise<void> {
     if (this.fileDeleteBehavior) return runBehavior(ex, this.fileDeleteBehavior);
+    if (this.batches.deleteFile(id)) return sendJson(ex, 200, { id, object: 'file', deleted: true });
     if (!this.uploadedFiles.some((file) => file.id === id) || this.deletedFiles.includes(id)) {
       sendJson(ex, 404, openAIError(`No such File object: ${id}`, 'invalid_request_error', 'id'));
       return;
@@ -404,8 +428,10 @@ function modelObject(m: { id: string; owned_by?: string; created?: number }): Js
  * Starts a mock OpenAI-compatible upstream on 127.0.0.1 with a random port.
  * Always `await mock.close()` when done (e.g. in `after`/`afterEach`).
  */
-export async function startOpenAiUpstream(options: { requiredKey?: string } = {}): Promise<OpenAiUpstream> {
-  const mock = new OpenAiUpstreamServer(options.requiredKey);
+export async function startOpenAiUpstream(
+  options: { requiredKey?: string; batches?: BatchOptions } = {},
+): Promise<OpenAiUpstream> {
+  const mock = new OpenAiUpstreamServer(options.requiredKey, options.batches);
   await mock.listen();
   return mock;
 }

@@ -3,7 +3,7 @@
  * speaks OpenAI's wire — chat completions (JSON and SSE), its own Responses API, embeddings, models, files and
  * batches — records every request it receives, and misbehaves on demand (stall, reset, malformed SSE, errors,
  * hangs...). Its parts live in `openai/`: the chat wire (chat.ts), the behaviour kinds (behaviors.ts), embeddings
- * and the Responses API (native.ts).
+ * and the Responses API (native.ts), the Batch API (batches.ts, on with `startOpenAiUpstream({ batches })`).
  *
  * Usage:
  * ```ts

@@ -8,6 +8,7 @@ import {
   type LineState,
   type LineUsage,
   type NativeBatchState,
+  type SweepStep,
 } from './batch-contract.js';
 
 /** A batch or line row as either backend returns it (SQLite numbers, PostgreSQL BIGINT strings): read one way. */
@@ -154,4 +155,29 @@ export function nativeStateOf(row: Row): NativeBatchState {
     upstreamBatchId: str(row.upstream_batch_id),
     reason: str(row.reason),
   };
+}
+
+/**
+ * What is left of one sweep step (`sweepCreates`, `sweepEndedLines`) as both stores walk it, one batch at a time:
+ * `over` gives each batch with the lines and bytes still allowed, and stops once either is spent; `took` counts
+ * the lines a batch's statement removed (each row with its `bytes`).
+ */
+export class SweepBudget {
+  lines = 0;
+  private bytes = 0;
+
+  constructor(private readonly step: SweepStep) {}
+
+  *over(ids: readonly string[]): Generator<[id: string, lines: number, bytes: number]> {
+    for (const id of ids) {
+      const lines = this.step.lines - this.lines;
+      if (lines <= 0 || this.bytes >= this.step.bytes) return;
+      yield [id, lines, this.step.bytes - this.bytes];
+    }
+  }
+
+  took(removed: readonly Row[]): void {
+    this.lines += removed.length;
+    for (const row of removed) this.bytes += Number(row.bytes);
+  }
 }

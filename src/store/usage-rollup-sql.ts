@@ -40,22 +40,10 @@ export function recordBytesSql(dialect: Dialect): string {
   return `(${RECORD_OVERHEAD_BYTES[dialect]} + ${texts.map((c) => bytesOf(c, dialect)).join(' + ')})`;
 }
 
-/**
- * The bytes a rollup row is counted as (a SQL expression over the hours table's columns): its texts are in the
- * table and in its unique index, the caller also in the caller index.
- */
-export function hourBytesSql(dialect: Dialect): string {
-  const texts = ['caller', 'environment', 'route', 'model', 'upstream'];
-  return `(${HOUR_OVERHEAD_BYTES[dialect]} + ${bytesOf('caller', dialect)} + ${texts.map((c) => `2 * ${bytesOf(c, dialect)}`).join(' + ')})`;
-}
-
-/** The key of a rollup row, in column order; model and upstream hold '' for none (a key column cannot be NULL). */
-export const HOUR_KEY = ['hour_ms', 'caller', 'environment', 'route', 'model', 'upstream'] as const;
-/** The sums a rollup row holds. */
-export const HOUR_SUMS = [
-  'requests',
-  'server_errors',
-  'client_errors',
+/** The texts of a record that a rollup row is keyed by (its hour aside), in column order. */
+const ROLLED_KEY = ['caller', 'environment', 'route', 'model', 'upstream'] as const;
+/** The figures of a record that a rollup row sums as they are (the same column in both tables). */
+const SUMMED_AS_IS = [
   'prompt_tokens',
   'completion_tokens',
   'cache_read_tokens',
@@ -63,8 +51,20 @@ export const HOUR_SUMS = [
   'reasoning_tokens',
   'cost_usd',
   'cache_savings_usd',
-  'latency_ms_sum',
 ] as const;
+
+/**
+ * The bytes a rollup row is counted as (a SQL expression over the hours table's columns): its texts are in the
+ * table and in its unique index, the caller also in the caller index.
+ */
+export function hourBytesSql(dialect: Dialect): string {
+  return `(${HOUR_OVERHEAD_BYTES[dialect]} + ${bytesOf('caller', dialect)} + ${ROLLED_KEY.map((c) => `2 * ${bytesOf(c, dialect)}`).join(' + ')})`;
+}
+
+/** The key of a rollup row, in column order; model and upstream hold '' for none (a key column cannot be NULL). */
+export const HOUR_KEY = ['hour_ms', ...ROLLED_KEY] as const;
+/** The sums a rollup row holds. */
+export const HOUR_SUMS = ['requests', 'server_errors', 'client_errors', ...SUMMED_AS_IS, 'latency_ms_sum'] as const;
 
 /**
  * The models one hour × caller × environment keeps in the rollups: past this many, records of other models are
@@ -77,24 +77,7 @@ export const MAX_MODELS_PER_HOUR = 64;
 export const OTHER_MODEL = '(other)';
 
 /** The columns of a record a roll reads. */
-const ROLLED_COLUMNS = [
-  'time_ms',
-  'caller',
-  'environment',
-  'route',
-  'model',
-  'upstream',
-  'status',
-  'code',
-  'prompt_tokens',
-  'completion_tokens',
-  'cache_read_tokens',
-  'cache_write_tokens',
-  'reasoning_tokens',
-  'cost_usd',
-  'cache_savings_usd',
-  'latency_ms',
-] as const;
+const ROLLED_COLUMNS = ['time_ms', ...ROLLED_KEY, 'status', 'code', ...SUMMED_AS_IS, 'latency_ms'] as const;
 
 /**
  * CTEs (the text after WITH, ending with `rolled_records`: the records `where` selects from `from`, with the model

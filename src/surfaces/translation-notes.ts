@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
+import type { ProblemList } from '../http/validation-details.js';
 
 /** The response header that names what a translated request left out (docs/messages.md, docs/responses.md). */
 export const DROPPED_FIELDS_HEADER = 'x-gateway-dropped-fields';
@@ -40,5 +41,29 @@ export class TranslationNotes {
   /** The fields dropped so far, in the order they were met (undefined when none). */
   get dropped(): readonly string[] | undefined {
     return this.names;
+  }
+}
+
+/** How a surface's translation treats the top-level fields of a request (`unmappedFields`). */
+export interface TopLevelFields {
+  /** The fields it maps (not looked at here). */
+  readonly mapped: ReadonlySet<string>;
+  /** The fields that only tag or hint, each with why it is left out. */
+  readonly dropped: Readonly<Record<string, string>>;
+  /** Why any other field is refused. */
+  readonly refusal: (field: string) => string;
+}
+
+/** Each top-level field of `body` the translation does not map: dropped (named) when it only tags or hints, else refused. */
+export function unmappedFields(
+  body: object,
+  fields: TopLevelFields,
+  context: { readonly problems: ProblemList; readonly notes: TranslationNotes | undefined },
+): void {
+  for (const [field, value] of Object.entries(body)) {
+    if (fields.mapped.has(field) || value === null || value === undefined) continue;
+    const dropped = Object.hasOwn(fields.dropped, field) ? fields.dropped[field] : undefined;
+    if (dropped !== undefined) context.notes?.drop(field, dropped);
+    else context.problems.add({ field: field.slice(0, 64), problem: fields.refusal(field) });
   }
 }

@@ -33,3 +33,26 @@ export function sweepInBackground(
     await running;
   });
 }
+
+/** Steps per pass at most (200,000 lines, or 4 GiB, at the batch sweeps' step): whatever is left waits for the next pass. */
+const MAX_STEPS_PER_PASS = 1_000;
+
+/**
+ * One pass of a sweep in bounded steps: `step` (one store call) until a step removes nothing, the pass's bound, or
+ * `signal`, with a turn of the event loop between steps. Each step's counts are added into `removed` as they come,
+ * so a pass cut off by a failure still shows what it removed before it; `removed` is also what it returns.
+ */
+export async function sweepInSteps<Counts extends { [name in keyof Counts]: number }>(
+  signal: AbortSignal,
+  removed: Counts,
+  step: () => Promise<Counts>,
+): Promise<Counts> {
+  const names = Object.keys(removed) as Array<keyof Counts>;
+  for (let n = 0; n < MAX_STEPS_PER_PASS && !signal.aborted; n++) {
+    const swept = await step();
+    for (const name of names) (removed[name] as number) += swept[name];
+    if (names.every((name) => swept[name] === 0)) break;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return removed;
+}

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { BatchStore, SweepStep } from '../store/batch-contract.js';
-import { sweepInBackground } from './background-sweep-wiring.js';
+import { sweepInBackground, sweepInSteps } from './background-sweep-wiring.js';
 
 /**
  * One step (one store call, one transaction on SQLite, whose writes hold the event loop): 200 lines, or fewer once
@@ -8,9 +8,6 @@ import { sweepInBackground } from './background-sweep-wiring.js';
  * the 4 MiB lines of a 256 MiB create go one step each.
  */
 export const CREATE_SWEEP_STEP: SweepStep = { lines: 200, bytes: 4 * 1024 * 1024 };
-/** Steps per pass at most (200,000 lines, or 4 GiB): whatever is left waits for the next pass. */
-const MAX_STEPS_PER_PASS = 1_000;
-
 /**
  * The sweep of Anthropic creates a crash cut off (docs/files.md, "How big an Anthropic batch can be"): their lines
  * were written before a batch record that never came, and nothing else reads or removes them. Those whose create
@@ -26,13 +23,7 @@ async function sweepOnce(app: FastifyInstance, store: BatchStore, graceMs: numbe
   const before = Date.now() - graceMs;
   const removed = { lines: 0, creates: 0 };
   try {
-    for (let step = 0; step < MAX_STEPS_PER_PASS && !signal.aborted; step++) {
-      const swept = await store.sweepCreates(before, CREATE_SWEEP_STEP);
-      removed.lines += swept.lines;
-      removed.creates += swept.creates;
-      if (swept.lines === 0 && swept.creates === 0) break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await sweepInSteps(signal, removed, () => store.sweepCreates(before, CREATE_SWEEP_STEP));
   } finally {
     if (removed.lines > 0 || removed.creates > 0)
       app.log.info(

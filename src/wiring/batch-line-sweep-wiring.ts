@@ -1,10 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { BatchStore, SweptLines } from '../store/batch-contract.js';
-import { sweepInBackground } from './background-sweep-wiring.js';
+import { sweepInBackground, sweepInSteps } from './background-sweep-wiring.js';
 import { CREATE_SWEEP_STEP } from './batch-create-sweep-wiring.js';
-
-/** Steps per pass at most (200,000 lines, or 4 GiB): whatever is left waits for the next pass. */
-const MAX_STEPS_PER_PASS = 1_000;
 
 /**
  * The sweep of ended batches' lines (docs/files.md, "How long batch results are kept"): a batch's lines (each
@@ -24,13 +21,5 @@ export function sweepEndedLinesInBackground(app: FastifyInstance, store: BatchSt
 
 /** One pass: steps until nothing is due, the pass's bound, or `signal`. What it removed. */
 export async function sweepEndedLinesOnce(store: BatchStore, nowMs: number, signal: AbortSignal): Promise<SweptLines> {
-  const removed = { lines: 0, batches: 0 };
-  for (let step = 0; step < MAX_STEPS_PER_PASS && !signal.aborted; step++) {
-    const swept = await store.sweepEndedLines(nowMs, CREATE_SWEEP_STEP);
-    removed.lines += swept.lines;
-    removed.batches += swept.batches;
-    if (swept.lines === 0 && swept.batches === 0) break;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  return removed;
+  return sweepInSteps(signal, { lines: 0, batches: 0 }, () => store.sweepEndedLines(nowMs, CREATE_SWEEP_STEP));
 }

@@ -1,8 +1,7 @@
 import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { jsonlLines } from '../../streaming/jsonl-lines.js';
 import { objectOf } from '../../wire/json.js';
-import { nativeCustomId } from '../batch-api.js';
+import { nativeCustomId, resultLines } from '../batch-api.js';
 import type {
   ChatRequestBody,
   NativeBatchApi,
@@ -11,7 +10,6 @@ import type {
   NativeLineResult,
   NativeSubmission,
 } from '../provider-contract.js';
-import { toUpstreamError } from '../transport-errors.js';
 import type { UpstreamClient } from '../upstream-client.js';
 import { messageBatchResult } from './message-batch-results.js';
 import { toAnthropicRequest } from './translate-request.js';
@@ -140,17 +138,9 @@ export class AnthropicMessageBatches implements NativeBatchApi {
       undefined,
     );
     const context = { upstream: this.config.name, secrets: [this.config.apiKey], endpoint };
-    try {
-      for await (const { text } of jsonlLines(response.body, MAX_RESULT_LINE_BYTES)) {
-        const result = messageBatchResult(text, context);
-        if (result) yield result;
-      }
-    } catch (error) {
-      if (isGatewayError(error)) throw error;
-      throw toUpstreamError(error, this.config.name, signal);
-    } finally {
-      response.body.destroy();
-    }
+    yield* resultLines(response, MAX_RESULT_LINE_BYTES, { name: this.config.name, signal }, ({ text }) =>
+      messageBatchResult(text, context),
+    );
   }
 
   async cancel(batchId: string, signal: AbortSignal): Promise<void> {

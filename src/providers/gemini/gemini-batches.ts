@@ -1,8 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { scrubCut } from '../../secrets/redact.js';
-import { jsonlLines } from '../../streaming/jsonl-lines.js';
-import { nativeCustomId } from '../batch-api.js';
+import { nativeCustomId, resultLines } from '../batch-api.js';
 import type {
   ChatRequestBody,
   NativeBatchApi,
@@ -10,7 +9,6 @@ import type {
   NativeLineResult,
   NativeSubmission,
 } from '../provider-contract.js';
-import { toUpstreamError } from '../transport-errors.js';
 import type { UpstreamClient } from '../upstream-client.js';
 import type {
   GeminiBatch,
@@ -177,24 +175,17 @@ export class GeminiBatches implements NativeBatchApi {
   ): AsyncGenerator<NativeLineResult> {
     const path = `/download${this.options.http.basePath}/${file}:download?alt=media`;
     const response = await this.send('GET', path, signal);
-    try {
-      // Lines in request order: jsonl-lines.ts bounds each (a longer one ends the read: an upstream fault).
-      for await (const { number, text } of jsonlLines(response.body, MAX_RESULT_LINE_BYTES)) {
-        let line: unknown;
-        try {
-          line = JSON.parse(text);
-        } catch {
-          line = undefined;
-        }
-        const index = indexOf(received<GeminiBatchFileLine>(line)?.key, number - 1);
-        if (index !== undefined) yield chatLineResult(index, line, context);
+    // Lines in request order.
+    yield* resultLines(response, MAX_RESULT_LINE_BYTES, { name: this.options.name, signal }, ({ number, text }) => {
+      let line: unknown;
+      try {
+        line = JSON.parse(text);
+      } catch {
+        line = undefined;
       }
-    } catch (error) {
-      if (isGatewayError(error)) throw error;
-      throw toUpstreamError(error, this.options.name, signal);
-    } finally {
-      response.body.destroy();
-    }
+      const index = indexOf(received<GeminiBatchFileLine>(line)?.key, number - 1);
+      return index === undefined ? undefined : chatLineResult(index, line, context);
+    });
   }
 
   async cancel(batchId: string, signal: AbortSignal): Promise<void> {

@@ -2,7 +2,6 @@ import type { UpstreamConfig } from '../../config/types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { scrubText } from '../../secrets/redact.js';
 import { KeyScrubber } from '../../secrets/key-scrubber.js';
-import { jsonlLines } from '../../streaming/jsonl-lines.js';
 import { objectOf } from '../../wire/json.js';
 import type { OpenAiBatchObject, OpenAiBatchOutputLine } from '../../wire/openai-batches.js';
 import type {
@@ -12,8 +11,7 @@ import type {
   NativeSubmission,
   Usage,
 } from '../provider-contract.js';
-import { indexOfCustomId, nativeCustomId } from '../batch-api.js';
-import { toUpstreamError } from '../transport-errors.js';
+import { indexOfCustomId, nativeCustomId, resultLines } from '../batch-api.js';
 import type { UpstreamClient } from '../upstream-client.js';
 import { uploadFile } from './openai-files-client.js';
 import { countsOf, embeddingUsage, RESPONSES_COUNTS } from '../usage-figures.js';
@@ -143,17 +141,9 @@ export class OpenAiBatches implements NativeBatchApi {
         signal,
         undefined,
       );
-      try {
-        for await (const { text } of jsonlLines(response.body, MAX_RESULT_LINE_BYTES)) {
-          const result = this.resultOf(text, endpoint);
-          if (result) yield result;
-        }
-      } catch (error) {
-        if (error instanceof GatewayError) throw error;
-        throw toUpstreamError(error, this.config.name, signal);
-      } finally {
-        response.body.destroy();
-      }
+      yield* resultLines(response, MAX_RESULT_LINE_BYTES, { name: this.config.name, signal }, ({ text }) =>
+        this.resultOf(text, endpoint),
+      );
     }
   }
 

@@ -19,6 +19,7 @@ import {
   COUNT_COLUMN,
   LINE_SIZE_SQL,
   STAMP_COLUMNS,
+  SweepBudget,
   insertValuesOf,
   lineOf,
   nativeStateOf,
@@ -241,16 +242,13 @@ export class PostgresBatches implements BatchStore {
    * statement per create: a create of 256 MiB goes over many steps, never in one long statement.
    */
   async sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates> {
-    const swept = { lines: 0, creates: 0 };
-    let bytes = 0;
+    const budget = new SweepBudget(step);
+    let creates = 0;
     const marks = await this.rows(
       `SELECT batch_id FROM ${this.p}batch_creates WHERE started_ms < $1 ORDER BY started_ms LIMIT $2`,
       [startedBeforeMs, step.lines],
     );
-    for (const mark of marks) {
-      const lines = step.lines - swept.lines;
-      if (lines <= 0 || bytes >= step.bytes) break;
-      const id = mark.batch_id as string;
+    for (const [id, lines, bytes] of budget.over(marks.map((mark) => mark.batch_id as string))) {
       // In index order until `lines` lines, or the line that reaches the bytes left (the first always goes). A
       // batch that exists keeps its lines whatever its mark says (the mark goes with the record's write).
       const removed = await this.rows(
@@ -260,18 +258,17 @@ export class PostgresBatches implements BatchStore {
              WHERE before_bytes < $3)
            AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1)
          RETURNING octet_length(body) AS bytes`,
-        [id, lines, step.bytes - bytes],
+        [id, lines, bytes],
       );
-      swept.lines += removed.length;
-      for (const row of removed) bytes += Number(row.bytes);
+      budget.took(removed);
       // Its mark goes once no line is left (none came meanwhile), or when the batch exists after all.
-      swept.creates += await this.changed(
+      creates += await this.changed(
         `DELETE FROM ${this.p}batch_creates WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batch_lines
              WHERE batch_id = $1 AND NOT EXISTS (SELECT 1 FROM ${this.p}batches WHERE id = $1))`,
         [id],
       );
     }
-    return swept;
+    return { lines: budget.lines, creates };
   }
 
   async claim(holder: string, nowMs: number, leaseMs: number, limit: number): Promise<BatchRecord[]> {
@@ -299,17 +296,14 @@ export class PostgresBatches implements BatchStore {
    * per batch; a batch whose lines are all gone has its mark cleared (and its native state removed).
    */
   async sweepEndedLines(nowMs: number, step: SweepStep): Promise<SweptLines> {
-    const swept = { lines: 0, batches: 0 };
-    let bytes = 0;
+    const budget = new SweepBudget(step);
+    let batches = 0;
     const due = await this.rows(
       `SELECT id FROM ${this.p}batches WHERE lines_until_ms IS NOT NULL AND lines_until_ms <= $1
        ORDER BY lines_until_ms LIMIT $2`,
       [nowMs, step.lines],
     );
-    for (const row of due) {
-      const lines = step.lines - swept.lines;
-      if (lines <= 0 || bytes >= step.bytes) break;
-      const id = row.id as string;
+    for (const [id, lines, bytes] of budget.over(due.map((row) => row.id as string))) {
       const removed = await this.rows(
         `DELETE FROM ${this.p}batch_lines WHERE batch_id = $1 AND idx IN (SELECT idx FROM (SELECT idx,
              coalesce(sum(size) OVER (ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
@@ -317,10 +311,9 @@ export class PostgresBatches implements BatchStore {
              FROM (SELECT idx, ${LINE_SIZE_SQL} AS size FROM ${this.p}batch_lines WHERE batch_id = $1
                ORDER BY idx LIMIT $2) AS head) AS summed WHERE before_bytes < $3)
          RETURNING ${LINE_SIZE_SQL} AS bytes`,
-        [id, lines, step.bytes - bytes],
+        [id, lines, bytes],
       );
-      swept.lines += removed.length;
-      for (const line of removed) bytes += Number(line.bytes);
+      budget.took(removed);
       // Its mark goes once no line is left.
       const cleared = await this.rows(
         `WITH gone AS (UPDATE ${this.p}batches SET lines_until_ms = NULL WHERE id = $1 AND lines_until_ms <= $2
@@ -329,9 +322,9 @@ export class PostgresBatches implements BatchStore {
          SELECT count(*)::int AS n FROM gone`,
         [id, nowMs],
       );
-      swept.batches += Number(cleared[0]?.n ?? 0);
+      batches += Number(cleared[0]?.n ?? 0);
     }
-    return swept;
+    return { lines: budget.lines, batches };
   }
 
   async renew(id: string, holder: string, untilMs: number): Promise<boolean> {

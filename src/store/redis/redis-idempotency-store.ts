@@ -1,5 +1,5 @@
-import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store-contract.js';
-import { durationMs, wholeMs } from '../time-arguments.js';
+import { IdempotencyStoreBase } from '../idempotency-store-base.js';
+import type { IdempotencyBegin, IdempotencyClaim, StoredResponse } from '../store-contract.js';
 import type { RedisClient } from './connect.js';
 
 /** The longest `retryAfterMs` hint for a call in progress; the same cap, and the same reasons, as the SQLite store. */
@@ -86,11 +86,12 @@ export interface RedisIdempotencyStoreOptions {
  * atomically: of N concurrent callers in any number of processes, exactly one claims a free key. Times are on the
  * caller's clock (`nowMs`), so instances sharing Redis need synchronised clocks (NTP), as for the rate limits.
  */
-export class RedisIdempotencyStore implements IdempotencyStore {
+export class RedisIdempotencyStore extends IdempotencyStoreBase {
   private readonly commands: IdempotencyCommands;
   private readonly prefix: string;
 
   constructor(client: RedisClient, options: RedisIdempotencyStoreOptions = {}) {
+    super();
     this.prefix = options.prefix ?? 'gw:idem:';
     // Names specific to this store: the rate limiter defines its own scripts on the same client.
     client.defineCommand('gwIdempotencyBegin', { numberOfKeys: 1, lua: BEGIN_LUA });
@@ -108,47 +109,25 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return `${this.prefix}${Buffer.from(scope, 'utf8').toString('base64url')}:${Buffer.from(key, 'utf8').toString('base64url')}`;
   }
 
-  async begin(
-    scope: string,
-    key: string,
-    fingerprint: string,
-    leaseMs: number,
-    nowMs = Date.now(),
-  ): Promise<IdempotencyBegin> {
-    const now = wholeMs('nowMs', nowMs);
-    const lease = durationMs('leaseMs', leaseMs);
+  protected async claimLease(c: IdempotencyClaim, now: number, leaseMs: number): Promise<IdempotencyBegin> {
     const reply = await this.commands.gwIdempotencyBegin(
-      this.redisKey(scope, key),
-      fingerprint,
+      this.redisKey(c.scope, c.key),
+      c.fingerprint,
       String(now),
-      String(now + lease),
-      String(lease),
+      String(now + leaseMs),
+      String(leaseMs),
       String(RETRY_HINT_CAP_MS),
     );
     return parseBegin(reply);
   }
 
-  /**
-   * Stores the answer only while the key is still this claimant's (same fingerprint, in progress). When the key is
-   * gone (expired) or was taken over by a newer claimant after this one's lease ran out, the newer claimant owns
-   * it: overwriting would replay an answer to a request it never saw, so nothing is written.
-   */
-  async complete(
-    scope: string,
-    key: string,
-    fingerprint: string,
-    response: StoredResponse,
-    ttlMs: number,
-    nowMs = Date.now(),
-  ): Promise<void> {
-    const ttl = durationMs('ttlMs', ttlMs);
-    const expires = wholeMs('nowMs', nowMs) + ttl;
+  protected async storeAnswer(c: IdempotencyClaim, response: string, expires: number, ttlMs: number): Promise<void> {
     await this.commands.gwIdempotencyComplete(
-      this.redisKey(scope, key),
-      fingerprint,
-      JSON.stringify(response),
+      this.redisKey(c.scope, c.key),
+      c.fingerprint,
+      response,
       String(expires),
-      String(ttl),
+      String(ttlMs),
     );
   }
 
@@ -158,12 +137,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /** One script per claim; issued together they leave in one write (auto-pipelining). */
-  async renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs = Date.now()): Promise<void> {
-    const now = wholeMs('nowMs', nowMs);
-    const leaseEnd = String(now + durationMs('leaseMs', leaseMs));
+  protected async extendLeases(claims: ReadonlyArray<IdempotencyClaim>, leaseEnd: number, now: number): Promise<void> {
     await Promise.all(
       claims.map((c) =>
-        this.commands.gwIdempotencyRenew(this.redisKey(c.scope, c.key), c.fingerprint, leaseEnd, String(now)),
+        this.commands.gwIdempotencyRenew(this.redisKey(c.scope, c.key), c.fingerprint, String(leaseEnd), String(now)),
       ),
     );
   }

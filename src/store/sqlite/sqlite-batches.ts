@@ -20,6 +20,7 @@ import {
   COUNT_COLUMN,
   LINE_SIZE_SQL,
   STAMP_COLUMNS,
+  SweepBudget,
   insertValuesOf,
   lineOf,
   nativeStateOf,
@@ -116,19 +117,16 @@ export class SqliteBatches implements BatchStore {
    */
   async sweepCreates(startedBeforeMs: number, step: SweepStep): Promise<SweptCreates> {
     return this.batcher.run(() => {
-      const swept = { lines: 0, creates: 0 };
-      let bytes = 0;
+      const budget = new SweepBudget(step);
+      let creates = 0;
       const marks = this.statements.oldCreates.all(startedBeforeMs, step.lines).map((row) => row.batch_id as string);
-      for (const id of marks) {
-        const lines = step.lines - swept.lines;
-        if (lines <= 0 || bytes >= step.bytes) break;
-        const removed = this.statements.sweepLines.all(id, id, lines, step.bytes - bytes, id);
-        swept.lines += removed.length;
-        for (const row of removed) bytes += Number(row.bytes);
+      for (const [id, lines, bytes] of budget.over(marks)) {
+        const removed = this.statements.sweepLines.all(id, id, lines, bytes, id);
+        budget.took(removed);
         if (removed.length === 0 || this.statements.anyLine.get(id) === undefined)
-          swept.creates += Number(this.statements.endCreate.run(id).changes);
+          creates += Number(this.statements.endCreate.run(id).changes);
       }
-      return swept;
+      return { lines: budget.lines, creates };
     });
   }
 
@@ -155,21 +153,18 @@ export class SqliteBatches implements BatchStore {
    */
   async sweepEndedLines(nowMs: number, step: SweepStep): Promise<SweptLines> {
     return this.batcher.run(() => {
-      const swept = { lines: 0, batches: 0 };
-      let bytes = 0;
+      const budget = new SweepBudget(step);
+      let batches = 0;
       const due = this.statements.linesDue.all(nowMs, step.lines).map((row) => row.id as string);
-      for (const id of due) {
-        const lines = step.lines - swept.lines;
-        if (lines <= 0 || bytes >= step.bytes) break;
-        const removed = this.statements.sweepEnded.all(id, id, lines, step.bytes - bytes);
-        swept.lines += removed.length;
-        for (const row of removed) bytes += Number(row.bytes);
+      for (const [id, lines, bytes] of budget.over(due)) {
+        const removed = this.statements.sweepEnded.all(id, id, lines, bytes);
+        budget.took(removed);
         if (removed.length === 0 || this.statements.anyLine.get(id) === undefined) {
-          swept.batches += Number(this.statements.linesGone.run(id, nowMs).changes);
+          batches += Number(this.statements.linesGone.run(id, nowMs).changes);
           this.statements.deleteNative.run(id);
         }
       }
-      return swept;
+      return { lines: budget.lines, batches };
     });
   }
 

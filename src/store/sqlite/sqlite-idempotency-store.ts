@@ -1,6 +1,7 @@
 import type * as BetterSqlite3 from './database.js'; // our node:sqlite adapter, under the name this file used
-import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, StoredResponse } from '../store-contract.js';
-import { durationMs, wholeMs } from '../time-arguments.js';
+import { IdempotencyStoreBase } from '../idempotency-store-base.js';
+import type { IdempotencyBegin, IdempotencyClaim, StoredResponse } from '../store-contract.js';
+import { wholeMs } from '../time-arguments.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 /**
@@ -46,7 +47,7 @@ interface ClaimParams {
  * processes sharing the file, exactly one sees the key free and claims it (the others wait up to busy_timeout).
  * Times are integer milliseconds on the caller's clock (`nowMs`), so tests can drive them.
  */
-export class SqliteIdempotencyStore implements IdempotencyStore {
+export class SqliteIdempotencyStore extends IdempotencyStoreBase {
   private readonly select: BetterSqlite3.Statement<[string, string], Row>;
   private readonly claim: BetterSqlite3.Statement<[ClaimParams]>;
   private readonly finish: BetterSqlite3.Statement<[CompleteParams]>;
@@ -57,6 +58,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   private calls = 0;
 
   constructor(db: BetterSqlite3.Database) {
+    super();
     this.select = db.prepare<[string, string], Row>(
       'SELECT fingerprint, state, lease_expires_ms, response, expires_ms FROM idempotency_keys WHERE scope = ? AND key = ?',
     );
@@ -107,40 +109,14 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     return { state: 'completed', response: parseResponse(row.response) };
   }
 
-  // The methods are async so that every failure (a closed database, SQLITE_BUSY past busy_timeout, a bad
-  // argument) is a rejection, as the contract's promises promise, not a synchronous throw.
-
-  async begin(
-    scope: string,
-    key: string,
-    fingerprint: string,
-    leaseMs: number,
-    nowMs = Date.now(),
-  ): Promise<IdempotencyBegin> {
-    const now = wholeMs('nowMs', nowMs);
-    const leaseEnd = now + durationMs('leaseMs', leaseMs);
-    const result = await this.batcher.run(() => this.beginNow({ scope, key, fingerprint, now, leaseEnd }));
+  protected async claimLease(c: IdempotencyClaim, now: number, leaseMs: number): Promise<IdempotencyBegin> {
+    const result = await this.batcher.run(() => this.beginNow({ ...c, now, leaseEnd: now + leaseMs }));
     if (++this.calls % PURGE_EVERY === 0) this.purgeExpired(now);
     return result;
   }
 
-  /**
-   * Stores the answer only while the row is still this claimant's (same fingerprint, in progress). When the row is
-   * gone (expired and purged) or was taken over by a newer claimant after this one's lease ran out, the newer
-   * claimant owns the key: overwriting its row would replay an answer to a request it never saw, so nothing is
-   * written.
-   */
-  async complete(
-    scope: string,
-    key: string,
-    fingerprint: string,
-    response: StoredResponse,
-    ttlMs: number,
-    nowMs = Date.now(),
-  ): Promise<void> {
-    const expires = wholeMs('nowMs', nowMs) + durationMs('ttlMs', ttlMs);
-    const params = { scope, key, fingerprint, response: JSON.stringify(response), expires };
-    await this.batcher.run(() => this.finish.run(params));
+  protected async storeAnswer(c: IdempotencyClaim, response: string, expires: number): Promise<void> {
+    await this.batcher.run(() => this.finish.run({ ...c, response, expires }));
   }
 
   /** Frees a key whose call failed, so a retry runs again; never deletes a completed answer or another's claim. */
@@ -148,8 +124,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     await this.batcher.run(() => this.release.run(scope, key, fingerprint));
   }
 
-  async renew(claims: ReadonlyArray<IdempotencyClaim>, leaseMs: number, nowMs = Date.now()): Promise<void> {
-    const leaseEnd = wholeMs('nowMs', nowMs) + durationMs('leaseMs', leaseMs);
+  protected async extendLeases(claims: ReadonlyArray<IdempotencyClaim>, leaseEnd: number): Promise<void> {
     if (claims.length === 0) return;
     await this.batcher.run(() => {
       for (const c of claims) this.extendLease.run(leaseEnd, leaseEnd, c.scope, c.key, c.fingerprint);

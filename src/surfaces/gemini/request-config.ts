@@ -106,12 +106,7 @@ function mapResponseFormat(config: GeminiGenerationConfig, chat: ChatRequestBody
     });
     return;
   }
-  const field =
-    config.responseJsonSchema !== undefined
-      ? 'responseJsonSchema'
-      : config.responseSchema !== undefined
-        ? 'responseSchema'
-        : undefined;
+  const field = schemaField(config, 'responseJsonSchema', 'responseSchema');
   if (field === undefined) {
     if (mime === JSON_TYPE) chat.response_format = { type: 'json_object' };
     return;
@@ -155,15 +150,20 @@ export function mapTools(tools: readonly GeminiTool[], chat: ChatRequestBody, co
   if (functions.length > 0) chat.tools = functions;
 }
 
+/** Which of a pair of Gemini's schema fields is given: the JSON Schema one when both are, else the OpenAPI one. */
+function schemaField<Field extends string>(
+  holder: { readonly [name in Field]?: unknown },
+  jsonSchema: Field,
+  openApi: Field,
+): Field | undefined {
+  if (holder[jsonSchema] !== undefined) return jsonSchema;
+  return holder[openApi] !== undefined ? openApi : undefined;
+}
+
 function functionTool(declaration: GeminiFunctionDeclaration, at: string, context: GeminiContext): unknown {
   const fn: Record<string, unknown> = { name: declaration.name };
   if (typeof declaration.description === 'string') fn.description = declaration.description;
-  const field =
-    declaration.parametersJsonSchema !== undefined
-      ? 'parametersJsonSchema'
-      : declaration.parameters !== undefined
-        ? 'parameters'
-        : undefined;
+  const field = schemaField(declaration, 'parametersJsonSchema', 'parameters');
   if (field !== undefined) {
     const schema = jsonSchemaOf(declaration[field]);
     if (schema === undefined)

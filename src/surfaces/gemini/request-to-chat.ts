@@ -3,7 +3,7 @@ import { assertValid, boundedValidatorCompiler } from '../../http/bounded-valida
 import { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ChatRequestBody } from '../../providers/provider-contract.js';
 import type { GeminiGenerateRequest } from '../../wire/gemini.js';
-import type { TranslationNotes } from '../translation-notes.js';
+import { unmappedFields, type TopLevelFields, type TranslationNotes } from '../translation-notes.js';
 import { translatedGeminiSchema } from './gemini-schema.js';
 import { mapGenerationConfig, mapToolConfig, mapTools } from './request-config.js';
 import { contentsToMessages, systemText, type GeminiContext } from './request-parts.js';
@@ -25,6 +25,12 @@ const DROPPED_FIELDS: Readonly<Record<string, string>> = {
   labels: "billing labels are Google's only",
   serviceTier: "Gemini's capacity tiers are not the target's",
   store: "Gemini's storage of the exchange is Gemini's only",
+};
+
+const TOP_LEVEL_FIELDS: TopLevelFields = {
+  mapped: MAPPED_FIELDS,
+  dropped: DROPPED_FIELDS,
+  refusal: () => 'is not supported when the model is served by a non-Gemini upstream',
 };
 
 let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> | undefined;
@@ -51,7 +57,7 @@ export function geminiToChat(
   });
   assertValid(validateTranslated, body);
   const context: GeminiContext = { problems: new ProblemList(), invalid: new ProblemList(), notes: options.notes };
-  topLevelFields(body, context);
+  unmappedFields(body, TOP_LEVEL_FIELDS, context);
   const messages: ChatMessage[] = [];
   if (body.systemInstruction !== undefined) {
     const system = systemText(body.systemInstruction, context);
@@ -66,18 +72,4 @@ export function geminiToChat(
   if (!context.invalid.empty) throw new GatewayError('validation_failed', context.invalid.details());
   if (!context.problems.empty) throw new GatewayError('capability_not_supported', context.problems.details());
   return chat;
-}
-
-/** Each top-level field the translation does not map: dropped (named) when it only tags or hints, else refused. */
-function topLevelFields(body: GeminiGenerateRequest, context: GeminiContext): void {
-  for (const [field, value] of Object.entries(body)) {
-    if (MAPPED_FIELDS.has(field) || value === null || value === undefined) continue;
-    const dropped = Object.hasOwn(DROPPED_FIELDS, field) ? DROPPED_FIELDS[field] : undefined;
-    if (dropped !== undefined) context.notes?.drop(field, dropped);
-    else
-      context.problems.add({
-        field: field.slice(0, 64),
-        problem: 'is not supported when the model is served by a non-Gemini upstream',
-      });
-  }
 }

@@ -3,7 +3,7 @@ import { assertValid, boundedValidatorCompiler } from '../../http/bounded-valida
 import { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ChatRequestBody } from '../../providers/provider-contract.js';
 import { chatToolChoiceOf, type MessagesRequest } from '../../wire/anthropic.js';
-import type { TranslationNotes } from '../translation-notes.js';
+import { unmappedFields, type TopLevelFields, type TranslationNotes } from '../translation-notes.js';
 import { assistantMessage, systemText, userMessages, type BlockContext } from './message-blocks.js';
 import { translatedMessagesSchema } from './messages-schema.js';
 import {
@@ -19,6 +19,14 @@ import { mapTools } from './request-tools.js';
 
 /** A Messages request as the route took it (src/wire/anthropic.ts). */
 export type { MessagesRequest };
+
+const TOP_LEVEL_FIELDS: TopLevelFields = {
+  mapped: MAPPED_FIELDS,
+  dropped: DROPPED_FIELDS,
+  refusal: (field) =>
+    (Object.hasOwn(REFUSED_FIELDS, field) ? REFUSED_FIELDS[field] : undefined) ??
+    'is not supported when the model is served by a non-Anthropic upstream',
+};
 
 /** The translation's own schema, compiled on first use by the gateway's bounded validator (as a route schema is). */
 let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> | undefined;
@@ -42,7 +50,7 @@ export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes):
   assertValid(validateTranslated, body);
   if (body.thread !== undefined && body.thread !== null) throw threadRefusal();
   const context: BlockContext = { problems: new ProblemList(), notes };
-  topLevelFields(body, context);
+  unmappedFields(body, TOP_LEVEL_FIELDS, context);
   const messages: ChatMessage[] = [];
   const system = systemText(body.system, 'system', context);
   if (system !== '') messages.push({ role: 'system', content: system });
@@ -73,20 +81,4 @@ export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes):
   if (body.tool_choice !== undefined) Object.assign(chat, chatToolChoiceOf(body.tool_choice));
   if (!context.problems.empty) throw new GatewayError('capability_not_supported', context.problems.details());
   return chat;
-}
-
-/** Each top-level field the translation does not map: dropped (named) when it only hints, else refused. */
-function topLevelFields(body: MessagesRequest, context: BlockContext): void {
-  for (const [field, value] of Object.entries(body)) {
-    if (MAPPED_FIELDS.has(field) || value === null || value === undefined) continue;
-    const dropped = Object.hasOwn(DROPPED_FIELDS, field) ? DROPPED_FIELDS[field] : undefined;
-    if (dropped !== undefined) context.notes?.drop(field, dropped);
-    else {
-      const refused = Object.hasOwn(REFUSED_FIELDS, field) ? REFUSED_FIELDS[field] : undefined;
-      context.problems.add({
-        field: field.slice(0, 64),
-        problem: refused ?? 'is not supported when the model is served by a non-Anthropic upstream',
-      });
-    }
-  }
 }

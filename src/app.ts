@@ -1,6 +1,7 @@
 import type { NativeOwnerStore, ResponseCacheStore, ResponseStore } from './store/store-contract.js';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/types.js';
+import { checkConfigRoutes } from './config/route-check.js';
 import { CallPipeline } from './core/pipeline/call-pipeline.js';
 import { ChatService } from './core/pipeline/chat-service.js';
 import { EmbeddingService } from './core/pipeline/embedding-service.js';
@@ -132,6 +133,9 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   // What the layers below the surfaces take from the registry: which request is whose API, `?route=`, events.
   const registered = deps.surfaces ?? SURFACES;
   const surfaces = surfaceData(registered);
+  // The config may grant any well-formed route name (a surface may declare its own): one this app does not serve
+  // fails the start here, before anything is opened.
+  checkConfigRoutes(config, surfaces.routes);
   const app = createHttpServer({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
@@ -142,6 +146,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     publicBaseUrl: config.publicBaseUrl,
     apis: surfaces.apis,
     v1Routes: surfaces.v1Routes,
+    routes: surfaces.routes,
   });
   const certificates = wireCertificates(app, config);
   const providers = deps.providers ?? createProviders(config);
@@ -170,7 +175,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     capacity,
     observer: attemptObserver(attempts, app.log),
   });
-  const { admin, auth } = wireAuth(config, deps.keys);
+  const { admin, auth } = wireAuth(config, deps.keys, surfaces);
   // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write, and which model requests may name.
   const files = wireFiles(
     app,
@@ -219,7 +224,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, generations, batchStats, fileStats);
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
-    ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId))
+    ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId), surfaces.routes)
     : undefined;
   wireDashboard(app, config, admin, generations, {
     health,
@@ -284,6 +289,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
         limits,
         webhooks: events,
         auth,
+        served: surfaces,
         fixedProviders: deps.providers !== undefined,
         cacheBuilt: cache !== undefined,
       })

@@ -86,6 +86,11 @@ export class KeyService {
     private readonly usage?: { store: UsageStore; flush: () => Promise<void> },
     /** Called after a key changed (this instance's key cache forgets it: a revocation bites here at once). */
     private readonly onChanged: (keyId: string) => void = () => undefined,
+    /**
+     * The routes a key can be given: the app's (the names table's and its mounted surfaces' own), or, without an app
+     * (the `gateway keys` command), the names table's.
+     */
+    readonly grantable: readonly string[] = GRANTABLE_ROUTES,
   ) {}
 
   /** The environment whose keys this service manages (dev, staging, prod: never another's). */
@@ -161,7 +166,7 @@ export class KeyService {
   }
 
   async create(rights: KeyRights, nowMs = Date.now()): Promise<{ key: string; view: KeyView }> {
-    checkRights(rights, nowMs);
+    checkRights(rights, this.grantable, nowMs);
     const { key, keyId, hash } = newApiKey(this.environment);
     const record: ApiKeyRecord = {
       keyId,
@@ -210,7 +215,7 @@ export class KeyService {
       (next as unknown as Record<string, unknown>)[field] = after;
     }
     // Only what this change sends is held to today's rules: a key stored before a bound existed stays changeable.
-    checkRights(next, nowMs, new Set(changed));
+    checkRights(next, this.grantable, nowMs, new Set(changed));
     if (changed.length > 0) {
       await this.keys.update(keyId, next);
       this.onChanged(keyId);
@@ -275,19 +280,22 @@ export class KeyService {
   }
 }
 
-/** The rules a JSON Schema states badly. `only`: check just these fields (a change), else every one (a new key). */
-function checkRights(rights: KeyRights, nowMs: number, only?: ReadonlySet<string>): void {
+/**
+ * The rules a JSON Schema states badly. `grantable`: the routes a key can be given here. `only`: check just these
+ * fields (a change), else every one (a new key).
+ */
+function checkRights(rights: KeyRights, grantable: readonly string[], nowMs: number, only?: ReadonlySet<string>): void {
   const checks = (field: keyof KeyRights) => only === undefined || only.has(field);
   const errors: Array<{ field: string; problem: string; allowed?: unknown[] }> = [];
   if (rights.name.trim() === '') errors.push({ field: 'name', problem: 'must say who or what the key is for' });
   if (rights.routes.length === 0)
-    errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...GRANTABLE_ROUTES] });
+    errors.push({ field: 'routes', problem: 'must list routes a key can be given', allowed: [...grantable] });
   rights.routes.forEach((route, i) => {
-    if (!(GRANTABLE_ROUTES as readonly string[]).includes(route))
+    if (!grantable.includes(route))
       errors.push({
         field: `routes[${i}]`,
         problem: `"${route.slice(0, 40)}" is not a route a key can be given`,
-        allowed: [...GRANTABLE_ROUTES],
+        allowed: [...grantable],
       });
   });
   if (rights.models.length === 0)

@@ -25,7 +25,11 @@ export class OAuthVerifier {
   // of a worker's idle footprint).
   private jose: Promise<typeof Jose> | undefined;
 
-  constructor(private readonly config: OAuthConfig) {}
+  constructor(
+    private readonly config: OAuthConfig,
+    /** Scope -> the routes it grants: the config's, or the defaults of the routes the app serves. */
+    private readonly scopes: Readonly<Record<string, readonly string[]>>,
+  ) {}
 
   async verify(token: string): Promise<Principal> {
     const { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } = await (this.jose ??= import('jose'));
@@ -62,7 +66,7 @@ export class OAuthVerifier {
     const granted = String(payload.scope ?? payload.scp ?? '')
       .split(/[\s,]+/)
       .filter(Boolean);
-    const routes = new Set(granted.flatMap((scope) => this.config.scopes[scope] ?? []));
+    const routes = new Set(granted.flatMap((scope) => this.scopes[scope] ?? []));
     return { caller: `oauth:${String(payload.sub)}`, kind: 'oauth', routes };
   }
 }

@@ -1,10 +1,9 @@
 import { KeyService, stateOf } from '../auth/key-service.js';
 import { isGatewayError } from '../errors/gateway-error.js';
-import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
+import type { GatewayEnvironment } from '../config/names.js';
+import { grantableRoutes } from '../names/api-names.js';
 import type { ApiKeyRecord, KeyStore } from '../store/store-contract.js';
 import type { CliOutput } from './webhooks-command.js';
-
-const ROUTES: readonly string[] = GRANTABLE_ROUTES;
 
 /** `--name x --routes chat` → { name: 'x', routes: 'chat' }; bare flags → 'true'; the rest are positionals. */
 export function parseFlags(args: string[]): { flags: Record<string, string>; positionals: string[] } {
@@ -47,6 +46,7 @@ function positiveInt(flags: Record<string, string>, name: string): number | unde
 function rightsFrom(
   flags: Record<string, string>,
   nowMs: number,
+  grantable: readonly string[],
 ): Omit<ApiKeyRecord, 'keyId' | 'environment' | 'hash' | 'createdMs'> {
   const name = flags.name;
   if (!name || name === 'true') throw new UsageError('--name is required (who or what the key is for)');
@@ -54,9 +54,9 @@ function rightsFrom(
     .split(',')
     .map((r) => r.trim())
     .filter(Boolean);
-  const unknown = routes.filter((r) => !ROUTES.includes(r));
+  const unknown = routes.filter((r) => !grantable.includes(r));
   if (unknown.length > 0 || routes.length === 0)
-    throw new UsageError(`--routes: a comma-separated list of ${ROUTES.join(', ')} (got "${flags.routes}")`);
+    throw new UsageError(`--routes: a comma-separated list of ${grantable.join(', ')} (got "${flags.routes}")`);
   const models = (flags.models ?? '')
     .split(',')
     .map((m) => m.trim())
@@ -105,6 +105,12 @@ function rightsFrom(
   };
 }
 
+/** The routes the server serves, a key's possible rights: the names table's and its registered surfaces' own. */
+export async function servedRoutes(): Promise<readonly string[]> {
+  const { SURFACES } = await import('../surfaces/surface-registry.js');
+  return grantableRoutes(SURFACES);
+}
+
 /**
  * `gateway keys create|list|rotate|revoke`. The secret is printed once, at creation (and rotation), and stored
  * only as its SHA-256.
@@ -116,13 +122,15 @@ export async function keysCommand(
   io: CliOutput,
   nowMs = Date.now(),
 ): Promise<number> {
+  const grantable = await servedRoutes();
   const [command, ...rest] = args;
   const { flags, positionals } = parseFlags(rest);
-  const service = new KeyService(keys, environment); // the same service code as the admin API
+  // the same service code as the admin API
+  const service = new KeyService(keys, environment, undefined, undefined, grantable);
   try {
     switch (command) {
       case 'create': {
-        const rights = rightsFrom(flags, nowMs);
+        const rights = rightsFrom(flags, nowMs, grantable);
         const { key, view } = await service.create(rights, nowMs);
         io.out(
           `created key ${view.keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`,

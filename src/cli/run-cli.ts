@@ -1,10 +1,11 @@
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
+import { checkConfigRoutes } from '../config/route-check.js';
 import { hashPassword } from '../secrets/password.js';
 import { openStateStores, type StateStores } from '../store/open-state-stores.js';
 import { openUsageStore } from '../store/open-usage-store.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
-import { keysCommand } from './keys-command.js';
+import { keysCommand, servedRoutes } from './keys-command.js';
 import { modelsCommand } from './models-command.js';
 import { tailUsage, usageCommand } from './usage-command.js';
 import { listDeadLetters, redeliver, sendTestEvent, type CliOutput } from './webhooks-command.js';
@@ -153,9 +154,12 @@ export async function runCli(
   }
 }
 
-function loadOrExplain(env: NodeJS.ProcessEnv, io: CliOutput): GatewayConfig | undefined {
+/** The config, or undefined once its problems are written; `routes`: those the server serves (its grants checked). */
+function loadOrExplain(env: NodeJS.ProcessEnv, io: CliOutput, routes?: readonly string[]): GatewayConfig | undefined {
   try {
-    return loadConfig(env);
+    const config = loadConfig(env);
+    if (routes) checkConfigRoutes(config, routes);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) {
       io.err(`configuration problems:\n${error.problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -166,8 +170,8 @@ function loadOrExplain(env: NodeJS.ProcessEnv, io: CliOutput): GatewayConfig | u
 }
 
 /** `gateway config check`: what the server would make of this configuration, or every problem in it. */
-function configCheck(env: NodeJS.ProcessEnv, io: CliOutput): number {
-  const config = loadOrExplain(env, io);
+async function configCheck(env: NodeJS.ProcessEnv, io: CliOutput): Promise<number> {
+  const config = loadOrExplain(env, io, await servedRoutes());
   if (!config) {
     io.err(
       '\nEach line names the field (or environment variable) and what is wrong with it; docs/config.md lists every setting.',

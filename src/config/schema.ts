@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { batchesSectionSchema } from './batches-schema.js';
 import { filesSectionSchema } from './files-schema.js';
 import { serverSectionSchema } from './server-schema.js';
-import { DEFAULT_OAUTH_SCOPES, GRANTABLE_ROUTES, type GrantableRoute } from './names.js';
-import { apiEventKinds } from '../names/api-names.js';
+import { ROUTE_NAME, apiEventKinds } from '../names/api-names.js';
 
 /**
  * The configuration file's shape (YAML or JSON, named by GATEWAY_CONFIG). Field names are snake_case like the
@@ -257,6 +256,12 @@ export const CANARY_EVENT_KINDS: readonly string[] = [
 ];
 export const ROLLOUT_STAGES = ['off', 'canary', 'all'] as const;
 
+/**
+ * A route a key, a scope or a user is given: any well-formed name here, since a surface may declare its own route in
+ * its descriptor alone; the app checks each against the routes it serves when it is built (config/route-check.ts).
+ */
+const routeName = z.string().regex(ROUTE_NAME, 'must be a route name: lowercase letters, digits and _ (e.g. chat)');
+
 const secretRef = z
   .object({
     env: z
@@ -380,10 +385,12 @@ export const configFileSchema = z
               .min(1)
               .default(['RS256', 'PS256', 'ES256', 'EdDSA']),
             clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
-            /** Scope -> routes. Default: `<route>:write` (chat, responses, messages, embeddings...), models:read -> the route of that name. */
-            scopes: z
-              .record(z.string(), z.array(z.enum(GRANTABLE_ROUTES)))
-              .default(() => structuredClone(DEFAULT_OAUTH_SCOPES) as Record<string, GrantableRoute[]>),
+            /**
+             * Scope -> routes. Absent: each route's default scope (names/api-names.ts `defaultOAuthScopes`):
+             * `<route>:write` (chat, responses, messages, embeddings...), models:read -> the route of that name, and
+             * a mounted surface's own. The routes are checked against those the app serves when it is built.
+             */
+            scopes: z.record(z.string(), z.array(routeName)).optional(),
             jwks_refresh_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
           })
           .strict()
@@ -399,7 +406,7 @@ export const configFileSchema = z
                   .regex(/^[A-Z_][A-Z0-9_]*$/)
                   .optional(),
                 password_hash_file: z.string().min(1).optional(),
-                routes: z.array(z.enum(GRANTABLE_ROUTES)).min(1).default(['chat', 'models']),
+                routes: z.array(routeName).min(1).default(['chat', 'models']),
                 models: z.array(z.string().min(1)).min(1).default(['*']),
               })
               .strict(),

@@ -231,7 +231,7 @@ export function toOAuth(entry: NonNullable<ConfigFile['auth']>['oauth'], problem
     jwksUrl: entry.jwks_url,
     algorithms: entry.algorithms,
     clockToleranceSeconds: entry.clock_tolerance_seconds,
-    scopes: entry.scopes,
+    ...(entry.scopes ? { scopes: entry.scopes } : {}),
     jwksCooldownMs: entry.jwks_refresh_cooldown_seconds * 1000,
   };
 }

@@ -259,8 +259,11 @@ export interface OAuthConfig {
   /** Asymmetric algorithms only: `none` and HMAC (HS*) are refused whatever this says. */
   algorithms: string[];
   clockToleranceSeconds: number;
-  /** OAuth scope → the gateway routes it grants. */
-  scopes: Record<string, string[]>;
+  /**
+   * OAuth scope → the gateway routes it grants, as the file says; absent: each route's default scope, those of the
+   * surfaces the app mounts included (names/api-names.ts `defaultOAuthScopes`, resolved by the wiring).
+   */
+  scopes?: Record<string, string[]>;
   /** The shortest wait between two JWKS refreshes caused by unknown key ids. */
   jwksCooldownMs: number;
 }

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyRights, KeyService, KeyState, KeyView } from '../auth/key-service.js';
-import { GRANTABLE_ROUTES } from '../config/names.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import {
   budgetShown,
@@ -88,7 +87,7 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
       usage_records: keys.reportsUsage,
       usage_from: new Date(fromMs).toISOString(),
       usage_to: new Date(nowMs).toISOString(),
-      grantable_routes: [...GRANTABLE_ROUTES],
+      grantable_routes: [...keys.grantable],
       data: views.map((view) => {
         const used = usage?.get(view.keyId);
         const left = budgets?.get(view.keyId);

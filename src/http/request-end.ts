@@ -20,12 +20,15 @@ declare module 'fastify' {
     requestObservers: RequestObserver[];
     /** Set when the usage records are spooled: the answer gate waits for it. */
     answerHold: AnswerHold | undefined;
+    /** The routes whose requests are API calls the observers record: every route a caller can be given here. */
+    observedRoutes: ReadonlySet<string>;
   }
 }
 
-export function decorateRequestEnd(app: FastifyInstance): void {
+export function decorateRequestEnd(app: FastifyInstance, observedRoutes: ReadonlySet<string>): void {
   app.decorate('requestObservers', [] as RequestObserver[]);
   app.decorate('answerHold', undefined);
+  app.decorate('observedRoutes', observedRoutes);
 }
 
 /**
@@ -53,7 +56,8 @@ export function endRequest(request: FastifyRequest, status: number): void {
   const record = recordOf(request, status, performance.now() - request.receivedAt);
   logAccess(request, record);
   const observers = request.server.requestObservers;
-  if (observers.length > 0 && isObservedRoute(record.route)) for (const observe of observers) observe(record);
+  if (observers.length > 0 && isObservedRoute(record.route, request.server.observedRoutes))
+    for (const observe of observers) observe(record);
 }
 
 /**

@@ -17,6 +17,7 @@ import { continueOnFirstRead } from './expect-continue.js';
 import { decoratePublicOrigin } from './public-origin.js';
 import { decorateRequestState } from '../request/request-state.js';
 import { isObservedRoute } from '../request/route-name.js';
+import { GRANTABLE_ROUTES } from '../names/api-names.js';
 import { allowedMethods, v1RouteTable, type V1RouteTable } from './v1-dispatch.js';
 import { OPENAI_ERRORS, OPENAI_NOT_FOUND_MESSAGE, OPENAI_PATHS, openAiPathMethods } from './openai-shape.js';
 import { CallerApis, GATEWAY_ERRORS } from './error-shape.js';
@@ -43,6 +44,11 @@ export interface HttpServerOptions {
   apis?: CallerApis;
   /** The `/v1/` route table (for the 405 of a method no route serves); without it the gateway's own routes only. */
   v1Routes?: V1RouteTable;
+  /**
+   * Every route a caller can be given (the names table's and the mounted surfaces' own): the API calls whose records
+   * the observers see. Without it the names table's.
+   */
+  routes?: readonly string[];
 }
 
 /**
@@ -81,7 +87,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   continueOnFirstRead(app.server);
   decorateRequestState(app);
   decoratePublicOrigin(app, options.publicBaseUrl);
-  decorateRequestEnd(app);
+  decorateRequestEnd(app, new Set(options.routes ?? GRANTABLE_ROUTES));
   registerJsonParser(app, options.bodyLimitBytes);
   app.setErrorHandler(makeErrorHandler(options.bodyLimitBytes));
   const notFound = notFoundOf(v1Routes);
@@ -111,7 +117,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // A body sent as a stream (a file's content) is ended when it has been sent, as before.
   app.addHook('onSend', function answerGate(request, reply, payload, done) {
     const whole = typeof payload === 'string' || payload instanceof Uint8Array || payload == null;
-    if (whole && isObservedRoute(request.routeName))
+    if (whole && isObservedRoute(request.routeName, app.observedRoutes))
       endBeforeAnswer(request, reply.statusCode, () => done(null, payload));
     else done(null, payload);
   });

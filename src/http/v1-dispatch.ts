@@ -5,7 +5,7 @@ import { redirectPage, type RouteDescription } from './pages.js';
 import { VENDOR_MEDIA_TYPE_V1, negotiateVersion } from './versioning.js';
 import { closeIfBodyUnread } from './request-head.js';
 import type { ApiRoute } from '../request/route-name.js';
-import type { GrantableRoute } from '../config/schema.js';
+import type { RouteRight } from '../names/api-names.js';
 
 export interface RouteSpec extends RouteDescription {
   route: ApiRoute;
@@ -14,7 +14,7 @@ export interface RouteSpec extends RouteDescription {
 
 /** A `?route=` entry an API surface adds (its descriptor's `v1Route`): admin-authenticated, like every model call. */
 export interface SurfaceRoute extends RouteDescription {
-  route: GrantableRoute;
+  route: RouteRight;
 }
 
 /** The operations of `/v1/` that are the gateway's own, before and after the surfaces' (the index lists them in this order). */

@@ -1,7 +1,7 @@
-import { GRANTABLE_ROUTES, type GrantableRoute } from '../config/names.js';
+import type { RouteRight } from '../names/api-names.js';
 
 /** The operations of `/v1/`, chosen by the `route` query parameter (SPEC "Endpoints"). */
-export type ApiRoute = 'health' | 'keys' | GrantableRoute;
+export type ApiRoute = 'health' | 'keys' | RouteRight;
 
 /**
  * What a request was dispatched to: an API route, the index of `/v1/`, the redirect of `/`, `/metrics`, or
@@ -9,10 +9,11 @@ export type ApiRoute = 'health' | 'keys' | GrantableRoute;
  */
 export type RouteName = ApiRoute | 'index' | 'redirect' | 'metrics' | 'count_tokens';
 
-/** Every route a key can be given is an API call (a new surface's route is observed by being grantable). */
-const OBSERVED: ReadonlySet<RouteName> = new Set<GrantableRoute>(GRANTABLE_ROUTES);
-
-/** The routes whose requests the observers record (usage, metrics, traces): the API calls, not pages or probes. */
-export function isObservedRoute(route: RouteName | undefined): route is GrantableRoute {
-  return route !== undefined && OBSERVED.has(route);
+/**
+ * The routes whose requests the observers record (usage, metrics, traces): the API calls, not pages or probes.
+ * `observed` is every route a key can be given in this app (the names table's and the mounted surfaces' own), so
+ * a new surface's route is observed by being mounted.
+ */
+export function isObservedRoute(route: RouteName | undefined, observed: ReadonlySet<string>): route is RouteRight {
+  return route !== undefined && observed.has(route);
 }

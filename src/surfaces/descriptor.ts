@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GrantableRoute } from '../names/api-names.js';
+import type { RouteRight } from '../names/api-names.js';
 import type { CachePolicy } from '../config/types.js';
 import type { CatalogModel, ModelPage } from '../core/models/model-catalog.js';
 import type { TokenEstimate } from '../core/limits/rate-limit-service.js';
@@ -28,11 +28,15 @@ import type { ApiSurface, SurfaceRequest } from './surface.js';
  */
 export interface SurfaceDescriptor {
   /**
-   * Its route: the right a key or token needs (its entry in names/api-names.ts), what its calls are recorded and
-   * observed under, and the scope of their Idempotency-Keys and cache entries.
+   * Its route: the right a key or token needs, what its calls are recorded and observed under, and the scope of their
+   * Idempotency-Keys and cache entries. Its entry's in names/api-names.ts, or a name of its own that no other layer
+   * needs to know: mounting it makes it a route a caller can be given (names/api-names.ts `grantableRoutes`).
    */
-  readonly route: GrantableRoute;
-  /** The OAuth scope that grants the route by default (its entry's in names/api-names.ts). */
+  readonly route: RouteRight;
+  /**
+   * The OAuth scope that grants the route by default: its entry's in names/api-names.ts, or (a route of its own) its
+   * own, a default of every app that mounts it (`defaultOAuthScopes`).
+   */
   readonly oauthScope: string;
   /**
    * The API whose paths it serves, as the HTTP layer knows it: which requests are its (its own paths, and a shared
@@ -95,7 +99,7 @@ export interface SurfaceEndpoint {
   /** What its requests are recorded as, when not the surface's route (Anthropic's `count_tokens`). */
   readonly routeName?: RouteName;
   /** The routes any one of which lets a caller in, when not the surface's own. */
-  readonly rights?: readonly GrantableRoute[];
+  readonly rights?: readonly RouteRight[];
   /** The path is the surface's alone: another method gets 405 with Allow (an SDK's GET on a POST path). */
   readonly exclusive?: boolean;
 }
@@ -148,7 +152,7 @@ export interface EmbeddingsSpec {
 
 export interface ModelsSpec {
   /** The routes any one of which lets a caller list models in this shape (Anthropic's: `models` or `messages`). */
-  readonly rights: readonly GrantableRoute[];
+  readonly rights: readonly RouteRight[];
   /** One page of the models in the surface's shape (the query is the caller's: its own page parameters). */
   list(models: ModelSource, query: Readonly<Record<string, unknown>>): unknown;
   /** One model by id (or alias) in the surface's shape; undefined: not one the caller may see (a 404). */

@@ -1,7 +1,8 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
-import { OAuthVerifier } from '../auth/oauth.js';
+import { checkConfigRoutes } from '../config/route-check.js';
+import { oauthVerifier, type ServedRoutes } from './auth-wiring.js';
 import { diffConfigs, sameEndpoint, type ConfigChanges } from '../config/config-diff.js';
 import { watchConfigFile } from '../config/config-watch.js';
 import { keepRestartSettings } from '../config/restart-settings.js';
@@ -31,6 +32,8 @@ export interface ReloadTargets {
   limits: WiredLimits;
   webhooks: WiredWebhooks;
   auth: Authenticator;
+  /** The routes the app serves (a file granting another is refused) and their default OAuth scopes. */
+  served: ServedRoutes;
   /** Providers given by the embedding program (tests): kept whatever the file says. */
   fixedProviders: boolean;
   /** Whether the response cache was built at start (no model cached then: enabling one needs a restart). */
@@ -166,6 +169,7 @@ async function reloadOnce(app: FastifyInstance, targets: ReloadTargets, trigger:
 
 /** Makes `config` the current generation and moves the long-lived state over to it; returns what changed. */
 function apply(targets: ReloadTargets, config: GatewayConfig): ConfigChanges {
+  checkConfigRoutes(config, targets.served.routes);
   const previous = targets.generations.current;
   const changes = diffConfigs(previous.config, config);
   const { generation, retired } = nextGeneration(previous, config, targets.limits, targets.fixedProviders);
@@ -183,7 +187,7 @@ function apply(targets: ReloadTargets, config: GatewayConfig): ConfigChanges {
   if (changes.sections.includes('webhooks')) targets.webhooks.reconfigure(config.webhooks);
   if (changes.sections.includes('auth.oauth') || changes.sections.includes('auth.basic_users'))
     targets.auth.reconfigure({
-      oauth: config.oauth ? new OAuthVerifier(config.oauth) : undefined,
+      oauth: config.oauth ? oauthVerifier(config.oauth, targets.served) : undefined,
       basicUsers: config.basicUsers,
     });
   targets.generations.apply(generation);

@@ -6,15 +6,21 @@ import { mountSurface, type MountedSurface, type SurfaceMountDeps } from '../rou
 import type { V1Call } from '../routes/mount-v1.js';
 import type { SurfaceDeps, SurfaceDescriptor } from '../surfaces/descriptor.js';
 import { EMBEDDINGS_EVENTS, type RouteEvents } from '../webhooks/gateway-events.js';
+import { defaultOAuthScopes, grantableRoutes } from '../names/api-names.js';
 
 /**
  * What the layers below the surfaces take from the registry, as plain data: the HTTP server's APIs (which request is
- * whose, its error shape, its own query names), the `/v1/?route=` table, and each route's webhook events.
+ * whose, its error shape, its own query names), the `/v1/?route=` table, each route's webhook events, and the routes
+ * a caller can be given with their default OAuth scopes (the names table's and the mounted surfaces' own).
  */
 export interface SurfaceData {
   apis: CallerApis;
   v1Routes: V1RouteTable;
   events: ReadonlyMap<string, RouteEvents>;
+  /** Every route a key, a scope or a Basic user can be given; the API calls the observers record. */
+  routes: readonly string[];
+  /** The OAuth scopes that grant the routes when the config names none. */
+  oauthScopes: Readonly<Record<string, string[]>>;
 }
 
 export function surfaceData(surfaces: readonly SurfaceDescriptor[]): SurfaceData {
@@ -26,6 +32,8 @@ export function surfaceData(surfaces: readonly SurfaceDescriptor[]): SurfaceData
       ...surfaces.map((s): [string, RouteEvents] => [s.route, s.events]),
       ['embeddings', EMBEDDINGS_EVENTS],
     ]),
+    routes: grantableRoutes(surfaces),
+    oauthScopes: defaultOAuthScopes(surfaces),
   };
 }
 

@@ -26,7 +26,6 @@ import {
   DEFAULT_OAUTH_SCOPES,
   GRANTABLE_ROUTES,
   WEBHOOK_EVENT_KINDS,
-  type GrantableRoute,
 } from '../../src/config/schema.js';
 import { API_NAMES, type ApiNames } from '../../src/names/api-names.js';
 import type { SurfaceDescriptor, StreamMode } from '../../src/surfaces/descriptor.js';
@@ -34,6 +33,18 @@ import type { ApiSurface, StreamEncoder, SurfaceRequest } from '../../src/surfac
 import type { ErrorShape } from '../../src/request/request-state.js';
 import type { ChatRequestBody } from '../../src/providers/provider-contract.js';
 import { PROJECT_ROOT } from '../helpers/paths.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { waitForValue } from '../helpers/wait.js';
+import { SqliteUsageStore } from '../../src/store/sqlite/sqlite-usage.js';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load.js';
+import { ConfigError } from '../../src/config/config-error.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { openDependencies } from '../../src/dependencies.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 
 describe('the surface registry', () => {
   test('every surface is a grantable route, granted by its OAuth scope by default, with events config knows', () => {
@@ -131,7 +142,7 @@ function parrotEncoder(mode: StreamMode | false): StreamEncoder {
 }
 
 const PARROT_TRANSLATION: ApiSurface = {
-  route: 'models',
+  route: 'parrot',
   forwardsRawBody: false,
   // What the descriptor read of the URL comes with the call: the model and the stream's form.
   toChat: (body, call) => ({
@@ -152,13 +163,13 @@ const textSchema = { type: 'object', required: ['text'], properties: { text: { t
 
 /**
  * A made-up API: `POST /parrot/v1/birds/{model}:say` (the chat pipeline) and `:count` (a token count), credentials in
- * `x-parrot-key`, the model in the path, streaming by `?alt=sse|array`, its own `pageToken` query. It borrows the
- * grantable route `models` for its right and records: the names table (src/names/api-names.ts) is where a real
- * surface declares its own route, scope and event kinds (one entry), and a test cannot add one to it.
+ * `x-parrot-key`, the model in the path, streaming by `?alt=sse|array`, its own `pageToken` query. Its route `parrot`
+ * and its scope `parrot:write` are its own, declared here alone (no entry in src/names/api-names.ts): mounting it
+ * makes `parrot` a right a key, a scope or a Basic user can be given, and what its calls are recorded as.
  */
 const PARROT: SurfaceDescriptor = {
-  route: 'models' as GrantableRoute,
-  oauthScope: 'models:read',
+  route: 'parrot',
+  oauthScope: 'parrot:write',
   api: {
     claims: (url) => url.startsWith('/parrot/'),
     errors: PARROT_ERRORS,
@@ -195,14 +206,34 @@ const PARROT: SurfaceDescriptor = {
 const SAY = '/parrot/v1/birds/gpt-4o-mini:say';
 const parrotHeaders = { 'x-parrot-key': ADMIN_TOKEN, 'content-type': 'application/json' };
 
+const ISSUER = 'https://issuer.parrot.test';
+const AUDIENCE = 'parrot-gateway';
+
 describe('a new surface, declared only as a descriptor, mounts through the registry’s mounting', () => {
   let mock: OpenAiUpstream;
   let receiver: WebhookReceiver;
   let gw: TestGateway;
+  let jwks: Server;
+  let signer: Awaited<ReturnType<typeof generateKeyPair>>;
   before(async () => {
     mock = await startOpenAiUpstream();
     receiver = await startWebhookReceiver();
+    signer = await generateKeyPair('RS256', { extractable: true });
+    const published = [{ ...(await exportJWK(signer.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }];
+    jwks = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ keys: published }));
+    });
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
     const config = {
+      // No scopes named: each route's default scope, the mounted surface's own (`parrot:write`) included.
+      auth: {
+        oauth: {
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          jwks_url: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+        },
+      },
       cache: { enabled: true },
       retry: { attempts: 1 },
       webhooks: {
@@ -231,6 +262,7 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
     await receiver.close();
     await gw.close();
     await mock.close();
+    await new Promise((resolve) => jwks.close(resolve));
   });
   afterEach(() => mock.reset());
 
@@ -386,5 +418,147 @@ describe('a new surface, declared only as a descriptor, mounts through the regis
     assert.equal(otherModel.json.code, 'idempotency_key_mismatch');
     assert.ok('squawk' in otherModel.json);
     assert.equal(mock.chatRequests().length, 1);
+  });
+
+  const say = (key: string, path = SAY) =>
+    call(`${gw.url}${path}`, {
+      method: 'POST',
+      headers: { 'x-parrot-key': key, 'content-type': 'application/json' },
+      body: '{"text":"who may talk"}',
+    });
+  const createKey = (routes: string[]) =>
+    call(`${gw.url}/v1/?route=keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      disclosesKey: true,
+      body: JSON.stringify({ name: `parrot-test-${routes.join('-')}`, routes, models: ['*'] }),
+    });
+
+  test('its route is a right of its own: a key given only it calls it; a key without it gets 403 in its shape', async () => {
+    const parrotKey = await createKey(['parrot']);
+    assert.equal(parrotKey.status, 201, parrotKey.text);
+    assert.deepEqual(parrotKey.json.routes, ['parrot']);
+    const chatKey = await createKey(['chat']);
+    assert.equal(chatKey.status, 201, chatKey.text);
+    const allowed = await say(parrotKey.json.key as string);
+    assert.equal(allowed.status, 200, allowed.text);
+    assert.deepEqual(allowed.json, { said: MOCK_CONTENT });
+    const refused = await say(chatKey.json.key as string);
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.json.code, 'route_not_allowed');
+    assert.deepEqual(refused.json.details, { route: 'parrot', allowed_routes: ['chat'] });
+    assert.deepEqual(refused.json.squawk, { status: 403, said: refused.json.message });
+    // The right is only that route: the same key elsewhere is refused.
+    const onChat = await call(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${parrotKey.json.key as string}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.deepEqual([onChat.status, onChat.json.code], [403, 'route_not_allowed']);
+    assert.equal(mock.chatRequests().length, 1);
+
+    // Its calls are recorded under its name: the usage records and the metrics.
+    const ids = [String(allowed.headers['x-request-id']), String(refused.headers['x-request-id'])];
+    const usage = new SqliteUsageStore(gw.store.db);
+    const records = await waitForValue(
+      'the parrot calls’ usage records',
+      async () => (await usage.recent(100, false)).filter((r) => ids.includes(r.requestId)),
+      (found) => found.length === 2,
+    );
+    assert.deepEqual(
+      ids.map((id) => records.find((r) => r.requestId === id)).map((r) => [r?.route, r?.status, r?.code]),
+      [
+        ['parrot', 200, null],
+        ['parrot', 403, 'route_not_allowed'],
+      ],
+    );
+    const metrics = await call(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(metrics.status, 200);
+    const lines = metrics.text.split('\n').filter((l) => l.startsWith('llmgw_requests_total{'));
+    assert.ok(
+      lines.some((l) => l.includes('route="parrot"') && l.includes('status="200"')),
+      lines.join('\n'),
+    );
+    assert.ok(
+      lines.some((l) => l.includes('route="parrot"') && l.includes('code="route_not_allowed"')),
+      lines.join('\n'),
+    );
+  });
+
+  test('the admin API grants the mounted routes and no other: an unknown route is refused, listing the mounted one', async () => {
+    const unknown = await createKey(['widgets']);
+    assert.equal(unknown.status, 400, unknown.text);
+    const problem = (unknown.json.details as { errors: Array<{ field: string; allowed: string[] }> }).errors[0];
+    assert.equal(problem?.field, 'routes[0]');
+    assert.deepEqual(problem?.allowed, [...GRANTABLE_ROUTES, 'parrot']);
+  });
+
+  test('an OAuth token granted its default scope (its descriptor’s `parrot:write`, no scopes configured) calls it', async () => {
+    const token = (scope: string) => {
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({ scope })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setSubject('bird-watcher')
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(signer.privateKey);
+    };
+    const granted = await say(`${await token('parrot:write')}`);
+    assert.equal(granted.status, 200, granted.text);
+    const other = await say(`${await token('chat:write')}`);
+    assert.deepEqual(
+      [other.status, other.json.code, other.json.details?.allowed_routes],
+      [403, 'route_not_allowed', ['chat']],
+    );
+  });
+});
+
+describe('a route the config grants is checked against the surfaces the app mounts', () => {
+  test('OAuth scopes granting `parrot` start the app that mounts it; without the surface the start fails naming the field', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gw-routes-'));
+    const file = join(dataDir, 'routes.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        auth: {
+          oauth: {
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            jwks_url: 'http://127.0.0.1:9/jwks.json',
+            scopes: { 'birds:write': ['parrot', 'chat'] },
+          },
+        },
+      }),
+    );
+    // Parsing takes any well-formed route name: the config is read before the app knows its surfaces.
+    const config = loadConfig(
+      {
+        GATEWAY_ENV: 'dev',
+        ADMIN_TOKEN,
+        DATA_DIR: dataDir,
+        GATEWAY_CONFIG: file,
+        UPSTREAM_BASE_URL: 'http://127.0.0.1:9',
+      },
+      { version: '0.0.0-test' },
+    );
+    assert.deepEqual(config.oauth?.scopes, { 'birds:write': ['parrot', 'chat'] });
+    const logger = createLogger({ level: 'silent', secrets: [], destination: { write: () => undefined } });
+    const deps = await openDependencies(config, logger);
+    try {
+      const served = await buildApp({ ...deps, surfaces: [...SURFACES, PARROT] });
+      await served.app.close();
+      await assert.rejects(buildApp(deps), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(error.problems, [
+          `auth.oauth.scopes.birds:write: "parrot" is not a route this gateway serves (${GRANTABLE_ROUTES.join(', ')})`,
+        ]);
+        return true;
+      });
+    } finally {
+      await deps.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

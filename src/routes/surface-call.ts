@@ -18,6 +18,7 @@ import {
   recorderOf,
   sendRecordedAnswer,
   type AnswerKey,
+  type AnsweredBefore,
 } from './model-call-http.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
@@ -42,8 +43,8 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
   const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
   const captureAnswer = deps.captureAnswer === true;
   const { modelOf, streamOf } = descriptor;
-  const answerKey = answerKeyOf(descriptor);
-  const forward: ForwardSpec = { surface, answerKey, ...(descriptor.native ? { native: descriptor.native } : {}) };
+  const before: AnsweredBefore = { chat, idempotency, cache: deps.cache, answerKey: answerKeyOf(descriptor) };
+  const forward: ForwardSpec = { surface, before, ...(descriptor.native ? { native: descriptor.native } : {}) };
   return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const mode = streamOf(request);
     const model = modelOf(request);
@@ -70,7 +71,7 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = callInputOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
-    const recording = recorderOf(request, reply, deps, answerKey, body.model, call);
+    const recording = recorderOf(request, reply, before, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
@@ -118,7 +119,8 @@ export interface PipelineDeps {
 
 interface ForwardSpec {
   surface: ApiSurface;
-  answerKey: AnswerKey;
+  /** What answers the call before it runs, and keys its answer. */
+  before: AnsweredBefore;
   /** The upstream API that takes the request as it is, and its admission estimate (the surface's descriptor). */
   native?: SurfaceDescriptor['native'];
 }
@@ -132,7 +134,7 @@ async function forwardNatively(
   native: NativeForward,
   {
     surface,
-    answerKey,
+    before,
     native: spec,
     call: surfaceCall,
     mode,
@@ -154,7 +156,7 @@ async function forwardNatively(
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
   const forwardQuery = pickQuery(request, surface.nativeQuery);
   if (forwardQuery) call.forwardQuery = forwardQuery;
-  const recording = recorderOf(request, reply, deps, answerKey, model, call);
+  const recording = recorderOf(request, reply, before, model, call);
   const recorder = recording instanceof Promise ? await recording : recording;
   if (recorder === 'answered') return reply;
   try {

@@ -45,7 +45,7 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
   const { modelOf, streamOf } = descriptor;
   const before: AnsweredBefore = { chat, idempotency, cache: deps.cache, answerKey: answerKeyOf(descriptor) };
   const forward: ForwardSpec = { surface, before, ...(descriptor.native ? { native: descriptor.native } : {}) };
-  return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const handler = async function surfaceCall(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const mode = streamOf(request);
     const model = modelOf(request);
     const notes = new TranslationNotes(chat.translationOf(model));
@@ -97,6 +97,9 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
       throw error;
     }
   };
+  // Named for its surface (`responsesCall`, `geminiCall`, …), so a stack trace or a route listing says whose call it is.
+  Object.defineProperty(handler, 'name', { value: `${descriptor.route}Call` });
+  return handler;
 }
 
 /** What keys a surface's answers for replay and the cache: its route and cache rule, and its URL's part. */

@@ -134,9 +134,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * it: overwriting would replay an answer to a request it never saw, so nothing is written.
    */
   async complete(
-    scope: string,
-    key: string,
-    fingerprint: string,
+    { scope, key, fingerprint }: IdempotencyClaim,
     response: StoredResponse,
     ttlMs: number,
     nowMs = Date.now(),

@@ -131,9 +131,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
    * written.
    */
   async complete(
-    scope: string,
-    key: string,
-    fingerprint: string,
+    { scope, key, fingerprint }: IdempotencyClaim,
     response: StoredResponse,
     ttlMs: number,
     nowMs = Date.now(),

@@ -17,29 +17,29 @@ const RECORDS = Number(process.argv[2] ?? 100_000);
 const ROUNDS = 5;
 
 const columns = new UsageColumns(1);
-columns.push(
-  Date.now(),
-  'req_0123456789abcdef0123',
-  'key:k_0123456789',
-  'prod',
-  'chat',
-  'gpt-4o-mini',
-  'default',
-  200,
-  undefined,
-  12.34,
-  undefined,
-  false,
-  31,
-  12,
-  0.0000123,
-  1,
-  false,
-  false,
-  false,
-  { cacheRead: 0, cacheWrite: 0, reasoning: 0 },
-  undefined,
-);
+columns.push({
+  timeMs: Date.now(),
+  requestId: 'req_0123456789abcdef0123',
+  caller: 'key:k_0123456789',
+  environment: 'prod',
+  route: 'chat',
+  model: 'gpt-4o-mini',
+  upstream: 'default',
+  status: 200,
+  code: undefined,
+  latencyMs: 12.34,
+  ttfbMs: undefined,
+  stream: false,
+  promptTokens: 31,
+  completionTokens: 12,
+  costUsd: 0.0000123,
+  attempts: 1,
+  replay: false,
+  cacheHit: false,
+  usageAnomaly: false,
+  parts: { cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+  cacheSavingsUsd: undefined,
+});
 const noStore = { forgetSpool: () => Promise.resolve() } as unknown as UsageStore;
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 

@@ -177,14 +177,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   const { admin, auth } = wireAuth(config, deps.keys, surfaces);
   // Files (OpenAI's /v1/files and /v1/uploads), which the batches read and write, and which model requests may name.
-  const files = wireFiles(
-    app,
-    config,
-    deps.files,
+  const files = wireFiles(app, config, {
+    stores: deps.files,
     auth,
-    limits.service,
-    (upstream) => generations.current.providers.upstreams.get(upstream)?.files,
-  );
+    limits: limits.service,
+    filesOf: (upstream) => generations.current.providers.upstreams.get(upstream)?.files,
+  });
   const chat = new ChatService(modelCalls, files?.forwarding);
   // Only when some model caches: every other gateway's calls never reach the cache's code at all.
   const cache =
@@ -221,7 +219,16 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     generations,
   });
   const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
-  wireMetrics(app, config, auth, upstreams, attempts, deps.outbox, recorder, generations, batchStats, fileStats);
+  wireMetrics(app, config, {
+    auth,
+    upstreams,
+    attempts,
+    outbox: deps.outbox,
+    recorder,
+    generations,
+    batches: batchStats,
+    files: fileStats,
+  });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
     ? new KeyService(deps.keys, config.environment, keyUsage, (keyId) => auth.forgetKey(keyId), surfaces.routes)
@@ -257,7 +264,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
     { ownership, history: responses.history },
   );
-  const embeddings = makeEmbeddingsHandler(embeddingService, chat, idempotency, beginTrace, cache);
+  const embeddings = makeEmbeddingsHandler({ embeddings: embeddingService, chat, idempotency, beginTrace, cache });
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });
   mountV1(
     app,

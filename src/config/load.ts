@@ -66,9 +66,8 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
 
   const envSection = file.environments?.[environment];
   const defaultTimeouts = mergeTimeouts(DEFAULT_TIMEOUTS, file.timeouts, envTimeouts(env, problems));
-  const upstreams = (envSection?.upstreams ?? file.upstreams ?? []).map((u, i) =>
-    toUpstream(u, i, defaultTimeouts, env, fileDir, problems),
-  );
+  const reading = { defaults: defaultTimeouts, env, fileDir, problems };
+  const upstreams = (envSection?.upstreams ?? file.upstreams ?? []).map((u, i) => toUpstream(u, i, reading));
   const envUpstreamAdded = env.UPSTREAM_BASE_URL ? addEnvUpstream(env, upstreams, defaultTimeouts, problems) : false;
 
   const models = (envSection?.models ?? file.models ?? []).map((entry) => toModel(entry, file.cache));

@@ -25,13 +25,19 @@ export function mergeTimeouts(
   };
 }
 
+/** What reading an upstream entry needs besides the entry: the default timeouts, where secrets come from, the problems found. */
+export interface UpstreamReading {
+  defaults: Timeouts;
+  env: Env;
+  /** The config file's folder, which a secret file's relative path is read from. */
+  fileDir: string;
+  problems: string[];
+}
+
 export function toUpstream(
   entry: NonNullable<ConfigFile['upstreams']>[number],
   index: number,
-  defaults: Timeouts,
-  env: Env,
-  fileDir: string,
-  problems: string[],
+  { defaults, env, fileDir, problems }: UpstreamReading,
 ): UpstreamConfig {
   const apiKey = resolveSecretRef(
     { env: entry.api_key_env, file: entry.api_key_file },
@@ -135,7 +141,7 @@ export function addEnvUpstream(env: Env, upstreams: UpstreamConfig[], timeouts: 
     );
     return false;
   }
-  upstreams.push(toUpstream(entry.data, 0, timeouts, env, '.', problems));
+  upstreams.push(toUpstream(entry.data, 0, { defaults: timeouts, env, fileDir: '.', problems }));
   return true;
 }
 

@@ -63,7 +63,7 @@ export function mountDashboardKeys(app: FastifyInstance, options: DashboardKeysO
   const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store');
 
   const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView) =>
-    keyChanged(request, options.webhooks, action, 'dashboard', view, previous);
+    keyChanged(request, options.webhooks, { action, by: 'dashboard', view, previous });
 
   app.get('/dashboard/api/keys', { onRequest: reading }, async (request, reply) => {
     const state = stateOf((request.query as Record<string, unknown>).state);

@@ -5,7 +5,7 @@
  *
  * - `status` is the HTTP status the code is sent with. Codes marked `statusFrom: 'upstream'` keep the upstream's
  *   own 4xx status (so a 404 from the provider stays a 404), falling back to `status`.
- * - `upstream` is set on the failures that are the upstream's doing. The retry loop (`src/core/pipeline/try-targets.ts`)
+ * - `upstream` is set on the failures that are the upstream's doing. The retry loop (`src/core/pipeline/target-runner.ts`)
  *   reads it: `retried` (another try of the same target after a backoff, or the next target, may succeed) and
  *   `opensCircuit` (counts towards opening that upstream's circuit; a 429 does not: it pauses the model instead).
  *   Every other code is the caller's or ours: never retried, and it tells nothing about the upstream.

@@ -151,8 +151,16 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
     },
     stream(body, context): AsyncGenerator<StreamBatch> {
       const secrets = upstream.secrets(context);
-      const scrubber = KeyScrubber.of(secrets);
       const totals: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+      // One per stream, not per event: every event of the stream is passed on with it.
+      const forwarding: ForwardedStream = {
+        upstream: upstream.name,
+        secrets,
+        scrubber: KeyScrubber.of(secrets),
+        wire,
+        totals,
+        request: body,
+      };
       return readEventStream({
         upstream: upstream.name,
         signal: context.signal,
@@ -163,7 +171,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
         },
         // The final event is forwarded too (it carries the usage), then the stream ends.
         translate: (event, batch) => {
-          batch.push(forwardedEvent(event, upstream.name, secrets, scrubber, wire, totals, body));
+          batch.push(forwardedEvent(event, forwarding));
           return wire.finalEvents.has(event.event);
         },
         end: (ending) => {
@@ -178,6 +186,17 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
   };
 }
 
+/** A forwarded stream, as each of its events is passed on: its upstream, its keys, its API, its usage so far. */
+interface ForwardedStream {
+  upstream: string;
+  secrets: ReadonlyArray<string | undefined>;
+  scrubber: KeyScrubber | undefined;
+  wire: NativeWire;
+  /** The stream's usage, added to by its usage events. */
+  totals: Usage;
+  request: NativeBody;
+}
+
 /**
  * One upstream event, passed on as it came (scrubbed); the final one also carries the usage for the pipeline, and
  * one that names ids the upstream keeps carries them (each event parsed at most once, only when it holds either).
@@ -188,12 +207,7 @@ export function nativePassthrough(upstream: Upstream, wire: NativeWire): NativeA
  */
 function forwardedEvent(
   event: SseEvent,
-  upstream: string,
-  secrets: ReadonlyArray<string | undefined>,
-  scrubber: KeyScrubber | undefined,
-  wire: NativeWire,
-  totals: Usage,
-  request: NativeBody,
+  { upstream, secrets, scrubber, wire, totals, request }: ForwardedStream,
 ): StreamChunk {
   if (wire.failureEvents.has(event.event)) {
     throw new GatewayError('upstream_stream_error', {

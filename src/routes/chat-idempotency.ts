@@ -160,9 +160,7 @@ export class ChatIdempotency {
         return failed();
       }
       this.running.delete(claim);
-      await store
-        .complete(scope, key, fingerprint, response, ttlMs)
-        .catch((error: unknown) => this.options.onStoreHealth(false, error));
+      await store.complete(claim, response, ttlMs).catch((error: unknown) => this.options.onStoreHealth(false, error));
     };
     return {
       maxBytes: maxReplayBytes,

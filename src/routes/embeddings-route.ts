@@ -8,7 +8,7 @@ import type { EmbeddingsRequestBody } from '../providers/provider-contract.js';
 import { EMBEDDINGS_CACHE_RULE, isObjectBody } from '../core/pipeline/answer-cache.js';
 import type { EmbeddingsSpec, SurfaceDescriptor } from '../surfaces/descriptor.js';
 import type { ChatIdempotency } from './chat-idempotency.js';
-import { callInputOf, recorderOf, sendRecordedAnswer, type AnswerKey } from './model-call-http.js';
+import { callInputOf, recorderOf, sendRecordedAnswer, type AnswerKey, type AnsweredBefore } from './model-call-http.js';
 import type { ResponseCache } from './response-cache.js';
 
 /** OpenAI's own embeddings API: the body is the request, the answer passes through or is written in its shape. */
@@ -19,6 +19,16 @@ const OPENAI_EMBEDDINGS: EmbeddingsSpec = {
 };
 
 /**
+/** What an embeddings handler calls, and the surface whose `embed` endpoint it serves (absent: OpenAI's own). */
+export interface EmbeddingsHandlerOptions {
+  embeddings: EmbeddingService;
+  chat: ChatService;
+  idempotency: ChatIdempotency;
+  beginTrace?: ((request: FastifyRequest) => RequestTrace) | undefined;
+  cache?: ResponseCache | undefined;
+  surface?: { descriptor: SurfaceDescriptor; spec: EmbeddingsSpec };
+}
+
 /**
  * POST /v1/embeddings and ?route=embeddings (and a surface's `embed` endpoint, through its descriptor's translation):
  * the same protections as chat (rights, limits, budgets, retries, fallbacks, circuits, Idempotency-Key,
@@ -27,14 +37,14 @@ const OPENAI_EMBEDDINGS: EmbeddingsSpec = {
  * base64 (little-endian float32, what the SDKs ask for). `chat` answers what every model route asks (the model's id
  * for the caller's rights, a cache hit's admission).
  */
-export function makeEmbeddingsHandler(
-  embeddings: EmbeddingService,
-  chat: ChatService,
-  idempotency: ChatIdempotency,
-  beginTrace?: (request: FastifyRequest) => RequestTrace,
-  cache?: ResponseCache,
-  surface?: { descriptor: SurfaceDescriptor; spec: EmbeddingsSpec },
-) {
+export function makeEmbeddingsHandler({
+  embeddings,
+  chat,
+  idempotency,
+  beginTrace,
+  cache,
+  surface,
+}: EmbeddingsHandlerOptions) {
   const spec = surface?.spec ?? OPENAI_EMBEDDINGS;
   // A vector is a function of its input (nothing is drawn): always cacheable, keyed under the route it was asked on.
   const keyOf = surface?.descriptor.cache.keyOf;
@@ -44,20 +54,14 @@ export function makeEmbeddingsHandler(
         ...(keyOf ? { keyOf } : {}),
       }
     : { rule: EMBEDDINGS_CACHE_RULE };
+  const before: AnsweredBefore = { chat, idempotency, ...(cache ? { cache } : {}), answerKey };
   return async function handleEmbeddings(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = spec.toEmbeddings(request);
     request.chatModel = body.model;
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = callInputOf(request, reply, surface ? undefined : request.rawBody);
-    const recording = recorderOf(
-      request,
-      reply,
-      { chat, idempotency, ...(cache ? { cache } : {}) },
-      answerKey,
-      body.model,
-      call,
-    );
+    const recording = recorderOf(request, reply, before, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {

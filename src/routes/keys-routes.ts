@@ -108,7 +108,7 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
     return store;
   };
   const changed = (request: FastifyRequest, action: KeyChange, view: KeyView, previous?: KeyView, fields?: string[]) =>
-    keyChanged(request, options.webhooks, action, request.caller, view, previous, fields);
+    keyChanged(request, options.webhooks, { action, by: request.caller, view, previous, fields });
   return {
     async read(request, reply) {
       requireAdmin(request);
@@ -196,6 +196,16 @@ export function makeKeyHandlers(store: KeyService | undefined, options: KeyHandl
 
 export type KeyChange = 'key.created' | 'key.updated' | 'key.rotated' | 'key.revoked';
 
+/** One change of a key: what was done, by whom, the key as it is now (and was before), the fields changed. */
+export interface ChangedKey {
+  action: KeyChange;
+  by: string;
+  view: KeyView;
+  previous?: KeyView | undefined;
+  /** The fields an update changed, by their names in the store. */
+  fields?: string[] | undefined;
+}
+
 /**
  * A key changed (the admin API or the dashboard): one audit line, and the change's signed event (created,
  * rotated, revoked; never the secret: events carry the key as listed).
@@ -203,11 +213,7 @@ export type KeyChange = 'key.created' | 'key.updated' | 'key.rotated' | 'key.rev
 export function keyChanged(
   request: FastifyRequest,
   webhooks: Webhooks | undefined,
-  action: KeyChange,
-  by: string,
-  view: KeyView,
-  previous?: KeyView,
-  fields?: string[],
+  { action, by, view, previous, fields }: ChangedKey,
 ): void {
   const changedFields = fields?.map((f) => (f === 'expiresMs' ? 'expires_at' : f));
   request.server.log.info(

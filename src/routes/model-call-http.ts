@@ -55,11 +55,15 @@ export async function claimIdempotencyKey(
 
 type AnswerRecording = AnswerRecorder | 'answered' | undefined;
 
-/** What answers a call before it runs: Idempotency-Key replays and the response cache (and the chat service's admission of a hit). */
-interface AnsweredBefore {
+/**
+ * What answers a call before it runs: Idempotency-Key replays and the response cache (and the chat service's
+ * admission of a hit), and what keys its answer. One per handler, built when the handler is made.
+ */
+export interface AnsweredBefore {
   chat: ChatService;
   idempotency: ChatIdempotency;
-  cache?: ResponseCache;
+  cache?: ResponseCache | undefined;
+  answerKey: AnswerKey;
 }
 
 /** What keys a call's answer for replay and the cache: its route's cache rule, and what of its URL changes the answer. */
@@ -77,30 +81,29 @@ export interface AnswerKey {
 export function recorderOf(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: AnsweredBefore,
-  answerKey: AnswerKey,
+  before: AnsweredBefore,
   model: string,
   call: CallInput,
 ): AnswerRecording | Promise<AnswerRecording> {
-  if (request.headers['idempotency-key'] === undefined && deps.cache === undefined) return undefined;
-  return claimAndLookUp(request, reply, deps, answerKey, model, call);
+  if (request.headers['idempotency-key'] === undefined && before.cache === undefined) return undefined;
+  return claimAndLookUp(request, reply, before, model, call);
 }
 
 async function claimAndLookUp(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: AnsweredBefore,
-  answerKey: AnswerKey,
+  before: AnsweredBefore,
   model: string,
   call: CallInput,
 ): Promise<AnswerRecording> {
+  const { answerKey } = before;
   const extra = answerKey.keyOf?.(request);
-  const claimed = await claimIdempotencyKey(request, reply, deps.idempotency, extra);
+  const claimed = await claimIdempotencyKey(request, reply, before.idempotency, extra);
   if (claimed === 'answered') return claimed;
-  const looked = deps.cache?.lookup(request, reply, answerKey.rule, model, request.body, extra);
+  const looked = before.cache?.lookup(request, reply, answerKey.rule, model, extra);
   const cached = looked instanceof Promise ? await looked : looked;
   if (cached?.kind === 'hit') {
-    await answerFromCache(request, reply, cached.response, claimed, deps, model, call);
+    await answerFromCache(request, reply, { response: cached.response, claimed, deps: before, model, call });
     return 'answered';
   }
   return bothRecorders(claimed, cached?.kind === 'miss' ? cached.recorder : undefined);

@@ -128,9 +128,13 @@ class HandlerCache {
         return makeCountTokensHandler(deps.tokens, chat, descriptor, descriptor.tokenCount, translation);
       case 'embed':
         if (!descriptor.embeddings) throw missing('embeddings');
-        return makeEmbeddingsHandler(deps.embeddings, chat, pipeline.idempotency, pipeline.beginTrace, pipeline.cache, {
-          descriptor,
-          spec: descriptor.embeddings,
+        return makeEmbeddingsHandler({
+          embeddings: deps.embeddings,
+          chat,
+          idempotency: pipeline.idempotency,
+          beginTrace: pipeline.beginTrace,
+          cache: pipeline.cache,
+          surface: { descriptor, spec: descriptor.embeddings },
         });
       case 'list_models':
       case 'get_model': {

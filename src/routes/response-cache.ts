@@ -37,18 +37,19 @@ export class ResponseCache {
   }
 
   /**
-   * Synchronous for a model without caching (no promise, no microtask on the path of every other call). `extra`: what
-   * of the URL changes the answer, for a surface whose model is in its path.
+   * Synchronous for a model without caching (no promise, no microtask on the path of every other call). The key is
+   * the request's validated body; `extra`: what of the URL changes the answer, for a surface whose model is in its
+   * path.
    */
   lookup(
     request: FastifyRequest,
     reply: FastifyReply,
     rule: CacheRule,
     model: string,
-    body: unknown,
     extra?: string,
   ): CacheLookup | Promise<CacheLookup> {
     const policy = this.cache.policyOf(model);
+    const { body } = request;
     if (!policy) return OFF;
     void reply.header(CACHE_HEADER, 'miss');
     const { noCache, noStore } = readCacheControl(request.headers['cache-control']);
@@ -129,6 +130,15 @@ export async function sendCached(
   return reply.send(response.body);
 }
 
+/** A cache hit to answer: the stored answer, the call's claimed Idempotency-Key if any, and the call it answers. */
+export interface CacheHit {
+  response: StoredResponse;
+  claimed: AnswerRecorder | undefined;
+  deps: { chat: ChatService; idempotency: ChatIdempotency };
+  model: string;
+  call: CallInput;
+}
+
 /**
  * An answer from the response cache: no upstream call, no tokens, no budget; the caller's request limit still
  * counts it. A keyed call (Idempotency-Key) records the cached answer as its own, so its retry replays the same.
@@ -136,11 +146,7 @@ export async function sendCached(
 export async function answerFromCache(
   request: FastifyRequest,
   reply: FastifyReply,
-  response: StoredResponse,
-  claimed: AnswerRecorder | undefined,
-  deps: { chat: ChatService; idempotency: ChatIdempotency },
-  model: string,
-  call: CallInput,
+  { response, claimed, deps, model, call }: CacheHit,
 ): Promise<FastifyReply> {
   try {
     const rateLimitHeaders = await deps.chat.admitCachedAnswer(model, call);

@@ -103,7 +103,11 @@ export class SealedIdempotency {
       storedAt: new Date().toISOString(),
     };
     await this.options.store
-      .complete(binding.scope, storedKey, binding.fingerprint, response, this.options.ttlMs)
+      .complete(
+        { scope: binding.scope, key: storedKey, fingerprint: binding.fingerprint },
+        response,
+        this.options.ttlMs,
+      )
       .catch((error: unknown) => this.options.onStoreHealth(false, error));
   }
 }

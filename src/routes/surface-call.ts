@@ -18,6 +18,7 @@ import {
   recorderOf,
   sendRecordedAnswer,
   type AnswerKey,
+  type AnsweredBefore,
 } from './model-call-http.js';
 import type { ResponseCache } from './response-cache.js';
 import { ADMIN, authorizeModel } from '../auth/principal.js';
@@ -42,9 +43,9 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
   const { chat, idempotency, bodyLimitBytes, beginTrace } = deps;
   const captureAnswer = deps.captureAnswer === true;
   const { modelOf, streamOf } = descriptor;
-  const answerKey = answerKeyOf(descriptor);
-  const forward: ForwardSpec = { surface, answerKey, ...(descriptor.native ? { native: descriptor.native } : {}) };
-  return async function handleChat(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const before: AnsweredBefore = { chat, idempotency, cache: deps.cache, answerKey: answerKeyOf(descriptor) };
+  const forward: ForwardSpec = { surface, before, ...(descriptor.native ? { native: descriptor.native } : {}) };
+  const handler = async function surfaceCall(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const mode = streamOf(request);
     const model = modelOf(request);
     const notes = new TranslationNotes(chat.translationOf(model));
@@ -70,7 +71,7 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
     const call = callInputOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
-    const recording = recorderOf(request, reply, deps, answerKey, body.model, call);
+    const recording = recorderOf(request, reply, before, body.model, call);
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
@@ -96,6 +97,9 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
       throw error;
     }
   };
+  // Named for its surface (`responsesCall`, `geminiCall`, …), so a stack trace or a route listing says whose call it is.
+  Object.defineProperty(handler, 'name', { value: `${descriptor.route}Call` });
+  return handler;
 }
 
 /** What keys a surface's answers for replay and the cache: its route and cache rule, and its URL's part. */
@@ -118,7 +122,8 @@ export interface PipelineDeps {
 
 interface ForwardSpec {
   surface: ApiSurface;
-  answerKey: AnswerKey;
+  /** What answers the call before it runs, and keys its answer. */
+  before: AnsweredBefore;
   /** The upstream API that takes the request as it is, and its admission estimate (the surface's descriptor). */
   native?: SurfaceDescriptor['native'];
 }
@@ -132,7 +137,7 @@ async function forwardNatively(
   native: NativeForward,
   {
     surface,
-    answerKey,
+    before,
     native: spec,
     call: surfaceCall,
     mode,
@@ -154,7 +159,7 @@ async function forwardNatively(
   if (forwardHeaders) call.forwardHeaders = forwardHeaders;
   const forwardQuery = pickQuery(request, surface.nativeQuery);
   if (forwardQuery) call.forwardQuery = forwardQuery;
-  const recording = recorderOf(request, reply, deps, answerKey, model, call);
+  const recording = recorderOf(request, reply, before, model, call);
   const recorder = recording instanceof Promise ? await recording : recording;
   if (recorder === 'answered') return reply;
   try {

@@ -40,16 +40,10 @@ export abstract class IdempotencyStoreBase implements IdempotencyStore {
    * gone (expired) or was taken over by a newer claimant after this one's lease ran out, the newer claimant owns
    * it: overwriting would replay an answer to a request it never saw, so nothing is written.
    */
-  async complete(
-    scope: string,
-    key: string,
-    fingerprint: string,
-    response: StoredResponse,
-    ttlMs: number,
-    nowMs = Date.now(),
-  ): Promise<void> {
+  async complete(claim: IdempotencyClaim, response: StoredResponse, ttlMs: number, nowMs = Date.now()): Promise<void> {
     const now = wholeMs('nowMs', nowMs);
     const ttl = durationMs('ttlMs', ttlMs);
+    const { scope, key, fingerprint } = claim;
     await this.storeAnswer({ scope, key, fingerprint }, JSON.stringify(response), now + ttl, ttl);
   }
 

@@ -150,14 +150,8 @@ export type IdempotencyBegin =
  */
 export interface IdempotencyStore {
   begin(scope: string, key: string, fingerprint: string, leaseMs: number, nowMs?: number): Promise<IdempotencyBegin>;
-  complete(
-    scope: string,
-    key: string,
-    fingerprint: string,
-    response: StoredResponse,
-    ttlMs: number,
-    nowMs?: number,
-  ): Promise<void>;
+  /** Stores the answer of `claim`, replayed for `ttlMs`, while the claim is still its holder's. */
+  complete(claim: IdempotencyClaim, response: StoredResponse, ttlMs: number, nowMs?: number): Promise<void>;
   abandon(scope: string, key: string, fingerprint: string): Promise<void>;
   /**
    * Extends the leases of claims still running (the holder's heartbeat), to `nowMs + leaseMs`. Only a claim still

@@ -26,39 +26,39 @@ export class Interner {
 
 /**
  * One usage record per API request, written when the answer has been sent into the recorder's columnar buffer
- * (no object per request).
+ * (no object kept per request).
  */
 export function usageObserver(recorder: UsageRecorder, environment: string): (record: RequestRecord) => void {
   const strings = new Interner();
   return (record) => {
     const usage = record.usage;
-    recorder.buffer().push(
-      Math.round(record.endedAtMs - record.latencyMs),
-      record.id,
-      strings.intern(record.caller),
+    recorder.buffer().push({
+      timeMs: Math.round(record.endedAtMs - record.latencyMs),
+      requestId: record.id,
+      caller: strings.intern(record.caller),
       environment,
-      record.route ?? 'unknown',
-      strings.intern(record.model),
-      strings.intern(record.upstream),
-      record.status,
-      strings.intern(record.code),
-      Math.round(record.latencyMs * 100) / 100,
-      record.firstByteMs,
-      record.stream,
-      usage?.prompt_tokens,
-      usage?.completion_tokens,
-      usage?.cost_usd,
-      record.attempts,
-      record.replayed,
-      record.cacheHit,
-      usage?.[USAGE_ANOMALIES] !== undefined,
-      usage && {
+      route: record.route ?? 'unknown',
+      model: strings.intern(record.model),
+      upstream: strings.intern(record.upstream),
+      status: record.status,
+      code: strings.intern(record.code),
+      latencyMs: Math.round(record.latencyMs * 100) / 100,
+      ttfbMs: record.firstByteMs,
+      stream: record.stream,
+      promptTokens: usage?.prompt_tokens,
+      completionTokens: usage?.completion_tokens,
+      costUsd: usage?.cost_usd,
+      attempts: record.attempts,
+      replay: record.replayed,
+      cacheHit: record.cacheHit,
+      usageAnomaly: usage?.[USAGE_ANOMALIES] !== undefined,
+      parts: usage && {
         cacheRead: usage.cache_read_tokens ?? 0,
         cacheWrite: usage.cache_write_tokens ?? 0,
         reasoning: usage.reasoning_tokens ?? 0,
       },
-      usage?.cache_savings_usd,
-    );
+      cacheSavingsUsd: usage?.cache_savings_usd,
+    });
     recorder.added();
   };
 }

@@ -42,12 +42,41 @@ export interface WaitingRecord extends UsageRecord {
   readonly spoolSeq: number;
 }
 
+/**
+ * One record's fields as `UsageColumns.push` takes them. Absent numbers are `undefined`; every field is always
+ * given (no optional keys), so that every call site builds an object of one shape.
+ */
+export interface UsageFields {
+  timeMs: number;
+  requestId: string;
+  caller: string;
+  environment: string;
+  route: string;
+  model: string | undefined;
+  upstream: string | undefined;
+  status: number;
+  code: string | undefined;
+  latencyMs: number;
+  ttfbMs: number | undefined;
+  stream: boolean;
+  promptTokens: number | undefined;
+  completionTokens: number | undefined;
+  costUsd: number | undefined;
+  attempts: number;
+  replay: boolean;
+  cacheHit: boolean;
+  usageAnomaly: boolean;
+  parts: TokenParts | undefined;
+  cacheSavingsUsd: number | undefined;
+}
+
 /** A missing number (no TTFB, no token counts, no cost): NaN in a Float64Array, null in a record. */
 const orNull = (n: number): number | null => (Number.isNaN(n) ? null : n);
 
 /**
- * Usage records waiting to be written, kept column by column in arrays allocated once: adding a record allocates
- * nothing (its numbers go into a Float64Array, its strings into a preallocated array). A record kept as an object
+ * Usage records waiting to be written, kept column by column in arrays allocated once: adding a record keeps no
+ * object (its numbers go into a Float64Array, its strings into a preallocated array; the fields it is handed in die
+ * with the call, in the young generation). A record kept as an object
  * until its batch is written (up to a second) outlives the young generation and is copied by every scavenge on
  * the way; under load that was a measurable part of what usage records cost. Records become objects only when
  * the batch is handed to the store (`toRecords`), and die young there.
@@ -71,33 +100,34 @@ export class UsageColumns implements UsageRows {
   }
 
   /**
-   * Appends one record (the caller checks `full` first; a full buffer ignores the call). Absent numbers are
-   * `undefined`; strings should be long-lived (interned) where they repeat, so that keeping them costs nothing.
+   * Appends one record (the caller checks `full` first; a full buffer ignores the call). Strings should be
+   * long-lived (interned) where they repeat, so that keeping them costs nothing.
    */
-  push(
-    timeMs: number,
-    requestId: string,
-    caller: string,
-    environment: string,
-    route: string,
-    model: string | undefined,
-    upstream: string | undefined,
-    status: number,
-    code: string | undefined,
-    latencyMs: number,
-    ttfbMs: number | undefined,
-    stream: boolean,
-    promptTokens: number | undefined,
-    completionTokens: number | undefined,
-    costUsd: number | undefined,
-    attempts: number,
-    replay: boolean,
-    cacheHit: boolean,
-    usageAnomaly: boolean,
-    parts: TokenParts | undefined,
-    cacheSavingsUsd: number | undefined,
-  ): void {
+  push(fields: UsageFields): void {
     if (this.count >= this.capacity) return;
+    const {
+      timeMs,
+      requestId,
+      caller,
+      environment,
+      route,
+      model,
+      upstream,
+      status,
+      code,
+      latencyMs,
+      ttfbMs,
+      stream,
+      promptTokens,
+      completionTokens,
+      costUsd,
+      attempts,
+      replay,
+      cacheHit,
+      usageAnomaly,
+      parts,
+      cacheSavingsUsd,
+    } = fields;
     const n = this.count * NUMBERS;
     const numbers = this.numbers;
     numbers[n + TIME] = timeMs;
@@ -131,31 +161,32 @@ export class UsageColumns implements UsageRows {
 
   /** Appends one record given as an object (tests, tools; the request path pushes its fields). */
   pushRecord(r: UsageRecord): void {
-    this.push(
-      r.timeMs,
-      r.requestId,
-      r.caller,
-      r.environment,
-      r.route,
-      r.model ?? undefined,
-      r.upstream ?? undefined,
-      r.status,
-      r.code ?? undefined,
-      r.latencyMs,
-      r.ttfbMs ?? undefined,
-      r.stream,
-      r.promptTokens ?? undefined,
-      r.completionTokens ?? undefined,
-      r.costUsd ?? undefined,
-      r.attempts,
-      r.replay,
-      r.cacheHit,
-      r.usageAnomaly,
-      r.cacheReadTokens === null
-        ? undefined
-        : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
-      r.cacheSavingsUsd ?? undefined,
-    );
+    this.push({
+      timeMs: r.timeMs,
+      requestId: r.requestId,
+      caller: r.caller,
+      environment: r.environment,
+      route: r.route,
+      model: r.model ?? undefined,
+      upstream: r.upstream ?? undefined,
+      status: r.status,
+      code: r.code ?? undefined,
+      latencyMs: r.latencyMs,
+      ttfbMs: r.ttfbMs ?? undefined,
+      stream: r.stream,
+      promptTokens: r.promptTokens ?? undefined,
+      completionTokens: r.completionTokens ?? undefined,
+      costUsd: r.costUsd ?? undefined,
+      attempts: r.attempts,
+      replay: r.replay,
+      cacheHit: r.cacheHit,
+      usageAnomaly: r.usageAnomaly,
+      parts:
+        r.cacheReadTokens === null
+          ? undefined
+          : { cacheRead: r.cacheReadTokens, cacheWrite: r.cacheWriteTokens ?? 0, reasoning: r.reasoningTokens ?? 0 },
+      cacheSavingsUsd: r.cacheSavingsUsd ?? undefined,
+    });
   }
 
   /** Row `row`'s number in the usage spool (0: not spooled). */

@@ -127,7 +127,14 @@ export function wireBatches(
         log: app.log,
       })
     : undefined;
-  const service = new BatchService(store, files, limits, () => runner?.wake(), Date.now, linesQuota);
+  const service = new BatchService({
+    store,
+    files,
+    limits,
+    onCreated: () => runner?.wake(),
+    now: Date.now,
+    linesQuota,
+  });
   mountOpenAiBatches(app, auth, service);
   mountAnthropicBatches(app, auth, service, store, {
     maxCreateBytes: settings.maxCreateBytes,

@@ -33,6 +33,14 @@ export interface WiredFiles {
 
 type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
 
+/** What the files wiring is handed: the stores (absent: no files), who may call, the limits, each upstream's files API. */
+export interface FilesWiring {
+  stores: Stores | undefined;
+  auth: Authenticator;
+  limits: RateLimitService;
+  filesOf: (upstream: string) => UpstreamFiles | undefined;
+}
+
 /**
  * Files and uploads (docs/files.md): the services over the stores, OpenAI's paths, and the sweep of expired files
  * and uploads (every `files.sweep_interval_seconds`, stopped when the app closes), and of the bytes a crash left
@@ -42,10 +50,7 @@ type Stores = { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFil
 export function wireFiles(
   app: FastifyInstance,
   config: GatewayConfig,
-  stores: Stores | undefined,
-  auth: Authenticator,
-  limits: RateLimitService,
-  filesOf: (upstream: string) => UpstreamFiles | undefined,
+  { stores, auth, limits, filesOf }: FilesWiring,
 ): WiredFiles | undefined {
   if (!stores) return undefined;
   const forwarded = stores.forwarded ?? memoryForwardedFiles();

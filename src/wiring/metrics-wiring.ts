@@ -10,18 +10,23 @@ import type { OutboxStore } from '../store/store-contract.js';
 import type { WiredUpstreams } from './upstreams-wiring.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 
+/** What the metrics read and who may scrape them. */
+export interface MetricsWiring {
+  auth: Authenticator;
+  upstreams: WiredUpstreams;
+  attempts: UpstreamAttemptStats;
+  outbox: OutboxStore | undefined;
+  recorder: UsageRecorder | undefined;
+  generations: ConfigGenerations;
+  batches?: BatchMetricsSource | undefined;
+  files?: FileMetricsSource | undefined;
+}
+
 /** `GET /metrics` (Prometheus text, behind the admin token) and the observer that counts every API request. */
 export function wireMetrics(
   app: FastifyInstance,
   config: GatewayConfig,
-  auth: Authenticator,
-  upstreams: WiredUpstreams,
-  attempts: UpstreamAttemptStats,
-  outbox: OutboxStore | undefined,
-  recorder: UsageRecorder | undefined,
-  generations: ConfigGenerations,
-  batches?: BatchMetricsSource,
-  files?: FileMetricsSource,
+  { auth, upstreams, attempts, outbox, recorder, generations, batches, files }: MetricsWiring,
 ): void {
   if (!config.metricsEnabled) return;
   const subscriptions = () => generations.current.config.webhooks.subscriptions;

@@ -157,7 +157,12 @@ for (let round = 0; round < ROUNDS; round++) {
           body: `{"i":${i}}`,
           storedAt: new Date(now).toISOString(),
         };
-        return idempotency.complete('caller', `k${round}-${i % 150}`, `fp${i % 2}`, response, 60_000, now + i);
+        return idempotency.complete(
+          { scope: 'caller', key: `k${round}-${i % 150}`, fingerprint: `fp${i % 2}` },
+          response,
+          60_000,
+          now + i,
+        );
       }),
     );
     if (i % 40 === 0) work.push(records.append(Array.from({ length: 60 }, (_, j) => usage(i * 60 + j, round))));

@@ -89,7 +89,7 @@ export function idempotencyContract(
       withStore(async (s) => {
         await s.begin('caller', 'k', FP_A, 3_000, T0);
         assert.deepEqual(await s.begin('caller', 'k', FP_B, 3_000, T0 + 1), { state: 'mismatch' });
-        await s.complete('caller', 'k', FP_A, JSON_ANSWER, 60_000, T0 + 2);
+        await s.complete({ scope: 'caller', key: 'k', fingerprint: FP_A }, JSON_ANSWER, 60_000, T0 + 2);
         assert.deepEqual(await s.begin('caller', 'k', FP_B, 3_000, T0 + 3), { state: 'mismatch' });
         assert.equal(
           (await s.begin('caller', 'k', FP_A, 3_000, T0 + 4)).state,
@@ -105,7 +105,7 @@ export function idempotencyContract(
           ['sse', SSE_ANSWER],
         ] as const) {
           assert.equal((await s.begin('caller', key, FP_A, 3_000, T0)).state, 'claimed');
-          await s.complete('caller', key, FP_A, answer, 60_000, T0 + 100);
+          await s.complete({ scope: 'caller', key: key, fingerprint: FP_A }, answer, 60_000, T0 + 100);
           const replay = await s.begin('caller', key, FP_A, 3_000, T0 + 200);
           assert.deepEqual(replay, { state: 'completed', response: answer });
           if (replay.state === 'completed') assert.equal(replay.response.body, answer.body, 'byte for byte');
@@ -135,7 +135,7 @@ export function idempotencyContract(
         });
 
         await s.begin('caller', 'done', FP_A, 3_000, T0);
-        await s.complete('caller', 'done', FP_A, JSON_ANSWER, 60_000, T0 + 10);
+        await s.complete({ scope: 'caller', key: 'done', fingerprint: FP_A }, JSON_ANSWER, 60_000, T0 + 10);
         await s.abandon('caller', 'done', FP_A);
         await s.abandon('caller', 'done', FP_B);
         assert.deepEqual(await s.begin('caller', 'done', FP_A, 3_000, T0 + 20), {
@@ -159,14 +159,14 @@ export function idempotencyContract(
         });
 
         // The old claimant was only slow: its late answer must not become the new claimant's.
-        await s.complete('caller', 'k', FP_A, SSE_ANSWER, 60_000, T0 + 2_100);
+        await s.complete({ scope: 'caller', key: 'k', fingerprint: FP_A }, SSE_ANSWER, 60_000, T0 + 2_100);
         await s.abandon('caller', 'k', FP_A);
         assert.deepEqual(await s.begin('caller', 'k', FP_B, 5_000, T0 + 2_200), {
           state: 'in_progress',
           retryAfterMs: 3_800,
         });
 
-        await s.complete('caller', 'k', FP_B, JSON_ANSWER, 60_000, T0 + 3_000);
+        await s.complete({ scope: 'caller', key: 'k', fingerprint: FP_B }, JSON_ANSWER, 60_000, T0 + 3_000);
         assert.deepEqual(await s.begin('caller', 'k', FP_B, 5_000, T0 + 3_100), {
           state: 'completed',
           response: JSON_ANSWER,
@@ -178,7 +178,7 @@ export function idempotencyContract(
         await s.begin('caller', 'r1', FP_A, 1_000, T0);
         await s.begin('caller', 'r2', FP_A, 1_000, T0);
         await s.begin('caller', 'done', FP_A, 1_000, T0);
-        await s.complete('caller', 'done', FP_A, JSON_ANSWER, 2_000, T0 + 10);
+        await s.complete({ scope: 'caller', key: 'done', fingerprint: FP_A }, JSON_ANSWER, 2_000, T0 + 10);
         await s.renew(
           [
             { scope: 'caller', key: 'r1', fingerprint: FP_A },
@@ -230,17 +230,17 @@ export function idempotencyContract(
 
     test('complete on a key that was never claimed (or already freed) writes nothing', () =>
       withStore(async (s) => {
-        await s.complete('caller', 'ghost', FP_A, JSON_ANSWER, 60_000, T0);
+        await s.complete({ scope: 'caller', key: 'ghost', fingerprint: FP_A }, JSON_ANSWER, 60_000, T0);
         assert.deepEqual(await s.begin('caller', 'ghost', FP_A, 3_000, T0 + 1), { state: 'claimed' });
         await s.abandon('caller', 'ghost', FP_A);
-        await s.complete('caller', 'ghost', FP_A, JSON_ANSWER, 60_000, T0 + 2);
+        await s.complete({ scope: 'caller', key: 'ghost', fingerprint: FP_A }, JSON_ANSWER, 60_000, T0 + 2);
         assert.deepEqual(await s.begin('caller', 'ghost', FP_B, 3_000, T0 + 3), { state: 'claimed' });
       }));
 
     test('a completed answer expires after its TTL, counted from completion; then the key is free again', () =>
       withStore(async (s) => {
         await s.begin('caller', 'k', FP_A, 1_000, T0);
-        await s.complete('caller', 'k', FP_A, JSON_ANSWER, 5_000, T0 + 500);
+        await s.complete({ scope: 'caller', key: 'k', fingerprint: FP_A }, JSON_ANSWER, 5_000, T0 + 500);
         assert.equal(
           (await s.begin('caller', 'k', FP_A, 1_000, T0 + 5_499)).state,
           'completed',
@@ -258,7 +258,7 @@ export function idempotencyContract(
         assert.deepEqual(await s.begin('a:', 'b:c', FP_B, 3_000, T0), { state: 'claimed' });
         assert.deepEqual(await s.begin('', 'a:b:c', FP_B, 3_000, T0), { state: 'claimed' });
 
-        await s.complete('a:b', 'c', FP_A, JSON_ANSWER, 60_000, T0 + 1);
+        await s.complete({ scope: 'a:b', key: 'c', fingerprint: FP_A }, JSON_ANSWER, 60_000, T0 + 1);
         await s.abandon('a', 'b:c', FP_B);
         assert.deepEqual(await s.begin('a:b', 'c', FP_A, 3_000, T0 + 2), { state: 'completed', response: JSON_ANSWER });
         assert.deepEqual(await s.begin('alice', 'same-key', FP_A, 3_000, T0 + 2), {
@@ -287,7 +287,10 @@ export function idempotencyContract(
           { state: 'claimed' },
           'the refusals claimed nothing',
         );
-        await assert.rejects(s.complete('caller', 'k', FP_A, JSON_ANSWER, -1, T0), RangeError);
+        await assert.rejects(
+          s.complete({ scope: 'caller', key: 'k', fingerprint: FP_A }, JSON_ANSWER, -1, T0),
+          RangeError,
+        );
         assert.deepEqual(await s.begin('caller', 'k', FP_A, 1_000, T0 + 1), {
           state: 'in_progress',
           retryAfterMs: 999,

@@ -160,7 +160,7 @@ describe('SQLite idempotency store', () => {
       const t0 = 1_700_000_000_000;
       await store.begin('s', 'crashed', 'fp', 1_000, t0);
       await store.begin('s', 'done', 'fp', 1_000, t0);
-      await store.complete('s', 'done', 'fp', JSON_ANSWER, 2_000, t0 + 10);
+      await store.complete({ scope: 's', key: 'done', fingerprint: 'fp' }, JSON_ANSWER, 2_000, t0 + 10);
       await store.begin('s', 'running', 'fp', 60_000, t0);
       assert.equal(store.purgeExpired(t0 + 999), 0);
       assert.equal(store.purgeExpired(t0 + 1_000), 1, 'the crashed claim');
@@ -195,7 +195,7 @@ describe('Redis idempotency store', { skip }, () => {
       assert.deepEqual(await client.hmget(key, 'fingerprint', 'state'), ['fp', 'in_progress']);
       const leaseTtl = await client.pttl(key);
       assert.ok(leaseTtl > 29_000 && leaseTtl <= 30_000, `PTTL ${leaseTtl} follows the lease`);
-      await redisStore.complete('a:b', 'c', 'fp', JSON_ANSWER, 86_400_000);
+      await redisStore.complete({ scope: 'a:b', key: 'c', fingerprint: 'fp' }, JSON_ANSWER, 86_400_000);
       const answerTtl = await client.pttl(key);
       assert.ok(answerTtl > 86_399_000 && answerTtl <= 86_400_000, `PTTL ${answerTtl} follows the answer's TTL`);
       assert.equal(await client.hget(key, 'response'), JSON.stringify(JSON_ANSWER));

@@ -45,6 +45,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { openDependencies } from '../../src/dependencies.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { makeSurfaceCallHandler, type PipelineDeps } from '../../src/routes/surface-call.js';
 
 describe('the surface registry', () => {
   test('every surface is a grantable route, granted by its OAuth scope by default, with events config knows', () => {
@@ -75,6 +76,14 @@ describe('the surface registry', () => {
       assert.equal(entry.native === true, surface.native !== undefined, `${surface.route}: native`);
       if (surface.native) assert.equal(surface.native.api, surface.route);
     }
+  });
+
+  test("each surface's call handler is named for its surface (stack traces, route listings)", () => {
+    // Making a handler only keeps what it is given; nothing of the deps or the translation is used until a call.
+    const names = SURFACES.map(
+      (descriptor) => makeSurfaceCallHandler(descriptor, {} as ApiSurface, {} as PipelineDeps).name,
+    );
+    assert.deepEqual(names, ['chatCall', 'responsesCall', 'messagesCall', 'geminiCall']);
   });
 
   test('the names of the newest surface are written once: in the names table and its own folder, in no other file of src/', () => {

@@ -26,13 +26,27 @@ export class BatchLinesQuota {
    * Called again with more bytes, only the difference is checked.
    */
   async hold(owner: string, batchId: string, bytes: number, untilMs: number): Promise<void> {
-    await this.quota.take(owner, batchId, bytes, bytes, true, untilMs + SWEEP_MARGIN_MS);
+    await this.quota.take({
+      owner,
+      id: batchId,
+      bytes,
+      floor: bytes,
+      checked: true,
+      expiresMs: untilMs + SWEEP_MARGIN_MS,
+    });
   }
 
   /** The batch ended: its lines count until `linesUntilMs` (its files' or results' expiry), then the sweep's. */
   async until(owner: string, batchId: string, linesUntilMs: number): Promise<void> {
     if (linesUntilMs <= this.now()) return this.release(batchId);
-    await this.quota.take(owner, batchId, 0, 0, false, linesUntilMs + SWEEP_MARGIN_MS);
+    await this.quota.take({
+      owner,
+      id: batchId,
+      bytes: 0,
+      floor: 0,
+      checked: false,
+      expiresMs: linesUntilMs + SWEEP_MARGIN_MS,
+    });
   }
 
   release(batchId: string): Promise<void> {

@@ -204,14 +204,13 @@ export class BatchRunner {
     }
     switch (batch.status) {
       case 'validating': {
-        const { errors, model } = await validateInput(
-          batch,
+        const { errors, model } = await validateInput(batch, {
           files,
           store,
           limits,
-          this.options.readLine,
-          this.holdLines(batch),
-        );
+          readLine: this.options.readLine,
+          holdLines: this.holdLines(batch),
+        });
         if (errors.length > 0) await this.end(batch, 'failed', { failedMs: now, errors });
         else await store.transition(batch.id, ['validating'], 'in_progress', { inProgressMs: now, model });
         return;

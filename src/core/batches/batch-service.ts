@@ -128,16 +128,34 @@ export interface BatchRequest {
   model: string;
 }
 
+/** What a BatchService works with. */
+export interface BatchServiceOptions {
+  store: BatchStore;
+  files: BatchFiles | undefined;
+  limits: BatchLimits;
+  /** Wakes the runner: a batch was created. */
+  onCreated: () => void;
+  now?: () => number;
+  /** The storage quotas the lines count against (batch-lines-quota.ts); none: not counted. */
+  linesQuota?: BatchLinesQuota | undefined;
+}
+
 export class BatchService {
-  constructor(
-    private readonly store: BatchStore,
-    private readonly files: BatchFiles | undefined,
-    private readonly limits: BatchLimits,
-    private readonly onCreated: () => void,
-    private readonly now: () => number = Date.now,
-    /** The storage quotas the lines count against (batch-lines-quota.ts); none: not counted. */
-    private readonly linesQuota?: BatchLinesQuota,
-  ) {}
+  private readonly store: BatchStore;
+  private readonly files: BatchFiles | undefined;
+  private readonly limits: BatchLimits;
+  private readonly onCreated: () => void;
+  private readonly now: () => number;
+  private readonly linesQuota: BatchLinesQuota | undefined;
+
+  constructor({ store, files, limits, onCreated, now = Date.now, linesQuota }: BatchServiceOptions) {
+    this.store = store;
+    this.files = files;
+    this.limits = limits;
+    this.onCreated = onCreated;
+    this.now = now;
+    this.linesQuota = linesQuota;
+  }
 
   /**
    * OpenAI's `POST /v1/batches`: over an uploaded JSONL file of purpose `batch`, read and checked by the runner.

@@ -35,6 +35,15 @@ const NO_FILE: InputCheck = {
 /** Counts the lines' bytes against the owner's storage quota before they are stored; throws its refusal. */
 export type HoldLines = (bytes: number) => Promise<void>;
 
+/** Where a batch's input is read from and its lines go, its bounds, and its lines' hold on the storage quota. */
+export interface BatchInput {
+  files: BatchFiles | undefined;
+  store: BatchStore;
+  limits: BatchLimits;
+  readLine: JsonLineReader;
+  holdLines?: HoldLines | undefined;
+}
+
 /**
  * Reads an OpenAI batch's input file (streamed, one bounded line at a time) into its lines: each a JSON object
  * `{custom_id, method: "POST", url, body}` whose url is the batch's endpoint and whose custom_id is unique. Two
@@ -46,11 +55,7 @@ export type HoldLines = (bytes: number) => Promise<void>;
  */
 export async function validateInput(
   batch: BatchRecord,
-  files: BatchFiles | undefined,
-  store: BatchStore,
-  limits: BatchLimits,
-  readLine: JsonLineReader,
-  holdLines?: HoldLines,
+  { files, store, limits, readLine, holdLines }: BatchInput,
 ): Promise<InputCheck> {
   const checked = await readInput(batch, files, limits, readLine, undefined);
   if (!checked || checked.errors.length > 0) return checked ?? NO_FILE;

@@ -72,15 +72,9 @@ export class StorageQuota {
    * throws the refusal when neither fits; answers the bytes now reserved. Unchecked: counted, never refused. The
    * reservation lasts until `expiresMs` (default: `reservationTtlMs` from now, renewed as a write grows).
    */
-  async take(
-    owner: string,
-    id: string,
-    bytes: number,
-    floor: number,
-    checked: boolean,
-    expiresMs: number = this.now() + this.config.reservationTtlMs,
-  ): Promise<number> {
+  async take({ owner, id, bytes, floor, checked, expiresMs }: QuotaTake): Promise<number> {
     if (!this.store) return bytes;
+    expiresMs ??= this.now() + this.config.reservationTtlMs;
     try {
       if (!checked) {
         await this.store.reserve(id, owner, bytes, expiresMs);
@@ -130,6 +124,17 @@ export class StorageQuota {
   }
 }
 
+/** What `StorageQuota.take` reserves: `bytes` of `id` for `owner`, or at least `floor`; `checked`: refused when over. */
+export interface QuotaTake {
+  owner: string;
+  id: string;
+  bytes: number;
+  floor: number;
+  checked: boolean;
+  /** Until when the reservation lasts (default: the configured reservation TTL from now). */
+  expiresMs?: number;
+}
+
 /** One write's reservation: grown by `meter` as the bytes pass, ended by the record's insert or by `release`. */
 export class StorageReservation {
   private reserved = 0;
@@ -143,7 +148,8 @@ export class StorageReservation {
   ) {}
 
   async growTo(bytes: number, floor: number): Promise<void> {
-    this.reserved = Math.max(this.reserved, await this.quota.take(this.owner, this.id, bytes, floor, this.checked));
+    const { owner, id, checked } = this;
+    this.reserved = Math.max(this.reserved, await this.quota.take({ owner, id, bytes, floor, checked }));
   }
 
   /** Passes `content` on, growing the reservation before each chunk that would pass it (up to `maxBytes`). */

@@ -6,7 +6,7 @@ import { LEASE_MARGIN_MS, ModelCall, type CallInput, type CallMachinery } from '
 import type { ModelRouter, RoutePlan } from '../models/model-router.js';
 import type { PriceBook } from '../models/price-book.js';
 import type { RateLimitService } from '../limits/rate-limit-service.js';
-import { TargetRunner } from './try-targets.js';
+import { TargetRunner } from './target-runner.js';
 import type { UpstreamCapacities } from '../limits/upstream-capacity.js';
 import type { UpstreamPauses } from '../limits/upstream-pauses.js';
 

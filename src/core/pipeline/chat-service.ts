@@ -17,7 +17,7 @@ import type { ChatTarget } from '../models/model-router.js';
 import type { PricedUsage } from '../models/pricing.js';
 import { estimateTokens, type TokenEstimate } from '../limits/rate-limit-service.js';
 import type { AttemptTrace } from './trace-contract.js';
-import type { Answered } from './try-targets.js';
+import type { Answered } from './target-runner.js';
 
 export type { StartedStream } from './model-call.js';
 

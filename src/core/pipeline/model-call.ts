@@ -10,7 +10,7 @@ import type { RateState } from '../limits/rate-limit-headers.js';
 import type { Admission, Budget, RateLimitService, TokenEstimate } from '../limits/rate-limit-service.js';
 import { deliveredTokens } from '../limits/admission-estimate.js';
 import type { AttemptTrace, RequestTrace } from './trace-contract.js';
-import type { Answered, Attempt, TargetRunner } from './try-targets.js';
+import type { Answered, Attempt, TargetRunner } from './target-runner.js';
 
 /** What the caller's request brings to a model call (chat, a native forward, embeddings, a token count). */
 export interface CallInput {

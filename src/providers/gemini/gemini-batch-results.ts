@@ -39,14 +39,13 @@ export function chatLineResult(index: number, answer: unknown, context: ResultCo
   const response = item.response;
   const requestId = requestIdOf(isJsonObject(response) ? response.responseId : undefined);
   try {
-    const translated = fromGeminiResponse(
-      response,
-      context.model,
-      context.upstream,
-      `chatcmpl-${randomUUID()}`,
-      Math.floor(Date.now() / 1000),
-      context.secrets,
-    );
+    const translated = fromGeminiResponse(response, {
+      upstreamModel: context.model,
+      upstream: context.upstream,
+      id: `chatcmpl-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      secrets: context.secrets,
+    });
     if (!translated) return failed(index, invalid(context, 'a result has no candidates array'), requestId);
     const json = completionJson(translated.completion);
     return {

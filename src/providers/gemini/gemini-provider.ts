@@ -69,14 +69,13 @@ export class GeminiProvider implements Provider {
 
   async chat(body: ChatRequestBody, context: CallContext): Promise<ChatCompletionResult> {
     const { value } = await this.http.readJson(await this.send(body, context, false), context.signal);
-    const translated = fromGeminiResponse(
-      value,
-      body.model,
-      this.name,
-      `chatcmpl-${randomUUID()}`,
-      Math.floor(Date.now() / 1000),
-      this.secrets(context),
-    );
+    const translated = fromGeminiResponse(value, {
+      upstreamModel: body.model,
+      upstream: this.name,
+      id: `chatcmpl-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      secrets: this.secrets(context),
+    });
     if (!translated)
       throw new GatewayError('upstream_invalid_response', { upstream: this.name, reason: 'no candidates array' });
     const answer = scrubbedAnswer(completionJson(translated.completion), callScrubber(this.config.apiKey, context));
@@ -87,14 +86,14 @@ export class GeminiProvider implements Provider {
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     // The usage chunk always comes (limits, cost, a Responses stream's `usage`); hidden when the caller did not ask.
     const asked = options?.include_usage === true;
-    const translator = new GeminiStreamTranslator(
-      body.model,
-      `chatcmpl-${randomUUID()}`,
-      Math.floor(Date.now() / 1000),
-      this.name,
-      true,
-      this.secrets(context),
-    );
+    const translator = new GeminiStreamTranslator({
+      upstreamModel: body.model,
+      id: `chatcmpl-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      upstream: this.name,
+      includeUsage: true,
+      secrets: this.secrets(context),
+    });
     const scrub = ChatStreamScrub.of(callScrubber(this.config.apiKey, context), this.name);
     return readEventStream({
       upstream: this.name,

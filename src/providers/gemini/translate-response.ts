@@ -95,14 +95,20 @@ function readParts(
   return { text, calls };
 }
 
+/** What a Gemini answer is translated with: the model asked for, the upstream, the chat answer's id and time. */
+export interface GeminiAnswerContext {
+  upstreamModel: string;
+  upstream: string;
+  id: string;
+  created: number;
+  /** The keys of the call: scrubbed from whatever the upstream's errors say. */
+  secrets?: ReadonlyArray<string | undefined>;
+}
+
 /** A `generateContent` answer as an OpenAI `chat.completion` (pure), one choice per candidate. */
 export function fromGeminiResponse(
   response: unknown,
-  upstreamModel: string,
-  upstream: string,
-  id: string,
-  created: number,
-  secrets: ReadonlyArray<string | undefined> = [],
+  { upstreamModel, upstream, id, created, secrets = [] }: GeminiAnswerContext,
 ): { completion: ChatCompletion; usage: Usage | undefined } | undefined {
   if (typeof response !== 'object' || response === null) return undefined;
   const r = response as Response;
@@ -147,17 +153,26 @@ export class GeminiStreamTranslator {
   private calls = 0;
   private calledTools = false;
   private model: string;
+  private readonly id: string;
+  private readonly created: number;
+  private readonly upstream: string;
+  private readonly includeUsage: boolean;
+  private readonly secrets: ReadonlyArray<string | undefined>;
 
-  constructor(
-    upstreamModel: string,
-    private readonly id: string,
-    private readonly created: number,
-    private readonly upstream: string,
-    private readonly includeUsage: boolean,
-    /** The keys of the call: scrubbed from whatever the upstream's error events say. */
-    private readonly secrets: ReadonlyArray<string | undefined> = [],
-  ) {
+  constructor({
+    upstreamModel,
+    id,
+    created,
+    upstream,
+    includeUsage,
+    secrets = [],
+  }: GeminiAnswerContext & { includeUsage: boolean }) {
     this.model = upstreamModel;
+    this.id = id;
+    this.created = created;
+    this.upstream = upstream;
+    this.includeUsage = includeUsage;
+    this.secrets = secrets;
   }
 
   translate(data: string): ChatCompletionChunk[] {

@@ -50,6 +50,19 @@ export interface Continuation {
   previous: PreviousTurn;
 }
 
+/** A finished response to keep as a turn: its request, the turn it continues, its messages and its answer. */
+export interface FinishedTurn {
+  request: ResponsesRequest;
+  previous: PreviousTurn | undefined;
+  /** The request's own messages (not those of the turns it continues). */
+  input: readonly ChatMessage[];
+  response: ResponseObject;
+  /** The response as its JSON text. */
+  responseText: string;
+  /** The names the request's tools have upstream, and back. */
+  names?: ToolNames | undefined;
+}
+
 /**
  * Responses kept for `previous_response_id` and retrieval, in the state store (SQLite, or Redis shared by every
  * instance), per caller. Each stored turn holds only what its call added (its input and output) and the id of the
@@ -174,15 +187,7 @@ export class ResponseHistory {
    * continues. Never fails the call it belongs to: a store failure or a turn over `maxStoredBytes` is logged, and
    * the response is simply not kept (a later `previous_response_id` to it is a 404).
    */
-  async save(
-    caller: string,
-    request: ResponsesRequest,
-    previous: PreviousTurn | undefined,
-    input: readonly ChatMessage[],
-    response: ResponseObject,
-    responseText: string,
-    names?: ToolNames,
-  ): Promise<void> {
+  async save(caller: string, { request, previous, input, response, responseText, names }: FinishedTurn): Promise<void> {
     const { bounds, log, store } = this.options;
     const inputItems = JSON.stringify(inputItemsOf(request.input));
     const messages = JSON.stringify([...input, ...outputAsMessages(response.output, names)]);

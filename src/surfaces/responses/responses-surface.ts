@@ -150,7 +150,8 @@ async function save(
   json: string,
 ): Promise<void> {
   if (!history || !response.store) return;
-  await history.save(call.caller, state.request, state.previous, state.input, response, json, state.names);
+  const { request, previous, input, names } = state;
+  await history.save(call.caller, { request, previous, input, response, responseText: json, names });
 }
 
 /** The caller's body in UTF-8 bytes (what its body limit counted); 0 when the pipeline kept no raw text. */

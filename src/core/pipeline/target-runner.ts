@@ -161,13 +161,13 @@ export class TargetRunner {
           if (waiting) await waiting;
           const value = await run.attempt(target, scope, trace);
           handedOff = true;
-          return this.answered(run, target, tries, permit, value, trace, scope, slot);
+          return this.answered({ run, target, tries, permit, value, trace, scope, slot });
         } catch (error) {
           scope.dispose();
           slot.release();
           trace?.failed(error);
           const report = (next: AttemptReport['next']) =>
-            reportAttempt(this.options.observer, run, target, tries, error, scope, next);
+            reportAttempt(this.options.observer, { run, target, tryNumber: tries, error, scope, next });
           if (error instanceof ClientGoneError || scope.signal.reason instanceof ClientGoneError) {
             report('none');
             throw error;
@@ -208,21 +208,12 @@ export class TargetRunner {
   }
 
   /** A JSON answer settles its permit and is reported now; a stream's, when it ends (`Answered.end`). */
-  private answered<T>(
-    run: Run<T>,
-    target: ChatTarget,
-    tries: number,
-    permit: CircuitPermit,
-    value: T,
-    trace: AttemptTrace | undefined,
-    scope: CallScope,
-    slot: CapacitySlot,
-  ): Answered<T> {
+  private answered<T>({ run, target, tries, permit, value, trace, scope, slot }: AnsweredTry<T>): Answered<T> {
     if (run.settle === 'success') {
       scope.dispose();
       slot.release();
       permit.success();
-      reportAttempt(this.options.observer, run, target, tries, undefined, scope, 'none');
+      reportAttempt(this.options.observer, { run, target, tryNumber: tries, error: undefined, scope, next: 'none' });
       return { value, target, trace, scope, end: settledAlready };
     }
     permit.answered();
@@ -243,6 +234,18 @@ export class TargetRunner {
       cause: error.cause,
     });
   }
+}
+
+/** The try that answered, as `TargetRunner.answered` settles it. */
+interface AnsweredTry<T> {
+  run: Run<T>;
+  target: ChatTarget;
+  tries: number;
+  permit: CircuitPermit;
+  value: T;
+  trace: AttemptTrace | undefined;
+  scope: CallScope;
+  slot: CapacitySlot;
 }
 
 /** What a stream's answering try holds until the stream ends. */
@@ -278,23 +281,38 @@ class OpenAnswer<T> implements Answered<T> {
     else if (translation || failure instanceof ClientGoneError || this.scope.signal.reason instanceof ClientGoneError)
       permit.release();
     else settleFailed(permit, failure);
-    reportAttempt(observer, run, this.target, tries, failure, this.scope, 'none', translation);
+    reportAttempt(observer, {
+      run,
+      target: this.target,
+      tryNumber: tries,
+      error: failure,
+      scope: this.scope,
+      next: 'none',
+      translation,
+    });
   }
 }
 
 /** A JSON answer's `end`: its try was settled when it was read. */
 function settledAlready(): void {}
 
+/** One attempt's outcome, as `reportAttempt` tells it. */
+interface AttemptOutcome<T> {
+  run: Run<T>;
+  target: ChatTarget;
+  tryNumber: number;
+  /** The attempt's failure; `undefined` when it answered. */
+  error: unknown;
+  scope: CallScope;
+  next: AttemptReport['next'];
+  /** The failure is the gateway's translation of a well-formed answer, not the upstream's. */
+  translation?: boolean;
+}
+
 /** Tells the observer of one attempt's outcome (a stream's when it ended). */
 function reportAttempt<T>(
   observer: AttemptObserver | undefined,
-  run: Run<T>,
-  target: ChatTarget,
-  tryNumber: number,
-  error: unknown,
-  scope: CallScope,
-  next: AttemptReport['next'],
-  translation = false,
+  { run, target, tryNumber, error, scope, next, translation = false }: AttemptOutcome<T>,
 ): void {
   if (!observer) return;
   const gone =

@@ -7,7 +7,7 @@ import type { RequestTrace } from '../core/pipeline/trace-contract.js';
 import type { EmbeddingsRequestBody } from '../providers/provider-contract.js';
 import { EMBEDDINGS_CACHE_RULE, isObjectBody } from '../core/pipeline/answer-cache.js';
 import type { EmbeddingsSpec, SurfaceDescriptor } from '../surfaces/descriptor.js';
-import type { ChatIdempotency } from './chat-idempotency.js';
+import type { CallIdempotency } from './call-idempotency.js';
 import { callInputOf, recorderOf, sendRecordedAnswer, type AnswerKey, type AnsweredBefore } from './model-call-http.js';
 import type { ResponseCache } from './response-cache.js';
 
@@ -23,7 +23,7 @@ const OPENAI_EMBEDDINGS: EmbeddingsSpec = {
 export interface EmbeddingsHandlerOptions {
   embeddings: EmbeddingService;
   chat: ChatService;
-  idempotency: ChatIdempotency;
+  idempotency: CallIdempotency;
   beginTrace?: ((request: FastifyRequest) => RequestTrace) | undefined;
   cache?: ResponseCache | undefined;
   surface?: { descriptor: SurfaceDescriptor; spec: EmbeddingsSpec };

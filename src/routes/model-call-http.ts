@@ -5,7 +5,7 @@ import type { ChatService } from '../core/pipeline/chat-service.js';
 import type { CallInput } from '../core/pipeline/model-call.js';
 import { readIdempotencyKey } from '../core/pipeline/idempotency-key.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { AnswerRecorder, ChatIdempotency } from './chat-idempotency.js';
+import type { AnswerRecorder, CallIdempotency } from './call-idempotency.js';
 import { answerFromCache, bothRecorders, type ResponseCache } from './response-cache.js';
 import type { CacheRule } from '../core/pipeline/answer-cache.js';
 import { readUpstreamKey } from './chat-rules.js';
@@ -43,7 +43,7 @@ export function callInputOf(request: FastifyRequest, reply: FastifyReply, rawBod
 export async function claimIdempotencyKey(
   request: FastifyRequest,
   reply: FastifyReply,
-  idempotency: ChatIdempotency,
+  idempotency: CallIdempotency,
   extra?: string,
 ): Promise<AnswerRecorder | 'answered' | undefined> {
   const key = readIdempotencyKey(request.headers['idempotency-key']);
@@ -61,7 +61,7 @@ type AnswerRecording = AnswerRecorder | 'answered' | undefined;
  */
 export interface AnsweredBefore {
   chat: ChatService;
-  idempotency: ChatIdempotency;
+  idempotency: CallIdempotency;
   cache?: ResponseCache | undefined;
   answerKey: AnswerKey;
 }

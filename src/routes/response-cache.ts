@@ -6,7 +6,7 @@ import { SSE_HEADERS } from '../http/sse.js';
 import type { StoredResponse } from '../store/store-contract.js';
 import type { ChatService } from '../core/pipeline/chat-service.js';
 import type { CallInput } from '../core/pipeline/model-call.js';
-import { ANSWER_HEADERS, type ChatIdempotency } from './chat-idempotency.js';
+import { ANSWER_HEADERS, type CallIdempotency } from './call-idempotency.js';
 
 export { bothRecorders } from '../core/pipeline/answer-recorder.js';
 
@@ -134,7 +134,7 @@ export async function sendCached(
 export interface CacheHit {
   response: StoredResponse;
   claimed: AnswerRecorder | undefined;
-  deps: { chat: ChatService; idempotency: ChatIdempotency };
+  deps: { chat: ChatService; idempotency: CallIdempotency };
   model: string;
   call: CallInput;
 }

@@ -3,7 +3,7 @@ import { readIdempotencyKey, requestFingerprint } from '../core/pipeline/idempot
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { GatewayError, isGatewayError } from '../errors/gateway-error.js';
 import type { IdempotencyStore } from '../store/store-contract.js';
-import { REPLAYED_HEADER, beginClaim, replayable } from './chat-idempotency.js';
+import { REPLAYED_HEADER, beginClaim, replayable } from './call-idempotency.js';
 import { open, seal, sealedKeyName, type SealBinding } from '../secrets/sealing.js';
 
 export interface SealedIdempotencyOptions {

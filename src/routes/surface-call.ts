@@ -9,7 +9,7 @@ import { endBeforeAnswer, endClientGone } from '../http/request-end.js';
 import type { StreamBatch, StreamChunk, Usage } from '../providers/provider-contract.js';
 import { ClientGoneError } from '../errors/client-gone.js';
 import type { GatewayError } from '../errors/gateway-error.js';
-import { recordStream, type AnswerRecorder, type ChatIdempotency } from './chat-idempotency.js';
+import { recordStream, type AnswerRecorder, type CallIdempotency } from './call-idempotency.js';
 import { checkConversation } from './chat-rules.js';
 import {
   callInputOf,
@@ -111,7 +111,7 @@ export function answerKeyOf(descriptor: SurfaceDescriptor): AnswerKey {
 /** What the pipeline works with (one set per API surface). */
 export interface PipelineDeps {
   chat: ChatService;
-  idempotency: ChatIdempotency;
+  idempotency: CallIdempotency;
   bodyLimitBytes: number;
   /** Keep the answer text for webhook subscriptions that opted in to content. */
   captureAnswer?: boolean;

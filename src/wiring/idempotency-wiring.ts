@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
-import { ChatIdempotency } from '../routes/chat-idempotency.js';
+import { CallIdempotency } from '../routes/call-idempotency.js';
 import { SealedIdempotency } from '../routes/sealed-idempotency.js';
 import type { IdempotencyStore } from '../store/store-contract.js';
 
 /** `Idempotency-Key` on chat calls: stored answers and claims, renewed while a call runs; released on close. */
-export function wireIdempotency(app: FastifyInstance, config: GatewayConfig, store: IdempotencyStore): ChatIdempotency {
-  const idempotency = new ChatIdempotency({
+export function wireIdempotency(app: FastifyInstance, config: GatewayConfig, store: IdempotencyStore): CallIdempotency {
+  const idempotency = new CallIdempotency({
     store,
     ttlMs: config.idempotency.ttlMs,
     // Renewed every 10 s while the call runs; a crashed holder's claims free themselves within 30 s.

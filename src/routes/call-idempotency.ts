@@ -94,7 +94,7 @@ export function replayable(status: number): boolean {
  * request gets that answer again without calling the upstream; a retry while the first still runs gets 409 with
  * Retry-After; the same key with another request (another body, another `X-Upstream-Key`...) gets 422.
  */
-export class ChatIdempotency {
+export class CallIdempotency {
   private readonly running = new Set<IdempotencyClaim>();
   private heartbeat: NodeJS.Timeout | undefined;
 

@@ -4,12 +4,12 @@
  * given model entries. Registers its own before/after in the calling describe block.
  */
 import { after, before } from 'node:test';
-import { startMockAnthropic, type MockAnthropic } from './mock-anthropic-upstream.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from './upstreams/anthropic.js';
 import { started } from './started.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
 export interface AnthropicGateway {
-  readonly mock: MockAnthropic;
+  readonly mock: AnthropicUpstream;
   readonly gw: TestGateway;
 }
 
@@ -18,10 +18,10 @@ export interface AnthropicGateway {
  * `upstream`: more YAML lines of the upstream entry (`batch: gateway`...).
  */
 export function useAnthropicGateway(key: string, models: string[], upstream: string[] = []): AnthropicGateway {
-  let mock: MockAnthropic | undefined;
+  let mock: AnthropicUpstream | undefined;
   let gw: TestGateway | undefined;
   before(async () => {
-    mock = await startMockAnthropic({ requiredKey: key });
+    mock = await startAnthropicUpstream({ requiredKey: key });
     gw = await startGateway({
       env: { ANTHROPIC_TEST_KEY: key },
       configFile: {

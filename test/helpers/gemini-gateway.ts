@@ -4,20 +4,20 @@
  * (gemini-2.0-flash). Registers its own before/after/beforeEach (the mock's log reset) in the calling describe block.
  */
 import { after, before, beforeEach } from 'node:test';
-import { startMockGemini, type MockGemini } from './mock-gemini-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from './upstreams/gemini.js';
 import { started } from './started.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
 export interface GeminiGateway {
-  readonly mock: MockGemini;
+  readonly mock: GeminiUpstream;
   readonly gw: TestGateway;
 }
 
 export function useGeminiGateway(key: string): GeminiGateway {
-  let mock: MockGemini | undefined;
+  let mock: GeminiUpstream | undefined;
   let gw: TestGateway | undefined;
   before(async () => {
-    mock = await startMockGemini({ requiredKey: key });
+    mock = await startGeminiUpstream({ requiredKey: key });
     gw = await startGateway({
       env: { GEMINI_TEST_KEY: key },
       configFile: {

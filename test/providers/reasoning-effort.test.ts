@@ -10,7 +10,7 @@ import { toAnthropicRequest } from '../../src/providers/anthropic/translate-requ
 import { thinkingConfigFor } from '../../src/providers/gemini/thinking.js';
 import { toGeminiRequest } from '../../src/providers/gemini/translate-request.js';
 import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
-import { startMockGemini, type MockGemini } from '../helpers/mock-gemini-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../helpers/upstreams/gemini.js';
 import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
@@ -202,10 +202,10 @@ describe('reasoning_effort of a chat caller, to an Anthropic upstream (real sock
 
 describe('reasoning_effort of a chat caller, to a Gemini upstream (real sockets)', () => {
   const KEY = 'gemini-effort-0123456789';
-  let mock: MockGemini;
+  let mock: GeminiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockGemini({ requiredKey: KEY });
+    mock = await startGeminiUpstream({ requiredKey: KEY });
     gw = await startGateway({
       env: { GEMINI_EFFORT_KEY: KEY },
       configFile: {

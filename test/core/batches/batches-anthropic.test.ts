@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
-import { ANTHROPIC_MOCK_ID } from '../../helpers/mock-anthropic-upstream.js';
+import { ANTHROPIC_MOCK_ID } from '../../helpers/upstreams/anthropic.js';
 import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN } from '../../helpers/gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from '../../helpers/batch-fixtures.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
-import { ANTHROPIC_MOCK_ID } from '../../helpers/mock-anthropic-upstream.js';
+import { ANTHROPIC_MOCK_ID } from '../../helpers/upstreams/anthropic.js';
 import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
 import { call, fieldsOf } from '../../helpers/http.js';
 import { useMockedGateway } from '../../helpers/mocked-gateway.js';

@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
-import { ANTHROPIC_TOOL_ID } from '../../helpers/mock-anthropic-upstream.js';
+import { ANTHROPIC_TOOL_ID } from '../../helpers/upstreams/anthropic.js';
 import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
 import { call } from '../../helpers/http.js';
 import { useMockedGateway } from '../../helpers/mocked-gateway.js';

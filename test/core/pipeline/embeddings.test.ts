@@ -5,9 +5,8 @@ import { embed, embedMany } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
 import { mockVector } from '../../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { startGeminiUpstream, type GeminiUpstream } from '../../helpers/upstreams/gemini.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
 import { newApiKey } from '../../../src/auth/api-key.js';
@@ -23,7 +22,7 @@ const MODELS = [
 ].join('\n');
 
 describe('embeddings through an OpenAI-compatible upstream, with real clients', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
     configFile: { name: 'models.yaml', text: MODELS },
   });

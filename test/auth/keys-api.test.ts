@@ -1,9 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import { createHash, randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { authHeaders } from '../helpers/gateway.js';
+import { authHeaders, useGateway } from '../helpers/gateway.js';
 import { call, fieldsOf } from '../helpers/http.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { waitForValue } from '../helpers/wait.js';
 import { started } from '../helpers/started.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -27,7 +26,7 @@ interface ShownKey {
 }
 
 describe('the admin keys API (?route=keys)', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: 'sk-keys-api-upstream-0123456789' } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: 'sk-keys-api-upstream-0123456789' } });
   // POST creates or rotates: its answer shows the new secret, once, by design.
   const admin = (method: string, query = '', body?: unknown) =>
     call(fixture.url(`${KEYS}${query}`), {
@@ -300,7 +299,7 @@ describe('the admin keys API: Idempotency-Key on create and rotate, key events, 
     await canary?.close();
     await regular?.close();
   });
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: 'sk-keys-api-upstream-0123456789', WH_SECRET: SECRET },
     configFile: {
       name: 'keys-events.json',

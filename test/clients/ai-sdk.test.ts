@@ -2,11 +2,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateText, streamText } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { ADMIN_TOKEN } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { ADMIN_TOKEN, useGateway } from '../helpers/gateway.js';
 
 describe('the Vercel AI SDK (ai + @ai-sdk/openai) against the gateway, base URL and key changed only', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: 'sk-ai-sdk-upstream-key-0123456789' } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: 'sk-ai-sdk-upstream-key-0123456789' } });
   const provider = () => createOpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: ADMIN_TOKEN });
 
   test('generateText with the default model (the Responses API): the text and the usage', async () => {

@@ -10,9 +10,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { startMockAnthropic, type MockAnthropic } from '../helpers/mock-anthropic-upstream.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../helpers/upstreams/anthropic.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
-import { startMockGemini, type MockGemini } from '../helpers/mock-gemini-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../helpers/upstreams/gemini.js';
 import { call } from '../helpers/http.js';
 import { namedEvents, readStream, type NamedEvent } from '../helpers/sse-client.js';
 import { waitForValue } from '../helpers/wait.js';
@@ -191,14 +191,14 @@ const GEMINI_TEXT_TURN = [
 ];
 
 describe("Claude Code's recorded traffic through the gateway", () => {
-  let anthropic: MockAnthropic;
+  let anthropic: AnthropicUpstream;
   let chat: OpenAiUpstream;
-  let gemini: MockGemini;
+  let gemini: GeminiUpstream;
   let gw: TestGateway;
   before(async () => {
-    anthropic = await startMockAnthropic({ requiredKey: KEYS.anthropic });
+    anthropic = await startAnthropicUpstream({ requiredKey: KEYS.anthropic });
     chat = await startOpenAiUpstream({ requiredKey: KEYS.chat });
-    gemini = await startMockGemini({ requiredKey: KEYS.gemini });
+    gemini = await startGeminiUpstream({ requiredKey: KEYS.gemini });
     gw = await startGateway({
       env: { CC_ANTHROPIC_KEY: KEYS.anthropic, CC_CHAT_KEY: KEYS.chat, CC_GEMINI_KEY: KEYS.gemini },
       configFile: {

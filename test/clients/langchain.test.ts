@@ -2,11 +2,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChatOpenAI } from '@langchain/openai';
 import { MOCK_CONTENT } from '../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { ADMIN_TOKEN, useGateway } from '../helpers/gateway.js';
 
 describe('LangChain (@langchain/openai ChatOpenAI) against the gateway, base URL and key changed only', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: 'sk-langchain-upstream-key-0123456789' } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: 'sk-langchain-upstream-key-0123456789' } });
   const model = (useResponsesApi: boolean) =>
     new ChatOpenAI({
       model: 'gpt-4o-mini',

@@ -12,9 +12,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, startGateway, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { chromiumSkipReason, launchChromium } from '../helpers/services.js';
 import { waitForValue } from '../helpers/wait.js';
 import { AdminAuthenticator } from '../../src/auth/admin-auth.js';
@@ -43,7 +42,7 @@ interface ListedKey {
   budget_left: { tokens_left: number | null; tokens_used: number; period_seconds: number } | null;
 }
 
-const fixture = useMockedGateway({
+const fixture = useGateway({
   configFile: {
     name: 'dashboard-keys.json',
     text: JSON.stringify({

@@ -1,7 +1,10 @@
 /**
  * Starts the real gateway application (buildApp, the real SQLite store, real providers) on 127.0.0.1 port 0 and
  * captures every log line it writes, so tests can assert on what was logged as well as on what was answered.
+ * `useGateway` is the fixture most tests share: a mock upstream of one wire format on a real socket and the gateway
+ * in front of it, started and closed by the calling describe block's own hooks.
  */
+import { after, before, beforeEach } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +16,10 @@ import { openDependencies } from '../../src/dependencies.js';
 import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { SurfaceDescriptor } from '../../src/surfaces/descriptor.js';
 import { captureSecrets, captureText } from './capture.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from './upstreams/openai.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from './upstreams/anthropic.js';
+import { startGeminiUpstream, type GeminiUpstream } from './upstreams/gemini.js';
+import { started } from './started.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -97,4 +104,107 @@ export const CHAT_PATH = '/v1/?route=chat';
 
 export function chatBody(extra: Record<string, unknown> = {}): string {
   return JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello?' }], ...extra });
+}
+
+/** The mock upstream of each wire format. */
+interface Mocks {
+  openai: OpenAiUpstream;
+  anthropic: AnthropicUpstream;
+  gemini: GeminiUpstream;
+}
+export type UpstreamKind = keyof Mocks;
+
+export interface GatewayFixture<K extends UpstreamKind> {
+  readonly mock: Mocks[K];
+  readonly gw: TestGateway;
+  /** The gateway's URL for `path` (e.g. CHAT_PATH). */
+  url(path: string): string;
+}
+
+export interface UseGatewayOptions<K extends UpstreamKind> extends Omit<StartOptions, 'configFile'> {
+  /** The mock's wire format (default `openai`). */
+  upstream?: K;
+  /** The key the mock requires (refused otherwise); the gateway's upstream is given it. */
+  key?: string;
+  /**
+   * The config file; its text may be built from the mock's base URL. Without one, an `openai` mock is the
+   * gateway's `UPSTREAM_BASE_URL`, and an `anthropic` or `gemini` one is the config's one upstream, named `claude`
+   * or `google`, serving `models` (YAML lines of model entries, e.g. `- { id: claude-fast, upstream: claude,
+   * upstream_model: ... }`), with `upstreamLines` more lines of its entry (`batch: gateway`...).
+   */
+  configFile?: { name: string; text: string | ((mockBaseUrl: string) => string) };
+  models?: string[];
+  upstreamLines?: string[];
+  /** Forget the mock's requests and script before each test (default true). */
+  resetEachTest?: boolean;
+}
+
+const STARTS: { [K in UpstreamKind]: (options: { requiredKey?: string }) => Promise<Mocks[K]> } = {
+  openai: startOpenAiUpstream,
+  anthropic: startAnthropicUpstream,
+  gemini: startGeminiUpstream,
+};
+
+/** The one upstream of an `anthropic` or `gemini` fixture: its name, the key's variable, its default models. */
+const NATIVE = {
+  anthropic: { name: 'claude', keyEnv: 'ANTHROPIC_TEST_KEY', models: [] as string[] },
+  gemini: {
+    name: 'google',
+    keyEnv: 'GEMINI_TEST_KEY',
+    models: ['- { id: flash, upstream: google, upstream_model: gemini-2.0-flash }'],
+  },
+};
+
+export function useGateway<K extends UpstreamKind = 'openai'>(options: UseGatewayOptions<K> = {}): GatewayFixture<K> {
+  const kind = options.upstream ?? 'openai';
+  let mock: Mocks[K] | undefined;
+  let gw: TestGateway | undefined;
+  before(async () => {
+    const upstream = (await STARTS[kind](options.key === undefined ? {} : { requiredKey: options.key })) as Mocks[K];
+    mock = upstream;
+    const file = options.configFile;
+    const env: Record<string, string | undefined> = {};
+    let configFile: { name: string; text: string } | undefined;
+    if (file)
+      configFile = { name: file.name, text: typeof file.text === 'string' ? file.text : file.text(upstream.baseUrl) };
+    if (kind === 'openai') {
+      env.UPSTREAM_BASE_URL = upstream.baseUrl;
+      if (options.key !== undefined) env.UPSTREAM_API_KEY = options.key;
+    } else {
+      const native = NATIVE[kind as Exclude<UpstreamKind, 'openai'>];
+      if (options.key !== undefined) env[native.keyEnv] = options.key;
+      configFile ??= {
+        name: `${kind}.yaml`,
+        text: [
+          'upstreams:',
+          `  - name: ${native.name}`,
+          `    kind: ${kind}`,
+          `    base_url: ${upstream.baseUrl}`,
+          `    api_key_env: ${native.keyEnv}`,
+          ...(options.upstreamLines ?? []).map((line) => `    ${line}`),
+          'models:',
+          ...(options.models ?? native.models).map((m) => `  ${m}`),
+        ].join('\n'),
+      };
+    }
+    gw = await startGateway({
+      ...(options.surfaces ? { surfaces: options.surfaces } : {}),
+      env: { ...env, ...options.env },
+      ...(configFile ? { configFile } : {}),
+    });
+  });
+  after(async () => {
+    await gw?.close();
+    await mock?.close();
+  });
+  if (options.resetEachTest !== false) beforeEach(() => mock?.reset());
+  return {
+    get mock() {
+      return started(mock, 'useGateway');
+    },
+    get gw() {
+      return started(gw, 'useGateway');
+    },
+    url: (path) => `${started(gw, 'useGateway').url}${path}`,
+  };
 }

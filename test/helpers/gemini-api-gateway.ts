@@ -3,9 +3,9 @@
  * `gemini-2.0-flash` under its own name; the embedding model `gemini-embed`), a chat-completions one (`gpt-4o-mini`,
  * the embedding model `embed-small`) and an Anthropic one (`claude-fast`); more config lines as the test needs.
  */
-import { startMockGemini, type MockGemini } from './mock-gemini-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from './upstreams/gemini.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from './upstreams/openai.js';
-import { startMockAnthropic, type MockAnthropic } from './mock-anthropic-upstream.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from './upstreams/anthropic.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
 export const GEMINI_KEY = 'gemini-upstream-key-0123456789';
@@ -13,9 +13,9 @@ export const OPENAI_KEY = 'sk-openai-upstream-0123456789';
 
 /** The three mocks and the gateway in front of them. */
 export interface ThreeUpstreams {
-  gemini: MockGemini;
+  gemini: GeminiUpstream;
   openai: OpenAiUpstream;
-  anthropic: MockAnthropic;
+  anthropic: AnthropicUpstream;
   gw: TestGateway;
 }
 
@@ -25,9 +25,9 @@ export async function startThreeUpstreams(
   /** More upstream lines; `{openai}` stands for the chat mock's base URL. */
   extraUpstreams: string[] = [],
 ) {
-  const gemini = await startMockGemini({ requiredKey: GEMINI_KEY });
+  const gemini = await startGeminiUpstream({ requiredKey: GEMINI_KEY });
   const openai = await startOpenAiUpstream({ requiredKey: OPENAI_KEY });
-  const anthropic = await startMockAnthropic();
+  const anthropic = await startAnthropicUpstream();
   const gw = await startGateway({
     env: { GEMINI_KEY, OPENAI_KEY, ANTHROPIC_KEY: 'sk-ant-0123456789', ...env },
     configFile: {

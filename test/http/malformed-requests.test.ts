@@ -1,8 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { CHAT_PATH, authHeaders, chatBody, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
 
@@ -25,7 +24,7 @@ function bodyOf(raw: string): { code: string; details: Record<string, unknown> }
 }
 
 describe('malformed requests still get {code, message, details}', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     // A model whose body the gateway re-serialises (another upstream model name): deep JSON broke that too.
     configFile: {
       name: 'renamed.yaml',

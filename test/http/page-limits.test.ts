@@ -4,14 +4,13 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
-import { authHeaders } from '../helpers/gateway.js';
+import { authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
 const NOT_DIGITS = ['1e2', '0x10', '1e0', '5.0', '+5', ' 5', '0', '-1', '', '1'.repeat(40)];
 
 describe('page sizes: decimal digits only, on every paged route', () => {
-  const fixture = useMockedGateway();
+  const fixture = useGateway();
 
   async function expectRefused(path: string, max: number): Promise<void> {
     for (const limit of NOT_DIGITS) {

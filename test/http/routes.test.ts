@@ -1,13 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { authHeaders, chatBody } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { authHeaders, chatBody, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 describe('routes, pages and versioning', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: 'sk-routes-test-upstream-key' },
     configFile: {
       name: 'gateway.yaml',

@@ -7,8 +7,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv, type ErrorObject } from 'ajv';
-import { CHAT_PATH, authHeaders } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { CHAT_PATH, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { boundedView, viewPlan, VIEW_NODES } from '../../src/http/schema-view.js';
 import { boundedValidatorCompiler } from '../../src/http/bounded-validation.js';
@@ -24,7 +23,7 @@ const CPU_BOUND_MS = 300;
 const RSS_BOUND_MB = 150;
 
 describe('a body of 500,000 wrong-typed items (1 MB) on each model route', () => {
-  const fixture = useMockedGateway();
+  const fixture = useGateway();
   const items = `[${Array(500_000).fill('1').join(',')}]`;
   const cases = [
     { route: 'chat', path: CHAT_PATH, body: `{"model":"gpt-4o-mini","messages":${items}}`, field: 'messages[0]' },

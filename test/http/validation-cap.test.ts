@@ -1,12 +1,11 @@
 /** A 400 names at most 50 problems (docs/errors.md) and says how many it left out, whichever check found them. */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CHAT_PATH, authHeaders } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { CHAT_PATH, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
 describe('validation_failed is capped at 50 problems', () => {
-  const fixture = useMockedGateway({ env: { BODY_LIMIT_BYTES: String(8 * 1024 * 1024) } });
+  const fixture = useGateway({ env: { BODY_LIMIT_BYTES: String(8 * 1024 * 1024) } });
 
   const many = 40_000;
   const cases = [

@@ -1,8 +1,7 @@
 /** Prometheus metrics from real traffic, scraped from the gateway's /metrics behind the admin token. */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { CHAT_PATH, authHeaders, chatBody, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
 
@@ -18,7 +17,7 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 }
 
 describe('Prometheus metrics', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     configFile: {
       name: 'metrics.json',
       text: JSON.stringify({

@@ -8,11 +8,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders } from '../helpers/gateway.js';
-import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
-import { useGeminiGateway } from '../helpers/gemini-gateway.js';
 import { dataFrames, namedEvents, readStream } from '../helpers/sse-client.js';
 
 const USAGE = { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 };
@@ -135,7 +132,7 @@ const invalidArguments = (callId: string) => ({
 });
 
 describe('non-streamed answers of an OpenAI-compatible upstream', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     configFile: {
       name: 'circuit.yaml',
       text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker: { failure_threshold: 2, cooldown_seconds: 60 }\n',
@@ -388,9 +385,13 @@ describe('non-streamed answers of an OpenAI-compatible upstream', () => {
 });
 
 describe('non-streamed answers of an Anthropic upstream, translated to chat and Responses', () => {
-  const fx = useAnthropicGateway('sk-ant-answer-faults-0123456789', [
-    '- { id: claude-x, upstream: claude, upstream_model: claude-haiku-4-5 }',
-  ]);
+  const fx = useGateway({
+    upstream: 'anthropic',
+    key: 'sk-ant-answer-faults-0123456789',
+    models: ['- { id: claude-x, upstream: claude, upstream_model: claude-haiku-4-5 }'],
+    // A count below is of the calls of this describe's tests together.
+    resetEachTest: false,
+  });
   const M = 'claude-haiku-4-5';
   const post = async (path: string, body: string) =>
     call(`${fx.gw.url}${path}`, { method: 'POST', headers: authHeaders(), body });
@@ -492,7 +493,7 @@ describe('non-streamed answers of an Anthropic upstream, translated to chat and 
 });
 
 describe('non-streamed answers of a Gemini upstream, translated to chat, Responses and Messages', () => {
-  const fx = useGeminiGateway('gemini-answer-faults-0123456789');
+  const fx = useGateway({ upstream: 'gemini', key: 'gemini-answer-faults-0123456789' });
   const M = 'gemini-2.0-flash';
   const post = async (path: string, body: string) =>
     call(`${fx.gw.url}${path}`, { method: 'POST', headers: authHeaders(), body });

@@ -7,8 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import type { Behavior } from '../helpers/upstreams/openai.js';
-import { CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { CHAT_PATH, authHeaders, chatBody, useGateway } from '../helpers/gateway.js';
 import { dataFrames, readStream } from '../helpers/sse-client.js';
 
 const CONFIGURED_KEY = 'sk-hostile-configured-0123456789abcdefXYZ';
@@ -55,7 +54,7 @@ function assertNoPieceOf(secret: string, text: string, where: string): void {
 }
 
 describe('a hostile upstream', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: CONFIGURED_KEY },
     configFile: {
       name: 'no-breaker.yaml',

@@ -9,9 +9,8 @@ import { thinkingFor, type ThinkingTarget } from '../../src/providers/anthropic/
 import { toAnthropicRequest } from '../../src/providers/anthropic/translate-request.js';
 import { thinkingConfigFor } from '../../src/providers/gemini/thinking.js';
 import { toGeminiRequest } from '../../src/providers/gemini/translate-request.js';
-import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
-import { startMockGemini, type MockGemini } from '../helpers/mock-gemini-upstream.js';
-import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../helpers/upstreams/gemini.js';
+import { CHAT_PATH, authHeaders, startGateway, type TestGateway, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 
 const target = (model: string, extra: Partial<ThinkingTarget> = {}): ThinkingTarget => ({
@@ -168,10 +167,14 @@ describe('reasoning_effort as Gemini thinkingConfig (pure)', () => {
 
 describe('reasoning_effort of a chat caller, to an Anthropic upstream (real sockets)', () => {
   const KEY = 'sk-ant-effort-0123456789';
-  const fx = useAnthropicGateway(KEY, [
-    '- { id: opus, upstream: claude, upstream_model: claude-opus-4-8 }',
-    '- { id: sonnet, upstream: claude, upstream_model: claude-sonnet-4-5-20250929 }',
-  ]);
+  const fx = useGateway({
+    upstream: 'anthropic',
+    key: KEY,
+    models: [
+      '- { id: opus, upstream: claude, upstream_model: claude-opus-4-8 }',
+      '- { id: sonnet, upstream: claude, upstream_model: claude-sonnet-4-5-20250929 }',
+    ],
+  });
 
   test('what Anthropic receives: adaptive + effort for Opus 4.8, a budget for Sonnet 4.5', async () => {
     const chat = (model: string) =>
@@ -202,10 +205,10 @@ describe('reasoning_effort of a chat caller, to an Anthropic upstream (real sock
 
 describe('reasoning_effort of a chat caller, to a Gemini upstream (real sockets)', () => {
   const KEY = 'gemini-effort-0123456789';
-  let mock: MockGemini;
+  let mock: GeminiUpstream;
   let gw: TestGateway;
   before(async () => {
-    mock = await startMockGemini({ requiredKey: KEY });
+    mock = await startGeminiUpstream({ requiredKey: KEY });
     gw = await startGateway({
       env: { GEMINI_EFFORT_KEY: KEY },
       configFile: {

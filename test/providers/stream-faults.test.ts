@@ -7,10 +7,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
-import { CHAT_PATH, authHeaders } from '../helpers/gateway.js';
-import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
+import { CHAT_PATH, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { dataFrames, namedEvents, readStream } from '../helpers/sse-client.js';
 
 const chunkLine = (choice: Record<string, unknown>) =>
@@ -50,7 +48,7 @@ const MESSAGES_TEXT_EVENTS = [
 ];
 
 describe('translated streams over an OpenAI-compatible upstream', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     configFile: {
       name: 'circuit.yaml',
       text: 'limits:\n  upstream_pause_max_seconds: 0\ncircuit_breaker: { failure_threshold: 2, cooldown_seconds: 60 }\n',
@@ -343,7 +341,7 @@ const rawStream = (frames: string[]) => ({
 });
 
 describe("native streams: a frame that is not one of the API's events is refused, not passed on", () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_KIND: 'openai' },
     configFile: { name: 'p.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },
   });
@@ -395,9 +393,11 @@ describe("native streams: a frame that is not one of the API's events is refused
 });
 
 describe('native streams to Anthropic: a frame that is not one of its events is refused', () => {
-  const fx = useAnthropicGateway('sk-ant-native-frames-0123456789', [
-    '- { id: claude-x, upstream: claude, upstream_model: claude-haiku-4-5 }',
-  ]);
+  const fx = useGateway({
+    upstream: 'anthropic',
+    key: 'sk-ant-native-frames-0123456789',
+    models: ['- { id: claude-x, upstream: claude, upstream_model: claude-haiku-4-5 }'],
+  });
   const start =
     'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-haiku-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}\n\n';
   const rest = [

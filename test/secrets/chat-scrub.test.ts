@@ -7,12 +7,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ADMIN_TOKEN, authHeaders } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { dataFrames, readStream } from '../helpers/sse-client.js';
 import type { Behavior } from '../helpers/upstreams/openai.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
-import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from '../helpers/batch-fixtures.js';
 import { KeyScrubber, scrubAnswer } from '../../src/secrets/key-scrubber.js';
 import { KeyTexts } from '../../src/secrets/key-texts.js';
@@ -108,7 +106,7 @@ const echoingJson: Behavior = {
 };
 
 describe('chat on the OpenAI-compatible passthrough: the key the upstream echoes never reaches the caller', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
     configFile: { name: 'gw.yaml', text: QUICK_BATCHES },
   });
@@ -239,7 +237,11 @@ describe('chat on the OpenAI-compatible passthrough: the key the upstream echoes
 
 describe('chat on Anthropic, translated: the key never reaches the caller', () => {
   const KEY = 'sk-ant-api03-chatScrubAnthropicKey0123456789abcdefghij';
-  const fixture = useAnthropicGateway(KEY, ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }']);
+  const fixture = useGateway({
+    upstream: 'anthropic',
+    key: KEY,
+    models: ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }'],
+  });
   const body = (stream: boolean) =>
     JSON.stringify({ model: 'claude', stream, messages: [{ role: 'user', content: 'echo' }] });
   const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -265,7 +267,11 @@ describe('chat on Anthropic, translated: the key never reaches the caller', () =
 
 describe('native answers: only the keys of the call, in a bounded time', () => {
   const KEY = 'sk-ant-api03-nativeScrubAnthropicKey0123456789abcdefghij';
-  const fixture = useAnthropicGateway(KEY, ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }']);
+  const fixture = useGateway({
+    upstream: 'anthropic',
+    key: KEY,
+    models: ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }'],
+  });
   const WORDS = 'a key-value-store, sk-learn-tutorial, pk-test-values and xai-grok-models';
 
   test('a Messages stream forwarded natively: the key is scrubbed, words that merely look like keys are not', async () => {

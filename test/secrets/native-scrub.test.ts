@@ -6,11 +6,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { ADMIN_TOKEN, authHeaders } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import type { Behavior } from '../helpers/upstreams/openai.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
-import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
 import { scrubAnswer } from '../../src/secrets/key-scrubber.js';
 
 const UPSTREAM_KEY = 'sk-scrub-upstream-key-0123456789abcdefXYZ';
@@ -52,7 +50,7 @@ const echoingResponse: Behavior = {
 };
 
 describe('non-streamed native answers are scrubbed of the provider key', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
 
   test("a Responses answer forwarded natively: the configured key and the caller's X-Upstream-Key, whole or a piece", async () => {
     for (const [headers, key] of [
@@ -112,7 +110,11 @@ describe('non-streamed native answers are scrubbed of the provider key', () => {
 
 describe('a Messages answer forwarded natively to Anthropic is scrubbed of the key', () => {
   const KEY = 'sk-ant-scrub-key-0123456789abcdefghij';
-  const fixture = useAnthropicGateway(KEY, ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }']);
+  const fixture = useGateway({
+    upstream: 'anthropic',
+    key: KEY,
+    models: ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }'],
+  });
 
   test('the key in the message text is gone; the rest of the answer is as Anthropic wrote it', async () => {
     fixture.mock.enqueue({ kind: 'message', text: `I was called with ${KEY} and ${KEY.slice(3, 30)}` });

@@ -8,9 +8,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { authHeaders } from '../helpers/gateway.js';
+import { authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
 import { dataFrames, namedEvents, readStream } from '../helpers/sse-client.js';
 
 /** What the caller asks for, what the gateway asks the upstream for, and what the upstream says answered. */
@@ -102,7 +101,7 @@ const SURFACES: Surface[] = [
 ];
 
 describe('which model an answer names: the upstream’s, else the one asked of it; JSON and stream alike', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     configFile: {
       name: 'models.yaml',
       text: `models:\n  - { id: ${ASKED}, upstream: default, upstream_model: ${SENT} }\n`,

@@ -3,15 +3,14 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, useGateway } from '../helpers/gateway.js';
 import { call, fieldsOf } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-configured-upstream-key-1234567890';
 
 describe('chat route, non-streamed', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY, BODY_LIMIT_BYTES: '4096' },
   });
 

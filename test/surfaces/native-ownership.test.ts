@@ -8,15 +8,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { ADMIN_TOKEN, authHeaders } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { startOpenAiUpstream, type Behavior, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../helpers/services.js';
 import { connectRedis } from '../../src/store/redis/connect.js';
 import { RedisKeyStore } from '../../src/store/redis/redis-keys.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
-import { useAnthropicGateway } from '../helpers/anthropic-gateway.js';
 import { namedEvents, readStream } from '../helpers/sse-client.js';
 import { newApiKey } from '../../src/auth/api-key.js';
 import { scopedKey } from '../helpers/scoped-key.js';
@@ -109,7 +107,7 @@ function nativeStream(id: string, cut = false): Behavior {
 }
 
 describe('native Responses ids belong to the caller that made them', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' } });
   const nativeCalls = () => fixture.mock.requests.filter((r) => r.path === '/v1/responses');
   const create = (headers: Record<string, string>, fields: Record<string, unknown>) =>
     call(fixture.url('/v1/responses'), {
@@ -251,7 +249,11 @@ describe('native Responses ids belong to the caller that made them', () => {
 
 describe('an Anthropic code-execution container belongs to the caller whose call made it', () => {
   const KEY = 'sk-ant-native-owner-key-0123456789';
-  const fixture = useAnthropicGateway(KEY, ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }']);
+  const fixture = useGateway({
+    upstream: 'anthropic',
+    key: KEY,
+    models: ['- { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5 }'],
+  });
   const send = (credential: string, fields: Record<string, unknown>) =>
     call(`${fixture.gw.url}/v1/messages`, {
       method: 'POST',

@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { MOCK_STREAM_ERROR, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody } from '../helpers/gateway.js';
-import { useMockedGateway } from '../helpers/mocked-gateway.js';
+import { ADMIN_TOKEN, CHAT_PATH, authHeaders, chatBody, useGateway } from '../helpers/gateway.js';
 import { assembleContent, dataFrames, readStream } from '../helpers/sse-client.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -13,7 +12,7 @@ const chunkJson = (content: string, extra = '') =>
   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini"${extra},"choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}`;
 
 describe('chat route, streamed', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: 'sk-stream-test-upstream-key', UPSTREAM_IDLE_TIMEOUT_MS: '300' },
     // A 429 test below must not pause the upstream for the tests after it (pauses: upstream-pauses.test.ts).
     configFile: {

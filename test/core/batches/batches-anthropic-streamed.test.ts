@@ -8,8 +8,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
-import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { anthropicBatchRequest, untilEnded } from '../../helpers/batch-fixtures.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -26,7 +25,7 @@ const CONFIG = [
 const PATH = '/v1/messages/batches';
 
 describe('Anthropic batch create, streamed', () => {
-  const fixture = useMockedGateway({ configFile: { name: 'gw.yaml', text: CONFIG } });
+  const fixture = useGateway({ configFile: { name: 'gw.yaml', text: CONFIG } });
   const post = (body: string | Buffer, headers: Record<string, string> = {}) =>
     call(fixture.url(PATH), {
       method: 'POST',

@@ -6,11 +6,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
-import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
-import { ANTHROPIC_MOCK_ID } from '../../helpers/mock-anthropic-upstream.js';
+import { ANTHROPIC_MOCK_ID } from '../../helpers/upstreams/anthropic.js';
 import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, useGateway } from '../../helpers/gateway.js';
 import { QUICK_BATCHES, makeKey, untilEnded } from '../../helpers/batch-fixtures.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -28,7 +26,7 @@ async function resultsOf(client: Anthropic, id: string) {
 }
 
 describe('Anthropic Message Batches over a translated (OpenAI-shaped) upstream', () => {
-  const fixture = useMockedGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
+  const fixture = useGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
 
   test('create, retrieve until ended, results: each line answered once, as the owner; another caller gets 404', async () => {
     const alice = new Anthropic({ baseURL: fixture.gw.url, apiKey: await makeKey(fixture.gw.url, 'alice') });
@@ -156,11 +154,12 @@ describe('Anthropic Message Batches over a translated (OpenAI-shaped) upstream',
 describe('Anthropic Message Batches over a native Anthropic upstream, run by the gateway', () => {
   // `batch: gateway`: the lines are run by the gateway one by one (forwarding to Anthropic's own Message Batches
   // is test/core/batches/batches-native-anthropic.test.ts).
-  const fixture = useAnthropicGateway(
-    'sk-ant-batch-test-0123456789',
-    ['- { id: claude-batch, upstream: claude, upstream_model: claude-3-5-haiku-20241022 }'],
-    ['batch: gateway'],
-  );
+  const fixture = useGateway({
+    upstream: 'anthropic',
+    key: 'sk-ant-batch-test-0123456789',
+    models: ['- { id: claude-batch, upstream: claude, upstream_model: claude-3-5-haiku-20241022 }'],
+    upstreamLines: ['batch: gateway'],
+  });
 
   test('each line forwarded natively to the upstream once, its message passed through', async () => {
     const client = new Anthropic({ baseURL: fixture.gw.url, apiKey: ADMIN_TOKEN });

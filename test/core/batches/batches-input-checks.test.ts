@@ -8,7 +8,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
+import { useGateway } from '../../helpers/gateway.js';
 import { QUICK_BATCHES, makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
 
 const chatLine = (customId: string, content = 'hi') =>
@@ -20,7 +20,7 @@ const chatLine = (customId: string, content = 'hi') =>
   });
 
 describe('OpenAI batch input: checked whole before a line is stored', () => {
-  const fixture = useMockedGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
+  const fixture = useGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
   /** The line rows the store holds for a batch (the SQLite file the gateway writes). */
   const storedLines = (batchId: string): number =>
     Number(

@@ -14,14 +14,14 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../../helpers/gateway.js';
-import { startMockAnthropicBatches, type MockAnthropicBatches } from '../../helpers/mock-anthropic-batches.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
 import { makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const UPSTREAM_KEY = 'sk-ant-upstream-batches-0123456789abcdef';
 const UPSTREAM_MODEL = 'claude-haiku-4-5-20251001';
 
-function configText(mock: MockAnthropicBatches): string {
+function configText(mock: AnthropicUpstream): string {
   return [
     'upstreams:',
     `  - { name: claude, kind: anthropic, base_url: "${mock.baseUrl}", api_key_env: ANT_KEY, health_check: none }`,
@@ -60,11 +60,11 @@ async function usageRows(gw: TestGateway, route: string, count: number) {
 }
 
 describe('batches forwarded to Anthropic’s Message Batches API', () => {
-  let mock: MockAnthropicBatches;
+  let mock: AnthropicUpstream;
   let gw: TestGateway;
   let callerKey: string;
   before(async () => {
-    mock = await startMockAnthropicBatches({ pollsBeforeDone: 2, requiredKey: UPSTREAM_KEY });
+    mock = await startAnthropicUpstream({ requiredKey: UPSTREAM_KEY, batches: { pollsBeforeDone: 2 } });
     gw = await startGateway({
       env: { ANT_KEY: UPSTREAM_KEY },
       configFile: { name: 'gw.yaml', text: configText(mock) },
@@ -198,8 +198,8 @@ describe('batches forwarded to Anthropic’s Message Batches API', () => {
   });
 
   test('a cancel cancels upstream: what it answered is kept, the rest canceled', async () => {
-    mock.options.pollsBeforeDone = Infinity;
-    mock.options.answeredBeforeCancel = 1;
+    mock.batches.options.pollsBeforeDone = Infinity;
+    mock.batches.options.answeredBeforeCancel = 1;
     try {
       const client = new Anthropic({ baseURL: gw.url, apiKey: callerKey });
       const known = new Set(mock.batches.keys());
@@ -225,15 +225,18 @@ describe('batches forwarded to Anthropic’s Message Batches API', () => {
         ],
       );
     } finally {
-      mock.options.pollsBeforeDone = 2;
-      delete mock.options.answeredBeforeCancel;
+      mock.batches.options.pollsBeforeDone = 2;
+      delete mock.batches.options.answeredBeforeCancel;
     }
   });
 });
 
 describe('forwarding to Anthropic falls back, and survives restarts', () => {
   test('the upstream refuses the create: the gateway runs each line as a Messages call', async () => {
-    const mock = await startMockAnthropicBatches({ pollsBeforeDone: 1, createStatus: 413, requiredKey: UPSTREAM_KEY });
+    const mock = await startAnthropicUpstream({
+      requiredKey: UPSTREAM_KEY,
+      batches: { pollsBeforeDone: 1, createStatus: 413 },
+    });
     const gw = await startGateway({
       env: { ANT_KEY: UPSTREAM_KEY },
       configFile: { name: 'gw.yaml', text: configText(mock) },
@@ -257,7 +260,7 @@ describe('forwarding to Anthropic falls back, and survives restarts', () => {
   });
 
   test('a restart while the upstream batch runs: the stored id is polled, never a second create', async () => {
-    const mock = await startMockAnthropicBatches({ pollsBeforeDone: Infinity, requiredKey: UPSTREAM_KEY });
+    const mock = await startAnthropicUpstream({ requiredKey: UPSTREAM_KEY, batches: { pollsBeforeDone: Infinity } });
     const text = configText(mock);
     const dataDir = mkdtempSync(join(tmpdir(), 'gw-native-ant-'));
     const first = await startGateway({
@@ -276,7 +279,7 @@ describe('forwarding to Anthropic falls back, and survives restarts', () => {
       await waitFor('the upstream batch polled', () => mock.of('GET', '/v1/messages/batches/msgbatch_').length >= 2);
       await first.close();
     }
-    mock.options.pollsBeforeDone = 0;
+    mock.batches.options.pollsBeforeDone = 0;
     const second = await startGateway({
       env: { ANT_KEY: UPSTREAM_KEY, DATA_DIR: dataDir },
       configFile: { name: 'gw2.yaml', text },

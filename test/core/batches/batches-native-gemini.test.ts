@@ -8,7 +8,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { startMockGemini, type MockGemini } from '../../helpers/mock-gemini-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../../helpers/upstreams/gemini.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from '../../helpers/wait.js';
@@ -26,12 +26,12 @@ const chatLine = (customId: string, model: string, content: string) =>
   });
 
 describe('batches forwarded natively to the Gemini Batch API', () => {
-  let mock: MockGemini;
+  let mock: GeminiUpstream;
   let gw: TestGateway;
   let callerKey: string;
   let client: OpenAI;
   before(async () => {
-    mock = await startMockGemini({ requiredKey: KEY });
+    mock = await startGeminiUpstream({ requiredKey: KEY });
     gw = await startGateway({
       env: { GEMINI_TEST_KEY: KEY },
       configFile: {

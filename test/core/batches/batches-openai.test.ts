@@ -6,8 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
-import { authHeaders } from '../../helpers/gateway.js';
+import { authHeaders, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
 import { QUICK_BATCHES, makeKey, resultLines, untilEnded } from '../../helpers/batch-fixtures.js';
@@ -21,7 +20,7 @@ const chatLine = (customId: string, content: string, extra: Record<string, unkno
   });
 
 describe('OpenAI Batch API through the openai SDK', () => {
-  const fixture = useMockedGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
+  const fixture = useGateway({ configFile: { name: 'gw.yaml', text: QUICK_BATCHES } });
   const client = async (name: string) =>
     new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: await makeKey(fixture.gw.url, name) });
 

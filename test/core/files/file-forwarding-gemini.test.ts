@@ -3,11 +3,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import OpenAI, { toFile } from 'openai';
-import { ADMIN_TOKEN } from '../../helpers/gateway.js';
-import { useGeminiGateway } from '../../helpers/gemini-gateway.js';
+import { ADMIN_TOKEN, useGateway } from '../../helpers/gateway.js';
 
 describe('gateway files named in chat requests to Gemini', () => {
-  const fx = useGeminiGateway('gemini-upstream-key-42');
+  const fx = useGateway({ upstream: 'gemini', key: 'gemini-upstream-key-42' });
 
   test('the file goes as inlineData with its type and exact bytes; nothing else is uploaded', async () => {
     const admin = new OpenAI({ baseURL: `${fx.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });

@@ -10,20 +10,20 @@ import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
-import { startMockAnthropic, type MockAnthropic } from '../../helpers/mock-anthropic-upstream.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
 
 const OPENAI_KEY = 'sk-upstream-openai-key-1234';
 const ANTHROPIC_KEY = 'sk-ant-upstream-key-5678';
 
 describe('gateway files in requests: Responses, caller keys, bounds', () => {
   let openaiMock: OpenAiUpstream;
-  let anthropicMock: MockAnthropic;
+  let anthropicMock: AnthropicUpstream;
   let gw: TestGateway;
   let admin: OpenAI;
 
   before(async () => {
     openaiMock = await startOpenAiUpstream();
-    anthropicMock = await startMockAnthropic({ requiredKey: ANTHROPIC_KEY });
+    anthropicMock = await startAnthropicUpstream({ requiredKey: ANTHROPIC_KEY });
     gw = await startGateway({
       env: { OAI_KEY: OPENAI_KEY, ANT_KEY: ANTHROPIC_KEY },
       configFile: {

@@ -10,7 +10,7 @@ import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
-import { startMockAnthropic, type MockAnthropic } from '../../helpers/mock-anthropic-upstream.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
 
 const OPENAI_KEY = 'sk-upstream-openai-key-1234';
 const ANTHROPIC_KEY = 'sk-ant-upstream-key-5678';
@@ -32,14 +32,14 @@ const fileMessage = (fileId: string): OpenAI.Chat.Completions.ChatCompletionMess
 
 describe('gateway files named in chat requests', () => {
   let openaiMock: OpenAiUpstream;
-  let anthropicMock: MockAnthropic;
+  let anthropicMock: AnthropicUpstream;
   let gw: TestGateway;
   let admin: OpenAI;
   let other: OpenAI;
 
   before(async () => {
     openaiMock = await startOpenAiUpstream({ requiredKey: OPENAI_KEY });
-    anthropicMock = await startMockAnthropic({ requiredKey: ANTHROPIC_KEY });
+    anthropicMock = await startAnthropicUpstream({ requiredKey: ANTHROPIC_KEY });
     gw = await startGateway({
       env: { OAI_KEY: OPENAI_KEY, ANT_KEY: ANTHROPIC_KEY },
       configFile: {

@@ -1,13 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CHAT_PATH, authHeaders, chatBody } from '../../helpers/gateway.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
+import { CHAT_PATH, authHeaders, chatBody, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
 import { waitForValue } from '../../helpers/wait.js';
 
 describe('model registry: aliases, prices, cost', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     configFile: {
       name: 'registry.yaml',
       text: 'models:\n  - { id: cheap, upstream: default, upstream_model: gpt-4o-mini, aliases: [cheap-latest], pricing: { input_per_million: 0.15, output_per_million: 0.6 } }\n',

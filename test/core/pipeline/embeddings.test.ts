@@ -5,11 +5,10 @@ import { embed, embedMany } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
 import { mockVector } from '../../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
-import { startMockGemini, type MockGemini } from '../../helpers/mock-gemini-upstream.js';
-import { startMockAnthropic, type MockAnthropic } from '../../helpers/mock-anthropic-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../../helpers/upstreams/gemini.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
 import { newApiKey } from '../../../src/auth/api-key.js';
 import { SqliteKeyStore } from '../../../src/store/sqlite/sqlite-keys.js';
 
@@ -23,7 +22,7 @@ const MODELS = [
 ].join('\n');
 
 describe('embeddings through an OpenAI-compatible upstream, with real clients', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
     configFile: { name: 'models.yaml', text: MODELS },
   });
@@ -147,12 +146,12 @@ describe('embeddings through an OpenAI-compatible upstream, with real clients', 
 });
 
 describe('embeddings through Gemini (batchEmbedContents) and Anthropic (none)', () => {
-  let gemini: MockGemini;
-  let anthropic: MockAnthropic;
+  let gemini: GeminiUpstream;
+  let anthropic: AnthropicUpstream;
   let gw: TestGateway;
   before(async () => {
-    gemini = await startMockGemini({ requiredKey: 'gemini-key-0123456789' });
-    anthropic = await startMockAnthropic();
+    gemini = await startGeminiUpstream({ requiredKey: 'gemini-key-0123456789' });
+    anthropic = await startAnthropicUpstream();
     gw = await startGateway({
       env: { GEMINI_TEST_KEY: 'gemini-key-0123456789', ANTHROPIC_TEST_KEY: 'sk-ant-0123456789' },
       configFile: {

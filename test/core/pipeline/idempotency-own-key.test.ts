@@ -6,15 +6,14 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { authHeaders, CHAT_PATH, chatBody } from '../../helpers/gateway.js';
+import { authHeaders, CHAT_PATH, chatBody, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 
 const KEY_A = 'sk-tenant-a-provider-key-0123456789abcdef';
 const KEY_B = 'sk-tenant-b-provider-key-fedcba9876543210';
 
 describe('Idempotency-Key and X-Upstream-Key', () => {
-  const fixture = useMockedGateway();
+  const fixture = useGateway();
   const send = (path: string, body: string, headers: Record<string, string>) =>
     call(fixture.url(path), { method: 'POST', headers: authHeaders(headers), body });
 

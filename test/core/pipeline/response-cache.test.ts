@@ -7,13 +7,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway, useGateway } from '../../helpers/gateway.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { REDIS_URL, redisSkipReason } from '../../helpers/services.js';
 import { started } from '../../helpers/started.js';
 import { OwnRedis, REDIS_SERVER_BIN, freePort } from '../../helpers/own-redis.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { dataFrames, readStream } from '../../helpers/sse-client.js';
 import { waitForValue } from '../../helpers/wait.js';
 import OpenAI from 'openai';
@@ -38,7 +37,7 @@ interface Completion {
 }
 
 describe('the exact response cache (embedded store)', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: 'sk-cache-upstream-0123456789abcdef' },
     configFile: { name: 'cache.yaml', text: CONFIG },
   });
@@ -498,7 +497,7 @@ describe('the response cache when its Redis stalls', async () => {
 });
 
 describe('the response cache for every model (cache.enabled: true), declared or not', () => {
-  const fixture = useMockedGateway({ configFile: { name: 'cache-all.yaml', text: 'cache: { enabled: true }\n' } });
+  const fixture = useGateway({ configFile: { name: 'cache-all.yaml', text: 'cache: { enabled: true }\n' } });
   test('a pass-through model id to the default upstream is cached too', async () => {
     const payload = JSON.stringify({
       model: 'gpt-4o-mini',

@@ -11,7 +11,7 @@ import type { UpstreamConfig } from '../../../src/config/types.js';
 import { AnthropicProvider } from '../../../src/providers/anthropic/anthropic-provider.js';
 import type { NativeBatchApi, NativeBatchRequest, NativeLineResult } from '../../../src/providers/batch-api.js';
 import { isGatewayError } from '../../../src/errors/gateway-error.js';
-import { startMockAnthropicBatches, type MockAnthropicBatches } from '../../helpers/mock-anthropic-batches.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
 
 const KEY = 'sk-ant-upstream-0123456789abcdef';
 
@@ -88,11 +88,11 @@ async function runToEnd(api: NativeBatchApi, id: string): Promise<void> {
 }
 
 describe('Anthropic Message Batches adapter', () => {
-  let mock: MockAnthropicBatches;
+  let mock: AnthropicUpstream;
   let provider: AnthropicProvider;
   let api: NativeBatchApi;
   before(async () => {
-    mock = await startMockAnthropicBatches({ pollsBeforeDone: 2, requiredKey: KEY });
+    mock = await startAnthropicUpstream({ requiredKey: KEY, batches: { pollsBeforeDone: 2 } });
     provider = new AnthropicProvider(upstreamConfig(mock.baseUrl), { userAgent: 'llm-gateway-test' });
     api = provider.batches;
   });
@@ -197,8 +197,8 @@ describe('Anthropic Message Batches adapter', () => {
   });
 
   test('cancel: canceling, then ended; what it answered is kept, canceled requests are absent', async () => {
-    mock.options.pollsBeforeDone = Infinity;
-    mock.options.answeredBeforeCancel = 1;
+    mock.batches.options.pollsBeforeDone = Infinity;
+    mock.batches.options.answeredBeforeCancel = 1;
     try {
       const { batchId } = await api.submit(submission([messagesLine(0, 'a'), messagesLine(1, 'b')]), signal());
       await api.cancel(batchId, signal());
@@ -213,15 +213,15 @@ describe('Anthropic Message Batches adapter', () => {
         [[0, 200]],
       );
     } finally {
-      mock.options.pollsBeforeDone = 2;
-      delete mock.options.answeredBeforeCancel;
+      mock.batches.options.pollsBeforeDone = 2;
+      delete mock.batches.options.answeredBeforeCancel;
     }
   });
 
   test('hostile results: garbage skipped, malformed results of our lines errored, absurd usage bounded', async () => {
     const { batchId } = await api.submit(submission([messagesLine(0, 'x')]), signal());
     await runToEnd(api, batchId);
-    mock.options.rawResults = [
+    mock.batches.options.rawResults = [
       'not json',
       '[1,2]',
       JSON.stringify({ custom_id: 'someone-else', result: { type: 'succeeded', message: {} } }),
@@ -274,7 +274,7 @@ describe('Anthropic Message Batches adapter', () => {
       const chat = await collect(api, batchId, '/v1/chat/completions');
       assert.equal((JSON.parse(chat[0]?.body ?? '') as { code: string }).code, 'upstream_invalid_response');
     } finally {
-      delete mock.options.rawResults;
+      delete mock.batches.options.rawResults;
     }
   });
 
@@ -293,14 +293,14 @@ describe('Anthropic Message Batches adapter', () => {
     );
     assert.equal(mock.of('POST', '/v1/messages/batches').length, creates);
     // The upstream refuses the create (Anthropic's own size check): its 4xx.
-    mock.options.createStatus = 413;
+    mock.batches.options.createStatus = 413;
     try {
       await assert.rejects(
         api.submit(submission([messagesLine(0, 'x')]), signal()),
         (e: unknown) => isGatewayError(e) && e.status === 413,
       );
     } finally {
-      delete mock.options.createStatus;
+      delete mock.batches.options.createStatus;
     }
     await assert.rejects(api.status('msgbatch_nope', signal()), (e: unknown) => isGatewayError(e));
   });

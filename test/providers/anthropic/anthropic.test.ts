@@ -5,9 +5,9 @@ import { fromAnthropicMessage } from '../../../src/providers/anthropic/translate
 import {
   ANTHROPIC_MOCK_ID,
   ANTHROPIC_TOOL_ID,
-  startMockAnthropic,
-  type MockAnthropic,
-} from '../../helpers/mock-anthropic-upstream.js';
+  startAnthropicUpstream,
+  type AnthropicUpstream,
+} from '../../helpers/upstreams/anthropic.js';
 import { CHAT_PATH, authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
@@ -166,13 +166,13 @@ describe('Anthropic translation (pure functions)', () => {
 });
 
 describe('chat through an Anthropic upstream (mock speaking the Messages wire format)', () => {
-  let mock: MockAnthropic;
+  let mock: AnthropicUpstream;
   let gw: TestGateway;
   const KEY = 'sk-ant-test-key-0123456789';
   const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     call(`${gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(headers), body: JSON.stringify(body) });
   before(async () => {
-    mock = await startMockAnthropic({ requiredKey: KEY });
+    mock = await startAnthropicUpstream({ requiredKey: KEY });
     gw = await startGateway({
       env: { ANTHROPIC_TEST_KEY: KEY },
       configFile: {

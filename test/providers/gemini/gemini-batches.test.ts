@@ -11,7 +11,7 @@ import { GeminiBatches, displayNameOf } from '../../../src/providers/gemini/gemi
 import type { NativeBatchRequest, NativeLineResult, NativeSubmission } from '../../../src/providers/batch-api.js';
 import { isGatewayError } from '../../../src/errors/gateway-error.js';
 import type { UpstreamConfig } from '../../../src/config/types.js';
-import { startMockGemini, type MockGemini } from '../../helpers/mock-gemini-upstream.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../../helpers/upstreams/gemini.js';
 
 const KEY = 'gemini-batch-key-0123456789';
 
@@ -67,11 +67,11 @@ async function collect(iterable: AsyncIterable<NativeLineResult>): Promise<Nativ
 }
 
 describe('Gemini Batch API: the provider against the mock upstream', () => {
-  let mock: MockGemini;
+  let mock: GeminiUpstream;
   let provider: GeminiProvider;
   const signal = () => AbortSignal.timeout(10_000);
   before(async () => {
-    mock = await startMockGemini({ requiredKey: KEY });
+    mock = await startGeminiUpstream({ requiredKey: KEY });
     provider = new GeminiProvider(upstreamConfig(mock.baseUrl), { userAgent: 'test' });
   });
   after(async () => {

@@ -1,8 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { toGeminiRequest } from '../../../src/providers/gemini/translate-request.js';
-import { useGeminiGateway } from '../../helpers/gemini-gateway.js';
-import { CHAT_PATH, authHeaders } from '../../helpers/gateway.js';
+import { CHAT_PATH, authHeaders, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
 
@@ -75,7 +74,7 @@ describe('Gemini translation (pure)', () => {
 
 describe('chat through a Gemini upstream (mock speaking the Gemini wire format)', () => {
   const KEY = 'gemini-test-key-0123456789';
-  const fx = useGeminiGateway(KEY);
+  const fx = useGateway({ upstream: 'gemini', key: KEY });
   const chat = (body: Record<string, unknown>) =>
     call(`${fx.gw.url}${CHAT_PATH}`, { method: 'POST', headers: authHeaders(), body: JSON.stringify(body) });
 

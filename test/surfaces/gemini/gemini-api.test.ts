@@ -9,7 +9,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GoogleGenAI, type Content } from '@google/genai';
-import { mockGeminiCount } from '../../helpers/mock-gemini-upstream.js';
+import { mockGeminiCount } from '../../helpers/upstreams/gemini.js';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS, mockVector } from '../../helpers/upstreams/openai.js';
 import { ADMIN_TOKEN } from '../../helpers/gateway.js';
 import {

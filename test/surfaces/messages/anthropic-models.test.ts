@@ -6,9 +6,8 @@
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { ADMIN_TOKEN } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, useGateway } from '../../helpers/gateway.js';
 import { call, type Answer } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { keysCommand } from '../../../src/cli/keys-command.js';
 import { SqliteKeyStore } from '../../../src/store/sqlite/sqlite-keys.js';
 
@@ -47,7 +46,7 @@ interface ModelList {
 }
 
 describe("Anthropic's models API (GET /v1/models with x-api-key or anthropic-version)", () => {
-  const fixture = useMockedGateway({ configFile: CONFIG });
+  const fixture = useGateway({ configFile: CONFIG });
   const sdk = (apiKey = ADMIN_TOKEN) => new Anthropic({ baseURL: fixture.gw.url, apiKey, maxRetries: 0 });
   /** As Claude Code calls it: x-api-key and the 2023-06-01 version. */
   const get = (path: string, key = ADMIN_TOKEN): Promise<Answer> =>

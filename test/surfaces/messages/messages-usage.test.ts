@@ -8,9 +8,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 import { estimatePromptTokens } from '../../../src/core/tokens/token-estimate.js';
 import { messagesToChat, type MessagesRequest } from '../../../src/surfaces/messages/request-to-chat.js';
@@ -54,7 +53,7 @@ function streamChunks(usage: object): string[] {
 }
 
 describe('the usage of a translated Messages answer, as Anthropic sends it', () => {
-  const fixture = useMockedGateway();
+  const fixture = useGateway();
   const post = (body: object) =>
     call(fixture.url('/v1/messages'), {
       method: 'POST',

@@ -2,17 +2,15 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
-import { ANTHROPIC_MOCK_ID } from '../../helpers/mock-anthropic-upstream.js';
-import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../../helpers/gateway.js';
+import { ANTHROPIC_MOCK_ID } from '../../helpers/upstreams/anthropic.js';
 import { call, fieldsOf } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 
 const UPSTREAM_KEY = 'sk-messages-upstream-key-0123456789';
 
 describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream (@anthropic-ai/sdk as the client)", () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
     configFile: { name: 'p.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },
   });
@@ -415,10 +413,14 @@ describe("Anthropic's Messages API, translated for an OpenAI-compatible upstream
 
 describe('the Messages API to an Anthropic upstream: forwarded as it is (native)', () => {
   const KEY = 'sk-ant-native-key-0123456789';
-  const fx = useAnthropicGateway(KEY, [
-    '- { id: claude-sonnet-4-5, upstream: claude, upstream_model: claude-sonnet-4-5-20250929, aliases: [claude-sonnet-4-5-latest] }',
-    '- { id: claude-tiny, upstream: claude, upstream_model: claude-haiku-4-5, context_window: 100 }',
-  ]);
+  const fx = useGateway({
+    upstream: 'anthropic',
+    key: KEY,
+    models: [
+      '- { id: claude-sonnet-4-5, upstream: claude, upstream_model: claude-sonnet-4-5-20250929, aliases: [claude-sonnet-4-5-latest] }',
+      '- { id: claude-tiny, upstream: claude, upstream_model: claude-haiku-4-5, context_window: 100 }',
+    ],
+  });
   const sdk = () =>
     new Anthropic({
       baseURL: fx.gw.url,

@@ -1,9 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
-import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { responseProblems } from '../../helpers/responses-spec.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 
@@ -30,7 +28,7 @@ function streamProblems(text: string): string[] {
 }
 
 describe('a translated response carries every field of the Responses specification, with OpenAI defaults', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: 'sk-spec-object-upstream-0123456789' } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: 'sk-spec-object-upstream-0123456789' } });
 
   test('JSON: every field present and typed; defaults as OpenAI sets them; what the caller set is echoed', async () => {
     const answer = await call(fixture.url('/v1/responses'), {
@@ -124,9 +122,11 @@ describe('a translated response carries every field of the Responses specificati
 });
 
 describe('the same over an Anthropic upstream', () => {
-  const fx = useAnthropicGateway('sk-ant-spec-object-key-0123456789', [
-    '- { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }',
-  ]);
+  const fx = useGateway({
+    upstream: 'anthropic',
+    key: 'sk-ant-spec-object-key-0123456789',
+    models: ['- { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }'],
+  });
 
   test('JSON and stream conform', async () => {
     fx.mock.enqueue({ kind: 'message', text: 'Ahoy' });

@@ -6,16 +6,19 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway, type GatewayFixture } from '../../helpers/gateway.js';
 import { call, type Answer } from '../../helpers/http.js';
-import { useMockedGateway, type MockedGateway } from '../../helpers/mocked-gateway.js';
 import { MOCK_CONTENT } from '../../helpers/upstreams/openai.js';
 import { newApiKey } from '../../../src/auth/api-key.js';
 import { SqliteKeyStore } from '../../../src/store/sqlite/sqlite-keys.js';
 
 const KIB = 1024;
 
-function responses(fixture: MockedGateway, body: Record<string, unknown>, token = ADMIN_TOKEN): Promise<Answer> {
+function responses(
+  fixture: GatewayFixture<'openai'>,
+  body: Record<string, unknown>,
+  token = ADMIN_TOKEN,
+): Promise<Answer> {
   return call(fixture.url('/v1/responses'), {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -23,14 +26,18 @@ function responses(fixture: MockedGateway, body: Record<string, unknown>, token 
   });
 }
 
-async function created(fixture: MockedGateway, body: Record<string, unknown>, token = ADMIN_TOKEN): Promise<string> {
+async function created(
+  fixture: GatewayFixture<'openai'>,
+  body: Record<string, unknown>,
+  token = ADMIN_TOKEN,
+): Promise<string> {
   const answer = await responses(fixture, body, token);
   assert.equal(answer.status, 200, answer.text.slice(0, 500));
   return answer.json.id as string;
 }
 
 /** Bytes of the SQLite file's pages in use (free pages aside): what the store holds, whatever its tables. */
-function usedBytes(fixture: MockedGateway): number {
+function usedBytes(fixture: GatewayFixture<'openai'>): number {
   const db = fixture.gw.store.db;
   const pages =
     Number(db.pragma('page_count', { simple: true })) - Number(db.pragma('freelist_count', { simple: true }));
@@ -41,7 +48,7 @@ function usedBytes(fixture: MockedGateway): number {
 const text = (bytes: number, seed: string) => `${seed}:`.padEnd(bytes, 'abcdefghij');
 
 describe('stored conversations are chains of turns, each stored once', () => {
-  const fixture = useMockedGateway();
+  const fixture = useGateway();
 
   test('a chain of N turns of S bytes stores about N*S bytes, and a short continuation stores only itself', async () => {
     const N = 16;
@@ -127,7 +134,7 @@ describe('stored conversations are chains of turns, each stored once', () => {
 });
 
 describe("a continuation counts its conversation against the caller's body limit", () => {
-  const fixture = useMockedGateway({ env: { BODY_LIMIT_BYTES: String(64 * KIB) } });
+  const fixture = useGateway({ env: { BODY_LIMIT_BYTES: String(64 * KIB) } });
 
   test('a continuation whose conversation and body exceed the body limit is a 413 with details; nothing goes upstream', async () => {
     const first = await created(fixture, { input: text(40 * KIB, 'big') });
@@ -151,7 +158,7 @@ describe("a continuation counts its conversation against the caller's body limit
 });
 
 describe('the bounds of a conversation: its size and its turns', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { BODY_LIMIT_BYTES: String(64 * KIB) },
     configFile: {
       name: 'bounds.yaml',
@@ -191,7 +198,7 @@ describe('the bounds of a conversation: its size and its turns', () => {
 });
 
 describe('what one caller keeps stored is bounded (responses.max_caller_bytes): its oldest turns are evicted', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     configFile: { name: 'caller.yaml', text: 'responses:\n  max_caller_bytes: 65536\n' },
   });
 

@@ -3,11 +3,9 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import { MOCK_CONTENT, MOCK_TOOL_ARGUMENTS } from '../../helpers/upstreams/openai.js';
-import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
-import { ANTHROPIC_TOOL_ID } from '../../helpers/mock-anthropic-upstream.js';
-import { useAnthropicGateway } from '../../helpers/anthropic-gateway.js';
+import { ADMIN_TOKEN, authHeaders, useGateway } from '../../helpers/gateway.js';
+import { ANTHROPIC_TOOL_ID } from '../../helpers/upstreams/anthropic.js';
 import { call } from '../../helpers/http.js';
-import { useMockedGateway } from '../../helpers/mocked-gateway.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 import { newApiKey } from '../../../src/auth/api-key.js';
 import { SqliteKeyStore } from '../../../src/store/sqlite/sqlite-keys.js';
@@ -18,7 +16,7 @@ const RESPONSES_PATH = '/v1/?route=responses';
 /** Every event of a Responses stream: its `event:` line and its JSON data, in order. */
 
 describe('the Responses API, translated to chat for an OpenAI-compatible upstream', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
     configFile: { name: 'no-pause.yaml', text: 'limits:\n  upstream_pause_max_seconds: 0\n' },
   });
@@ -342,7 +340,7 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
 });
 
 describe('stored responses: previous_response_id, retrieval, input items, deletion, per caller', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY } });
   const sdk = (key = ADMIN_TOKEN) => new OpenAI({ baseURL: `${fixture.gw.url}/v1`, apiKey: key, maxRetries: 0 });
 
   test('previous_response_id continues the conversation: earlier turns and answers go upstream, not the earlier instructions', async () => {
@@ -468,9 +466,11 @@ describe('stored responses: previous_response_id, retrieval, input items, deleti
 });
 
 describe('the Responses API over an Anthropic upstream (Responses -> chat -> Messages, and back)', () => {
-  const fx = useAnthropicGateway('sk-ant-responses-key-0123456789', [
-    '- { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }',
-  ]);
+  const fx = useGateway({
+    upstream: 'anthropic',
+    key: 'sk-ant-responses-key-0123456789',
+    models: ['- { id: claude-fast, upstream: claude, upstream_model: claude-haiku-4-5 }'],
+  });
   const sdk = () => new OpenAI({ baseURL: `${fx.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
 
   test('JSON and stream: instructions become Anthropic system text, the answer a response object and typed events', async () => {
@@ -545,7 +545,7 @@ describe('the Responses API over an Anthropic upstream (Responses -> chat -> Mes
 });
 
 describe('Idempotency-Key on the Responses route', () => {
-  const fixture = useMockedGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY } });
+  const fixture = useGateway({ env: { UPSTREAM_API_KEY: UPSTREAM_KEY } });
 
   test('a keyed stream is replayed as the same event stream without a second upstream call; the key is scoped to the route', async () => {
     fixture.mock.enqueue({ kind: 'stream', content: ['Once', ' only'] });
@@ -586,7 +586,7 @@ describe('Idempotency-Key on the Responses route', () => {
 });
 
 describe('native forwarding: what only the Responses API has goes as it is to an OpenAI upstream', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY, UPSTREAM_KIND: 'openai' },
     // `responses: chat`: this model's requests go through chat whenever chat carries them exactly.
     configFile: {
@@ -734,7 +734,7 @@ describe('native forwarding: what only the Responses API has goes as it is to an
 });
 
 describe('native forwarding to Azure OpenAI (its v1 Responses API)', () => {
-  const fixture = useMockedGateway({
+  const fixture = useGateway({
     env: { UPSTREAM_API_KEY: UPSTREAM_KEY },
     configFile: {
       name: 'azure.yaml',

@@ -13,9 +13,14 @@
  *   (invalid_request_error), one that says `EXPIRE` expired. A cancel makes it `canceling`; the next read ends it
  *   with the first `answeredBeforeCancel` requests answered and the rest canceled.
  * Anthropic's error body and its required headers (`x-api-key` when a key is required, `anthropic-version`).
+ * With `promptCache: true`, Messages with nothing queued are answered by a prompt cache that works as Anthropic's
+ * does (anthropic/prompt-cache.ts), its usage measured per call in `promptCache.usages`.
  */
 import type { ServerResponse } from 'node:http';
 import { startRecordingServer, type RecordedHttpRequest } from '../recording-server.js';
+import { PromptCache } from './anthropic/prompt-cache.js';
+
+export type { CacheUsage, PromptCache } from './anthropic/prompt-cache.js';
 
 /** A request as the mock received it (`url`: path and query). */
 export type AnthropicRecorded = RecordedHttpRequest;
@@ -43,6 +48,8 @@ export interface AnthropicUpstream {
   of(method: string, prefix: string): AnthropicRecorded[];
   /** The Message Batches API's batches (by id) and its options. */
   batches: AnthropicBatches;
+  /** The prompt cache answering Messages when started with `promptCache: true` (its usages, knobs, `clear()`). */
+  promptCache: PromptCache;
   enqueue(...behaviors: AnthropicBehavior[]): void;
   /** Forgets the requests, the queue and the batches; the batch options back to the start's. */
   reset(): void;
@@ -54,6 +61,8 @@ export interface AnthropicUpstreamOptions {
   requiredKey?: string;
   /** How the Message Batches API behaves (default: a batch ends on its second read). */
   batches?: AnthropicBatchOptions;
+  /** Messages with nothing queued are answered by the prompt cache (`promptCache`) instead of the fixed answer. */
+  promptCache?: boolean;
 }
 
 export const ANTHROPIC_MOCK_ID = 'msg_013Zva2CMHLNnXjNJJKqJ2EF';
@@ -70,6 +79,7 @@ function errorBody(type: string, message: string): string {
 export async function startAnthropicUpstream(options: AnthropicUpstreamOptions = {}): Promise<AnthropicUpstream> {
   let queue: AnthropicBehavior[] = [];
   const batches = new AnthropicBatches(options.batches ?? { pollsBeforeDone: 1 });
+  const promptCache = new PromptCache();
   const server = await startRecordingServer((req, res) => {
     // The path without a query: Anthropic's SDK beta client adds `?beta=true`, which the API takes.
     const path = req.url.split('?')[0] ?? '';
@@ -115,8 +125,9 @@ export async function startAnthropicUpstream(options: AnthropicUpstreamOptions =
       res.end(errorBody('not_found_error', 'Not found'));
       return;
     }
-    const behavior = queue.shift() ?? (body.stream === true ? { kind: 'stream' } : { kind: 'message' });
-    answer(res, body, behavior);
+    const queued = queue.shift();
+    if (!queued && options.promptCache) return promptCache.answer(body, res);
+    answer(res, body, queued ?? (body.stream === true ? { kind: 'stream' } : { kind: 'message' }));
   });
   batches.origin = server.origin;
   return {
@@ -125,11 +136,13 @@ export async function startAnthropicUpstream(options: AnthropicUpstreamOptions =
     messageRequests: () => server.requests.filter((r) => r.url.split('?')[0] === '/v1/messages'),
     of: (method, prefix) => server.requests.filter((r) => r.method === method && r.url.startsWith(prefix)),
     batches,
+    promptCache,
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
       server.requests.length = 0;
       queue = [];
       batches.reset();
+      promptCache.reset();
     },
     close: () => server.close(),
   };

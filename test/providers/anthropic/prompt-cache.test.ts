@@ -18,11 +18,7 @@ import { authHeaders, startGateway, type TestGateway } from '../../helpers/gatew
 import { call } from '../../helpers/http.js';
 import { dataFrames, readStream } from '../../helpers/sse-client.js';
 import { waitForValue } from '../../helpers/wait.js';
-import {
-  startPromptCacheUpstream,
-  type CacheUsage,
-  type PromptCacheUpstream,
-} from '../../helpers/mock-prompt-cache-upstream.js';
+import { startAnthropicUpstream, type AnthropicUpstream, type CacheUsage } from '../../helpers/upstreams/anthropic.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 
 const MARK = { type: 'ephemeral' };
@@ -241,12 +237,12 @@ interface Turn {
 }
 
 describe('an agent loop through the chat surface to Anthropic: what the breakpoints save, measured', () => {
-  let up: PromptCacheUpstream;
+  let up: AnthropicUpstream;
   let oai: OpenAiUpstream;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   before(async () => {
-    up = await startPromptCacheUpstream();
+    up = await startAnthropicUpstream({ promptCache: true });
     oai = await startOpenAiUpstream();
     const pricing =
       'pricing: { input_per_million: 3, output_per_million: 15, cache_read_per_million: 0.3, cache_write_per_million: 3.75 }';
@@ -290,7 +286,7 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
     ];
     const turns: Turn[] = [];
     for (let turn = 1; turn <= 10; turn++) {
-      const before = up.usages.length;
+      const before = up.promptCache.usages.length;
       const body = { model, messages, tools: TOOLS, max_tokens: 1024 };
       let message: {
         content: string | null;
@@ -316,8 +312,8 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
         requestId = String(answer.headers['x-request-id']);
         message = (answer.json.choices as Array<{ message: typeof message }>)[0]?.message as typeof message;
       }
-      assert.equal(up.usages.length, before + 1, 'one upstream call per turn');
-      turns.push({ requestId, usage: up.usages.at(-1) as CacheUsage });
+      assert.equal(up.promptCache.usages.length, before + 1, 'one upstream call per turn');
+      turns.push({ requestId, usage: up.promptCache.usages.at(-1) as CacheUsage });
       if (!message.tool_calls) break;
       messages.push({ role: 'assistant', content: message.content, tool_calls: message.tool_calls });
       for (const toolCall of message.tool_calls)
@@ -327,11 +323,11 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
   }
 
   test('5 turns with tools and a long system prompt: 4 breakpoints sent, each turn reads what the last wrote; the same loop uncached costs more', async (t) => {
-    up.clearCache();
+    up.promptCache.clear();
     const cachedStart = up.requests.length;
     const cached = await agentLoop('claude');
     const cachedRequests = up.requests.slice(cachedStart);
-    up.clearCache();
+    up.promptCache.clear();
     const plainStart = up.requests.length;
     const plain = await agentLoop('claude-nocache');
     const plainRequests = up.requests.slice(plainStart);
@@ -430,9 +426,9 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
   });
 
   test('turns that add more than 20 blocks each (12 parallel tool calls and their results) still read the previous turn: the breakpoint on the user turn before the last', async () => {
-    up.clearCache();
-    up.toolTurns = 2;
-    up.callsPerTurn = 12;
+    up.promptCache.clear();
+    up.promptCache.toolTurns = 2;
+    up.promptCache.callsPerTurn = 12;
     try {
       const start = up.requests.length;
       const turns = (await agentLoop('claude')).map((turn) => turn.usage);
@@ -460,8 +456,8 @@ describe('an agent loop through the chat surface to Anthropic: what the breakpoi
       );
       assert.equal(turns.length, 3);
     } finally {
-      up.toolTurns = 4;
-      up.callsPerTurn = 1;
+      up.promptCache.toolTurns = 4;
+      up.promptCache.callsPerTurn = 1;
     }
   });
 

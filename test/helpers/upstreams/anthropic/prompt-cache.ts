@@ -1,7 +1,7 @@
 /**
- * An Anthropic Messages upstream (a real node:http server) that caches prompts as Anthropic documents it
- * (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching), so a test measures what breakpoints save
- * instead of assuming it:
+ * The Anthropic mock's prompt cache (`startAnthropicUpstream({ promptCache: true })`): Messages answered as
+ * Anthropic caches prompts (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching), so a test
+ * measures what breakpoints save instead of assuming it:
  *
  * - the prompt is read in Anthropic's order, tools, then system, then messages, one block at a time; a block's
  *   tokens are its JSON (without `cache_control`) divided by 4, rounded up;
@@ -16,12 +16,12 @@
  * - `input_tokens` is the rest: the tokens after the last cached breakpoint.
  *
  * Entries never expire (a test lasts less than the 5-minute lifetime). The answer is a tool call (`tool_use`,
- * `tools[0]`'s name, its id from the number of results so far: the same conversation gets the same ids) while the request offers tools and holds fewer than `toolTurns` tool
- * results, else a short text; JSON, or Anthropic's event stream with the usage in `message_start`.
+ * `tools[0]`'s name, its id from the number of results so far: the same conversation gets the same ids) while the
+ * request offers tools and holds fewer than `toolTurns` tool results, else a short text; JSON, or Anthropic's event
+ * stream with the usage in `message_start`.
  */
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
 
 /** Anthropic's limit of breakpoints in one request. */
 export const MAX_BREAKPOINTS = 4;
@@ -37,21 +37,6 @@ export interface CacheUsage {
   cache_read_input_tokens: number;
   cache_creation: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
   output_tokens: number;
-}
-
-export interface PromptCacheUpstream {
-  baseUrl: string;
-  /** Every request as it arrived (bytes in `text`). */
-  requests: RecordedHttpRequest[];
-  /** The usage each Messages answer reported, in order. */
-  usages: CacheUsage[];
-  /** How many tool calls an agent loop gets before the final text (default 4). */
-  toolTurns: number;
-  /** How many tool calls each tool answer holds (default 1: one `tool_use` block). */
-  callsPerTurn: number;
-  /** Forgets every cached prefix. */
-  clearCache(): void;
-  close(): Promise<void>;
 }
 
 /** The minimum cacheable prompt of a model (Anthropic's table: 2,048 tokens for Haiku, 1,024 for the others). */
@@ -75,24 +60,33 @@ interface Item {
   mark: Block | undefined;
 }
 
-export async function startPromptCacheUpstream(): Promise<PromptCacheUpstream> {
-  const cache = new Set<string>();
-  const state: PromptCacheUpstream = {
-    baseUrl: '',
-    requests: [],
-    usages: [],
-    toolTurns: 4,
-    callsPerTurn: 1,
-    clearCache: () => cache.clear(),
-    close: async () => undefined,
-  };
-  let calls = 0;
-  const server = await startRecordingServer((req, res) => {
-    const body = req.body;
-    if (req.method !== 'POST' || req.url.split('?')[0] !== '/v1/messages' || !body)
-      return error(res, 404, 'not_found_error', 'Not found');
-    if (!req.headers['anthropic-version'])
-      return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+/** The mock's cache and its knobs, which a test may change between calls. */
+export class PromptCache {
+  /** The usage each Messages answer reported, in order. */
+  readonly usages: CacheUsage[] = [];
+  /** How many tool calls an agent loop gets before the final text (default 4). */
+  toolTurns = 4;
+  /** How many tool calls each tool answer holds (default 1: one `tool_use` block). */
+  callsPerTurn = 1;
+  private readonly cache = new Set<string>();
+  private calls = 0;
+
+  /** Forgets every cached prefix. */
+  clear(): void {
+    this.cache.clear();
+  }
+
+  /** Forgets the prefixes and the usages; the knobs back to their defaults. */
+  reset(): void {
+    this.cache.clear();
+    this.usages.length = 0;
+    this.toolTurns = 4;
+    this.callsPerTurn = 1;
+    this.calls = 0;
+  }
+
+  /** Answers a Messages request (`body`) against the cache. */
+  answer(body: Record<string, unknown>, res: ServerResponse): void {
     const model = String(body.model ?? '');
     const items = promptItems(body, model);
     const marks = items.filter((item) => item.mark !== undefined).length;
@@ -103,15 +97,15 @@ export async function startPromptCacheUpstream(): Promise<PromptCacheUpstream> {
         'invalid_request_error',
         `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${marks}.`,
       );
-    const usage = cacheUsage(items, cache, minimumCacheable(model));
-    calls += 1;
+    const usage = cacheUsage(items, this.cache, minimumCacheable(model));
+    this.calls += 1;
     const results = (body.messages as Array<{ content: unknown }>)
       .flatMap((m) => (Array.isArray(m.content) ? (m.content as Block[]) : []))
       .filter((b) => b.type === 'tool_result').length;
     const tools = Array.isArray(body.tools) ? (body.tools as Block[]) : [];
     const content: Block[] =
-      tools.length > 0 && results < state.toolTurns * state.callsPerTurn
-        ? Array.from({ length: state.callsPerTurn }, (_, i) => ({
+      tools.length > 0 && results < this.toolTurns * this.callsPerTurn
+        ? Array.from({ length: this.callsPerTurn }, (_, i) => ({
             type: 'tool_use',
             id: `toolu_step${results}_${i}`,
             name: String(tools[0]?.name),
@@ -120,9 +114,9 @@ export async function startPromptCacheUpstream(): Promise<PromptCacheUpstream> {
         : [{ type: 'text', text: 'Done: every step ran.' }];
     const toolCall = content[0]?.type === 'tool_use';
     const full: CacheUsage = { ...usage, output_tokens: toolCall ? TOOL_CALL_OUTPUT_TOKENS : TEXT_OUTPUT_TOKENS };
-    state.usages.push(full);
+    this.usages.push(full);
     const message = {
-      id: `msg_cache_${calls}`,
+      id: `msg_cache_${this.calls}`,
       type: 'message',
       role: 'assistant',
       model,
@@ -136,11 +130,7 @@ export async function startPromptCacheUpstream(): Promise<PromptCacheUpstream> {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(message));
     }
-  });
-  state.baseUrl = `${server.origin}/v1`;
-  state.requests = server.requests;
-  state.close = () => server.close();
-  return state;
+  }
 }
 
 /** The prompt's blocks in Anthropic's order (tools, system, messages), each with its prefix hash and running total. */

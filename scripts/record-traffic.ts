@@ -1,6 +1,6 @@
 /**
  * `npm run record-traffic [-- <client> ...]`: runs each SDK client (scripts/record-traffic-clients.ts) through one
- * agent loop against a local server that plays the model provider (test/helpers/scripted-upstream.ts: a tool call,
+ * agent loop against a local server that plays the model provider (test/helpers/upstreams/scripted.ts: a tool call,
  * then the final answer), and writes what the client sent as fixtures,
  * test/fixtures/clients/<client>-<version>/<flow>.json, in the format test/fixtures/clients/README.md describes:
  * every request's method, path, query, headers (credentials replaced by placeholders; headers that differ from
@@ -10,8 +10,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startScriptedUpstream, type ScriptedRequest } from '../test/helpers/scripted-upstream.js';
-import { agentLoop, withPreamble } from '../test/helpers/scripted-upstream.js';
+import { startScriptedUpstream, type ScriptedRequest } from '../test/helpers/upstreams/scripted.js';
+import { agentLoop, withPreamble } from '../test/helpers/upstreams/scripted.js';
 import { FLOWS, PROMPT, TOOL_RESULT, installedVersion, type ClientFlow } from './record-traffic-clients.js';
 import { API_KEY_PLACEHOLDER, CREDENTIAL_HEADERS, FORMAT } from './client-traffic-format.js';
 

@@ -13,11 +13,11 @@ import { authHeaders, startGateway, type TestGateway } from '../helpers/gateway.
 import { namedEvents, readStream, type NamedEvent, type StreamAnswer } from '../helpers/sse-client.js';
 import {
   FINAL_TEXT,
-  startScriptedUpstreams,
+  startOneToolTask,
   UPSTREAM_USAGE,
-  type ScriptedRequest,
-  type ScriptedUpstreams,
-} from '../helpers/scripted-upstreams.js';
+  type OneToolRequest,
+  type OneToolTask,
+} from '../helpers/upstreams/scripted.js';
 import { call } from '../helpers/http.js';
 import { PROJECT_ROOT } from '../helpers/paths.js';
 
@@ -202,10 +202,10 @@ function codexHeaders(recorded: RecordedRequest): Record<string, string> {
 }
 
 describe('Codex CLI 0.169 recorded traffic, through every path of the Responses API', () => {
-  let upstreams: ScriptedUpstreams;
+  let upstreams: OneToolTask;
   let gw: TestGateway;
   before(async () => {
-    upstreams = await startScriptedUpstreams();
+    upstreams = await startOneToolTask();
     const base = upstreams.origin;
     gw = await startGateway({
       env: { CODEX_TEST_KEY: 'sk-upstream-codex-test-0123456789' },
@@ -239,10 +239,10 @@ describe('Codex CLI 0.169 recorded traffic, through every path of the Responses 
     gw.logLines
       .map((line) => JSON.parse(line) as Item)
       .find((line) => line.msg === 'request' && line.request_id === answer.headers['x-request-id']);
-  const sentTo = (path: PathName, since: number): ScriptedRequest => {
+  const sentTo = (path: PathName, since: number): OneToolRequest => {
     const sent = upstreams.requests.slice(since).filter((r) => PATHS[path].upstream(r.url));
     assert.equal(sent.length, 1, `one request to the ${path} upstream`);
-    return sent[0] as ScriptedRequest;
+    return sent[0] as OneToolRequest;
   };
 
   for (const { flow, chatName, dropped } of FLOWS) {

@@ -12,8 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from '../helpers/scripted-upstream.js';
-import { functionName, type ScriptedRefusal, type ScriptedReply } from '../helpers/scripted-replies.js';
+import { startScriptedUpstream, type ScriptedUpstream, type WireApi } from '../helpers/upstreams/scripted.js';
+import { functionName, type ScriptedRefusal, type ScriptedReply } from '../helpers/upstreams/scripted.js';
 import {
   answerFormOf,
   API_KEY_PLACEHOLDER,

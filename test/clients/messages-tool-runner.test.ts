@@ -5,7 +5,7 @@
  * `thread_unsupported_request` (status 400, `error.details.error_code`). A translated model refuses the thread in
  * exactly that shape (docs/messages.md, "Message threads"); an Anthropic upstream gets the request as it is, and its
  * own answer — a thread held, or its refusal — comes back with what the SDK reads. Real SDK, real sockets, one
- * scripted upstream speaking each provider's wire format (test/helpers/scripted-upstream.ts).
+ * scripted upstream speaking each provider's wire format (test/helpers/upstreams/scripted.ts).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,8 +13,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { agentLoop, SCRIPT, startScriptedUpstream, type ScriptedUpstream } from '../helpers/scripted-upstream.js';
-import { messageIdOf } from '../helpers/scripted-replies.js';
+import { agentLoop, SCRIPT, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstreams/scripted.js';
+import { messageIdOf } from '../helpers/upstreams/scripted.js';
 import { scopedKey } from '../helpers/scoped-key.js';
 
 const PROMPT = 'What is the weather in Paris? Use the get_weather tool.';

@@ -5,8 +5,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ScriptedAnswer, ScriptedRefusal, ScriptedReply } from './scripted-replies.js';
-import { apiOf } from './scripted-upstream.js';
+import type { ScriptedAnswer, ScriptedRefusal, ScriptedReply } from './upstreams/scripted.js';
+import { apiOf } from './upstreams/scripted.js';
 
 export const FIXTURE_FORMAT = 'llm-gateway/client-traffic@1';
 export const FIXTURES_DIR = join(import.meta.dirname, '..', 'fixtures', 'clients');

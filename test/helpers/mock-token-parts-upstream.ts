@@ -7,7 +7,7 @@
  * cumulative figures Anthropic sends there after server tools ran).
  */
 import type { ServerResponse } from 'node:http';
-import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
+import { startRecordingServer, type RecordedHttpRequest } from './upstreams/recording-server.js';
 import { json, sse } from './mock-usage-upstream.js';
 
 /** The raw JSON of each wire format's usage object the next answers carry. */

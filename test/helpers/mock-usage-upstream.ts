@@ -6,7 +6,7 @@
  * `"abc"` and `1e400` (which JSON.parse reads as Infinity) reach the gateway exactly as a hostile upstream sends them.
  */
 import type { ServerResponse } from 'node:http';
-import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
+import { startRecordingServer, type RecordedHttpRequest } from './upstreams/recording-server.js';
 
 /** The raw JSON text of each figure reported: prompt (input), completion (output), total, and any other (cache reads). */
 export interface Figures {

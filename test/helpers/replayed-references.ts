@@ -6,7 +6,7 @@
  * or on the native path the mock upstream's, passed on as it came — and check the upstream got the earlier text.
  */
 import assert from 'node:assert/strict';
-import type { WireApi } from './scripted-upstream.js';
+import type { WireApi } from './upstreams/scripted.js';
 import { sseEvents } from './wire-validators.js';
 
 type Json = Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * The conformance suite's validators have teeth: a well-formed answer of each API (as scripted-replies.ts writes
+ * The conformance suite's validators have teeth: a well-formed answer of each API (as upstreams/scripted/replies.ts writes
  * it, the providers' own format) passes and gives back its turn; each broken variant — the kind of fault a
  * translation could make — is refused, naming the rule.
  */
@@ -15,7 +15,7 @@ import {
   responsesAnswer,
   responsesMessageId,
   type ScriptedReply,
-} from '../helpers/scripted-replies.js';
+} from '../helpers/upstreams/scripted.js';
 import {
   validateChatJson,
   validateChatStream,

@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { dataFrames, readStream } from '../helpers/sse-client.js';
-import { startRecordingServer, type RecordingServer } from '../helpers/recording-server.js';
+import { startRecordingServer, type RecordingServer } from '../helpers/upstreams/recording-server.js';
 import { waitForValue } from '../helpers/wait.js';
 import { SqliteUsageStore } from '../../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../../src/store/store-contract.js';

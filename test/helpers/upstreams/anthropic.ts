@@ -17,7 +17,7 @@
  * does (anthropic/prompt-cache.ts), its usage measured per call in `promptCache.usages`.
  */
 import type { ServerResponse } from 'node:http';
-import { startRecordingServer, type RecordedHttpRequest } from '../recording-server.js';
+import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
 import { PromptCache } from './anthropic/prompt-cache.js';
 
 export type { CacheUsage, PromptCache } from './anthropic/prompt-cache.js';

@@ -14,7 +14,7 @@
  * Google's error body otherwise. Shapes follow the documented examples.
  */
 import type { ServerResponse } from 'node:http';
-import { startRecordingServer, type RecordedHttpRequest } from '../recording-server.js';
+import { startRecordingServer, type RecordedHttpRequest } from './recording-server.js';
 
 /** A request as the mock received it (`url`: path and query). */
 export type GeminiRecorded = RecordedHttpRequest;

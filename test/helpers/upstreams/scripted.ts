@@ -1,12 +1,19 @@
 /**
- * A real node:http server that plays a model provider in four wire formats at once, by path: OpenAI chat
+ * The scripted upstreams: a script of model turns (a tool call, then the final text) played on every wire format at
+ * once. They stay cross-format on purpose: the client replays (test/clients/) and scripts/record-traffic.ts run one
+ * agent task through each SDK client, whatever API it speaks, and a later turn must refer to the ids the earlier
+ * turn really answered, so the one script and its turn counter serve every format from one server. The script's
+ * answers in each wire format are in scripted/replies.ts, Anthropic's message threads in scripted/threads.ts, and
+ * a one-tool task for the Codex replay (its own ids and usage) in scripted/one-tool-task.ts (`startOneToolTask`).
+ *
+ * `startScriptedUpstream`: a real node:http server that plays a model provider in four wire formats at once, by path: OpenAI chat
  * completions (`POST .../chat/completions`), OpenAI's Responses API (`POST .../responses`), Anthropic's Messages API
  * (`POST .../messages`, with `count_tokens`), Gemini (`POST .../models/{m}:generateContent` and
  * `:streamGenerateContent`), plus the model lists. Each model call is answered with the turn `decide` picks for it
  * (`agentLoop`: a tool call, then once the tool's result is in the conversation, the final text), in that
- * provider's own format (scripted-replies.ts), or with the refusal it picks. A Messages call that asks for a message
+ * provider's own format (scripted/replies.ts), or with the refusal it picks. A Messages call that asks for a message
  * thread (`thread`) is refused as Anthropic refuses a thread it cannot hold (THREAD_REFUSAL), unless the server is
- * started with `threads: 'hold'` (scripted-threads.ts: it holds them as Anthropic does). Every request is recorded
+ * started with `threads: 'hold'` (scripted/threads.ts: it holds them as Anthropic does). Every request is recorded
  * with the API it spoke and the turn it got.
  */
 import type { ServerResponse } from 'node:http';
@@ -22,8 +29,11 @@ import {
   THREAD_REFUSAL,
   type ScriptedAnswer,
   type WireAnswer,
-} from './scripted-replies.js';
-import { ScriptedThreads } from './scripted-threads.js';
+} from './scripted/replies.js';
+import { ScriptedThreads } from './scripted/threads.js';
+
+export * from './scripted/replies.js';
+export * from './scripted/one-tool-task.js';
 
 export type WireApi = 'chat' | 'responses' | 'messages' | 'gemini';
 

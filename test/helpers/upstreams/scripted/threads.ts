@@ -6,7 +6,7 @@
  * does not hold is Anthropic's `404 thread_not_found`, which the SDKs recover from by sending the whole conversation
  * under a new thread.
  */
-import { messageContentOf, type ScriptedRefusal, type ScriptedReply } from './scripted-replies.js';
+import { messageContentOf, type ScriptedRefusal, type ScriptedReply } from './replies.js';
 
 type Json = Record<string, unknown>;
 

@@ -8,7 +8,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-export interface ScriptedRequest {
+export interface OneToolRequest {
   method: string;
   url: string;
   headers: IncomingHttpHeaders;
@@ -23,9 +23,9 @@ export interface ScriptedCall {
   arguments: Record<string, unknown>;
 }
 
-export interface ScriptedUpstreams {
+export interface OneToolTask {
   origin: string;
-  requests: ScriptedRequest[];
+  requests: OneToolRequest[];
   /** The call of the next first turn (translated paths). */
   call: ScriptedCall;
   /** What the native Responses API answers: its events' data, in order (each with its own `type`). */
@@ -162,8 +162,8 @@ function gemini(res: ServerResponse, body: Record<string, unknown>, call: Script
   ]);
 }
 
-export async function startScriptedUpstreams(): Promise<ScriptedUpstreams> {
-  const requests: ScriptedRequest[] = [];
+export async function startOneToolTask(): Promise<OneToolTask> {
+  const requests: OneToolRequest[] = [];
   const sockets = new Set<Socket>();
   const state = {
     call: { callId: 'call_1', name: 'tool', arguments: {} } as ScriptedCall,

@@ -2,7 +2,7 @@
  * Prompt caching seen where operators look (issue 31): what caching saved, priced when the call is and kept in its
  * usage record; the cache-read share and the savings in `gateway usage`, the keys API's usage answer and the
  * dashboard (its JSON and the page in headless Chromium); `/metrics` counting tokens by kind. A real gateway in
- * front of a real upstream whose usage figures the test sets (test/helpers/mock-token-parts-upstream.ts).
+ * front of a real upstream whose usage figures the test sets (test/helpers/upstreams/raw-usage.ts).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +10,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
-import { startPartsUpstream, type PartsUpstream, type PartsUsage } from '../helpers/mock-token-parts-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../helpers/upstreams/anthropic.js';
+import { answerWithParts, type PartsUsage } from '../helpers/upstreams/raw-usage.js';
 import { waitForValue } from '../helpers/wait.js';
 import { chromiumSkipReason, launchChromium } from '../helpers/services.js';
 import { SqliteUsageStore } from '../../src/store/sqlite/sqlite-usage.js';
@@ -71,7 +73,10 @@ describe('what caching saved: priced per call', () => {
 });
 
 describe('prompt caching where operators look', () => {
-  let up: PartsUpstream;
+  let oai: OpenAiUpstream;
+  let claude: AnthropicUpstream;
+  /** The usage objects the next answers carry. */
+  let partsUsage: PartsUsage;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   let keyId = '';
@@ -79,7 +84,9 @@ describe('prompt caching where operators look', () => {
   const ids: Record<string, unknown> = {};
 
   before(async () => {
-    up = await startPartsUpstream(shapes(READS));
+    partsUsage = shapes(READS);
+    [oai, claude] = await Promise.all([startOpenAiUpstream(), startAnthropicUpstream()]);
+    answerWithParts({ openai: oai, anthropic: claude }, () => partsUsage);
     gw = await startGateway({
       env: { PARTS_KEY: KEY },
       configFile: {
@@ -87,8 +94,8 @@ describe('prompt caching where operators look', () => {
         text: [
           'limits: { upstream_pause_max_seconds: 0 }',
           'upstreams:',
-          `  - { name: oai, kind: openai, base_url: "${up.origin}/openai/v1", api_key_env: PARTS_KEY }`,
-          `  - { name: claude, kind: anthropic, base_url: "${up.origin}/anthropic/v1", api_key_env: PARTS_KEY }`,
+          `  - { name: oai, kind: openai, base_url: "${oai.baseUrl}", api_key_env: PARTS_KEY }`,
+          `  - { name: claude, kind: anthropic, base_url: "${claude.baseUrl}", api_key_env: PARTS_KEY }`,
           'models:',
           `  - { id: claude, upstream: claude, upstream_model: claude-sonnet-4-5, pricing: ${CLAUDE_PRICES} }`,
           `  - { id: claude-writes, upstream: claude, upstream_model: claude-sonnet-4-5, pricing: ${CLAUDE_PRICES} }`,
@@ -112,7 +119,7 @@ describe('prompt caching where operators look', () => {
     // The calls every test below reads: the key makes the two Claude calls (one that reads the cache, one that
     // writes it), the admin the rest.
     const send = async (name: string, usageJson: string, path: string, model: string, headers = authHeaders()) => {
-      up.usage = shapes(usageJson);
+      partsUsage = shapes(usageJson);
       const answer = await call(`${gw.url}${path}`, {
         method: 'POST',
         headers,
@@ -136,7 +143,7 @@ describe('prompt caching where operators look', () => {
   });
   after(async () => {
     await gw?.close();
-    await up?.close();
+    await Promise.all([oai?.close(), claude?.close()]);
   });
 
   const recordOf = async (requestId: unknown): Promise<UsageRecord> =>

@@ -9,7 +9,10 @@ import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { readStream } from '../helpers/sse-client.js';
-import { startUsageUpstream, type UsageUpstream } from '../helpers/mock-usage-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../helpers/upstreams/anthropic.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../helpers/upstreams/gemini.js';
+import { allFigures, answerWithFigures, SANE_FIGURES, type Figures } from '../helpers/upstreams/raw-usage.js';
 import { waitForValue } from '../helpers/wait.js';
 import { SqliteUsageStore } from '../../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../../src/store/store-contract.js';
@@ -67,11 +70,16 @@ describe('saneTokens: the one check of an upstream token count', () => {
 });
 
 describe('usage figures from upstreams', () => {
-  let up: UsageUpstream;
+  let oai: OpenAiUpstream;
+  let claude: AnthropicUpstream;
+  let gem: GeminiUpstream;
+  /** What the next answers report. */
+  let figures: Figures = { ...SANE_FIGURES };
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   before(async () => {
-    up = await startUsageUpstream();
+    [oai, claude, gem] = await Promise.all([startOpenAiUpstream(), startAnthropicUpstream(), startGeminiUpstream()]);
+    answerWithFigures({ openai: oai, anthropic: claude, gemini: gem }, () => figures);
     gw = await startGateway({
       env: { FIGURES_KEY: KEY },
       configFile: {
@@ -80,9 +88,9 @@ describe('usage figures from upstreams', () => {
           'limits: { upstream_pause_max_seconds: 0 }',
           'circuit_breaker: { failure_threshold: 1000 }',
           'upstreams:',
-          `  - { name: oai, kind: openai, base_url: "${up.origin}/openai/v1", api_key_env: FIGURES_KEY }`,
-          `  - { name: claude, kind: anthropic, base_url: "${up.origin}/anthropic/v1", api_key_env: FIGURES_KEY }`,
-          `  - { name: gem, kind: gemini, base_url: "${up.origin}/gemini/v1beta", api_key_env: FIGURES_KEY }`,
+          `  - { name: oai, kind: openai, base_url: "${oai.baseUrl}", api_key_env: FIGURES_KEY }`,
+          `  - { name: claude, kind: anthropic, base_url: "${claude.baseUrl}", api_key_env: FIGURES_KEY }`,
+          `  - { name: gem, kind: gemini, base_url: "${gem.baseUrl}", api_key_env: FIGURES_KEY }`,
           'models:',
           // $0.001 a token either way: a $1 budget is 1,000 tokens.
           '  - { id: gpt, upstream: oai, upstream_model: gpt-4o-mini, pricing: { input_per_million: 1000, output_per_million: 1000 } }',
@@ -96,7 +104,7 @@ describe('usage figures from upstreams', () => {
   });
   after(async () => {
     await gw?.close();
-    await up?.close();
+    await Promise.all([oai?.close(), claude?.close(), gem?.close()]);
   });
 
   const post = (path: string, body: unknown, headers: Record<string, string> = authHeaders()) =>
@@ -117,7 +125,7 @@ describe('usage figures from upstreams', () => {
   });
 
   test('1e300 in an answer (JSON and stream) stops no record: later calls are recorded, the bad ones clamped and flagged, logged once', async () => {
-    up.setAll('1e300');
+    figures = allFigures('1e300');
     const json = await post('/v1/chat/completions', chat('gpt'));
     assert.equal(json.status, 200, json.text);
     assert.deepEqual(
@@ -133,7 +141,7 @@ describe('usage figures from upstreams', () => {
     assert.equal(streamed.status, 200);
     assert.ok(!streamed.text.includes('e+300') && !streamed.text.includes('1e300'), streamed.text);
     assert.ok(streamed.text.includes(`"prompt_tokens":${MAX_USAGE_TOKENS}`), streamed.text);
-    up.setAll(null);
+    figures = allFigures(null);
     const after = await post('/v1/chat/completions', chat('gpt'));
     const afterStream = await stream('/v1/chat/completions', chat('gpt', { stream: true }), authHeaders());
 
@@ -226,7 +234,7 @@ describe('usage figures from upstreams', () => {
 
   for (const figure of ['1e300', '1e400', '-1000000', '12.5', '"abc"']) {
     test(`a usage figure of ${figure} on every path: the answer shows only whole counts from 0 to 2e8, the record is sane and flagged`, async () => {
-      up.setAll(figure);
+      figures = allFigures(figure);
       const recorded: Array<[string, unknown]> = [];
       try {
         for (const route of routes) {
@@ -248,7 +256,7 @@ describe('usage figures from upstreams', () => {
           if (route.recorded !== false) recorded.push([route.name, answer.headers['x-request-id']]);
         }
       } finally {
-        up.setAll(null);
+        figures = allFigures(null);
       }
       const ids = new Set(recorded.map(([, id]) => id));
       const records = await waitForValue(
@@ -283,9 +291,9 @@ describe('usage figures from upstreams', () => {
     });
     const { id, key } = created.json as unknown as { id: string; key: string };
     const caller = authHeaders({ authorization: `Bearer ${key}` });
-    up.figures = { prompt: '400', completion: '300', total: '700', other: '0' };
+    figures = { prompt: '400', completion: '300', total: '700', other: '0' };
     assert.equal((await post('/v1/chat/completions', chat('gpt'), caller)).status, 200, '700 tokens, $0.70 of $1');
-    up.setAll('-1000000');
+    figures = allFigures('-1000000');
     const negative = await post('/v1/chat/completions', chat('gpt'), caller);
     assert.deepEqual(
       [negative.status, negative.json.usage],
@@ -303,7 +311,7 @@ describe('usage figures from upstreams', () => {
     );
 
     // $0.50 more while $0.30 is left: admitted, and overdraws the budget (which a credit would have hidden).
-    up.figures = { prompt: '300', completion: '200', total: '500', other: '0' };
+    figures = { prompt: '300', completion: '200', total: '500', other: '0' };
     assert.equal((await post('/v1/chat/completions', chat('gpt'), caller)).status, 200);
     const costKey = `cost:budget:key:${id}:86400000`;
     await waitForValue(
@@ -314,7 +322,7 @@ describe('usage figures from upstreams', () => {
       (row) => (row?.tat_ms ?? 0) - Date.now() > 86_400_000,
       3_000,
     );
-    up.setAll(null);
+    figures = allFigures(null);
     const refused = await post('/v1/chat/completions', chat('gpt'), caller);
     assert.deepEqual([refused.status, refused.json.code], [429, 'budget_exceeded']);
     const final = (await call(`${gw.url}/v1/?route=keys&id=${id}&action=usage`, { headers: authHeaders() }))

@@ -9,7 +9,10 @@ import assert from 'node:assert/strict';
 import { authHeaders, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { call } from '../helpers/http.js';
 import { dataFrames, namedEvents, readStream } from '../helpers/sse-client.js';
-import { startPartsUpstream, type PartsUpstream, type PartsUsage } from '../helpers/mock-token-parts-upstream.js';
+import { startOpenAiUpstream, type OpenAiUpstream } from '../helpers/upstreams/openai.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../helpers/upstreams/anthropic.js';
+import { startGeminiUpstream, type GeminiUpstream } from '../helpers/upstreams/gemini.js';
+import { answerWithParts, type PartsUsage } from '../helpers/upstreams/raw-usage.js';
 import { waitForValue } from '../helpers/wait.js';
 import { SqliteUsageStore } from '../../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../../src/store/store-contract.js';
@@ -142,11 +145,17 @@ describe("each API's usage shape, from one definition (src/providers/usage-shape
 });
 
 describe('token parts and cost as providers bill them', () => {
-  let up: PartsUpstream;
+  let oai: OpenAiUpstream;
+  let claude: AnthropicUpstream;
+  let gem: GeminiUpstream;
+  /** The usage objects the next answers carry. */
+  let partsUsage: PartsUsage;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   before(async () => {
-    up = await startPartsUpstream({ ...OPENAI_SHAPES });
+    partsUsage = { ...OPENAI_SHAPES };
+    [oai, claude, gem] = await Promise.all([startOpenAiUpstream(), startAnthropicUpstream(), startGeminiUpstream()]);
+    answerWithParts({ openai: oai, anthropic: claude, gemini: gem }, () => partsUsage);
     gw = await startGateway({
       env: { PARTS_KEY: KEY },
       configFile: {
@@ -154,9 +163,9 @@ describe('token parts and cost as providers bill them', () => {
         text: [
           'limits: { upstream_pause_max_seconds: 0 }',
           'upstreams:',
-          `  - { name: oai, kind: openai, base_url: "${up.origin}/openai/v1", api_key_env: PARTS_KEY }`,
-          `  - { name: claude, kind: anthropic, base_url: "${up.origin}/anthropic/v1", api_key_env: PARTS_KEY }`,
-          `  - { name: gem, kind: gemini, base_url: "${up.origin}/gemini/v1beta", api_key_env: PARTS_KEY }`,
+          `  - { name: oai, kind: openai, base_url: "${oai.baseUrl}", api_key_env: PARTS_KEY }`,
+          `  - { name: claude, kind: anthropic, base_url: "${claude.baseUrl}", api_key_env: PARTS_KEY }`,
+          `  - { name: gem, kind: gemini, base_url: "${gem.baseUrl}", api_key_env: PARTS_KEY }`,
           'models:',
           '  - { id: gpt, upstream: oai, upstream_model: gpt-5, pricing: { input_per_million: 2.5, output_per_million: 10, cache_read_per_million: 1.25 } }',
           '  - id: claude',
@@ -173,7 +182,7 @@ describe('token parts and cost as providers bill them', () => {
   });
   after(async () => {
     await gw?.close();
-    await up?.close();
+    await Promise.all([oai?.close(), claude?.close(), gem?.close()]);
   });
 
   const send = (path: string, body: Record<string, unknown>, headers: Record<string, string> = authHeaders()) =>
@@ -299,7 +308,7 @@ describe('token parts and cost as providers bill them', () => {
   });
 
   test('Anthropic cache writes: 5-minute and 1-hour writes each at their price (JSON and stream, native and translated)', async () => {
-    up.usage = {
+    partsUsage = {
       ...OPENAI_SHAPES,
       messages:
         '{"input_tokens":10,"cache_creation_input_tokens":3000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":5}',
@@ -332,7 +341,7 @@ describe('token parts and cost as providers bill them', () => {
         );
       }
     } finally {
-      up.usage = { ...OPENAI_SHAPES };
+      partsUsage = { ...OPENAI_SHAPES };
     }
   });
 
@@ -407,11 +416,17 @@ const OPENROUTER_CHAT =
   '{"prompt_tokens":2000,"completion_tokens":100,"total_tokens":2100,"prompt_tokens_details":{"cached_tokens":1500,"cache_write_tokens":400}}';
 
 describe('translated answers show the cache figures in each API’s own usage shape', () => {
-  let up: PartsUpstream;
+  let oai: OpenAiUpstream;
+  let claude: AnthropicUpstream;
+  let gem: GeminiUpstream;
+  /** The usage objects the next answers carry. */
+  let partsUsage: PartsUsage;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   before(async () => {
-    up = await startPartsUpstream({ ...OPENAI_SHAPES });
+    partsUsage = { ...OPENAI_SHAPES };
+    [oai, claude, gem] = await Promise.all([startOpenAiUpstream(), startAnthropicUpstream(), startGeminiUpstream()]);
+    answerWithParts({ openai: oai, anthropic: claude, gemini: gem }, () => partsUsage);
     gw = await startGateway({
       env: { PARTS_KEY: KEY },
       configFile: {
@@ -419,9 +434,9 @@ describe('translated answers show the cache figures in each API’s own usage sh
         text: [
           'limits: { upstream_pause_max_seconds: 0 }',
           'upstreams:',
-          `  - { name: oai, kind: openai, base_url: "${up.origin}/openai/v1", api_key_env: PARTS_KEY }`,
-          `  - { name: claude, kind: anthropic, base_url: "${up.origin}/anthropic/v1", api_key_env: PARTS_KEY }`,
-          `  - { name: gem, kind: gemini, base_url: "${up.origin}/gemini/v1beta", api_key_env: PARTS_KEY }`,
+          `  - { name: oai, kind: openai, base_url: "${oai.baseUrl}", api_key_env: PARTS_KEY }`,
+          `  - { name: claude, kind: anthropic, base_url: "${claude.baseUrl}", api_key_env: PARTS_KEY }`,
+          `  - { name: gem, kind: gemini, base_url: "${gem.baseUrl}", api_key_env: PARTS_KEY }`,
           'models:',
           "  # translated on purpose (`responses: chat`): what is shown is the translation's usage shape",
           '  - { id: gpt, upstream: oai, upstream_model: gpt-5, responses: chat, pricing: { input_per_million: 2.5, output_per_million: 10, cache_read_per_million: 1.25 } }',
@@ -438,7 +453,7 @@ describe('translated answers show the cache figures in each API’s own usage sh
   });
   after(async () => {
     await gw?.close();
-    await up?.close();
+    await Promise.all([oai?.close(), claude?.close(), gem?.close()]);
   });
 
   type Surface = 'chat' | 'messages' | 'responses';
@@ -725,7 +740,7 @@ describe('translated answers show the cache figures in each API’s own usage sh
   const recorded: Array<[string, unknown, number[]]> = [];
   for (const [name, shapes, surface, model, stream, shown, record] of rows) {
     test(`${name}: the caller sees the exact parts`, async () => {
-      up.usage = { ...OPENAI_SHAPES, ...shapes };
+      partsUsage = { ...OPENAI_SHAPES, ...shapes };
       const body = JSON.stringify(bodyOf(surface, model, stream));
       const answer = stream
         ? await readStream(`${gw.url}${PATHS[surface]}`, body, authHeaders())

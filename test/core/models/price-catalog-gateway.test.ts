@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { authHeaders, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { readStream } from '../../helpers/sse-client.js';
-import { startPartsUpstream, type PartsUpstream } from '../../helpers/mock-token-parts-upstream.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from '../../helpers/upstreams/anthropic.js';
+import { answerWithParts, type PartsUsage } from '../../helpers/upstreams/raw-usage.js';
 import { waitForValue } from '../../helpers/wait.js';
 import { SqliteUsageStore } from '../../../src/store/sqlite/sqlite-usage.js';
 import type { UsageRecord } from '../../../src/store/store-contract.js';
@@ -28,19 +29,24 @@ const CHAT_USAGE =
   '{"prompt_tokens":2000,"completion_tokens":100,"total_tokens":2100,"prompt_tokens_details":{"cached_tokens":1500}}';
 
 describe('the price catalog prices what the config does not', () => {
-  let up: PartsUpstream;
+  let oai: OpenAiUpstream;
+  let claude: AnthropicUpstream;
+  /** The usage objects the next answers carry. */
+  let partsUsage: PartsUsage;
   let gw: TestGateway;
   let usage: SqliteUsageStore;
   let configText: string;
   before(async () => {
-    up = await startPartsUpstream({ chat: CHAT_USAGE, responses: '{}', messages: AGENT_STEP, gemini: '{}' });
+    partsUsage = { chat: CHAT_USAGE, responses: '{}', messages: AGENT_STEP, gemini: '{}' };
+    [oai, claude] = await Promise.all([startOpenAiUpstream(), startAnthropicUpstream()]);
+    answerWithParts({ openai: oai, anthropic: claude }, () => partsUsage);
     configText = [
       'limits: { upstream_pause_max_seconds: 0 }',
       'upstreams:',
-      `  - { name: oai, kind: openai, base_url: "${up.origin}/openai/v1", api_key_env: CATALOG_KEY }`,
-      `  - { name: claude, kind: anthropic, base_url: "${up.origin}/anthropic/v1", api_key_env: CATALOG_KEY }`,
-      `  - { name: router, kind: openrouter, base_url: "${up.origin}/openai/v1", api_key_env: CATALOG_KEY }`,
-      `  - { name: local, kind: vllm, base_url: "${up.origin}/openai/v1" }`,
+      `  - { name: oai, kind: openai, base_url: "${oai.baseUrl}", api_key_env: CATALOG_KEY }`,
+      `  - { name: claude, kind: anthropic, base_url: "${claude.baseUrl}", api_key_env: CATALOG_KEY }`,
+      `  - { name: router, kind: openrouter, base_url: "${oai.baseUrl}", api_key_env: CATALOG_KEY }`,
+      `  - { name: local, kind: vllm, base_url: "${oai.baseUrl}" }`,
       'models:',
       // No price, no window: both from the catalog (its dated snapshot name matched to claude-sonnet-4-5).
       '  - { id: sonnet, upstream: claude, upstream_model: claude-sonnet-4-5-20250929 }',
@@ -57,7 +63,7 @@ describe('the price catalog prices what the config does not', () => {
   });
   after(async () => {
     await gw?.close();
-    await up?.close();
+    await Promise.all([oai?.close(), claude?.close()]);
   });
 
   const recordOf = async (requestId: unknown): Promise<UsageRecord> =>

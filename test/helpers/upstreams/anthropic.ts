@@ -37,7 +37,7 @@ export type AnthropicBehavior =
   | { kind: 'error'; status: number; type: string; message: string; headers?: Record<string, string> }
   /** A stream of exactly these SSE frames (each one write), then the end: for hostile streams. */
   | { kind: 'raw'; frames: string[] }
-  /** A 200 JSON answer of exactly this body (JSON-encoded): for hostile answers. */
+  /** A 200 JSON answer of this body (JSON-encoded; a string written as it is, so `1e400` can be sent): for hostile answers. */
   | { kind: 'json'; body: unknown };
 
 export interface AnthropicUpstream {
@@ -50,6 +50,11 @@ export interface AnthropicUpstream {
   batches: AnthropicBatches;
   /** The prompt cache answering Messages when started with `promptCache: true` (its usages, knobs, `clear()`). */
   promptCache: PromptCache;
+  /**
+   * When set, answers `POST /v1/messages` and `/v1/messages/count_tokens` when the queue is empty, by the path and
+   * parsed body, before the mock's own answer (undefined: that); for raw answers.
+   */
+  respond: ((path: string, body: Record<string, unknown>) => AnthropicBehavior | undefined) | undefined;
   enqueue(...behaviors: AnthropicBehavior[]): void;
   /** Forgets the requests, the queue and the batches; the batch options back to the start's. */
   reset(): void;
@@ -95,6 +100,9 @@ export async function startAnthropicUpstream(options: AnthropicUpstreamOptions =
       return;
     }
     if (batches.handle(req, path, res)) return;
+    const modelCall = req.method === 'POST' && (path === '/v1/messages' || path === '/v1/messages/count_tokens');
+    const responded = modelCall && body && queue.length === 0 ? upstream.respond?.(path, body) : undefined;
+    if (responded && body) return answer(res, body, responded);
     if (req.method === 'GET' && path === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -130,15 +138,17 @@ export async function startAnthropicUpstream(options: AnthropicUpstreamOptions =
     answer(res, body, queued ?? (body.stream === true ? { kind: 'stream' } : { kind: 'message' }));
   });
   batches.origin = server.origin;
-  return {
+  const upstream: AnthropicUpstream = {
     baseUrl: `${server.origin}/v1`,
     requests: server.requests,
     messageRequests: () => server.requests.filter((r) => r.url.split('?')[0] === '/v1/messages'),
     of: (method, prefix) => server.requests.filter((r) => r.method === method && r.url.startsWith(prefix)),
     batches,
     promptCache,
+    respond: undefined,
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
+      upstream.respond = undefined;
       server.requests.length = 0;
       queue = [];
       batches.reset();
@@ -146,6 +156,7 @@ export async function startAnthropicUpstream(options: AnthropicUpstreamOptions =
     },
     close: () => server.close(),
   };
+  return upstream;
 }
 
 function answer(res: ServerResponse, body: Record<string, unknown>, behavior: AnthropicBehavior): void {
@@ -158,7 +169,7 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: An
   }
   if (behavior.kind === 'json') {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(behavior.body));
+    res.end(typeof behavior.body === 'string' ? behavior.body : JSON.stringify(behavior.body));
     return;
   }
   if (behavior.kind === 'raw') {

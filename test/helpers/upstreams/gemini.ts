@@ -24,7 +24,7 @@ export type GeminiBehavior =
   | { kind: 'stream'; text?: string[]; cutBeforeFinish?: boolean }
   | { kind: 'blocked'; reason: string }
   | { kind: 'error'; status: number; grpcStatus: string; message: string }
-  /** A 200 JSON answer of exactly this body (JSON-encoded): for hostile answers. */
+  /** A 200 JSON answer of this body (JSON-encoded; a string written as it is, so `1e400` can be sent): for hostile answers. */
   | { kind: 'json'; body: unknown }
   /** A stream of exactly these events' data (each `data: <text>` event one write), then the end: for hostile streams. */
   | { kind: 'raw-stream'; data: string[] };
@@ -35,6 +35,11 @@ export interface GeminiUpstream {
   generateRequests(): GeminiRecorded[];
   /** The Batch API's batches and the script of the next ones. */
   batches: GeminiBatches;
+  /**
+   * When set, answers `:generateContent` and `:streamGenerateContent` when the queue is empty, by the path and
+   * parsed body, before the mock's own answer (undefined: that); for raw answers.
+   */
+  respond: ((path: string, body: Record<string, unknown>) => GeminiBehavior | undefined) | undefined;
   enqueue(...behaviors: GeminiBehavior[]): void;
   reset(): void;
   close(): Promise<void>;
@@ -90,23 +95,27 @@ export async function startGeminiUpstream(options: GeminiUpstreamOptions = {}): 
     const match = /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(url);
     if (req.method !== 'POST' || !match || !body) return googleError(res, 404, 'NOT_FOUND', 'Not found');
     const stream = match[2] !== 'generateContent';
-    const behavior = queue.shift() ?? (stream ? { kind: 'stream' } : { kind: 'answer' });
+    const responded = queue.length === 0 ? upstream.respond?.(url, body) : undefined;
+    const behavior = queue.shift() ?? responded ?? (stream ? { kind: 'stream' } : { kind: 'answer' });
     answer(res, body, behavior, match[1] ?? 'gemini');
   });
-  return {
+  const upstream: GeminiUpstream = {
     baseUrl: `${server.origin}/v1beta`,
     requests: server.requests,
     generateRequests: () =>
       server.requests.filter((r) => r.method === 'POST' && !/:batchGenerateContent$|\/batches\//.test(r.url)),
     batches,
+    respond: undefined,
     enqueue: (...behaviors) => queue.push(...behaviors),
     reset() {
+      upstream.respond = undefined;
       server.requests.length = 0;
       queue = [];
       batches.reset();
     },
     close: () => server.close(),
   };
+  return upstream;
 }
 
 function answer(res: ServerResponse, body: Record<string, unknown>, behavior: GeminiBehavior, model: string): void {
@@ -117,7 +126,7 @@ function answer(res: ServerResponse, body: Record<string, unknown>, behavior: Ge
   }
   if (behavior.kind === 'json') {
     res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
-    res.end(JSON.stringify(behavior.body));
+    res.end(typeof behavior.body === 'string' ? behavior.body : JSON.stringify(behavior.body));
     return;
   }
   if (behavior.kind === 'raw-stream') {

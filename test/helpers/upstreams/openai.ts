@@ -35,6 +35,9 @@ import { OpenAiBatches, type BatchOptions } from './openai/batches.js';
 import { embeddings, nativeResponses } from './openai/native.js';
 
 export type { Behavior } from './openai/behaviors.js';
+
+/** The paths `respond` may answer. */
+const MODEL_CALLS = ['/v1/chat/completions', '/v1/responses', '/v1/embeddings'];
 export {
   MOCK_CONTENT,
   MOCK_STREAM_CONTENT,
@@ -102,6 +105,11 @@ export interface OpenAiUpstream {
   enqueue(...behaviors: Behavior[]): void;
   /** Behavior for chat requests when the queue is empty; initially `{ kind: 'json' }`. */
   defaultBehavior: Behavior;
+  /**
+   * When set, answers a model call (chat, Responses, embeddings) that finds the queue empty, by the request's path
+   * and parsed body, before `defaultBehavior` or the mock's own answer (undefined: those); for raw answers.
+   */
+  respond: ((path: string, body: unknown) => Behavior | undefined) | undefined;
   /** Served by `GET /v1/models` (and `GET /v1/models/:id`) in OpenAI's list shape. */
   models: Array<{ id: string; owned_by?: string; created?: number }>;
   /** Status for `GET /v1/models`; default 200. Any status >= 400 answers with an OpenAI error body. */
@@ -162,6 +170,7 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
   fileDeleteBehavior: Behavior | undefined;
   private uploadHold: Promise<void> | undefined;
   defaultBehavior: Behavior = { kind: 'json' };
+  respond: OpenAiUpstream['respond'] = undefined;
   models: Array<{ id: string; owned_by?: string; created?: number }> = DEFAULT_MODELS.map((m) => ({ ...m }));
   modelsStatus = 200;
   requiredKey: string | undefined;
@@ -231,6 +240,7 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
     this.fileDeleteBehavior = undefined;
     this.queue.length = 0;
     this.defaultBehavior = { kind: 'json' };
+    this.respond = undefined;
     this.models = DEFAULT_MODELS.map((m) => ({ ...m }));
     this.modelsStatus = 200;
     this.requiredKey = this.initialKey;
@@ -287,6 +297,9 @@ class OpenAiUpstreamServer implements OpenAiUpstream {
     const method = ex.req.method ?? '';
     const path = pathname(ex.req.url ?? '');
     if (!this.authorized(ex)) return;
+    const modelCall = method === 'POST' && MODEL_CALLS.includes(path);
+    const responded = modelCall && this.queue.length === 0 ? this.respond?.(path, ex.json) : undefined;
+    if (responded) return runBehavior(ex, responded);
     if (method === 'POST' && path === '/v1/chat/completions') {
       await runBehavior(ex, this.queue.shift() ?? this.defaultBehavior);
     } else if (method === 'POST' && path === '/v1/responses') {

@@ -5,11 +5,32 @@
  */
 import type { BatchRecord, BatchStore } from '../../src/store/batch-contract.js';
 import { freshRecord } from '../../src/core/batches/batch-service.js';
-import type OpenAI from 'openai';
+import { toFile, type OpenAI } from 'openai';
 import { authHeaders } from './gateway.js';
 import { call } from './http.js';
 import { captureSecrets } from './capture.js';
 import { waitForValue } from './wait.js';
+
+/**
+ * An OpenAI batch input of `count` chat lines: line `i` has the custom id `id(i)` and asks `content(i)`
+ * (by default its id), so the upstream's requests tell the lines apart.
+ */
+export function chatBatchLines(count: number, id: (i: number) => string, content: (i: number) => string = id): string {
+  return Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      custom_id: id(i),
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: content(i) }] },
+    }),
+  ).join('\n');
+}
+
+/** Uploads `jsonl` as a batch input file named `filename` and creates a 24 h chat batch of it. */
+export async function createChatBatch(openai: OpenAI, jsonl: string, filename: string): Promise<OpenAI.Batch> {
+  const input = await openai.files.create({ file: await toFile(Buffer.from(jsonl), filename), purpose: 'batch' });
+  return openai.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+}
 
 /** The runner looks for work every 20 ms in tests (the default is a second). */
 export const QUICK_BATCHES = ['batches:', '  poll_ms: 20', '  concurrency: 8'].join('\n');

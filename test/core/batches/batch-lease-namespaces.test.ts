@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   killAllGateways,
@@ -18,6 +18,7 @@ import {
   startGatewayProcess,
   type GatewayProcess,
 } from '../../helpers/spawn-gateway.js';
+import { chatBatchLines, createChatBatch } from '../../helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from '../../helpers/wait.js';
 import { isDeadPredecessor, runnerName } from '../../../src/core/batches/runner-identity.js';
 
@@ -63,20 +64,12 @@ describe('two live gateways in two pid namespaces on one data folder', { skip: !
       const first = await startGatewayProcess({ env: env(), dataDir, wrapper: CONTAINER });
       gateways.push(first);
       const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
-      const jsonl = Array.from({ length: LINES }, (_, i) =>
-        JSON.stringify({
-          custom_id: `line-${i}`,
-          method: 'POST',
-          url: '/v1/chat/completions',
-          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `n${i}` }] },
-        }),
-      ).join('\n');
-      const input = await client.files.create({ file: await toFile(Buffer.from(jsonl), 'in.jsonl'), purpose: 'batch' });
-      const created = await client.batches.create({
-        input_file_id: input.id,
-        endpoint: '/v1/chat/completions',
-        completion_window: '24h',
-      });
+      const jsonl = chatBatchLines(
+        LINES,
+        (i) => `line-${i}`,
+        (i) => `n${i}`,
+      );
+      const created = await createChatBatch(client, jsonl, 'in.jsonl');
       await waitFor('10 lines at the upstream', () => mock.chatRequests().length >= 10, 30_000);
 
       const second = await startGatewayProcess({ env: env(), dataDir, wrapper: CONTAINER });

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import {
   alive,
@@ -19,6 +19,7 @@ import {
   startGatewayProcess,
   type GatewayProcess,
 } from '../../helpers/spawn-gateway.js';
+import { chatBatchLines, createChatBatch } from '../../helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from '../../helpers/wait.js';
 import { isDeadPredecessor, runnerName } from '../../../src/core/batches/runner-identity.js';
 
@@ -60,23 +61,12 @@ describe('a batch after kill -9 and a restart on the same data folder', () => {
     async () => {
       let gw: GatewayProcess = await startGatewayProcess({ env: env(), dataDir });
       const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0 });
-      const jsonl = Array.from({ length: LINES }, (_, i) =>
-        JSON.stringify({
-          custom_id: `line-${i}`,
-          method: 'POST',
-          url: '/v1/chat/completions',
-          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `n${i}` }] },
-        }),
-      ).join('\n');
-      const input = await client(gw.url).files.create({
-        file: await toFile(Buffer.from(jsonl), 'in.jsonl'),
-        purpose: 'batch',
-      });
-      const created = await client(gw.url).batches.create({
-        input_file_id: input.id,
-        endpoint: '/v1/chat/completions',
-        completion_window: '24h',
-      });
+      const jsonl = chatBatchLines(
+        LINES,
+        (i) => `line-${i}`,
+        (i) => `n${i}`,
+      );
+      const created = await createChatBatch(client(gw.url), jsonl, 'in.jsonl');
       await waitFor('20 lines at the upstream', () => mock.chatRequests().length >= 20, 30_000);
       const pid = gw.child.pid ?? 0;
       gw.signal('SIGKILL');

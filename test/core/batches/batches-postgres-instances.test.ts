@@ -8,13 +8,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import pg from 'pg';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
 import { killAllGateways, makeTempDir, removeTempDirs, startGatewayProcess } from '../../helpers/spawn-gateway.js';
 import { postgresSkipReason } from '../../helpers/services.js';
 import { scratchPostgresSchema } from '../../helpers/scratch-postgres-schema.js';
-import { resultLines } from '../../helpers/batch-fixtures.js';
+import { resultLines, chatBatchLines, createChatBatch } from '../../helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from '../../helpers/wait.js';
 
 const TOKEN = 'batch-pg-instances-admin-token-0123456789';
@@ -79,23 +79,12 @@ describe('batches in PostgreSQL: two instances, a lease renewed, then taken over
     const a = await startGatewayProcess({ env: env(), dataDir: makeTempDir('gw-batch-pg-a-') });
     const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0 });
     const tag = `${Date.now()}`;
-    const jsonl = Array.from({ length: LINES }, (_, i) =>
-      JSON.stringify({
-        custom_id: `line-${i}`,
-        method: 'POST',
-        url: '/v1/chat/completions',
-        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${tag}-${i}` }] },
-      }),
-    ).join('\n');
-    const input = await client(a.url).files.create({
-      file: await toFile(Buffer.from(jsonl), 'two-thousand.jsonl'),
-      purpose: 'batch',
-    });
-    const created = await client(a.url).batches.create({
-      input_file_id: input.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const jsonl = chatBatchLines(
+      LINES,
+      (i) => `line-${i}`,
+      (i) => `${tag}-${i}`,
+    );
+    const created = await createChatBatch(client(a.url), jsonl, 'two-thousand.jsonl');
     await waitFor('A to start the batch', () => mock.chatRequests().length >= 50, 30_000);
     const first = await lease(created.id);
     assert.ok(first.holder, 'A holds the lease');

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { startOpenAiUpstream, type OpenAiUpstream } from '../../helpers/upstreams/openai.js';
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import {
   killAllGateways,
   makeTempDir,
@@ -18,7 +18,7 @@ import {
   startGatewayProcess,
   type GatewayProcess,
 } from '../../helpers/spawn-gateway.js';
-import { resultLines } from '../../helpers/batch-fixtures.js';
+import { resultLines, chatBatchLines, createChatBatch } from '../../helpers/batch-fixtures.js';
 import { waitFor, waitForValue } from '../../helpers/wait.js';
 
 const TOKEN = 'batch-restart-admin-token-0123456789';
@@ -66,23 +66,12 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
     const startedMs = Date.now();
     let gw: GatewayProcess = await startGatewayProcess({ env: env(), dataDir });
     const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: TOKEN, maxRetries: 0 });
-    const jsonl = Array.from({ length: LINES }, (_, i) =>
-      JSON.stringify({
-        custom_id: `line-${i}`,
-        method: 'POST',
-        url: '/v1/chat/completions',
-        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `n${i}` }] },
-      }),
-    ).join('\n');
-    const input = await client(gw.url).files.create({
-      file: await toFile(Buffer.from(jsonl), 'ten-thousand.jsonl'),
-      purpose: 'batch',
-    });
-    const created = await client(gw.url).batches.create({
-      input_file_id: input.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const jsonl = chatBatchLines(
+      LINES,
+      (i) => `line-${i}`,
+      (i) => `n${i}`,
+    );
+    const created = await createChatBatch(client(gw.url), jsonl, 'ten-thousand.jsonl');
 
     await waitFor('a fifth of the lines at the upstream', () => mock.chatRequests().length >= LINES / 5, 60_000);
     gw.signal('SIGKILL');
@@ -152,27 +141,8 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
       // Four batches, created through whichever worker the connection lands on: both runners claim work.
       const ids: string[] = [];
       for (let b = 0; b < 4; b++) {
-        const jsonl = Array.from({ length: count / 4 }, (_, i) =>
-          JSON.stringify({
-            custom_id: `b${b}-${i}`,
-            method: 'POST',
-            url: '/v1/chat/completions',
-            body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `b${b}-${i}` }] },
-          }),
-        ).join('\n');
-        const input = await openai.files.create({
-          file: await toFile(Buffer.from(jsonl), `b${b}.jsonl`),
-          purpose: 'batch',
-        });
-        ids.push(
-          (
-            await openai.batches.create({
-              input_file_id: input.id,
-              endpoint: '/v1/chat/completions',
-              completion_window: '24h',
-            })
-          ).id,
-        );
+        const jsonl = chatBatchLines(count / 4, (i) => `b${b}-${i}`);
+        ids.push((await createChatBatch(openai, jsonl, `b${b}.jsonl`)).id);
       }
       for (const id of ids)
         await waitForValue(
@@ -198,20 +168,11 @@ describe('batches across processes: a kill -9 and a restart, two workers on one 
       const dir = makeTempDir('gw-batch-term-');
       const gw = await startGatewayProcess({ env: env(), dataDir: dir });
       const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
-      const jsonl = Array.from({ length: 400 }, (_, i) =>
-        JSON.stringify({
-          custom_id: `t${i}`,
-          method: 'POST',
-          url: '/v1/chat/completions',
-          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `t${i}` }] },
-        }),
-      ).join('\n');
-      const input = await openai.files.create({ file: await toFile(Buffer.from(jsonl), 't.jsonl'), purpose: 'batch' });
-      const created = await openai.batches.create({
-        input_file_id: input.id,
-        endpoint: '/v1/chat/completions',
-        completion_window: '24h',
-      });
+      const created = await createChatBatch(
+        openai,
+        chatBatchLines(400, (i) => `t${i}`),
+        't.jsonl',
+      );
       await waitFor('some lines at the upstream', () => mock.chatRequests().length >= 40, 30_000);
       gw.signal('SIGTERM');
       assert.deepEqual(await gw.waitForExit(20_000), { code: 0, signal: null });

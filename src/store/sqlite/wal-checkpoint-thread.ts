@@ -46,13 +46,24 @@ function checkpointer(port: NonNullable<typeof parentPort>, data: CheckpointThre
   let closed = false;
 
   const tick = (): void => {
+    try {
+      look();
+    } catch {
+      // A read refused while another connection starts the WAL over (SQLITE_BUSY with no wait): the thread must
+      // not die of it (its loss puts the serving connection back on SQLite's checkpoint in the commit); look again.
+    }
+    if (!closed) timer = setTimeout(tick, next);
+  };
+
+  let next = pollMs;
+  const look = (): void => {
+    next = pollMs;
     const version = (dataVersion.get() as unknown as unknown[])[0];
     if (version !== seenVersion) {
       seenVersion = version;
       lastCommitAt = Date.now();
       idleDone = false;
     }
-    let next = pollMs;
     const size = walSize();
     if (size > walBytes && version !== checkpointedVersion) {
       checkpointedVersion = version;
@@ -67,7 +78,6 @@ function checkpointer(port: NonNullable<typeof parentPort>, data: CheckpointThre
       const row = run(passive);
       if (row && row[0] === 0 && row[1] === row[2]) run(truncate);
     }
-    if (!closed) timer = setTimeout(tick, next);
   };
 
   port.on('message', (message: unknown) => {

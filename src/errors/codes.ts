@@ -163,6 +163,34 @@ export const ERROR_CODES = {
     status: 404,
     message: "No file has this id for this caller (never stored, expired, deleted, or another caller's).",
   },
+  vector_store_not_found: {
+    status: 404,
+    message: "No vector store has this id for this caller (never created, deleted, or another caller's).",
+  },
+  vector_store_file_not_found: {
+    status: 404,
+    message: 'This vector store holds no file with this id (never added, or removed).',
+  },
+  vector_store_file_batch_not_found: {
+    status: 404,
+    message: 'This vector store has no file batch with this id.',
+  },
+  vector_store_expired: {
+    status: 400,
+    message: 'The vector store has expired (expires_after): its chunks are gone; create a new one.',
+  },
+  vector_dimension_mismatch: {
+    status: 400,
+    message: "The vectors' dimension is not the vector store's; see details for both.",
+  },
+  vector_index_unsupported: {
+    status: 400,
+    message: 'The vector store backend cannot build this metric or index type; see details for what it can.',
+  },
+  vector_store_holds_vectors: {
+    status: 400,
+    message: "The embedding model of a vector store that holds vectors cannot change: its vectors are the old model's.",
+  },
   upload_not_found: {
     status: 404,
     message: "No upload has this id for this caller (never created, swept after expiry, or another caller's).",

@@ -32,6 +32,7 @@ export const API_NAMES = [
   { route: 'messages', events: ['message.completed', 'message.failed'], stage: 'all', native: true },
   { route: 'gemini', events: ['gemini.completed', 'gemini.failed'], stage: 'canary', native: true },
   { route: 'files' },
+  { route: 'vector_stores' },
   { route: 'batches', events: ['batch.completed', 'batch.failed', 'batch.cancelled'], stage: 'canary' },
 ] as const satisfies readonly ApiNames[];
 

@@ -22,6 +22,7 @@ import {
 import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toUpstream } from './upstreams.js';
 import { instanceIdOf, toBatches } from './batches-schema.js';
 import { toFiles } from './files-schema.js';
+import { toVectorStores } from './vector-stores-schema.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import {
   checkLimitModels,
@@ -137,6 +138,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     responses: toResponses(file.responses),
     batches: toBatches(file.batches, instanceId),
     files: toFiles(file.files),
+    vectorStores: toVectorStores(file.vector_stores),
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,
     dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },

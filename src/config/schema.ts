@@ -2,6 +2,7 @@ import { PROVIDER_KIND_NAMES } from './provider-presets.js';
 import { z } from 'zod';
 import { batchesSectionSchema } from './batches-schema.js';
 import { filesSectionSchema } from './files-schema.js';
+import { vectorStoresSectionSchema } from './vector-stores-schema.js';
 import { serverSectionSchema } from './server-schema.js';
 import { ROUTE_NAME, apiEventKinds } from '../names/api-names.js';
 
@@ -535,6 +536,8 @@ export const configFileSchema = z
     batches: batchesSectionSchema,
     /** Files and uploads (docs/files.md). */
     files: filesSectionSchema,
+    /** Vector stores and the file_search tool (docs/retrieval.md). */
+    vector_stores: vectorStoresSectionSchema,
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

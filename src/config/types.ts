@@ -3,6 +3,7 @@ import type { GatewayEnvironment } from './names.js';
 import type { StreamUsageMode } from './provider-presets.js';
 import type { PriceCatalog } from './price-catalog.js';
 import type { FilesConfig } from './files-schema.js';
+import type { VectorStoresConfig } from './vector-stores-schema.js';
 
 export type { StreamUsageMode };
 
@@ -178,6 +179,8 @@ export interface GatewayConfig {
   batches: BatchesConfig;
   /** Files and uploads: where they live, their bounds and ages (docs/files.md). */
   files: FilesConfig;
+  /** Vector stores: where they live, their defaults and bounds (docs/retrieval.md). */
+  vectorStores: VectorStoresConfig;
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

@@ -29,6 +29,8 @@ const RESTART_ONLY: ReadonlyArray<readonly [string, (running: GatewayConfig, nex
   // The file stores, the uploads' bounds and the batch runner are built once at start (docs/files.md).
   ['files', (r, n) => void (n.files = r.files)],
   ['batches', (r, n) => void (n.batches = r.batches)],
+  // The vector store backend and its ingestion runner are built once at start (docs/retrieval.md).
+  ['vector_stores', (r, n) => void (n.vectorStores = r.vectorStores)],
   ['cache.max_total_bytes', (r, n) => void (n.cache = { ...n.cache, maxTotalBytes: r.cache.maxTotalBytes })],
   ['auth.key_cache_seconds', (r, n) => void (n.keyCacheMs = r.keyCacheMs)],
   [

@@ -50,6 +50,8 @@ import { wireCertificates } from './wiring/tls-wiring.js';
 import { wireUpstreams } from './wiring/upstreams-wiring.js';
 import { wireWebhooks } from './wiring/webhooks-wiring.js';
 import { wireFiles, type WiredFiles } from './wiring/files-wiring.js';
+import { wireVectorStores, type WiredVectorStores } from './wiring/vector-stores-wiring.js';
+import type { VectorStoreStore } from './store/vector-contract.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
 import type { StorageUseStore } from './store/storage-use.js';
 import { ConfigGenerations } from './core/pipeline/config-generation.js';
@@ -90,6 +92,8 @@ export interface AppDependencies {
    * stored bytes ledger; without it the storage quotas are not applied.
    */
   files?: { files: FileStore; uploads: UploadStore; forwarded?: ForwardedFileStore; storage?: StorageUseStore };
+  /** Vector stores, their files and chunks (docs/retrieval.md); without it `/v1/vector_stores` is not served. */
+  vectorStores?: VectorStoreStore;
   /** The API surfaces served; the registry's (surfaces/surface-registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
   /**
@@ -110,6 +114,8 @@ export interface GatewayApp {
   reloadCertificate(): boolean;
   /** The files of every caller (core/files/file-service.ts), for services beside the routes; undefined without stores. */
   files: WiredFiles | undefined;
+  /** Vector stores and their search (docs/retrieval.md); undefined without a vector store. */
+  vectorStores: WiredVectorStores | undefined;
   /** A call made as a caller through the whole request pipeline, its outcome typed (routes/call-as-inject.ts). */
   callAs: CallAs;
   /**
@@ -218,6 +224,15 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     webhooks: events.webhooks,
     generations,
   });
+  // Vector stores (OpenAI's /v1/vector_stores) on the gateway's storage, filled through the embeddings pipeline.
+  const vectors = wireVectorStores(app, config, {
+    store: deps.vectorStores,
+    files: files?.service,
+    auth,
+    limits: limits.service,
+    callAs,
+    checkModel: (model) => void modelCalls.router.plan(model),
+  });
   const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
   wireMetrics(app, config, {
     auth,
@@ -314,6 +329,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       return true;
     },
     files,
+    vectorStores: vectors,
     callAs,
     reloadConfig: (trigger) => reloads?.reload(trigger) ?? Promise.resolve(),
   };

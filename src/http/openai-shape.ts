@@ -26,6 +26,15 @@ export const OPENAI_PATHS = [
   'POST|GET /v1/batches',
   'GET /v1/batches/{id}',
   'POST /v1/batches/{id}/cancel',
+  'POST|GET /v1/vector_stores',
+  'GET|POST|DELETE /v1/vector_stores/{id}',
+  'POST /v1/vector_stores/{id}/search',
+  'POST|GET /v1/vector_stores/{id}/files',
+  'GET|POST|DELETE /v1/vector_stores/{id}/files/{file_id}',
+  'GET /v1/vector_stores/{id}/files/{file_id}/content',
+  'POST /v1/vector_stores/{id}/file_batches',
+  'GET /v1/vector_stores/{id}/file_batches/{batch_id}[/files]',
+  'POST /v1/vector_stores/{id}/file_batches/{batch_id}/cancel',
 ];
 export const OPENAI_NOT_FOUND_MESSAGE = `This OpenAI API path is not served by this gateway; it serves ${OPENAI_PATHS.join(', ')}.`;
 
@@ -50,6 +59,17 @@ export function openAiPathMethods(path: string): string[] | undefined {
   if (p === '/v1/uploads' || /^\/v1\/(uploads\/[^/]+\/(parts|complete|cancel|presign)|batches\/[^/]+\/cancel)$/.test(p))
     return ['POST'];
   if (/^\/v1\/uploads\/[^/]+\/presigned\/[^/]+$/.test(p)) return ['PUT'];
+  return vectorStorePathMethods(p);
+}
+
+/** The methods of a Vector Stores API path (docs/retrieval.md), or undefined. */
+function vectorStorePathMethods(p: string): string[] | undefined {
+  if (!p.startsWith('/v1/vector_stores')) return undefined;
+  const rest = p.slice('/v1/vector_stores'.length);
+  if (rest === '' || /^\/[^/]+\/files$/.test(rest)) return ['GET', 'HEAD', 'POST'];
+  if (/^\/[^/]+$/.test(rest) || /^\/[^/]+\/files\/[^/]+$/.test(rest)) return ['GET', 'HEAD', 'POST', 'DELETE'];
+  if (/^\/[^/]+\/(search|file_batches|file_batches\/[^/]+\/cancel)$/.test(rest)) return ['POST'];
+  if (/^\/[^/]+\/(files\/[^/]+\/content|file_batches\/[^/]+(\/files)?)$/.test(rest)) return ['GET', 'HEAD'];
   return undefined;
 }
 

@@ -1,0 +1,97 @@
+import { hostname } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { GatewayConfig } from '../config/types.js';
+import type { FileService } from '../core/files/file-service.js';
+import type { RateLimitService } from '../core/limits/rate-limit-service.js';
+import type { CallAs } from '../core/pipeline/call-as.js';
+import type { FileSearch } from '../core/retrieval/file-search.js';
+import { IngestionRunner } from '../core/retrieval/ingestion-runner.js';
+import { createFileSearch } from '../core/retrieval/search-service.js';
+import { VectorStoreService } from '../core/retrieval/vector-store-service.js';
+import { mountVectorStores } from '../routes/vector-stores-routes.js';
+import type { VectorStoreStore } from '../store/vector-contract.js';
+import { sweepInBackground } from './background-sweep-wiring.js';
+
+export interface WiredVectorStores {
+  service: VectorStoreService;
+  /** The caller's stores searched (the `file_search` tool uses it too). */
+  search: FileSearch;
+  /** This process's ingestion runner; undefined when `vector_stores.ingest` is false. */
+  runner: IngestionRunner | undefined;
+}
+
+/** Expired stores marked (their chunks dropped) per sweep step. */
+const EXPIRY_STEP = 100;
+
+/**
+ * OpenAI's Vector Stores API on the gateway's storage (docs/retrieval.md): the routes, the search every surface's
+ * `file_search` runs, this process's ingestion runner and the sweep of expired stores. Not served without a
+ * vector store or without files (a store's files are Files API files).
+ */
+export function wireVectorStores(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  deps: {
+    store: VectorStoreStore | undefined;
+    files: FileService | undefined;
+    auth: Authenticator;
+    limits: RateLimitService;
+    callAs: CallAs;
+    /** Throws `model_not_found` for a model this gateway does not serve (the current configuration's). */
+    checkModel(model: string): void;
+  },
+): WiredVectorStores | undefined {
+  const { store, files } = deps;
+  if (!store || !files) return undefined;
+  const settings = config.vectorStores;
+  const search = createFileSearch({ store, callAs: deps.callAs });
+  const runner = settings.ingest
+    ? new IngestionRunner({
+        store,
+        files,
+        callAs: deps.callAs,
+        bounds: {
+          maxFileBytes: settings.maxFileBytes,
+          maxFileChars: settings.maxFileChars,
+          maxFileChunks: settings.maxFileChunks,
+          embedBatchSize: settings.embedBatchSize,
+        },
+        concurrency: settings.ingestConcurrency,
+        leaseMs: settings.leaseMs,
+        pollMs: settings.pollMs,
+        identity: `${config.batches.instanceId ?? hostname()}:${process.pid}`,
+        log: app.log,
+      })
+    : undefined;
+  const service = new VectorStoreService({
+    store,
+    files,
+    search,
+    defaults: {
+      embeddingModel: settings.defaultEmbeddingModel,
+      dimensions: settings.defaultDimensions,
+      metric: settings.defaultMetric,
+      index: settings.defaultIndex,
+      maxBatchFiles: settings.maxBatchFiles,
+    },
+    checkModel: deps.checkModel,
+    wake: () => runner?.wake(),
+  });
+  mountVectorStores(app, deps.auth, deps.limits, service);
+  if (runner) {
+    app.addHook('onReady', async () => runner.start());
+    app.addHook('onClose', async () => runner.close());
+  }
+  sweepInBackground(
+    app,
+    'sweeping expired vector stores failed',
+    async (signal) => {
+      for (let n = 0; n < 1_000 && !signal.aborted; n++) {
+        if ((await store.sweepExpired(Date.now(), EXPIRY_STEP)) < EXPIRY_STEP) break;
+      }
+    },
+    settings.sweepIntervalMs,
+  );
+  return { service, search, runner };
+}

@@ -107,6 +107,34 @@ describe('through the real gateway', () => {
   });
 });
 
+describe("through the real gateway: the caller's rate limit", () => {
+  const fixture = useGateway({
+    env: { EMBED_TEST_KEY: 'sk-embed-test' },
+    configFile: {
+      name: 'limited.yaml',
+      text: (baseUrl) =>
+        [
+          'upstreams:',
+          `  - { name: oai, kind: openai, base_url: "${baseUrl}", api_key_env: EMBED_TEST_KEY }`,
+          'models:',
+          '  - { id: emb, upstream: oai, upstream_model: text-embedding-3-small, type: embedding }',
+          'limits:',
+          '  caller:',
+          '    requests: { limit: 1, window_seconds: 60 }',
+        ].join('\n'),
+    },
+  });
+
+  test('a spent limit is 429 rate_limited with its Retry-After, and no vector', async () => {
+    const embed = () => embedTexts({ callAs: fixture.gw.gateway.callAs, as: AS, model: 'emb', texts: ['a'] });
+    assert.equal((await embed()).vectors.length, 1);
+    const error = await refusal(embed());
+    assert.deepEqual([error.code, error.status], ['rate_limited', 429]);
+    assert.ok((error.retryAfterMs ?? 0) > 0 && (error.retryAfterMs ?? 0) <= 60_000, String(error.retryAfterMs));
+    assert.equal(fixture.mock.requests.filter((r) => r.path === '/v1/embeddings').length, 1, 'the upstream saw one');
+  });
+});
+
 describe('answers checked (scripted call results)', () => {
   const answer = (data: unknown[]) => JSON.stringify({ object: 'list', data });
   const embed = (body: string, texts = ['x', 'y']) => {

@@ -67,11 +67,18 @@ function startsLikePdf(bytes: Uint8Array): boolean {
   return head.indexOf('%PDF-', 0, 'latin1') >= 0;
 }
 
-function docxVerdict(bytes: Uint8Array): KindVerdict {
-  const entries = zipEntries(bytes, MAX_ZIP_ENTRIES);
-  if (!entries)
+/**
+ * A zip archive read as a DOCX. A file named `.docx` is left to mammoth to judge (its main part is wherever
+ * `_rels/.rels` points); an unnamed zip is one only if it holds `word/document.xml`.
+ */
+function docxVerdict(bytes: Uint8Array, named: boolean): KindVerdict {
+  const directory = zipEntries(bytes, MAX_ZIP_ENTRIES);
+  if (!directory)
     return { refused: { code: 'invalid_file', message: 'DOCX: not a readable zip archive (no central directory)' } };
-  if (!entries.some((entry) => entry.name === 'word/document.xml'))
+  const { count, entries } = directory;
+  if (count > MAX_ZIP_ENTRIES)
+    return { refused: { code: 'invalid_file', message: `DOCX: ${count} zip entries, more than ${MAX_ZIP_ENTRIES}` } };
+  if (!named && !entries.some((entry) => entry.name === 'word/document.xml'))
     return {
       refused: {
         code: 'unsupported_file',
@@ -92,9 +99,9 @@ export function documentKind(bytes: Uint8Array, filename: string, mediaType?: st
   if (unread) return { refused: { code: 'unsupported_file', message: unread } };
   const declared =
     BY_EXTENSION.get(extension) ?? BY_MEDIA_TYPE.get((mediaType ?? '').split(';', 1)[0]?.trim().toLowerCase() ?? '');
-  if (declared === 'docx') return docxVerdict(bytes);
+  if (declared === 'docx') return docxVerdict(bytes, true);
   if (declared) return { kind: declared };
   if (startsLikePdf(bytes)) return { kind: 'pdf' };
-  if (startsLikeZip(bytes)) return docxVerdict(bytes);
+  if (startsLikeZip(bytes)) return docxVerdict(bytes, false);
   return { kind: 'text' };
 }

@@ -3,6 +3,11 @@ import type { ZipEntry } from './zip-directory.js';
 
 /** The XML a DOCX may inflate to: mammoth holds each part as a DOM, several times its size in memory. */
 export const MAX_DOCX_XML_BYTES = 64 * 1024 * 1024;
+/**
+ * All its entries may inflate to (images included): mammoth reads its main part wherever `_rels/.rels` points, so
+ * a part not named `.xml` is still bounded.
+ */
+export const MAX_DOCX_INFLATED_BYTES = 256 * 1024 * 1024;
 
 /**
  * The text of a Word document through mammoth (loaded on the first DOCX, never at start-up): paragraphs apart by a
@@ -18,14 +23,20 @@ export async function docxText(
   seconds: number,
 ): Promise<ParsedText> {
   let xmlBytes = 0;
-  for (const entry of entries) if (/\.(xml|rels)$/i.test(entry.name)) xmlBytes += entry.uncompressedSize;
-  if (xmlBytes > MAX_DOCX_XML_BYTES)
+  let allBytes = 0;
+  for (const entry of entries) {
+    allBytes += entry.uncompressedSize;
+    if (/\.(xml|rels)$/i.test(entry.name)) xmlBytes += entry.uncompressedSize;
+  }
+  if (xmlBytes > MAX_DOCX_XML_BYTES || allBytes > MAX_DOCX_INFLATED_BYTES) {
+    const [what, size, max] =
+      xmlBytes > MAX_DOCX_XML_BYTES
+        ? ['XML', xmlBytes, MAX_DOCX_XML_BYTES]
+        : ['parts', allBytes, MAX_DOCX_INFLATED_BYTES];
     return {
-      error: {
-        code: 'invalid_file',
-        message: `the document's XML would inflate to ${xmlBytes} bytes, more than the ${MAX_DOCX_XML_BYTES} read`,
-      },
+      error: { code: 'invalid_file', message: `DOCX: its ${what} would inflate to ${size} bytes, more than ${max}` },
     };
+  }
   const { default: mammoth } = await import('mammoth');
   try {
     const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -16,10 +16,11 @@ export const startsLikeZip = (bytes: Uint8Array): boolean =>
 /**
  * The entries of a zip archive (APPNOTE.TXT 4.3.12 and 4.3.16), read from its central directory without inflating
  * anything, so a DOCX can be judged (is it a Word document? how large would it grow?) before a parser reads it.
- * At most `maxEntries` are read. Undefined when the bytes are not a zip archive with a readable directory; a ZIP64
- * archive (sizes past 4 GB) reads as entries of size 0xFFFFFFFF, which every size bound refuses.
+ * `count` is the number the archive declares; at most `maxEntries` of them are read. Undefined when the bytes are
+ * not a zip archive with a readable directory; a ZIP64 archive (sizes past 4 GB) reads as entries of size
+ * 0xFFFFFFFF, which every size bound refuses.
  */
-export function zipEntries(bytes: Uint8Array, maxEntries: number): ZipEntry[] | undefined {
+export function zipEntries(bytes: Uint8Array, maxEntries: number): { count: number; entries: ZipEntry[] } | undefined {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let end = -1;
   for (let at = bytes.length - 22; at >= Math.max(0, bytes.length - MAX_END_SEARCH); at--) {
@@ -47,5 +48,5 @@ export function zipEntries(bytes: Uint8Array, maxEntries: number): ZipEntry[] | 
     });
     at += 46 + nameLength + extraLength + commentLength;
   }
-  return entries;
+  return { count, entries };
 }

@@ -125,3 +125,13 @@ export function buildDocx(paragraphs: string[], tableRow?: [string, string]): Ui
     '</w:body></w:document>';
   return buildZip({ '[Content_Types].xml': CONTENT_TYPES, '_rels/.rels': RELS, 'word/document.xml': document });
 }
+
+/** Makes the central directory of `zip` say that entry `name` inflates to `size` bytes (a zip bomb's claim). */
+export function declareSize(zip: Uint8Array, name: string, size: number): void {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const wanted = Buffer.from(name, 'utf8');
+  for (let at = 0; at + 46 <= zip.length; at++) {
+    if (view.getUint32(at, true) !== 0x02014b50 || view.getUint16(at + 28, true) !== wanted.length) continue;
+    if (Buffer.from(zip.subarray(at + 46, at + 46 + wanted.length)).equals(wanted)) view.setUint32(at + 24, size, true);
+  }
+}

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { extractText, type ExtractRequest, type ExtractResult } from '../../../src/core/retrieval/document-text.js';
-import { buildDocx, buildPdf, buildZip } from './document-fixtures.js';
+import { buildDocx, buildPdf, buildZip, declareSize } from './document-fixtures.js';
 import { loopHold } from './loop-hold.js';
 
 const MAX = 1_000_000;
@@ -115,12 +115,27 @@ test('a DOCX that is not one: not a zip, no document body, a zip of something el
 
   // The directory says word/document.xml inflates to ~4 GB: refused before anything is inflated.
   const bomb = buildDocx(['small']);
-  const view = new DataView(bomb.buffer, bomb.byteOffset, bomb.byteLength);
-  for (let at = 0; at + 4 <= bomb.length; at++)
-    if (view.getUint32(at, true) === 0x02014b50) view.setUint32(at + 24, 0xfffffff0, true);
+  declareSize(bomb, 'word/document.xml', 0xfffffff0);
   const inflated = errorOf(await read(bomb, 'bomb.docx'));
+  const otherXml = buildDocx(['small']).length; // the other two parts, stored: a little less than the whole zip
   assert.equal(inflated.code, 'invalid_file');
-  assert.match(inflated.message, /would inflate to \d+ bytes/);
+  const declared = Number(/its XML would inflate to (\d+) bytes, more than 67108864$/.exec(inflated.message)?.[1]);
+  assert.ok(declared > 0xfffffff0 && declared < 0xfffffff0 + otherXml, inflated.message);
+  const media = buildZip({ 'word/document.xml': '<w:document/>', 'word/media/a.png': 'x' });
+  declareSize(media, 'word/media/a.png', 300 * 1024 * 1024);
+  assert.deepEqual(errorOf(await read(media, 'photos.docx')), {
+    code: 'invalid_file',
+    message: `DOCX: its parts would inflate to ${300 * 1024 * 1024 + 13} bytes, more than ${256 * 1024 * 1024}`,
+  });
+  const many = buildZip(Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`word/p${i}.xml`, '<x/>'])));
+  assert.deepEqual(errorOf(await read(many, 'many.docx')), {
+    code: 'invalid_file',
+    message: 'DOCX: 10001 zip entries, more than 10000',
+  });
+  // Named .docx, a zip with some other main part is left to mammoth, which says what is missing.
+  const elsewhere = errorOf(await read(buildZip({ 'word/other.xml': '<x/>' }), 'odd.docx'));
+  assert.equal(elsewhere.code, 'invalid_file');
+  assert.match(elsewhere.message, /^DOCX: /);
 });
 
 test('Office formats nothing reads are unsupported_file, saying what to do', async () => {

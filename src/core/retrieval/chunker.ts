@@ -3,6 +3,9 @@ import type { Encoding } from '../tokens/token-count-lane.js';
 import { chunkEncoder, type ChunkEncoder } from './chunk-encoder.js';
 import { LoopSlice } from './loop-slice.js';
 
+// The chunking parameter is read where chunks are made (the vector store service imports it from here).
+export { AUTO_CHUNKING, chunkingOf, chunkingView, type ChunkingProblem } from './chunking-strategy.js';
+
 export interface TextChunk {
   /** Its place among the file's chunks, from 0, with no gaps (whitespace-only windows are not counted). */
   seq: number;

@@ -20,34 +20,37 @@ export interface ChunkingStrategyView {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const problem = (field: string, text: string): ChunkingProblem => ({ field, problem: text });
+/** `inner` within the parameter at `at`: `static.max_chunk_size_tokens`, or `files[2].chunking_strategy.static`. */
+const fieldName = (at: string, inner: string): string => (at && inner ? `${at}.${inner}` : at || inner);
 
 /**
  * Reads OpenAI's `chunking_strategy` parameter (vector store create, file create, file batches): absent or
  * `{type: 'auto'}` is 800 / 400; `{type: 'static', static: {max_chunk_size_tokens, chunk_overlap_tokens}}` takes
- * a max of 100 to 4096 tokens and an overlap of 0 to half the max. `field` is where the parameter sits in the
- * request (`files[2].chunking_strategy` in a batch), so a problem names the exact field.
+ * a max of 100 to 4096 tokens and an overlap of 0 to half the max. A problem's `field` is within the parameter
+ * (`static.max_chunk_size_tokens`; empty: the parameter itself) unless `at` says where the parameter sits in the
+ * request (`chunking_strategy`, `files[2].chunking_strategy` in a batch): then it is the whole path.
  */
-export function chunkingOf(strategy: unknown, field = 'chunking_strategy'): ChunkingRecord | ChunkingProblem {
+export function chunkingOf(strategy: unknown, at = ''): ChunkingRecord | ChunkingProblem {
+  const problem = (inner: string, text: string): ChunkingProblem => ({ field: fieldName(at, inner), problem: text });
   if (strategy === undefined || strategy === null) return AUTO_CHUNKING;
-  if (!isObject(strategy)) return problem(field, 'must be an object: {"type": "auto"} or {"type": "static", ...}');
+  if (!isObject(strategy)) return problem('', 'must be an object: {"type": "auto"} or {"type": "static", ...}');
   if (strategy.type === 'auto') return AUTO_CHUNKING;
-  if (strategy.type !== 'static') return problem(`${field}.type`, 'must be "auto" or "static"');
+  if (strategy.type !== 'static') return problem('type', 'must be "auto" or "static"');
   const settings = strategy.static;
   if (!isObject(settings))
-    return problem(`${field}.static`, 'must be an object with max_chunk_size_tokens and chunk_overlap_tokens');
+    return problem('static', 'must be an object with max_chunk_size_tokens and chunk_overlap_tokens');
   const max = settings.max_chunk_size_tokens;
   if (!Number.isInteger(max) || (max as number) < MIN_CHUNK_TOKENS || (max as number) > MAX_CHUNK_TOKENS)
     return problem(
-      `${field}.static.max_chunk_size_tokens`,
+      'static.max_chunk_size_tokens',
       `must be an integer from ${MIN_CHUNK_TOKENS} to ${MAX_CHUNK_TOKENS}`,
     );
   const overlap = settings.chunk_overlap_tokens;
   if (!Number.isInteger(overlap) || (overlap as number) < 0)
-    return problem(`${field}.static.chunk_overlap_tokens`, 'must be an integer of 0 or more');
+    return problem('static.chunk_overlap_tokens', 'must be an integer of 0 or more');
   if ((overlap as number) * 2 > (max as number))
     return problem(
-      `${field}.static.chunk_overlap_tokens`,
+      'static.chunk_overlap_tokens',
       `must not exceed half of max_chunk_size_tokens (${Math.floor((max as number) / 2)})`,
     );
   return { maxTokens: max as number, overlapTokens: overlap as number };

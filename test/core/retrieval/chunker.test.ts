@@ -1,8 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decode, encode } from 'gpt-tokenizer/encoding/cl100k_base';
-import { chunkText, type TextChunk } from '../../../src/core/retrieval/chunker.js';
-import { AUTO_CHUNKING, chunkingOf, chunkingView } from '../../../src/core/retrieval/chunking-strategy.js';
+import {
+  AUTO_CHUNKING,
+  chunkingOf,
+  chunkingView,
+  chunkText,
+  type TextChunk,
+} from '../../../src/core/retrieval/chunker.js';
 import { loopHold } from './loop-hold.js';
 
 /** Sentences that differ from each other, so where a chunk sits in the text is found without doubt. */
@@ -141,8 +146,8 @@ test('chunking_strategy: auto, static within bounds, and each problem naming its
   assert.deepEqual(staticOf(100, 50), { maxTokens: 100, overlapTokens: 50 });
   assert.deepEqual(staticOf(4096, 2048), { maxTokens: 4096, overlapTokens: 2048 });
   assert.deepEqual(staticOf(101, 0), { maxTokens: 101, overlapTokens: 0 });
-  const maxField = 'chunking_strategy.static.max_chunk_size_tokens';
-  const overlapField = 'chunking_strategy.static.chunk_overlap_tokens';
+  const maxField = 'static.max_chunk_size_tokens';
+  const overlapField = 'static.chunk_overlap_tokens';
   for (const max of [99, 4097, 100.5, '800', null])
     assert.deepEqual(staticOf(max, 0), { field: maxField, problem: 'must be an integer from 100 to 4096' });
   assert.deepEqual(staticOf(100, 51), {
@@ -155,16 +160,25 @@ test('chunking_strategy: auto, static within bounds, and each problem naming its
   });
   assert.deepEqual(staticOf(100, -1), { field: overlapField, problem: 'must be an integer of 0 or more' });
   assert.deepEqual(chunkingOf({ type: 'other' }), {
-    field: 'chunking_strategy.type',
+    field: 'type',
     problem: 'must be "auto" or "static"',
   });
   assert.deepEqual(chunkingOf({ type: 'static' }), {
-    field: 'chunking_strategy.static',
+    field: 'static',
     problem: 'must be an object with max_chunk_size_tokens and chunk_overlap_tokens',
+  });
+  // Where the parameter sits, when told: the whole path.
+  assert.deepEqual(chunkingOf('auto'), {
+    field: '',
+    problem: 'must be an object: {"type": "auto"} or {"type": "static", ...}',
   });
   assert.deepEqual(chunkingOf('auto', 'files[2].chunking_strategy'), {
     field: 'files[2].chunking_strategy',
     problem: 'must be an object: {"type": "auto"} or {"type": "static", ...}',
+  });
+  assert.deepEqual(chunkingOf({ type: 'static', static: { max_chunk_size_tokens: 99 } }, 'chunking_strategy'), {
+    field: 'chunking_strategy.static.max_chunk_size_tokens',
+    problem: 'must be an integer from 100 to 4096',
   });
 });
 

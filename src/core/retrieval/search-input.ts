@@ -1,4 +1,4 @@
-import { parseFilter } from './attribute-filter.js';
+import { filterProblemError, readAttributeFilter } from './attribute-filter.js';
 import type { AttributeFilter, RankingOptions } from './file-search.js';
 import { invalid, isObject } from './vector-store-input.js';
 
@@ -46,9 +46,9 @@ export function toolSearchFields(
   const field = (name: string): string => (at === '' ? name : `${at}.${name}`);
   let filters: AttributeFilter | undefined;
   if (body.filters !== undefined && body.filters !== null) {
-    const parsed = parseFilter(body.filters, field('filters'));
-    if ('problem' in parsed) throw invalid(parsed.field, parsed.problem);
-    filters = parsed.filter;
+    const reading = readAttributeFilter(body.filters, field('filters'));
+    if (!reading.ok) throw filterProblemError(reading.problem);
+    filters = reading.filter;
   }
   const max = body.max_num_results ?? DEFAULT_RESULTS;
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_RESULTS) {

@@ -8,7 +8,7 @@ import {
   chunkText,
   type TextChunk,
 } from '../../../src/core/retrieval/chunker.js';
-import { loopHold } from './loop-hold.js';
+import { loopHold } from '../../helpers/loop-hold.js';
 
 /** Sentences that differ from each other, so where a chunk sits in the text is found without doubt. */
 const sentences = (count: number) =>

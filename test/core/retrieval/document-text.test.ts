@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { extractText, type ExtractRequest, type ExtractResult } from '../../../src/core/retrieval/document-text.js';
-import { buildDocx, buildPdf, buildZip, declareSize } from './document-fixtures.js';
-import { loopHold } from './loop-hold.js';
+import { buildDocx, buildPdf, buildZip, declareSize } from '../../helpers/document-fixtures.js';
+import { loopHold } from '../../helpers/loop-hold.js';
 
 const MAX = 1_000_000;
 const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));

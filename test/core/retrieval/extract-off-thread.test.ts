@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { extractText } from '../../../src/core/retrieval/document-text.js';
 import { extractTextOffThread } from '../../../src/core/retrieval/extract-off-thread.js';
-import { buildDocx, buildPdf } from './document-fixtures.js';
-import { loopHold } from './loop-hold.js';
+import { buildDocx, buildPdf } from '../../helpers/document-fixtures.js';
+import { loopHold } from '../../helpers/loop-hold.js';
 
 /** One page whose content stream is megabytes long: pdf.js parses it in one go, about 400 ms here. */
 const heavyPdf = () =>

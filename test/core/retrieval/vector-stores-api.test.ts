@@ -10,7 +10,7 @@ import OpenAI, { toFile } from 'openai';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { scopedKey } from '../../helpers/scoped-key.js';
 import { startWordEmbedder, type WordEmbedder } from '../../helpers/upstreams/word-embedder.js';
-import { tinyPdf } from '../../helpers/documents.js';
+import { buildPdf } from '../../helpers/document-fixtures.js';
 
 const DOCS = {
   'refunds.md': '# Refunds\n\nCustomers may ask for a refund within thirty days of purchase. Refunds go to the card.',
@@ -53,7 +53,7 @@ describe('Vector Stores API through the openai SDK', () => {
 
     const files = [
       ...Object.entries(DOCS).map(([name, text]) => toFile(Buffer.from(text), name)),
-      toFile(tinyPdf(['Warranty covers the gateway appliance for two years.', 'Page two: spare parts.']), 'warranty.pdf'),
+      toFile(buildPdf([['Warranty covers the gateway appliance for two years.'], ['Page two: spare parts.']]), 'warranty.pdf'),
     ];
     const batch = await client.vectorStores.fileBatches.uploadAndPoll(store.id, { files: await Promise.all(files) });
     assert.equal(batch.object, 'vector_store.files_batch');

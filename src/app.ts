@@ -25,6 +25,7 @@ import { mountV1 } from './routes/mount-v1.js';
 import { embeddingsBodySchema } from './routes/embeddings-schema.js';
 import { SURFACES } from './surfaces/surface-registry.js';
 import type { SurfaceDescriptor } from './surfaces/descriptor.js';
+import type { FileSearch } from './core/retrieval/file-search.js';
 import { mountSurfaces, surfaceData, v1Calls } from './wiring/surfaces-wiring.js';
 import type {
   IdempotencyStore,
@@ -96,6 +97,8 @@ export interface AppDependencies {
   vectorStores?: VectorStoreStore;
   /** The API surfaces served; the registry's (surfaces/surface-registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
+  /** Searches of the callers' vector stores, which the `file_search` tool runs; without it that tool is refused. */
+  fileSearch?: FileSearch;
   /**
    * Reads and validates the config file again, for live reloads (SIGHUP, the file watch); throws ConfigError.
    * Without it the configuration never changes while running.
@@ -277,7 +280,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       pipeline,
       wantsContent: (kind) => events.webhooks.wantsContent(kind),
     },
-    { ownership, history: responses.history },
+    { ownership, history: responses.history, fileSearch: deps.fileSearch },
   );
   const embeddings = makeEmbeddingsHandler({ embeddings: embeddingService, chat, idempotency, beginTrace, cache });
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });

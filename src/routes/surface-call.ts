@@ -21,7 +21,8 @@ import {
   type AnsweredBefore,
 } from './model-call-http.js';
 import type { ResponseCache } from './response-cache.js';
-import { ADMIN, authorizeModel } from '../auth/principal.js';
+import { ADMIN, authorizeModel, principalSnapshot } from '../auth/principal.js';
+import { publicOrigin } from '../http/public-origin.js';
 import type { RequestTrace } from '../core/pipeline/trace-contract.js';
 import { deliveredChars } from '../core/limits/admission-estimate.js';
 import { NativeForward, type ApiSurface, type StreamEncoder, type SurfaceCall } from '../surfaces/surface.js';
@@ -56,6 +57,8 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
       notes,
       pathModel: model,
       pathStream: mode === false ? undefined : mode,
+      callingAs: () => ({ owner: request.caller, principal: principalSnapshot(request.principal ?? ADMIN) }),
+      publicOrigin: () => publicOrigin(request),
     };
     const translated = surface.toChat(request.body, surfaceCall);
     const body = translated instanceof Promise ? await translated : translated;
@@ -70,13 +73,16 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
     checkConversation(body);
     authorizeModel(request.principal ?? ADMIN, body.model, chat.canonicalModel(body.model));
     if (beginTrace) request.trace = beginTrace(request);
-    const call = callInputOf(request, reply, surface.forwardsRawBody ? request.rawBody : undefined);
+    // The caller's bytes go on only when the translation kept its body (a chat request with file_search is changed).
+    const raw = surface.forwardsRawBody && body === request.body ? request.rawBody : undefined;
+    const call = callInputOf(request, reply, raw);
     const recording = recorderOf(request, reply, before, body.model, call);
+    const { loop } = surfaceCall;
     const recorder = recording instanceof Promise ? await recording : recording;
     if (recorder === 'answered') return reply;
     try {
       if (body.stream === true) {
-        const started = await chat.stream(body, call);
+        const started = await (loop ? loop.stream(chat, body, call) : chat.stream(body, call));
         return await streamAnswer(
           request,
           reply,
@@ -85,7 +91,9 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
           recorder && { recorder, isCompleteEnd: surface.isCompleteEnd },
         );
       }
-      const { result, headers, upstream, usage } = await chat.complete(body, call);
+      const { result, headers, upstream, usage } = await (loop
+        ? loop.complete(chat, body, call)
+        : chat.complete(body, call));
       request.upstreamName = upstream;
       request.usage = usage;
       if (captureAnswer) request.answerText = answerTextOf(result.body)?.slice(0, MAX_CAPTURED_ANSWER_CHARS);

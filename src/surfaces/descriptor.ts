@@ -12,6 +12,7 @@ import type {
   NativeApiName,
 } from '../providers/provider-contract.js';
 import type { PricedUsage } from '../core/models/pricing.js';
+import type { FileSearch } from '../core/retrieval/file-search.js';
 import type { RouteName } from '../request/route-name.js';
 import type { RouteEvents } from '../webhooks/gateway-events.js';
 import type { NativeOwnership } from './native-ownership.js';
@@ -129,6 +130,8 @@ export interface SurfaceDeps {
   readonly ownership: NativeOwnership;
   /** Stored Responses API responses (absent: none kept). */
   readonly history: ResponseHistory | undefined;
+  /** Searches of the caller's vector stores, for the `file_search` tool the gateway runs (absent: the tool is refused). */
+  readonly fileSearch: FileSearch | undefined;
 }
 
 export interface TokenCountSpec {

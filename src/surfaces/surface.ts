@@ -3,6 +3,8 @@ import { formatEvent } from '../http/sse.js';
 import type { ErrorShape } from '../request/request-state.js';
 import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/provider-contract.js';
 import type { TranslationNotes } from './translation-notes.js';
+import type { CallingAs } from '../core/pipeline/call-as.js';
+import type { ToolLoop } from './tool-loop.js';
 
 /**
  * A request the surface does not translate: forwarded as it is to an upstream that speaks its API natively. A class,
@@ -79,6 +81,15 @@ export interface SurfaceCall {
    * the pipeline names them in X-Gateway-Dropped-Fields and the access line. Absent: nothing may be dropped.
    */
   readonly notes?: TranslationNotes;
+  /** Who the call is made as (a tool the gateway runs for it acts as the caller: file_search); absent: no caller. */
+  readonly callingAs?: () => CallingAs;
+  /** The gateway's public origin for this call (`https://gw.example`), for links an answer carries. */
+  readonly publicOrigin?: () => string;
+  /**
+   * Set by a translation whose request is answered in several model turns, with a tool the gateway runs between
+   * them (file_search): the route runs the turns through it instead of one chat call.
+   */
+  loop?: ToolLoop;
 }
 
 /** What a descriptor reads of a request besides its headers: the validated body, the path's parameters, the query. */

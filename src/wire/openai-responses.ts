@@ -113,7 +113,33 @@ export interface CustomToolCallItem {
   status: ItemStatus;
 }
 
-export type OutputItem = MessageItem | FunctionCallItem | CustomToolCallItem;
+/** One result of a `file_search_call`: every field, `attributes` `{}` when none (the AI SDK refuses `null`). */
+export interface FileSearchResultEntry {
+  attributes: Record<string, string | number | boolean>;
+  file_id: string;
+  filename: string;
+  score: number;
+  text: string;
+}
+
+/** A search the gateway ran for the model (the `file_search` tool); `results` null unless the request included them. */
+export interface FileSearchCallItem {
+  type: 'file_search_call';
+  id: string;
+  status: 'in_progress' | 'searching' | 'completed' | 'incomplete' | 'failed';
+  queries: string[];
+  results: FileSearchResultEntry[] | null;
+}
+
+/** A citation of a file a search returned, at `index` in the text (where the model's marker was). */
+export interface FileCitation {
+  type: 'file_citation';
+  file_id: string;
+  filename: string;
+  index: number;
+}
+
+export type OutputItem = MessageItem | FunctionCallItem | CustomToolCallItem | FileSearchCallItem;
 
 /** An item of a conversation, as `input_items` lists them: the caller's input items and the answers' output items. */
 export type ResponsesItem = ResponsesInputItem | OutputItem;
@@ -203,6 +229,10 @@ export interface ResponseStreamEvents {
   'response.custom_tool_call_input.delta': ItemRef & { delta: string };
   'response.custom_tool_call_input.done': ItemRef & { input: string };
   'response.output_item.done': { output_index: number; item: OutputItem };
+  'response.file_search_call.in_progress': ItemRef;
+  'response.file_search_call.searching': ItemRef;
+  'response.file_search_call.completed': ItemRef;
+  'response.output_text.annotation.added': TextRef & { annotation_index: number; annotation: FileCitation };
   'response.completed': { response: ResponseObject };
   'response.incomplete': { response: ResponseObject };
   'response.failed': { response: ResponseObject };

@@ -41,7 +41,7 @@ export function surfaceData(surfaces: readonly SurfaceDescriptor[]): SurfaceData
 export function translationDeps(
   chat: ChatService,
   descriptor: SurfaceDescriptor,
-  shared: Pick<SurfaceDeps, 'ownership' | 'history'>,
+  shared: Pick<SurfaceDeps, 'ownership' | 'history' | 'fileSearch'>,
 ): SurfaceDeps {
   const api = descriptor.native?.api;
   return {
@@ -50,6 +50,7 @@ export function translationDeps(
     carries: (model, field) => chat.carries(model, field),
     ownership: shared.ownership,
     history: shared.history,
+    fileSearch: shared.fileSearch,
   };
 }
 
@@ -58,7 +59,7 @@ export function mountSurfaces(
   app: FastifyInstance,
   surfaces: readonly SurfaceDescriptor[],
   deps: Omit<SurfaceMountDeps, 'translationDeps'>,
-  shared: Pick<SurfaceDeps, 'ownership' | 'history'>,
+  shared: Pick<SurfaceDeps, 'ownership' | 'history' | 'fileSearch'>,
 ): MountedSurface[] {
   return surfaces.map((descriptor) =>
     mountSurface(app, descriptor, { ...deps, translationDeps: translationDeps(deps.chat, descriptor, shared) }),

@@ -15,6 +15,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { openDependencies } from '../../src/dependencies.js';
 import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { SurfaceDescriptor } from '../../src/surfaces/descriptor.js';
+import type { FileSearch } from '../../src/core/retrieval/file-search.js';
 import { captureSecrets, captureText } from './capture.js';
 import { startOpenAiUpstream, type OpenAiUpstream } from './upstreams/openai.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './upstreams/anthropic.js';
@@ -41,6 +42,8 @@ export interface StartOptions {
   configFile?: { name: string; text: string };
   /** The API surfaces to serve instead of the registry's (a test's own surface). */
   surfaces?: readonly SurfaceDescriptor[];
+  /** The vector store search the `file_search` tool runs (a test's own, from fixed passages). */
+  fileSearch?: FileSearch;
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<TestGateway> {
@@ -70,7 +73,11 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
   });
   const deps = await openDependencies(config, logger);
   const store = deps.sqlite;
-  const gateway = await buildApp(options.surfaces ? { ...deps, surfaces: options.surfaces } : deps);
+  const gateway = await buildApp({
+    ...deps,
+    ...(options.surfaces ? { surfaces: options.surfaces } : {}),
+    ...(options.fileSearch ? { fileSearch: options.fileSearch } : {}),
+  });
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -189,6 +196,7 @@ export function useGateway<K extends UpstreamKind = 'openai'>(options: UseGatewa
     }
     gw = await startGateway({
       ...(options.surfaces ? { surfaces: options.surfaces } : {}),
+      ...(options.fileSearch ? { fileSearch: options.fileSearch } : {}),
       env: { ...env, ...options.env },
       ...(configFile ? { configFile } : {}),
     });

@@ -54,8 +54,14 @@ export interface StartedStream extends OpenedStream {
   /** RateLimit-* headers for the answer. */
   headers: Record<string, string>;
   /** The call the stream answers: its `settle` must be called once when the stream ends, however it ends. */
-  call: ModelCall;
+  call: StreamCall;
 }
+
+/**
+ * What the route that writes a stream does with its call: settle it when the stream ends, then wait for its lease.
+ * A ModelCall, or several turns' calls answering one stream (surfaces/file-search/search-stream.ts).
+ */
+export type StreamCall = Pick<ModelCall, 'settle' | 'leaseReturned'>;
 
 /**
  * Where a stream's failure arose: from the upstream, or while the caller's surface translated chunks the upstream

@@ -75,7 +75,8 @@ export function outputAsMessages(output: readonly OutputItem[], names?: ToolName
   for (const item of output) {
     if (item.type === 'message') {
       for (const part of item.content) text += part.type === 'output_text' ? part.text : part.refusal;
-    } else {
+    } else if (item.type !== 'file_search_call') {
+      // A search the gateway ran is not a call of the caller's: the conversation goes on with its answer only.
       calls.push(asChatCall(item, names));
     }
   }

@@ -57,6 +57,7 @@ export const RESPONSES_DESCRIPTOR: SurfaceDescriptor = {
       deps.ownership,
       (model, field) => routed(() => deps.carries(model, field), true),
       (model) => routed(() => deps.forwardsWholly(model), false),
+      deps.fileSearch,
     ),
 };
 

@@ -18,6 +18,11 @@ export interface TranslationContext {
   notes: { drop(field: string, problem: string): void } | undefined;
   /** Whether every upstream of the model carries this chat field (providers/provider-contract.ts ChatExtra). */
   carries: (field: ChatExtra) => boolean;
+  /**
+   * Whether the gateway runs the request's `file_search` tool (surfaces/file-search/): the tool is then declared by
+   * the loop, its `include` is served and earlier searches in the input are read past.
+   */
+  fileSearch?: boolean;
 }
 
 /** Leaves `field` out: named in the tolerant translation, refused in the exact one. */
@@ -151,6 +156,9 @@ export function checkFields(body: ResponsesRequest, cx: TranslationContext): voi
     cx.problems.add({ field: 'top_logprobs', problem: 'log probabilities are not translated' });
 }
 
+/** What `include` names to have a `file_search_call`'s results shown. */
+export const FILE_SEARCH_RESULTS = 'file_search_call.results';
+
 /**
  * The request's settings as chat fields (sampling, effort, caching, tiers, verbosity), each where the model's
  * upstreams carry it; what they do not is named. What a translated answer cannot give back (a reasoning summary,
@@ -181,7 +189,10 @@ export function chatSettings(body: ResponsesRequest, chat: ChatRequestBody, cx: 
       key === 'summary' ? 'a translated answer has no reasoning items to summarise' : 'it has no chat equivalent',
     );
   }
-  if (Array.isArray(body.include) && body.include.length > 0) {
+  const include = Array.isArray(body.include)
+    ? body.include.filter((name) => !(cx.fileSearch === true && name === FILE_SEARCH_RESULTS))
+    : [];
+  if (include.length > 0) {
     leaveOut(
       cx,
       'include',

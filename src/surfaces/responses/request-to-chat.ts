@@ -19,6 +19,8 @@ export interface TranslationOptions {
   notes?: TranslationContext['notes'];
   /** Whether every upstream of the model carries a chat field; absent: all do. */
   carries?: TranslationContext['carries'];
+  /** Whether the gateway runs the request's `file_search` tool (TranslationContext.fileSearch). */
+  fileSearch?: boolean;
 }
 
 /** What the translation of one request produced: the chat request, and the names its tools have upstream. */
@@ -41,7 +43,12 @@ export function responsesToChat(
   options: TranslationOptions = {},
 ): TranslatedRequest {
   const problems = new ProblemList();
-  const cx: TranslationContext = { problems, notes: options.notes, carries: options.carries ?? (() => true) };
+  const cx: TranslationContext = {
+    problems,
+    notes: options.notes,
+    carries: options.carries ?? (() => true),
+    fileSearch: options.fileSearch === true,
+  };
   const names = new ToolNames();
   checkFields(body, cx);
   // Tools first: the calls in `input` are named by the names their tools have upstream.
@@ -133,6 +140,8 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], sco
       return;
     }
     if (type === 'additional_tools') return; // declared with the request's tools (toolEntries)
+    // An earlier search the gateway ran (the agents SDK replays them): its passages went into that answer already.
+    if (type === 'file_search_call' && (cx.fileSearch === true || cx.notes !== undefined)) return;
     if (type === 'reasoning') {
       // The upstream's own (encrypted) state of an earlier answer: nothing another provider can read.
       if (tolerantOnly(cx, `${at}.type`, 'items of type "reasoning"'))

@@ -7,6 +7,7 @@ import type {
 } from '../../wire/openai-chat.js';
 import { leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { CHAT_NAME, type CallerTool, type ToolNames } from './tool-names.js';
+import { FILE_SEARCH_FUNCTION_NAME } from '../file-search/tool-spec.js';
 
 type Tool = JsonObject;
 
@@ -66,6 +67,8 @@ export function chatTools(
       out.push(...namespaceFunctions(tool, at, cx, names));
     } else if (WEB_SEARCH.has(tool.type)) {
       search ??= webSearch(tool, at, cx);
+    } else if (tool.type === 'file_search' && cx.fileSearch === true) {
+      // Run by the gateway (surfaces/file-search/): the loop declares the function the model calls.
     } else if (tool.type === 'tool_search') {
       if (tolerantOnly(cx, `${at}.type`, 'tool_search tools'))
         leaveOut(
@@ -221,6 +224,8 @@ function webSearch(tool: Tool, at: string, cx: TranslationContext): ChatWebSearc
 export function chatToolChoice(choice: unknown, cx: TranslationContext, names: ToolNames): ChatToolChoice | undefined {
   if (choice === 'none' || choice === 'auto' || choice === 'required') return choice;
   const c = isJsonObject(choice) ? choice : undefined;
+  if (c?.type === 'file_search' && cx.fileSearch === true)
+    return { type: 'function', function: { name: FILE_SEARCH_FUNCTION_NAME } };
   const namespace = typeof c?.namespace === 'string' ? c.namespace : undefined;
   if (c && (c.type === 'function' || c.type === 'custom') && typeof c.name === 'string') {
     if (

@@ -37,6 +37,7 @@ export function responseJson(r: ResponseObject): string {
 }
 
 function itemJson(item: OutputItem): string {
+  if (item.type === 'file_search_call') return JSON.stringify(item);
   if (item.type === 'function_call' || item.type === 'custom_tool_call') {
     const namespace = item.namespace === undefined ? '' : `"namespace":${str(item.namespace)},`;
     const payload = item.type === 'function_call' ? `"arguments":${str(item.arguments)}` : `"input":${str(item.input)}`;
@@ -49,7 +50,7 @@ function itemJson(item: OutputItem): string {
     content +=
       (i === 0 ? '' : ',') +
       (part.type === 'output_text'
-        ? `{"type":"output_text","text":${str(part.text)},"annotations":[],"logprobs":[]}`
+        ? `{"type":"output_text","text":${str(part.text)},"annotations":${part.annotations.length === 0 ? '[]' : JSON.stringify(part.annotations)},"logprobs":[]}`
         : `{"type":"refusal","refusal":${str(part.refusal)}}`);
   }
   return `{"type":"message","id":${str(item.id)},"status":${str(item.status)},"role":"assistant","content":[${content}]}`;

@@ -16,6 +16,8 @@ import {
   type ResponseStreamEvents,
 } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
+import { MessageCitations, streamSearchEvent, type EmitEvent, type ResponsesFileSearch } from './file-search-output.js';
+import { sumUsage } from '../file-search/usage-sum.js';
 
 /**
  * The most answer text (and tool-call argument text) one streamed response keeps for its closing events, which
@@ -28,6 +30,8 @@ interface OpenMessage {
   item: MessageItem;
   index: number;
   text: string;
+  /** Its citations, when the gateway runs a file search for the response (its markers leave the text). */
+  citations: MessageCitations | undefined;
 }
 
 interface OpenCall {
@@ -64,6 +68,8 @@ export class ResponseStream implements StreamEncoder {
     private readonly shell: ResponseObject,
     private readonly onEnd?: (response: ResponseObject) => Promise<void>,
     private readonly names?: ToolNames,
+    /** The file search the gateway runs for the response: its searches' items and the answer's citations. */
+    private readonly search?: ResponsesFileSearch,
   ) {}
 
   open(model?: string): string {
@@ -74,6 +80,13 @@ export class ResponseStream implements StreamEncoder {
   }
 
   chunk(item: StreamChunk): string {
+    const searched = this.search?.loop.eventOf(item.chunk);
+    if (searched && this.search) {
+      this.closeMessage(false);
+      this.closeCall(false);
+      streamSearchEvent(searched, this.search, this.output, this.emit);
+      return this.take();
+    }
     const choice = item.chunk.choices[0];
     if (item.internal === true || !choice) return '';
     const delta = choice.delta;
@@ -87,8 +100,10 @@ export class ResponseStream implements StreamEncoder {
     const ending = endingOf(this.finishReason);
     this.closeMessage(ending.status === 'incomplete');
     this.closeCall(ending.status === 'incomplete');
+    // A file search's earlier turns count too (surfaces/file-search/search-stream.ts).
+    const all = this.search ? sumUsage([this.search.loop.earlierUsage, usage]) : usage;
     const response = settle(
-      { ...this.shell, ...ending, output: this.output, usage: responseUsage(usage) },
+      { ...this.shell, ...ending, output: this.output, usage: responseUsage(all) },
       ending.status,
     );
     await this.onEnd?.(response);
@@ -118,7 +133,10 @@ export class ResponseStream implements StreamEncoder {
         role: 'assistant',
         content: [],
       };
-      this.message = { item, index: this.output.length, text: '' };
+      const passages = this.search?.loop.passages;
+      const citations =
+        passages && new MessageCitations(passages, { item_id: item.id, output_index: this.output.length });
+      this.message = { item, index: this.output.length, text: '', citations };
       this.output.push(item);
       const part: OutputText = { type: 'output_text', text: '', annotations: [], logprobs: [] };
       this.event('response.output_item.added', { output_index: this.message.index, item });
@@ -129,16 +147,25 @@ export class ResponseStream implements StreamEncoder {
         part,
       });
     }
+    if (this.message.citations) this.message.citations.push(delta, this.textDelta, this.emit);
+    else this.textDelta(delta);
+  }
+
+  /** One `output_text.delta` of the open message (its text without citation markers). */
+  private readonly textDelta = (delta: string): void => {
+    const message = this.message as OpenMessage;
     this.keep(delta.length);
-    this.message.text += delta;
+    message.text += delta;
     this.event('response.output_text.delta', {
-      item_id: this.message.item.id,
-      output_index: this.message.index,
+      item_id: message.item.id,
+      output_index: message.index,
       content_index: 0,
       delta,
       logprobs: [],
     });
-  }
+  };
+
+  private readonly emit: EmitEvent = (type, fields) => this.event(type, fields);
 
   private toolCall(piece: unknown): void {
     const delta = toolCallFields(piece);
@@ -173,9 +200,11 @@ export class ResponseStream implements StreamEncoder {
   private closeMessage(incomplete: boolean): void {
     const open = this.message;
     if (!open) return;
+    open.citations?.end(this.textDelta, this.emit);
     this.message = undefined;
     const { item, index, text } = open;
-    const part: OutputText = { type: 'output_text', text, annotations: [], logprobs: [] };
+    const annotations = open.citations?.annotations ?? [];
+    const part: OutputText = { type: 'output_text', text, annotations, logprobs: [] };
     item.content = [part];
     item.status = incomplete ? 'incomplete' : 'completed';
     this.event('response.output_text.done', {

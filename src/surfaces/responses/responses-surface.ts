@@ -13,6 +13,14 @@ import { ResponseStream } from './response-stream.js';
 import type { PreviousTurn, ResponseHistory } from './response-history.js';
 import type { ResponseObject, ResponsesRequest } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
+import type { FileSearch } from '../../core/retrieval/file-search.js';
+import type { ChatRequestBody } from '../../providers/provider-contract.js';
+import type { ResponsesInputItem } from '../../wire/openai-responses.js';
+import { planFileSearch } from '../file-search/gateway-search.js';
+import type { FileSearchLoop } from '../file-search/search-loop.js';
+import { FILE_SEARCH_FUNCTION, FILE_SEARCH_FUNCTION_NAME } from '../file-search/tool-spec.js';
+import { withFileSearch, type ResponsesFileSearch } from './file-search-output.js';
+import { FILE_SEARCH_RESULTS } from './request-fields.js';
 
 /** What one Responses call keeps between its translation and its answer. */
 interface ResponsesCallState {
@@ -24,6 +32,8 @@ interface ResponsesCallState {
   input: ChatMessage[];
   /** The names the request's tools have upstream, and back. */
   names: ToolNames;
+  /** The `file_search` tool the gateway runs for this call, if any. */
+  search: ResponsesFileSearch | undefined;
 }
 
 /**
@@ -47,6 +57,7 @@ export function responsesSurface(
   ownership: NativeOwnership,
   carries: (model: string, field: ChatExtra) => boolean = () => true,
   nativeFirst: (model: string) => boolean = () => false,
+  fileSearch?: FileSearch,
 ): ApiSurface {
   return {
     route: 'responses',
@@ -63,15 +74,20 @@ export function responsesSurface(
       // Earlier answers the caller refers to by id (the AI SDK's default with `store`): the items, where they are ours.
       const references = await resolveItemReferences(history, call.caller, request.input);
       if (references) {
-        request = { ...request, input: references.input };
-        const unknown = references.unresolved[0];
+        request = { ...request, input: native ? references.input : withoutSearchReferences(references.input) };
+        const unknown = references.unresolved.find((reference) => native || !reference.id.startsWith('fs_'));
         if (unknown !== undefined && !native) {
           if (!history) throw keepsNoResponses(unknown.field);
           throw new GatewayError('response_not_found', { id: unknown.id.slice(0, 256), field: unknown.field });
         }
       }
+      // A file_search tool on the caller's stores here is run by the gateway; on stores it does not hold, it goes
+      // to an upstream that speaks the API (the caller's own OpenAI stores), or is a 404.
+      const search = await planFileSearch(request.tools, fileSearch, call);
+      if (search.kind === 'not_ours' && !native) throw search.error;
+      const gatewaySearch = search.kind === 'gateway' ? search : undefined;
       // A model whose every upstream speaks the Responses API gets it as it is (nothing is lost in a translation).
-      if (native && nativeFirst(request.model)) {
+      if (native && (search.kind === 'not_ours' || (nativeFirst(request.model) && !gatewaySearch))) {
         const forward = nativeForward(request, ours, references?.replaced === true);
         await ownership.check(call.caller, nativeReferences(forward.body));
         return forward;
@@ -87,7 +103,8 @@ export function responsesSurface(
           carries: (field: ChatExtra) =>
             carried.get(field) ?? carried.set(field, carries(request.model, field)).get(field) === true,
         };
-        translated = responsesToChat(request, ours ?? [], native ? options : { ...options, notes: call.notes });
+        const searched = { ...options, fileSearch: gatewaySearch !== undefined };
+        translated = responsesToChat(request, ours ?? [], native ? searched : { ...searched, notes: call.notes });
       } catch (error) {
         // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
         // hold may be that upstream's own, if this caller made it there); everything else is refused as it was.
@@ -97,6 +114,7 @@ export function responsesSurface(
         return forward;
       }
       const { chat, names } = translated;
+      if (gatewaySearch) offerSearch(chat, names, call, gatewaySearch.loop);
       const instructed = typeof request.instructions === 'string' && request.instructions !== '';
       const state: ResponsesCallState = {
         shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)),
@@ -104,6 +122,10 @@ export function responsesSurface(
         previous: continued?.previous,
         input: chat.messages.slice((instructed ? 1 : 0) + (ours?.length ?? 0)),
         names,
+        search: gatewaySearch && {
+          loop: gatewaySearch.loop,
+          include: Array.isArray(request.include) && request.include.includes(FILE_SEARCH_RESULTS),
+        },
       };
       if (!history) state.shell.store = false; // said as it is: this gateway keeps nothing
       call.state = state;
@@ -112,6 +134,7 @@ export function responsesSurface(
     async answer(completion, call) {
       const state = call.state as ResponsesCallState;
       const response = completionToResponse(completion.toString('utf8'), state.shell, state.names);
+      if (state.search) withFileSearch(response, state.search);
       const json = responseJson(response);
       await save(history, call, state, response, json);
       return json;
@@ -122,6 +145,7 @@ export function responsesSurface(
         state.shell,
         (response) => save(history, call, state, response, responseJson(response)),
         state.names,
+        state.search,
       );
     },
     nativeEncoder: () => NATIVE_ENCODER,
@@ -132,6 +156,27 @@ export function responsesSurface(
     isCompleteEnd: (frame) =>
       frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };
+}
+
+/**
+ * The input without references to searches the gateway ran that it does not hold (the AI SDK sends one per earlier
+ * `file_search_call` while `store` is on): their passages went into that answer; a translated upstream needs nothing.
+ */
+function withoutSearchReferences(input: ResponsesInputItem[]): ResponsesInputItem[] {
+  return input.filter(
+    (item) => !(item.type === 'item_reference' && typeof item.id === 'string' && item.id.startsWith('fs_')),
+  );
+}
+
+/** The chat request offered the search function, its calls run by `loop` (a caller's function may not take its name). */
+function offerSearch(chat: ChatRequestBody, names: ToolNames, call: SurfaceCall, loop: FileSearchLoop): void {
+  if (names.callerTool(FILE_SEARCH_FUNCTION_NAME) !== undefined)
+    throw new GatewayError('validation_failed', {
+      field: 'tools',
+      problem: `a function named "${FILE_SEARCH_FUNCTION_NAME}" cannot be declared with a file_search tool`,
+    });
+  chat.tools = [...(chat.tools ?? []), FILE_SEARCH_FUNCTION];
+  call.loop = loop;
 }
 
 /** A reference to a stored response on a gateway that keeps none (`responses.store: false`). */

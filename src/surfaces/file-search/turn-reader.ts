@@ -1,0 +1,132 @@
+import type { StreamBatch, StreamChunk, ToolCall, Usage } from '../../providers/provider-contract.js';
+import { checkedUsage } from '../../providers/usage-figures.js';
+import { toolCallFields } from '../tool-arguments.js';
+import { FILE_SEARCH_FUNCTION_NAME } from './tool-spec.js';
+import { sumUsage } from './usage-sum.js';
+
+/** The most text and search-call argument text one turn keeps for the conversation's next turn. */
+const MAX_TURN_TEXT_CHARS = 1024 * 1024;
+const MAX_SEARCH_ARGUMENTS_CHARS = 64 * 1024;
+
+interface SearchCallParts {
+  id: string | undefined;
+  args: string;
+}
+
+/**
+ * Reads one streamed model turn of a file-search loop (search-stream.ts): its chunks go on to the caller without
+ * the search calls' deltas, and without its ending (the chunks with a finish reason or usage), which is held until
+ * the turn is known to be the answer (then it goes, `ending`) or a search turn (then it is dropped: the next turn
+ * goes on). What it said and which searches it asked for are kept for the conversation's next turn.
+ */
+export class TurnReader {
+  /** The turn's text (bounded), for the next turn's conversation. */
+  text = '';
+  /** The usage the upstream reported for the turn. */
+  usage: Usage | undefined;
+  /** Whether the turn called a tool of the caller's. */
+  callsTheirs = false;
+  private readonly ours = new Map<number, SearchCallParts>();
+  private readonly theirs = new Set<number>();
+  private readonly held: StreamChunk[] = [];
+
+  constructor(
+    /** Whether a chunk already opened the caller's stream (an emptied first chunk still goes, to open it). */
+    private opened: boolean,
+  ) {}
+
+  read(batch: StreamBatch): StreamChunk[] {
+    const out: StreamChunk[] = [];
+    for (const item of batch) {
+      const kept = this.filter(item);
+      if (kept) out.push(kept);
+    }
+    return out;
+  }
+
+  /** The search calls the turn made, as chat tool calls. */
+  searchCalls(): ToolCall[] {
+    return [...this.ours.entries()].map(([index, parts]) => ({
+      id: parts.id ?? `call_file_search_${index}`,
+      type: 'function',
+      function: { name: FILE_SEARCH_FUNCTION_NAME, arguments: parts.args },
+    }));
+  }
+
+  /**
+   * The held ending of the answer's turn: without its search calls (a turn left with none stopped), its usage chunk
+   * showing every turn's usage (`earlier` added) while the gateway's count stays the turn's own (what its call settles).
+   */
+  ending(earlier: Usage | undefined): StreamChunk[] {
+    const dropped = this.ours.size > 0 && !this.callsTheirs;
+    return this.held.map((item) => {
+      let chunk = item.chunk;
+      const choice = chunk.choices[0];
+      if (dropped && choice?.finish_reason === 'tool_calls')
+        chunk = { ...chunk, choices: [{ ...choice, finish_reason: 'stop' }, ...chunk.choices.slice(1)] };
+      const own = item.usage ?? (chunk.usage ? checkedUsage(chunk.usage) : undefined);
+      if (earlier && own && chunk.usage) chunk = { ...chunk, usage: sumUsage([earlier, chunk.usage]) ?? null };
+      if (chunk === item.chunk) return item;
+      const { json: _json, templated: _templated, ...rest } = item;
+      return { ...rest, chunk, ...(own ? { usage: own } : {}) };
+    });
+  }
+
+  private filter(item: StreamChunk): StreamChunk | undefined {
+    this.usage = item.usage ?? item.chunk.usage ?? this.usage;
+    const choice = item.chunk.choices[0];
+    let kept = item;
+    if (choice) {
+      const content = choice.delta.content;
+      if (typeof content === 'string' && this.text.length < MAX_TURN_TEXT_CHARS) this.text += content;
+      const calls = choice.delta.tool_calls;
+      if (Array.isArray(calls)) {
+        const theirs = calls.filter((call) => !this.claim(call));
+        if (theirs.length !== calls.length) {
+          const { tool_calls: _calls, ...delta } = choice.delta;
+          const chunk = {
+            ...item.chunk,
+            choices: [{ ...choice, delta: theirs.length > 0 ? { ...delta, tool_calls: theirs } : delta }],
+          };
+          const { json: _json, templated: _templated, ...rest } = item;
+          kept = { ...rest, chunk };
+        }
+      }
+    }
+    if (choice?.finish_reason || item.chunk.usage || item.usage) {
+      this.held.push(kept);
+      return undefined;
+    }
+    const visible = kept === item || hasContent(kept);
+    if (!visible && this.opened) return undefined;
+    this.opened = true;
+    return kept;
+  }
+
+  /** Takes a search call's delta (true), or marks the caller's call (false). */
+  private claim(piece: unknown): boolean {
+    const delta = toolCallFields(piece);
+    if (!delta) return false;
+    const index = delta.index ?? 0;
+    if (delta.name !== undefined && !this.ours.has(index) && !this.theirs.has(index)) {
+      if (delta.name === FILE_SEARCH_FUNCTION_NAME) this.ours.set(index, { id: undefined, args: '' });
+      else this.theirs.add(index);
+    }
+    const parts = this.ours.get(index);
+    if (!parts) {
+      this.callsTheirs ||= this.theirs.has(index);
+      return false;
+    }
+    parts.id ??= delta.id;
+    if (delta.arguments !== undefined && parts.args.length < MAX_SEARCH_ARGUMENTS_CHARS) parts.args += delta.arguments;
+    return true;
+  }
+}
+
+function hasContent(item: StreamChunk): boolean {
+  const delta = item.chunk.choices[0]?.delta;
+  return (
+    delta !== undefined &&
+    ((typeof delta.content === 'string' && delta.content !== '') || delta.tool_calls !== undefined)
+  );
+}

@@ -1,0 +1,226 @@
+/**
+ * The `file_search` tool on the Responses API, run by the gateway for every upstream kind (surfaces/file-search/):
+ * the upstream is offered a `file_search` function, gets the passages as its result, and the answer carries a
+ * `file_search_call` item and `file_citation` annotations where the model's markers were. JSON and stream.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { authHeaders } from '../../helpers/gateway.js';
+import { call } from '../../helpers/http.js';
+import { namedEvents, readStream } from '../../helpers/sse-client.js';
+import {
+  CITATION_INDEXES,
+  CITED_TEXT,
+  FOREIGN_STORE,
+  HITS,
+  MODELS,
+  NATIVE_MODEL,
+  OUR_STORE,
+  SEARCH_QUERY,
+  searchForever,
+  searchThenCite,
+  useFileSearchGateway,
+} from '../../helpers/file-search-fixture.js';
+import type { ScriptedRequest } from '../../helpers/upstreams/scripted.js';
+
+type Json = Record<string, unknown>;
+
+const KINDS = Object.entries(MODELS) as Array<[keyof typeof MODELS, string]>;
+
+function body(model: string, extra: Json = {}): string {
+  return JSON.stringify({
+    model,
+    input: 'What is the capital of France?',
+    tools: [{ type: 'file_search', vector_store_ids: [OUR_STORE], max_num_results: 5 }],
+    store: false,
+    ...extra,
+  });
+}
+
+/** The declarations of the tools an upstream request offered, by wire format (names only). */
+function offeredTools(request: ScriptedRequest): string[] {
+  const tools = (request.body?.tools ?? []) as Json[];
+  return tools.flatMap((tool) => {
+    if (Array.isArray(tool.functionDeclarations))
+      return (tool.functionDeclarations as Json[]).map((f) => String(f.name));
+    const fn = tool.function as Json | undefined;
+    return [String(fn?.name ?? tool.name)];
+  });
+}
+
+describe('file_search on the Responses API, run by the gateway', () => {
+  const fx = useFileSearchGateway();
+
+  for (const [kind, model] of KINDS) {
+    test(`${kind}: JSON — the upstream is offered file_search and gets the passages; the answer cites them`, async () => {
+      fx.upstream.setDecide(searchThenCite);
+      const seen = fx.upstream.modelCalls().length;
+      const answer = await call(`${fx.gw.url}/v1/responses`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: body(model, { include: ['file_search_call.results'] }),
+      });
+      assert.equal(answer.status, 200, answer.text);
+      const calls = fx.upstream.modelCalls().slice(seen);
+      assert.equal(calls.length, 2, 'a search turn, then the answer');
+      assert.deepEqual(offeredTools(calls[0] as ScriptedRequest), ['file_search']);
+      const second = JSON.stringify((calls[1] as ScriptedRequest).body);
+      assert.match(second, /\[1\] \(file: paris\.txt\)/);
+      assert.match(second, /Paris is the capital of France\./);
+      const output = answer.json.output as Json[];
+      assert.deepEqual(
+        output.map((item) => item.type),
+        ['file_search_call', 'message'],
+      );
+      const searchItem = output[0] as Json;
+      assert.match(String(searchItem.id), /^fs_/);
+      assert.equal(searchItem.status, 'completed');
+      assert.deepEqual(searchItem.queries, [SEARCH_QUERY]);
+      assert.deepEqual(searchItem.results, [
+        { attributes: {}, file_id: 'file-paris', filename: 'paris.txt', score: 0.91, text: HITS[0]?.text },
+        { attributes: { lang: 'en' }, file_id: 'file-rome', filename: 'rome.md', score: 0.52, text: HITS[1]?.text },
+      ]);
+      const part = ((output[1] as Json).content as Json[])[0] as Json;
+      assert.equal(part.text, CITED_TEXT);
+      assert.deepEqual(part.annotations, [
+        { type: 'file_citation', file_id: 'file-paris', filename: 'paris.txt', index: CITATION_INDEXES[0] },
+        { type: 'file_citation', file_id: 'file-rome', filename: 'rome.md', index: CITATION_INDEXES[1] },
+      ]);
+      const usage = answer.json.usage as Json;
+      assert.equal(usage.input_tokens, 84, 'both turns counted');
+    });
+
+    test(`${kind}: stream — the search's events in OpenAI's order, the citations as annotation events`, async () => {
+      fx.upstream.setDecide(searchThenCite);
+      const answer = await readStream(`${fx.gw.url}/v1/responses`, body(model, { stream: true }), authHeaders());
+      assert.equal(answer.status, 200, answer.text);
+      const events = namedEvents(answer.text);
+      const types = events.map((e) => e.event);
+      const at = (type: string) => types.indexOf(type);
+      assert.ok(at('response.output_item.added') >= 0);
+      const added = events.find((e) => e.event === 'response.output_item.added')?.data.item as Json;
+      assert.deepEqual(
+        { type: added.type, queries: added.queries, results: added.results, status: added.status },
+        { type: 'file_search_call', queries: [], results: null, status: 'in_progress' },
+      );
+      const order = [
+        'response.file_search_call.in_progress',
+        'response.file_search_call.searching',
+        'response.file_search_call.completed',
+      ].map(at);
+      assert.ok(
+        order.every((i, n) => i > 0 && (n === 0 || i > (order[n - 1] as number))),
+        types.join('\n'),
+      );
+      const done = events.filter((e) => e.event === 'response.output_item.done').map((e) => e.data.item as Json);
+      assert.deepEqual(done[0], {
+        id: added.id,
+        type: 'file_search_call',
+        status: 'completed',
+        queries: [SEARCH_QUERY],
+        results: null,
+      });
+      const text = events
+        .filter((e) => e.event === 'response.output_text.delta')
+        .map((e) => e.data.delta)
+        .join('');
+      assert.equal(text, CITED_TEXT);
+      const annotations = events.filter((e) => e.event === 'response.output_text.annotation.added');
+      assert.deepEqual(
+        annotations.map((e) => [e.data.annotation_index, e.data.content_index, e.data.output_index, e.data.annotation]),
+        [
+          [
+            0,
+            0,
+            1,
+            { type: 'file_citation', file_id: 'file-paris', filename: 'paris.txt', index: CITATION_INDEXES[0] },
+          ],
+          [1, 0, 1, { type: 'file_citation', file_id: 'file-rome', filename: 'rome.md', index: CITATION_INDEXES[1] }],
+        ],
+      );
+      const completed = events.at(-1);
+      assert.equal(completed?.event, 'response.completed');
+      const output = (completed?.data.response as Json).output as Json[];
+      assert.deepEqual(
+        output.map((item) => item.type),
+        ['file_search_call', 'message'],
+      );
+      const part = ((output[1] as Json).content as Json[])[0] as Json;
+      assert.equal(part.text, CITED_TEXT);
+      assert.equal((part.annotations as Json[]).length, 2);
+      const sequence = events.map((e) => e.data.sequence_number);
+      assert.deepEqual(sequence, [...sequence.keys()]);
+    });
+  }
+
+  test('a store the search does not know: 404 vector_store_not_found naming the field; nothing goes upstream', async () => {
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({
+        model: MODELS.anthropic,
+        input: 'Hi',
+        tools: [
+          { type: 'function', name: 'f' },
+          { type: 'file_search', vector_store_ids: [FOREIGN_STORE] },
+        ],
+      }),
+    });
+    assert.equal(answer.status, 404, answer.text);
+    assert.equal(answer.json.code, 'vector_store_not_found');
+    assert.equal(answer.json.details?.field, 'tools[1].vector_store_ids');
+    assert.equal(fx.upstream.modelCalls().length, seen);
+  });
+
+  test('a model that keeps searching: at most 4 searches, then one turn that must answer', async () => {
+    fx.upstream.setDecide(searchForever);
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body(MODELS.chat),
+    });
+    assert.equal(answer.status, 200, answer.text);
+    const calls = fx.upstream.modelCalls().slice(seen);
+    assert.equal(calls.length, 5);
+    assert.equal(calls[4]?.body?.tool_choice, 'none');
+    const output = answer.json.output as Json[];
+    assert.equal(output.filter((item) => item.type === 'file_search_call').length, 4);
+    assert.equal(answer.json.status, 'completed');
+  });
+
+  test("kind openai with the caller's own OpenAI stores: forwarded natively, the tool as it came", async () => {
+    fx.upstream.setDecide(searchThenCite);
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({
+        model: NATIVE_MODEL,
+        input: 'Hi',
+        tools: [{ type: 'file_search', vector_store_ids: [FOREIGN_STORE] }],
+      }),
+    });
+    const calls = fx.upstream.modelCalls().slice(seen);
+    assert.equal(calls[0]?.api, 'responses', answer.text);
+    assert.deepEqual((calls[0]?.body?.tools as Json[])[0], { type: 'file_search', vector_store_ids: [FOREIGN_STORE] });
+  });
+
+  test("kind openai with the caller's gateway stores: the gateway runs the search over chat", async () => {
+    fx.upstream.setDecide(searchThenCite);
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body(NATIVE_MODEL),
+    });
+    assert.equal(answer.status, 200, answer.text);
+    const calls = fx.upstream.modelCalls().slice(seen);
+    assert.deepEqual(
+      calls.map((c) => c.api),
+      ['chat', 'chat'],
+    );
+    assert.equal((answer.json.output as Json[])[0]?.type, 'file_search_call');
+  });
+});

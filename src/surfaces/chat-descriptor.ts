@@ -1,7 +1,7 @@
 import { fixedAnswer, isObjectBody } from '../core/pipeline/answer-cache.js';
 import { OPENAI_API, OPENAI_CHAT_PATH } from '../http/openai-shape.js';
 import { EVENT, promptAsMessages } from '../webhooks/gateway-events.js';
-import { CHAT_SURFACE } from './chat-surface.js';
+import { chatSurface } from './chat-surface.js';
 import { chatBodySchema } from './chat-schema.js';
 import type { SurfaceDescriptor } from './descriptor.js';
 
@@ -36,5 +36,5 @@ export const CHAT_DESCRIPTOR: SurfaceDescriptor = {
     cacheable: (body, policy) =>
       isObjectBody(body) && fixedAnswer(policy, body.temperature, [body.tools, body.functions]),
   },
-  translation: () => CHAT_SURFACE,
+  translation: (deps) => chatSurface(deps.fileSearch),
 };

@@ -37,21 +37,40 @@ const message = {
   },
 } as const;
 
+/** A function tool, or (a gateway extension: surfaces/file-search/) a `file_search` tool on the caller's vector stores. */
 const tool = {
   type: 'object',
-  required: ['type', 'function'],
-  properties: {
-    type: { type: 'string', enum: ['function'] },
-    function: {
-      type: 'object',
-      required: ['name'],
-      properties: {
-        // OpenAI's rule for function names.
-        name: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
-        description: { type: 'string' },
-        parameters: { type: 'object' },
-        strict: { type: ['boolean', 'null'] },
+  required: ['type'],
+  properties: { type: { type: 'string', enum: ['function', 'file_search'] } },
+  if: { properties: { type: { const: 'function' } } },
+  then: {
+    required: ['function'],
+    properties: {
+      function: {
+        type: 'object',
+        required: ['name'],
+        properties: {
+          // OpenAI's rule for function names.
+          name: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+          description: { type: 'string' },
+          parameters: { type: 'object' },
+          strict: { type: ['boolean', 'null'] },
+        },
       },
+    },
+  },
+  else: {
+    required: ['vector_store_ids'],
+    properties: {
+      vector_store_ids: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 16,
+        items: { type: 'string', minLength: 1, maxLength: 256 },
+      },
+      max_num_results: { type: 'integer', minimum: 1, maximum: 50 },
+      filters: { type: ['object', 'null'] },
+      ranking_options: { type: ['object', 'null'] },
     },
   },
 } as const;

@@ -48,13 +48,28 @@ export const searchForever: Decide = (api) => ({
   arguments: JSON.stringify({ queries: ['more'] }),
 });
 
-/** The fixture's search: the fixed hits for the caller's store, 404 for any other; every request kept. */
+/** A query the fixture's search refuses as a spent budget would (the embedding call of a search refused). */
+export const SPENT_QUERY = 'spent';
+
+/** A model that searches for SPENT_QUERY. */
+export const searchSpent: Decide = (api) => ({
+  type: 'tool_call',
+  id: SCRIPT.toolCallIds[api],
+  name: 'file_search',
+  arguments: JSON.stringify({ queries: [SPENT_QUERY] }),
+});
+
+/**
+ * The fixture's search: the fixed hits for the caller's store, 404 for any other, `budget_exceeded` for
+ * SPENT_QUERY; every request kept.
+ */
 export function fixedSearch(): { search: FileSearch; requests: FileSearchRequest[] } {
   const requests: FileSearchRequest[] = [];
   const search: FileSearch = (request) => {
     requests.push(request);
     const unknown = request.vectorStoreIds.find((id) => id !== OUR_STORE);
     if (unknown !== undefined) return Promise.reject(new GatewayError('vector_store_not_found', { id: unknown }));
+    if (request.queries.includes(SPENT_QUERY)) return Promise.reject(new GatewayError('budget_exceeded', {}));
     const hits = request.queries.length === 0 ? [] : HITS.slice(0, request.maxNumResults);
     return Promise.resolve({ hits, queries: [...request.queries], usage: [] });
   };

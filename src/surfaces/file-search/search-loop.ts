@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { CompletedChat, StartedStream } from '../../core/pipeline/chat-service.js';
 import type { CallInput } from '../../core/pipeline/model-call.js';
 import type { CallingAs } from '../../core/pipeline/call-as.js';
@@ -10,10 +9,12 @@ import type {
   ToolCall,
   Usage,
 } from '../../providers/provider-contract.js';
+import { chatUsageOf } from '../../providers/usage-shapes.js';
 import { argumentsObject } from '../tool-arguments.js';
 import type { ChatTurns, ToolLoop } from '../tool-loop.js';
 import { PassageIndex, toolResultText, type SearchRun } from './passages.js';
 import { searchStream } from './search-stream.js';
+import { newSearchId, turnInput, type SearchEvent, type SearchTurns } from './search-turns.js';
 import { FILE_SEARCH_FUNCTION_NAME, type FileSearchSpec } from './tool-spec.js';
 import { sumPriced, sumUsage } from './usage-sum.js';
 
@@ -23,12 +24,6 @@ export const MAX_SEARCHES = 4;
 const MAX_QUERIES = 8;
 const MAX_QUERY_CHARS = 2048;
 
-/** A search the stream shows as it happens: its item opens (`started`) and closes with its results (`done`). */
-export interface SearchEvent {
-  kind: 'started' | 'done';
-  run: SearchRun;
-}
-
 /**
  * The `file_search` tool, run by the gateway for any upstream: the model is offered a function (tool-spec.ts); each
  * turn that calls only it gets its searches run on the caller's stores (`FileSearch`, as the caller) and their
@@ -37,8 +32,10 @@ export interface SearchEvent {
  * asked for is not run and not shown). Each turn is a call of its own through the pipeline (ChatTurns); the answer's
  * usage is every turn's. What was searched and found (`passages`) is what the surface shows and cites.
  */
-export class FileSearchLoop implements ToolLoop {
+export class FileSearchLoop implements ToolLoop, SearchTurns {
   readonly passages = new PassageIndex();
+  /** The usage the upstreams reported for the turns before the last one of a stream (search-stream.ts adds them). */
+  earlierUsage: Usage | undefined;
   /** The search events of a stream, by the (internal) chunk that carries each to the surface's encoder. */
   private readonly events = new WeakMap<ChatCompletionChunk, SearchEvent>();
 
@@ -61,7 +58,7 @@ export class FileSearchLoop implements ToolLoop {
       if (ours.length === 0 || theirs.length > 0 || this.searchesLeft === 0) {
         if (choice?.message) finishWithout(choice, theirs);
         const usage = sumUsage(turns.map((t) => t.result.usage));
-        if (usage && turns.length > 1) completion.usage = { ...usage };
+        if (usage && turns.length > 1) completion.usage = chatUsageOf(usage);
         const text = JSON.stringify(completion);
         return { ...done, result: { body: Buffer.from(text), usage }, usage: sumPriced(turns.map((t) => t.usage)) };
       }
@@ -123,14 +120,6 @@ export class FileSearchLoop implements ToolLoop {
     const run = this.passages.add(id, found.queries.length > 0 ? found.queries : queries, found.hits);
     return { message: reply(toolResultText(run)), run };
   }
-
-  /** The usage the upstreams reported for the turns before the last one of a stream (search-stream.ts adds them). */
-  earlierUsage: Usage | undefined;
-}
-
-/** A `file_search_call` item's id, in OpenAI's form. */
-export function newSearchId(): string {
-  return `fs_${randomUUID().replaceAll('-', '')}`;
 }
 
 /** What the loop reads of a completion (the gateway's own JSON: providers normalised it). */
@@ -172,12 +161,4 @@ function queriesOf(args: string): string[] {
 function namesSearch(choice: unknown): boolean {
   const fn = (choice as { function?: { name?: unknown } } | undefined)?.function;
   return fn?.name === FILE_SEARCH_FUNCTION_NAME;
-}
-
-/**
- * A turn's call input: the request's, with the turn's own lease id after the first (a lease is keyed by it), and
- * never the caller's raw bytes (the body is the loop's).
- */
-export function turnInput(input: CallInput, turn: number): CallInput {
-  return { ...input, rawBody: undefined, requestId: turn === 0 ? input.requestId : `${input.requestId}.${turn}` };
 }

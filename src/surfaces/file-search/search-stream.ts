@@ -3,7 +3,7 @@ import type { CallInput, StreamCall } from '../../core/pipeline/model-call.js';
 import type { PricedUsage } from '../../core/models/pricing.js';
 import type { ChatRequestBody, StreamBatch, StreamChunk } from '../../providers/provider-contract.js';
 import type { ChatTurns } from '../tool-loop.js';
-import { newSearchId, turnInput, type FileSearchLoop, type SearchEvent } from './search-loop.js';
+import { newSearchId, turnInput, type SearchEvent, type SearchTurns } from './search-turns.js';
 import { TurnReader } from './turn-reader.js';
 import { sumPriced, sumUsage } from './usage-sum.js';
 
@@ -15,7 +15,7 @@ import { sumPriced, sumUsage } from './usage-sum.js';
  * A search or a later turn that fails ends the stream with its error (the surface's error event).
  */
 export async function searchStream(
-  loop: FileSearchLoop,
+  loop: SearchTurns,
   chat: ChatTurns,
   body: ChatRequestBody,
   input: CallInput,
@@ -103,6 +103,6 @@ export async function searchStream(
 }
 
 /** The internal chunk that carries a search event (it shows nothing on a surface that does not read it). */
-function eventItem(loop: FileSearchLoop, event: SearchEvent): StreamChunk {
+function eventItem(loop: SearchTurns, event: SearchEvent): StreamChunk {
   return { chunk: loop.eventChunk(event), internal: true };
 }

@@ -1,5 +1,6 @@
 import type { StreamBatch, StreamChunk, ToolCall, Usage } from '../../providers/provider-contract.js';
 import { checkedUsage } from '../../providers/usage-figures.js';
+import { chatUsageOf } from '../../providers/usage-shapes.js';
 import { toolCallFields } from '../tool-arguments.js';
 import { FILE_SEARCH_FUNCTION_NAME } from './tool-spec.js';
 import { sumUsage } from './usage-sum.js';
@@ -65,7 +66,7 @@ export class TurnReader {
       if (dropped && choice?.finish_reason === 'tool_calls')
         chunk = { ...chunk, choices: [{ ...choice, finish_reason: 'stop' }, ...chunk.choices.slice(1)] };
       const own = item.usage ?? (chunk.usage ? checkedUsage(chunk.usage) : undefined);
-      if (earlier && own && chunk.usage) chunk = { ...chunk, usage: sumUsage([earlier, chunk.usage]) ?? null };
+      if (earlier && own && chunk.usage) chunk = { ...chunk, usage: chatUsageOf(sumUsage([earlier, own]) as Usage) };
       if (chunk === item.chunk) return item;
       const { json: _json, templated: _templated, ...rest } = item;
       return { ...rest, chunk, ...(own ? { usage: own } : {}) };
@@ -73,7 +74,8 @@ export class TurnReader {
   }
 
   private filter(item: StreamChunk): StreamChunk | undefined {
-    this.usage = item.usage ?? item.chunk.usage ?? this.usage;
+    const reported = item.usage ?? item.chunk.usage;
+    if (reported) this.usage = checkedUsage(reported);
     const choice = item.chunk.choices[0];
     let kept = item;
     if (choice) {

@@ -51,14 +51,14 @@ export const RESPONSES_DESCRIPTOR: SurfaceDescriptor = {
   },
   // Asked before the model is routed: a model that cannot be routed fails there, with its own error, not here.
   translation: (deps) =>
-    responsesSurface(
-      deps.history,
-      (model) => routed(() => deps.forwards(model), false),
-      deps.ownership,
-      (model, field) => routed(() => deps.carries(model, field), true),
-      (model) => routed(() => deps.forwardsWholly(model), false),
-      deps.fileSearch,
-    ),
+    responsesSurface({
+      history: deps.history,
+      forwards: (model) => routed(() => deps.forwards(model), false),
+      ownership: deps.ownership,
+      carries: (model, field) => routed(() => deps.carries(model, field), true),
+      nativeFirst: (model) => routed(() => deps.forwardsWholly(model), false),
+      fileSearch: deps.fileSearch,
+    }),
 };
 
 function routed<T>(ask: () => T, otherwise: T): T {

@@ -1,4 +1,5 @@
-import type { FileSearchLoop, SearchEvent } from '../file-search/search-loop.js';
+import type { FileSearchLoop } from '../file-search/search-loop.js';
+import type { SearchEvent } from '../file-search/search-turns.js';
 import { CitationMarkers, type MarkedPiece, type MarkerCitation } from '../file-search/citation-markers.js';
 import type { PassageIndex, SearchRun } from '../file-search/passages.js';
 import { outputItemId } from './ids.js';

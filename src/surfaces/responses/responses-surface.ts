@@ -43,6 +43,21 @@ interface ResponsesCallState {
  */
 const GOES_NATIVE = new Set(['capability_not_supported', 'validation_failed', 'response_not_found']);
 
+/** What the Responses surface is built with (its descriptor's SurfaceDeps, asked per model). */
+export interface ResponsesSurfaceOptions {
+  /** Stored responses (absent: none kept). */
+  history: ResponseHistory | undefined;
+  /** Whether some upstream of the model speaks the Responses API. */
+  forwards: (model: string) => boolean;
+  ownership: NativeOwnership;
+  /** Whether every upstream of the model carries a chat field; absent: all do. */
+  carries?: (model: string, field: ChatExtra) => boolean;
+  /** Whether the model's requests go natively first (`responses: native`); absent: none do. */
+  nativeFirst?: (model: string) => boolean;
+  /** The search the `file_search` tool runs on the caller's stores (absent: the tool is refused or goes natively). */
+  fileSearch?: FileSearch | undefined;
+}
+
 /**
  * The OpenAI Responses API as a surface of the chat pipeline: a Responses request is translated into a chat
  * request for any provider, and the chat answer back into a `response` object or the typed event stream. For a
@@ -51,14 +66,10 @@ const GOES_NATIVE = new Set(['capability_not_supported', 'validation_failed', 'r
  * an equivalent where the model's upstreams carry it (`carries`) and names in `call.notes` what it leaves out. A
  * request forwarded natively may refer only to the upstream's ids its caller made through the gateway (`ownership`).
  */
-export function responsesSurface(
-  history: ResponseHistory | undefined,
-  forwards: (model: string) => boolean,
-  ownership: NativeOwnership,
-  carries: (model: string, field: ChatExtra) => boolean = () => true,
-  nativeFirst: (model: string) => boolean = () => false,
-  fileSearch?: FileSearch,
-): ApiSurface {
+export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
+  const { history, forwards, ownership, fileSearch } = options;
+  const carries = options.carries ?? (() => true);
+  const nativeFirst = options.nativeFirst ?? (() => false);
   return {
     route: 'responses',
     forwardsRawBody: false,

@@ -5,7 +5,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { authHeaders } from '../../helpers/gateway.js';
+import OpenAI from 'openai';
+import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 import {
@@ -18,6 +19,7 @@ import {
   OUR_STORE,
   SEARCH_QUERY,
   searchForever,
+  searchSpent,
   searchThenCite,
   useFileSearchGateway,
 } from '../../helpers/file-search-fixture.js';
@@ -222,5 +224,110 @@ describe('file_search on the Responses API, run by the gateway', () => {
       ['chat', 'chat'],
     );
     assert.equal((answer.json.output as Json[])[0]?.type, 'file_search_call');
+  });
+});
+
+describe('file_search on the Responses API: what clients send back, failures, the openai SDK', () => {
+  const fx = useFileSearchGateway();
+
+  test('without include: results null', async () => {
+    fx.upstream.setDecide(searchThenCite);
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body(MODELS.anthropic),
+    });
+    assert.equal(answer.status, 200, answer.text);
+    const item = (answer.json.output as Json[])[0] as Json;
+    assert.equal(item.type, 'file_search_call');
+    assert.equal(item.results, null);
+    assert.deepEqual(item.queries, [SEARCH_QUERY]);
+  });
+
+  test("an earlier file_search_call item (the agents SDK's replay) and a reference to an fs_ id: read past", async () => {
+    fx.upstream.setDecide(searchThenCite);
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body(MODELS.gemini, {
+        input: [
+          { role: 'user', content: 'Earlier question' },
+          {
+            type: 'file_search_call',
+            id: 'fs_0123456789abcdef0123456789abcdef',
+            status: 'completed',
+            queries: ['earlier'],
+            results: null,
+          },
+          { type: 'item_reference', id: 'fs_fedcba9876543210fedcba9876543210' },
+          { role: 'assistant', content: [{ type: 'output_text', text: 'Earlier answer', annotations: [] }] },
+          { role: 'user', content: 'What is the capital of France?' },
+        ],
+      }),
+    });
+    assert.equal(answer.status, 200, answer.text);
+    const first = JSON.stringify(fx.upstream.modelCalls()[seen]?.body);
+    assert.match(first, /Earlier answer/);
+    assert.doesNotMatch(first, /fs_/);
+  });
+
+  test('a search that fails (a spent budget): the JSON answer is that error', async () => {
+    fx.upstream.setDecide(searchSpent);
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body(MODELS.chat),
+    });
+    assert.equal(answer.json.code, 'budget_exceeded', answer.text);
+  });
+
+  test('a search that fails, streamed: the stream ends with response.failed naming the error', async () => {
+    fx.upstream.setDecide(searchSpent);
+    const answer = await readStream(
+      `${fx.gw.url}/v1/responses`,
+      body(MODELS.anthropic, { stream: true }),
+      authHeaders(),
+    );
+    assert.equal(answer.status, 200, answer.text);
+    const events = namedEvents(answer.text);
+    const last = events.at(-1);
+    assert.equal(last?.event, 'response.failed', answer.text);
+    assert.equal(((last?.data.response as Json).error as Json).code, 'budget_exceeded');
+    assert.ok(events.some((e) => e.event === 'response.file_search_call.searching'));
+  });
+
+  test('the openai SDK: responses.create and responses.stream read the search and its citations', async () => {
+    fx.upstream.setDecide(searchThenCite);
+    const client = new OpenAI({ baseURL: `${fx.gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+    const request = {
+      model: MODELS.anthropic,
+      input: 'What is the capital of France?',
+      tools: [{ type: 'file_search' as const, vector_store_ids: [OUR_STORE] }],
+      include: ['file_search_call.results' as const],
+      store: false,
+    };
+    const created = await client.responses.create(request);
+    assert.equal(created.output_text, CITED_TEXT);
+    const search = created.output.find((item) => item.type === 'file_search_call');
+    assert.equal(search?.results?.[0]?.filename, 'paris.txt');
+    const message = created.output.find((item) => item.type === 'message');
+    const text = message?.type === 'message' ? message.content[0] : undefined;
+    assert.deepEqual(text?.type === 'output_text' ? text.annotations : undefined, [
+      { type: 'file_citation', file_id: 'file-paris', filename: 'paris.txt', index: CITATION_INDEXES[0] },
+      { type: 'file_citation', file_id: 'file-rome', filename: 'rome.md', index: CITATION_INDEXES[1] },
+    ]);
+    const stream = client.responses.stream(request);
+    const annotated: unknown[] = [];
+    stream.on('response.output_text.annotation.added', (event) => annotated.push(event.annotation));
+    const final = await stream.finalResponse();
+    assert.equal(final.output_text, CITED_TEXT);
+    assert.equal(annotated.length, 2);
+    assert.deepEqual(annotated[0], {
+      type: 'file_citation',
+      file_id: 'file-paris',
+      filename: 'paris.txt',
+      index: CITATION_INDEXES[0],
+    });
   });
 });

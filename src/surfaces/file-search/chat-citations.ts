@@ -104,7 +104,8 @@ export class ChatCitationStream implements StreamEncoder {
   chunk(item: StreamChunk): string {
     if (item.internal === true) return '';
     const choice = item.chunk.choices[0];
-    if (!choice) return formatEvent(item.json ?? JSON.stringify(item.chunk));
+    // The citations are the first choice's (n > 1 asks for more: the others go as they came).
+    if (!choice || choice.index !== 0) return formatEvent(item.json ?? JSON.stringify(item.chunk));
     this.last = item.chunk;
     const content = choice.delta.content;
     const pieces: MarkedPiece[] = [];

@@ -8,6 +8,8 @@ import { sumUsage } from './usage-sum.js';
 /** The most text and search-call argument text one turn keeps for the conversation's next turn. */
 const MAX_TURN_TEXT_CHARS = 1024 * 1024;
 const MAX_SEARCH_ARGUMENTS_CHARS = 64 * 1024;
+/** The most ending chunks one turn holds (an upstream that sends usage on every chunk keeps only its last ones). */
+const MAX_HELD_CHUNKS = 32;
 
 interface SearchCallParts {
   id: string | undefined;
@@ -96,13 +98,22 @@ export class TurnReader {
       }
     }
     if (choice?.finish_reason || item.chunk.usage || item.usage) {
-      this.held.push(kept);
+      this.hold(kept);
       return undefined;
     }
     const visible = kept === item || hasContent(kept);
     if (!visible && this.opened) return undefined;
     this.opened = true;
     return kept;
+  }
+
+  /** Holds an ending chunk; past the bound, the oldest that finishes nothing makes room (the usage is the last's). */
+  private hold(item: StreamChunk): void {
+    if (this.held.length >= MAX_HELD_CHUNKS) {
+      const spare = this.held.findIndex((held) => !held.chunk.choices[0]?.finish_reason);
+      this.held.splice(spare === -1 ? 0 : spare, 1);
+    }
+    this.held.push(item);
   }
 
   /** Takes a search call's delta (true), or marks the caller's call (false). */

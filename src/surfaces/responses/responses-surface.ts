@@ -82,21 +82,23 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
           : undefined;
       const ours = continued?.messages;
       const native = forwards(request.model);
-      // Earlier answers the caller refers to by id (the AI SDK's default with `store`): the items, where they are ours.
-      const references = await resolveItemReferences(history, call.caller, request.input);
-      if (references) {
-        request = { ...request, input: native ? references.input : withoutSearchReferences(references.input) };
-        const unknown = references.unresolved.find((reference) => native || !reference.id.startsWith('fs_'));
-        if (unknown !== undefined && !native) {
-          if (!history) throw keepsNoResponses(unknown.field);
-          throw new GatewayError('response_not_found', { id: unknown.id.slice(0, 256), field: unknown.field });
-        }
-      }
       // A file_search tool on the caller's stores here is run by the gateway; on stores it does not hold, it goes
       // to an upstream that speaks the API (the caller's own OpenAI stores), or is a 404.
       const search = await planFileSearch(request.tools, fileSearch, call);
       if (search.kind === 'not_ours' && !native) throw search.error;
       const gatewaySearch = search.kind === 'gateway' ? search : undefined;
+      // Earlier answers the caller refers to by id (the AI SDK's default with `store`): the items, where they are ours.
+      // References to earlier searches are read past where no upstream holds them (the gateway ran them, or none can).
+      const pastSearches = !native || gatewaySearch !== undefined;
+      const references = await resolveItemReferences(history, call.caller, request.input);
+      if (references) {
+        request = { ...request, input: pastSearches ? withoutSearchReferences(references.input) : references.input };
+        const unknown = references.unresolved.find((reference) => !pastSearches || !reference.id.startsWith('fs_'));
+        if (unknown !== undefined && !native) {
+          if (!history) throw keepsNoResponses(unknown.field);
+          throw new GatewayError('response_not_found', { id: unknown.id.slice(0, 256), field: unknown.field });
+        }
+      }
       // A model whose every upstream speaks the Responses API gets it as it is (nothing is lost in a translation).
       if (native && (search.kind === 'not_ours' || (nativeFirst(request.model) && !gatewaySearch))) {
         const forward = nativeForward(request, ours, references?.replaced === true);

@@ -175,22 +175,27 @@ describe('file_search on the Responses API, run by the gateway', () => {
     assert.equal(fx.upstream.modelCalls().length, seen);
   });
 
-  test('a model that keeps searching: at most 4 searches, then one turn that must answer', async () => {
-    fx.upstream.setDecide(searchForever);
-    const seen = fx.upstream.modelCalls().length;
-    const answer = await call(`${fx.gw.url}/v1/responses`, {
-      method: 'POST',
-      headers: authHeaders(),
-      body: body(MODELS.chat),
+  for (const [kind, model] of KINDS) {
+    test(`${kind}: a model that keeps searching: at most 4 searches, then one turn that must answer`, async () => {
+      fx.upstream.setDecide(searchForever);
+      const seen = fx.upstream.modelCalls().length;
+      const answer = await call(`${fx.gw.url}/v1/responses`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: body(model),
+      });
+      assert.equal(answer.status, 200, answer.text);
+      const calls = fx.upstream.modelCalls().slice(seen);
+      assert.equal(calls.length, 5);
+      const last = calls[4]?.body ?? {};
+      const choice = JSON.stringify(last.tool_choice ?? last.toolConfig);
+      assert.match(choice, /none|NONE/, 'the last turn may not call the tool');
+      const output = answer.json.output as Json[];
+      assert.equal(output.filter((item) => item.type === 'file_search_call').length, 4);
+      assert.equal(output.filter((item) => item.type === 'function_call').length, 0);
+      assert.equal(answer.json.status, 'completed');
     });
-    assert.equal(answer.status, 200, answer.text);
-    const calls = fx.upstream.modelCalls().slice(seen);
-    assert.equal(calls.length, 5);
-    assert.equal(calls[4]?.body?.tool_choice, 'none');
-    const output = answer.json.output as Json[];
-    assert.equal(output.filter((item) => item.type === 'file_search_call').length, 4);
-    assert.equal(answer.json.status, 'completed');
-  });
+  }
 
   test("kind openai with the caller's own OpenAI stores: forwarded natively, the tool as it came", async () => {
     fx.upstream.setDecide(searchThenCite);
@@ -270,6 +275,29 @@ describe('file_search on the Responses API: what clients send back, failures, th
     const first = JSON.stringify(fx.upstream.modelCalls()[seen]?.body);
     assert.match(first, /Earlier answer/);
     assert.doesNotMatch(first, /fs_/);
+  });
+
+  test('a reference to an fs_ id on a model with a native upstream, the gateway running the search: read past too', async () => {
+    fx.upstream.setDecide(searchThenCite);
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await call(`${fx.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: body(NATIVE_MODEL, {
+        input: [
+          { type: 'item_reference', id: 'fs_fedcba9876543210fedcba9876543210' },
+          { role: 'user', content: 'What is the capital of France?' },
+        ],
+      }),
+    });
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(
+      fx.upstream
+        .modelCalls()
+        .slice(seen)
+        .map((c) => c.api),
+      ['chat', 'chat'],
+    );
   });
 
   test('a search that fails (a spent budget): the JSON answer is that error', async () => {

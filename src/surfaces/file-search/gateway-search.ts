@@ -18,8 +18,9 @@ export type FileSearchPlan =
 
 /**
  * Reads the request's one `file_search` tool and finds whether its stores are the caller's on this gateway: a search
- * of no query (which checks the stores and embeds nothing) must not say `vector_store_not_found`. Another caller's
- * store reads as unknown (the search's rule). Any other failure of that check is left to the searches themselves.
+ * of no query (which checks the stores and embeds nothing: core/retrieval/search-service.ts) must not say
+ * `vector_store_not_found`. Another caller's store reads as unknown (the search's rule). Any other refusal of that
+ * check (an expired store) is the request's, before any model turn.
  */
 export async function planFileSearch(
   tools: unknown,
@@ -50,7 +51,7 @@ export async function planFileSearch(
         kind: 'not_ours',
         error: new GatewayError('vector_store_not_found', { ...error.details, field: `${spec.at}.vector_store_ids` }),
       };
-    if (!isGatewayError(error)) throw error;
+    throw error;
   }
   return { kind: 'gateway', loop: new FileSearchLoop(fileSearch, spec, as), spec };
 }

@@ -33,10 +33,15 @@ export class TurnReader {
   private readonly theirs = new Set<number>();
   private readonly held: StreamChunk[] = [];
 
+  /** Whether an earlier turn's chunks went out (then this turn's `role`, said again, is left out). */
+  private readonly continues: boolean;
+
   constructor(
     /** Whether a chunk already opened the caller's stream (an emptied first chunk still goes, to open it). */
     private opened: boolean,
-  ) {}
+  ) {
+    this.continues = opened;
+  }
 
   read(batch: StreamBatch): StreamChunk[] {
     const out: StreamChunk[] = [];
@@ -83,16 +88,18 @@ export class TurnReader {
     if (choice) {
       const content = choice.delta.content;
       if (typeof content === 'string' && this.text.length < MAX_TURN_TEXT_CHARS) this.text += content;
-      const calls = choice.delta.tool_calls;
+      if (this.continues && choice.delta.role !== undefined) kept = withoutRole(kept);
+      const calls = kept.chunk.choices[0]?.delta.tool_calls;
       if (Array.isArray(calls)) {
         const theirs = calls.filter((call) => !this.claim(call));
         if (theirs.length !== calls.length) {
-          const { tool_calls: _calls, ...delta } = choice.delta;
+          const current = kept.chunk.choices[0] ?? choice;
+          const { tool_calls: _calls, ...delta } = current.delta;
           const chunk = {
-            ...item.chunk,
-            choices: [{ ...choice, delta: theirs.length > 0 ? { ...delta, tool_calls: theirs } : delta }],
+            ...kept.chunk,
+            choices: [{ ...current, delta: theirs.length > 0 ? { ...delta, tool_calls: theirs } : delta }],
           };
-          const { json: _json, templated: _templated, ...rest } = item;
+          const { json: _json, templated: _templated, ...rest } = kept;
           kept = { ...rest, chunk };
         }
       }
@@ -134,6 +141,15 @@ export class TurnReader {
     if (delta.arguments !== undefined && parts.args.length < MAX_SEARCH_ARGUMENTS_CHARS) parts.args += delta.arguments;
     return true;
   }
+}
+
+/** The chunk without its first choice's `role` (a later turn of one answer says it again). */
+function withoutRole(item: StreamChunk): StreamChunk {
+  const choice = item.chunk.choices[0];
+  if (!choice) return item;
+  const { role: _role, ...delta } = choice.delta;
+  const { json: _json, templated: _templated, ...rest } = item;
+  return { ...rest, chunk: { ...item.chunk, choices: [{ ...choice, delta }, ...item.chunk.choices.slice(1)] } };
 }
 
 function hasContent(item: StreamChunk): boolean {

@@ -97,7 +97,10 @@ export interface AppDependencies {
   vectorStores?: VectorStoreStore;
   /** The API surfaces served; the registry's (surfaces/surface-registry.ts) when not given (tests may pass their own). */
   surfaces?: readonly SurfaceDescriptor[];
-  /** Searches of the callers' vector stores, which the `file_search` tool runs; without it that tool is refused. */
+  /**
+   * Searches of the callers' vector stores, which the `file_search` tool runs: the vector stores' own when not given
+   * (tests may pass their own); without either that tool is refused.
+   */
   fileSearch?: FileSearch;
   /**
    * Reads and validates the config file again, for live reloads (SIGHUP, the file watch); throws ConfigError.
@@ -280,7 +283,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       pipeline,
       wantsContent: (kind) => events.webhooks.wantsContent(kind),
     },
-    { ownership, history: responses.history, fileSearch: deps.fileSearch },
+    { ownership, history: responses.history, fileSearch: deps.fileSearch ?? vectors?.search },
   );
   const embeddings = makeEmbeddingsHandler({ embeddings: embeddingService, chat, idempotency, beginTrace, cache });
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });

@@ -1,0 +1,187 @@
+import * as sqliteVec from 'sqlite-vec';
+import type * as Sqlite from './database.js';
+import { similarityScore, type ChunkHit, type NewChunk, type VectorMetric } from '../vector-contract.js';
+import { MAX_NEAREST_K, queryWords, textScore } from '../vector-rows.js';
+
+type Row = Record<string, unknown>;
+
+/**
+ * The chunks of the embedded vector store: their text in `vector_chunks` (migration 27, with its FTS5 index kept
+ * by triggers) and their vectors in sqlite-vec's vec0 tables, one per dimension and metric (`vec_d1536_cosine`),
+ * each partitioned by store: a search reads its own store's vectors only (the partition key is what makes vec0's
+ * brute-force scan affordable: 10% of the rows, 10% of the time; docs/plans/retrieval-research.md section 1).
+ *
+ * vec0 has no dot-product metric (`distance_metric=dot` is refused), so this backend offers cosine and euclidean
+ * (`l2`) only, and flat only: the published 0.1.9 binaries search by brute force (exact).
+ *
+ * Every method is synchronous SQLite work, called inside the caller's transaction where it writes.
+ */
+export class SqliteVectorChunks {
+  /** The vec0 tables known to exist (created once, never dropped). */
+  private readonly tables = new Set<string>();
+  private readonly statements: ReturnType<typeof prepare>;
+  private readonly cached = new Map<string, Sqlite.Statement<unknown[], Row>>();
+
+  constructor(private readonly db: Sqlite.Database) {
+    // Lazily, here: the serving connection loads sqlite-vec when the vector store is opened, not before.
+    db.loadExtension(sqliteVec.getLoadablePath());
+    this.statements = prepare(db);
+  }
+
+  /** Writes `chunks` of one file (their vectors of `dimension`), after any it had were dropped. */
+  write(storeId: string, fileId: string, metric: VectorMetric, dimension: number, chunks: readonly NewChunk[]): void {
+    if (chunks.length === 0) return;
+    const table = this.ensureTable(dimension, metric);
+    const insertVector = this.statement(
+      `INSERT INTO ${table} (chunk_id, store_id, file_id, embedding) VALUES (?, ?, ?, ?)`,
+    );
+    for (const chunk of chunks) {
+      const { lastInsertRowid } = this.statements.insertChunk.run(storeId, fileId, chunk.seq, chunk.text, chunk.tokens);
+      // vec0 takes integers only as integers: node:sqlite binds a JS number as REAL, so a BigInt.
+      insertVector.run(BigInt(lastInsertRowid), storeId, fileId, bytesOf(chunk.vector));
+    }
+  }
+
+  /** Drops one file's chunks (text, full-text rows, vectors). */
+  dropFile(storeId: string, fileId: string, dimension: number | null, metric: VectorMetric): void {
+    if (dimension !== null && this.exists(dimension, metric)) {
+      const remove = this.statement(`DELETE FROM ${tableName(dimension, metric)} WHERE chunk_id = ?`);
+      for (const id of this.statements.fileChunkIds.all(storeId, fileId)) remove.run(BigInt(id as number));
+    }
+    this.statements.dropFileChunks.run(storeId, fileId);
+  }
+
+  /** Drops every chunk of a store (its vec0 partition at once). */
+  dropStore(storeId: string, dimension: number | null, metric: VectorMetric): void {
+    if (dimension !== null && this.exists(dimension, metric))
+      this.statement(`DELETE FROM ${tableName(dimension, metric)} WHERE store_id = ?`).run(storeId);
+    this.statements.dropStoreChunks.run(storeId);
+  }
+
+  holdsChunks(storeId: string): boolean {
+    return this.statements.anyChunk.get(storeId) !== undefined;
+  }
+
+  texts(storeId: string, fileId: string): string[] {
+    return this.statements.texts.all(storeId, fileId) as string[];
+  }
+
+  /**
+   * The `k` nearest chunks of the store by vec0's KNN, inside its partition. `fileIds` is applied inside the KNN
+   * (`file_id IN (json_each)`): vec0 applies `=` and `IN` while it takes the top k, whereas OR and NOT IN would be
+   * applied after it and lose rows silently.
+   */
+  nearest(query: {
+    storeId: string;
+    dimension: number;
+    metric: VectorMetric;
+    vector: Float32Array;
+    k: number;
+    fileIds?: readonly string[];
+  }): ChunkHit[] {
+    if (!this.exists(query.dimension, query.metric) || query.fileIds?.length === 0) return [];
+    const files = query.fileIds === undefined ? '' : 'AND file_id IN (SELECT value FROM json_each(?))';
+    const statement = this.statement(
+      `WITH knn AS MATERIALIZED (
+         SELECT chunk_id, distance FROM ${tableName(query.dimension, query.metric)}
+          WHERE embedding MATCH ? AND k = ? AND store_id = ? ${files})
+       SELECT c.store_id, c.file_id, c.seq, c.text, knn.distance FROM knn JOIN vector_chunks c ON c.id = knn.chunk_id
+        ORDER BY knn.distance, c.id`,
+    );
+    const args: unknown[] = [bytesOf(query.vector), Math.min(query.k, MAX_NEAREST_K), query.storeId];
+    if (query.fileIds !== undefined) args.push(JSON.stringify(query.fileIds));
+    return statement.all(...args).map((row) => {
+      const distance = row.distance as number;
+      // vec0's cosine distance is 1 - cos; its l2 distance is the euclidean distance itself.
+      const score =
+        query.metric === 'cosine' ? similarityScore('cosine', 1 - distance) : similarityScore('euclidean', distance);
+      return hitOf(row, score);
+    });
+  }
+
+  /** FTS5 over the chunks' text: any of the query's words (queryWords), ranked by BM25, scored by textScore. */
+  matchText(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): ChunkHit[] {
+    const words = queryWords(query.text);
+    if (words.length === 0 || query.fileIds?.length === 0) return [];
+    const files = query.fileIds === undefined ? '' : 'AND c.file_id IN (SELECT value FROM json_each(?))';
+    const statement = this.statement(
+      `SELECT c.store_id, c.file_id, c.seq, c.text, -bm25(vector_chunks_fts) AS rank
+         FROM vector_chunks_fts JOIN vector_chunks c ON c.id = vector_chunks_fts.rowid
+        WHERE vector_chunks_fts MATCH ? AND c.store_id = ? ${files}
+        ORDER BY rank DESC, c.id LIMIT ?`,
+    );
+    const args: unknown[] = [words.map((word) => `"${word}"`).join(' OR '), query.storeId];
+    if (query.fileIds !== undefined) args.push(JSON.stringify(query.fileIds));
+    args.push(Math.min(query.k, MAX_NEAREST_K));
+    return statement.all(...args).map((row) => hitOf(row, textScore(row.rank as number)));
+  }
+
+  private exists(dimension: number, metric: VectorMetric): boolean {
+    const table = tableName(dimension, metric);
+    if (this.tables.has(table)) return true;
+    if (this.statements.tableExists.get(table) === undefined) return false;
+    this.tables.add(table);
+    return true;
+  }
+
+  private ensureTable(dimension: number, metric: VectorMetric): string {
+    const table = tableName(dimension, metric);
+    if (this.exists(dimension, metric)) return table;
+    this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${table} USING vec0(
+      store_id TEXT PARTITION KEY,
+      file_id TEXT,
+      chunk_id INTEGER PRIMARY KEY,
+      embedding FLOAT[${dimension}] distance_metric=${metric === 'cosine' ? 'cosine' : 'l2'}
+    )`);
+    this.tables.add(table);
+    return table;
+  }
+
+  /** A statement prepared once per text (the vec0 statements name their table). */
+  private statement(sql: string): Sqlite.Statement<unknown[], Row> {
+    let statement = this.cached.get(sql);
+    if (!statement) {
+      statement = this.db.prepare<unknown[], Row>(sql);
+      this.cached.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+/** The vec0 table of one dimension and metric; the store's record says which (both are fixed once set). */
+function tableName(dimension: number, metric: VectorMetric): string {
+  if (!Number.isInteger(dimension) || dimension < 1) throw new RangeError(`invalid dimension ${dimension}`);
+  if (metric === 'dot') throw new RangeError('sqlite-vec has no dot-product metric');
+  return `vec_d${dimension}_${metric === 'cosine' ? 'cosine' : 'l2'}`;
+}
+
+/** The vector's own bytes (Float32, the platform's little-endian), which vec0 reads as FLOAT[n]. */
+function bytesOf(vector: Float32Array): Uint8Array {
+  return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+function hitOf(row: Row, score: number): ChunkHit {
+  return {
+    storeId: row.store_id as string,
+    fileId: row.file_id as string,
+    seq: row.seq as number,
+    text: row.text as string,
+    score,
+  };
+}
+
+function prepare(db: Sqlite.Database) {
+  return {
+    insertChunk: db.prepare<[string, string, number, string, number]>(
+      'INSERT INTO vector_chunks (store_id, file_id, seq, text, tokens) VALUES (?, ?, ?, ?, ?)',
+    ),
+    fileChunkIds: db.prepare<[string, string]>('SELECT id FROM vector_chunks WHERE store_id = ? AND file_id = ?').pluck(),
+    dropFileChunks: db.prepare<[string, string]>('DELETE FROM vector_chunks WHERE store_id = ? AND file_id = ?'),
+    dropStoreChunks: db.prepare<[string]>('DELETE FROM vector_chunks WHERE store_id = ?'),
+    anyChunk: db.prepare<[string]>('SELECT 1 FROM vector_chunks WHERE store_id = ? LIMIT 1').pluck(),
+    texts: db
+      .prepare<[string, string]>('SELECT text FROM vector_chunks WHERE store_id = ? AND file_id = ? ORDER BY seq')
+      .pluck(),
+    tableExists: db.prepare<[string]>("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").pluck(),
+  };
+}

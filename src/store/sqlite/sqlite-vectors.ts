@@ -1,0 +1,484 @@
+import type * as Sqlite from './database.js';
+import type {
+  ChunkHit,
+  CompleteOutcome,
+  ListPage,
+  ListQuery,
+  NewChunk,
+  NewVectorFile,
+  NewVectorStore,
+  SearchableFile,
+  VectorAttributes,
+  VectorCapabilities,
+  VectorFileBatchRecord,
+  VectorFileError,
+  VectorFileRecord,
+  VectorFileStatus,
+  VectorStorePatch,
+  VectorStoreRecord,
+  VectorStoreStore,
+} from '../vector-contract.js';
+import {
+  BATCH_COLUMNS,
+  FILE_COLUMNS,
+  STORE_COLUMNS,
+  batchOf,
+  chunkBytes,
+  countsOf,
+  dimensionOf,
+  fileOf,
+  pageOf,
+  pageSql,
+  storeOf,
+  type BatchRow,
+  type CountRow,
+  type Cursor,
+  type FileRow,
+  type StoreRow,
+} from '../vector-rows.js';
+import { SqliteVectorChunks } from './sqlite-vector-chunks.js';
+import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The embedded vector store (docs/retrieval.md): migration 27's tables, the vectors in sqlite-vec's vec0 tables
+ * (`sqlite-vector-chunks.ts`). Writes go through the database's group-commit batcher, each in its own savepoint:
+ * `completeFile` writes a file's chunks and its `completed` status together or not at all. File counts and bytes
+ * are read with GROUP BY over the files, so they are exact.
+ */
+export class SqliteVectors implements VectorStoreStore {
+  readonly capabilities: VectorCapabilities = { backend: 'sqlite', metrics: ['cosine', 'euclidean'], indexes: ['flat'] };
+  private readonly batcher: SqliteWriteBatcher;
+  private readonly chunks: SqliteVectorChunks;
+  private readonly s: ReturnType<typeof prepare>;
+  private readonly pages = new Map<string, Sqlite.Statement<unknown[], Record<string, unknown>>>();
+
+  constructor(private readonly db: Sqlite.Database) {
+    this.batcher = writeBatcherFor(db);
+    this.chunks = new SqliteVectorChunks(db);
+    this.s = prepare(db);
+  }
+
+  async createStore(store: NewVectorStore): Promise<VectorStoreRecord> {
+    if (!this.capabilities.metrics.includes(store.metric) || !this.capabilities.indexes.includes(store.index))
+      throw new RangeError(`the embedded vector store cannot build ${store.index} / ${store.metric}`);
+    await this.batcher.run(() =>
+      this.s.insertStore.run(
+        store.id,
+        store.owner,
+        store.principal,
+        store.name,
+        store.metadata === null ? null : JSON.stringify(store.metadata),
+        store.createdMs,
+        store.lastActiveMs,
+        store.expiresAfterDays,
+        store.embeddingModel,
+        store.dimensions,
+        store.metric,
+        store.index,
+      ),
+    );
+    return { ...store, expiredMs: null, ...countsOf([]) };
+  }
+
+  async getStore(owner: string, id: string): Promise<VectorStoreRecord | undefined> {
+    const row = this.s.getStore.get(id, owner);
+    return row ? this.recordOf(row) : undefined;
+  }
+
+  async listStores(owner: string, query: ListQuery): Promise<ListPage<VectorStoreRecord>> {
+    const cursor = (id?: string) => (id === undefined ? undefined : this.s.storeCursor.get(id, owner));
+    const rows = this.page<StoreRow>({
+      table: 'vector_stores',
+      columns: STORE_COLUMNS,
+      idColumn: 'id',
+      where: ['owner = ?'],
+      args: [owner],
+      query,
+      cursors: { after: cursor(query.after), before: cursor(query.before) },
+    });
+    return { data: rows.data.map((row) => this.recordOf(row)), hasMore: rows.hasMore };
+  }
+
+  async updateStore(
+    owner: string,
+    id: string,
+    patch: VectorStorePatch,
+  ): Promise<VectorStoreRecord | undefined | 'holds_vectors'> {
+    const outcome = await this.batcher.run(() => {
+      const row = this.s.getStore.get(id, owner);
+      if (!row) return undefined;
+      const model = patch.embeddingModel ?? row.embedding_model;
+      if (model !== row.embedding_model && this.chunks.holdsChunks(id)) return 'holds_vectors' as const;
+      this.s.updateStore.run(
+        patch.name ?? row.name,
+        patch.metadata === undefined ? row.metadata : patch.metadata === null ? null : JSON.stringify(patch.metadata),
+        patch.expiresAfterDays === undefined ? row.expires_after_days : patch.expiresAfterDays,
+        model,
+        id,
+      );
+      return 'updated' as const;
+    });
+    return outcome === 'updated' ? this.getStore(owner, id) : outcome;
+  }
+
+  async deleteStore(owner: string, id: string): Promise<boolean> {
+    return this.batcher.run(() => {
+      const row = this.s.getStore.get(id, owner);
+      if (!row) return false;
+      this.chunks.dropStore(id, row.dimensions === null ? null : Number(row.dimensions), storeOf(row, []).metric);
+      this.s.deleteStoreFiles.run(id);
+      this.s.deleteStoreBatches.run(id);
+      this.s.deleteStore.run(id);
+      return true;
+    });
+  }
+
+  async touchStore(id: string, nowMs: number): Promise<void> {
+    await this.batcher.run(() => this.s.touchStore.run(nowMs, id));
+  }
+
+  async sweepExpired(nowMs: number, limit: number): Promise<number> {
+    return this.batcher.run(() => {
+      const rows = this.s.expiring.all(nowMs, limit);
+      for (const row of rows) {
+        const store = storeOf(row, []);
+        this.chunks.dropStore(store.id, store.dimensions, store.metric);
+        this.s.markExpired.run(nowMs, store.id);
+        // No one embeds for an expired store: its files still in progress are cancelled, the others hold no chunks.
+        this.s.emptyFiles.run(store.id);
+      }
+      return rows.length;
+    });
+  }
+
+  async addFiles(
+    files: NewVectorFile[],
+    batch?: Omit<VectorFileBatchRecord, 'fileCounts' | 'cancelledMs'>,
+  ): Promise<void> {
+    await this.batcher.run(() => {
+      if (batch) this.s.insertBatch.run(batch.id, batch.storeId, batch.owner, batch.createdMs);
+      for (const file of files) {
+        const store = this.storeRow(file.storeId);
+        if (!store) throw new RangeError(`no vector store ${file.storeId}`);
+        const { dimensions, metric } = storeOf(store, []);
+        this.chunks.dropFile(file.storeId, file.fileId, dimensions, metric);
+        this.s.upsertFile.run(
+          file.storeId,
+          file.fileId,
+          file.owner,
+          file.batchId ?? batch?.id ?? null,
+          file.filename,
+          file.createdMs,
+          JSON.stringify(file.attributes),
+          file.chunking.maxTokens,
+          file.chunking.overlapTokens,
+        );
+      }
+    });
+  }
+
+  async getFile(owner: string, storeId: string, fileId: string): Promise<VectorFileRecord | undefined> {
+    const row = this.s.getFile.get(storeId, fileId, owner);
+    return row ? fileOf(row) : undefined;
+  }
+
+  async listFiles(
+    owner: string,
+    storeId: string,
+    query: ListQuery & { status?: VectorFileStatus; batchId?: string },
+  ): Promise<ListPage<VectorFileRecord>> {
+    const cursor = (id?: string): Cursor | undefined => {
+      const row = id === undefined ? undefined : this.s.getFile.get(storeId, id, owner);
+      return row ? { createdMs: Number(row.created_ms), id: row.file_id } : undefined;
+    };
+    const where = ['store_id = ?', 'owner = ?'];
+    const args: unknown[] = [storeId, owner];
+    if (query.status !== undefined) where.push('status = ?') && args.push(query.status);
+    if (query.batchId !== undefined) where.push('batch_id = ?') && args.push(query.batchId);
+    const rows = this.page<FileRow>({
+      table: 'vector_store_files',
+      columns: FILE_COLUMNS,
+      idColumn: 'file_id',
+      where,
+      args,
+      query,
+      cursors: { after: cursor(query.after), before: cursor(query.before) },
+    });
+    return { data: rows.data.map(fileOf), hasMore: rows.hasMore };
+  }
+
+  async updateAttributes(
+    owner: string,
+    storeId: string,
+    fileId: string,
+    attributes: VectorAttributes,
+  ): Promise<VectorFileRecord | undefined> {
+    const changed = await this.batcher.run(
+      () => this.s.updateAttributes.run(JSON.stringify(attributes), storeId, fileId, owner).changes,
+    );
+    return changed === 0 ? undefined : this.getFile(owner, storeId, fileId);
+  }
+
+  async deleteFile(owner: string, storeId: string, fileId: string): Promise<boolean> {
+    return this.batcher.run(() => {
+      if (!this.s.getFile.get(storeId, fileId, owner)) return false;
+      const store = this.storeRow(storeId);
+      if (store) {
+        const { dimensions, metric } = storeOf(store, []);
+        this.chunks.dropFile(storeId, fileId, dimensions, metric);
+      }
+      this.s.deleteFile.run(storeId, fileId);
+      return true;
+    });
+  }
+
+  async fileChunks(owner: string, storeId: string, fileId: string): Promise<string[] | undefined> {
+    if (!this.s.getFile.get(storeId, fileId, owner)) return undefined;
+    return this.chunks.texts(storeId, fileId);
+  }
+
+  async getBatch(owner: string, storeId: string, batchId: string): Promise<VectorFileBatchRecord | undefined> {
+    const row = this.s.getBatch.get(batchId, storeId, owner);
+    return row ? batchOf(row, this.s.batchCounts.all(batchId, storeId)) : undefined;
+  }
+
+  async cancelBatch(
+    owner: string,
+    storeId: string,
+    batchId: string,
+    nowMs: number,
+  ): Promise<VectorFileBatchRecord | undefined> {
+    const found = await this.batcher.run(() => {
+      if (!this.s.getBatch.get(batchId, storeId, owner)) return false;
+      this.s.cancelBatch.run(nowMs, batchId);
+      this.s.cancelBatchFiles.run(batchId, storeId);
+      return true;
+    });
+    return found ? this.getBatch(owner, storeId, batchId) : undefined;
+  }
+
+  async claimFiles(
+    holder: string,
+    leaseMs: number,
+    limit: number,
+    nowMs: number,
+  ): Promise<{ file: VectorFileRecord; store: VectorStoreRecord }[]> {
+    const claimed = await this.batcher.run(() => {
+      const keys = this.s.claimable.all(nowMs, limit);
+      for (const key of keys) this.s.lease.run(holder, nowMs + leaseMs, key.store_id, key.file_id);
+      return keys;
+    });
+    const claims: { file: VectorFileRecord; store: VectorStoreRecord }[] = [];
+    for (const key of claimed) {
+      const file = this.s.fileByKey.get(key.store_id, key.file_id);
+      const store = this.storeRow(key.store_id);
+      if (file && store) claims.push({ file: fileOf(file), store: this.recordOf(store) });
+    }
+    return claims;
+  }
+
+  async renewLease(storeId: string, fileId: string, holder: string, leaseMs: number, nowMs: number): Promise<boolean> {
+    return this.batcher.run(() => this.s.renew.run(nowMs + leaseMs, storeId, fileId, holder).changes > 0);
+  }
+
+  async completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
+    const got = dimensionOf(chunks);
+    return this.batcher.run((): CompleteOutcome => {
+      const file = this.s.fileByKey.get(storeId, fileId);
+      const row = this.storeRow(storeId);
+      if (!file || !row || file.status !== 'in_progress' || this.s.holderOf.get(storeId, fileId) !== holder)
+        return { kind: 'lost' };
+      const store = storeOf(row, []);
+      if (got !== undefined && store.dimensions !== null && store.dimensions !== got) {
+        const message = `the file's vectors have ${got} dimensions; the vector store's have ${store.dimensions}`;
+        this.s.end.run('failed', 'invalid_file', message, storeId, fileId, holder);
+        return { kind: 'dimension_mismatch', expected: store.dimensions, got };
+      }
+      if (got !== undefined && store.dimensions === null) this.s.setDimensions.run(got, storeId);
+      this.chunks.dropFile(storeId, fileId, store.dimensions, store.metric);
+      if (got !== undefined) this.chunks.write(storeId, fileId, store.metric, got, chunks);
+      const bytes = chunks.reduce((sum, chunk) => sum + chunkBytes(chunk), 0);
+      this.s.complete.run(bytes, chunks.length, storeId, fileId);
+      return { kind: 'completed', file: fileOf(this.s.fileByKey.get(storeId, fileId)!) };
+    });
+  }
+
+  async endFile(
+    storeId: string,
+    fileId: string,
+    holder: string,
+    status: 'failed' | 'cancelled',
+    error: VectorFileError | null,
+  ): Promise<boolean> {
+    return this.batcher.run(
+      () => this.s.end.run(status, error?.code ?? null, error?.message ?? null, storeId, fileId, holder).changes > 0,
+    );
+  }
+
+  async searchableFiles(storeId: string): Promise<SearchableFile[]> {
+    return this.s.searchable.all(storeId).map((row) => ({
+      fileId: row.file_id,
+      filename: row.filename,
+      attributes: JSON.parse(row.attributes) as VectorAttributes,
+    }));
+  }
+
+  async nearest(query: {
+    store: VectorStoreRecord;
+    vector: Float32Array;
+    k: number;
+    fileIds?: readonly string[];
+  }): Promise<ChunkHit[]> {
+    const { store } = query;
+    if (store.dimensions === null || query.k < 1) return [];
+    if (query.vector.length !== store.dimensions)
+      throw new RangeError(`a query of ${query.vector.length} dimensions for a store of ${store.dimensions}`);
+    return this.chunks.nearest({ ...query, storeId: store.id, dimension: store.dimensions, metric: store.metric });
+  }
+
+  async matchText(query: {
+    storeId: string;
+    text: string;
+    k: number;
+    fileIds?: readonly string[];
+  }): Promise<ChunkHit[]> {
+    return query.k < 1 ? [] : this.chunks.matchText(query);
+  }
+
+  async close(): Promise<void> {
+    // The connection is the embedded store's: closed with it.
+  }
+
+  private storeRow(id: string): StoreRow | undefined {
+    return this.s.storeById.get(id);
+  }
+
+  private recordOf(row: StoreRow): VectorStoreRecord {
+    return storeOf(row, this.s.storeCounts.all(row.id));
+  }
+
+  /** One page of a list (`pageSql`), its statement prepared once per shape. */
+  private page<T>(spec: {
+    table: string;
+    columns: string;
+    idColumn: string;
+    where: string[];
+    args: unknown[];
+    query: ListQuery;
+    cursors: { after?: Cursor; before?: Cursor };
+  }): ListPage<T> {
+    const args = [...spec.args];
+    const page = pageSql(spec.query, spec.cursors, spec.idColumn, (value) => {
+      args.push(value);
+      return '?';
+    });
+    const sql = `SELECT ${spec.columns} FROM ${spec.table} WHERE ${[...spec.where, ...page.where].join(' AND ')}
+      ${page.orderBy} LIMIT ?`;
+    let statement = this.pages.get(sql);
+    if (!statement) {
+      statement = this.db.prepare<unknown[], Record<string, unknown>>(sql);
+      this.pages.set(sql, statement);
+    }
+    const rows = statement.all(...args, spec.query.limit + 1) as T[];
+    return pageOf(rows, spec.query.limit, page.reverse);
+  }
+}
+
+function prepare(db: Sqlite.Database) {
+  const counts = 'SELECT status, count(*) AS n, sum(usage_bytes) AS bytes FROM vector_store_files';
+  return {
+    insertStore: db.prepare(
+      `INSERT INTO vector_stores (id, owner, principal, name, metadata, created_ms, last_active_ms, expires_after_days,
+         embedding_model, dimensions, metric, index_kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    storeById: db.prepare<[string], StoreRow>(`SELECT ${STORE_COLUMNS} FROM vector_stores WHERE id = ?`),
+    getStore: db.prepare<[string, string], StoreRow>(
+      `SELECT ${STORE_COLUMNS} FROM vector_stores WHERE id = ? AND owner = ?`,
+    ),
+    storeCursor: db.prepare<[string, string], Cursor>(
+      'SELECT created_ms AS createdMs, id FROM vector_stores WHERE id = ? AND owner = ?',
+    ),
+    storeCounts: db.prepare<[string], CountRow>(`${counts} WHERE store_id = ? GROUP BY status`),
+    updateStore: db.prepare(
+      'UPDATE vector_stores SET name = ?, metadata = ?, expires_after_days = ?, embedding_model = ? WHERE id = ?',
+    ),
+    deleteStore: db.prepare<[string]>('DELETE FROM vector_stores WHERE id = ?'),
+    deleteStoreFiles: db.prepare<[string]>('DELETE FROM vector_store_files WHERE store_id = ?'),
+    deleteStoreBatches: db.prepare<[string]>('DELETE FROM vector_file_batches WHERE store_id = ?'),
+    touchStore: db.prepare<[number, string]>(
+      'UPDATE vector_stores SET last_active_ms = max(last_active_ms, ?) WHERE id = ?',
+    ),
+    expiring: db.prepare<[number, number], StoreRow>(
+      `SELECT ${STORE_COLUMNS} FROM vector_stores WHERE expires_after_days IS NOT NULL AND expired_ms IS NULL
+         AND last_active_ms + expires_after_days * ${DAY_MS} <= ? LIMIT ?`,
+    ),
+    markExpired: db.prepare<[number, string]>('UPDATE vector_stores SET expired_ms = ? WHERE id = ?'),
+    emptyFiles: db.prepare<[string]>(
+      `UPDATE vector_store_files SET usage_bytes = 0, chunk_count = 0, holder = NULL, lease_until_ms = 0,
+         status = CASE status WHEN 'in_progress' THEN 'cancelled' ELSE status END WHERE store_id = ?`,
+    ),
+    setDimensions: db.prepare<[number, string]>('UPDATE vector_stores SET dimensions = ? WHERE id = ?'),
+    insertBatch: db.prepare<[string, string, string, number]>(
+      'INSERT INTO vector_file_batches (id, store_id, owner, created_ms) VALUES (?, ?, ?, ?)',
+    ),
+    upsertFile: db.prepare(
+      `INSERT INTO vector_store_files (store_id, file_id, owner, batch_id, filename, created_ms, status, attributes,
+         max_tokens, overlap_tokens) VALUES (?, ?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)
+       ON CONFLICT (store_id, file_id) DO UPDATE SET owner = excluded.owner, batch_id = excluded.batch_id,
+         filename = excluded.filename, created_ms = excluded.created_ms, status = 'in_progress', error_code = NULL,
+         error_message = NULL, attributes = excluded.attributes, max_tokens = excluded.max_tokens,
+         overlap_tokens = excluded.overlap_tokens, usage_bytes = 0, chunk_count = 0, holder = NULL, lease_until_ms = 0`,
+    ),
+    getFile: db.prepare<[string, string, string], FileRow>(
+      `SELECT ${FILE_COLUMNS} FROM vector_store_files WHERE store_id = ? AND file_id = ? AND owner = ?`,
+    ),
+    fileByKey: db.prepare<[string, string], FileRow>(
+      `SELECT ${FILE_COLUMNS} FROM vector_store_files WHERE store_id = ? AND file_id = ?`,
+    ),
+    holderOf: db
+      .prepare<[string, string]>('SELECT holder FROM vector_store_files WHERE store_id = ? AND file_id = ?')
+      .pluck(),
+    updateAttributes: db.prepare<[string, string, string, string]>(
+      'UPDATE vector_store_files SET attributes = ? WHERE store_id = ? AND file_id = ? AND owner = ?',
+    ),
+    deleteFile: db.prepare<[string, string]>('DELETE FROM vector_store_files WHERE store_id = ? AND file_id = ?'),
+    getBatch: db.prepare<[string, string, string], BatchRow>(
+      `SELECT ${BATCH_COLUMNS} FROM vector_file_batches WHERE id = ? AND store_id = ? AND owner = ?`,
+    ),
+    batchCounts: db.prepare<[string, string], CountRow>(
+      `${counts} WHERE batch_id = ? AND store_id = ? GROUP BY status`,
+    ),
+    cancelBatch: db.prepare<[number, string]>(
+      'UPDATE vector_file_batches SET cancelled_ms = coalesce(cancelled_ms, ?) WHERE id = ?',
+    ),
+    cancelBatchFiles: db.prepare<[string, string]>(
+      `UPDATE vector_store_files SET status = 'cancelled', holder = NULL, lease_until_ms = 0
+        WHERE batch_id = ? AND store_id = ? AND status = 'in_progress'`,
+    ),
+    claimable: db.prepare<[number, number], { store_id: string; file_id: string }>(
+      `SELECT f.store_id, f.file_id FROM vector_store_files f JOIN vector_stores s ON s.id = f.store_id
+        WHERE f.status = 'in_progress' AND f.lease_until_ms <= ? AND s.expired_ms IS NULL
+        ORDER BY f.lease_until_ms, f.created_ms LIMIT ?`,
+    ),
+    lease: db.prepare<[string, number, string, string]>(
+      'UPDATE vector_store_files SET holder = ?, lease_until_ms = ? WHERE store_id = ? AND file_id = ?',
+    ),
+    renew: db.prepare<[number, string, string, string]>(
+      `UPDATE vector_store_files SET lease_until_ms = ?
+        WHERE store_id = ? AND file_id = ? AND holder = ? AND status = 'in_progress'`,
+    ),
+    complete: db.prepare<[number, number, string, string]>(
+      `UPDATE vector_store_files SET status = 'completed', error_code = NULL, error_message = NULL, usage_bytes = ?,
+         chunk_count = ?, holder = NULL, lease_until_ms = 0 WHERE store_id = ? AND file_id = ?`,
+    ),
+    end: db.prepare<[string, string | null, string | null, string, string, string]>(
+      `UPDATE vector_store_files SET status = ?, error_code = ?, error_message = ?, holder = NULL, lease_until_ms = 0
+        WHERE store_id = ? AND file_id = ? AND holder = ? AND status = 'in_progress'`,
+    ),
+    searchable: db.prepare<[string], { file_id: string; filename: string; attributes: string }>(
+      "SELECT file_id, filename, attributes FROM vector_store_files WHERE store_id = ? AND status = 'completed'",
+    ),
+  };
+}

@@ -128,9 +128,7 @@ export function fileOf(row: FileRow): VectorFileRecord {
     createdMs: Number(row.created_ms),
     status: row.status as VectorFileStatus,
     lastError:
-      row.error_code === null
-        ? null
-        : { code: row.error_code as 'server_error', message: row.error_message ?? '' },
+      row.error_code === null ? null : { code: row.error_code as 'server_error', message: row.error_message ?? '' },
     attributes: JSON.parse(row.attributes) as VectorAttributes,
     chunking,
     usageBytes: Number(row.usage_bytes),

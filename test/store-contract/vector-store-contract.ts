@@ -223,7 +223,10 @@ export function vectorStoreContract(
         next.data.map((f) => f.fileId),
         [files[2]!.fileId],
       );
-      assert.equal((await s.listFiles(owner, store.id, { limit: 10, order: 'asc', status: 'completed' })).data.length, 0);
+      assert.equal(
+        (await s.listFiles(owner, store.id, { limit: 10, order: 'asc', status: 'completed' })).data.length,
+        0,
+      );
       assert.equal((await s.listFiles(id('other-'), store.id, { limit: 10, order: 'asc' })).data.length, 0);
 
       const changed = await s.updateAttributes(owner, store.id, single.fileId, { n: 3, ok: true, tag: 'x' });
@@ -262,10 +265,7 @@ export function vectorStoreContract(
       assert.equal(await s.renewLease(store.id, held.fileId, 'h2', LEASE_MS, now + 30_000), false);
       // h1's first lease ran out at now + 60 s, the renewed one at now + 90 s: h2's lease (until now + 60 s) too.
       const early = await s.claimFiles('h3', LEASE_MS, 10, now + 60_000);
-      assert.deepEqual(
-        early.map((c) => c.file.fileId).sort(),
-        [first[1]!.file.fileId, second[0]!.file.fileId].sort(),
-      );
+      assert.deepEqual(early.map((c) => c.file.fileId).sort(), [first[1]!.file.fileId, second[0]!.file.fileId].sort());
       const takeover = await s.claimFiles('h3', LEASE_MS, 10, now + 90_000);
       assert.deepEqual(
         takeover.map((c) => c.file.fileId),
@@ -346,7 +346,11 @@ export function vectorStoreContract(
       const store = await s.createStore(newStore(owner, { dimensions: 4 }));
       const file = newFile(store.id, owner);
       await s.addFiles([file]);
-      const outcome = await ingest(store.id, file.fileId, chunksOf(['x', 'y'], [new Float32Array(5), new Float32Array(5)]));
+      const outcome = await ingest(
+        store.id,
+        file.fileId,
+        chunksOf(['x', 'y'], [new Float32Array(5), new Float32Array(5)]),
+      );
       assert.deepEqual(outcome, { kind: 'dimension_mismatch', expected: 4, got: 5 });
       const failed = await s.getFile(owner, store.id, file.fileId);
       assert.equal(failed?.status, 'failed');
@@ -419,8 +423,7 @@ export function vectorStoreContract(
         const record = (await s.getStore(owner, store.id))!;
         for (let q = 0; q < 5; q++) {
           const query = vectorOf(next, dimension);
-          if (q === 0)
-            await ingest(otherStore.id, otherFile.fileId, chunksOf(['twin'], [Float32Array.from(query)]));
+          if (q === 0) await ingest(otherStore.id, otherFile.fileId, chunksOf(['twin'], [Float32Array.from(query)]));
           for (const fileIds of [undefined, [files[1]!.fileId, files[2]!.fileId]]) {
             const expected = all
               .filter((c) => fileIds === undefined || fileIds.includes(c.fileId))

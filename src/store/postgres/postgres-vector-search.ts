@@ -2,9 +2,9 @@ import type { Pool, PoolClient } from 'pg';
 import { similarityScore, type ChunkHit, type VectorStoreRecord } from '../vector-contract.js';
 import { MAX_NEAREST_K, queryWords, textScore } from '../vector-rows.js';
 import type { PgvectorIndex } from './pgvector-index.js';
+import type { VectorScanCache } from './vector-scan.js';
 import {
   BLOCK_ROWS,
-  VectorScanCache,
   VectorSetBuilder,
   blockBytes,
   scan,
@@ -46,7 +46,13 @@ export class PostgresVectorSearch {
     const k = Math.min(query.k, MAX_NEAREST_K);
     let hits: { id: number; value: number }[];
     if (store.index === 'hnsw' && this.pgvector) {
-      hits = await this.pgvector.nearest({ ...query, k, storeId: store.id, dimension: store.dimensions, metric: store.metric });
+      hits = await this.pgvector.nearest({
+        ...query,
+        k,
+        storeId: store.id,
+        dimension: store.dimensions,
+        metric: store.metric,
+      });
     } else {
       hits = await this.exact(store, query.vector, k, query.fileIds);
     }
@@ -64,7 +70,12 @@ export class PostgresVectorSearch {
   }
 
   /** PostgreSQL's full-text search: any of the query's words (`queryWords`), ranked by ts_rank_cd. */
-  async matchText(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): Promise<ChunkHit[]> {
+  async matchText(query: {
+    storeId: string;
+    text: string;
+    k: number;
+    fileIds?: readonly string[];
+  }): Promise<ChunkHit[]> {
     const words = queryWords(query.text);
     if (words.length === 0 || query.k < 1 || query.fileIds?.length === 0) return [];
     const args: unknown[] = [words.join(' or '), query.storeId, Math.min(query.k, MAX_NEAREST_K)];
@@ -149,7 +160,13 @@ export class PostgresVectorSearch {
         blocks.push(block);
         bytes += blockBytes(block);
       }
-      const set: VectorSet = { version: found[0]?.chunks_version ?? '', dimension, files: builder.files, blocks, bytes };
+      const set: VectorSet = {
+        version: found[0]?.chunks_version ?? '',
+        dimension,
+        files: builder.files,
+        blocks,
+        bytes,
+      };
       if (found[0]) this.cache.put(storeId, set);
       return set;
     });

@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import type {
   ChunkHit,
   CompleteOutcome,
@@ -23,13 +23,8 @@ import {
   FILE_COLUMNS,
   STORE_COLUMNS,
   batchOf,
-  chunkBytes,
   countsOf,
-  dimensionOf,
   fileOf,
-  pageOf,
-  pageSql,
-  storeOf,
   type BatchRow,
   type CountRow,
   type Cursor,
@@ -39,15 +34,15 @@ import {
 import { migrateUnderLock } from './migrate.js';
 import { inTransaction } from './postgres-blobs.js';
 import { PgvectorIndex } from './pgvector-index.js';
+import { PostgresVectorIngest } from './postgres-vector-ingest.js';
 import { PostgresVectorSearch } from './postgres-vector-search.js';
+import { PostgresVectorTables } from './postgres-vector-tables.js';
 import { vectorSchema } from './postgres-vector-schema.js';
-import { VectorScanCache, assertLittleEndian, vectorBytes } from './vector-scan.js';
+import { VectorScanCache, assertLittleEndian } from './vector-scan.js';
 
 const DAY_MS = 86_400_000;
 /** The exact scan's vectors kept in memory, all stores together (`vector-scan.ts`). */
 export const DEFAULT_SCAN_CACHE_BYTES = 256 * 1024 * 1024;
-/** Chunks written per INSERT (unnest of arrays): a 1,536-dimension batch is ~6 MB of parameters. */
-const INSERT_ROWS = 1000;
 
 /**
  * The vector store in PostgreSQL (docs/retrieval.md), shared by every instance on the database: the tables of
@@ -58,6 +53,8 @@ const INSERT_ROWS = 1000;
 export class PostgresVectors implements VectorStoreStore {
   readonly capabilities: VectorCapabilities;
   private readonly search: PostgresVectorSearch;
+  private readonly tables: PostgresVectorTables;
+  private readonly ingest: PostgresVectorIngest;
 
   private constructor(
     private readonly pool: Pool,
@@ -71,13 +68,12 @@ export class PostgresVectors implements VectorStoreStore {
       indexes: pgvector ? ['flat', 'hnsw'] : ['flat'],
     };
     this.search = new PostgresVectorSearch(pool, p, new VectorScanCache(cacheBytes), pgvector);
+    this.tables = new PostgresVectorTables(pool, p, pgvector);
+    this.ingest = new PostgresVectorIngest(pool, p, this.tables, pgvector);
   }
 
   /** Opens (creating its tables once) the store at `url`; `prefix` names the tables (tests may use their own). */
-  static async open(
-    url: string,
-    options: { prefix?: string; cacheBytes?: number } = {},
-  ): Promise<PostgresVectors> {
+  static async open(url: string, options: { prefix?: string; cacheBytes?: number } = {}): Promise<PostgresVectors> {
     const prefix = options.prefix ?? 'gw_';
     if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) throw new RangeError(`invalid table prefix ${prefix}`);
     assertLittleEndian();
@@ -127,16 +123,16 @@ export class PostgresVectors implements VectorStoreStore {
   }
 
   async getStore(owner: string, id: string): Promise<VectorStoreRecord | undefined> {
-    const row = await this.storeRow(this.pool, id, owner);
-    return row ? this.recordOf(row) : undefined;
+    const row = await this.tables.storeRow(this.pool, id, owner);
+    return row ? this.tables.recordOf(row) : undefined;
   }
 
   async listStores(owner: string, query: ListQuery): Promise<ListPage<VectorStoreRecord>> {
     const cursor = async (id?: string): Promise<Cursor | undefined> => {
-      const row = id === undefined ? undefined : await this.storeRow(this.pool, id, owner);
+      const row = id === undefined ? undefined : await this.tables.storeRow(this.pool, id, owner);
       return row ? { createdMs: Number(row.created_ms), id: row.id } : undefined;
     };
-    const page = await this.page<StoreRow>({
+    const page = await this.tables.page<StoreRow>({
       table: 'vector_stores',
       columns: STORE_COLUMNS,
       idColumn: 'id',
@@ -145,7 +141,7 @@ export class PostgresVectors implements VectorStoreStore {
       query,
       cursors: { after: await cursor(query.after), before: await cursor(query.before) },
     });
-    return { data: await Promise.all(page.data.map((row) => this.recordOf(row))), hasMore: page.hasMore };
+    return { data: await Promise.all(page.data.map((row) => this.tables.recordOf(row))), hasMore: page.hasMore };
   }
 
   async updateStore(
@@ -154,7 +150,7 @@ export class PostgresVectors implements VectorStoreStore {
     patch: VectorStorePatch,
   ): Promise<VectorStoreRecord | undefined | 'holds_vectors'> {
     const outcome = await inTransaction(this.pool, async (client) => {
-      const row = await this.storeRow(client, id, owner, 'FOR UPDATE');
+      const row = await this.tables.storeRow(client, id, owner, 'FOR UPDATE');
       if (!row) return undefined;
       const model = patch.embeddingModel ?? row.embedding_model;
       if (model !== row.embedding_model) {
@@ -179,7 +175,10 @@ export class PostgresVectors implements VectorStoreStore {
 
   async deleteStore(owner: string, id: string): Promise<boolean> {
     const deleted = await inTransaction(this.pool, async (client) => {
-      const removed = await client.query(`DELETE FROM ${this.p}vector_stores WHERE id = $1 AND owner = $2`, [id, owner]);
+      const removed = await client.query(`DELETE FROM ${this.p}vector_stores WHERE id = $1 AND owner = $2`, [
+        id,
+        owner,
+      ]);
       if ((removed.rowCount ?? 0) === 0) return false;
       await client.query(`DELETE FROM ${this.p}vector_chunks WHERE store_id = $1`, [id]);
       await client.query(`DELETE FROM ${this.p}vector_store_files WHERE store_id = $1`, [id]);
@@ -233,9 +232,11 @@ export class PostgresVectors implements VectorStoreStore {
           [batch.id, batch.storeId, batch.owner, batch.createdMs],
         );
       for (const file of files) {
-        const store = await client.query(`SELECT 1 FROM ${this.p}vector_stores WHERE id = $1 FOR UPDATE`, [file.storeId]);
+        const store = await client.query(`SELECT 1 FROM ${this.p}vector_stores WHERE id = $1 FOR UPDATE`, [
+          file.storeId,
+        ]);
         if (store.rows.length === 0) throw new RangeError(`no vector store ${file.storeId}`);
-        await this.dropFileChunks(client, file.storeId, file.fileId);
+        await this.tables.dropFileChunks(client, file.storeId, file.fileId);
         await client.query(
           `INSERT INTO ${this.p}vector_store_files (store_id, file_id, owner, batch_id, filename, created_ms, status,
              attributes, max_tokens, overlap_tokens) VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7, $8, $9)
@@ -261,7 +262,7 @@ export class PostgresVectors implements VectorStoreStore {
   }
 
   async getFile(owner: string, storeId: string, fileId: string): Promise<VectorFileRecord | undefined> {
-    const row = await this.fileRow(this.pool, storeId, fileId, owner);
+    const row = await this.tables.fileRow(this.pool, storeId, fileId, owner);
     return row ? fileOf(row) : undefined;
   }
 
@@ -271,14 +272,14 @@ export class PostgresVectors implements VectorStoreStore {
     query: ListQuery & { status?: VectorFileStatus; batchId?: string },
   ): Promise<ListPage<VectorFileRecord>> {
     const cursor = async (id?: string): Promise<Cursor | undefined> => {
-      const row = id === undefined ? undefined : await this.fileRow(this.pool, storeId, id, owner);
+      const row = id === undefined ? undefined : await this.tables.fileRow(this.pool, storeId, id, owner);
       return row ? { createdMs: Number(row.created_ms), id: row.file_id } : undefined;
     };
     const where = ['store_id = $1', 'owner = $2'];
     const args: unknown[] = [storeId, owner];
     if (query.status !== undefined) where.push(`status = $${args.push(query.status)}`);
     if (query.batchId !== undefined) where.push(`batch_id = $${args.push(query.batchId)}`);
-    const page = await this.page<FileRow>({
+    const page = await this.tables.page<FileRow>({
       table: 'vector_store_files',
       columns: FILE_COLUMNS,
       idColumn: 'file_id',
@@ -313,13 +314,13 @@ export class PostgresVectors implements VectorStoreStore {
         [storeId, fileId, owner],
       );
       if ((removed.rowCount ?? 0) === 0) return false;
-      await this.dropFileChunks(client, storeId, fileId);
+      await this.tables.dropFileChunks(client, storeId, fileId);
       return true;
     });
   }
 
   async fileChunks(owner: string, storeId: string, fileId: string): Promise<string[] | undefined> {
-    if (!(await this.fileRow(this.pool, storeId, fileId, owner))) return undefined;
+    if (!(await this.tables.fileRow(this.pool, storeId, fileId, owner))) return undefined;
     const { rows } = await this.pool.query<{ text: string }>(
       `SELECT text FROM ${this.p}vector_chunks WHERE store_id = $1 AND file_id = $2 ORDER BY seq`,
       [storeId, fileId],
@@ -364,99 +365,31 @@ export class PostgresVectors implements VectorStoreStore {
     return found ? this.getBatch(owner, storeId, batchId) : undefined;
   }
 
-  async claimFiles(
+  claimFiles(
     holder: string,
     leaseMs: number,
     limit: number,
     nowMs: number,
   ): Promise<{ file: VectorFileRecord; store: VectorStoreRecord }[]> {
-    // SKIP LOCKED: instances claiming at once each take other files, none waits for another's.
-    const { rows } = await this.pool.query<FileRow>(
-      `UPDATE ${this.p}vector_store_files f SET holder = $1, lease_until_ms = $2
-        WHERE (f.store_id, f.file_id) IN (
-          SELECT c.store_id, c.file_id FROM ${this.p}vector_store_files c
-            JOIN ${this.p}vector_stores s ON s.id = c.store_id
-           WHERE c.status = 'in_progress' AND c.lease_until_ms <= $3 AND s.expired_ms IS NULL
-           ORDER BY c.lease_until_ms, c.created_ms LIMIT $4 FOR UPDATE OF c SKIP LOCKED)
-        RETURNING ${FILE_COLUMNS.split(', ')
-          .map((column) => `f.${column}`)
-          .join(', ')}`,
-      [holder, nowMs + leaseMs, nowMs, limit],
-    );
-    const claims: { file: VectorFileRecord; store: VectorStoreRecord }[] = [];
-    const stores = new Map<string, VectorStoreRecord | undefined>();
-    for (const row of rows) {
-      if (!stores.has(row.store_id)) {
-        const store = await this.storeRow(this.pool, row.store_id);
-        stores.set(row.store_id, store ? await this.recordOf(store) : undefined);
-      }
-      const store = stores.get(row.store_id);
-      if (store) claims.push({ file: fileOf(row), store });
-    }
-    return claims;
+    return this.ingest.claimFiles(holder, leaseMs, limit, nowMs);
   }
 
-  async renewLease(storeId: string, fileId: string, holder: string, leaseMs: number, nowMs: number): Promise<boolean> {
-    const renewed = await this.pool.query(
-      `UPDATE ${this.p}vector_store_files SET lease_until_ms = $1
-        WHERE store_id = $2 AND file_id = $3 AND holder = $4 AND status = 'in_progress'`,
-      [nowMs + leaseMs, storeId, fileId, holder],
-    );
-    return (renewed.rowCount ?? 0) > 0;
+  renewLease(storeId: string, fileId: string, holder: string, leaseMs: number, nowMs: number): Promise<boolean> {
+    return this.ingest.renewLease(storeId, fileId, holder, leaseMs, nowMs);
   }
 
-  async completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
-    const got = dimensionOf(chunks);
-    const outcome = await inTransaction(this.pool, async (client): Promise<CompleteOutcome> => {
-      // The store first, then the file: every writer locks in this order (addFiles, completeFile).
-      const store = await this.storeRow(client, storeId, undefined, 'FOR UPDATE');
-      const file = await client.query<{ status: string; holder: string | null }>(
-        `SELECT status, holder FROM ${this.p}vector_store_files WHERE store_id = $1 AND file_id = $2 FOR UPDATE`,
-        [storeId, fileId],
-      );
-      const held = file.rows[0];
-      if (!store || !held || held.status !== 'in_progress' || held.holder !== holder) return { kind: 'lost' };
-      const expected = store.dimensions === null ? null : Number(store.dimensions);
-      if (got !== undefined && expected !== null && expected !== got) {
-        const message = `the file's vectors have ${got} dimensions; the vector store's have ${expected}`;
-        await this.end(client, { storeId, fileId, holder, status: 'failed', code: 'invalid_file', message });
-        return { kind: 'dimension_mismatch', expected, got };
-      }
-      if (got !== undefined && expected === null)
-        await client.query(`UPDATE ${this.p}vector_stores SET dimensions = $1 WHERE id = $2`, [got, storeId]);
-      await this.dropFileChunks(client, storeId, fileId);
-      await this.insertChunks(client, storeId, fileId, chunks);
-      const bytes = chunks.reduce((sum, chunk) => sum + chunkBytes(chunk), 0);
-      const { rows } = await client.query<FileRow>(
-        `UPDATE ${this.p}vector_store_files SET status = 'completed', error_code = NULL, error_message = NULL,
-           usage_bytes = $1, chunk_count = $2, holder = NULL, lease_until_ms = 0 WHERE store_id = $3 AND file_id = $4
-         RETURNING ${FILE_COLUMNS}`,
-        [bytes, chunks.length, storeId, fileId],
-      );
-      return { kind: 'completed', file: fileOf(rows[0]!) };
-    });
-    if (outcome.kind === 'completed' && got !== undefined && this.pgvector) {
-      const store = await this.storeRow(this.pool, storeId);
-      if (store?.index_kind === 'hnsw') await this.pgvector.ensureIndex(got, storeOf(store, []).metric);
-    }
-    return outcome;
+  completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
+    return this.ingest.completeFile(storeId, fileId, holder, chunks);
   }
 
-  async endFile(
+  endFile(
     storeId: string,
     fileId: string,
     holder: string,
     status: 'failed' | 'cancelled',
     error: VectorFileError | null,
   ): Promise<boolean> {
-    return this.end(this.pool, {
-      storeId,
-      fileId,
-      holder,
-      status,
-      code: error?.code ?? null,
-      message: error?.message ?? null,
-    });
+    return this.ingest.endFile(storeId, fileId, holder, status, error);
   }
 
   async searchableFiles(storeId: string): Promise<SearchableFile[]> {
@@ -486,112 +419,5 @@ export class PostgresVectors implements VectorStoreStore {
 
   close(): Promise<void> {
     return this.pool.end();
-  }
-
-  private async end(
-    db: Pick<Pool, 'query'>,
-    to: { storeId: string; fileId: string; holder: string; status: string; code: string | null; message: string | null },
-  ): Promise<boolean> {
-    const ended = await db.query(
-      `UPDATE ${this.p}vector_store_files SET status = $1, error_code = $2, error_message = $3, holder = NULL,
-         lease_until_ms = 0 WHERE store_id = $4 AND file_id = $5 AND holder = $6 AND status = 'in_progress'`,
-      [to.status, to.code, to.message, to.storeId, to.fileId, to.holder],
-    );
-    return (ended.rowCount ?? 0) > 0;
-  }
-
-  /** Writes a file's chunks, INSERT_ROWS at a time, and their pgvector copies where the server has it. */
-  private async insertChunks(client: PoolClient, storeId: string, fileId: string, chunks: readonly NewChunk[]) {
-    for (let at = 0; at < chunks.length; at += INSERT_ROWS) {
-      const slice = chunks.slice(at, at + INSERT_ROWS);
-      const { rows } = await client.query<{ id: string }>(
-        `INSERT INTO ${this.p}vector_chunks (store_id, file_id, seq, text, tokens, embedding)
-         SELECT $1::text, $2::text, * FROM unnest($3::int[], $4::text[], $5::int[], $6::bytea[]) RETURNING id`,
-        [
-          storeId,
-          fileId,
-          slice.map((chunk) => chunk.seq),
-          slice.map((chunk) => chunk.text),
-          slice.map((chunk) => chunk.tokens),
-          slice.map((chunk) => vectorBytes(chunk.vector)),
-        ],
-      );
-      await this.pgvector?.write(
-        client,
-        rows.map((row) => Number(row.id)),
-        slice.map((chunk) => chunk.vector),
-      );
-    }
-    if (chunks.length > 0) await this.bumpVersion(client, storeId);
-  }
-
-  private async dropFileChunks(client: PoolClient, storeId: string, fileId: string): Promise<void> {
-    const dropped = await client.query(`DELETE FROM ${this.p}vector_chunks WHERE store_id = $1 AND file_id = $2`, [
-      storeId,
-      fileId,
-    ]);
-    if ((dropped.rowCount ?? 0) > 0) await this.bumpVersion(client, storeId);
-  }
-
-  /** Every change of a store's chunks moves its version: the scan's cached copy of the store is then stale. */
-  private async bumpVersion(client: PoolClient, storeId: string): Promise<void> {
-    await client.query(`UPDATE ${this.p}vector_stores SET chunks_version = chunks_version + 1 WHERE id = $1`, [storeId]);
-  }
-
-  private async storeRow(
-    db: Pick<Pool, 'query'>,
-    id: string,
-    owner?: string,
-    lock = '',
-  ): Promise<StoreRow | undefined> {
-    const args = owner === undefined ? [id] : [id, owner];
-    const { rows } = await db.query<StoreRow>(
-      `SELECT ${STORE_COLUMNS} FROM ${this.p}vector_stores WHERE id = $1 ${owner === undefined ? '' : 'AND owner = $2'} ${lock}`,
-      args,
-    );
-    return rows[0];
-  }
-
-  private async fileRow(
-    db: Pick<Pool, 'query'>,
-    storeId: string,
-    fileId: string,
-    owner: string,
-  ): Promise<FileRow | undefined> {
-    const { rows } = await db.query<FileRow>(
-      `SELECT ${FILE_COLUMNS} FROM ${this.p}vector_store_files WHERE store_id = $1 AND file_id = $2 AND owner = $3`,
-      [storeId, fileId, owner],
-    );
-    return rows[0];
-  }
-
-  private async recordOf(row: StoreRow): Promise<VectorStoreRecord> {
-    const { rows } = await this.pool.query<CountRow>(
-      `SELECT status, count(*) AS n, sum(usage_bytes) AS bytes FROM ${this.p}vector_store_files
-        WHERE store_id = $1 GROUP BY status`,
-      [row.id],
-    );
-    return storeOf(row, rows);
-  }
-
-  /** One page of a list (`pageSql`). */
-  private async page<T extends object>(spec: {
-    table: string;
-    columns: string;
-    idColumn: string;
-    where: string[];
-    args: unknown[];
-    query: ListQuery;
-    cursors: { after?: Cursor; before?: Cursor };
-  }): Promise<ListPage<T>> {
-    const args = [...spec.args];
-    const page = pageSql(spec.query, spec.cursors, spec.idColumn, (value) => `$${args.push(value)}`);
-    args.push(spec.query.limit + 1);
-    const { rows } = await this.pool.query<T & Record<string, unknown>>(
-      `SELECT ${spec.columns} FROM ${this.p}${spec.table} WHERE ${[...spec.where, ...page.where].join(' AND ')}
-        ${page.orderBy} LIMIT $${args.length}`,
-      args,
-    );
-    return pageOf(rows as T[], spec.query.limit, page.reverse);
   }
 }

@@ -141,12 +141,23 @@ export function scoreBlock(
  */
 export async function scan(
   blocks: AsyncIterable<VectorBlock> | Iterable<VectorBlock>,
-  query: { vector: Float32Array; metric: VectorMetric; k: number; files: readonly string[]; wanted?: ReadonlySet<string> },
+  query: {
+    vector: Float32Array;
+    metric: VectorMetric;
+    k: number;
+    files: readonly string[];
+    wanted?: ReadonlySet<string>;
+  },
 ): Promise<ScanHit[]> {
   let sum = 0;
   for (const x of query.vector) sum += x * x;
   const top = new TopK(query.k);
-  const scored = { vector: query.vector, metric: query.metric, norm: Math.sqrt(sum), allowed: undefined as Uint8Array | undefined };
+  const scored = {
+    vector: query.vector,
+    metric: query.metric,
+    norm: Math.sqrt(sum),
+    allowed: undefined as Uint8Array | undefined,
+  };
   for await (const block of blocks) {
     const { wanted, files } = query;
     if (wanted && (scored.allowed?.length ?? -1) < files.length)

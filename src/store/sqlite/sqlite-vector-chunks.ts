@@ -175,7 +175,9 @@ function prepare(db: Sqlite.Database) {
     insertChunk: db.prepare<[string, string, number, string, number]>(
       'INSERT INTO vector_chunks (store_id, file_id, seq, text, tokens) VALUES (?, ?, ?, ?, ?)',
     ),
-    fileChunkIds: db.prepare<[string, string]>('SELECT id FROM vector_chunks WHERE store_id = ? AND file_id = ?').pluck(),
+    fileChunkIds: db
+      .prepare<[string, string]>('SELECT id FROM vector_chunks WHERE store_id = ? AND file_id = ?')
+      .pluck(),
     dropFileChunks: db.prepare<[string, string]>('DELETE FROM vector_chunks WHERE store_id = ? AND file_id = ?'),
     dropStoreChunks: db.prepare<[string]>('DELETE FROM vector_chunks WHERE store_id = ?'),
     anyChunk: db.prepare<[string]>('SELECT 1 FROM vector_chunks WHERE store_id = ? LIMIT 1').pluck(),

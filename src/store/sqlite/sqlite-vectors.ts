@@ -19,7 +19,6 @@ import type {
   VectorStoreStore,
 } from '../vector-contract.js';
 import {
-  BATCH_COLUMNS,
   FILE_COLUMNS,
   STORE_COLUMNS,
   batchOf,
@@ -30,16 +29,13 @@ import {
   pageOf,
   pageSql,
   storeOf,
-  type BatchRow,
-  type CountRow,
   type Cursor,
   type FileRow,
   type StoreRow,
 } from '../vector-rows.js';
 import { SqliteVectorChunks } from './sqlite-vector-chunks.js';
+import { prepareVectorStatements as prepare } from './sqlite-vector-statements.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
-
-const DAY_MS = 86_400_000;
 
 /**
  * The embedded vector store (docs/retrieval.md): migration 27's tables, the vectors in sqlite-vec's vec0 tables
@@ -48,7 +44,11 @@ const DAY_MS = 86_400_000;
  * are read with GROUP BY over the files, so they are exact.
  */
 export class SqliteVectors implements VectorStoreStore {
-  readonly capabilities: VectorCapabilities = { backend: 'sqlite', metrics: ['cosine', 'euclidean'], indexes: ['flat'] };
+  readonly capabilities: VectorCapabilities = {
+    backend: 'sqlite',
+    metrics: ['cosine', 'euclidean'],
+    indexes: ['flat'],
+  };
   private readonly batcher: SqliteWriteBatcher;
   private readonly chunks: SqliteVectorChunks;
   private readonly s: ReturnType<typeof prepare>;
@@ -384,101 +384,4 @@ export class SqliteVectors implements VectorStoreStore {
     const rows = statement.all(...args, spec.query.limit + 1) as T[];
     return pageOf(rows, spec.query.limit, page.reverse);
   }
-}
-
-function prepare(db: Sqlite.Database) {
-  const counts = 'SELECT status, count(*) AS n, sum(usage_bytes) AS bytes FROM vector_store_files';
-  return {
-    insertStore: db.prepare(
-      `INSERT INTO vector_stores (id, owner, principal, name, metadata, created_ms, last_active_ms, expires_after_days,
-         embedding_model, dimensions, metric, index_kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    storeById: db.prepare<[string], StoreRow>(`SELECT ${STORE_COLUMNS} FROM vector_stores WHERE id = ?`),
-    getStore: db.prepare<[string, string], StoreRow>(
-      `SELECT ${STORE_COLUMNS} FROM vector_stores WHERE id = ? AND owner = ?`,
-    ),
-    storeCursor: db.prepare<[string, string], Cursor>(
-      'SELECT created_ms AS createdMs, id FROM vector_stores WHERE id = ? AND owner = ?',
-    ),
-    storeCounts: db.prepare<[string], CountRow>(`${counts} WHERE store_id = ? GROUP BY status`),
-    updateStore: db.prepare(
-      'UPDATE vector_stores SET name = ?, metadata = ?, expires_after_days = ?, embedding_model = ? WHERE id = ?',
-    ),
-    deleteStore: db.prepare<[string]>('DELETE FROM vector_stores WHERE id = ?'),
-    deleteStoreFiles: db.prepare<[string]>('DELETE FROM vector_store_files WHERE store_id = ?'),
-    deleteStoreBatches: db.prepare<[string]>('DELETE FROM vector_file_batches WHERE store_id = ?'),
-    touchStore: db.prepare<[number, string]>(
-      'UPDATE vector_stores SET last_active_ms = max(last_active_ms, ?) WHERE id = ?',
-    ),
-    expiring: db.prepare<[number, number], StoreRow>(
-      `SELECT ${STORE_COLUMNS} FROM vector_stores WHERE expires_after_days IS NOT NULL AND expired_ms IS NULL
-         AND last_active_ms + expires_after_days * ${DAY_MS} <= ? LIMIT ?`,
-    ),
-    markExpired: db.prepare<[number, string]>('UPDATE vector_stores SET expired_ms = ? WHERE id = ?'),
-    emptyFiles: db.prepare<[string]>(
-      `UPDATE vector_store_files SET usage_bytes = 0, chunk_count = 0, holder = NULL, lease_until_ms = 0,
-         status = CASE status WHEN 'in_progress' THEN 'cancelled' ELSE status END WHERE store_id = ?`,
-    ),
-    setDimensions: db.prepare<[number, string]>('UPDATE vector_stores SET dimensions = ? WHERE id = ?'),
-    insertBatch: db.prepare<[string, string, string, number]>(
-      'INSERT INTO vector_file_batches (id, store_id, owner, created_ms) VALUES (?, ?, ?, ?)',
-    ),
-    upsertFile: db.prepare(
-      `INSERT INTO vector_store_files (store_id, file_id, owner, batch_id, filename, created_ms, status, attributes,
-         max_tokens, overlap_tokens) VALUES (?, ?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)
-       ON CONFLICT (store_id, file_id) DO UPDATE SET owner = excluded.owner, batch_id = excluded.batch_id,
-         filename = excluded.filename, created_ms = excluded.created_ms, status = 'in_progress', error_code = NULL,
-         error_message = NULL, attributes = excluded.attributes, max_tokens = excluded.max_tokens,
-         overlap_tokens = excluded.overlap_tokens, usage_bytes = 0, chunk_count = 0, holder = NULL, lease_until_ms = 0`,
-    ),
-    getFile: db.prepare<[string, string, string], FileRow>(
-      `SELECT ${FILE_COLUMNS} FROM vector_store_files WHERE store_id = ? AND file_id = ? AND owner = ?`,
-    ),
-    fileByKey: db.prepare<[string, string], FileRow>(
-      `SELECT ${FILE_COLUMNS} FROM vector_store_files WHERE store_id = ? AND file_id = ?`,
-    ),
-    holderOf: db
-      .prepare<[string, string]>('SELECT holder FROM vector_store_files WHERE store_id = ? AND file_id = ?')
-      .pluck(),
-    updateAttributes: db.prepare<[string, string, string, string]>(
-      'UPDATE vector_store_files SET attributes = ? WHERE store_id = ? AND file_id = ? AND owner = ?',
-    ),
-    deleteFile: db.prepare<[string, string]>('DELETE FROM vector_store_files WHERE store_id = ? AND file_id = ?'),
-    getBatch: db.prepare<[string, string, string], BatchRow>(
-      `SELECT ${BATCH_COLUMNS} FROM vector_file_batches WHERE id = ? AND store_id = ? AND owner = ?`,
-    ),
-    batchCounts: db.prepare<[string, string], CountRow>(
-      `${counts} WHERE batch_id = ? AND store_id = ? GROUP BY status`,
-    ),
-    cancelBatch: db.prepare<[number, string]>(
-      'UPDATE vector_file_batches SET cancelled_ms = coalesce(cancelled_ms, ?) WHERE id = ?',
-    ),
-    cancelBatchFiles: db.prepare<[string, string]>(
-      `UPDATE vector_store_files SET status = 'cancelled', holder = NULL, lease_until_ms = 0
-        WHERE batch_id = ? AND store_id = ? AND status = 'in_progress'`,
-    ),
-    claimable: db.prepare<[number, number], { store_id: string; file_id: string }>(
-      `SELECT f.store_id, f.file_id FROM vector_store_files f JOIN vector_stores s ON s.id = f.store_id
-        WHERE f.status = 'in_progress' AND f.lease_until_ms <= ? AND s.expired_ms IS NULL
-        ORDER BY f.lease_until_ms, f.created_ms LIMIT ?`,
-    ),
-    lease: db.prepare<[string, number, string, string]>(
-      'UPDATE vector_store_files SET holder = ?, lease_until_ms = ? WHERE store_id = ? AND file_id = ?',
-    ),
-    renew: db.prepare<[number, string, string, string]>(
-      `UPDATE vector_store_files SET lease_until_ms = ?
-        WHERE store_id = ? AND file_id = ? AND holder = ? AND status = 'in_progress'`,
-    ),
-    complete: db.prepare<[number, number, string, string]>(
-      `UPDATE vector_store_files SET status = 'completed', error_code = NULL, error_message = NULL, usage_bytes = ?,
-         chunk_count = ?, holder = NULL, lease_until_ms = 0 WHERE store_id = ? AND file_id = ?`,
-    ),
-    end: db.prepare<[string, string | null, string | null, string, string, string]>(
-      `UPDATE vector_store_files SET status = ?, error_code = ?, error_message = ?, holder = NULL, lease_until_ms = 0
-        WHERE store_id = ? AND file_id = ? AND holder = ? AND status = 'in_progress'`,
-    ),
-    searchable: db.prepare<[string], { file_id: string; filename: string; attributes: string }>(
-      "SELECT file_id, filename, attributes FROM vector_store_files WHERE store_id = ? AND status = 'completed'",
-    ),
-  };
 }

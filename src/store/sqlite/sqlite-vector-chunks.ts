@@ -1,9 +1,17 @@
+import type { SQLInputValue } from 'node:sqlite';
 import * as sqliteVec from 'sqlite-vec';
 import type * as Sqlite from './database.js';
 import { similarityScore, type ChunkHit, type NewChunk, type VectorMetric } from '../vector-contract.js';
 import { MAX_NEAREST_K, queryWords, textScore } from '../vector-rows.js';
 
 type Row = Record<string, unknown>;
+
+/** A read-only query of chunks, and how its rows read as hits. */
+export interface ChunkQuery {
+  sql: string;
+  args: SQLInputValue[];
+  hits(rows: Row[]): ChunkHit[];
+}
 
 /**
  * The chunks of the embedded vector store: their text in `vector_chunks` (migration 27, with its FTS5 index kept
@@ -51,11 +59,21 @@ export class SqliteVectorChunks {
     this.statements.dropFileChunks.run(storeId, fileId);
   }
 
-  /** Drops every chunk of a store (its vec0 partition at once). */
-  dropStore(storeId: string, dimension: number | null, metric: VectorMetric): void {
-    if (dimension !== null && this.exists(dimension, metric))
-      this.statement(`DELETE FROM ${tableName(dimension, metric)} WHERE store_id = ?`).run(storeId);
-    this.statements.dropStoreChunks.run(storeId);
+  /**
+   * Drops up to `limit` chunks of a store (text, full-text rows, vectors); returns how many. A store's chunks are
+   * dropped a slice at a time (`SqliteVectors.drain`), so a 100k-chunk store never holds the event loop at once.
+   */
+  dropSlice(storeId: string, dimension: number | null, metric: VectorMetric, limit: number): number {
+    const ids = this.statements.storeChunkIds.all(storeId, limit) as number[];
+    const vectors =
+      dimension !== null && this.exists(dimension, metric)
+        ? this.statement(`DELETE FROM ${tableName(dimension, metric)} WHERE chunk_id = ?`)
+        : undefined;
+    for (const id of ids) {
+      vectors?.run(BigInt(id));
+      this.statements.dropChunk.run(id);
+    }
+    return ids.length;
   }
 
   holdsChunks(storeId: string): boolean {
@@ -67,53 +85,61 @@ export class SqliteVectorChunks {
   }
 
   /**
-   * The `k` nearest chunks of the store by vec0's KNN, inside its partition. `fileIds` is applied inside the KNN
-   * (`file_id IN (json_each)`): vec0 applies `=` and `IN` while it takes the top k, whereas OR and NOT IN would be
-   * applied after it and lose rows silently.
+   * The query of the `k` nearest chunks of the store by vec0's KNN, inside its partition, and how its rows read
+   * as hits; undefined when nothing can match. `fileIds` is applied inside the KNN (`file_id IN (json_each)`):
+   * vec0 applies `=` and `IN` while it takes the top k, whereas OR and NOT IN would be applied after it and lose
+   * rows silently. The query only reads: `SqliteVectors` runs it on the search thread when there is one.
    */
-  nearest(query: {
+  nearestQuery(query: {
     storeId: string;
     dimension: number;
     metric: VectorMetric;
     vector: Float32Array;
     k: number;
     fileIds?: readonly string[];
-  }): ChunkHit[] {
-    if (!this.exists(query.dimension, query.metric) || query.fileIds?.length === 0) return [];
+  }): ChunkQuery | undefined {
+    if (!this.exists(query.dimension, query.metric) || query.fileIds?.length === 0) return undefined;
     const files = query.fileIds === undefined ? '' : 'AND file_id IN (SELECT value FROM json_each(?))';
-    const statement = this.statement(
-      `WITH knn AS MATERIALIZED (
+    const sql = `WITH knn AS MATERIALIZED (
          SELECT chunk_id, distance FROM ${tableName(query.dimension, query.metric)}
           WHERE embedding MATCH ? AND k = ? AND store_id = ? ${files})
        SELECT c.store_id, c.file_id, c.seq, c.text, knn.distance FROM knn JOIN vector_chunks c ON c.id = knn.chunk_id
-        ORDER BY knn.distance, c.id`,
-    );
-    const args: unknown[] = [bytesOf(query.vector), Math.min(query.k, MAX_NEAREST_K), query.storeId];
+        ORDER BY knn.distance, c.id`;
+    const args: SQLInputValue[] = [bytesOf(query.vector), Math.min(query.k, MAX_NEAREST_K), query.storeId];
     if (query.fileIds !== undefined) args.push(JSON.stringify(query.fileIds));
-    return statement.all(...args).map((row) => {
-      const distance = row.distance as number;
-      // vec0's cosine distance is 1 - cos; its l2 distance is the euclidean distance itself.
-      const score =
-        query.metric === 'cosine' ? similarityScore('cosine', 1 - distance) : similarityScore('euclidean', distance);
-      return hitOf(row, score);
-    });
+    const { metric } = query;
+    return {
+      sql,
+      args,
+      hits: (rows) =>
+        rows.map((row) => {
+          const distance = row.distance as number;
+          // vec0's cosine distance is 1 - cos; its l2 distance is the euclidean distance itself.
+          const score =
+            metric === 'cosine' ? similarityScore('cosine', 1 - distance) : similarityScore('euclidean', distance);
+          return hitOf(row, score);
+        }),
+    };
   }
 
-  /** FTS5 over the chunks' text: any of the query's words (queryWords), ranked by BM25, scored by textScore. */
-  matchText(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): ChunkHit[] {
+  /** The FTS5 query over the chunks' text: any of the query's words (queryWords), ranked by BM25, scored by textScore. */
+  matchQuery(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): ChunkQuery | undefined {
     const words = queryWords(query.text);
-    if (words.length === 0 || query.fileIds?.length === 0) return [];
+    if (words.length === 0 || query.fileIds?.length === 0) return undefined;
     const files = query.fileIds === undefined ? '' : 'AND c.file_id IN (SELECT value FROM json_each(?))';
-    const statement = this.statement(
-      `SELECT c.store_id, c.file_id, c.seq, c.text, -bm25(vector_chunks_fts) AS rank
+    const sql = `SELECT c.store_id, c.file_id, c.seq, c.text, -bm25(vector_chunks_fts) AS rank
          FROM vector_chunks_fts JOIN vector_chunks c ON c.id = vector_chunks_fts.rowid
         WHERE vector_chunks_fts MATCH ? AND c.store_id = ? ${files}
-        ORDER BY rank DESC, c.id LIMIT ?`,
-    );
-    const args: unknown[] = [words.map((word) => `"${word}"`).join(' OR '), query.storeId];
+        ORDER BY rank DESC, c.id LIMIT ?`;
+    const args: SQLInputValue[] = [words.map((word) => `"${word}"`).join(' OR '), query.storeId];
     if (query.fileIds !== undefined) args.push(JSON.stringify(query.fileIds));
     args.push(Math.min(query.k, MAX_NEAREST_K));
-    return statement.all(...args).map((row) => hitOf(row, textScore(row.rank as number)));
+    return { sql, args, hits: (rows) => rows.map((row) => hitOf(row, textScore(row.rank as number))) };
+  }
+
+  /** Runs a search query on this connection (an in-memory database has no search thread). */
+  runHere(query: ChunkQuery): ChunkHit[] {
+    return query.hits(this.statement(query.sql).all(...query.args));
   }
 
   private exists(dimension: number, metric: VectorMetric): boolean {
@@ -179,7 +205,8 @@ function prepare(db: Sqlite.Database) {
       .prepare<[string, string]>('SELECT id FROM vector_chunks WHERE store_id = ? AND file_id = ?')
       .pluck(),
     dropFileChunks: db.prepare<[string, string]>('DELETE FROM vector_chunks WHERE store_id = ? AND file_id = ?'),
-    dropStoreChunks: db.prepare<[string]>('DELETE FROM vector_chunks WHERE store_id = ?'),
+    storeChunkIds: db.prepare<[string, number]>('SELECT id FROM vector_chunks WHERE store_id = ? LIMIT ?').pluck(),
+    dropChunk: db.prepare<[number]>('DELETE FROM vector_chunks WHERE id = ?'),
     anyChunk: db.prepare<[string]>('SELECT 1 FROM vector_chunks WHERE store_id = ? LIMIT 1').pluck(),
     texts: db
       .prepare<[string, string]>('SELECT text FROM vector_chunks WHERE store_id = ? AND file_id = ? ORDER BY seq')

@@ -11,10 +11,11 @@ import {
 } from '../vector-rows.js';
 
 const DAY_MS = 86_400_000;
+/** A store's or a batch's files by status, with their bytes (`countsOf`). */
+const COUNTS = 'SELECT status, count(*) AS n, sum(usage_bytes) AS bytes FROM vector_store_files';
 
-/** The embedded vector store's statements (migration 27's tables), prepared once per connection. */
-export function prepareVectorStatements(db: Sqlite.Database) {
-  const counts = 'SELECT status, count(*) AS n, sum(usage_bytes) AS bytes FROM vector_store_files';
+/** The statements of stores and their drops. */
+function storeStatements(db: Sqlite.Database) {
   return {
     insertStore: db.prepare(
       `INSERT INTO vector_stores (id, owner, principal, name, metadata, created_ms, last_active_ms, expires_after_days,
@@ -27,7 +28,7 @@ export function prepareVectorStatements(db: Sqlite.Database) {
     storeCursor: db.prepare<[string, string], Cursor>(
       'SELECT created_ms AS createdMs, id FROM vector_stores WHERE id = ? AND owner = ?',
     ),
-    storeCounts: db.prepare<[string], CountRow>(`${counts} WHERE store_id = ? GROUP BY status`),
+    storeCounts: db.prepare<[string], CountRow>(`${COUNTS} WHERE store_id = ? GROUP BY status`),
     updateStore: db.prepare(
       'UPDATE vector_stores SET name = ?, metadata = ?, expires_after_days = ?, embedding_model = ? WHERE id = ?',
     ),
@@ -41,12 +42,26 @@ export function prepareVectorStatements(db: Sqlite.Database) {
       `SELECT ${STORE_COLUMNS} FROM vector_stores WHERE expires_after_days IS NOT NULL AND expired_ms IS NULL
          AND last_active_ms + expires_after_days * ${DAY_MS} <= ? LIMIT ?`,
     ),
+    startDrop: db.prepare<[string, number | null, string]>(
+      'INSERT OR REPLACE INTO vector_store_drops (store_id, dimensions, metric) VALUES (?, ?, ?)',
+    ),
+    dropOf: db.prepare<[string], { dimensions: number | null; metric: string }>(
+      'SELECT dimensions, metric FROM vector_store_drops WHERE store_id = ?',
+    ),
+    pendingDrops: db.prepare<[number]>('SELECT store_id FROM vector_store_drops LIMIT ?').pluck(),
+    endDrop: db.prepare<[string]>('DELETE FROM vector_store_drops WHERE store_id = ?'),
     markExpired: db.prepare<[number, string]>('UPDATE vector_stores SET expired_ms = ? WHERE id = ?'),
     emptyFiles: db.prepare<[string]>(
       `UPDATE vector_store_files SET usage_bytes = 0, chunk_count = 0, holder = NULL, lease_until_ms = 0,
          status = CASE status WHEN 'in_progress' THEN 'cancelled' ELSE status END WHERE store_id = ?`,
     ),
     setDimensions: db.prepare<[number, string]>('UPDATE vector_stores SET dimensions = ? WHERE id = ?'),
+  };
+}
+
+/** The statements of files, batches, claims and leases. */
+function fileStatements(db: Sqlite.Database) {
+  return {
     insertBatch: db.prepare<[string, string, string, number]>(
       'INSERT INTO vector_file_batches (id, store_id, owner, created_ms) VALUES (?, ?, ?, ?)',
     ),
@@ -75,7 +90,7 @@ export function prepareVectorStatements(db: Sqlite.Database) {
       `SELECT ${BATCH_COLUMNS} FROM vector_file_batches WHERE id = ? AND store_id = ? AND owner = ?`,
     ),
     batchCounts: db.prepare<[string, string], CountRow>(
-      `${counts} WHERE batch_id = ? AND store_id = ? GROUP BY status`,
+      `${COUNTS} WHERE batch_id = ? AND store_id = ? GROUP BY status`,
     ),
     cancelBatch: db.prepare<[number, string]>(
       'UPDATE vector_file_batches SET cancelled_ms = coalesce(cancelled_ms, ?) WHERE id = ?',
@@ -108,4 +123,9 @@ export function prepareVectorStatements(db: Sqlite.Database) {
       "SELECT file_id, filename, attributes FROM vector_store_files WHERE store_id = ? AND status = 'completed'",
     ),
   };
+}
+
+/** The embedded vector store's statements (migration 27's tables), prepared once per connection. */
+export function prepareVectorStatements(db: Sqlite.Database) {
+  return { ...storeStatements(db), ...fileStatements(db) };
 }

@@ -14,6 +14,7 @@ import type {
   VectorFileError,
   VectorFileRecord,
   VectorFileStatus,
+  VectorMetric,
   VectorStorePatch,
   VectorStoreRecord,
   VectorStoreStore,
@@ -33,9 +34,13 @@ import {
   type FileRow,
   type StoreRow,
 } from '../vector-rows.js';
-import { SqliteVectorChunks } from './sqlite-vector-chunks.js';
+import { SqliteVectorChunks, type ChunkQuery } from './sqlite-vector-chunks.js';
+import { VectorSearchClient } from './vector-search-client.js';
 import { prepareVectorStatements as prepare } from './sqlite-vector-statements.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
+
+/** Chunks dropped per transaction when a store is deleted or expires (~10 ms of work each). */
+const DROP_SLICE = 500;
 
 /**
  * The embedded vector store (docs/retrieval.md): migration 27's tables, the vectors in sqlite-vec's vec0 tables
@@ -54,10 +59,20 @@ export class SqliteVectors implements VectorStoreStore {
   private readonly s: ReturnType<typeof prepare>;
   private readonly pages = new Map<string, Sqlite.Statement<unknown[], Record<string, unknown>>>();
 
+  /** The search thread (`vector-search-client.ts`); none for an in-memory database, which no other connection sees. */
+  private readonly searches: VectorSearchClient | undefined;
+
   constructor(private readonly db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
     this.chunks = new SqliteVectorChunks(db);
     this.s = prepare(db);
+    const main = (db.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main');
+    this.searches = main?.file ? new VectorSearchClient({ path: main.file, busyTimeoutMs: 5_000 }) : undefined;
+  }
+
+  /** Whether searches run on a thread of their own (a database file) rather than on this one (in memory). */
+  get searchesOffThread(): boolean {
+    return this.searches !== undefined;
   }
 
   async createStore(store: NewVectorStore): Promise<VectorStoreRecord> {
@@ -124,15 +139,17 @@ export class SqliteVectors implements VectorStoreStore {
   }
 
   async deleteStore(owner: string, id: string): Promise<boolean> {
-    return this.batcher.run(() => {
+    const deleted = await this.batcher.run(() => {
       const row = this.s.getStore.get(id, owner);
       if (!row) return false;
-      this.chunks.dropStore(id, row.dimensions === null ? null : Number(row.dimensions), storeOf(row, []).metric);
+      this.s.startDrop.run(id, row.dimensions === null ? null : Number(row.dimensions), row.metric);
       this.s.deleteStoreFiles.run(id);
       this.s.deleteStoreBatches.run(id);
       this.s.deleteStore.run(id);
       return true;
     });
+    if (deleted) await this.drain(id);
+    return deleted;
   }
 
   async touchStore(id: string, nowMs: number): Promise<void> {
@@ -140,17 +157,18 @@ export class SqliteVectors implements VectorStoreStore {
   }
 
   async sweepExpired(nowMs: number, limit: number): Promise<number> {
-    return this.batcher.run(() => {
-      const rows = this.s.expiring.all(nowMs, limit);
-      for (const row of rows) {
-        const store = storeOf(row, []);
-        this.chunks.dropStore(store.id, store.dimensions, store.metric);
-        this.s.markExpired.run(nowMs, store.id);
+    const expired = await this.batcher.run(() =>
+      this.s.expiring.all(nowMs, limit).map((row) => {
+        this.s.markExpired.run(nowMs, row.id);
         // No one embeds for an expired store: its files still in progress are cancelled, the others hold no chunks.
-        this.s.emptyFiles.run(store.id);
-      }
-      return rows.length;
-    });
+        this.s.emptyFiles.run(row.id);
+        this.s.startDrop.run(row.id, row.dimensions === null ? null : Number(row.dimensions), row.metric);
+        return row.id;
+      }),
+    );
+    // These stores' chunks, and those of drops a restart cut off.
+    for (const id of new Set([...expired, ...(this.s.pendingDrops.all(limit) as string[])])) await this.drain(id);
+    return expired.length;
   }
 
   async addFiles(
@@ -236,7 +254,7 @@ export class SqliteVectors implements VectorStoreStore {
 
   async fileChunks(owner: string, storeId: string, fileId: string): Promise<string[] | undefined> {
     if (!this.s.getFile.get(storeId, fileId, owner)) return undefined;
-    return this.chunks.texts(storeId, fileId);
+    return this.dropping(storeId) ? [] : this.chunks.texts(storeId, fileId);
   }
 
   async getBatch(owner: string, storeId: string, batchId: string): Promise<VectorFileBatchRecord | undefined> {
@@ -332,10 +350,12 @@ export class SqliteVectors implements VectorStoreStore {
     fileIds?: readonly string[];
   }): Promise<ChunkHit[]> {
     const { store } = query;
-    if (store.dimensions === null || query.k < 1) return [];
+    if (store.dimensions === null || query.k < 1 || this.dropping(store.id)) return [];
     if (query.vector.length !== store.dimensions)
       throw new RangeError(`a query of ${query.vector.length} dimensions for a store of ${store.dimensions}`);
-    return this.chunks.nearest({ ...query, storeId: store.id, dimension: store.dimensions, metric: store.metric });
+    return this.read(
+      this.chunks.nearestQuery({ ...query, storeId: store.id, dimension: store.dimensions, metric: store.metric }),
+    );
   }
 
   async matchText(query: {
@@ -344,11 +364,41 @@ export class SqliteVectors implements VectorStoreStore {
     k: number;
     fileIds?: readonly string[];
   }): Promise<ChunkHit[]> {
-    return query.k < 1 ? [] : this.chunks.matchText(query);
+    return query.k < 1 || this.dropping(query.storeId) ? [] : this.read(this.chunks.matchQuery(query));
   }
 
   async close(): Promise<void> {
-    // The connection is the embedded store's: closed with it.
+    // The connection is the embedded store's: closed with it. The search thread is this store's.
+    await this.searches?.close();
+  }
+
+  /** Runs a search query: on the search thread for a database file, here for an in-memory one (tests). */
+  private async read(query: ChunkQuery | undefined): Promise<ChunkHit[]> {
+    if (!query) return [];
+    return this.searches ? query.hits(await this.searches.query(query.sql, query.args)) : this.chunks.runHere(query);
+  }
+
+  /**
+   * Drops a deleted or expired store's chunks (listed in vector_store_drops), DROP_SLICE per transaction, the event
+   * loop served between them (each is a batcher turn).
+   */
+  private async drain(storeId: string): Promise<void> {
+    for (;;) {
+      const done = await this.batcher.run(() => {
+        const drop = this.s.dropOf.get(storeId);
+        if (!drop) return true;
+        const metric = drop.metric as VectorMetric;
+        if (this.chunks.dropSlice(storeId, drop.dimensions, metric, DROP_SLICE) === DROP_SLICE) return false;
+        this.s.endDrop.run(storeId);
+        return true;
+      });
+      if (done) return;
+    }
+  }
+
+  /** Whether the store's chunks are being dropped (deleted or expired): it has none to show meanwhile. */
+  private dropping(storeId: string): boolean {
+    return this.s.dropOf.get(storeId) !== undefined;
   }
 
   private storeRow(id: string): StoreRow | undefined {

@@ -5,6 +5,10 @@
  * first vector is written (`sqlite-vector-tables.ts`): a migration runs on connections that may not have the
  * extension loaded (the CLI, another process), and vec0 tables cannot be created without it.
  *
+ * `vector_store_drops`: stores deleted or expired whose chunks are still being dropped, a slice per transaction (a
+ * store's chunks can take seconds to drop; the event loop is served between slices). A drop cut off by a restart is
+ * finished by the next `sweepExpired`; searches of a store listed there find nothing meanwhile.
+ *
  * A file's counts and bytes are not kept in columns: they are read with GROUP BY over the files (indexes
  * `vector_store_files_counts` and `vector_store_files_batch` cover it), so they are exact by construction.
  */
@@ -66,6 +70,11 @@ export const VECTOR_STORES_MIGRATION = `CREATE TABLE vector_stores (
     tokens INTEGER NOT NULL
   ) STRICT;
   CREATE UNIQUE INDEX vector_chunks_file ON vector_chunks (store_id, file_id, seq);
+  CREATE TABLE vector_store_drops (
+    store_id TEXT PRIMARY KEY,
+    dimensions INTEGER,
+    metric TEXT NOT NULL
+  ) STRICT;
   CREATE VIRTUAL TABLE vector_chunks_fts USING fts5(
     text, content = 'vector_chunks', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2'
   );

@@ -231,11 +231,16 @@ export class PostgresVectors implements VectorStoreStore {
           `INSERT INTO ${this.p}vector_file_batches (id, store_id, owner, created_ms) VALUES ($1, $2, $3, $4)`,
           [batch.id, batch.storeId, batch.owner, batch.createdMs],
         );
+      const locked = new Set<string>();
       for (const file of files) {
-        const store = await client.query(`SELECT 1 FROM ${this.p}vector_stores WHERE id = $1 FOR UPDATE`, [
-          file.storeId,
-        ]);
-        if (store.rows.length === 0) throw new RangeError(`no vector store ${file.storeId}`);
+        // The store's row first (as completeFile takes them), once per store.
+        if (!locked.has(file.storeId)) {
+          const store = await client.query(`SELECT 1 FROM ${this.p}vector_stores WHERE id = $1 FOR UPDATE`, [
+            file.storeId,
+          ]);
+          if (store.rows.length === 0) throw new RangeError(`no vector store ${file.storeId}`);
+          locked.add(file.storeId);
+        }
         await this.tables.dropFileChunks(client, file.storeId, file.fileId);
         await client.query(
           `INSERT INTO ${this.p}vector_store_files (store_id, file_id, owner, batch_id, filename, created_ms, status,

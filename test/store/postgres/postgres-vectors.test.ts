@@ -111,4 +111,29 @@ describe('PostgreSQL vector store', { skip }, () => {
     assert.deepEqual(streamed, cached);
     assert.equal(b.scanCache.usedBytes, 0);
   });
+
+  test('two instances claiming at once take different files (SKIP LOCKED)', async () => {
+    const store = await a.createStore(newStore());
+    const chunking = { maxTokens: 800, overlapTokens: 400 };
+    const files = Array.from({ length: 30 }, (_, i) => ({
+      storeId: store.id,
+      fileId: `file-${randomUUID()}`,
+      owner: 'alice',
+      batchId: null,
+      filename: 'f',
+      createdMs: T0 + i,
+      attributes: {},
+      chunking,
+    }));
+    await a.addFiles(files);
+    const now = T0 + 1e9; // past every lease earlier tests left
+    const [fromA, fromB] = await Promise.all([
+      a.claimFiles('a', 60_000, 1000, now),
+      b.claimFiles('b', 60_000, 1000, now),
+    ]);
+    const mine = (claims: typeof fromA) => claims.filter((c) => c.file.storeId === store.id).map((c) => c.file.fileId);
+    const taken = [...mine(fromA), ...mine(fromB)];
+    assert.equal(new Set(taken).size, taken.length, 'no file claimed twice');
+    assert.equal(taken.length, files.length);
+  });
 });

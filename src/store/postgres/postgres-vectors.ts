@@ -190,8 +190,11 @@ export class PostgresVectors implements VectorStoreStore {
   }
 
   async touchStore(id: string, nowMs: number): Promise<void> {
+    // SKIP LOCKED: a search never waits for a file being completed (which holds the store's row); missing one
+    // touch of a store being written to moves an expiry counted in days by nothing that matters.
     await this.pool.query(
-      `UPDATE ${this.p}vector_stores SET last_active_ms = greatest(last_active_ms, $1) WHERE id = $2`,
+      `UPDATE ${this.p}vector_stores SET last_active_ms = greatest(last_active_ms, $1)
+        WHERE id = (SELECT id FROM ${this.p}vector_stores WHERE id = $2 FOR NO KEY UPDATE SKIP LOCKED)`,
       [nowMs, id],
     );
   }

@@ -22,7 +22,10 @@ export interface ChunkQuery {
  * vec0 has no dot-product metric (`distance_metric=dot` is refused), so this backend offers cosine and euclidean
  * (`l2`) only, and flat only: the published 0.1.9 binaries search by brute force (exact).
  *
- * Every method is synchronous SQLite work, called inside the caller's transaction where it writes.
+ * The writes are synchronous SQLite work inside the caller's transaction. vec0 writes cost ~0.5 ms per chunk at
+ * 1,536 dimensions on this machine (a 1,000-chunk file: ~0.5 s on the serving thread, the price of one
+ * transaction per file). The searches are only built here (`nearestQuery`, `matchQuery`): `SqliteVectors` runs
+ * them on its search thread.
  */
 export class SqliteVectorChunks {
   /** The vec0 tables known to exist (created once, never dropped). */

@@ -46,7 +46,9 @@ const DROP_SLICE = 500;
  * The embedded vector store (docs/retrieval.md): migration 27's tables, the vectors in sqlite-vec's vec0 tables
  * (`sqlite-vector-chunks.ts`). Writes go through the database's group-commit batcher, each in its own savepoint:
  * `completeFile` writes a file's chunks and its `completed` status together or not at all. File counts and bytes
- * are read with GROUP BY over the files, so they are exact.
+ * are read with GROUP BY over the files, so they are exact. Searches run on a thread of their own with its own
+ * connection (`vector-search-client.ts`), so vec0's brute-force scan never holds the serving thread; a deleted or
+ * expired store's chunks are dropped a slice per transaction (`drain`).
  */
 export class SqliteVectors implements VectorStoreStore {
   readonly capabilities: VectorCapabilities = {

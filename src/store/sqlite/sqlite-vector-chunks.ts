@@ -39,27 +39,77 @@ export class SqliteVectorChunks {
     this.statements = prepare(db);
   }
 
-  /** Writes `chunks` of one file (their vectors of `dimension`), after any it had were dropped. */
-  write(storeId: string, fileId: string, metric: VectorMetric, dimension: number, chunks: readonly NewChunk[]): void {
+  /**
+   * Writes `chunks` of one file (their vectors of `dimension`): live at once, or staged (`live = 0`, the vectors
+   * marked with the staging's `gen`, which searches exclude) until `publish`.
+   */
+  write(
+    file: { storeId: string; fileId: string; metric: VectorMetric; dimension: number },
+    chunks: readonly NewChunk[],
+    stage?: { gen: number },
+  ): void {
     if (chunks.length === 0) return;
-    const table = this.ensureTable(dimension, metric);
+    const { storeId, fileId } = file;
+    const table = this.ensureTable(file.dimension, file.metric);
     const insertVector = this.statement(
-      `INSERT INTO ${table} (chunk_id, store_id, file_id, embedding) VALUES (?, ?, ?, ?)`,
+      `INSERT INTO ${table} (chunk_id, store_id, file_id, gen, embedding) VALUES (?, ?, ?, ?, ?)`,
     );
+    const gen = BigInt(stage?.gen ?? 0);
+    const live = stage ? 0 : 1;
     for (const chunk of chunks) {
-      const { lastInsertRowid } = this.statements.insertChunk.run(storeId, fileId, chunk.seq, chunk.text, chunk.tokens);
+      const { lastInsertRowid } = this.statements.insertChunk.run(
+        storeId,
+        fileId,
+        chunk.seq,
+        chunk.text,
+        chunk.tokens,
+        live,
+      );
       // vec0 takes integers only as integers: node:sqlite binds a JS number as REAL, so a BigInt.
-      insertVector.run(BigInt(lastInsertRowid), storeId, fileId, bytesOf(chunk.vector));
+      insertVector.run(BigInt(lastInsertRowid), storeId, fileId, gen, bytesOf(chunk.vector));
     }
   }
 
-  /** Drops one file's chunks (text, full-text rows, vectors). */
-  dropFile(storeId: string, fileId: string, dimension: number | null, metric: VectorMetric): void {
-    if (dimension !== null && this.exists(dimension, metric)) {
-      const remove = this.statement(`DELETE FROM ${tableName(dimension, metric)} WHERE chunk_id = ?`);
-      for (const id of this.statements.fileChunkIds.all(storeId, fileId)) remove.run(BigInt(id as number));
+  /** Makes a file's staged chunks live (their vectors become visible once the staging's row is gone). */
+  publish(storeId: string, fileId: string): void {
+    this.statements.publish.run(storeId, fileId);
+  }
+
+  /** Drops one file's chunks (text, full-text rows, vectors): all of them, or only the live ones or the staged ones. */
+  dropFile(
+    storeId: string,
+    fileId: string,
+    dimension: number | null,
+    metric: VectorMetric,
+    which: 'all' | 'live' | 'staged' = 'all',
+  ): void {
+    this.dropFileSlice(storeId, fileId, dimension, metric, which, Number.MAX_SAFE_INTEGER);
+  }
+
+  /** Drops up to `limit` of one file's chunks; returns how many. */
+  dropFileSlice(
+    storeId: string,
+    fileId: string,
+    dimension: number | null,
+    metric: VectorMetric,
+    which: 'all' | 'live' | 'staged',
+    limit: number,
+  ): number {
+    const ids = this.statements.fileChunkIds.all(
+      storeId,
+      fileId,
+      which === 'all' ? -1 : which === 'live' ? 1 : 0,
+      limit,
+    ) as number[];
+    const vectors =
+      dimension !== null && this.exists(dimension, metric)
+        ? this.statement(`DELETE FROM ${tableName(dimension, metric)} WHERE chunk_id = ?`)
+        : undefined;
+    for (const id of ids) {
+      vectors?.run(BigInt(id));
+      this.statements.dropChunk.run(id);
     }
-    this.statements.dropFileChunks.run(storeId, fileId);
+    return ids.length;
   }
 
   /**
@@ -102,14 +152,14 @@ export class SqliteVectorChunks {
     fileIds?: readonly string[];
   }): ChunkQuery | undefined {
     if (!this.exists(query.dimension, query.metric) || query.fileIds?.length === 0) return undefined;
-    const files = query.fileIds === undefined ? '' : 'AND file_id IN (SELECT value FROM json_each(?))';
+    const files = query.fileIds === undefined ? '' : 'AND file_id IN (SELECT value FROM json_each(?2))';
     const sql = `WITH knn AS MATERIALIZED (
          SELECT chunk_id, distance FROM ${tableName(query.dimension, query.metric)}
-          WHERE embedding MATCH ? AND k = ? AND store_id = ? ${files})
+          WHERE embedding MATCH ?3 AND k = ?4 AND store_id = ?1 ${files} ${STAGED_EXCLUDED})
        SELECT c.store_id, c.file_id, c.seq, c.text, knn.distance FROM knn JOIN vector_chunks c ON c.id = knn.chunk_id
-        ORDER BY knn.distance, c.id`;
-    const args: SQLInputValue[] = [bytesOf(query.vector), Math.min(query.k, MAX_NEAREST_K), query.storeId];
-    if (query.fileIds !== undefined) args.push(JSON.stringify(query.fileIds));
+        WHERE c.live = 1 ORDER BY knn.distance, c.id`;
+    const fileIds = query.fileIds === undefined ? null : JSON.stringify(query.fileIds);
+    const args: SQLInputValue[] = [query.storeId, fileIds, bytesOf(query.vector), Math.min(query.k, MAX_NEAREST_K)];
     const { metric } = query;
     return {
       sql,
@@ -132,7 +182,7 @@ export class SqliteVectorChunks {
     const files = query.fileIds === undefined ? '' : 'AND c.file_id IN (SELECT value FROM json_each(?))';
     const sql = `SELECT c.store_id, c.file_id, c.seq, c.text, -bm25(vector_chunks_fts) AS rank
          FROM vector_chunks_fts JOIN vector_chunks c ON c.id = vector_chunks_fts.rowid
-        WHERE vector_chunks_fts MATCH ? AND c.store_id = ? ${files}
+        WHERE vector_chunks_fts MATCH ? AND c.store_id = ? AND c.live = 1 ${files}
         ORDER BY rank DESC, c.id LIMIT ?`;
     const args: SQLInputValue[] = [words.map((word) => `"${word}"`).join(' OR '), query.storeId];
     if (query.fileIds !== undefined) args.push(JSON.stringify(query.fileIds));
@@ -159,6 +209,7 @@ export class SqliteVectorChunks {
     this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${table} USING vec0(
       store_id TEXT PARTITION KEY,
       file_id TEXT,
+      gen INTEGER,
       chunk_id INTEGER PRIMARY KEY,
       embedding FLOAT[${dimension}] distance_metric=${metric === 'cosine' ? 'cosine' : 'l2'}
     )`);
@@ -176,6 +227,20 @@ export class SqliteVectorChunks {
     return statement;
   }
 }
+
+/** How many files of one store may be staged at once (`sqlite-vector-completion.ts`); more complete at once. */
+export const MAX_STAGINGS = 8;
+
+/**
+ * The KNN's exclusion of staged vectors: one `gen != (the store's i-th staging)` per slot. vec0 applies `!=` on a
+ * metadata column inside the KNN (OR and NOT IN only after it), and the subqueries are read in the query's own
+ * snapshot, so a file staged or completed meanwhile is seen consistently.
+ */
+const STAGED_EXCLUDED = Array.from(
+  { length: MAX_STAGINGS },
+  (_, i) =>
+    `AND gen != coalesce((SELECT gen FROM vector_stagings WHERE store_id = ?1 ORDER BY gen LIMIT 1 OFFSET ${i}), -1)`,
+).join(' ');
 
 /** The vec0 table of one dimension and metric; the store's record says which (both are fixed once set). */
 function tableName(dimension: number, metric: VectorMetric): string {
@@ -201,18 +266,24 @@ function hitOf(row: Row, score: number): ChunkHit {
 
 function prepare(db: Sqlite.Database) {
   return {
-    insertChunk: db.prepare<[string, string, number, string, number]>(
-      'INSERT INTO vector_chunks (store_id, file_id, seq, text, tokens) VALUES (?, ?, ?, ?, ?)',
+    insertChunk: db.prepare<[string, string, number, string, number, number]>(
+      'INSERT INTO vector_chunks (store_id, file_id, seq, text, tokens, live) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     fileChunkIds: db
-      .prepare<[string, string]>('SELECT id FROM vector_chunks WHERE store_id = ? AND file_id = ?')
+      .prepare<[string, string, number, number]>(
+        'SELECT id FROM vector_chunks WHERE store_id = ? AND file_id = ? AND (?3 < 0 OR live = ?3) LIMIT ?4',
+      )
       .pluck(),
-    dropFileChunks: db.prepare<[string, string]>('DELETE FROM vector_chunks WHERE store_id = ? AND file_id = ?'),
+    publish: db.prepare<[string, string]>(
+      'UPDATE vector_chunks SET live = 1 WHERE store_id = ? AND file_id = ? AND live = 0',
+    ),
     storeChunkIds: db.prepare<[string, number]>('SELECT id FROM vector_chunks WHERE store_id = ? LIMIT ?').pluck(),
     dropChunk: db.prepare<[number]>('DELETE FROM vector_chunks WHERE id = ?'),
     anyChunk: db.prepare<[string]>('SELECT 1 FROM vector_chunks WHERE store_id = ? LIMIT 1').pluck(),
     texts: db
-      .prepare<[string, string]>('SELECT text FROM vector_chunks WHERE store_id = ? AND file_id = ? ORDER BY seq')
+      .prepare<[string, string]>(
+        'SELECT text FROM vector_chunks WHERE store_id = ? AND file_id = ? AND live = 1 ORDER BY seq',
+      )
       .pluck(),
     tableExists: db.prepare<[string]>("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").pluck(),
   };

@@ -50,6 +50,7 @@ function storeStatements(db: Sqlite.Database) {
     ),
     pendingDrops: db.prepare<[number]>('SELECT store_id FROM vector_store_drops LIMIT ?').pluck(),
     endDrop: db.prepare<[string]>('DELETE FROM vector_store_drops WHERE store_id = ?'),
+    deleteStoreStagings: db.prepare<[string]>('DELETE FROM vector_stagings WHERE store_id = ?'),
     markExpired: db.prepare<[number, string]>('UPDATE vector_stores SET expired_ms = ? WHERE id = ?'),
     emptyFiles: db.prepare<[string]>(
       `UPDATE vector_store_files SET usage_bytes = 0, chunk_count = 0, holder = NULL, lease_until_ms = 0,
@@ -128,4 +129,28 @@ function fileStatements(db: Sqlite.Database) {
 /** The embedded vector store's statements (migration 27's tables), prepared once per connection. */
 export function prepareVectorStatements(db: Sqlite.Database) {
   return { ...storeStatements(db), ...fileStatements(db) };
+}
+
+/** The statements of files written a slice at a time (`sqlite-vector-completion.ts`). */
+export function prepareStagingStatements(db: Sqlite.Database) {
+  return {
+    stagingOf: db.prepare<[string, string], { gen: number; holder: string; dimensions: number }>(
+      'SELECT gen, holder, dimensions FROM vector_stagings WHERE store_id = ? AND file_id = ?',
+    ),
+    stagings: db.prepare<[string]>('SELECT count(*) FROM vector_stagings WHERE store_id = ?').pluck(),
+    stage: db.prepare<[string, string, string, number], { gen: number }>(
+      `INSERT INTO vector_stagings (store_id, file_id, holder, dimensions) VALUES (?, ?, ?, ?)
+       ON CONFLICT (store_id, file_id) DO UPDATE SET holder = excluded.holder RETURNING gen`,
+    ),
+    restage: db.prepare<[number, string, string]>(
+      'UPDATE vector_stagings SET dimensions = ? WHERE store_id = ? AND file_id = ?',
+    ),
+    unstage: db.prepare<[string, string]>('DELETE FROM vector_stagings WHERE store_id = ? AND file_id = ?'),
+    /** Stagings no one works on any more: the file is gone, not in progress, or held by another holder (or none). */
+    abandoned: db.prepare<[number], { store_id: string; file_id: string; holder: string }>(
+      `SELECT st.store_id, st.file_id, st.holder FROM vector_stagings st
+         LEFT JOIN vector_store_files f ON f.store_id = st.store_id AND f.file_id = st.file_id
+        WHERE f.status IS NULL OR f.status != 'in_progress' OR f.holder IS NULL OR f.holder != st.holder LIMIT ?`,
+    ),
+  };
 }

@@ -23,9 +23,7 @@ import {
   FILE_COLUMNS,
   STORE_COLUMNS,
   batchOf,
-  chunkBytes,
   countsOf,
-  dimensionOf,
   fileOf,
   pageOf,
   pageSql,
@@ -36,7 +34,8 @@ import {
 } from '../vector-rows.js';
 import { SqliteVectorChunks, type ChunkQuery } from './sqlite-vector-chunks.js';
 import { VectorSearchClient } from './vector-search-client.js';
-import { prepareVectorStatements as prepare } from './sqlite-vector-statements.js';
+import { SqliteFileCompletion } from './sqlite-vector-completion.js';
+import { prepareStagingStatements, prepareVectorStatements as prepare } from './sqlite-vector-statements.js';
 import { writeBatcherFor, type SqliteWriteBatcher } from './write-batcher.js';
 
 /** Chunks dropped per transaction when a store is deleted or expires (~10 ms of work each). */
@@ -58,7 +57,8 @@ export class SqliteVectors implements VectorStoreStore {
   };
   private readonly batcher: SqliteWriteBatcher;
   private readonly chunks: SqliteVectorChunks;
-  private readonly s: ReturnType<typeof prepare>;
+  private readonly s: ReturnType<typeof prepare> & ReturnType<typeof prepareStagingStatements>;
+  private readonly completion: SqliteFileCompletion;
   private readonly pages = new Map<string, Sqlite.Statement<unknown[], Record<string, unknown>>>();
 
   /** The search thread (`vector-search-client.ts`); none for an in-memory database, which no other connection sees. */
@@ -67,7 +67,8 @@ export class SqliteVectors implements VectorStoreStore {
   constructor(private readonly db: Sqlite.Database) {
     this.batcher = writeBatcherFor(db);
     this.chunks = new SqliteVectorChunks(db);
-    this.s = prepare(db);
+    this.s = { ...prepare(db), ...prepareStagingStatements(db) };
+    this.completion = new SqliteFileCompletion(this.batcher, this.s, this.chunks);
     const main = (db.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main');
     this.searches = main?.file ? new VectorSearchClient({ path: main.file, busyTimeoutMs: 5_000 }) : undefined;
   }
@@ -145,6 +146,7 @@ export class SqliteVectors implements VectorStoreStore {
       const row = this.s.getStore.get(id, owner);
       if (!row) return false;
       this.s.startDrop.run(id, row.dimensions === null ? null : Number(row.dimensions), row.metric);
+      this.s.deleteStoreStagings.run(id); // its rows are dropped with the store's (no search sees a store dropping)
       this.s.deleteStoreFiles.run(id);
       this.s.deleteStoreBatches.run(id);
       this.s.deleteStore.run(id);
@@ -165,11 +167,14 @@ export class SqliteVectors implements VectorStoreStore {
         // No one embeds for an expired store: its files still in progress are cancelled, the others hold no chunks.
         this.s.emptyFiles.run(row.id);
         this.s.startDrop.run(row.id, row.dimensions === null ? null : Number(row.dimensions), row.metric);
+        this.s.deleteStoreStagings.run(row.id);
         return row.id;
       }),
     );
     // These stores' chunks, and those of drops a restart cut off.
     for (const id of new Set([...expired, ...(this.s.pendingDrops.all(limit) as string[])])) await this.drain(id);
+    // And the staged chunks of files whose holder died mid-write.
+    await this.completion.collectAbandoned(limit, (storeId) => this.s.storeById.get(storeId)?.metric as VectorMetric);
     return expired.length;
   }
 
@@ -183,7 +188,7 @@ export class SqliteVectors implements VectorStoreStore {
         const store = this.storeRow(file.storeId);
         if (!store) throw new RangeError(`no vector store ${file.storeId}`);
         const { dimensions, metric } = storeOf(store, []);
-        this.chunks.dropFile(file.storeId, file.fileId, dimensions, metric);
+        this.dropFileChunks(file.storeId, file.fileId, dimensions, metric);
         this.s.upsertFile.run(
           file.storeId,
           file.fileId,
@@ -247,7 +252,7 @@ export class SqliteVectors implements VectorStoreStore {
       const store = this.storeRow(storeId);
       if (store) {
         const { dimensions, metric } = storeOf(store, []);
-        this.chunks.dropFile(storeId, fileId, dimensions, metric);
+        this.dropFileChunks(storeId, fileId, dimensions, metric);
       }
       this.s.deleteFile.run(storeId, fileId);
       return true;
@@ -303,26 +308,8 @@ export class SqliteVectors implements VectorStoreStore {
     return this.batcher.run(() => this.s.renew.run(nowMs + leaseMs, storeId, fileId, holder).changes > 0);
   }
 
-  async completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
-    const got = dimensionOf(chunks);
-    return this.batcher.run((): CompleteOutcome => {
-      const file = this.s.fileByKey.get(storeId, fileId);
-      const row = this.storeRow(storeId);
-      if (!file || !row || file.status !== 'in_progress' || this.s.holderOf.get(storeId, fileId) !== holder)
-        return { kind: 'lost' };
-      const store = storeOf(row, []);
-      if (got !== undefined && store.dimensions !== null && store.dimensions !== got) {
-        const message = `the file's vectors have ${got} dimensions; the vector store's have ${store.dimensions}`;
-        this.s.end.run('failed', 'invalid_file', message, storeId, fileId, holder);
-        return { kind: 'dimension_mismatch', expected: store.dimensions, got };
-      }
-      if (got !== undefined && store.dimensions === null) this.s.setDimensions.run(got, storeId);
-      this.chunks.dropFile(storeId, fileId, store.dimensions, store.metric);
-      if (got !== undefined) this.chunks.write(storeId, fileId, store.metric, got, chunks);
-      const bytes = chunks.reduce((sum, chunk) => sum + chunkBytes(chunk), 0);
-      this.s.complete.run(bytes, chunks.length, storeId, fileId);
-      return { kind: 'completed', file: fileOf(this.s.fileByKey.get(storeId, fileId)!) };
-    });
+  completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
+    return this.completion.complete(storeId, fileId, holder, chunks);
   }
 
   async endFile(
@@ -396,6 +383,14 @@ export class SqliteVectors implements VectorStoreStore {
       });
       if (done) return;
     }
+  }
+
+  /** Drops a file's chunks, staged ones included (of the staging's dimension), and its staging. */
+  private dropFileChunks(storeId: string, fileId: string, dimensions: number | null, metric: VectorMetric): void {
+    const staging = this.s.stagingOf.get(storeId, fileId);
+    if (staging) this.chunks.dropFile(storeId, fileId, staging.dimensions, metric, 'staged');
+    this.chunks.dropFile(storeId, fileId, dimensions, metric);
+    this.s.unstage.run(storeId, fileId);
   }
 
   /** Whether the store's chunks are being dropped (deleted or expired): it has none to show meanwhile. */

@@ -5,6 +5,10 @@
  * first vector is written (`sqlite-vector-tables.ts`): a migration runs on connections that may not have the
  * extension loaded (the CLI, another process), and vec0 tables cannot be created without it.
  *
+ * `vector_stagings`: files whose chunks are being written a slice per transaction (`sqlite-vector-completion.ts`):
+ * their rows are `live = 0` and their vectors carry the staging's `gen`, which every search excludes inside vec0's
+ * KNN until the file is completed (AUTOINCREMENT: a gen is never reused, so rows made live stay visible).
+ *
  * `vector_store_drops`: stores deleted or expired whose chunks are still being dropped, a slice per transaction (a
  * store's chunks can take seconds to drop; the event loop is served between slices). A drop cut off by a restart is
  * finished by the next `sweepExpired`; searches of a store listed there find nothing meanwhile.
@@ -67,9 +71,18 @@ export const VECTOR_STORES_MIGRATION = `CREATE TABLE vector_stores (
     file_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     text TEXT NOT NULL,
-    tokens INTEGER NOT NULL
+    tokens INTEGER NOT NULL,
+    live INTEGER NOT NULL DEFAULT 1
   ) STRICT;
   CREATE UNIQUE INDEX vector_chunks_file ON vector_chunks (store_id, file_id, seq);
+  CREATE TABLE vector_stagings (
+    gen INTEGER PRIMARY KEY AUTOINCREMENT,
+    store_id TEXT NOT NULL,
+    file_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    dimensions INTEGER NOT NULL,
+    UNIQUE (store_id, file_id)
+  ) STRICT;
   CREATE TABLE vector_store_drops (
     store_id TEXT PRIMARY KEY,
     dimensions INTEGER,

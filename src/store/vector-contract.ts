@@ -154,7 +154,11 @@ export type CompleteOutcome =
   /** The vectors' dimension is not the store's: nothing was written; the file is `failed` with this error. */
   | { kind: 'dimension_mismatch'; expected: number; got: number };
 
-/** What a backend can build: `index` kinds per metric. Asking for another is a 400 (`vector_index_unsupported`). */
+/**
+ * What a backend can build: `index` kinds per metric. Asking for another is a 400 (`vector_index_unsupported`).
+ * Embedded (sqlite-vec 0.1.9): cosine and euclidean, flat (vec0 has no dot-product metric and no ANN index).
+ * PostgreSQL: cosine, dot and euclidean, flat (an exact scan), and hnsw too where the server has pgvector.
+ */
 export interface VectorCapabilities {
   readonly backend: 'sqlite' | 'postgres';
   readonly metrics: readonly VectorMetric[];
@@ -255,7 +259,11 @@ export interface VectorStoreStore {
     k: number;
     fileIds?: readonly string[];
   }): Promise<ChunkHit[]>;
-  /** The `k` chunks that best match `text` by full-text ranking (FTS5 / tsvector); `score` in (0, 1]. */
+  /**
+   * The `k` chunks that best match `text` by full-text ranking (FTS5's BM25 / tsvector's ts_rank_cd) on any of its
+   * words; `score` in (0, 1]: rank / (1 + rank) (`vector-rows.ts` `textScore`), not comparable to vector scores
+   * (fuse the two lists by rank).
+   */
   matchText(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): Promise<ChunkHit[]>;
 
   close(): Promise<void>;

@@ -48,6 +48,8 @@ export class Database {
   readonly #savepoint: StatementSync;
   readonly #release: StatementSync;
   readonly #rollbackTo: StatementSync;
+  /** The extensions loaded into this connection (`loadExtension`). */
+  readonly #extensions = new Set<string>();
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -126,6 +128,23 @@ export class Database {
     return transaction;
   }
 
+  /**
+   * Loads the SQLite extension at `path` into this connection (sqlite-vec for the vector store), once per path, then
+   * locks extension loading again, so nothing later (no SQL, no other code) can load another. The connection is
+   * opened with extension loading allowed for this (`openDatabase`); only the C-level API is enabled by that, never
+   * SQL's `load_extension()`.
+   */
+  loadExtension(path: string): void {
+    if (this.#extensions.has(path)) return;
+    this.#db.enableLoadExtension(true);
+    try {
+      this.#db.loadExtension(path);
+      this.#extensions.add(path);
+    } finally {
+      this.#db.enableLoadExtension(false);
+    }
+  }
+
   close(): void {
     this.#db.close();
   }
@@ -171,8 +190,11 @@ export function isBusyError(error: unknown): boolean {
 /**
  * Opens (creating it if needed) the SQLite file at `path`, or an in-memory database for `:memory:`, with SQLite's
  * busy handler waiting up to `busyTimeoutMs` for another connection's lock. Imports `node:sqlite` on first use.
+ * Extension loading is allowed when opened but switched off until `Database.loadExtension` asks for it.
  */
 export async function openDatabase(path: string, busyTimeoutMs: number): Promise<Database> {
   const { DatabaseSync } = await import('node:sqlite');
-  return new Database(new DatabaseSync(path, { timeout: busyTimeoutMs }));
+  const db = new DatabaseSync(path, { timeout: busyTimeoutMs, allowExtension: true });
+  db.enableLoadExtension(false); // on again only inside `Database.loadExtension`
+  return new Database(db);
 }

@@ -1,5 +1,6 @@
 import { STORAGE_USE_SQL } from './storage-use-migration.js';
 import { USAGE_HOURS_MIGRATION } from './usage-hours-migration.js';
+import { VECTOR_STORES_MIGRATION } from './vector-migration.js';
 
 /**
  * Forward-only schema migrations of the embedded store, applied in order inside one immediate transaction each.
@@ -445,4 +446,6 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     sql: `ALTER TABLE batches ADD COLUMN results_until_ms INTEGER;
           UPDATE batches SET results_until_ms = created_ms + 29 * 86400000 WHERE api = 'anthropic';`,
   },
+  // Vector stores (docs/retrieval.md): stores, files, batches, chunks and their full-text index; vectors in vec0.
+  { version: 27, name: 'vector_stores', sql: VECTOR_STORES_MIGRATION },
 ];

@@ -5,6 +5,7 @@ import { openStateStores } from './store/open-state-stores.js';
 import { openUsageStore } from './store/open-usage-store.js';
 import { openFileStores } from './store/open-file-stores.js';
 import { openBatchStore } from './store/open-batch-store.js';
+import { openVectorStore } from './store/open-vector-store.js';
 import { openSqliteStore, type SqliteStore } from './store/sqlite/sqlite-store.js';
 
 /** What `buildApp` needs, opened from the config, and how to close it once the app has closed. */
@@ -12,7 +13,14 @@ export interface Dependencies extends AppDependencies {
   /** The embedded store (always open: migrations, and the state when no Redis is configured). */
   sqlite: SqliteStore;
   /** Where each kind of state lives, for the start-up line. */
-  kinds: { limits: string | undefined; idempotency: string; usage: string; files: string; batches: string };
+  kinds: {
+    limits: string | undefined;
+    idempotency: string;
+    usage: string;
+    files: string;
+    batches: string;
+    vectorStores: string;
+  };
   /** Closes the stores (after the app): the shared state, the usage store, then the SQLite file. */
   close(): Promise<void>;
 }
@@ -28,6 +36,7 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
   const usage = await openUsageStore(config, sqlite);
   const files = await openFileStores(config, sqlite);
   const batches = await openBatchStore(config, sqlite);
+  const vectors = await openVectorStore(config.vectorStores.store, { sqlite, databaseUrl: config.databaseUrl });
   return {
     config,
     logger,
@@ -45,17 +54,21 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     batches: batches.store,
     ...(usage ? { usage: usage.store } : {}),
     files,
+    // Vector stores (docs/retrieval.md): the SQLite file with sqlite-vec, or PostgreSQL shared by every instance.
+    vectorStores: vectors.store,
     kinds: {
       limits: state.limiter?.kind,
       idempotency: state.idempotency.kind,
       usage: usage?.kind ?? 'off',
       files: files.kind,
       batches: batches.kind,
+      vectorStores: vectors.kind,
     },
     async close() {
       await state.close();
       await usage?.close();
       await batches.close();
+      await vectors.close();
       await files.close();
       await sqlite.close();
     },

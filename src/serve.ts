@@ -58,6 +58,7 @@ export async function runServer(
       idempotency: deps.kinds.idempotency,
       files: deps.kinds.files,
       batches: deps.kinds.batches,
+      vector_stores: deps.kinds.vectorStores,
       pid: process.pid,
     },
     'gateway started',

@@ -196,22 +196,22 @@ describe('file_search on chat completions, run by the gateway', () => {
   });
 });
 
-describe('file_search on a gateway without vector stores', () => {
+describe("file_search on the gateway's own vector stores, with an id that is no store of the caller's", () => {
   const fx = useGateway();
 
-  test('chat: 400 capability_not_supported naming the tool', async () => {
+  test('chat: 404 vector_store_not_found naming the tool field; nothing reaches the upstream', async () => {
     const answer = await call(fx.url('/v1/chat/completions'), {
       method: 'POST',
       headers: authHeaders(),
       body: body('gpt-4o-mini'),
     });
-    assert.equal(answer.status, 400, answer.text);
-    assert.equal(answer.json.code, 'capability_not_supported');
-    assert.equal(answer.json.details?.field, 'tools[0].type');
+    assert.equal(answer.status, 404, answer.text);
+    assert.equal(answer.json.code, 'vector_store_not_found');
+    assert.equal(answer.json.details?.field, 'tools[0].vector_store_ids');
     assert.equal(fx.mock.requests.length, 0);
   });
 
-  test('Responses: 400 capability_not_supported, as before', async () => {
+  test('Responses: the same 404, before any model turn', async () => {
     const answer = await call(fx.url('/v1/responses'), {
       method: 'POST',
       headers: authHeaders(),
@@ -221,7 +221,8 @@ describe('file_search on a gateway without vector stores', () => {
         tools: [{ type: 'file_search', vector_store_ids: [OUR_STORE] }],
       }),
     });
-    assert.equal(answer.status, 400, answer.text);
-    assert.equal(answer.json.code, 'capability_not_supported');
+    assert.equal(answer.status, 404, answer.text);
+    assert.equal(answer.json.code, 'vector_store_not_found');
+    assert.equal(fx.mock.requests.length, 0);
   });
 });

@@ -49,7 +49,9 @@ export class SqliteFileCompletion {
     if (!(await this.emptyStaging(storeId, fileId, holder, store.metric))) return { kind: 'lost' };
     for (let at = 0; at < chunks.length; at += STAGE_SLICE) {
       const written = await this.batcher.run(() => {
-        if (!this.holds(storeId, fileId, holder)) return false;
+        // Its staging too: rows written under a gen no longer excluded would be seen by searches.
+        if (!this.holds(storeId, fileId, holder) || this.s.stagingOf.get(storeId, fileId)?.holder !== holder)
+          return false;
         // Emptied: its rows (of an earlier holder's dimension, maybe) are gone, so its dimension may change now.
         if (at === 0) this.s.restage.run(got, storeId, fileId);
         const file = { storeId, fileId, metric: store.metric, dimension: got };

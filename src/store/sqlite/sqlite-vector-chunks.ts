@@ -22,9 +22,9 @@ export interface ChunkQuery {
  * vec0 has no dot-product metric (`distance_metric=dot` is refused), so this backend offers cosine and euclidean
  * (`l2`) only, and flat only: the published 0.1.9 binaries search by brute force (exact).
  *
- * The writes are synchronous SQLite work inside the caller's transaction. vec0 writes cost ~0.5 ms per chunk at
- * 1,536 dimensions on this machine (a 1,000-chunk file: ~0.5 s on the serving thread, the price of one
- * transaction per file). The searches are only built here (`nearestQuery`, `matchQuery`): `SqliteVectors` runs
+ * The writes are synchronous SQLite work inside the caller's transaction. vec0 writes cost ~0.5-1 ms per chunk at
+ * 1,536 dimensions on this machine, so a big file is written a few chunks per transaction, staged until it is
+ * published (`sqlite-vector-completion.ts`). The searches are only built here (`nearestQuery`, `matchQuery`): `SqliteVectors` runs
  * them on its search thread.
  */
 export class SqliteVectorChunks {

@@ -4,6 +4,7 @@
 //   BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_STREAMS=1000 BENCH_LATENCY_REQUESTS=500 node --import tsx bench/run.ts
 // Server under test on core 0; mock upstream, load generator and this process on core 1.
 // See bench/README.md for the method and the BENCH_* environment variables.
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -145,6 +146,7 @@ interface Sections {
   cost: string | undefined;
   idleRss: { figures: IdleFigures; markdown?: string };
   streams: StreamsStep;
+  retrieval: string | undefined;
   problems: string[];
 }
 
@@ -175,6 +177,10 @@ function renderReport(x: Sections): string {
       'Other counts, workers, a config: `npm run bench:streams -- --streams 4000 --workers 1` (bench/README.md).',
       '',
     ]),
+    ...section('Retrieval', x.retrieval, [
+      'Alone, other sizes: `BENCH_RETRIEVAL_SIZES=10000 npm run bench:retrieval` (bench/retrieval.ts).',
+      '',
+    ]),
     '## CPU during the throughput run (% of one core)',
     '',
     'Core busy % is machine-wide (/proc/stat: includes kernel, softirq and any other process on that core);',
@@ -189,6 +195,20 @@ function renderReport(x: Sections): string {
     renderGoals({ results, connections: S.connections, idle: x.idleRss.figures, streams: x.streams.figures }),
     '',
   ].join('\n');
+}
+
+/** The retrieval section (bench/retrieval.ts) in a process of its own: its stores' memory is not this one's. */
+function retrievalStep(): Promise<string> {
+  log('retrieval section (bench/retrieval.ts)…');
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(ROOT, 'bench/retrieval.ts')],
+      { cwd: ROOT, maxBuffer: 16 * 1024 * 1024, timeout: RETRIEVAL_SECONDS * 1_000 },
+      (error, stdout, stderr) =>
+        error ? reject(new Error(`${error.message}\n${stderr.slice(-2_000)}`)) : resolve(stdout.trim()),
+    );
+  });
 }
 
 async function main(): Promise<number> {
@@ -230,13 +250,14 @@ async function main(): Promise<number> {
     notes: [],
   };
   problems.push(...streams.problems);
+  const retrieval = S.retrieval ? await retrievalStep().catch(failed('retrieval')) : undefined;
   const refProblems =
     (reference.latency ? reference.latency.bad + reference.latency.errors : 0) +
     (reference.stream ? reference.stream.bad + reference.stream.errors : 0);
   problems.unshift(...results.flatMap((r) => r.problems));
   if (refProblems > 0) problems.push(`mock upstream answered ${refProblems} times with non-2xx or errors`);
 
-  const md = renderReport({ pin, idle, skipped, results, reference, cost, idleRss, streams, problems });
+  const md = renderReport({ pin, idle, skipped, results, reference, cost, idleRss, streams, retrieval, problems });
   log(`\n${md}`);
   const outDir = path.join(ROOT, 'bench/results');
   mkdirSync(outDir, { recursive: true });
@@ -261,6 +282,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 // Hard upper bound on the whole run, whatever hangs.
+const RETRIEVAL_SECONDS = 900;
 const perPassSec = S.warmupSeconds + S.seconds + 90;
 const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 30 * S.pairCopies + 30);
 const streamsSec = S.streams > 0 ? 2 * (Math.max(60, (3 * (S.streamChunks * S.streamIntervalMs)) / 1_000) + 90) : 0;
@@ -270,6 +292,7 @@ const budgetSec =
   (S.idleRss ? 60 : 0) +
   costSec +
   streamsSec +
+  (S.retrieval ? RETRIEVAL_SECONDS : 0) +
   60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);

@@ -83,6 +83,8 @@ export const S = {
   streamWorkers: intEnv('BENCH_STREAM_WORKERS', 2, 1, 64),
   /** The idle-RSS step (issue 33's fourth row): 0 skips it. */
   idleRss: intEnv('BENCH_IDLE_RSS', 1, 0, 1) === 1,
+  /** The retrieval section (bench/retrieval.ts): BENCH_RETRIEVAL=0 leaves it out. */
+  retrieval: intEnv('BENCH_RETRIEVAL', 1, 0, 1) === 1,
   gatewayCmd: process.env.BENCH_GATEWAY_CMD?.trim() ?? '',
   keepTmp: process.env.BENCH_KEEP_TMP === '1',
 };

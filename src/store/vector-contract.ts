@@ -62,6 +62,12 @@ export interface VectorStoreRecord {
   embeddingModel: string;
   /** The vectors' dimension; null until the first vector is stored when it was not declared. */
   dimensions: number | null;
+  /**
+   * Whether `dimensions` was declared at creation (then it is sent to the model as `dimensions`, which shortens
+   * text-embedding-3's vectors) rather than learnt from the first vectors (then never sent: a model without the
+   * parameter, such as text-embedding-ada-002, refuses it).
+   */
+  dimensionsDeclared: boolean;
   metric: VectorMetric;
   index: VectorIndexKind;
   /** Bytes of its chunks (text and vectors). */
@@ -69,7 +75,7 @@ export interface VectorStoreRecord {
   fileCounts: FileCounts;
 }
 
-export type NewVectorStore = Omit<VectorStoreRecord, 'usageBytes' | 'fileCounts' | 'expiredMs'>;
+export type NewVectorStore = Omit<VectorStoreRecord, 'usageBytes' | 'fileCounts' | 'expiredMs' | 'dimensionsDeclared'>;
 
 export interface VectorStorePatch {
   name?: string;

@@ -13,6 +13,7 @@ import { chunkText } from './chunker.js';
 import { extractText, type ExtractRequest } from './document-text.js';
 import { extractTextOffThread } from './extract-off-thread.js';
 import { embedTexts } from './query-embedder.js';
+import { requestedDimensions } from './search-service.js';
 
 export interface IngestionBounds {
   maxFileBytes: number;
@@ -171,7 +172,10 @@ export class IngestionRunner {
     for (let start = 0; start < pieces.length; start += bounds.embedBatchSize) {
       if (this.#closed) throw new LeaseLost(); // closing: the lease runs out and another run starts the file over
       const batch = pieces.slice(start, start + bounds.embedBatchSize);
-      const vectors = await this.#embed(store, batch.map((p) => p.text));
+      const vectors = await this.#embed(
+        store,
+        batch.map((p) => p.text),
+      );
       batch.forEach((piece, i) => chunks.push({ ...piece, vector: vectors[i]! }));
       if (!(await this.#o.store.renewLease(file.storeId, file.fileId, this.holder, this.#o.leaseMs, this.#now()))) {
         throw new LeaseLost();
@@ -216,6 +220,7 @@ export class IngestionRunner {
           as: { owner: store.owner, principal: store.principal },
           model: store.embeddingModel,
           texts,
+          dimensions: requestedDimensions(store),
         });
         return vectors;
       } catch (error) {
@@ -227,7 +232,10 @@ export class IngestionRunner {
         }
         throw new FileFailure({
           code: 'server_error',
-          message: `embedding with ${store.embeddingModel} was refused: ${error.code} (${error.message})`.slice(0, 1000),
+          message: `embedding with ${store.embeddingModel} was refused: ${error.code} (${error.message})`.slice(
+            0,
+            1000,
+          ),
         });
       }
     }

@@ -132,7 +132,16 @@ async function targetOf(
 
 /** Stores embedded alike: the same model asked for the same dimension. */
 function modelKey(store: VectorStoreRecord): string {
-  return `${store.embeddingModel}\u0000${store.dimensions ?? ''}`;
+  return `${store.embeddingModel}\u0000${requestedDimensions(store) ?? ''}`;
+}
+
+/**
+ * The `dimensions` a store's texts are embedded with: its declared one (text-embedding-3 shortens its vectors to
+ * it); none when it was learnt from the first vectors (a model without the parameter refuses it). Ingestion and
+ * search ask alike, so a store's chunks and its queries always come out of the model the same way.
+ */
+export function requestedDimensions(store: VectorStoreRecord): number | undefined {
+  return store.dimensionsDeclared && store.dimensions !== null ? store.dimensions : undefined;
 }
 
 /**
@@ -159,7 +168,7 @@ async function embedQueries(
         as,
         model: store.embeddingModel,
         texts,
-        dimensions: store.dimensions ?? undefined,
+        dimensions: requestedDimensions(store),
       });
       if (embedded.usage) usage.push(embedded.usage);
       texts.forEach((text, i) => byText.set(text, embedded.vectors[i] as Float32Array));

@@ -329,7 +329,10 @@ export class VectorStoreService {
     for (const [i, id] of ids.entries()) {
       const file = await this.#o.files.get(owner, id);
       if (!file) {
-        throw new GatewayError('file_not_found', { id: id.slice(0, 64), field: ids.length > 1 ? `${field}[${i}]` : field });
+        throw new GatewayError('file_not_found', {
+          id: id.slice(0, 64),
+          field: ids.length > 1 ? `${field}[${i}]` : field,
+        });
       }
       found.push({ id, filename: file.filename });
     }

@@ -114,6 +114,17 @@ export interface VectorFileBatchRecord {
   fileCounts: FileCounts;
 }
 
+/**
+ * Thrown by `nearest` / `matchText` when the backend has as many searches waiting as it takes (no hidden queue):
+ * the caller is told to come back (`503 search_busy`).
+ */
+export class VectorSearchBusy extends Error {
+  constructor(readonly waiting: number) {
+    super(`${waiting} vector searches are waiting already`);
+    this.name = 'VectorSearchBusy';
+  }
+}
+
 /** One chunk of a file: its place in the file, its text and its vector. */
 export interface NewChunk {
   seq: number;

@@ -21,7 +21,13 @@
  * - A search moves each searched store's `last_active_at` on (its `expires_after` anchor).
  */
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChunkHit, SearchableFile, VectorStoreRecord, VectorStoreStore } from '../../store/vector-contract.js';
+import {
+  VectorSearchBusy,
+  type ChunkHit,
+  type SearchableFile,
+  type VectorStoreRecord,
+  type VectorStoreStore,
+} from '../../store/vector-contract.js';
 import type { PricedUsage } from '../models/pricing.js';
 import type { CallAs, CallingAs } from '../pipeline/call-as.js';
 import { compileFilter, type AttributeMatcher } from './attribute-filter.js';
@@ -200,6 +206,19 @@ async function searchOne(
   query: string,
   limit: number,
   ranking: Ranking,
+): Promise<Candidate[]> {
+  try {
+    return await rankedIn(backend, target, { vector, query, limit, ranking });
+  } catch (error) {
+    if (!(error instanceof VectorSearchBusy)) throw error;
+    throw new GatewayError('search_busy', { waiting: error.waiting }, { headers: { 'retry-after': '1' } });
+  }
+}
+
+async function rankedIn(
+  backend: VectorStoreStore,
+  target: SearchTarget,
+  { vector, query, limit, ranking }: { vector: Float32Array; query: string; limit: number; ranking: Ranking },
 ): Promise<Candidate[]> {
   const fileIds = target.fileIds ? { fileIds: target.fileIds } : {};
   // Only files searchable when the search began and allowed by the filter (a file removed meanwhile is not cited).

@@ -99,7 +99,7 @@ describe('the official openai SDK against the gateway', () => {
 
   test('an OpenAI path the gateway does not serve: the SDK raises NotFoundError with our message, not "(no body)"', async () => {
     const calls: Array<[string, () => Promise<unknown>]> = [
-      ['vector stores', () => client.vectorStores.list()],
+      ['assistants', () => client.beta.assistants.list()],
       ['fine-tuning', () => client.fineTuning.jobs.list()],
       ['anything', () => client.post('/anything/at/all', { body: {} })],
     ];

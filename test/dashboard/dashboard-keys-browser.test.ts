@@ -208,6 +208,7 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
         ['messages', false],
         ['gemini', false],
         ['files', false],
+        ['vector_stores', false],
         ['batches', false],
       ],
     );

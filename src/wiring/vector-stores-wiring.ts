@@ -7,8 +7,11 @@ import type { RateLimitService } from '../core/limits/rate-limit-service.js';
 import type { CallAs } from '../core/pipeline/call-as.js';
 import type { FileSearch } from '../core/retrieval/file-search.js';
 import { IngestionRunner } from '../core/retrieval/ingestion-runner.js';
+import { countedSearch, RetrievalStats } from '../core/retrieval/retrieval-stats.js';
 import { createFileSearch } from '../core/retrieval/search-service.js';
+import { VectorUsageReader } from '../core/retrieval/vector-usage.js';
 import { VectorStoreService } from '../core/retrieval/vector-store-service.js';
+import type { VectorStoreMetricsSource } from '../observability/vector-store-metrics.js';
 import { mountVectorStores } from '../routes/vector-stores-routes.js';
 import type { VectorStoreStore } from '../store/vector-contract.js';
 import { sweepInBackground } from './background-sweep-wiring.js';
@@ -19,6 +22,10 @@ export interface WiredVectorStores {
   search: FileSearch;
   /** This process's ingestion runner; undefined when `vector_stores.ingest` is false. */
   runner: IngestionRunner | undefined;
+  /** This process's ingestion and search tallies (the metrics). */
+  stats: RetrievalStats;
+  /** Every store's usage, per caller and in all (the metrics and the dashboard). */
+  usage: VectorUsageReader;
 }
 
 /** Expired stores marked (their chunks dropped) per sweep step. */
@@ -45,7 +52,8 @@ export function wireVectorStores(
   const { store, files } = deps;
   if (!store || !files) return undefined;
   const settings = config.vectorStores;
-  const search = createFileSearch({ store, callAs: deps.callAs });
+  const stats = new RetrievalStats();
+  const search = countedSearch(createFileSearch({ store, callAs: deps.callAs }), stats);
   const runner = settings.ingest
     ? new IngestionRunner({
         store,
@@ -62,6 +70,7 @@ export function wireVectorStores(
         pollMs: settings.pollMs,
         identity: `${config.batches.instanceId ?? hostname()}:${process.pid}`,
         log: app.log,
+        stats,
       })
     : undefined;
   const service = new VectorStoreService({
@@ -93,5 +102,15 @@ export function wireVectorStores(
     },
     settings.sweepIntervalMs,
   );
-  return { service, search, runner };
+  return { service, search, runner, stats, usage: new VectorUsageReader(store) };
+}
+
+/** What the metrics read of the vector stores: this process's tallies and every store's usage. */
+export function vectorStoreMetrics({ stats, usage }: WiredVectorStores): VectorStoreMetricsSource {
+  return {
+    files: () => stats.files,
+    chunksEmbedded: () => stats.chunksEmbedded,
+    searches: () => stats.searches,
+    usage: async () => (await usage.read()).total,
+  };
 }

@@ -13,6 +13,7 @@ import { chunkText } from './chunker.js';
 import { extractText, type ExtractRequest } from './document-text.js';
 import { extractTextOffThread } from './extract-off-thread.js';
 import { embedTexts } from './query-embedder.js';
+import type { RetrievalStats } from './retrieval-stats.js';
 
 export interface IngestionBounds {
   maxFileBytes: number;
@@ -33,6 +34,8 @@ export interface IngestionRunnerOptions {
   /** This process's name in the leases (instance and pid); a random suffix tells two runners apart. */
   identity: string;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  /** This process's tallies (the metrics): files by outcome, chunks embedded. */
+  stats?: RetrievalStats;
   now?: () => number;
 }
 
@@ -137,8 +140,14 @@ export class IngestionRunner {
       if (outcome.kind === 'dimension_mismatch') {
         this.#o.log.warn({ storeId, fileId, ...outcome }, 'vector store ingestion: dimension mismatch');
       }
+      if (outcome.kind === 'lost') await this.#countLost(file);
+      else this.#o.stats?.countFile(outcome.kind === 'completed' ? 'completed' : 'failed');
     } catch (error) {
-      if (error instanceof LeaseLost || this.#closed) return;
+      if (this.#closed) return;
+      if (error instanceof LeaseLost) {
+        await this.#countLost(file);
+        return;
+      }
       const failure =
         error instanceof FileFailure
           ? error.error
@@ -146,10 +155,20 @@ export class IngestionRunner {
       if (!(error instanceof FileFailure)) {
         this.#o.log.error({ err: error, storeId, fileId }, 'vector store ingestion failed');
       }
-      await this.#o.store.endFile(storeId, fileId, this.holder, 'failed', failure).catch(() => false);
+      if (await this.#o.store.endFile(storeId, fileId, this.holder, 'failed', failure).catch(() => false)) {
+        this.#o.stats?.countFile('failed');
+      } else await this.#countLost(file);
     } finally {
       clearInterval(renew);
     }
+  }
+
+  /** A file this process lost: `cancelled` when its caller cancelled it, else `lost` (removed, taken over). */
+  async #countLost(file: VectorFileRecord): Promise<void> {
+    const stats = this.#o.stats;
+    if (!stats) return;
+    const now = await this.#o.store.getFile(file.owner, file.storeId, file.fileId).catch(() => undefined);
+    stats.countFile(now?.status === 'cancelled' ? 'cancelled' : 'lost');
   }
 
   async #chunksOf(file: VectorFileRecord, store: VectorStoreRecord): Promise<NewChunk[]> {
@@ -171,8 +190,12 @@ export class IngestionRunner {
     for (let start = 0; start < pieces.length; start += bounds.embedBatchSize) {
       if (this.#closed) throw new LeaseLost(); // closing: the lease runs out and another run starts the file over
       const batch = pieces.slice(start, start + bounds.embedBatchSize);
-      const vectors = await this.#embed(store, batch.map((p) => p.text));
+      const vectors = await this.#embed(
+        store,
+        batch.map((p) => p.text),
+      );
       batch.forEach((piece, i) => chunks.push({ ...piece, vector: vectors[i]! }));
+      this.#o.stats?.countChunks(batch.length);
       if (!(await this.#o.store.renewLease(file.storeId, file.fileId, this.holder, this.#o.leaseMs, this.#now()))) {
         throw new LeaseLost();
       }
@@ -227,7 +250,10 @@ export class IngestionRunner {
         }
         throw new FileFailure({
           code: 'server_error',
-          message: `embedding with ${store.embeddingModel} was refused: ${error.code} (${error.message})`.slice(0, 1000),
+          message: `embedding with ${store.embeddingModel} was refused: ${error.code} (${error.message})`.slice(
+            0,
+            1000,
+          ),
         });
       }
     }

@@ -234,6 +234,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const vectors = wireVectorStores(app, config, {
     store: deps.vectorStores,
     files: files?.service,
+    quota: files?.quota,
     auth,
     limits: limits.service,
     callAs,

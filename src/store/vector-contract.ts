@@ -161,6 +161,12 @@ export interface OwnerVectorUsage extends VectorUsage {
 /** The most owners `usage` answers (the metrics' and the dashboard's list stays small whatever the callers). */
 export const MAX_USAGE_OWNERS = 100;
 
+/**
+ * The storage quotas' reservation of a file's chunk bytes while it is completed (store/storage-use.ts): the
+ * completion's own statement ends it, moving its bytes to the owner's stored bytes (SQLite migration 28).
+ */
+export const vectorReservationId = (storeId: string, fileId: string): string => `vsf:${storeId}:${fileId}`;
+
 /** The outcome of `completeFile`. */
 export type CompleteOutcome =
   | { kind: 'completed'; file: VectorFileRecord }

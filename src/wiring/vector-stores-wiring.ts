@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { FileService } from '../core/files/file-service.js';
+import type { StorageQuota } from '../core/files/storage-quota.js';
 import type { RateLimitService } from '../core/limits/rate-limit-service.js';
 import type { CallAs } from '../core/pipeline/call-as.js';
 import type { FileSearch } from '../core/retrieval/file-search.js';
@@ -42,6 +43,8 @@ export function wireVectorStores(
   deps: {
     store: VectorStoreStore | undefined;
     files: FileService | undefined;
+    /** The files' storage quotas: a store's chunk bytes count in them when both live in one database. */
+    quota: StorageQuota | undefined;
     auth: Authenticator;
     limits: RateLimitService;
     callAs: CallAs;
@@ -52,6 +55,9 @@ export function wireVectorStores(
   const { store, files } = deps;
   if (!store || !files) return undefined;
   const settings = config.vectorStores;
+  // The ledger of stored bytes counts the chunks where the vector stores live (SQLite migration 28): the files'
+  // quotas see them when the files are there too. PostgreSQL's ledger does not count them yet (docs/retrieval.md).
+  const quota = config.files.store !== 'postgres' && store.capabilities.backend === 'sqlite' ? deps.quota : undefined;
   const stats = new RetrievalStats();
   const search = countedSearch(createFileSearch({ store, callAs: deps.callAs }), stats);
   const runner = settings.ingest
@@ -71,6 +77,7 @@ export function wireVectorStores(
         identity: `${config.batches.instanceId ?? hostname()}:${process.pid}`,
         log: app.log,
         stats,
+        ...(quota ? { quota } : {}),
       })
     : undefined;
   const service = new VectorStoreService({
@@ -85,6 +92,7 @@ export function wireVectorStores(
       maxBatchFiles: settings.maxBatchFiles,
     },
     checkModel: deps.checkModel,
+    ...(quota ? { quota } : {}),
     wake: () => runner?.wake(),
   });
   mountVectorStores(app, deps.auth, deps.limits, service);

@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type {
-  NewChunk,
-  VectorFileError,
-  VectorFileRecord,
-  VectorStoreRecord,
-  VectorStoreStore,
+import { chunkBytes } from '../../store/vector-rows.js';
+import {
+  vectorReservationId,
+  type NewChunk,
+  type VectorFileError,
+  type VectorFileRecord,
+  type VectorStoreRecord,
+  type VectorStoreStore,
 } from '../../store/vector-contract.js';
 import type { FileContentSource } from '../files/file-service.js';
+import type { StorageQuota } from '../files/storage-quota.js';
 import type { CallAs } from '../pipeline/call-as.js';
 import { chunkText } from './chunker.js';
 import { extractText, type ExtractRequest } from './document-text.js';
@@ -34,6 +37,11 @@ export interface IngestionRunnerOptions {
   /** This process's name in the leases (instance and pid); a random suffix tells two runners apart. */
   identity: string;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  /**
+   * The storage quotas (docs/retrieval.md, "Operators"): a file's chunk bytes are reserved before they are stored,
+   * and a file that would pass its owner's quota fails. None: not counted (the files live in another database).
+   */
+  quota?: StorageQuota;
   /** This process's tallies (the metrics): files by outcome, chunks embedded. */
   stats?: RetrievalStats;
   now?: () => number;
@@ -136,7 +144,18 @@ export class IngestionRunner {
     try {
       const chunks = await this.#chunksOf(file, store);
       if (this.#closed) return;
-      const outcome = await this.#o.store.completeFile(storeId, fileId, this.holder, chunks);
+      const reservation = await this.#reserve(file, store, chunks);
+      // Completed: the completion's statement ended the reservation. Otherwise nothing was stored: end it here.
+      const release = async () => {
+        if (reservation) await this.#o.quota?.release(reservation);
+      };
+      const outcome = await this.#o.store
+        .completeFile(storeId, fileId, this.holder, chunks)
+        .catch(async (error: unknown) => {
+          await release();
+          throw error;
+        });
+      if (outcome.kind !== 'completed') await release();
       if (outcome.kind === 'dimension_mismatch') {
         this.#o.log.warn({ storeId, fileId, ...outcome }, 'vector store ingestion: dimension mismatch');
       }
@@ -160,6 +179,24 @@ export class IngestionRunner {
       } else await this.#countLost(file);
     } finally {
       clearInterval(renew);
+    }
+  }
+
+  /**
+   * Reserves the chunks' bytes for the store's owner (the reservation's id, or undefined without quotas); a file
+   * they would not fit fails, naming the quota.
+   */
+  async #reserve(file: VectorFileRecord, store: VectorStoreRecord, chunks: NewChunk[]): Promise<string | undefined> {
+    const quota = this.#o.quota;
+    if (!quota) return undefined;
+    const id = vectorReservationId(file.storeId, file.fileId);
+    const bytes = chunks.reduce((sum, chunk) => sum + chunkBytes(chunk), 0);
+    try {
+      await quota.take({ owner: store.owner, id, bytes, floor: bytes, checked: true });
+      return id;
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      throw new FileFailure({ code: 'server_error', message: quotaMessage(error, bytes) });
     }
   }
 
@@ -264,6 +301,22 @@ export class IngestionRunner {
     this.#closed = true;
     clearInterval(this.#timer);
     await Promise.allSettled([...this.#inFlight]);
+  }
+}
+
+/** Why a file's chunks were not stored, from the quota's refusal (its details name the quota). */
+function quotaMessage(error: GatewayError, bytes: number): string {
+  const details = (error.details ?? {}) as { quota?: string; limit_bytes?: number; used_bytes?: number };
+  const quota = details.quota ? ` (${details.quota}: ${details.limit_bytes} bytes)` : '';
+  switch (error.code) {
+    case 'storage_quota_exceeded':
+      return `the file's ${bytes} bytes of chunks would pass the owner's storage quota${quota}; ${details.used_bytes} bytes are used: delete files or vector stores to make room, then add the file again`;
+    case 'storage_full':
+      return `the file's ${bytes} bytes of chunks would pass the gateway's total storage quota${quota}`;
+    case 'exceeds_storage_quota':
+      return `the file's ${bytes} bytes of chunks are more than a storage quota allows${quota}`;
+    default:
+      return `the file's chunks could not be stored: ${error.code}`;
   }
 }
 

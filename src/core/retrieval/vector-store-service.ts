@@ -24,6 +24,7 @@ import type { CallingAs } from '../pipeline/call-as.js';
 import { chunkingOf } from './chunker.js';
 import type { FileSearch } from './file-search.js';
 import { searchInputOf } from './search-input.js';
+import type { StorageQuota } from '../files/storage-quota.js';
 import {
   attributesOf,
   bodyObject,
@@ -57,6 +58,11 @@ export interface VectorStoreServiceOptions {
   defaults: VectorStoreDefaults;
   /** Throws `model_not_found` for a model this gateway does not serve. */
   checkModel(model: string): void;
+  /**
+   * The storage quotas (docs/retrieval.md, "Operators"): a caller whose stored bytes (files and vector stores) left
+   * no room is refused files added to a store. None: not counted (the files live in another database).
+   */
+  quota?: StorageQuota;
   /** Files were added: the ingestion runner looks for work now rather than at its next poll. */
   wake(): void;
   now?: () => number;
@@ -117,6 +123,7 @@ export class VectorStoreService {
       index,
     });
     if (files.length > 0) {
+      await this.#assertRoom(as.owner);
       await store.addFiles(files.map((f) => newFile(record, f, { attributes: {}, chunking, nowMs })));
       this.#o.wake();
     }
@@ -170,6 +177,7 @@ export class VectorStoreService {
     const [file] = await this.#filesToAdd(owner, [body.file_id], 'file_id');
     const attributes = attributesOf(body.attributes);
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
+    await this.#assertRoom(owner);
     await this.#o.store.addFiles([newFile(store, file!, { attributes, chunking, nowMs: this.#now() })]);
     await this.#o.store.touchStore(storeId, this.#now());
     this.#o.wake();
@@ -215,6 +223,7 @@ export class VectorStoreService {
       wanted.map((w) => w.id),
       body.file_ids !== undefined ? 'file_ids' : 'files',
     );
+    await this.#assertRoom(owner);
     const nowMs = this.#now();
     const batch = { id: randomId(FILE_BATCH_ID_PREFIX), storeId, owner, createdMs: nowMs };
     await this.#o.store.addFiles(
@@ -308,6 +317,14 @@ export class VectorStoreService {
     };
   }
 
+  /**
+   * Refuses files added for an owner whose stored bytes leave no room for one more byte, as the Files API refuses an
+   * upload (429 storage_quota_exceeded, 507 storage_full); the chunks' own bytes are checked when they are stored.
+   */
+  async #assertRoom(owner: string): Promise<void> {
+    await this.#o.quota?.assertRoom(owner, 1);
+  }
+
   async #storeOf(owner: string, id: string): Promise<VectorStoreRecord> {
     const store = await this.#o.store.getStore(owner, id);
     if (!store) throw storeNotFound(id);
@@ -329,7 +346,10 @@ export class VectorStoreService {
     for (const [i, id] of ids.entries()) {
       const file = await this.#o.files.get(owner, id);
       if (!file) {
-        throw new GatewayError('file_not_found', { id: id.slice(0, 64), field: ids.length > 1 ? `${field}[${i}]` : field });
+        throw new GatewayError('file_not_found', {
+          id: id.slice(0, 64),
+          field: ids.length > 1 ? `${field}[${i}]` : field,
+        });
       }
       found.push({ id, filename: file.filename });
     }

@@ -55,9 +55,10 @@ export function wireVectorStores(
   const { store, files } = deps;
   if (!store || !files) return undefined;
   const settings = config.vectorStores;
-  // The ledger of stored bytes counts the chunks where the vector stores live (SQLite migration 28): the files'
-  // quotas see them when the files are there too. PostgreSQL's ledger does not count them yet (docs/retrieval.md).
-  const quota = config.files.store !== 'postgres' && store.capabilities.backend === 'sqlite' ? deps.quota : undefined;
+  // The ledger of stored bytes counts the chunks in the database the vector stores live in (SQLite migration 28,
+  // postgres-vector-schema.ts): the files' quotas see them when the files are in that database too.
+  const sameDatabase = (config.files.store === 'postgres') === (store.capabilities.backend === 'postgres');
+  const quota = sameDatabase ? deps.quota : undefined;
   const stats = new RetrievalStats();
   const search = countedSearch(createFileSearch({ store, callAs: deps.callAs }), stats);
   const runner = settings.ingest

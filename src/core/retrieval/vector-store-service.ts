@@ -107,6 +107,7 @@ export class VectorStoreService {
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
     this.#o.checkModel(embeddingModel);
     const files = await this.#filesToAdd(as.owner, fileIds, 'file_ids');
+    if (files.length > 0) await this.#assertRoom(as.owner); // refused before the store is made: nothing is kept
     const nowMs = this.#now();
     const record = await store.createStore({
       id: randomId(VECTOR_STORE_ID_PREFIX),
@@ -123,7 +124,6 @@ export class VectorStoreService {
       index,
     });
     if (files.length > 0) {
-      await this.#assertRoom(as.owner);
       await store.addFiles(files.map((f) => newFile(record, f, { attributes: {}, chunking, nowMs })));
       this.#o.wake();
     }

@@ -182,6 +182,11 @@ function quotaSuite(backend: Backend): void {
         assert.equal(refused.json.details?.used_bytes, used.admin);
       }
       assert.equal((await client(ADMIN_TOKEN).vectorStores.files.list(made.store)).data.length, 1, 'nothing added');
+      assert.deepEqual(
+        (await client(ADMIN_TOKEN).vectorStores.list()).data.map((v) => v.name),
+        ['handbook'],
+        'the refused create made no store',
+      );
       // The key's own bytes leave it room, everyone's do not.
       const full = await post(key, `/vector_stores/${made.keyStore}/files`, { file_id: made.keyFile });
       assert.equal(full.status, 507, JSON.stringify(full.json));

@@ -31,12 +31,7 @@ export const vectorStoresSectionSchema = z
       .max(512 * 1024 * 1024)
       .default(64 * 1024 * 1024),
     /** The characters of text kept from one file (cut past it). */
-    max_file_chars: z
-      .number()
-      .int()
-      .min(1_000)
-      .max(100_000_000)
-      .default(10_000_000),
+    max_file_chars: z.number().int().min(1_000).max(100_000_000).default(10_000_000),
     /** Chunks of one file at most (more: the file ends `failed`). */
     max_file_chunks: z.number().int().min(1).max(1_000_000).default(20_000),
     /** Texts per embeddings call during ingestion. */

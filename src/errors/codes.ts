@@ -288,6 +288,10 @@ export const ERROR_CODES = {
     message:
       'The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.',
   },
+  search_busy: {
+    status: 503,
+    message: 'The gateway is running as many vector searches as it queues; retry after Retry-After.',
+  },
   tokenizer_busy: {
     status: 503,
     message: 'The gateway is counting too many large prompts at once to take this one; retry after Retry-After.',

@@ -125,9 +125,7 @@ export function mountVectorStores(
   );
 
   const batches = `${base}/:id/file_batches`;
-  app.post(batches, opts, async (request) =>
-    service.createBatch(request.caller, param(request, 'id'), request.body),
-  );
+  app.post(batches, opts, async (request) => service.createBatch(request.caller, param(request, 'id'), request.body));
   app.get(`${batches}/:batch_id`, opts, async (request, reply) =>
     pollHint(reply, await service.getBatch(request.caller, param(request, 'id'), param(request, 'batch_id'))),
   );

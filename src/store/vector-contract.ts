@@ -62,6 +62,12 @@ export interface VectorStoreRecord {
   embeddingModel: string;
   /** The vectors' dimension; null until the first vector is stored when it was not declared. */
   dimensions: number | null;
+  /**
+   * Whether `dimensions` was declared at creation (then it is sent to the model as `dimensions`, which shortens
+   * text-embedding-3's vectors) rather than learnt from the first vectors (then never sent: a model without the
+   * parameter, such as text-embedding-ada-002, refuses it).
+   */
+  dimensionsDeclared: boolean;
   metric: VectorMetric;
   index: VectorIndexKind;
   /** Bytes of its chunks (text and vectors). */
@@ -69,7 +75,7 @@ export interface VectorStoreRecord {
   fileCounts: FileCounts;
 }
 
-export type NewVectorStore = Omit<VectorStoreRecord, 'usageBytes' | 'fileCounts' | 'expiredMs'>;
+export type NewVectorStore = Omit<VectorStoreRecord, 'usageBytes' | 'fileCounts' | 'expiredMs' | 'dimensionsDeclared'>;
 
 export interface VectorStorePatch {
   name?: string;
@@ -106,6 +112,17 @@ export interface VectorFileBatchRecord {
   /** Set by a cancel: its files still in progress were cancelled then. */
   cancelledMs: number | null;
   fileCounts: FileCounts;
+}
+
+/**
+ * Thrown by `nearest` / `matchText` when the backend has as many searches waiting as it takes (no hidden queue):
+ * the caller is told to come back (`503 search_busy`).
+ */
+export class VectorSearchBusy extends Error {
+  constructor(readonly waiting: number) {
+    super(`${waiting} vector searches are waiting already`);
+    this.name = 'VectorSearchBusy';
+  }
 }
 
 /** One chunk of a file: its place in the file, its text and its vector. */

@@ -29,7 +29,7 @@ export const MAX_VECTOR_DIMENSIONS = 8192;
 export const MAX_NEAREST_K = 4096;
 
 export const STORE_COLUMNS =
-  'id, owner, principal, name, metadata, created_ms, last_active_ms, expires_after_days, expired_ms, embedding_model, dimensions, metric, index_kind';
+  'id, owner, principal, name, metadata, created_ms, last_active_ms, expires_after_days, expired_ms, embedding_model, dimensions, dimensions_declared, metric, index_kind';
 
 export interface StoreRow {
   id: string;
@@ -43,6 +43,7 @@ export interface StoreRow {
   expired_ms: Int | null;
   embedding_model: string;
   dimensions: Int | null;
+  dimensions_declared: Int | boolean;
   metric: string;
   index_kind: string;
 }
@@ -113,6 +114,7 @@ export function storeOf(row: StoreRow, counts: readonly CountRow[]): VectorStore
     expiredMs: nullableNumber(row.expired_ms),
     embeddingModel: row.embedding_model,
     dimensions: nullableNumber(row.dimensions),
+    dimensionsDeclared: row.dimensions_declared === true || Number(row.dimensions_declared) === 1,
     metric: row.metric as VectorMetric,
     index: row.index_kind as VectorIndexKind,
     usageBytes,

@@ -75,7 +75,10 @@ describe('retrieval end to end: vector store, search, file_search on every upstr
     const files = await Promise.all([
       toFile(Buffer.from('Refunds are paid back to the card within thirty days of purchase.'), 'refunds.md'),
       toFile(Buffer.from('Shipping takes five business days from the warehouse.'), 'shipping.txt'),
-      toFile(buildPdf([['Warranty covers the appliance for two years.'], ['Spare parts ship separately.']]), 'warranty.pdf'),
+      toFile(
+        buildPdf([['Warranty covers the appliance for two years.'], ['Spare parts ship separately.']]),
+        'warranty.pdf',
+      ),
     ]);
     const batch = await client.vectorStores.fileBatches.uploadAndPoll(storeId, { files });
     assert.equal(batch.status, 'completed');
@@ -125,7 +128,10 @@ describe('retrieval end to end: vector store, search, file_search on every upstr
         { type: 'file_citation', file_id: pdfId, filename: 'warranty.pdf', index: CITED.length - 1 },
       ]);
       // The search embedded its query with the store's model, through the gateway, as the caller.
-      assert.deepEqual(embedder.requests.slice(before).map((r) => r.input), [['warranty appliance years']]);
+      assert.deepEqual(
+        embedder.requests.slice(before).map((r) => r.input),
+        [['warranty appliance years']],
+      );
     });
   }
 

@@ -71,6 +71,7 @@ export function memoryVectorStore(): MemoryVectorStore {
         expiredMs: null,
         embeddingModel: 'emb-small',
         dimensions: 3,
+        dimensionsDeclared: true,
         metric: 'cosine',
         index: 'flat',
         usageBytes: 0,

@@ -17,6 +17,7 @@ import { extractText, type ExtractRequest } from './document-text.js';
 import { extractTextOffThread } from './extract-off-thread.js';
 import { embedTexts } from './query-embedder.js';
 import type { RetrievalStats } from './retrieval-stats.js';
+import { requestedDimensions } from './search-service.js';
 
 export interface IngestionBounds {
   maxFileBytes: number;
@@ -276,6 +277,7 @@ export class IngestionRunner {
           as: { owner: store.owner, principal: store.principal },
           model: store.embeddingModel,
           texts,
+          dimensions: requestedDimensions(store),
         });
         return vectors;
       } catch (error) {

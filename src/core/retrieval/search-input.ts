@@ -29,7 +29,10 @@ export function searchInputOf(body: Record<string, unknown>): SearchInput {
   }
   queries.forEach((q: unknown, i) => {
     if (typeof q !== 'string' || q.trim() === '' || q.length > MAX_QUERY_CHARS) {
-      throw invalid(Array.isArray(raw) ? `query[${i}]` : 'query', `a non-empty string of at most ${MAX_QUERY_CHARS} characters`);
+      throw invalid(
+        Array.isArray(raw) ? `query[${i}]` : 'query',
+        `a non-empty string of at most ${MAX_QUERY_CHARS} characters`,
+      );
     }
   });
   if (body.rewrite_query !== undefined && typeof body.rewrite_query !== 'boolean') {
@@ -39,10 +42,7 @@ export function searchInputOf(body: Record<string, unknown>): SearchInput {
 }
 
 /** `filters`, `max_num_results` and `ranking_options` of a search body or a `file_search` tool (`at`: its path). */
-export function toolSearchFields(
-  body: Record<string, unknown>,
-  at: string,
-): Omit<SearchInput, 'queries'> {
+export function toolSearchFields(body: Record<string, unknown>, at: string): Omit<SearchInput, 'queries'> {
   const field = (name: string): string => (at === '' ? name : `${at}.${name}`);
   let filters: AttributeFilter | undefined;
   if (body.filters !== undefined && body.filters !== null) {
@@ -75,7 +75,12 @@ function rankingOf(value: unknown, at: string): RankingOptions | undefined {
   if (value.hybrid_search !== undefined && value.hybrid_search !== null) {
     const h = value.hybrid_search;
     const weight = (w: unknown): w is number => typeof w === 'number' && w >= 0 && w <= 1_000 && Number.isFinite(w);
-    if (!isObject(h) || !weight(h.embedding_weight) || !weight(h.text_weight) || h.embedding_weight + h.text_weight <= 0) {
+    if (
+      !isObject(h) ||
+      !weight(h.embedding_weight) ||
+      !weight(h.text_weight) ||
+      h.embedding_weight + h.text_weight <= 0
+    ) {
       throw invalid(
         `${at}.hybrid_search`,
         'must be {embedding_weight, text_weight}: numbers from 0 to 1000, not both 0',

@@ -21,7 +21,13 @@
  * - A search moves each searched store's `last_active_at` on (its `expires_after` anchor).
  */
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChunkHit, SearchableFile, VectorStoreRecord, VectorStoreStore } from '../../store/vector-contract.js';
+import {
+  VectorSearchBusy,
+  type ChunkHit,
+  type SearchableFile,
+  type VectorStoreRecord,
+  type VectorStoreStore,
+} from '../../store/vector-contract.js';
 import type { PricedUsage } from '../models/pricing.js';
 import type { CallAs, CallingAs } from '../pipeline/call-as.js';
 import { compileFilter, type AttributeMatcher } from './attribute-filter.js';
@@ -132,7 +138,16 @@ async function targetOf(
 
 /** Stores embedded alike: the same model asked for the same dimension. */
 function modelKey(store: VectorStoreRecord): string {
-  return `${store.embeddingModel}\u0000${store.dimensions ?? ''}`;
+  return `${store.embeddingModel}\u0000${requestedDimensions(store) ?? ''}`;
+}
+
+/**
+ * The `dimensions` a store's texts are embedded with: its declared one (text-embedding-3 shortens its vectors to
+ * it); none when it was learnt from the first vectors (a model without the parameter refuses it). Ingestion and
+ * search ask alike, so a store's chunks and its queries always come out of the model the same way.
+ */
+export function requestedDimensions(store: VectorStoreRecord): number | undefined {
+  return store.dimensionsDeclared && store.dimensions !== null ? store.dimensions : undefined;
 }
 
 /**
@@ -159,7 +174,7 @@ async function embedQueries(
         as,
         model: store.embeddingModel,
         texts,
-        dimensions: store.dimensions ?? undefined,
+        dimensions: requestedDimensions(store),
       });
       if (embedded.usage) usage.push(embedded.usage);
       texts.forEach((text, i) => byText.set(text, embedded.vectors[i] as Float32Array));
@@ -191,6 +206,19 @@ async function searchOne(
   query: string,
   limit: number,
   ranking: Ranking,
+): Promise<Candidate[]> {
+  try {
+    return await rankedIn(backend, target, { vector, query, limit, ranking });
+  } catch (error) {
+    if (!(error instanceof VectorSearchBusy)) throw error;
+    throw new GatewayError('search_busy', { waiting: error.waiting }, { headers: { 'retry-after': '1' } });
+  }
+}
+
+async function rankedIn(
+  backend: VectorStoreStore,
+  target: SearchTarget,
+  { vector, query, limit, ranking }: { vector: Float32Array; query: string; limit: number; ranking: Ranking },
 ): Promise<Candidate[]> {
   const fileIds = target.fileIds ? { fileIds: target.fileIds } : {};
   // Only files searchable when the search began and allowed by the filter (a file removed meanwhile is not cited).

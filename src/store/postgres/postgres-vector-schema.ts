@@ -14,7 +14,7 @@ export const vectorSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}vector_stores (
   id TEXT PRIMARY KEY, owner TEXT NOT NULL, principal TEXT NOT NULL, name TEXT NOT NULL, metadata TEXT,
   created_ms BIGINT NOT NULL, last_active_ms BIGINT NOT NULL, expires_after_days INTEGER, expired_ms BIGINT,
-  embedding_model TEXT NOT NULL, dimensions INTEGER, metric TEXT NOT NULL CHECK (metric IN ('cosine', 'dot', 'euclidean')),
+  embedding_model TEXT NOT NULL, dimensions INTEGER, dimensions_declared BOOLEAN NOT NULL DEFAULT false, metric TEXT NOT NULL CHECK (metric IN ('cosine', 'dot', 'euclidean')),
   index_kind TEXT NOT NULL CHECK (index_kind IN ('flat', 'hnsw')), chunks_version BIGINT NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS ${p}vector_stores_owner_order ON ${p}vector_stores (owner, created_ms, id);
 CREATE INDEX IF NOT EXISTS ${p}vector_stores_expiring ON ${p}vector_stores (last_active_ms)

@@ -108,8 +108,8 @@ export class PostgresVectors implements VectorStoreStore {
       throw new RangeError(`this PostgreSQL vector store cannot build ${store.index} / ${store.metric}`);
     await this.pool.query(
       `INSERT INTO ${this.p}vector_stores (id, owner, principal, name, metadata, created_ms, last_active_ms,
-         expires_after_days, embedding_model, dimensions, metric, index_kind)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+         expires_after_days, embedding_model, dimensions, dimensions_declared, metric, index_kind)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         store.id,
         store.owner,
@@ -121,11 +121,12 @@ export class PostgresVectors implements VectorStoreStore {
         store.expiresAfterDays,
         store.embeddingModel,
         store.dimensions,
+        store.dimensions !== null,
         store.metric,
         store.index,
       ],
     );
-    return { ...store, expiredMs: null, ...countsOf([]) };
+    return { ...store, dimensionsDeclared: store.dimensions !== null, expiredMs: null, ...countsOf([]) };
   }
 
   async getStore(owner: string, id: string): Promise<VectorStoreRecord | undefined> {

@@ -19,7 +19,8 @@ function storeStatements(db: Sqlite.Database) {
   return {
     insertStore: db.prepare(
       `INSERT INTO vector_stores (id, owner, principal, name, metadata, created_ms, last_active_ms, expires_after_days,
-         embedding_model, dimensions, metric, index_kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         embedding_model, dimensions, dimensions_declared, metric, index_kind)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     storeById: db.prepare<[string], StoreRow>(`SELECT ${STORE_COLUMNS} FROM vector_stores WHERE id = ?`),
     getStore: db.prepare<[string, string], StoreRow>(

@@ -102,11 +102,12 @@ export class SqliteVectors implements VectorStoreStore {
         store.expiresAfterDays,
         store.embeddingModel,
         store.dimensions,
+        store.dimensions !== null ? 1 : 0,
         store.metric,
         store.index,
       ),
     );
-    return { ...store, expiredMs: null, ...countsOf([]) };
+    return { ...store, dimensionsDeclared: store.dimensions !== null, expiredMs: null, ...countsOf([]) };
   }
 
   async getStore(owner: string, id: string): Promise<VectorStoreRecord | undefined> {

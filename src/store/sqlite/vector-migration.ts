@@ -28,6 +28,7 @@ export const VECTOR_STORES_MIGRATION = `CREATE TABLE vector_stores (
     expired_ms INTEGER,
     embedding_model TEXT NOT NULL,
     dimensions INTEGER,
+    dimensions_declared INTEGER NOT NULL DEFAULT 0 CHECK (dimensions_declared IN (0, 1)),
     metric TEXT NOT NULL CHECK (metric IN ('cosine', 'dot', 'euclidean')),
     index_kind TEXT NOT NULL CHECK (index_kind IN ('flat', 'hnsw'))
   ) STRICT;

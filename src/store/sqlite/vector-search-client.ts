@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { SQLInputValue } from 'node:sqlite';
+import { VectorSearchBusy } from '../vector-contract.js';
 import type { SearchReply, SearchRequest, SearchThreadData } from './vector-search-thread.js';
 
 type Row = Record<string, unknown>;
@@ -8,9 +9,9 @@ type Row = Record<string, unknown>;
 export const MAX_PENDING_SEARCHES = 256;
 
 /** Thrown when MAX_PENDING_SEARCHES searches already wait for the search thread. */
-export class SearchQueueFull extends Error {
+export class SearchQueueFull extends VectorSearchBusy {
   constructor() {
-    super(`the vector search thread has ${MAX_PENDING_SEARCHES} searches waiting`);
+    super(MAX_PENDING_SEARCHES);
     this.name = 'SearchQueueFull';
   }
 }

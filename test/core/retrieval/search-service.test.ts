@@ -10,6 +10,7 @@ import { createFileSearch } from '../../../src/core/retrieval/search-service.js'
 import { fuseRanks, RRF_K } from '../../../src/core/retrieval/rank-fusion.js';
 import type { FileSearch, FileSearchRequest } from '../../../src/core/retrieval/file-search.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
+import { VectorSearchBusy } from '../../../src/store/vector-contract.js';
 import { memoryVectorStore, type MemoryFile, type MemoryVectorStore } from '../../helpers/memory-vector-store.js';
 import { fixedEmbeddings, type FixedEmbeddings } from '../../helpers/fixed-embeddings.js';
 
@@ -272,4 +273,17 @@ test('a refused embedding call surfaces as its own GatewayError: a spent budget 
   assert.equal(error.message, "This API key's token budget for the period is spent.");
   assert.equal(error.retryAfterMs, 3_600_000);
   assert.deepEqual(store.calls.nearest, []);
+});
+
+test('a backend with as many searches waiting as it takes: 503 search_busy with Retry-After, not a 500', async () => {
+  const busy = createFileSearch({
+    store: { ...store, nearest: () => Promise.reject(new VectorSearchBusy(256)) },
+    callAs: embeddings.callAs,
+    now: () => NOW,
+  });
+  const error = await refusal(busy(request()));
+  assert.equal(error.code, 'search_busy');
+  assert.equal(error.status, 503);
+  assert.deepEqual(error.details, { waiting: 256 });
+  assert.equal(error.headers?.['retry-after'], '1');
 });

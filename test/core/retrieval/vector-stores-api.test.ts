@@ -25,7 +25,7 @@ describe('Vector Stores API through the openai SDK', () => {
   let client: OpenAI;
 
   before(async () => {
-    embedder = await startWordEmbedder({ dimensions: 256 });
+    embedder = await startWordEmbedder({ dimensions: 256, fixedModels: ['legacy-embedder'] });
     gw = await startGateway({
       env: {
         UPSTREAM_BASE_URL: embedder.baseUrl,
@@ -53,7 +53,10 @@ describe('Vector Stores API through the openai SDK', () => {
 
     const files = [
       ...Object.entries(DOCS).map(([name, text]) => toFile(Buffer.from(text), name)),
-      toFile(buildPdf([['Warranty covers the gateway appliance for two years.'], ['Page two: spare parts.']]), 'warranty.pdf'),
+      toFile(
+        buildPdf([['Warranty covers the gateway appliance for two years.'], ['Page two: spare parts.']]),
+        'warranty.pdf',
+      ),
     ];
     const batch = await client.vectorStores.fileBatches.uploadAndPoll(store.id, { files: await Promise.all(files) });
     assert.equal(batch.object, 'vector_store.files_batch');
@@ -82,7 +85,10 @@ describe('Vector Stores API through the openai SDK', () => {
     const warranty = listed.data.find((f) => f.id !== undefined && f.attributes !== undefined)!;
     assert.ok(warranty);
     const pdf = (await client.files.list()).data.find((f) => f.filename === 'warranty.pdf')!;
-    await client.vectorStores.files.update(pdf.id, { vector_store_id: store.id, attributes: { kind: 'legal', year: 2026 } });
+    await client.vectorStores.files.update(pdf.id, {
+      vector_store_id: store.id,
+      attributes: { kind: 'legal', year: 2026 },
+    });
 
     const found = await client.vectorStores.search(store.id, { query: 'warranty of the appliance' });
     assert.equal(found.data[0]?.file_id, pdf.id);
@@ -91,7 +97,11 @@ describe('Vector Stores API through the openai SDK', () => {
     assert.match(found.data[0]?.content[0]?.text ?? '', /two years/);
     assert.ok(found.data[0]!.score > 0 && found.data[0]!.score <= 1);
     const scores = found.data.map((r) => r.score);
-    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best first');
+    assert.deepEqual(
+      scores,
+      [...scores].sort((a, b) => b - a),
+      'best first',
+    );
 
     const filtered = await client.vectorStores.search(store.id, {
       query: 'refund card purchase',
@@ -139,7 +149,11 @@ describe('Vector Stores API through the openai SDK', () => {
     await assert.rejects(other.vectorStores.search(store.id, { query: 'anything' }), OpenAI.NotFoundError);
     const page = await other.vectorStores.list();
     assert.deepEqual(page.data, []);
-    const chatOnly = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: await scopedKey(gw.store, ['chat']), maxRetries: 0 });
+    const chatOnly = new OpenAI({
+      baseURL: `${gw.url}/v1`,
+      apiKey: await scopedKey(gw.store, ['chat']),
+      maxRetries: 0,
+    });
     await assert.rejects(chatOnly.vectorStores.list(), OpenAI.PermissionDeniedError);
   });
 
@@ -164,7 +178,10 @@ describe('Vector Stores API through the openai SDK', () => {
       [{ expires_after: { anchor: 'created_at', days: 1 } }, 'expires_after.anchor'],
       [{ expires_after: { anchor: 'last_active_at', days: 366 } }, 'expires_after.days'],
       [{ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
-      [{ chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 99, chunk_overlap_tokens: 0 } } }, 'chunking_strategy'],
+      [
+        { chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 99, chunk_overlap_tokens: 0 } } },
+        'chunking_strategy',
+      ],
     ];
     for (const [body, field] of cases) {
       const response = await post(body);
@@ -175,9 +192,52 @@ describe('Vector Stores API through the openai SDK', () => {
     }
   });
 
-  test('a store of a declared dimension refuses vectors of another: the file fails, nothing is stored', async () => {
-    const store = await client.vectorStores.create({ name: 'dims', dimensions: 32 } as OpenAI.VectorStoreCreateParams);
-    const file = await client.files.create({ file: await toFile(Buffer.from('some words here'), 'a.txt'), purpose: 'assistants' });
+  test('a declared dimension is asked of the model; a learnt one never is', async () => {
+    const declared = await client.vectorStores.create({
+      name: 'dims',
+      dimensions: 32,
+    } as OpenAI.VectorStoreCreateParams);
+    const file = await client.files.create({
+      file: await toFile(Buffer.from('some words here'), 'a.txt'),
+      purpose: 'assistants',
+    });
+    const before = embedder.requests.length;
+    assert.equal(
+      (await client.vectorStores.files.createAndPoll(declared.id, { file_id: file.id })).status,
+      'completed',
+    );
+    assert.deepEqual(
+      embedder.requests.slice(before).map((r) => r.dimensions),
+      [32],
+    );
+    const found = await client.vectorStores.search(declared.id, { query: 'words' });
+    assert.equal(found.data[0]?.file_id, file.id);
+    assert.deepEqual(
+      embedder.requests.slice(before + 1).map((r) => r.dimensions),
+      [32],
+      'the query asked alike',
+    );
+
+    const learnt = await client.vectorStores.create({ name: 'learnt' });
+    const mark = embedder.requests.length;
+    await client.vectorStores.files.createAndPoll(learnt.id, { file_id: file.id });
+    await client.vectorStores.search(learnt.id, { query: 'words' });
+    assert.deepEqual(
+      embedder.requests.slice(mark).map((r) => r.dimensions),
+      [undefined, undefined],
+    );
+  });
+
+  test('a model that answers another dimension than the declared one: the file fails, nothing is stored', async () => {
+    const store = await client.vectorStores.create({
+      name: 'mismatch',
+      dimensions: 32,
+      embedding_model: 'legacy-embedder',
+    } as OpenAI.VectorStoreCreateParams);
+    const file = await client.files.create({
+      file: await toFile(Buffer.from('some words here'), 'a.txt'),
+      purpose: 'assistants',
+    });
     const added = await client.vectorStores.files.createAndPoll(store.id, { file_id: file.id });
     assert.equal(added.status, 'failed');
     assert.equal(added.last_error?.code, 'invalid_file');
@@ -185,6 +245,9 @@ describe('Vector Stores API through the openai SDK', () => {
     assert.match(added.last_error?.message ?? '', /256/);
     const content = await client.vectorStores.files.content(file.id, { vector_store_id: store.id });
     assert.deepEqual(content.data, []);
+    // Nothing of the store is searchable, so a search embeds nothing: an empty page (search-service.test.ts has
+    // a query refused for its dimension).
+    assert.deepEqual((await client.vectorStores.search(store.id, { query: 'words' })).data, []);
   });
 
   test('a spent budget stops ingestion: the file fails with a clear last_error, nothing of it is searchable', async () => {
@@ -224,9 +287,12 @@ describe('Vector Stores API through the openai SDK', () => {
     assert.deepEqual(counts, { in_progress: 0, completed: 1, failed: 1, cancelled: 0, total: 2 });
   });
 
-  test('deleting a file removes its chunks from search; deleting the store answers OpenAI\'s object', async () => {
+  test("deleting a file removes its chunks from search; deleting the store answers OpenAI's object", async () => {
     const store = await client.vectorStores.create({ name: 'delete' });
-    const file = await client.files.create({ file: await toFile(Buffer.from('zebra stripes pattern'), 'z.txt'), purpose: 'assistants' });
+    const file = await client.files.create({
+      file: await toFile(Buffer.from('zebra stripes pattern'), 'z.txt'),
+      purpose: 'assistants',
+    });
     await client.vectorStores.files.createAndPoll(store.id, { file_id: file.id });
     assert.equal((await client.vectorStores.search(store.id, { query: 'zebra' })).data.length, 1);
     const deleted = await client.vectorStores.files.delete(file.id, { vector_store_id: store.id });

@@ -45,7 +45,13 @@ export function wordVector(text: string, dimensions: number): number[] {
 }
 
 export async function startWordEmbedder(
-  options: { dimensions?: number; /** Each answer waits this long (a slower model). */ delayMs?: number } = {},
+  options: {
+    dimensions?: number;
+    /** Each answer waits this long (a slower model). */
+    delayMs?: number;
+    /** Models that ignore `dimensions` (always the default), as a model without the parameter would answer. */
+    fixedModels?: readonly string[];
+  } = {},
 ): Promise<WordEmbedder> {
   const defaultDimensions = options.dimensions ?? 64;
   const requests: WordEmbedder['requests'] = [];
@@ -74,14 +80,19 @@ export async function startWordEmbedder(
         res.end(JSON.stringify({ error: { message: 'refused by the mock', type: 'rate_limit_error', code: null } }));
         return;
       }
-      const dimensions = body.dimensions ?? defaultDimensions;
+      const fixed = options.fixedModels?.includes(body.model) === true;
+      const dimensions = (fixed ? undefined : body.dimensions) ?? defaultDimensions;
       let tokens = 0;
       const data = input.map((text, index) => {
         tokens += (text.match(WORD) ?? []).length;
         count++;
         const vector = wordVector(text, dimensions);
         if (body.encoding_format !== 'base64') return { object: 'embedding', index, embedding: vector };
-        return { object: 'embedding', index, embedding: Buffer.from(new Float32Array(vector).buffer).toString('base64') };
+        return {
+          object: 'embedding',
+          index,
+          embedding: Buffer.from(new Float32Array(vector).buffer).toString('base64'),
+        };
       });
       const answer = JSON.stringify({
         object: 'list',

@@ -286,7 +286,7 @@ describe('the Responses API, translated to chat for an OpenAI-compatible upstrea
       body: JSON.stringify({
         model: 'gpt-4o-mini',
         input: 'Hi',
-        tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }],
+        tools: [{ type: 'code_interpreter', container: { type: 'auto' } }],
         frobnicate: 1,
       }),
     });

@@ -51,7 +51,7 @@ import { wireCertificates } from './wiring/tls-wiring.js';
 import { wireUpstreams } from './wiring/upstreams-wiring.js';
 import { wireWebhooks } from './wiring/webhooks-wiring.js';
 import { wireFiles, type WiredFiles } from './wiring/files-wiring.js';
-import { wireVectorStores, type WiredVectorStores } from './wiring/vector-stores-wiring.js';
+import { vectorStoreMetrics, wireVectorStores, type WiredVectorStores } from './wiring/vector-stores-wiring.js';
 import type { VectorStoreStore } from './store/vector-contract.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
 import type { StorageUseStore } from './store/storage-use.js';
@@ -234,6 +234,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   const vectors = wireVectorStores(app, config, {
     store: deps.vectorStores,
     files: files?.service,
+    quota: files?.quota,
     auth,
     limits: limits.service,
     callAs,
@@ -249,6 +250,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     generations,
     batches: batchStats,
     files: fileStats,
+    vectorStores: vectors ? vectorStoreMetrics(vectors) : undefined,
   });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
@@ -263,6 +265,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     keys: keyService,
     webhooks: events.webhooks,
     batches: batchStats?.inFlight,
+    vectorStores: vectors ? () => vectors.usage.read() : undefined,
   });
   const keyHandlers = makeKeyHandlers(keyService, {
     idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),

@@ -23,6 +23,7 @@ const fmtMs = (n) => (n === null ? '–' : n >= 1000 ? `${(n / 1000).toFixed(2)}
 const fmtUsd = (n) => `$${n < 1 ? n.toFixed(6) : n.toFixed(2)}`;
 /** What caching saved: negative (cache writes that cost more than reads saved) shown with a minus, not hidden. */
 const fmtSaved = (n) => (n < 0 ? `−${fmtUsd(-n)}` : fmtUsd(n));
+const fmtBytes = (n) => (n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${fmtInt(n)} B`);
 const fmtShare = (share) => (share === null ? '–' : `${(share * 100).toFixed(1)} %`);
 const timeLabel = (iso, window) => (window === '7d' ? iso.slice(5, 10) + ' ' + iso.slice(11, 16) : iso.slice(11, 16));
 
@@ -148,6 +149,7 @@ function render(data) {
   upstreams(data.upstreams);
   webhooks(data.webhooks);
   batches(data.batches);
+  vectorStores(data.vectorStores);
   configState(data.config);
   failures(data.recentFailures);
 }
@@ -328,6 +330,16 @@ function batches(list) {
     ]),
     'No batch in flight.',
   );
+}
+
+// Stores, files and bytes per caller (the callers holding the most bytes first), and everyone's on the last row.
+function vectorStores(state) {
+  $('vector-stores-card').hidden = !state;
+  if (!state) return;
+  const cells = (caller, v) => [caller, fmtInt(v.stores), fmtInt(v.files), fmtInt(v.inProgress), fmtInt(v.failed), fmtBytes(v.bytes)];
+  const rows = state.byCaller.map((c) => cells(c.caller, c));
+  if (rows.length > 0) rows.push(cells('all callers', state.total));
+  fillTable($('vector-stores'), rows, 'No vector store.');
 }
 
 function webhooks(state) {

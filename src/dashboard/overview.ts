@@ -11,6 +11,7 @@ import type { UpstreamAttemptSummary } from '../observability/upstream-attempts.
 import { eventKindOf } from '../webhooks/dispatcher.js';
 import type { BatchInFlight } from '../store/batch-contract.js';
 import { cacheReadShare, roundUsd } from '../store/usage-sql.js';
+import type { VectorUsageView } from '../core/retrieval/vector-usage.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
 export const WINDOWS = {
@@ -93,6 +94,15 @@ export interface DashboardOverview {
     createdAt: string;
     expiresAt: string;
   }>;
+  /**
+   * Vector stores (docs/retrieval.md, "Operators"): every caller's together, and per caller the ones holding the
+   * most bytes (at most 100); null: the Vector Stores API is not served.
+   */
+  vectorStores: {
+    total: VectorStoreUsageRow;
+    byCaller: Array<VectorStoreUsageRow & { caller: string }>;
+    readAt: string;
+  } | null;
   webhooks: {
     subscriptions: Array<{ id: string; backlog: number }>;
     deadLetters: Array<{
@@ -104,6 +114,15 @@ export interface DashboardOverview {
       createdAt: string;
     }>;
   } | null;
+}
+
+/** A caller's (or everyone's) stores, files by status and bytes, as the page shows them. */
+export interface VectorStoreUsageRow {
+  stores: number;
+  files: number;
+  inProgress: number;
+  failed: number;
+  bytes: number;
 }
 
 export interface OverviewSources {
@@ -118,6 +137,8 @@ export interface OverviewSources {
   subscriptions: readonly string[] | (() => readonly string[]);
   /** Batches not yet ended (none: the batch APIs are off). */
   batches?: () => Promise<readonly BatchInFlight[]>;
+  /** The vector stores' usage (none: the Vector Stores API is off). */
+  vectorStores?: () => Promise<VectorUsageView>;
   /** Whether calls of a model are costed now (its config's or the price catalog's prices); absent: all are. */
   priced?: (model: string) => boolean;
 }
@@ -140,7 +161,7 @@ export async function buildOverview(
   const toMs = nowMs + 1;
   await sources.flushUsage();
   const usage = sources.usage;
-  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks, batches] = await Promise.all([
+  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks, batches, vectors] = await Promise.all([
     usage ? usage.timeline(fromMs, toMs, bucketMs) : Promise.resolve([]),
     usage ? usage.summarize('model', fromMs, toMs) : Promise.resolve([]),
     usage ? usage.summarize('caller', fromMs, toMs) : Promise.resolve([]),
@@ -149,6 +170,7 @@ export async function buildOverview(
     sources.health(),
     webhookState(sources),
     sources.batches ? sources.batches() : Promise.resolve([]),
+    sources.vectorStores ? sources.vectorStores() : Promise.resolve(undefined),
   ]);
   const { series, totals } = summarizeTimeline(timeline, fromMs, bucketMs, count);
   const attempts = sources.attempts?.() ?? {};
@@ -187,6 +209,24 @@ export async function buildOverview(
     })),
     webhooks,
     batches: batches.map(batchProgress),
+    vectorStores: vectors
+      ? {
+          total: vectorRow(vectors.total),
+          byCaller: vectors.owners.map((o) => ({ caller: o.owner, ...vectorRow(o) })),
+          readAt: new Date(vectors.readMs).toISOString(),
+        }
+      : null,
+  };
+}
+
+function vectorRow(usage: VectorUsageView['total']): VectorStoreUsageRow {
+  const counts = usage.fileCounts;
+  return {
+    stores: usage.stores,
+    files: counts.total,
+    inProgress: counts.in_progress,
+    failed: counts.failed,
+    bytes: usage.usageBytes,
   };
 }
 

@@ -163,6 +163,27 @@ export interface ListPage<T> {
   hasMore: boolean;
 }
 
+/** Vector stores, their files by status and their chunks' bytes (the operators' view, docs/retrieval.md). */
+export interface VectorUsage {
+  stores: number;
+  fileCounts: FileCounts;
+  usageBytes: number;
+}
+
+/** One owner's `VectorUsage`. */
+export interface OwnerVectorUsage extends VectorUsage {
+  owner: string;
+}
+
+/** The most owners `usage` answers (the metrics' and the dashboard's list stays small whatever the callers). */
+export const MAX_USAGE_OWNERS = 100;
+
+/**
+ * The storage quotas' reservation of a file's chunk bytes while it is completed (store/storage-use.ts): the
+ * completion's own statement ends it, moving its bytes to the owner's stored bytes (SQLite migration 28).
+ */
+export const vectorReservationId = (storeId: string, fileId: string): string => `vsf:${storeId}:${fileId}`;
+
 /** The outcome of `completeFile`. */
 export type CompleteOutcome =
   | { kind: 'completed'; file: VectorFileRecord }
@@ -282,6 +303,14 @@ export interface VectorStoreStore {
    * (fuse the two lists by rank).
    */
   matchText(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): Promise<ChunkHit[]>;
+
+  // Operators.
+  /**
+   * Every owner's stores, files by status and bytes together (`total`), and the `limit` owners (at most
+   * MAX_USAGE_OWNERS) holding the most bytes, then the most stores, then by owner id. Expired stores count (their
+   * bytes are 0: their chunks were dropped). One pass over the stores and files: for a scrape, not per request.
+   */
+  usage(limit: number): Promise<{ total: VectorUsage; owners: OwnerVectorUsage[] }>;
 
   close(): Promise<void>;
 }

@@ -15,7 +15,10 @@ import type {
   VectorIndexKind,
   VectorMetric,
   VectorStoreRecord,
+  OwnerVectorUsage,
+  VectorUsage,
 } from './vector-contract.js';
+import { MAX_USAGE_OWNERS } from './vector-contract.js';
 
 /** An integer column as either backend returns it: a number from SQLite, a BIGINT string from PostgreSQL. */
 type Int = number | string;
@@ -247,4 +250,52 @@ export function queryWords(text: string): string[] {
 export function textScore(rank: number): number {
   const r = Math.max(rank, 1e-6);
   return r / (1 + r);
+}
+
+/** One row of `SELECT owner, count(*) AS n FROM vector_stores GROUP BY owner`. */
+export interface OwnerStoresRow {
+  owner: string;
+  n: Int;
+}
+
+/** One row of the files by owner and status (`CountRow` with the owner). */
+export interface OwnerCountRow extends CountRow {
+  owner: string;
+}
+
+/** The SQL both backends answer `usage` with (`p`: the table prefix; SQLite's is empty). */
+export const usageSql = (p: string) => ({
+  stores: `SELECT owner, count(*) AS n FROM ${p}vector_stores GROUP BY owner`,
+  files: `SELECT s.owner AS owner, f.status AS status, count(*) AS n, sum(f.usage_bytes) AS bytes
+    FROM ${p}vector_store_files f JOIN ${p}vector_stores s ON s.id = f.store_id GROUP BY s.owner, f.status`,
+});
+
+/** `usage`'s answer from the grouped rows: the total, and the `limit` owners with the most bytes (then stores, id). */
+export function usageOf(
+  storeRows: readonly OwnerStoresRow[],
+  fileRows: readonly OwnerCountRow[],
+  limit: number,
+): { total: VectorUsage; owners: OwnerVectorUsage[] } {
+  const byOwner = new Map<string, { stores: number; counts: CountRow[] }>();
+  const entry = (owner: string) => {
+    let found = byOwner.get(owner);
+    if (!found) byOwner.set(owner, (found = { stores: 0, counts: [] }));
+    return found;
+  };
+  for (const row of storeRows) entry(row.owner).stores += Number(row.n);
+  for (const row of fileRows) entry(row.owner).counts.push(row);
+  const owners = [...byOwner].map(([owner, { stores, counts }]) => ({ owner, stores, ...countsOf(counts) }));
+  // Rows of one status come once per owner: everyone's counts are the owners' added up.
+  const total = { fileCounts: countsOf([]).fileCounts, usageBytes: 0 };
+  for (const owner of owners) {
+    for (const key of Object.keys(total.fileCounts) as (keyof FileCounts)[])
+      total.fileCounts[key] += owner.fileCounts[key];
+    total.usageBytes += owner.usageBytes;
+  }
+  owners.sort((a, b) => b.usageBytes - a.usageBytes || b.stores - a.stores || (a.owner < b.owner ? -1 : 1));
+  const stores = owners.reduce((sum, owner) => sum + owner.stores, 0);
+  return {
+    total: { stores, ...total },
+    owners: owners.slice(0, Math.max(0, Math.min(MAX_USAGE_OWNERS, Math.floor(limit)))),
+  };
 }

@@ -8,6 +8,7 @@ import { mountDashboard } from '../dashboard/routes.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore, UsageStore } from '../store/store-contract.js';
 import type { BatchInFlight } from '../store/batch-contract.js';
+import type { VectorUsageView } from '../core/retrieval/vector-usage.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
@@ -29,6 +30,8 @@ export function wireDashboard(
     webhooks?: Webhooks | undefined;
     /** Batches not yet ended (none: no batch store). */
     batches?: (() => Promise<readonly BatchInFlight[]>) | undefined;
+    /** The vector stores' usage per caller (none: the Vector Stores API is off). */
+    vectorStores?: (() => Promise<VectorUsageView>) | undefined;
   },
 ): void {
   const current = () => generations.current.config;
@@ -54,6 +57,7 @@ export function wireDashboard(
         subscriptions: () => current().webhooks.subscriptions.map((s) => s.id),
         priced: (model) => generations.current.prices.describe(model).pricing !== undefined,
         ...(sources.batches ? { batches: sources.batches } : {}),
+        ...(sources.vectorStores ? { vectorStores: sources.vectorStores } : {}),
       },
       keys: sources.keys,
       webhooks: sources.webhooks,

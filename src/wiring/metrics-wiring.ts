@@ -5,6 +5,7 @@ import type { ConfigGenerations } from '../core/pipeline/config-generation.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { registerBatchMetrics, type BatchMetricsSource } from '../observability/batch-metrics.js';
 import { registerFileMetrics, type FileMetricsSource } from '../observability/file-metrics.js';
+import { registerVectorStoreMetrics, type VectorStoreMetricsSource } from '../observability/vector-store-metrics.js';
 import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js';
 import type { OutboxStore } from '../store/store-contract.js';
 import type { WiredUpstreams } from './upstreams-wiring.js';
@@ -20,13 +21,14 @@ export interface MetricsWiring {
   generations: ConfigGenerations;
   batches?: BatchMetricsSource | undefined;
   files?: FileMetricsSource | undefined;
+  vectorStores?: VectorStoreMetricsSource | undefined;
 }
 
 /** `GET /metrics` (Prometheus text, behind the admin token) and the observer that counts every API request. */
 export function wireMetrics(
   app: FastifyInstance,
   config: GatewayConfig,
-  { auth, upstreams, attempts, outbox, recorder, generations, batches, files }: MetricsWiring,
+  { auth, upstreams, attempts, outbox, recorder, generations, batches, files, vectorStores }: MetricsWiring,
 ): void {
   if (!config.metricsEnabled) return;
   const subscriptions = () => generations.current.config.webhooks.subscriptions;
@@ -48,6 +50,7 @@ export function wireMetrics(
   });
   if (batches) registerBatchMetrics(metrics.registry, batches);
   if (files) registerFileMetrics(metrics.registry, files);
+  if (vectorStores) registerVectorStoreMetrics(metrics.registry, vectorStores);
   app.requestObservers.push((record) => metrics.observe(record));
   // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
   app.get('/metrics', async (request, reply) => {

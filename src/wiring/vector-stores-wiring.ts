@@ -3,12 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { FileService } from '../core/files/file-service.js';
+import type { StorageQuota } from '../core/files/storage-quota.js';
 import type { RateLimitService } from '../core/limits/rate-limit-service.js';
 import type { CallAs } from '../core/pipeline/call-as.js';
 import type { FileSearch } from '../core/retrieval/file-search.js';
 import { IngestionRunner } from '../core/retrieval/ingestion-runner.js';
+import { countedSearch, RetrievalStats } from '../core/retrieval/retrieval-stats.js';
 import { createFileSearch } from '../core/retrieval/search-service.js';
+import { VectorUsageReader } from '../core/retrieval/vector-usage.js';
 import { VectorStoreService } from '../core/retrieval/vector-store-service.js';
+import type { VectorStoreMetricsSource } from '../observability/vector-store-metrics.js';
 import { mountVectorStores } from '../routes/vector-stores-routes.js';
 import type { VectorStoreStore } from '../store/vector-contract.js';
 import { sweepInBackground } from './background-sweep-wiring.js';
@@ -19,6 +23,10 @@ export interface WiredVectorStores {
   search: FileSearch;
   /** This process's ingestion runner; undefined when `vector_stores.ingest` is false. */
   runner: IngestionRunner | undefined;
+  /** This process's ingestion and search tallies (the metrics). */
+  stats: RetrievalStats;
+  /** Every store's usage, per caller and in all (the metrics and the dashboard). */
+  usage: VectorUsageReader;
 }
 
 /** Expired stores marked (their chunks dropped) per sweep step. */
@@ -35,6 +43,8 @@ export function wireVectorStores(
   deps: {
     store: VectorStoreStore | undefined;
     files: FileService | undefined;
+    /** The files' storage quotas: a store's chunk bytes count in them when both live in one database. */
+    quota: StorageQuota | undefined;
     auth: Authenticator;
     limits: RateLimitService;
     callAs: CallAs;
@@ -45,7 +55,12 @@ export function wireVectorStores(
   const { store, files } = deps;
   if (!store || !files) return undefined;
   const settings = config.vectorStores;
-  const search = createFileSearch({ store, callAs: deps.callAs });
+  // The ledger of stored bytes counts the chunks in the database the vector stores live in (SQLite migration 28,
+  // postgres-vector-schema.ts): the files' quotas see them when the files are in that database too.
+  const sameDatabase = (config.files.store === 'postgres') === (store.capabilities.backend === 'postgres');
+  const quota = sameDatabase ? deps.quota : undefined;
+  const stats = new RetrievalStats();
+  const search = countedSearch(createFileSearch({ store, callAs: deps.callAs }), stats);
   const runner = settings.ingest
     ? new IngestionRunner({
         store,
@@ -62,6 +77,8 @@ export function wireVectorStores(
         pollMs: settings.pollMs,
         identity: `${config.batches.instanceId ?? hostname()}:${process.pid}`,
         log: app.log,
+        stats,
+        ...(quota ? { quota } : {}),
       })
     : undefined;
   const service = new VectorStoreService({
@@ -76,6 +93,7 @@ export function wireVectorStores(
       maxBatchFiles: settings.maxBatchFiles,
     },
     checkModel: deps.checkModel,
+    ...(quota ? { quota } : {}),
     wake: () => runner?.wake(),
   });
   mountVectorStores(app, deps.auth, deps.limits, service);
@@ -93,5 +111,15 @@ export function wireVectorStores(
     },
     settings.sweepIntervalMs,
   );
-  return { service, search, runner };
+  return { service, search, runner, stats, usage: new VectorUsageReader(store) };
+}
+
+/** What the metrics read of the vector stores: this process's tallies and every store's usage. */
+export function vectorStoreMetrics({ stats, usage }: WiredVectorStores): VectorStoreMetricsSource {
+  return {
+    files: () => stats.files,
+    chunksEmbedded: () => stats.chunksEmbedded,
+    searches: () => stats.searches,
+    usage: async () => (await usage.read()).total,
+  };
 }

@@ -138,6 +138,7 @@ export function memoryVectorStore(): MemoryVectorStore {
     renewLease: notHere('renewLease'),
     completeFile: notHere('completeFile'),
     endFile: notHere('endFile'),
+    usage: notHere('usage'),
     close: () => Promise.resolve(),
   };
 }

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
+  MAX_USAGE_OWNERS,
   similarityScore,
   type ChunkHit,
   type NewChunk,
@@ -500,6 +501,77 @@ export function vectorStoreContract(
       assert.deepEqual(await s.nearest({ store: expired, vector: new Float32Array([1, 1]), k: 3 }), []);
       assert.deepEqual(await s.matchText({ storeId: store.id, text: 'expiry', k: 3 }), []);
       assert.equal(await s.sweepExpired(T0 + 4 * DAY_MS, 100), 0, 'once');
+    });
+
+    test("usage: every owner's stores, files by status and bytes together, the owners with the most bytes first", async () => {
+      await drain(T0);
+      const before = await s.usage(MAX_USAGE_OWNERS);
+      const heavy = id('owner-');
+      const light = id('owner-');
+      const first = await s.createStore(newStore(heavy));
+      await s.createStore(newStore(heavy));
+      await s.createStore(newStore(light));
+      const stored = newFile(first.id, heavy);
+      const waiting = newFile(first.id, heavy);
+      await s.addFiles([stored]);
+      await ingest(first.id, stored.fileId, chunksOf(['operators'], [new Float32Array([1, 0, 0, 0])]));
+      await s.addFiles([waiting]);
+      const bytes = 'operators'.length + 4 * 4;
+
+      const after1 = await s.usage(MAX_USAGE_OWNERS);
+      assert.equal(after1.total.stores, before.total.stores + 3);
+      assert.equal(after1.total.usageBytes, before.total.usageBytes + bytes);
+      assert.equal(after1.total.fileCounts.completed, before.total.fileCounts.completed + 1);
+      assert.equal(after1.total.fileCounts.in_progress, before.total.fileCounts.in_progress + 1);
+      assert.equal(after1.total.fileCounts.total, before.total.fileCounts.total + 2);
+      assert.deepEqual(
+        after1.owners.find((o) => o.owner === heavy),
+        {
+          owner: heavy,
+          stores: 2,
+          usageBytes: bytes,
+          fileCounts: { in_progress: 1, completed: 1, failed: 0, cancelled: 0, total: 2 },
+        },
+      );
+      assert.deepEqual(after1.owners.find((o) => o.owner === light)?.fileCounts.total, 0);
+      if (after1.owners.length < MAX_USAGE_OWNERS) {
+        // Every owner listed: the total is theirs added up, status by status.
+        const sum = (pick: (o: (typeof after1.owners)[number]) => number) =>
+          after1.owners.reduce((n, o) => n + pick(o), 0);
+        assert.equal(
+          after1.total.stores,
+          sum((o) => o.stores),
+        );
+        assert.equal(
+          after1.total.usageBytes,
+          sum((o) => o.usageBytes),
+        );
+        for (const status of ['in_progress', 'completed', 'failed', 'cancelled', 'total'] as const)
+          assert.equal(
+            after1.total.fileCounts[status],
+            sum((o) => o.fileCounts[status]),
+            status,
+          );
+      }
+      const order = after1.owners.map((o) => o.usageBytes);
+      assert.deepEqual(
+        order,
+        [...order].sort((a, b) => b - a),
+        'the most bytes first',
+      );
+      const indexOf = (owner: string) => after1.owners.findIndex((o) => o.owner === owner);
+      if (indexOf(light) >= 0) assert.ok(indexOf(heavy) < indexOf(light));
+
+      const top = await s.usage(1);
+      assert.equal(top.owners.length, 1, 'at most limit owners');
+      assert.ok(top.owners[0]!.usageBytes >= bytes);
+      assert.deepEqual(top.total, after1.total, 'the total is of every owner whatever the limit');
+      assert.ok((await s.usage(10_000)).owners.length <= MAX_USAGE_OWNERS);
+
+      await s.deleteStore(heavy, first.id);
+      const after2 = await s.usage(MAX_USAGE_OWNERS);
+      assert.equal(after2.total.usageBytes, before.total.usageBytes);
+      assert.equal(after2.owners.find((o) => o.owner === heavy)?.stores, 1);
     });
 
     test('deleteStore removes its files, batches and chunks', async () => {

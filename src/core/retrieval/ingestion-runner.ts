@@ -1,18 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type {
-  NewChunk,
-  VectorFileError,
-  VectorFileRecord,
-  VectorStoreRecord,
-  VectorStoreStore,
+import { chunkBytes } from '../../store/vector-rows.js';
+import {
+  vectorReservationId,
+  type NewChunk,
+  type VectorFileError,
+  type VectorFileRecord,
+  type VectorStoreRecord,
+  type VectorStoreStore,
 } from '../../store/vector-contract.js';
 import type { FileContentSource } from '../files/file-service.js';
+import type { StorageQuota } from '../files/storage-quota.js';
 import type { CallAs } from '../pipeline/call-as.js';
 import { chunkText } from './chunker.js';
 import { extractText, type ExtractRequest } from './document-text.js';
 import { extractTextOffThread } from './extract-off-thread.js';
 import { embedTexts } from './query-embedder.js';
+import type { RetrievalStats } from './retrieval-stats.js';
 import { requestedDimensions } from './search-service.js';
 
 export interface IngestionBounds {
@@ -34,6 +38,13 @@ export interface IngestionRunnerOptions {
   /** This process's name in the leases (instance and pid); a random suffix tells two runners apart. */
   identity: string;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  /**
+   * The storage quotas (docs/retrieval.md, "Operators"): a file's chunk bytes are reserved before they are stored,
+   * and a file that would pass its owner's quota fails. None: not counted (the files live in another database).
+   */
+  quota?: StorageQuota;
+  /** This process's tallies (the metrics): files by outcome, chunks embedded. */
+  stats?: RetrievalStats;
   now?: () => number;
 }
 
@@ -134,12 +145,29 @@ export class IngestionRunner {
     try {
       const chunks = await this.#chunksOf(file, store);
       if (this.#closed) return;
-      const outcome = await this.#o.store.completeFile(storeId, fileId, this.holder, chunks);
+      const reservation = await this.#reserve(file, store, chunks);
+      // Completed: the completion's statement ended the reservation. Otherwise nothing was stored: end it here.
+      const release = async () => {
+        if (reservation) await this.#o.quota?.release(reservation);
+      };
+      const outcome = await this.#o.store
+        .completeFile(storeId, fileId, this.holder, chunks)
+        .catch(async (error: unknown) => {
+          await release();
+          throw error;
+        });
+      if (outcome.kind !== 'completed') await release();
       if (outcome.kind === 'dimension_mismatch') {
         this.#o.log.warn({ storeId, fileId, ...outcome }, 'vector store ingestion: dimension mismatch');
       }
+      if (outcome.kind === 'lost') await this.#countLost(file);
+      else this.#o.stats?.countFile(outcome.kind === 'completed' ? 'completed' : 'failed');
     } catch (error) {
-      if (error instanceof LeaseLost || this.#closed) return;
+      if (this.#closed) return;
+      if (error instanceof LeaseLost) {
+        await this.#countLost(file);
+        return;
+      }
       const failure =
         error instanceof FileFailure
           ? error.error
@@ -147,10 +175,38 @@ export class IngestionRunner {
       if (!(error instanceof FileFailure)) {
         this.#o.log.error({ err: error, storeId, fileId }, 'vector store ingestion failed');
       }
-      await this.#o.store.endFile(storeId, fileId, this.holder, 'failed', failure).catch(() => false);
+      if (await this.#o.store.endFile(storeId, fileId, this.holder, 'failed', failure).catch(() => false)) {
+        this.#o.stats?.countFile('failed');
+      } else await this.#countLost(file);
     } finally {
       clearInterval(renew);
     }
+  }
+
+  /**
+   * Reserves the chunks' bytes for the store's owner (the reservation's id, or undefined without quotas); a file
+   * they would not fit fails, naming the quota.
+   */
+  async #reserve(file: VectorFileRecord, store: VectorStoreRecord, chunks: NewChunk[]): Promise<string | undefined> {
+    const quota = this.#o.quota;
+    if (!quota) return undefined;
+    const id = vectorReservationId(file.storeId, file.fileId);
+    const bytes = chunks.reduce((sum, chunk) => sum + chunkBytes(chunk), 0);
+    try {
+      await quota.take({ owner: store.owner, id, bytes, floor: bytes, checked: true });
+      return id;
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      throw new FileFailure({ code: 'server_error', message: quotaMessage(error, bytes) });
+    }
+  }
+
+  /** A file this process lost: `cancelled` when its caller cancelled it, else `lost` (removed, taken over). */
+  async #countLost(file: VectorFileRecord): Promise<void> {
+    const stats = this.#o.stats;
+    if (!stats) return;
+    const now = await this.#o.store.getFile(file.owner, file.storeId, file.fileId).catch(() => undefined);
+    stats.countFile(now?.status === 'cancelled' ? 'cancelled' : 'lost');
   }
 
   async #chunksOf(file: VectorFileRecord, store: VectorStoreRecord): Promise<NewChunk[]> {
@@ -177,6 +233,7 @@ export class IngestionRunner {
         batch.map((p) => p.text),
       );
       batch.forEach((piece, i) => chunks.push({ ...piece, vector: vectors[i]! }));
+      this.#o.stats?.countChunks(batch.length);
       if (!(await this.#o.store.renewLease(file.storeId, file.fileId, this.holder, this.#o.leaseMs, this.#now()))) {
         throw new LeaseLost();
       }
@@ -246,6 +303,22 @@ export class IngestionRunner {
     this.#closed = true;
     clearInterval(this.#timer);
     await Promise.allSettled([...this.#inFlight]);
+  }
+}
+
+/** Why a file's chunks were not stored, from the quota's refusal (its details name the quota). */
+function quotaMessage(error: GatewayError, bytes: number): string {
+  const details = (error.details ?? {}) as { quota?: string; limit_bytes?: number; used_bytes?: number };
+  const quota = details.quota ? ` (${details.quota}: ${details.limit_bytes} bytes)` : '';
+  switch (error.code) {
+    case 'storage_quota_exceeded':
+      return `the file's ${bytes} bytes of chunks would pass the owner's storage quota${quota}; ${details.used_bytes} bytes are used: delete files or vector stores to make room, then add the file again`;
+    case 'storage_full':
+      return `the file's ${bytes} bytes of chunks would pass the gateway's total storage quota${quota}`;
+    case 'exceeds_storage_quota':
+      return `the file's ${bytes} bytes of chunks are more than a storage quota allows${quota}`;
+    default:
+      return `the file's chunks could not be stored: ${error.code}`;
   }
 }
 

@@ -24,6 +24,7 @@ import type { CallingAs } from '../pipeline/call-as.js';
 import { chunkingOf } from './chunker.js';
 import type { FileSearch } from './file-search.js';
 import { searchInputOf } from './search-input.js';
+import type { StorageQuota } from '../files/storage-quota.js';
 import {
   attributesOf,
   bodyObject,
@@ -57,6 +58,11 @@ export interface VectorStoreServiceOptions {
   defaults: VectorStoreDefaults;
   /** Throws `model_not_found` for a model this gateway does not serve. */
   checkModel(model: string): void;
+  /**
+   * The storage quotas (docs/retrieval.md, "Operators"): a caller whose stored bytes (files and vector stores) left
+   * no room is refused files added to a store. None: not counted (the files live in another database).
+   */
+  quota?: StorageQuota;
   /** Files were added: the ingestion runner looks for work now rather than at its next poll. */
   wake(): void;
   now?: () => number;
@@ -101,6 +107,7 @@ export class VectorStoreService {
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
     this.#o.checkModel(embeddingModel);
     const files = await this.#filesToAdd(as.owner, fileIds, 'file_ids');
+    if (files.length > 0) await this.#assertRoom(as.owner); // refused before the store is made: nothing is kept
     const nowMs = this.#now();
     const record = await store.createStore({
       id: randomId(VECTOR_STORE_ID_PREFIX),
@@ -170,6 +177,7 @@ export class VectorStoreService {
     const [file] = await this.#filesToAdd(owner, [body.file_id], 'file_id');
     const attributes = attributesOf(body.attributes);
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
+    await this.#assertRoom(owner);
     await this.#o.store.addFiles([newFile(store, file!, { attributes, chunking, nowMs: this.#now() })]);
     await this.#o.store.touchStore(storeId, this.#now());
     this.#o.wake();
@@ -215,6 +223,7 @@ export class VectorStoreService {
       wanted.map((w) => w.id),
       body.file_ids !== undefined ? 'file_ids' : 'files',
     );
+    await this.#assertRoom(owner);
     const nowMs = this.#now();
     const batch = { id: randomId(FILE_BATCH_ID_PREFIX), storeId, owner, createdMs: nowMs };
     await this.#o.store.addFiles(
@@ -306,6 +315,14 @@ export class VectorStoreService {
       has_more: false,
       next_page: null,
     };
+  }
+
+  /**
+   * Refuses files added for an owner whose stored bytes leave no room for one more byte, as the Files API refuses an
+   * upload (429 storage_quota_exceeded, 507 storage_full); the chunks' own bytes are checked when they are stored.
+   */
+  async #assertRoom(owner: string): Promise<void> {
+    await this.#o.quota?.assertRoom(owner, 1);
   }
 
   async #storeOf(owner: string, id: string): Promise<VectorStoreRecord> {

@@ -17,9 +17,10 @@ import { inTransaction } from './postgres-blobs.js';
  * `*` row, then the owner's row. Every ledger change goes through `<prefix>storage_add`, which takes them in that
  * order, and `reserve` locks them in that order too.
  *
- * The ledger is computed from what is stored when this text is applied: the triggers are created first, and
- * creating a trigger locks its table against writes until the transaction commits, so no write falls between the
- * count and the triggers.
+ * The ledger is computed from what is stored when this text is applied (`storage_recount`): the triggers are
+ * created first, and the counted tables are locked against writes until the transaction commits, so no write falls
+ * between the count and the triggers. A vector store's chunk bytes count too (postgres-vector-schema.ts keeps them
+ * by its own trigger and recounts when it is applied after this text).
  */
 export const storageUseSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}storage_use (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL);
@@ -75,17 +76,32 @@ CREATE TRIGGER ${p}upload_parts_storage AFTER INSERT OR DELETE ON ${p}upload_par
 DROP TRIGGER IF EXISTS ${p}storage_reservations_storage ON ${p}storage_reservations;
 CREATE TRIGGER ${p}storage_reservations_storage AFTER INSERT OR DELETE OR UPDATE OF bytes ON ${p}storage_reservations
   FOR EACH ROW EXECUTE FUNCTION ${p}storage_reservations_storage();
-UPDATE ${p}storage_use SET bytes = 0;
-INSERT INTO ${p}storage_use (owner, bytes)
-  SELECT owner, sum(bytes) FROM (
-    SELECT owner, bytes FROM ${p}files
-    UNION ALL SELECT u.owner, x.bytes FROM ${p}upload_parts x JOIN ${p}uploads u ON u.id = x.upload_id
-    UNION ALL SELECT owner, bytes FROM ${p}storage_reservations
-  ) AS stored GROUP BY owner
-  ON CONFLICT (owner) DO UPDATE SET bytes = EXCLUDED.bytes;
-INSERT INTO ${p}storage_use (owner, bytes)
-  SELECT '*', coalesce(sum(bytes), 0) FROM ${p}storage_use WHERE owner <> '*'
-  ON CONFLICT (owner) DO UPDATE SET bytes = EXCLUDED.bytes;`;
+CREATE OR REPLACE FUNCTION ${p}storage_recount() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  -- Every table the ledger counts is locked against writes until COMMIT: none falls between the count and the
+  -- triggers. A vector store's chunk bytes count too, once its tables exist (postgres-vector-schema.ts).
+  LOCK TABLE ${p}files, ${p}upload_parts, ${p}storage_reservations IN SHARE ROW EXCLUSIVE MODE;
+  IF to_regclass('${p}vector_store_files') IS NOT NULL THEN
+    LOCK TABLE ${p}vector_store_files IN SHARE ROW EXCLUSIVE MODE;
+  END IF;
+  UPDATE ${p}storage_use SET bytes = 0;
+  INSERT INTO ${p}storage_use (owner, bytes)
+    SELECT owner, sum(bytes) FROM (
+      SELECT owner, bytes FROM ${p}files
+      UNION ALL SELECT u.owner, x.bytes FROM ${p}upload_parts x JOIN ${p}uploads u ON u.id = x.upload_id
+      UNION ALL SELECT owner, bytes FROM ${p}storage_reservations
+    ) AS stored GROUP BY owner
+    ON CONFLICT (owner) DO UPDATE SET bytes = EXCLUDED.bytes;
+  IF to_regclass('${p}vector_store_files') IS NOT NULL THEN
+    EXECUTE 'INSERT INTO ${p}storage_use (owner, bytes)
+      SELECT owner, sum(usage_bytes) FROM ${p}vector_store_files GROUP BY owner HAVING sum(usage_bytes) <> 0
+      ON CONFLICT (owner) DO UPDATE SET bytes = ${p}storage_use.bytes + EXCLUDED.bytes';
+  END IF;
+  INSERT INTO ${p}storage_use (owner, bytes)
+    SELECT '*', coalesce(sum(bytes), 0) FROM ${p}storage_use WHERE owner <> '*'
+    ON CONFLICT (owner) DO UPDATE SET bytes = EXCLUDED.bytes;
+END $$;
+SELECT ${p}storage_recount();`;
 
 /** The names `storageUseSchema` creates besides its tables (for a test's scratch schema to drop). */
 export const storageUseFunctions = (p: string) => [
@@ -93,6 +109,7 @@ export const storageUseFunctions = (p: string) => [
   `${p}files_storage()`,
   `${p}upload_parts_storage()`,
   `${p}storage_reservations_storage()`,
+  `${p}storage_recount()`,
 ];
 
 /** The stored bytes ledger in PostgreSQL: shared by every instance on the database. */

@@ -4,6 +4,11 @@
  * and a generated tsvector with its GIN index for full-text search. `chunks_version` is bumped by every write or
  * delete of a store's chunks: the exact scan's in-memory copy is valid while it is unchanged (`vector-scan.ts`).
  * pgvector's column and indexes are added by `pgvector-index.ts`, only where the server has the extension.
+ *
+ * A file's `usage_bytes` counts in the stored bytes ledger of its owner (the storage quotas, docs/retrieval.md
+ * "Operators") when the files' tables are in this database (`postgres-storage-use.ts`): a trigger moves the ledger
+ * in the statement that changes or removes the row and ends the completion's reservation (`vsf:<store>:<file>`),
+ * as SQLite's migration 28 does; applied after the files' text, the ledger is counted again with these bytes.
  */
 export const vectorSchema = (p: string) => `
 CREATE TABLE IF NOT EXISTS ${p}vector_stores (
@@ -36,4 +41,20 @@ CREATE TABLE IF NOT EXISTS ${p}vector_chunks (
   tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED);
 CREATE UNIQUE INDEX IF NOT EXISTS ${p}vector_chunks_file ON ${p}vector_chunks (store_id, file_id, seq);
 CREATE INDEX IF NOT EXISTS ${p}vector_chunks_store ON ${p}vector_chunks (store_id, id);
-CREATE INDEX IF NOT EXISTS ${p}vector_chunks_tsv ON ${p}vector_chunks USING GIN (tsv);`;
+CREATE INDEX IF NOT EXISTS ${p}vector_chunks_tsv ON ${p}vector_chunks USING GIN (tsv);
+CREATE OR REPLACE FUNCTION ${p}vector_files_storage() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_regprocedure('${p}storage_add(text,bigint)') IS NULL THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' AND OLD.usage_bytes <> 0 THEN PERFORM ${p}storage_add(OLD.owner, -OLD.usage_bytes); END IF;
+  IF TG_OP <> 'DELETE' AND NEW.usage_bytes <> 0 THEN PERFORM ${p}storage_add(NEW.owner, NEW.usage_bytes); END IF;
+  IF TG_OP = 'UPDATE' THEN
+    EXECUTE 'DELETE FROM ${p}storage_reservations WHERE id = $1' USING 'vsf:' || NEW.store_id || ':' || NEW.file_id;
+  END IF;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS ${p}vector_files_storage ON ${p}vector_store_files;
+CREATE TRIGGER ${p}vector_files_storage AFTER INSERT OR DELETE OR UPDATE OF usage_bytes ON ${p}vector_store_files
+  FOR EACH ROW EXECUTE FUNCTION ${p}vector_files_storage();
+DO $$ BEGIN
+  IF to_regprocedure('${p}storage_recount()') IS NOT NULL THEN PERFORM ${p}storage_recount(); END IF;
+END $$;`;

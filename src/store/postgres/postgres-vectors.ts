@@ -17,6 +17,8 @@ import type {
   VectorStorePatch,
   VectorStoreRecord,
   VectorStoreStore,
+  OwnerVectorUsage,
+  VectorUsage,
 } from '../vector-contract.js';
 import {
   BATCH_COLUMNS,
@@ -29,7 +31,11 @@ import {
   type CountRow,
   type Cursor,
   type FileRow,
+  type OwnerCountRow,
+  type OwnerStoresRow,
   type StoreRow,
+  usageOf,
+  usageSql,
 } from '../vector-rows.js';
 import { migrateUnderLock } from './migrate.js';
 import { inTransaction } from './postgres-blobs.js';
@@ -424,6 +430,15 @@ export class PostgresVectors implements VectorStoreStore {
 
   matchText(query: { storeId: string; text: string; k: number; fileIds?: readonly string[] }): Promise<ChunkHit[]> {
     return this.search.matchText(query);
+  }
+
+  async usage(limit: number): Promise<{ total: VectorUsage; owners: OwnerVectorUsage[] }> {
+    const sql = usageSql(this.p);
+    const [stores, files] = await Promise.all([
+      this.pool.query<OwnerStoresRow>(sql.stores),
+      this.pool.query<OwnerCountRow>(sql.files),
+    ]);
+    return usageOf(stores.rows, files.rows, limit);
   }
 
   close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { STORAGE_USE_SQL } from './storage-use-migration.js';
 import { USAGE_HOURS_MIGRATION } from './usage-hours-migration.js';
 import { VECTOR_STORES_MIGRATION } from './vector-migration.js';
+import { VECTOR_STORAGE_USE_SQL } from './vector-storage-use-migration.js';
 
 /**
  * Forward-only schema migrations of the embedded store, applied in order inside one immediate transaction each.
@@ -448,4 +449,6 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   },
   // Vector stores (docs/retrieval.md): stores, files, batches, chunks and their full-text index; vectors in vec0.
   { version: 27, name: 'vector_stores', sql: VECTOR_STORES_MIGRATION },
+  // A vector store file's chunk bytes count in the stored bytes ledger of its owner (the storage quotas).
+  { version: 28, name: 'vector_storage_use', sql: VECTOR_STORAGE_USE_SQL },
 ];

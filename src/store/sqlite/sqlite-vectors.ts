@@ -18,6 +18,8 @@ import type {
   VectorStorePatch,
   VectorStoreRecord,
   VectorStoreStore,
+  OwnerVectorUsage,
+  VectorUsage,
 } from '../vector-contract.js';
 import {
   FILE_COLUMNS,
@@ -30,7 +32,11 @@ import {
   storeOf,
   type Cursor,
   type FileRow,
+  type OwnerCountRow,
+  type OwnerStoresRow,
   type StoreRow,
+  usageOf,
+  usageSql,
 } from '../vector-rows.js';
 import { SqliteVectorChunks, type ChunkQuery } from './sqlite-vector-chunks.js';
 import { VectorSearchClient } from './vector-search-client.js';
@@ -400,6 +406,13 @@ export class SqliteVectors implements VectorStoreStore {
   /** Whether the store's chunks are being dropped (deleted or expired): it has none to show meanwhile. */
   private dropping(storeId: string): boolean {
     return this.s.dropOf.get(storeId) !== undefined;
+  }
+
+  async usage(limit: number): Promise<{ total: VectorUsage; owners: OwnerVectorUsage[] }> {
+    const sql = usageSql('');
+    const stores = this.db.prepare<[], OwnerStoresRow>(sql.stores).all();
+    const files = this.db.prepare<[], OwnerCountRow>(sql.files).all();
+    return usageOf(stores, files, limit);
   }
 
   private storeRow(id: string): StoreRow | undefined {

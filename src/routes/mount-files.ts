@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { RateLimitService } from '../core/limits/rate-limit-service.js';
 import { OPENAI_ERRORS } from '../http/openai-shape.js';
 import type { FileHandlers } from './files-routes.js';
+import { requestsOnlyGuard } from './requests-only-guard.js';
 import { completeUploadSchema, createUploadSchema, type UploadHandlers } from './uploads.js';
 
 /**
@@ -18,24 +19,7 @@ export function mountFiles(
   limits: RateLimitService,
   handlers: { files: FileHandlers; uploads: UploadHandlers },
 ): void {
-  const onRequest = async function filesGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    request.errorShape = OPENAI_ERRORS;
-    request.routeName = 'files';
-    const principal = await auth.authenticate(request.headers.authorization, 'files', request.protocol === 'https');
-    request.caller = principal.caller;
-    request.principal = principal;
-    const admission = await limits.admit({
-      caller: principal.caller,
-      model: '',
-      upstream: '',
-      estimatedTokens: { prompt: 0, maxTokens: 0 },
-      requestId: request.id,
-      leaseMs: 60_000,
-      requestsOnly: true,
-      ...(principal.limits ? { callerLimits: principal.limits } : {}),
-    });
-    reply.headers(admission.headers);
-  };
+  const onRequest = requestsOnlyGuard(auth, limits, 'files');
   const { files, uploads } = handlers;
   app.get('/v1/files', { onRequest }, files.list);
   app.get('/v1/files/:id', { onRequest }, files.retrieve);

@@ -5,8 +5,8 @@ import type { RateLimitService } from '../core/limits/rate-limit-service.js';
 import { parsePageLimit } from '../core/page-limit.js';
 import type { VectorStoreService } from '../core/retrieval/vector-store-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { OPENAI_ERRORS } from '../http/openai-shape.js';
 import type { ListQuery, VectorFileStatus } from '../store/vector-contract.js';
+import { requestsOnlyGuard } from './requests-only-guard.js';
 
 /** A page of stores, files or a batch's files: OpenAI's 1..100, 20 by default. */
 const PAGE = { fallback: 20, max: 100 };
@@ -66,28 +66,7 @@ export function mountVectorStores(
   limits: RateLimitService,
   service: VectorStoreService,
 ): void {
-  const onRequest = async function vectorStoresGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    request.errorShape = OPENAI_ERRORS;
-    request.routeName = 'vector_stores';
-    const principal = await auth.authenticate(
-      request.headers.authorization,
-      'vector_stores',
-      request.protocol === 'https',
-    );
-    request.caller = principal.caller;
-    request.principal = principal;
-    const admission = await limits.admit({
-      caller: principal.caller,
-      model: '',
-      upstream: '',
-      estimatedTokens: { prompt: 0, maxTokens: 0 },
-      requestId: request.id,
-      leaseMs: 60_000,
-      requestsOnly: true,
-      ...(principal.limits ? { callerLimits: principal.limits } : {}),
-    });
-    reply.headers(admission.headers);
-  };
+  const onRequest = requestsOnlyGuard(auth, limits, 'vector_stores');
   const as = (request: FastifyRequest) => ({
     owner: request.caller,
     principal: principalSnapshot(request.principal ?? ADMIN),

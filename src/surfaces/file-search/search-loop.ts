@@ -16,6 +16,7 @@ import { PassageIndex, toolResultText, type SearchRun } from './passages.js';
 import { searchStream } from './search-stream.js';
 import { newSearchId, turnInput, type SearchEvent, type SearchTurns } from './search-turns.js';
 import { FILE_SEARCH_FUNCTION_NAME, type FileSearchSpec } from './tool-spec.js';
+import { MAX_SEARCH_CALLS_PER_TURN } from './turn-reader.js';
 import { sumPriced, sumUsage } from './usage-sum.js';
 
 /** The most searches one answer runs; past them the model is asked to answer (`tool_choice: none`). */
@@ -129,11 +130,17 @@ interface CompletionShape {
   [field: string]: unknown;
 }
 
-/** The calls of the search, and the caller's own. */
+/**
+ * The calls of the search (the first MAX_SEARCH_CALLS_PER_TURN: the others are dropped, as a stream's are), and the
+ * caller's own.
+ */
 export function splitCalls(calls: readonly ToolCall[]): { ours: ToolCall[]; theirs: ToolCall[] } {
   const ours: ToolCall[] = [];
   const theirs: ToolCall[] = [];
-  for (const call of calls) (call.function.name === FILE_SEARCH_FUNCTION_NAME ? ours : theirs).push(call);
+  for (const call of calls) {
+    if (call.function.name !== FILE_SEARCH_FUNCTION_NAME) theirs.push(call);
+    else if (ours.length < MAX_SEARCH_CALLS_PER_TURN) ours.push(call);
+  }
   return { ours, theirs };
 }
 

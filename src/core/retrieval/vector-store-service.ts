@@ -152,6 +152,18 @@ export class VectorStoreService {
       const model = optionalString(body, 'embedding_model', 256);
       if (!model) throw invalid('embedding_model', 'must name a model');
       this.#o.checkModel(model);
+      // Files in progress are embedded with the model their run read when it claimed them: a change now would
+      // leave the store holding the old model's vectors, searched with the new model's (silently wrong results
+      // when both have one dimension). The backend refuses only once vectors are stored.
+      const current = await this.#storeOf(owner, id);
+      if (current.embeddingModel !== model && current.fileCounts.in_progress > 0) {
+        throw new GatewayError('vector_store_holds_vectors', {
+          embedding_model: current.embeddingModel,
+          requested: model,
+          in_progress: current.fileCounts.in_progress,
+          reason: 'files are being embedded with the current model; change it once they are done',
+        });
+      }
     }
     const updated = await this.#o.store.updateStore(owner, id, patch);
     if (updated === 'holds_vectors') {

@@ -19,7 +19,10 @@ import { FILE_SEARCH_FUNCTION_NAME, type FileSearchSpec } from './tool-spec.js';
 import { MAX_SEARCH_CALLS_PER_TURN } from './turn-reader.js';
 import { sumPriced, sumUsage } from './usage-sum.js';
 
-/** The most searches one answer runs; past them the model is asked to answer (`tool_choice: none`). */
+/**
+ * The most searches one answer runs unless the search says (`FileSearch.maxToolSearches`, the config's
+ * `vector_stores.max_tool_searches`); past them the model is asked to answer (`tool_choice: none`).
+ */
 export const MAX_SEARCHES = 4;
 /** The most queries of one search the gateway runs, and the most characters of each (the model writes them). */
 const MAX_QUERIES = 8;
@@ -28,7 +31,7 @@ const MAX_QUERY_CHARS = 2048;
 /**
  * The `file_search` tool, run by the gateway for any upstream: the model is offered a function (tool-spec.ts); each
  * turn that calls only it gets its searches run on the caller's stores (`FileSearch`, as the caller) and their
- * passages as the tool results (passages.ts), and the next turn goes; at most MAX_SEARCHES searches, then one more
+ * passages as the tool results (passages.ts), and the next turn goes; at most MAX_SEARCHES searches (or the search's own bound), then one more
  * turn without the tool. A turn that calls a tool of the caller's, or calls none, is the answer (a search it also
  * asked for is not run and not shown). Each turn is a call of its own through the pipeline (ChatTurns); the answer's
  * usage is every turn's. What was searched and found (`passages`) is what the surface shows and cites.
@@ -85,7 +88,7 @@ export class FileSearchLoop implements ToolLoop, SearchTurns {
   }
 
   get searchesLeft(): number {
-    return Math.max(0, MAX_SEARCHES - this.passages.searches.length);
+    return Math.max(0, (this.fileSearch.maxToolSearches ?? MAX_SEARCHES) - this.passages.searches.length);
   }
 
   /** The body of a turn: the conversation so far; once no search is left, the model must answer. */

@@ -10,7 +10,7 @@ import type {
   Usage,
 } from '../../providers/provider-contract.js';
 import { chatUsageOf } from '../../providers/usage-shapes.js';
-import { argumentsObject } from '../tool-arguments.js';
+import { argumentsObject, toolCallFields } from '../tool-arguments.js';
 import type { ChatTurns, ToolLoop } from '../tool-loop.js';
 import { PassageIndex, toolResultText, type SearchRun } from './passages.js';
 import { searchStream } from './search-stream.js';
@@ -134,16 +134,23 @@ interface CompletionShape {
 }
 
 /**
- * The calls of the search (the first MAX_SEARCH_CALLS_PER_TURN: the others are dropped, as a stream's are), and the
- * caller's own.
+ * The calls of the search (the first MAX_SEARCH_CALLS_PER_TURN: the others are dropped, as a stream's are), well
+ * formed, and the caller's own as they came. An upstream's call is read field by field (tool-arguments.ts): one
+ * without `function`, or with `arguments` sent as an object, is not a TypeError.
  */
-export function splitCalls(calls: readonly ToolCall[]): { ours: ToolCall[]; theirs: ToolCall[] } {
+export function splitCalls(calls: readonly unknown[]): { ours: ToolCall[]; theirs: ToolCall[] } {
   const ours: ToolCall[] = [];
   const theirs: ToolCall[] = [];
-  for (const call of calls) {
-    if (call.function.name !== FILE_SEARCH_FUNCTION_NAME) theirs.push(call);
-    else if (ours.length < MAX_SEARCH_CALLS_PER_TURN) ours.push(call);
-  }
+  calls.forEach((call, i) => {
+    const fields = toolCallFields(call);
+    if (fields?.name !== FILE_SEARCH_FUNCTION_NAME) theirs.push(call as ToolCall);
+    else if (ours.length < MAX_SEARCH_CALLS_PER_TURN)
+      ours.push({
+        id: fields.id ?? `call_file_search_${i}`,
+        type: 'function',
+        function: { name: FILE_SEARCH_FUNCTION_NAME, arguments: fields.arguments ?? '' },
+      });
+  });
   return { ours, theirs };
 }
 
@@ -158,8 +165,8 @@ function finishWithout(choice: NonNullable<CompletionShape['choices']>[number], 
 }
 
 /** The model's queries: `{queries: [...]}` (or one `query` string), strings only, bounded. */
-function queriesOf(args: string): string[] {
-  const object = argumentsObject(args);
+function queriesOf(args: unknown): string[] {
+  const object = typeof args === 'string' ? argumentsObject(args) : undefined;
   const raw = object?.queries ?? object?.query;
   const list: unknown[] = Array.isArray(raw) ? raw : [raw];
   return list

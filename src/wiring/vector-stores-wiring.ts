@@ -60,7 +60,9 @@ export function wireVectorStores(
   const sameDatabase = (config.files.store === 'postgres') === (store.capabilities.backend === 'postgres');
   const quota = sameDatabase ? deps.quota : undefined;
   const stats = new RetrievalStats();
-  const search = countedSearch(createFileSearch({ store, callAs: deps.callAs }), stats);
+  const search: FileSearch = Object.assign(countedSearch(createFileSearch({ store, callAs: deps.callAs }), stats), {
+    maxToolSearches: settings.maxToolSearches,
+  });
   const runner = settings.ingest
     ? new IngestionRunner({
         store,

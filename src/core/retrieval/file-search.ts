@@ -63,4 +63,7 @@ export interface FileSearchResult {
  * unknown store (404), a store of another dimension than its model returned (400), a refused embedding call (its
  * own status and code: a spent budget, a rate limit).
  */
-export type FileSearch = (request: FileSearchRequest) => Promise<FileSearchResult>;
+export type FileSearch = ((request: FileSearchRequest) => Promise<FileSearchResult>) & {
+  /** Searches one `file_search` answer may run (`vector_stores.max_tool_searches`); absent: the loop's default. */
+  readonly maxToolSearches?: number;
+};

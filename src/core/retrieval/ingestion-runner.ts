@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { chunkBytes } from '../../store/vector-rows.js';
 import {
@@ -81,6 +82,8 @@ export class IngestionRunner {
   #again = false;
   #closed = false;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Aborted by `close`: a file waiting out a Retry-After stops waiting (a minute would hold the shutdown). */
+  readonly #closing = new AbortController();
 
   constructor(options: IngestionRunnerOptions) {
     this.#o = options;
@@ -284,7 +287,8 @@ export class IngestionRunner {
         if (!(error instanceof GatewayError)) throw error;
         const wait = retryWaitOf(error);
         if (wait !== undefined && attempt < MAX_EMBED_RETRIES && !this.#closed) {
-          await new Promise((resolve) => setTimeout(resolve, wait).unref());
+          await sleep(wait, undefined, { signal: this.#closing.signal, ref: false }).catch(() => undefined);
+          if (this.#closed) throw new LeaseLost(); // closing: the lease runs out and another run starts the file over
           continue;
         }
         throw new FileFailure({
@@ -301,6 +305,7 @@ export class IngestionRunner {
   /** Stops claiming; files under way stop at their next step and keep their lease (another run takes them over). */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort();
     clearInterval(this.#timer);
     await Promise.allSettled([...this.#inFlight]);
   }

@@ -65,7 +65,8 @@ export function createFileSearch(deps: FileSearchDeps): FileSearch {
     const stores = await storesOf(deps.store, request.as.owner, request.vectorStoreIds, nowMs);
     const matcher = request.filters ? compileFilter(request.filters) : undefined;
     const targets: SearchTarget[] = [];
-    for (const store of stores) {
+    // No query (a surface checking the tool's stores are the caller's): nothing to search, no store's files read.
+    for (const store of request.queries.length > 0 ? stores : []) {
       const target = await targetOf(deps.store, store, matcher);
       // No vectors yet (no dimension) or no file the filter allows: nothing to search, nothing to embed for it.
       if (target.store.dimensions !== null && target.files.size > 0 && target.fileIds?.length !== 0)

@@ -152,6 +152,18 @@ export class VectorStoreService {
       const model = optionalString(body, 'embedding_model', 256);
       if (!model) throw invalid('embedding_model', 'must name a model');
       this.#o.checkModel(model);
+      // Files in progress are embedded with the model their run read when it claimed them: a change now would
+      // leave the store holding the old model's vectors, searched with the new model's (silently wrong results
+      // when both have one dimension). The backend refuses only once vectors are stored.
+      const current = await this.#storeOf(owner, id);
+      if (current.embeddingModel !== model && current.fileCounts.in_progress > 0) {
+        throw new GatewayError('vector_store_holds_vectors', {
+          embedding_model: current.embeddingModel,
+          requested: model,
+          in_progress: current.fileCounts.in_progress,
+          reason: 'files are being embedded with the current model; change it once they are done',
+        });
+      }
     }
     const updated = await this.#o.store.updateStore(owner, id, patch);
     if (updated === 'holds_vectors') {
@@ -178,10 +190,14 @@ export class VectorStoreService {
     const attributes = attributesOf(body.attributes);
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
     await this.#assertRoom(owner);
-    await this.#o.store.addFiles([newFile(store, file!, { attributes, chunking, nowMs: this.#now() })]);
+    await this.#adding(owner, storeId, () =>
+      this.#o.store.addFiles([newFile(store, file!, { attributes, chunking, nowMs: this.#now() })]),
+    );
     await this.#o.store.touchStore(storeId, this.#now());
     this.#o.wake();
-    return fileView((await this.#o.store.getFile(owner, storeId, body.file_id))!);
+    const added = await this.#o.store.getFile(owner, storeId, body.file_id);
+    if (!added) throw storeNotFound(storeId); // the store was deleted meanwhile (with its files)
+    return fileView(added);
   }
 
   async createBatch(owner: string, storeId: string, raw: unknown): Promise<VectorStoreFileBatchObject> {
@@ -226,13 +242,17 @@ export class VectorStoreService {
     await this.#assertRoom(owner);
     const nowMs = this.#now();
     const batch = { id: randomId(FILE_BATCH_ID_PREFIX), storeId, owner, createdMs: nowMs };
-    await this.#o.store.addFiles(
-      found.map((file, i) => ({ ...newFile(store, file, { ...wanted[i]!, nowMs }), batchId: batch.id })),
-      batch,
+    await this.#adding(owner, storeId, () =>
+      this.#o.store.addFiles(
+        found.map((file, i) => ({ ...newFile(store, file, { ...wanted[i]!, nowMs }), batchId: batch.id })),
+        batch,
+      ),
     );
     await this.#o.store.touchStore(storeId, nowMs);
     this.#o.wake();
-    return batchView((await this.#o.store.getBatch(owner, storeId, batch.id))!);
+    const added = await this.#o.store.getBatch(owner, storeId, batch.id);
+    if (!added) throw storeNotFound(storeId); // the store was deleted meanwhile (with its batches)
+    return batchView(added);
   }
 
   async getFile(owner: string, storeId: string, fileId: string): Promise<VectorStoreFileObject> {
@@ -315,6 +335,19 @@ export class VectorStoreService {
       has_more: false,
       next_page: null,
     };
+  }
+
+  /**
+   * Adds files to a store found live a moment ago: a store deleted meanwhile makes the backend refuse (a RangeError
+   * in SQLite, a foreign key in PostgreSQL), which is the caller's 404, not a 500.
+   */
+  async #adding(owner: string, storeId: string, add: () => Promise<void>): Promise<void> {
+    try {
+      await add();
+    } catch (error) {
+      if (!(await this.#o.store.getStore(owner, storeId))) throw storeNotFound(storeId);
+      throw error;
+    }
   }
 
   /**

@@ -21,6 +21,11 @@ const MARKER = /^\[(\d{1,5}(?:\s*,\s*\d{1,5}){0,7})\]/;
 const PARTIAL_MARKER = /^\[[\d\s,]*$/;
 /** How much of the text already sent is kept to find where a cited sentence starts. */
 const TAIL_CHARS = 2048;
+/**
+ * The most markers of one answer that make citations: finding a cited sentence reads up to TAIL_CHARS, so an answer
+ * of nothing but markers would cost that per three characters. No answer cites a thousand times.
+ */
+export const MAX_CITATIONS = 1_000;
 
 /**
  * Takes citation markers out of an answer's text as it streams (or whole): a `[n]` that names a passage a search
@@ -35,6 +40,8 @@ export class CitationMarkers {
   private length = 0;
   /** The last characters handed out (to find a cited sentence's start). */
   private tail = '';
+  /** Markers that made citations so far. */
+  private cited = 0;
 
   constructor(private readonly known: (passage: number) => boolean) {}
 
@@ -49,26 +56,32 @@ export class CitationMarkers {
 
   private scan(input: string, final: boolean): MarkedPiece {
     this.held = '';
-    let out = '';
+    // The text out, as pieces of the input (joined once): appending to one string and slicing it at each marker
+    // flattened it every time, quadratic in the markers (100,000 markers in 900 KB held the event loop 30 s).
+    const out = new TextPieces();
     const citations: MarkerCitation[] = [];
     let i = 0;
     while (i < input.length) {
       const open = input.indexOf('[', i);
       if (open === -1) {
-        out += input.slice(i);
+        out.add(input.slice(i));
         break;
       }
-      out += input.slice(i, open);
+      out.add(input.slice(i, open));
       const marker = MARKER.exec(input.slice(open, open + MAX_MARKER_CHARS + 1));
       if (marker) {
         const passages = (marker[1] as string).split(',').map((n) => Number(n.trim()));
         if (passages.every((n) => this.known(n))) {
-          if (out.endsWith(' ')) out = out.slice(0, -1);
-          const index = this.length + out.length;
-          const start = this.sentenceStart(out);
-          for (const passage of passages) citations.push({ passage, index, start });
+          out.dropTrailingSpace();
+          // Past MAX_CITATIONS the marker still leaves the text, without a citation (its span is not looked for).
+          if (this.cited < MAX_CITATIONS) {
+            const index = this.length + out.length;
+            const start = this.sentenceStart(out.last(TAIL_CHARS));
+            for (const passage of passages) citations.push({ passage, index, start });
+            this.cited++;
+          }
         } else {
-          out += marker[0];
+          out.add(marker[0]);
         }
         i = open + marker[0].length;
         continue;
@@ -78,17 +91,15 @@ export class CitationMarkers {
         this.held = rest;
         break;
       }
-      out += '[';
+      out.add('[');
       i = open + 1;
     }
     // A space may be the one before a marker that is still to come: held with it.
-    if (!final && out.endsWith(' ')) {
-      out = out.slice(0, -1);
-      this.held = ' ' + this.held;
-    }
-    this.length += out.length;
-    this.tail = (this.tail + out).slice(-TAIL_CHARS);
-    return { text: out, citations };
+    if (!final && out.dropTrailingSpace()) this.held = ' ' + this.held;
+    const text = out.join();
+    this.length += text.length;
+    this.tail = (this.tail + text.slice(-TAIL_CHARS)).slice(-TAIL_CHARS);
+    return { text, citations };
   }
 
   /**
@@ -96,13 +107,49 @@ export class CitationMarkers {
    * before it (a `.`, `!`, `?` followed by a space, or a line break), not counting the sentence's own final
    * punctuation; bounded by what the tail keeps.
    */
-  private sentenceStart(out: string): number {
-    const text = (this.tail + out).slice(-TAIL_CHARS);
-    const offset = this.length + out.length - text.length;
+  private sentenceStart(recent: { text: string; length: number }): number {
+    const text = (this.tail + recent.text).slice(-TAIL_CHARS);
+    const offset = this.length + recent.length - text.length;
     const body = text.replace(/[\s.!?]+$/, '');
     const ends = /[.!?]\s+|\n/g;
     let start = 0;
     for (let match = ends.exec(body); match !== null; match = ends.exec(body)) start = match.index + match[0].length;
     return offset + start;
+  }
+}
+
+/** Text built from pieces, joined once; its end read without joining it. */
+class TextPieces {
+  private readonly pieces: string[] = [];
+  length = 0;
+
+  add(piece: string): void {
+    if (piece === '') return;
+    this.pieces.push(piece);
+    this.length += piece.length;
+  }
+
+  /** Drops one space at the end; whether there was one. */
+  dropTrailingSpace(): boolean {
+    const at = this.pieces.length - 1;
+    const last = this.pieces[at];
+    if (last === undefined || !last.endsWith(' ')) return false;
+    if (last.length === 1) this.pieces.pop();
+    else this.pieces[at] = last.slice(0, -1);
+    this.length--;
+    return true;
+  }
+
+  /** Up to `chars` characters of the end (pieces are never empty: at most `chars` of them are read). */
+  last(chars: number): { text: string; length: number } {
+    let text = '';
+    for (let at = this.pieces.length - 1; at >= 0 && text.length < chars; at--) {
+      text = (this.pieces[at] as string).slice(-(chars - text.length)) + text;
+    }
+    return { text, length: this.length };
+  }
+
+  join(): string {
+    return this.pieces.join('');
   }
 }

@@ -10,15 +10,19 @@ import type {
   Usage,
 } from '../../providers/provider-contract.js';
 import { chatUsageOf } from '../../providers/usage-shapes.js';
-import { argumentsObject } from '../tool-arguments.js';
+import { argumentsObject, toolCallFields } from '../tool-arguments.js';
 import type { ChatTurns, ToolLoop } from '../tool-loop.js';
 import { PassageIndex, toolResultText, type SearchRun } from './passages.js';
 import { searchStream } from './search-stream.js';
 import { newSearchId, turnInput, type SearchEvent, type SearchTurns } from './search-turns.js';
 import { FILE_SEARCH_FUNCTION_NAME, type FileSearchSpec } from './tool-spec.js';
+import { MAX_SEARCH_CALLS_PER_TURN } from './turn-reader.js';
 import { sumPriced, sumUsage } from './usage-sum.js';
 
-/** The most searches one answer runs; past them the model is asked to answer (`tool_choice: none`). */
+/**
+ * The most searches one answer runs unless the search says (`FileSearch.maxToolSearches`, the config's
+ * `vector_stores.max_tool_searches`); past them the model is asked to answer (`tool_choice: none`).
+ */
 export const MAX_SEARCHES = 4;
 /** The most queries of one search the gateway runs, and the most characters of each (the model writes them). */
 const MAX_QUERIES = 8;
@@ -27,7 +31,7 @@ const MAX_QUERY_CHARS = 2048;
 /**
  * The `file_search` tool, run by the gateway for any upstream: the model is offered a function (tool-spec.ts); each
  * turn that calls only it gets its searches run on the caller's stores (`FileSearch`, as the caller) and their
- * passages as the tool results (passages.ts), and the next turn goes; at most MAX_SEARCHES searches, then one more
+ * passages as the tool results (passages.ts), and the next turn goes; at most MAX_SEARCHES searches (or the search's own bound), then one more
  * turn without the tool. A turn that calls a tool of the caller's, or calls none, is the answer (a search it also
  * asked for is not run and not shown). Each turn is a call of its own through the pipeline (ChatTurns); the answer's
  * usage is every turn's. What was searched and found (`passages`) is what the surface shows and cites.
@@ -84,7 +88,7 @@ export class FileSearchLoop implements ToolLoop, SearchTurns {
   }
 
   get searchesLeft(): number {
-    return Math.max(0, MAX_SEARCHES - this.passages.searches.length);
+    return Math.max(0, (this.fileSearch.maxToolSearches ?? MAX_SEARCHES) - this.passages.searches.length);
   }
 
   /** The body of a turn: the conversation so far; once no search is left, the model must answer. */
@@ -129,11 +133,24 @@ interface CompletionShape {
   [field: string]: unknown;
 }
 
-/** The calls of the search, and the caller's own. */
-export function splitCalls(calls: readonly ToolCall[]): { ours: ToolCall[]; theirs: ToolCall[] } {
+/**
+ * The calls of the search (the first MAX_SEARCH_CALLS_PER_TURN: the others are dropped, as a stream's are), well
+ * formed, and the caller's own as they came. An upstream's call is read field by field (tool-arguments.ts): one
+ * without `function`, or with `arguments` sent as an object, is not a TypeError.
+ */
+export function splitCalls(calls: readonly unknown[]): { ours: ToolCall[]; theirs: ToolCall[] } {
   const ours: ToolCall[] = [];
   const theirs: ToolCall[] = [];
-  for (const call of calls) (call.function.name === FILE_SEARCH_FUNCTION_NAME ? ours : theirs).push(call);
+  calls.forEach((call, i) => {
+    const fields = toolCallFields(call);
+    if (fields?.name !== FILE_SEARCH_FUNCTION_NAME) theirs.push(call as ToolCall);
+    else if (ours.length < MAX_SEARCH_CALLS_PER_TURN)
+      ours.push({
+        id: fields.id ?? `call_file_search_${i}`,
+        type: 'function',
+        function: { name: FILE_SEARCH_FUNCTION_NAME, arguments: fields.arguments ?? '' },
+      });
+  });
   return { ours, theirs };
 }
 
@@ -148,8 +165,8 @@ function finishWithout(choice: NonNullable<CompletionShape['choices']>[number], 
 }
 
 /** The model's queries: `{queries: [...]}` (or one `query` string), strings only, bounded. */
-function queriesOf(args: string): string[] {
-  const object = argumentsObject(args);
+function queriesOf(args: unknown): string[] {
+  const object = typeof args === 'string' ? argumentsObject(args) : undefined;
   const raw = object?.queries ?? object?.query;
   const list: unknown[] = Array.isArray(raw) ? raw : [raw];
   return list

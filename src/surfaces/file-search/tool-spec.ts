@@ -1,6 +1,8 @@
-import type { ProblemList } from '../../http/validation-details.js';
+import { isGatewayError } from '../../errors/gateway-error.js';
+import type { FieldProblem, ProblemList } from '../../http/validation-details.js';
+import { toolSearchFields } from '../../core/retrieval/search-input.js';
 import type { AttributeFilter, RankingOptions } from '../../core/retrieval/file-search.js';
-import { isJsonObject, type JsonObject } from '../../wire/json.js';
+import type { JsonObject } from '../../wire/json.js';
 import type { ChatFunctionTool } from '../../wire/openai-chat.js';
 
 /** The function the model is offered in place of a `file_search` tool (the gateway runs its calls). */
@@ -46,8 +48,9 @@ export const FILE_SEARCH_FUNCTION: ChatFunctionTool = {
 
 /**
  * Reads a `file_search` tool (`{type, vector_store_ids, filters, max_num_results, ranking_options}`), naming each
- * problem in `problems`; undefined when it cannot be used. Filters and ranking options are the search's to judge
- * (core/retrieval/file-search.ts): only their shape (an object) is checked here.
+ * problem in `problems`; undefined when it cannot be used. Filters and ranking options are read as a search body's
+ * (core/retrieval/search-input.ts): the search compiles them unchecked, so a malformed filter here would be a
+ * TypeError (a 500) after the model's first turn, not the 400 before it.
  */
 export function readFileSearchTool(tool: JsonObject, at: string, problems: ProblemList): FileSearchSpec | undefined {
   const ids = tool.vector_store_ids;
@@ -68,21 +71,20 @@ export function readFileSearchTool(tool: JsonObject, at: string, problems: Probl
     problems.add({ field: `${at}.max_num_results`, problem: `must be an integer from 1 to ${MAX_NUM_RESULTS}` });
     return undefined;
   }
-  const filters = tool.filters ?? undefined;
-  const ranking = tool.ranking_options ?? undefined;
-  if (filters !== undefined && !isJsonObject(filters)) {
-    problems.add({ field: `${at}.filters`, problem: 'must be a comparison or compound filter object, or null' });
-    return undefined;
-  }
-  if (ranking !== undefined && !isJsonObject(ranking)) {
-    problems.add({ field: `${at}.ranking_options`, problem: 'must be an object or null' });
+  // Judged as a search body's are (a 400 naming the field): the search compiles and runs them as they are.
+  let fields: ReturnType<typeof toolSearchFields>;
+  try {
+    fields = toolSearchFields(tool, at);
+  } catch (error) {
+    if (!isGatewayError(error) || error.code !== 'validation_failed') throw error;
+    for (const problem of (error.details as { errors?: FieldProblem[] }).errors ?? []) problems.add(problem);
     return undefined;
   }
   return {
     at,
     vectorStoreIds: ids as string[],
-    filters: filters as AttributeFilter | undefined,
-    maxNumResults: max as number,
-    rankingOptions: ranking as RankingOptions | undefined,
+    filters: fields.filters,
+    maxNumResults: fields.maxNumResults,
+    rankingOptions: fields.rankingOptions,
   };
 }

@@ -8,6 +8,11 @@ import { sumUsage } from './usage-sum.js';
 /** The most text and search-call argument text one turn keeps for the conversation's next turn. */
 const MAX_TURN_TEXT_CHARS = 1024 * 1024;
 const MAX_SEARCH_ARGUMENTS_CHARS = 64 * 1024;
+/**
+ * The most search calls of one turn kept (each holds up to MAX_SEARCH_ARGUMENTS_CHARS, and each becomes a message of
+ * the next turn): the calls past it are taken out of the stream and forgotten, as if the model had not made them.
+ */
+export const MAX_SEARCH_CALLS_PER_TURN = 16;
 /** The most ending chunks one turn holds (an upstream that sends usage on every chunk keeps only its last ones). */
 const MAX_HELD_CHUNKS = 32;
 
@@ -31,6 +36,8 @@ export class TurnReader {
   callsTheirs = false;
   private readonly ours = new Map<number, SearchCallParts>();
   private readonly theirs = new Set<number>();
+  /** Search calls past MAX_SEARCH_CALLS_PER_TURN: their deltas are taken out, nothing of them kept. */
+  private readonly forgotten = new Set<number>();
   private readonly held: StreamChunk[] = [];
 
   /** Whether an earlier turn's chunks went out (then this turn's `role`, said again, is left out). */
@@ -128,10 +135,12 @@ export class TurnReader {
     const delta = toolCallFields(piece);
     if (!delta) return false;
     const index = delta.index ?? 0;
-    if (delta.name !== undefined && !this.ours.has(index) && !this.theirs.has(index)) {
-      if (delta.name === FILE_SEARCH_FUNCTION_NAME) this.ours.set(index, { id: undefined, args: '' });
-      else this.theirs.add(index);
+    if (delta.name !== undefined && !this.ours.has(index) && !this.theirs.has(index) && !this.forgotten.has(index)) {
+      if (delta.name !== FILE_SEARCH_FUNCTION_NAME) this.theirs.add(index);
+      else if (this.ours.size < MAX_SEARCH_CALLS_PER_TURN) this.ours.set(index, { id: undefined, args: '' });
+      else this.forgotten.add(index); // a number each, as the caller's calls are kept
     }
+    if (this.forgotten.has(index)) return true;
     const parts = this.ours.get(index);
     if (!parts) {
       this.callsTheirs ||= this.theirs.has(index);

@@ -287,3 +287,20 @@ test('a backend with as many searches waiting as it takes: 503 search_busy with 
   assert.deepEqual(error.details, { waiting: 256 });
   assert.equal(error.headers?.['retry-after'], '1');
 });
+
+test("a search of no query checks the stores and reads none of their files (the file_search tool's check)", async () => {
+  let read = 0;
+  const searchable = store.searchableFiles.bind(store);
+  store.searchableFiles = async (id: string) => {
+    read++;
+    return searchable(id);
+  };
+  const result = await search(request({ queries: [] }));
+  assert.deepEqual(result.hits, []);
+  assert.equal(read, 0);
+  assert.equal(embeddings.calls.length, 0);
+  assert.equal(
+    (await refusal(search(request({ queries: [], vectorStoreIds: ['vs_none'] })))).code,
+    'vector_store_not_found',
+  );
+});

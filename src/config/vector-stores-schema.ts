@@ -36,6 +36,11 @@ export const vectorStoresSectionSchema = z
     max_file_chunks: z.number().int().min(1).max(1_000_000).default(20_000),
     /** Texts per embeddings call during ingestion. */
     embed_batch_size: z.number().int().min(1).max(2_048).default(64),
+    /**
+     * Files one store may hold: a search reads its files' attributes (what filters look at) on every call, so this
+     * bounds a search's work; OpenAI's stores hold 10,000 for the file_search tool.
+     */
+    max_files_per_store: z.number().int().min(1).max(1_000_000).default(10_000),
     /** Files one `file_batches` create may name (OpenAI's: 2,000). */
     max_batch_files: z.number().int().min(1).max(10_000).default(2_000),
     /** Searches one `file_search` answer may run (the model asks again after each), at most. */
@@ -64,6 +69,7 @@ export interface VectorStoresConfig {
   maxFileChunks: number;
   embedBatchSize: number;
   maxBatchFiles: number;
+  maxFilesPerStore: number;
   maxToolSearches: number;
   sweepIntervalMs: number;
 }
@@ -84,6 +90,7 @@ export function toVectorStores(section: VectorStoresSection): VectorStoresConfig
     maxFileChunks: section.max_file_chunks,
     embedBatchSize: section.embed_batch_size,
     maxBatchFiles: section.max_batch_files,
+    maxFilesPerStore: section.max_files_per_store,
     maxToolSearches: section.max_tool_searches,
     sweepIntervalMs: Math.round(section.sweep_interval_seconds * 1000),
   };

@@ -93,6 +93,7 @@ export function wireVectorStores(
       metric: settings.defaultMetric,
       index: settings.defaultIndex,
       maxBatchFiles: settings.maxBatchFiles,
+      maxFilesPerStore: settings.maxFilesPerStore,
     },
     checkModel: deps.checkModel,
     ...(quota ? { quota } : {}),

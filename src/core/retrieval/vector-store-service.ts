@@ -49,6 +49,8 @@ export interface VectorStoreDefaults {
   metric: VectorStoreRecord['metric'];
   index: VectorStoreRecord['index'];
   maxBatchFiles: number;
+  /** Files one store may hold (`vector_stores.max_files_per_store`). */
+  maxFilesPerStore: number;
 }
 
 export interface VectorStoreServiceOptions {
@@ -106,6 +108,12 @@ export class VectorStoreService {
     const fileIds = body.file_ids === undefined ? [] : fileIdsOf(body.file_ids, 'file_ids', defaults.maxBatchFiles);
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
     this.#o.checkModel(embeddingModel);
+    if (fileIds.length > defaults.maxFilesPerStore) {
+      throw invalid(
+        'file_ids',
+        `a vector store takes at most ${defaults.maxFilesPerStore} files (vector_stores.max_files_per_store)`,
+      );
+    }
     const files = await this.#filesToAdd(as.owner, fileIds, 'file_ids');
     if (files.length > 0) await this.#assertRoom(as.owner); // refused before the store is made: nothing is kept
     const nowMs = this.#now();
@@ -187,6 +195,7 @@ export class VectorStoreService {
     const store = await this.#liveStore(owner, storeId);
     if (typeof body.file_id !== 'string') throw invalid('file_id', 'required: the id of one of your files');
     const [file] = await this.#filesToAdd(owner, [body.file_id], 'file_id');
+    this.#assertStoreRoom(store, 1, 'file_id');
     const attributes = attributesOf(body.attributes);
     const chunking = chunkingFrom(body.chunking_strategy, 'chunking_strategy');
     await this.#assertRoom(owner);
@@ -234,11 +243,13 @@ export class VectorStoreService {
         });
       });
     }
+    const field = body.file_ids !== undefined ? 'file_ids' : 'files';
     const found = await this.#filesToAdd(
       owner,
       wanted.map((w) => w.id),
-      body.file_ids !== undefined ? 'file_ids' : 'files',
+      field,
     );
+    this.#assertStoreRoom(store, found.length, field);
     await this.#assertRoom(owner);
     const nowMs = this.#now();
     const batch = { id: randomId(FILE_BATCH_ID_PREFIX), storeId, owner, createdMs: nowMs };
@@ -371,6 +382,20 @@ export class VectorStoreService {
       throw new GatewayError('vector_store_expired', { id, expired_at: new Date(store.expiredMs).toISOString() });
     }
     return store;
+  }
+
+  /**
+   * Refuses files past `maxFilesPerStore` (counting a file added again as new: the bound is approximate by at most
+   * the files added at once, never exceeded by more).
+   */
+  #assertStoreRoom(store: VectorStoreRecord, adding: number, field: string): void {
+    const max = this.#o.defaults.maxFilesPerStore;
+    if (store.fileCounts.total + adding > max) {
+      throw invalid(
+        field,
+        `the vector store holds ${store.fileCounts.total} files and takes at most ${max} (vector_stores.max_files_per_store)`,
+      );
+    }
   }
 
   /** The owner's files by id, in order; one that is not theirs (or gone) is a 404 naming it. */

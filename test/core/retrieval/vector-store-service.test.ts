@@ -117,6 +117,7 @@ describe('a store deleted while files are added to it', () => {
         metric: 'cosine',
         index: 'flat',
         maxBatchFiles: 10,
+        maxFilesPerStore: 10,
       },
       checkModel: () => undefined,
       wake: () => undefined,

@@ -303,3 +303,45 @@ describe('Vector Stores API through the openai SDK', () => {
     await assert.rejects(client.vectorStores.retrieve(store.id), OpenAI.NotFoundError);
   });
 });
+
+describe('a vector store holds at most vector_stores.max_files_per_store files', () => {
+  let embedder: WordEmbedder;
+  let gw: TestGateway;
+  before(async () => {
+    embedder = await startWordEmbedder({ dimensions: 16 });
+    gw = await startGateway({
+      env: { UPSTREAM_BASE_URL: embedder.baseUrl, UPSTREAM_API_KEY: 'sk-embedder-key-0123456789abcdef' },
+      configFile: { name: 'cap.yaml', text: 'vector_stores:\n  max_files_per_store: 2\n' },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await embedder.close();
+  });
+
+  test('a third file, one at a time or in a batch, is a 400 naming the bound; nothing of it is added', async () => {
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+    const upload = async (name: string) =>
+      (await client.files.create({ file: await toFile(Buffer.from(`text of ${name}`), name), purpose: 'assistants' }))
+        .id;
+    const [a, b, c] = [await upload('a.txt'), await upload('b.txt'), await upload('c.txt')];
+    await assert.rejects(client.vectorStores.create({ file_ids: [a, b, c] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      assert.equal(error.param, 'file_ids');
+      return true;
+    });
+    const store = await client.vectorStores.create({ file_ids: [a, b] });
+    const third = await fetch(`${gw.url}/v1/vector_stores/${store.id}/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ file_id: c }),
+    });
+    assert.equal(third.status, 400);
+    const body = (await third.json()) as { code: string; details: { errors: { field: string; problem: string }[] } };
+    assert.equal(body.code, 'validation_failed');
+    assert.equal(body.details.errors[0]?.field, 'file_id');
+    assert.match(body.details.errors[0]?.problem ?? '', /holds 2 files and takes at most 2/);
+    await assert.rejects(client.vectorStores.fileBatches.create(store.id, { file_ids: [c] }), OpenAI.BadRequestError);
+    assert.equal((await client.vectorStores.retrieve(store.id)).file_counts.total, 2);
+  });
+});

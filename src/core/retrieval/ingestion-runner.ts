@@ -327,9 +327,15 @@ function quotaMessage(error: GatewayError, bytes: number): string {
   }
 }
 
-/** Whether a file is a PDF or a zip (DOCX) by its name or first bytes: parsed on a thread (extract-off-thread.ts). */
+/** Text files past this are read on a thread too: a hostile 8 MB HTML held the loop ~25 ms between slices. */
+const THREAD_TEXT_BYTES = 1024 * 1024;
+
+/**
+ * Whether a file is read on a thread (extract-off-thread.ts): a PDF or a zip (DOCX) by its name or first bytes,
+ * or any file past THREAD_TEXT_BYTES.
+ */
 function parsedOffThread(bytes: Uint8Array, filename: string): boolean {
-  if (/\.(pdf|docx)$/i.test(filename)) return true;
+  if (/\.(pdf|docx)$/i.test(filename) || bytes.byteLength > THREAD_TEXT_BYTES) return true;
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024));
   return head.indexOf('%PDF-', 0, 'latin1') >= 0 || (bytes[0] === 0x50 && bytes[1] === 0x4b);
 }

@@ -194,8 +194,9 @@ export type CompleteOutcome =
 
 /**
  * What a backend can build: `index` kinds per metric. Asking for another is a 400 (`vector_index_unsupported`).
- * Embedded (sqlite-vec 0.1.9): cosine and euclidean, flat (vec0 has no dot-product metric and no ANN index).
- * PostgreSQL: cosine, dot and euclidean, flat (an exact scan), and hnsw too where the server has pgvector.
+ * Embedded (sqlite-vec 0.1.9): cosine and euclidean (vec0 has no dot-product metric), flat (vec0's exact KNN) and
+ * hnsw (a graph in this process, `hnsw/hnsw-indexes.ts`). PostgreSQL: cosine, dot and euclidean, flat (an exact
+ * scan) and hnsw (pgvector's index where the server has it, else a graph in this process).
  */
 export interface VectorCapabilities {
   readonly backend: 'sqlite' | 'postgres';
@@ -289,7 +290,8 @@ export interface VectorStoreStore {
   searchableFiles(storeId: string): Promise<SearchableFile[]>;
   /**
    * The `k` chunks closest to `vector` by the store's metric, among `fileIds` when given (already filtered),
-   * exact for `flat`. `vector` has the store's dimension (the caller checked it).
+   * exact for `flat`, approximate for `hnsw` (exact while its graph catches up). `vector` has the store's
+   * dimension (the caller checked it). Scores are `similarityScore` of each returned chunk's real distance.
    */
   nearest(query: {
     store: VectorStoreRecord;
@@ -311,6 +313,13 @@ export interface VectorStoreStore {
    * bytes are 0: their chunks were dropped). One pass over the stores and files: for a scrape, not per request.
    */
   usage(limit: number): Promise<{ total: VectorUsage; owners: OwnerVectorUsage[] }>;
+
+  /**
+   * For an `hnsw` store: brings its approximate index up to date now and resolves when it is (tests, the
+   * benchmark); true when `nearest` then uses it, false when it stays exact (a `flat` store, over the memory bound,
+   * or written to meanwhile). Searches never wait for it: until then they are exact.
+   */
+  indexReady?(store: VectorStoreRecord): Promise<boolean>;
 
   close(): Promise<void>;
 }

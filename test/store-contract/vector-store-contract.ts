@@ -2,6 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { loopHold } from '../helpers/loop-hold.js';
 import {
   MAX_USAGE_OWNERS,
   similarityScore,
@@ -127,8 +128,8 @@ export function vectorStoreContract(
       assert.ok(s.capabilities.metrics.includes('cosine') && s.capabilities.metrics.includes('euclidean'));
       if (s.capabilities.backend === 'sqlite') {
         assert.deepEqual([...s.capabilities.metrics], ['cosine', 'euclidean'], 'vec0 has no dot product');
-        assert.deepEqual([...s.capabilities.indexes], ['flat']);
       }
+      assert.deepEqual([...s.capabilities.indexes], ['flat', 'hnsw'], 'hnsw: a graph in this process (or pgvector)');
       for (const metric of ['cosine', 'dot', 'euclidean'] as const) {
         if (!s.capabilities.metrics.includes(metric))
           await assert.rejects(s.createStore(newStore('alice', { metric })), RangeError);
@@ -449,6 +450,104 @@ export function vectorStoreContract(
           }
         }
         assert.deepEqual(await s.nearest({ store: record, vector: vectorOf(next, dimension), k: 5, fileIds: [] }), []);
+      });
+    }
+
+    for (const metric of ['cosine', 'euclidean'] as const) {
+      test(`hnsw (${metric}): recall@10 against brute force >= 0.95 on 5,000 vectors, exact scores, fileIds, deletes, later writes, the loop free while it builds`, async () => {
+        const owner = id('owner-');
+        const dimension = 24;
+        const next = random(metric === 'cosine' ? 44 : 45);
+        const store = await s.createStore(newStore(owner, { metric, index: 'hnsw' }));
+        const files = Array.from({ length: 10 }, () => newFile(store.id, owner));
+        await s.addFiles(files);
+        type Chunk = { fileId: string; seq: number; vector: Float32Array };
+        let all: Chunk[] = [];
+        for (const file of files) {
+          const vectors = Array.from({ length: 500 }, () => vectorOf(next, dimension));
+          const texts = vectors.map((_, seq) => `chunk ${seq}`);
+          assert.equal((await ingest(store.id, file.fileId, chunksOf(texts, vectors))).kind, 'completed');
+          all.push(...vectors.map((vector, seq) => ({ fileId: file.fileId, seq, vector })));
+        }
+        const record = (await s.getStore(owner, store.id))!;
+        const queries = Array.from({ length: 40 }, () => vectorOf(next, dimension));
+        const exact = (query: Float32Array, fileIds?: readonly string[]) =>
+          all
+            .filter((c) => fileIds === undefined || fileIds.includes(c.fileId))
+            .map((c) => ({ key: `${c.fileId}:${c.seq}`, ...compare(metric, query, c.vector) }))
+            .sort((a, b) => b.rank - a.rank)
+            .slice(0, 10);
+        /** Recall@10 over the queries; every hit of the allowed files, scored as flat scores it. */
+        const recall = async (fileIds?: readonly string[]) => {
+          let found = 0;
+          for (const query of queries) {
+            const want = exact(query, fileIds);
+            const hits = await s.nearest({ store: record, vector: query, k: 10, fileIds });
+            assert.equal(hits.length, 10);
+            const byKey = new Map(all.map((c) => [`${c.fileId}:${c.seq}`, c]));
+            for (const hit of hits) {
+              const chunk = byKey.get(`${hit.fileId}:${hit.seq}`);
+              assert.ok(chunk, 'a live chunk');
+              assert.ok(fileIds === undefined || fileIds.includes(hit.fileId), 'of the files asked for');
+              assert.equal(hit.text, `chunk ${hit.seq}`);
+              const score = similarityScore(metric, compare(metric, query, chunk.vector).value);
+              assert.ok(Math.abs(hit.score - score) < 1e-6, `score ${hit.score} vs ${score}`);
+            }
+            const keys = new Set(hits.map((hit) => `${hit.fileId}:${hit.seq}`));
+            found += want.filter((w) => keys.has(w.key)).length;
+          }
+          return found / (queries.length * 10);
+        };
+
+        // Before its graph is built a search is exact.
+        assert.equal(await recall(), 1);
+        const { result: ready, cpuMs, wallMs } = await loopHold(() => s.indexReady!(record));
+        assert.equal(ready, true);
+        assert.ok(cpuMs < 40, `the loop was held ${cpuMs.toFixed(1)} ms of CPU (${wallMs.toFixed(1)} ms wall)`);
+        const graphs = (s as { hnsw?: { usage: { graphSearches: number; bytes: number } } }).hnsw;
+        const searchedBefore = graphs?.usage.graphSearches ?? 0;
+        const full = await recall();
+        assert.ok(full >= 0.95, `recall@10 ${full}`);
+        if (graphs) assert.equal(graphs.usage.graphSearches - searchedBefore, queries.length, 'answered by the graph');
+        if (graphs) assert.ok(graphs.usage.bytes > 5000 * dimension * 4);
+
+        // fileIds: most of the files through the graph (filtered), one file exactly.
+        const most = files.slice(0, 8).map((f) => f.fileId);
+        const before = graphs?.usage.graphSearches ?? 0;
+        const mostRecall = await recall(most);
+        assert.ok(mostRecall >= 0.95, `recall@10 within 8 of the 10 files ${mostRecall}`);
+        if (graphs) assert.equal(graphs.usage.graphSearches - before, queries.length, 'filtered by the graph');
+        assert.equal(await recall([files[9]!.fileId, 'file-none']), 1);
+
+        // Deletes (30% of the graph: rebuilt): the chunks are gone at once, and from the graph once synced.
+        for (const file of files.slice(0, 3)) assert.equal(await s.deleteFile(owner, store.id, file.fileId), true);
+        const gone = new Set(files.slice(0, 3).map((f) => f.fileId));
+        all = all.filter((c) => !gone.has(c.fileId));
+        assert.equal(await recall(), 1, 'exact until the graph has caught up');
+        assert.equal(await s.indexReady!(record), true);
+        const afterDeletes = await recall();
+        assert.ok(afterDeletes >= 0.95, `recall@10 after deletes ${afterDeletes}`);
+
+        // A file written after the graph was built: found at once (exact), then by the graph.
+        const late = newFile(store.id, owner);
+        await s.addFiles([late]);
+        const twins = queries.slice(0, 3).map((q) => Float32Array.from(q));
+        await ingest(store.id, late.fileId, chunksOf(['chunk 0', 'chunk 1', 'chunk 2'], twins));
+        all.push(...twins.map((vector, seq) => ({ fileId: late.fileId, seq, vector })));
+        for (const phase of ['exact', 'graph'] as const) {
+          if (phase === 'graph') assert.equal(await s.indexReady!(record), true);
+          for (let i = 0; i < 3; i++) {
+            const [first] = await s.nearest({ store: record, vector: queries[i]!, k: 10 });
+            assert.equal(`${first?.fileId}:${first?.seq}`, `${late.fileId}:${i}`, phase);
+          }
+          const lateRecall = await recall();
+          assert.ok(lateRecall >= 0.95, `recall@10 with the late file (${phase}) ${lateRecall}`);
+        }
+        // A flat store is never approximate.
+        const flat = await s.createStore(newStore(owner, { metric }));
+        assert.equal(await s.indexReady!(flat), false);
+        assert.equal(await s.deleteStore(owner, store.id), true);
+        assert.deepEqual(await s.nearest({ store: record, vector: queries[0]!, k: 3 }), []);
       });
     }
 

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { similarityScore, type ChunkHit, type VectorStoreRecord } from '../vector-contract.js';
 import { MAX_NEAREST_K, queryWords, textScore } from '../vector-rows.js';
+import type { HnswIndexes } from '../hnsw/hnsw-indexes.js';
 import type { PgvectorIndex } from './pgvector-index.js';
 import type { VectorScanCache } from './vector-scan.js';
 import {
@@ -16,7 +17,8 @@ import {
 type ChunkRow = { id: string; store_id: string; file_id: string; seq: number; text: string };
 
 /**
- * Search on PostgreSQL: `nearest` by pgvector's HNSW index for an `hnsw` store where the server has it, otherwise
+ * Search on PostgreSQL: `nearest` by pgvector's HNSW index for an `hnsw` store where the server has it, else by
+ * this process's own graph of the store (`hnsw-indexes.ts`) when it is up to date with the store's version, otherwise
  * exact, in this process (`vector-scan.ts`): the store's vectors from the cache when its version is unchanged
  * (one indexed row read per search), else read at one snapshot in pages of BLOCK_ROWS (and kept when they fit the
  * cache), scored block by block with the event loop served in between. `matchText` is PostgreSQL's full-text
@@ -31,6 +33,7 @@ export class PostgresVectorSearch {
     private readonly p: string,
     readonly cache: VectorScanCache,
     private readonly pgvector: PgvectorIndex | undefined,
+    readonly graphs: HnswIndexes,
   ) {}
 
   async nearest(query: {
@@ -44,7 +47,7 @@ export class PostgresVectorSearch {
     if (query.vector.length !== store.dimensions)
       throw new RangeError(`a query of ${query.vector.length} dimensions for a store of ${store.dimensions}`);
     const k = Math.min(query.k, MAX_NEAREST_K);
-    let hits: { id: number; value: number }[];
+    let hits: readonly { id: number; value: number }[];
     if (store.index === 'hnsw' && this.pgvector) {
       hits = await this.pgvector.nearest({
         ...query,
@@ -53,6 +56,12 @@ export class PostgresVectorSearch {
         dimension: store.dimensions,
         metric: store.metric,
       });
+    } else if (store.index === 'hnsw') {
+      const version = await this.version(store.id);
+      if (version === undefined) return [];
+      hits =
+        this.graphs.search(store, version, { vector: query.vector, k, fileIds: query.fileIds }) ??
+        (await this.exact(store, query.vector, k, query.fileIds, version));
     } else {
       hits = await this.exact(store, query.vector, k, query.fileIds);
     }
@@ -102,8 +111,9 @@ export class PostgresVectorSearch {
     vector: Float32Array,
     k: number,
     fileIds: readonly string[] | undefined,
+    known?: string,
   ): Promise<ScanHit[]> {
-    const version = await this.version(store.id);
+    const version = known ?? (await this.version(store.id));
     if (version === undefined) {
       this.cache.drop(store.id);
       return [];

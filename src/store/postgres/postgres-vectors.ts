@@ -39,7 +39,9 @@ import {
 } from '../vector-rows.js';
 import { migrateUnderLock } from './migrate.js';
 import { inTransaction } from './postgres-blobs.js';
+import { HnswIndexes } from '../hnsw/hnsw-indexes.js';
 import { PgvectorIndex } from './pgvector-index.js';
+import { PostgresHnswSource } from './postgres-hnsw-source.js';
 import { PostgresVectorIngest } from './postgres-vector-ingest.js';
 import { PostgresVectorSearch } from './postgres-vector-search.js';
 import { PostgresVectorTables } from './postgres-vector-tables.js';
@@ -53,7 +55,8 @@ export const DEFAULT_SCAN_CACHE_BYTES = 256 * 1024 * 1024;
 /**
  * The vector store in PostgreSQL (docs/retrieval.md), shared by every instance on the database: the tables of
  * `postgres-vector-schema.ts`, vectors as bytea. Without pgvector (this machine's server) `nearest` is an exact
- * scan in this process (`postgres-vector-search.ts`); with it, an `hnsw` store is searched by pgvector's index.
+ * scan in this process (`postgres-vector-search.ts`) for a `flat` store and this process's own HNSW graph for an
+ * `hnsw` one (`hnsw-indexes.ts`); with pgvector, an `hnsw` store is searched by pgvector's index.
  * Each write is one transaction; `completeFile` locks the file's row, so a file's chunks are written once.
  */
 export class PostgresVectors implements VectorStoreStore {
@@ -67,19 +70,24 @@ export class PostgresVectors implements VectorStoreStore {
     private readonly p: string,
     private readonly pgvector: PgvectorIndex | undefined,
     cacheBytes: number,
+    hnswBytes: number | undefined,
   ) {
     this.capabilities = {
       backend: 'postgres',
       metrics: ['cosine', 'dot', 'euclidean'],
-      indexes: pgvector ? ['flat', 'hnsw'] : ['flat'],
+      indexes: ['flat', 'hnsw'],
     };
-    this.search = new PostgresVectorSearch(pool, p, new VectorScanCache(cacheBytes), pgvector);
+    const graphs = new HnswIndexes(new PostgresHnswSource(pool, p), { maxBytes: hnswBytes });
+    this.search = new PostgresVectorSearch(pool, p, new VectorScanCache(cacheBytes), pgvector, graphs);
     this.tables = new PostgresVectorTables(pool, p, pgvector);
     this.ingest = new PostgresVectorIngest(pool, p, this.tables, pgvector);
   }
 
   /** Opens (creating its tables once) the store at `url`; `prefix` names the tables (tests may use their own). */
-  static async open(url: string, options: { prefix?: string; cacheBytes?: number } = {}): Promise<PostgresVectors> {
+  static async open(
+    url: string,
+    options: { prefix?: string; cacheBytes?: number; hnswBytes?: number } = {},
+  ): Promise<PostgresVectors> {
     const prefix = options.prefix ?? 'gw_';
     if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) throw new RangeError(`invalid table prefix ${prefix}`);
     assertLittleEndian();
@@ -91,7 +99,13 @@ export class PostgresVectors implements VectorStoreStore {
     try {
       await migrateUnderLock(pool, vectorSchema(prefix));
       const pgvector = await PgvectorIndex.open(pool, `${prefix}vector_chunks`);
-      return new PostgresVectors(pool, prefix, pgvector, options.cacheBytes ?? DEFAULT_SCAN_CACHE_BYTES);
+      return new PostgresVectors(
+        pool,
+        prefix,
+        pgvector,
+        options.cacheBytes ?? DEFAULT_SCAN_CACHE_BYTES,
+        options.hnswBytes,
+      );
     } catch (error) {
       await pool.end();
       throw error;
@@ -192,7 +206,10 @@ export class PostgresVectors implements VectorStoreStore {
       await client.query(`DELETE FROM ${this.p}vector_file_batches WHERE store_id = $1`, [id]);
       return true;
     });
-    if (deleted) this.search.cache.drop(id);
+    if (deleted) {
+      this.search.cache.drop(id);
+      this.search.graphs.drop(id);
+    }
     return deleted;
   }
 
@@ -227,7 +244,10 @@ export class PostgresVectors implements VectorStoreStore {
       );
       return expired;
     });
-    for (const id of ids) this.search.cache.drop(id);
+    for (const id of ids) {
+      this.search.cache.drop(id);
+      this.search.graphs.drop(id);
+    }
     return ids.length;
   }
 
@@ -441,7 +461,18 @@ export class PostgresVectors implements VectorStoreStore {
     return usageOf(stores.rows, files.rows, limit);
   }
 
+  async indexReady(store: VectorStoreRecord): Promise<boolean> {
+    if (store.index !== 'hnsw') return false;
+    return this.pgvector !== undefined || this.search.graphs.ready(store);
+  }
+
+  /** The `hnsw` stores' graphs in this process, for tests and metrics. */
+  get hnsw(): HnswIndexes {
+    return this.search.graphs;
+  }
+
   close(): Promise<void> {
+    this.search.graphs.close();
     return this.pool.end();
   }
 }

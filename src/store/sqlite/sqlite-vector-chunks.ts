@@ -20,7 +20,8 @@ export interface ChunkQuery {
  * brute-force scan affordable: 10% of the rows, 10% of the time; docs/plans/retrieval-research.md section 1).
  *
  * vec0 has no dot-product metric (`distance_metric=dot` is refused), so this backend offers cosine and euclidean
- * (`l2`) only, and flat only: the published 0.1.9 binaries search by brute force (exact).
+ * (`l2`) only; the published 0.1.9 binaries search by brute force (exact): an `hnsw` store's vectors are here too,
+ * and its graph is built from them in memory (`hnsw/hnsw-indexes.ts`).
  *
  * The writes are synchronous SQLite work inside the caller's transaction. vec0 writes cost ~0.5-1 ms per chunk at
  * 1,536 dimensions on this machine, so a big file is written a few chunks per transaction, staged until it is
@@ -193,6 +194,11 @@ export class SqliteVectorChunks {
   /** Runs a search query on this connection (an in-memory database has no search thread). */
   runHere(query: ChunkQuery): ChunkHit[] {
     return query.hits(this.statement(query.sql).all(...query.args));
+  }
+
+  /** The vec0 table of this dimension and metric when it exists (what an `hnsw` store's graph is read from). */
+  vectorTable(dimension: number, metric: VectorMetric): string | undefined {
+    return this.exists(dimension, metric) ? tableName(dimension, metric) : undefined;
   }
 
   private exists(dimension: number, metric: VectorMetric): boolean {

@@ -37,7 +37,10 @@ import {
   type StoreRow,
   usageOf,
   usageSql,
+  MAX_NEAREST_K,
 } from '../vector-rows.js';
+import type { HnswIndexes } from '../hnsw/hnsw-indexes.js';
+import { SqliteHnsw } from './sqlite-hnsw.js';
 import { SqliteVectorChunks, type ChunkQuery } from './sqlite-vector-chunks.js';
 import { VectorSearchClient } from './vector-search-client.js';
 import { SqliteFileCompletion } from './sqlite-vector-completion.js';
@@ -62,7 +65,7 @@ export class SqliteVectors implements VectorStoreStore {
   readonly capabilities: VectorCapabilities = {
     backend: 'sqlite',
     metrics: ['cosine', 'euclidean'],
-    indexes: ['flat'],
+    indexes: ['flat', 'hnsw'],
   };
   private readonly batcher: SqliteWriteBatcher;
   private readonly chunks: SqliteVectorChunks;
@@ -72,14 +75,39 @@ export class SqliteVectors implements VectorStoreStore {
 
   /** The search thread (`vector-search-client.ts`); none for an in-memory database, which no other connection sees. */
   private readonly searches: VectorSearchClient | undefined;
+  /** The `hnsw` stores' graphs and their versions (`sqlite-hnsw.ts`). */
+  private readonly graphs: SqliteHnsw;
 
-  constructor(private readonly db: Sqlite.Database) {
+  constructor(
+    private readonly db: Sqlite.Database,
+    options: { hnswBytes?: number } = {},
+  ) {
     this.batcher = writeBatcherFor(db);
     this.chunks = new SqliteVectorChunks(db);
     this.s = { ...prepare(db), ...prepareStagingStatements(db) };
     this.completion = new SqliteFileCompletion(this.batcher, this.s, this.chunks);
     const main = (db.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main');
     this.searches = main?.file ? new VectorSearchClient({ path: main.file, busyTimeoutMs: 5_000 }) : undefined;
+    const vectorTable = (storeId: string) => {
+      const row = this.storeRow(storeId);
+      if (!row || row.dimensions === null) return undefined;
+      return this.chunks.vectorTable(Number(row.dimensions), row.metric as VectorMetric);
+    };
+    this.graphs = new SqliteHnsw(
+      db,
+      {
+        live: (storeId) => this.storeRow(storeId)?.expired_ms === null && !this.dropping(storeId),
+        vectorTable,
+        read: (sql, args) =>
+          this.searches ? this.searches.query(sql, args) : Promise.resolve(this.graphs.here(sql, args)),
+      },
+      options.hnswBytes,
+    );
+  }
+
+  /** The `hnsw` stores' graphs in this process, for tests and metrics. */
+  get hnsw(): HnswIndexes {
+    return this.graphs.graphs;
   }
 
   /** Whether searches run on a thread of their own (a database file) rather than on this one (in memory). */
@@ -162,7 +190,10 @@ export class SqliteVectors implements VectorStoreStore {
       this.s.deleteStore.run(id);
       return true;
     });
-    if (deleted) await this.drain(id);
+    if (deleted) {
+      this.graphs.forget(id);
+      await this.drain(id);
+    }
     return deleted;
   }
 
@@ -181,6 +212,7 @@ export class SqliteVectors implements VectorStoreStore {
         return row.id;
       }),
     );
+    for (const id of expired) this.graphs.forget(id);
     // These stores' chunks, and those of drops a restart cut off.
     for (const id of new Set([...expired, ...(this.s.pendingDrops.all(limit) as string[])])) await this.drain(id);
     // And the staged chunks of files whose holder died mid-write.
@@ -212,6 +244,7 @@ export class SqliteVectors implements VectorStoreStore {
         );
       }
     });
+    for (const storeId of new Set(files.map((file) => file.storeId))) this.graphs.changed(storeId);
   }
 
   async getFile(owner: string, storeId: string, fileId: string): Promise<VectorFileRecord | undefined> {
@@ -257,7 +290,7 @@ export class SqliteVectors implements VectorStoreStore {
   }
 
   async deleteFile(owner: string, storeId: string, fileId: string): Promise<boolean> {
-    return this.batcher.run(() => {
+    const deleted = await this.batcher.run(() => {
       if (!this.s.getFile.get(storeId, fileId, owner)) return false;
       const store = this.storeRow(storeId);
       if (store) {
@@ -267,6 +300,8 @@ export class SqliteVectors implements VectorStoreStore {
       this.s.deleteFile.run(storeId, fileId);
       return true;
     });
+    if (deleted) this.graphs.changed(storeId);
+    return deleted;
   }
 
   async fileChunks(owner: string, storeId: string, fileId: string): Promise<string[] | undefined> {
@@ -318,8 +353,10 @@ export class SqliteVectors implements VectorStoreStore {
     return this.batcher.run(() => this.s.renew.run(nowMs + leaseMs, storeId, fileId, holder).changes > 0);
   }
 
-  completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
-    return this.completion.complete(storeId, fileId, holder, chunks);
+  async completeFile(storeId: string, fileId: string, holder: string, chunks: NewChunk[]): Promise<CompleteOutcome> {
+    const outcome = await this.completion.complete(storeId, fileId, holder, chunks);
+    if (outcome.kind === 'completed') this.graphs.changed(storeId);
+    return outcome;
   }
 
   async endFile(
@@ -352,6 +389,10 @@ export class SqliteVectors implements VectorStoreStore {
     if (store.dimensions === null || query.k < 1 || this.dropping(store.id)) return [];
     if (query.vector.length !== store.dimensions)
       throw new RangeError(`a query of ${query.vector.length} dimensions for a store of ${store.dimensions}`);
+    if (query.fileIds?.length === 0) return [];
+    const k = Math.min(query.k, MAX_NEAREST_K);
+    const graphHits = store.index === 'hnsw' ? this.graphs.nearest(store, { ...query, k }) : undefined;
+    if (graphHits) return graphHits;
     return this.read(
       this.chunks.nearestQuery({ ...query, storeId: store.id, dimension: store.dimensions, metric: store.metric }),
     );
@@ -366,7 +407,12 @@ export class SqliteVectors implements VectorStoreStore {
     return query.k < 1 || this.dropping(query.storeId) ? [] : this.read(this.chunks.matchQuery(query));
   }
 
+  async indexReady(store: VectorStoreRecord): Promise<boolean> {
+    return store.index === 'hnsw' && this.graphs.graphs.ready(store);
+  }
+
   async close(): Promise<void> {
+    this.graphs.close();
     // The connection is the embedded store's: closed with it. The search thread is this store's.
     await this.searches?.close();
   }

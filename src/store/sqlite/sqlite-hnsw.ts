@@ -1,0 +1,120 @@
+import type { SQLInputValue } from 'node:sqlite';
+import type * as Sqlite from './database.js';
+import { similarityScore, type ChunkHit, type VectorStoreRecord } from '../vector-contract.js';
+import { HnswIndexes, rowsOf, type HnswSource, type SourceRows } from '../hnsw/hnsw-indexes.js';
+
+type Row = Record<string, unknown>;
+
+/** Rows read per query while a graph is built. */
+const PAGE_ROWS = 2048;
+
+/**
+ * The embedded store's `hnsw` search: the stores' graphs (`hnsw-indexes.ts`) and what they are built from. A
+ * store's version is a counter in this process, moved on after every committed write of its chunks (`changed`):
+ * the embedded store has one process writing its database. Files and vectors are read by `read` (on the search
+ * thread when there is one), the vectors from the store's vec0 table by chunk id, a page at a time; a graph's hits
+ * are read back here (a handful of rows by id), leaving out any chunk dropped since the graph was synced.
+ */
+export class SqliteHnsw implements HnswSource {
+  readonly graphs: HnswIndexes;
+  private readonly versions = new Map<string, number>();
+  private clock = 0;
+  private readonly statements = new Map<string, Sqlite.Statement<unknown[], Row>>();
+
+  constructor(
+    private readonly db: Sqlite.Database,
+    private readonly store: {
+      /** Whether the store exists, is not expired and is not being dropped. */
+      live(storeId: string): boolean;
+      /** The vec0 table holding the store's vectors; undefined: none yet. */
+      vectorTable(storeId: string): string | undefined;
+      read(sql: string, args: SQLInputValue[]): Promise<Row[]>;
+    },
+    maxBytes: number | undefined,
+  ) {
+    this.graphs = new HnswIndexes(this, { maxBytes });
+  }
+
+  /** The `k` nearest chunks by the store's graph; undefined: not up to date, search exactly. */
+  nearest(store: VectorStoreRecord, query: { vector: Float32Array; k: number; fileIds?: readonly string[] }) {
+    const version = this.currentVersion(store.id);
+    const hits = version === undefined ? undefined : this.graphs.search(store, version, query);
+    if (!hits) return undefined;
+    if (hits.length === 0) return [];
+    const rows = this.here(
+      `SELECT id, store_id, file_id, seq, text FROM vector_chunks
+        WHERE id IN (SELECT value FROM json_each(?)) AND store_id = ? AND live = 1`,
+      [JSON.stringify(hits.map((hit) => hit.id)), store.id],
+    );
+    const byId = new Map(rows.map((row) => [Number(row.id), row]));
+    return hits.flatMap((hit): ChunkHit[] => {
+      const row = byId.get(hit.id);
+      if (!row) return [];
+      const chunk = { storeId: row.store_id as string, fileId: row.file_id as string, seq: Number(row.seq) };
+      return [{ ...chunk, text: row.text as string, score: similarityScore(store.metric, hit.value) }];
+    });
+  }
+
+  /**
+   * Moves a store's version on, after a write of its chunks committed (never before: a graph synced in between
+   * would claim a version whose chunks it has not read).
+   */
+  changed(storeId: string): void {
+    this.versions.set(storeId, ++this.clock);
+  }
+
+  /** The store was deleted or expired. */
+  forget(storeId: string): void {
+    this.versions.delete(storeId);
+    this.graphs.drop(storeId);
+  }
+
+  async version(storeId: string): Promise<string | undefined> {
+    return this.currentVersion(storeId);
+  }
+
+  async files(storeId: string): Promise<{ fileId: string; firstId: number; count: number }[]> {
+    const rows = await this.store.read(
+      `SELECT file_id, min(id) AS first_id, count(*) AS n FROM vector_chunks WHERE store_id = ? AND live = 1
+        GROUP BY file_id`,
+      [storeId],
+    );
+    return rows.map((row) => ({ fileId: row.file_id as string, firstId: Number(row.first_id), count: Number(row.n) }));
+  }
+
+  async *vectors(storeId: string, fileIds: readonly string[], dimension: number): AsyncIterable<SourceRows> {
+    const table = this.store.vectorTable(storeId);
+    if (!table) return;
+    const files = JSON.stringify(fileIds);
+    let after = 0;
+    for (;;) {
+      const rows = (await this.store.read(
+        `SELECT c.id, c.file_id, v.embedding FROM vector_chunks c JOIN ${table} v ON v.chunk_id = c.id
+          WHERE c.store_id = ?1 AND c.live = 1 AND c.id > ?2 AND c.file_id IN (SELECT value FROM json_each(?3))
+          ORDER BY c.id LIMIT ${PAGE_ROWS}`,
+        [storeId, after, files],
+      )) as { id: number; file_id: string; embedding: Uint8Array }[];
+      yield rowsOf(rows, dimension);
+      if (rows.length < PAGE_ROWS) return;
+      after = Number(rows[rows.length - 1]!.id);
+    }
+  }
+
+  close(): void {
+    this.graphs.close();
+  }
+
+  private currentVersion(storeId: string): string | undefined {
+    return this.store.live(storeId) ? String(this.versions.get(storeId) ?? 0) : undefined;
+  }
+
+  /** A read on the serving connection (statements prepared once per text: a handful). */
+  here(sql: string, args: SQLInputValue[]): Row[] {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare<unknown[], Row>(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement.all(...args);
+  }
+}

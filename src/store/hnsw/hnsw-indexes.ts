@@ -57,6 +57,8 @@ export const SLICE_MS = 4;
 export const REBUILD_DEAD_SHARE = 0.25;
 /** The widest beam a filtered search uses. */
 const MAX_FILTERED_EF = 4096;
+/** The most multiply-adds one graph search may take (~ef × M × dimension): ~2-4 ms here. */
+const MAX_SEARCH_WORK = 4_000_000;
 /** All graphs together, by default. */
 export const DEFAULT_HNSW_BYTES = 1024 * 1024 * 1024;
 
@@ -149,10 +151,11 @@ export class HnswIndexes {
       if (allowedCount === 0) return [];
     }
     // The graph's search computes about ef × M distances, the exact scan one per allowed chunk: the cheaper wins
-    // (few chunks, or a filter keeping a small share of them).
+    // (few chunks, or a filter keeping a small share of them). A graph search runs in one go: one that would hold
+    // the event loop for more than a few ms (a wide beam of long vectors) is left to the exact scan, which yields.
     const share = allowedCount / graph.size;
     const ef = Math.min(MAX_FILTERED_EF, Math.ceil(Math.max(this.params.efSearch, query.k) / share));
-    if (allowedCount <= ef * graph.m) {
+    if (allowedCount <= ef * graph.m || ef * graph.m * graph.dimension > MAX_SEARCH_WORK) {
       this.stats.exactSearches++;
       return undefined;
     }

@@ -1,8 +1,8 @@
 import type { Pool } from 'pg';
 import { rowsOf, type HnswSource, type SourceRows } from '../hnsw/hnsw-indexes.js';
 
-/** Rows read per query while a graph is built. */
-const PAGE_ROWS = 2048;
+/** Rows read per query while a graph is built (a page is decoded in one go on the serving thread: ~1-3 ms). */
+const PAGE_ROWS = 512;
 
 /**
  * What the PostgreSQL store tells `HnswIndexes` (`hnsw-indexes.ts`) about a store: its version is the

@@ -5,8 +5,8 @@ import { HnswIndexes, rowsOf, type HnswSource, type SourceRows } from '../hnsw/h
 
 type Row = Record<string, unknown>;
 
-/** Rows read per query while a graph is built. */
-const PAGE_ROWS = 2048;
+/** Rows read per query while a graph is built (a page is decoded in one go on the serving thread: ~1-3 ms). */
+const PAGE_ROWS = 512;
 
 /**
  * The embedded store's `hnsw` search: the stores' graphs (`hnsw-indexes.ts`) and what they are built from. A

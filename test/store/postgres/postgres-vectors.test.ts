@@ -1,7 +1,7 @@
 /**
  * What the PostgreSQL vector store adds to the contract: pgvector detected (absent on this machine), the exact
- * scan's cache kept right across instances by the store's version, and a store larger than the cache scanned as
- * it is read.
+ * scan's cache and each instance's hnsw graph kept right across instances by the store's version, and a store
+ * larger than the cache scanned as it is read.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -63,15 +63,15 @@ describe('PostgreSQL vector store', { skip }, () => {
     await schema?.drop();
   });
 
-  test('pgvector is looked for in pg_available_extensions; without it the store offers flat only', async () => {
+  test('pgvector is looked for in pg_available_extensions; flat and hnsw either way (without it, a graph here)', async () => {
     const client = new pg.Client({ connectionString: DATABASE_URL });
     await client.connect();
     try {
       const available = await PgvectorIndex.available(client);
       const { rows } = await client.query("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'");
       assert.equal(available, rows.length > 0);
-      assert.deepEqual([...a.capabilities.indexes], available ? ['flat', 'hnsw'] : ['flat']);
-      if (!available) await assert.rejects(a.createStore({ ...newStore(), index: 'hnsw' }), RangeError);
+      assert.equal(available, rows.length > 0);
+      assert.deepEqual([...a.capabilities.indexes], ['flat', 'hnsw']);
     } finally {
       await client.end();
     }
@@ -96,6 +96,42 @@ describe('PostgreSQL vector store', { skip }, () => {
     const third = await a.nearest({ store: record, vector: Float32Array.from([0, 0, 1]), k: 3 });
     assert.equal(third.length, 2);
     assert.ok(!third.some((hit) => hit.fileId === added), 'nor the deleted one');
+  });
+
+  test("each instance's hnsw graph follows the others' writes by the store's version (exact until synced)", async () => {
+    const store = await a.createStore({ ...newStore(), index: 'hnsw' });
+    const circle = (n: number, z: number) =>
+      Array.from({ length: n }, (_, i) => [Math.cos(i / 7), Math.sin(i / 7), z + i / 1000]);
+    const kept = await addFile(a, store.id, circle(1500, 0));
+    const record = (await a.getStore('alice', store.id))!;
+    assert.equal(await a.indexReady(record), true);
+    assert.equal(await b.indexReady(record), true);
+    const query = Float32Array.from([0, 0, 1]);
+    const before = b.hnsw.usage.graphSearches;
+    assert.equal((await b.nearest({ store: record, vector: query, k: 5 })).length, 5);
+    assert.equal(b.hnsw.usage.graphSearches, before + 1, 'by the graph');
+
+    // Written by a: b's graph is behind (its version moved on), so b searches exactly and finds the new chunk.
+    const added = await addFile(a, store.id, [[0, 0, 1]]);
+    const behind = await b.nearest({ store: record, vector: query, k: 1 });
+    assert.equal(behind[0]?.fileId, added);
+    assert.equal(behind[0]?.score, 1);
+    assert.equal(b.hnsw.usage.graphSearches, before + 1, 'exact while behind');
+    assert.equal(await b.indexReady(record), true);
+    assert.equal((await b.nearest({ store: record, vector: query, k: 1 }))[0]?.fileId, added, 'then by the graph');
+    assert.equal(b.hnsw.usage.graphSearches, before + 2);
+
+    // Deleted by a: never returned by b, before or after b's graph catches up.
+    assert.equal(await a.deleteFile('alice', store.id, added), true);
+    for (const phase of ['behind', 'synced']) {
+      if (phase === 'synced') assert.equal(await b.indexReady(record), true);
+      const hits = await b.nearest({ store: record, vector: query, k: 5 });
+      assert.equal(hits.length, 5);
+      assert.ok(
+        hits.every((hit) => hit.fileId === kept),
+        phase,
+      );
+    }
   });
 
   test('a store larger than the cache is scanned as it is read, with the same answer, and not kept', async () => {

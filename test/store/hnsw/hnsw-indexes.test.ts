@@ -78,6 +78,7 @@ const record = (id: string): VectorStoreRecord => ({
   expiredMs: null,
   embeddingModel: 'm',
   dimensions: DIM,
+  dimensionsDeclared: true,
   metric: 'cosine',
   index: 'hnsw',
   usageBytes: 0,

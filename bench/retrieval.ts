@@ -4,6 +4,7 @@
 // the process's memory. Run alone (npm run bench:retrieval) or as the last section of npm run bench.
 //   BENCH_RETRIEVAL_SIZES=10000,100000  BENCH_RETRIEVAL_DIMS=384  BENCH_RETRIEVAL_QUERIES=200
 //   BENCH_RETRIEVAL_FILES=40 (ingestion)  DATABASE_URL (PostgreSQL; default the local test database, skipped if absent)
+//   BENCH_RETRIEVAL_BACKENDS=sqlite,postgres  BENCH_RETRIEVAL_INDEXES=flat,hnsw (a subset: one row re-measured)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,8 @@ const DIMS = Number(env.BENCH_RETRIEVAL_DIMS ?? 384);
 const QUERIES = Number(env.BENCH_RETRIEVAL_QUERIES ?? 200);
 const INGEST_FILES = Number(env.BENCH_RETRIEVAL_FILES ?? 40);
 const DATABASE_URL = env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const BACKENDS = (env.BENCH_RETRIEVAL_BACKENDS ?? 'sqlite,postgres').split(',');
+const INDEXES = (env.BENCH_RETRIEVAL_INDEXES ?? 'flat,hnsw').split(',') as VectorIndexKind[];
 const CHUNKS_PER_FILE = 1_000;
 const K = 10;
 const ADMIN = 'bench-retrieval-admin-token-0123456789';
@@ -317,14 +320,15 @@ async function ingestionRow(): Promise<string> {
 export async function retrievalSection(): Promise<string> {
   log('retrieval: ingestion through the gateway…');
   const ingestion = await ingestionRow();
-  const backends = [sqliteBackend];
+  const backends = BACKENDS.includes('sqlite') ? [sqliteBackend] : [];
   const notes: string[] = [];
-  if (await postgresReachable()) backends.push(postgresBackend);
+  if (!BACKENDS.includes('postgres')) notes.push('PostgreSQL not asked for (BENCH_RETRIEVAL_BACKENDS).');
+  else if (await postgresReachable()) backends.push(postgresBackend);
   else notes.push(`PostgreSQL not reachable at ${DATABASE_URL.replace(/\/\/[^@]*@/, '//')}: its rows are missing.`);
   const rows: string[] = [];
   for (const backend of backends) {
     for (const size of SIZES) {
-      for (const index of ['flat', 'hnsw'] as const) {
+      for (const index of INDEXES) {
         log(`retrieval: ${backend.name}, ${size} chunks, ${index}`);
         rows.push(await engineRow(backend, size, index));
       }

@@ -42,8 +42,9 @@ export class SqliteHnsw implements HnswSource {
     if (!hits) return undefined;
     if (hits.length === 0) return [];
     const rows = this.here(
+      // `+store_id`: by the ids (the primary key), not by the store's index (which would read all its chunks).
       `SELECT id, store_id, file_id, seq, text FROM vector_chunks
-        WHERE id IN (SELECT value FROM json_each(?)) AND store_id = ? AND live = 1`,
+        WHERE id IN (SELECT value FROM json_each(?)) AND +store_id = ? AND live = 1`,
       [JSON.stringify(hits.map((hit) => hit.id)), store.id],
     );
     const byId = new Map(rows.map((row) => [Number(row.id), row]));

@@ -337,7 +337,7 @@ export async function retrievalSection(): Promise<string> {
   return [
     `**Ingestion** (the real gateway, a local word-embedding mock with no delay): ${ingestion}.`,
     '',
-    `**Search** (the store's \`nearest\`, k = ${K}, ${DIMS}-dimensional unit vectors of intrinsic dimension ${INTRINSIC}, cosine; ${QUERIES} queries after 5 to warm; "filtered": restricted to the files a filter kept, 10 % of them; hnsw: M 16, efConstruction 64, efSearch 80, recall@10 against the same store searched exactly, over ${Math.min(QUERIES, 100)} queries):`,
+    `**Search** (the store's \`nearest\`, k = ${K}, ${DIMS}-dimensional unit vectors of intrinsic dimension ${INTRINSIC}, cosine; ${QUERIES} queries after 5 to warm; "filtered": restricted to the files a filter kept, 10 % of them; hnsw: M 16, efConstruction 64, efSearch 128, recall@10 against the same store searched exactly, over ${Math.min(QUERIES, 100)} queries):`,
     '',
     '| backend | index | chunks | search p50 / p99 ms | filtered p50 / p99 ms | write chunks/s | RSS after | recall@10 vs flat |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -27,7 +27,7 @@ export interface HnswParams {
   efSearch: number;
 }
 
-export const HNSW_DEFAULTS: HnswParams = { m: 16, efConstruction: 64, efSearch: 80 };
+export const HNSW_DEFAULTS: HnswParams = { m: 16, efConstruction: 64, efSearch: 128 };
 
 const BLOCK_SHIFT = 10;
 /** Rows per vector block (and per layer-0 links block). */

@@ -89,13 +89,13 @@ test('a graph answers only at the version it was synced to (a store of more chun
   const source = new MemorySource();
   const graphs = new HnswIndexes(source);
   const store = record('vs_a');
-  source.addFile('vs_a', 'f1', Array.from({ length: 1500 }, vector));
+  source.addFile('vs_a', 'f1', Array.from({ length: 2500 }, vector));
   const query = { vector: vector(), k: 5 };
   assert.equal(graphs.search(store, '1', query), undefined, 'none yet: exact, and a sync starts');
   assert.equal(await graphs.ready(store), true);
   const hits = graphs.search(store, '1', query);
   assert.equal(hits?.length, 5);
-  source.addFile('vs_a', 'f2', Array.from({ length: 1500 }, vector));
+  source.addFile('vs_a', 'f2', Array.from({ length: 2500 }, vector));
   assert.equal(graphs.search(store, '2', query), undefined, 'behind: exact');
   assert.equal(await graphs.ready(store), true);
   assert.equal(source.reads, 2, 'only the new file was read');

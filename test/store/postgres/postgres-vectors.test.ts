@@ -102,7 +102,7 @@ describe('PostgreSQL vector store', { skip }, () => {
     const store = await a.createStore({ ...newStore(), index: 'hnsw' });
     const circle = (n: number, z: number) =>
       Array.from({ length: n }, (_, i) => [Math.cos(i / 7), Math.sin(i / 7), z + i / 1000]);
-    const kept = await addFile(a, store.id, circle(1500, 0));
+    const kept = await addFile(a, store.id, circle(2500, 0));
     const record = (await a.getStore('alice', store.id))!;
     assert.equal(await a.indexReady(record), true);
     assert.equal(await b.indexReady(record), true);

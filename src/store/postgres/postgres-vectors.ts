@@ -49,6 +49,8 @@ import { vectorSchema } from './postgres-vector-schema.js';
 import { VectorScanCache, assertLittleEndian } from './vector-scan.js';
 
 const DAY_MS = 86_400_000;
+/** `prefix` names the tables; the bytes the exact scan's cache and the hnsw graphs may hold in this process. */
+type OpenOptions = { prefix?: string; cacheBytes?: number; hnswBytes?: number };
 /** The exact scan's vectors kept in memory, all stores together (`vector-scan.ts`). */
 export const DEFAULT_SCAN_CACHE_BYTES = 256 * 1024 * 1024;
 
@@ -69,25 +71,22 @@ export class PostgresVectors implements VectorStoreStore {
     private readonly pool: Pool,
     private readonly p: string,
     private readonly pgvector: PgvectorIndex | undefined,
-    cacheBytes: number,
-    hnswBytes: number | undefined,
+    options: OpenOptions,
   ) {
     this.capabilities = {
       backend: 'postgres',
       metrics: ['cosine', 'dot', 'euclidean'],
       indexes: ['flat', 'hnsw'],
     };
-    const graphs = new HnswIndexes(new PostgresHnswSource(pool, p), { maxBytes: hnswBytes });
-    this.search = new PostgresVectorSearch(pool, p, new VectorScanCache(cacheBytes), pgvector, graphs);
+    const graphs = new HnswIndexes(new PostgresHnswSource(pool, p), { maxBytes: options.hnswBytes });
+    const cache = new VectorScanCache(options.cacheBytes ?? DEFAULT_SCAN_CACHE_BYTES);
+    this.search = new PostgresVectorSearch(pool, p, cache, pgvector, graphs);
     this.tables = new PostgresVectorTables(pool, p, pgvector);
     this.ingest = new PostgresVectorIngest(pool, p, this.tables, pgvector);
   }
 
   /** Opens (creating its tables once) the store at `url`; `prefix` names the tables (tests may use their own). */
-  static async open(
-    url: string,
-    options: { prefix?: string; cacheBytes?: number; hnswBytes?: number } = {},
-  ): Promise<PostgresVectors> {
+  static async open(url: string, options: OpenOptions = {}): Promise<PostgresVectors> {
     const prefix = options.prefix ?? 'gw_';
     if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) throw new RangeError(`invalid table prefix ${prefix}`);
     assertLittleEndian();
@@ -99,13 +98,7 @@ export class PostgresVectors implements VectorStoreStore {
     try {
       await migrateUnderLock(pool, vectorSchema(prefix));
       const pgvector = await PgvectorIndex.open(pool, `${prefix}vector_chunks`);
-      return new PostgresVectors(
-        pool,
-        prefix,
-        pgvector,
-        options.cacheBytes ?? DEFAULT_SCAN_CACHE_BYTES,
-        options.hnswBytes,
-      );
+      return new PostgresVectors(pool, prefix, pgvector, options);
     } catch (error) {
       await pool.end();
       throw error;
@@ -206,10 +199,7 @@ export class PostgresVectors implements VectorStoreStore {
       await client.query(`DELETE FROM ${this.p}vector_file_batches WHERE store_id = $1`, [id]);
       return true;
     });
-    if (deleted) {
-      this.search.cache.drop(id);
-      this.search.graphs.drop(id);
-    }
+    if (deleted) this.forget(id);
     return deleted;
   }
 
@@ -244,10 +234,7 @@ export class PostgresVectors implements VectorStoreStore {
       );
       return expired;
     });
-    for (const id of ids) {
-      this.search.cache.drop(id);
-      this.search.graphs.drop(id);
-    }
+    for (const id of ids) this.forget(id);
     return ids.length;
   }
 
@@ -469,6 +456,12 @@ export class PostgresVectors implements VectorStoreStore {
   /** The `hnsw` stores' graphs in this process, for tests and metrics. */
   get hnsw(): HnswIndexes {
     return this.search.graphs;
+  }
+
+  /** A store deleted or expired: its cached vectors and its graph go. */
+  private forget(storeId: string): void {
+    this.search.cache.drop(storeId);
+    this.search.graphs.drop(storeId);
   }
 
   close(): Promise<void> {

@@ -1,6 +1,8 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type * as Sqlite from './database.js';
-import { similarityScore, type ChunkHit, type VectorStoreRecord } from '../vector-contract.js';
+import { similarityScore, type ChunkHit, type VectorMetric, type VectorStoreRecord } from '../vector-contract.js';
+import type { StoreRow } from '../vector-rows.js';
+import type { SqliteVectorChunks } from './sqlite-vector-chunks.js';
 import { HnswIndexes, rowsOf, type HnswSource, type SourceRows } from '../hnsw/hnsw-indexes.js';
 
 type Row = Record<string, unknown>;
@@ -23,11 +25,12 @@ export class SqliteHnsw implements HnswSource {
 
   constructor(
     private readonly db: Sqlite.Database,
+    private readonly chunks: SqliteVectorChunks,
     private readonly store: {
-      /** Whether the store exists, is not expired and is not being dropped. */
-      live(storeId: string): boolean;
-      /** The vec0 table holding the store's vectors; undefined: none yet. */
-      vectorTable(storeId: string): string | undefined;
+      row(storeId: string): StoreRow | undefined;
+      /** Whether the store's chunks are being dropped (deleted or expired). */
+      dropping(storeId: string): boolean;
+      /** A read query, on the search thread when there is one. */
       read(sql: string, args: SQLInputValue[]): Promise<Row[]>;
     },
     maxBytes: number | undefined,
@@ -84,7 +87,10 @@ export class SqliteHnsw implements HnswSource {
   }
 
   async *vectors(storeId: string, fileIds: readonly string[], dimension: number): AsyncIterable<SourceRows> {
-    const table = this.store.vectorTable(storeId);
+    const row = this.store.row(storeId);
+    const dimensions = row?.dimensions ?? null;
+    const table =
+      dimensions === null ? undefined : this.chunks.vectorTable(Number(dimensions), row!.metric as VectorMetric);
     if (!table) return;
     const files = JSON.stringify(fileIds);
     let after = 0;
@@ -106,7 +112,8 @@ export class SqliteHnsw implements HnswSource {
   }
 
   private currentVersion(storeId: string): string | undefined {
-    return this.store.live(storeId) ? String(this.versions.get(storeId) ?? 0) : undefined;
+    const live = this.store.row(storeId)?.expired_ms === null && !this.store.dropping(storeId);
+    return live ? String(this.versions.get(storeId) ?? 0) : undefined;
   }
 
   /** A read on the serving connection (statements prepared once per text: a handful). */

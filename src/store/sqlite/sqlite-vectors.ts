@@ -1,3 +1,4 @@
+import type { SQLInputValue } from 'node:sqlite';
 import type * as Sqlite from './database.js';
 import type {
   ChunkHit,
@@ -88,21 +89,10 @@ export class SqliteVectors implements VectorStoreStore {
     this.completion = new SqliteFileCompletion(this.batcher, this.s, this.chunks);
     const main = (db.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main');
     this.searches = main?.file ? new VectorSearchClient({ path: main.file, busyTimeoutMs: 5_000 }) : undefined;
-    const vectorTable = (storeId: string) => {
-      const row = this.storeRow(storeId);
-      if (!row || row.dimensions === null) return undefined;
-      return this.chunks.vectorTable(Number(row.dimensions), row.metric as VectorMetric);
-    };
-    this.graphs = new SqliteHnsw(
-      db,
-      {
-        live: (storeId) => this.storeRow(storeId)?.expired_ms === null && !this.dropping(storeId),
-        vectorTable,
-        read: (sql, args) =>
-          this.searches ? this.searches.query(sql, args) : Promise.resolve(this.graphs.here(sql, args)),
-      },
-      options.hnswBytes,
-    );
+    const read = (sql: string, args: SQLInputValue[]) =>
+      this.searches ? this.searches.query(sql, args) : Promise.resolve(this.graphs.here(sql, args));
+    const store = { row: (id: string) => this.storeRow(id), dropping: (id: string) => this.dropping(id), read };
+    this.graphs = new SqliteHnsw(db, this.chunks, store, options.hnswBytes);
   }
 
   /** The `hnsw` stores' graphs in this process, for tests and metrics. */
@@ -389,7 +379,6 @@ export class SqliteVectors implements VectorStoreStore {
     if (store.dimensions === null || query.k < 1 || this.dropping(store.id)) return [];
     if (query.vector.length !== store.dimensions)
       throw new RangeError(`a query of ${query.vector.length} dimensions for a store of ${store.dimensions}`);
-    if (query.fileIds?.length === 0) return [];
     const k = Math.min(query.k, MAX_NEAREST_K);
     const graphHits = store.index === 'hnsw' ? this.graphs.nearest(store, { ...query, k }) : undefined;
     if (graphHits) return graphHits;

@@ -12,15 +12,13 @@ const PAGE_ROWS = 512;
 
 /**
  * The embedded store's `hnsw` search: the stores' graphs (`hnsw-indexes.ts`) and what they are built from. A
- * store's version is a counter in this process, moved on after every committed write of its chunks (`changed`):
- * the embedded store has one process writing its database. Files and vectors are read by `read` (on the search
+ * store's version is its row's `chunks_version`, moved on after every committed write of its chunks (`changed`), so
+ * a process's graph sees another's writes (WORKERS > 1 share the file). Files and vectors are read by `read` (on the search
  * thread when there is one), the vectors from the store's vec0 table by chunk id, a page at a time; a graph's hits
  * are read back here (a handful of rows by id), leaving out any chunk dropped since the graph was synced.
  */
 export class SqliteHnsw implements HnswSource {
   readonly graphs: HnswIndexes;
-  private readonly versions = new Map<string, number>();
-  private clock = 0;
   private readonly statements = new Map<string, Sqlite.Statement<unknown[], Row>>();
 
   constructor(
@@ -64,12 +62,11 @@ export class SqliteHnsw implements HnswSource {
    * would claim a version whose chunks it has not read).
    */
   changed(storeId: string): void {
-    this.versions.set(storeId, ++this.clock);
+    this.here('UPDATE vector_stores SET chunks_version = chunks_version + 1 WHERE id = ?', [storeId]);
   }
 
   /** The store was deleted or expired. */
   forget(storeId: string): void {
-    this.versions.delete(storeId);
     this.graphs.drop(storeId);
   }
 
@@ -113,7 +110,9 @@ export class SqliteHnsw implements HnswSource {
 
   private currentVersion(storeId: string): string | undefined {
     const live = this.store.row(storeId)?.expired_ms === null && !this.store.dropping(storeId);
-    return live ? String(this.versions.get(storeId) ?? 0) : undefined;
+    if (!live) return undefined;
+    const [row] = this.here('SELECT chunks_version FROM vector_stores WHERE id = ?', [storeId]);
+    return row === undefined ? undefined : String(row.chunks_version);
   }
 
   /** A read on the serving connection (statements prepared once per text: a handful). */

@@ -30,7 +30,9 @@ export const VECTOR_STORES_MIGRATION = `CREATE TABLE vector_stores (
     dimensions INTEGER,
     dimensions_declared INTEGER NOT NULL DEFAULT 0 CHECK (dimensions_declared IN (0, 1)),
     metric TEXT NOT NULL CHECK (metric IN ('cosine', 'dot', 'euclidean')),
-    index_kind TEXT NOT NULL CHECK (index_kind IN ('flat', 'hnsw'))
+    index_kind TEXT NOT NULL CHECK (index_kind IN ('flat', 'hnsw')),
+    -- Moved on after every committed write of the store's chunks: what each process's hnsw graph is synced to.
+    chunks_version INTEGER NOT NULL DEFAULT 0
   ) STRICT;
   CREATE INDEX vector_stores_owner_order ON vector_stores (owner, created_ms, id);
   CREATE INDEX vector_stores_expiring ON vector_stores (last_active_ms)

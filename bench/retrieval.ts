@@ -8,7 +8,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
@@ -18,6 +17,8 @@ import { createLogger } from '../src/observability/logger.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { SqliteVectors } from '../src/store/sqlite/sqlite-vectors.js';
 import type { VectorIndexKind, VectorStoreRecord, VectorStoreStore } from '../src/store/vector-contract.js';
+import { scratchPostgresSchema } from '../test/helpers/scratch-postgres-schema.js';
+import { DATABASE_URL } from '../test/helpers/services.js';
 import { startWordEmbedder } from '../test/helpers/upstreams/word-embedder.js';
 import { summarize } from './lib/stats.js';
 
@@ -26,7 +27,6 @@ const SIZES = (env.BENCH_RETRIEVAL_SIZES ?? '10000,100000').split(',').map(Numbe
 const DIMS = Number(env.BENCH_RETRIEVAL_DIMS ?? 384);
 const QUERIES = Number(env.BENCH_RETRIEVAL_QUERIES ?? 200);
 const INGEST_FILES = Number(env.BENCH_RETRIEVAL_FILES ?? 40);
-const DATABASE_URL = env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BACKENDS = (env.BENCH_RETRIEVAL_BACKENDS ?? 'sqlite,postgres').split(',');
 const INDEXES = (env.BENCH_RETRIEVAL_INDEXES ?? 'flat,hnsw').split(',') as VectorIndexKind[];
 const CHUNKS_PER_FILE = 1_000;
@@ -102,23 +102,14 @@ const sqliteBackend: Backend = {
 const postgresBackend: Backend = {
   name: 'PostgreSQL (no pgvector)',
   async open() {
-    const schema = `bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-    const admin = new pg.Client({ connectionString: DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    const url = new URL(DATABASE_URL);
-    url.searchParams.set('options', `-c search_path=${schema}`);
+    const schema = await scratchPostgresSchema();
     const { PostgresVectors } = await import('../src/store/postgres/postgres-vectors.js');
-    const store = await PostgresVectors.open(url.toString());
+    const store = await PostgresVectors.open(schema.url);
     return {
       store,
       close: async () => {
         await store.close();
-        const client = new pg.Client({ connectionString: DATABASE_URL });
-        await client.connect();
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        await client.end();
+        await schema.drop();
       },
     };
   },

@@ -24,7 +24,7 @@ export const LAYERS = [
   ['request'],
   ['auth'],
   ['core'],
-  ['providers', 'store'],
+  ['providers', 'store', 'mcp'],
   ['config'],
   ['errors', 'streaming', 'secrets', 'net', 'wire'],
   ['names'],

@@ -52,6 +52,7 @@ import { wireUpstreams } from './wiring/upstreams-wiring.js';
 import { wireWebhooks } from './wiring/webhooks-wiring.js';
 import { wireFiles, type WiredFiles } from './wiring/files-wiring.js';
 import { vectorStoreMetrics, wireVectorStores, type WiredVectorStores } from './wiring/vector-stores-wiring.js';
+import { wireMcp, type WiredMcp } from './wiring/mcp-wiring.js';
 import type { VectorStoreStore } from './store/vector-contract.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
 import type { StorageUseStore } from './store/storage-use.js';
@@ -122,6 +123,8 @@ export interface GatewayApp {
   files: WiredFiles | undefined;
   /** Vector stores and their search (docs/retrieval.md); undefined without a vector store. */
   vectorStores: WiredVectorStores | undefined;
+  /** The MCP servers and the tool-call service (docs/mcp.md). */
+  mcp: WiredMcp;
   /** A call made as a caller through the whole request pipeline, its outcome typed (routes/call-as-inject.ts). */
   callAs: CallAs;
   /**
@@ -240,6 +243,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     callAs,
     checkModel: (model) => void modelCalls.router.plan(model),
   });
+  // MCP: the upstream servers (connected on first use) and the one service every tool call goes through.
+  const mcp = wireMcp(app, config);
   const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
   wireMetrics(app, config, {
     auth,
@@ -323,6 +328,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
         served: surfaces,
         fixedProviders: deps.providers !== undefined,
         cacheBuilt: cache !== undefined,
+        mcp,
       })
     : undefined;
   await app.ready();
@@ -339,6 +345,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     },
     files,
     vectorStores: vectors,
+    mcp,
     callAs,
     reloadConfig: (trigger) => reloads?.reload(trigger) ?? Promise.resolve(),
   };

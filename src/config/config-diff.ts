@@ -46,6 +46,14 @@ const SECTIONS: ReadonlyArray<readonly [string, (config: GatewayConfig) => unkno
   ['auth.basic_users', (c) => c.basicUsers],
   ['dashboard', (c) => c.dashboard],
   ['dev_echo_model', (c) => c.devEchoModel],
+  // Servers by name and the digest of what each is connected with (never a secret's value).
+  [
+    'mcp',
+    (c) => ({
+      ...c.mcp,
+      servers: c.mcp.servers.map((s) => ({ ...s, connection: undefined })),
+    }),
+  ],
 ];
 
 function diffByKey<T>(

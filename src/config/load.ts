@@ -23,6 +23,7 @@ import { DEFAULT_TIMEOUTS, ENV_UPSTREAM_NAME, addEnvUpstream, mergeTimeouts, toU
 import { instanceIdOf, toBatches } from './batches-schema.js';
 import { toFiles } from './files-schema.js';
 import { toVectorStores } from './vector-stores-schema.js';
+import { toMcp } from './mcp-schema.js';
 import { DEFAULT_PRICE_CATALOG_FILE, readPriceCatalog } from './price-catalog.js';
 import {
   checkLimitModels,
@@ -77,6 +78,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
   checkReferences(upstreams, models, defaultUpstream, problems);
   checkLimitModels(file.limits?.models, models, problems);
   const webhooks = toWebhooks(envSection?.webhooks ?? file.webhooks, env, fileDir, problems);
+  const mcp = toMcp(envSection?.mcp_servers ?? file.mcp_servers, file.mcp, env, fileDir, problems);
 
   const port = parseIntEnv(env, 'PORT', problems, 0, 65535) ?? file.server?.port ?? 8080;
   const bodyLimitBytes =
@@ -139,6 +141,7 @@ export function loadConfig(env: Env, options: { cwd?: string; version?: string }
     batches: toBatches(file.batches, instanceId),
     files: toFiles(file.files),
     vectorStores: toVectorStores(file.vector_stores),
+    mcp,
     databaseUrl: env.DATABASE_URL || undefined,
     metricsEnabled: file.metrics.enabled,
     dashboard: { enabled: file.dashboard.enabled, sessionTtlMs: Math.round(file.dashboard.session_hours * 3_600_000) },

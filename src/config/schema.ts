@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { batchesSectionSchema } from './batches-schema.js';
 import { filesSectionSchema } from './files-schema.js';
 import { vectorStoresSectionSchema } from './vector-stores-schema.js';
+import { mcpSectionSchema, mcpServersSchema } from './mcp-schema.js';
 import { serverSectionSchema } from './server-schema.js';
 import { ROUTE_NAME, apiEventKinds } from '../names/api-names.js';
 
@@ -323,6 +324,8 @@ const sections = {
   upstreams: z.array(upstreamSchema).optional(),
   models: z.array(modelSchema).optional(),
   default_upstream: upstreamName.optional(),
+  /** Upstream MCP servers (docs/mcp.md); a per-environment list replaces the top-level one, as for upstreams. */
+  mcp_servers: mcpServersSchema.optional(),
 };
 
 export const configFileSchema = z
@@ -538,6 +541,8 @@ export const configFileSchema = z
     files: filesSectionSchema,
     /** Vector stores and the file_search tool (docs/retrieval.md). */
     vector_stores: vectorStoresSectionSchema,
+    /** The MCP gateway's settings (docs/mcp.md). */
+    mcp: mcpSectionSchema,
     ...sections,
     /** Per-environment sections replace the top-level section of the same name for that environment. */
     environments: z

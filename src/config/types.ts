@@ -1,3 +1,4 @@
+import type { McpConfig } from './mcp-schema.js';
 import type { BatchesConfig } from './batches-schema.js';
 import type { GatewayEnvironment } from './names.js';
 import type { StreamUsageMode } from './provider-presets.js';
@@ -181,6 +182,8 @@ export interface GatewayConfig {
   files: FilesConfig;
   /** Vector stores: where they live, their defaults and bounds (docs/retrieval.md). */
   vectorStores: VectorStoresConfig;
+  /** Upstream MCP servers and the MCP gateway's settings (docs/mcp.md). */
+  mcp: McpConfig;
   /** REDIS_URL: when set, limits (and later idempotency) live in Redis, shared by every instance. */
   redisUrl: string | undefined;
   webhooks: WebhooksConfig;

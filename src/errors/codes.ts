@@ -167,6 +167,10 @@ export const ERROR_CODES = {
     status: 404,
     message: "No vector store has this id for this caller (never created, deleted, or another caller's).",
   },
+  mcp_server_not_found: {
+    status: 404,
+    message: 'No MCP server of this gateway has this name (mcp_servers in the config); see details.servers.',
+  },
   vector_store_file_not_found: {
     status: 404,
     message: 'This vector store holds no file with this id (never added, or removed).',
@@ -239,6 +243,20 @@ export const ERROR_CODES = {
     statusFrom: 'upstream',
     message: 'The upstream provider refused the key given in X-Upstream-Key.',
   },
+  mcp_tool_not_allowed: {
+    status: 403,
+    message:
+      "This caller may not call this MCP tool: it is not among the key's mcp_tools patterns (or the key lacks the mcp right); see details.",
+  },
+  mcp_server_url_refused: {
+    status: 400,
+    message:
+      'An MCP tool names a server_url this gateway does not list in mcp_servers: the gateway makes no outbound connection a caller chooses; name a configured server by server_label.',
+  },
+  mcp_arguments_too_large: {
+    status: 413,
+    message: "An MCP tool call's arguments are larger than this gateway takes (mcp.max_argument_bytes); see details.",
+  },
   rate_limited: {
     status: 429,
     message: 'A rate limit of this gateway is exhausted; retry after the time in Retry-After. details names the limit.',
@@ -287,6 +305,21 @@ export const ERROR_CODES = {
     status: 503,
     message:
       'The upstream is at its configured concurrency bound (max_concurrent or max_connections) and no slot freed within queue_timeout_ms; retry after Retry-After. details names the upstream, the calls in flight and the bound.',
+  },
+  mcp_server_unavailable: {
+    status: 502,
+    message:
+      'The MCP server could not be reached or did not start (it is reconnected with backoff); retry after Retry-After. details names the server.',
+  },
+  mcp_upstream_error: {
+    status: 502,
+    message:
+      'The MCP server answered the call with a protocol error, or with a result this gateway does not pass on (too large, malformed); see details.',
+  },
+  mcp_tool_timeout: {
+    status: 504,
+    message:
+      'The MCP tool did not answer within its timeout (mcp_servers[].call_timeout_seconds); the call was cancelled upstream.',
   },
   search_busy: {
     status: 503,

@@ -34,6 +34,7 @@ export const API_NAMES = [
   { route: 'files' },
   { route: 'vector_stores' },
   { route: 'batches', events: ['batch.completed', 'batch.failed', 'batch.cancelled'], stage: 'canary' },
+  { route: 'mcp', events: ['mcp.tool_called', 'mcp.tool_failed'], stage: 'canary' },
 ] as const satisfies readonly ApiNames[];
 
 type Api = (typeof API_NAMES)[number];

@@ -36,6 +36,8 @@ export interface ReloadTargets {
   served: ServedRoutes;
   /** Providers given by the embedding program (tests): kept whatever the file says. */
   fixedProviders: boolean;
+  /** The MCP servers and settings (`mcp_servers`, `mcp`): a reload keeps unchanged servers' connections. */
+  mcp?: { apply(config: GatewayConfig['mcp']): void };
   /** Whether the response cache was built at start (no model cached then: enabling one needs a restart). */
   cacheBuilt: boolean;
 }
@@ -185,6 +187,7 @@ function apply(targets: ReloadTargets, config: GatewayConfig): ConfigChanges {
   targets.pipeline.swap(generation);
   targets.catalog.update(config, generation.defaultProbe, generation.providers.builtins, generation.prices);
   if (changes.sections.includes('webhooks')) targets.webhooks.reconfigure(config.webhooks);
+  if (changes.sections.includes('mcp')) targets.mcp?.apply(config.mcp);
   if (changes.sections.includes('auth.oauth') || changes.sections.includes('auth.basic_users'))
     targets.auth.reconfigure({
       oauth: config.oauth ? oauthVerifier(config.oauth, targets.served) : undefined,

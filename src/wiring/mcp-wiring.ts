@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify';
+import type { McpConfig } from '../config/mcp-schema.js';
+import type { GatewayConfig } from '../config/types.js';
+import { LocalToolLimiter } from '../core/mcp/local-tool-limiter.js';
+import { McpToolService, type ToolCallLimiter, type ToolCallObserver } from '../core/mcp/tool-service.js';
+import { UpstreamPool } from '../mcp/upstream-pool.js';
+
+export interface WiredMcp {
+  pool: UpstreamPool;
+  /** Every tool call goes through it (`/mcp`, the Responses `mcp` tool, the Messages `mcp_servers`). */
+  tools: McpToolService;
+  /** A reload's `mcp_servers` and `mcp` (config-reload-wiring.ts). */
+  apply(config: McpConfig): void;
+}
+
+/**
+ * The MCP gateway's upstream servers and its one tool-call service (docs/mcp.md). Nothing connects at start: each
+ * server on its first use. Their connections (stdio children included) end when the app closes.
+ */
+export function wireMcp(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  deps: { limiter?: ToolCallLimiter; observer?: ToolCallObserver } = {},
+): WiredMcp {
+  let settings = config.mcp;
+  const pool = new UpstreamPool(settings, {
+    warn: (message, fields) => app.log.warn(fields, message),
+    debug: (message, fields) => app.log.debug(fields, message),
+  });
+  const tools = new McpToolService(
+    pool,
+    () => settings,
+    deps.limiter ?? new LocalToolLimiter(),
+    deps.observer ?? { ended: () => undefined },
+  );
+  app.addHook('onClose', async () => {
+    await pool.close();
+  });
+  return {
+    pool,
+    tools,
+    apply(next) {
+      settings = next;
+      pool.apply(next);
+    },
+  };
+}

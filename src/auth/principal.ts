@@ -1,6 +1,7 @@
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from '../core/limits/rate-limit-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { compileToolRights, type ToolRights } from '../core/mcp/tool-rights.js';
 
 /** Who is calling and what they may do. `undefined` rights mean "everything" (the admin token). */
 export interface Principal {
@@ -13,9 +14,26 @@ export interface Principal {
   limits?: LimitSet;
   /** Tokens and/or cost per rolling period. */
   budget?: Budget;
+  /**
+   * The MCP tools it may list and call: patterns `<server>/<tool glob>` (core/mcp/tool-rights.ts); undefined: every
+   * tool (the admin token); empty: none (a key given no `mcp_tools`).
+   */
+  mcpTools?: readonly string[];
 }
 
 export const ADMIN: Principal = { caller: 'admin', kind: 'admin' };
+
+const compiledRights = new WeakMap<Principal, ToolRights>();
+
+/** The MCP tools `principal` may see and call (compiled once per principal object). */
+export function toolRightsOf(principal: Principal): ToolRights {
+  let rights = compiledRights.get(principal);
+  if (!rights) {
+    rights = compileToolRights(principal.kind === 'admin' ? undefined : (principal.mcpTools ?? []));
+    compiledRights.set(principal, rights);
+  }
+  return rights;
+}
 
 /** A model id the principal may call (the id it used, or the model an alias stands for). */
 export function modelAllowed(principal: Principal, ...ids: ReadonlyArray<string | undefined>): boolean {
@@ -41,6 +59,7 @@ export function principalSnapshot(principal: Principal): string {
     ...(principal.models ? { models: [...principal.models] } : {}),
     ...(principal.limits ? { limits: principal.limits } : {}),
     ...(principal.budget ? { budget: principal.budget } : {}),
+    ...(principal.mcpTools ? { mcpTools: [...principal.mcpTools] } : {}),
   });
 }
 
@@ -54,5 +73,6 @@ export function principalFromSnapshot(text: string): Principal {
     ...(saved.models ? { models: new Set(saved.models) } : {}),
     ...(saved.limits ? { limits: saved.limits } : {}),
     ...(saved.budget ? { budget: saved.budget } : {}),
+    ...(saved.mcpTools ? { mcpTools: saved.mcpTools } : {}),
   };
 }

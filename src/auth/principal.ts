@@ -1,7 +1,7 @@
 import type { LimitSet } from '../config/types.js';
 import type { Budget } from '../core/limits/rate-limit-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { compileToolRights, type ToolRights } from '../core/mcp/tool-rights.js';
+import { compileToolRights, NO_TOOLS, type ToolRights } from '../core/mcp/tool-rights.js';
 
 /** Who is calling and what they may do. `undefined` rights mean "everything" (the admin token). */
 export interface Principal {
@@ -25,11 +25,15 @@ export const ADMIN: Principal = { caller: 'admin', kind: 'admin' };
 
 const compiledRights = new WeakMap<Principal, ToolRights>();
 
-/** The MCP tools `principal` may see and call (compiled once per principal object). */
+/**
+ * The MCP tools `principal` may see and call (compiled once per principal object): none without the `mcp` route,
+ * whichever way the call comes (`/mcp`, or a model's tool loop).
+ */
 export function toolRightsOf(principal: Principal): ToolRights {
   let rights = compiledRights.get(principal);
   if (!rights) {
-    rights = compileToolRights(principal.kind === 'admin' ? undefined : (principal.mcpTools ?? []));
+    const tools = principal.kind === 'admin' && !principal.mcpTools ? undefined : (principal.mcpTools ?? []);
+    rights = principal.routes && !principal.routes.has('mcp') ? NO_TOOLS : compileToolRights(tools);
     compiledRights.set(principal, rights);
   }
   return rights;

@@ -244,7 +244,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     checkModel: (model) => void modelCalls.router.plan(model),
   });
   // MCP: the upstream servers (connected on first use) and the one service every tool call goes through.
-  const mcp = wireMcp(app, config);
+  const mcp = wireMcp(app, config, { auth });
   const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
   wireMetrics(app, config, {
     auth,

@@ -321,6 +321,10 @@ export const ERROR_CODES = {
     message:
       'The MCP tool did not answer within its timeout (mcp_servers[].call_timeout_seconds); the call was cancelled upstream.',
   },
+  mcp_streams_busy: {
+    status: 503,
+    message: 'The gateway holds as many MCP notification streams (GET /mcp) open as it keeps; retry after Retry-After.',
+  },
   search_busy: {
     status: 503,
     message: 'The gateway is running as many vector searches as it queues; retry after Retry-After.',

@@ -1,4 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.js';
+import { McpServerContent } from '../core/mcp/server-content.js';
+import { mountMcpRoutes } from '../routes/mcp/mcp-routes.js';
 import type { McpConfig } from '../config/mcp-schema.js';
 import type { GatewayConfig } from '../config/types.js';
 import { LocalToolLimiter } from '../core/mcp/local-tool-limiter.js';
@@ -20,7 +23,7 @@ export interface WiredMcp {
 export function wireMcp(
   app: FastifyInstance,
   config: GatewayConfig,
-  deps: { limiter?: ToolCallLimiter; observer?: ToolCallObserver } = {},
+  deps: { auth: Authenticator; limiter?: ToolCallLimiter; observer?: ToolCallObserver },
 ): WiredMcp {
   let settings = config.mcp;
   const pool = new UpstreamPool(settings, {
@@ -33,6 +36,16 @@ export function wireMcp(
     deps.limiter ?? new LocalToolLimiter(),
     deps.observer ?? { ended: () => undefined },
   );
+  mountMcpRoutes(app, {
+    auth: deps.auth,
+    tools,
+    content: new McpServerContent(pool),
+    onToolsChanged: (listener) => pool.onToolsChanged(listener),
+    hasServer: (server) => pool.has(server),
+    environment: config.environment,
+    version: config.version,
+    challenge: (request) => mcpChallenge(app, request, config.oauth !== undefined),
+  });
   app.addHook('onClose', async () => {
     await pool.close();
   });
@@ -44,4 +57,14 @@ export function wireMcp(
       pool.apply(next);
     },
   };
+}
+
+/**
+ * The `WWW-Authenticate` of a 401 on `/mcp`: with OAuth configured, where the protected-resource metadata is (RFC
+ * 9728, the MCP authorization spec), so a client can find the authorization server; otherwise a plain Bearer.
+ */
+function mcpChallenge(app: FastifyInstance, request: FastifyRequest, oauth: boolean): string {
+  if (!oauth) return 'Bearer realm="llm-gateway"';
+  const origin = app.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  return `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`;
 }

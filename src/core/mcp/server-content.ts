@@ -10,6 +10,7 @@ import {
   type Resource,
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ZodType } from 'zod';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { scrubAnswer } from '../../secrets/key-scrubber.js';
 import type { McpUpstreams } from '../../mcp/upstream-contract.js';
@@ -119,7 +120,7 @@ export class McpServerContent {
   private async pages<P extends { nextCursor?: string | undefined }, T>(
     server: string,
     method: string,
-    schema: import('zod').ZodType<P>,
+    schema: ZodType<P>,
     entries: (page: P) => T[],
     signal?: AbortSignal,
   ): Promise<T[]> {

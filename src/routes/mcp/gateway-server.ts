@@ -74,15 +74,7 @@ export function gatewayServer(
       });
     return { server: split.server, name: split.tool };
   };
-  const handle =
-    <R, A extends unknown[]>(run: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      try {
-        return await run(...args);
-      } catch (error) {
-        throw rpcError(error);
-      }
-    };
+  const handle = rpcHandled;
 
   server.setRequestHandler(
     ListToolsRequestSchema,
@@ -139,11 +131,27 @@ export function gatewayServer(
     if (id !== undefined) deps.inFlight.cancel(caller.caller, id, notification.params.reason);
   });
 
+  carryContent(server, deps.content, servers, resolve, named, allowedServer);
+  return server;
+}
+
+/**
+ * Prompts and resources of the servers the request may use (`servers`), as `gatewayServer` names them: a prompt
+ * `<server>__<name>` on the aggregated endpoint, a resource by its own URI.
+ */
+function carryContent(
+  server: Server,
+  content: McpServerContent,
+  servers: () => string[],
+  resolve: (name: string, field: string) => { server: string; name: string },
+  named: (server: string, name: string) => string,
+  allowedServer: (name: string) => string,
+): void {
   server.setRequestHandler(
     ListPromptsRequestSchema,
-    handle(async (_request, extra) => {
-      const prompts = await deps.content.gather(servers(), async (name) =>
-        (await deps.content.listPrompts(name, extra.signal)).map((prompt) => ({
+    rpcHandled(async (_request, extra) => {
+      const prompts = await content.gather(servers(), async (name) =>
+        (await content.listPrompts(name, extra.signal)).map((prompt) => ({
           ...prompt,
           name: named(name, prompt.name),
         })),
@@ -154,26 +162,26 @@ export function gatewayServer(
 
   server.setRequestHandler(
     GetPromptRequestSchema,
-    handle(async (request, extra) => {
+    rpcHandled(async (request, extra) => {
       const target = resolve(request.params.name, 'params.name');
       allowedServer(target.server);
-      return deps.content.getPrompt(target.server, target.name, request.params.arguments, extra.signal);
+      return content.getPrompt(target.server, target.name, request.params.arguments, extra.signal);
     }),
   );
 
   server.setRequestHandler(
     ListResourcesRequestSchema,
-    handle(async (_request, extra) => {
-      const resources = await deps.content.gather(servers(), (name) => deps.content.listResources(name, extra.signal));
+    rpcHandled(async (_request, extra) => {
+      const resources = await content.gather(servers(), (name) => content.listResources(name, extra.signal));
       return { resources };
     }),
   );
 
   server.setRequestHandler(
     ListResourceTemplatesRequestSchema,
-    handle(async (_request, extra) => {
-      const resourceTemplates = await deps.content.gather(servers(), (name) =>
-        deps.content.listResourceTemplates(name, extra.signal),
+    rpcHandled(async (_request, extra) => {
+      const resourceTemplates = await content.gather(servers(), (name) =>
+        content.listResourceTemplates(name, extra.signal),
       );
       return { resourceTemplates };
     }),
@@ -181,8 +189,17 @@ export function gatewayServer(
 
   server.setRequestHandler(
     ReadResourceRequestSchema,
-    handle(async (request, extra) => deps.content.readResource(servers(), request.params.uri, extra.signal)),
+    rpcHandled(async (request, extra) => content.readResource(servers(), request.params.uri, extra.signal)),
   );
+}
 
-  return server;
+/** A handler whose failures reach the client as JSON-RPC errors carrying our registry's code (rpc-error.ts). */
+function rpcHandled<R, A extends unknown[]>(run: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args: A): Promise<R> => {
+    try {
+      return await run(...args);
+    } catch (error) {
+      throw rpcError(error);
+    }
+  };
 }

@@ -1,3 +1,4 @@
+import { mcpSecrets } from './config/mcp-schema.js';
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/config-error.js';
@@ -34,6 +35,7 @@ export async function main(): Promise<void> {
       ...config.adminTokens,
       ...config.upstreams.map((u) => u.apiKey),
       ...config.webhooks.subscriptions.flatMap((s) => s.secrets),
+      ...mcpSecrets(config.mcp),
     ],
     ...(cluster.isWorker ? { base: { worker: cluster.worker?.id } } : {}),
   });

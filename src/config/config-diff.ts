@@ -51,7 +51,7 @@ const SECTIONS: ReadonlyArray<readonly [string, (config: GatewayConfig) => unkno
     'mcp',
     (c) => ({
       ...c.mcp,
-      servers: c.mcp.servers.map((s) => ({ ...s, connection: undefined })),
+      servers: c.mcp.servers.map((s) => ({ ...s, connection: undefined, secrets: undefined })),
     }),
   ],
 ];

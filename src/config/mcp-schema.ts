@@ -149,6 +149,8 @@ export interface McpServerConfig {
   connectTimeoutMs: number;
   callTimeoutMs: number;
   limits: McpLimits;
+  /** The values read from the environment or a file (never logged, scrubbed from what the server answers). */
+  secrets: string[];
   connection:
     | { kind: 'http'; url: string; transport: 'auto' | 'streamable_http' | 'sse'; headers: Record<string, string> }
     | { kind: 'stdio'; command: string; args: string[]; env: Record<string, string>; cwd: string | undefined };
@@ -188,9 +190,11 @@ function toServer(
   fileDir: string,
   problems: string[],
 ): McpServerConfig {
+  const secrets: string[] = [];
   const value = (ref: z.infer<typeof valueRef>, at: string): string => {
     if (typeof ref === 'string') return ref;
     const secret = resolveSecretRef(ref, { env: `${at}.env`, file: `${at}.file` }, env, fileDir, problems);
+    if (secret !== undefined) secrets.push(secret);
     return `${ref.prefix ?? ''}${secret ?? ''}`;
   };
   const values = (record: Record<string, z.infer<typeof valueRef>> | undefined, at: string) =>
@@ -219,7 +223,7 @@ function toServer(
   const fingerprint = createHash('sha256')
     .update(JSON.stringify([connection, common.connectTimeoutMs]))
     .digest('hex');
-  return { ...common, fingerprint, connection };
+  return { ...common, fingerprint, connection, secrets };
 }
 
 function toLimits(entry: z.infer<typeof limitsSchema> | undefined): McpLimits {
@@ -228,4 +232,9 @@ function toLimits(entry: z.infer<typeof limitsSchema> | undefined): McpLimits {
 
 function resolvePath(dir: string, path: string): string {
   return path.startsWith('/') ? path : `${dir.replace(/\/+$/, '')}/${path}`;
+}
+
+/** Every secret value the MCP servers are connected with (the logger redacts them). */
+export function mcpSecrets(config: McpConfig): string[] {
+  return config.servers.flatMap((server) => server.secrets);
 }

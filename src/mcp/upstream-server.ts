@@ -8,6 +8,7 @@ import {
   ErrorCode as RpcCode,
   ListToolsResultSchema,
   McpError,
+  ProgressNotificationSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type Tool,
@@ -52,6 +53,13 @@ export class UpstreamServer {
   private failures = 0;
   private retryAtMs = 0;
   private closed = false;
+  /**
+   * The progress listeners of the calls in flight, by the token the gateway gave each. Read by a handler of ours:
+   * the SDK's own `onprogress` drops a progress notification read together with the result (its handler runs a
+   * tick later, after the request's handlers are gone); ours runs before the call's continuation forgets it.
+   */
+  private readonly progress = new Map<string, NonNullable<ToolCallOptions['onProgress']>>();
+  private progressTokens = 0;
 
   constructor(
     readonly config: McpServerConfig,
@@ -65,8 +73,7 @@ export class UpstreamServer {
 
   /** The secret values its connection is made with (header values, a child's environment): scrubbed from answers. */
   secrets(): string[] {
-    const { connection } = this.config;
-    return Object.values(connection.kind === 'http' ? connection.headers : connection.env);
+    return this.config.secrets;
   }
 
   async listTools(): Promise<Tool[]> {
@@ -87,15 +94,20 @@ export class UpstreamServer {
   async callTool(tool: string, args: Record<string, unknown>, options: ToolCallOptions): Promise<CallToolResult> {
     return this.withClient(
       async (client) => {
+        const token = options.onProgress ? `gw-${++this.progressTokens}` : undefined;
+        if (token !== undefined && options.onProgress) this.progress.set(token, options.onProgress);
         try {
           return await client.request(
-            { method: 'tools/call', params: { name: tool, arguments: args } },
-            CallToolResultSchema,
             {
-              timeout: this.config.callTimeoutMs,
-              ...(options.signal ? { signal: options.signal } : {}),
-              ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
+              method: 'tools/call',
+              params: {
+                name: tool,
+                arguments: args,
+                ...(token === undefined ? {} : { _meta: { progressToken: token } }),
+              },
             },
+            CallToolResultSchema,
+            { timeout: this.config.callTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) },
           );
         } catch (error) {
           if (options.signal?.aborted) throw options.signal.reason;
@@ -106,6 +118,8 @@ export class UpstreamServer {
               timeout_ms: this.config.callTimeoutMs,
             });
           throw error;
+        } finally {
+          if (token !== undefined) this.progress.delete(token);
         }
       },
       tool,
@@ -211,6 +225,14 @@ export class UpstreamServer {
       await client.close().catch(() => undefined);
       throw error;
     }
+    client.setNotificationHandler(ProgressNotificationSchema, (notification) => {
+      const { progressToken, progress, total, message } = notification.params;
+      this.progress.get(String(progressToken))?.({
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
+      });
+    });
     if (client.getServerCapabilities()?.tools?.listChanged)
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         if (this.client !== client) return;

@@ -4,6 +4,7 @@
  * `useGateway` is the fixture most tests share: a mock upstream of one wire format on a real socket and the gateway
  * in front of it, started and closed by the calling describe block's own hooks.
  */
+import { mcpSecrets } from '../../src/config/mcp-schema.js';
 import { after, before, beforeEach } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,6 +45,8 @@ export interface StartOptions {
   surfaces?: readonly SurfaceDescriptor[];
   /** The vector store search the `file_search` tool runs (a test's own, from fixed passages). */
   fileSearch?: FileSearch;
+  /** Reads the config file again on `gateway.reloadConfig` (live reload, as the process does on SIGHUP). */
+  reloadable?: boolean;
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<TestGateway> {
@@ -68,6 +71,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
       ...config.adminTokens,
       ...config.upstreams.map((u) => u.apiKey),
       ...config.webhooks.subscriptions.flatMap((s) => s.secrets),
+      ...mcpSecrets(config.mcp),
     ],
     destination: { write: (line: string) => void logLines.push(line) },
   });
@@ -77,6 +81,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
     ...deps,
     ...(options.surfaces ? { surfaces: options.surfaces } : {}),
     ...(options.fileSearch ? { fileSearch: options.fileSearch } : {}),
+    ...(options.reloadable ? { readConfig: () => loadConfig(env, { version: '0.0.0-test' }) } : {}),
   });
   await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.app.server.address();
@@ -96,6 +101,7 @@ export async function startGateway(options: StartOptions = {}): Promise<TestGate
         ...config.adminTokens,
         ...config.upstreams.map((u) => u.apiKey),
         ...config.webhooks.subscriptions.flatMap((s) => s.secrets),
+        ...mcpSecrets(config.mcp),
       ]);
       await deps.close();
       rmSync(dataDir, { recursive: true, force: true });

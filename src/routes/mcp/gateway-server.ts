@@ -106,18 +106,29 @@ export function gatewayServer(
         AbortSignal.any([extra.signal, requestSignal]),
       );
       const progressToken = request.params._meta?.progressToken;
+      // Progress is written before the result (the client stops listening once it has it); the stream's writes keep
+      // their order, so waiting for the last one is waiting for all (and nothing grows with an endless progress).
+      let lastSent: Promise<void> | undefined;
       try {
         const answer = await deps.tools.callTool(caller, target.server, target.name, request.params.arguments ?? {}, {
           signal: running.signal,
           ...(progressToken === undefined
             ? {}
             : {
-                onProgress: (progress) =>
-                  void extra
+                onProgress: (progress) => {
+                  lastSent = extra
                     .sendNotification({ method: 'notifications/progress', params: { progressToken, ...progress } })
-                    .catch(() => undefined),
+                    .catch(() => undefined);
+                },
               }),
         });
+        if (lastSent) {
+          await lastSent;
+          // The SDK's client runs notification handlers a tick after it reads them but settles the request at once:
+          // a progress event read in the same chunk as the result would find its handler gone. A turn of the event
+          // loop between them sends the result in a write of its own.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
         outcome.rate = answer.rate ?? outcome.rate;
         return answer.result;
       } finally {

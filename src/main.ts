@@ -1,4 +1,4 @@
-import { mcpSecrets } from './config/mcp-schema.js';
+import { mcpSecrets } from './config/mcp-secrets.js';
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/config-error.js';

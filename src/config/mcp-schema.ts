@@ -233,8 +233,3 @@ function toLimits(entry: z.infer<typeof limitsSchema> | undefined): McpLimits {
 function resolvePath(dir: string, path: string): string {
   return path.startsWith('/') ? path : `${dir.replace(/\/+$/, '')}/${path}`;
 }
-
-/** Every secret value the MCP servers are connected with (the logger redacts them). */
-export function mcpSecrets(config: McpConfig): string[] {
-  return config.servers.flatMap((server) => server.secrets);
-}

@@ -1,23 +1,12 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolResultSchema,
-  ErrorCode as RpcCode,
-  ListToolsResultSchema,
-  McpError,
-  ProgressNotificationSchema,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ZodType } from 'zod';
 import type { McpServerConfig } from '../config/mcp-schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { scrubCut } from '../secrets/redact.js';
 import { boundedFetch } from './bounded-fetch.js';
+import { clientSdk, type ClientSdk } from './sdk.js';
 import { guardStdout } from './stdio-guard.js';
 import type { ToolCallOptions } from './upstream-contract.js';
 
@@ -38,6 +27,8 @@ const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 /** A stdio server's stderr lines kept for the log (the last ones, each cut), and a JSON message's largest size. */
 const STDERR_LINE_CHARS = 500;
+/** JSON-RPC's (the SDK's) code for a request that timed out. */
+const REQUEST_TIMEOUT = -32001;
 
 /**
  * One configured upstream MCP server, spoken to with the official SDK's client: connected lazily on first use,
@@ -60,6 +51,8 @@ export class UpstreamServer {
    */
   private readonly progress = new Map<string, NonNullable<ToolCallOptions['onProgress']>>();
   private progressTokens = 0;
+  /** The SDK, once the first connection loaded it (sdk.ts). */
+  private sdk: ClientSdk | undefined;
 
   constructor(
     readonly config: McpServerConfig,
@@ -106,12 +99,12 @@ export class UpstreamServer {
                 ...(token === undefined ? {} : { _meta: { progressToken: token } }),
               },
             },
-            CallToolResultSchema,
+            this.loaded().types.CallToolResultSchema,
             { timeout: this.config.callTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) },
           );
         } catch (error) {
           if (options.signal?.aborted) throw options.signal.reason;
-          if (error instanceof McpError && error.code === RpcCode.RequestTimeout)
+          if (error instanceof this.loaded().types.McpError && error.code === REQUEST_TIMEOUT)
             throw new GatewayError('mcp_tool_timeout', {
               server: this.name,
               tool,
@@ -160,7 +153,7 @@ export class UpstreamServer {
         return await use(client);
       } catch (error) {
         if (signal?.aborted) throw signal.reason; // the caller's cancellation: the connection is fine
-        if (attempt === 0 && sessionExpired(error)) {
+        if (attempt === 0 && sessionExpired(this.loaded(), error)) {
           this.drop(client);
           continue;
         }
@@ -183,6 +176,7 @@ export class UpstreamServer {
   private async connect(): Promise<Client> {
     const { connection } = this.config;
     try {
+      this.sdk ??= await clientSdk();
       let client: Client;
       if (connection.kind === 'stdio') client = await this.open(this.stdio(connection));
       else if (connection.transport === 'sse') client = await this.open(this.sse(connection));
@@ -191,7 +185,7 @@ export class UpstreamServer {
           client = await this.open(this.streamable(connection));
         } catch (error) {
           // Legacy SSE servers answer the Streamable HTTP POST with a 4xx (404/405): the spec's fallback.
-          if (connection.transport !== 'auto' || !refusedPost(error)) throw error;
+          if (connection.transport !== 'auto' || !refusedPost(this.loaded(), error)) throw error;
           client = await this.open(this.sse(connection));
         }
       this.failures = 0;
@@ -216,7 +210,8 @@ export class UpstreamServer {
   }
 
   private async open(transport: Transport): Promise<Client> {
-    const client = new Client({ name: 'llm-gateway', version: '1' }, { capabilities: {} });
+    const sdk = this.loaded();
+    const client = new sdk.Client({ name: 'llm-gateway', version: '1' }, { capabilities: {} });
     client.onclose = () => this.drop(client);
     client.onerror = () => undefined; // a failed request rejects its own promise; a dead transport closes
     try {
@@ -225,7 +220,7 @@ export class UpstreamServer {
       await client.close().catch(() => undefined);
       throw error;
     }
-    client.setNotificationHandler(ProgressNotificationSchema, (notification) => {
+    client.setNotificationHandler(sdk.types.ProgressNotificationSchema, (notification) => {
       const { progressToken, progress, total, message } = notification.params;
       this.progress.get(String(progressToken))?.({
         progress,
@@ -234,12 +229,18 @@ export class UpstreamServer {
       });
     });
     if (client.getServerCapabilities()?.tools?.listChanged)
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      client.setNotificationHandler(sdk.types.ToolListChangedNotificationSchema, () => {
         if (this.client !== client) return;
         this.tools = undefined;
         this.hooks.toolsChanged(this.name);
       });
     return client;
+  }
+
+  /** The SDK: loaded by the connection every use of it follows. */
+  private loaded(): ClientSdk {
+    if (!this.sdk) throw new Error('the MCP SDK is used before a connection loaded it');
+    return this.sdk;
   }
 
   /** Forgets a client whose connection ended (its next use connects again). */
@@ -257,7 +258,7 @@ export class UpstreamServer {
     for (let page = 0; page < MAX_LIST_PAGES && tools.length < MAX_TOOLS; page++) {
       const result = await client.request(
         { method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) },
-        ListToolsResultSchema,
+        this.loaded().types.ListToolsResultSchema,
         { timeout: this.config.connectTimeoutMs },
       );
       tools.push(...result.tools.slice(0, MAX_TOOLS - tools.length));
@@ -268,10 +269,11 @@ export class UpstreamServer {
   }
 
   private stdio(connection: Extract<McpServerConfig['connection'], { kind: 'stdio' }>): Transport {
-    const transport = new StdioClientTransport({
+    const sdk = this.loaded();
+    const transport = new sdk.StdioClientTransport({
       command: connection.command,
       args: connection.args,
-      env: { ...getDefaultEnvironment(), ...connection.env },
+      env: { ...sdk.getDefaultEnvironment(), ...connection.env },
       ...(connection.cwd === undefined ? {} : { cwd: connection.cwd }),
       stderr: 'pipe',
     });
@@ -284,7 +286,7 @@ export class UpstreamServer {
   }
 
   private streamable(connection: Extract<McpServerConfig['connection'], { kind: 'http' }>): Transport {
-    return new StreamableHTTPClientTransport(new URL(connection.url), {
+    return new (this.loaded().StreamableHTTPClientTransport)(new URL(connection.url), {
       requestInit: { headers: connection.headers },
       fetch: boundedFetch(this.maxMessageBytes),
       reconnectionOptions: {
@@ -298,7 +300,7 @@ export class UpstreamServer {
 
   private sse(connection: Extract<McpServerConfig['connection'], { kind: 'http' }>): Transport {
     const fetch = boundedFetch(this.maxMessageBytes);
-    return new SSEClientTransport(new URL(connection.url), {
+    return new (this.loaded().SSEClientTransport)(new URL(connection.url), {
       requestInit: { headers: connection.headers },
       eventSourceInit: {
         fetch: (url, init) =>
@@ -322,7 +324,7 @@ export class UpstreamServer {
 
   private upstreamError(error: unknown, tool: string | undefined): unknown {
     if (error instanceof GatewayError || (error instanceof Error && error.name === 'AbortError')) return error;
-    if (!(error instanceof McpError)) {
+    if (!this.sdk || !(error instanceof this.sdk.types.McpError)) {
       // The connection failed under the request (a reset, a dead child): the next use connects again.
       if (this.client) this.drop(this.client);
       return this.unavailable(scrubCut(error instanceof Error ? error.message : String(error), this.secrets(), 300));
@@ -337,11 +339,11 @@ export class UpstreamServer {
 }
 
 /** A Streamable HTTP request refused because the server no longer knows the session (it restarted, or expired it). */
-function sessionExpired(error: unknown): boolean {
-  return error instanceof StreamableHTTPError && error.code === 404;
+function sessionExpired(sdk: ClientSdk, error: unknown): boolean {
+  return error instanceof sdk.StreamableHTTPError && error.code === 404;
 }
 
 /** A Streamable HTTP initialize refused with a 4xx: the server may speak only the legacy SSE transport. */
-function refusedPost(error: unknown): boolean {
-  return error instanceof StreamableHTTPError && error.code !== undefined && error.code >= 400 && error.code < 500;
+function refusedPost(sdk: ClientSdk, error: unknown): boolean {
+  return error instanceof sdk.StreamableHTTPError && error.code !== undefined && error.code >= 400 && error.code < 500;
 }

@@ -4,7 +4,7 @@
  * `useGateway` is the fixture most tests share: a mock upstream of one wire format on a real socket and the gateway
  * in front of it, started and closed by the calling describe block's own hooks.
  */
-import { mcpSecrets } from '../../src/config/mcp-schema.js';
+import { mcpSecrets } from '../../src/config/mcp-secrets.js';
 import { after, before, beforeEach } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,18 +1,14 @@
-import {
-  GetPromptResultSchema,
-  ListPromptsResultSchema,
-  ListResourcesResultSchema,
-  ListResourceTemplatesResultSchema,
-  ReadResourceResultSchema,
-  type GetPromptResult,
-  type Prompt,
-  type ReadResourceResult,
-  type Resource,
-  type ResourceTemplate,
+import type {
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ZodType } from 'zod';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { scrubAnswer } from '../../secrets/key-scrubber.js';
+import { clientSdk } from '../../mcp/sdk.js';
 import type { McpUpstreams } from '../../mcp/upstream-contract.js';
 import type { ToolRights } from './tool-rights.js';
 
@@ -36,7 +32,8 @@ export class McpServerContent {
   constructor(private readonly upstreams: McpUpstreams) {}
 
   async listPrompts(server: string, signal?: AbortSignal): Promise<Prompt[]> {
-    return this.pages(server, 'prompts/list', ListPromptsResultSchema, (page) => page.prompts, signal);
+    const { types } = await clientSdk();
+    return this.pages(server, 'prompts/list', types.ListPromptsResultSchema, (page) => page.prompts, signal);
   }
 
   async getPrompt(
@@ -45,27 +42,36 @@ export class McpServerContent {
     args: Record<string, string> | undefined,
     signal?: AbortSignal,
   ): Promise<GetPromptResult> {
+    const { types } = await clientSdk();
     const result = await this.upstreams.request(
       server,
       'prompts/get',
       { name, ...(args ? { arguments: args } : {}) },
-      GetPromptResultSchema,
+      types.GetPromptResultSchema,
       signal,
     );
     return this.scrubbed(server, result);
   }
 
   async listResources(server: string, signal?: AbortSignal): Promise<Resource[]> {
-    const resources = await this.pages(server, 'resources/list', ListResourcesResultSchema, (p) => p.resources, signal);
+    const { types } = await clientSdk();
+    const resources = await this.pages(
+      server,
+      'resources/list',
+      types.ListResourcesResultSchema,
+      (p) => p.resources,
+      signal,
+    );
     for (const resource of resources) this.remember(resource.uri, server);
     return resources;
   }
 
   async listResourceTemplates(server: string, signal?: AbortSignal): Promise<ResourceTemplate[]> {
+    const { types } = await clientSdk();
     return this.pages(
       server,
       'resources/templates/list',
-      ListResourceTemplatesResultSchema,
+      types.ListResourceTemplatesResultSchema,
       (page) => page.resourceTemplates,
       signal,
     );
@@ -73,6 +79,7 @@ export class McpServerContent {
 
   /** Reads `uri` from `servers` (one, or every one the caller may use, the one that listed it first). */
   async readResource(servers: readonly string[], uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+    const { types } = await clientSdk();
     const known = this.uriServer.get(uri);
     const order =
       known !== undefined && servers.includes(known) ? [known, ...servers.filter((s) => s !== known)] : servers;
@@ -85,7 +92,7 @@ export class McpServerContent {
           server,
           'resources/read',
           { uri },
-          ReadResourceResultSchema,
+          types.ReadResourceResultSchema,
           signal,
         );
         this.remember(uri, server);

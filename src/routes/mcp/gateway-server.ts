@@ -1,15 +1,6 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  CancelledNotificationSchema,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerSdk } from '../../mcp/sdk.js';
 import type { McpServerContent } from '../../core/mcp/server-content.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
 import type { RateState } from '../../core/limits/rate-limit-headers.js';
@@ -41,13 +32,15 @@ export interface RequestOutcome {
  * request's stream; a client's `notifications/cancelled` aborts the call it names (InFlightCalls).
  */
 export function gatewayServer(
+  sdk: ServerSdk,
   deps: GatewayServerDeps,
   caller: ToolCaller,
   scope: McpScope,
   outcome: RequestOutcome,
   requestSignal: AbortSignal,
 ): Server {
-  const server = new Server(
+  const { CallToolRequestSchema, CancelledNotificationSchema, ListToolsRequestSchema } = sdk.types;
+  const server = new sdk.Server(
     { name: 'llm-gateway', version: deps.version },
     {
       capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
@@ -74,7 +67,7 @@ export function gatewayServer(
       });
     return { server: split.server, name: split.tool };
   };
-  const handle = rpcHandled;
+  const handle = rpcHandled(sdk);
 
   server.setRequestHandler(
     ListToolsRequestSchema,
@@ -142,7 +135,7 @@ export function gatewayServer(
     if (id !== undefined) deps.inFlight.cancel(caller.caller, id, notification.params.reason);
   });
 
-  carryContent(server, deps.content, servers, resolve, named, allowedServer);
+  carryContent(sdk, server, deps.content, servers, resolve, named, allowedServer);
   return server;
 }
 
@@ -151,6 +144,7 @@ export function gatewayServer(
  * `<server>__<name>` on the aggregated endpoint, a resource by its own URI.
  */
 function carryContent(
+  sdk: ServerSdk,
   server: Server,
   content: McpServerContent,
   servers: () => string[],
@@ -158,9 +152,17 @@ function carryContent(
   named: (server: string, name: string) => string,
   allowedServer: (name: string) => string,
 ): void {
+  const {
+    GetPromptRequestSchema,
+    ListPromptsRequestSchema,
+    ListResourcesRequestSchema,
+    ListResourceTemplatesRequestSchema,
+    ReadResourceRequestSchema,
+  } = sdk.types;
+  const rpcHandledBy = rpcHandled(sdk);
   server.setRequestHandler(
     ListPromptsRequestSchema,
-    rpcHandled(async (_request, extra) => {
+    rpcHandledBy(async (_request, extra) => {
       const prompts = await content.gather(servers(), async (name) =>
         (await content.listPrompts(name, extra.signal)).map((prompt) => ({
           ...prompt,
@@ -173,7 +175,7 @@ function carryContent(
 
   server.setRequestHandler(
     GetPromptRequestSchema,
-    rpcHandled(async (request, extra) => {
+    rpcHandledBy(async (request, extra) => {
       const target = resolve(request.params.name, 'params.name');
       allowedServer(target.server);
       return content.getPrompt(target.server, target.name, request.params.arguments, extra.signal);
@@ -182,7 +184,7 @@ function carryContent(
 
   server.setRequestHandler(
     ListResourcesRequestSchema,
-    rpcHandled(async (_request, extra) => {
+    rpcHandledBy(async (_request, extra) => {
       const resources = await content.gather(servers(), (name) => content.listResources(name, extra.signal));
       return { resources };
     }),
@@ -190,7 +192,7 @@ function carryContent(
 
   server.setRequestHandler(
     ListResourceTemplatesRequestSchema,
-    rpcHandled(async (_request, extra) => {
+    rpcHandledBy(async (_request, extra) => {
       const resourceTemplates = await content.gather(servers(), (name) =>
         content.listResourceTemplates(name, extra.signal),
       );
@@ -200,17 +202,20 @@ function carryContent(
 
   server.setRequestHandler(
     ReadResourceRequestSchema,
-    rpcHandled(async (request, extra) => content.readResource(servers(), request.params.uri, extra.signal)),
+    rpcHandledBy(async (request, extra) => content.readResource(servers(), request.params.uri, extra.signal)),
   );
 }
 
 /** A handler whose failures reach the client as JSON-RPC errors carrying our registry's code (rpc-error.ts). */
-function rpcHandled<R, A extends unknown[]>(run: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-  return async (...args: A): Promise<R> => {
-    try {
-      return await run(...args);
-    } catch (error) {
-      throw rpcError(error);
-    }
-  };
+function rpcHandled(
+  sdk: ServerSdk,
+): <R, A extends unknown[]>(run: (...args: A) => Promise<R>) => (...args: A) => Promise<R> {
+  return (run) =>
+    async (...args) => {
+      try {
+        return await run(...args);
+      } catch (error) {
+        throw rpcError(sdk, error);
+      }
+    };
 }

@@ -1,11 +1,11 @@
 import type { ServerResponse } from 'node:http';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../../auth/authenticator.js';
 import { toolRightsOf } from '../../auth/principal.js';
 import type { McpServerContent } from '../../core/mcp/server-content.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
+import { serverSdk } from '../../mcp/sdk.js';
 import { InFlightCalls } from './in-flight-calls.js';
 import { gatewayServer, type McpScope, type RequestOutcome } from './gateway-server.js';
 import { NotificationStreams } from './notification-streams.js';
@@ -75,11 +75,12 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
       requestId: request.id,
       via: 'mcp',
     };
+    const sdk = await serverSdk();
     if (request.method === 'GET') return openNotificationStream(request, reply, caller, scope);
     const requestGone = new AbortController();
     const outcome: RequestOutcome = { rate: undefined };
-    const mcp = gatewayServer(serverDeps, caller, scope, outcome, requestGone.signal);
-    const transport = new StreamableHTTPServerTransport({
+    const mcp = gatewayServer(sdk, serverDeps, caller, scope, outcome, requestGone.signal);
+    const transport = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: !asksForProgress(request.body),
     });
@@ -102,8 +103,9 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
     scope: McpScope,
   ): Promise<void> => {
     const release = streams.admit();
-    const mcp = gatewayServer(serverDeps, caller, scope, { rate: undefined }, new AbortController().signal);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const sdk = await serverSdk();
+    const mcp = gatewayServer(sdk, serverDeps, caller, scope, { rate: undefined }, new AbortController().signal);
+    const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     const unsubscribe = deps.onToolsChanged((changed) => {
       if (scope.kind === 'server' ? changed === scope.server : caller.rights.allowsServer(changed))
         void mcp.sendToolListChanged().catch(() => undefined);

@@ -1,4 +1,5 @@
-import { ErrorCode as RpcCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerSdk } from '../../mcp/sdk.js';
 import { isGatewayError } from '../../errors/gateway-error.js';
 
 /**
@@ -7,7 +8,8 @@ import { isGatewayError } from '../../errors/gateway-error.js';
  * (4xx) `-32602` (invalid params), a limit `-32000` with `data.details.retry_after_ms`, ours or the upstream's
  * `-32603`. An unexpected error says only `internal_error` (its text stays in the log).
  */
-export function rpcError(error: unknown): McpError {
+export function rpcError(sdk: ServerSdk, error: unknown): McpError {
+  const { McpError, ErrorCode: RpcCode } = sdk.types;
   if (error instanceof McpError) return error;
   if (!isGatewayError(error))
     return new McpError(RpcCode.InternalError, 'The gateway failed unexpectedly.', {

@@ -1,14 +1,13 @@
 /**
  * The gateway as an OAuth 2.1 resource server for MCP clients: the RFC 9728 protected-resource metadata (read by the
- * MCP SDK's own client discovery), the `WWW-Authenticate: Bearer resource_metadata=...` challenge a 401 from /mcp
- * carries (parsed by the SDK's own client code), and the tools an OAuth token is given (`mcp.oauth_tools`). A local
+ * MCP SDK's own client discovery), the `WWW-Authenticate: Bearer resource_metadata=...` challenge of the real /mcp's
+ * 401 (parsed and followed by the SDK's own client code), and the tools an OAuth token is given (`mcp.oauth_tools`). A local
  * issuer: a JWKS server on loopback with keys generated at test time, tokens signed with jose.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import {
   discoverOAuthProtectedResourceMetadata,
@@ -19,8 +18,6 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.
 import { call } from '../helpers/http.js';
 import { toolRightsOf, type Principal } from '../../src/auth/principal.js';
 import type { Authenticator } from '../../src/auth/authenticator.js';
-import { isGatewayError } from '../../src/errors/gateway-error.js';
-import { mcpUnauthorized } from '../../src/http/mcp-authorization.js';
 import { DEFAULT_OAUTH_SCOPES, GRANTABLE_ROUTES } from '../../src/names/api-names.js';
 import { wireAuth } from '../../src/wiring/auth-wiring.js';
 
@@ -32,9 +29,6 @@ describe('OAuth 2.1 resource server for MCP clients (RFC 9728, MCP authorization
   let plain: TestGateway;
   let jwksServer: Server;
   let key: Awaited<ReturnType<typeof generateKeyPair>>;
-  /** A bare server whose /mcp authenticates as the /mcp route will, and answers refusals through mcpUnauthorized. */
-  let mcpStandIn: FastifyInstance;
-  let standInUrl: string;
   let auth: Authenticator;
 
   const sign = (scope: string, audience = AUDIENCE) =>
@@ -74,27 +68,10 @@ describe('OAuth 2.1 resource server for MCP clients (RFC 9728, MCP authorization
       },
     });
     plain = await startGateway();
-    // What the wiring builds from this config (oauth_tools included), as the /mcp route will be given it.
+    // What the wiring builds from this config (oauth_tools included): the principals /mcp is given.
     auth = wireAuth(gw.config, undefined, { routes: GRANTABLE_ROUTES, oauthScopes: DEFAULT_OAUTH_SCOPES }).auth;
-    mcpStandIn = Fastify();
-    mcpStandIn.post('/mcp', async (request, reply) => {
-      try {
-        await auth.authenticate(request.headers.authorization, 'mcp');
-        return reply.send({ ok: true });
-      } catch (error) {
-        if (!isGatewayError(error)) throw error;
-        const answer = mcpUnauthorized(request, error, auth.oauth);
-        return reply
-          .code(answer.status)
-          .headers(answer.headers ?? {})
-          .send(answer.toBody());
-      }
-    });
-    await mcpStandIn.listen({ host: '127.0.0.1', port: 0 });
-    standInUrl = `http://127.0.0.1:${(mcpStandIn.server.address() as AddressInfo).port}`;
   });
   after(async () => {
-    await mcpStandIn.close();
     await gw.close();
     await plain.close();
     await new Promise((r) => jwksServer.close(r));
@@ -137,9 +114,9 @@ describe('OAuth 2.1 resource server for MCP clients (RFC 9728, MCP authorization
     await assert.rejects(discoverOAuthProtectedResourceMetadata(new URL(`${plain.url}/mcp`)), /does not implement/);
   });
 
-  test('a 401 on /mcp carries WWW-Authenticate with resource_metadata, which the SDK client reads', async () => {
+  test('a 401 on /mcp carries WWW-Authenticate with resource_metadata, which the SDK client reads and follows', async () => {
     for (const authorization of [undefined, 'Bearer eyJhbGciOiJSUzI1NiJ9.e30.bad']) {
-      const response = await fetch(`${standInUrl}/mcp`, {
+      const response = await fetch(`${gw.url}/mcp`, {
         method: 'POST',
         headers: authorization ? { authorization } : {},
       });
@@ -147,12 +124,29 @@ describe('OAuth 2.1 resource server for MCP clients (RFC 9728, MCP authorization
       const challenge = response.headers.get('www-authenticate') ?? '';
       assert.match(challenge, /^Bearer realm="llm-gateway"/);
       const params = extractWWWAuthenticateParams(response);
-      assert.equal(params.resourceMetadataUrl?.href, `${standInUrl}/.well-known/oauth-protected-resource/mcp`);
+      assert.equal(params.resourceMetadataUrl?.href, `${gw.url}/.well-known/oauth-protected-resource/mcp`);
       if (authorization) assert.equal(params.error, 'invalid_token');
       await response.body?.cancel();
+      // Followed as the SDK's client does: the document it names leads to the issuer.
+      const metadata = await discoverOAuthProtectedResourceMetadata(new URL(`${gw.url}/mcp`), {
+        resourceMetadataUrl: params.resourceMetadataUrl as URL,
+      });
+      assert.deepEqual(metadata.authorization_servers, [ISSUER]);
     }
+    // The same on a server's own endpoint.
+    const perServer = await fetch(`${gw.url}/mcp/everything`, { method: 'POST' });
+    assert.equal(perServer.status, 401);
+    assert.match(perServer.headers.get('www-authenticate') ?? '', /resource_metadata="[^"]+\/mcp"/);
+    await perServer.body?.cancel();
+    // Without OAuth configured, /mcp's 401 is the plain Bearer challenge (no metadata to point at).
+    const plainAnswer = await fetch(`${plain.url}/mcp`, { method: 'POST' });
+    assert.deepEqual(
+      [plainAnswer.status, plainAnswer.headers.get('www-authenticate')],
+      [401, 'Bearer realm="llm-gateway"'],
+    );
+    await plainAnswer.body?.cancel();
     // A token of another audience (a token for another resource) is refused: the audience is checked.
-    const elsewhere = await fetch(`${standInUrl}/mcp`, {
+    const elsewhere = await fetch(`${gw.url}/mcp`, {
       method: 'POST',
       headers: { authorization: `Bearer ${await sign('tools:call', 'https://other.example/api')}` },
     });
@@ -163,7 +157,7 @@ describe('OAuth 2.1 resource server for MCP clients (RFC 9728, MCP authorization
   });
 
   test('a token without a scope granting mcp: 403 insufficient_scope naming the scopes that would', async () => {
-    const response = await fetch(`${standInUrl}/mcp`, {
+    const response = await fetch(`${gw.url}/mcp`, {
       method: 'POST',
       headers: { authorization: `Bearer ${await sign('chat:write')}` },
     });

@@ -19,6 +19,7 @@ import { KeyService } from './auth/key-service.js';
 import { NativeOwnership } from './surfaces/native-ownership.js';
 import { wireResponses } from './wiring/responses-wiring.js';
 import { makeHealthHandler } from './routes/health-route.js';
+import { mountProtectedResourceMetadata } from './routes/protected-resource-route.js';
 import { makeModelsHandler } from './routes/models-route.js';
 import { mountOpenAiCompat } from './routes/openai-compat.js';
 import { mountV1 } from './routes/mount-v1.js';
@@ -245,6 +246,8 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   });
   // MCP: the upstream servers (connected on first use) and the one service every tool call goes through.
   const mcp = wireMcp(app, config, { auth });
+  // RFC 9728 metadata for MCP clients (unauthenticated; 404 while no OAuth issuer is configured).
+  mountProtectedResourceMetadata(app, () => auth.oauth);
   const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
   wireMetrics(app, config, {
     auth,

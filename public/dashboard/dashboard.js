@@ -436,6 +436,7 @@ function renderKeys(data) {
     tr.append(id, state);
     tr.append(el('td', { 'data-col': 'models' }, key.models.join(', ')));
     tr.append(el('td', { 'data-col': 'routes' }, key.routes.join(', ')));
+    tr.append(el('td', { 'data-col': 'mcp-tools' }, key.mcp_tools.length > 0 ? key.mcp_tools.join(', ') : '–'));
     const usage = key.usage;
     tr.append(el('td', { class: 'num', 'data-col': 'requests' }, usage ? fmtInt(usage.requests) : '–'));
     tr.append(el('td', { class: 'num', 'data-col': 'tokens' }, usage ? fmtInt(usage.total_tokens) : '–'));
@@ -488,6 +489,8 @@ function formBody() {
   const body = { name: $('key-name').value.trim(), models: splitList($('key-models').value) };
   const routes = [...document.querySelectorAll('#key-routes input[name=routes]:checked')].map((box) => box.value);
   if (routes.length > 0) body.routes = routes;
+  const tools = splitList($('key-mcp-tools').value);
+  if (tools.length > 0) body.mcp_tools = tools;
   const tokens = $('key-budget-tokens').value;
   const cost = $('key-budget-cost').value;
   if (tokens !== '' || cost !== '') {

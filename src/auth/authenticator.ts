@@ -44,16 +44,31 @@ export class Authenticator {
       oauth?: OAuthVerifier;
       /** Users for Basic authentication (HTTPS only). */
       basicUsers?: BasicUser[];
+      /** The MCP tools an OAuth token may call (`mcp.oauth_tools`, with the `mcp` route); absent: none. */
+      oauthTools?: readonly string[];
       now?: () => number;
     },
   ) {}
 
-  /** A config reload: OAuth and Basic users as the new file says, for the calls authenticated from now on. */
-  reconfigure(parts: { oauth: OAuthVerifier | undefined; basicUsers: BasicUser[] }): void {
+  /**
+   * A config reload: OAuth, Basic users and OAuth tokens' MCP tools as the new file says, for the calls
+   * authenticated from now on.
+   */
+  reconfigure(parts: {
+    oauth: OAuthVerifier | undefined;
+    basicUsers: BasicUser[];
+    oauthTools?: readonly string[];
+  }): void {
     if (parts.oauth) this.options.oauth = parts.oauth;
     else delete this.options.oauth;
     this.options.basicUsers = parts.basicUsers;
+    if (parts.oauthTools) this.options.oauthTools = parts.oauthTools;
     this.basicCache.clear();
+  }
+
+  /** The configured issuer's verifier (undefined: OAuth is not configured): what the protected-resource metadata names. */
+  get oauth(): OAuthVerifier | undefined {
+    return this.options.oauth;
   }
 
   /**
@@ -78,7 +93,7 @@ export class Authenticator {
       principal = await this.fromBasic(authorization.slice(6).trim(), secure);
     } else if (token !== undefined && looksLikeApiKey(token)) principal = await this.fromKey(token);
     else if (token !== undefined && this.options.oauth && looksLikeJwt(token))
-      principal = await this.options.oauth.verify(token);
+      principal = { ...(await this.options.oauth.verify(token)), mcpTools: this.options.oauthTools ?? [] };
     else {
       this.admin.authenticate(authorization);
       principal = ADMIN;
@@ -200,6 +215,7 @@ export class Authenticator {
       kind: 'basic',
       routes: new Set(user.routes),
       ...(user.models.includes('*') ? {} : { models: new Set(user.models) }),
+      mcpTools: user.mcpTools,
     };
   }
 
@@ -246,6 +262,8 @@ function principalOf(record: ApiKeyRecord): Principal {
     ...(record.models.includes('*') ? {} : { models: new Set(record.models) }),
     ...(limits ? { limits } : {}),
     ...(record.budget ? { budget: budgetOf(record.budget) } : {}),
+    // Default none: a key sees no tool until it is given some (keys stored before the field have none).
+    mcpTools: record.mcpTools ?? [],
   };
 }
 

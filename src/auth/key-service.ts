@@ -1,5 +1,6 @@
 import { GRANTABLE_ROUTES, type GatewayEnvironment } from '../config/names.js';
 import { canonicalJson } from '../core/pipeline/idempotency-key.js';
+import { MAX_TOOL_PATTERNS, toolPatternProblem } from '../core/mcp/tool-rights.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ApiKeyRecord, KeyStore, UsageStore, UsageSummaryRow, UsageTotals } from '../store/store-contract.js';
 import { newApiKey } from './api-key.js';
@@ -11,6 +12,8 @@ export interface KeyRights {
   models: string[];
   limits?: ApiKeyRecord['limits'];
   budget?: ApiKeyRecord['budget'];
+  /** MCP tool patterns `<server>/<tool glob>` (with the `mcp` route); absent or empty: no tool. */
+  mcpTools?: string[];
   expiresMs?: number;
 }
 
@@ -300,6 +303,7 @@ function checkRights(rights: KeyRights, grantable: readonly string[], nowMs: num
   });
   if (rights.models.length === 0)
     errors.push({ field: 'models', problem: 'must list model ids, or "*" for every model' });
+  if (checks('mcpTools') && rights.mcpTools !== undefined) errors.push(...toolPatternErrors(rights.mcpTools));
   if (checks('expiresMs') && rights.expiresMs !== undefined && !Number.isFinite(rights.expiresMs))
     errors.push({
       field: 'expires_at',
@@ -343,6 +347,18 @@ function checkRights(rights: KeyRights, grantable: readonly string[], nowMs: num
   if (errors.length > 0) throw new GatewayError('validation_failed', { errors });
 }
 
+/** Each bad MCP tool pattern, named as the API names it (`mcp_tools[i]`), and too many of them. */
+function toolPatternErrors(patterns: readonly string[]): Array<{ field: string; problem: string }> {
+  const errors: Array<{ field: string; problem: string }> = [];
+  if (patterns.length > MAX_TOOL_PATTERNS)
+    errors.push({ field: 'mcp_tools', problem: `at most ${MAX_TOOL_PATTERNS} patterns` });
+  patterns.forEach((pattern, i) => {
+    const problem = toolPatternProblem(pattern);
+    if (problem) errors.push({ field: `mcp_tools[${i}]`, problem: `"${pattern.slice(0, 60)}" ${problem}` });
+  });
+  return errors;
+}
+
 function roundMicros(usd: number): number {
   return Math.round(usd * 1e6) / 1e6;
 }
@@ -351,6 +367,7 @@ function withoutUndefined(rights: KeyRights): KeyRights {
   const out: KeyRights = { name: rights.name, routes: rights.routes, models: rights.models };
   if (rights.limits !== undefined) out.limits = rights.limits;
   if (rights.budget !== undefined) out.budget = rights.budget;
+  if (rights.mcpTools !== undefined) out.mcpTools = rights.mcpTools;
   if (rights.expiresMs !== undefined) out.expiresMs = rights.expiresMs;
   return out;
 }

@@ -31,6 +31,19 @@ export class OAuthVerifier {
     private readonly scopes: Readonly<Record<string, readonly string[]>>,
   ) {}
 
+  /** The issuer its tokens come from (`iss`): the authorization server the protected-resource metadata names. */
+  get issuer(): string {
+    return this.config.issuer;
+  }
+
+  /** The scopes that grant `route`, sorted (the protected-resource metadata's `scopes_supported`). */
+  scopesGranting(route: string): string[] {
+    return Object.entries(this.scopes)
+      .filter(([, routes]) => routes.includes(route))
+      .map(([scope]) => scope)
+      .sort();
+  }
+
   async verify(token: string): Promise<Principal> {
     const { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } = await (this.jose ??= import('jose'));
     this.jwks ??= createRemoteJWKSet(new URL(this.config.jwksUrl), {

@@ -1,12 +1,20 @@
 import { KeyService, stateOf } from '../auth/key-service.js';
 import { isGatewayError } from '../errors/gateway-error.js';
 import type { GatewayEnvironment } from '../config/names.js';
+import { toolPatternsProblems } from '../config/tool-patterns.js';
 import { grantableRoutes } from '../names/api-names.js';
 import type { ApiKeyRecord, KeyStore } from '../store/store-contract.js';
 import type { CliOutput } from './webhooks-command.js';
 
-/** `--name x --routes chat` → { name: 'x', routes: 'chat' }; bare flags → 'true'; the rest are positionals. */
-export function parseFlags(args: string[]): { flags: Record<string, string>; positionals: string[] } {
+/**
+ * `--name x --routes chat` → { name: 'x', routes: 'chat' }; bare flags → 'true'; the rest are positionals. A flag
+ * named in `repeatable` may be given several times, its values joined by commas (as if given once as a list);
+ * any other given twice keeps its last value.
+ */
+export function parseFlags(
+  args: string[],
+  repeatable: ReadonlySet<string> = new Set(),
+): { flags: Record<string, string>; positionals: string[] } {
   const flags: Record<string, string> = {};
   const positionals: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -16,9 +24,11 @@ export function parseFlags(args: string[]): { flags: Record<string, string>; pos
       continue;
     }
     const next = args[i + 1];
-    if (next === undefined || next.startsWith('--')) flags[arg.slice(2)] = 'true';
+    const name = arg.slice(2);
+    if (next === undefined || next.startsWith('--')) flags[name] = 'true';
     else {
-      flags[arg.slice(2)] = next;
+      const earlier = flags[name];
+      flags[name] = repeatable.has(name) && earlier !== undefined ? `${earlier},${next}` : next;
       i++;
     }
   }
@@ -63,6 +73,7 @@ function rightsFrom(
     .filter(Boolean);
   if (models.length === 0)
     throw new UsageError('--models is required: a comma-separated list of model ids, or "*" for every model');
+  const mcpTools = toolPatternsFrom(flags);
   const rpm = positiveInt(flags, 'rpm');
   const tpm = positiveInt(flags, 'tpm');
   const concurrent = positiveInt(flags, 'concurrent');
@@ -101,8 +112,24 @@ function rightsFrom(
         }
       : {}),
     ...(budget ? { budget } : {}),
+    ...(mcpTools.length > 0 ? { mcpTools } : {}),
     ...(expiresMs !== undefined ? { expiresMs } : {}),
   };
+}
+
+/** Flags that may be repeated (`--mcp-tools fs/read_* --mcp-tools github/*`), their values joined. */
+const REPEATABLE_FLAGS: ReadonlySet<string> = new Set(['mcp-tools']);
+
+/** `--mcp-tools 'fs/read_*,github/*'` (or the flag repeated): the MCP tools a key may call, each pattern checked. */
+function toolPatternsFrom(flags: Record<string, string>): string[] {
+  const raw = flags['mcp-tools'];
+  if (raw === undefined) return [];
+  if (raw === 'true')
+    throw new UsageError("--mcp-tools takes <server>/<tool glob> patterns, e.g. 'fs/read_*,github/*'");
+  const patterns = [...new Set(raw.split(',').map((p) => p.trim()))].filter(Boolean);
+  const problems = toolPatternsProblems(patterns, '--mcp-tools');
+  if (problems.length > 0) throw new UsageError(problems.join('\n'));
+  return patterns;
 }
 
 /** The routes the server serves, a key's possible rights: the names table's and its registered surfaces' own. */
@@ -124,7 +151,7 @@ export async function keysCommand(
 ): Promise<number> {
   const grantable = await servedRoutes();
   const [command, ...rest] = args;
-  const { flags, positionals } = parseFlags(rest);
+  const { flags, positionals } = parseFlags(rest, REPEATABLE_FLAGS);
   // the same service code as the admin API
   const service = new KeyService(keys, environment, undefined, undefined, grantable);
   try {
@@ -133,7 +160,8 @@ export async function keysCommand(
         const rights = rightsFrom(flags, nowMs, grantable);
         const { key, view } = await service.create(rights, nowMs);
         io.out(
-          `created key ${view.keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}`,
+          `created key ${view.keyId} (${rights.name}) for ${environment}; routes ${rights.routes.join(',')}; models ${rights.models.join(',')}` +
+            (rights.mcpTools ? `; mcp tools ${rights.mcpTools.join(',')}` : ''),
         );
         io.out(`key: ${key}`);
         io.out('Store it now: it is shown only once.');
@@ -149,6 +177,7 @@ export async function keysCommand(
         for (const r of all) {
           io.out(
             `${r.keyId}  ${stateOf(r, nowMs).padEnd(8)} ${r.name}  routes=${r.routes.join(',')}  models=${r.models.join(',')}` +
+              `${r.mcpTools?.length ? `  mcp_tools=${r.mcpTools.join(',')}` : ''}` +
               `${r.limits ? `  limits=${JSON.stringify(r.limits)}` : ''}${r.budget ? `  budget=${[r.budget.tokens !== undefined ? `${r.budget.tokens} tokens` : '', r.budget.cost_usd !== undefined ? `$${r.budget.cost_usd}` : ''].filter(Boolean).join(' + ')}/${r.budget.period_seconds}s` : ''}` +
               `${r.expiresMs !== undefined ? `  expires=${new Date(r.expiresMs).toISOString()}` : ''}${r.rotatedFrom ? `  rotated_from=${r.rotatedFrom}` : ''}`,
           );
@@ -181,7 +210,7 @@ export async function keysCommand(
       }
       default:
         throw new UsageError(
-          'usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>',
+          'usage: gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N] [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d] [--mcp-tools server/tool-glob,...]\n       gateway keys list [--json] | rotate <key id> [--grace 24h] | revoke <key id>',
         );
     }
   } catch (error) {

@@ -19,6 +19,7 @@ const HELP: Record<string, string> = {
   either a summary or every problem, each naming its field. Exit code 0 when valid, 2 otherwise.`,
   keys: `gateway keys create --name N --models m1,m2|* [--routes chat,models,responses,embeddings] [--rpm N] [--tpm N] [--concurrent N]
                    [--budget-tokens N] [--budget-usd X] [--budget-period 30d] [--expires 90d]
+                   [--mcp-tools 'fs/read_*,github/*' (or the flag repeated; with --routes ...,mcp)]
   gateway keys list [--json]
   gateway keys rotate <key id> [--grace 24h]
   gateway keys revoke <key id>

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Env } from './env.js';
 import { resolveSecretRef } from './secret-ref.js';
+import { toolPatternsProblems } from './tool-patterns.js';
 
 /**
  * `mcp_servers` (the upstream MCP servers, in the shape MCP clients' own config files use) and `mcp` (the MCP
@@ -173,6 +174,7 @@ export function toMcp(
   fileDir: string,
   problems: string[],
 ): McpConfig {
+  problems.push(...toolPatternsProblems(section.oauth_tools, 'mcp.oauth_tools'));
   return {
     servers: (servers ?? []).map((server, i) => toServer(server, `mcp_servers[${i}]`, env, fileDir, problems)),
     maxArgumentBytes: section.max_argument_bytes,

@@ -382,7 +382,11 @@ export const configFileSchema = z
         oauth: z
           .object({
             issuer: z.string().min(1),
-            audience: z.string().min(1),
+            /**
+             * The token's `aud` must hold this (or one of these): MCP clients ask for a token whose audience is the
+             * `/mcp` URL (RFC 8707 `resource`), other callers may use another name.
+             */
+            audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(16)]),
             jwks_url: z.url({ protocol: /^https?$/, error: 'must be an https:// URL (http:// only for loopback)' }),
             algorithms: z
               .array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']))
@@ -412,6 +416,8 @@ export const configFileSchema = z
                 password_hash_file: z.string().min(1).optional(),
                 routes: z.array(routeName).min(1).default(['chat', 'models']),
                 models: z.array(z.string().min(1)).min(1).default(['*']),
+                /** MCP tools (patterns `<server>/<tool glob>`, checked when loaded); default none. */
+                mcp_tools: z.array(z.string()).max(1024).default([]),
               })
               .strict(),
           )

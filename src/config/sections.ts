@@ -29,6 +29,7 @@ import { isLoopbackHost, refusedHost } from '../net/address-guard.js';
 import { isPasswordHash } from '../secrets/password.js';
 import type { Env } from './env.js';
 import { resolveSecretRef } from './secret-ref.js';
+import { toolPatternsProblems } from './tool-patterns.js';
 import { isHttpUrl } from './upstreams.js';
 
 export function toLimitSet(entry: LimitSetFileEntry | undefined): LimitSet | undefined {
@@ -216,7 +217,14 @@ export function toBasicUsers(
       );
     if (hash !== undefined && !isPasswordHash(hash))
       problems.push(`auth.basic_users[${i}]: the password hash is not a scrypt$... hash (never put a password itself)`);
-    return { username: u.username, passwordHash: hash ?? '', routes: u.routes, models: u.models };
+    problems.push(...toolPatternsProblems(u.mcp_tools, `${where}.mcp_tools`));
+    return {
+      username: u.username,
+      passwordHash: hash ?? '',
+      routes: u.routes,
+      models: u.models,
+      mcpTools: u.mcp_tools,
+    };
   });
 }
 

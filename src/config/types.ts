@@ -229,6 +229,8 @@ export interface BasicUser {
   passwordHash: string;
   routes: string[];
   models: string[];
+  /** The MCP tools the user may list and call (patterns `<server>/<tool glob>`); empty: none. */
+  mcpTools: string[];
 }
 
 export type RolloutStage = 'off' | 'canary' | 'all';
@@ -260,7 +262,8 @@ export interface WebhooksConfig {
 
 export interface OAuthConfig {
   issuer: string;
-  audience: string;
+  /** One accepted audience, or several (any one of them in the token's `aud` will do). */
+  audience: string | string[];
   jwksUrl: string;
   /** Asymmetric algorithms only: `none` and HMAC (HS*) are refused whatever this says. */
   algorithms: string[];

@@ -8,6 +8,7 @@ import {
   type KeyUsage,
   type KeyView,
 } from '../auth/key-service.js';
+import { MAX_TOOL_PATTERN_CHARS, MAX_TOOL_PATTERNS } from '../core/mcp/tool-rights.js';
 import { parsePageLimit } from '../core/page-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
@@ -67,6 +68,13 @@ const rightsProperties = {
       cost_usd: { type: 'number', exclusiveMinimum: 0, maximum: KEY_LIMIT_MAXIMA.budgetUsd },
       period_seconds: { type: 'integer', minimum: 60, maximum: KEY_LIMIT_MAXIMA.periodSeconds },
     },
+  },
+  /** MCP tools, `<server>/<tool glob>` each (the key-service names a bad one as `mcp_tools[i]`); [] or null: none. */
+  mcp_tools: {
+    type: ['array', 'null'],
+    maxItems: MAX_TOOL_PATTERNS,
+    uniqueItems: true,
+    items: { type: 'string', maxLength: MAX_TOOL_PATTERN_CHARS },
   },
   expires_at: { type: ['string', 'null'], format: 'date-time' },
 } as const;
@@ -215,7 +223,7 @@ export function keyChanged(
   webhooks: Webhooks | undefined,
   { action, by, view, previous, fields }: ChangedKey,
 ): void {
-  const changedFields = fields?.map((f) => (f === 'expiresMs' ? 'expires_at' : f));
+  const changedFields = fields?.map((f) => API_FIELD[f] ?? f);
   request.server.log.info(
     {
       audit: action,
@@ -238,6 +246,9 @@ export function keyChanged(
     });
   }
 }
+
+/** The store's field names the API spells otherwise. */
+const API_FIELD: Readonly<Record<string, string>> = { expiresMs: 'expires_at', mcpTools: 'mcp_tools' };
 
 const EVENT_OF: Record<KeyChange, string> = {
   'key.created': EVENT.keyCreated,
@@ -393,6 +404,11 @@ export function rightsOf(body: Record<string, unknown>, creating: boolean): Part
   if (body.models !== undefined) out.models = body.models;
   for (const field of ['limits', 'budget'] as const)
     if (body[field] !== undefined) out[field] = body[field] === null && creating ? undefined : body[field];
+  // None and an empty list say the same (no tool): one stored form, so a change from one to the other is no change.
+  if (body.mcp_tools !== undefined) {
+    const tools = body.mcp_tools as string[] | null;
+    out.mcpTools = tools === null || tools.length === 0 ? (creating ? undefined : null) : tools;
+  }
   if (body.expires_at !== undefined) {
     const ms = body.expires_at === null ? null : Date.parse(body.expires_at as string);
     // The schema's date-time admits a leap second (…T23:59:60Z), which Date cannot read: refused, never stored as NaN.
@@ -421,6 +437,7 @@ export function shown(view: KeyView): Record<string, unknown> {
     models: view.models,
     limits: view.limits ?? null,
     budget: view.budget ?? null,
+    mcp_tools: view.mcpTools ?? [],
     created_at: new Date(view.createdMs).toISOString(),
     expires_at: view.expiresMs === undefined ? null : new Date(view.expiresMs).toISOString(),
     revoked_at: view.revokedMs === undefined ? null : new Date(view.revokedMs).toISOString(),

@@ -345,6 +345,11 @@ export interface ApiKeyRecord {
   limits?: { requests_per_minute?: number; tokens_per_minute?: number; concurrent?: number };
   /** Tokens and/or USD allowed per period (a rolling window of `period_seconds`). */
   budget?: { tokens?: number; cost_usd?: number; period_seconds: number };
+  /**
+   * The MCP tools it may list and call, patterns `<server>/<tool glob>` (core/mcp/tool-rights.ts); absent or empty:
+   * none (it needs the `mcp` route too). A JSON field of the record: keys stored before it simply have none.
+   */
+  mcpTools?: string[];
   createdMs: number;
   expiresMs?: number;
   revokedMs?: number;

@@ -27,6 +27,7 @@ export function wireAuth(
     keys,
     cacheMs: config.keyCacheMs,
     basicUsers: config.basicUsers,
+    oauthTools: config.mcp.oauthTools,
     ...(config.oauth ? { oauth: oauthVerifier(config.oauth, served) } : {}),
   });
   return { admin, auth };

@@ -188,10 +188,17 @@ function apply(targets: ReloadTargets, config: GatewayConfig): ConfigChanges {
   targets.catalog.update(config, generation.defaultProbe, generation.providers.builtins, generation.prices);
   if (changes.sections.includes('webhooks')) targets.webhooks.reconfigure(config.webhooks);
   if (changes.sections.includes('mcp')) targets.mcp?.apply(config.mcp);
-  if (changes.sections.includes('auth.oauth') || changes.sections.includes('auth.basic_users'))
+  // `mcp` too: OAuth tokens' tools (mcp.oauth_tools) are the authenticator's.
+  if (['auth.oauth', 'auth.basic_users', 'mcp'].some((section) => changes.sections.includes(section)))
     targets.auth.reconfigure({
-      oauth: config.oauth ? oauthVerifier(config.oauth, targets.served) : undefined,
+      // The same issuer keeps its verifier (and its cached signing keys).
+      oauth: !changes.sections.includes('auth.oauth')
+        ? targets.auth.oauth
+        : config.oauth
+          ? oauthVerifier(config.oauth, targets.served)
+          : undefined,
       basicUsers: config.basicUsers,
+      oauthTools: config.mcp.oauthTools,
     });
   targets.generations.apply(generation);
   // undici's close waits for the requests these pools carry: a stream on a changed upstream finishes first.

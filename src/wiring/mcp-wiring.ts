@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { McpServerContent } from '../core/mcp/server-content.js';
 import { mountMcpRoutes } from '../routes/mcp/mcp-routes.js';
@@ -44,7 +44,6 @@ export function wireMcp(
     hasServer: (server) => pool.has(server),
     environment: config.environment,
     version: config.version,
-    challenge: (request) => mcpChallenge(app, request, config.oauth !== undefined),
   });
   app.addHook('onClose', async () => {
     await pool.close();
@@ -57,14 +56,4 @@ export function wireMcp(
       pool.apply(next);
     },
   };
-}
-
-/**
- * The `WWW-Authenticate` of a 401 on `/mcp`: with OAuth configured, where the protected-resource metadata is (RFC
- * 9728, the MCP authorization spec), so a client can find the authorization server; otherwise a plain Bearer.
- */
-function mcpChallenge(app: FastifyInstance, request: FastifyRequest, oauth: boolean): string {
-  if (!oauth) return 'Bearer realm="llm-gateway"';
-  const origin = app.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  return `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`;
 }

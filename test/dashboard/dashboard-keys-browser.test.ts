@@ -34,6 +34,7 @@ interface ListedKey {
   state: string;
   models: string[];
   routes: string[];
+  mcp_tools: string[];
   budget: { tokens?: number; period_seconds: number } | null;
   expires_at: string | null;
   revoked_at: string | null;
@@ -210,6 +211,7 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
         ['files', false],
         ['vector_stores', false],
         ['batches', false],
+        ['mcp', false],
       ],
     );
 
@@ -217,6 +219,8 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     await page.fill('#key-name', 'ci-bot');
     await page.fill('#key-models', 'priced, gpt-4o-mini');
     await page.check('#key-routes input[value=models]');
+    await page.check('#key-routes input[value=mcp]');
+    await page.fill('#key-mcp-tools', 'fs/read_*, everything/echo');
     await page.fill('#key-budget-tokens', '100000');
     await page.selectOption('#key-budget-period', '86400');
     await page.fill('#key-expires', '2099-01-01T00:00');
@@ -251,7 +255,8 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     const stored = await adminKeys(`&id=${keyId}`);
     assert.equal(stored.name, 'ci-bot');
     assert.deepEqual(stored.models, ['priced', 'gpt-4o-mini']);
-    assert.deepEqual(stored.routes, ['chat', 'models']);
+    assert.deepEqual(stored.routes, ['chat', 'models', 'mcp']);
+    assert.deepEqual(stored.mcp_tools, ['fs/read_*', 'everything/echo']);
     assert.deepEqual(stored.budget, { tokens: 100_000, period_seconds: 86_400 });
     assert.equal(
       new Date(stored.expires_at as string).getTime(),
@@ -264,7 +269,8 @@ describe('dashboard Keys page in headless Chromium', { skip }, () => {
     const cell = (id: string, column: string) => row(id).locator(`td[data-col="${column}"]`);
     assert.equal(await cell(keyId, 'state').textContent(), 'active');
     assert.equal(await cell(keyId, 'models').textContent(), 'priced, gpt-4o-mini');
-    assert.equal(await cell(keyId, 'routes').textContent(), 'chat, models');
+    assert.equal(await cell(keyId, 'routes').textContent(), 'chat, models, mcp');
+    assert.equal(await cell(keyId, 'mcp-tools').textContent(), 'fs/read_*, everything/echo');
     assert.equal(await cell(keyId, 'requests').textContent(), '0');
     assert.equal(await cell(keyId, 'budget').textContent(), '100,000 tok left per 1 d');
     assert.equal(await cell(keyId, 'expires').textContent(), fmtTime(new Date(2099, 0, 1).toISOString()));

@@ -1,3 +1,5 @@
+import { toolPatternProblem } from '../../config/tool-patterns.js';
+
 /**
  * Which MCP tools a caller may see and call: a list of patterns `<server>/<tool glob>` (`github/*`, `fs/read_*`,
  * `any-server/search` as `*` then `/search`), `*` matching any run of characters (none included) and `?` one character, everything else itself.
@@ -14,21 +16,8 @@ export interface ToolRights {
 export const ALL_TOOLS: ToolRights = { allows: () => true, allowsServer: () => true };
 export const NO_TOOLS: ToolRights = { allows: () => false, allowsServer: () => false };
 
-/** The most patterns one principal may hold, and a pattern's longest text. */
-export const MAX_TOOL_PATTERNS = 1024;
-export const MAX_TOOL_PATTERN_CHARS = 300;
-
-/** Why `pattern` is not one (undefined: it is): what a key's create, a config and the CLI report. */
-export function toolPatternProblem(pattern: string): string | undefined {
-  if (pattern.length === 0 || pattern.length > MAX_TOOL_PATTERN_CHARS)
-    return `must be 1 to ${MAX_TOOL_PATTERN_CHARS} characters`;
-  const slash = pattern.indexOf('/');
-  if (slash <= 0 || slash === pattern.length - 1)
-    return 'must be <server>/<tool glob>, as github/* or fs/read_* (a server name or glob, a slash, a tool glob)';
-  if (pattern.indexOf('/', slash + 1) !== -1) return 'holds more than one slash (<server>/<tool glob>)';
-  if (/[\s\u0000-\u001f]/.test(pattern)) return 'holds a space or a control character';
-  return undefined;
-}
+// The syntax lives with the config that reads patterns from the file; re-exported for everyone else.
+export { MAX_TOOL_PATTERN_CHARS, MAX_TOOL_PATTERNS, toolPatternProblem } from '../../config/tool-patterns.js';
 
 export function compileToolRights(patterns: readonly string[] | undefined): ToolRights {
   if (patterns === undefined) return ALL_TOOLS;

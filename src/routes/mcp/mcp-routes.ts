@@ -5,6 +5,7 @@ import { toolRightsOf } from '../../auth/principal.js';
 import type { McpServerContent } from '../../core/mcp/server-content.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
+import { mcpUnauthorized } from '../../http/mcp-authorization.js';
 import { serverSdk } from '../../mcp/sdk.js';
 import { InFlightCalls } from './in-flight-calls.js';
 import { gatewayServer, type McpScope, type RequestOutcome } from './gateway-server.js';
@@ -19,8 +20,6 @@ export interface McpRoutesDeps {
   hasServer(server: string): boolean;
   environment: string;
   version: string;
-  /** The 401's `WWW-Authenticate` (the protected-resource metadata's address when OAuth is configured). */
-  challenge(request: FastifyRequest): string;
 }
 
 /** The route right `/mcp` needs, and what its requests are recorded as. */
@@ -40,7 +39,7 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
   const streams = new NotificationStreams();
   const serverDeps = { tools: deps.tools, content: deps.content, inFlight, version: deps.version };
 
-  const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  const guard = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     request.routeName = ROUTE;
     try {
       const principal = await deps.auth.authenticate(
@@ -51,8 +50,8 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
       request.caller = principal.caller;
       request.principal = principal;
     } catch (error) {
-      if (isGatewayError(error) && error.status === 401) reply.header('www-authenticate', deps.challenge(request));
-      throw error;
+      // A 401 points MCP clients at the protected-resource metadata (OAuth configured); a 403 says which scope would do.
+      throw isGatewayError(error) ? mcpUnauthorized(request, error, deps.auth.oauth) : error;
     }
     const server = (request.params as { server?: string }).server;
     if (server !== undefined && (!deps.hasServer(server) || !toolRightsOf(request.principal).allowsServer(server)))

@@ -407,7 +407,7 @@ describe('MCP tool calls: limits and records through the wired service', () => {
       );
       const echo = rows.find((r) => r[0] === 'key:k1' && r[1] === 'everything' && r[2] === 'echo');
       assert.deepEqual(echo?.slice(0, 6), ['key:k1', 'everything', 'echo', '1', '0', '0']);
-      assert.match(echo?.[6] ?? '', /^\d+\.\d ms$/);
+      assert.match(echo?.[6] ?? '', /^\d+\.\d+ m?s$/); // `fmtMs`: 12.0 ms, 1.12 s (its first call starts the server)
       assert.match(
         (await page.textContent('[data-testid=tool-calls-total]')) ?? '',
         /^\d+ calls, \d+ errors \(\d+ refused\)$/,

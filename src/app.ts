@@ -54,7 +54,9 @@ import { wireWebhooks } from './wiring/webhooks-wiring.js';
 import { wireFiles, type WiredFiles } from './wiring/files-wiring.js';
 import { vectorStoreMetrics, wireVectorStores, type WiredVectorStores } from './wiring/vector-stores-wiring.js';
 import { wireMcp, type WiredMcp } from './wiring/mcp-wiring.js';
+import { wireToolCallLimiter, wireToolCallRecords } from './wiring/tool-calls-wiring.js';
 import type { VectorStoreStore } from './store/vector-contract.js';
+import type { ToolCallStore } from './store/tool-call-contract.js';
 import type { FileStore, ForwardedFileStore, UploadStore } from './store/file-contract.js';
 import type { StorageUseStore } from './store/storage-use.js';
 import { ConfigGenerations } from './core/pipeline/config-generation.js';
@@ -79,6 +81,8 @@ export interface AppDependencies {
   keys?: KeyStore;
   /** Where usage records go; none are kept without it. */
   usage?: UsageStore;
+  /** Where MCP tool-call records go (beside the usage records); none are kept without it. */
+  toolCalls?: ToolCallStore;
   /** Stored Responses API responses; without it nothing is stored and previous_response_id is refused. */
   responses?: ResponseStore;
   /**
@@ -175,7 +179,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
   app.addHook('onClose', async () => {
     await generations.current.providers.close();
   });
-  const { recorder, beginTrace } = await wireObservers(app, config, deps.usage);
+  const { recorder, toolCallRecorder, beginTrace, tracing } = await wireObservers(
+    app,
+    config,
+    deps.usage,
+    deps.toolCalls,
+  );
   // Every upstream attempt is counted and every failed one logged, so a fallback that answers cannot hide a
   // primary that fails (metrics and the dashboard read the same tallies).
   const attempts = new UpstreamAttemptStats();
@@ -245,7 +254,14 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     checkModel: (model) => void modelCalls.router.plan(model),
   });
   // MCP: the upstream servers (connected on first use) and the one service every tool call goes through.
-  const mcp = wireMcp(app, config, { auth });
+  // Each tool call is limited per caller and per server in the limit store, and recorded (usage store, webhooks,
+  // spans, metrics: docs/mcp.md, "Limits" and "Records").
+  const toolCalls = wireToolCallRecords(app, { recorder: toolCallRecorder, webhooks: events.webhooks, tracing });
+  const mcp = wireMcp(app, config, {
+    auth,
+    limiter: wireToolCallLimiter(app, generations, limits),
+    observer: toolCalls.observer,
+  });
   // RFC 9728 metadata for MCP clients (unauthenticated; 404 while no OAuth issuer is configured).
   mountProtectedResourceMetadata(app, () => auth.oauth);
   const fileStats = files ? { upstreamDeletes: () => files.cleanup.counts } : undefined;
@@ -259,6 +275,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     batches: batchStats,
     files: fileStats,
     vectorStores: vectors ? vectorStoreMetrics(vectors) : undefined,
+    toolCalls,
   });
   const keyUsage = deps.usage && recorder ? { store: deps.usage, flush: () => recorder.flush() } : undefined;
   const keyService = deps.keys
@@ -274,6 +291,7 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
     webhooks: events.webhooks,
     batches: batchStats?.inFlight,
     vectorStores: vectors ? () => vectors.usage.read() : undefined,
+    toolCalls: toolCallRecorder && deps.toolCalls ? { store: deps.toolCalls, recorder: toolCallRecorder } : undefined,
   });
   const keyHandlers = makeKeyHandlers(keyService, {
     idempotency: wireSealedIdempotency(app, config, deps.idempotency.store),

@@ -52,7 +52,7 @@ export async function openDependencies(config: GatewayConfig, logger: Logger): P
     responseCache: state.responseCache,
     // Where files live (docs/files.md, "Batches"): the SQLite file, or PostgreSQL shared by every instance.
     batches: batches.store,
-    ...(usage ? { usage: usage.store } : {}),
+    ...(usage ? { usage: usage.store, toolCalls: usage.toolCalls } : {}),
     files,
     // Vector stores (docs/retrieval.md): the SQLite file with sqlite-vec, or PostgreSQL shared by every instance.
     vectorStores: vectors.store,

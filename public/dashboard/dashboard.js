@@ -150,6 +150,7 @@ function render(data) {
   webhooks(data.webhooks);
   batches(data.batches);
   vectorStores(data.vectorStores);
+  toolCalls(data.toolCalls);
   configState(data.config);
   failures(data.recentFailures);
 }
@@ -340,6 +341,27 @@ function vectorStores(state) {
   const rows = state.byCaller.map((c) => cells(c.caller, c));
   if (rows.length > 0) rows.push(cells('all callers', state.total));
   fillTable($('vector-stores'), rows, 'No vector store.');
+}
+
+// MCP tool calls per caller, server and tool (the most called first); refused calls count as errors too.
+function toolCalls(state) {
+  $('tool-calls-card').hidden = !state;
+  if (!state) return;
+  const t = state.total;
+  $('tool-calls-total').textContent = `${fmtInt(t.calls)} calls, ${fmtInt(t.errors)} errors (${fmtInt(t.refused)} refused)`;
+  const rows = state.rows.map((r) => [
+    r.caller,
+    r.server,
+    r.tool,
+    fmtInt(r.calls),
+    fmtInt(r.errors),
+    fmtInt(r.refused),
+    fmtMs(r.p50Ms),
+    fmtMs(r.p99Ms),
+    fmtBytes(r.bytesIn),
+    fmtBytes(r.bytesOut),
+  ]);
+  fillTable($('tool-calls'), rows, 'No tool call in this window.');
 }
 
 function webhooks(state) {

@@ -8,6 +8,7 @@ import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import { keysCommand, servedRoutes } from './keys-command.js';
 import { modelsCommand } from './models-command.js';
 import { tailUsage, usageCommand } from './usage-command.js';
+import { toolCallsCommand } from './tool-calls-command.js';
 import { listDeadLetters, redeliver, sendTestEvent, type CliOutput } from './webhooks-command.js';
 
 const HELP: Record<string, string> = {
@@ -33,7 +34,9 @@ const HELP: Record<string, string> = {
   usage: `gateway usage [--by model|caller|route|day] [--since 7d] [--format table|csv|json]
   Requests, errors, tokens, cost and mean latency per group over the period ending now.
 gateway usage tail [--failures] [--interval 2] [--format table|json]
-  Live: the last 10 requests, then each new one as it is recorded, until Ctrl-C. docs/usage.md`,
+  Live: the last 10 requests, then each new one as it is recorded, until Ctrl-C. docs/usage.md
+gateway usage tools [--since 7d] [--format table|csv|json]
+  MCP tool calls per caller, server and tool: calls, errors, refused, p50/p99 ms, bytes in and out. docs/mcp.md`,
   webhooks: `gateway webhooks test <subscription>
   gateway webhooks dead [--limit N] [--json]
   gateway webhooks redeliver <delivery id>... | --all
@@ -47,7 +50,7 @@ export const USAGE = `usage: gateway <command> [--help]
   keys               create, list, rotate, revoke scoped API keys
   models             the models with their prices and context windows, and where each comes from
   users              hash a password for Basic authentication
-  usage              usage summaries by model, key or day (table, CSV, JSON)
+  usage              usage summaries by model, key or day (table, CSV, JSON); MCP tool calls
   webhooks           send a test event, list and redeliver dead letters
 
 Every command reads the same environment as the server (GATEWAY_ENV, GATEWAY_CONFIG, DATA_DIR, REDIS_URL,
@@ -119,6 +122,7 @@ export async function runCli(
       const opened = await openUsageStore({ ...config, usage: { ...config.usage, enabled: true } }, sqlite);
       try {
         if (!opened) return 2;
+        if (command === 'tools') return await toolCallsCommand(opened.toolCalls, rest, io);
         if (command === 'tail')
           return await tailUsage(opened.store, rest, io, {
             signal: stop ?? new AbortController().signal,

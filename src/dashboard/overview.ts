@@ -12,6 +12,7 @@ import { eventKindOf } from '../webhooks/dispatcher.js';
 import type { BatchInFlight } from '../store/batch-contract.js';
 import { cacheReadShare, roundUsd } from '../store/usage-sql.js';
 import type { VectorUsageView } from '../core/retrieval/vector-usage.js';
+import type { ToolCallStore, ToolCallSummaryRow } from '../store/tool-call-contract.js';
 
 /** The windows the dashboard offers, with their bucket size (about 60–100 points per chart). */
 export const WINDOWS = {
@@ -103,6 +104,14 @@ export interface DashboardOverview {
     byCaller: Array<VectorStoreUsageRow & { caller: string }>;
     readAt: string;
   } | null;
+  /**
+   * MCP tool calls in the window (docs/mcp.md, "Records"): per caller, server and tool, the most called first (at
+   * most 100 rows), and all of them together; null: tool-call records are not kept (usage records off).
+   */
+  toolCalls: {
+    rows: ToolCallSummaryRow[];
+    total: { calls: number; errors: number; refused: number };
+  } | null;
   webhooks: {
     subscriptions: Array<{ id: string; backlog: number }>;
     deadLetters: Array<{
@@ -141,7 +150,11 @@ export interface OverviewSources {
   vectorStores?: () => Promise<VectorUsageView>;
   /** Whether calls of a model are costed now (its config's or the price catalog's prices); absent: all are. */
   priced?: (model: string) => boolean;
+  /** The MCP tool-call records, and how to write those still buffered (none: not kept). */
+  toolCalls?: { store: ToolCallStore; flush: () => Promise<void> };
 }
+
+const TOOL_CALL_ROWS = 100;
 
 /** The summary's group of records that named no model (a body refused before its model was read). */
 const NO_MODEL = '(none)';
@@ -159,19 +172,22 @@ export async function buildOverview(
   const count = Math.round(spanMs / bucketMs);
   const fromMs = Math.floor(nowMs / bucketMs) * bucketMs - (count - 1) * bucketMs;
   const toMs = nowMs + 1;
-  await sources.flushUsage();
+  await Promise.all([sources.flushUsage(), sources.toolCalls?.flush()]);
   const usage = sources.usage;
-  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks, batches, vectors] = await Promise.all([
-    usage ? usage.timeline(fromMs, toMs, bucketMs) : Promise.resolve([]),
-    usage ? usage.summarize('model', fromMs, toMs) : Promise.resolve([]),
-    usage ? usage.summarize('caller', fromMs, toMs) : Promise.resolve([]),
-    usage ? usage.summarize('route', fromMs, toMs) : Promise.resolve([]),
-    usage ? usage.recent(RECENT_FAILURES, true) : Promise.resolve([]),
-    sources.health(),
-    webhookState(sources),
-    sources.batches ? sources.batches() : Promise.resolve([]),
-    sources.vectorStores ? sources.vectorStores() : Promise.resolve(undefined),
-  ]);
+  const tools = sources.toolCalls?.store;
+  const [timeline, byModel, byCaller, byRoute, failures, health, webhooks, batches, vectors, toolRows] =
+    await Promise.all([
+      usage ? usage.timeline(fromMs, toMs, bucketMs) : Promise.resolve([]),
+      usage ? usage.summarize('model', fromMs, toMs) : Promise.resolve([]),
+      usage ? usage.summarize('caller', fromMs, toMs) : Promise.resolve([]),
+      usage ? usage.summarize('route', fromMs, toMs) : Promise.resolve([]),
+      usage ? usage.recent(RECENT_FAILURES, true) : Promise.resolve([]),
+      sources.health(),
+      webhookState(sources),
+      sources.batches ? sources.batches() : Promise.resolve([]),
+      sources.vectorStores ? sources.vectorStores() : Promise.resolve(undefined),
+      tools ? tools.summarizeToolCalls(fromMs, toMs, TOOL_CALL_ROWS) : Promise.resolve(undefined),
+    ]);
   const { series, totals } = summarizeTimeline(timeline, fromMs, bucketMs, count);
   const attempts = sources.attempts?.() ?? {};
   return {
@@ -207,6 +223,7 @@ export async function buildOverview(
       attempts: attempts[name] ?? { attempts: 0, ok: 0, failed: 0, failovers: 0, lastFailure: null },
       pausedModels: (check.paused ?? []).map((p) => p.upstream_model),
     })),
+    toolCalls: toolRows ? { rows: toolRows, total: toolCallTotal(toolRows) } : null,
     webhooks,
     batches: batches.map(batchProgress),
     vectorStores: vectors
@@ -217,6 +234,17 @@ export async function buildOverview(
         }
       : null,
   };
+}
+
+/** The rows shown summed (a window with more than 100 groups: the 100 most called). */
+function toolCallTotal(rows: readonly ToolCallSummaryRow[]): { calls: number; errors: number; refused: number } {
+  const total = { calls: 0, errors: 0, refused: 0 };
+  for (const row of rows) {
+    total.calls += row.calls;
+    total.errors += row.errors;
+    total.refused += row.refused;
+  }
+  return total;
 }
 
 function vectorRow(usage: VectorUsageView['total']): VectorStoreUsageRow {

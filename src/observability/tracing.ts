@@ -25,6 +25,7 @@ import { ClientGoneError } from '../errors/client-gone.js';
 import type { Usage } from '../providers/provider-contract.js';
 import type { AttemptTrace, RequestTrace } from '../core/pipeline/trace-contract.js';
 import type { RequestHead, RequestRecord } from '../request/request-record.js';
+import type { ToolCallRecord } from '../core/mcp/tool-call-record.js';
 
 interface WarnLog {
   warn(object: Record<string, unknown>, message: string): void;
@@ -111,6 +112,44 @@ export class GatewayTracing {
     }
     span.setAttributes(attributes);
     span.end();
+  }
+
+  /**
+   * One MCP tool call's span, `mcp.tools/call`, made when the call ended (from its record: start and duration),
+   * the child of `traceparent` (the request's span) when given. CLIENT: the gateway calls the upstream server.
+   * Attributes follow OpenTelemetry's MCP conventions (`mcp.method.name`, `gen_ai.tool.name`) beside the gateway's
+   * own; never the arguments or the result.
+   */
+  toolCall(record: ToolCallRecord, traceparent: string | undefined): void {
+    const span = this.tracer.startSpan(
+      'mcp.tools/call',
+      {
+        kind: SpanKind.CLIENT,
+        startTime: record.timeMs,
+        attributes: {
+          'mcp.method.name': 'tools/call',
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': record.tool,
+          'llmgw.mcp.server': record.server,
+          'llmgw.mcp.tool': record.tool,
+          'llmgw.mcp.outcome': record.outcome,
+          'llmgw.mcp.call_id': record.callId,
+          'llmgw.mcp.via': record.via,
+          'llmgw.mcp.bytes_in': record.bytesIn,
+          'llmgw.mcp.bytes_out': record.bytesOut,
+          'llmgw.caller': record.caller,
+          'llmgw.request_id': record.requestId,
+        },
+      },
+      remoteParent(traceparent),
+    );
+    if (record.code !== null) {
+      span.setAttribute('error.type', record.code);
+      // A refusal is the caller's (a limit, a right); a tool's own error answer is the tool's: neither fails the span.
+      if (record.outcome !== 'refused' && record.outcome !== 'tool_error')
+        span.setStatus({ code: SpanStatusCode.ERROR, message: record.code });
+    }
+    span.end(record.timeMs + record.durationMs);
   }
 
   /** Sends what is still buffered; called when the app closes. */

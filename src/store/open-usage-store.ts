@@ -1,9 +1,12 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { UsageStore } from './store-contract.js';
+import type { ToolCallStore } from './tool-call-contract.js';
 import type { SqliteStore } from './sqlite/sqlite-store.js';
 
 export interface OpenedUsageStore {
   store: UsageStore;
+  /** The MCP tool-call records, beside the usage records (docs/mcp.md, "Records"). */
+  toolCalls: ToolCallStore;
   kind: 'sqlite' | 'postgres';
   close(): Promise<void>;
 }
@@ -20,9 +23,28 @@ export async function openUsageStore(
   if (!config.usage.enabled) return undefined;
   if (config.databaseUrl) {
     const { PostgresUsageStore } = await import('./postgres/postgres-usage.js');
+    const { PostgresToolCallStore } = await import('./postgres/postgres-tool-calls.js');
     const store = await PostgresUsageStore.open(config.databaseUrl);
-    return { store, kind: 'postgres', close: () => store.close() };
+    const toolCalls = await PostgresToolCallStore.open(config.databaseUrl).catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
+    return {
+      store,
+      toolCalls,
+      kind: 'postgres',
+      close: async () => {
+        await toolCalls.close();
+        await store.close();
+      },
+    };
   }
   const { SqliteUsageStore } = await import('./sqlite/sqlite-usage.js');
-  return { store: new SqliteUsageStore(sqlite.db), kind: 'sqlite', close: () => Promise.resolve() };
+  const { SqliteToolCallStore } = await import('./sqlite/sqlite-tool-calls.js');
+  return {
+    store: new SqliteUsageStore(sqlite.db),
+    toolCalls: new SqliteToolCallStore(sqlite.db),
+    kind: 'sqlite',
+    close: () => Promise.resolve(),
+  };
 }

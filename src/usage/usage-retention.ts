@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { UsageStore } from '../store/store-contract.js';
+import type { ToolCallStore } from '../store/tool-call-contract.js';
 
 /** How often the sweep looks at the usage tables (docs/usage.md, "Retention"). */
 export const SWEEP_EVERY_MS = 10_000;
@@ -22,13 +23,15 @@ export interface SweepOutcome {
   rolled: number;
   /** Rollup rows deleted because the rollups alone held more than half the size bound. */
   droppedHours: number;
+  /** MCP tool-call records older than the retention in days, deleted. */
+  purgedToolCalls: number;
 }
 
 /**
  * Ages usage records out (docs/usage.md, "Retention"), every 10 s, in steps of at most 250 rows:
  *
  * 1. by age: records that arrived more than `usage.retention_days` ago are deleted, and rollup hours that ended
- *    before then (nothing older is kept);
+ *    before then (nothing older is kept), and MCP tool-call records as old (they have no rollup);
  * 2. by size: while the records and the rollups hold more than `usage.retention_max_bytes` (as counted by the store:
  *    `footprint()`), the oldest records are rolled into their hours and deleted, one transaction per step. Reports
  *    and budgets read the rollups for that part, so their totals do not change (an hour × caller keeps 64 models
@@ -47,6 +50,8 @@ export class UsageRetention {
   constructor(
     private readonly options: {
       store: UsageStore;
+      /** The MCP tool-call records: aged out by the same retention in days (not rolled up, not counted in the size bound). */
+      toolCalls?: Pick<ToolCallStore, 'purgeToolCalls'> | undefined;
       retentionMs: number;
       maxBytes: number;
       log: RetentionLog;
@@ -75,7 +80,10 @@ export class UsageRetention {
       purgedHours: await this.steps(() => store.purgeHours(before, STEP_ROWS)),
       rolled: 0,
       droppedHours: 0,
+      purgedToolCalls: 0,
     };
+    const toolCalls = this.options.toolCalls;
+    if (toolCalls) outcome.purgedToolCalls = await this.steps(() => toolCalls.purgeToolCalls(before, STEP_ROWS));
     const hoursBound = maxBytes * HOURS_SHARE;
     let size = await store.footprint();
     while (!this.stopped && (size.recordBytes + size.hourBytes > maxBytes || size.hourBytes > hoursBound)) {

@@ -10,6 +10,8 @@ import type { OutboxStore, UsageStore } from '../store/store-contract.js';
 import type { BatchInFlight } from '../store/batch-contract.js';
 import type { VectorUsageView } from '../core/retrieval/vector-usage.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
+import type { ToolCallStore } from '../store/tool-call-contract.js';
+import type { ToolCallRecorder } from '../usage/tool-call-recorder.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 /** The operator's dashboard (`/dashboard/`, behind an admin sign-in) over what the gateway already keeps; `dashboard.enabled` is read live. */
@@ -32,6 +34,8 @@ export function wireDashboard(
     batches?: (() => Promise<readonly BatchInFlight[]>) | undefined;
     /** The vector stores' usage per caller (none: the Vector Stores API is off). */
     vectorStores?: (() => Promise<VectorUsageView>) | undefined;
+    /** The MCP tool-call records (none: not kept). */
+    toolCalls?: { store: ToolCallStore; recorder: ToolCallRecorder } | undefined;
   },
 ): void {
   const current = () => generations.current.config;
@@ -58,9 +62,14 @@ export function wireDashboard(
         priced: (model) => generations.current.prices.describe(model).pricing !== undefined,
         ...(sources.batches ? { batches: sources.batches } : {}),
         ...(sources.vectorStores ? { vectorStores: sources.vectorStores } : {}),
+        ...(sources.toolCalls ? { toolCalls: toolCallSource(sources.toolCalls) } : {}),
       },
       keys: sources.keys,
       webhooks: sources.webhooks,
     });
   });
+}
+
+function toolCallSource(toolCalls: { store: ToolCallStore; recorder: ToolCallRecorder }) {
+  return { store: toolCalls.store, flush: () => toolCalls.recorder.flush() };
 }

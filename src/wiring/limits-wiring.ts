@@ -2,10 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig, LimitsConfig } from '../config/types.js';
 import { LeasedLimits } from '../core/limits/leased-limits.js';
 import { RateLimitService } from '../core/limits/rate-limit-service.js';
-import type { LimitStore } from '../store/store-contract.js';
+import type { AdmissionStore, LimitStore } from '../store/store-contract.js';
 
 export interface WiredLimits {
   service: RateLimitService;
+  /**
+   * The shared limit store behind leasing, for limits that are not a model call's (the MCP tool calls: one store and
+   * one lease of slots for every kind of limit); undefined when buildApp was given no limiter store.
+   */
+  admissions: AdmissionStore | undefined;
+  /** Reports the store failing or recovering (health's `degraded`, the log), as the service's own steps do. */
+  onStoreHealth(healthy: boolean, error?: unknown): void;
   /** The service for another config's limits over the same store and leases (a config reload). */
   make(config: LimitsConfig): RateLimitService;
   /** For health: the store's kind and whether its last step succeeded. */
@@ -32,22 +39,29 @@ export function wireLimits(
   });
   // Windows and counts live in the store, keyed by caller, model and upstream names: a service made for a reloaded
   // config over the same store and leases sees the same windows for the names that stay.
+  const onStoreHealth = (nowHealthy: boolean, error?: unknown) => {
+    if (!nowHealthy && healthy) app.log.warn({ err: error }, 'rate-limit store failing');
+    if (nowHealthy && !healthy) app.log.info('rate-limit store recovered');
+    healthy = nowHealthy;
+  };
   const make = (limits: LimitsConfig) => {
     const service = new RateLimitService({
       limiter: leased,
       config: limits,
-      onStoreHealth: (nowHealthy, error) => {
-        if (!nowHealthy && healthy) app.log.warn({ err: error }, 'rate-limit store failing');
-        if (nowHealthy && !healthy) app.log.info('rate-limit store recovered');
-        healthy = nowHealthy;
-      },
+      onStoreHealth,
       // Not an outage (the store answered, or was never reached): a bug to see in the log, not a degraded store.
       onInternalError: (error) => app.log.error({ err: error }, 'rate-limit settlement failed unexpectedly'),
     });
     if (service.enabled && !limiter) throw new Error('limits are configured but buildApp was given no limiter store');
     return service;
   };
-  return { service: make(config.limits), make, health: { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy } };
+  return {
+    service: make(config.limits),
+    make,
+    admissions: limiter ? leased : undefined,
+    onStoreHealth,
+    health: { kind: limiter?.kind ?? 'unknown', isHealthy: () => healthy },
+  };
 }
 
 /** Stands in when no limit is configured: never called, because the service is disabled then. */

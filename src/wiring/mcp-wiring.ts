@@ -30,6 +30,8 @@ export function wireMcp(
     warn: (message, fields) => app.log.warn(fields, message),
     debug: (message, fields) => app.log.debug(fields, message),
   });
+  // buildApp passes the store's limiter and the records' observer (tool-calls-wiring.ts); these stand in for an
+  // embedding program's service built without them.
   const tools = new McpToolService(
     pool,
     () => settings,

@@ -10,6 +10,8 @@ import type { UpstreamAttemptStats } from '../observability/upstream-attempts.js
 import type { OutboxStore } from '../store/store-contract.js';
 import type { WiredUpstreams } from './upstreams-wiring.js';
 import type { UsageRecorder } from '../usage/usage-recorder.js';
+import { registerToolCallMetrics } from '../observability/mcp-metrics.js';
+import type { WiredToolCalls } from './tool-calls-wiring.js';
 
 /** What the metrics read and who may scrape them. */
 export interface MetricsWiring {
@@ -22,13 +24,15 @@ export interface MetricsWiring {
   batches?: BatchMetricsSource | undefined;
   files?: FileMetricsSource | undefined;
   vectorStores?: VectorStoreMetricsSource | undefined;
+  /** The MCP tool calls, counted as they end. */
+  toolCalls?: WiredToolCalls | undefined;
 }
 
 /** `GET /metrics` (Prometheus text, behind the admin token) and the observer that counts every API request. */
 export function wireMetrics(
   app: FastifyInstance,
   config: GatewayConfig,
-  { auth, upstreams, attempts, outbox, recorder, generations, batches, files, vectorStores }: MetricsWiring,
+  { auth, upstreams, attempts, outbox, recorder, generations, batches, files, vectorStores, toolCalls }: MetricsWiring,
 ): void {
   if (!config.metricsEnabled) return;
   const subscriptions = () => generations.current.config.webhooks.subscriptions;
@@ -51,6 +55,10 @@ export function wireMetrics(
   if (batches) registerBatchMetrics(metrics.registry, batches);
   if (files) registerFileMetrics(metrics.registry, files);
   if (vectorStores) registerVectorStoreMetrics(metrics.registry, vectorStores);
+  if (toolCalls) {
+    const toolCallMetrics = registerToolCallMetrics(metrics.registry);
+    toolCalls.add((record) => toolCallMetrics.observe(record));
+  }
   app.requestObservers.push((record) => metrics.observe(record));
   // Behind the admin token (Prometheus: `authorization: { credentials: <token> }` in the scrape config).
   app.get('/metrics', async (request, reply) => {

@@ -2,6 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
 import type { RequestTrace } from '../core/pipeline/trace-contract.js';
 import type { UsageStore } from '../store/store-contract.js';
+import type { ToolCallStore } from '../store/tool-call-contract.js';
+import type { GatewayTracing } from '../observability/tracing.js';
+import { ToolCallRecorder } from '../usage/tool-call-recorder.js';
 import { headOf } from '../request/request-record.js';
 import { usageObserver } from '../usage/record-request.js';
 import { UsageRecorder } from '../usage/usage-recorder.js';
@@ -22,15 +25,23 @@ const SPOOL_REPLAY_EVERY_MS = 60_000;
  * request span here; metrics in metrics.ts.
  * Each closes with the app.
  */
-export async function wireObservers(app: FastifyInstance, config: GatewayConfig, usage: UsageStore | undefined) {
+export async function wireObservers(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  usage: UsageStore | undefined,
+  toolCalls?: ToolCallStore | undefined,
+) {
   app.requestObservers.push(usageAnomalyLog(app.log));
   const recording = usage && config.usage.enabled ? usage : undefined;
   const spool = recording && spoolOf(app, config, recording);
   const recorder = recording ? new UsageRecorder({ store: recording, log: app.log, spool }) : undefined;
+  // MCP tool calls' records (docs/mcp.md, "Records"): beside the usage records, aged out with them.
+  const toolCallRecorder = recorder && toolCalls ? new ToolCallRecorder({ store: toolCalls, log: app.log }) : undefined;
   if (usage && recorder) {
     app.requestObservers.push(usageObserver(recorder, config.environment));
     const retention = new UsageRetention({
       store: usage,
+      toolCalls: toolCallRecorder ? toolCalls : undefined,
       retentionMs: config.usage.retentionMs,
       maxBytes: config.usage.maxBytes,
       log: app.log,
@@ -39,10 +50,23 @@ export async function wireObservers(app: FastifyInstance, config: GatewayConfig,
     app.addHook('onClose', async () => {
       await retention.close();
       await recorder.close();
+      await toolCallRecorder?.close();
     });
   }
-  const beginTrace = await wireTracing(app, config);
-  return { recorder, beginTrace };
+  const tracing = await wireTracing(app, config);
+  return {
+    recorder,
+    toolCallRecorder,
+    beginTrace: tracing
+      ? (request: FastifyRequest): RequestTrace => tracing.begin(headOf(request), arrivedAtMs(request))
+      : undefined,
+    tracing,
+  };
+}
+
+/** When a request arrived, epoch ms (its receive time is a monotonic clock's). */
+function arrivedAtMs(request: FastifyRequest): number {
+  return Date.now() - (performance.now() - request.receivedAt);
 }
 
 /**
@@ -66,10 +90,7 @@ function spoolOf(app: FastifyInstance, config: GatewayConfig, store: UsageStore)
 }
 
 /** Loads OpenTelemetry only when tracing is on (it is off by default: no module loaded, nothing on the hot path). */
-async function wireTracing(
-  app: FastifyInstance,
-  config: GatewayConfig,
-): Promise<((request: FastifyRequest) => RequestTrace) | undefined> {
+async function wireTracing(app: FastifyInstance, config: GatewayConfig): Promise<GatewayTracing | undefined> {
   if (!config.tracing) return undefined;
   const { GatewayTracing } = await import('../observability/tracing.js');
   const tracing = new GatewayTracing(config.tracing, config.version, config.environment, app.log);
@@ -77,5 +98,5 @@ async function wireTracing(
     await tracing.shutdown();
   });
   app.requestObservers.push((record) => tracing.end(record));
-  return (request) => tracing.begin(headOf(request), Date.now() - (performance.now() - request.receivedAt));
+  return tracing;
 }

@@ -1,21 +1,16 @@
-import type { McpLimits } from '../../config/mcp-schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { AdmittedCall, ToolCallLimiter } from './tool-service.js';
+import type { AdmittedCall, ToolCallAdmission, ToolCallLimiter } from './tool-service.js';
 
 /**
  * Tool-call limits kept in this process: calls a minute (a sliding window of one minute, per caller and per
- * server) and calls in flight. What a single gateway needs; the store-backed limiter shares them across instances.
+ * server) and calls in flight. Used only when the app was built without a limit store (an embedding program, a
+ * test); the gateway's own start always has one, and then store-tool-limiter.ts shares them across instances.
  */
 export class LocalToolLimiter implements ToolCallLimiter {
   private readonly inFlight = new Map<string, number>();
   private readonly windows = new Map<string, number[]>();
 
-  async admit(call: {
-    caller: string;
-    callerLimits: McpLimits | undefined;
-    server: string;
-    serverLimits: McpLimits;
-  }): Promise<AdmittedCall> {
+  async admit(call: ToolCallAdmission): Promise<AdmittedCall> {
     const now = Date.now();
     const scopes = [
       { key: `caller:${call.caller}`, limits: call.callerLimits, scope: 'caller' as const, name: call.caller },
@@ -64,7 +59,8 @@ function limited(
   const seconds = Math.max(1, Math.ceil(retryMs / 1000));
   return new GatewayError(
     'rate_limited',
-    { limit: `mcp.${scope}.${limit}`, [scope]: name, value, retry_after_ms: seconds * 1000 },
+    // The same details as the store's limiter (store-tool-limiter.ts).
+    { limit: `mcp.${scope}.${limit}`, scope, scope_id: name, max: value, retry_after_seconds: seconds },
     { headers: { 'retry-after': String(seconds) } },
   );
 }

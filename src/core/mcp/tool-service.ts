@@ -19,6 +19,8 @@ export interface ToolCaller {
   /** The HTTP request the call came in. */
   requestId: string;
   via: ToolCallRecord['via'];
+  /** The W3C `traceparent` of the request's span (tracing on): the call's span is its child. */
+  traceparent?: string | undefined;
 }
 
 /** One tool as a caller is shown it. */
@@ -41,21 +43,36 @@ export interface AdmittedCall {
   rate: RateState | undefined;
 }
 
+/** One call as the limits see it. */
+export interface ToolCallAdmission {
+  caller: string;
+  /** Undefined: the caller has no limits (the admin token). */
+  callerLimits: McpLimits | undefined;
+  server: string;
+  serverLimits: McpLimits;
+  /**
+   * The longest the call can hold its concurrency slots (the server's connect and call timeouts): a slot held past
+   * it (its process died) lapses by itself.
+   */
+  holdMs: number;
+}
+
 /** The tool-call limits per caller and per server (core/mcp's limiter: shared across instances when the store is). */
 export interface ToolCallLimiter {
   /** Admits one call or throws GatewayError `rate_limited` (details name the limit; Retry-After). */
-  admit(call: {
-    caller: string;
-    callerLimits: McpLimits | undefined;
-    server: string;
-    serverLimits: McpLimits;
-  }): Promise<AdmittedCall>;
+  admit(call: ToolCallAdmission): Promise<AdmittedCall>;
+}
+
+/** What an observer may use of a call beyond its record (never stored). */
+export interface ToolCallContext {
+  /** The W3C `traceparent` of the span the call belongs to (the request's), when tracing is on. */
+  traceparent?: string | undefined;
 }
 
 /** Told of every tool call (records, metrics, events, spans): `started` when it is admitted, `ended` once. */
 export interface ToolCallObserver {
   started?(record: Omit<ToolCallRecord, 'outcome' | 'code' | 'durationMs' | 'bytesOut'>): void;
-  ended(record: ToolCallRecord): void;
+  ended(record: ToolCallRecord, context: ToolCallContext): void;
 }
 
 /** A result with what it cost, for the caller's answer (RateLimit-* headers). */
@@ -139,7 +156,10 @@ export class McpToolService {
       bytesIn,
     };
     const end = (outcome: ToolCallOutcome, code: string | null, bytesOut: number): void =>
-      this.observer.ended({ ...base, outcome, code, durationMs: Date.now() - startMs, bytesOut });
+      this.observer.ended(
+        { ...base, outcome, code, durationMs: Date.now() - startMs, bytesOut },
+        { traceparent: caller.traceparent },
+      );
 
     let admitted: AdmittedCall | undefined;
     try {
@@ -153,6 +173,7 @@ export class McpToolService {
         callerLimits: caller.limits === null ? undefined : (caller.limits ?? settings.callerLimits),
         server,
         serverLimits: serverConfig?.limits ?? { callsPerMinute: undefined, concurrent: undefined },
+        holdMs: (serverConfig?.connectTimeoutMs ?? 0) + (serverConfig?.callTimeoutMs ?? 0),
       });
     } catch (error) {
       end('refused', isGatewayError(error) ? error.code : 'internal_error', 0);

@@ -73,6 +73,8 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
       limits: principal.kind === 'admin' ? null : undefined,
       requestId: request.id,
       via: 'mcp',
+      // The caller's own trace, when it sent one: each tool call's span joins it.
+      traceparent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
     };
     const sdk = await serverSdk();
     if (request.method === 'GET') return openNotificationStream(request, reply, caller, scope);

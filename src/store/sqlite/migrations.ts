@@ -451,4 +451,26 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   { version: 27, name: 'vector_stores', sql: VECTOR_STORES_MIGRATION },
   // A vector store file's chunk bytes count in the stored bytes ledger of its owner (the storage quotas).
   { version: 28, name: 'vector_storage_use', sql: VECTOR_STORAGE_USE_SQL },
+  {
+    version: 29,
+    name: 'mcp_tool_calls',
+    // One row per MCP tool call (docs/mcp.md, "Records"): sizes, never arguments or results. Aged out with the usage
+    // records (usage.retention_days), oldest first through the time index.
+    sql: `CREATE TABLE mcp_tool_calls (
+            time_ms INTEGER NOT NULL,
+            call_id TEXT NOT NULL,
+            request_id TEXT NOT NULL,
+            caller TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            server TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            via TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            code TEXT,
+            duration_ms INTEGER NOT NULL,
+            bytes_in INTEGER NOT NULL,
+            bytes_out INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX mcp_tool_calls_time ON mcp_tool_calls (time_ms);`,
+  },
 ];

@@ -1,0 +1,80 @@
+import type { ToolCallStore, ToolCallSummaryRow } from '../store/tool-call-contract.js';
+import { parseDuration, parseFlags } from './keys-command.js';
+import type { CliOutput } from './webhooks-command.js';
+
+/** The fields of a row as CSV and JSON name them (docs/mcp.md, "Records"). */
+const HEADER = ['calls', 'errors', 'refused', 'p50_ms', 'p99_ms', 'bytes_in', 'bytes_out'] as const;
+const GROUP = ['caller', 'server', 'tool'] as const;
+/** Rows read at most (the most called first). */
+const MAX_ROWS = 1_000;
+
+/**
+ * `gateway usage tools [--since 7d] [--format table|csv|json]`: MCP tool calls per caller, server and tool over a
+ * period ending now, the most called first: calls, errors (every outcome but `ok`, refused ones included), refused,
+ * p50 and p99 duration (of the calls the upstream saw), bytes in and out.
+ */
+export async function toolCallsCommand(
+  store: ToolCallStore,
+  args: string[],
+  io: CliOutput,
+  nowMs = Date.now(),
+): Promise<number> {
+  const { flags } = parseFlags(args);
+  const since = parseDuration(flags.since ?? '7d');
+  if (since === undefined) {
+    io.err('--since: a duration like 24h or 30d');
+    return 2;
+  }
+  const format = flags.format ?? 'table';
+  if (!['table', 'csv', 'json'].includes(format)) {
+    io.err('--format: table, csv or json');
+    return 2;
+  }
+  const rows = await store.summarizeToolCalls(nowMs - since, nowMs + 1, MAX_ROWS);
+  const values = (r: ToolCallSummaryRow) => [r.calls, r.errors, r.refused, r.p50Ms, r.p99Ms, r.bytesIn, r.bytesOut];
+  if (format === 'json') {
+    io.out(
+      JSON.stringify(
+        rows.map((r) => ({
+          caller: r.caller,
+          server: r.server,
+          tool: r.tool,
+          ...Object.fromEntries(HEADER.map((h, i) => [h, values(r)[i]])),
+        })),
+      ),
+    );
+    return 0;
+  }
+  if (format === 'csv') {
+    io.out([...GROUP, ...HEADER].join(','));
+    for (const r of rows) io.out([csv(r.caller), csv(r.server), csv(r.tool), ...values(r).map(blank)].join(','));
+    return 0;
+  }
+  const table = [
+    [...GROUP, ...HEADER],
+    ...rows.map((r) => [printable(r.caller), printable(r.server), printable(r.tool), ...values(r).map(dash)]),
+  ];
+  const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => String(row[i]).length))) ?? [];
+  for (const row of table)
+    io.out(
+      row
+        .map((cell, i) =>
+          i < GROUP.length ? String(cell).padEnd(widths[i] ?? 0) : String(cell).padStart(widths[i] ?? 0),
+        )
+        .join('  '),
+    );
+  if (rows.length === 0) io.out('(no tool calls in this period)');
+  return 0;
+}
+
+const dash = (value: number | null): string => (value === null ? '-' : String(value));
+const blank = (value: number | null): string => (value === null ? '' : String(value));
+
+function csv(value: string): string {
+  return /[",\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+/** Upstream-chosen text (tool names) printed to a terminal: control characters (escape sequences) become `?`. */
+function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+}

@@ -4,7 +4,7 @@ import type { ServerSdk } from '../../mcp/sdk.js';
 import type { McpServerContent } from '../../core/mcp/server-content.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
 import type { RateState } from '../../core/limits/rate-limit-headers.js';
-import { GatewayError } from '../../errors/gateway-error.js';
+import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { joinedToolName, splitToolName } from '../../mcp/tool-names.js';
 import type { InFlightCalls } from './in-flight-calls.js';
 import { rpcError } from './rpc-error.js';
@@ -22,6 +22,8 @@ export interface GatewayServerDeps {
 /** What the request's handlers learned that its HTTP answer carries (RateLimit-* of the last admitted call). */
 export interface RequestOutcome {
   rate: RateState | undefined;
+  /** A limit's refusal's headers (Retry-After, RateLimit-*): the HTTP answer carries them where it can. */
+  refusal?: Record<string, string> | undefined;
 }
 
 /**
@@ -124,6 +126,9 @@ export function gatewayServer(
         }
         outcome.rate = answer.rate ?? outcome.rate;
         return answer.result;
+      } catch (error) {
+        if (isGatewayError(error) && error.code === 'rate_limited') outcome.refusal = error.headers;
+        throw error;
       } finally {
         running.end();
       }

@@ -142,16 +142,18 @@ function asksForProgress(body: unknown): boolean {
 }
 
 /**
- * Adds the request id and, when a tool call was admitted by a windowed limit, `RateLimit-*` to the answer's head as
- * the SDK's transport writes it (a JSON answer is written once its calls are done; a stream's head goes first and
- * carries only the id).
+ * Adds the request id and, when a tool call was admitted by a windowed limit, `RateLimit-*` (refused by one:
+ * `Retry-After` and `RateLimit-*`) to the answer's head as the SDK's transport writes it (a JSON answer is written
+ * once its calls are done; a stream's head goes first and carries only the id). The refusal itself is the
+ * JSON-RPC error in the body (`data.details.retry_after_ms`), which is what MCP clients read.
  */
 function withRateHeaders(res: ServerResponse, outcome: RequestOutcome, requestId: string): void {
   const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
   res.writeHead = ((...args: unknown[]) => {
     res.setHeader('x-request-id', requestId);
+    for (const [name, value] of Object.entries(outcome.refusal ?? {})) res.setHeader(name, value);
     const rate = outcome.rate;
-    if (rate) {
+    if (rate && !outcome.refusal) {
       res.setHeader('ratelimit-limit', String(rate.limit));
       res.setHeader('ratelimit-remaining', String(rate.remaining));
       res.setHeader('ratelimit-reset', String(Math.ceil(rate.resetMs / 1000)));

@@ -5,7 +5,6 @@ import { StoreToolLimiter } from '../core/mcp/store-tool-limiter.js';
 import type { ToolCallRecord } from '../core/mcp/tool-call-record.js';
 import type { ToolCallContext, ToolCallLimiter, ToolCallObserver } from '../core/mcp/tool-service.js';
 import type { GatewayTracing } from '../observability/tracing.js';
-import type { StoredToolCall } from '../store/tool-call-contract.js';
 import type { ToolCallRecorder } from '../usage/tool-call-recorder.js';
 import { toolCallEvents } from '../webhooks/tool-call-events.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
@@ -16,9 +15,6 @@ export interface WiredToolCalls {
   observer: ToolCallObserver;
   add(listener: (record: ToolCallRecord, context: ToolCallContext) => void): void;
 }
-
-/** A record the core makes is one the store keeps: the two declarations must not drift apart. */
-const asStored = (record: ToolCallRecord): StoredToolCall => record;
 
 /**
  * Everything a tool call leaves behind (docs/mcp.md, "Records"): its record in the usage store (batched off the
@@ -31,7 +27,7 @@ export function wireToolCallRecords(
 ): WiredToolCalls {
   const listeners: Array<(record: ToolCallRecord, context: ToolCallContext) => void> = [];
   const { recorder, tracing } = sources;
-  if (recorder) listeners.push((record) => recorder.add(asStored(record)));
+  if (recorder) listeners.push((record) => recorder.add(record));
   const events = toolCallEvents(sources.webhooks);
   listeners.push((record) => events(record));
   if (tracing) listeners.push((record, context) => tracing.toolCall(record, context.traceparent));

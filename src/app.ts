@@ -312,7 +312,12 @@ export async function buildApp(deps: AppDependencies): Promise<GatewayApp> {
       pipeline,
       wantsContent: (kind) => events.webhooks.wantsContent(kind),
     },
-    { ownership, history: responses.history, fileSearch: deps.fileSearch ?? vectors?.search },
+    {
+      ownership,
+      history: responses.history,
+      fileSearch: deps.fileSearch ?? vectors?.search,
+      mcp: { tools: mcp.tools, config: () => mcp.settings(), environment: config.environment },
+    },
   );
   const embeddings = makeEmbeddingsHandler({ embeddings: embeddingService, chat, idempotency, beginTrace, cache });
   const calls = v1Calls(mounted, { embeddings: { handler: embeddings, schema: embeddingsBodySchema } });

@@ -58,6 +58,8 @@ export function makeSurfaceCallHandler(descriptor: SurfaceDescriptor, surface: A
       pathModel: model,
       pathStream: mode === false ? undefined : mode,
       callingAs: () => ({ owner: request.caller, principal: principalSnapshot(request.principal ?? ADMIN) }),
+      principal: () => request.principal ?? ADMIN,
+      requestId: request.id,
       publicOrigin: () => publicOrigin(request),
     };
     const translated = surface.toChat(request.body, surfaceCall);

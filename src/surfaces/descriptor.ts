@@ -13,6 +13,7 @@ import type {
 } from '../providers/provider-contract.js';
 import type { PricedUsage } from '../core/models/pricing.js';
 import type { FileSearch } from '../core/retrieval/file-search.js';
+import type { McpLoopDeps } from './mcp-tools/mcp-deps.js';
 import type { RouteName } from '../request/route-name.js';
 import type { RouteEvents } from '../webhooks/gateway-events.js';
 import type { NativeOwnership } from './native-ownership.js';
@@ -132,6 +133,8 @@ export interface SurfaceDeps {
   readonly history: ResponseHistory | undefined;
   /** Searches of the caller's vector stores, for the `file_search` tool the gateway runs (absent: the tool is refused). */
   readonly fileSearch: FileSearch | undefined;
+  /** The MCP servers and tool service, for the MCP tools the gateway runs for a model (absent: such tools are refused). */
+  readonly mcp?: McpLoopDeps | undefined;
 }
 
 export interface TokenCountSpec {

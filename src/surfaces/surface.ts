@@ -4,6 +4,7 @@ import type { ErrorShape } from '../request/request-state.js';
 import type { ChatRequestBody, NativeBody, StreamChunk, Usage } from '../providers/provider-contract.js';
 import type { TranslationNotes } from './translation-notes.js';
 import type { CallingAs } from '../core/pipeline/call-as.js';
+import type { Principal } from '../auth/principal.js';
 import type { ToolLoop } from './tool-loop.js';
 
 /**
@@ -83,11 +84,15 @@ export interface SurfaceCall {
   readonly notes?: TranslationNotes;
   /** Who the call is made as (a tool the gateway runs for it acts as the caller: file_search); absent: no caller. */
   readonly callingAs?: () => CallingAs;
+  /** The caller's principal (its MCP tool rights: a model's MCP tool loop calls tools as the caller). */
+  readonly principal?: () => Principal;
+  /** The request's id (the record of each tool call the gateway makes for it names it). */
+  readonly requestId?: string;
   /** The gateway's public origin for this call (`https://gw.example`), for links an answer carries. */
   readonly publicOrigin?: () => string;
   /**
    * Set by a translation whose request is answered in several model turns, with a tool the gateway runs between
-   * them (file_search): the route runs the turns through it instead of one chat call.
+   * them (file_search, MCP tools): the route runs the turns through it instead of one chat call.
    */
   loop?: ToolLoop;
 }

@@ -139,7 +139,59 @@ export interface FileCitation {
   index: number;
 }
 
-export type OutputItem = MessageItem | FunctionCallItem | CustomToolCallItem | FileSearchCallItem;
+/** A tool of an MCP server as an `mcp_list_tools` item lists it. */
+export interface McpListedTool {
+  name: string;
+  input_schema: unknown;
+  description: string | null;
+  annotations: unknown;
+}
+
+/** The tools of one MCP server the model was offered (the `mcp` tool; `error` when it could not be listed). */
+export interface McpListToolsItem {
+  type: 'mcp_list_tools';
+  id: string;
+  server_label: string;
+  tools: McpListedTool[];
+  error: string | null;
+}
+
+/** Why an MCP call gave no result: the tool said so, or the call failed (OpenAI's `McpToolCallError`). */
+export type McpCallItemError =
+  | { type: 'mcp_tool_execution_error'; content: unknown }
+  | { type: 'http_error'; code: number; message: string }
+  | { type: 'mcp_protocol_error'; code: number; message: string };
+
+/** A call of an MCP tool the gateway made for the model. */
+export interface McpCallItem {
+  type: 'mcp_call';
+  id: string;
+  status: 'in_progress' | 'completed' | 'incomplete' | 'calling' | 'failed';
+  approval_request_id: string | null;
+  arguments: string;
+  error: McpCallItemError | null;
+  name: string;
+  output: string | null;
+  server_label: string;
+}
+
+/** A call of an MCP tool that waits for the caller's approval (answered by an `mcp_approval_response` input item). */
+export interface McpApprovalRequestItem {
+  type: 'mcp_approval_request';
+  id: string;
+  arguments: string;
+  name: string;
+  server_label: string;
+}
+
+export type OutputItem =
+  | MessageItem
+  | FunctionCallItem
+  | CustomToolCallItem
+  | FileSearchCallItem
+  | McpListToolsItem
+  | McpCallItem
+  | McpApprovalRequestItem;
 
 /** An item of a conversation, as `input_items` lists them: the caller's input items and the answers' output items. */
 export type ResponsesItem = ResponsesInputItem | OutputItem;
@@ -233,6 +285,14 @@ export interface ResponseStreamEvents {
   'response.file_search_call.searching': ItemRef;
   'response.file_search_call.completed': ItemRef;
   'response.output_text.annotation.added': TextRef & { annotation_index: number; annotation: FileCitation };
+  'response.mcp_list_tools.in_progress': ItemRef;
+  'response.mcp_list_tools.completed': ItemRef;
+  'response.mcp_list_tools.failed': ItemRef;
+  'response.mcp_call.in_progress': ItemRef;
+  'response.mcp_call_arguments.delta': ItemRef & { delta: string };
+  'response.mcp_call_arguments.done': ItemRef & { arguments: string };
+  'response.mcp_call.completed': ItemRef;
+  'response.mcp_call.failed': ItemRef;
   'response.completed': { response: ResponseObject };
   'response.incomplete': { response: ResponseObject };
   'response.failed': { response: ResponseObject };

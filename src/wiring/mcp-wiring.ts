@@ -12,6 +12,8 @@ export interface WiredMcp {
   pool: UpstreamPool;
   /** Every tool call goes through it (`/mcp`, the Responses `mcp` tool, the Messages `mcp_servers`). */
   tools: McpToolService;
+  /** The `mcp_servers` and `mcp` sections now (after the last reload). */
+  settings(): McpConfig;
   /** A reload's `mcp_servers` and `mcp` (config-reload-wiring.ts). */
   apply(config: McpConfig): void;
 }
@@ -53,6 +55,7 @@ export function wireMcp(
   return {
     pool,
     tools,
+    settings: () => settings,
     apply(next) {
       settings = next;
       pool.apply(next);

@@ -41,7 +41,7 @@ export function surfaceData(surfaces: readonly SurfaceDescriptor[]): SurfaceData
 export function translationDeps(
   chat: ChatService,
   descriptor: SurfaceDescriptor,
-  shared: Pick<SurfaceDeps, 'ownership' | 'history' | 'fileSearch'>,
+  shared: Pick<SurfaceDeps, 'ownership' | 'history' | 'fileSearch' | 'mcp'>,
 ): SurfaceDeps {
   const api = descriptor.native?.api;
   return {
@@ -51,6 +51,7 @@ export function translationDeps(
     ownership: shared.ownership,
     history: shared.history,
     fileSearch: shared.fileSearch,
+    mcp: shared.mcp,
   };
 }
 
@@ -59,7 +60,7 @@ export function mountSurfaces(
   app: FastifyInstance,
   surfaces: readonly SurfaceDescriptor[],
   deps: Omit<SurfaceMountDeps, 'translationDeps'>,
-  shared: Pick<SurfaceDeps, 'ownership' | 'history' | 'fileSearch'>,
+  shared: Pick<SurfaceDeps, 'ownership' | 'history' | 'fileSearch' | 'mcp'>,
 ): MountedSurface[] {
   return surfaces.map((descriptor) =>
     mountSurface(app, descriptor, { ...deps, translationDeps: translationDeps(deps.chat, descriptor, shared) }),

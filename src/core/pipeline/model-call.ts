@@ -59,7 +59,7 @@ export interface StartedStream extends OpenedStream {
 
 /**
  * What the route that writes a stream does with its call: settle it when the stream ends, then wait for its lease.
- * A ModelCall, or several turns' calls answering one stream (surfaces/file-search/search-stream.ts).
+ * A ModelCall, or several turns' calls answering one stream (surfaces/tool-turns/loop-stream.ts).
  */
 export type StreamCall = Pick<ModelCall, 'settle' | 'leaseReturned'>;
 

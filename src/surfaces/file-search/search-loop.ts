@@ -9,15 +9,14 @@ import type {
   ToolCall,
   Usage,
 } from '../../providers/provider-contract.js';
-import { chatUsageOf } from '../../providers/usage-shapes.js';
-import { argumentsObject, toolCallFields } from '../tool-arguments.js';
+import { argumentsObject } from '../tool-arguments.js';
 import type { ChatTurns, ToolLoop } from '../tool-loop.js';
+import { laterToolChoice, LoopEvents, loopTurnBody, type GatewayTurns } from '../tool-turns/gateway-turns.js';
+import { loopComplete } from '../tool-turns/loop-complete.js';
+import { loopStream } from '../tool-turns/loop-stream.js';
 import { PassageIndex, toolResultText, type SearchRun } from './passages.js';
-import { searchStream } from './search-stream.js';
-import { newSearchId, turnInput, type SearchEvent, type SearchTurns } from './search-turns.js';
+import { newSearchId, type SearchEvent } from './search-turns.js';
 import { FILE_SEARCH_FUNCTION_NAME, type FileSearchSpec } from './tool-spec.js';
-import { MAX_SEARCH_CALLS_PER_TURN } from './turn-reader.js';
-import { sumPriced, sumUsage } from './usage-sum.js';
 
 /**
  * The most searches one answer runs unless the search says (`FileSearch.maxToolSearches`, the config's
@@ -33,15 +32,16 @@ const MAX_QUERY_CHARS = 2048;
  * turn that calls only it gets its searches run on the caller's stores (`FileSearch`, as the caller) and their
  * passages as the tool results (passages.ts), and the next turn goes; at most MAX_SEARCHES searches (or the search's own bound), then one more
  * turn without the tool. A turn that calls a tool of the caller's, or calls none, is the answer (a search it also
- * asked for is not run and not shown). Each turn is a call of its own through the pipeline (ChatTurns); the answer's
- * usage is every turn's. What was searched and found (`passages`) is what the surface shows and cites.
+ * asked for is not run and not shown). Each turn is a call of its own through the pipeline (the shared drivers of
+ * tool-turns/); the answer's usage is every turn's. What was searched and found (`passages`) is what the surface
+ * shows and cites.
  */
-export class FileSearchLoop implements ToolLoop, SearchTurns {
+export class FileSearchLoop implements ToolLoop, GatewayTurns {
   readonly passages = new PassageIndex();
-  /** The usage the upstreams reported for the turns before the last one of a stream (search-stream.ts adds them). */
+  /** The usage the upstreams reported for the turns before the last one of a stream (loop-stream.ts adds them). */
   earlierUsage: Usage | undefined;
   /** The search events of a stream, by the (internal) chunk that carries each to the surface's encoder. */
-  private readonly events = new WeakMap<ChatCompletionChunk, SearchEvent>();
+  private readonly events = new LoopEvents<SearchEvent>();
 
   constructor(
     private readonly fileSearch: FileSearch,
@@ -49,56 +49,50 @@ export class FileSearchLoop implements ToolLoop, SearchTurns {
     private readonly as: CallingAs,
   ) {}
 
-  async complete(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<CompletedChat> {
-    const messages = [...body.messages];
-    const turns: CompletedChat[] = [];
-    for (let turn = 0; ; turn++) {
-      const done = await chat.complete(this.turnBody(body, messages, turn), turnInput(input, turn));
-      turns.push(done);
-      const completion = JSON.parse(done.result.body.toString('utf8')) as CompletionShape;
-      const choice = completion.choices?.[0];
-      const calls = choice?.message?.tool_calls ?? [];
-      const { ours, theirs } = splitCalls(calls);
-      if (ours.length === 0 || theirs.length > 0 || this.searchesLeft === 0) {
-        if (choice?.message) finishWithout(choice, theirs);
-        const usage = sumUsage(turns.map((t) => t.result.usage));
-        if (usage && turns.length > 1) completion.usage = chatUsageOf(usage);
-        const text = JSON.stringify(completion);
-        return { ...done, result: { body: Buffer.from(text), usage }, usage: sumPriced(turns.map((t) => t.usage)) };
-      }
-      messages.push({ role: 'assistant', content: choice?.message?.content ?? null, tool_calls: ours });
-      for (const call of ours) messages.push((await this.answerCall(call)).message);
-    }
+  complete(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<CompletedChat> {
+    return loopComplete(this, chat, body, input);
   }
 
   stream(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<StartedStream> {
-    return searchStream(this, chat, body, input);
+    return loopStream(this, chat, body, input);
   }
 
   /** The search event an internal chunk of this loop's stream carries (undefined: an upstream's chunk). */
   eventOf(chunk: ChatCompletionChunk): SearchEvent | undefined {
-    return this.events.get(chunk);
-  }
-
-  /** An internal chunk that carries `event` to the surface's encoder (search-stream.ts). */
-  eventChunk(event: SearchEvent): ChatCompletionChunk {
-    const chunk: ChatCompletionChunk = { object: 'chat.completion.chunk', choices: [] };
-    this.events.set(chunk, event);
-    return chunk;
+    return this.events.of(chunk);
   }
 
   get searchesLeft(): number {
     return Math.max(0, (this.fileSearch.maxToolSearches ?? MAX_SEARCHES) - this.passages.searches.length);
   }
 
+  runs(name: string): boolean {
+    return name === FILE_SEARCH_FUNCTION_NAME;
+  }
+
+  goesOn(calls: readonly ToolCall[], callsTheirs: boolean): boolean {
+    return calls.length > 0 && !callsTheirs && this.searchesLeft > 0;
+  }
+
   /** The body of a turn: the conversation so far; once no search is left, the model must answer. */
   turnBody(body: ChatRequestBody, messages: ChatMessage[], turn: number): ChatRequestBody {
-    if (turn === 0) return { ...body, messages };
-    const choice = this.searchesLeft === 0 ? 'none' : namesSearch(body.tool_choice) ? 'auto' : body.tool_choice;
-    const next: ChatRequestBody = { ...body, messages };
-    if (choice === undefined) delete next.tool_choice;
-    else next.tool_choice = choice;
-    return next;
+    return loopTurnBody(body, messages, turn, () =>
+      laterToolChoice(body, this.searchesLeft > 0, (name) => this.runs(name)),
+    );
+  }
+
+  /** Runs a turn's searches in order, each shown as it starts and when it is done. */
+  async *answerCalls(calls: readonly ToolCall[]): AsyncGenerator<ChatCompletionChunk, ChatMessage[], undefined> {
+    const messages: ChatMessage[] = [];
+    for (const call of calls) {
+      const id = newSearchId();
+      if (this.searchesLeft > 0)
+        yield this.events.chunk({ kind: 'started', run: { id, queries: [], hits: [], first: 0 } });
+      const { message, run } = await this.answerCall(call, id);
+      messages.push(message);
+      if (run) yield this.events.chunk({ kind: 'done', run });
+    }
+    return messages;
   }
 
   /**
@@ -126,44 +120,6 @@ export class FileSearchLoop implements ToolLoop, SearchTurns {
   }
 }
 
-/** What the loop reads of a completion (the gateway's own JSON: providers normalised it). */
-interface CompletionShape {
-  choices?: Array<{ message?: ChatMessage; finish_reason?: string | null }>;
-  usage?: unknown;
-  [field: string]: unknown;
-}
-
-/**
- * The calls of the search (the first MAX_SEARCH_CALLS_PER_TURN: the others are dropped, as a stream's are), well
- * formed, and the caller's own as they came. An upstream's call is read field by field (tool-arguments.ts): one
- * without `function`, or with `arguments` sent as an object, is not a TypeError.
- */
-export function splitCalls(calls: readonly unknown[]): { ours: ToolCall[]; theirs: ToolCall[] } {
-  const ours: ToolCall[] = [];
-  const theirs: ToolCall[] = [];
-  calls.forEach((call, i) => {
-    const fields = toolCallFields(call);
-    if (fields?.name !== FILE_SEARCH_FUNCTION_NAME) theirs.push(call as ToolCall);
-    else if (ours.length < MAX_SEARCH_CALLS_PER_TURN)
-      ours.push({
-        id: fields.id ?? `call_file_search_${i}`,
-        type: 'function',
-        function: { name: FILE_SEARCH_FUNCTION_NAME, arguments: fields.arguments ?? '' },
-      });
-  });
-  return { ours, theirs };
-}
-
-/** The answer's message without the search calls it was not given; a turn left with no call stopped. */
-function finishWithout(choice: NonNullable<CompletionShape['choices']>[number], theirs: ToolCall[]): void {
-  const message = choice.message as ChatMessage;
-  if (theirs.length > 0) message.tool_calls = theirs;
-  else if (message.tool_calls !== undefined) {
-    delete message.tool_calls;
-    if (choice.finish_reason === 'tool_calls') choice.finish_reason = 'stop';
-  }
-}
-
 /** The model's queries: `{queries: [...]}` (or one `query` string), strings only, bounded. */
 function queriesOf(args: unknown): string[] {
   const object = typeof args === 'string' ? argumentsObject(args) : undefined;
@@ -173,9 +129,4 @@ function queriesOf(args: unknown): string[] {
     .filter((query): query is string => typeof query === 'string' && query.trim() !== '')
     .slice(0, MAX_QUERIES)
     .map((query) => query.slice(0, MAX_QUERY_CHARS));
-}
-
-function namesSearch(choice: unknown): boolean {
-  const fn = (choice as { function?: { name?: unknown } } | undefined)?.function;
-  return fn?.name === FILE_SEARCH_FUNCTION_NAME;
 }

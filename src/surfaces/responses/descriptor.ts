@@ -58,6 +58,7 @@ export const RESPONSES_DESCRIPTOR: SurfaceDescriptor = {
       carries: (model, field) => routed(() => deps.carries(model, field), true),
       nativeFirst: (model) => routed(() => deps.forwardsWholly(model), false),
       fileSearch: deps.fileSearch,
+      mcp: deps.mcp,
     }),
 };
 

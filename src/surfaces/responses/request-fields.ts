@@ -23,6 +23,12 @@ export interface TranslationContext {
    * the loop, its `include` is served and earlier searches in the input are read past.
    */
   fileSearch?: boolean;
+  /**
+   * Whether the gateway runs the request's `mcp` tools (surfaces/mcp-tools/): the tools are then declared by the loop,
+   * and the MCP items of earlier turns in the input (`mcp_list_tools`, `mcp_call`, `mcp_approval_request`,
+   * `mcp_approval_response`) are read as the conversation they stand for.
+   */
+  mcp?: boolean;
 }
 
 /** Leaves `field` out: named in the tolerant translation, refused in the exact one. */

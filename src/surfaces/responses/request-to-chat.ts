@@ -13,6 +13,7 @@ import {
   type ResponsesRequest,
 } from '../../wire/openai-responses.js';
 import { ToolNames } from './tool-names.js';
+import { MCP_TYPES, mcpInputItem } from './mcp-input.js';
 
 /** How a translation is made: tolerant (naming what it leaves out in `notes`) or exact (`notes` absent). */
 export interface TranslationOptions {
@@ -21,6 +22,8 @@ export interface TranslationOptions {
   carries?: TranslationContext['carries'];
   /** Whether the gateway runs the request's `file_search` tool (TranslationContext.fileSearch). */
   fileSearch?: boolean;
+  /** Whether the gateway runs the request's `mcp` tools (TranslationContext.mcp). */
+  mcp?: boolean;
 }
 
 /** What the translation of one request produced: the chat request, and the names its tools have upstream. */
@@ -48,6 +51,7 @@ export function responsesToChat(
     notes: options.notes,
     carries: options.carries ?? (() => true),
     fileSearch: options.fileSearch === true,
+    mcp: options.mcp === true,
   };
   const names = new ToolNames();
   checkFields(body, cx);
@@ -140,6 +144,23 @@ function inputMessages(input: ResponsesRequest['input'], out: ChatMessage[], sco
       return;
     }
     if (type === 'additional_tools') return; // declared with the request's tools (toolEntries)
+    if (cx.mcp === true && MCP_TYPES.has(type)) {
+      // The MCP items of earlier turns, where the gateway runs the request's MCP tools (mcp-input.ts).
+      const read = mcpInputItem(item, at, problems);
+      if (read?.call) {
+        calledIds.add(read.call.id);
+        const last = out[out.length - 1];
+        if (pendingCalls && last?.tool_calls === pendingCalls) pendingCalls.push(read.call);
+        else {
+          pendingCalls = [read.call];
+          out.push({ role: 'assistant', content: null, tool_calls: pendingCalls });
+        }
+      } else if (read?.messages) {
+        pendingCalls = undefined;
+        out.push(...read.messages);
+      }
+      return;
+    }
     // An earlier search the gateway ran (the agents SDK replays them): its passages went into that answer already.
     if (type === 'file_search_call' && (cx.fileSearch === true || cx.notes !== undefined)) return;
     if (type === 'reasoning') {

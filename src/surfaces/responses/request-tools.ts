@@ -8,6 +8,7 @@ import type {
 import { leaveOut, tolerantOnly, type TranslationContext } from './request-fields.js';
 import { CHAT_NAME, type CallerTool, type ToolNames } from './tool-names.js';
 import { FILE_SEARCH_FUNCTION_NAME } from '../file-search/tool-spec.js';
+import { modelFunctionName } from '../../mcp/tool-names.js';
 
 type Tool = JsonObject;
 
@@ -69,6 +70,8 @@ export function chatTools(
       search ??= webSearch(tool, at, cx);
     } else if (tool.type === 'file_search' && cx.fileSearch === true) {
       // Run by the gateway (surfaces/file-search/): the loop declares the function the model calls.
+    } else if (tool.type === 'mcp' && cx.mcp === true) {
+      // Run by the gateway (surfaces/mcp-tools/): the loop declares a function per tool of the server.
     } else if (tool.type === 'tool_search') {
       if (tolerantOnly(cx, `${at}.type`, 'tool_search tools'))
         leaveOut(
@@ -226,6 +229,11 @@ export function chatToolChoice(choice: unknown, cx: TranslationContext, names: T
   const c = isJsonObject(choice) ? choice : undefined;
   if (c?.type === 'file_search' && cx.fileSearch === true)
     return { type: 'function', function: { name: FILE_SEARCH_FUNCTION_NAME } };
+  // An MCP server's tool (`{type: "mcp", server_label, name}`) is its function; a whole server, any tool at all.
+  if (c?.type === 'mcp' && cx.mcp === true && typeof c.server_label === 'string')
+    return typeof c.name === 'string'
+      ? { type: 'function', function: { name: modelFunctionName(c.server_label, c.name) } }
+      : 'required';
   const namespace = typeof c?.namespace === 'string' ? c.namespace : undefined;
   if (c && (c.type === 'function' || c.type === 'custom') && typeof c.name === 'string') {
     if (

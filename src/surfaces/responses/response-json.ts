@@ -37,7 +37,13 @@ export function responseJson(r: ResponseObject): string {
 }
 
 function itemJson(item: OutputItem): string {
-  if (item.type === 'file_search_call') return JSON.stringify(item);
+  if (
+    item.type === 'file_search_call' ||
+    item.type === 'mcp_list_tools' ||
+    item.type === 'mcp_call' ||
+    item.type === 'mcp_approval_request'
+  )
+    return JSON.stringify(item);
   if (item.type === 'function_call' || item.type === 'custom_tool_call') {
     const namespace = item.namespace === undefined ? '' : `"namespace":${str(item.namespace)},`;
     const payload = item.type === 'function_call' ? `"arguments":${str(item.arguments)}` : `"input":${str(item.input)}`;

@@ -17,7 +17,9 @@ import {
 } from '../../wire/openai-responses.js';
 import type { ToolNames } from './tool-names.js';
 import { MessageCitations, streamSearchEvent, type EmitEvent, type ResponsesFileSearch } from './file-search-output.js';
-import { sumUsage } from '../file-search/usage-sum.js';
+import { sumUsage } from '../tool-turns/usage-sum.js';
+import type { McpToolLoop } from '../mcp-tools/mcp-loop.js';
+import { streamMcpEvent, streamMcpOpening } from './mcp-output.js';
 
 /**
  * The most answer text (and tool-call argument text) one streamed response keeps for its closing events, which
@@ -70,12 +72,15 @@ export class ResponseStream implements StreamEncoder {
     private readonly names?: ToolNames,
     /** The file search the gateway runs for the response: its searches' items and the answer's citations. */
     private readonly search?: ResponsesFileSearch,
+    /** The MCP tools the gateway runs for the response: their listings, calls and approval requests as items. */
+    private readonly mcp?: McpToolLoop,
   ) {}
 
   open(model?: string): string {
     if (model !== undefined) this.shell.model = model; // the upstream's, as in the JSON answer (chat-to-response.ts)
     this.event('response.created', { response: this.shell });
     this.event('response.in_progress', { response: this.shell });
+    if (this.mcp) streamMcpOpening(this.mcp, this.shell.id, this.output, this.emit);
     return this.take();
   }
 
@@ -85,6 +90,13 @@ export class ResponseStream implements StreamEncoder {
       this.closeMessage(false);
       this.closeCall(false);
       streamSearchEvent(searched, this.search, this.output, this.emit);
+      return this.take();
+    }
+    const mcpEvent = this.mcp?.eventOf(item.chunk);
+    if (mcpEvent) {
+      this.closeMessage(false);
+      this.closeCall(false);
+      streamMcpEvent(mcpEvent, this.output, this.emit);
       return this.take();
     }
     const choice = item.chunk.choices[0];
@@ -100,8 +112,9 @@ export class ResponseStream implements StreamEncoder {
     const ending = endingOf(this.finishReason);
     this.closeMessage(ending.status === 'incomplete');
     this.closeCall(ending.status === 'incomplete');
-    // A file search's earlier turns count too (surfaces/file-search/search-stream.ts).
-    const all = this.search ? sumUsage([this.search.loop.earlierUsage, usage]) : usage;
+    // A tool loop's earlier turns count too (surfaces/tool-turns/loop-stream.ts).
+    const loop = this.search?.loop ?? this.mcp;
+    const all = loop ? sumUsage([loop.earlierUsage, usage]) : usage;
     const response = settle(
       { ...this.shell, ...ending, output: this.output, usage: responseUsage(all) },
       ending.status,
@@ -112,7 +125,9 @@ export class ResponseStream implements StreamEncoder {
   }
 
   fail(error: GatewayError): string {
-    for (const item of this.output) if (item.status === 'in_progress') item.status = 'incomplete';
+    for (const item of this.output)
+      if (item.type !== 'mcp_list_tools' && item.type !== 'mcp_approval_request' && item.status === 'in_progress')
+        item.status = 'incomplete';
     const response: ResponseObject = {
       ...this.shell,
       status: 'failed',

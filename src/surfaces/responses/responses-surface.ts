@@ -16,11 +16,15 @@ import type { ToolNames } from './tool-names.js';
 import type { FileSearch } from '../../core/retrieval/file-search.js';
 import type { ChatRequestBody } from '../../providers/provider-contract.js';
 import type { ResponsesInputItem } from '../../wire/openai-responses.js';
-import { planFileSearch } from '../file-search/gateway-search.js';
+import { planFileSearch, type FileSearchPlan } from '../file-search/gateway-search.js';
 import type { FileSearchLoop } from '../file-search/search-loop.js';
 import { FILE_SEARCH_FUNCTION, FILE_SEARCH_FUNCTION_NAME } from '../file-search/tool-spec.js';
 import { withFileSearch, type ResponsesFileSearch } from './file-search-output.js';
 import { FILE_SEARCH_RESULTS } from './request-fields.js';
+import type { McpLoopDeps } from '../mcp-tools/mcp-deps.js';
+import type { McpToolLoop } from '../mcp-tools/mcp-loop.js';
+import { offerMcp, planResponsesMcp } from './mcp-request.js';
+import { withMcp } from './mcp-output.js';
 
 /** What one Responses call keeps between its translation and its answer. */
 interface ResponsesCallState {
@@ -34,6 +38,8 @@ interface ResponsesCallState {
   names: ToolNames;
   /** The `file_search` tool the gateway runs for this call, if any. */
   search: ResponsesFileSearch | undefined;
+  /** The `mcp` tools the gateway runs for this call, if any. */
+  mcp: McpToolLoop | undefined;
 }
 
 /**
@@ -56,6 +62,8 @@ export interface ResponsesSurfaceOptions {
   nativeFirst?: (model: string) => boolean;
   /** The search the `file_search` tool runs on the caller's stores (absent: the tool is refused or goes natively). */
   fileSearch?: FileSearch | undefined;
+  /** The MCP servers the `mcp` tool names, run by the gateway (absent: the tool is refused or goes natively). */
+  mcp?: McpLoopDeps | undefined;
 }
 
 /**
@@ -67,7 +75,7 @@ export interface ResponsesSurfaceOptions {
  * request forwarded natively may refer only to the upstream's ids its caller made through the gateway (`ownership`).
  */
 export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
-  const { history, forwards, ownership, fileSearch } = options;
+  const { history, forwards, ownership } = options;
   const carries = options.carries ?? (() => true);
   const nativeFirst = options.nativeFirst ?? (() => false);
   return {
@@ -82,11 +90,7 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
           : undefined;
       const ours = continued?.messages;
       const native = forwards(request.model);
-      // A file_search tool on the caller's stores here is run by the gateway; on stores it does not hold, it goes
-      // to an upstream that speaks the API (the caller's own OpenAI stores), or is a 404.
-      const search = await planFileSearch(request.tools, fileSearch, call);
-      if (search.kind === 'not_ours' && !native) throw search.error;
-      const gatewaySearch = search.kind === 'gateway' ? search : undefined;
+      const { gatewaySearch, gatewayMcp, goesNative } = await planGatewayTools(request, call, native, options);
       // Earlier answers the caller refers to by id (the AI SDK's default with `store`): the items, where they are ours.
       // References to earlier searches are read past where no upstream holds them (the gateway ran them, or none can).
       const pastSearches = !native || gatewaySearch !== undefined;
@@ -100,7 +104,8 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
         }
       }
       // A model whose every upstream speaks the Responses API gets it as it is (nothing is lost in a translation).
-      if (native && (search.kind === 'not_ours' || (nativeFirst(request.model) && !gatewaySearch))) {
+      const ranHere = gatewaySearch !== undefined || gatewayMcp !== undefined;
+      if (native && (goesNative || (nativeFirst(request.model) && !ranHere))) {
         const forward = nativeForward(request, ours, references?.replaced === true);
         await ownership.check(call.caller, nativeReferences(forward.body));
         return forward;
@@ -116,7 +121,7 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
           carries: (field: ChatExtra) =>
             carried.get(field) ?? carried.set(field, carries(request.model, field)).get(field) === true,
         };
-        const searched = { ...options, fileSearch: gatewaySearch !== undefined };
+        const searched = { ...options, fileSearch: gatewaySearch !== undefined, mcp: gatewayMcp !== undefined };
         translated = responsesToChat(request, ours ?? [], native ? searched : { ...searched, notes: call.notes });
       } catch (error) {
         // What only the native API can do goes to an upstream that speaks it, as it is (an id the gateway does not
@@ -128,6 +133,7 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
       }
       const { chat, names } = translated;
       if (gatewaySearch) offerSearch(chat, names, call, gatewaySearch.loop);
+      if (gatewayMcp) await offerMcp(chat, names, call, gatewayMcp, request.input);
       const instructed = typeof request.instructions === 'string' && request.instructions !== '';
       const state: ResponsesCallState = {
         shell: responseShell(request, newId('resp'), Math.floor(Date.now() / 1000)),
@@ -139,6 +145,7 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
           loop: gatewaySearch.loop,
           include: Array.isArray(request.include) && request.include.includes(FILE_SEARCH_RESULTS),
         },
+        mcp: gatewayMcp,
       };
       if (!history) state.shell.store = false; // said as it is: this gateway keeps nothing
       call.state = state;
@@ -148,6 +155,7 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
       const state = call.state as ResponsesCallState;
       const response = completionToResponse(completion.toString('utf8'), state.shell, state.names);
       if (state.search) withFileSearch(response, state.search);
+      if (state.mcp) withMcp(response, state.mcp);
       const json = responseJson(response);
       await save(history, call, state, response, json);
       return json;
@@ -159,6 +167,7 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
         (response) => save(history, call, state, response, responseJson(response)),
         state.names,
         state.search,
+        state.mcp,
       );
     },
     nativeEncoder: () => NATIVE_ENCODER,
@@ -169,6 +178,35 @@ export function responsesSurface(options: ResponsesSurfaceOptions): ApiSurface {
     isCompleteEnd: (frame) =>
       frame.includes('event: response.completed\n') || frame.includes('event: response.incomplete\n'),
   };
+}
+
+/** A file_search tool the gateway runs. */
+type FileSearchPlanned = Extract<FileSearchPlan, { kind: 'gateway' }>;
+
+/**
+ * The tools the gateway runs for the request. A file_search tool on the caller's stores here is run by the gateway;
+ * on stores it does not hold, it goes to an upstream that speaks the API (the caller's own OpenAI stores), or is a
+ * 404. An mcp tool naming a server of this gateway is run by the gateway; any other goes to an upstream that speaks
+ * the API (OpenAI calls a public server itself), or is refused (no outbound connection a caller chooses).
+ */
+async function planGatewayTools(
+  request: ResponsesRequest,
+  call: SurfaceCall,
+  native: boolean,
+  options: ResponsesSurfaceOptions,
+): Promise<{ gatewaySearch: FileSearchPlanned | undefined; gatewayMcp: McpToolLoop | undefined; goesNative: boolean }> {
+  const search = await planFileSearch(request.tools, options.fileSearch, call);
+  if (search.kind === 'not_ours' && !native) throw search.error;
+  const mcpPlan = await planResponsesMcp(request, options.mcp, call, native);
+  if (mcpPlan.kind === 'not_ours' && !native) throw mcpPlan.error;
+  const gatewaySearch = search.kind === 'gateway' ? search : undefined;
+  const gatewayMcp = mcpPlan.kind === 'gateway' ? mcpPlan.loop : undefined;
+  if (gatewayMcp && gatewaySearch)
+    throw new GatewayError('capability_not_supported', {
+      field: 'tools',
+      problem: 'a file_search tool and mcp tools run by the gateway cannot be combined in one request',
+    });
+  return { gatewaySearch, gatewayMcp, goesNative: search.kind === 'not_ours' || mcpPlan.kind === 'not_ours' };
 }
 
 /**

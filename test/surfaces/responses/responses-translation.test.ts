@@ -77,7 +77,7 @@ describe('Responses translation (pure functions)', () => {
     );
     assert.equal(cut.status, 'incomplete');
     assert.deepEqual(cut.incomplete_details, { reason: 'max_output_tokens' });
-    assert.equal(cut.output[0]?.status, 'incomplete');
+    assert.equal((cut.output[0] as { status?: string } | undefined)?.status, 'incomplete');
     assert.equal(cut.model, 'up-model');
   });
 

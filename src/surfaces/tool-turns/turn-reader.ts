@@ -2,30 +2,32 @@ import type { StreamBatch, StreamChunk, ToolCall, Usage } from '../../providers/
 import { checkedUsage } from '../../providers/usage-figures.js';
 import { chatUsageOf } from '../../providers/usage-shapes.js';
 import { toolCallFields } from '../tool-arguments.js';
-import { FILE_SEARCH_FUNCTION_NAME } from './tool-spec.js';
 import { sumUsage } from './usage-sum.js';
 
-/** The most text and search-call argument text one turn keeps for the conversation's next turn. */
+/** The most text and gateway-call argument text one turn keeps for the conversation's next turn. */
 const MAX_TURN_TEXT_CHARS = 1024 * 1024;
-const MAX_SEARCH_ARGUMENTS_CHARS = 64 * 1024;
+const MAX_CALL_ARGUMENTS_CHARS = 64 * 1024;
 /**
- * The most search calls of one turn kept (each holds up to MAX_SEARCH_ARGUMENTS_CHARS, and each becomes a message of
- * the next turn): the calls past it are taken out of the stream and forgotten, as if the model had not made them.
+ * The most calls of the gateway's tools one turn keeps (each holds up to MAX_CALL_ARGUMENTS_CHARS, and each becomes a
+ * message of the next turn): the calls past it are taken out of the stream and forgotten, as if the model had not
+ * made them.
  */
-export const MAX_SEARCH_CALLS_PER_TURN = 16;
+export const MAX_GATEWAY_CALLS_PER_TURN = 16;
 /** The most ending chunks one turn holds (an upstream that sends usage on every chunk keeps only its last ones). */
 const MAX_HELD_CHUNKS = 32;
 
-interface SearchCallParts {
+interface GatewayCallParts {
+  name: string;
   id: string | undefined;
   args: string;
 }
 
 /**
- * Reads one streamed model turn of a file-search loop (search-stream.ts): its chunks go on to the caller without
- * the search calls' deltas, and without its ending (the chunks with a finish reason or usage), which is held until
- * the turn is known to be the answer (then it goes, `ending`) or a search turn (then it is dropped: the next turn
- * goes on). What it said and which searches it asked for are kept for the conversation's next turn.
+ * Reads one streamed model turn of a gateway tool loop (loop-stream.ts): its chunks go on to the caller without the
+ * deltas of the calls the gateway runs (`runs`: file_search, MCP tools), and without its ending (the chunks with a
+ * finish reason or usage), which is held until the turn is known to be the answer (then it goes, `ending`) or a
+ * tool turn (then it is dropped: the next turn goes on). What it said and which of the gateway's tools it called are
+ * kept for the conversation's next turn.
  */
 export class TurnReader {
   /** The turn's text (bounded), for the next turn's conversation. */
@@ -34,9 +36,9 @@ export class TurnReader {
   usage: Usage | undefined;
   /** Whether the turn called a tool of the caller's. */
   callsTheirs = false;
-  private readonly ours = new Map<number, SearchCallParts>();
+  private readonly ours = new Map<number, GatewayCallParts>();
   private readonly theirs = new Set<number>();
-  /** Search calls past MAX_SEARCH_CALLS_PER_TURN: their deltas are taken out, nothing of them kept. */
+  /** Gateway calls past MAX_GATEWAY_CALLS_PER_TURN: their deltas are taken out, nothing of them kept. */
   private readonly forgotten = new Set<number>();
   private readonly held: StreamChunk[] = [];
 
@@ -46,6 +48,8 @@ export class TurnReader {
   constructor(
     /** Whether a chunk already opened the caller's stream (an emptied first chunk still goes, to open it). */
     private opened: boolean,
+    /** Whether a function name is one of the tools the gateway runs (its calls are the loop's, not the caller's). */
+    private readonly runs: (name: string) => boolean,
   ) {
     this.continues = opened;
   }
@@ -59,17 +63,17 @@ export class TurnReader {
     return out;
   }
 
-  /** The search calls the turn made, as chat tool calls. */
-  searchCalls(): ToolCall[] {
+  /** The calls of the gateway's tools the turn made, as chat tool calls. */
+  gatewayCalls(): ToolCall[] {
     return [...this.ours.entries()].map(([index, parts]) => ({
-      id: parts.id ?? `call_file_search_${index}`,
+      id: parts.id ?? `call_${parts.name}_${index}`,
       type: 'function',
-      function: { name: FILE_SEARCH_FUNCTION_NAME, arguments: parts.args },
+      function: { name: parts.name, arguments: parts.args },
     }));
   }
 
   /**
-   * The held ending of the answer's turn: without its search calls (a turn left with none stopped), its usage chunk
+   * The held ending of the answer's turn: without the gateway's calls (a turn left with none stopped), its usage chunk
    * showing every turn's usage (`earlier` added) while the gateway's count stays the turn's own (what its call settles).
    */
   ending(earlier: Usage | undefined): StreamChunk[] {
@@ -130,14 +134,15 @@ export class TurnReader {
     this.held.push(item);
   }
 
-  /** Takes a search call's delta (true), or marks the caller's call (false). */
+  /** Takes a gateway call's delta (true), or marks the caller's call (false). */
   private claim(piece: unknown): boolean {
     const delta = toolCallFields(piece);
     if (!delta) return false;
     const index = delta.index ?? 0;
     if (delta.name !== undefined && !this.ours.has(index) && !this.theirs.has(index) && !this.forgotten.has(index)) {
-      if (delta.name !== FILE_SEARCH_FUNCTION_NAME) this.theirs.add(index);
-      else if (this.ours.size < MAX_SEARCH_CALLS_PER_TURN) this.ours.set(index, { id: undefined, args: '' });
+      if (!this.runs(delta.name)) this.theirs.add(index);
+      else if (this.ours.size < MAX_GATEWAY_CALLS_PER_TURN)
+        this.ours.set(index, { name: delta.name, id: undefined, args: '' });
       else this.forgotten.add(index); // a number each, as the caller's calls are kept
     }
     if (this.forgotten.has(index)) return true;
@@ -147,7 +152,7 @@ export class TurnReader {
       return false;
     }
     parts.id ??= delta.id;
-    if (delta.arguments !== undefined && parts.args.length < MAX_SEARCH_ARGUMENTS_CHARS) parts.args += delta.arguments;
+    if (delta.arguments !== undefined && parts.args.length < MAX_CALL_ARGUMENTS_CHARS) parts.args += delta.arguments;
     return true;
   }
 }

@@ -1,21 +1,26 @@
 import type { StartedStream } from '../../core/pipeline/chat-service.js';
 import type { CallInput, StreamCall } from '../../core/pipeline/model-call.js';
 import type { PricedUsage } from '../../core/models/pricing.js';
-import type { ChatRequestBody, StreamBatch, StreamChunk } from '../../providers/provider-contract.js';
+import type {
+  ChatCompletionChunk,
+  ChatRequestBody,
+  StreamBatch,
+  StreamChunk,
+} from '../../providers/provider-contract.js';
 import type { ChatTurns } from '../tool-loop.js';
-import { newSearchId, turnInput, type SearchEvent, type SearchTurns } from './search-turns.js';
+import { turnInput, type GatewayTurns } from './gateway-turns.js';
 import { TurnReader } from './turn-reader.js';
 import { sumPriced, sumUsage } from './usage-sum.js';
 
 /**
- * A file-search loop streamed (search-loop.ts): the turns' chunks go on as one stream, each search shown by two
- * internal chunks that carry its events to the surface's encoder (`started` before it runs, `done` with what it
- * found), the search calls themselves never shown. Each turn is a stream call of its own: a search turn is settled
- * when it ends, the last one by the route when the stream ends (`call` settles the turn in progress and sums them).
- * A search or a later turn that fails ends the stream with its error (the surface's error event).
+ * A gateway tool loop streamed (gateway-turns.ts): the turns' chunks go on as one stream, what the loop does between
+ * them shown by internal chunks that carry its events to the surface's encoder (a search started and done, an MCP
+ * call started and done), the gateway's calls themselves never shown. Each turn is a stream call of its own: a tool
+ * turn is settled when it ends, the last one by the route when the stream ends (`call` settles the turn in progress
+ * and sums them). A tool or a later turn that fails ends the stream with its error (the surface's error event).
  */
-export async function searchStream(
-  loop: SearchTurns,
+export async function loopStream(
+  loop: GatewayTurns,
   chat: ChatTurns,
   body: ChatRequestBody,
   input: CallInput,
@@ -32,7 +37,7 @@ export async function searchStream(
     let reading = true;
     try {
       for (let turn = 0; ; turn++) {
-        const reader = new TurnReader(opened);
+        const reader = new TurnReader(opened, (name) => loop.runs(name));
         while (next.done !== true) {
           const out = reader.read(next.value);
           if (out.length > 0) {
@@ -42,9 +47,11 @@ export async function searchStream(
           next = await current.chunks.next();
         }
         reading = false;
-        const calls = reader.searchCalls();
-        if (calls.length === 0 || reader.callsTheirs || loop.searchesLeft === 0) {
-          const ending = reader.ending(loop.earlierUsage);
+        const calls = reader.gatewayCalls();
+        if (!loop.goesOn(calls, reader.callsTheirs)) {
+          const closing =
+            calls.length > 0 && loop.closing ? loop.closing(calls, reader.callsTheirs).map(eventItem) : [];
+          const ending = [...closing, ...reader.ending(loop.earlierUsage)];
           if (ending.length > 0) yield ending;
           return undefined;
         }
@@ -53,13 +60,13 @@ export async function searchStream(
         loop.earlierUsage = sumUsage([loop.earlierUsage, reader.usage]);
         await current.call.leaseReturned;
         messages.push({ role: 'assistant', content: reader.text === '' ? null : reader.text, tool_calls: calls });
-        for (const call of calls) {
-          const id = newSearchId();
-          if (loop.searchesLeft > 0)
-            yield [eventItem(loop, { kind: 'started', run: { id, queries: [], hits: [], first: 0 } })];
-          const { message, run } = await loop.answerCall(call, id);
-          messages.push(message);
-          if (run) yield [eventItem(loop, { kind: 'done', run })];
+        const answers = loop.answerCalls(calls);
+        for (let step = await answers.next(); ; step = await answers.next()) {
+          if (step.done === true) {
+            messages.push(...step.value);
+            break;
+          }
+          yield [eventItem(step.value)];
         }
         current = await chat.stream(loop.turnBody(body, messages, turn + 1), turnInput(input, turn + 1));
         currentSettled = false;
@@ -102,7 +109,7 @@ export async function searchStream(
   };
 }
 
-/** The internal chunk that carries a search event (it shows nothing on a surface that does not read it). */
-function eventItem(loop: SearchTurns, event: SearchEvent): StreamChunk {
-  return { chunk: loop.eventChunk(event), internal: true };
+/** An internal chunk that carries a loop's event (it shows nothing on a surface that does not read it). */
+function eventItem(chunk: ChatCompletionChunk): StreamChunk {
+  return { chunk, internal: true };
 }

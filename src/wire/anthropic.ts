@@ -79,9 +79,31 @@ export type AnthropicContentBlock =
   | AnthropicToolResultBlock
   | AnthropicPassthroughBlock;
 
+/** A call of an MCP server's tool made for the model (Anthropic's MCP connector, beta `mcp-client-2025-04-04`). */
+export interface AnthropicMcpToolUseBlock {
+  type: 'mcp_tool_use';
+  id: string;
+  name: string;
+  server_name: string;
+  input: unknown;
+}
+
+/** What an MCP tool call gave (its text), or why it failed (`is_error`). */
+export interface AnthropicMcpToolResultBlock {
+  type: 'mcp_tool_result';
+  tool_use_id: string;
+  is_error: boolean;
+  content: AnthropicTextBlock[];
+}
+
 /** A block of a message Anthropic answers with (server tools add others, read as unknown types). */
 export type AnthropicAnswerBlock =
-  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
+  | AnthropicTextBlock
+  | AnthropicToolUseBlock
+  | AnthropicThinkingBlock
+  | AnthropicRedactedThinkingBlock
+  | AnthropicMcpToolUseBlock
+  | AnthropicMcpToolResultBlock;
 
 /**
  * A content block as a caller sent it to the Messages route: an object with a string `type` (all its schema
@@ -289,7 +311,10 @@ type Empty = Record<never, never>;
 /** Each event of a Messages stream by its name (the `event:` line and the data's `type`), and its data. */
 export interface AnthropicStreamEvents {
   message_start: { message: AnthropicMessage };
-  content_block_start: { index: number; content_block: AnthropicTextBlock | AnthropicToolUseBlock };
+  content_block_start: {
+    index: number;
+    content_block: AnthropicTextBlock | AnthropicToolUseBlock | AnthropicMcpToolUseBlock | AnthropicMcpToolResultBlock;
+  };
   content_block_delta: {
     index: number;
     delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string };

@@ -33,7 +33,7 @@ export async function planGatewayMcp(
   if (specs.length === 0 || !deps) return { kind: 'none' };
   const caller = toolCallerOf(call, deps, via);
   try {
-    const offer = await planMcp(specs, deps, caller);
+    const offer = await planMcp(specs, deps, caller, call.publicOrigin?.());
     return { kind: 'gateway', loop: new McpToolLoop(offer, deps.tools, caller, deps.config().maxLoopCalls) };
   } catch (error) {
     if (isGatewayError(error) && NOT_OURS.has(error.code)) return { kind: 'not_ours', error };

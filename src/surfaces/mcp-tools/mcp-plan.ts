@@ -39,22 +39,25 @@ export interface McpOffer {
 /**
  * Finds the configured server each spec names and lists the tools the caller may call there. A spec names a server
  * by its name (`server_label`, `name`) or, on the Messages API (whose `url` is required), failing that by the
- * configured URL; a server the caller may not use is
- * as unknown as one that does not exist (404 `mcp_server_not_found`, naming the field and the servers it may use); a
- * URL that is not the named server's configured one is refused (400 `mcp_server_url_refused`: the gateway connects
- * only where its config says). A server that cannot be reached fails the request (its 502), never a tool list that
- * is silently empty.
+ * configured URL. A server's URL is its configured one, or its endpoint on this gateway (`<gatewayOrigin>/mcp/<name>`:
+ * a stdio server has no other). A server the caller may not use is as unknown as one that does not exist (404
+ * `mcp_server_not_found`, naming the field and the servers it may use); a URL that is not the named server's is
+ * refused (400 `mcp_server_url_refused`: the gateway connects only where its config says). A server that cannot be
+ * reached fails the request (its 502), never a tool list that is silently empty.
  */
 export async function planMcp(
   specs: readonly McpServerSpec[],
   deps: McpLoopDeps,
   caller: ToolCaller,
+  gatewayOrigin?: string,
 ): Promise<McpOffer> {
   const servers = deps.config().servers;
+  const sameUrl = (url: string, server: McpServerConfig): boolean =>
+    configuredUrl(url, server) || gatewayUrl(url, server, gatewayOrigin);
   const usable = deps.tools.servers(caller.rights);
   const seen = new Set<string>();
   const chosen = specs.map((spec) => {
-    const server = serverOf(spec, servers);
+    const server = serverOf(spec, servers, sameUrl);
     if (!server || !usable.includes(server.name))
       throw new GatewayError('mcp_server_not_found', {
         field: `${spec.at}.${spec.labelField}`,
@@ -102,15 +105,32 @@ export async function planMcp(
   return { listings, byFunction, functions };
 }
 
-function serverOf(spec: McpServerSpec, servers: readonly McpServerConfig[]): McpServerConfig | undefined {
+function serverOf(
+  spec: McpServerSpec,
+  servers: readonly McpServerConfig[],
+  sameUrl: (url: string, server: McpServerConfig) => boolean,
+): McpServerConfig | undefined {
   return (
     servers.find((server) => server.name === spec.label) ??
     (spec.url === undefined || !spec.byUrl ? undefined : servers.find((server) => sameUrl(spec.url as string, server)))
   );
 }
 
+/**
+ * Whether `url` is the server's own endpoint on this gateway (`<origin>/mcp/<name>`): a stdio server has no URL, and
+ * a client whose API wants one (Anthropic's `mcp_servers[].url`) names the gateway's.
+ */
+function gatewayUrl(url: string, server: McpServerConfig, origin: string | undefined): boolean {
+  if (origin === undefined) return false;
+  try {
+    return new URL(url).href === new URL(`/mcp/${server.name}`, origin).href;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether `url` is the server's configured URL (compared parsed: `HTTP://Host/x` and `http://host/x` are one). */
-function sameUrl(url: string, server: McpServerConfig): boolean {
+function configuredUrl(url: string, server: McpServerConfig): boolean {
   if (server.connection.kind !== 'http') return false;
   try {
     return new URL(url).href === new URL(server.connection.url).href;

@@ -60,7 +60,7 @@ export const MESSAGES_DESCRIPTOR: SurfaceDescriptor = {
       return { prompt: Math.ceil(prompt.length / 4), maxTokens: request.max_tokens ?? undefined };
     },
   },
-  translation: (deps) => messagesSurface(deps.forwards, deps.ownership),
+  translation: (deps) => messagesSurface(deps.forwards, deps.ownership, deps.mcp),
   // Counted as it would be translated (max_tokens does not count, but the translation wants one).
   tokenCount: {
     toChat: ({ body }) => messagesToChat({ ...(body as MessagesRequest), max_tokens: 1 }),

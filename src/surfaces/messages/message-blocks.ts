@@ -11,6 +11,12 @@ type Block = AnthropicBlockParam;
 export interface BlockContext {
   readonly problems: ProblemList;
   readonly notes: TranslationNotes | undefined;
+  /**
+   * Where the gateway runs the request's MCP servers: the function an MCP tool of an earlier turn is (by the server's
+   * name as the caller gave it), so that its `mcp_tool_use` / `mcp_tool_result` blocks are the conversation's call
+   * and result. Absent: such blocks are refused.
+   */
+  readonly mcp?: ((server: string, tool: string) => string) | undefined;
 }
 
 /**
@@ -123,4 +129,44 @@ export function assistantMessage(content: string | Block[], at: string, context:
     content: calls.length > 0 && text === '' ? null : text,
     ...(calls.length > 0 ? { tool_calls: calls } : {}),
   };
+}
+
+/**
+ * An assistant turn where the gateway runs MCP servers: its `mcp_tool_use` blocks are calls (named as the gateway
+ * offers the tool) and its `mcp_tool_result` blocks their results, so the turn is split where a result ends a call:
+ * the assistant's text and calls so far, then the results, then the rest of the turn.
+ */
+export function assistantTurn(content: string | Block[], at: string, context: BlockContext): ChatMessage[] {
+  const mcp = context.mcp;
+  if (typeof content === 'string' || !mcp || !content.some((b) => b.type.startsWith('mcp_tool_')))
+    return [assistantMessage(content, at, context)];
+  const out: ChatMessage[] = [];
+  let segment: Block[] = [];
+  let results: ChatMessage[] = [];
+  const flush = (): void => {
+    if (segment.length > 0) out.push(assistantMessage(segment, at, context));
+    out.push(...results);
+    segment = [];
+    results = [];
+  };
+  content.forEach((block, j) => {
+    const where = `${at}.content[${j}]`;
+    if (block.type === 'mcp_tool_result') {
+      results.push(toolResult({ ...block, type: 'tool_result' }, where, context.problems));
+      return;
+    }
+    if (results.length > 0) flush();
+    if (block.type !== 'mcp_tool_use') {
+      segment.push(block);
+      return;
+    }
+    const { id, name, server_name: server } = block;
+    if (typeof id !== 'string' || typeof name !== 'string' || typeof server !== 'string') {
+      context.problems.add({ field: where, problem: 'an mcp_tool_use block needs a string id, name and server_name' });
+      return;
+    }
+    segment.push({ type: 'tool_use', id, name: mcp(server, name), input: block.input ?? {} });
+  });
+  flush();
+  return out;
 }

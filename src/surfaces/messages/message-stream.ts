@@ -6,6 +6,9 @@ import type { StreamEncoder } from '../surface.js';
 import { checkArguments, cutShort, MAX_STREAMED_ARGUMENTS_CHARS, toolCallFields } from '../tool-arguments.js';
 import { stopReasonOf, type AnthropicStreamEventName, type AnthropicStreamEvents } from '../../wire/anthropic.js';
 import { messageUsage } from './chat-to-message.js';
+import type { McpEvent, McpToolLoop } from '../mcp-tools/mcp-loop.js';
+import { sumUsage } from '../tool-turns/usage-sum.js';
+import { mcpToolResultBlock, mcpToolUseBlock } from './mcp-blocks.js';
 
 /**
  * One Anthropic Messages event stream, from chat chunks (a state machine per stream): `message_start`, then for
@@ -22,7 +25,8 @@ import { messageUsage } from './chat-to-message.js';
  */
 export class MessageStream implements StreamEncoder {
   private index = -1;
-  private block: { kind: 'text' } | { kind: 'tool'; chatIndex: number; id: string; args: string } | undefined;
+  private block:
+    { kind: 'text' } | { kind: 'mcp' } | { kind: 'tool'; chatIndex: number; id: string; args: string } | undefined;
   private finishReason: string | null = null;
   private pinged = false;
   private pending = '';
@@ -32,6 +36,8 @@ export class MessageStream implements StreamEncoder {
     private readonly model: string,
     /** The prompt's tokens as counted before the upstream answers (`message_start`'s input_tokens; 0: not known). */
     private readonly inputEstimate = 0,
+    /** The MCP servers the gateway runs for the message: each call a `mcp_tool_use` and a `mcp_tool_result` block. */
+    private readonly mcp?: McpToolLoop,
   ) {}
 
   /** `message_start`, naming the model the upstream names (else the caller's), as the JSON answer does. */
@@ -59,6 +65,11 @@ export class MessageStream implements StreamEncoder {
   }
 
   chunk(item: StreamChunk): string {
+    const mcpEvent = this.mcp?.eventOf(item.chunk);
+    if (mcpEvent) {
+      this.mcpBlocks(mcpEvent);
+      return this.take();
+    }
     const choice = item.chunk.choices[0];
     if (item.internal === true || !choice) return '';
     const delta = choice.delta;
@@ -73,9 +84,11 @@ export class MessageStream implements StreamEncoder {
 
   end(usage: Usage | undefined): string {
     this.close(cutShort(this.finishReason));
+    // A tool loop's earlier turns count too (surfaces/tool-turns/loop-stream.ts).
+    const all = this.mcp ? sumUsage([this.mcp.earlierUsage, usage]) : usage;
     this.event('message_delta', {
       delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null },
-      usage: messageUsage(usage),
+      usage: messageUsage(all),
     });
     this.event('message_stop', {});
     return this.take();
@@ -105,6 +118,28 @@ export class MessageStream implements StreamEncoder {
     }
     block.args += args;
     this.event('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: args } });
+  }
+
+  /**
+   * An MCP call as Anthropic streams a server tool's: when it starts, its `mcp_tool_use` block (input `{}`, then the
+   * input as one `input_json_delta`) opened and closed; when it is done, its `mcp_tool_result` block, whole.
+   */
+  private mcpBlocks(event: McpEvent): void {
+    if (event.kind === 'approval') return; // the Messages API asks for none
+    if (event.kind === 'call_started') {
+      const block = mcpToolUseBlock(event.run);
+      this.start({ ...block, input: {} }, { kind: 'mcp' });
+      const args = JSON.stringify(block.input);
+      if (args !== '{}')
+        this.event('content_block_delta', {
+          index: this.index,
+          delta: { type: 'input_json_delta', partial_json: args },
+        });
+      this.close(false);
+      return;
+    }
+    this.start(mcpToolResultBlock(event.run), { kind: 'mcp' });
+    this.close(false);
   }
 
   private start(

@@ -4,7 +4,7 @@ import { ProblemList } from '../../http/validation-details.js';
 import type { ChatMessage, ChatRequestBody } from '../../providers/provider-contract.js';
 import { chatToolChoiceOf, type MessagesRequest } from '../../wire/anthropic.js';
 import { unmappedFields, type TopLevelFields, type TranslationNotes } from '../translation-notes.js';
-import { assistantMessage, systemText, userMessages, type BlockContext } from './message-blocks.js';
+import { assistantTurn, systemText, userMessages, type BlockContext } from './message-blocks.js';
 import { translatedMessagesSchema } from './messages-schema.js';
 import {
   DROPPED_FIELDS,
@@ -40,7 +40,11 @@ let validateTranslated: ReturnType<ReturnType<typeof boundedValidatorCompiler>> 
  * Without `notes` (the context-window count of a forwarded request, count_tokens) dropped fields are only left out.
  * A message thread (`thread`) is refused first, on its own, in the shape Anthropic's SDKs fall back from (threadRefusal).
  */
-export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes): ChatRequestBody {
+export function messagesToChat(
+  body: MessagesRequest,
+  notes?: TranslationNotes,
+  mcp?: BlockContext['mcp'],
+): ChatRequestBody {
   validateTranslated ??= boundedValidatorCompiler()({
     schema: translatedMessagesSchema,
     method: 'POST',
@@ -49,14 +53,14 @@ export function messagesToChat(body: MessagesRequest, notes?: TranslationNotes):
   });
   assertValid(validateTranslated, body);
   if (body.thread !== undefined && body.thread !== null) throw threadRefusal();
-  const context: BlockContext = { problems: new ProblemList(), notes };
+  const context: BlockContext = { problems: new ProblemList(), notes, mcp };
   unmappedFields(body, TOP_LEVEL_FIELDS, context);
   const messages: ChatMessage[] = [];
   const system = systemText(body.system, 'system', context);
   if (system !== '') messages.push({ role: 'system', content: system });
   body.messages.forEach((message, i) => {
     const at = `messages[${i}]`;
-    if (message.role === 'assistant') messages.push(assistantMessage(message.content, at, context));
+    if (message.role === 'assistant') messages.push(...assistantTurn(message.content, at, context));
     else if (message.role === 'user') messages.push(...userMessages(message.content, at, context));
     // A system message in the middle of the conversation (Claude Code's mid-conversation-system beta): in its place.
     else if (message.role === 'system')

@@ -9,6 +9,7 @@ import { GatewayError } from '../../src/errors/gateway-error.js';
 import type { FileSearch, FileSearchHit, FileSearchRequest } from '../../src/core/retrieval/file-search.js';
 import { startGateway, type TestGateway } from './gateway.js';
 import { SCRIPT, startScriptedUpstream, type Decide, type ScriptedUpstream } from './upstreams/scripted.js';
+import { everyKindConfig } from './upstreams/scripted-kinds.js';
 
 /** The stores the caller has on the gateway. */
 export const OUR_STORE = 'vs_ours0001';
@@ -77,8 +78,7 @@ export function fixedSearch(): { search: FileSearch; requests: FileSearchRequest
 }
 
 /** The models of the fixture's gateway, by upstream kind. */
-export const MODELS = { chat: 'chat-model', anthropic: 'claude-model', gemini: 'gemini-model' } as const;
-export const NATIVE_MODEL = 'native-model';
+export { MODELS, NATIVE_MODEL } from './upstreams/scripted-kinds.js';
 
 export interface FileSearchFixture {
   readonly gw: TestGateway;
@@ -99,18 +99,7 @@ export function useFileSearchGateway(): FileSearchFixture {
       fileSearch: search,
       configFile: {
         name: 'file-search.yaml',
-        text: [
-          'upstreams:',
-          `  - { name: compat, kind: openai-compatible, base_url: "${origin}/v1", api_key_env: FS_UPSTREAM_KEY }`,
-          `  - { name: claude, kind: anthropic, base_url: "${origin}/v1", api_key_env: FS_UPSTREAM_KEY }`,
-          `  - { name: google, kind: gemini, base_url: "${origin}/v1beta", api_key_env: FS_UPSTREAM_KEY }`,
-          `  - { name: oai, kind: openai, base_url: "${origin}/v1", api_key_env: FS_UPSTREAM_KEY }`,
-          'models:',
-          `  - { id: ${MODELS.chat}, upstream: compat, upstream_model: m-chat }`,
-          `  - { id: ${MODELS.anthropic}, upstream: claude, upstream_model: claude-haiku-4-5 }`,
-          `  - { id: ${MODELS.gemini}, upstream: google, upstream_model: gemini-2.0-flash }`,
-          `  - { id: ${NATIVE_MODEL}, upstream: oai, upstream_model: gpt-4o }`,
-        ].join('\n'),
+        text: everyKindConfig(origin, 'FS_UPSTREAM_KEY').join('\n'),
       },
     });
   });

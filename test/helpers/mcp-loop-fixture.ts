@@ -3,15 +3,14 @@
  * server (`everything`), a scripted upstream that calls the offered `everything__echo` function and then answers
  * with what the tool said, and one gateway with a model on each upstream kind (OpenAI-compatible chat, Anthropic,
  * Gemini), plus a `kind: openai` one that speaks the Responses API natively (and Anthropic's Messages API natively:
- * `kind: anthropic` models are forwarded as they are on /v1/messages).
+ * `kind: anthropic` models are forwarded as they are on /v1/messages). The same server over Streamable HTTP, its own
+ * process, is the gateway's second server (`web`), for the cases that name a server by its URL.
  */
 import { after, before } from 'node:test';
-import { resolve } from 'node:path';
 import { startGateway, type TestGateway } from './gateway.js';
+import { EVERYTHING_SERVER, startEverythingHttp, type EverythingHttp } from './mcp/everything-http.js';
 import { SCRIPT, startScriptedUpstream, type Decide, type ScriptedUpstream } from './upstreams/scripted.js';
-
-/** The real MCP server, run by the gateway as a stdio child. */
-export const EVERYTHING_SERVER = resolve('node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+import { everyKindConfig } from './upstreams/scripted-kinds.js';
 /** The function the model is offered for the server's `echo` tool (mcp/tool-names.ts modelFunctionName). */
 export const ECHO_FUNCTION = 'everything__echo';
 export const ECHO_MESSAGE = 'hello from the model';
@@ -19,13 +18,14 @@ export const ECHO_MESSAGE = 'hello from the model';
 export const ECHO_OUTPUT = `Echo: ${ECHO_MESSAGE}`;
 export const FINAL_TEXT = 'The server echoed it back.';
 
-/** Calls the echo tool until its result is in the conversation, then answers. */
+/** Calls the echo tool it is offered (`<server>__echo`) until its result is in the conversation, then answers. */
 export const echoThenAnswer: Decide = (api, body) => {
-  if (JSON.stringify(body).includes(ECHO_OUTPUT)) return { type: 'text', text: FINAL_TEXT };
+  const text = JSON.stringify(body);
+  if (text.includes(ECHO_OUTPUT)) return { type: 'text', text: FINAL_TEXT };
   return {
     type: 'tool_call',
     id: SCRIPT.toolCallIds[api],
-    name: ECHO_FUNCTION,
+    name: /"([a-z0-9-]+__echo)"/.exec(text)?.[1] ?? ECHO_FUNCTION,
     arguments: JSON.stringify({ message: ECHO_MESSAGE }),
   };
 };
@@ -51,38 +51,33 @@ export function callTool(name: string, args: Record<string, unknown>, answer: st
   };
 }
 
-export const MODELS = { chat: 'chat-model', anthropic: 'claude-model', gemini: 'gemini-model' } as const;
-export const NATIVE_MODEL = 'native-model';
+export { MODELS, NATIVE_MODEL } from './upstreams/scripted-kinds.js';
 
 export interface McpLoopFixture {
   readonly gw: TestGateway;
   readonly upstream: ScriptedUpstream;
+  /** The `web` server's URL (server-everything over Streamable HTTP). */
+  readonly webUrl: string;
 }
 
 /** The scripted upstream and the gateway, started and closed by the calling describe block's hooks. */
 export function useMcpLoopGateway(mcpLines: readonly string[] = []): McpLoopFixture {
   let gw: TestGateway | undefined;
   let upstream: ScriptedUpstream | undefined;
+  let web: EverythingHttp | undefined;
   before(async () => {
     upstream = await startScriptedUpstream(echoThenAnswer);
+    web = await startEverythingHttp('streamableHttp');
     const origin = upstream.origin;
     gw = await startGateway({
       env: { MCP_UPSTREAM_KEY: 'sk-mcp-loop-0123456789' },
       configFile: {
         name: 'mcp-loop.yaml',
         text: [
-          'upstreams:',
-          `  - { name: compat, kind: openai-compatible, base_url: "${origin}/v1", api_key_env: MCP_UPSTREAM_KEY }`,
-          `  - { name: claude, kind: anthropic, base_url: "${origin}/v1", api_key_env: MCP_UPSTREAM_KEY }`,
-          `  - { name: google, kind: gemini, base_url: "${origin}/v1beta", api_key_env: MCP_UPSTREAM_KEY }`,
-          `  - { name: oai, kind: openai, base_url: "${origin}/v1", api_key_env: MCP_UPSTREAM_KEY }`,
-          'models:',
-          `  - { id: ${MODELS.chat}, upstream: compat, upstream_model: m-chat }`,
-          `  - { id: ${MODELS.anthropic}, upstream: claude, upstream_model: claude-haiku-4-5 }`,
-          `  - { id: ${MODELS.gemini}, upstream: google, upstream_model: gemini-2.0-flash }`,
-          `  - { id: ${NATIVE_MODEL}, upstream: oai, upstream_model: gpt-4o }`,
+          ...everyKindConfig(origin, 'MCP_UPSTREAM_KEY'),
           'mcp_servers:',
           `  - { name: everything, command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(EVERYTHING_SERVER)}, stdio] }`,
+          `  - { name: web, url: ${JSON.stringify(web.url)} }`,
           ...mcpLines,
         ].join('\n'),
       },
@@ -91,6 +86,7 @@ export function useMcpLoopGateway(mcpLines: readonly string[] = []): McpLoopFixt
   after(async () => {
     await gw?.close();
     await upstream?.close();
+    await web?.close();
   });
   return {
     get gw() {
@@ -100,6 +96,10 @@ export function useMcpLoopGateway(mcpLines: readonly string[] = []): McpLoopFixt
     get upstream() {
       if (!upstream) throw new Error('the upstream is not started');
       return upstream;
+    },
+    get webUrl() {
+      if (!web) throw new Error('the web server is not started');
+      return web.url;
     },
   };
 }

@@ -1,19 +1,9 @@
-import type { CompletedChat, StartedStream } from '../../core/pipeline/chat-service.js';
-import type { CallInput } from '../../core/pipeline/model-call.js';
 import type { CallingAs } from '../../core/pipeline/call-as.js';
 import type { FileSearch } from '../../core/retrieval/file-search.js';
-import type {
-  ChatCompletionChunk,
-  ChatMessage,
-  ChatRequestBody,
-  ToolCall,
-  Usage,
-} from '../../providers/provider-contract.js';
+import type { ChatCompletionChunk, ChatMessage, ChatRequestBody, ToolCall } from '../../providers/provider-contract.js';
 import { argumentsObject } from '../tool-arguments.js';
-import type { ChatTurns, ToolLoop } from '../tool-loop.js';
-import { laterToolChoice, LoopEvents, loopTurnBody, type GatewayTurns } from '../tool-turns/gateway-turns.js';
-import { loopComplete } from '../tool-turns/loop-complete.js';
-import { loopStream } from '../tool-turns/loop-stream.js';
+import { GatewayToolLoop } from '../tool-turns/gateway-tool-loop.js';
+import { laterToolChoice, loopTurnBody } from '../tool-turns/gateway-turns.js';
 import { PassageIndex, toolResultText, type SearchRun } from './passages.js';
 import { newSearchId, type SearchEvent } from './search-turns.js';
 import { FILE_SEARCH_FUNCTION_NAME, type FileSearchSpec } from './tool-spec.js';
@@ -36,30 +26,15 @@ const MAX_QUERY_CHARS = 2048;
  * tool-turns/); the answer's usage is every turn's. What was searched and found (`passages`) is what the surface
  * shows and cites.
  */
-export class FileSearchLoop implements ToolLoop, GatewayTurns {
+export class FileSearchLoop extends GatewayToolLoop<SearchEvent> {
   readonly passages = new PassageIndex();
-  /** The usage the upstreams reported for the turns before the last one of a stream (loop-stream.ts adds them). */
-  earlierUsage: Usage | undefined;
-  /** The search events of a stream, by the (internal) chunk that carries each to the surface's encoder. */
-  private readonly events = new LoopEvents<SearchEvent>();
 
   constructor(
     private readonly fileSearch: FileSearch,
     private readonly spec: FileSearchSpec,
     private readonly as: CallingAs,
-  ) {}
-
-  complete(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<CompletedChat> {
-    return loopComplete(this, chat, body, input);
-  }
-
-  stream(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<StartedStream> {
-    return loopStream(this, chat, body, input);
-  }
-
-  /** The search event an internal chunk of this loop's stream carries (undefined: an upstream's chunk). */
-  eventOf(chunk: ChatCompletionChunk): SearchEvent | undefined {
-    return this.events.of(chunk);
+  ) {
+    super();
   }
 
   get searchesLeft(): number {

@@ -1,20 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { CompletedChat, StartedStream } from '../../core/pipeline/chat-service.js';
-import type { CallInput } from '../../core/pipeline/model-call.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
-import type {
-  ChatCompletionChunk,
-  ChatMessage,
-  ChatRequestBody,
-  ToolCall,
-  Usage,
-} from '../../providers/provider-contract.js';
+import type { ChatCompletionChunk, ChatMessage, ChatRequestBody, ToolCall } from '../../providers/provider-contract.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { argumentsObject } from '../tool-arguments.js';
-import type { ChatTurns, ToolLoop } from '../tool-loop.js';
-import { laterToolChoice, LoopEvents, loopTurnBody, type GatewayTurns } from '../tool-turns/gateway-turns.js';
-import { loopComplete } from '../tool-turns/loop-complete.js';
-import { loopStream } from '../tool-turns/loop-stream.js';
+import { GatewayToolLoop } from '../tool-turns/gateway-tool-loop.js';
+import { laterToolChoice, loopTurnBody } from '../tool-turns/gateway-turns.js';
 import type { McpOffer, OfferedTool } from './mcp-plan.js';
 import { failureOutcome, resultOutcome, type McpCallOutcome } from './tool-result.js';
 
@@ -67,30 +57,17 @@ export interface ApprovalAnswer {
  * needing approval ends the answer: each of its MCP calls becomes an approval request, run when a later request
  * approves it (settleApprovals). A turn that calls a tool of the caller's, or none, is the answer.
  */
-export class McpToolLoop implements ToolLoop, GatewayTurns {
+export class McpToolLoop extends GatewayToolLoop<McpEvent> {
   readonly calls: McpCallRun[] = [];
   readonly approvals: McpApprovalRun[] = [];
-  earlierUsage: Usage | undefined;
-  private readonly events = new LoopEvents<McpEvent>();
 
   constructor(
     readonly offer: McpOffer,
     private readonly tools: McpToolService,
     private readonly caller: ToolCaller,
     private readonly maxCalls: number,
-  ) {}
-
-  complete(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<CompletedChat> {
-    return loopComplete(this, chat, body, input);
-  }
-
-  stream(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<StartedStream> {
-    return loopStream(this, chat, body, input);
-  }
-
-  /** The MCP event an internal chunk of this loop's stream carries (undefined: an upstream's chunk). */
-  eventOf(chunk: ChatCompletionChunk): McpEvent | undefined {
-    return this.events.of(chunk);
+  ) {
+    super();
   }
 
   get callsLeft(): number {

@@ -21,10 +21,10 @@ import {
   useMcpLoopGateway,
 } from '../../helpers/mcp-loop-fixture.js';
 import type { ScriptedRequest } from '../../helpers/upstreams/scripted.js';
+import { KINDS } from '../../helpers/upstreams/scripted-kinds.js';
 
 type Json = Record<string, unknown>;
 
-const KINDS = Object.entries(MODELS) as Array<[keyof typeof MODELS, string]>;
 const BETA = { 'anthropic-beta': 'mcp-client-2025-04-04', 'anthropic-version': '2023-06-01' };
 
 function body(model: string, servers: unknown[], extra: Json = {}): string {
@@ -179,6 +179,15 @@ describe('mcp_servers on the Messages API, run by the gateway', () => {
     assert.equal(elsewhere.json.code, 'mcp_server_url_refused');
     assert.equal(elsewhere.json.details?.field, 'mcp_servers[0].url');
     assert.equal(fx.upstream.modelCalls().length, seen);
+  });
+
+  test("a server named by its configured URL under the caller's own name: found, shown under that name", async () => {
+    fx.upstream.setDecide(echoThenAnswer);
+    const answer = await messages(fx.gw.url, body(MODELS.chat, [{ type: 'url', url: fx.webUrl, name: 'my-web' }]));
+    assert.equal(answer.status, 200, answer.text);
+    const use = (answer.json.content as Json[])[0] as Json;
+    assert.deepEqual([use.type, use.name, use.server_name], ['mcp_tool_use', 'echo', 'my-web']);
+    assert.deepEqual(((answer.json.content as Json[])[1] as Json).content, [{ type: 'text', text: ECHO_OUTPUT }]);
   });
 
   test('tool_configuration.allowed_tools: only those are offered', async () => {

@@ -24,25 +24,14 @@ import {
   useMcpLoopGateway,
 } from '../../helpers/mcp-loop-fixture.js';
 import type { ScriptedRequest } from '../../helpers/upstreams/scripted.js';
+import { KINDS, offeredTools } from '../../helpers/upstreams/scripted-kinds.js';
 
 type Json = Record<string, unknown>;
 
-const KINDS = Object.entries(MODELS) as Array<[keyof typeof MODELS, string]>;
 const MCP_TOOL = { type: 'mcp', server_label: 'everything', require_approval: 'never' };
 
 function body(model: string, extra: Json = {}): string {
   return JSON.stringify({ model, input: 'Echo something, please.', tools: [MCP_TOOL], store: false, ...extra });
-}
-
-/** The names of the functions an upstream request offered, by wire format. */
-function offeredTools(request: ScriptedRequest): string[] {
-  const tools = (request.body?.tools ?? []) as Json[];
-  return tools.flatMap((tool) => {
-    if (Array.isArray(tool.functionDeclarations))
-      return (tool.functionDeclarations as Json[]).map((f) => String(f.name));
-    const fn = tool.function as Json | undefined;
-    return [String(fn?.name ?? tool.name)];
-  });
 }
 
 async function responses(url: string, text: string, headers = authHeaders()) {
@@ -304,6 +293,42 @@ describe('the mcp tool on the Responses API, run by the gateway', () => {
     assert.equal(answer.json.code, 'mcp_server_not_found');
     assert.equal(answer.json.details?.field, 'tools[0].server_label');
     assert.equal(fx.upstream.modelCalls().length, seen);
+  });
+
+  test("a server_url that is the configured server's URL: the gateway runs it", async () => {
+    fx.upstream.setDecide(echoThenAnswer);
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await responses(
+      fx.gw.url,
+      body(MODELS.anthropic, { tools: [{ ...MCP_TOOL, server_label: 'web', server_url: fx.webUrl }] }),
+    );
+    assert.equal(answer.status, 200, answer.text);
+    assert.ok(offeredTools(fx.upstream.modelCalls()[seen] as ScriptedRequest).includes('web__echo'));
+    const made = (answer.json.output as Json[]).find((item) => item.type === 'mcp_call');
+    assert.deepEqual([made?.server_label, made?.output], ['web', ECHO_OUTPUT]);
+  });
+
+  test('a key made with mcp_tools through the admin API: offered only its tools; another server’s patterns: 404', async () => {
+    fx.upstream.setDecide(echoThenAnswer);
+    const create = async (mcpTools: string[]) => {
+      const made = await call(`${fx.gw.url}/v1/?route=keys`, {
+        method: 'POST',
+        headers: authHeaders(),
+        body: JSON.stringify({ name: 'mcp-loop', models: ['*'], routes: ['responses', 'mcp'], mcp_tools: mcpTools }),
+        disclosesKey: true,
+      });
+      assert.equal(made.status, 201, made.text);
+      return { authorization: `Bearer ${String(made.json.key)}`, 'content-type': 'application/json' };
+    };
+    const seen = fx.upstream.modelCalls().length;
+    const answer = await responses(fx.gw.url, body(MODELS.chat), await create(['everything/echo']));
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(offeredTools(fx.upstream.modelCalls()[seen] as ScriptedRequest), [ECHO_FUNCTION]);
+    const made = (answer.json.output as Json[]).find((item) => item.type === 'mcp_call');
+    assert.equal(made?.output, ECHO_OUTPUT);
+    const other = await responses(fx.gw.url, body(MODELS.chat), await create(['web/*']));
+    assert.equal(other.status, 404, other.text);
+    assert.deepEqual(other.json.details?.servers, ['web']);
   });
 
   test('a server_url that is not the configured server: 400 mcp_server_url_refused; nothing upstream', async () => {

@@ -24,10 +24,9 @@ import {
   useFileSearchGateway,
 } from '../../helpers/file-search-fixture.js';
 import type { ScriptedRequest } from '../../helpers/upstreams/scripted.js';
+import { KINDS, offeredTools } from '../../helpers/upstreams/scripted-kinds.js';
 
 type Json = Record<string, unknown>;
-
-const KINDS = Object.entries(MODELS) as Array<[keyof typeof MODELS, string]>;
 
 function body(model: string, extra: Json = {}): string {
   return JSON.stringify({
@@ -36,17 +35,6 @@ function body(model: string, extra: Json = {}): string {
     tools: [{ type: 'file_search', vector_store_ids: [OUR_STORE], max_num_results: 5 }],
     store: false,
     ...extra,
-  });
-}
-
-/** The declarations of the tools an upstream request offered, by wire format (names only). */
-function offeredTools(request: ScriptedRequest): string[] {
-  const tools = (request.body?.tools ?? []) as Json[];
-  return tools.flatMap((tool) => {
-    if (Array.isArray(tool.functionDeclarations))
-      return (tool.functionDeclarations as Json[]).map((f) => String(f.name));
-    const fn = tool.function as Json | undefined;
-    return [String(fn?.name ?? tool.name)];
   });
 }
 

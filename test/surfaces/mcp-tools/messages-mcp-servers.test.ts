@@ -11,6 +11,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
+import { waitForValue } from '../../helpers/wait.js';
+import { SqliteToolCallStore } from '../../../src/store/sqlite/sqlite-tool-calls.js';
 import {
   ECHO_FUNCTION,
   ECHO_MESSAGE,
@@ -117,6 +119,23 @@ describe('mcp_servers on the Messages API, run by the gateway', () => {
       assert.equal(events.at(-1)?.event, 'message_stop');
     });
   }
+
+  test('each call has its record, via messages', async () => {
+    fx.upstream.setDecide(echoThenAnswer);
+    const answer = await messages(fx.gw.url, body(MODELS.chat, [server()]));
+    assert.equal(answer.status, 200, answer.text);
+    const requestId = String(answer.headers['request-id'] ?? answer.headers['x-request-id']);
+    const store = new SqliteToolCallStore(fx.gw.store.db);
+    const records = await waitForValue(
+      'the tool call record',
+      async () => (await store.recentToolCalls(50)).filter((r) => r.requestId === requestId),
+      (found) => found.length > 0,
+    );
+    assert.deepEqual(
+      records.map((r) => [r.caller, r.server, r.tool, r.via, r.outcome]),
+      [['admin', 'everything', 'echo', 'messages', 'ok']],
+    );
+  });
 
   test('a later turn that carries the mcp blocks back: the upstream gets them as a call and its result', async () => {
     fx.upstream.setDecide(echoThenAnswer);

@@ -11,6 +11,8 @@ import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 import { scopedKey } from '../../helpers/scoped-key.js';
+import { waitForValue } from '../../helpers/wait.js';
+import { SqliteToolCallStore } from '../../../src/store/sqlite/sqlite-tool-calls.js';
 import {
   callTool,
   ECHO_FUNCTION,
@@ -147,6 +149,23 @@ describe('the mcp tool on the Responses API, run by the gateway', () => {
     });
   }
 
+  test("each call has its record: the caller, the server and tool, via responses, the model call's request id", async () => {
+    fx.upstream.setDecide(echoThenAnswer);
+    const answer = await responses(fx.gw.url, body(MODELS.gemini));
+    assert.equal(answer.status, 200, answer.text);
+    const requestId = String(answer.headers['x-request-id']);
+    const store = new SqliteToolCallStore(fx.gw.store.db);
+    const records = await waitForValue(
+      'the tool call record',
+      async () => (await store.recentToolCalls(50)).filter((r) => r.requestId === requestId),
+      (found) => found.length > 0,
+    );
+    assert.deepEqual(
+      records.map((r) => [r.caller, r.server, r.tool, r.via, r.outcome]),
+      [['admin', 'everything', 'echo', 'responses', 'ok']],
+    );
+  });
+
   test('approval (the default): the answer ends with an mcp_approval_request; approving it by previous_response_id runs it', async () => {
     fx.upstream.setDecide(echoThenAnswer);
     const seen = fx.upstream.modelCalls().length;
@@ -190,6 +209,31 @@ describe('the mcp tool on the Responses API, run by the gateway', () => {
     const made = after.find((item) => item.type === 'mcp_call');
     assert.deepEqual([made?.approval_request_id, made?.output], [request.id, ECHO_OUTPUT]);
     assert.equal(after.at(-1)?.type, 'message');
+  });
+
+  test('approval, streamed: the approval request is an item added and done; the call is not run', async () => {
+    fx.upstream.setDecide(echoThenAnswer);
+    const answer = await readStream(
+      `${fx.gw.url}/v1/responses`,
+      body(MODELS.anthropic, { stream: true, tools: [{ type: 'mcp', server_label: 'everything' }] }),
+      authHeaders(),
+    );
+    assert.equal(answer.status, 200, answer.text);
+    const events = namedEvents(answer.text);
+    assert.ok(!events.some((e) => (e.event ?? '').startsWith('response.mcp_call')), 'no call was made');
+    const added = events.filter((e) => e.event === 'response.output_item.added').map((e) => e.data.item as Json);
+    assert.deepEqual(
+      added.map((item) => item.type),
+      ['mcp_list_tools', 'mcp_approval_request'],
+    );
+    const completed = events.at(-1);
+    assert.equal(completed?.event, 'response.completed');
+    const output = (completed?.data.response as Json).output as Json[];
+    assert.deepEqual(
+      output.map((item) => item.type),
+      ['mcp_list_tools', 'mcp_approval_request'],
+    );
+    assert.equal((output[1] as Json).arguments, JSON.stringify({ message: ECHO_MESSAGE }));
   });
 
   test('approval declined, the items sent back in input (no stored response): the tool is not called', async () => {

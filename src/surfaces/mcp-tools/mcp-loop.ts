@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { CallScope, type ClientWatch } from '../../core/pipeline/call-scope.js';
+import type { CompletedChat, StartedStream } from '../../core/pipeline/chat-service.js';
+import type { CallInput } from '../../core/pipeline/model-call.js';
+import type { ChatTurns } from '../tool-loop.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
 import type { ChatCompletionChunk, ChatMessage, ChatRequestBody, ToolCall } from '../../providers/provider-contract.js';
 import { GatewayError } from '../../errors/gateway-error.js';
@@ -35,6 +39,9 @@ export interface McpApprovalRun {
   arguments: string;
 }
 
+/** A tool call's own bound is its server's `call_timeout_seconds` (at most an hour); this scope only follows the caller. */
+const TOOL_SCOPE_MS = 3_600_000;
+
 /** What a stream shows of the loop as it happens. */
 export type McpEvent =
   | { kind: 'call_started'; run: McpCallRun }
@@ -68,6 +75,19 @@ export class McpToolLoop extends GatewayToolLoop<McpEvent> {
     private readonly maxCalls: number,
   ) {
     super();
+  }
+
+  /** The caller's side of the answer (set when its turns start): a tool call in flight is cancelled when it leaves. */
+  private client: ClientWatch | undefined;
+
+  override complete(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<CompletedChat> {
+    this.client = input.client;
+    return super.complete(chat, body, input);
+  }
+
+  override stream(chat: ChatTurns, body: ChatRequestBody, input: CallInput): Promise<StartedStream> {
+    this.client = input.client;
+    return super.stream(chat, body, input);
   }
 
   get callsLeft(): number {
@@ -188,11 +208,19 @@ export class McpToolLoop extends GatewayToolLoop<McpEvent> {
       };
       return;
     }
+    // The call is the try in progress: the caller leaving cancels it (the server is told), as it would a model turn.
+    const scope = new CallScope(TOOL_SCOPE_MS, `mcp:${tool.server}`);
+    this.client?.follow(scope);
     try {
-      const answer = await this.tools.callTool(this.caller, tool.server, tool.tool.name, args);
+      const answer = await this.tools.callTool(this.caller, tool.server, tool.tool.name, args, {
+        signal: scope.signal,
+      });
       run.outcome = resultOutcome(answer.result);
     } catch (error) {
+      if (this.client?.gone) throw error;
       run.outcome = failureOutcome(error);
+    } finally {
+      scope.dispose();
     }
   }
 }

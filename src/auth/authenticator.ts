@@ -264,6 +264,14 @@ function principalOf(record: ApiKeyRecord): Principal {
     ...(record.budget ? { budget: budgetOf(record.budget) } : {}),
     // Default none: a key sees no tool until it is given some (keys stored before the field have none).
     mcpTools: record.mcpTools ?? [],
+    ...(record.limits?.mcp_calls_per_minute !== undefined || record.limits?.mcp_concurrent !== undefined
+      ? {
+          mcpLimits: {
+            callsPerMinute: record.limits.mcp_calls_per_minute,
+            concurrent: record.limits.mcp_concurrent,
+          },
+        }
+      : {}),
   };
 }
 

@@ -332,11 +332,14 @@ function checkRights(rights: KeyRights, grantable: readonly string[], nowMs: num
       requests_per_minute: KEY_LIMIT_MAXIMA.requestsPerMinute,
       tokens_per_minute: KEY_LIMIT_MAXIMA.tokensPerMinute,
       concurrent: KEY_LIMIT_MAXIMA.concurrent,
+      mcp_calls_per_minute: KEY_LIMIT_MAXIMA.requestsPerMinute,
+      mcp_concurrent: KEY_LIMIT_MAXIMA.concurrent,
     } as const;
     if (Object.values(limits).every((v) => v === undefined))
       errors.push({
         field: 'limits',
-        problem: 'must set at least one of requests_per_minute, tokens_per_minute, concurrent',
+        problem:
+          'must set at least one of requests_per_minute, tokens_per_minute, concurrent, mcp_calls_per_minute, mcp_concurrent',
       });
     for (const [field, max] of Object.entries(bounds) as Array<[keyof typeof bounds, number]>) {
       const value = limits[field];

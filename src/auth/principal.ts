@@ -1,4 +1,5 @@
 import type { LimitSet } from '../config/types.js';
+import type { McpLimits } from '../config/mcp-schema.js';
 import type { Budget } from '../core/limits/rate-limit-service.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { compileToolRights, NO_TOOLS, type ToolRights } from '../core/mcp/tool-rights.js';
@@ -19,6 +20,8 @@ export interface Principal {
    * tool (the admin token); empty: none (a key given no `mcp_tools`).
    */
   mcpTools?: readonly string[];
+  /** A key's own MCP tool-call limits (each set one replaces `mcp.caller_limits`' own). */
+  mcpLimits?: McpLimits;
 }
 
 export const ADMIN: Principal = { caller: 'admin', kind: 'admin' };

@@ -56,6 +56,8 @@ const rightsProperties = {
       requests_per_minute: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.requestsPerMinute },
       tokens_per_minute: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.tokensPerMinute },
       concurrent: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.concurrent },
+      mcp_calls_per_minute: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.requestsPerMinute },
+      mcp_concurrent: { type: 'integer', minimum: 1, maximum: KEY_LIMIT_MAXIMA.concurrent },
     },
   },
   budget: {

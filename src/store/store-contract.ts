@@ -342,7 +342,14 @@ export interface ApiKeyRecord {
   routes: string[];
   models: string[];
   /** Own limits, replacing the configured per-caller limits for this key (JSON of LimitSet in file units). */
-  limits?: { requests_per_minute?: number; tokens_per_minute?: number; concurrent?: number };
+  limits?: {
+    requests_per_minute?: number;
+    tokens_per_minute?: number;
+    concurrent?: number;
+    /** Its MCP tool calls a minute and in flight, replacing `mcp.caller_limits`' (docs/mcp.md, "Limits"). */
+    mcp_calls_per_minute?: number;
+    mcp_concurrent?: number;
+  };
   /** Tokens and/or USD allowed per period (a rolling window of `period_seconds`). */
   budget?: { tokens?: number; cost_usd?: number; period_seconds: number };
   /**

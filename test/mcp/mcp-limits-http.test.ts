@@ -80,4 +80,49 @@ mcp_servers:
     assert.equal(body.error.data.details.limit, 'mcp.caller.calls_per_minute');
     assert.ok(body.error.data.details.retry_after_ms >= 1000);
   });
+
+  test("a key's own mcp_calls_per_minute replaces the config's for it (the other limit stays the config's)", async () => {
+    const created = await fetch(`${gw.url}/v1/?route=keys`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({
+        name: 'tight',
+        routes: ['mcp'],
+        models: ['*'],
+        mcp_tools: ['everything/*'],
+        limits: { mcp_calls_per_minute: 1 },
+      }),
+    });
+    assert.equal(created.status, 201, await created.clone().text());
+    const view = (await created.json()) as { key: string; limits: Record<string, number> };
+    assert.deepEqual(view.limits, { mcp_calls_per_minute: 1 });
+    const own = (id: number) =>
+      fetch(`${gw.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${view.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'everything__echo', arguments: { message: 'x' } },
+        }),
+      });
+    const first = await own(1);
+    assert.equal(first.headers.get('ratelimit-limit'), '1');
+    await first.body?.cancel();
+    const second = (await (await own(2)).json()) as { error?: { data: { code: string; details: { limit: string } } } };
+    assert.equal(second.error?.data.code, 'rate_limited');
+    assert.equal(second.error?.data.details.limit, 'mcp.caller.calls_per_minute');
+    const bad = await fetch(`${gw.url}/v1/?route=keys`, {
+      method: 'POST',
+      headers: authHeaders(),
+      body: JSON.stringify({ name: 'bad', routes: ['mcp'], models: ['*'], limits: { mcp_concurrent: 0 } }),
+    });
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /mcp_concurrent/);
+  });
 });

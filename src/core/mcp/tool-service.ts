@@ -170,7 +170,7 @@ export class McpToolService {
       const serverConfig = settings.servers.find((s) => s.name === server);
       admitted = await this.limiter.admit({
         caller: caller.caller,
-        callerLimits: caller.limits === null ? undefined : (caller.limits ?? settings.callerLimits),
+        callerLimits: caller.limits === null ? undefined : ownOrDefault(caller.limits, settings.callerLimits),
         server,
         serverLimits: serverConfig?.limits ?? { callsPerMinute: undefined, concurrent: undefined },
         holdMs: (serverConfig?.connectTimeoutMs ?? 0) + (serverConfig?.callTimeoutMs ?? 0),
@@ -230,4 +230,12 @@ export class McpToolService {
       throw new GatewayError('mcp_server_not_found', { server, servers: this.upstreams.names() });
     return server;
   }
+}
+
+/** A caller's own limits where it has them (a key's), each missing one the config's. */
+function ownOrDefault(own: McpLimits | undefined, defaults: McpLimits): McpLimits {
+  return {
+    callsPerMinute: own?.callsPerMinute ?? defaults.callsPerMinute,
+    concurrent: own?.concurrent ?? defaults.concurrent,
+  };
 }

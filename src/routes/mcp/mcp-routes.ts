@@ -70,7 +70,7 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
       caller: principal.caller,
       environment: deps.environment,
       rights: toolRightsOf(principal),
-      limits: principal.kind === 'admin' ? null : undefined,
+      limits: principal.kind === 'admin' ? null : principal.mcpLimits,
       requestId: request.id,
       via: 'mcp',
       // The caller's own trace, when it sent one: each tool call's span joins it.

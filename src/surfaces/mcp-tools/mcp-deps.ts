@@ -26,7 +26,7 @@ export function toolCallerOf(call: SurfaceCall, deps: McpLoopDeps, via: ToolCall
     caller: call.caller,
     environment: deps.environment,
     rights: toolRightsOf(principal),
-    limits: principal.kind === 'admin' ? null : undefined,
+    limits: principal.kind === 'admin' ? null : principal.mcpLimits,
     requestId: call.requestId ?? '',
     via,
   };

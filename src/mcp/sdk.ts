@@ -5,6 +5,7 @@ import type * as ClientHttp from '@modelcontextprotocol/sdk/client/streamableHtt
 import type * as ServerIndex from '@modelcontextprotocol/sdk/server/index.js';
 import type * as ServerHttp from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type * as Types from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 
 /**
  * The official MCP SDK, loaded on first use: it brings zod and its schemas (tens of modules), which a gateway with
@@ -25,6 +26,11 @@ export interface ServerSdk {
   Server: typeof ServerIndex.Server;
   StreamableHTTPServerTransport: typeof ServerHttp.StreamableHTTPServerTransport;
   types: typeof Types;
+  /**
+   * One JSON Schema validator for every per-request server: a `Server` builds its own (an Ajv instance) unless it
+   * is given one, which cost a stateless endpoint an Ajv per request (docs/benchmarks.md, "Issue 45").
+   */
+  validator: jsonSchemaValidator;
 }
 
 let client: Promise<ClientSdk> | undefined;
@@ -54,12 +60,18 @@ export function clientSdk(): Promise<ClientSdk> {
 
 export function serverSdk(): Promise<ServerSdk> {
   server ??= (async () => {
-    const [index, http, types] = await Promise.all([
+    const [index, http, types, ajv] = await Promise.all([
       import('@modelcontextprotocol/sdk/server/index.js'),
       import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
       import('@modelcontextprotocol/sdk/types.js'),
+      import('@modelcontextprotocol/sdk/validation/ajv'),
     ]);
-    return { Server: index.Server, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport, types };
+    return {
+      Server: index.Server,
+      StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+      types,
+      validator: new ajv.AjvJsonSchemaValidator(),
+    };
   })();
   return server;
 }

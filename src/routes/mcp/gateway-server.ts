@@ -46,6 +46,7 @@ export function gatewayServer(
     { name: 'llm-gateway', version: deps.version },
     {
       capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
+      jsonSchemaValidator: sdk.validator,
       instructions:
         scope.kind === 'all'
           ? 'Tools of several MCP servers, each named <server>__<tool>.'

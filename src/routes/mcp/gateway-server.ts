@@ -42,17 +42,7 @@ export function gatewayServer(
   requestSignal: AbortSignal,
 ): Server {
   const { CallToolRequestSchema, CancelledNotificationSchema, ListToolsRequestSchema } = sdk.types;
-  const server = new sdk.Server(
-    { name: 'llm-gateway', version: deps.version },
-    {
-      capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
-      jsonSchemaValidator: sdk.validator,
-      instructions:
-        scope.kind === 'all'
-          ? 'Tools of several MCP servers, each named <server>__<tool>.'
-          : `The tools of the MCP server "${scope.server}".`,
-    },
-  );
+  const server = new sdk.Server({ name: 'llm-gateway', version: deps.version }, serverOptions(sdk, scope));
   const servers = (): string[] =>
     scope.kind === 'server' ? [allowedServer(scope.server)] : deps.tools.servers(caller.rights);
   const allowedServer = (name: string): string => {
@@ -143,6 +133,18 @@ export function gatewayServer(
 
   carryContent(sdk, server, deps.content, servers, resolve, named, allowedServer);
   return server;
+}
+
+/** What the gateway says of itself at `initialize`. */
+function serverOptions(sdk: ServerSdk, scope: McpScope): ConstructorParameters<ServerSdk['Server']>[1] {
+  return {
+    capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
+    jsonSchemaValidator: sdk.validator,
+    instructions:
+      scope.kind === 'all'
+        ? 'Tools of several MCP servers, each named <server>__<tool>.'
+        : `The tools of the MCP server "${scope.server}".`,
+  };
 }
 
 /**

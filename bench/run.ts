@@ -147,6 +147,7 @@ interface Sections {
   idleRss: { figures: IdleFigures; markdown?: string };
   streams: StreamsStep;
   retrieval: string | undefined;
+  mcp: string | undefined;
   problems: string[];
 }
 
@@ -177,6 +178,10 @@ function renderReport(x: Sections): string {
       'Other counts, workers, a config: `npm run bench:streams -- --streams 4000 --workers 1` (bench/README.md).',
       '',
     ]),
+    ...section('MCP tools/call: direct vs through the gateway', x.mcp, [
+      'Alone, other counts: `BENCH_MCP_CALLS=5000 BENCH_MCP_CLIENTS=64 npm run bench:mcp` (bench/mcp.ts).',
+      '',
+    ]),
     ...section('Retrieval', x.retrieval, [
       'Alone, other sizes: `BENCH_RETRIEVAL_SIZES=10000 npm run bench:retrieval` (bench/retrieval.ts).',
       '',
@@ -200,11 +205,22 @@ function renderReport(x: Sections): string {
 /** The retrieval section (bench/retrieval.ts) in a process of its own: its stores' memory is not this one's. */
 function retrievalStep(): Promise<string> {
   log('retrieval section (bench/retrieval.ts)…');
+  return sectionProcess('bench/retrieval.ts', RETRIEVAL_SECONDS);
+}
+
+/** The MCP section (bench/mcp.ts) in a process of its own, pinned as it says (its clients and server on core 1). */
+function mcpStep(): Promise<string> {
+  log('MCP section (bench/mcp.ts)…');
+  return sectionProcess('bench/mcp.ts', MCP_SECONDS);
+}
+
+/** Runs a section's script to its end (bounded); its stdout is the section's markdown. */
+function sectionProcess(script: string, seconds: number): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', path.join(ROOT, 'bench/retrieval.ts')],
-      { cwd: ROOT, maxBuffer: 16 * 1024 * 1024, timeout: RETRIEVAL_SECONDS * 1_000 },
+      ['--import', 'tsx', path.join(ROOT, script)],
+      { cwd: ROOT, maxBuffer: 16 * 1024 * 1024, timeout: seconds * 1_000 },
       (error, stdout, stderr) =>
         error ? reject(new Error(`${error.message}\n${stderr.slice(-2_000)}`)) : resolve(stdout.trim()),
     );
@@ -250,6 +266,7 @@ async function main(): Promise<number> {
     notes: [],
   };
   problems.push(...streams.problems);
+  const mcp = S.mcp && built ? await mcpStep().catch(failed('mcp')) : undefined;
   const retrieval = S.retrieval ? await retrievalStep().catch(failed('retrieval')) : undefined;
   const refProblems =
     (reference.latency ? reference.latency.bad + reference.latency.errors : 0) +
@@ -257,7 +274,19 @@ async function main(): Promise<number> {
   problems.unshift(...results.flatMap((r) => r.problems));
   if (refProblems > 0) problems.push(`mock upstream answered ${refProblems} times with non-2xx or errors`);
 
-  const md = renderReport({ pin, idle, skipped, results, reference, cost, idleRss, streams, retrieval, problems });
+  const md = renderReport({
+    pin,
+    idle,
+    skipped,
+    results,
+    reference,
+    cost,
+    idleRss,
+    streams,
+    mcp,
+    retrieval,
+    problems,
+  });
   log(`\n${md}`);
   const outDir = path.join(ROOT, 'bench/results');
   mkdirSync(outDir, { recursive: true });
@@ -283,6 +312,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 // Hard upper bound on the whole run, whatever hangs.
 const RETRIEVAL_SECONDS = 2_400; // the hnsw graphs of 100k chunks take ~8 minutes each to build (docs/retrieval.md)
+const MCP_SECONDS = 300; // 2 × 2,200 sequential calls at ~10 ms, 2 × 6 s concurrent, start-up: ~1.5 minutes here
 const perPassSec = S.warmupSeconds + S.seconds + 90;
 const costSec = COST_ROUNDS * (S.pairWarmupSeconds + S.seconds + 30 * S.pairCopies + 30);
 const streamsSec = S.streams > 0 ? 2 * (Math.max(60, (3 * (S.streamChunks * S.streamIntervalMs)) / 1_000) + 90) : 0;
@@ -293,6 +323,7 @@ const budgetSec =
   costSec +
   streamsSec +
   (S.retrieval ? RETRIEVAL_SECONDS : 0) +
+  (S.mcp ? MCP_SECONDS : 0) +
   60;
 setTimeout(() => {
   loud(`bench: exceeded the time budget of ${budgetSec} s; killing everything.`);

@@ -85,6 +85,8 @@ export const S = {
   idleRss: intEnv('BENCH_IDLE_RSS', 1, 0, 1) === 1,
   /** The retrieval section (bench/retrieval.ts): BENCH_RETRIEVAL=0 leaves it out. */
   retrieval: intEnv('BENCH_RETRIEVAL', 1, 0, 1) === 1,
+  /** The MCP section (bench/mcp.ts: tools/call direct vs through /mcp): BENCH_MCP=0 leaves it out. */
+  mcp: intEnv('BENCH_MCP', 1, 0, 1) === 1,
   gatewayCmd: process.env.BENCH_GATEWAY_CMD?.trim() ?? '',
   keepTmp: process.env.BENCH_KEEP_TMP === '1',
 };

@@ -10,6 +10,8 @@ export interface ClientRun {
   /** The CLI's own arguments (after the install's command). */
   args: string[];
   env: Record<string, string>;
+  /** Commands of the same CLI run first, in the same directory and environment (`claude mcp add ...`). */
+  setup?: string[][];
 }
 
 export interface ClientOutput {
@@ -33,9 +35,9 @@ function baseEnv(home: string): Record<string, string> {
  * Claude Code: `claude -p` with an API key needs no login. CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 stops its
  * side calls (no update check, no telemetry, no model list or quota call); they do not change the task's request.
  */
-function claudeCode(home: string, endpoint: Endpoint): ClientRun {
+function claudeCode(home: string, endpoint: Endpoint, prompt: string): ClientRun {
   return {
-    args: ['-p', TASK_PROMPT, '--output-format', 'json'],
+    args: ['-p', prompt, '--output-format', 'json'],
     env: {
       ...baseEnv(home),
       ANTHROPIC_BASE_URL: endpoint.origin,
@@ -51,7 +53,7 @@ function claudeCode(home: string, endpoint: Endpoint): ClientRun {
  * from env_key as a Bearer token). No model is set: Codex asks for its own default. Analytics, feedback and the
  * plugin sync are off so that it makes no lookup beyond loopback.
  */
-function codex(home: string, endpoint: Endpoint): ClientRun {
+function codex(home: string, endpoint: Endpoint, prompt: string): ClientRun {
   const codexHome = join(home, '.codex');
   mkdirSync(codexHome, { recursive: true });
   const config = [
@@ -76,7 +78,7 @@ function codex(home: string, endpoint: Endpoint): ClientRun {
   ].join('\n');
   writeFileSync(join(codexHome, 'config.toml'), config);
   return {
-    args: ['exec', '--skip-git-repo-check', TASK_PROMPT],
+    args: ['exec', '--skip-git-repo-check', prompt],
     env: { ...baseEnv(home), CODEX_HOME: codexHome, GATEWAY_API_KEY: endpoint.key },
   };
 }
@@ -85,7 +87,7 @@ function codex(home: string, endpoint: Endpoint): ClientRun {
  * Gemini CLI: GOOGLE_GEMINI_BASE_URL alone selects the "gateway" auth type, which non-interactive mode refuses;
  * the settings file selects the API-key auth instead and turns statistics, telemetry and updates off.
  */
-function geminiCli(home: string, endpoint: Endpoint): ClientRun {
+function geminiCli(home: string, endpoint: Endpoint, prompt: string): ClientRun {
   const settingsDir = join(home, '.gemini');
   mkdirSync(settingsDir, { recursive: true });
   const settings = {
@@ -96,7 +98,7 @@ function geminiCli(home: string, endpoint: Endpoint): ClientRun {
   };
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify(settings, null, 2));
   return {
-    args: ['-p', TASK_PROMPT],
+    args: ['-p', prompt],
     env: {
       ...baseEnv(home),
       GEMINI_API_KEY: endpoint.key,
@@ -106,11 +108,13 @@ function geminiCli(home: string, endpoint: Endpoint): ClientRun {
   };
 }
 
-export function prepareClient(client: ClientId, home: string, endpoint: Endpoint): ClientRun {
+/** An agent CLI set up for the task (`prompt`: the MCP task's instead of the file task's). */
+export function prepareClient(client: ClientId, home: string, endpoint: Endpoint, prompt = TASK_PROMPT): ClientRun {
   mkdirSync(home, { recursive: true });
-  if (client === 'claude-code') return claudeCode(home, endpoint);
-  if (client === 'codex') return codex(home, endpoint);
-  return geminiCli(home, endpoint);
+  if (client === 'claude-code') return claudeCode(home, endpoint, prompt);
+  if (client === 'codex') return codex(home, endpoint, prompt);
+  if (client === 'gemini-cli') return geminiCli(home, endpoint, prompt);
+  throw new Error(`${client} is not an agent CLI: it runs only on MCP paths (mcp-clients.ts)`);
 }
 
 /** Claude Code's `--output-format json` result: `{type: "result", is_error, result, ...}`. */

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { capturedOutput, track } from './children.js';
+import { createMcpKey } from './mcp-credential.js';
 import type { MockUpstream } from './mock-upstream.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,14 +33,31 @@ export interface Mocks {
 
 export interface RunningGateway {
   url: string;
+  /** With `mcp`: a scoped key for `/mcp` made before the gateway started (mcp-credential.ts); undefined if refused. */
+  mcpKey?: string;
   /** Everything the gateway wrote to stdout so far: its JSON log, one access line per request. */
   stdout(): string;
   stderr(): string;
   stop(): Promise<void>;
 }
 
-/** The config file: the four upstreams, each of the kind it mocks, and the path's upstream as the default. */
-export function gatewayConfig(mocks: Mocks, target: UpstreamName): Record<string, unknown> {
+/**
+ * The real MCP server the MCP paths reach through the gateway's `/mcp`: @modelcontextprotocol/server-everything (a
+ * dev dependency of the project, from npm) over stdio, started by the gateway on first use.
+ */
+export const MCP_SERVERS = [
+  {
+    name: 'everything',
+    command: process.execPath,
+    args: [join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js'), 'stdio'],
+  },
+];
+
+/**
+ * The config file: the four upstreams, each of the kind it mocks, and the path's upstream as the default; with
+ * `mcp`, the MCP server too.
+ */
+export function gatewayConfig(mocks: Mocks, target: UpstreamName, mcp = false): Record<string, unknown> {
   const upstream = (name: UpstreamName, kind: string, suffix: string): Record<string, unknown> => ({
     name,
     kind,
@@ -54,6 +72,7 @@ export function gatewayConfig(mocks: Mocks, target: UpstreamName): Record<string
       upstream('gemini', 'gemini', '/v1beta'),
     ],
     default_upstream: target,
+    ...(mcp ? { mcp_servers: MCP_SERVERS } : {}),
   };
 }
 
@@ -90,11 +109,16 @@ async function waitUntilHealthy(url: string, child: ChildProcess, timeoutMs: num
 
 const LOG_LIMIT = 4 * 1024 * 1024;
 
-export async function startGateway(workDir: string, mocks: Mocks, target: UpstreamName): Promise<RunningGateway> {
+export async function startGateway(
+  workDir: string,
+  mocks: Mocks,
+  target: UpstreamName,
+  mcp = false,
+): Promise<RunningGateway> {
   const dataDir = join(workDir, 'gateway-data');
   mkdirSync(dataDir, { recursive: true });
   const configPath = join(workDir, 'gateway.json');
-  writeFileSync(configPath, JSON.stringify(gatewayConfig(mocks, target), null, 2));
+  writeFileSync(configPath, JSON.stringify(gatewayConfig(mocks, target, mcp), null, 2));
   const port = await freePort();
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -108,6 +132,7 @@ export async function startGateway(workDir: string, mocks: Mocks, target: Upstre
     LOG_LEVEL: 'info',
     [UPSTREAM_KEY_ENV]: UPSTREAM_KEY,
   };
+  const mcpKey = mcp ? await createMcpKey(ROOT, env) : undefined;
   const child = spawn(process.execPath, [GATEWAY_ENTRY], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   const output = capturedOutput(child, LOG_LIMIT);
@@ -125,5 +150,5 @@ export async function startGateway(workDir: string, mocks: Mocks, target: Upstre
     await stop();
     throw new Error(`gateway ${problem}\n${output.stderr.slice(-2_000)}`);
   }
-  return { url, stdout: () => output.stdout, stderr: () => output.stderr, stop };
+  return { url, ...(mcpKey ? { mcpKey } : {}), stdout: () => output.stdout, stderr: () => output.stderr, stop };
 }

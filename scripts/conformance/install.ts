@@ -10,8 +10,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { ClientPin } from './pins.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PINS, type ClientPin } from './pins.js';
 
 export interface InstalledClient {
   pin: ClientPin;
@@ -120,7 +121,20 @@ async function checkVersion(pin: ClientPin, command: string[]): Promise<string |
   }
 }
 
+/**
+ * A client that is the project's own dependency (the MCP SDK's client): run from the project with its tsx (resolved
+ * here: the client runs in its own working directory), only at the version the lock file holds.
+ */
+function projectClient(pin: ClientPin): InstalledClient {
+  const own = PINS.find((candidate) => candidate.id === pin.id);
+  if (own === undefined || own.version !== pin.version)
+    throw new Error(`${pin.package}@${pin.version}: the project depends on ${own?.version ?? 'no version'} of it`);
+  const script = fileURLToPath(new URL(`./${pin.id}-client.ts`, import.meta.url));
+  return { pin, dir: dirname(script), command: [process.execPath, '--import', import.meta.resolve('tsx'), script] };
+}
+
 export async function ensureInstalled(pin: ClientPin, log: (line: string) => void): Promise<InstalledClient> {
+  if (pin.project === true) return projectClient(pin);
   const dir = join(cacheRoot(), `${pin.id}-${pin.version}`);
   const ready = existsSync(join(dir, MARKER)) ? commandIn(pin, dir) : undefined;
   if (ready !== undefined) return { pin, dir, command: ready };

@@ -22,7 +22,15 @@ export interface PathSpec {
   api: Api;
   /** Set when the gateway cannot serve this client yet: the matrix says why, nothing is run. */
   notYet?: string;
+  /**
+   * A path of the gateway's MCP endpoint (mcp-clients.ts): `agent`, the CLI is given `/mcp` as its MCP server `gw`
+   * and its model (through the gateway, natively) calls the tool; `list`, `call`, `list-and-call`: a client that
+   * speaks MCP only (no model: `upstream` and `api` are then not used).
+   */
+  mcp?: McpStep;
 }
+
+export type McpStep = 'agent' | 'list' | 'call' | 'list-and-call';
 
 export const PATHS: readonly PathSpec[] = [
   {
@@ -128,5 +136,59 @@ export const PATHS: readonly PathSpec[] = [
     via: 'gateway',
     upstream: 'anthropic',
     api: 'messages',
+  },
+  {
+    client: 'claude-code',
+    id: 'mcp-native-anthropic',
+    label: '/mcp as MCP server `gw` (tool mcp__gw__everything__echo); model on /v1/messages → Anthropic (native)',
+    via: 'gateway',
+    upstream: 'anthropic',
+    api: 'messages',
+    mcp: 'agent',
+  },
+  {
+    client: 'codex',
+    id: 'mcp-native-responses',
+    label: '/mcp as `[mcp_servers.gw]` (bearer_token_env_var); model on /v1/responses → OpenAI Responses (native)',
+    via: 'gateway',
+    upstream: 'responses',
+    api: 'responses',
+    mcp: 'agent',
+  },
+  {
+    client: 'gemini-cli',
+    id: 'mcp-native-gemini',
+    label: '/mcp as `mcpServers.gw` (httpUrl, headers); model on Gemini API → Gemini (native)',
+    via: 'gateway',
+    upstream: 'gemini',
+    api: 'gemini',
+    mcp: 'agent',
+  },
+  {
+    client: 'mcp-sdk',
+    id: 'mcp',
+    label: '/mcp: tools/list, tools/call everything__echo (Streamable HTTP)',
+    via: 'gateway',
+    upstream: 'anthropic',
+    api: 'messages',
+    mcp: 'list-and-call',
+  },
+  {
+    client: 'mcp-inspector',
+    id: 'mcp-list',
+    label: '/mcp: --cli --method tools/list (--transport http)',
+    via: 'gateway',
+    upstream: 'anthropic',
+    api: 'messages',
+    mcp: 'list',
+  },
+  {
+    client: 'mcp-inspector',
+    id: 'mcp-call',
+    label: '/mcp: --cli --method tools/call --tool-name everything__echo (--transport http)',
+    via: 'gateway',
+    upstream: 'anthropic',
+    api: 'messages',
+    mcp: 'call',
   },
 ];

@@ -1,13 +1,23 @@
 // The client releases `npm run conformance` runs: the one place their versions are pinned. A run may name other
 // versions on its command line (`npm run conformance -- claude-code@2.1.332`); the matrix says which ran.
 
-export type ClientId = 'claude-code' | 'codex' | 'gemini-cli';
+import { readFileSync } from 'node:fs';
+
+export type ClientId = 'claude-code' | 'codex' | 'gemini-cli' | 'mcp-sdk' | 'mcp-inspector';
 
 export interface ClientPin {
   id: ClientId;
   /** The npm package that installs the CLI. */
   package: string;
   version: string;
+  /** The client is the project's own dependency (its lock file pins it): run from the project, nothing installed. */
+  project?: true;
+}
+
+/** The version of the MCP SDK the project depends on (package-lock.json pins it). */
+function projectSdkVersion(): string {
+  const manifest = new URL('../../node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
 /**
@@ -18,6 +28,11 @@ export const PINS: readonly ClientPin[] = [
   { id: 'claude-code', package: '@anthropic-ai/claude-code', version: '2.1.197' },
   { id: 'codex', package: '@openai/codex', version: '0.169.0' },
   { id: 'gemini-cli', package: '@google/gemini-cli', version: '0.61.0' },
+  // MCP clients of the gateway's /mcp (issue 45): the SDK's own client (scripts/conformance/mcp-sdk-client.ts on the
+  // project's dependency) and the MCP Inspector's CLI mode (`inspector --cli`; v2: the v1 package
+  // @modelcontextprotocol/inspector-cli says it is deprecated).
+  { id: 'mcp-sdk', package: '@modelcontextprotocol/sdk', version: projectSdkVersion(), project: true },
+  { id: 'mcp-inspector', package: '@modelcontextprotocol/inspector', version: '2.12.0' },
 ];
 
 /**

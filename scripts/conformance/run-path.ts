@@ -6,11 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { capturedOutput, killNow, track } from './children.js';
-import { prepareClient, type ClientOutput } from './clients.js';
+import { prepareClient, type ClientOutput, type ClientRun } from './clients.js';
 import { GATEWAY_KEY, startGateway, type Mocks, type RunningGateway } from './gateway.js';
 import type { InstalledClient } from './install.js';
 import { judge, type CellResult } from './judge.js';
 import type { MockUpstream } from './mock-upstream.js';
+import { prepareMcpClient } from './mcp-clients.js';
+import { mcpCredential, type McpCredential } from './mcp-credential.js';
+import { mcpExpected } from './mcp-task.js';
 import type { PathSpec } from './paths.js';
 import { writeFixture } from './record.js';
 import { startTap, type Tap } from './tap.js';
@@ -64,6 +67,24 @@ function runClient(
   });
 }
 
+/**
+ * Runs the client's setup commands (`claude mcp add ...`) one after the other; undefined when each exited 0, else
+ * what the failing one printed.
+ */
+async function runSetup(
+  command: string[],
+  prepared: ClientRun,
+  cwd: string,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  for (const args of prepared.setup ?? []) {
+    const { output, timedOut } = await runClient([...command, ...args], cwd, prepared.env, timeoutMs);
+    if (timedOut || output.code !== 0)
+      return `setup \`${args.slice(0, 3).join(' ')} ...\` ${timedOut ? 'timed out' : `exited ${String(output.code)}`}: ${`${output.stderr} ${output.stdout}`.trim().slice(0, 300)}`;
+  }
+  return undefined;
+}
+
 function since(mock: MockUpstream, from: number): MockUpstream['requests'] {
   return mock.requests.slice(from);
 }
@@ -81,7 +102,11 @@ export async function runPath(
   const dir = join(runsDir, `${path.client}-${path.id}`);
   const workDir = join(dir, 'work');
   mkdirSync(workDir, { recursive: true });
-  const task: Task = { workDir, token: `conformance-ok-${randomBytes(8).toString('hex')}` };
+  const task: Task = {
+    workDir,
+    token: `conformance-ok-${randomBytes(8).toString('hex')}`,
+    ...(path.mcp === 'agent' ? { mcp: true } : {}),
+  };
   writeFileSync(join(workDir, TASK_FILE), `${task.token}\n`);
   const all = Object.values(mocks) as MockUpstream[];
   for (const mock of all) mock.setTask(task);
@@ -90,7 +115,13 @@ export async function runPath(
   let gateway: RunningGateway | undefined;
   let tap: Tap | undefined;
   try {
-    gateway = path.via === 'gateway' ? await startGateway(dir, mocks, path.upstream) : undefined;
+    gateway =
+      path.via === 'gateway' ? await startGateway(dir, mocks, path.upstream, path.mcp !== undefined) : undefined;
+    // Probed on the gateway itself, not through the tap: the tap's exchanges are the client's.
+    const credential: McpCredential | undefined =
+      path.mcp !== undefined && gateway !== undefined
+        ? await mcpCredential(gateway.url, gateway.mcpKey, GATEWAY_KEY)
+        : undefined;
     // The control path has a tap only when recording (its exchanges are then the client's with the mock).
     tap = gateway
       ? await startTap(gateway.url, { record })
@@ -98,7 +129,14 @@ export async function runPath(
         ? await startTap(mocks[path.upstream].origin, { record })
         : undefined;
     const origin = tap?.origin ?? mocks[path.upstream].origin;
-    const prepared = prepareClient(path.client, join(dir, 'home'), { origin, key: GATEWAY_KEY });
+    const home = join(dir, 'home');
+    const model = { origin, key: GATEWAY_KEY };
+    const prepared =
+      credential === undefined
+        ? prepareClient(path.client, home, model)
+        : prepareMcpClient(path, home, model, { url: `${origin}/mcp`, key: credential.key }, task.token);
+    const setupProblem = await runSetup(client.command, prepared, workDir, timeoutMs);
+    if (setupProblem !== undefined) throw new Error(setupProblem);
     const { output, timedOut } = await runClient(
       [...client.command, ...prepared.args],
       workDir,
@@ -110,7 +148,8 @@ export async function runPath(
     const evidence = {
       output,
       timedOutAfterS: timedOut ? timeoutMs / 1000 : undefined,
-      token: task.token,
+      expected: path.mcp === undefined ? task.token : mcpExpected(task.token),
+      ...(credential === undefined ? {} : { credential: credential.note }),
       upstream: since(target, marks.get(target) ?? 0),
       elsewhere: all
         .filter((mock) => mock !== target)

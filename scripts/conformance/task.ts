@@ -4,12 +4,15 @@
 // loop (the call reached the client, the client ran the tool, the result reached the upstream, the answer came back).
 // A mock with no task set plays a model's part instead (model-part.ts), for the Open Responses compliance suite.
 import type { Conversation } from './conversation.js';
+import { decideMcp } from './mcp-task.js';
 
 /** What one run's task is: where the file is and the token in it. */
 export interface Task {
   /** The directory the client runs in (its cwd); the file is `TASK_FILE` there. */
   workDir: string;
   token: string;
+  /** The MCP task instead (mcp-task.ts): the first turn calls the gateway's `everything__echo` with the token. */
+  mcp?: boolean;
 }
 
 export const TASK_FILE = 'conformance.txt';
@@ -121,6 +124,7 @@ export function decide(tools: DeclaredTool[], toolResults: string[], task: Task)
     return { kind: 'text', text: `The tool said: ${quoted}` };
   }
   if (tools.length === 0) return { kind: 'text', text: 'OK' };
+  if (task.mcp === true) return decideMcp(tools, task);
   for (const plan of TOOL_PLANS) {
     const tool = tools.find((declared) => plan.matches(declared.name));
     if (tool !== undefined) return { kind: 'tool', tool, ...plan.call(task, tool) };

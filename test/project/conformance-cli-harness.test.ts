@@ -19,6 +19,7 @@ import {
 } from '../../scripts/conformance/matrix.js';
 import { startMockUpstream, type Recorded } from '../../scripts/conformance/mock-upstream.js';
 import { PATHS, type PathSpec } from '../../scripts/conformance/paths.js';
+import { decideMcp } from '../../scripts/conformance/mcp-task.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
 
 const TASK = { workDir: '/work/task', token: 'conformance-ok-0123456789abcdef' };
@@ -317,7 +318,7 @@ describe('conformance judge', () => {
   const evidence = {
     output: { code: 0, stdout: `The tool said: ${TASK.token}`, stderr: '' },
     timedOutAfterS: undefined,
-    token: TASK.token,
+    expected: TASK.token,
     upstream: [call('responses'), call('responses', [TASK.token])],
     elsewhere: [],
     exchanges: [],
@@ -353,6 +354,64 @@ describe('conformance judge', () => {
       judge(path, { ...evidence, output: { code: 0, stdout: 'I could not read it', stderr: '' } }).note,
       /the final answer lacks the tool output/,
     );
+  });
+});
+
+describe('conformance MCP task: the mock calls the gateway tool under each client’s name for it', () => {
+  const task = { ...TASK, mcp: true };
+  const names = ['mcp__gw__everything__echo', 'mcp_gw_everything__echo'];
+  for (const name of names)
+    test(`${name} (among other tools) is called with the token as its message`, () => {
+      const reply = decideMcp([{ name: 'Read' }, { name: 'mcp__gw__everything__get-sum' }, { name }], task);
+      assert.deepEqual(reply, { kind: 'tool', tool: { name }, args: { message: TASK.token } });
+    });
+  test('a Responses namespace: the tool inside it', () => {
+    const tool = { name: 'everything__echo', namespace: 'mcp__gw' };
+    assert.deepEqual(decideMcp([tool], task), { kind: 'tool', tool, args: { message: TASK.token } });
+  });
+  test("Codex's code mode: JavaScript for its exec tool, calling the MCP tool as tools.mcp__gw__everything__echo", () => {
+    const exec = { name: 'exec', namespace: 'functions', freeform: true };
+    const reply = decideMcp([exec], task);
+    assert.equal(reply.kind, 'tool');
+    assert.match(
+      reply.kind === 'tool' ? (reply.input ?? '') : '',
+      new RegExp(`tools\\.mcp__gw__everything__echo\\(\\{ message: "${TASK.token}" \\}\\)`),
+    );
+  });
+  test('no such tool: a text naming what was declared (the run then fails, saying so)', () => {
+    const reply = decideMcp([{ name: 'Read' }], task);
+    assert.deepEqual(reply.kind, 'text');
+    assert.match(reply.kind === 'text' ? reply.text : '', /no tool named …everything__echo.*: Read$/);
+  });
+});
+
+describe('conformance judge of an MCP-only client', () => {
+  const call = PATHS.find((path) => path.client === 'mcp-inspector' && path.mcp === 'call') as PathSpec;
+  const list = PATHS.find((path) => path.client === 'mcp-inspector' && path.mcp === 'list') as PathSpec;
+  const expected = `Echo: ${TASK.token}`;
+  const evidence = {
+    output: { code: 0, stdout: `{"content":[{"type":"text","text":"${expected}"}]}`, stderr: '' },
+    timedOutAfterS: undefined,
+    expected,
+    credential: 'admin token',
+    upstream: [],
+    elsewhere: [],
+    exchanges: [],
+  };
+  test("passes on the real server's answer", () => {
+    assert.deepEqual(judge(call, evidence), { outcome: 'pass', note: 'admin token; got "Echo: <token>"' });
+  });
+  test('fails without it (another text, or the token alone), naming what was missing', () => {
+    for (const stdout of ['{"content":[]}', TASK.token]) {
+      const verdictOf = judge(call, { ...evidence, output: { code: 0, stdout, stderr: '' } });
+      assert.equal(verdictOf.outcome, 'fail');
+      assert.match(verdictOf.note, /its output lacks "Echo: <token>"$/);
+    }
+  });
+  test('tools/list passes when the listing names the tool, fails on an exit code', () => {
+    const listed = { ...evidence, output: { code: 0, stdout: '{"tools":[{"name":"everything__echo"}]}', stderr: '' } };
+    assert.equal(judge(list, listed).outcome, 'pass');
+    assert.equal(judge(list, { ...listed, output: { ...listed.output, code: 1 } }).outcome, 'fail');
   });
 });
 

@@ -7,10 +7,9 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ZodType } from 'zod';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { scrubAnswer } from '../../secrets/key-scrubber.js';
+import { withoutServerSecrets } from './server-secrets.js';
 import { clientSdk } from '../../mcp/sdk.js';
 import type { McpUpstreams } from '../../mcp/upstream-contract.js';
-import type { ToolRights } from './tool-rights.js';
 
 /** The most pages of one server's list read, and the most entries kept of it. */
 const MAX_PAGES = 20;
@@ -116,14 +115,6 @@ export class McpServerContent {
     return lists.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
   }
 
-  /** The servers a caller with `rights` may use, in name order. */
-  servers(rights: ToolRights): string[] {
-    return this.upstreams
-      .names()
-      .filter((server) => rights.allowsServer(server))
-      .sort();
-  }
-
   private async pages<P extends { nextCursor?: string | undefined }, T>(
     server: string,
     method: string,
@@ -163,13 +154,9 @@ export class McpServerContent {
     this.uriServer.set(uri, server);
   }
 
-  /** `value` with the server's connection secrets removed wherever it repeats them. */
+  /** `value` without the server's connection secrets (server-secrets.ts). */
   private scrubbed<T>(server: string, value: T): T {
     const secrets = this.upstreams.secrets(server);
-    if (secrets.length === 0) return value;
-    const text = JSON.stringify(value);
-    const bytes = Buffer.from(text);
-    const clean = scrubAnswer(bytes, text, secrets);
-    return clean === bytes ? value : (JSON.parse(clean.toString('utf8')) as T);
+    return secrets.length === 0 ? value : withoutServerSecrets(value, JSON.stringify(value), secrets);
   }
 }

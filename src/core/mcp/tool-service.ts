@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpConfig, McpLimits } from '../../config/mcp-schema.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
-import { scrubAnswer } from '../../secrets/key-scrubber.js';
+import { withoutServerSecrets } from './server-secrets.js';
 import type { RateState } from '../limits/rate-limit-headers.js';
 import type { McpUpstreams, ToolCallOptions } from '../../mcp/upstream-contract.js';
 import type { ToolCallOutcome, ToolCallRecord } from './tool-call-record.js';
@@ -182,7 +182,13 @@ export class McpToolService {
 
     this.observer.started?.(base);
     try {
-      const raw = await this.upstreams.callTool(server, tool, args, options);
+      let raw: CallToolResult;
+      try {
+        raw = await this.upstreams.callTool(server, tool, args, options);
+      } catch (error) {
+        end(...failureOf(error, options.signal), 0);
+        throw error;
+      }
       const text = JSON.stringify(raw);
       const bytesOut = Buffer.byteLength(text);
       if (bytesOut > settings.maxResultBytes) {
@@ -194,35 +200,12 @@ export class McpToolService {
         end('upstream_error', error.code, bytesOut);
         throw error;
       }
-      const result = this.scrubbed(server, text, raw);
+      const result = withoutServerSecrets(raw, text, this.upstreams.secrets(server));
       end(result.isError === true ? 'tool_error' : 'ok', null, bytesOut);
       return { result, callId, rate: admitted.rate };
-    } catch (error) {
-      if (isGatewayError(error) && error.code === 'mcp_upstream_error' && error.details.reason !== undefined)
-        throw error; // recorded above
-      const outcome: ToolCallOutcome = options.signal?.aborted
-        ? 'cancelled'
-        : isGatewayError(error) && error.code === 'mcp_tool_timeout'
-          ? 'timeout'
-          : 'upstream_error';
-      end(
-        outcome,
-        isGatewayError(error) ? error.code : outcome === 'cancelled' ? 'client_closed_request' : 'internal_error',
-        0,
-      );
-      throw error;
     } finally {
       admitted.release();
     }
-  }
-
-  /** The result with the server's connection secrets removed wherever it repeats them. */
-  private scrubbed(server: string, text: string, raw: CallToolResult): CallToolResult {
-    const secrets = this.upstreams.secrets(server);
-    if (secrets.length === 0) return raw;
-    const bytes = Buffer.from(text);
-    const clean = scrubAnswer(bytes, text, secrets);
-    return clean === bytes ? raw : (JSON.parse(clean.toString('utf8')) as CallToolResult);
   }
 
   private knownServer(server: string): string {
@@ -238,4 +221,11 @@ function ownOrDefault(own: McpLimits | undefined, defaults: McpLimits): McpLimit
     callsPerMinute: own?.callsPerMinute ?? defaults.callsPerMinute,
     concurrent: own?.concurrent ?? defaults.concurrent,
   };
+}
+
+/** How a failed upstream call is recorded: its outcome and our error code. */
+function failureOf(error: unknown, signal: AbortSignal | undefined): [ToolCallOutcome, string] {
+  if (signal?.aborted) return ['cancelled', isGatewayError(error) ? error.code : 'client_closed_request'];
+  if (!isGatewayError(error)) return ['upstream_error', 'internal_error'];
+  return [error.code === 'mcp_tool_timeout' ? 'timeout' : 'upstream_error', error.code];
 }

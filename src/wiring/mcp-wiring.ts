@@ -4,7 +4,6 @@ import { McpServerContent } from '../core/mcp/server-content.js';
 import { mountMcpRoutes } from '../routes/mcp/mcp-routes.js';
 import type { McpConfig } from '../config/mcp-schema.js';
 import type { GatewayConfig } from '../config/types.js';
-import { LocalToolLimiter } from '../core/mcp/local-tool-limiter.js';
 import { McpToolService, type ToolCallLimiter, type ToolCallObserver } from '../core/mcp/tool-service.js';
 import { UpstreamPool } from '../mcp/upstream-pool.js';
 
@@ -25,21 +24,15 @@ export interface WiredMcp {
 export function wireMcp(
   app: FastifyInstance,
   config: GatewayConfig,
-  deps: { auth: Authenticator; limiter?: ToolCallLimiter; observer?: ToolCallObserver },
+  deps: { auth: Authenticator; limiter: ToolCallLimiter; observer: ToolCallObserver },
 ): WiredMcp {
   let settings = config.mcp;
   const pool = new UpstreamPool(settings, {
     warn: (message, fields) => app.log.warn(fields, message),
     debug: (message, fields) => app.log.debug(fields, message),
   });
-  // buildApp passes the store's limiter and the records' observer (tool-calls-wiring.ts); these stand in for an
-  // embedding program's service built without them.
-  const tools = new McpToolService(
-    pool,
-    () => settings,
-    deps.limiter ?? new LocalToolLimiter(),
-    deps.observer ?? { ended: () => undefined },
-  );
+  // The limiter and the records' observer come from tool-calls-wiring.ts (the limit store, or this process's).
+  const tools = new McpToolService(pool, () => settings, deps.limiter, deps.observer);
   mountMcpRoutes(app, {
     auth: deps.auth,
     tools,

@@ -5,6 +5,7 @@ import { PriceBook, type ModelFacts } from '../core/models/price-book.js';
 import { ECHO_MODEL_ID } from '../providers/echo/echo-provider.js';
 import { parseFlags } from './keys-command.js';
 import type { CliOutput } from './webhooks-command.js';
+import { printable } from './summary-output.js';
 
 const PRICE_COLUMNS = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'price_source'];
 /** Left-aligned; the others (figures) right-aligned. */
@@ -126,9 +127,4 @@ function ageDays(asOf: string, nowMs: number): number {
 function shown(file: string): string {
   const rel = relative(process.cwd(), file);
   return rel.startsWith('..') ? file : rel;
-}
-
-/** Model names from the command line or the config, printed to a terminal: control characters become `?`. */
-function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
 }

@@ -1,5 +1,6 @@
 import type { ToolCallStore, ToolCallSummaryRow } from '../store/tool-call-contract.js';
-import { parseDuration, parseFlags } from './keys-command.js';
+import { parseFlags } from './keys-command.js';
+import { alignedLines, csvField, printable, summaryOptions } from './summary-output.js';
 import type { CliOutput } from './webhooks-command.js';
 
 /** The fields of a row as CSV and JSON name them (docs/mcp.md, "Records"). */
@@ -19,18 +20,10 @@ export async function toolCallsCommand(
   io: CliOutput,
   nowMs = Date.now(),
 ): Promise<number> {
-  const { flags } = parseFlags(args);
-  const since = parseDuration(flags.since ?? '7d');
-  if (since === undefined) {
-    io.err('--since: a duration like 24h or 30d');
-    return 2;
-  }
-  const format = flags.format ?? 'table';
-  if (!['table', 'csv', 'json'].includes(format)) {
-    io.err('--format: table, csv or json');
-    return 2;
-  }
-  const rows = await store.summarizeToolCalls(nowMs - since, nowMs + 1, MAX_ROWS);
+  const options = summaryOptions(parseFlags(args).flags, io);
+  if (!options) return 2;
+  const { sinceMs, format } = options;
+  const rows = await store.summarizeToolCalls(nowMs - sinceMs, nowMs + 1, MAX_ROWS);
   const values = (r: ToolCallSummaryRow) => [r.calls, r.errors, r.refused, r.p50Ms, r.p99Ms, r.bytesIn, r.bytesOut];
   if (format === 'json') {
     io.out(
@@ -47,34 +40,18 @@ export async function toolCallsCommand(
   }
   if (format === 'csv') {
     io.out([...GROUP, ...HEADER].join(','));
-    for (const r of rows) io.out([csv(r.caller), csv(r.server), csv(r.tool), ...values(r).map(blank)].join(','));
+    for (const r of rows)
+      io.out([csvField(r.caller), csvField(r.server), csvField(r.tool), ...values(r).map(blank)].join(','));
     return 0;
   }
   const table = [
     [...GROUP, ...HEADER],
     ...rows.map((r) => [printable(r.caller), printable(r.server), printable(r.tool), ...values(r).map(dash)]),
   ];
-  const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => String(row[i]).length))) ?? [];
-  for (const row of table)
-    io.out(
-      row
-        .map((cell, i) =>
-          i < GROUP.length ? String(cell).padEnd(widths[i] ?? 0) : String(cell).padStart(widths[i] ?? 0),
-        )
-        .join('  '),
-    );
+  for (const line of alignedLines(table, GROUP.length)) io.out(line);
   if (rows.length === 0) io.out('(no tool calls in this period)');
   return 0;
 }
 
 const dash = (value: number | null): string => (value === null ? '-' : String(value));
 const blank = (value: number | null): string => (value === null ? '' : String(value));
-
-function csv(value: string): string {
-  return /[",\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-}
-
-/** Upstream-chosen text (tool names) printed to a terminal: control characters (escape sequences) become `?`. */
-function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
-}

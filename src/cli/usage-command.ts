@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { UsageGrouping, UsageRecord, UsageStore, UsageSummaryRow } from '../store/store-contract.js';
-import { parseDuration, parseFlags } from './keys-command.js';
+import { parseFlags } from './keys-command.js';
+import { alignedLines, csvField, printable, summaryOptions } from './summary-output.js';
 import type { CliOutput } from './webhooks-command.js';
 
 const GROUPINGS: readonly UsageGrouping[] = ['model', 'caller', 'route', 'day'];
@@ -51,17 +52,10 @@ export async function usageCommand(
     io.err(`--by: one of ${GROUPINGS.join(', ')} (got "${flags.by}")`);
     return 2;
   }
-  const since = parseDuration(flags.since ?? '7d');
-  if (since === undefined) {
-    io.err('--since: a duration like 24h or 30d');
-    return 2;
-  }
-  const format = flags.format ?? 'table';
-  if (!['table', 'csv', 'json'].includes(format)) {
-    io.err('--format: table, csv or json');
-    return 2;
-  }
-  const rows = await store.summarize(by, nowMs - since, nowMs + 1);
+  const options = summaryOptions(flags, io);
+  if (!options) return 2;
+  const { sinceMs, format } = options;
+  const rows = await store.summarize(by, nowMs - sinceMs, nowMs + 1);
   const values = (r: UsageSummaryRow) => [
     r.requests,
     r.errors,
@@ -83,16 +77,10 @@ export async function usageCommand(
     );
   } else if (format === 'csv') {
     io.out([by, ...HEADER].join(','));
-    for (const r of rows) io.out([csv(printable(r.group)), ...values(r)].join(','));
+    for (const r of rows) io.out([csvField(printable(r.group)), ...values(r)].join(','));
   } else {
     const table = [[by, ...TABLE_HEADER], ...rows.map((r) => [printable(r.group), ...values(r).map(shown)])];
-    const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => String(row[i]).length))) ?? [];
-    for (const row of table)
-      io.out(
-        row
-          .map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i] ?? 0) : String(cell).padStart(widths[i] ?? 0)))
-          .join('  '),
-      );
+    for (const line of alignedLines(table, 1)) io.out(line);
     if (rows.length === 0) io.out('(no requests in this period)');
   }
   return 0;
@@ -106,10 +94,6 @@ function shown(value: number | null, i: number): string {
   if (i === SHARE) return value === null ? '-' : `${(value * 100).toFixed(1)}%`;
   if (DOLLARS.has(i) && value !== null) return value.toFixed(8).replace(/\.?0+$/, '');
   return String(value);
-}
-
-function csv(value: string): string {
-  return /[",\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
 export interface TailOptions {
@@ -199,11 +183,6 @@ const TAIL_HEADER = [
   'tokens'.padStart(7),
   'request_id',
 ].join(' ');
-
-/** Caller-chosen text (model ids) printed to a terminal: control characters (escape sequences) become `?`. */
-function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
-}
 
 function tailLine(r: UsageRecord): string {
   const tokens = r.promptTokens === null ? '-' : String(r.promptTokens + (r.completionTokens ?? 0));

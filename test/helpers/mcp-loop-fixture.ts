@@ -7,10 +7,13 @@
  * process, is the gateway's second server (`web`), for the cases that name a server by its URL.
  */
 import { after, before } from 'node:test';
+import { SqliteToolCallStore } from '../../src/store/sqlite/sqlite-tool-calls.js';
+import type { StoredToolCall } from '../../src/store/tool-call-contract.js';
 import { startGateway, type TestGateway } from './gateway.js';
 import { EVERYTHING_SERVER, startEverythingHttp, type EverythingHttp } from './mcp/everything-http.js';
 import { SCRIPT, startScriptedUpstream, type Decide, type ScriptedUpstream } from './upstreams/scripted.js';
 import { everyKindConfig } from './upstreams/scripted-kinds.js';
+import { waitForValue } from './wait.js';
 /** The function the model is offered for the server's `echo` tool (mcp/tool-names.ts modelFunctionName). */
 export const ECHO_FUNCTION = 'everything__echo';
 export const ECHO_MESSAGE = 'hello from the model';
@@ -102,4 +105,19 @@ export function useMcpLoopGateway(mcpLines: readonly string[] = []): McpLoopFixt
       return web.url;
     },
   };
+}
+
+/** The tool-call records of one request, once there is one (records are written in batches, off the call's path). */
+export function toolCallsOfRequest(
+  gw: TestGateway,
+  requestId: string | null,
+  timeoutMs?: number,
+): Promise<StoredToolCall[]> {
+  const store = new SqliteToolCallStore(gw.store.db);
+  return waitForValue(
+    'the tool call record',
+    async () => (await store.recentToolCalls(50)).filter((r) => r.requestId === requestId),
+    (found) => found.length > 0,
+    timeoutMs,
+  );
 }

@@ -12,10 +12,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { EVERYTHING_SERVER } from '../helpers/mcp/everything-http.js';
 import { startRecordingMcpServer, type RecordingMcpServer } from '../helpers/mcp/recording-mcp-server.js';
 import { waitFor } from '../helpers/wait.js';
 
-const EVERYTHING = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const FILESYSTEM = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const SECRET = 'mcp-upstream-secret-0123456789abcdef';
 
@@ -27,7 +27,7 @@ mcp:
 mcp_servers:
   - name: everything
     command: ${JSON.stringify(process.execPath)}
-    args: [${JSON.stringify(EVERYTHING)}, stdio]
+    args: [${JSON.stringify(EVERYTHING_SERVER)}, stdio]
   - name: fs
     command: ${JSON.stringify(process.execPath)}
     args: [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(folder)}]
@@ -293,7 +293,7 @@ describe('/mcp: the gateway as one MCP server over several', () => {
         serversYaml(
           recording,
           folder,
-          `  - name: second\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(EVERYTHING)}, stdio]\n`,
+          `  - name: second\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(EVERYTHING_SERVER)}, stdio]\n`,
         ),
       );
       await gw.gateway.reloadConfig('SIGHUP');

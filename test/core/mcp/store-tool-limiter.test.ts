@@ -5,29 +5,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { StoreToolLimiter } from '../../../src/core/mcp/store-tool-limiter.js';
 import type { ToolCaller } from '../../../src/core/mcp/tool-service.js';
 import { compileToolRights } from '../../../src/core/mcp/tool-rights.js';
-import { isGatewayError, type GatewayError } from '../../../src/errors/gateway-error.js';
+import { isGatewayError } from '../../../src/errors/gateway-error.js';
 import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/sqlite-store.js';
 import { SqliteRateLimiter } from '../../../src/store/sqlite/sqlite-rate-limiter.js';
 import { startGateway, type TestGateway } from '../../helpers/gateway.js';
-import { PROJECT_ROOT } from '../../helpers/paths.js';
 import { REDIS_URL, redisSkipReason } from '../../helpers/services.js';
 import { waitFor } from '../../helpers/wait.js';
-
-const EVERYTHING = join(PROJECT_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
-
-async function refused(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(isGatewayError(error), `not a GatewayError: ${String(error)}`);
-    return error;
-  }
-  assert.fail('the call was admitted');
-}
+import { EVERYTHING_SERVER } from '../../helpers/mcp/everything-http.js';
+import { gatewayRefusal } from '../../helpers/mcp/gateway-refusal.js';
 
 describe('StoreToolLimiter on SQLite', () => {
   let sqlite: SqliteStore;
@@ -66,7 +54,7 @@ describe('StoreToolLimiter on SQLite', () => {
     };
     const held = await limiter.admit(call);
     assert.equal(held.rate, undefined); // no windowed limit: no RateLimit-* state
-    const busy = await refused(limiter.admit(call));
+    const busy = await gatewayRefusal(limiter.admit(call));
     assert.equal(busy.details.limit, 'mcp.caller.concurrent');
     assert.equal(busy.details.in_flight, 1);
     // Never released: after its lease (hold + margin) another call is admitted.
@@ -102,7 +90,7 @@ describe('two gateways on one Redis', { skip: await redisSkipReason() }, () => {
   const config = {
     name: 'mcp.json',
     text: JSON.stringify({
-      mcp_servers: [{ name: 'everything', command: process.execPath, args: [EVERYTHING, 'stdio'] }],
+      mcp_servers: [{ name: 'everything', command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] }],
     }),
   };
   before(async () => {
@@ -131,7 +119,7 @@ describe('two gateways on one Redis', { skip: await redisSkipReason() }, () => {
     await b.gateway.mcp.tools.callTool(caller, 'everything', 'echo', { message: '2' });
     const third = await a.gateway.mcp.tools.callTool(caller, 'everything', 'echo', { message: '3' });
     assert.equal(third.rate?.remaining, 0);
-    const error = await refused(b.gateway.mcp.tools.callTool(caller, 'everything', 'echo', { message: '4' }));
+    const error = await gatewayRefusal(b.gateway.mcp.tools.callTool(caller, 'everything', 'echo', { message: '4' }));
     assert.equal(error.details.limit, 'mcp.caller.calls_per_minute');
     assert.ok(Number(error.headers?.['retry-after']) >= 1);
   });

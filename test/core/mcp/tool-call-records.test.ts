@@ -7,7 +7,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { runCli } from '../../../src/cli/run-cli.js';
 import type { ToolCaller } from '../../../src/core/mcp/tool-service.js';
 import { compileToolRights } from '../../../src/core/mcp/tool-rights.js';
@@ -18,12 +17,12 @@ import type { StoredToolCall } from '../../../src/store/tool-call-contract.js';
 import { verifyWebhook } from '../../../src/webhooks/verify.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../../helpers/gateway.js';
 import { startOtlpCollector, type OtlpCollector } from '../../helpers/otlp-collector.js';
-import { PROJECT_ROOT } from '../../helpers/paths.js';
 import { waitForValue } from '../../helpers/wait.js';
 import { chromiumSkipReason, launchChromium } from '../../helpers/services.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { EVERYTHING_SERVER } from '../../helpers/mcp/everything-http.js';
+import { gatewayRefusal } from '../../helpers/mcp/gateway-refusal.js';
 
-const EVERYTHING = join(PROJECT_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const SECRET = 'whsec-tool-calls-0123456789abcdef';
 const chromiumSkip = await chromiumSkipReason();
 
@@ -31,7 +30,7 @@ const chromiumSkip = await chromiumSkipReason();
 const everything = (name: string, extra: Record<string, unknown> = {}) => ({
   name,
   command: process.execPath,
-  args: [EVERYTHING, 'stdio'],
+  args: [EVERYTHING_SERVER, 'stdio'],
   call_timeout_seconds: 1.5,
   ...extra,
 });
@@ -50,17 +49,6 @@ async function outcomeOf(promise: Promise<unknown>): Promise<GatewayError | unde
     assert.ok(isGatewayError(error), `not a GatewayError: ${String(error)}`);
     return error;
   }
-}
-
-/** The error a promise rejects with (it must reject with a GatewayError). */
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(isGatewayError(error), `not a GatewayError: ${String(error)}`);
-    return error;
-  }
-  assert.fail('the call was admitted');
 }
 
 describe('MCP tool calls: limits and records through the wired service', () => {
@@ -155,7 +143,7 @@ describe('MCP tool calls: limits and records through the wired service', () => {
 
   test('a refused call is recorded `refused` with its code', async () => {
     const caller = { ...callerOf('key:none', undefined, 'req_refused'), rights: compileToolRights([]) };
-    const error = await refusal(tools().callTool(caller, 'everything', 'echo', { message: 'x' }));
+    const error = await gatewayRefusal(tools().callTool(caller, 'everything', 'echo', { message: 'x' }));
     assert.equal(error.code, 'mcp_tool_not_allowed');
     const [record] = await recordsOfRequest('req_refused', 1);
     assert.equal(record?.outcome, 'refused');
@@ -166,7 +154,7 @@ describe('MCP tool calls: limits and records through the wired service', () => {
   test("a caller's calls a minute: the third is 429 rate_limited with Retry-After, naming the limit", async () => {
     const caller = callerOf('key:per-minute', { callsPerMinute: 2, concurrent: undefined }, 'req_per_minute');
     for (let i = 0; i < 2; i++) await tools().callTool(caller, 'everything', 'echo', { message: `m${i}` });
-    const error = await refusal(tools().callTool(caller, 'everything', 'echo', { message: 'm2' }));
+    const error = await gatewayRefusal(tools().callTool(caller, 'everything', 'echo', { message: 'm2' }));
     assert.equal(error.code, 'rate_limited');
     assert.equal(error.status, 429);
     assert.equal(error.details.limit, 'mcp.caller.calls_per_minute');
@@ -187,7 +175,7 @@ describe('MCP tool calls: limits and records through the wired service', () => {
     const admin = callerOf('admin', null);
     await tools().callTool(admin, 'limited', 'echo', { message: 'a' });
     await tools().callTool(callerOf('key:x', undefined), 'limited', 'echo', { message: 'b' });
-    const error = await refusal(tools().callTool(admin, 'limited', 'echo', { message: 'c' }));
+    const error = await gatewayRefusal(tools().callTool(admin, 'limited', 'echo', { message: 'c' }));
     assert.equal(error.code, 'rate_limited');
     assert.equal(error.details.limit, 'mcp.server.calls_per_minute');
     assert.equal(error.details.scope_id, 'limited');
@@ -206,7 +194,7 @@ describe('MCP tool calls: limits and records through the wired service', () => {
     assert.equal(unknown.result.isError, true);
     await call('echo', { message: 'two' });
     // A failure (the server cannot be started: 502), then the next call is admitted.
-    const broken = await refusal(tools().callTool(caller, 'broken', 'echo', { message: 'x' }));
+    const broken = await gatewayRefusal(tools().callTool(caller, 'broken', 'echo', { message: 'x' }));
     assert.equal(broken.code, 'mcp_server_unavailable');
     await call('echo', { message: 'three' });
 
@@ -219,7 +207,7 @@ describe('MCP tool calls: limits and records through the wired service', () => {
     );
     assert.equal(busy?.details.limit, 'mcp.caller.concurrent');
     assert.equal(busy?.headers?.['retry-after'], '1');
-    const timedOut = await refusal(slow);
+    const timedOut = await gatewayRefusal(slow);
     assert.equal(timedOut.code, 'mcp_tool_timeout');
     await call('echo', { message: 'after timeout' });
 

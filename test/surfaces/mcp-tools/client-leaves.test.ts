@@ -5,9 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { authHeaders } from '../../helpers/gateway.js';
-import { callTool, MODELS, useMcpLoopGateway } from '../../helpers/mcp-loop-fixture.js';
-import { waitForValue } from '../../helpers/wait.js';
-import { SqliteToolCallStore } from '../../../src/store/sqlite/sqlite-tool-calls.js';
+import { callTool, MODELS, toolCallsOfRequest, useMcpLoopGateway } from '../../helpers/mcp-loop-fixture.js';
 
 const fx = useMcpLoopGateway();
 
@@ -39,13 +37,8 @@ test('the caller leaving mid-call cancels the MCP tool call the loop is running'
   }
   const started = Date.now();
   leave.abort();
-  const store = new SqliteToolCallStore(fx.gw.store.db);
-  const records = await waitForValue(
-    'the tool call ends and is recorded',
-    async () => (await store.recentToolCalls(50)).filter((r) => r.requestId === requestId),
-    (found) => found.length > 0,
-    15_000,
-  );
+  const records = await toolCallsOfRequest(fx.gw, requestId, 15_000);
+
   assert.deepEqual(
     records.map((r) => [r.tool, r.via, r.outcome]),
     [['trigger-long-running-operation', 'responses', 'cancelled']],

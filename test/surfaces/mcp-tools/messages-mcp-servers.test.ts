@@ -11,8 +11,6 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
-import { waitForValue } from '../../helpers/wait.js';
-import { SqliteToolCallStore } from '../../../src/store/sqlite/sqlite-tool-calls.js';
 import {
   ECHO_FUNCTION,
   ECHO_MESSAGE,
@@ -20,6 +18,7 @@ import {
   echoThenAnswer,
   FINAL_TEXT,
   MODELS,
+  toolCallsOfRequest,
   useMcpLoopGateway,
 } from '../../helpers/mcp-loop-fixture.js';
 import type { ScriptedRequest } from '../../helpers/upstreams/scripted.js';
@@ -125,12 +124,7 @@ describe('mcp_servers on the Messages API, run by the gateway', () => {
     const answer = await messages(fx.gw.url, body(MODELS.chat, [server()]));
     assert.equal(answer.status, 200, answer.text);
     const requestId = String(answer.headers['request-id'] ?? answer.headers['x-request-id']);
-    const store = new SqliteToolCallStore(fx.gw.store.db);
-    const records = await waitForValue(
-      'the tool call record',
-      async () => (await store.recentToolCalls(50)).filter((r) => r.requestId === requestId),
-      (found) => found.length > 0,
-    );
+    const records = await toolCallsOfRequest(fx.gw, requestId);
     assert.deepEqual(
       records.map((r) => [r.caller, r.server, r.tool, r.via, r.outcome]),
       [['admin', 'everything', 'echo', 'messages', 'ok']],

@@ -11,8 +11,6 @@ import { ADMIN_TOKEN, authHeaders } from '../../helpers/gateway.js';
 import { call } from '../../helpers/http.js';
 import { namedEvents, readStream } from '../../helpers/sse-client.js';
 import { scopedKey } from '../../helpers/scoped-key.js';
-import { waitForValue } from '../../helpers/wait.js';
-import { SqliteToolCallStore } from '../../../src/store/sqlite/sqlite-tool-calls.js';
 import {
   callTool,
   ECHO_FUNCTION,
@@ -23,6 +21,7 @@ import {
   FINAL_TEXT,
   MODELS,
   NATIVE_MODEL,
+  toolCallsOfRequest,
   useMcpLoopGateway,
 } from '../../helpers/mcp-loop-fixture.js';
 import type { ScriptedRequest } from '../../helpers/upstreams/scripted.js';
@@ -154,12 +153,7 @@ describe('the mcp tool on the Responses API, run by the gateway', () => {
     const answer = await responses(fx.gw.url, body(MODELS.gemini));
     assert.equal(answer.status, 200, answer.text);
     const requestId = String(answer.headers['x-request-id']);
-    const store = new SqliteToolCallStore(fx.gw.store.db);
-    const records = await waitForValue(
-      'the tool call record',
-      async () => (await store.recentToolCalls(50)).filter((r) => r.requestId === requestId),
-      (found) => found.length > 0,
-    );
+    const records = await toolCallsOfRequest(fx.gw, requestId);
     assert.deepEqual(
       records.map((r) => [r.caller, r.server, r.tool, r.via, r.outcome]),
       [['admin', 'everything', 'echo', 'responses', 'ok']],

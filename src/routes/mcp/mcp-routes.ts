@@ -6,7 +6,7 @@ import type { McpServerContent } from '../../core/mcp/server-content.js';
 import type { McpToolService, ToolCaller } from '../../core/mcp/tool-service.js';
 import { GatewayError, isGatewayError } from '../../errors/gateway-error.js';
 import { mcpUnauthorized } from '../../http/mcp-authorization.js';
-import { serverSdk } from '../../mcp/sdk.js';
+import { serverSdk, type ServerSdk } from '../../mcp/sdk.js';
 import { InFlightCalls } from './in-flight-calls.js';
 import { gatewayServer, type McpScope, type RequestOutcome } from './gateway-server.js';
 import { NotificationStreams } from './notification-streams.js';
@@ -77,7 +77,7 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
       traceparent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
     };
     const sdk = await serverSdk();
-    if (request.method === 'GET') return openNotificationStream(request, reply, caller, scope);
+    if (request.method === 'GET') return openNotificationStream(sdk, request, reply, caller, scope);
     const requestGone = new AbortController();
     const outcome: RequestOutcome = { rate: undefined };
     const mcp = gatewayServer(sdk, serverDeps, caller, scope, outcome, requestGone.signal);
@@ -98,13 +98,13 @@ export function mountMcpRoutes(app: FastifyInstance, deps: McpRoutesDeps): void 
   };
 
   const openNotificationStream = async (
+    sdk: ServerSdk,
     request: FastifyRequest,
     reply: FastifyReply,
     caller: ToolCaller,
     scope: McpScope,
   ): Promise<void> => {
     const release = streams.admit();
-    const sdk = await serverSdk();
     const mcp = gatewayServer(sdk, serverDeps, caller, scope, { rate: undefined }, new AbortController().signal);
     const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     const unsubscribe = deps.onToolsChanged((changed) => {
